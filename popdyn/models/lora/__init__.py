@@ -1,0 +1,10 @@
+"""Low-rank (LoRA) fine-tuning: Dayi & Chen, COLT 2025 (seed 003, specs/lora.md).
+
+The population spherical gradient is ``-h(m) (u - m u_hat)`` with ``m = <u, u_hat>`` (Prop. 4), so the
+population dynamics is the scalar ODE ``dm/dt = h(m)(1 - m^2)``. This package holds the problem, the
+closed forms of ``h`` and the loss, the dynamics (with the normalisation correction B0), the bounds
+and the paper's limits and constructions.
+"""
+from .problem import Problem, overlaps
+
+__all__ = ["Problem", "overlaps"]

@@ -1,0 +1,138 @@
+"""Prediction, Simulation, Comparison: arrays plus metadata, saved as ``.npz`` + JSON, atomically.
+
+A ``Prediction`` (theory) and a ``Simulation`` (finite-sample training) share observable names, so
+:func:`popdyn.compare` needs no per-model code. Simulation observables carry a leading seed axis.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Prediction", "Simulation", "Comparison", "load", "atomic_write"]
+
+
+def atomic_write(path, write):
+    """Call ``write(fileobj)`` on a temporary file beside ``path``, then ``os.replace`` it there."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    return repr(x)
+
+
+@dataclass
+class _Result:
+    t: np.ndarray | None
+    observables: dict
+    status: int = 0
+    message: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.t = None if self.t is None else np.asarray(self.t)
+        self.observables = {k: np.asarray(v) for k, v in self.observables.items()}
+        self.meta = _jsonable(self.meta)
+
+    @property
+    def success(self):
+        return self.status >= 0
+
+    def __getitem__(self, name):
+        return self.observables[name]
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}(status={self.status}, message={self.message!r},"]
+        if self.t is not None:
+            lines.append(f"  t: {self.t.shape} in [{self.t.min():.4g}, {self.t.max():.4g}]"
+                         f" ({self.meta.get('t_unit', 'steps')})")
+        for k, v in self.observables.items():
+            rng = f" in [{np.min(v):.4g}, {np.max(v):.4g}]" if v.size and v.dtype.kind in "fiu" else ""
+            lines.append(f"  {k}: {v.shape}{rng}")
+        return "\n".join(lines) + ")"
+
+    def save(self, path):
+        """Write ``path`` (.npz arrays) and ``path`` with suffix .json (status, message, meta)."""
+        path = Path(path).with_suffix(".npz")
+        arrays = {f"obs__{k}": v for k, v in self.observables.items()}
+        if self.t is not None:
+            arrays["t"] = self.t
+        atomic_write(path, lambda f: np.savez(f, **arrays))
+        side = {"kind": type(self).__name__, "status": self.status, "message": self.message,
+                "meta": self.meta, "observables": list(self.observables)}
+        atomic_write(path.with_suffix(".json"), lambda f: f.write(json.dumps(side, indent=1).encode()))
+        return path
+
+
+class Prediction(_Result):
+    """Theory: ``t`` (may be None for static results), ``observables`` name -> array."""
+
+
+class Simulation(_Result):
+    """Finite-sample training: observables have a leading seed axis of length ``n_seeds``."""
+
+    @property
+    def n_seeds(self):
+        return next(iter(self.observables.values())).shape[0]
+
+
+def load(path):
+    """Load a Prediction or Simulation written by ``save``; exact round trip."""
+    path = Path(path).with_suffix(".npz")
+    side = json.loads(path.with_suffix(".json").read_text())
+    with np.load(path) as z:
+        t = z["t"] if "t" in z.files else None
+        obs = {k: z[f"obs__{k}"] for k in side["observables"]}
+    cls = {"Prediction": Prediction, "Simulation": Simulation}[side["kind"]]
+    return cls(t=t, observables=obs, status=side["status"], message=side["message"], meta=side["meta"])
+
+
+@dataclass
+class Comparison:
+    """Theory against simulation per observable, on the simulation's time grid.
+
+    ``metrics[name]`` holds ``sup_gap`` = max_t |theory - mean|, ``mean_gap`` = mean_t |theory - mean|,
+    ``in_band`` = fraction of t with theory inside mean +- ``band_sd`` * seed SD, and ``max_z`` =
+    max_t |theory - mean| / (SD / sqrt(n_seeds)) (the gap in standard errors of the mean).
+    """
+    prediction: Prediction
+    simulation: Simulation
+    t: np.ndarray | None
+    theory: dict
+    mean: dict
+    sd: dict
+    metrics: dict
+    band_sd: float = 2.0
+
+    def __repr__(self):
+        rows = [f"  {k}: " + ", ".join(f"{m}={v:.4g}" for m, v in d.items()) for k, d in self.metrics.items()]
+        return "Comparison(\n" + "\n".join(rows) + ")"
+
+    def plot(self, path=None, *, ax=None, observables=None):
+        """Theory line over simulation mean with a seed band, one panel per observable."""
+        from .plot import plot_comparison
+        return plot_comparison(self, path=path, ax=ax, observables=observables)
