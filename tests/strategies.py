@@ -1,0 +1,30 @@
+"""Shared test data: one valid example Problem per model, and regime-named Hypothesis strategies."""
+import numpy as np
+from hypothesis import strategies as st
+
+from popdyn.models import lora
+
+EXAMPLES = {
+    "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
+}
+
+
+@st.composite
+def lora_problems(draw, activations=("relu", "erf", "tanh", "he3"), orthonormal=None, k_max=12):
+    """Valid LoRA problems inside A1-A3: k in [2, k_max], xi in [0.05, 5], lam in +-[0.3, 2], quantised c."""
+    k = draw(st.integers(2, k_max))
+    xi = draw(st.floats(0.05, 5.0))
+    seed = draw(st.integers(0, 2**31 - 1))
+    act = draw(st.sampled_from(activations))
+    orth = draw(st.booleans()) if orthonormal is None else orthonormal
+    rng = np.random.default_rng(seed)
+    lam = rng.uniform(0.3, 2.0, k) * rng.choice([-1.0, 1.0], k)
+    c, c_hat = rng.choice([-1.0, 1.0], size=(2, k)) / np.sqrt(k)
+    if orth:
+        G = np.eye(k)
+    else:
+        W = rng.standard_normal((k, k + 3))
+        W /= np.linalg.norm(W, axis=1, keepdims=True)
+        G = W @ W.T
+        np.fill_diagonal(G, 1.0)
+    return lora.Problem(G, lam, c, c_hat, xi, act)
