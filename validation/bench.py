@@ -1,0 +1,172 @@
+"""Performance of popdyn, measured in one run as ratios against plain baselines.
+
+Three measurements (``python -m validation.bench [--quick]``, also ``popdyn bench``):
+
+1. ``predict_vs_simulate``: wall time of ``popdyn.simulate`` (torch, one seed) over ``popdyn.predict``
+   (population ODE) for the same LoRA problem and horizon; goal: theory >= 1000x cheaper.
+2. ``hermite``: Hermite coefficients mu_0..mu_P of tanh, ``activations.get("tanh").hermite_coeffs(P)``
+   on a fresh activation (no cache) against a loop of ``scipy.integrate.quad``; goal >= 100x, and the
+   two agree to 1e-12.
+3. ``h_kernel``: the drift h(m) of the LoRA overlap on many overlaps with a general Gram matrix,
+   ``lora.h`` against :func:`h_numpy`, a plain vectorised numpy evaluation of the same kernel formula.
+
+JIT is warmed up before timing; each time is the median of a few repeats. The table is printed as
+markdown and saved atomically to ``validation/report/bench.json``. Short of a goal is reported, not hidden.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import integrate, special
+
+import popdyn
+from popdyn import activations
+from popdyn.models import lora
+from popdyn.results import atomic_write
+
+__all__ = ["main", "run", "hermite_quad", "h_numpy", "SIZES"]
+
+REPORT = Path(__file__).resolve().parent / "report" / "bench.json"
+
+#: Sizes of the full and the quick run. Full sizes are the ones the goals are stated for.
+SIZES = {
+    "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5},
+    "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3},
+}
+GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0}
+_QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
+
+
+def _median_time(fn, repeats):
+    """Median wall time of ``fn()`` over ``repeats`` calls, after one untimed warm-up call."""
+    out = fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def hermite_quad(f, P, *, bound=_QUAD_BOUND, epsabs=1e-14):
+    r"""Baseline Hermite coefficients by one ``scipy.integrate.quad`` per degree.
+
+    .. math:: \mu_p = \int_{-b}^{b} f(x)\, \frac{\mathrm{He}_p(x)}{\sqrt{p!}}\, \frac{e^{-x^2/2}}{\sqrt{2\pi}}\,dx
+
+    ``He_p`` is evaluated by ``scipy.special.eval_hermitenorm`` (no overflow for |x| <= 30, p <= 200).
+    """
+    mu = np.empty(P + 1)
+    for p in range(P + 1):
+        scale = math.exp(-0.5 * math.lgamma(p + 1)) / math.sqrt(2 * math.pi)
+
+        def integrand(x, p=p, scale=scale):
+            return f(x) * special.eval_hermitenorm(p, x) * math.exp(-0.5 * x * x) * scale
+
+        mu[p] = integrate.quad(integrand, -bound, bound, epsabs=epsabs, epsrel=0.0, limit=4000)[0]
+    return mu
+
+
+def h_numpy(problem, m, *, chunk=256):
+    r"""Plain vectorised numpy drift h(m) of the LoRA overlap: the kernel form, no numba.
+
+    .. math:: h(m) = 2\xi^2 \sum_{i,j} \frac{\lambda_i\lambda_j c_i \hat c_j}{r_i \hat r_j}\, K'(\rho_{ij}(m))
+
+    Uses :func:`popdyn.models.lora.overlaps` and the activation's own ``Kprime``; processes ``chunk``
+    overlaps at a time to bound memory (``chunk * k^2`` floats).
+    """
+    m = np.atleast_1d(np.asarray(m, dtype=np.float64))
+    A = problem.xi**2 * np.outer(problem.lam * problem.c / problem.r, problem.lam * problem.c_hat / problem.r_hat)
+    out = np.empty(m.shape)
+    for s in range(0, m.size, chunk):
+        rho = lora.overlaps(problem, m[s:s + chunk])
+        out[s:s + chunk] = 2.0 * np.einsum("ij,nij->n", A, problem.sigma.Kprime(rho))
+    return out
+
+
+def _bench_predict_vs_simulate(sz):
+    problem = lora.Problem.orthonormal(k=sz["k"], xi=1.0, activation="relu", seed=0)
+    kw = {"d": sz["d"], "lr": 0.1 / sz["d"], "steps": sz["steps"]}  # eta = delta/d with delta = 0.1 (spec §2.6)
+    t_pred, _ = _median_time(lambda: popdyn.predict(problem, **kw), sz["repeats"])
+    t_sim, _ = _median_time(lambda: popdyn.simulate(problem, seeds=1, device="cpu", **kw), 1)
+    return {"what": f"predict vs simulate, d={sz['d']}, k={sz['k']}, {sz['steps']} steps, 1 seed",
+            "fast_s": t_pred, "slow_s": t_sim, "ratio": t_sim / t_pred, "goal": GOALS["predict_vs_simulate"]}
+
+
+def _fresh_tanh():
+    """A tanh activation that shares no cache with ``activations.get('tanh')``."""
+    ref = activations.get("tanh")
+    return activations.Activation.from_callable(np.tanh, deriv=ref.deriv, name="tanh_uncached")
+
+
+def _bench_hermite(sz):
+    P = sz["P"]
+    t_pop, mu = _median_time(lambda: _fresh_tanh().hermite_coeffs(P), sz["repeats"])
+    t_quad, mu_q = _median_time(lambda: hermite_quad(math.tanh, P), 1)
+    return {"what": f"tanh Hermite coefficients mu_0..mu_{P}, popdyn vs scipy.quad loop",
+            "fast_s": t_pop, "slow_s": t_quad, "ratio": t_quad / t_pop, "goal": GOALS["hermite"],
+            "max_abs_diff": float(np.max(np.abs(np.asarray(mu)[:P + 1] - mu_q)))}
+
+
+def _bench_h(sz):
+    k, n = sz["k_h"], sz["n_m"]
+    problem = lora.Problem.random_features(k=k, xi=2.0, activation="relu", seed=0)
+    m = np.linspace(-1.0, 1.0, n)
+    t_pop, h_pop = _median_time(lambda: lora.h(problem, m), sz["repeats"])
+    t_np, h_np = _median_time(lambda: h_numpy(problem, m), sz["repeats"])
+    return {"what": f"h(m) on {n} overlaps, k={k}, general Gram, ReLU: lora.h vs plain numpy",
+            "fast_s": t_pop, "slow_s": t_np, "ratio": t_np / t_pop, "goal": GOALS["h_kernel"],
+            "max_abs_diff": float(np.max(np.abs(h_pop - h_np)))}
+
+
+def run(quick=False):
+    """Run the three measurements; returns the report dict (also what ``main`` saves)."""
+    sz = SIZES["quick" if quick else "full"]
+    rows = {}
+    for name, fn in (("hermite", _bench_hermite), ("h_kernel", _bench_h),
+                     ("predict_vs_simulate", _bench_predict_vs_simulate)):
+        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        try:
+            rows[name] = fn(sz)
+        except Exception as e:  # a missing piece is reported in the table, the others still run
+            rows[name] = {"what": name, "error": f"{type(e).__name__}: {e}", "goal": GOALS[name]}
+    return {"quick": quick, "sizes": sz, "results": rows, "popdyn": popdyn.__version__,
+            "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine()}
+
+
+def _table(report):
+    lines = ["| benchmark | popdyn (s) | baseline (s) | ratio | goal | max diff |",
+             "|---|---|---|---|---|---|"]
+    for name, r in report["results"].items():
+        if "error" in r:
+            lines.append(f"| {name} | - | - | - | {r['goal']:g}x | {r['error']} |")
+            continue
+        met = "met" if r["ratio"] >= r["goal"] else "short"
+        diff = f"{r['max_abs_diff']:.2e}" if "max_abs_diff" in r else "-"
+        lines.append(f"| {r['what']} | {r['fast_s']:.4g} | {r['slow_s']:.4g} | {r['ratio']:.4g}x "
+                     f"| {r['goal']:g}x ({met}) | {diff} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Command line: ``python -m validation.bench [--quick] [--out PATH]``; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="popdyn bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not the goals)")
+    parser.add_argument("--out", type=Path, default=REPORT, help="where to write bench.json")
+    args = parser.parse_args(argv)
+    report = run(quick=args.quick)
+    print(_table(report))
+    atomic_write(args.out, lambda f: f.write(json.dumps(report, indent=1).encode()))
+    print(args.out)
+    return 1 if any("error" in r for r in report["results"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
