@@ -6,5 +6,9 @@ closed forms of ``h`` and the loss, the dynamics (with the normalisation correct
 and the paper's limits and constructions.
 """
 from .problem import Problem, overlaps
+from .theory import (T_table, h, h0, h_bound, h_series_coeffs, orthonormal_stats, population_gradient,
+                     population_loss)
 
-__all__ = ["Problem", "overlaps"]
+__all__ = ["Problem", "overlaps",
+           "h", "h0", "h_bound", "h_series_coeffs", "T_table", "orthonormal_stats", "population_loss",
+           "population_gradient"]

@@ -1,0 +1,610 @@
+"""Closed forms of the LoRA population loss and of the drift h(m) (seed 003, specs/lora.md §2.1-2.5, §2.8).
+
+Public names
+------------
+drift
+    :func:`h` (methods "kernel", "series", "orthonormal"), :func:`h0`, :func:`h_bound`
+series pieces (Prop. 4)
+    :func:`h_series_coeffs`, :func:`T_table`, :func:`orthonormal_stats`
+loss and gradient
+    :func:`population_loss`, :func:`population_gradient`
+
+Every function takes the :class:`~popdyn.models.lora.Problem` first and reads the activation of the
+N1 formulas from ``problem.sigma`` (so convention N0 is N1 with ``sigma(r z)``, spec §1.2).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..._validate import Interval, InvalidParameterError, as_int, check
+from .problem import check_overlap, overlaps
+
+__all__ = ["h", "h0", "h_bound", "h_series_coeffs", "T_table", "orthonormal_stats",
+           "population_loss", "population_gradient"]
+
+_P_MAX = 4096  # largest Hermite degree a truncated series may need before it is called absurd
+_CHUNK = 1 << 20  # floats of an (M, k, k) block the numpy paths hold at once (8 MiB)
+_UNIT_TOL = 1e-10  # 1e-10: unit-norm check of u, u_hat; far above float64 rounding
+
+
+# ---------------------------------------------------------------------------------------------
+# numba kernels: sum_ij W_ij K'(rho_ij(m)) for every m, without forming the (M, k, k) array
+# ---------------------------------------------------------------------------------------------
+@numba.njit(cache=True, parallel=True)
+def _relu_sum(m, Wt, E, R, d1m, d1p, d2m, d2p):  # pragma: no cover - compiled
+    """ReLU K'(rho) = 1/2 - asin(sqrt((1-rho)/2))/pi = asin(sqrt((1+rho)/2))/pi from exact gaps 1 -+ rho."""
+    out = np.empty(m.size)
+    k1, k2 = Wt.shape
+    for t in numba.prange(m.size):
+        mt = m[t]
+        acc = 0.0
+        for i in range(k1):
+            for j in range(k2):
+                if mt >= 0.0:
+                    omr = (d1m[i, j] + E[i, j] * (1.0 - mt)) / R[i, j]
+                    opr = (d1p[i, j] - E[i, j] * (1.0 - mt)) / R[i, j]
+                else:
+                    omr = (d2m[i, j] - E[i, j] * (1.0 + mt)) / R[i, j]
+                    opr = (d2p[i, j] + E[i, j] * (1.0 + mt)) / R[i, j]
+                if omr <= 1.0:
+                    kp = 0.5 - math.asin(math.sqrt(max(omr, 0.0) / 2.0)) / math.pi
+                else:
+                    kp = math.asin(math.sqrt(min(max(opr, 0.0), 2.0) / 2.0)) / math.pi
+                acc += Wt[i, j] * kp
+        out[t] = acc
+    return out
+
+
+@numba.njit(cache=True, parallel=True)
+def _horner_sum(m, Wt, G0, E, q):  # pragma: no cover - compiled
+    """K'(rho) = sum_n q_n rho^n by Horner, rho = G0 + E m clipped to [-1, 1]."""
+    out = np.empty(m.size)
+    k1, k2 = Wt.shape
+    n = q.size
+    for t in numba.prange(m.size):
+        acc = 0.0
+        for i in range(k1):
+            for j in range(k2):
+                rho = min(max(G0[i, j] + E[i, j] * m[t], -1.0), 1.0)
+                kp = q[n - 1]
+                for p in range(n - 2, -1, -1):
+                    kp = kp * rho + q[p]
+                acc += Wt[i, j] * kp
+        out[t] = acc
+    return out
+
+
+@numba.njit(cache=True)
+def _series_kernel(log_beta, log_1mbeta, q, T_odd, T_even, L):  # pragma: no cover - compiled
+    """a_l = 2 sum_s C(l+s, l) beta^(l+1) (1-beta)^s q_(l+s) T(l, s), l <= L, l + s < q.size."""
+    a = np.zeros(L + 1)
+    for l in range(L + 1):
+        acc = 0.0
+        for s in range(q.size - l):
+            lw = (math.lgamma(l + s + 1.0) - math.lgamma(l + 1.0) - math.lgamma(s + 1.0)
+                  + (l + 1) * log_beta + s * log_1mbeta)
+            acc += math.exp(lw) * q[l + s] * (T_odd[s] if l % 2 else T_even[s])
+        a[l] = 2.0 * acc
+    return a
+
+
+# ---------------------------------------------------------------------------------------------
+# shared pieces
+# ---------------------------------------------------------------------------------------------
+def _pairs(problem):
+    r"""Per-pair constants of :math:`\rho_{ij}(m) = (G_{ij} + E_{ij} m)/R_{ij}` and the weights of h.
+
+    Returns ``Wt = 2 lam_i lam_j E_ij / R_ij`` (so h = sum Wt K'(rho)), ``E = xi^2 c_i c_hat_j``,
+    ``R = r_i r_hat_j`` and the four m-independent parts of the gaps ``1 -+ rho`` expanded around
+    ``m = 1`` (d1m, d1p) and ``m = -1`` (d2m, d2p). ``R - 1 -+ E = xi^2 (c_i -+ c_hat_j)^2 / (R + 1 +- E)``
+    is exactly 0 when ``c_i = +-c_hat_j``, so a gap that vanishes is computed as 0, not 1e-16 (whose
+    square root would cost 1e-8 in the ReLU K', spec §7).
+    """
+    xi2, c, ch = problem.xi**2, problem.c, problem.c_hat
+    R = np.outer(problem.r, problem.r_hat)
+    E = xi2 * np.outer(c, ch)
+    a_minus = xi2 * np.subtract.outer(c, ch)**2 / (R + 1 + E)  # R - 1 - E
+    a_plus = xi2 * np.add.outer(c, ch)**2 / (R + 1 - E)  # R - 1 + E
+    G = problem.G
+    gaps = (a_minus + (1 - G), a_plus + (1 + G), a_plus + (1 - G), a_minus + (1 + G))
+    Wt = 2 * np.outer(problem.lam, problem.lam) * E / R
+    return Wt, E, R, gaps
+
+
+def _relu_scale(problem):
+    """K' of sigma(r z) over K' of sigma for ReLU: r^2 in N0 (ReLU is positively homogeneous), else 1."""
+    return 1 + problem.xi**2 / problem.k if problem.convention == "N0" else 1.0
+
+
+def _is_relu(problem):
+    return problem.activation.name == "relu"
+
+
+def _rho_max(problem, m):
+    """max |rho_ij(m)| over the pairs and the given overlaps (the series' convergence controller)."""
+    ends = np.array([np.min(m), np.max(m)]) if np.size(m) else np.zeros(1)
+    return float(np.max(np.abs(overlaps(problem, ends))))
+
+
+def _series_degree(sigma, rho_max, tol, P_max=_P_MAX):
+    """Smallest P in 8, 16, ..., P_max with tail bound |K' - K'_P| <= tol K'(1) at rho_max, else None."""
+    target = tol * sigma.Kprime1
+    P = 8
+    while P <= P_max:
+        if sigma.Kprime_tail_bound(P, rho_max) <= target:
+            return P
+        P *= 2
+    return None
+
+
+def _kprime_coeffs(sigma, P):
+    """q_n = (n+1) mu_(n+1)^2, n = 0..P-1: K'(rho) = sum_n q_n rho^n truncated at Hermite degree P."""
+    mu = np.asarray(sigma.hermite_coeffs(P), dtype=np.float64)
+    p = np.arange(1, P + 1)
+    return p * mu[1:P + 1]**2
+
+
+def _as_output(m, values):
+    return float(values.reshape(())) if m.ndim == 0 else values.reshape(m.shape)
+
+
+def _chunked(fn, m, k):
+    """Apply ``fn`` to slices of the flat overlaps so that no block exceeds _CHUNK floats."""
+    step = max(1, _CHUNK // max(1, k * k))
+    flat = m.reshape(-1)
+    return np.concatenate([fn(flat[s:s + step]) for s in range(0, flat.size, step)] or [np.zeros(0)])
+
+
+# ---------------------------------------------------------------------------------------------
+# the three methods of h
+# ---------------------------------------------------------------------------------------------
+def _h_kernel(problem, m, tol, P):
+    """Kernel form: numba closed form (ReLU), numba Horner series (P from the tail bound), else numpy K'."""
+    Wt, E, R, gaps = _pairs(problem)
+    flat = np.ascontiguousarray(m.reshape(-1))
+    if _is_relu(problem):
+        return _relu_scale(problem) * _relu_sum(flat, Wt, E, R, *gaps)
+    sigma = problem.sigma
+    P = _series_degree(sigma, _rho_max(problem, m), tol) if P is None else P
+    if P is not None:
+        return _horner_sum(flat, Wt, problem.G / R, E / R, _kprime_coeffs(sigma, P))
+    return _h_kernel_numpy(problem, flat)
+
+
+def _h_kernel_numpy(problem, m):
+    """Plain vectorised numpy kernel form with the activation's own ``Kprime`` (reference and fallback)."""
+    Wt, *_ = _pairs(problem)
+    m = np.asarray(m, dtype=np.float64)
+    return _chunked(lambda mm: np.einsum("ij,nij->n", Wt, problem.sigma.Kprime(overlaps(problem, mm))),
+                    m, problem.k)
+
+
+def _require_quantised(problem, method):
+    if not problem.quantised:
+        raise InvalidParameterError(
+            f"The 'method' parameter of lora.h may be {method!r} only under A3 (c, c_hat in "
+            f"{{+-1/sqrt(k)}}^k). Got {method!r} with non-quantised c or c_hat; use method='kernel'.")
+
+
+def _h_series(problem, m, tol, P):
+    """Prop. 4 double series, truncated at total Hermite degree P (from the tail bound unless given)."""
+    _require_quantised(problem, "series")
+    if P is None:
+        rho_max = _rho_max(problem, m)
+        P = _series_degree(problem.sigma, rho_max, tol)
+        if P is None:
+            bound = problem.sigma.Kprime_tail_bound(_P_MAX, rho_max) / problem.sigma.Kprime1
+            raise InvalidParameterError(
+                f"The 'method' parameter of lora.h may be 'series' only where the Hermite series converges: "
+                f"{problem.activation.name} at rho_max={rho_max:.6g} needs P > {_P_MAX} for tol={tol:g} "
+                f"(relative tail bound {bound:.3g} at P={_P_MAX}; specs/lora.md §2.5). Got 'series' instead; "
+                "use method='kernel', raise tol or pass P.")
+    a = h_series_coeffs(problem, P - 1, P)
+    return np.polynomial.polynomial.polyval(m.reshape(-1), a)
+
+
+def _h_orthonormal(problem, m, tol, P):
+    """4-statistic closed form for G = I under A3, with exact gaps 1 -+ rho for the ReLU K'."""
+    Pp, Pm, Dp, Dm = orthonormal_stats(problem)
+    k, xi2 = problem.k, problem.xi**2
+    beta = xi2 / (k + xi2)
+    mm = m.reshape(-1)
+    kp = lambda omr, opr: _kprime_gap(problem, omr, opr)
+    k_pos, k_neg = kp(1 - beta * mm, 1 + beta * mm), kp(1 + beta * mm, 1 - beta * mm)
+    k_agree = kp(beta * (1 - mm), 2 - beta * (1 - mm))
+    k_disagree = kp(beta * (1 + mm), 2 - beta * (1 + mm))
+    bracket = Pp * k_pos + Pm * k_neg + Dp * (k_agree - k_pos) + Dm * (k_disagree - k_neg)
+    return 2 * xi2 / (1 + xi2 / k) * bracket
+
+
+def _kprime_gap(problem, omr, opr):
+    """K'(rho) from the gaps 1 - rho, 1 + rho: exact-gap closed form for ReLU, the activation's K' else."""
+    if _is_relu(problem):
+        rho_pos = 0.5 - np.arcsin(np.sqrt(np.clip(omr, 0, 2) / 2)) / np.pi
+        rho_neg = np.arcsin(np.sqrt(np.clip(opr, 0, 2) / 2)) / np.pi
+        return _relu_scale(problem) * np.where(omr <= 1, rho_pos, rho_neg)
+    return problem.sigma.Kprime(np.clip(1 - omr, -1.0, 1.0))
+
+
+_METHODS = {"kernel": _h_kernel, "series": _h_series, "orthonormal": _h_orthonormal}
+
+
+# ---------------------------------------------------------------------------------------------
+# public API
+# ---------------------------------------------------------------------------------------------
+def h(problem, m, *, method="kernel", tol=1e-12, P=None):
+    r"""Drift coefficient h(m) of the overlap m = <u, u_hat> (Proposition 4): grad Phi = -h(m)(u - m u_hat).
+
+    .. math:: h(m) = -\frac{d\Phi}{dm} = 2\xi^2\sum_{i,j=1}^k
+              \frac{\lambda_i\lambda_j c_i\hat c_j}{r_i\hat r_j}\,K'\big(\rho_{ij}(m)\big),
+              \qquad \rho_{ij}(m) = \frac{G_{ij} + \xi^2 c_i\hat c_j m}{r_i \hat r_j}
+
+    with ``K'(rho) = E[s'(g1) s'(g2)] = sum_p p mu_p^2 rho^(p-1)`` and ``r_i = sqrt(1 + xi^2 c_i^2)``
+    (all equal to ``r = sqrt(1 + xi^2/k)`` under A3, where this is the paper's L771 with L775 corrected).
+
+    Parameters
+    ----------
+    problem : Problem
+    m : float or ndarray
+        Overlaps in [-1, 1]; any shape.
+    method : {"kernel", "series", "orthonormal"}
+        "kernel": the form above (numba; ReLU K' in closed form from exact gaps 1 -+ rho, other
+        activations by a Horner-evaluated Hermite series of K' truncated by the tail bound, or the
+        activation's own ``Kprime`` when that series would pass degree 4096). "series": the paper's
+        double Hermite series in (l, s) with ``T(l, s)`` (needs A3). "orthonormal": the derived
+        4-statistic closed form (needs A3 and G = I).
+    tol : float
+        Truncation target of the series, relative to the sup bound (``|error| <= tol * h_bound``).
+    P : int, optional
+        Hermite degree at which to truncate (overrides ``tol``; ignored by "orthonormal" and by the
+        ReLU kernel, which is exact).
+
+    Returns
+    -------
+    float or ndarray of shape m.shape
+
+    Notes
+    -----
+    Regime: population limit (d -> inf implicit), A1-A2 (unit w_i; u, u_hat orthogonal to span W),
+    any sigma with E[sigma'(g)^2] < inf. The series converges like the tail of ``sum p mu_p^2
+    rho_max^(p-1)``: for ReLU at |m| = 1 that is ``1/(pi sqrt(2 pi P))``, so "series" raises there for
+    any tol below ~2e-3 (specs/lora.md §2.5). For ReLU h is not differentiable at m = +-1 when some
+    ``c_i = +-c_hat_i``.
+
+    References
+    ----------
+    .. [src] seed 003 L204-214 (Prop. 4), proof L758-787 (L775 misprint corrected); specs/lora.md §2.3.
+
+    Examples
+    --------
+    A linear activation has K' = 1, so h is flat: ``2 xi^2/r^2 (sum lam c)(sum lam c_hat)``.
+
+    >>> import numpy as np
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem(np.eye(2), np.array([1.0, 2.0]), np.array([1, 1]) / np.sqrt(2),
+    ...                  np.array([1, -1]) / np.sqrt(2), xi=1.0, activation="linear")
+    >>> np.round(lora.h(p, [-1.0, 0.0, 1.0]), 12)  # 2 * (1/1.5) * (3/sqrt2) * (-1/sqrt2) = -2
+    array([-2., -2., -2.])
+    """
+    if method not in _METHODS:
+        raise InvalidParameterError(f"The 'method' parameter of lora.h must be one of {sorted(_METHODS)}. "
+                                    f"Got {method!r} instead.")
+    tol = check("lora.h", "tol", tol, Interval(0, 1, closed="neither"))
+    P = None if P is None else as_int("lora.h", "P", P, low=1, high=10**6)
+    m = check_overlap(m)
+    return _as_output(m, np.asarray(_METHODS[method](problem, m, tol, P), dtype=np.float64))
+
+
+def h0(problem):
+    r"""Drift at the uninformed start, h(0); its sign picks the limit sign(h(0)) u.
+
+    .. math:: h(0) = 2\xi^2\sum_{i,j}\frac{\lambda_i\lambda_j c_i\hat c_j}{r_i\hat r_j}\,K'\Big(\frac{G_{ij}}{r_i\hat r_j}\Big)
+
+    Parameters
+    ----------
+    problem : Problem
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: as :func:`h`. For G = I under A3 it equals ``2 xi^2/r^2 [mu_1^2 (sum lam c)(sum lam c_hat)
+    + (K'(k/(k + xi^2)) - mu_1^2) sum lam^2 c c_hat]`` (spec §2.3.4).
+
+    References
+    ----------
+    .. [src] seed 003 L241-249, L640-644 (Condition 3); specs/lora.md §2.3.4, §2.7.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem(np.eye(4), np.array([1, -0.5, 0.8, 1.2]), np.array([1, 1, -1, 1]) / 2,
+    ...                  np.array([1, -1, -1, -1]) / 2, xi=1.5)
+    >>> round(lora.h0(p), 12)  # spec A.5 golden value
+    -0.08497918195
+    """
+    return h(problem, 0.0)
+
+
+def h_bound(problem):
+    r"""Sharp sup bound of |h| on [-1, 1] (|K'(rho)| <= K'(1) by Cauchy-Schwarz).
+
+    .. math:: \sup_{|m|\le1}|h(m)| \le 2\xi^2 K'(1)\Big(\sum_i\frac{|\lambda_i c_i|}{r_i}\Big)
+              \Big(\sum_j\frac{|\lambda_j\hat c_j|}{\hat r_j}\Big) \le \frac{2K'(1)\lambda_{\max}^2 k\xi^2}{r^2}
+
+    Parameters
+    ----------
+    problem : Problem
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: any sigma with ``K'(1) = E[sigma'(g)^2] < inf``. So C_sigma = 2 K'(1) works in Prop. 23.
+
+    References
+    ----------
+    .. [src] derived; specs/lora.md §2.8 (sharpens seed 003 L661-666, Lemma 17).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem(np.eye(2), np.ones(2), np.ones(2) / np.sqrt(2), np.ones(2) / np.sqrt(2), xi=1.0,
+    ...                  activation="linear")
+    >>> round(lora.h_bound(p), 12) == round(lora.h(p, 0.3), 12)  # attained when K' is constant, c = c_hat
+    True
+    """
+    a = np.sum(np.abs(problem.lam * problem.c) / problem.r)
+    b = np.sum(np.abs(problem.lam * problem.c_hat) / problem.r_hat)
+    return float(2 * problem.xi**2 * problem.sigma.Kprime1 * a * b)
+
+
+def T_table(problem, s_max):
+    r"""Moment-tensor factors T(l, s) of Prop. 4 for s = 0..s_max, via Hadamard powers of G.
+
+    .. math:: T_{\rm odd}(s) = \Big\lVert\sum_i\lambda_i w_i^{\otimes s}\Big\rVert_F^2 = \lambda^\top G^{\circ s}\lambda,
+              \qquad T_{\rm even}(s) = k\,(\lambda\circ c)^\top G^{\circ s}(\lambda\circ\hat c)
+
+    Parameters
+    ----------
+    problem : Problem
+    s_max : int
+        Largest tensor order, >= 0.
+
+    Returns
+    -------
+    (T_odd, T_even) : tuple of ndarray of shape (s_max + 1,)
+        ``T(l, s)`` for odd l and for even l (it depends on l only through its parity).
+
+    Notes
+    -----
+    Regime: A1-A2; ``G^{o 0}`` is the all-ones matrix (0^0 = 1). T_odd >= 0 for every PSD G (Schur).
+
+    References
+    ----------
+    .. [src] seed 003 L161 (tensor identity), L204-210 (Prop. 4); specs/lora.md §1.1, §2.3.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem.orthonormal(k=3, xi=1.0, seed=0, lam=np.array([1.0, 2.0, 3.0]))
+    >>> T_odd, _ = lora.T_table(p, 2)
+    >>> T_odd.tolist()  # (sum lam)^2, then ||lam||^2 for s >= 1 (G = I)
+    [36.0, 14.0, 14.0]
+    """
+    s_max = as_int("lora.T_table", "s_max", s_max, low=0)
+    lam, G, k = problem.lam, problem.G, problem.k
+    a, b = lam * problem.c, lam * problem.c_hat
+    T_odd, T_even = np.empty(s_max + 1), np.empty(s_max + 1)
+    Gs = np.ones_like(G)
+    for s in range(s_max + 1):
+        T_odd[s], T_even[s] = lam @ Gs @ lam, k * (a @ Gs @ b)
+        Gs = Gs * G
+    return T_odd, T_even
+
+
+def h_series_coeffs(problem, L, P):
+    r"""Power-series coefficients a_l of h(m) = sum_l a_l m^l (Prop. 4), truncated at Hermite degree P.
+
+    .. math:: a_l = 2\sum_{s=0}^{P-l-1}\Big(\frac{\xi^2}{k}\Big)^{l+1}\binom{l+s}{l}(l+s+1)\,\mu_{l+s+1}^2\,
+              \Big(\frac{1}{1+\xi^2/k}\Big)^{l+s+1}T(l,s)
+
+    evaluated in log space as ``C(l+s, l) beta^(l+1) (1-beta)^s`` with ``beta = xi^2/(k + xi^2)``.
+
+    Parameters
+    ----------
+    problem : Problem
+        Must satisfy A3 (c, c_hat in {+-1/sqrt(k)}^k).
+    L : int
+        Largest power of m, in [0, P - 1].
+    P : int
+        Total Hermite degree ``p = l + s + 1 <= P`` kept (>= 1).
+
+    Returns
+    -------
+    ndarray of shape (L + 1,)
+
+    Notes
+    -----
+    Regime: A1-A3 (the split into odd/even l uses ``(c_i c_hat_j)^2 = 1/k^2``). The sums start at
+    l = s = 0 (the paper's ``Z_{>0}`` is a misprint). Odd-l coefficients are >= 0 for every PSD G.
+
+    References
+    ----------
+    .. [src] seed 003 L204-210 (Prop. 4), L779-787; specs/lora.md §2.3.2.
+
+    Examples
+    --------
+    For the quadratic activation (K'(rho) = 4 rho) h is linear in m and a_1 = 4 * 2 xi^4 ||lam||^2/(k r^2)^2 ... here k = 1:
+
+    >>> import numpy as np
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem(np.eye(1), np.ones(1), np.ones(1), np.ones(1), xi=1.0, activation="quadratic")
+    >>> np.round(lora.h_series_coeffs(p, 1, 2), 12)  # h = 2 xi^2/r^2 * 4 (1 + xi^2 m)/r^2 = 2 + 2 m
+    array([2., 2.])
+    """
+    P = as_int("lora.h_series_coeffs", "P", P, low=1, high=10**6)
+    L = as_int("lora.h_series_coeffs", "L", L, low=0, high=P - 1)
+    _require_quantised(problem, "series")
+    k, xi2 = problem.k, problem.xi**2
+    T_odd, T_even = T_table(problem, P - 1)
+    q = _kprime_coeffs(problem.sigma, P)
+    log_beta, log_1mbeta = math.log(xi2 / (k + xi2)), math.log(k / (k + xi2))
+    return _series_kernel(log_beta, log_1mbeta, q, T_odd, T_even, L)
+
+
+def orthonormal_stats(problem):
+    r"""The four sufficient statistics (P+, P-, D+, D-) of h for orthonormal features under A3.
+
+    .. math:: P_\pm = \pm\frac1k\big(L_{b+}L_{\hat b\pm} + L_{b-}L_{\hat b\mp}\big),\quad
+              D_+ = \frac1k\sum_{b_i=\hat b_i}\lambda_i^2,\quad D_- = -\frac1k\sum_{b_i\ne\hat b_i}\lambda_i^2
+
+    with ``b = sqrt(k) c``, ``L_{b+-} = sum_{b_i = +-1} lam_i``; then
+    ``h(m) = 2 xi^2/r^2 [P+ K'(beta m) + P- K'(-beta m) + D+ (K'(1-beta+beta m) - K'(beta m))
+    + D- (K'(1-beta-beta m) - K'(-beta m))]``.
+
+    Parameters
+    ----------
+    problem : Problem
+        With G = I_k (A4) and quantised c, c_hat (A3).
+
+    Returns
+    -------
+    tuple of 4 floats
+
+    Notes
+    -----
+    Regime: A1-A4. ``P+ + P- = (sum lam c)(sum lam c_hat)`` and ``D+ + D- = sum lam^2 c c_hat``.
+
+    References
+    ----------
+    .. [src] derived; specs/lora.md §2.3.4 (from seed 003 L241-247, L1012-1018).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem(np.eye(2), np.ones(2), np.ones(2) / np.sqrt(2), np.array([1, -1]) / np.sqrt(2), xi=1.0)
+    >>> [float(v) for v in lora.orthonormal_stats(p)]
+    [0.5, -0.5, 0.5, -0.5]
+    """
+    _require_quantised(problem, "orthonormal")
+    if not np.array_equal(problem.G, np.eye(problem.k)):
+        raise InvalidParameterError("The 'method' parameter of lora.h may be 'orthonormal' only with G = I_k "
+                                    "(A4, orthonormal features). Got 'orthonormal' with G != I; use method='kernel'.")
+    k, lam = problem.k, problem.lam
+    b, bh = np.sign(problem.c), np.sign(problem.c_hat)
+    Lb = {s: lam[b == s].sum() for s in (1, -1)}
+    Lh = {s: lam[bh == s].sum() for s in (1, -1)}
+    P_plus = (Lb[1] * Lh[1] + Lb[-1] * Lh[-1]) / k
+    P_minus = -(Lb[1] * Lh[-1] + Lb[-1] * Lh[1]) / k
+    D_plus, D_minus = np.sum(lam[b == bh]**2) / k, -np.sum(lam[b != bh]**2) / k
+    return float(P_plus), float(P_minus), float(D_plus), float(D_minus)
+
+
+def population_loss(problem, m):
+    r"""Population squared loss Phi(m) = E_x (f*(x) - f_hat(x))^2 (no 1/2), as a function of m.
+
+    .. math:: \Phi(m) = \lambda^\top K(S)\lambda + \lambda^\top K(T)\lambda - 2\lambda^\top K(\rho(m))\lambda,
+              \quad S_{ij} = \frac{G_{ij}+\xi^2\hat c_i\hat c_j}{\hat r_i\hat r_j},\;
+              T_{ij} = \frac{G_{ij}+\xi^2 c_ic_j}{r_ir_j}
+
+    with ``K(rho) = E[s(g1) s(g2)]`` applied entrywise.
+
+    Parameters
+    ----------
+    problem : Problem
+    m : float or ndarray
+        Overlaps in [-1, 1].
+
+    Returns
+    -------
+    float or ndarray of shape m.shape, >= 0 (rounding below 0 is clipped to 0)
+
+    Notes
+    -----
+    Regime: population limit, A1-A2. Phi(1) = 0 when c_hat = c and Phi(-1) = 0 when c_hat = -c;
+    otherwise Phi(+-1) > 0 (a frozen c_hat only finds the direction).
+
+    References
+    ----------
+    .. [src] seed 003 L623 (Phi), L758-767 (expansion); specs/lora.md §2.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem.orthonormal(k=4, xi=1.0, seed=0)
+    >>> q = lora.Problem(p.G, p.lam, p.c, p.c, p.xi)   # c_hat = c
+    >>> float(lora.population_loss(q, 1.0))
+    0.0
+    """
+    m = check_overlap(m)
+    sigma, lam, xi2 = problem.sigma, problem.lam, problem.xi**2
+    c, ch, r, rh, G = problem.c, problem.c_hat, problem.r, problem.r_hat, problem.G
+    S = np.clip((G + xi2 * np.outer(ch, ch)) / np.outer(rh, rh), -1, 1)
+    T = np.clip((G + xi2 * np.outer(c, c)) / np.outer(r, r), -1, 1)
+    const = lam @ sigma.K(S) @ lam + lam @ sigma.K(T) @ lam
+    cross = _chunked(lambda mm: np.einsum("i,nij,j->n", lam, sigma.K(overlaps(problem, mm)), lam), m, problem.k)
+    return _as_output(m, np.maximum(const - 2 * cross, 0.0))
+
+
+def population_gradient(problem, u, u_hat):
+    r"""Population spherical gradient of Phi at u_hat: (I - u_hat u_hat^T) grad Phi = -h(m)(u - m u_hat).
+
+    .. math:: \hat\nabla\Phi(\hat u) = -h(\langle u,\hat u\rangle)\,\big(u - \langle u,\hat u\rangle\hat u\big)
+
+    Parameters
+    ----------
+    problem : Problem
+    u : ndarray of shape (d,)
+        Teacher direction, unit norm (taken orthogonal to span W, A2).
+    u_hat : ndarray of shape (d,)
+        Student direction, unit norm (orthogonal to span W).
+
+    Returns
+    -------
+    ndarray of shape (d,)
+        Orthogonal to u_hat; its component along u is ``-h(m)(1 - m^2)``.
+
+    Notes
+    -----
+    Regime: population limit, A1-A2 (the coordinates of u, u_hat are those of span(W)^perp).
+
+    References
+    ----------
+    .. [src] seed 003 L204-214 (Prop. 4), L594; specs/lora.md §2.3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem.orthonormal(k=4, xi=1.0, seed=0)
+    >>> g = lora.population_gradient(p, np.array([1.0, 0.0]), np.array([0.6, 0.8]))
+    >>> bool(abs(g @ np.array([0.6, 0.8])) < 1e-15)   # tangent to the sphere at u_hat
+    True
+    """
+    u, u_hat = (_unit_vector(v, name) for v, name in ((u, "u"), (u_hat, "u_hat")))
+    if u.shape != u_hat.shape:
+        raise InvalidParameterError(f"The 'u_hat' parameter of lora.population_gradient must have the shape of u "
+                                    f"{u.shape}. Got shape {u_hat.shape} instead.")
+    m = float(np.clip(u @ u_hat, -1.0, 1.0))
+    return -h(problem, m) * (u - m * u_hat)
+
+
+def _unit_vector(v, name):
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim != 1 or not np.all(np.isfinite(a)) or not abs(np.linalg.norm(a) - 1) <= _UNIT_TOL:
+        raise InvalidParameterError(f"The {name!r} parameter of lora.population_gradient must be a finite unit "
+                                    f"vector of shape (d,). Got {v!r} instead.")
+    return a
