@@ -1,0 +1,411 @@
+r"""Normalized Hermite functions, Gaussian quadrature rules and Hermite series with tail bounds.
+
+Basis: :math:`h_k = \mathrm{He}_k/\sqrt{k!}`, orthonormal under the standard normal density
+:math:`\varphi`. Everything runs through the three-term recurrence
+:math:`h_{k+1} = (x h_k - \sqrt{k}\, h_{k-1})/\sqrt{k+1}`, applied either to :math:`h_k` itself
+(:func:`hermite_polys`; overflows for large ``|x|`` and ``k``) or to the Gaussian-weighted
+Hermite functions :math:`\psi_k = h_k\sqrt{\varphi}` (:func:`hermite_functions`; bounded by
+:math:`(2\pi)^{-1/4}`, computed with a running log-scale so it is finite for every ``x``).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+from scipy.special import roots_hermitenorm, roots_legendre
+
+from ._validate import InvalidParameterError, as_int
+
+__all__ = ["hermite_polys", "hermite_functions", "gauss_hermite", "project", "hermite_coeffs_quad",
+           "power_series", "log_hermite_abs"]
+
+_LOG_QUARTER_2PI = 0.25 * math.log(2 * math.pi)
+_BIG = 1e150
+
+
+@numba.njit(cache=True)
+def _psi_table(kmax, x):  # pragma: no cover - compiled
+    n = x.size
+    out = np.empty((kmax + 1, n))
+    for i in range(n):
+        xi = x[i]
+        logs = -0.25 * xi * xi - _LOG_QUARTER_2PI   # log-scale carried alongside the mantissa
+        pm1, p0 = 0.0, 1.0
+        out[0, i] = math.exp(logs)
+        for k in range(kmax):
+            p1 = (xi * p0 - math.sqrt(k) * pm1) / math.sqrt(k + 1)
+            pm1, p0 = p0, p1
+            if abs(p0) > _BIG:
+                pm1 /= _BIG
+                p0 /= _BIG
+                logs += math.log(_BIG)
+            out[k + 1, i] = p0 * math.exp(logs)
+    return out
+
+
+@numba.njit(cache=True)
+def _logabs_table(kmax, x):  # pragma: no cover - compiled
+    n = x.size
+    out = np.empty((kmax + 1, n))
+    sgn = np.empty((kmax + 1, n))
+    for i in range(n):
+        xi = x[i]
+        logs = 0.0
+        pm1, p0 = 0.0, 1.0
+        out[0, i] = 0.0
+        sgn[0, i] = 1.0
+        for k in range(kmax):
+            p1 = (xi * p0 - math.sqrt(k) * pm1) / math.sqrt(k + 1)
+            pm1, p0 = p0, p1
+            if abs(p0) > _BIG:
+                pm1 /= _BIG
+                p0 /= _BIG
+                logs += math.log(_BIG)
+            out[k + 1, i] = (math.log(abs(p0)) + logs) if p0 != 0.0 else -np.inf
+            sgn[k + 1, i] = 1.0 if p0 > 0 else (-1.0 if p0 < 0 else 0.0)
+    return out, sgn
+
+
+@numba.njit(cache=True)
+def _project(x, c, kmax):  # pragma: no cover - compiled
+    mu = np.zeros(kmax + 1)
+    for i in range(x.size):
+        xi = x[i]
+        if c[i] == 0.0:
+            continue
+        logs = -0.25 * xi * xi - _LOG_QUARTER_2PI
+        pm1, p0 = 0.0, 1.0
+        scale = c[i] * math.exp(logs)
+        mu[0] += scale
+        for k in range(kmax):
+            p1 = (xi * p0 - math.sqrt(k) * pm1) / math.sqrt(k + 1)
+            pm1, p0 = p0, p1
+            if abs(p0) > _BIG:
+                pm1 /= _BIG
+                p0 /= _BIG
+                logs += math.log(_BIG)
+                scale = c[i] * math.exp(logs)
+            mu[k + 1] += scale * p0
+    return mu
+
+
+def _points(x):
+    x = np.asarray(x, dtype=np.float64)
+    return x, np.ascontiguousarray(x.reshape(-1))
+
+
+def hermite_polys(kmax, x):
+    r"""Normalized probabilists' Hermite polynomials :math:`h_0(x), \dots, h_{k_{\max}}(x)`.
+
+    .. math:: h_{k+1}(x) = \frac{x\,h_k(x) - \sqrt{k}\,h_{k-1}(x)}{\sqrt{k+1}},\quad h_0 = 1,\ h_{-1} = 0
+
+    Parameters
+    ----------
+    kmax : int
+        Highest degree, ``kmax >= 0``.
+    x : array_like
+        Points, any shape.
+
+    Returns
+    -------
+    ndarray of shape (kmax + 1,) + x.shape
+        ``h_k(x)``; entries overflow to ``inf`` where ``|h_k(x)|`` exceeds the float64 range
+        (use :func:`hermite_functions` or :func:`log_hermite_abs` there).
+
+    Notes
+    -----
+    Regime: exact recurrence in float64; relative error ~ k * eps where the value is representable.
+
+    References
+    ----------
+    .. [src] seed 003 L161-165; specs/lora.md §1.1, §7.
+
+    Examples
+    --------
+    >>> hermite_polys(3, 2.0)[:, ()].ravel().round(12).tolist()  # 1, x, (x^2-1)/sqrt2, (x^3-3x)/sqrt6
+    [1.0, 2.0, 2.121320343560, 0.816496580928]
+    """
+    kmax = as_int("hermite.hermite_polys", "kmax", kmax, 0)
+    x, flat = _points(x)
+    logabs, sgn = _logabs_table(kmax, flat)
+    with np.errstate(over="ignore"):
+        out = sgn * np.exp(logabs)
+    return out.reshape((kmax + 1,) + x.shape)
+
+
+def log_hermite_abs(kmax, x):
+    r"""Log-scaled normalized Hermite polynomials: ``(log|h_k(x)|, sign h_k(x))`` for k <= kmax.
+
+    .. math:: h_k(x) = \operatorname{sign}_k(x)\, e^{\ell_k(x)}
+
+    Parameters
+    ----------
+    kmax : int
+        Highest degree.
+    x : array_like
+        Points, any shape.
+
+    Returns
+    -------
+    logabs, sign : ndarray of shape (kmax + 1,) + x.shape
+        Finite for every finite ``x`` (``-inf`` exactly at roots).
+
+    Notes
+    -----
+    Regime: any finite ``x`` and ``k``; the mantissa is renormalised by 1e150 when it grows.
+
+    References
+    ----------
+    .. [src] derived; specs/lora.md §7 (plain recurrence overflows).
+
+    Examples
+    --------
+    >>> la, s = log_hermite_abs(400, 3.0)   # scipy's eval_hermitenorm(400, 3.0) is nan
+    >>> bool(np.isfinite(la[-1]))
+    True
+    """
+    kmax = as_int("hermite.log_hermite_abs", "kmax", kmax, 0)
+    x, flat = _points(x)
+    logabs, sgn = _logabs_table(kmax, flat)
+    shape = (kmax + 1,) + x.shape
+    return logabs.reshape(shape), sgn.reshape(shape)
+
+
+def hermite_functions(kmax, x):
+    r"""Gaussian-weighted normalized Hermite functions :math:`\psi_k = h_k\sqrt{\varphi}`.
+
+    .. math:: \psi_k(x) = h_k(x)\,\frac{e^{-x^2/4}}{(2\pi)^{1/4}},\qquad
+              \int \psi_j\psi_k\,dx = \delta_{jk}
+
+    Parameters
+    ----------
+    kmax : int
+        Highest degree.
+    x : array_like
+        Points, any shape.
+
+    Returns
+    -------
+    ndarray of shape (kmax + 1,) + x.shape
+        Bounded by about ``(2 pi)^(-1/4)``; finite for every finite ``x`` and every ``k``.
+
+    Notes
+    -----
+    Regime: any ``k`` (tested to 10_000) and any finite ``x``; same recurrence as
+    :func:`hermite_polys` with a running log-scale.
+
+    References
+    ----------
+    .. [src] specs/lora.md §3.1, §7 and Appendix A.1 (recur on psi).
+
+    Examples
+    --------
+    >>> float(hermite_functions(0, 0.0)[0]) == (2 * np.pi) ** -0.25
+    True
+    """
+    kmax = as_int("hermite.hermite_functions", "kmax", kmax, 0)
+    x, flat = _points(x)
+    return _psi_table(kmax, flat).reshape((kmax + 1,) + x.shape)
+
+
+@functools.lru_cache(maxsize=32)
+def _gauss_hermite_cached(n):
+    x, w = roots_hermitenorm(n)
+    w = w / math.sqrt(2 * math.pi)
+    x.setflags(write=False)
+    w.setflags(write=False)
+    return x, w
+
+
+def gauss_hermite(n):
+    r"""Probability-normalized Gauss-Hermite rule: nodes and weights with :math:`\sum w_i = 1`.
+
+    .. math:: \mathbb E_{g\sim N(0,1)}[f(g)] \approx \sum_{i=1}^{n} w_i f(x_i),
+              \text{ exact for polynomials of degree} \le 2n-1
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes, ``n >= 1`` (scipy's asymptotic algorithm is used for large ``n``).
+
+    Returns
+    -------
+    x, w : ndarray of shape (n,)
+        Read-only (cached) arrays.
+
+    Notes
+    -----
+    Regime: any ``n``; ``numpy.polynomial.hermite_e.hermegauss`` overflows for n >~ 200.
+    Weights of the outermost nodes underflow to 0, which is harmless (they are below 1e-308).
+
+    References
+    ----------
+    .. [src] specs/lora.md §3.1, §7.
+
+    Examples
+    --------
+    >>> x, w = gauss_hermite(3)
+    >>> float(np.sum(w)), float(np.sum(w * x**4)).__round__(12)   # E g^4 = 3
+    (1.0, 3.0)
+    """
+    return _gauss_hermite_cached(as_int("hermite.gauss_hermite", "n", n, 1))
+
+
+def project(x, w, fx, kmax):
+    r"""Hermite coefficients from a quadrature rule against the Gaussian density.
+
+    .. math:: \mu_k = \sum_i w_i f(x_i) h_k(x_i),\qquad k = 0, \dots, k_{\max}
+
+    Parameters
+    ----------
+    x, w, fx : array_like of shape (n,)
+        Nodes, probability weights (``sum w = 1`` for a Gaussian rule) and ``f(x)``.
+    kmax : int
+        Highest degree.
+
+    Returns
+    -------
+    ndarray of shape (kmax + 1,)
+
+    Notes
+    -----
+    Regime: any ``kmax``; the recurrence runs on :math:`\psi_k` (numba, O(n kmax)) and
+    ``w f / sqrt(phi)`` is formed in log space, so nothing overflows.
+
+    References
+    ----------
+    .. [src] specs/lora.md Appendix A.1 (``hermite_coeffs_quad``).
+
+    Examples
+    --------
+    >>> x, w = gauss_hermite(10)
+    >>> project(x, w, x**2, 2).round(12).tolist()    # g^2 = h_0 + sqrt(2) h_2
+    [1.0, 0.0, 1.414213562373]
+    """
+    kmax = as_int("hermite.project", "kmax", kmax, 0)
+    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    w = np.asarray(w, dtype=np.float64).ravel()
+    fx = np.asarray(fx, dtype=np.float64).ravel()
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        c = np.where(w > 0, np.sign(fx) * np.exp(np.log(w) + np.log(np.abs(fx))
+                                                  + 0.25 * x * x + _LOG_QUARTER_2PI), 0.0)
+    c = np.where((w > 0) & (fx == 0), 0.0, c)
+    c = np.where(np.isnan(fx), np.nan, c)
+    return _project(x, np.ascontiguousarray(c), kmax)
+
+
+def _panels(kinks, kmax, span, order):
+    """Gauss-Legendre nodes and Gaussian-density weights on panels split at the kinks."""
+    t, tw = roots_legendre(order)
+    edges = np.unique(np.concatenate([[-span, span], [k for k in kinks if abs(k) < span]]))
+    width = min(1.0, 6.0 / math.sqrt(kmax + 1))   # <= one wavelength 2 pi / sqrt(k) of psi_k
+    xs, ws = [], []
+    for a, b in zip(edges[:-1], edges[1:]):
+        m = max(1, int(math.ceil((b - a) / width)))
+        e = np.linspace(a, b, m + 1)
+        half = 0.5 * np.diff(e)[:, None]
+        xs.append((0.5 * (e[:-1] + e[1:]))[:, None] + half * t)
+        ws.append(half * tw)
+    x = np.concatenate([a.ravel() for a in xs])
+    w = np.concatenate([a.ravel() for a in ws]) * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return x, w
+
+
+def hermite_coeffs_quad(f, kmax, kinks=(), *, span=40.0):
+    r"""Hermite coefficients :math:`\mu_0..\mu_{k_{\max}}` of any vectorised ``f``, with an error estimate.
+
+    .. math:: \mu_k(f) = \int_{-L}^{L} f(x)\,h_k(x)\,\varphi(x)\,dx
+
+    The line is split at the kinks (points where ``f`` or ``f'`` jumps) and at ``+-span``; each
+    piece is cut into panels of width ``min(1, 6/sqrt(kmax+1))`` (at most one oscillation of
+    :math:`\psi_{k_{\max}}`) carrying a 24-point Gauss-Legendre rule, so the rule converges
+    spectrally on each smooth piece. The estimate is the difference to a 16-point rule on the
+    same panels (it bounds the 24-point error from above in practice).
+
+    Parameters
+    ----------
+    f : callable
+        Vectorised function of a float64 array.
+    kmax : int
+        Highest degree.
+    kinks : sequence of float
+        Points where ``f`` is not smooth.
+    span : float
+        Truncation ``L``; the density ``phi(40) ~ 1e-348`` is below float64.
+
+    Returns
+    -------
+    mu : ndarray of shape (kmax + 1,)
+    err : float
+        Estimated maximal absolute error over ``k``.
+
+    Notes
+    -----
+    Regime: ``f`` piecewise analytic between the kinks with ``|f(x)| e^{-x^2/4}`` small at
+    ``|x| = span``. Cost O(kmax^1.5) function evaluations x O(kmax) recurrence (numba).
+    Gauss-Hermite on a kinked ``f`` converges only as O(1/N) (spec §3.1), hence the split.
+
+    References
+    ----------
+    .. [src] derived; specs/lora.md §3.1, §7 (split at the kink).
+
+    Examples
+    --------
+    >>> mu, err = hermite_coeffs_quad(lambda z: np.maximum(z, 0), 2, kinks=(0.0,))
+    >>> bool(abs(mu[1] - 0.5) < 1e-14 and err < 1e-12)    # ReLU: mu_1 = 1/2
+    True
+    """
+    kmax = as_int("hermite.hermite_coeffs_quad", "kmax", kmax, 0)
+    kinks = tuple(float(k) for k in kinks)
+    if not all(math.isfinite(k) for k in kinks):
+        raise InvalidParameterError(
+            f"The 'kinks' parameter of hermite.hermite_coeffs_quad must be finite floats. Got {kinks!r} instead.")
+    out = []
+    for order in (24, 16):
+        x, w = _panels(kinks, kmax, span, order)
+        out.append(project(x, w, np.asarray(f(x), dtype=np.float64), kmax))
+    return out[0], float(np.max(np.abs(out[0] - out[1])))
+
+
+def power_series(a, rho, *, deriv=False):
+    r"""Evaluate :math:`\sum_p a_p\rho^p` (or its derivative) by Horner's rule, vectorised over rho.
+
+    .. math:: S(\rho) = \sum_{p=0}^{P} a_p \rho^p,\qquad S'(\rho) = \sum_{p=1}^{P} p\,a_p\rho^{p-1}
+
+    Parameters
+    ----------
+    a : array_like of shape (P + 1,)
+        Coefficients.
+    rho : array_like
+        Points, any shape.
+    deriv : bool
+        Evaluate the derivative instead.
+
+    Returns
+    -------
+    ndarray of rho's shape
+
+    Notes
+    -----
+    Regime: any ``rho``; the truncation error is the caller's (see ``Activation.Kprime_tail_bound``:
+    for nonnegative ``a_p`` the tail at ``rho`` is at most ``|rho|^(P+1) * sum_{p>P} a_p``).
+
+    References
+    ----------
+    .. [src] specs/lora.md §1.1 (K = sum mu_p^2 rho^p), §2.5.
+
+    Examples
+    --------
+    >>> float(power_series([1.0, 2.0, 3.0], 2.0)), float(power_series([1.0, 2.0, 3.0], 2.0, deriv=True))
+    (17.0, 14.0)
+    """
+    a = np.asarray(a, dtype=np.float64)
+    if deriv:
+        a = a[1:] * np.arange(1, a.size)
+    rho = np.asarray(rho, dtype=np.float64)
+    acc = np.zeros_like(rho)
+    for coef in a[::-1]:
+        acc = acc * rho + coef
+    return acc
