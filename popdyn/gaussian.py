@@ -112,15 +112,89 @@ def relu_moment(a, b, n):
     return np.where(np.isnan(a) | np.isnan(b), np.nan, out)
 
 
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
+_GL_X, _GL_W = np.ascontiguousarray(_GL_X[:10]), np.ascontiguousarray(_GL_W[:10])   # negative half
+
+
+@numba.njit(cache=True)
+def _phi_upper(x):  # pragma: no cover - compiled
+    return 0.5 * math.erfc(x / math.sqrt(2.0))
+
+
+@numba.njit(cache=True)
+def _bvnu_near_one(h, k, r, gx, gw):  # pragma: no cover - compiled
+    """Genz's |r| >= 0.925 branch: expansion of the integral in sqrt(1 - r^2)."""
+    if r < 0:
+        k = -k
+    hk = h * k
+    bvn = 0.0
+    if abs(r) < 1:
+        ass = (1 - r) * (1 + r)
+        a = math.sqrt(ass)
+        bs = (h - k) ** 2
+        c = (4 - hk) / 8
+        d = (12 - hk) / 16
+        bvn = a * math.exp(-(bs / ass + hk) / 2) * (1 - c * (bs - ass) * (1 - d * bs / 5) / 3 + c * d * ass * ass / 5)
+        if hk > -160:
+            b = math.sqrt(bs)
+            bvn -= (math.exp(-hk / 2) * math.sqrt(2 * math.pi) * _phi_upper(b / a) * b
+                    * (1 - c * bs * (1 - d * bs / 5) / 3))
+        a = a / 2
+        for i in range(gx.size):
+            for sgn in (-1.0, 1.0):
+                xs = (a * (sgn * gx[i] + 1)) ** 2
+                rs = math.sqrt(1 - xs)
+                bvn += a * gw[i] * (math.exp(-bs / (2 * xs) - hk / (1 + rs)) / rs
+                                    - math.exp(-(bs / xs + hk) / 2) * (1 + c * xs * (1 + d * xs)))
+        bvn = -bvn / (2 * math.pi)
+    if r > 0:
+        return bvn + _phi_upper(max(h, k))
+    bvn = -bvn
+    if k > h:
+        bvn += _phi_upper(h) - _phi_upper(k)
+    return bvn
+
+
+@numba.njit(cache=True)
+def _bvnu(h, k, r, gx, gw):  # pragma: no cover - compiled
+    """P(g1 > h, g2 > k) at correlation r (Genz 2004, 20-point Gauss-Legendre, ~1e-15)."""
+    if math.isnan(h) or math.isnan(k) or math.isnan(r):
+        return math.nan
+    if h == math.inf or k == math.inf:
+        return 0.0
+    if h == -math.inf:
+        return _phi_upper(k)
+    if k == -math.inf:
+        return _phi_upper(h)
+    if abs(r) < 0.925:
+        hk, hs, asr = h * k, (h * h + k * k) / 2, math.asin(r)
+        bvn = 0.0
+        for i in range(gx.size):
+            for sgn in (-1.0, 1.0):
+                sn = math.sin(asr * (1 + sgn * gx[i]) / 2)
+                bvn += gw[i] * math.exp((sn * hk - hs) / (1 - sn * sn))
+        return bvn * asr / (4 * math.pi) + _phi_upper(h) * _phi_upper(k)
+    return min(1.0, max(0.0, _bvnu_near_one(h, k, r, gx, gw)))
+
+
+@numba.njit(cache=True)
+def _bvnu_many(h, k, r, gx, gw):  # pragma: no cover - compiled
+    out = np.empty(h.size)
+    for i in range(h.size):
+        out[i] = _bvnu(h[i], k[i], r[i], gx, gw)
+    return out
+
+
 def orthant(a, b, rho):
     r"""Orthant probability :math:`P(g_1 > a, g_2 > b)` for standard normals of correlation rho.
 
-    .. math:: P(g_1 > a, g_2 > b) = \Phi_2(-a, -b; \rho)
+    .. math:: P(g_1 > a, g_2 > b) = \frac{1}{2\pi}\int_0^{\arcsin\rho}
+              \exp\Big(-\frac{a^2 + b^2 - 2ab\sin\theta}{2\cos^2\theta}\Big)\,d\theta + \Phi(-a)\Phi(-b)
 
     Parameters
     ----------
     a, b, rho : array_like
-        Broadcastable; ``rho`` in [-1, 1].
+        Broadcastable; ``rho`` is clipped to [-1, 1]; ``a, b`` may be infinite; NaN propagates.
 
     Returns
     -------
@@ -128,30 +202,33 @@ def orthant(a, b, rho):
 
     Notes
     -----
-    Regime: any finite ``a, b`` and rho in [-1, 1]; see :func:`bivariate_cdf`.
+    Regime: any ``a, b`` and rho in [-1, 1]. Genz's algorithm (Sheppard/Drezner-Wesolowsky form
+    for ``|rho| < 0.925``, an expansion in ``sqrt(1 - rho^2)`` above) with a 20-point
+    Gauss-Legendre rule, absolute error ~1e-15; numba kernel over the flattened points.
 
     References
     ----------
-    .. [src] derived (symmetry of the bivariate normal); Genz (2004).
+    .. [src] Genz (2004), Statistics and Computing 14:251-260 (BVNU); Sheppard (1899).
 
     Examples
     --------
-    >>> round(float(orthant(0.0, 0.0, 0.5)), 12)     # 1/4 + arcsin(rho)/(2 pi) = 1/3
-    0.333333333333
+    >>> round(float(orthant(0.0, 0.0, 0.5)), 15)     # 1/4 + arcsin(rho)/(2 pi) = 1/3
+    0.333333333333333
     """
-    return bivariate_cdf(-np.asarray(a, dtype=np.float64), -np.asarray(b, dtype=np.float64), rho)
+    a, b, rho = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (a, b, rho)))
+    flat = [np.ascontiguousarray(v).ravel() for v in (a, b, np.clip(rho, -1.0, 1.0))]
+    return _bvnu_many(*flat, _GL_X, _GL_W).reshape(a.shape)
 
 
 def bivariate_cdf(h, k, rho):
     r"""Bivariate standard normal CDF :math:`\Phi_2(h, k;\rho) = P(g_1 < h, g_2 < k)`.
 
-    .. math:: \Phi_2(h,k;\rho) = \Phi(h)\Phi(k) + \frac{1}{2\pi}\int_0^{\arcsin\rho}
-              \exp\Big(-\frac{h^2 + k^2 - 2hk\sin\theta}{2\cos^2\theta}\Big)\,d\theta
+    .. math:: \Phi_2(h, k;\rho) = P(g_1 > -h, g_2 > -k)
 
     Parameters
     ----------
     h, k, rho : array_like
-        Broadcastable; ``rho`` in [-1, 1].
+        Broadcastable; see :func:`orthant`.
 
     Returns
     -------
@@ -159,27 +236,18 @@ def bivariate_cdf(h, k, rho):
 
     Notes
     -----
-    Regime: any finite ``h, k``; rho in [-1, 1] (NaN propagates).
+    Regime: as :func:`orthant` (absolute error ~1e-15).
 
     References
     ----------
-    .. [src] Sheppard's formula; Genz (2004), Statistics and Computing 14:251.
+    .. [src] Genz (2004), Statistics and Computing 14:251-260.
 
     Examples
     --------
-    >>> round(float(bivariate_cdf(0.0, 0.0, 0.0)), 15)
+    >>> float(bivariate_cdf(0.0, 0.0, 0.0))
     0.25
     """
-    h, k, rho = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (h, k, rho)))
-    t, tw = np.polynomial.legendre.leggauss(40)
-    th = np.arcsin(np.clip(rho, -1, 1))[..., None] * 0.5 * (t + 1)
-    c2 = np.cos(th) ** 2
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ex = np.exp(-(h[..., None] ** 2 + k[..., None] ** 2 - 2 * h[..., None] * k[..., None] * np.sin(th))
-                    / (2 * c2))
-    ex = np.where(c2 > 0, ex, 0.0)
-    integral = np.sum(tw * ex, axis=-1) * 0.5 * np.arcsin(np.clip(rho, -1, 1))
-    return ndtr(h) * ndtr(k) + integral / (2 * np.pi)
+    return orthant(-np.asarray(h, dtype=np.float64), -np.asarray(k, dtype=np.float64), rho)
 
 
 def dawson(x):
