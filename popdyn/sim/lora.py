@@ -1,0 +1,318 @@
+"""Finite-sample online SGD for LoRA fine-tuning (seed 003, Eq. 4), in torch; registers ``popdyn.simulate``.
+
+Public names
+------------
+simulate
+    ``simulate(problem, *, d, lr, steps, ...)`` -> :class:`popdyn.results.Simulation` with observables
+    ``m`` (the overlap <u_t, u>), ``loss`` (online estimate of the population loss) and, with
+    ``joint=True``, ``c_overlap``. All seeds run batched on one device in one loop.
+
+Geometry. Since x ~ N(0, I_d) is isotropic, any orthonormal frame gives the same law of the
+trajectories, so W is placed in the first q = rank(G) coordinates (``W = [F, 0]`` with ``F F^T = G``
+from the eigendecomposition of G), u is the next coordinate vector and u_hat lives in the remaining
+n = d - q coordinates. The projection on span(W)^perp is then exact coordinate restriction, for any
+rank of G (no QR projector is needed). See specs/lora.md §1.2-1.4, §2.6, §7 and Appendix A.3.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validate import Interval, InvalidParameterError, as_int, check
+from ..api import simulate as _api_simulate
+from ..models.lora import Problem
+from ..results import Simulation
+from ._torch import make_generator, progress, resolve_device, resolve_dtype, to_numpy, torch_activation
+
+__all__ = ["simulate"]
+
+_OWNER = "lora.simulate"
+_RANK_TOL = 1e-10  # 1e-10: eigenvalues of a unit-diagonal Gram below this are rank-deficiency, not signal
+_CHUNK_ELEMENTS = 2**20  # noise generated per chunk: 8 MB of float64, so it stays in cache-sized blocks
+
+
+@dataclass
+class _Consts:
+    """Per-run constants on the device: feature factor, head, teacher and student neuron coefficients."""
+    FT: torch.Tensor        # (q, k): W x = z @ FT for the first q coordinates z of x
+    lam: torch.Tensor       # (k, 1)
+    c_t: torch.Tensor       # (k,): xi c_i (teacher)
+    scale_t: torch.Tensor   # (k,): 1/r_i (N1) or 1 (N0)
+    xi: float
+    n1: bool                # convention N1 (unit-normalised neurons) or N0
+    act: object             # TorchActivation
+
+
+@dataclass
+class _State:
+    """Trained parameters, u_hat (S, n) in span(W)^perp coordinates and c_hat (S, 1, k), and the student
+    coefficients derived from c_hat: ``scale`` = 1/r_hat_j (N1) or 1 (N0), ``xc`` = xi c_hat_j scale_j and
+    ``gvec`` = -2 lam_j xc_j (S, k, 1), refreshed after every c_hat step."""
+    U: torch.Tensor
+    c_hat: torch.Tensor
+    scale: torch.Tensor = None
+    xc: torch.Tensor = None
+    gvec: torch.Tensor = None
+
+    def refresh(self, consts):
+        c = self.c_hat
+        self.scale = torch.rsqrt(1 + consts.xi**2 * c * c) if consts.n1 else torch.ones_like(c)
+        self.xc = consts.xi * c * self.scale
+        self.gvec = (-2 * consts.lam.mT * self.xc).mT
+        return self
+
+
+def _factor(G):
+    """``F`` of shape (k, q) with ``F F^T = G`` and q = numerical rank of G (eigenvalues > _RANK_TOL)."""
+    vals, vecs = np.linalg.eigh((G + G.T) / 2)
+    keep = vals > _RANK_TOL
+    return vecs[:, keep] * np.sqrt(vals[keep])
+
+
+def _teacher(consts, X, q):
+    """Teacher outputs f*(x) of shape (..., 1) and ``W x`` of shape (..., k) for x = X (..., d)."""
+    Wx = X[..., :q] @ consts.FT
+    pre = torch.addcmul(Wx, X[..., q:q + 1], consts.c_t) * consts.scale_t
+    return consts.act.f(pre) @ consts.lam, Wx
+
+
+def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True):
+    r"""One online-SGD step on every seed; returns the residual f* - f_hat of shape (S, B, 1).
+
+    .. math:: u_{t+1} = \frac{u_t - \eta \hat\nabla L}{\lVert u_t - \eta \hat\nabla L\rVert},\quad
+              \hat\nabla L = (I - u_t u_t^\top)\,\Pi^\perp_{W}\,\Big(-2 (f^* - \hat f)
+              \sum_j \lambda_j \sigma'(\langle \hat v_j, x\rangle) \frac{\xi \hat c_j}{\hat r_j}\, x\Big)
+
+    ``y`` (S, B, n) are the span(W)^perp coordinates of x, so Pi_W^perp is the restriction to them;
+    ``Wxs`` is ``(W x)_j * scale_j``. The gradient is averaged over the batch axis B. With ``lr_c``
+    (joint training) c_hat takes a plain SGD step on the same sample, simultaneously with u_hat.
+    """
+    U3 = state.U.unsqueeze(-1)                                        # (S, n, 1)
+    b = torch.bmm(y, U3)                                              # <u_hat, x>, (S, B, 1)
+    pre = torch.addcmul(Wxs, b, state.xc)                             # <v_hat_j, x>, (S, B, k)
+    res = fstar - consts.act.f(pre) @ consts.lam                      # f* - f_hat, (S, B, 1)
+    if not update:
+        return res
+    dact = consts.act.df(pre)
+    coef = res * (dact @ state.gvec)                                  # dL/d<u_hat, x>, (S, B, 1)
+    if lr_c is not None:
+        dpre = consts.xi * state.scale * (b - pre * state.xc) if consts.n1 else consts.xi * b
+        grad_c = (res * dact * dpre).mean(1, keepdim=True) * (-2 * consts.lam.mT)
+        state.c_hat.sub_(grad_c, alpha=lr_c)
+    step = lr / y.shape[1]
+    alpha = torch.bmm(coef.mT, b).mul_(step).add_(1)                  # 1 + eta <grad, u_hat>, (S, 1, 1)
+    U3.mul_(alpha).baddbmm_(y.mT, coef, alpha=-step)                  # u - eta (I - u u^T) grad
+    U3.div_(torch.linalg.vector_norm(U3, dim=1, keepdim=True))
+    if lr_c is not None:
+        state.refresh(consts)
+    return res
+
+
+def _record_grid(steps, record_every, n_points):
+    """Recorded steps t (int64, from 0 to ``steps``) and, for s = 0..steps, the index of the nearest t."""
+    if record_every is not None:
+        every = as_int(_OWNER, "record_every", record_every, 1, steps)
+        t = np.unique(np.append(np.arange(0, steps + 1, every), steps))
+    else:
+        n = as_int(_OWNER, "n_points", n_points, 2)
+        t = np.unique(np.round(np.linspace(0, steps, min(n, steps + 1))).astype(np.int64))
+    window = np.searchsorted((t[:-1] + t[1:]) / 2, np.arange(steps + 1), side="right")
+    return t, window
+
+
+def _default_m0(problem, d):
+    """``sign(h(0)) * 0.5 / sqrt(d)`` (specs/lora.md §3.6): start on the side the population flow goes to."""
+    from ..models.lora import h0
+    return (1.0 if h0(problem) >= 0 else -1.0) * 0.5 / np.sqrt(d)
+
+
+def _check(problem, d, lr, steps, m0, seeds, batch, joint, lr_c, seed):
+    """Validated options, or InvalidParameterError naming the parameter and its valid range."""
+    if not isinstance(problem, Problem):
+        raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must be a lora.Problem. Got {problem!r} instead.")
+    opts = {"d": as_int(_OWNER, "d", d, problem.k + 2), "lr": check(_OWNER, "lr", lr, _POSITIVE),
+            "steps": as_int(_OWNER, "steps", steps, 1), "seeds": as_int(_OWNER, "seeds", seeds, 1),
+            "batch": as_int(_OWNER, "batch", batch, 1), "seed": as_int(_OWNER, "seed", seed, 0, 2**63 - 1),
+            "joint": check(_OWNER, "joint", joint, _BOOL)}
+    opts["m0"] = _default_m0(problem, opts["d"]) if m0 is None else check(_OWNER, "m0", m0, Interval(-1, 1))
+    if lr_c is not None and not opts["joint"]:
+        raise InvalidParameterError(f"The 'lr_c' parameter of {_OWNER} needs joint=True. Got {lr_c!r} instead.")
+    opts["lr_c"] = (opts["lr"] if lr_c is None else check(_OWNER, "lr_c", lr_c, _POSITIVE)) if opts["joint"] else None
+    return opts
+
+
+_POSITIVE = Interval(0, np.inf, closed="neither")
+
+
+class _Bool:
+    """A bool (numpy bools accepted)."""
+
+    def convert(self, owner, name, value):
+        if not isinstance(value, (bool, np.bool_)):
+            raise InvalidParameterError(f"The {name!r} parameter of {owner} must be a bool. Got {value!r} instead.")
+        return bool(value)
+
+
+_BOOL = _Bool()
+
+
+def _init(problem, opts, device, dtype, gen):
+    """Constants, initial state (u_0 with overlap exactly m0 with u = first perp coordinate) and q."""
+    F = _factor(problem.G)
+    q, k, S = F.shape[1], problem.k, opts["seeds"]
+    n1 = problem.convention == "N1"
+    as_t = lambda a: torch.tensor(np.array(a, dtype=np.float64), dtype=dtype, device=device)
+    consts = _Consts(FT=as_t(F.T), lam=as_t(problem.lam[:, None]), c_t=as_t(problem.xi * problem.c),
+                     scale_t=as_t(1 / problem.r if n1 else np.ones(k)), xi=float(problem.xi), n1=n1,
+                     act=torch_activation(problem.activation))
+    n = opts["d"] - q
+    e = torch.randn((S, n), generator=gen, dtype=dtype, device=device)
+    e[:, 0] = 0
+    e /= torch.linalg.vector_norm(e, dim=1, keepdim=True)
+    m0 = opts["m0"]
+    e *= float(np.sqrt(1 - m0 * m0))
+    e[:, 0] = m0
+    c_hat = as_t(problem.c_hat).expand(S, 1, k).clone()
+    return consts, _State(U=e, c_hat=c_hat).refresh(consts), q
+
+
+def _chunk_size(opts, d):
+    return max(1, min(opts["steps"] + 1, _CHUNK_ELEMENTS // (opts["seeds"] * opts["batch"] * d)))
+
+
+def _run(consts, state, q, opts, t, window, gen, bar):
+    """The SGD loop over steps 0..steps (the last one only evaluates the loss); returns recorded tensors."""
+    S, B, d, steps, joint = opts["seeds"], opts["batch"], opts["d"], opts["steps"], opts["joint"]
+    U, dev, dt = state.U, state.U.device, state.U.dtype
+    C = _chunk_size(opts, d)
+    X = torch.empty((C, S, B, d), dtype=dt, device=dev)
+    m_rec = torch.empty((S, len(t)), dtype=dt, device=dev)
+    c_rec = torch.empty((S, len(t)), dtype=dt, device=dev) if joint else None
+    loss_sum = torch.zeros((S, len(t)), dtype=dt, device=dev)
+    window_t = torch.as_tensor(window, device=dev)
+    c_unit = consts.c_t / torch.linalg.vector_norm(consts.c_t)
+    slot = {int(s): j for j, s in enumerate(t)}
+    for s0 in range(0, steps + 1, C):
+        nc = min(C, steps + 1 - s0)
+        torch.randn(X.shape, generator=gen, out=X)
+        fstar, Wx = _teacher(consts, X[:nc], q)
+        Wxs = Wx if joint else Wx * state.scale.unsqueeze(0)
+        res = torch.empty((nc, S, B, 1), dtype=dt, device=dev)
+        for i in range(nc):
+            s = s0 + i
+            if s in slot:
+                m_rec[:, slot[s]] = U[:, 0]
+                if joint:
+                    c = state.c_hat[:, 0]
+                    c_rec[:, slot[s]] = (c @ c_unit) / torch.linalg.vector_norm(c, dim=1)
+            w = Wx[i] * state.scale if joint else Wxs[i]
+            res[i] = _sgd_step(consts, state, X[i, :, :, q:], w, fstar[i], opts["lr"], opts["lr_c"], s < steps)
+        loss_sum.index_add_(1, window_t[s0:s0 + nc], res.square().mean((2, 3)).T)
+        bar.update(nc)
+    counts = torch.as_tensor(np.bincount(window, minlength=len(t)), dtype=dt, device=dev)
+    out = {"m": m_rec, "loss": loss_sum / counts}
+    if joint:
+        out["c_overlap"] = c_rec
+    return out
+
+
+@_api_simulate.register(Problem)
+def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=None, record_every=None,
+             n_points=200, batch=1, joint=False, lr_c=None, seed=0, progress_bar=False):
+    r"""Online SGD on the LoRA student, all seeds batched: the finite-d twin of the overlap dynamics.
+
+    .. math:: u_{t+1} = \frac{u_t - \eta \hat\nabla L(u_t; x_t)}{\lVert u_t - \eta \hat\nabla L(u_t; x_t)\rVert},
+              \quad \hat\nabla L = (I - u_t u_t^\top)\Pi^\perp_{\mathrm{span} W}\nabla_{\hat u} L,
+              \quad L = (f^*(x) - \hat f(x))^2,\ x_t \sim N(0, I_d)
+
+    Parameters
+    ----------
+    problem : lora.Problem
+        The teacher and student; ``problem.convention`` picks N1 (unit-normalised neurons
+        ``s(<w_j + xi c_j u, x> / r_j)``) or N0 (unnormalised, main text).
+    d : int
+        Input dimension, ``d >= k + 2``.
+    lr : float
+        Step size eta in (0, inf); the theory's regime is ``eta = delta / d`` with small delta.
+    steps : int
+        Number of SGD steps, ``>= 1``.
+    m0 : float, optional
+        Initial overlap ``<u_0, u>`` in [-1, 1], exact on every seed; the rest of u_0 is uniform on the
+        sphere of span(W, u)^perp. Default ``sign(h(0)) * 0.5 / sqrt(d)`` (specs/lora.md §3.6).
+    seeds : int
+        Independent runs ``>= 1``, batched on one device.
+    device : str or torch.device
+        "cpu", "cuda" or "cuda:N".
+    dtype : {None, "float64", "float32"}
+        Working precision; None is float64 (on every device).
+    record_every : int, optional
+        Record every ``record_every`` steps (and at ``steps``); overrides ``n_points``.
+    n_points : int
+        Number of recorded steps, evenly spaced from 0 to ``steps`` (``>= 2``).
+    batch : int
+        Fresh samples per step; the gradient is their mean (1 is online SGD, the paper's algorithm).
+    joint : bool
+        Also train c_hat (extension, Figs 2-4): plain SGD on the same sample with step ``lr_c``, no
+        normalisation or projection of c_hat (the paper gives neither, spec §1.4). In N1 the student
+        norms ``r_hat_j = sqrt(1 + xi^2 c_hat_j^2)`` follow c_hat and its gradient includes them.
+    lr_c : float, optional
+        Step for c_hat when ``joint``; default ``lr``.
+    seed : int
+        Seed of the run's ``torch.Generator``: same seed, same numbers (on the same device and dtype).
+    progress_bar : bool
+        Show a tqdm bar (when tqdm is installed).
+
+    Returns
+    -------
+    Simulation
+        ``t`` (int steps, ``t_unit = "steps"``) and observables of shape (seeds, len(t)): ``m`` =
+        ``<u_t, u>``; ``loss`` = mean of the per-sample losses ``L(u_s; x_s)`` (over the batch and over
+        the steps s nearest to each recorded t, s = 0..steps; the loss at s = steps takes one extra
+        sample without an update), the online estimate of the population loss ``Phi(m_t)``; with
+        ``joint``, ``c_overlap`` = ``<c_hat_t, c> / ||c_hat_t||``. ``status`` is -1 when a run diverged.
+
+    Notes
+    -----
+    Regime: any d >= k + 2; the population recursion ``m_{t+1} = m_t + eta h(m_t)(1 - m_t^2)`` holds
+    for ``eta d -> 0``; at ``eta = delta / d`` the normalisation adds a drift ``-2 delta^2 m B0(m)`` in
+    ``tau = t / d`` (spec §2.6). W is placed in the first rank(G) coordinates (exact, x is isotropic),
+    so Pi_W^perp is a coordinate restriction. In N1, ``r_hat`` is treated as constant in the u_hat
+    gradient (its derivative is radial and removed by the projection).
+
+    References
+    ----------
+    .. [src] seed 003 L167-185 (Eq. 4), L1222-1230 (exact one-step relation); specs/lora.md §1.4, §2.6,
+       §7, Appendix A.3.
+
+    Examples
+    --------
+    >>> from popdyn.models import lora
+    >>> p = lora.Problem.orthonormal(k=2, xi=1.0, seed=0)
+    >>> sim = simulate(p, d=16, lr=0.01, steps=10, seeds=2, m0=0.25, n_points=3)
+    >>> sim.t.tolist(), sim["m"][:, 0].tolist()  # m0 is exact on every seed
+    ([0, 5, 10], [0.25, 0.25])
+    """
+    opts = _check(problem, d, lr, steps, m0, seeds, batch, joint, lr_c, seed)
+    dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
+    t, window = _record_grid(opts["steps"], record_every, n_points)
+    gen = make_generator(opts["seed"], dev)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        consts, state, q = _init(problem, opts, dev, dt, gen)
+        bar = progress(opts["steps"] + 1, progress_bar, "lora.simulate")
+        try:
+            rec = _run(consts, state, q, opts, t, window, gen, bar)
+        finally:
+            bar.close()
+        obs = {name: to_numpy(v) for name, v in rec.items()}
+    wall = time.perf_counter() - start
+    ok = all(np.all(np.isfinite(v)) for v in obs.values())
+    meta = {"problem": repr(problem), "options": {**opts, "record_every": record_every, "n_points": n_points},
+            "t_unit": "steps", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
+            "torch_version": torch.__version__, "seeds": opts["seeds"], "seed": opts["seed"], "wall_time_s": wall,
+            "steps_per_s": (opts["steps"] + 1) / wall, "rank_G": q, "activation_native": consts.act.native}
+    message = "" if ok else f"non-finite values: the run diverged at lr={opts['lr']}; lower lr"
+    return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
