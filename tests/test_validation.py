@@ -1,0 +1,118 @@
+"""The validation runner on fake claims: stored results, resume, ERROR records, report, exit status."""
+import json
+
+import pytest
+
+from validation import claims as claims_pkg
+from validation import runner
+from validation.claims import Claim, ClaimResult
+
+
+def _claim(cid, behaviour, calls):
+    def run(size, device, outdir):
+        calls.append(cid)
+        if behaviour == "raise":
+            raise RuntimeError("boom in " + cid)
+        if behaviour == "interrupt":
+            raise KeyboardInterrupt
+        from popdyn.plot import plot_curves
+        fig = plot_curves([0, 1], {"y": [0, size["n"]]}, outdir / f"{cid}.png")
+        value = 0.5 if behaviour == "pass" else 2.0
+        return ClaimResult(measured=value, tolerance=1.0, passed=value <= 1.0, figure=str(fig),
+                           table=[{"n": size["n"], "value": value}], message=f"{cid} measured {value}")
+    return Claim(id=f"fake.{cid}", model="fake", title=f"fake claim {cid}", source="none", metric="value",
+                 tolerance=1.0, tolerance_origin="by construction", quick={"n": 1}, full={"n": 2}, run=run)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    calls = []
+    made = {b: _claim(b, b, calls) for b in ("pass", "fail", "raise")}
+    for c in made.values():
+        monkeypatch.setitem(claims_pkg.REGISTRY, c.id, c)
+    return made, calls
+
+
+def test_runner_writes_json_per_claim_and_report(tmp_path, fake, capsys):
+    made, calls = fake
+    status = runner.main(["fake", "--quick", "--out", str(tmp_path)])
+    assert status == 1  # one FAIL and one ERROR
+    recs = {json.loads(p.read_text())["id"]: json.loads(p.read_text()) for p in tmp_path.glob("*.json")}
+    assert {r: recs[r]["verdict"] for r in recs} == {"fake.pass": "PASS", "fake.fail": "FAIL", "fake.raise": "ERROR"}
+    assert "boom in raise" in recs["fake.raise"]["error"]
+    assert recs["fake.pass"]["result"]["figure"] == "figures/pass.png"  # relative to the report folder
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "| fake.pass | 0.5 | 1 | PASS |" in report and "| fake.raise | - | 1 | ERROR |" in report
+    assert "![fake.pass](figures/pass.png)" in report and (tmp_path / "figures" / "pass.png").exists()
+    out = capsys.readouterr().out
+    assert "fake.fail" in out and "FAIL" in out and "REPORT.md" in out
+
+
+def test_runner_resumes_and_force_reruns(tmp_path, fake):
+    made, calls = fake
+    runner.run(["fake"], quick=True, out=tmp_path)
+    assert sorted(calls) == ["fail", "pass", "raise"]
+    calls.clear()
+    recs = runner.run(["fake"], quick=True, out=tmp_path)
+    assert calls == ["raise"]  # PASS/FAIL at the same size are skipped; an ERROR is retried
+    assert [r.get("skipped", False) for r in recs] == [True, True, False]
+    calls.clear()
+    runner.run(["fake"], quick=False, out=tmp_path)  # another size: another key, nothing skipped
+    assert sorted(calls) == ["fail", "pass", "raise"]
+    calls.clear()
+    runner.run(["fake.pass"], quick=False, out=tmp_path, force=True)
+    assert calls == ["pass"]
+
+
+def test_exit_status_zero_iff_all_pass(tmp_path, fake):
+    assert runner.main(["fake.pass", "--out", str(tmp_path)]) == 0
+    assert runner.main(["fake.pass", "fake.fail", "--out", str(tmp_path)]) == 1
+
+
+def test_interrupt_keeps_finished_results(tmp_path, monkeypatch):
+    calls = []
+    first, stop = _claim("pass", "pass", calls), _claim("interrupt", "interrupt", calls)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(selected=[first, stop], out=tmp_path)
+    assert json.loads((tmp_path / "fake.pass.json").read_text())["verdict"] == "PASS"
+    assert not (tmp_path / "fake.interrupt.json").exists()
+    assert "fake.pass" in (tmp_path / "REPORT.md").read_text()
+    monkeypatch.setitem(claims_pkg.REGISTRY, first.id, first)
+    monkeypatch.setitem(claims_pkg.REGISTRY, stop.id, stop)
+    assert runner.main(["fake", "--out", str(tmp_path)]) == 130
+
+
+def test_unknown_name_is_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        runner.main(["no_such_model", "--out", str(tmp_path)])
+    assert e.value.code == 2 and "no_such_model" in capsys.readouterr().err
+
+
+def test_registry_rejects_duplicates_and_bad_ids(fake):
+    made, calls = fake
+    clone = _claim("pass", "pass", calls)
+    with pytest.raises(ValueError, match="twice"):
+        claims_pkg.register(clone)
+    bad = Claim(id="other.x", model="fake", title="", source="", metric="", tolerance=1.0, tolerance_origin="",
+                quick={}, full={}, run=lambda *a: None)
+    with pytest.raises(ValueError, match="model name"):
+        claims_pkg.register(bad)
+
+
+def test_discovery_finds_every_claim_module():
+    import pkgutil
+    reg = claims_pkg.discover()
+    modules = {info.name for info in pkgutil.iter_modules(claims_pkg.__path__)}
+    assert modules <= {c.model for c in reg.values()} | {m for m in modules if m.startswith(tuple(
+        c.model for c in reg.values()))}  # every module registered claims of its model (lora_figures -> lora)
+    for c in reg.values():
+        assert c.id.startswith(c.model + ".") and c.tolerance > 0 and c.source and c.metric
+        assert c.key(True) != c.key(False) or c.quick == c.full
+
+
+def test_claim_key_changes_with_size_and_tolerance():
+    calls = []
+    c = _claim("pass", "pass", calls)
+    assert c.key(True) != c.key(False)
+    import dataclasses
+    assert dataclasses.replace(c, tolerance=2.0).key(True) != c.key(True)

@@ -1,0 +1,9 @@
+"""``python -m validation [model|claim ...] [--quick] [--device cpu|cuda] [--out DIR] [--force]``."""
+import sys
+
+from .runner import main
+
+__all__ = ["main"]
+
+if __name__ == "__main__":
+    sys.exit(main())
