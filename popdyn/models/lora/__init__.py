@@ -5,10 +5,14 @@ population dynamics is the scalar ODE ``dm/dt = h(m)(1 - m^2)``. This package ho
 closed forms of ``h`` and the loss, the dynamics (with the normalisation correction B0), the bounds
 and the paper's limits and constructions.
 """
+from .limits import (claim2_instance, example_f1, glm_h, lazy_floor, lazy_h, lazy_solution, refit_error,
+                     separation_instance, thm36_bound)
 from .problem import Problem, overlaps
 from .theory import (T_table, h, h0, h_bound, h_series_coeffs, orthonormal_stats, population_gradient,
                      population_loss)
 
 __all__ = ["Problem", "overlaps",
            "h", "h0", "h_bound", "h_series_coeffs", "T_table", "orthonormal_stats", "population_loss",
-           "population_gradient"]
+           "population_gradient",
+           "glm_h", "lazy_h", "lazy_solution", "claim2_instance", "separation_instance", "example_f1",
+           "refit_error", "thm36_bound", "lazy_floor"]

@@ -496,7 +496,7 @@ def orthonormal_stats(problem):
     >>> from popdyn.models import lora
     >>> p = lora.Problem(np.eye(2), np.ones(2), np.ones(2) / np.sqrt(2), np.array([1, -1]) / np.sqrt(2), xi=1.0)
     >>> [float(v) for v in lora.orthonormal_stats(p)]
-    [0.5, -0.5, 0.5, -0.5]
+    [1.0, -1.0, 0.5, -0.5]
     """
     _require_quantised(problem, "orthonormal")
     if not np.array_equal(problem.G, np.eye(problem.k)):
