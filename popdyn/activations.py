@@ -27,7 +27,6 @@ from ._validate import Interval, InvalidParameterError, as_int, check
 __all__ = ["Activation", "get", "leaky_relu", "names"]
 
 _EPS = np.finfo(np.float64).eps
-_C_RELU = 1.0 / (math.pi * math.sqrt(2 * math.pi))   # sup_p p^{3/2} * p mu_p(relu)^2 (spec §2.5)
 _SERIES_TOL = 1e-13                                   # target tail of the numerical K' series
 _SERIES_DEGREES = (64, 128, 256, 512, 1024, 2048)
 
@@ -198,8 +197,11 @@ class Activation:
 
         .. math:: \Big|\sum_{p>P} p\mu_p^2\rho^{p-1}\Big| \le |\rho|^P\Big(K'(1) - \sum_{p\le P}p\mu_p^2\Big)
 
-        (plus rounding), tightened for ReLU to
-        :math:`\frac{1}{\pi\sqrt{2\pi}}P^{-3/2}|\rho|^P/(1-\rho^2)` and for sign similarly.
+        (plus rounding), tightened for the ReLU family to
+        :math:`p_0\mu_{p_0}^2|\rho|^{p_0-1}/(1-\rho^2)` with :math:`p_0` the first even degree
+        above P (:math:`p\mu_p^2` decreases over even p), which is asymptotically spec §2.5's
+        :math:`0.127\,P^{-3/2}|\rho|^{P+1}/(1-\rho^2)`, and for sign to
+        :math:`\frac{2}{\pi}(\pi P/2)^{-1/2}|\rho|^P/(1-\rho^2)`.
 
         Parameters
         ----------
@@ -379,13 +381,17 @@ def _information_exponent(act):
 
 # --------------------------------------------------------------------------- closed forms
 
+def _relu_log_mu2(p):
+    """log mu_p(relu)^2 = log((p-3)!!^2 / (2 pi p!)) for even p >= 2."""
+    n = (p - 2) // 2
+    log_df = gammaln(2 * n + 1) - n * math.log(2) - gammaln(n + 1)     # log (p-3)!!
+    return 2 * log_df - math.log(2 * math.pi) - gammaln(p + 1)
+
+
 def _relu_coeffs(P):
     p = np.arange(P + 1)
     mu = np.zeros(P + 1)
-    n = (p[2::2] - 2) // 2
-    log_df = gammaln(2 * n + 1) - n * math.log(2) - gammaln(n + 1)     # log (p-3)!!
-    mu[2::2] = np.where(n % 2 == 0, 1.0, -1.0) * np.exp(log_df - 0.5 * math.log(2 * math.pi)
-                                                       - 0.5 * gammaln(p[2::2] + 1))
+    mu[2::2] = np.where(p[2::2] % 4 == 2, 1.0, -1.0) * np.exp(0.5 * _relu_log_mu2(p[2::2]))
     mu[0] = 1 / math.sqrt(2 * math.pi)
     if P >= 1:
         mu[1] = 0.5
@@ -404,11 +410,13 @@ def _relu_family(name, a, b, fn, deriv):
     def Kp(rho, r):
         return r * r * ((a * a + b * b) * gaussian.arccos_kernel(rho, 0) - 2 * a * b * gaussian.arccos_kernel(-rho, 0))
 
-    def tail(P, a_rho, r):
-        if P < 2:
+    def tail(P, a_rho, r):      # p mu_p^2 decreases over even p; odd p >= 3 vanish
+        if P < 1:
             return np.full_like(a_rho, np.inf)
+        p0 = P + 2 - P % 2                                   # first even degree above P
         with np.errstate(divide="ignore"):
-            return r * r * (a + b) ** 2 * _C_RELU * P**-1.5 * a_rho**P / (1 - a_rho**2)
+            return (r * r * (a + b) ** 2 * p0 * math.exp(_relu_log_mu2(p0))
+                    * a_rho ** (p0 - 1) / (1 - a_rho**2))
     return _Family(name, fn, deriv, (0.0,), coeffs, K, Kp, tail)
 
 
