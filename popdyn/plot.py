@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_comparison", "plot_curves", "save_figure"]
+__all__ = ["plot_comparison", "plot_curves", "subplots", "save_figure"]
 
 _INSTALL = "plotting needs matplotlib: pip install 'popdyn[plot]'"
 
@@ -47,6 +47,11 @@ def _axes(ax, n, saving, *, panel_size=(4.8, 3.4)):
     if len(axes) != n:
         raise ValueError(f"The 'ax' parameter must hold {n} axes (one per observable). Got {len(axes)} instead.")
     return axes[0].figure, axes
+
+
+def subplots(n, *, saving=True, panel_size=(4.8, 3.4)):
+    """A new figure with ``n`` panels in a row: ``(fig, [ax, ...])`` (for ``plot_curves(..., ax=ax)``)."""
+    return _axes(None, n, saving, panel_size=panel_size)
 
 
 def save_figure(fig, path):
