@@ -5,6 +5,9 @@ population dynamics is the scalar ODE ``dm/dt = h(m)(1 - m^2)``. This package ho
 closed forms of ``h`` and the loss, the dynamics (with the normalisation correction B0), the bounds
 and the paper's limits and constructions.
 """
+from .bounds import claim1_condition, condition3, signal_noise, theorem16_schedule, theorem_schedule
+from .dynamics import (B0, B1, gradient_second_moment, limit_sign, overlap_ode, overlap_recursion,
+                       plateau_overlap, time_to_overlap)
 from .limits import (claim2_instance, example_f1, glm_h, lazy_floor, lazy_h, lazy_solution, refit_error,
                      separation_instance, thm36_bound)
 from .problem import Problem, overlaps
@@ -15,4 +18,7 @@ __all__ = ["Problem", "overlaps",
            "h", "h0", "h_bound", "h_series_coeffs", "T_table", "orthonormal_stats", "population_loss",
            "population_gradient",
            "glm_h", "lazy_h", "lazy_solution", "claim2_instance", "separation_instance", "example_f1",
-           "refit_error", "thm36_bound", "lazy_floor"]
+           "refit_error", "thm36_bound", "lazy_floor",
+           "B0", "B1", "gradient_second_moment", "overlap_ode", "overlap_recursion", "time_to_overlap",
+           "plateau_overlap", "limit_sign",
+           "condition3", "claim1_condition", "signal_noise", "theorem16_schedule", "theorem_schedule"]
