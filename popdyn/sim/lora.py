@@ -25,7 +25,7 @@ from .._validate import Interval, InvalidParameterError, as_int, check
 from ..api import simulate as _api_simulate
 from ..models.lora import Problem
 from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, to_numpy, torch_activation
+from ._torch import make_generator, progress, serial_if_small, resolve_device, resolve_dtype, to_numpy, torch_activation
 
 __all__ = ["simulate"]
 
@@ -79,6 +79,20 @@ def _teacher(consts, X, q):
     return consts.act.f(pre) @ consts.lam, Wx
 
 
+def _projected_gradient(U, y, coef, b):
+    r"""Batch sum of the per-sample gradients, projected on span(W)^perp and then on u_hat^perp.
+
+    .. math:: \hat g = (I - \hat u\hat u^\top)\,\Pi^\perp_W \sum_b \mathrm{coef}_b\, x_b,
+              \quad \langle \Pi^\perp_W x_b, \hat u\rangle = b_b
+
+    ``U`` (S, 1, n) is u_hat and ``y`` (S, B, n) the samples, both in span(W)^perp coordinates (so
+    Pi_W^perp is implicit); ``coef`` (S, B, 1) is the per-sample ``dL/d<u_hat, x>`` and ``b`` (S, B, 1)
+    is ``<u_hat, x>``. Returns shape (S, 1, n), orthogonal to ``U``.
+    """
+    g = torch.bmm(coef.mT, y)                                         # sum_b coef_b y_b
+    return torch.addcmul(g, U, torch.bmm(coef.mT, b), value=-1)       # g - <g, u_hat> u_hat
+
+
 def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True):
     r"""One online-SGD step on every seed; returns the residual f* - f_hat of shape (S, B, 1).
 
@@ -90,8 +104,8 @@ def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True):
     ``Wxs`` is ``(W x)_j * scale_j``. The gradient is averaged over the batch axis B. With ``lr_c``
     (joint training) c_hat takes a plain SGD step on the same sample, simultaneously with u_hat.
     """
-    U3 = state.U.unsqueeze(-1)                                        # (S, n, 1)
-    b = torch.bmm(y, U3)                                              # <u_hat, x>, (S, B, 1)
+    U = state.U.unsqueeze(1)                                          # (S, 1, n)
+    b = torch.bmm(y, U.mT)                                            # <u_hat, x>, (S, B, 1)
     pre = torch.addcmul(Wxs, b, state.xc)                             # <v_hat_j, x>, (S, B, k)
     res = fstar - consts.act.f(pre) @ consts.lam                      # f* - f_hat, (S, B, 1)
     if not update:
@@ -102,12 +116,9 @@ def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True):
         dpre = consts.xi * state.scale * (b - pre * state.xc) if consts.n1 else consts.xi * b
         grad_c = (res * dact * dpre).mean(1, keepdim=True) * (-2 * consts.lam.mT)
         state.c_hat.sub_(grad_c, alpha=lr_c)
-    step = lr / y.shape[1]
-    alpha = torch.bmm(coef.mT, b).mul_(step).add_(1)                  # 1 + eta <grad, u_hat>, (S, 1, 1)
-    U3.mul_(alpha).baddbmm_(y.mT, coef, alpha=-step)                  # u - eta (I - u u^T) grad
-    U3.div_(torch.linalg.vector_norm(U3, dim=1, keepdim=True))
-    if lr_c is not None:
         state.refresh(consts)
+    U.add_(_projected_gradient(U, y, coef, b), alpha=-lr / y.shape[1])
+    U.div_(torch.linalg.vector_norm(U, dim=2, keepdim=True))
     return res
 
 
@@ -300,7 +311,8 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
     t, window = _record_grid(opts["steps"], record_every, n_points)
     gen = make_generator(opts["seed"], dev)
     start = time.perf_counter()
-    with torch.inference_mode():
+    work = opts["seeds"] * opts["batch"] * opts["d"]
+    with torch.inference_mode(), serial_if_small(dev, work):
         consts, state, q = _init(problem, opts, dev, dt, gen)
         bar = progress(opts["steps"] + 1, progress_bar, "lora.simulate")
         try:
@@ -314,5 +326,6 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
             "t_unit": "steps", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
             "torch_version": torch.__version__, "seeds": opts["seeds"], "seed": opts["seed"], "wall_time_s": wall,
             "steps_per_s": (opts["steps"] + 1) / wall, "rank_G": q, "activation_native": consts.act.native}
-    message = "" if ok else f"non-finite values: the run diverged at lr={opts['lr']}; lower lr"
+    message = "" if ok else (f"non-finite values: the run diverged or overflowed at lr={opts['lr']} "
+                             f"({meta['dtype']}); lower lr, or use float64")
     return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
