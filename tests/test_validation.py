@@ -1,6 +1,8 @@
 """The validation runner on fake claims: stored results, resume, ERROR records, report, exit status."""
 import json
 
+import numpy as np
+
 import pytest
 
 from validation import claims as claims_pkg
@@ -99,15 +101,17 @@ def test_registry_rejects_duplicates_and_bad_ids(fake):
         claims_pkg.register(bad)
 
 
-def test_discovery_finds_every_claim_module():
+def test_discovery_registers_every_claim_module():
     import pkgutil
     reg = claims_pkg.discover()
     modules = {info.name for info in pkgutil.iter_modules(claims_pkg.__path__)}
-    assert modules <= {c.model for c in reg.values()} | {m for m in modules if m.startswith(tuple(
-        c.model for c in reg.values()))}  # every module registered claims of its model (lora_figures -> lora)
+    for name in modules:  # every module registers claims whose id starts with its model (lora_figures -> lora)
+        model = name.split("_")[0]
+        assert any(c.model == model and c.run.__module__ == f"validation.claims.{name}" for c in reg.values()), name
     for c in reg.values():
-        assert c.id.startswith(c.model + ".") and c.tolerance > 0 and c.source and c.metric
-        assert c.key(True) != c.key(False) or c.quick == c.full
+        assert c.id.startswith(c.model + ".") and c.tolerance > 0 and c.source and c.metric and c.tolerance_origin
+        assert "seed" in c.source and "spec" in c.source
+    assert {"lora.prop4_gradient", "lora.ode_vs_sgd", "lora.plateau", "lora.glm_limit"} <= set(reg)
 
 
 def test_claim_key_changes_with_size_and_tolerance():
@@ -116,3 +120,54 @@ def test_claim_key_changes_with_size_and_tolerance():
     assert c.key(True) != c.key(False)
     import dataclasses
     assert dataclasses.replace(c, tolerance=2.0).key(True) != c.key(True)
+
+
+# ---- the LoRA claims' own pieces ------------------------------------------------------------------------
+
+def test_mc_gradient_matches_prop4_at_a_golden_point():
+    from popdyn.models import lora
+    from validation.claims.lora import mc_gradient_loss
+    p = lora.Problem.orthonormal(4, 1.5, "tanh", seed=1)  # h(0.5) = 0.107, h(-0.5) = -0.011
+    g, g_se, loss, loss_se = mc_gradient_loss(p, 0.5, 200_000, seed=7)
+    assert abs(g - (-float(lora.h(p, 0.5)) * 0.75)) < 5 * g_se  # 5 SE, n = 2e5, seed 7
+    assert abs(loss - float(lora.population_loss(p, 0.5))) < 5 * loss_se  # 5 SE
+    # the MC is not vacuous: a wrong sign of m (h(-m) != h(m) here) is many SE away
+    assert abs(g - (-float(lora.h(p, -0.5)) * 0.75)) > 5 * g_se
+
+
+def test_mc_gradient_is_exactly_zero_when_student_is_teacher():
+    from popdyn.models import lora
+    from validation.claims.lora import mc_gradient_loss
+    p = lora.Problem.orthonormal(4, 1.5, "relu", seed=2)
+    p = lora.Problem(p.G, p.lam, p.c, p.c, p.xi, activation="relu")  # c_hat = c, m = 1: student = teacher
+    assert mc_gradient_loss(p, 1.0, 10_000, seed=0) == (0.0, 0.0, 0.0, 0.0)  # residual is exactly 0
+
+
+def test_paper_glm_formula_is_off_by_the_errata_factor():
+    from popdyn.models import lora
+    from validation.claims.lora import paper_glm_h
+    m = np.linspace(-1, 1, 7)
+    # He3: only mu_3 = 1; printed sum_l l mu_(l+1)^2 m^l = 2 m^2, corrected 2 K'(m) = 6 m^2 (spec §3.9, L588)
+    np.testing.assert_allclose(paper_glm_h("he3", m), 2 * m ** 2, atol=1e-12)  # 1e-12: Hermite coeffs of He3
+    np.testing.assert_allclose(lora.glm_h("he3", m), 3 * paper_glm_h("he3", m), atol=1e-12)
+
+
+@pytest.mark.parametrize("cid", ["lora.glm_limit", "lora.prop4_gradient"])
+def test_fast_lora_claims_pass_at_reduced_size(cid, tmp_path):
+    c = claims_pkg.discover()[cid]
+    size = c.quick
+    if cid == "lora.prop4_gradient":  # one activation per family, fewer samples: a few seconds
+        size = {**size, "activations": ["relu", "he3"], "features": ["random"], "n": 100_000}
+    res = c.run(size, "cpu", tmp_path)
+    assert res.passed, res.message
+    assert (tmp_path / f"{cid}.png").exists() and res.table
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cid", ["lora.ode_vs_sgd", "lora.plateau"])
+def test_sgd_lora_claims_pass_at_smallest_size(cid, tmp_path):
+    pytest.importorskip("torch")
+    c = claims_pkg.discover()[cid]
+    size = {**c.quick, "tau": 6.0} if cid == "lora.ode_vs_sgd" else {**c.quick, "delta": [0.5], "tau": 15.0}
+    res = c.run(size, "cpu", tmp_path)
+    assert res.passed, res.message

@@ -125,9 +125,9 @@ def _r1_excess(comp):
        tolerance=0.01,
        tolerance_origin="spec §4 R1: sup gap <= 3 SD/sqrt(R) + 0.01 for d >= 1000, delta <= 0.5 "
                         "(3 standard errors of the seed mean plus the O(1/d) corrections of the ODE)",
-       quick={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 0, "delta": 0.5, "tau": 8.0,
-              "d": [500, 1000], "seeds": 4},
-       full={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 0, "delta": 0.5, "tau": 12.0,
+       quick={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "delta": 0.5, "tau": 8.0,
+              "d": [500, 1000], "seeds": 8},
+       full={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "delta": 0.5, "tau": 12.0,
              "d": [500, 1000, 2000], "seeds": 8})
 def ode_vs_sgd(size, device, outdir):
     problem = lora.Problem.orthonormal(size["k"], size["xi"], size["activation"], size["seed"])
@@ -181,9 +181,9 @@ _B0_TABLE_REL = 0.03  # 2 x the ~1.5 % relative MC error of B0 with n_mc = 2**16
        tolerance_origin="allowed relative error per delta = 3 standard errors of the seed mean of the "
                         "late-time overlap, plus 3 % for the Monte Carlo B0 table (n_mc = 2**16); measured in "
                         "those units, so pass iff <= 1",
-       quick={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 0, "d": 500, "delta": [0.5, 0.3],
+       quick={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "d": 500, "delta": [0.5, 0.3],
               "tau": 25.0, "late": 0.4, "seeds": 8, "n_mc": 1 << 16},
-       full={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 0, "d": 1000, "delta": [0.5, 0.3, 0.2],
+       full={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "d": 1000, "delta": [0.5, 0.3, 0.2],
              "tau": 40.0, "late": 0.4, "seeds": 8, "n_mc": 1 << 16})
 def plateau(size, device, outdir):
     problem = lora.Problem.orthonormal(size["k"], size["xi"], size["activation"], size["seed"])
