@@ -315,3 +315,21 @@ def test_shapes_and_scalars():
     assert T_odd[0] == pytest.approx(LAM.sum()**2, abs=1e-14)
     assert T_even[0] == pytest.approx(4 * (LAM @ C) * (LAM @ C_HAT), abs=1e-14)
     assert T_even[2] == pytest.approx(4 * np.sum(LAM**2 * C * C_HAT), abs=1e-14)
+
+
+@given(lora_problems(orthonormal=True, activations=("relu", "tanh", "erf")), st.floats(-1, 1))
+def test_claim1_sign_of_the_paired_terms(problem, m):
+    """Property 10 (Claim 1, L251-254, L1022-1042): if |xi^2 (sum lam c)(sum lam c_hat)| <= 2 ||lam||^2 then
+    sign(m) [odd l, s = 1 terms + even l >= 2, s = 0 terms] >= 0 (pairs (l-1, l) are each >= 0)."""
+    lam, c, ch, k, xi2 = problem.lam, problem.c, problem.c_hat, problem.k, problem.xi**2
+    assume(abs(xi2 * (lam @ c) * (lam @ ch)) <= 2 * lam @ lam)
+    mu = problem.sigma.hermite_coeffs(202)
+    T_odd, T_even = lora.T_table(problem, 1)
+    beta = xi2 / (k + xi2)
+    total = 0.0
+    for l in range(2, 201, 2):  # even l with s = 0 (degree l + 1) paired with odd l - 1, s = 1 (degree l + 1)
+        q = (l + 1) * mu[l + 1]**2 * beta**l
+        pair = 2 * beta * q * (T_even[0] * m**l + l * (1 - beta) / beta * T_odd[1] * m**(l - 1))
+        assert np.sign(m) * pair >= -1e-14 * lora.h_bound(problem)  # rounding; termwise statement of the proof
+        total += pair
+    assert np.sign(m) * total >= -1e-13 * lora.h_bound(problem)
