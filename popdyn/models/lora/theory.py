@@ -33,7 +33,7 @@ _UNIT_TOL = 1e-10  # 1e-10: unit-norm check of u, u_hat; far above float64 round
 # ---------------------------------------------------------------------------------------------
 # numba kernels: sum_ij W_ij K'(rho_ij(m)) for every m, without forming the (M, k, k) array
 # ---------------------------------------------------------------------------------------------
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)  # serial: the ODE calls h at one m at a time; threads cost 10-100x there
 def _relu_sum(m, Wt, E, R, d1m, d1p, d2m, d2p):  # pragma: no cover - compiled
     """ReLU K'(rho) = 1/2 - asin(sqrt((1-rho)/2))/pi = asin(sqrt((1+rho)/2))/pi from exact gaps 1 -+ rho."""
     out = np.empty(m.size)
@@ -58,7 +58,7 @@ def _relu_sum(m, Wt, E, R, d1m, d1p, d2m, d2p):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)  # serial: see _relu_sum
 def _horner_sum(m, Wt, G0, E, q):  # pragma: no cover - compiled
     """K'(rho) = sum_n q_n rho^n by Horner, rho = G0 + E m clipped to [-1, 1]."""
     out = np.empty(m.size)
