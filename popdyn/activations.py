@@ -169,7 +169,7 @@ class Activation:
 
         Examples
         --------
-        >>> get("relu").Kprime([-1.0, 0.0, 1.0]).tolist()
+        >>> get("relu").Kprime([-1.0, 0.0, 1.0]).round(15).tolist()
         [0.0, 0.25, 0.5]
         """
         rho = np.clip(np.asarray(rho, dtype=np.float64), -1.0, 1.0)
@@ -226,7 +226,7 @@ class Activation:
         Examples
         --------
         >>> b = float(get("relu").Kprime_tail_bound(10_000, 1.0))
-        >>> abs(b * np.pi * np.sqrt(2 * np.pi * 10_000) - 1) < 1e-4
+        >>> bool(abs(b * np.pi * np.sqrt(2 * np.pi * 10_000) - 1) < 1e-4)   # spec §2.5 tail law
         True
         """
         P = as_int(f"activations.{self.name}", "P", P, 0)
@@ -509,7 +509,6 @@ def _gelu_deriv(z):
 _BUILDERS = {
     "relu": lambda: _relu_family("relu", 1.0, 0.0, lambda z: np.maximum(z, 0.0), lambda z: (z > 0).astype(float)),
     "abs": lambda: _relu_family("abs", 1.0, 1.0, np.abs, np.sign),
-    "leaky_relu": lambda: leaky_relu()._family,
     "linear": lambda: _poly_family("linear", [0.0, 1.0]),
     "quadratic": lambda: _poly_family("quadratic", [1.0, 0.0, math.sqrt(2)]),
     "sign": _sign_family,
@@ -524,7 +523,7 @@ _BUILDERS = {
 
 def names():
     """The valid activation names (``he<K>`` stands for he1, he2, ...)."""
-    return sorted(_BUILDERS) + ["he<K>"]
+    return sorted([*_BUILDERS, "leaky_relu"]) + ["he<K>"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -570,6 +569,8 @@ def _named(name):
         K = int(m.group(1))
         if K >= 1:
             return _make(_poly_family(name, np.eye(K + 1)[K]), 1.0)
+    elif name == "leaky_relu":
+        return leaky_relu()
     elif name in _BUILDERS:
         return _make(_BUILDERS[name](), 1.0)
     raise InvalidParameterError(
@@ -602,8 +603,8 @@ def get(name):
 
     Examples
     --------
-    >>> get("he3").K(0.5)                                  # h_3: K = rho^3
-    array(0.125)
+    >>> float(get("he3").K(0.5))                           # h_3: K = rho^3
+    0.125
     """
     if isinstance(name, Activation):
         return name

@@ -53,7 +53,7 @@ def arccos_kernel(rho, order):
 
     Examples
     --------
-    >>> arccos_kernel([1.0, 0.0, -1.0], 0).tolist()    # P(g1 > 0, g2 > 0)
+    >>> arccos_kernel([1.0, 0.0, -1.0], 0).round(15).tolist()    # P(g1 > 0, g2 > 0)
     [0.5, 0.25, 0.0]
     >>> float(arccos_kernel(1.0, 2))                   # E relu(g)^4 = 3/2
     1.5
