@@ -65,9 +65,9 @@ def save_figure(fig, path):
 
 
 def _label(meta, name):
-    """Axis label of observable ``name`` from ``meta['symbols']`` / ``meta['units']`` (name if absent)."""
+    """Axis label of ``name`` from ``meta['symbols']`` / ``meta['units']`` (``meta['t_unit']`` for t)."""
     symbol = (meta.get("symbols") or {}).get(name, name)
-    unit = (meta.get("units") or {}).get(name)
+    unit = (meta.get("units") or {}).get(name, meta.get("t_unit") if name == "t" else None)
     return f"{symbol} [{unit}]" if unit else symbol
 
 

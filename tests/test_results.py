@@ -98,9 +98,11 @@ def test_plot_comparison_draws_on_given_axes():
     plt = pytest.importorskip("matplotlib.pyplot")
     fig, ax = plt.subplots()
     try:
-        out = popdyn.compare(*_synthetic()).plot(ax=ax)
+        pred, sim = _synthetic()
+        pred.meta.update(t_unit="steps", symbols={"m": "$m$"})
+        out = popdyn.compare(pred, sim).plot(ax=ax)
         assert out is fig
-        assert ax.get_ylabel() == "m" and "sup gap" in ax.get_title()
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("t [steps]", "$m$") and "sup gap" in ax.get_title()
         assert len(ax.lines) == 2  # theory line + simulation mean
     finally:
         plt.close(fig)
