@@ -125,7 +125,7 @@ def hermite_polys(kmax, x):
     Examples
     --------
     >>> hermite_polys(3, 2.0).round(12).tolist()   # 1, x, (x^2-1)/sqrt2, (x^3-3x)/sqrt6
-    [1.0, 2.0, 2.121320343560, 0.816496580928]
+    [1.0, 2.0, 2.12132034356, 0.816496580928]
     """
     kmax = as_int("hermite.hermite_polys", "kmax", kmax, 0)
     x, flat = _points(x)
