@@ -281,3 +281,11 @@ def test_record_grid_windows_are_nearest_and_nonempty(steps, every, n):
     s = np.arange(steps + 1)
     assert np.all(np.abs(s - t[window]) <= np.abs(s[:, None] - t[None, :]).min(axis=1))
     assert np.all(np.bincount(window, minlength=len(t)) >= 1)
+
+
+def test_longer_run_extends_shorter_one():
+    p = _problem(np.eye(4), "tanh")
+    kw = dict(d=30, lr=0.02, seeds=2, record_every=10, seed=5)
+    short, long = popdyn.simulate(p, steps=50, **kw), popdyn.simulate(p, steps=100, **kw)
+    np.testing.assert_array_equal(long["m"][:, :6], short["m"])
+    np.testing.assert_array_equal(long["loss"][:, :5], short["loss"][:, :5])  # the last window is cut at 50

@@ -93,8 +93,8 @@ def _projected_gradient(U, y, coef, b):
     return torch.addcmul(g, U, torch.bmm(coef.mT, b), value=-1)       # g - <g, u_hat> u_hat
 
 
-def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True):
-    r"""One online-SGD step on every seed; returns the residual f* - f_hat of shape (S, B, 1).
+def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True, out=None):
+    r"""One online-SGD step on every seed; returns the residual f* - f_hat of shape (S, B, 1) (into ``out``).
 
     .. math:: u_{t+1} = \frac{u_t - \eta \hat\nabla L}{\lVert u_t - \eta \hat\nabla L\rVert},\quad
               \hat\nabla L = (I - u_t u_t^\top)\,\Pi^\perp_{W}\,\Big(-2 (f^* - \hat f)
@@ -107,7 +107,7 @@ def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True):
     U = state.U.unsqueeze(1)                                          # (S, 1, n)
     b = torch.bmm(y, U.mT)                                            # <u_hat, x>, (S, B, 1)
     pre = torch.addcmul(Wxs, b, state.xc)                             # <v_hat_j, x>, (S, B, k)
-    res = fstar - consts.act.f(pre) @ consts.lam                      # f* - f_hat, (S, B, 1)
+    res = torch.sub(fstar, consts.act.f(pre) @ consts.lam, out=out)   # f* - f_hat, (S, B, 1)
     if not update:
         return res
     dact = consts.act.df(pre)
@@ -190,15 +190,11 @@ def _init(problem, opts, device, dtype, gen):
     return consts, _State(U=e, c_hat=c_hat).refresh(consts), q
 
 
-def _chunk_size(opts, d):
-    return max(1, min(opts["steps"] + 1, _CHUNK_ELEMENTS // (opts["seeds"] * opts["batch"] * d)))
-
-
 def _run(consts, state, q, opts, t, window, gen, bar):
     """The SGD loop over steps 0..steps (the last one only evaluates the loss); returns recorded tensors."""
     S, B, d, steps, joint = opts["seeds"], opts["batch"], opts["d"], opts["steps"], opts["joint"]
     U, dev, dt = state.U, state.U.device, state.U.dtype
-    C = _chunk_size(opts, d)
+    C = max(1, _CHUNK_ELEMENTS // (S * B * d))    # independent of steps: a longer run extends a shorter one
     X = torch.empty((C, S, B, d), dtype=dt, device=dev)
     m_rec = torch.empty((S, len(t)), dtype=dt, device=dev)
     c_rec = torch.empty((S, len(t)), dtype=dt, device=dev) if joint else None
@@ -220,7 +216,7 @@ def _run(consts, state, q, opts, t, window, gen, bar):
                     c = state.c_hat[:, 0]
                     c_rec[:, slot[s]] = (c @ c_unit) / torch.linalg.vector_norm(c, dim=1)
             w = Wx[i] * state.scale if joint else Wxs[i]
-            res[i] = _sgd_step(consts, state, X[i, :, :, q:], w, fstar[i], opts["lr"], opts["lr_c"], s < steps)
+            _sgd_step(consts, state, X[i, :, :, q:], w, fstar[i], opts["lr"], opts["lr_c"], s < steps, res[i])
         loss_sum.index_add_(1, window_t[s0:s0 + nc], res.square().mean((2, 3)).T)
         bar.update(nc)
     counts = torch.as_tensor(np.bincount(window, minlength=len(t)), dtype=dt, device=dev)
