@@ -2,7 +2,7 @@
 
 Public names
 ------------
-normalisation drift (Monte Carlo over the (k+2)-dim Gaussian)
+normalisation drift (randomised quasi-Monte Carlo over the (k+2)-dim Gaussian)
     :func:`B0`, :func:`B1`, :func:`gradient_second_moment`
 population dynamics
     :func:`overlap_ode` (conventions "corrected" and "paper"), :func:`overlap_recursion`,
@@ -15,12 +15,15 @@ with ``lr = delta / d``.
 """
 from __future__ import annotations
 
+import math
 import warnings
 import weakref
 
 import numpy as np
 from scipy.integrate import quad
 from scipy.optimize import brentq
+from scipy.special import ndtri
+from scipy.stats import qmc
 
 from ... import dynamics
 from ..._validate import Integer, Interval, InvalidParameterError, Options, RegimeWarning, check
@@ -32,9 +35,10 @@ from .theory import h, h0, population_loss
 __all__ = ["B0", "B1", "gradient_second_moment", "overlap_ode", "overlap_recursion", "time_to_overlap",
            "plateau_overlap", "limit_sign"]
 
-_CHUNK = 1 << 14  # Monte Carlo rows drawn at once: fixed, so (n, seed) fixes the sample whatever the grid
+_CHUNK = 1 << 14  # quasi-Monte Carlo rows drawn at once (a power of 2, so Sobol stays balanced)
+_N_SCRAMBLES = 16  # independent scrambles of the Sobol sequence; their spread gives the SE (15 dof)
 _BLOCK = 1 << 21  # floats of an (M, chunk, k) pre-activation block held at once (16 MiB)
-_N_TABLE = 1 << 14  # default MC size of the B0/B1 table behind the corrected ODE (B0 rel. SE ~ 1-3 %)
+_N_TABLE = 1 << 13  # default RQMC size of the B0/B1 table of the corrected ODE: B0 rel. SE ~ 1 % (relu, k = 8)
 _M_TABLE = np.linspace(-1.0, 1.0, 41)  # B0/B1 table grid; linear interpolation error <= 0.05^2/8 |B0''|
 _tables = weakref.WeakKeyDictionary()  # problem -> {(n, seed): (B0 on _M_TABLE, B1 on _M_TABLE)}
 _SRC = ["seed 003 L598-617 (overlap recursion, L604)", "seed 003 L1222-1230 (normalised SGD step)",
@@ -43,42 +47,47 @@ _SRC = ["seed 003 L598-617 (overlap recursion, L604)", "seed 003 L1222-1230 (nor
 
 # ---- Monte Carlo of the normalisation drift ---------------------------------------------------------
 
-def _sample(problem, rng, n):
-    """z ~ N(0, G) (rows <w_i, x>), a = <u, x>, b = <e', x> with e' the unit part of u_hat orthogonal to u."""
+def _sample(problem, engine, n):
+    """z ~ N(0, G) (rows <w_i, x>), a = <u, x>, b = <e', x> (e' the unit part of u_hat orthogonal to u)."""
     vals, vecs = np.linalg.eigh(problem.G)
     root = vecs * np.sqrt(np.clip(vals, 0.0, None))  # root @ root.T = G, also for singular G
-    z = rng.standard_normal((n, problem.k)) @ root.T
-    a, b = rng.standard_normal((2, n))
-    return z, a, b
+    g = ndtri(np.clip(engine.random(n), 1e-300, 1 - 2**-53))  # scrambled Sobol points never hit 0 or 1
+    return g[:, :problem.k] @ root.T, g[:, -2], g[:, -1]
 
 
-def _moments(problem, m, n, seed, weights):
-    """Mean and SE over x of ``Q (w0 + w1 (e.x)^2)`` for each weight row and each m (flat 1-d)."""
+def _replicate(problem, m, engine, per, weights):
+    """Mean over one scrambled Sobol replicate of ``Q (w0 + w1 (e.x)^2)``, shape (len(weights), m.size)."""
     sig, lam, xi = problem.sigma, problem.lam, problem.xi
     coef = xi * problem.c_hat / problem.r_hat
-    slope = lam * coef
-    rng = np.random.default_rng(seed)
-    weights = np.asarray(weights, dtype=np.float64)
-    s1 = np.zeros((len(weights), m.size))
-    s2 = np.zeros_like(s1)
     root = np.sqrt(np.clip(1 - m * m, 0.0, None))
     step = max(1, _BLOCK // (_CHUNK * problem.k))
-    for start in range(0, n, _CHUNK):
-        z, a, b = _sample(problem, rng, min(_CHUNK, n - start))
+    s1 = np.zeros((len(weights), m.size))
+    for start in range(0, per, _CHUNK):
+        z, a, b = _sample(problem, engine, min(_CHUNK, per - start))
         teacher = sig((z + xi * problem.c * a[:, None]) / problem.r) @ lam
         z /= problem.r_hat
         for i in range(0, m.size, step):
             mi, ri = m[i:i + step, None], root[i:i + step, None]
             pre = (mi * a + ri * b)[..., None] * coef  # <v_hat_j, x> = (z_j + xi c_hat_j <u_hat, x>)/r_hat_j
             pre += z
-            q = (teacher - sig(pre) @ lam) ** 2 * (sig.deriv(pre) @ slope) ** 2
+            q = (teacher - sig(pre) @ lam) ** 2 * (sig.deriv(pre) @ (lam * coef)) ** 2
             e2 = (ri * a - mi * b) ** 2  # e.x with e = (u - m u_hat)/sqrt(1 - m^2)
-            val = q * (weights[:, 0, None, None] + weights[:, 1, None, None] * e2)
-            s1[:, i:i + step] += val.sum(-1)
-            s2[:, i:i + step] += (val * val).sum(-1)
-    mean = s1 / n
-    var = np.clip(s2 / n - mean**2, 0.0, None) * n / max(n - 1, 1)
-    return mean, np.sqrt(var / n)
+            s1[:, i:i + step] += (q * (weights[:, 0, None, None] + weights[:, 1, None, None] * e2)).sum(-1)
+    return s1 / per
+
+
+def _moments(problem, m, n, seed, weights):
+    """Randomised quasi-Monte Carlo: mean and SE over _N_SCRAMBLES independently scrambled Sobol replicates.
+
+    Each replicate has ``2^ceil(log2(n / _N_SCRAMBLES))`` points (a power of 2 keeps Sobol balanced);
+    the SE is the spread of the replicate means, so it is honest for any integrand.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    per = 1 << max(0, math.ceil(math.log2(n / _N_SCRAMBLES)))
+    seeds = np.random.SeedSequence(seed).spawn(_N_SCRAMBLES)
+    engines = [qmc.Sobol(problem.k + 2, scramble=True, seed=np.random.default_rng(sq)) for sq in seeds]
+    reps = np.array([_replicate(problem, m, engine, per, weights) for engine in engines])
+    return reps.mean(axis=0), reps.std(axis=0, ddof=1) / np.sqrt(_N_SCRAMBLES)
 
 
 def _mc(problem, m, n, seed, weights, owner):
@@ -103,14 +112,15 @@ def B0(problem, m, *, n=1 << 16, seed=0):
     m : float or ndarray
         Overlaps ``<u, u_hat>`` in [-1, 1].
     n : int
-        Monte Carlo sample size (>= 2), common to every ``m`` (common random numbers).
+        Sample size (>= 2), rounded up to 16 times a power of 2; the same points for every ``m``
+        (common random numbers).
     seed : int
         Seed of the sample (>= 0); the same seed gives the same numbers.
 
     Returns
     -------
     mean, se : ndarray of shape m.shape
-        Estimate and its standard error.
+        Estimate and its standard error (spread of 16 independently scrambled Sobol replicates).
 
     Notes
     -----
@@ -145,7 +155,7 @@ def B1(problem, m, *, n=1 << 16, seed=0):
     m : float or ndarray
         Overlaps ``<u, u_hat>`` in [-1, 1].
     n : int
-        Monte Carlo sample size (>= 2), the same sample as :func:`B0` for equal ``(n, seed)``.
+        Sample size (>= 2), the same sample as :func:`B0` for equal ``(n, seed)``.
     seed : int
         Seed (>= 0).
 
@@ -186,7 +196,7 @@ def gradient_second_moment(problem, m, *, d, n=1 << 16, seed=0):
     d : int
         Input dimension, >= k + 2.
     n : int
-        Monte Carlo sample size (>= 2).
+        Sample size (>= 2), as in :func:`B0`.
     seed : int
         Seed (>= 0).
 
@@ -254,7 +264,7 @@ def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
 
 
 def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_TABLE, seed=0,
-                rtol=1e-10, atol=1e-12):
+                rtol=1e-10, atol=1e-12, method="DOP853"):
     r"""Overlap ODE of online SGD, in steps: the paper's population flow or the corrected one.
 
     .. math:: \frac{dm}{dt} = \eta\, h(m)(1-m^2) - \frac{\eta^2}{2}\, m\,\mathbb E\lVert L_t\rVert^2,
@@ -273,7 +283,7 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
         Input dimension (>= k + 3); required by ``convention="corrected"``.
     convention : {"corrected", "paper"}
         "paper": ``dm/dt = lr h(m)(1-m^2)`` (L604, ODE time ``lr t``). "corrected": adds the
-        normalisation (Ito-type) drift, with B0, B1 tabulated by Monte Carlo on 41 points in m
+        normalisation (Ito-type) drift, with B0, B1 tabulated by randomised quasi-Monte Carlo on 41 points in m
         and interpolated linearly.
     n_mc : int
         Monte Carlo size of the B0/B1 table (>= 2).
@@ -281,6 +291,8 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
         Seed of the table (>= 0).
     rtol, atol : float
         Tolerances of :func:`popdyn.dynamics.solve_ode`.
+    method : str
+        Its Runge-Kutta method ("DOP853", "RK45", ...).
 
     Returns
     -------
@@ -311,7 +323,7 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     lr, d, convention = _check_dynamics(owner, problem, lr, d, convention, n_mc, seed)
     m0 = float(check_overlap(check(owner, "m0", m0, Interval(-1, 1)), "m0"))
     f = _drift(problem, lr, d, convention, n_mc, seed)
-    return dynamics.solve_ode(f, m0, t, rtol=rtol, atol=atol, bounds=(-1.0, 1.0))
+    return dynamics.solve_ode(f, m0, t, rtol=rtol, atol=atol, method=method, bounds=(-1.0, 1.0))
 
 
 def overlap_recursion(problem, m0, steps, *, lr, record_every=1):
@@ -560,7 +572,7 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     seed : int
         Seed of that table (>= 0).
     rtol : float
-        Relative tolerance of the ODE solver, in (0, 1); ``atol = 1e-3 rtol``.
+        Relative tolerance of the ODE solver (RK45), in (0, 1); ``atol = 1e-3 rtol``.
 
     Returns
     -------
@@ -596,7 +608,7 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     m0 = check(owner, "m0", m0, Interval(-1, 1))
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
     sol = overlap_ode(problem, m0, t.astype(np.float64), lr=lr, d=d, convention=convention, n_mc=n_mc,
-                      seed=seed, rtol=rtol, atol=1e-3 * rtol)
+                      seed=seed, rtol=rtol, atol=1e-3 * rtol, method="RK45")
     t = t[:sol.t.size]
     options = dict(d=d, lr=lr, steps=steps, m0=m0, convention=convention, n_points=n_points, n_mc=n_mc,
                    seed=seed, rtol=rtol)
