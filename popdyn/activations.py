@@ -231,11 +231,10 @@ class Activation:
         """
         P = as_int(f"activations.{self.name}", "P", P, 0)
         a = np.abs(np.clip(np.asarray(rho, dtype=np.float64), -1.0, 1.0))
-        with np.errstate(invalid="ignore", over="ignore"):
-            bound = np.where(a > 0, a ** P * _deficit(self, P), 0.0 if P > 0 else _deficit(self, P))
-            if self._family.tail is not None:
-                bound = np.minimum(bound, self._family.tail(P, a, self.r))
-        return np.where(np.isnan(a), np.nan, bound)
+        bound = hermite.series_tail_bound(_deficit(self, P), P, a, deriv=True)
+        if self._family.tail is not None:
+            bound = np.minimum(bound, self._family.tail(P, a, self.r))
+        return bound
 
     def rescaled(self, r):
         r"""The activation :math:`z \mapsto \sigma(r z)`, with its own closed forms where they exist.

@@ -154,3 +154,16 @@ def test_power_series_vs_polyval_and_derivative():
 def test_invalid_arguments_raise(call):
     with pytest.raises(InvalidParameterError):
         call()
+
+
+@given(seed=st.integers(0, 2**32 - 1), P=st.integers(0, 30), rho=st.floats(-1, 1), deriv=st.booleans())
+def test_series_tail_bound_holds(seed, P, rho, deriv):
+    a = np.random.default_rng(seed).exponential(size=60) * 0.8 ** np.arange(60)   # nonnegative coefficients
+    p = np.arange(60)
+    w = p * a if deriv else a
+    mass = float(np.sum(w[P + 1:]))
+    full = H.power_series(a, rho, deriv=deriv)
+    part = H.power_series(a[:P + 1], rho, deriv=deriv)
+    # 1e-13: rounding of the two Horner sums (terms <= ~60 * 5)
+    assert abs(full - part) <= float(H.series_tail_bound(mass, P, rho, deriv=deriv)) + 1e-13
+    assert float(H.series_tail_bound(np.inf, P, 0.0, deriv=deriv)) == (np.inf if deriv and P == 0 else 0.0)
