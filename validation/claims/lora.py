@@ -111,9 +111,13 @@ def _sgd_and_odes(problem, d, delta, tau, seeds, device):
 
 
 def _r1_excess(comp):
-    """max_t (|mean - theory| - 3 SD/sqrt(R)): the R1 acceptance is excess <= 0.01 (spec §4)."""
+    """max_{t > 0} (|mean - theory| - 3 SD/sqrt(R)): the R1 acceptance is excess <= 0.01 (spec §4).
+
+    t = 0 is left out: m0 is the same on every seed and in the theory, so its excess is 0 by construction.
+    """
     R = comp.simulation.observables["m"].shape[0]
-    return float(np.max(np.abs(comp.mean["m"] - comp.theory["m"]) - 3 * comp.sd["m"] / np.sqrt(R)))
+    excess = np.abs(comp.mean["m"] - comp.theory["m"]) - 3 * comp.sd["m"] / np.sqrt(R)
+    return float(np.max(excess[1:]))
 
 
 @claim(id="lora.ode_vs_sgd", model="lora",
@@ -169,22 +173,28 @@ def _late_overlap(sim, frac):
     return float(late.mean()), float(late.std(ddof=1) / np.sqrt(len(late)))
 
 
-_B0_TABLE_REL = 0.03  # 2 x the ~1.5 % relative MC error of B0 with n_mc = 2**16 (spec: 1-3 % at 2**14)
+_MODEL_REL = 0.02  # first-order-in-delta ODE: spec §3.6 sees a 2.6 % relative bias of 1-|m*| at delta=0.5, d=1000
+
+
+def _fixed_point(problem, lr, d, n_mc, table_seeds):
+    """|m*| averaged over independent B0/B1 tables, and its standard error from their spread."""
+    v = np.abs([lora.plateau_overlap(problem, lr, d, n_mc=n_mc, seed=s) for s in range(table_seeds)])
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(table_seeds))
 
 
 @claim(id="lora.plateau", model="lora",
        title="Online SGD with eta = delta/d plateaus at the corrected fixed point m*, 1 - |m*| ~ delta B0/|h|",
        source=f"{_SEED} L598-617, L1228-1230; specs/lora.md §2.6 (fixed point, derived), §3.6 (plateau table)",
        metric="max over delta of |(1-|m_SGD|) - (1-|m*|)| / (1-|m*|), in units of its allowed relative error "
-              "3 SE_seed/(1-|m*|) + 3 % (B0 table)",
+              "3 SE/(1-|m*|) + 2 %, SE combining seeds and B0 tables",
        tolerance=1.0,
-       tolerance_origin="allowed relative error per delta = 3 standard errors of the seed mean of the "
-                        "late-time overlap, plus 3 % for the Monte Carlo B0 table (n_mc = 2**16); measured in "
-                        "those units, so pass iff <= 1",
+       tolerance_origin="allowed relative error per delta = 3 standard errors (seed mean of the late-time "
+                        "overlap, and m* over independent Monte Carlo B0 tables, combined) plus 2 % for the "
+                        "first-order-in-delta ODE (spec §3.6: 2.6 % at delta = 0.5); in those units, pass iff <= 1",
        quick={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "d": 500, "delta": [0.5, 0.3],
-              "tau": 25.0, "late": 0.4, "seeds": 8, "n_mc": 1 << 16},
+              "tau": 25.0, "late": 0.4, "seeds": 8, "n_mc": 1 << 14, "table_seeds": 4},
        full={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "d": 1000, "delta": [0.5, 0.3, 0.2],
-             "tau": 40.0, "late": 0.4, "seeds": 8, "n_mc": 1 << 16})
+             "tau": 40.0, "late": 0.4, "seeds": 8, "n_mc": 1 << 16, "table_seeds": 4})
 def plateau(size, device, outdir):
     problem = lora.Problem.orthonormal(size["k"], size["xi"], size["activation"], size["seed"])
     d, sign = size["d"], lora.limit_sign(problem)
@@ -193,12 +203,13 @@ def plateau(size, device, outdir):
         lr = delta / d
         sim = popdyn.simulate(problem, d=d, lr=lr, steps=int(round(size["tau"] * d)), m0=sign * 0.5 / np.sqrt(d),
                               seeds=size["seeds"], device=device)
-        m_star = abs(float(lora.plateau_overlap(problem, lr, d, n_mc=size["n_mc"])))
+        m_star, se_table = _fixed_point(problem, lr, d, size["n_mc"], size["table_seeds"])
         m_sgd, se = _late_overlap(sim, size["late"])
         gap = 1 - m_star
         rel = abs((1 - m_sgd) - gap) / gap
-        allowed = 3 * se / gap + _B0_TABLE_REL
-        rows.append({"delta": delta, "m_star_corrected": sign * m_star, "m_sgd_late": sign * m_sgd, "se": se,
+        allowed = 3 * np.hypot(se, se_table) / gap + _MODEL_REL
+        rows.append({"delta": delta, "m_star_corrected": sign * m_star, "se_table": se_table,
+                     "m_sgd_late": sign * m_sgd, "se_seeds": se,
                      "one_minus_m_star": gap, "one_minus_m_sgd": 1 - m_sgd, "rel_error": rel,
                      "allowed_rel": allowed, "one_minus_m_paper": 0.0})
         tau = np.asarray(sim.t, dtype=float) / d
