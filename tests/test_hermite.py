@@ -167,3 +167,10 @@ def test_series_tail_bound_holds(seed, P, rho, deriv):
     # 1e-13: rounding of the two Horner sums (terms <= ~60 * 5)
     assert abs(full - part) <= float(H.series_tail_bound(mass, P, rho, deriv=deriv)) + 1e-13
     assert float(H.series_tail_bound(np.inf, P, 0.0, deriv=deriv)) == (np.inf if deriv and P == 0 else 0.0)
+
+
+@pytest.mark.parametrize("k,x", [(3000, 100.0), (3000, -60.0), (500, 55.0)])
+def test_hermite_functions_beyond_the_underflow_of_the_density(k, x):
+    # phi(x)^(1/2) underflows past |x| ~ 54 on its own; the running log-scale keeps psi_k exact
+    ref = float(_psi_mp(k, x))
+    assert abs(H.hermite_functions(k, x)[k] - ref) <= 1e-12 * abs(ref) + 1e-14   # as above
