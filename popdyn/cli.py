@@ -44,10 +44,12 @@ def build_parser():
     b.add_argument("--quick", action="store_true", help="small sizes")
     pr = sub.add_parser("predict", help="theory trajectory of a problem, saved as .npz + .json")
     _problem_arguments(pr)
+    pr.set_defaults(subparser=pr)
     pr.add_argument("--convention", choices=("corrected", "paper"), default="corrected",
                     help="corrected ODE (default) or the paper's population ODE")
     s = sub.add_parser("simulate", help="finite-sample online SGD, saved as .npz + .json")
     _problem_arguments(s)
+    s.set_defaults(subparser=s)
     s.add_argument("--seeds", type=int, default=4, help="number of independent runs")
     s.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="torch device")
     return parser
@@ -94,7 +96,7 @@ def main(argv=None):
     """Entry point of the ``popdyn`` console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    status = _COMMANDS[args.command](args, parser)
+    status = _COMMANDS[args.command](args, getattr(args, "subparser", parser))  # errors show the sub-usage
     return 0 if status is None else int(status)
 
 
