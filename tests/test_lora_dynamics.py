@@ -230,6 +230,15 @@ def test_predict_warns_on_wrong_sign_and_large_delta():
     assert not all(e["holds"] for e in pred.meta["regime"])
 
 
+def test_predict_stiff_large_delta_finishes():
+    # delta = lr d = 1000: the normalisation drift relaxes m to ~0 within ~1e-3 steps (stiff); LSODA copes
+    p = Problem.orthonormal(k=8, xi=1.0, activation="relu", seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RegimeWarning)
+        pred = popdyn.predict(p, d=2000, lr=0.5, steps=20_000, n_points=20)
+    assert pred.status == 0 and pred.meta["nfev"] < 5000 and np.max(np.abs(pred["m"][1:])) < 1e-3
+
+
 @pytest.mark.parametrize("bad", [dict(d=6), dict(d=100.5), dict(lr=-1.0), dict(steps=0), dict(m0=1.2),
                                  dict(convention="ito"), dict(n_points=1)])
 def test_predict_bad_input_names_parameter(bad):

@@ -292,7 +292,7 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     rtol, atol : float
         Tolerances of :func:`popdyn.dynamics.solve_ode`.
     method : str
-        Its Runge-Kutta method ("DOP853", "RK45", ...).
+        Its method ("DOP853", "RK45", "LSODA", ...; LSODA for large ``delta``, where the ODE is stiff).
 
     Returns
     -------
@@ -572,7 +572,8 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     seed : int
         Seed of that table (>= 0).
     rtol : float
-        Relative tolerance of the ODE solver (RK45), in (0, 1); ``atol = 1e-3 rtol``.
+        Relative tolerance of the ODE solver, in (0, 1); ``atol = 1e-3 rtol``. LSODA switches to a
+        stiff method when ``delta = lr d`` is large (the drift ``-2 lr^2 d m B0`` relaxes in ~1/(lr delta) steps).
 
     Returns
     -------
@@ -608,7 +609,7 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     m0 = check(owner, "m0", m0, Interval(-1, 1))
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
     sol = overlap_ode(problem, m0, t.astype(np.float64), lr=lr, d=d, convention=convention, n_mc=n_mc,
-                      seed=seed, rtol=rtol, atol=1e-3 * rtol, method="RK45")
+                      seed=seed, rtol=rtol, atol=1e-3 * rtol, method="LSODA")
     t = t[:sol.t.size]
     options = dict(d=d, lr=lr, steps=steps, m0=m0, convention=convention, n_points=n_points, n_mc=n_mc,
                    seed=seed, rtol=rtol)
