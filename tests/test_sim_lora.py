@@ -59,6 +59,8 @@ def _setup(problem, d, seeds, seed=0):
 
 
 def _full(U, q):
+    """u_hat of shape (S, 1, n) or (S, n) in span(W)^perp coordinates, as (S, d) in the full frame."""
+    U = U.reshape(U.shape[0], -1)
     return np.concatenate([np.zeros((U.shape[0], q)), U], axis=1)
 
 
@@ -95,7 +97,7 @@ def test_projected_gradient_orthogonal_to_u_hat_and_span_w():
     consts, state, q, W, u = _setup(p, d, S)
     rng = np.random.default_rng(1)
     X, coef = torch.tensor(rng.standard_normal((S, B, d))), torch.tensor(rng.standard_normal((S, B, 1)))
-    U = state.U.unsqueeze(1)
+    U = state.U
     b = torch.bmm(X[..., q:], U.mT)
     g = _full(sim_lora._projected_gradient(U, X[..., q:], coef, b)[:, 0].numpy(), q)
     Uf = _full(state.U.numpy(), q)
@@ -119,8 +121,8 @@ def test_u_hat_stays_unit_and_in_span_w_perp():
         fstar, Wx = sim_lora._teacher(consts, X, q)
         sim_lora._sgd_step(consts, state, X[..., q:], Wx * state.scale, fstar, 0.3)
     # 1e-13: renormalised every step in float64; the error does not accumulate
-    np.testing.assert_allclose(torch.linalg.vector_norm(state.U, dim=1).numpy(), 1.0, atol=1e-13)
-    assert state.U.shape == (S, d - q)   # u_hat has no coordinates in span W at all
+    np.testing.assert_allclose(torch.linalg.vector_norm(state.U, dim=-1).numpy(), 1.0, atol=1e-13)
+    assert state.U.shape == (S, 1, d - q)   # u_hat has no coordinates in span W at all
 
 
 def test_joint_c_hat_step_is_the_gradient_of_the_sample_loss():

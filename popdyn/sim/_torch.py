@@ -28,8 +28,8 @@ import torch
 from .. import activations
 from .._validate import InvalidParameterError
 
-__all__ = ["resolve_device", "resolve_dtype", "make_generator", "serial_if_small", "TorchActivation", "torch_activation",
-           "progress", "to_numpy"]
+__all__ = ["resolve_device", "resolve_dtype", "make_generator", "serial_if_small", "TorchActivation",
+           "torch_activation", "progress", "to_numpy"]
 
 _SERIAL_ELEMENTS = 2**18  # 2 MB of float64 per step: below this, one thread beats two (measured, see serial_if_small)
 _DTYPES = {"float64": torch.float64, "float32": torch.float32, "double": torch.float64, "float": torch.float32,
@@ -147,7 +147,8 @@ _NATIVE = {
 
 
 def _leaky(alpha):
-    return (lambda z: torch.where(z > 0, z, alpha * z)), (lambda z: torch.where(z > 0, z.new_tensor(1.0), z.new_tensor(alpha)))
+    return ((lambda z: torch.where(z > 0, z, alpha * z)),
+            (lambda z: torch.where(z > 0, z.new_tensor(1.0), z.new_tensor(alpha))))
 
 
 def _base(act):

@@ -25,13 +25,15 @@ from .._validate import Interval, InvalidParameterError, as_int, check
 from ..api import simulate as _api_simulate
 from ..models.lora import Problem
 from ..results import Simulation
-from ._torch import make_generator, progress, serial_if_small, resolve_device, resolve_dtype, to_numpy, torch_activation
+from ._torch import (make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy,
+                     torch_activation)
 
 __all__ = ["simulate"]
 
 _OWNER = "lora.simulate"
 _RANK_TOL = 1e-10  # 1e-10: eigenvalues of a unit-diagonal Gram below this are rank-deficiency, not signal
-_CHUNK_ELEMENTS = 2**20  # noise generated per chunk: 8 MB of float64, so it stays in cache-sized blocks
+_CHUNK_ELEMENTS = 2**19  # noise drawn per chunk: at most 4 MB of float64 (two buffers stay near cache size)
+_CHUNK_STEPS = 256       # and at most 256 steps, so a short run draws little noise it does not use
 
 
 @dataclass
@@ -48,7 +50,7 @@ class _Consts:
 
 @dataclass
 class _State:
-    """Trained parameters, u_hat (S, n) in span(W)^perp coordinates and c_hat (S, 1, k), and the student
+    """Trained parameters, u_hat (S, 1, n) in span(W)^perp coordinates and c_hat (S, 1, k), and the student
     coefficients derived from c_hat: ``scale`` = 1/r_hat_j (N1) or 1 (N0), ``xc`` = xi c_hat_j scale_j and
     ``gvec`` = -2 lam_j xc_j (S, k, 1), refreshed after every c_hat step."""
     U: torch.Tensor
@@ -104,7 +106,7 @@ def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True, out=None
     ``Wxs`` is ``(W x)_j * scale_j``. The gradient is averaged over the batch axis B. With ``lr_c``
     (joint training) c_hat takes a plain SGD step on the same sample, simultaneously with u_hat.
     """
-    U = state.U.unsqueeze(1)                                          # (S, 1, n)
+    U = state.U                                                       # (S, 1, n)
     b = torch.bmm(y, U.mT)                                            # <u_hat, x>, (S, B, 1)
     pre = torch.addcmul(Wxs, b, state.xc)                             # <v_hat_j, x>, (S, B, k)
     res = torch.sub(fstar, consts.act.f(pre) @ consts.lam, out=out)   # f* - f_hat, (S, B, 1)
@@ -143,7 +145,8 @@ def _default_m0(problem, d):
 def _check(problem, d, lr, steps, m0, seeds, batch, joint, lr_c, seed):
     """Validated options, or InvalidParameterError naming the parameter and its valid range."""
     if not isinstance(problem, Problem):
-        raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must be a lora.Problem. Got {problem!r} instead.")
+        raise InvalidParameterError(
+            f"The 'problem' parameter of {_OWNER} must be a lora.Problem. Got {problem!r} instead.")
     opts = {"d": as_int(_OWNER, "d", d, problem.k + 2), "lr": check(_OWNER, "lr", lr, _POSITIVE),
             "steps": as_int(_OWNER, "steps", steps, 1), "seeds": as_int(_OWNER, "seeds", seeds, 1),
             "batch": as_int(_OWNER, "batch", batch, 1), "seed": as_int(_OWNER, "seed", seed, 0, 2**63 - 1),
@@ -187,43 +190,49 @@ def _init(problem, opts, device, dtype, gen):
     e *= float(np.sqrt(1 - m0 * m0))
     e[:, 0] = m0
     c_hat = as_t(problem.c_hat).expand(S, 1, k).clone()
-    return consts, _State(U=e, c_hat=c_hat).refresh(consts), q
+    return consts, _State(U=e.unsqueeze(1), c_hat=c_hat).refresh(consts), q
+
+
+def _draws(consts, state, q, opts, gen, C):
+    """Chunks of C steps of fresh x ~ N(0, I_d): (y, f*, scaled W x) per step, in one reused buffer."""
+    S, B, d, joint = opts["seeds"], opts["batch"], opts["d"], opts["joint"]
+    X = torch.empty((C, S, B, d), dtype=state.U.dtype, device=state.U.device)
+    for _ in range(-(-(opts["steps"] + 1) // C)):
+        torch.randn(X.shape, generator=gen, out=X)
+        fstar, Wx = _teacher(consts, X, q)
+        yield X[..., q:], fstar, Wx if joint else Wx * state.scale.unsqueeze(0)
 
 
 def _run(consts, state, q, opts, t, window, gen, bar):
     """The SGD loop over steps 0..steps (the last one only evaluates the loss); returns recorded tensors."""
     S, B, d, steps, joint = opts["seeds"], opts["batch"], opts["d"], opts["steps"], opts["joint"]
-    U, dev, dt = state.U, state.U.device, state.U.dtype
-    C = max(1, _CHUNK_ELEMENTS // (S * B * d))    # independent of steps: a longer run extends a shorter one
-    X = torch.empty((C, S, B, d), dtype=dt, device=dev)
-    m_rec = torch.empty((S, len(t)), dtype=dt, device=dev)
-    c_rec = torch.empty((S, len(t)), dtype=dt, device=dev) if joint else None
+    dev, dt = state.U.device, state.U.dtype
+    C = max(1, min(_CHUNK_STEPS, _CHUNK_ELEMENTS // (S * B * d)))  # not a function of steps: longer runs
+                                                                    # extend shorter ones with the same seed
+    rec = {name: torch.empty((S, len(t)), dtype=dt, device=dev) for name in ("m", "c_overlap")[:1 + joint]}
     loss_sum = torch.zeros((S, len(t)), dtype=dt, device=dev)
     window_t = torch.as_tensor(window, device=dev)
-    c_unit = consts.c_t / torch.linalg.vector_norm(consts.c_t)
     slot = {int(s): j for j, s in enumerate(t)}
-    for s0 in range(0, steps + 1, C):
-        nc = min(C, steps + 1 - s0)
-        torch.randn(X.shape, generator=gen, out=X)
-        fstar, Wx = _teacher(consts, X[:nc], q)
-        Wxs = Wx if joint else Wx * state.scale.unsqueeze(0)
+    for ci, (Y, fstar, Wxs) in enumerate(_draws(consts, state, q, opts, gen, C)):
+        s0, nc = ci * C, min(C, steps + 1 - ci * C)
         res = torch.empty((nc, S, B, 1), dtype=dt, device=dev)
-        for i in range(nc):
-            s = s0 + i
-            if s in slot:
-                m_rec[:, slot[s]] = U[:, 0]
-                if joint:
-                    c = state.c_hat[:, 0]
-                    c_rec[:, slot[s]] = (c @ c_unit) / torch.linalg.vector_norm(c, dim=1)
-            w = Wx[i] * state.scale if joint else Wxs[i]
-            _sgd_step(consts, state, X[i, :, :, q:], w, fstar[i], opts["lr"], opts["lr_c"], s < steps, res[i])
+        for i, (y, f, w, r) in enumerate(zip(Y.unbind(0), fstar.unbind(0), Wxs.unbind(0), res.unbind(0))):
+            if s0 + i in slot:
+                _record(consts, state, rec, slot[s0 + i])
+            w = w * state.scale if joint else w
+            _sgd_step(consts, state, y, w, f, opts["lr"], opts["lr_c"], s0 + i < steps, r)
         loss_sum.index_add_(1, window_t[s0:s0 + nc], res.square().mean((2, 3)).T)
         bar.update(nc)
-    counts = torch.as_tensor(np.bincount(window, minlength=len(t)), dtype=dt, device=dev)
-    out = {"m": m_rec, "loss": loss_sum / counts}
-    if joint:
-        out["c_overlap"] = c_rec
-    return out
+    rec["loss"] = loss_sum / torch.as_tensor(np.bincount(window, minlength=len(t)), dtype=dt, device=dev)
+    return rec
+
+
+def _record(consts, state, rec, j):
+    """Write m = <u_hat, u> (and the cosine <c_hat, c>/||c_hat|| when c_hat is trained) into column j."""
+    rec["m"][:, j] = state.U[:, 0, 0]
+    if "c_overlap" in rec:
+        c = state.c_hat[:, 0]
+        rec["c_overlap"][:, j] = (c @ consts.c_t) / (torch.linalg.vector_norm(c, dim=1) * consts.xi)
 
 
 @_api_simulate.register(Problem)
