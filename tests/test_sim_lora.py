@@ -291,3 +291,17 @@ def test_longer_run_extends_shorter_one():
     short, long = popdyn.simulate(p, steps=50, **kw), popdyn.simulate(p, steps=100, **kw)
     np.testing.assert_array_equal(long["m"][:, :6], short["m"])
     np.testing.assert_array_equal(long["loss"][:, :5], short["loss"][:, :5])  # the last window is cut at 50
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_standard_normal_is_standard_normal(dtype):
+    import scipy.stats
+    n = 2**18
+    z = _torch.standard_normal_(torch.empty(n, dtype=dtype), _torch.make_generator(3, torch.device("cpu")))
+    z = z.double().numpy()
+    assert scipy.stats.kstest(z, "norm").statistic < 1.95 / np.sqrt(n)  # 1.95/sqrt(n): KS critical value, alpha=1e-3
+    for p, mom in ((2, 1.0), (4, 3.0)):                     # 5 SE of the sample moment, SD = sqrt(E z^2p - mom^2)
+        se = np.sqrt({2: 2.0, 4: 96.0}[p] / n)
+        assert abs(np.mean(z**p) - mom) < 5 * se
+    again = _torch.standard_normal_(torch.empty(n, dtype=dtype), _torch.make_generator(3, torch.device("cpu")))
+    np.testing.assert_array_equal(again.double().numpy(), z)

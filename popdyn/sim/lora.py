@@ -25,8 +25,8 @@ from .._validate import Interval, InvalidParameterError, as_int, check
 from ..api import simulate as _api_simulate
 from ..models.lora import Problem
 from ..results import Simulation
-from ._torch import (make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy,
-                     torch_activation)
+from ._torch import (make_generator, progress, resolve_device, resolve_dtype, serial_if_small,
+                     standard_normal_, to_numpy, torch_activation)
 
 __all__ = ["simulate"]
 
@@ -183,7 +183,7 @@ def _init(problem, opts, device, dtype, gen):
                      scale_t=as_t(1 / problem.r if n1 else np.ones(k)), xi=float(problem.xi), n1=n1,
                      act=torch_activation(problem.activation))
     n = opts["d"] - q
-    e = torch.randn((S, n), generator=gen, dtype=dtype, device=device)
+    e = standard_normal_(torch.empty((S, n), dtype=dtype, device=device), gen)
     e[:, 0] = 0
     e /= torch.linalg.vector_norm(e, dim=1, keepdim=True)
     m0 = opts["m0"]
@@ -198,7 +198,7 @@ def _draws(consts, state, q, opts, gen, C):
     S, B, d, joint = opts["seeds"], opts["batch"], opts["d"], opts["joint"]
     X = torch.empty((C, S, B, d), dtype=state.U.dtype, device=state.U.device)
     for _ in range(-(-(opts["steps"] + 1) // C)):
-        torch.randn(X.shape, generator=gen, out=X)
+        standard_normal_(X, gen)
         fstar, Wx = _teacher(consts, X, q)
         yield X[..., q:], fstar, Wx if joint else Wx * state.scale.unsqueeze(0)
 
