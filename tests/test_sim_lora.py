@@ -203,6 +203,15 @@ def test_result_shapes_meta_and_default_m0():
     assert sim.meta["t_unit"] == "steps" and sim.meta["dtype"] == "float64"
 
 
+def test_progress_bar_does_not_change_the_numbers(capsys):
+    pytest.importorskip("tqdm")
+    p = lora.Problem.orthonormal(k=2, xi=1.0, seed=0)
+    kw = dict(d=10, lr=0.05, steps=300, seeds=2, m0=0.1, seed=1)
+    a, b = popdyn.simulate(p, progress_bar=True, **kw), popdyn.simulate(p, **kw)
+    np.testing.assert_array_equal(a["m"], b["m"])
+    assert "lora.simulate" in capsys.readouterr().err
+
+
 def test_joint_records_c_overlap():
     p = _problem(np.eye(4), "relu", convention="N0")
     sim = popdyn.simulate(p, d=20, lr=0.01, steps=30, seeds=2, joint=True, lr_c=0.05, n_points=4)
