@@ -155,6 +155,40 @@ def _sgd_escape(problem, d, delta, tau, seeds, level, device):
     return [conv(t) for t in t_sgd], {c: conv(t) for c, t in t_th.items()}, eps
 
 
+# A plateau means the escape time grows as m0 shrinks. Slowdown tau(m0/10 -> 0.1)/tau(m0 -> 0.1) at
+# m0 = 1/sqrt(1000): constant drift <= 0.1/(0.1 - m0) = 1.46; h ~ m: ln(10/m0')/ln(0.1/m0) = 3.0;
+# h ~ m^2 (GLM He3): 14. So "plateau" iff the slowdown exceeds 2, between the first and the other two.
+_PLATEAU_SLOWDOWN = 2.0
+
+
+def _theory_medians(size):
+    """Median over instances of the normalised escape time per xi, from m0 = 1/sqrt(d), and its slowdown
+    when m0 is 10 times smaller, for He3 and ReLU."""
+    k, d, lvl = size["k"], size["d"], size["level"]
+    med, slow = {}, {}
+    for act in ("he3", "relu"):
+        out = {m0: [float(np.median([_escape_theory(lora.Problem.orthonormal(k, xi, act, seed=i), m0, lvl)
+                                     for i in range(size["instances"])])) for xi in size["xis"]]
+               for m0 in (1 / math.sqrt(d), 0.1 / math.sqrt(d))}
+        a, b = out.values()
+        med[act], slow[act] = a, [y / x for x, y in zip(a, b)]
+    return med, slow
+
+
+def _sgd_row(k, xi, delta, tau, size, device):
+    """SGD against corrected-ODE escape for He3 at one xi; ``ratio`` = |log gap| / (3 SE + eps^2)."""
+    t_sgd, t_th, eps = _sgd_escape(lora.Problem.orthonormal(k, xi, "he3", seed=0), size["d"], delta, tau,
+                                   size["seeds"], size["level"], device)
+    ok = [t for t in t_sgd if t is not None]
+    row = {"xi": xi, "delta": delta, "corrected": t_th["corrected"], "paper": t_th["paper"],
+           "sgd_escaped": len(ok), "seeds": len(t_sgd), "eps": eps, "ratio": math.inf}
+    med_sgd = float(np.median([math.inf if t is None else t for t in t_sgd]))  # censored runs count as late
+    if t_th["corrected"] is not None and math.isfinite(med_sgd) and len(ok) >= 2:
+        se = math.sqrt(math.pi / 2) * np.log(ok).std(ddof=1) / math.sqrt(len(t_sgd))  # SE of a median
+        row.update(sgd_median=med_sgd, ratio=float(abs(math.log(med_sgd / t_th["corrected"])) / (3 * se + eps**2)))
+    return row
+
+
 @claim(id="lora.fig6_he3_plateau", model="lora",
        title="Figs 6/1b: the He3 plateau at initialisation grows with xi towards the GLM escape time; ReLU has none",
        source=_SRC.format("559-570 (Fig. 6), L136-141 (Fig. 1b)", "R2, §2.6"),
@@ -175,50 +209,26 @@ def _sgd_escape(problem, d, delta, tau, seeds, level, device):
 def fig6_he3_plateau(size, device, outdir):
     """R2: theory medians over instances per xi (He3 and ReLU), GLM value, and SGD escape times."""
     k, d, lvl = size["k"], size["d"], size["level"]
-    med, slow = {}, {}
-    for act in ("he3", "relu"):
-        for name, m0 in (("m0", 1 / math.sqrt(d)), ("m0/10", 0.1 / math.sqrt(d))):
-            med[act, name] = [float(np.median([_escape_theory(lora.Problem.orthonormal(k, xi, act, seed=i), m0, lvl)
-                                               for i in range(size["instances"])])) for xi in size["xis"]]
-        slow[act] = [b / a for a, b in zip(med[act, "m0"], med[act, "m0/10"])]
+    med, slow = _theory_medians(size)
     glm = _escape_glm("he3", d, lvl)
     rows = [{"xi": xi, "he3_median": a, "he3_slowdown": b, "relu_median": c, "relu_slowdown": e}
-            for xi, a, b, c, e in zip(size["xis"], med["he3", "m0"], slow["he3"], med["relu", "m0"], slow["relu"])]
-    # A plateau means the escape time grows as m0 shrinks. Slowdown tau(m0/10 -> 0.1)/tau(m0 -> 0.1) at
-    # m0 = 1/sqrt(1000): constant drift <= 0.1/(0.1 - m0) = 1.46; h ~ m: ln(10/m0')/ln(0.1/m0) = 3.0;
-    # h ~ m^2 (GLM He3): 14. So "plateau" iff slowdown > 2, between the first and the other two.
-    bound = 2.0
-    plateau_grows = bool(slow["he3"][0] <= bound < slow["he3"][-1])
-    relu_flat = bool(max(slow["relu"]) <= bound)
-    ratio, sgd_rows = 0.0, []
-    for xi, delta, tau in size["sgd"]:
-        t_sgd, t_th, eps = _sgd_escape(lora.Problem.orthonormal(k, xi, "he3", seed=0), d, delta, tau, size["seeds"],
-                                  lvl, device)
-        ok = [t for t in t_sgd if t is not None]
-        row = {"xi": xi, "delta": delta, "corrected": t_th["corrected"], "paper": t_th["paper"],
-               "sgd_escaped": len(ok), "seeds": len(t_sgd), "eps": eps}
-        med_sgd = float(np.median([math.inf if t is None else t for t in t_sgd]))  # censored runs count as late
-        if t_th["corrected"] is None or not math.isfinite(med_sgd) or len(ok) < 2:
-            ratio = math.inf
-        else:
-            se = math.sqrt(math.pi / 2) * np.log(ok).std(ddof=1) / math.sqrt(len(t_sgd))  # SE of a median
-            r = abs(math.log(med_sgd / t_th["corrected"])) / (3 * se + eps**2)
-            ratio = max(ratio, float(r))
-            row.update(sgd_median=med_sgd, ratio=float(r))
-        sgd_rows.append(row)
+            for xi, a, b, c, e in zip(size["xis"], med["he3"], slow["he3"], med["relu"], slow["relu"])]
+    plateau_grows = bool(slow["he3"][0] <= _PLATEAU_SLOWDOWN < slow["he3"][-1])
+    relu_flat = bool(max(slow["relu"]) <= _PLATEAU_SLOWDOWN)
+    sgd_rows = [_sgd_row(k, xi, delta, tau, size, device) for xi, delta, tau in size["sgd"]]
+    ratio = max(r["ratio"] for r in sgd_rows)
     measured = ratio if (plateau_grows and relu_flat) else math.inf
-    fig = plot_curves(np.log2(size["xis"]), {"He3 theory (median)": med["he3", "m0"],
-                                             "ReLU theory (median)": med["relu", "m0"]},
+    fig = plot_curves(np.log2(size["xis"]), {"He3 theory (median)": med["he3"], "ReLU theory (median)": med["relu"]},
                       Path(outdir) / "lora.fig6_he3_plateau.png", refs={f"GLM h=2K'(m): {glm:.3g}": glm},
                       logy=True, xlabel=r"$\log_2 \xi$", ylabel=r"escape time $\tau(m_0\to0.1)\cdot\max|h|$",
                       title=f"k={k}, d={d}, m0=1/sqrt(d); SGD ratio {ratio:.3g}")
-    he3 = med["he3", "m0"]
+    he3 = med["he3"]
     msg = (f"He3 medians {he3[0]:.3g} (xi={size['xis'][0]:.3g}) -> {he3[-1]:.3g} (xi={size['xis'][-1]:.3g}), "
            f"GLM {glm:.3g}; slowdown m0->m0/10: He3 {slow['he3'][0]:.3g} -> {slow['he3'][-1]:.3g}, ReLU max "
-           f"{max(slow['relu']):.3g} (plateau iff > {bound:.3g}); SGD vs corrected ODE {ratio:.3g}")
+           f"{max(slow['relu']):.3g} (plateau iff > {_PLATEAU_SLOWDOWN:g}); SGD vs corrected ODE {ratio:.3g}")
     return ClaimResult(measured=measured, tolerance=1.0, passed=measured <= 1.0, figure=str(fig), table=rows,
                        message=msg, details={"glm": glm, "sgd": sgd_rows, "plateau_grows": plateau_grows,
-                                "relu_flat": relu_flat})
+                                             "relu_flat": relu_flat})
 
 
 # ---- R3: Fig. 3a, the lazy floor against the LoRA loss ------------------------------------------------------
