@@ -38,42 +38,51 @@ def _invalid_values(constraint):
     raise AssertionError(f"unknown constraint {constraint!r}")
 
 
+def _examples(model):
+    """Every example Problem of ``model`` (EXAMPLES maps a model to one factory or a list of factories)."""
+    made = EXAMPLES[model]
+    return [f() for f in (made if isinstance(made, (list, tuple)) else [made])]
+
+
 def test_every_model_has_an_example():
     assert sorted(EXAMPLES) == MODELS
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_constraints_are_fields(model):
-    cls = type(EXAMPLES[model]())
-    fields = {f.name for f in dataclasses.fields(cls)}
-    assert set(cls._constraints) <= fields
-    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    for problem in _examples(model):
+        cls = type(problem)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        assert set(cls._constraints) <= fields
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_invalid_values_name_the_parameter(model):
-    problem = EXAMPLES[model]()
-    for name, constraint in type(problem)._constraints.items():
-        for bad in _invalid_values(constraint):
-            with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
-                dataclasses.replace(problem, **{name: bad})
+    for problem in _examples(model):
+        for name, constraint in type(problem)._constraints.items():
+            for bad in _invalid_values(constraint):
+                with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+                    dataclasses.replace(problem, **{name: bad})
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_repr_round_trips(model):
-    problem = EXAMPLES[model]()
     mod = importlib.import_module(f"popdyn.models.{model}")
-    again = eval(repr(problem), {"np": np, model: mod})
-    assert repr(again) == repr(problem)
+    for problem in _examples(model):
+        again = eval(repr(problem), {"np": np, model: mod})
+        assert repr(again) == repr(problem)
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_predict_and_simulate_registered(model):
-    problem = EXAMPLES[model]()
-    assert predict.dispatch(type(problem)) is not predict.dispatch(object)
+    problems = _examples(model)
+    for problem in problems:
+        assert predict.dispatch(type(problem)) is not predict.dispatch(object)
     pytest.importorskip("torch")
     importlib.import_module(f"popdyn.sim.{model}")
-    assert _simulate.dispatch(type(problem)) is not _simulate.dispatch(object)
+    for problem in problems:
+        assert _simulate.dispatch(type(problem)) is not _simulate.dispatch(object)
 
 
 def test_import_keeps_torch_and_matplotlib_out():
