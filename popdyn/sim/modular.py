@@ -1,0 +1,330 @@
+"""Training the k-input modular-addition network (dissertation 001, Ch. 4) in torch; registers ``popdyn.simulate``.
+
+Public names
+------------
+simulate
+    ``simulate(problem, *, steps, m=None, optimizer="adamw", ...)`` -> :class:`popdyn.results.Simulation`
+    with observables ``loss``, ``train_acc``, ``test_acc`` (with a train fraction < 1), ``margin_ratio``
+    (normalized margin on the full D_p over gamma*), ``margin_ratio_train``, ``max_power`` (per neuron),
+    ``single_freq_fraction``, ``coverage``, and the initial and final weights ``U0``, ``W0``, ``U``, ``W``.
+    All seeds train batched on one device in one loop.
+logits
+    The network (4.2) in torch for a batch of seeds: ``logits(U, W, X)``.
+
+The network (eq. 4.2, seed 001 L1107-1111) is ``f(a)[c] = sum_i (sum_j u_ij(a_j))^k w_i[c]`` with
+``U`` of shape (m, k, p) and ``W`` of shape (m, p); inputs are one-hot, so the first layer is a gather
+written as a one-hot matrix product (the same on CPU and GPU). The paper's settings (App. C.10.1,
+L8671-8699): AdamW, lr 5e-3, weight decay 0.005, betas (0.9, 0.98), 10 warm-up steps, batch 1024.
+See specs/modular_and_icl.md §A.1, §A.2.7 (diagnostics), §A.3 (experiments) and Appendix Z.4.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import torch
+
+from .._validate import Interval, InvalidParameterError, Options, as_int, check
+from ..api import simulate as _api_simulate
+from ..models.modular import Problem, construction_width, max_margin
+from ..results import Simulation
+from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
+
+__all__ = ["simulate", "logits"]
+
+_OWNER = "modular.simulate"
+_EVAL_ELEMENTS = 2**22   # evaluation chunk: at most 32 MB of float64 hidden activations (seeds x points x m)
+_SINGLE_FREQ = 0.9       # a neuron is single-frequency when its max normalized power exceeds 0.9 (spec §A.3 table)
+_DEFAULTS = {"adamw": {"lr": 5e-3, "weight_decay": 5e-3},   # App. C.10.1, L8671-8699
+             "sgd": {"lr": 0.5, "weight_decay": 1e-4}}      # extension: plain SGD, small coupled L2 decay
+_POSITIVE = Interval(0, np.inf, closed="neither")
+_NONNEG = Interval(0, np.inf)
+
+
+def logits(U, W, X):
+    r"""Logits of the k-input network (4.2) for every seed: ``(S, n, p)``.
+
+    .. math:: f(\theta, \mathbf a)[c] = \sum_{i=1}^m \Big(\sum_{j=1}^k u_{i,j}(a_j)\Big)^k w_i[c]
+
+    ``U`` (S, m, k, p), ``W`` (S, m, p); ``X`` the one-hot inputs, (n, k p) shared by all seeds or
+    (S, n, k p), with ``X[:, j p + a_j] = 1``. The power k is the number of inputs.
+    """
+    S, m, k, p = U.shape
+    pre = torch.matmul(X, U.reshape(S, m, k * p).transpose(1, 2))    # (S, n, m)
+    return torch.matmul(pre.pow(k), W)
+
+
+def _inputs(p, k):
+    """All p^k inputs of D_p in lexicographic order (``itertools.product``), their labels and one-hot codes."""
+    A = np.array(list(itertools.product(range(p), repeat=k)), dtype=np.int64).reshape(-1, k)
+    X = np.zeros((len(A), k * p))
+    X[np.arange(len(A))[:, None], np.arange(k) * p + A] = 1.0
+    return A, A.sum(axis=1) % p, X
+
+
+def _split(S, n, n_train, gen, device):
+    """Per seed, a random train subset of size ``n_train`` and its complement: two (S, .) index tensors."""
+    if n_train == n:
+        idx = torch.arange(n, device=device).expand(S, n)
+        return idx, idx[:, :0]
+    perm = torch.argsort(torch.rand((S, n), generator=gen, device=device), dim=1)
+    return perm[:, :n_train], perm[:, n_train:]
+
+
+def _init_params(S, m, k, p, scale, gen, dtype, device):
+    """U ~ U(-1, 1) scale/sqrt(k p), W ~ U(-1, 1) scale/sqrt(m): torch's Linear init (spec Z.4), scaled."""
+    U = (torch.rand((S, m, k, p), generator=gen, dtype=dtype, device=device) * 2 - 1) * (scale / np.sqrt(k * p))
+    W = (torch.rand((S, m, p), generator=gen, dtype=dtype, device=device) * 2 - 1) * (scale / np.sqrt(m))
+    return U.requires_grad_(), W.requires_grad_()
+
+
+def _optimizer(params, opts):
+    """AdamW (decoupled decay) or SGD (coupled L2 decay), with a linear warm-up over ``warmup`` steps."""
+    if opts["optimizer"] == "adamw":
+        opt = torch.optim.AdamW(params, lr=opts["lr"], betas=opts["betas"], eps=1e-8,
+                                weight_decay=opts["weight_decay"])
+    else:
+        opt = torch.optim.SGD(params, lr=opts["lr"], momentum=opts["momentum"], weight_decay=opts["weight_decay"])
+    warm = opts["warmup"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+    return opt, sched
+
+
+def _batches(train_idx, batch, gen):
+    """Endless (S, B) index batches: per seed, shuffled epochs of the train set (full batch when B >= n_train)."""
+    S, n = train_idx.shape
+    if batch >= n:
+        while True:
+            yield train_idx
+    while True:
+        perm = torch.gather(train_idx, 1, torch.argsort(torch.rand((S, n), generator=gen, device=train_idx.device), 1))
+        for s in range(0, n - batch + 1, batch):
+            yield perm[:, s:s + batch]
+
+
+def _loss(U, W, X, y, idx):
+    """Sum over seeds of the mean cross-entropy on the points ``idx`` (S, B): per-seed gradients are exact."""
+    S, B = idx.shape
+    out = logits(U, W, X[idx])                                    # (S, B, p)
+    return torch.nn.functional.cross_entropy(out.reshape(S * B, -1), y[idx].reshape(-1), reduction="sum") / B
+
+
+def _margins(U, W, X, y, chunk):
+    """Per seed and point: margin ``f[y] - max_{c != y} f[c]``, correctness and cross-entropy, in chunks."""
+    g, ok, ce = [], [], []
+    for s in range(0, len(y), chunk):
+        out = logits(U, W, X[s:s + chunk])                         # (S, n, p)
+        yy = y[s:s + chunk].expand(out.shape[0], -1).unsqueeze(2)
+        right = out.gather(2, yy)
+        wrong = out.scatter(2, yy, -torch.inf).amax(2, keepdim=True)
+        g.append((right - wrong)[..., 0])
+        ok.append(out.argmax(2) == yy[..., 0])
+        ce.append((torch.logsumexp(out, 2, keepdim=True) - right)[..., 0])
+    return torch.cat(g, 1), torch.cat(ok, 1), torch.cat(ce, 1)
+
+
+def _norm_power(U, W):
+    r"""``||theta||_{2,k+1}^{k+1} = sum_i (sum_j ||u_ij||^2 + ||w_i||^2)^{(k+1)/2}`` per seed (S,)."""
+    k = U.shape[2]
+    sq = U.square().sum((2, 3)) + W.square().sum(2)
+    return sq.pow((k + 1) / 2).sum(1)
+
+
+def _spectrum(U, W):
+    """One-sided (rfft) power of each neuron, summed over its k + 1 components and normalised: (S, m, (p+1)/2)."""
+    pw = torch.fft.rfft(torch.cat([U, W.unsqueeze(2)], 2), dim=3).abs().square().sum(2)
+    return pw / pw.sum(2, keepdim=True)
+
+
+def _diagnostics(U, W, data, gamma, chunk):
+    """Recorded observables at one step, each of shape (S,) except ``max_power`` (S, m)."""
+    X, y, tr, te = data
+    g, ok, ce = _margins(U, W, X, y, chunk)
+    scale = _norm_power(U, W) * gamma
+    spec = _spectrum(U, W)
+    power, dom = spec[..., 1:].max(2)                             # bin 0 (the mean) excluded (spec §A.2.7)
+    h = spec.shape[2] - 1
+    seen = torch.zeros((U.shape[0], h + 1), dtype=torch.bool, device=U.device).scatter_(1, dom + 1, True)
+    rec = {"loss": torch.gather(ce, 1, tr).mean(1), "margin_ratio": g.amin(1) / scale, "margin_ratio_train": torch.gather(g, 1, tr).amin(1) / scale,
+           "train_acc": torch.gather(ok, 1, tr).to(U.dtype).mean(1), "max_power": power,
+           "single_freq_fraction": (power > _SINGLE_FREQ).to(U.dtype).mean(1),
+           "coverage": seen[:, 1:].to(U.dtype).mean(1)}
+    if te.shape[1]:
+        rec["test_acc"] = torch.gather(ok, 1, te).to(U.dtype).mean(1)
+    return rec
+
+
+def _record_steps(steps, n_points, spacing):
+    """Recorded steps from 0 to ``steps``: ``n_points`` evenly spaced, or log-spaced after step 0 (int64)."""
+    if spacing == "log":
+        t = np.concatenate([[0], np.geomspace(1, steps, n_points - 1)])
+    else:
+        t = np.linspace(0, steps, n_points)
+    return np.unique(np.round(t).astype(np.int64))
+
+
+def _check(problem, opts):
+    """Validated options, or InvalidParameterError naming the parameter and its valid range."""
+    if not isinstance(problem, Problem):
+        raise InvalidParameterError(
+            f"The 'problem' parameter of {_OWNER} must be a modular.Problem. Got {problem!r} instead.")
+    o = {"optimizer": check(_OWNER, "optimizer", opts["optimizer"], Options(tuple(_DEFAULTS)))}
+    for name in ("lr", "weight_decay"):
+        value = _DEFAULTS[o["optimizer"]][name] if opts[name] is None else opts[name]
+        o[name] = check(_OWNER, name, value, _POSITIVE if name == "lr" else _NONNEG)
+    betas = opts["betas"]
+    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
+        raise InvalidParameterError(f"The 'betas' parameter of {_OWNER} must be a pair of floats in [0, 1). "
+                                    f"Got {betas!r} instead.")
+    o["betas"] = tuple(check(_OWNER, "betas", b, Interval(0, 1, closed="left")) for b in betas)
+    o["momentum"] = check(_OWNER, "momentum", opts["momentum"], Interval(0, 1, closed="left"))
+    o["train_fraction"] = check(_OWNER, "train_fraction", opts["train_fraction"], Interval(0, 1, closed="right"))
+    o["init_scale"] = check(_OWNER, "init_scale", opts["init_scale"], _POSITIVE)
+    o["spacing"] = check(_OWNER, "spacing", opts["spacing"], Options(("linear", "log")))
+    for name, low in (("steps", 1), ("warmup", 0), ("batch", 1), ("seeds", 1), ("n_points", 2)):
+        o[name] = as_int(_OWNER, name, opts[name], low)
+    o["seed"] = as_int(_OWNER, "seed", opts["seed"], 0, 2**63 - 1)
+    o["m"] = construction_width(problem.p, problem.k) if opts["m"] is None else as_int(_OWNER, "m", opts["m"], 1)
+    n = problem.p ** problem.k
+    o["n_train"] = int(round(o["train_fraction"] * n))
+    if not (1 <= o["n_train"] <= n):
+        raise InvalidParameterError(f"The 'train_fraction' parameter of {_OWNER} must leave at least one of the "
+                                    f"{n} points in the train set. Got {opts['train_fraction']!r} instead.")
+    return o
+
+
+def _run(params, data, opts, t, gamma, gen, bar):
+    """The training loop over steps 0..steps; records the diagnostics at the steps ``t``."""
+    U, W = params
+    X, y, tr, _ = data
+    opt, sched = _optimizer([U, W], opts)
+    chunk = max(1, _EVAL_ELEMENTS // (U.shape[0] * U.shape[1]))
+    rec, slot = [], set(int(s) for s in t)
+    batches = _batches(tr, opts["batch"], gen)
+    for step in range(opts["steps"] + 1):
+        if step in slot:
+            with torch.no_grad():
+                rec.append(_diagnostics(U, W, data, gamma, chunk))
+        if step == opts["steps"]:
+            break
+        opt.zero_grad(set_to_none=True)
+        _loss(U, W, X, y, next(batches)).backward()
+        opt.step()
+        sched.step()
+        bar.update(1)
+    return {name: torch.stack([r[name] for r in rec], 1) for name in rec[0]}
+
+
+@_api_simulate.register(Problem)
+def simulate(problem, *, steps, m=None, optimizer="adamw", lr=None, weight_decay=None, betas=(0.9, 0.98),
+             momentum=0.0, warmup=10, batch=1024, train_fraction=1.0, init_scale=1.0, seeds=1, device="cpu",
+             dtype=None, n_points=50, spacing="linear", seed=0, progress_bar=False):
+    r"""Train the k-input network (4.2) on (a_1 + ... + a_k) mod p, all seeds batched, and record its circuit.
+
+    .. math:: \min_\theta \frac{1}{|D|}\sum_{(\mathbf a, c)\in D}\mathrm{CE}(f(\theta,\mathbf a), c),\qquad
+              R(\theta) = \frac{h(\theta)}{\lVert\theta\rVert_{2,k+1}^{k+1}\,\gamma^*(p, k)} \le 1
+
+    with the paper's AdamW (decoupled weight decay, an L2 penalty rather than the ``||theta||_{2,k+1}``
+    regulariser of Def. 4.1) or SGD with coupled L2 decay; ``h`` is the minimum margin over D_p.
+
+    Parameters
+    ----------
+    problem : modular.Problem
+        p (odd prime modulus) and k (number of summands).
+    steps : int
+        Optimizer steps, ``>= 1``.
+    m : int, optional
+        Number of neurons, ``>= 1``; default the construction width ``2^(2k-2) (p - 1)`` (Lemma C.18).
+    optimizer : {"adamw", "sgd"}
+        AdamW with the paper's betas (default), or SGD (with ``momentum``).
+    lr, weight_decay : float, optional
+        Step size in (0, inf) and weight decay in [0, inf); defaults: AdamW 5e-3 and 5e-3 (the paper's),
+        SGD 0.5 and 1e-4.
+    betas : pair of float
+        AdamW's (beta1, beta2), each in [0, 1); the paper's (0.9, 0.98).
+    momentum : float
+        SGD momentum in [0, 1).
+    warmup : int
+        Linear learning-rate warm-up over this many steps (the paper's 10; 0 for none).
+    batch : int
+        Minibatch size (per seed, shuffled epochs); the full train set when ``batch >= `` its size.
+    train_fraction : float
+        Fraction of the p^k points in the train set, in (0, 1]; each seed draws its own split. With 1
+        (the theory's setting) there is no ``test_acc``.
+    init_scale : float
+        Factor on torch's Linear init ``U(-1, 1)/sqrt(fan_in)`` (fan_in k p for U, m for W).
+    seeds : int
+        Independent runs (own init, split and batches), batched on one device.
+    device : str or torch.device
+        "cpu", "cuda" or "cuda:N".
+    dtype : {None, "float64", "float32"}
+        Working precision; None is float64.
+    n_points : int
+        Number of recorded steps (``>= 2``), from 0 to ``steps``.
+    spacing : {"linear", "log"}
+        Recorded steps evenly spaced, or log-spaced after step 0 (for grokking curves).
+    seed : int
+        Seed of the run's ``torch.Generator``: same seed, same numbers (same device and dtype).
+    progress_bar : bool
+        Show a tqdm bar (when tqdm is installed).
+
+    Returns
+    -------
+    Simulation
+        ``t`` (steps) and, of shape (seeds, len(t)): ``loss`` (train cross-entropy), ``train_acc``,
+        ``test_acc`` (only with ``train_fraction < 1``), ``margin_ratio`` (R on the full D_p),
+        ``margin_ratio_train`` (R on the train set), ``single_freq_fraction`` (fraction of neurons whose
+        max normalized power exceeds 0.9), ``coverage`` (fraction of the frequencies 1..(p-1)/2 that are
+        some neuron's dominant frequency); ``max_power`` (seeds, len(t), m): per-neuron max normalized
+        one-sided power, bin 0 excluded, of the neuron's k + 1 components together; ``U0``, ``U``
+        (seeds, m, k, p) and ``W0``, ``W`` (seeds, m, p): initial and final weights. ``status`` is -1
+        when a run diverged.
+
+    Notes
+    -----
+    Regime: Lemma 4.7 links training to gamma* only as the regulariser tends to 0 (no rate), and
+    for the ``||theta||_{2,k+1}`` regulariser on the full D_p; with AdamW's L2 decay at finite steps R
+    stays below 1 and need not be monotone (spec §A.3: 0.82 -> 0.89 at k = 3, p = 11, wd 0.1).
+    The x^k activation makes outputs scale like pre^k: a large ``init_scale`` or ``lr`` diverges.
+
+    References
+    ----------
+    .. [src] seed 001 L1101-1131 (setting, margins), L1170 (Lemma 4.7), L1207 (normalized power),
+       L8671-8699 (training configuration); specs/modular_and_icl.md §A.1, §A.2.7, §A.3, Appendix Z.4.
+
+    Examples
+    --------
+    >>> from popdyn.models import modular
+    >>> sim = simulate(modular.Problem(p=5, k=2), m=8, steps=20, n_points=3)
+    >>> sim.t.tolist(), sim["U"].shape, bool((sim["margin_ratio"] <= 1).all())
+    ([0, 10, 20], (1, 8, 2, 5), True)
+    """
+    opts = _check(problem, {**locals()})
+    dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
+    p, k, S, M = problem.p, problem.k, opts["seeds"], opts["m"]
+    t = _record_steps(opts["steps"], opts["n_points"], opts["spacing"])
+    gen = make_generator(opts["seed"], dev)
+    start = time.perf_counter()
+    with serial_if_small(dev, S * min(opts["batch"], opts["n_train"]) * M):
+        _, y, X = _inputs(p, k)
+        X, y = torch.as_tensor(X, dtype=dt, device=dev), torch.as_tensor(y, device=dev)
+        tr, te = _split(S, len(y), opts["n_train"], gen, dev)
+        U, W = _init_params(S, M, k, p, opts["init_scale"], gen, dt, dev)
+        U0, W0 = U.detach().clone(), W.detach().clone()
+        bar = progress(opts["steps"], progress_bar, _OWNER)
+        try:
+            rec = _run((U, W), (X, y, tr, te), opts, t, float(max_margin(p, k)), gen, bar)
+        finally:
+            bar.close()
+        obs = {name: to_numpy(v) for name, v in rec.items()}
+        obs.update(U0=to_numpy(U0), W0=to_numpy(W0), U=to_numpy(U), W=to_numpy(W))
+    wall = time.perf_counter() - start
+    ok = all(np.all(np.isfinite(v)) for v in obs.values())
+    meta = {"problem": repr(problem), "options": opts, "t_unit": "steps", "device": str(dev),
+            "dtype": str(dt).replace("torch.", ""), "torch_version": torch.__version__, "seeds": S,
+            "seed": opts["seed"], "gamma_star": float(max_margin(p, k)), "wall_time_s": wall,
+            "steps_per_s": opts["steps"] / wall}
+    message = "" if ok else (f"non-finite values: the run diverged at lr={opts['lr']} ({meta['dtype']}); "
+                             "lower lr or init_scale")
+    return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
