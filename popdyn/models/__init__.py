@@ -1,4 +1,5 @@
 """One module (or subpackage) per setting of the theory; each registers ``popdyn.predict``."""
 from . import lora
+from . import icl
 
-__all__ = ["lora"]
+__all__ = ["lora", "icl"]

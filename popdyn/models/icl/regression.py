@@ -1,0 +1,590 @@
+r"""Rank-r linear self-attention for in-context linear regression (seed 001 Ch. 5, Sec. 5.3-5.4).
+
+Prompt ``(x_1, y_1, ..., x_N, y_N, x_q)`` with ``x ~ N(0, Lambda)``, task ``w ~ N(0, I_d)`` and
+``y_i = <w, x_i>``; the restricted LSA predicts ``y_hat = u (1/rho sum_i y_i x_i)^T U x_q`` with
+``rank U <= r`` (``U = A B^T``, ``A, B in R^{d x r}``), ``rho = N`` in pretraining and ``rho = M`` at
+evaluation. See specs/modular_and_icl.md Part B.
+
+Public names
+------------
+Problem
+    Covariance, context lengths N and M, rank r, evaluation noise sigma and flip fraction rho.
+gamma_matrix, population_loss, population_gradient, factor_gradient, excess_loss
+    Lemma 5.1 (with its constant ``tr(Lambda)/2``), gradients, excess loss (D.4).
+full_rank_optimum, rank_r_optimum, optimum, optimal_loss
+    Lemma D.1 and Thm 5.4.1 (value and uniqueness condition).
+eval_risk, eval_risk_avg, eval_risk_flip
+    Evaluation risk of any ``(U, u)`` on noisy / label-flipped prompts, conditional on w and w-averaged.
+optimum_eval_risk, optimum_eval_risk_avg, large_n_eval_risk, rank_gap
+    Thm 5.4.2 (eigen-coordinate form), its w-average, its large-N form, Thm 5.4.3.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, as_int, check, validate
+
+__all__ = ["Problem", "ICLOptimum", "spectrum", "gamma_matrix", "population_loss", "population_gradient",
+           "factor_gradient", "excess_loss", "full_rank_optimum", "rank_r_optimum", "optimum", "optimal_loss",
+           "eval_risk", "eval_risk_avg", "eval_risk_flip", "optimum_eval_risk", "optimum_eval_risk_avg",
+           "large_n_eval_risk", "rank_gap"]
+
+_SYM_TOL = 1e-10   # 1e-10: relative asymmetry of a covariance accepted as float64 rounding
+_PSD_TOL = 1e-10   # 1e-10 * lambda_max: eigh rounding of a symmetric matrix (eps * d * ||Lambda|| with margin)
+_GAP_TOL = 1e-12   # 1e-12 * lambda_max: eigenvalues closer than this count as tied (uniqueness of Thm 5.4.1)
+_SRC = "seed 001 L1322-1434, L8747-8925; specs/modular_and_icl.md Part B"
+
+
+# ---- covariance ---------------------------------------------------------------------------------
+def _covariance(owner, Lambda):
+    """``Lambda`` as a symmetric PSD (d, d) float array; a 1-d array is a diagonal spectrum."""
+    a = np.asarray(Lambda, dtype=np.float64) if not isinstance(Lambda, str) else Lambda
+    if isinstance(a, np.ndarray) and a.ndim == 1:
+        a = np.diag(a)
+    a = check(owner, "Lambda", a, FiniteArray(2))
+    d = a.shape[0]
+    if d < 1 or a.shape != (d, d):
+        raise InvalidParameterError(f"The 'Lambda' parameter of {owner} must be a square (d, d) covariance "
+                                    f"(or its spectrum of shape (d,)). Got shape {a.shape} instead.")
+    scale = max(float(np.abs(a).max()), 1e-300)
+    if not np.all(np.abs(a - a.T) <= _SYM_TOL * scale):
+        raise InvalidParameterError(f"The 'Lambda' parameter of {owner} must be symmetric. Got {a!r} instead.")
+    a = (a + a.T) / 2
+    lo = float(np.linalg.eigvalsh(a)[0])
+    if lo < -_PSD_TOL * scale or not float(np.trace(a)) > 0:
+        raise InvalidParameterError(f"The 'Lambda' parameter of {owner} must be positive semi-definite and "
+                                    f"non-zero. Got smallest eigenvalue {lo!r} instead.")
+    return a
+
+
+def spectrum(Lambda):
+    r"""Eigen-decomposition ``Lambda = Q diag(lam) Q^T`` with ``lam`` in descending order.
+
+    .. math:: \Lambda = Q D Q^\top,\qquad D = \mathrm{diag}(\lambda_1 \ge \dots \ge \lambda_d \ge 0)
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+        Covariance of the inputs (symmetric PSD), or its spectrum (diagonal covariance).
+
+    Returns
+    -------
+    lam : ndarray of shape (d,)
+        Eigenvalues, descending, clipped at 0.
+    Q : ndarray of shape (d, d)
+        Orthonormal eigenvectors (columns).
+
+    Notes
+    -----
+    Regime: any PSD Lambda. ``eigh`` returns ascending order; the order is reversed (spec Part E.7).
+
+    References
+    ----------
+    .. [src] seed 001 L1376; specs/modular_and_icl.md §B.2 notation, Part E.7.
+
+    Examples
+    --------
+    >>> lam, Q = spectrum([1.0, 3.0, 2.0])
+    >>> lam.tolist()
+    [3.0, 2.0, 1.0]
+    """
+    lam, Q = np.linalg.eigh(_covariance("icl.spectrum", Lambda))
+    return np.clip(lam[::-1], 0.0, None), Q[:, ::-1]
+
+
+def _rank(owner, r, d, name="r"):
+    return as_int(owner, name, r, low=0, high=d)
+
+
+def _square(owner, name, U, d):
+    U = check(owner, name, U, FiniteArray(2))
+    if U.shape != (d, d):
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must have shape {(d, d)} (d from "
+                                    f"Lambda). Got shape {U.shape} instead.")
+    return U
+
+
+def _vector(owner, name, w, d):
+    w = check(owner, name, w, FiniteArray(1))
+    if w.shape != (d,):
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must have shape {(d,)} (d from "
+                                    f"Lambda). Got shape {w.shape} instead.")
+    return w
+
+
+def _scalar(owner, name, x, low=-np.inf, closed="neither"):
+    return check(owner, name, x, Interval(low, np.inf, closed=closed))
+
+
+# ---- problem --------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Problem:
+    r"""Rank-r in-context linear regression: pretraining on N-shot prompts, evaluation on M-shot prompts.
+
+    .. math:: \hat y_q = u\Big(\frac1\rho\sum_{i=1}^{\rho} y_i x_i\Big)^\top U x_q,\qquad
+              \operatorname{rank} U \le r,\quad x \sim \mathcal N(0,\Lambda),\ w \sim \mathcal N(0, I_d)
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+        Input covariance (symmetric PSD, non-zero), or its spectrum (a diagonal covariance).
+    N : int
+        Pretraining context length, >= 1 (``rho = N``).
+    r : int
+        Rank of ``U = A B^T`` (model scale), in [1, d].
+    M : int
+        Evaluation context length, >= 1 (``rho = M``).
+    sigma : float
+        Label noise standard deviation of the evaluation prompts, >= 0 (Thm 5.4.2).
+    rho : float
+        Fraction of the M evaluation labels flipped ``y -> -y``, in [0, 1], with ``rho M`` an integer
+        (derived extension, spec §B.2.8).
+
+    References
+    ----------
+    .. [src] seed 001 L1322-1390 (setting, eq. 5.1-5.3), L1412 (evaluation); specs/modular_and_icl.md §B.1.
+    """
+    Lambda: np.ndarray
+    N: int
+    r: int
+    M: int = 16
+    sigma: float = 0.0
+    rho: float = 0.0
+
+    _constraints = {
+        "N": Integer(1),
+        "r": Integer(1),
+        "M": Integer(1),
+        "sigma": Interval(0, np.inf, closed="left"),
+        "rho": Interval(0, 1),
+    }
+
+    def __post_init__(self):
+        object.__setattr__(self, "Lambda", _covariance("icl.Problem", self.Lambda))
+        validate(self)
+        self.Lambda.setflags(write=False)
+        if self.r > self.d:
+            raise InvalidParameterError(f"The 'r' parameter of icl.Problem must be an int in [1, d = {self.d}]. "
+                                        f"Got {self.r!r} instead.")
+        if abs(self.rho * self.M - round(self.rho * self.M)) > 1e-9:  # 1e-9: float rounding of k/M
+            raise InvalidParameterError(f"The 'rho' parameter of icl.Problem must make rho * M an integer "
+                                        f"(a whole number of flipped labels; M = {self.M}). Got {self.rho!r} instead.")
+
+    def __repr__(self):
+        f = np.array2string(self.Lambda, separator=", ", precision=17, max_line_width=10**6)
+        return (f"icl.Problem(Lambda=np.array({f}), N={self.N!r}, r={self.r!r}, M={self.M!r}, "
+                f"sigma={self.sigma!r}, rho={self.rho!r})")
+
+    @property
+    def d(self):
+        """Input dimension d."""
+        return self.Lambda.shape[0]
+
+    @classmethod
+    def from_spectrum(cls, lam, N, r, *, M=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
+        """Covariance with eigenvalues ``lam``: diagonal, or ``Q diag(lam) Q^T`` with a Haar-random Q
+        (``rotate=True``, drawn from ``seed``)."""
+        lam = check("icl.Problem.from_spectrum", "lam", lam, FiniteArray(1))
+        if rotate:
+            Q, R = np.linalg.qr(np.random.default_rng(seed).standard_normal((lam.size, lam.size)))
+            Q = Q * np.sign(np.diag(R))
+            return cls(Q @ np.diag(lam) @ Q.T, N, r, M, sigma, rho)
+        return cls(np.diag(lam), N, r, M, sigma, rho)
+
+    @classmethod
+    def geometric(cls, d, N, r, *, q=0.6, M=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
+        """Decaying spectrum ``lambda_i = q^i``, i = 1..d (spec §B.6 S5.1: q = 0.6)."""
+        d = as_int("icl.Problem.geometric", "d", d, low=1)
+        q = check("icl.Problem.geometric", "q", q, Interval(0, 1, closed="right"))
+        return cls.from_spectrum(q ** np.arange(1, d + 1), N, r, M=M, sigma=sigma, rho=rho, rotate=rotate, seed=seed)
+
+    @classmethod
+    def two_level(cls, d, k, N, r, *, high=1.0, low=0.1, M=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
+        """Two-level spectrum: ``k`` eigenvalues ``high`` and ``d - k`` eigenvalues ``low`` (spec §B.6)."""
+        d = as_int("icl.Problem.two_level", "d", d, low=1)
+        k = as_int("icl.Problem.two_level", "k", k, low=0, high=d)
+        lam = np.r_[np.full(k, float(high)), np.full(d - k, float(low))]
+        return cls.from_spectrum(lam, N, r, M=M, sigma=sigma, rho=rho, rotate=rotate, seed=seed)
+
+    @classmethod
+    def random(cls, d, N, r, *, M=16, sigma=0.0, rho=0.0, seed=0):
+        """Random SPD covariance ``G G^T / d`` with ``G`` a d x d Gaussian matrix (spec Part D)."""
+        d = as_int("icl.Problem.random", "d", d, low=1)
+        G = np.random.default_rng(seed).standard_normal((d, d))
+        return cls(G @ G.T / d, N, r, M, sigma, rho)
+
+
+# ---- Lemma 5.1: population loss and gradients ----------------------------------------------------
+def gamma_matrix(Lambda, N):
+    r"""The matrix Gamma of Lemma 5.1.
+
+    .. math:: \Gamma = \big(1 + \tfrac1N\big)\Lambda + \tfrac1N \mathrm{tr}(\Lambda)\, I_d
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+        Input covariance, or its spectrum.
+    N : int
+        Context length, >= 1.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+
+    Notes
+    -----
+    Regime: any N >= 1, Gaussian inputs. It is ``E[Lambda_hat Lambda^{-1} Lambda_hat]``-type moment:
+    ``E[Lambda_hat B Lambda_hat] = (1 + 1/N) Lambda B Lambda + tr(B Lambda) Lambda / N``.
+
+    References
+    ----------
+    .. [src] seed 001 L1358-1362 (Lemma 5.1); specs/modular_and_icl.md §B.2.1.
+
+    Examples
+    --------
+    >>> gamma_matrix([1.0, 1.0], N=2).tolist()  # (1 + 1/2) I + (2/2) I
+    [[2.5, 0.0], [0.0, 2.5]]
+    """
+    L = _covariance("icl.gamma_matrix", Lambda)
+    N = as_int("icl.gamma_matrix", "N", N, low=1)
+    return (1 + 1 / N) * L + np.trace(L) / N * np.eye(L.shape[0])
+
+
+def _setup(owner, U, Lambda, N, u):
+    L = _covariance(owner, Lambda)
+    N = as_int(owner, "N", N, low=1)
+    U = _square(owner, "U", U, L.shape[0])
+    u = check(owner, "u", u, Interval(-np.inf, np.inf, closed="neither"))
+    return U, L, N, u
+
+
+def population_loss(U, Lambda, N, u=1.0):
+    r"""Population pretraining loss of the restricted LSA (Lemma 5.1, constant included).
+
+    .. math:: \mathcal L(U, u) = \mathrm{tr}\Big[\tfrac12 u^2\,\Gamma\Lambda U\Lambda U^\top
+              - u\,\Lambda^2 U^\top\Big] + \tfrac12\mathrm{tr}\Lambda
+
+    Parameters
+    ----------
+    U : ndarray of shape (d, d)
+        Key-query block ``W^KQ_11`` (any rank).
+    Lambda : ndarray of shape (d, d) or (d,)
+        Input covariance, or its spectrum.
+    N : int
+        Pretraining context length, >= 1.
+    u : float
+        Value-projection entry ``w^PV_22``.
+
+    Returns
+    -------
+    float
+        ``L = E[(y_hat_q - <w, x_q>)^2] / 2``.
+
+    Notes
+    -----
+    Regime: restricted LSA (the other blocks of ``W^PV``, ``W^KQ`` are 0; spec §B.1), noiseless
+    pretraining labels. Depends on (U, u) only through ``uU``. The constant ``tr(Lambda)/2`` is
+    derived (the paper only says "C is a constant", spec §B.5.1.6).
+
+    References
+    ----------
+    .. [src] seed 001 L1358-1366 (Lemma 5.1); derived constant; specs/modular_and_icl.md §B.2.1.
+
+    Examples
+    --------
+    >>> population_loss(np.zeros((2, 2)), [1.0, 2.0], N=5)  # U = 0: tr(Lambda)/2
+    1.5
+    """
+    U, L, N, u = _setup("icl.population_loss", U, Lambda, N, u)
+    G = gamma_matrix(L, N)
+    return float(0.5 * u**2 * np.trace(G @ L @ U @ L @ U.T) - u * np.trace(L @ L @ U.T) + 0.5 * np.trace(L))
+
+
+def population_gradient(U, Lambda, N, u=1.0):
+    r"""Gradient of the population loss in (U, u).
+
+    .. math:: \nabla_U \mathcal L = u^2\,\Gamma\Lambda U\Lambda - u\,\Lambda^2,\qquad
+              \partial_u \mathcal L = u\,\mathrm{tr}(\Gamma\Lambda U\Lambda U^\top) - \mathrm{tr}(\Lambda^2 U^\top)
+
+    Parameters
+    ----------
+    U : ndarray of shape (d, d)
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+    u : float
+
+    Returns
+    -------
+    dU : ndarray of shape (d, d)
+    du : float
+
+    Notes
+    -----
+    Regime: as :func:`population_loss`. Derived by differentiating Lemma 5.1 (checked by finite
+    differences in the tests).
+
+    References
+    ----------
+    .. [src] derived from seed 001 L1358-1366; specs/modular_and_icl.md §B.2.2.
+
+    Examples
+    --------
+    >>> dU, du = population_gradient(np.zeros((1, 1)), [2.0], N=1)  # -u Lambda^2 at U = 0
+    >>> dU.tolist(), du
+    ([[-4.0]], 0.0)
+    """
+    U, L, N, u = _setup("icl.population_gradient", U, Lambda, N, u)
+    GLUL = gamma_matrix(L, N) @ L @ U @ L
+    return u**2 * GLUL - u * L @ L, float(u * np.trace(GLUL @ U.T) - np.trace(L @ L @ U.T))
+
+
+def factor_gradient(A, B, Lambda, N, u=1.0):
+    r"""Gradient of the population loss for the factorised key-query matrix ``U = A B^T``.
+
+    .. math:: \nabla_A = (\nabla_U\mathcal L)\,B,\qquad \nabla_B = (\nabla_U\mathcal L)^\top A,\qquad
+              \partial_u \mathcal L
+
+    Parameters
+    ----------
+    A, B : ndarray of shape (d, r)
+        Factors (``W^K``, ``W^Q`` transposed).
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+    u : float
+
+    Returns
+    -------
+    dA, dB : ndarray of shape (d, r)
+    du : float
+
+    Notes
+    -----
+    Regime: as :func:`population_loss`; chain rule through ``U = A B^T``.
+
+    References
+    ----------
+    .. [src] derived; specs/modular_and_icl.md §B.2.2.
+
+    Examples
+    --------
+    >>> dA, dB, du = factor_gradient(np.zeros((2, 1)), np.zeros((2, 1)), [1.0, 1.0], N=3)
+    >>> float(np.abs(dA).max() + np.abs(dB).max())  # the origin is a critical point
+    0.0
+    """
+    A = check("icl.factor_gradient", "A", A, FiniteArray(2))
+    B = check("icl.factor_gradient", "B", B, FiniteArray(2))
+    if A.shape != B.shape:
+        raise InvalidParameterError(f"The 'B' parameter of icl.factor_gradient must have the shape of A "
+                                    f"{A.shape}. Got shape {B.shape} instead.")
+    dU, du = population_gradient(A @ B.T, Lambda, N, u)
+    return dU @ B, dU.T @ A, du
+
+
+# ---- optima -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ICLOptimum:
+    """Rank-r optimum of Thm 5.4.1: ``U = Q diag(v) Q^T`` (with u = 1), eigen-data, value and uniqueness."""
+    U: np.ndarray
+    v: np.ndarray
+    Q: np.ndarray
+    lam: np.ndarray
+    value: float
+    unique: bool
+
+
+def optimum(Lambda, N, r):
+    r"""Rank-r global minimiser of the population loss (Thm 5.4.1), its value and uniqueness.
+
+    .. math:: uU^* = Q\,\mathrm{diag}(v^*)\,Q^\top,\quad v_i^* = \frac{N}{(N+1)\lambda_i + \mathrm{tr}D}\,
+              \mathbb 1[i\le r],\quad \mathcal L_r^* = \tfrac12\sum_i\lambda_i
+              - \tfrac12\sum_{i\le r}\frac{N\lambda_i^2}{(N+1)\lambda_i + \mathrm{tr}D}
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+    r : int
+        Rank, in [0, d].
+
+    Returns
+    -------
+    ICLOptimum
+        ``U`` (with u = 1; any ``(cU, u/c)`` is equivalent), ``v``, ``Q``, ``lam`` (descending),
+        ``value`` = L*_r (constant included) and ``unique`` (``lambda_r > lambda_{r+1}`` and
+        ``lambda_r > 0``, or r in {0, d}).
+
+    Notes
+    -----
+    Regime: restricted LSA, minimum over rank(U) <= r. The top-r choice follows from Eckart-Young on
+    ``D'^{1/2} D^{1/2} V D^{1/2}`` (the paper's "V* is diagonal" step is hand-waved, spec §B.2.4).
+    When not unique, any r-subspace of the tied eigenspace is optimal: compare values, not U.
+
+    References
+    ----------
+    .. [src] seed 001 L1376-1386 (Thm 5.4.1), proof L8751-8783; value derived; specs/modular_and_icl.md §B.2.4.
+
+    Examples
+    --------
+    >>> opt = optimum([1.0], N=10**9, r=1)  # N -> inf: U* -> Lambda^{-1}, loss -> 0
+    >>> round(float(opt.U[0, 0]), 6), round(opt.value, 6)
+    (1.0, 0.0)
+    """
+    lam, Q = spectrum(Lambda)
+    N = as_int("icl.optimum", "N", N, low=1)
+    r = _rank("icl.optimum", r, lam.size)
+    v = N / ((N + 1) * lam + lam.sum())
+    v[r:] = 0.0
+    value = 0.5 * lam.sum() - 0.5 * float(np.sum(lam**2 * v))
+    tol = _GAP_TOL * lam[0]
+    unique = r in (0, lam.size) or (lam[r - 1] - lam[r] > tol and lam[r - 1] > tol)
+    return ICLOptimum((Q * v) @ Q.T, v, Q, lam, float(value), bool(unique))
+
+
+def rank_r_optimum(Lambda, N, r):
+    r"""Rank-r optimal key-query matrix ``U*`` (Thm 5.4.1), with u = 1.
+
+    .. math:: U^* = Q\,\mathrm{diag}(v^*)\,Q^\top,\qquad v_i^* = \frac{N}{(N+1)\lambda_i + \mathrm{tr}D}\,\mathbb 1[i\le r]
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+    r : int
+        Rank, in [0, d].
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+
+    Notes
+    -----
+    Regime: see :func:`optimum` (uniqueness needs ``lambda_r > lambda_{r+1}``).
+
+    References
+    ----------
+    .. [src] seed 001 L1376-1380 (Thm 5.4.1); specs/modular_and_icl.md §B.2.4.
+
+    Examples
+    --------
+    >>> U = rank_r_optimum([2.0, 1.0], N=3, r=2)  # r = d: Gamma^{-1}
+    >>> bool(np.allclose(U, np.linalg.inv(gamma_matrix([2.0, 1.0], 3))))
+    True
+    """
+    return optimum(Lambda, N, r).U
+
+
+def full_rank_optimum(Lambda, N):
+    r"""Unrestricted optimum ``uU = Gamma^{-1}`` (Lemma D.1) and its loss.
+
+    .. math:: uU = \Gamma^{-1},\qquad \mathcal L^* = \tfrac12\mathrm{tr}\Lambda - \tfrac12\mathrm{tr}(\Lambda^2\Gamma^{-1})
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+
+    Returns
+    -------
+    U : ndarray of shape (d, d)
+    value : float
+
+    Notes
+    -----
+    Regime: restricted LSA with full-rank U; Gamma is positive definite for any non-zero PSD Lambda.
+
+    References
+    ----------
+    .. [src] seed 001 L8896-8902 (Lemma D.1); specs/modular_and_icl.md §B.2.3.
+
+    Examples
+    --------
+    >>> U, value = full_rank_optimum([1.0], N=1)  # Gamma = 2 + 1 = 3
+    >>> round(float(U[0, 0]), 12), round(value, 12)
+    (0.333333333333, 0.333333333333)
+    """
+    L = _covariance("icl.full_rank_optimum", Lambda)
+    Ginv = np.linalg.inv(gamma_matrix(L, N))
+    return Ginv, float(0.5 * np.trace(L) - 0.5 * np.trace(L @ L @ Ginv))
+
+
+def optimal_loss(Lambda, N, r):
+    r"""Minimum population loss over rank(U) <= r (Thm 5.4.1 value, constant included).
+
+    .. math:: \mathcal L_r^* = \tfrac12\sum_{i=1}^d\lambda_i - \tfrac12\sum_{i\le r}\frac{N\lambda_i^2}{(N+1)\lambda_i + \mathrm{tr}D}
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+    r : int
+        Rank, in [0, d].
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: see :func:`optimum`. Non-increasing in r; at r = 0 it is ``tr(Lambda)/2``.
+
+    References
+    ----------
+    .. [src] derived from seed 001 L1380-1386; specs/modular_and_icl.md §B.2.4.
+
+    Examples
+    --------
+    >>> optimal_loss([1.0, 1.0], N=4, r=0)
+    1.0
+    """
+    return optimum(Lambda, N, r).value
+
+
+def excess_loss(U, Lambda, N, u=1.0):
+    r"""Excess population loss over the full-rank optimum (D.4).
+
+    .. math:: \mathcal L(U, u) - \min\mathcal L = \tfrac12\big\|\Gamma^{1/2}(u\Lambda^{1/2}U\Lambda^{1/2}
+              - \Lambda\Gamma^{-1})\big\|_F^2
+
+    Parameters
+    ----------
+    U : ndarray of shape (d, d)
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+    u : float
+
+    Returns
+    -------
+    float
+        >= 0; 0 iff ``uU = Gamma^{-1}`` (for positive definite Lambda).
+
+    Notes
+    -----
+    Regime: as :func:`population_loss`. Computed from the (D.4) square, not as a difference, so it
+    keeps its relative accuracy near the optimum.
+
+    References
+    ----------
+    .. [src] seed 001 L8896-8902 (D.4); specs/modular_and_icl.md §B.2.3.
+
+    Examples
+    --------
+    >>> excess_loss(full_rank_optimum([1.0, 3.0], 4)[0], [1.0, 3.0], 4)
+    0.0
+    """
+    U, L, N, u = _setup("icl.excess_loss", U, Lambda, N, u)
+    lam, Q = spectrum(L)
+    G = gamma_matrix(L, N)
+    half = (Q * np.sqrt(lam)) @ Q.T
+    gl, gQ = np.linalg.eigh(G)
+    Ghalf = (gQ * np.sqrt(gl)) @ gQ.T
+    E = Ghalf @ (u * half @ U @ half - L @ np.linalg.inv(G))
+    return float(0.5 * np.sum(E * E))

@@ -1,0 +1,340 @@
+r"""Population gradient flow of the factorised LSA ``U = A B^T`` (extension, not in seed 001) and ``predict``.
+
+The paper studies global minimisers only (seed 001 L8747: "our work does not study optimization
+trajectory"). Gradient descent with step ``lr`` on the population loss of Lemma 5.1 follows, for small
+``lr``, the flow below at time ``lr * t``; from a small random start it passes near the saddles
+where only the top-k eigen-directions (k < r) are learnt, and ends at the Thm 5.4.1 optimum
+(spec §B.2.2: relative error < 1e-6 at t = 400 for d = 6, N = 20, r = 2).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dynamics
+from ..._validate import Integer, Interval, InvalidParameterError, as_int, check
+from ...api import predict
+from ...results import Prediction
+from .regression import _SRC, Problem, _covariance, gamma_matrix, optimal_loss, optimum, population_loss
+from .regression_risk import eval_risk_avg, optimum_eval_risk_avg
+
+__all__ = ["initial_factors", "gradient_flow", "flow_parameters", "saddle_losses", "flow_plateaus"]
+
+
+def initial_factors(d, r, scale, seed):
+    r"""Small random start ``A_0, B_0`` with i.i.d. ``N(0, scale^2)`` entries (shared by predict and simulate).
+
+    .. math:: (A_0)_{ij}, (B_0)_{ij} \sim \mathcal N(0, \mathrm{scale}^2)
+
+    Parameters
+    ----------
+    d : int
+        Input dimension, >= 1.
+    r : int
+        Rank, >= 1.
+    scale : float
+        Standard deviation of the entries, > 0.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    A0, B0 : ndarray of shape (d, r)
+
+    Notes
+    -----
+    Regime: small ``scale`` puts the start near the saddle at the origin (spec §B.2.2: 1e-2).
+
+    References
+    ----------
+    .. [src] derived; specs/modular_and_icl.md §B.2.2, Z.9.
+
+    Examples
+    --------
+    >>> A0, B0 = initial_factors(3, 2, 1e-2, seed=0)
+    >>> A0.shape, bool(np.all(A0 == initial_factors(3, 2, 1e-2, seed=0)[0]))
+    ((3, 2), True)
+    """
+    d = as_int("icl.initial_factors", "d", d, low=1)
+    r = as_int("icl.initial_factors", "r", r, low=1)
+    scale = check("icl.initial_factors", "scale", scale, Interval(0, np.inf, closed="neither"))
+    z = np.random.default_rng(seed).standard_normal((2, d, r)) * scale
+    return z[0], z[1]
+
+
+def gradient_flow(Lambda, N, A0, B0, t, *, u0=1.0, train_u=False, rtol=1e-10, atol=1e-12, method="DOP853"):
+    r"""Population gradient flow of (A, B, u) for ``U = A B^T`` (extension: not in the paper).
+
+    .. math:: \dot A = -(u^2\Gamma\Lambda AB^\top\Lambda - u\Lambda^2)B,\quad
+              \dot B = -(u^2\Gamma\Lambda AB^\top\Lambda - u\Lambda^2)^\top A,\quad
+              \dot u = -\partial_u\mathcal L\ (\text{or } 0)
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+    A0, B0 : ndarray of shape (d, r)
+        Initial factors.
+    t : ndarray of shape (n,)
+        Increasing recording times (flow time), ``t[0]`` the initial time.
+    u0 : float
+        Initial value entry u.
+    train_u : bool
+        Whether u follows its gradient (else it stays at u0).
+    rtol, atol : float
+        Solver tolerances, in (0, 1).
+    method : str
+        A :func:`popdyn.dynamics.solve_ode` method.
+
+    Returns
+    -------
+    popdyn.dynamics.Trajectory
+        ``y`` of shape (n, 2 d r + 1): A, B (row-major) and u; see :func:`flow_parameters`.
+
+    Notes
+    -----
+    Regime: population loss (infinitely many prompts), continuous time. GD with step lr follows it at
+    time ``lr * steps`` when ``lr`` is small against ``1 / ||Gamma Lambda||``-type curvature.
+
+    References
+    ----------
+    .. [src] derived; specs/modular_and_icl.md §B.2.2, Z.9.
+
+    Examples
+    --------
+    >>> A0, B0 = initial_factors(2, 2, 1e-2, seed=1)
+    >>> traj = gradient_flow([1.0, 0.5], 50, A0, B0, [0.0, 400.0])
+    >>> A, B, u = flow_parameters(traj.y, 2, 2)
+    >>> bool(np.allclose(A[-1] @ B[-1].T, optimum([1.0, 0.5], 50, 2).U, atol=1e-6))
+    True
+    """
+    owner = "icl.gradient_flow"
+    A0, B0 = np.asarray(A0, dtype=np.float64), np.asarray(B0, dtype=np.float64)
+    if A0.ndim != 2 or A0.shape != B0.shape:
+        raise InvalidParameterError(f"The 'B0' parameter of {owner} must be a 2-d array with the shape of A0 "
+                                    f"{A0.shape}. Got shape {B0.shape} instead.")
+    d, r = A0.shape
+    L = _covariance(owner, Lambda)
+    Gam = gamma_matrix(L, N)
+    if L.shape != (d, d):
+        raise InvalidParameterError(f"The 'A0' parameter of {owner} must have d = {L.shape[0]} rows (d from "
+                                    f"Lambda). Got shape {A0.shape} instead.")
+    u0 = check(owner, "u0", u0, Interval(-np.inf, np.inf, closed="neither"))
+    GL, L2, n = Gam @ L, L @ L, d * r
+
+    def rhs(_, y):
+        A, B, u = y[:n].reshape(d, r), y[n:2 * n].reshape(d, r), y[-1]
+        U = A @ B.T
+        dU = u**2 * GL @ U @ L - u * L2
+        du = u * np.sum((GL @ U @ L) * U) - np.sum(L2 * U) if train_u else 0.0
+        return np.concatenate([-(dU @ B).ravel(), -(dU.T @ A).ravel(), [-du]])
+
+    y0 = np.concatenate([A0.ravel(), B0.ravel(), [u0]])
+    return dynamics.solve_ode(rhs, y0, t, rtol=rtol, atol=atol, method=method)
+
+
+def flow_parameters(y, d, r):
+    r"""Split recorded flow states into ``A``, ``B`` (shape (n, d, r)) and ``u`` (shape (n,)).
+
+    .. math:: y = (\mathrm{vec}\,A,\ \mathrm{vec}\,B,\ u)
+
+    Parameters
+    ----------
+    y : ndarray of shape (n, 2 d r + 1)
+        ``Trajectory.y`` of :func:`gradient_flow`.
+    d, r : int
+        Dimension and rank.
+
+    Returns
+    -------
+    A, B : ndarray of shape (n, d, r)
+    u : ndarray of shape (n,)
+
+    Notes
+    -----
+    Regime: any state layout produced by :func:`gradient_flow`.
+
+    References
+    ----------
+    .. [src] derived; specs/modular_and_icl.md Z.9.
+
+    Examples
+    --------
+    >>> A, B, u = flow_parameters(np.arange(5.0)[None], 1, 2)
+    >>> A.tolist(), B.tolist(), u.tolist()
+    ([[[0.0, 1.0]]], [[[2.0, 3.0]]], [4.0])
+    """
+    y = np.asarray(y, dtype=np.float64)
+    n = as_int("icl.flow_parameters", "d", d, low=1) * as_int("icl.flow_parameters", "r", r, low=1)
+    if y.ndim != 2 or y.shape[1] != 2 * n + 1:
+        raise InvalidParameterError(f"The 'y' parameter of icl.flow_parameters must have shape (n, {2 * n + 1}). "
+                                    f"Got shape {y.shape} instead.")
+    return y[:, :n].reshape(-1, d, r), y[:, n:2 * n].reshape(-1, d, r), y[:, -1]
+
+
+def saddle_losses(Lambda, N, r):
+    r"""Loss at the saddles the small-init flow visits: the rank-k optima, k = 0..r.
+
+    .. math:: \mathcal L_k^* = \tfrac12\sum_i\lambda_i - \tfrac12\sum_{i\le k}\frac{N\lambda_i^2}{(N+1)\lambda_i + T},
+              \quad k = 0, \dots, r
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length, >= 1.
+    r : int
+        Rank, in [0, d].
+
+    Returns
+    -------
+    ndarray of shape (r + 1,)
+        Decreasing; the last entry is the rank-r optimum.
+
+    Notes
+    -----
+    Regime: distinct eigenvalues; the rank-k optimum embedded in rank r (k < r) is a critical point
+    of the factorised loss (a strict saddle), and small-init flow learns the directions in the order
+    of ``lambda_i`` (incremental learning; an observation of the extension, not a theorem).
+
+    References
+    ----------
+    .. [src] derived; specs/modular_and_icl.md §B.2.2 ("saddles exist at other r-subsets").
+
+    Examples
+    --------
+    >>> saddle_losses([1.0, 1.0], N=4, r=1).tolist()[0]  # the origin: tr(Lambda)/2
+    1.0
+    """
+    r = as_int("icl.saddle_losses", "r", r, low=0)
+    return np.array([optimal_loss(Lambda, N, k) for k in range(r + 1)])
+
+
+def flow_plateaus(t, loss, saddles, *, rtol=0.01, min_duration=0.0):
+    r"""Plateaus of a loss curve, each matched to the nearest saddle value.
+
+    .. math:: |\mathcal L(s) - \mathcal L_k^*| \le \mathrm{rtol}\,\mathcal L_0^*\quad \forall s\in[t_a, t_b]
+
+    Parameters
+    ----------
+    t : ndarray of shape (n,)
+        Increasing times.
+    loss : ndarray of shape (n,)
+        Loss curve.
+    saddles : ndarray of shape (k,)
+        Candidate plateau values (:func:`saddle_losses`).
+    rtol : float
+        Band half-width relative to ``saddles[0]`` (the loss at the origin), in (0, 1).
+    min_duration : float
+        Shortest plateau reported, >= 0.
+
+    Returns
+    -------
+    list of dict
+        ``{"start", "end", "value", "saddle": k}`` in time order, only plateaus within the band of a saddle.
+
+    Notes
+    -----
+    Regime: uses :func:`popdyn.dynamics.plateau`; a plateau away from every saddle value is dropped.
+
+    References
+    ----------
+    .. [src] derived; specs/modular_and_icl.md §B.2.2.
+
+    Examples
+    --------
+    >>> flow_plateaus([0, 1, 2, 3, 4], [1.0, 1.0, 0.5, 0.5, 0.5], [1.0, 0.5], min_duration=1)
+    [{'start': 0.0, 'end': 1.0, 'value': 1.0, 'saddle': 0}, {'start': 2.0, 'end': 4.0, 'value': 0.5, 'saddle': 1}]
+    """
+    saddles = np.asarray(saddles, dtype=np.float64)
+    rtol = check("icl.flow_plateaus", "rtol", rtol, Interval(0, 1, closed="neither"))
+    atol = rtol * abs(saddles[0])
+    out = []
+    for a, b, value in dynamics.plateau(t, loss, atol=atol, min_duration=min_duration):
+        k = int(np.argmin(np.abs(saddles - value)))
+        if abs(saddles[k] - value) <= atol:
+            out.append({"start": a, "end": b, "value": value, "saddle": k})
+    return out
+
+
+def _observables(problem, A, B, u):
+    """loss, excess_loss (over L*_r), rel_error of uU vs U*, w-averaged eval_risk, per recorded state."""
+    p = problem
+    opt = optimum(p.Lambda, p.N, p.r)
+    Us = u[:, None, None] * A @ np.swapaxes(B, 1, 2)
+    loss = np.array([population_loss(U, p.Lambda, p.N) for U in Us])
+    rel = np.linalg.norm(Us - opt.U, axis=(1, 2)) / np.linalg.norm(opt.U)
+    risk = np.array([eval_risk_avg(U, p.Lambda, p.M, p.sigma, rho=p.rho) for U in Us])
+    return {"loss": loss, "excess_loss": loss - opt.value, "rel_error": rel, "eval_risk": risk}
+
+
+@predict.register(Problem)
+def _predict(problem, *, lr, steps, init_scale=1e-2, init_seed=0, train_u=False, n_points=200, rtol=1e-10):
+    r"""Population gradient flow of the rank-r LSA on the problem, and its static optima.
+
+    .. math:: \theta(t) = \theta_{\rm flow}(\mathrm{lr}\cdot t),\qquad \theta = (A, B, u),\ U = AB^\top
+
+    Parameters
+    ----------
+    problem : Problem
+    lr : float
+        Step size of the gradient descent the flow stands for, > 0 (flow time = lr * steps).
+    steps : int
+        Number of steps, >= 1.
+    init_scale : float
+        Standard deviation of the start (:func:`initial_factors`), > 0.
+    init_seed : int
+        Seed of the start (the simulation uses the same start for the same init_seed).
+    train_u : bool
+        Whether u is trained (else u = 1).
+    n_points : int
+        Number of recorded steps, >= 2.
+    rtol : float
+        Solver tolerance, in (0, 1); ``atol = 1e-2 rtol``.
+
+    Returns
+    -------
+    Prediction
+        ``t`` in steps; observables ``loss`` (Lemma 5.1), ``excess_loss`` (loss - L*_r), ``rel_error``
+        (``||uU - U*||_F / ||U*||_F``) and ``eval_risk`` (w-averaged risk on M-shot prompts with the
+        problem's sigma and rho). ``meta``: optimum values, eval risks of the rank-k optima for every k
+        (the crossing of ranks), saddle values and detected plateaus.
+
+    Notes
+    -----
+    Regime: extension (the paper has no dynamics). Exact for GD on the population loss as lr -> 0;
+    finite-batch SGD adds noise, Adam changes the time axis (compare end points then).
+
+    References
+    ----------
+    .. [src] derived; seed 001 L1376-1432 for the optima; specs/modular_and_icl.md §B.2.2, §C.
+
+    Examples
+    --------
+    >>> import popdyn
+    >>> p = Problem.geometric(4, N=20, r=2)
+    >>> pred = popdyn.predict(p, lr=0.1, steps=5000, n_points=5)
+    >>> sorted(pred.observables), bool(pred["rel_error"][-1] < 1e-3)
+    (['eval_risk', 'excess_loss', 'loss', 'rel_error'], True)
+    """
+    owner = "icl.predict"
+    lr = check(owner, "lr", lr, Interval(0, np.inf, closed="neither"))
+    steps = check(owner, "steps", steps, Integer(1))
+    n_points = check(owner, "n_points", n_points, Integer(2))
+    rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
+    p = problem
+    A0, B0 = initial_factors(p.d, p.r, init_scale, init_seed)
+    t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
+    traj = gradient_flow(p.Lambda, p.N, A0, B0, lr * t, train_u=bool(train_u), rtol=rtol, atol=1e-2 * rtol)
+    A, B, u = flow_parameters(traj.y, p.d, p.r)
+    obs = _observables(p, A, B, u)
+    opt = optimum(p.Lambda, p.N, p.r)
+    saddles = saddle_losses(p.Lambda, p.N, p.r)
+    meta = dict(problem=repr(p), t_unit="steps", flow_time_per_step=lr, source=_SRC, nfev=traj.nfev,
+                options=dict(lr=lr, steps=steps, init_scale=init_scale, init_seed=init_seed,
+                             train_u=bool(train_u), n_points=n_points, rtol=rtol),
+                optimum_loss=opt.value, optimum_unique=opt.unique, full_rank_loss=optimal_loss(p.Lambda, p.N, p.d),
+                optimum_eval_risk=optimum_eval_risk_avg(p.Lambda, p.N, p.r, p.M, p.sigma),
+                eval_risk_by_rank=[optimum_eval_risk_avg(p.Lambda, p.N, k, p.M, p.sigma) for k in range(p.d + 1)],
+                saddle_losses=saddles, plateaus=flow_plateaus(lr * t[:traj.t.size], obs["loss"], saddles))
+    return Prediction(t=t[:traj.t.size], observables=obs, status=traj.status, message=traj.message, meta=meta)
