@@ -4,11 +4,13 @@ from hypothesis import strategies as st
 
 from popdyn.models import icl
 from popdyn.models import lora
+from popdyn.models import modular
 
 EXAMPLES = {
     "icl": [lambda: icl.Problem.geometric(4, N=20, r=2, M=8, sigma=0.5),
             lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1)],
     "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
+    "modular": lambda: modular.Problem(p=11, k=3),
 }
 
 

@@ -1,5 +1,6 @@
 """One module (or subpackage) per setting of the theory; each registers ``popdyn.predict``."""
 from . import lora
+from . import modular
 from . import icl
 
-__all__ = ["lora", "icl"]
+__all__ = ["lora", "modular", "icl"]

@@ -1,0 +1,24 @@
+"""k-input modular addition (a_1 + ... + a_k) mod p: max-margin Fourier circuits (seed 001, Ch. 4).
+
+Spec: specs/modular_and_icl.md Part A. A network is a pair ``U`` (m, k, p), ``W`` (m, p) with
+``f(theta, a)[c] = sum_i (sum_j U[i, j, a_j])^k W[i, c]``.
+
+* Problem and closed forms: :class:`Problem`, :func:`max_margin` (gamma*), :func:`construction_width`.
+* Network: :func:`all_inputs`, :func:`norm`, :func:`logits`, :func:`point_margins`, :func:`margin`,
+  :func:`normalized_margin`, :func:`class_weighted_margin` (numba kernels over all p^k inputs).
+* Fourier: :func:`single_neuron_margin` (Psi), :func:`optimal_neuron`, :func:`max_margin_network`,
+  :func:`construction_logit`, :func:`construction_margin`, :func:`margin_dft`.
+* Diagnostics: :func:`power_spectrum`, :func:`fourier_diagnostics`, :func:`circuit_table`,
+  :func:`diagnostics`; ``popdyn.predict(Problem)`` gives the static theory values.
+"""
+from .diagnostics import circuit_table, diagnostics, fourier_diagnostics, power_spectrum
+from .fourier import (construction_logit, construction_margin, margin_dft, max_margin_network, optimal_neuron,
+                      single_neuron_margin)
+from .network import all_inputs, class_weighted_margin, logits, margin, norm, normalized_margin, point_margins
+from .problem import Problem, construction_width, max_margin
+
+__all__ = ["Problem", "max_margin", "construction_width",
+           "all_inputs", "norm", "logits", "point_margins", "margin", "normalized_margin", "class_weighted_margin",
+           "single_neuron_margin", "optimal_neuron", "max_margin_network", "construction_logit",
+           "construction_margin", "margin_dft",
+           "power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostics"]

@@ -1,0 +1,265 @@
+"""Diagnostics of any network (trained or constructed) against the max-margin theory, and ``predict``.
+
+One-sided spectra (``numpy.fft.rfft``, bins 0..(p-1)/2) are used throughout: the paper's two-sided
+"max normalized power" is at most 1/2 for a real cosine, yet the paper reports ~1 (spec §A.2.7).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._validate import Options, check
+from ...api import predict
+from ...results import Prediction
+from .fourier import construction_margin, margin_dft
+from .network import check_network, class_weighted_margin, margin, norm
+from .problem import Problem, _check_pk, max_margin
+
+__all__ = ["power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostics"]
+
+_PHASE_POWER = 1e-12  # 1e-12: relative one-sided power below which a phase is undefined (spec Part E.5)
+
+
+def power_spectrum(v):
+    r"""One-sided power spectrum of real vectors over Z_p, bins ``0..(p-1)/2``, normalised to sum 1.
+
+    .. math:: P_v(j) = \frac{|\hat v(j)|^2}{\sum_{l=0}^{(p-1)/2}|\hat v(l)|^2},\qquad
+              \hat v(j) = \sum_{x=0}^{p-1} v(x)\,e^{-2\pi i jx/p}
+
+    Parameters
+    ----------
+    v : ndarray of shape (..., p)
+        Real vectors (e.g. ``U`` of shape (m, k, p) or ``W``).
+
+    Returns
+    -------
+    ndarray of shape (..., (p+1)//2)
+        ``max_j P_v(j)`` is the "max normalized power" of Fig. 4.2: 1 for a pure cosine (0 for v = 0).
+
+    Notes
+    -----
+    Regime: any real vectors; the two-sided definition of L1207 caps a cosine at 1/2 (spec §A.4 item 7).
+
+    References
+    ----------
+    .. [src] seed 001 L1202-1207 (Fig. 4.2); specs/modular_and_icl.md §A.2.7.
+
+    Examples
+    --------
+    >>> x = np.arange(7)
+    >>> power_spectrum(np.cos(2 * np.pi * 2 * x / 7 + 0.3)).round(12).tolist()
+    [0.0, 0.0, 1.0, 0.0]
+    """
+    P = np.abs(np.fft.rfft(np.asarray(v, dtype=np.float64), axis=-1)) ** 2
+    tot = P.sum(axis=-1, keepdims=True)
+    return np.divide(P, tot, out=np.zeros_like(P), where=tot > 0)
+
+
+def fourier_diagnostics(U, W):
+    r"""Per-neuron Fourier diagnostics: dominant frequency, max normalized power, phase residual, balance.
+
+    .. math:: \zeta_i = \arg\max_{1 \le j \le (p-1)/2}\sum_{v \in \theta_i}|\hat v(j)|^2,\qquad
+              r_i = \Big(\sum_{l=1}^k \arg\hat u_{i,l}(\zeta_i) - \arg\hat w_i(\zeta_i)\Big) \bmod 2\pi
+
+    Parameters
+    ----------
+    U : ndarray of shape (m, k, p)
+    W : ndarray of shape (m, p)
+
+    Returns
+    -------
+    dict
+        ``dominant_frequency`` (m,) in 1..(p-1)/2 (bin 0 excluded); ``max_norm_power`` (m, k+1), one-sided,
+        per component (u_1..u_k, w); ``coverage`` ((p-1)/2,) neuron counts per frequency;
+        ``coverage_fraction`` (frequencies used / (p-1)/2); ``phase_residual`` (m,) in (-pi, pi], NaN where
+        a component has no power at zeta_i; ``balance`` (m,) min/max component norm (1 at the optimum).
+
+    Notes
+    -----
+    Regime: any network. At a max-margin optimum (Thm 4.9) every neuron has power 1, residual 0 and
+    balance 1, and every frequency is used (Lemma C.20).
+
+    References
+    ----------
+    .. [src] seed 001 L1202-1233 (Figs. 4.1, 4.2), L8160-8180 (phase condition), L8455-8603;
+       specs/modular_and_icl.md §A.2.7.
+
+    Examples
+    --------
+    >>> from popdyn.models.modular import max_margin_network
+    >>> d = fourier_diagnostics(*max_margin_network(7, 2))
+    >>> d["coverage"].tolist(), float(d["max_norm_power"].min()), float(np.abs(d["phase_residual"]).max()) < 1e-12
+    ([8, 8, 8], 1.0, True)
+    """
+    U, W = check_network("modular.fourier_diagnostics", U, W)
+    m, k, p = U.shape
+    comps = np.concatenate([U, W[:, None, :]], axis=1)  # (m, k+1, p)
+    spec = np.fft.rfft(comps, axis=-1)
+    power = np.abs(spec) ** 2
+    zeta = 1 + np.argmax(power[:, :, 1:].sum(axis=1), axis=1)
+    at = spec[np.arange(m), :, zeta]  # (m, k+1)
+    ok = np.abs(at) ** 2 > _PHASE_POWER * power.sum(axis=-1)
+    res = np.angle(np.exp(1j * (np.angle(at[:, :k]).sum(axis=1) - np.angle(at[:, k]))))
+    norms = np.linalg.norm(comps, axis=-1)
+    coverage = np.bincount(zeta - 1, minlength=(p - 1) // 2)[: (p - 1) // 2]
+    return {"dominant_frequency": zeta, "max_norm_power": power_spectrum(comps).max(axis=-1),
+            "coverage": coverage, "coverage_fraction": float(np.mean(coverage > 0)),
+            "phase_residual": np.where(ok.all(axis=1), res, np.nan),
+            "balance": np.divide(norms.min(axis=1), norms.max(axis=1), out=np.zeros(m), where=norms.max(axis=1) > 0)}
+
+
+def circuit_table(U, W):
+    r"""Fourier "circuit" summary: one row per frequency zeta of the neurons whose dominant frequency is zeta.
+
+    .. math:: \mathrm{share}(\zeta) = \frac{\sum_{i:\zeta_i=\zeta}\|\theta_i\|^{k+1}}{\|\theta\|_{2,k+1}^{k+1}},
+              \qquad \mathrm{dft}(\zeta) = \frac{\mathrm{Re}\,\hat f(\zeta,\dots,\zeta,-\zeta)}{p^k\|\theta\|_{2,k+1}^{k+1}}
+
+    Parameters
+    ----------
+    U : ndarray of shape (m, k, p)
+    W : ndarray of shape (m, p)
+
+    Returns
+    -------
+    list of dict
+        Keys ``zeta``, ``neurons``, ``norm_share``, ``median_power`` (median over the neurons of their
+        smallest component power), ``max_abs_phase_residual`` (NaN when no neuron or no phase), ``dft``
+        (``gamma*`` at every zeta for a max-margin network, Lemma C.20).
+
+    Notes
+    -----
+    Regime: any network; the rows of the explicit construction are identical (``2^(2k-1)`` neurons each).
+
+    References
+    ----------
+    .. [src] seed 001 L1202-1233, L8455-8620; specs/modular_and_icl.md §A.2.6-A.2.7.
+
+    Examples
+    --------
+    >>> from popdyn.models.modular import max_margin_network
+    >>> [r["neurons"] for r in circuit_table(*max_margin_network(5, 2))]
+    [8, 8]
+    """
+    U, W = check_network("modular.circuit_table", U, W)
+    m, k, p = U.shape
+    d = fourier_diagnostics(U, W)
+    per = (np.einsum("ijc,ijc->i", U, U) + np.einsum("ic,ic->i", W, W)) ** ((k + 1) / 2)
+    dft = margin_dft(U, W).real
+    rows = []
+    for zeta in range(1, (p - 1) // 2 + 1):
+        sel = d["dominant_frequency"] == zeta
+        res = np.abs(d["phase_residual"][sel])
+        rows.append({"zeta": zeta, "neurons": int(sel.sum()), "norm_share": float(per[sel].sum() / per.sum()),
+                     "median_power": float(np.median(d["max_norm_power"][sel].min(axis=1))) if sel.any() else np.nan,
+                     "max_abs_phase_residual": float(np.max(res)) if res.size and not np.isnan(res).all() else np.nan,
+                     "dft": float(dft[zeta - 1])})
+    return rows
+
+
+def diagnostics(U, W, inputs=None):
+    r"""Scalar summary of a network against the max-margin theory (the observables of ``predict``).
+
+    .. math:: R = \frac{h(\theta)}{\|\theta\|_{2,k+1}^{k+1}\,\gamma^*} \le 1,\qquad
+              R' = \frac{\sum_i\Psi(\theta_i)}{\|\theta\|_{2,k+1}^{k+1}\,\gamma^*} \le 1
+
+    Parameters
+    ----------
+    U : ndarray of shape (m, k, p)
+    W : ndarray of shape (m, p)
+    inputs : ndarray of shape (n, k), int, or None
+        Inputs of the margin h (e.g. a training split); None: all of D_p.
+
+    Returns
+    -------
+    dict of float
+        ``margin`` h, ``norm`` ``||theta||_{2,k+1}``, ``normalized_margin``, ``margin_ratio`` R,
+        ``weighted_ratio`` R', ``dft_ratio`` (min over j of the normalised ``Re f^(j,..,j,-j) / gamma*``),
+        ``max_norm_power`` (median over neurons and components), ``coverage`` (fraction of frequencies
+        used), ``phase_residual`` (median |residual|), ``balance`` (median). Theory: 1, 1, 1, 1, 1, 0, 1.
+
+    Notes
+    -----
+    Regime: any network with p an odd prime; R <= 1 always (spec §A.2.3); R -> 1 only in the
+    max-margin limit (Lemma 4.7, no rate; spec §A.3 expects 0.6-0.9 after 1e4 AdamW steps).
+
+    References
+    ----------
+    .. [src] seed 001 L1127-1131, L1170-1194, L1202-1233; specs/modular_and_icl.md §A.2.7.
+
+    Examples
+    --------
+    >>> from popdyn.models.modular import max_margin_network
+    >>> d = diagnostics(*max_margin_network(5, 3))
+    >>> round(d["margin_ratio"], 12), round(d["dft_ratio"], 12), d["coverage"]
+    (1.0, 1.0, 1.0)
+    """
+    U, W = check_network("modular.diagnostics", U, W)
+    m, k, p = U.shape
+    gamma = max_margin(*_check_pk("modular.diagnostics", p, k))
+    scale = norm(U, W) ** (k + 1)
+    h = margin(U, W, inputs)
+    f = fourier_diagnostics(U, W)
+    res = np.abs(f["phase_residual"])
+    return {"margin": h, "norm": scale ** (1 / (k + 1)), "normalized_margin": h / scale,
+            "margin_ratio": h / scale / gamma, "weighted_ratio": class_weighted_margin(U, W) / scale / gamma,
+            "dft_ratio": float(margin_dft(U, W).real.min() / gamma),
+            "max_norm_power": float(np.median(f["max_norm_power"])), "coverage": f["coverage_fraction"],
+            "phase_residual": float(np.nanmedian(res)) if not np.isnan(res).all() else np.nan,
+            "balance": float(np.median(f["balance"]))}
+
+
+@predict.register(Problem)
+def _predict(problem, *, method="analytic"):
+    r"""Static theory of the k-input modular addition network: gamma*, the construction, the diagnostics.
+
+    .. math:: \gamma^* = \frac{2\,k!}{(2k+2)^{(k+1)/2}(p-1)p^{(k-1)/2}},\qquad R = 1,\quad
+              \text{power} = 1,\quad \text{coverage} = 1,\quad \text{phase residual} = 0
+
+    Parameters
+    ----------
+    problem : Problem
+    method : {"analytic", "network"}
+        "analytic": construction margin from :func:`construction_margin` (with ``problem.convention``);
+        "network": build :func:`max_margin_network` and measure everything with the kernels
+        (``O(p^k m p)``; the convention then has no effect: the network is what it is).
+
+    Returns
+    -------
+    Prediction
+        ``t = None``; scalar observables ``gamma_star``, ``construction_margin``, ``margin_ratio``,
+        ``weighted_ratio``, ``dft_ratio``, ``max_norm_power``, ``coverage``, ``phase_residual``, ``balance``,
+        ``width``, ``amplitude``. Trained networks are compared through :func:`diagnostics` names.
+
+    Notes
+    -----
+    Regime: the max-margin (lambda -> 0) limit on the full D_p (Lemma 4.7), width >= ``2^(2k-2)(p-1)``.
+    There are no dynamics in the paper: finite training is expected below R = 1 (spec §A.3).
+
+    References
+    ----------
+    .. [src] seed 001 L1170-1198 (Lemma 4.7, Thm 4.9), L8388-8447, L8455-8620; specs/modular_and_icl.md §A.2.
+
+    Examples
+    --------
+    >>> import popdyn
+    >>> pred = popdyn.predict(Problem(7, 3, convention="paper"))
+    >>> round(float(pred["margin_ratio"]), 12)  # the paper's "0 otherwise": (p - 1)/p
+    0.857142857143
+    """
+    method = check("modular.predict", "method", method, Options(("analytic", "network")))
+    p, k, gamma = problem.p, problem.k, problem.gamma_star
+    if method == "network":
+        from .fourier import max_margin_network
+        d = diagnostics(*max_margin_network(p, k))
+        obs = {name: d[name] for name in ("margin_ratio", "weighted_ratio", "dft_ratio", "max_norm_power",
+                                          "coverage", "phase_residual", "balance")}
+        obs["construction_margin"] = d["normalized_margin"]
+    else:
+        cm = construction_margin(p, k, convention=problem.convention)
+        obs = {"construction_margin": cm, "margin_ratio": cm / gamma, "weighted_ratio": 1.0, "dft_ratio": 1.0,
+               "max_norm_power": 1.0, "coverage": 1.0, "phase_residual": 0.0, "balance": 1.0}
+    obs.update(gamma_star=gamma, width=float(problem.width), amplitude=problem.amplitude)
+    meta = dict(problem=repr(problem), options={"method": method}, source=_SRC)
+    return Prediction(t=None, observables=obs, status=0, message="static max-margin theory", meta=meta)
+
+
+_SRC = "seed 001 L1170-1198, L8388-8447, L8455-8620; specs/modular_and_icl.md §A.2"
