@@ -1,0 +1,34 @@
+"""Looped linear transformers as multi-step GD in context (seed 001 ch. 8; specs/looped_contrastive_dg.md part A).
+
+A linear transformer whose one attention layer is applied T times with tied weights (Q, P) and per-loop residual
+weights eta^(t) computes, with the weights of Lemma 8.13, exactly T steps of gradient descent on the prompt's
+least squares problem (Thm 8.14), so the in-context error decays like (1 - 1/kappa)^T (Thm 8.16 proves
+exp(-T/(2 kappa))).
+
+Public names
+------------
+problem
+    :class:`Problem` (``isotropic_gaussian``, ``fig8_1``, ``from_gamma``), :func:`sample_prompts`
+the transformer and GD (``transformer``)
+    :func:`build_prompt`, :func:`attention_weights_gd`, :func:`linear_attention`, :func:`looped_forward`,
+    :func:`forward`, :func:`gd`, :func:`condition_number`, :func:`step_schedule`
+exact curves, bounds, limits (``error``)
+    :func:`exact_error`, :func:`exact_sq_dist`, :func:`mean_error_over_task`, :func:`bound_paper`,
+    :func:`bound_tight`, :func:`loops_needed`, :func:`gatmiry_bound`, :func:`gatmiry_condition`,
+    :func:`mp_error_curve`, :func:`mp_kappa`
+theory (``theory``)
+    ``popdyn.predict(problem, T=..., eta=..., method="exact"|"mp")``, :func:`optimal_schedule`
+"""
+from .error import (bound_paper, bound_tight, exact_error, exact_sq_dist, gatmiry_bound, gatmiry_condition,
+                    loops_needed, mean_error_over_task, mp_error_curve, mp_kappa)
+from .problem import Problem, sample_prompts
+from .theory import optimal_schedule
+from .transformer import (attention_weights_gd, build_prompt, condition_number, forward, gd, linear_attention,
+                          looped_forward, step_schedule)
+
+__all__ = ["Problem", "sample_prompts",
+           "build_prompt", "attention_weights_gd", "linear_attention", "looped_forward", "forward", "gd",
+           "condition_number", "step_schedule",
+           "exact_error", "exact_sq_dist", "mean_error_over_task", "bound_paper", "bound_tight", "loops_needed",
+           "gatmiry_bound", "gatmiry_condition", "mp_error_curve", "mp_kappa",
+           "optimal_schedule"]

@@ -1,0 +1,186 @@
+"""The looped linear transformer in torch, batched over prompts; registers ``popdyn.simulate``.
+
+Public names
+------------
+LoopedTransformer
+    ``torch.nn.Module`` with tied (Q, P) of shape (d+1, d+1) and one residual weight per loop; ``init_gd()``
+    sets the construction of Lemma 8.13. ``forward(Z0)`` iterates the masked attention on the query row only
+    (rows 1..n never change, spec A.2 8-a), ``full_attention`` is the unmasked-by-shortcut check.
+sample_prompts
+    Prompts ``(Z0, theta*)`` drawn on the device from a seeded torch generator.
+simulate
+    ``simulate(problem, *, T, eta="1/L", seeds, prompts, ...)`` -> :class:`popdyn.results.Simulation`
+    with observables ``error``, ``abs_error``, ``sq_dist`` (means over prompts, one row per seed).
+train
+    Adam on the query-prediction loss ||TF/alpha - theta*||^2 at loop T over fresh random prompts.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._validate import Interval, InvalidParameterError, Options, as_int, check
+from ..api import simulate as _api_simulate
+from ..models.looped import Problem
+from ..results import Simulation
+from ._torch import make_generator, progress, resolve_device, resolve_dtype, standard_normal_, to_numpy
+
+__all__ = ["LoopedTransformer", "sample_prompts", "simulate", "train"]
+
+_OWNER = "looped.simulate"
+
+
+class LoopedTransformer(torch.nn.Module):
+    r"""T loops of one masked linear attention layer with tied (Q, P) and per-loop residual weights (Def 8.7).
+
+    .. math:: Z^{(t)} = Z^{(t-1)} - \eta^{(t-1)}(M\circ(Z^{(t-1)}QZ^{(t-1)\top}))Z^{(t-1)}P
+
+    ``eta`` is a learnable vector of length T; ``forward(Z0, eta=None)`` may override it with a per-prompt
+    schedule of shape (B, T) (the theorem's prompt-dependent 1/L). Returns the query rows of shape
+    (B, T + 1, d + 1) for t = 0..T.
+    """
+
+    def __init__(self, d, T, *, dtype=torch.float64, device="cpu"):
+        super().__init__()
+        self.d, self.T = d, T
+        kw = {"dtype": dtype, "device": device}
+        self.Q = torch.nn.Parameter(torch.eye(d + 1, **kw))
+        self.P = torch.nn.Parameter(torch.eye(d + 1, **kw))
+        self.eta = torch.nn.Parameter(torch.full((T,), 0.0, **kw))
+        self.init_gd()
+
+    @torch.no_grad()
+    def init_gd(self, eta=0.0, Gamma=None):
+        """Set Q = I, P = diag(Gamma, 0) (Gamma = I: Lemma 8.13) and every residual weight to ``eta``."""
+        self.Q.copy_(torch.eye(self.d + 1))
+        self.P.zero_()
+        self.P[:self.d, :self.d] = torch.eye(self.d) if Gamma is None else torch.as_tensor(Gamma)
+        self.eta.fill_(eta)
+        return self
+
+    def forward(self, Z0, eta=None):
+        Zx = Z0[:, :-1]                                   # example rows, frozen by the mask (B, n, d+1)
+        eta = self.eta.expand(Z0.shape[0], -1) if eta is None else eta
+        ZxP = Zx @ self.P                                 # (B, n, d+1)
+        row, rows = Z0[:, -1:], [Z0[:, -1]]
+        for t in range(self.T):
+            score = (row @ self.Q) @ Zx.mT                # query row's attention to the n examples (B, 1, n)
+            row = row - eta[:, t, None, None] * (score @ ZxP)
+            rows.append(row[:, 0])
+        return torch.stack(rows, dim=1)
+
+    def full_attention(self, Z):
+        """The full masked product (M o (Z Q Z^T)) Z P of Def 8.6, O(n^2 d), for checking the fast path."""
+        n1 = Z.shape[-2]
+        M = torch.zeros(n1, n1, dtype=Z.dtype, device=Z.device)
+        M[-1, :-1] = 1
+        return (M * (Z @ self.Q @ Z.mT)) @ Z @ self.P
+
+
+def sample_prompts(problem, prompts, generator, dtype=torch.float64, device="cpu"):
+    """Prompts Z0 of shape (B, n+1, d+1) (q^(0) = 0) and unit task vectors theta* (B, d) of ``problem``."""
+    n, d = problem.n, problem.d
+    X = standard_normal_(torch.empty(prompts, n, d, dtype=torch.float64, device=device), generator)
+    X = X * torch.as_tensor(np.sqrt(problem.cov), device=device)
+    th = standard_normal_(torch.empty(prompts, d, dtype=torch.float64, device=device), generator)
+    th = th / torch.linalg.vector_norm(th, dim=1, keepdim=True)
+    y = (X @ th[:, :, None])[..., 0]
+    if problem.noise > 0:
+        y = y + problem.noise * standard_normal_(torch.empty_like(y), generator)
+    Z = torch.zeros(prompts, n + 1, d + 1, dtype=torch.float64, device=device)
+    Z[:, :n, :d], Z[:, :n, d], Z[:, n, d] = X, y, problem.alpha
+    return Z.to(dtype), th.to(dtype)
+
+
+def _schedule(Z, T, eta, dtype):
+    """Per-prompt schedule (B, T): "1/L" and "2/(L+mu)" from each prompt's Gram matrix, else broadcast."""
+    if isinstance(eta, str):
+        X = Z[:, :-1, :-1].to(torch.float64)
+        lam = torch.linalg.eigvalsh(X.mT @ X)
+        L, mu = lam[:, -1:], lam[:, :1]
+        e = 1 / L if eta == "1/L" else 2 / (L + mu)
+        return e.expand(-1, T).to(dtype)
+    return torch.as_tensor(np.broadcast_to(eta, (T,)).copy(), dtype=dtype, device=Z.device).expand(Z.shape[0], T)
+
+
+def curves(model, Z0, theta, alpha, eta=None):
+    """Signed error <TF_t, theta*> - alpha and ||TF_t/alpha - theta*||^2, each (B, T + 1), from the query rows."""
+    d = theta.shape[1]
+    TF = -model(Z0, eta)[..., :d]                         # (B, T+1, d)
+    err = (TF @ theta[:, :, None])[..., 0] - alpha
+    sq = torch.linalg.vector_norm(TF / alpha - theta[:, None], dim=-1) ** 2
+    return err, sq
+
+
+def _check(problem, T, eta, seeds, prompts, seed):
+    if not isinstance(problem, Problem):
+        raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must be a looped.Problem. Got {problem!r} instead.")
+    T = as_int(_OWNER, "T", T, 0)
+    if isinstance(eta, str):
+        check(_OWNER, "eta", eta, Options(("1/L", "2/(L+mu)")))
+    else:
+        e = np.asarray(eta, dtype=np.float64)
+        if e.ndim > 1 or (e.ndim == 1 and e.shape != (T,)) or not np.all((e > 0) & np.isfinite(e)):
+            raise InvalidParameterError(f"The 'eta' parameter of {_OWNER} must be '1/L', '2/(L+mu)', a float > 0 or "
+                                        f"an array of {T} floats > 0. Got {eta!r} instead.")
+    return T, as_int(_OWNER, "seeds", seeds, 1), as_int(_OWNER, "prompts", prompts, 1), as_int(_OWNER, "seed", seed, 0)
+
+
+@_api_simulate.register(Problem)
+def simulate(problem, *, T, eta="1/L", seeds=4, prompts=256, seed=0, device="cpu", dtype=None, model=None,
+             progress_bar=False):
+    """Run the looped transformer (GD construction, or ``model``) on fresh prompts; means over prompts per seed.
+
+    Seed s draws its ``prompts`` prompts from ``torch.Generator().manual_seed(seed + s)``. With ``model`` (a
+    trained :class:`LoopedTransformer`) its own residual weights are used and ``eta`` is ignored.
+    """
+    T, seeds, prompts, seed = _check(problem, T, eta, seeds, prompts, seed)
+    dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
+    net = LoopedTransformer(problem.d, T, dtype=dt, device=dev) if model is None else model
+    obs = {"error": [], "abs_error": [], "sq_dist": []}
+    bar = progress(seeds, progress_bar, "looped.simulate")
+    with torch.no_grad():
+        for s in range(seeds):
+            Z0, th = sample_prompts(problem, prompts, make_generator(seed + s, dev), dt, dev)
+            err, sq = curves(net, Z0, th, problem.alpha, None if model is not None else _schedule(Z0, T, eta, dt))
+            for k, v in (("error", err), ("abs_error", err.abs()), ("sq_dist", sq)):
+                obs[k].append(to_numpy(v.mean(0)))
+            bar.update()
+    bar.close()
+    meta = {"problem": repr(problem), "t_unit": "loops", "seeds": [seed + s for s in range(seeds)],
+            "options": {"T": T, "eta": eta if isinstance(eta, str) else np.asarray(eta), "prompts": prompts,
+                        "device": str(dev), "dtype": str(dt), "trained_model": model is not None}}
+    return Simulation(t=np.arange(T + 1), observables={k: np.array(v) for k, v in obs.items()}, meta=meta)
+
+
+def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", device="cpu", dtype=None):
+    """Adam on the mean of ||TF_T/alpha - theta*||^2 (the query-prediction loss) over fresh prompts.
+
+    ``init="random"``: Q, P = I + N(0, 0.3^2/(d+1)) entries and every eta = 0.1 / (n E x^2);
+    ``init="gd"``: Lemma 8.13's weights with the same eta. Returns ``(model, losses)`` (losses per step).
+    """
+    T = as_int("looped.train", "T", T, 1)
+    steps, batch = as_int("looped.train", "steps", steps, 1), as_int("looped.train", "batch", batch, 1)
+    lr = check("looped.train", "lr", lr, Interval(0, np.inf, closed="neither"))
+    check("looped.train", "init", init, Options(("random", "gd")))
+    dev, dt = resolve_device(device, "looped.train"), resolve_dtype(dtype, "looped.train")
+    gen = make_generator(seed, dev)
+    torch.manual_seed(seed)
+    model = LoopedTransformer(problem.d, T, dtype=dt, device=dev)
+    eta0 = 0.1 / (problem.n * float(np.mean(problem.cov)))
+    model.init_gd(eta0)
+    if init == "random":
+        with torch.no_grad():
+            for W in (model.Q, model.P):
+                W.copy_(torch.eye(problem.d + 1) + 0.3 / np.sqrt(problem.d + 1)
+                        * standard_normal_(torch.empty_like(W), gen))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = np.empty(steps)
+    for i in range(steps):
+        Z0, th = sample_prompts(problem, batch, gen, dt, dev)
+        loss = curves(model, Z0, th, problem.alpha)[1][:, -1].mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses[i] = loss.item()
+    return model, losses
