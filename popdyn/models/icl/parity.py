@@ -192,7 +192,7 @@ def pattern_probs(gamma):
     Examples
     --------
     >>> pats, probs = pattern_probs(0.1)
-    >>> float(probs @ (pats[:, 0] * pats[:, 1] * pats[:, 0]))  # E[y phi_i] = 2 gamma
+    >>> round(float(probs @ (pats[:, 0] * pats[:, 1] * pats[:, 0])), 15)  # E[y phi_i] = 2 gamma
     0.2
     """
     gamma = check("icl.pattern_probs", "gamma", gamma, ParityProblem._constraints["gamma"])
@@ -503,7 +503,7 @@ def frobenius_cost(V):
     Examples
     --------
     >>> frobenius_cost(paper_construction(2, 0.1)[1])  # d nu2 (nu2 + 1) / (8 gamma^2) = 4*2*3/0.08
-    300.00000000000006
+    300.0
     """
     V = np.asarray(V, dtype=np.float64)
     if V.ndim not in (2, 3) or not np.all(np.isfinite(V)):
