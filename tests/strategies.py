@@ -2,15 +2,16 @@
 import numpy as np
 from hypothesis import strategies as st
 
-from popdyn.models import icl
 from popdyn.models import looped
+from popdyn.models import icl
 from popdyn.models import lora
 from popdyn.models import modular
 
 EXAMPLES = {
-    "looped": [lambda: looped.Problem.fig8_1(16), lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 0.5, 2.0]))],
     "icl": [lambda: icl.Problem.geometric(4, N=20, r=2, M=8, sigma=0.5),
-            lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1)],
+            lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1),
+            lambda: icl.ParityProblem.paper(1, 3, gamma=0.1)],
+    "looped": [lambda: looped.Problem.fig8_1(16), lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 0.5, 2.0]))],
     "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
     "modular": lambda: modular.Problem(p=11, k=3),
 }
