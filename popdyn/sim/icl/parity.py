@@ -1,0 +1,207 @@
+"""Finite-sample sparse-parity ICL in torch (dissertation 001 §5.5); registers ``popdyn.simulate``.
+
+Public names
+------------
+simulate
+    ``simulate(problem, *, M, n_prompts, flip, seeds, ...)``: the paper's heads ``g_1^*`` and ``g_2^*`` put
+    into ``W^(n) = G diag(V^(n)) G^T`` with a random orthonormal dictionary G per seed, evaluated on fresh
+    full prompts ``x = G phi`` of M examples (a fraction ``flip`` of the context labels flipped).
+    Observables ``acc_small``, ``acc_large``, ``hinge_small``, ``hinge_large`` (seeds, len(M)), the
+    names of :func:`popdyn.models.icl.parity` ``predict``.
+train
+    the two-layer ReLU-attention model ``g = sum_n a_n ReLU[(y^T X/N) W^(n) x_q]`` trained by Adam on the
+    hinge loss plus ``wd sum ||W||_F^2`` over sampled pretraining prompts of N examples (a in [-1, 1]
+    by projection). Returns a Simulation with ``train_loss`` over steps and the final ``a``, ``W``, ``G``
+    and ``V = G^T W G``.
+fresh_hinge
+    mean hinge (and its SE) of given heads on fresh pretraining prompts of N examples.
+
+Nothing here assumes the N -> inf reduction: prompts are sampled in full and the model is applied to X.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..._validate import Interval, InvalidParameterError, as_int, check
+from ...api import simulate as _api_simulate
+from ...models.icl.parity import ParityProblem, paper_construction, pattern_probs, task_sets
+from ...results import Simulation
+from .._torch import make_generator, progress, resolve_device, resolve_dtype, to_numpy
+
+__all__ = ["simulate", "train", "fresh_hinge"]
+
+_OWNER = "icl.simulate"
+_BLOCK = 1 << 22  # prompt floats (n N d) held at once: 32 MiB in float64
+
+
+def _check_problem(problem, owner):
+    if not isinstance(problem, ParityProblem):
+        raise InvalidParameterError(
+            f"The 'problem' parameter of {owner} must be an icl.ParityProblem. Got {problem!r} instead.")
+
+
+def _dictionary(d, gen, device, dtype):
+    """A random orthonormal G (d, d): QR of a Gaussian matrix with the signs of R's diagonal fixed."""
+    q, r = torch.linalg.qr(torch.randn(d, d, generator=gen, device=device, dtype=dtype))
+    return q * torch.sign(torch.diagonal(r))
+
+
+def _tasks(problem, gen, n, pT, device):
+    """Tasks (n, 2): S1 w.p. 1 - pT, else S2."""
+    S1, S2 = (torch.as_tensor(s, device=device) for s in task_sets(problem.d, problem.k))
+    t = S1[torch.randint(len(S1), (n,), generator=gen, device=device)]
+    if len(S2) and pT > 0:
+        from_s2 = torch.rand(n, generator=gen, device=device) < pT
+        t = torch.where(from_s2[:, None], S2[torch.randint(len(S2), (n,), generator=gen, device=device)], t)
+    return t
+
+
+def _phi(problem, gen, t, L, device, dtype):
+    """phi of shape (n, L, d): uniform signs off the task, the pattern law on the task coordinates."""
+    n = len(t)
+    pats, probs = (torch.as_tensor(x, device=device, dtype=dtype) for x in pattern_probs(problem.gamma))
+    phi = torch.randint(2, (n, L, problem.d), generator=gen, device=device).to(dtype).mul_(2).sub_(1)
+    f = pats[torch.multinomial(probs, n * L, replacement=True, generator=gen)].view(n, L, 2)
+    rows, cols = torch.arange(n, device=device)[:, None], torch.arange(L, device=device)[None, :]
+    phi[rows, cols, t[:, None, 0]] = f[..., 0]
+    phi[rows, cols, t[:, None, 1]] = f[..., 1]
+    return phi
+
+
+def _prompts(problem, gen, n, N, pT, flip, G):
+    """Context X (n, N, d), labels y (n, N) (the first round(flip N) flipped), query x_q (n, d), y_q (n,)."""
+    dev, dt = G.device, G.dtype
+    t = _tasks(problem, gen, n, pT, dev)
+    phi = _phi(problem, gen, t, N + 1, dev, dt)
+    rows = torch.arange(n, device=dev)[:, None]
+    y = phi[rows, :, t[:, None, 0]].squeeze(1) * phi[rows, :, t[:, None, 1]].squeeze(1)   # (n, N + 1)
+    y_ctx = y[:, :N].clone()
+    y_ctx[:, :int(round(flip * N))] *= -1
+    x = phi @ G.T
+    return x[:, :N], y_ctx, x[:, N], y[:, N]
+
+
+def _output(a, W, X, y, xq):
+    """g = sum_n a_n ReLU[(y^T X / N) W^(n) x_q] for prompts (n, ...); heads a (m,), W (m, d, d)."""
+    z = torch.einsum("bl,bld->bd", y, X) / X.shape[1]
+    return torch.relu(torch.einsum("bd,nde,be->bn", z, W, xq)) @ a
+
+
+def _margins(problem, a, W, G, gen, n, N, pT, flip):
+    """y_q g on n fresh prompts, drawn in blocks of at most _BLOCK floats."""
+    step = max(1, _BLOCK // ((N + 1) * problem.d))
+    out = []
+    for s in range(0, n, step):
+        X, y, xq, yq = _prompts(problem, gen, min(step, n - s), N, pT, flip, G)
+        out.append(yq * _output(a, W, X, y, xq))
+    return torch.cat(out)
+
+
+def _heads_in_basis(a, Vdiag, G):
+    """Paper heads as torch tensors: a (m,) and W^(n) = G diag(V^(n)) G^T (m, d, d)."""
+    V = torch.as_tensor(Vdiag, device=G.device, dtype=G.dtype)
+    return torch.as_tensor(a, device=G.device, dtype=G.dtype), torch.einsum("ab,nb,cb->nac", G, V, G)
+
+
+@_api_simulate.register(ParityProblem)
+def simulate(problem, *, M=(16, 64, 256, 1024), n_prompts=4096, flip=0.0, seeds=1, seed=0, device="cpu", dtype=None):
+    """Evaluate the paper's g_1^* and g_2^* on fresh full prompts of M examples; see the module docstring.
+
+    Each seed draws its own orthonormal G and prompts (task from S1, as in Thm 5.5.2). ``acc`` counts a
+    tie ``g = 0`` as 1/2 (a fair coin), as :func:`popdyn.models.icl.mc_eval` does.
+    """
+    _check_problem(problem, _OWNER)
+    if problem.nu1 is None or problem.nu2 is None:
+        raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must have d and k powers of two "
+                                    f"(Thm 5.5.1). Got {problem!r} instead.")
+    Ms = [as_int(_OWNER, "M", m, 1) for m in np.atleast_1d(M)]
+    n = as_int(_OWNER, "n_prompts", n_prompts, 2)
+    flip = check(_OWNER, "flip", flip, Interval(0, 1))
+    seeds = as_int(_OWNER, "seeds", seeds, 1)
+    dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
+    heads = {"small": paper_construction(problem.nu2, problem.gamma, nu1=problem.nu1),
+             "large": paper_construction(problem.nu2, problem.gamma)}
+    obs = {f"{k}_{h}": np.zeros((seeds, len(Ms))) for k in ("acc", "hinge") for h in heads}
+    for s in range(seeds):
+        gen = make_generator(as_int(_OWNER, "seed", seed, 0) + s, dev)
+        G = _dictionary(problem.d, gen, dev, dt)
+        for i, m in enumerate(Ms):
+            for name, (a, V) in heads.items():
+                marg = _margins(problem, *_heads_in_basis(a, V, G), G, gen, n, m, 0.0, flip)
+                obs[f"acc_{name}"][s, i] = float(((marg > 0).to(dt) + 0.5 * (marg == 0).to(dt)).mean())
+                obs[f"hinge_{name}"][s, i] = float(torch.relu(1 - marg).mean())
+    meta = dict(problem=repr(problem), options=dict(M=Ms, n_prompts=n, flip=flip, seeds=seeds, seed=seed,
+                                                     device=str(dev), dtype=str(dt)))
+    return Simulation(t=None, observables=obs, meta=meta)
+
+
+def fresh_hinge(problem, a, W, G, *, N, n_prompts=20_000, seed=0, pT=None, flip=0.0):
+    """Mean hinge ``[1 - y_q g]_+`` of heads (a, W) on fresh pretraining prompts of N examples: (mean, SE).
+
+    ``a`` (m,), ``W`` (m, d, d) and ``G`` (d, d) are tensors on one device; ``pT`` defaults to the problem's.
+    """
+    owner = "icl.fresh_hinge"
+    _check_problem(problem, owner)
+    N, n = as_int(owner, "N", N, 1), as_int(owner, "n_prompts", n_prompts, 2)
+    pT = problem.pT if pT is None else check(owner, "pT", pT, Interval(0, 1))
+    gen = make_generator(as_int(owner, "seed", seed, 0), G.device)
+    with torch.no_grad():
+        loss = torch.relu(1 - _margins(problem, a, W, G, gen, n, N, pT, check(owner, "flip", flip, Interval(0, 1))))
+    return float(loss.mean()), float(loss.std() / math.sqrt(n))
+
+
+def _check_train(m, N, steps, lr, batch, wd, init_scale, n_points):
+    pos = Interval(0, np.inf, closed="neither")
+    return dict(m=as_int("icl.train", "m", m, 1), N=as_int("icl.train", "N", N, 1),
+                steps=as_int("icl.train", "steps", steps, 1), lr=check("icl.train", "lr", lr, pos),
+                batch=as_int("icl.train", "batch", batch, 1), wd=check("icl.train", "wd", wd, Interval(0, np.inf)),
+                init_scale=check("icl.train", "init_scale", init_scale, pos),
+                n_points=as_int("icl.train", "n_points", n_points, 2))
+
+
+def train(problem, *, m, N=64, steps=2000, lr=1e-2, batch=256, wd=1e-4, init_scale=1.0, seeds=1, seed=0,
+          n_points=50, device="cpu", dtype=None, progress_bar=False):
+    """Train m heads by Adam on the hinge loss + ``wd sum ||W||_F^2`` with fresh prompts of N examples each step.
+
+    Every seed has its own G, initial weights (``W ~ N(0, init_scale^2 / d)`` entrywise, ``a ~ U[-1, 1]``)
+    and prompts; seeds are trained together as a batch. ``a`` is projected on [-1, 1] after each step.
+    Observables: ``train_loss`` (seeds, T) (batch hinge + penalty), final ``a`` (seeds, m), ``W`` and
+    ``V = G^T W G`` (seeds, m, d, d), ``G`` (seeds, d, d).
+    """
+    _check_problem(problem, "icl.train")
+    o = _check_train(m, N, steps, lr, batch, wd, init_scale, n_points)
+    S, d = as_int("icl.train", "seeds", seeds, 1), problem.d
+    dev, dt = resolve_device(device, "icl.train"), resolve_dtype(dtype, "icl.train")
+    gens = [make_generator(as_int("icl.train", "seed", seed, 0) + s, dev) for s in range(S)]
+    G = torch.stack([_dictionary(d, g, dev, dt) for g in gens])
+    W = torch.stack([torch.randn(o["m"], d, d, generator=g, device=dev, dtype=dt) for g in gens])
+    W = (W * (o["init_scale"] / math.sqrt(d))).requires_grad_()
+    a = torch.stack([torch.rand(o["m"], generator=g, device=dev, dtype=dt) * 2 - 1 for g in gens]).requires_grad_()
+    opt = torch.optim.Adam([W, a], lr=o["lr"])
+    t = np.unique(np.round(np.linspace(0, o["steps"], min(o["n_points"], o["steps"] + 1))).astype(np.int64))
+    losses, bar = np.zeros((S, len(t))), progress(o["steps"], progress_bar, "icl.train")
+    for step in range(o["steps"] + 1):
+        batches = [_prompts(problem, g, o["batch"], o["N"], problem.pT, 0.0, G[s]) for s, g in enumerate(gens)]
+        hinge = torch.stack([torch.relu(1 - yq * _output(a[s], W[s], X, y, xq)).mean()
+                             for s, (X, y, xq, yq) in enumerate(batches)])
+        loss = hinge + o["wd"] * (W * W).sum((1, 2, 3))
+        if step in t:
+            losses[:, np.searchsorted(t, step)] = to_numpy(loss)
+        if step == o["steps"]:
+            break
+        opt.zero_grad()
+        loss.sum().backward()
+        opt.step()
+        with torch.no_grad():
+            a.clamp_(-1, 1)
+        bar.update()
+    bar.close()
+    W, a = W.detach(), a.detach()
+    V = torch.einsum("sab,snac,scd->snbd", G, W, G)
+    obs = {"train_loss": losses, "a": to_numpy(a), "W": to_numpy(W), "V": to_numpy(V), "G": to_numpy(G)}
+    meta = dict(problem=repr(problem), options=dict(o, seeds=S, seed=seed, device=str(dev), dtype=str(dt)),
+                t_unit="steps")
+    return Simulation(t=t, observables=obs, meta=meta)
