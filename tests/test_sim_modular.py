@@ -30,20 +30,14 @@ def test_logits_match_numba_network(p, k):
     rng = np.random.default_rng(p * k)
     U, W = _rand_net(rng, 2, 6, k, p)
     A = modular.all_inputs(p, k)
-    X = torch.as_tensor(sim_modular._inputs(p, k)[2])
-    out = sim_modular.logits(U, W, X).numpy()
+    out = sim_modular.logits(U, W, torch.as_tensor(A)).numpy()
+    per_seed = sim_modular.logits(U, W, torch.as_tensor(np.stack([A, A[::-1]]))).numpy()  # (S, n, k) inputs
+    np.testing.assert_array_equal(per_seed[0], out[0])
+    np.testing.assert_array_equal(per_seed[1], out[1, ::-1])
     for s in range(2):
         ref = modular.logits(U[s].numpy(), W[s].numpy(), A)
         np.testing.assert_allclose(out[s], ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
         # 1e-12: two float64 summation orders of m * (k-term sums)^k, |terms| <~ max|ref|
-
-
-def test_inputs_are_lexicographic_with_labels():
-    A, y, X = sim_modular._inputs(5, 3)
-    np.testing.assert_array_equal(A, modular.all_inputs(5, 3))
-    np.testing.assert_array_equal(y, A.sum(1) % 5)
-    np.testing.assert_array_equal(X.reshape(-1, 3, 5).argmax(2), A)  # one-hot blocks decode to A
-    assert X.sum() == 3 * 125
 
 
 def _numpy_grad(U, W, A, y):
@@ -69,9 +63,10 @@ def test_loss_gradient_per_seed_matches_hand_backward(p, k):
     rng = np.random.default_rng(1)
     U, W = _rand_net(rng, 3, 4, k, p)
     U, W = (0.3 * U).requires_grad_(), (0.3 * W).requires_grad_()
-    A, y, X = sim_modular._inputs(p, k)
+    A = modular.all_inputs(p, k)
+    y = A.sum(1) % p
     idx = torch.as_tensor(rng.integers(0, len(y), size=(3, 20)))   # each seed its own batch
-    sim_modular._loss(U, W, torch.as_tensor(X), torch.as_tensor(y), idx).backward()
+    sim_modular._loss(U, W, torch.as_tensor(A), torch.as_tensor(y), idx).backward()
     for s in range(3):
         b = idx[s].numpy()
         gU, gW = _numpy_grad(U[s].detach().numpy(), W[s].detach().numpy(), A[b], y[b])

@@ -9,17 +9,16 @@ simulate
     ``single_freq_fraction``, ``coverage``, and the initial and final weights ``U0``, ``W0``, ``U``, ``W``.
     All seeds train batched on one device in one loop.
 logits
-    The network (4.2) in torch for a batch of seeds: ``logits(U, W, X)``.
+    The network (4.2) in torch for a batch of seeds: ``logits(U, W, A)``.
 
 The network (eq. 4.2, seed 001 L1107-1111) is ``f(a)[c] = sum_i (sum_j u_ij(a_j))^k w_i[c]`` with
 ``U`` of shape (m, k, p) and ``W`` of shape (m, p); inputs are one-hot, so the first layer is a gather
-written as a one-hot matrix product (the same on CPU and GPU). The paper's settings (App. C.10.1,
+an embedding look-up (the same code on CPU and GPU). The paper's settings (App. C.10.1,
 L8671-8699): AdamW, lr 5e-3, weight decay 0.005, betas (0.9, 0.98), 10 warm-up steps, batch 1024.
 See specs/modular_and_icl.md §A.1, §A.2.7 (diagnostics), §A.3 (experiments) and Appendix Z.4.
 """
 from __future__ import annotations
 
-import itertools
 import time
 
 import numpy as np
@@ -27,7 +26,7 @@ import torch
 
 from .._validate import Interval, InvalidParameterError, Options, as_int, check
 from ..api import simulate as _api_simulate
-from ..models.modular import Problem, construction_width, max_margin
+from ..models.modular import Problem, all_inputs, construction_width, max_margin
 from ..results import Simulation
 from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
@@ -42,25 +41,43 @@ _POSITIVE = Interval(0, np.inf, closed="neither")
 _NONNEG = Interval(0, np.inf)
 
 
-def logits(U, W, X):
+class _Embed(torch.autograd.Function):
+    """``pre[r] = sum_j table[index[r, j]]`` for flat row indices ``index`` (R, k); the backward is one
+    ``index_add_`` per summand (torch's embedding backward on CPU sorts the indices: 6x slower here)."""
+
+    @staticmethod
+    def forward(ctx, table, index):
+        ctx.save_for_backward(index)
+        ctx.rows = table.shape[0]
+        pre = table.index_select(0, index[:, 0])
+        for j in range(1, index.shape[1]):
+            pre.add_(table.index_select(0, index[:, j]))
+        return pre
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        out = grad.new_zeros((ctx.rows, grad.shape[1]))
+        for j in range(index.shape[1]):
+            out.index_add_(0, index[:, j], grad)
+        return out, None
+
+
+def logits(U, W, A):
     r"""Logits of the k-input network (4.2) for every seed: ``(S, n, p)``.
 
     .. math:: f(\theta, \mathbf a)[c] = \sum_{i=1}^m \Big(\sum_{j=1}^k u_{i,j}(a_j)\Big)^k w_i[c]
 
-    ``U`` (S, m, k, p), ``W`` (S, m, p); ``X`` the one-hot inputs, (n, k p) shared by all seeds or
-    (S, n, k p), with ``X[:, j p + a_j] = 1``. The power k is the number of inputs.
+    ``U`` (S, m, k, p), ``W`` (S, m, p); ``A`` the integer inputs, (n, k) shared by all seeds or
+    (S, n, k), entries in [0, p - 1]. The first layer is a row look-up (its backward an index-add),
+    O(S n k m) work instead of a one-hot product's O(S n k p m).
     """
     S, m, k, p = U.shape
-    pre = torch.matmul(X, U.reshape(S, m, k * p).transpose(1, 2))    # (S, n, m)
+    table = U.permute(0, 2, 3, 1).reshape(S * k * p, m)            # row (s k + j) p + a holds u_{., j}(a)
+    offset = (torch.arange(S, device=A.device)[:, None] * k + torch.arange(k, device=A.device)) * p
+    index = (A + offset[:, None, :]).reshape(-1, k)                # (S n, k)
+    pre = _Embed.apply(table, index).reshape(S, -1, m)             # (S, n, m)
     return torch.matmul(pre.pow(k), W)
-
-
-def _inputs(p, k):
-    """All p^k inputs of D_p in lexicographic order (``itertools.product``), their labels and one-hot codes."""
-    A = np.array(list(itertools.product(range(p), repeat=k)), dtype=np.int64).reshape(-1, k)
-    X = np.zeros((len(A), k * p))
-    X[np.arange(len(A))[:, None], np.arange(k) * p + A] = 1.0
-    return A, A.sum(axis=1) % p, X
 
 
 def _split(S, n, n_train, gen, device):
@@ -103,18 +120,18 @@ def _batches(train_idx, batch, gen):
             yield perm[:, s:s + batch]
 
 
-def _loss(U, W, X, y, idx):
+def _loss(U, W, A, y, idx):
     """Sum over seeds of the mean cross-entropy on the points ``idx`` (S, B): per-seed gradients are exact."""
     S, B = idx.shape
-    out = logits(U, W, X[idx])                                    # (S, B, p)
+    out = logits(U, W, A[idx])                                    # (S, B, p)
     return torch.nn.functional.cross_entropy(out.reshape(S * B, -1), y[idx].reshape(-1), reduction="sum") / B
 
 
-def _margins(U, W, X, y, chunk):
+def _margins(U, W, A, y, chunk):
     """Per seed and point: margin ``f[y] - max_{c != y} f[c]``, correctness and cross-entropy, in chunks."""
     g, ok, ce = [], [], []
     for s in range(0, len(y), chunk):
-        out = logits(U, W, X[s:s + chunk])                         # (S, n, p)
+        out = logits(U, W, A[s:s + chunk])                         # (S, n, p)
         yy = y[s:s + chunk].expand(out.shape[0], -1).unsqueeze(2)
         right = out.gather(2, yy)
         wrong = out.scatter(2, yy, -torch.inf).amax(2, keepdim=True)
@@ -139,8 +156,8 @@ def _spectrum(U, W):
 
 def _diagnostics(U, W, data, gamma, chunk):
     """Recorded observables at one step, each of shape (S,) except ``max_power`` (S, m)."""
-    X, y, tr, te = data
-    g, ok, ce = _margins(U, W, X, y, chunk)
+    A, y, tr, te = data
+    g, ok, ce = _margins(U, W, A, y, chunk)
     scale = _norm_power(U, W) * gamma
     spec = _spectrum(U, W)
     power, dom = spec[..., 1:].max(2)                             # bin 0 (the mean) excluded (spec §A.2.7)
@@ -197,7 +214,7 @@ def _check(problem, opts):
 def _run(params, data, opts, t, gamma, gen, bar):
     """The training loop over steps 0..steps; records the diagnostics at the steps ``t``."""
     U, W = params
-    X, y, tr, _ = data
+    A, y, tr, _ = data
     opt, sched = _optimizer([U, W], opts)
     chunk = max(1, _EVAL_ELEMENTS // (U.shape[0] * U.shape[1]))
     rec, slot = [], set(int(s) for s in t)
@@ -209,7 +226,7 @@ def _run(params, data, opts, t, gamma, gen, bar):
         if step == opts["steps"]:
             break
         opt.zero_grad(set_to_none=True)
-        _loss(U, W, X, y, next(batches)).backward()
+        _loss(U, W, A, y, next(batches)).backward()
         opt.step()
         sched.step()
         bar.update(1)
@@ -307,14 +324,14 @@ def simulate(problem, *, steps, m=None, optimizer="adamw", lr=None, weight_decay
     gen = make_generator(opts["seed"], dev)
     start = time.perf_counter()
     with serial_if_small(dev, S * min(opts["batch"], opts["n_train"]) * M):
-        _, y, X = _inputs(p, k)
-        X, y = torch.as_tensor(X, dtype=dt, device=dev), torch.as_tensor(y, device=dev)
+        A = torch.as_tensor(all_inputs(p, k), device=dev)
+        y = A.sum(1) % p
         tr, te = _split(S, len(y), opts["n_train"], gen, dev)
         U, W = _init_params(S, M, k, p, opts["init_scale"], gen, dt, dev)
         U0, W0 = U.detach().clone(), W.detach().clone()
         bar = progress(opts["steps"], progress_bar, _OWNER)
         try:
-            rec = _run((U, W), (X, y, tr, te), opts, t, float(max_margin(p, k)), gen, bar)
+            rec = _run((U, W), (A, y, tr, te), opts, t, float(max_margin(p, k)), gen, bar)
         finally:
             bar.close()
         obs = {name: to_numpy(v) for name, v in rec.items()}
