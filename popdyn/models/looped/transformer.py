@@ -389,8 +389,8 @@ def condition_number(X):
 
     Notes
     -----
-    Regime: any X. kappa = inf when lambda_min <= lambda_max (max(n, d) eps)^2, numpy's matrix_rank
-    threshold on the singular values of X, squared; never a division by zero.
+    Regime: any X. From the singular values of X (accurate where the Gram's eigenvalues are not); kappa = inf
+    when n < d or sigma_min <= sigma_max max(n, d) eps (numpy's matrix_rank threshold); never a division by zero.
 
     References
     ----------
@@ -407,9 +407,11 @@ def condition_number(X):
     if X.ndim < 2 or not np.all(np.isfinite(X)):
         raise InvalidParameterError(f"The 'X' parameter of looped.condition_number must be a finite array of shape "
                                     f"(..., n, d). Got shape {X.shape} instead.")
-    lam = np.linalg.eigvalsh(np.swapaxes(X, -1, -2) @ X)
-    lo, hi = lam[..., 0], lam[..., -1]
-    singular = ~(lo > hi * (max(X.shape[-2:]) * np.finfo(float).eps) ** 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappa = np.where(singular, np.inf, hi / np.where(singular, 1.0, lo))
+    if X.shape[-2] < X.shape[-1]:
+        kappa = np.full(X.shape[:-2], np.inf)
+    else:
+        sv = np.linalg.svd(X, compute_uv=False)
+        lo, hi = sv[..., -1], sv[..., 0]
+        singular = ~(lo > hi * max(X.shape[-2:]) * np.finfo(float).eps)
+        kappa = np.where(singular, np.inf, (hi / np.where(singular, 1.0, lo)) ** 2)
     return float(kappa) if kappa.ndim == 0 else kappa
