@@ -148,25 +148,24 @@ def _norm_power(U, W):
     return sq.pow((k + 1) / 2).sum(1)
 
 
-def _spectrum(U, W):
-    """One-sided (rfft) power of each neuron, summed over its k + 1 components and normalised: (S, m, (p+1)/2)."""
-    pw = torch.fft.rfft(torch.cat([U, W.unsqueeze(2)], 2), dim=3).abs().square().sum(2)
-    return pw / pw.sum(2, keepdim=True)
-
-
 def _diagnostics(U, W, data, gamma, chunk):
-    """Recorded observables at one step, each of shape (S,) except ``max_power`` (S, m)."""
+    """Recorded observables at one step, each of shape (S,) except ``max_power`` (S, m).
+
+    Spectra follow :func:`popdyn.models.modular.fourier_diagnostics`: one-sided power per component
+    (u_1..u_k, w), normalised; a neuron's max normalized power is the least over its k + 1 components; its
+    dominant frequency the argmax over bins 1..(p-1)/2 of the components' summed power.
+    """
     A, y, tr, te = data
     g, ok, ce = _margins(U, W, A, y, chunk)
     scale = _norm_power(U, W) * gamma
-    spec = _spectrum(U, W)
-    power, dom = spec[..., 1:].max(2)                             # bin 0 (the mean) excluded (spec §A.2.7)
-    h = spec.shape[2] - 1
-    seen = torch.zeros((U.shape[0], h + 1), dtype=torch.bool, device=U.device).scatter_(1, dom + 1, True)
-    rec = {"loss": torch.gather(ce, 1, tr).mean(1), "margin_ratio": g.amin(1) / scale, "margin_ratio_train": torch.gather(g, 1, tr).amin(1) / scale,
+    P = torch.fft.rfft(torch.cat([U, W.unsqueeze(2)], 2), dim=3).abs().square()      # (S, m, k+1, h+1)
+    power = (P.amax(3) / P.sum(3)).amin(2)
+    dom = P[..., 1:].sum(2).argmax(2)
+    seen = torch.zeros((U.shape[0], P.shape[3] - 1), dtype=torch.bool, device=U.device).scatter_(1, dom, True)
+    rec = {"loss": torch.gather(ce, 1, tr).mean(1), "margin_ratio": g.amin(1) / scale,
+           "margin_ratio_train": torch.gather(g, 1, tr).amin(1) / scale,
            "train_acc": torch.gather(ok, 1, tr).to(U.dtype).mean(1), "max_power": power,
-           "single_freq_fraction": (power > _SINGLE_FREQ).to(U.dtype).mean(1),
-           "coverage": seen[:, 1:].to(U.dtype).mean(1)}
+           "single_freq_fraction": (power > _SINGLE_FREQ).to(U.dtype).mean(1), "coverage": seen.to(U.dtype).mean(1)}
     if te.shape[1]:
         rec["test_acc"] = torch.gather(ok, 1, te).to(U.dtype).mean(1)
     return rec
@@ -293,8 +292,8 @@ def simulate(problem, *, steps, m=None, optimizer="adamw", lr=None, weight_decay
         ``test_acc`` (only with ``train_fraction < 1``), ``margin_ratio`` (R on the full D_p),
         ``margin_ratio_train`` (R on the train set), ``single_freq_fraction`` (fraction of neurons whose
         max normalized power exceeds 0.9), ``coverage`` (fraction of the frequencies 1..(p-1)/2 that are
-        some neuron's dominant frequency); ``max_power`` (seeds, len(t), m): per-neuron max normalized
-        one-sided power, bin 0 excluded, of the neuron's k + 1 components together; ``U0``, ``U``
+        some neuron's dominant frequency); ``max_power`` (seeds, len(t), m): per neuron, the least over
+        its k + 1 components of the max normalized one-sided power (``modular.power_spectrum``); ``U0``, ``U``
         (seeds, m, k, p) and ``W0``, ``W`` (seeds, m, p): initial and final weights. ``status`` is -1
         when a run diverged.
 
