@@ -231,7 +231,8 @@ def flow_plateaus(t, loss, saddles, *, rtol=0.01, min_duration=0.0):
     Returns
     -------
     list of dict
-        ``{"start", "end", "value", "saddle": k}`` in time order, only plateaus within the band of a saddle.
+        ``{"start", "end", "value", "saddle": k}`` in time order, only plateaus within the band of a saddle;
+        neighbouring plateaus at the same saddle are merged.
 
     Notes
     -----
@@ -249,11 +250,16 @@ def flow_plateaus(t, loss, saddles, *, rtol=0.01, min_duration=0.0):
     saddles = np.asarray(saddles, dtype=np.float64)
     rtol = check("icl.flow_plateaus", "rtol", rtol, Interval(0, 1, closed="neither"))
     atol = rtol * abs(saddles[0])
-    out = []
+    t, loss, out = np.asarray(t, dtype=np.float64), np.asarray(loss, dtype=np.float64), []
     for a, b, value in dynamics.plateau(t, loss, atol=atol, min_duration=min_duration):
         k = int(np.argmin(np.abs(saddles - value)))
-        if abs(saddles[k] - value) <= atol:
-            out.append({"start": a, "end": b, "value": value, "saddle": k})
+        if abs(saddles[k] - value) > atol:
+            continue
+        if out and out[-1]["saddle"] == k:  # one saddle split by the greedy scan: merge
+            a = out.pop()["start"]
+            seg = loss[(t >= a) & (t <= b)]
+            value = float((seg.max() + seg.min()) / 2)
+        out.append({"start": a, "end": b, "value": value, "saddle": k})
     return out
 
 
