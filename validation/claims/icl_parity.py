@@ -150,9 +150,9 @@ def parity_width_counterexample(size, device, outdir):
 @claim(id="icl.parity_trained", model="icl",
        title="Trained ReLU-attention heads: fresh-prompt hinge at large N equals the exact N->inf population hinge",
        source=f"{_SEED} L8941-8950 (N->inf reduction); specs/modular_and_icl.md B.4.1, B.6 S5.2, E.10-11",
-       metric="max over seeds of |fresh hinge(N_eval) - population_hinge(V = G^T W G)| / (SE + bias bound)",
-       tolerance=5.0, tolerance_origin="5 SE of the fresh-prompt mean plus the 1-Lipschitz bound of the finite-N "
-                                       "bias, sum |a_n| ||W_n||_2 d / sqrt(N_eval)",
+       metric="max over seeds of |fresh hinge(N_eval) - population_hinge(V = G^T W G)| / SE(fresh)",
+       tolerance=5.0, tolerance_origin="5 SE of the fresh-prompt mean; the finite-N bias is O(1/sqrt(N_eval)) "
+                                       "(spec E.10); its 1-Lipschitz bound is reported per seed (not tight)",
        quick={"m": 8, "N": 32, "steps": 300, "batch": 128, "lr": 2e-2, "seeds": 2, "N_eval": 4096, "n_eval": 4000},
        full={"m": 8, "N": 64, "steps": 2000, "batch": 256, "lr": 1e-2, "seeds": 4, "N_eval": 16384, "n_eval": 8000})
 def parity_trained(size, device, outdir):
@@ -171,7 +171,7 @@ def parity_trained(size, device, outdir):
         l1, l2 = icl.population_hinge(p, tr["a"][s], tr["V"][s], split=True)
         rows.append({"seed": s, "train_loss_end": tr["train_loss"][s, -1], "population_hinge": exact, "L_S1": l1,
                      "L_S2": l2, "fresh_hinge": mean, "fresh_se": se, "bias_bound": bias,
-                     "score": abs(mean - exact) / (se + bias)})
+                     "score": abs(mean - exact) / se})
     worst = max(r["score"] for r in rows)
     fig = plot_curves(tr.t.astype(float), {f"seed {s}": tr["train_loss"][s] for s in range(size["seeds"])},
                       outdir / "icl.parity_trained.png", logy=True, xlabel="Adam steps",
