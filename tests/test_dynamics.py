@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from popdyn import InvalidParameterError
-from popdyn.dynamics import escape_time, iterate, plateau, settling_time, solve_ode
+from popdyn.dynamics import escape_time, iterate, plateau, scalar_flow, settling_time, solve_ode
 
 
 @pytest.mark.parametrize("method", ["DOP853", "RK45", "LSODA", "Radau"])
@@ -154,3 +154,62 @@ def test_events_bad_input():
         plateau([0, 1], [0.0, 0.0], atol=0)
     with pytest.raises(InvalidParameterError, match="'level'"):
         escape_time([0, 1], [0, 1], -1)
+
+
+# ---- scalar_flow: exact flow of a piecewise-linear scalar field ------------------------------------
+
+@pytest.mark.parametrize("y0", [-0.9, 0.0, 0.45])
+def test_scalar_flow_linear_field_exact_both_directions(y0):
+    # f(y) = 2 (0.5 - y) is linear, so one cell reproduces y* + (y0 - y*) exp(-2t) to rounding
+    t = np.r_[0.0, np.geomspace(1e-6, 40, 30)]
+    for nodes in ([-1.0, 1.0], np.linspace(-1, 1, 7)):
+        nodes = np.asarray(nodes)
+        traj = scalar_flow(nodes, 2 * (0.5 - nodes), y0, t)
+        exact = 0.5 + (y0 - 0.5) * np.exp(-2 * t)
+        assert traj.success and np.max(np.abs(traj.y - exact)) < 1e-14  # 1e-14: ~50 ulps of the cumulative sum
+
+
+def test_scalar_flow_logistic_converges_at_second_order():
+    # dy/dt = 1 - y^2 from -0.5: tanh(t + artanh(-0.5)); the interpolation error dy^2/8 |f''| gives O(N^-2)
+    t = np.linspace(0, 4, 41)
+    exact = np.tanh(t + np.arctanh(-0.5))
+    ns = np.array([65, 129, 257, 513, 1025])
+    errs = []
+    for n in ns:
+        y = np.linspace(-1, 1, n)
+        errs.append(np.max(np.abs(scalar_flow(y, 1 - y**2, -0.5, t).y - exact)))
+    slope = np.polyfit(np.log(ns), np.log(errs), 1)[0]
+    assert -2.2 < slope < -1.8 and errs[-1] < 1e-6  # second order; +-0.2 for the pre-asymptotic points
+
+
+def test_scalar_flow_stops_at_zero_and_at_the_end():
+    y = np.linspace(0, 1, 11)
+    rest = scalar_flow(y, y - 0.5, 0.5, [0.0, 1.0, 2.0])  # f(y0) = 0: at rest
+    assert rest.y.tolist() == [0.5, 0.5, 0.5]
+    out = scalar_flow(y, np.ones(11), 0.25, [0.0, 0.5, 0.75, 3.0])  # f = 1 to the end: y = 0.25 + t, then 1
+    np.testing.assert_allclose(out.y, [0.25, 0.75, 1.0, 1.0], rtol=0, atol=1e-15)  # 1e-15: a few ulps of 1
+    down = scalar_flow(y, -np.ones(11), 0.25, [0.0, 0.125, 5.0])
+    np.testing.assert_allclose(down.y, [0.25, 0.125, 0.0], rtol=0, atol=1e-15)
+
+
+@given(st.lists(st.floats(-3, 3), min_size=2, max_size=30), st.floats(0, 1), st.floats(0.01, 50))
+def test_scalar_flow_monotone_and_never_crosses_a_zero(fvals, u, horizon):
+    # a scalar autonomous flow is monotone in the direction of f(y0) and cannot pass a zero of f
+    y = np.linspace(-1, 1, len(fvals))
+    f = np.asarray(fvals)
+    y0 = -1 + 2 * u
+    traj = scalar_flow(y, f, y0, np.linspace(0, horizon, 50))
+    f0 = np.interp(y0, y, f)
+    steps = np.diff(traj.y) * np.sign(f0)
+    assert np.all(steps >= -1e-15) and np.all((traj.y >= -1) & (traj.y <= 1))  # 1e-15: rounding of y near 1
+    vals = np.interp(traj.y, y, f)
+    assert np.all(vals * f0 >= -1e-12 * np.max(np.abs(f)))  # f keeps its sign along the path (rounding at the zero)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(y_nodes=[0.0, 0.0]), "y_nodes"), (dict(f_nodes=[1.0]), "f_nodes"),
+                                      (dict(y0=2.0), "y0"), (dict(t_eval=[1.0, 0.0]), "t_eval"),
+                                      (dict(f_nodes=[np.nan, 1.0]), "f_nodes")])
+def test_scalar_flow_bad_input(kw, name):
+    args = dict(y_nodes=[0.0, 1.0], f_nodes=[1.0, -1.0], y0=0.5, t_eval=[0.0, 1.0]) | kw
+    with pytest.raises(InvalidParameterError, match=repr(name)):
+        scalar_flow(**args)

@@ -21,6 +21,7 @@ import weakref
 
 import numpy as np
 from scipy.integrate import quad
+from scipy.interpolate import CubicSpline
 from scipy.optimize import brentq
 from scipy.special import ndtri
 from scipy.stats import qmc
@@ -40,7 +41,10 @@ _N_SCRAMBLES = 16  # independent scrambles of the Sobol sequence; their spread g
 _BLOCK = 1 << 21  # floats of an (M, chunk, k) pre-activation block held at once (16 MiB)
 _N_TABLE = 1 << 13  # default RQMC size of the B0/B1 table of the corrected ODE: B0 rel. SE ~ 1 % (relu, k = 8)
 _M_TABLE = np.linspace(-1.0, 1.0, 41)  # B0/B1 table grid; linear interpolation error <= 0.05^2/8 |B0''|
-_tables = weakref.WeakKeyDictionary()  # problem -> {(n, seed): (B0 on _M_TABLE, B1 on _M_TABLE)}
+_N_GRID = 8193  # nodes cos(pi j/8192) of method "grid": error <= ~1e-7 in m, O(n_grid^-2) (tests)
+_N_EXACT = 513  # exact h, Phi at theta = pi j/512, cubic splines in theta: rel. error <= 2e-10 (xi <= 3, O(N^-4))
+_cache = weakref.WeakKeyDictionary()  # problem -> {key: value}: B0/B1 tables, grid nodes, regime pieces
+_ODE_METHODS = ("grid", "DOP853", "RK45", "RK23", "LSODA", "Radau", "BDF")
 _SRC = ["seed 003 L598-617 (overlap recursion, L604)", "seed 003 L1222-1230 (normalised SGD step)",
         "specs/lora.md §2.6 (corrected ODE, derived), §3.6 (validation)"]
 
@@ -224,28 +228,57 @@ def gradient_second_moment(problem, m, *, d, n=1 << 16, seed=0):
     return mean[0], se[0]
 
 
+def _cached(problem, key, make):
+    """``make()``, computed once per (problem, key) and dropped with the problem (which is frozen)."""
+    per = _cache.setdefault(problem, {})
+    if key not in per:
+        per[key] = make()
+    return per[key]
+
+
 def _table(problem, n, seed):
     """B0 and B1 on the fixed grid ``_M_TABLE``, cached per problem (same sample for both)."""
-    per = _tables.setdefault(problem, {})
-    if (n, seed) not in per:
-        mean, _ = _moments(problem, _M_TABLE, n, seed, [[1.0, 0.0], [0.0, 1.0]])
-        per[(n, seed)] = (mean[0], mean[1])
-    return per[(n, seed)]
+    return _cached(problem, ("B", n, seed),
+                   lambda: tuple(_moments(problem, _M_TABLE, n, seed, [[1.0, 0.0], [0.0, 1.0]])[0]))
 
 
 # ---- population dynamics ----------------------------------------------------------------------------
 
-def _drift(problem, lr, d, convention, n_mc, seed):
-    """dm/dt per step: ``lr h (1-m^2)`` (paper) minus ``2 lr^2 m [(d-k-2) B0 + B1]`` (corrected)."""
+def _drift_values(problem, m, hm, lr, d, convention, n_mc, seed):
+    """dm/dt per step at m, given hm = h(m): ``lr h (1-m^2)`` (paper) minus ``2 lr^2 m [(d-k-2) B0 + B1]``."""
     if convention == "paper":
-        return lambda t, m: lr * h(problem, m) * (1 - m * m)
+        return lr * hm * (1 - m * m)
     b0, b1 = _table(problem, n_mc, seed)
     c0, c1 = 2 * lr**2 * (d - problem.k - 2), 2 * lr**2
+    norm = c0 * np.interp(m, _M_TABLE, b0) + c1 * np.interp(m, _M_TABLE, b1)
+    return lr * hm * (1 - m * m) - m * norm
 
-    def drift(t, m):
-        norm = c0 * np.interp(m, _M_TABLE, b0) + c1 * np.interp(m, _M_TABLE, b1)
-        return lr * h(problem, m) * (1 - m * m) - m * norm
-    return drift
+
+def _drift(problem, lr, d, convention, n_mc, seed):
+    """The drift as a vector field ``f(t, m)`` for :func:`popdyn.dynamics.solve_ode`."""
+    return lambda t, m: _drift_values(problem, m, h(problem, m), lr, d, convention, n_mc, seed)
+
+
+def _splines(problem):
+    """Cubic splines in ``theta = arccos m`` of h and Phi through _N_EXACT exact values, cached.
+
+    ``1 - m = 2 sin^2(theta/2)``, so ``h(1) - C sqrt(1 - m) + ...`` (ReLU, spec §2.5) is smooth in theta:
+    the spline error falls like N^-4 at both ends too (tests/test_lora_dynamics.py).
+    """
+    def make():
+        theta = np.linspace(0.0, np.pi, _N_EXACT)
+        m = np.cos(theta)
+        return CubicSpline(theta, h(problem, m)), CubicSpline(theta, population_loss(problem, m))
+    return _cached(problem, "splines", make)
+
+
+def _nodes(problem, n_grid):
+    """Nodes ``cos(pi j/(n_grid-1))`` (dense where h ~ sqrt(1-|m|)) plus the B0/B1 table points (kinks of
+    the interpolated drift), rounded to 1e-15 to merge coincident ones; h there from the spline, cached."""
+    def make():
+        m = np.unique(np.r_[np.cos(np.linspace(np.pi, 0.0, n_grid)), _M_TABLE].round(15))
+        return m, _splines(problem)[0](np.arccos(m))
+    return _cached(problem, ("grid", n_grid), make)
 
 
 def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
@@ -264,7 +297,7 @@ def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
 
 
 def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_TABLE, seed=0,
-                rtol=1e-10, atol=1e-12, method="DOP853"):
+                rtol=1e-10, atol=1e-12, method="DOP853", n_grid=_N_GRID):
     r"""Overlap ODE of online SGD, in steps: the paper's population flow or the corrected one.
 
     .. math:: \frac{dm}{dt} = \eta\, h(m)(1-m^2) - \frac{\eta^2}{2}\, m\,\mathbb E\lVert L_t\rVert^2,
@@ -290,9 +323,14 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     seed : int
         Seed of the table (>= 0).
     rtol, atol : float
-        Tolerances of :func:`popdyn.dynamics.solve_ode`.
-    method : str
-        Its method ("DOP853", "RK45", "LSODA", ...; LSODA for large ``delta``, where the ODE is stiff).
+        Tolerances of :func:`popdyn.dynamics.solve_ode` (not used by "grid").
+    method : {"DOP853", "RK45", "RK23", "LSODA", "Radau", "BDF", "grid"}
+        A :func:`popdyn.dynamics.solve_ode` method (LSODA for large ``delta``, where the ODE is stiff), or
+        "grid": the drift on ``n_grid`` nodes in one vectorised call of h, flowed exactly as a
+        piecewise-linear field by :func:`popdyn.dynamics.scalar_flow` (error O(n_grid^-2), any stiffness).
+    n_grid : int
+        Nodes ``m = cos(pi j/(n_grid - 1))`` of "grid" (>= 3), plus the 41 table points; h on them
+        is cached per problem. The default 8193 keeps the error below ~1e-7 in m.
 
     Returns
     -------
@@ -322,6 +360,10 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     owner = "lora.overlap_ode"
     lr, d, convention = _check_dynamics(owner, problem, lr, d, convention, n_mc, seed)
     m0 = float(check_overlap(check(owner, "m0", m0, Interval(-1, 1)), "m0"))
+    method = check(owner, "method", method, Options(_ODE_METHODS))
+    if method == "grid":
+        m, hm = _nodes(problem, check(owner, "n_grid", n_grid, Integer(3)))
+        return dynamics.scalar_flow(m, _drift_values(problem, m, hm, lr, d, convention, n_mc, seed), m0, t)
     f = _drift(problem, lr, d, convention, n_mc, seed)
     return dynamics.solve_ode(f, m0, t, rtol=rtol, atol=atol, method=method, bounds=(-1.0, 1.0))
 
@@ -403,7 +445,7 @@ def limit_sign(problem):
     >>> limit_sign(p)
     -1
     """
-    return int(np.sign(h0(problem)))
+    return _cached(problem, "sign", lambda: int(np.sign(h0(problem))))
 
 
 def time_to_overlap(problem, m0, m1):
@@ -519,11 +561,10 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
 
 def _regime(problem, lr, d, m0, convention):
     """Regime entries (condition, value, bound, holds, source) of the overlap theory for these options."""
-    from .bounds import condition3  # bounds builds on this module (B0), so it is imported late
     k, s = problem.k, limit_sign(problem)
     off = np.abs(problem.G - np.eye(k)).max() if k > 1 else 0.0
     sep = 1 - np.log(k) / np.sqrt(k) if k > 1 else 1.0
-    cond3 = bool(condition3(problem)[0])
+    cond3 = _condition3(problem)
     entries = [
         ("delta = lr*d <= 1 (Thm 16 takes delta <= 1; corrected ODE validated to 0.5)", lr * d, 1.0,
          lr * d <= 1, "seed 003 L650; specs/lora.md §3.6"),
@@ -544,9 +585,15 @@ def _regime(problem, lr, d, m0, convention):
     return out
 
 
+def _condition3(problem):
+    """Condition 3 of :func:`~popdyn.models.lora.condition3`, cached per problem."""
+    from .bounds import condition3  # bounds builds on this module (B0), so it is imported late
+    return _cached(problem, "condition3", lambda: bool(condition3(problem)[0]))
+
+
 @predict.register(Problem)
 def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points=200, n_mc=_N_TABLE,
-             seed=0, rtol=1e-8):
+             seed=0, method="grid", n_grid=_N_GRID, rtol=1e-8):
     r"""Theory of online SGD on the LoRA problem: overlap m(t) and population loss Phi(m(t)).
 
     .. math:: \frac{dm}{dt} = \eta h(m)(1-m^2) - 2\eta^2 m\big[(d-k-2)B_0(m) + B_1(m)\big],\qquad
@@ -571,8 +618,14 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
         Monte Carlo size of the cached B0/B1 table (>= 2).
     seed : int
         Seed of that table (>= 0).
+    method : {"grid", "solve_ivp"}
+        "grid": the drift on ``n_grid`` nodes clustered at +-1, flowed exactly as a piecewise-linear
+        field (:func:`popdyn.dynamics.scalar_flow`; ~1e-7 in m, a fraction of a millisecond once h on
+        the nodes is cached). "solve_ivp": scipy's LSODA on the exact drift (one scalar h per call).
+    n_grid : int
+        Nodes of "grid" (>= 3); see :func:`overlap_ode`.
     rtol : float
-        Relative tolerance of the ODE solver, in (0, 1); ``atol = 1e-3 rtol``. LSODA switches to a
+        Relative tolerance of "solve_ivp", in (0, 1); ``atol = 1e-3 rtol``. LSODA switches to a
         stiff method when ``delta = lr d`` is large (the drift ``-2 lr^2 d m B0`` relaxes in ~1/(lr delta) steps).
 
     Returns
@@ -604,16 +657,22 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     steps = check(owner, "steps", steps, Integer(1))
     n_points = check(owner, "n_points", n_points, Integer(2))
     rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
+    method = check(owner, "method", method, Options(("grid", "solve_ivp")))
     if m0 is None:
         m0 = (limit_sign(problem) or 1) * 0.5 / np.sqrt(d)
     m0 = check(owner, "m0", m0, Interval(-1, 1))
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
     sol = overlap_ode(problem, m0, t.astype(np.float64), lr=lr, d=d, convention=convention, n_mc=n_mc,
-                      seed=seed, rtol=rtol, atol=1e-3 * rtol, method="LSODA")
+                      seed=seed, rtol=rtol, atol=1e-3 * rtol, method="LSODA" if method == "solve_ivp" else "grid",
+                      n_grid=n_grid)
     t = t[:sol.t.size]
     options = dict(d=d, lr=lr, steps=steps, m0=m0, convention=convention, n_points=n_points, n_mc=n_mc,
-                   seed=seed, rtol=rtol)
-    meta = dict(problem=repr(problem), options=options, t_unit="steps", delta=lr * d, nfev=sol.nfev,
+                   seed=seed, method=method, n_grid=n_grid, rtol=rtol)
+    meta = dict(problem=_cached(problem, "repr", lambda: repr(problem)), options=options, t_unit="steps", delta=lr * d, nfev=sol.nfev,
                 source=_SRC, regime=_regime(problem, lr, d, m0, convention))
-    return Prediction(t=t, observables={"m": sol.y, "loss": population_loss(problem, sol.y)},
+    if method == "grid":
+        loss = np.maximum(_splines(problem)[1](np.arccos(sol.y)), 0.0)
+    else:
+        loss = population_loss(problem, sol.y)
+    return Prediction(t=t, observables={"m": sol.y, "loss": loss},
                       status=sol.status, message=sol.message, meta=meta)
