@@ -25,7 +25,7 @@ from ..models.looped import Problem
 from ..results import Simulation
 from ._torch import make_generator, progress, resolve_device, resolve_dtype, standard_normal_, to_numpy
 
-__all__ = ["LoopedTransformer", "sample_prompts", "simulate", "train"]
+__all__ = ["LoopedTransformer", "sample_prompts", "curves", "simulate", "train"]
 
 _OWNER = "looped.simulate"
 
@@ -58,14 +58,17 @@ class LoopedTransformer(torch.nn.Module):
         self.eta.fill_(eta)
         return self
 
+    def step(self, row, Zx, ZxP, eta_t):
+        """One loop on the query rows ``row`` (B, 1, d+1): ``row - eta_t (row Q Zx^T) Zx P`` (Zx P precomputed)."""
+        return row - eta_t[:, None, None] * (((row @ self.Q) @ Zx.mT) @ ZxP)
+
     def forward(self, Z0, eta=None):
         Zx = Z0[:, :-1]                                   # example rows, frozen by the mask (B, n, d+1)
         eta = self.eta.expand(Z0.shape[0], -1) if eta is None else eta
-        ZxP = Zx @ self.P                                 # (B, n, d+1)
+        ZxP = Zx @ self.P
         row, rows = Z0[:, -1:], [Z0[:, -1]]
         for t in range(self.T):
-            score = (row @ self.Q) @ Zx.mT                # query row's attention to the n examples (B, 1, n)
-            row = row - eta[:, t, None, None] * (score @ ZxP)
+            row = self.step(row, Zx, ZxP, eta[:, t])
             rows.append(row[:, 0])
         return torch.stack(rows, dim=1)
 
@@ -104,12 +107,19 @@ def _schedule(Z, T, eta, dtype):
 
 
 def curves(model, Z0, theta, alpha, eta=None):
-    """Signed error <TF_t, theta*> - alpha and ||TF_t/alpha - theta*||^2, each (B, T + 1), from the query rows."""
+    """Signed error <TF_t, theta*> - alpha and ||TF_t/alpha - theta*||^2, each (B, T + 1), recorded loop by loop."""
     d = theta.shape[1]
-    TF = -model(Z0, eta)[..., :d]                         # (B, T+1, d)
-    err = (TF @ theta[:, :, None])[..., 0] - alpha
-    sq = torch.linalg.vector_norm(TF / alpha - theta[:, None], dim=-1) ** 2
-    return err, sq
+    Zx = Z0[:, :-1]
+    eta = model.eta.expand(Z0.shape[0], -1) if eta is None else eta
+    ZxP = Zx @ model.P
+    row, err, sq = Z0[:, -1:], [], []
+    for t in range(model.T + 1):
+        TF = -row[:, 0, :d]
+        err.append((TF * theta).sum(1) - alpha)
+        sq.append(torch.linalg.vector_norm(TF / alpha - theta, dim=1) ** 2)
+        if t < model.T:
+            row = model.step(row, Zx, ZxP, eta[:, t])
+    return torch.stack(err, 1), torch.stack(sq, 1)
 
 
 def _check(problem, T, eta, seeds, prompts, seed):
