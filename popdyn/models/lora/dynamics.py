@@ -11,7 +11,9 @@ theory for :func:`popdyn.predict`
     ``predict(problem, *, d, lr, steps, ...)`` registered for :class:`~popdyn.models.lora.Problem`
 
 Time is counted in SGD steps ``t``; the paper's ODE time is ``lr * t`` and the spec's is ``tau = t / d``
-with ``lr = delta / d``.
+with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, cubic splines in
+``theta = arccos m`` of h and Phi, h on the nodes of ``method="grid"`` and the regime checks; a warm
+``predict`` then costs well under a millisecond (validation/bench.py).
 """
 from __future__ import annotations
 
@@ -561,14 +563,12 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
 
 def _regime(problem, lr, d, m0, convention):
     """Regime entries (condition, value, bound, holds, source) of the overlap theory for these options."""
-    k, s = problem.k, limit_sign(problem)
-    off = np.abs(problem.G - np.eye(k)).max() if k > 1 else 0.0
-    sep = 1 - np.log(k) / np.sqrt(k) if k > 1 else 1.0
-    cond3 = _condition3(problem)
+    s = limit_sign(problem)
+    quantised, off, sep, cond3 = _cached(problem, "regime", lambda: _problem_regime(problem))
     entries = [
         ("delta = lr*d <= 1 (Thm 16 takes delta <= 1; corrected ODE validated to 0.5)", lr * d, 1.0,
          lr * d <= 1, "seed 003 L650; specs/lora.md §3.6"),
-        ("A3: c, c_hat in {+-1/sqrt(k)}^k", problem.quantised, True, problem.quantised, "seed 003 L82"),
+        ("A3: c, c_hat in {+-1/sqrt(k)}^k", quantised, True, quantised, "seed 003 L82"),
         ("A4/A5: max_ij |G_ij - delta_ij| <= 1 - log k/sqrt k", float(off), float(sep), off <= sep,
          "seed 003 L98, L110"),
         ("sign(m0) = sign(h(0)) (limit is sign(h(0)) u)", float(m0 * s), 0.0, m0 * s > 0, "seed 003 L459, L475"),
@@ -585,10 +585,13 @@ def _regime(problem, lr, d, m0, convention):
     return out
 
 
-def _condition3(problem):
-    """Condition 3 of :func:`~popdyn.models.lora.condition3`, cached per problem."""
+def _problem_regime(problem):
+    """The problem's own regime values: A3, max |G - I| and its A4/A5 bound, Condition 3 (401 points)."""
     from .bounds import condition3  # bounds builds on this module (B0), so it is imported late
-    return _cached(problem, "condition3", lambda: bool(condition3(problem)[0]))
+    k = problem.k
+    off = float(np.abs(problem.G - np.eye(k)).max()) if k > 1 else 0.0
+    sep = float(1 - np.log(k) / np.sqrt(k)) if k > 1 else 1.0
+    return problem.quantised, off, sep, bool(condition3(problem)[0])
 
 
 @predict.register(Problem)
