@@ -179,12 +179,15 @@ def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", 
     model = LoopedTransformer(problem.d, T, dtype=dt, device=dev)
     eta0 = 0.1 / (problem.n * float(np.mean(problem.cov)))
     model.init_gd(eta0)
+    with torch.no_grad():  # distinct starting steps: Adam moves equal coordinates with equal-sign gradients alike
+        model.eta.mul_(torch.linspace(0.5, 1.5, T, dtype=dt, device=dev))
     if init == "random":
         with torch.no_grad():
             for W in (model.Q, model.P):
                 W.copy_(torch.eye(problem.d + 1) + 0.3 / np.sqrt(problem.d + 1)
                         * standard_normal_(torch.empty_like(W), gen))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    # Adam's steps are ~lr per coordinate: the residual weights (size ~1/n) get lr scaled to their size
+    opt = torch.optim.Adam([{"params": [model.Q, model.P]}, {"params": [model.eta], "lr": lr * eta0 * 30}], lr=lr)
     losses = np.empty(steps)
     for i in range(steps):
         Z0, th = sample_prompts(problem, batch, gen, dt, dev)

@@ -207,7 +207,7 @@ def _weight_summary(model, d):
        tolerance=1.5,
        tolerance_origin="our acceptance: within 50 % of the optimum after a few hundred Adam steps; the best "
                         "constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
-       quick={"n": 32, "d": 4, "T": 4, "steps": 300, "batch": 256, "lr": 0.02, "eval": 4000, "seed": 0},
+       quick={"n": 32, "d": 4, "T": 4, "steps": 300, "batch": 128, "lr": 0.01, "eval": 2000, "seed": 0},
        full={"n": 32, "d": 4, "T": 4, "steps": 3000, "batch": 256, "lr": 0.01, "eval": 20000, "seed": 0})
 def trained(size, device, outdir):
     from popdyn.sim import looped as sim
@@ -255,6 +255,7 @@ def bench_looped(prompts=10_000, T=1000, n=32, d=4, seed=0, device="cpu"):
     from popdyn.sim import looped as sim
     problem = looped.Problem.isotropic_gaussian(n, d)
     X, th, y = looped.sample_prompts(problem, prompts, seed)
+    looped.exact_error(X[:2], th[:2], 1.0, 2, "1/L")  # JIT warm-up, not timed
     t0 = time.perf_counter()
     err = looped.exact_error(X, th, 1.0, T, "1/L")
     t_exact = time.perf_counter() - t0

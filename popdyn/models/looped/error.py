@@ -13,6 +13,7 @@ Marchenko-Pastur limit
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from scipy.integrate import quad_vec
 
 from ..._validate import Interval, InvalidParameterError, as_int, check
@@ -69,9 +70,39 @@ def _spectral(X, theta_star, y, Gamma):
     return mu, g, h, e, M
 
 
+@njit(cache=True)
+def _curves_kernel(mu, g, h, e, etas, inner, sq):
+    """Numba loop of :func:`_curves` for M = I on 2-d stacks: O(P T d), no (P, d, T) temporaries."""
+    P, d = mu.shape
+    T = etas.shape[1]
+    for p in range(P):
+        Pi = np.ones(d)
+        Sig = np.zeros(d)
+        for t in range(T + 1):
+            a, b = 0.0, 0.0
+            for i in range(d):
+                c = Sig[i] * e[p, i] - Pi[i] * g[p, i]
+                a += h[p, i] * c
+                b += c * c
+            inner[p, t], sq[p, t] = a, b
+            if t < T:
+                for i in range(d):
+                    f = 1.0 - etas[p, t] * mu[p, i]
+                    Sig[i] = Sig[i] * f + etas[p, t]
+                    Pi[i] *= f
+
+
 def _curves(mu, g, h, e, M, etas):
     """inner[t] = <theta^(t) - theta*, theta*> and sq[t] = ||theta^(t) - theta*||^2, t = 0..T, by the products."""
     T = etas.shape[-1]
+    if M is None:
+        shape, d = mu.shape[:-1], mu.shape[-1]
+        flat = lambda a: np.ascontiguousarray(np.broadcast_to(a, mu.shape).reshape(-1, d))
+        count = int(np.prod(shape))
+        inner, sq = np.empty((count, T + 1)), np.empty((count, T + 1))
+        _curves_kernel(flat(mu), flat(g), flat(h), flat(np.zeros_like(mu) if e is None else e),
+                       np.ascontiguousarray(np.broadcast_to(etas, shape + (T,)).reshape(count, T)), inner, sq)
+        return inner.reshape(shape + (T + 1,)), sq.reshape(shape + (T + 1,))
     Pi, Sig = np.ones_like(mu), np.zeros_like(mu)
     inner, sq = np.empty(mu.shape[:-1] + (T + 1,)), np.empty(mu.shape[:-1] + (T + 1,))
     for t in range(T + 1):
