@@ -27,7 +27,7 @@ _SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 
 def _train(p, k, size, **options):
     """AdamW (the paper's lr, betas, warm-up, batch 1024) at the construction width, seeds batched, float64
-    (float32 saturates the softmax late in training: R fell to 0.09 instead of 0.82 at k=3, p=11, 10k steps)."""
+    (float32 saturates the softmax late in training: R fell to 0.09 instead of 0.84 at k=3, p=11, 10k steps)."""
     return popdyn.simulate(modular.Problem(p=p, k=k), steps=size["steps"], seeds=size["seeds"],
                            device=size["device"], **{"n_points": 41, **options})
 
@@ -61,11 +61,12 @@ def _spectra_figure(sims, path):
        title="Trained networks learn single-frequency (Fourier) neurons and use every frequency",
        source=f"{_SEED} L1164, L1202-1233 (Figs. 4.1, 4.2), L8455-8603 (Lemmas C.19/C.20); "
               "specs/modular_and_icl.md §A.2.7, §A.3 E4.1",
-       metric="1 - (least over settings and seeds of the fraction of neurons with max normalized power > 0.9); "
-              "every frequency must be some neuron's dominant one (coverage 1) for a pass",
-       tolerance=0.1,
-       tolerance_origin="spec §A.3: 96 % of neurons above 0.9 at k=3, p=11 after 20k AdamW steps (numpy); "
-                        "at least 90 % is asked, and coverage 1 when m >= 2^(2k-2)(p-1)",
+       metric="1 - (least over settings and seeds of the median over neurons of the max normalized power, "
+              "least over a neuron's k+1 components); every frequency must be some neuron's dominant one "
+              "(coverage 1) for a pass",
+       tolerance=0.05,
+       tolerance_origin="spec §A.3 plan item 3: 'expect an end median > 0.95 on full data' (0.987 at k=3, p=11, "
+                        "20k steps, first input only); coverage 1 when m >= 2^(2k-2)(p-1) (Lemma C.20)",
        quick={"settings": [[11, 3], [13, 2]], "steps": 6000, "seeds": 1, "weight_decay": 0.1},
        full={"settings": [[11, 3], [23, 2]], "steps": 20000, "seeds": 2, "weight_decay": 0.1})
 def trained_circuit(size, device, outdir):
@@ -84,14 +85,16 @@ def trained_circuit(size, device, outdir):
                          "median_abs_phase_residual": float(np.nanmedian(np.abs(d["phase_residual"]))),
                          "median_balance": float(np.median(d["balance"])),
                          "train_acc": float(sim["train_acc"][s, -1]), "margin_ratio": float(sim["margin_ratio"][s, -1])})
-    worst = 1 - min(r["single_freq_fraction"] for r in rows)
+    worst = 1 - min(r["median_power_end"] for r in rows)
     covered = all(r["coverage"] == 1.0 for r in rows)
     path = _spectra_figure(sims, outdir / "modular.trained_circuit.png")
-    return ClaimResult(measured=worst, tolerance=0.1, passed=worst <= 0.1 and covered, figure=str(path), table=rows,
-                       message=f"single-frequency neurons (power > 0.9): least fraction {1 - worst:.3f}; coverage "
-                               f"{'complete' if covered else 'INCOMPLETE'} in every run; median power init "
-                               f"{np.median([r['median_power_init'] for r in rows]):.2f} -> end "
-                               f"{np.median([r['median_power_end'] for r in rows]):.3f}; median |phase residual| "
+    return ClaimResult(measured=worst, tolerance=0.05, passed=worst <= 0.05 and covered, figure=str(path),
+                       table=rows,
+                       message=f"median max normalized power: init {min(r['median_power_init'] for r in rows):.2f}"
+                               f"-{max(r['median_power_init'] for r in rows):.2f} -> end least {1 - worst:.3f}; "
+                               f"neurons above 0.9: least fraction {min(r['single_freq_fraction'] for r in rows):.3f};"
+                               f" coverage {'complete' if covered else 'INCOMPLETE'} in every run; median |phase "
+                               "residual| "
                                f"{np.median([r['median_abs_phase_residual'] for r in rows]):.3f} rad.")
 
 
