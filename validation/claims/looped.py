@@ -103,11 +103,11 @@ def _fig_panel_data(n, size, rng):
 @claim(id="looped.fig8_1", model="looped",
        title="Fig. 8.1: log ||theta_t - theta*||^2 below -t/kappa for d = 4, n in {16..128}; the log-gap widens",
        source=f"{_SEED} L2476-2488 (Fig. 8.1, kappa values), L2337 (Thm 8.16); spec A.4",
-       metric="max relative gap between iterated GD and the exact curve (8-g), over trials and t before the float "
-              "floor (||.||^2 > 1e-28); also checked: curves below -t/kappa, torch float32 within 1e-5 relative "
-              "before t = 10, the log-gap at t = 10 grows with n",
-       tolerance=1e-8,
-       tolerance_origin="float64 rounding of <= 200 GD steps relative to values >= 1e-28 (spec A.4 (a): ~1e-12)",
+       metric="max over trials and t <= 200 of | ||theta_t^GD - theta*|| - sqrt(exact (8-g)) | (iterated float64 GD "
+              "against the eigen-formula); also checked: every curve below -t/kappa, the torch float32 transformer "
+              "within 1e-5 of the exact distance, the log-gap at t = 10 grows with n",
+       tolerance=1e-12,
+       tolerance_origin="float64 rounding of <= 200 GD steps: ~T eps kappa ~ 200 x 2.2e-16 x 5 = 2e-13",
        quick={"ns": [16, 32, 64, 128], "T": 200, "trials": 10, "seed": 0, "d_large": 200, "trials_large": 2},
        full={"ns": [16, 32, 64, 128], "T": 200, "trials": 10, "seed": 0, "d_large": 200, "trials_large": 8})
 def fig8_1(size, device, outdir):
@@ -117,9 +117,8 @@ def fig8_1(size, device, outdir):
     rows, gap, tf_gap = [], 0.0, 0.0
     for n in size["ns"]:
         kappa, exact, gd, tf32 = _fig_panel_data(n, size, rng)
-        ok = gd > _FLOOR
-        gap = max(gap, float(np.max(np.abs(gd[ok] / exact[ok] - 1))))
-        tf_gap = max(tf_gap, float(np.max(np.abs(tf32[:, :11] / exact[:, :11] - 1))))
+        gap = max(gap, float(np.max(np.abs(np.sqrt(gd) - np.sqrt(exact)))))
+        tf_gap = max(tf_gap, float(np.max(np.abs(np.sqrt(tf32) - np.sqrt(exact)))))
         k_bar, emp = float(kappa.mean()), np.log(exact).mean(0)
         floor_t = int(np.argmax(np.all(gd <= 1e3 * _FLOOR, axis=0))) if np.any(np.all(gd <= 1e3 * _FLOOR, 0)) else None
         plot_curves(t, {f"n={n} exact": emp, f"n={n} GD (iterated)": np.log(np.maximum(gd, 1e-300)).mean(0),
@@ -146,13 +145,13 @@ def fig8_1(size, device, outdir):
     save_figure(fig, outdir / "looped.fig8_1.png")
     gaps = [r["gap_t10"] for r in rows]
     below = all(r["below_paper_line"] for r in rows)
-    passed = gap <= 1e-8 and below and tf_gap <= 1e-5
+    passed = gap <= 1e-12 and below and tf_gap <= 1e-5
     return ClaimResult(
-        measured=gap, tolerance=1e-8, passed=passed, figure=str(outdir / "looped.fig8_1.png"), table=rows,
-        message=f"GD = exact to {gap:.1e} before the floor; torch fp32 {tf_gap:.1e}; every curve below -t/kappa: "
+        measured=gap, tolerance=1e-12, passed=passed, figure=str(outdir / "looped.fig8_1.png"), table=rows,
+        message=f"GD = exact to {gap:.1e} (distance); torch fp32 {tf_gap:.1e}; every curve below -t/kappa: "
                 f"{below}; log-gap at t = 10 by n: {', '.join(f'{g:.2f}' for g in gaps)} -- it WIDENS with n, so the "
                 f"paper's 'gap narrowing as n increases' (L2488) does not reproduce.",
-        details={"torch_fp32_rel_gap_t_le_10": tf_gap, "gap_widens": bool(np.all(np.diff(gaps) > 0)),
+        details={"torch_fp32_max_abs_gap_distance": tf_gap, "gap_widens": bool(np.all(np.diff(gaps) > 0)),
                  "mp_panel_max_rel_gap_t_le_30": float(np.max(np.abs(fin / mp - 1)))})
 
 
@@ -207,8 +206,8 @@ def _weight_summary(model, d):
        tolerance=1.5,
        tolerance_origin="our acceptance: within 50 % of the optimum after a few hundred Adam steps; the best "
                         "constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
-       quick={"n": 32, "d": 4, "T": 4, "steps": 300, "batch": 128, "lr": 0.01, "eval": 2000, "seed": 0},
-       full={"n": 32, "d": 4, "T": 4, "steps": 3000, "batch": 256, "lr": 0.01, "eval": 20000, "seed": 0})
+       quick={"n": 32, "d": 4, "T": 4, "steps": 1500, "batch": 128, "lr": 0.01, "eval": 2000, "seed": 0},
+       full={"n": 32, "d": 4, "T": 4, "steps": 4000, "batch": 256, "lr": 0.01, "eval": 20000, "seed": 0})
 def trained(size, device, outdir):
     from popdyn.sim import looped as sim
     problem = looped.Problem.isotropic_gaussian(size["n"], size["d"])
