@@ -13,10 +13,8 @@ gamma_matrix, population_loss, population_gradient, factor_gradient, excess_loss
     Lemma 5.1 (with its constant ``tr(Lambda)/2``), gradients, excess loss (D.4).
 full_rank_optimum, rank_r_optimum, optimum, optimal_loss
     Lemma D.1 and Thm 5.4.1 (value and uniqueness condition).
-eval_risk, eval_risk_avg, eval_risk_flip
-    Evaluation risk of any ``(U, u)`` on noisy / label-flipped prompts, conditional on w and w-averaged.
-optimum_eval_risk, optimum_eval_risk_avg, large_n_eval_risk, rank_gap
-    Thm 5.4.2 (eigen-coordinate form), its w-average, its large-N form, Thm 5.4.3.
+
+The evaluation risks are in ``regression_risk``, the gradient flow and ``predict`` in ``regression_flow``.
 """
 from __future__ import annotations
 
@@ -27,9 +25,7 @@ import numpy as np
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, as_int, check, validate
 
 __all__ = ["Problem", "ICLOptimum", "spectrum", "gamma_matrix", "population_loss", "population_gradient",
-           "factor_gradient", "excess_loss", "full_rank_optimum", "rank_r_optimum", "optimum", "optimal_loss",
-           "eval_risk", "eval_risk_avg", "eval_risk_flip", "optimum_eval_risk", "optimum_eval_risk_avg",
-           "large_n_eval_risk", "rank_gap"]
+           "factor_gradient", "excess_loss", "full_rank_optimum", "rank_r_optimum", "optimum", "optimal_loss"]
 
 _SYM_TOL = 1e-10   # 1e-10: relative asymmetry of a covariance accepted as float64 rounding
 _PSD_TOL = 1e-10   # 1e-10 * lambda_max: eigh rounding of a symmetric matrix (eps * d * ||Lambda|| with margin)
