@@ -167,7 +167,8 @@ def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", 
     """Adam on the mean of ||TF_T/alpha - theta*||^2 (the query-prediction loss) over fresh prompts.
 
     ``init="random"``: Q, P = I + N(0, 0.3^2/(d+1)) entries and every eta = 0.1 / (n E x^2);
-    ``init="gd"``: Lemma 8.13's weights with the same eta. Returns ``(model, losses)`` (losses per step).
+    ``init="gd"``: Lemma 8.13's weights with the same eta. The residual weights start spread over [0.5, 1.5] eta0
+    and get Adam's lr times 30 eta0; the lr decays linearly to 0. Returns ``(model, losses)`` (losses per step).
     """
     T = as_int("looped.train", "T", T, 1)
     steps, batch = as_int("looped.train", "steps", steps, 1), as_int("looped.train", "batch", batch, 1)
@@ -188,6 +189,7 @@ def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", 
                         * standard_normal_(torch.empty_like(W), gen))
     # Adam's steps are ~lr per coordinate: the residual weights (size ~1/n) get lr scaled to their size
     opt = torch.optim.Adam([{"params": [model.Q, model.P]}, {"params": [model.eta], "lr": lr * eta0 * 30}], lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1 - i / steps)  # linear decay to 0: a settled end point
     losses = np.empty(steps)
     for i in range(steps):
         Z0, th = sample_prompts(problem, batch, gen, dt, dev)
@@ -195,5 +197,6 @@ def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", 
         opt.zero_grad()
         loss.backward()
         opt.step()
+        sched.step()
         losses[i] = loss.item()
     return model, losses

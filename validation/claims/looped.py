@@ -206,7 +206,7 @@ def _weight_summary(model, d):
        tolerance=1.5,
        tolerance_origin="our acceptance: within 50 % of the optimum after a few hundred Adam steps; the best "
                         "constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
-       quick={"n": 32, "d": 4, "T": 4, "steps": 1500, "batch": 128, "lr": 0.01, "eval": 2000, "seed": 0},
+       quick={"n": 32, "d": 4, "T": 4, "steps": 1000, "batch": 128, "lr": 0.01, "eval": 2000, "seed": 0},
        full={"n": 32, "d": 4, "T": 4, "steps": 4000, "batch": 256, "lr": 0.01, "eval": 20000, "seed": 0})
 def trained(size, device, outdir):
     from popdyn.sim import looped as sim
