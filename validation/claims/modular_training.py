@@ -133,10 +133,10 @@ def margin_ratio(size, device, outdir):
                      "max_R": float(R.mean(0).max()),
                      "step_of_max": int(sim.t[np.argmax(R.mean(0))]), "monotone_fraction": _monotone_fraction(R),
                      **marks, "final_single_freq": float(sim["single_freq_fraction"][:, -1].mean())})
-        curves[f"{name}, wd = {wd:g}"] = R.mean(0)
-        bands[f"{name}, wd = {wd:g}"] = R.std(0) if sim.n_seeds > 1 else np.zeros(len(sim.t))
+        curves[f"{name}, wd = {wd:g}"] = R.mean(0)[1:]          # step 0 left out: R < 0 at init
+        bands[f"{name}, wd = {wd:g}"] = R.std(0)[1:] if sim.n_seeds > 1 else np.zeros(len(sim.t) - 1)
     best = max(r["final_R"] for r in rows if r["optimizer"] == "adamw")
-    path = plot_curves(sim.t, curves, outdir / "modular.margin_ratio.png", bands=bands,
+    path = plot_curves(sim.t[1:], curves, outdir / "modular.margin_ratio.png", bands=bands,
                        refs={"gamma* (R = 1)": 1.0, "spec: 0.894 at 20k (wd 0.1)": 0.894},
                        xlabel="step", ylabel=r"$R = h(\theta)/(\|\theta\|_{2,k+1}^{k+1}\gamma^*)$",
                        title=f"p={size['p']}, k={size['k']}, full data, AdamW: best final R = {best:.3f}")
