@@ -201,3 +201,18 @@ def test_cuda_runs_with_cpu_shapes():
     for name in cpu.observables:   # CUDA generators draw other numbers: compare shapes, not values
         assert gpu[name].shape == cpu[name].shape
     assert gpu.status == 0 and np.all(gpu["margin_ratio"] <= 1.0)
+
+
+@pytest.mark.parametrize("cid,size", [
+    ("modular.trained_circuit", {"settings": [[5, 2], [5, 3]], "steps": 30, "seeds": 2, "weight_decay": 0.1}),
+    ("modular.margin_ratio", {"p": 5, "k": 2, "weight_decays": [0.1], "steps": 30, "seeds": 2,
+                              "sgd": {"lr": 0.5, "weight_decay": 1e-4}}),
+    ("modular.grokking", {"p": 7, "k": 2, "weight_decays": [0.1, 0.0], "steps": 30, "seeds": 2})])
+def test_training_claims_run_at_tiny_size(cid, size, tmp_path):
+    """Every code path of the claims (figure, table, verdict) at a size too small to pass or fail meaningfully."""
+    from validation.claims import select
+    (c,) = select([cid])
+    res = c.run(size, "cpu", tmp_path)
+    assert (tmp_path / f"{cid}.png").exists() and res.figure.endswith(".png")
+    assert res.table and all(set(r) == set(res.table[0]) for r in res.table)
+    assert np.isfinite(res.measured) and res.passed == (res.passed and res.measured <= res.tolerance)
