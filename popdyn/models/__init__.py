@@ -1,7 +1,7 @@
 """One module (or subpackage) per setting of the theory; each registers ``popdyn.predict``."""
 from . import lora
-from . import looped
-from . import modular
 from . import icl
+from . import modular
+from . import looped
 
-__all__ = ["lora", "modular", "icl", "looped"]
+__all__ = ["lora", "icl", "modular", "looped"]

@@ -194,7 +194,7 @@ def _paired(p, w, r, r2, sigma, n, seed):
 
 @claim(id="icl.gradient_flow", model="icl",
        title="Population gradient flow of U = A B^T from small init reaches U* through the rank-k saddles (extension)",
-       source="derived (not in the paper); specs/modular_and_icl.md §B.2.2, Z.9",
+       source="derived (not in the paper), for the loss of seed 001 Lemma 5.1 (L1322-1434); specs/modular_and_icl.md §B.2.2, Z.9",
        metric="||A B^T - U*||_F / ||U*||_F at the final flow time; plateaus must visit saddles 0..r in order",
        tolerance=1e-6, tolerance_origin="spec §B.2.2: < 1e-6 at t = 400 (d = 6, N = 20, r = 2)",
        quick={"d": 6, "N": 20, "r": 2, "t": 20000.0, "init_scale": 1e-3, "q": 0.5},
