@@ -38,10 +38,13 @@ REPORT = Path(__file__).resolve().parent / "report" / "bench.json"
 
 #: Sizes of the full and the quick run. Full sizes are the ones the goals are stated for.
 SIZES = {
-    "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5},
-    "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3},
+    "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5,
+             "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),)},
+    "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
+              "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),)},
 }
-GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0}
+GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "icl_optimum": 1.0,
+         "looped_error": 1.0, "modular_margin": 1.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 
@@ -130,12 +133,39 @@ def _bench_h(sz):
             "max_abs_diff": float(np.max(np.abs(h_pop - h_np)))}
 
 
+def _bench_icl(sz):
+    from .claims.icl import bench_icl
+    r = bench_icl(target=sz["icl_target"])
+    return {"what": f"ICL rank-r optimum: closed form vs Adam training to {sz['icl_target']:g} relative error "
+                    f"({r['steps']} steps)", "fast_s": r["closed_form_s"], "slow_s": r["training_s"],
+            "ratio": r["training_s"] / r["closed_form_s"], "goal": GOALS["icl_optimum"]}
+
+
+def _bench_looped(sz):
+    from .claims.looped import bench_looped
+    prompts, T = sz["looped"]
+    r = bench_looped(prompts=prompts, T=T)
+    return {"what": f"looped TF error curves, {T} loops on {prompts} prompts: eigen-formula vs torch loop",
+            "fast_s": r["exact_s"], "slow_s": r["torch_s"], "ratio": r["ratio"], "goal": GOALS["looped_error"],
+            "max_abs_diff": r["max_abs_gap"]}
+
+
+def _bench_modular(sz):
+    from .claims.modular import bench_modular
+    r = bench_modular(sizes=sz["modular"], repeats=1)[-1]
+    return {"what": f"modular margin over all {r['inputs']} inputs, (p, k, m) = ({r['p']}, {r['k']}, {r['m']}): "
+                    f"numba vs numpy (peak {r['numba_peak_mib']:.1f} vs {r['numpy_peak_mib']:.0f} MiB)",
+            "fast_s": r["numba_s"], "slow_s": r["numpy_s"], "ratio": r["ratio"], "goal": GOALS["modular_margin"],
+            "max_abs_diff": r["rel_diff"]}
+
+
 def run(quick=False):
-    """Run the three measurements; returns the report dict (also what ``main`` saves)."""
+    """Run every measurement; returns the report dict (also what ``main`` saves)."""
     sz = SIZES["quick" if quick else "full"]
     rows = {}
     for name, fn in (("hermite", _bench_hermite), ("h_kernel", _bench_h),
-                     ("predict_vs_simulate", _bench_predict_vs_simulate)):
+                     ("predict_vs_simulate", _bench_predict_vs_simulate), ("icl_optimum", _bench_icl),
+                     ("looped_error", _bench_looped), ("modular_margin", _bench_modular)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
             rows[name] = fn(sz)
