@@ -49,6 +49,11 @@ class ClaimResult:
     message: str = ""
     details: dict = field(default_factory=dict)
 
+    def __post_init__(self):  # numpy scalars from claim code become plain JSON numbers and booleans
+        object.__setattr__(self, "measured", float(self.measured))
+        object.__setattr__(self, "tolerance", float(self.tolerance))
+        object.__setattr__(self, "passed", bool(self.passed))
+
     def to_dict(self):
         return asdict(self)
 
