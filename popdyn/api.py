@@ -54,15 +54,47 @@ def simulate(problem, **options):
 simulate.register = _simulate.register
 
 
+def _check_comparable(prediction, simulation):
+    """Refuse what cannot be compared: a failed result, a time axis on one side only, simulation times
+    outside the prediction's range, or coordinates that differ."""
+    for name, res in (("prediction", prediction), ("simulation", simulation)):
+        if res.status < 0:
+            raise ValueError(f"compare: the {name} failed (status {res.status}: {res.message!r}); "
+                             "rerun it with the knob its message names before comparing.")
+    if (prediction.t is None) != (simulation.t is None):
+        has, lacks = ("prediction", "simulation") if simulation.t is None else ("simulation", "prediction")
+        raise ValueError(f"compare: the {has} has a time axis 't' and the {lacks} has none; "
+                         "compare a static result only with a static result.")
+    if prediction.t is not None:
+        lo, hi = float(np.min(prediction.t)), float(np.max(prediction.t))
+        t = np.asarray(simulation.t, dtype=float)
+        if t.size and (t.min() < lo or t.max() > hi):
+            raise ValueError(f"compare: simulation times [{t.min():.6g}, {t.max():.6g}] fall outside the "
+                             f"prediction's range [{lo:.6g}, {hi:.6g}]; predict over the simulated horizon "
+                             "(a truncated prediction is not extended).")
+    for k in set(prediction.coords) & set(simulation.coords):
+        a, b = prediction.coords[k], simulation.coords[k]
+        if a.shape != b.shape or not np.array_equal(a, b):
+            raise ValueError(f"compare: coordinate {k!r} differs: {a.tolist()} vs {b.tolist()}")
+
+
 def compare(prediction: Prediction, simulation: Simulation, *, band_sd=2.0, observables=None):
     """Hold a prediction against a simulation on the simulation's time grid.
 
-    Theory is linearly interpolated onto the simulation times (both must carry ``t``, or neither).
-    Metrics per shared observable: ``sup_gap``, ``mean_gap``, ``in_band`` (fraction of times with
-    theory inside mean +- band_sd * SD over seeds) and ``max_z`` (gap in standard errors).
+    Theory is linearly interpolated onto the simulation times; both must carry ``t``, or neither, and
+    the simulation times must lie inside the prediction's. Shared ``coords`` must be equal. A failed
+    result (``status < 0``) is refused, never extrapolated. Metrics per shared observable:
+    ``sup_gap``, ``mean_gap``, ``in_band`` (fraction of times with theory inside mean +- band_sd * SD
+    over seeds) and ``max_z`` (gap in standard errors).
+
+    Raises
+    ------
+    ValueError
+        On any of the mismatches above, or when the two share no observable.
     """
     if not (band_sd > 0):
         raise ValueError(f"The 'band_sd' parameter of compare must be a float in (0, inf). Got {band_sd!r} instead.")
+    _check_comparable(prediction, simulation)
     names = [k for k in prediction.observables if k in simulation.observables]
     if observables is not None:
         names = [k for k in names if k in observables]
@@ -74,8 +106,11 @@ def compare(prediction: Prediction, simulation: Simulation, *, band_sd=2.0, obse
     for k in names:
         s = np.asarray(simulation.observables[k], dtype=float)
         p = np.asarray(prediction.observables[k], dtype=float)
-        if t is not None and prediction.t is not None and p.ndim == 1:
+        if t is not None and p.ndim == 1:
             p = np.interp(t, prediction.t, p)
+        if p.shape != s.shape[1:]:
+            raise ValueError(f"compare: observable {k!r} has shape {p.shape} in the prediction and "
+                             f"{s.shape[1:]} per seed in the simulation")
         mu, sig = s.mean(axis=0), s.std(axis=0, ddof=1) if s.shape[0] > 1 else np.zeros(s.shape[1:])
         gap = np.abs(p - mu)
         se = sig / np.sqrt(s.shape[0])

@@ -31,7 +31,7 @@ def _problem_arguments(p):
     p.add_argument("--lr", type=float, default=2.5e-4, help="SGD step size eta")
     p.add_argument("--steps", type=int, default=20_000, help="number of SGD steps")
     p.add_argument("--m0", type=float, default=None, help="initial overlap m_0 (default: the model's)")
-    p.add_argument("--out", required=True, help="output path (.npz, with a .json sidecar)")
+    p.add_argument("--out", required=True, help="output path (.npz; metadata stored inside as JSON)")
 
 
 def build_parser():
@@ -42,12 +42,12 @@ def build_parser():
     add_arguments(sub.add_parser("validate", help="hold the theory against simulation; writes REPORT.md"))
     b = sub.add_parser("bench", help="performance of theory and kernels against baselines")
     b.add_argument("--quick", action="store_true", help="small sizes")
-    pr = sub.add_parser("predict", help="theory trajectory of a problem, saved as .npz + .json")
+    pr = sub.add_parser("predict", help="theory trajectory of a problem, saved as one .npz")
     _problem_arguments(pr)
     pr.set_defaults(subparser=pr)
     pr.add_argument("--convention", choices=("corrected", "paper"), default="corrected",
                     help="corrected ODE (default) or the paper's population ODE")
-    s = sub.add_parser("simulate", help="finite-sample online SGD, saved as .npz + .json")
+    s = sub.add_parser("simulate", help="finite-sample online SGD, saved as one .npz")
     _problem_arguments(s)
     s.set_defaults(subparser=s)
     s.add_argument("--seeds", type=int, default=4, help="number of independent runs")

@@ -1,7 +1,10 @@
-"""Prediction, Simulation, Comparison: arrays plus metadata, saved as ``.npz`` + JSON, atomically.
+"""Prediction, Simulation, Comparison: arrays plus metadata, saved as one ``.npz`` file, atomically.
 
 A ``Prediction`` (theory) and a ``Simulation`` (finite-sample training) share observable names, so
 :func:`popdyn.compare` needs no per-model code. Simulation observables carry a leading seed axis.
+Axes other than time (the prompt length ``M`` of a parity sweep, say) are ``coords``, never
+observables. The metadata is stored as JSON inside the same ``.npz``, so a result is written by one
+``os.replace``: a reader never sees arrays without their metadata or the reverse.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Prediction", "Simulation", "Comparison", "load", "atomic_write"]
+__all__ = ["Prediction", "Simulation", "Comparison", "load", "read_meta", "atomic_write"]
 
 
 def atomic_write(path, write):
@@ -52,10 +55,15 @@ class _Result:
     status: int = 0
     message: str = ""
     meta: dict = field(default_factory=dict)
+    coords: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.t = None if self.t is None else np.asarray(self.t)
         self.observables = {k: np.asarray(v) for k, v in self.observables.items()}
+        self.coords = {k: np.asarray(v) for k, v in self.coords.items()}
+        clash = set(self.coords) & (set(self.observables) | {"t"})
+        if clash:
+            raise ValueError(f"coords {sorted(clash)} share a name with an observable or 't'")
         self.meta = _jsonable(self.meta)
 
     @property
@@ -70,21 +78,24 @@ class _Result:
         if self.t is not None:
             lines.append(f"  t: {self.t.shape} in [{self.t.min():.4g}, {self.t.max():.4g}]"
                          f" ({self.meta.get('t_unit', 'steps')})")
+        for k, v in self.coords.items():
+            lines.append(f"  coord {k}: {v.tolist() if v.size <= 8 else v.shape}")
         for k, v in self.observables.items():
             rng = f" in [{np.min(v):.4g}, {np.max(v):.4g}]" if v.size and v.dtype.kind in "fiu" else ""
             lines.append(f"  {k}: {v.shape}{rng}")
         return "\n".join(lines) + ")"
 
     def save(self, path):
-        """Write ``path`` (.npz arrays) and ``path`` with suffix .json (status, message, meta)."""
+        """Write ``path`` with suffix ``.npz``: arrays, and status, message and meta as JSON, in one atomic write."""
         path = Path(path).with_suffix(".npz")
         arrays = {f"obs__{k}": v for k, v in self.observables.items()}
+        arrays |= {f"coord__{k}": v for k, v in self.coords.items()}
         if self.t is not None:
             arrays["t"] = self.t
-        atomic_write(path, lambda f: np.savez(f, **arrays))
         side = {"kind": type(self).__name__, "status": self.status, "message": self.message,
-                "meta": self.meta, "observables": list(self.observables)}
-        atomic_write(path.with_suffix(".json"), lambda f: f.write(json.dumps(side, indent=1).encode()))
+                "meta": self.meta, "observables": list(self.observables), "coords": list(self.coords)}
+        arrays["__meta__"] = np.array(json.dumps(side))
+        atomic_write(path, lambda f: np.savez(f, **arrays))
         return path
 
 
@@ -103,12 +114,20 @@ class Simulation(_Result):
 def load(path):
     """Load a Prediction or Simulation written by ``save``; exact round trip."""
     path = Path(path).with_suffix(".npz")
-    side = json.loads(path.with_suffix(".json").read_text())
     with np.load(path) as z:
+        side = json.loads(str(z["__meta__"]))
         t = z["t"] if "t" in z.files else None
         obs = {k: z[f"obs__{k}"] for k in side["observables"]}
+        coords = {k: z[f"coord__{k}"] for k in side["coords"]}
     cls = {"Prediction": Prediction, "Simulation": Simulation}[side["kind"]]
-    return cls(t=t, observables=obs, status=side["status"], message=side["message"], meta=side["meta"])
+    return cls(t=t, observables=obs, status=side["status"], message=side["message"], meta=side["meta"],
+               coords=coords)
+
+
+def read_meta(path):
+    """The JSON part of a saved result (kind, status, message, meta, names) without loading its arrays."""
+    with np.load(Path(path).with_suffix(".npz")) as z:
+        return json.loads(str(z["__meta__"]))
 
 
 @dataclass

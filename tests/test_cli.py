@@ -64,7 +64,7 @@ def test_validate_runs_the_runner(tmp_path, monkeypatch):
     from validation import claims as claims_pkg
     from validation.claims import Claim, ClaimResult
     c = Claim(id="fake.ok", model="fake", title="t", source="s", metric="m", tolerance=1.0, tolerance_origin="o",
-              quick={}, full={}, run=lambda size, device, outdir: ClaimResult(0.0, 1.0, True))
+              quick={}, full={}, run=lambda size, device, outdir: ClaimResult(0.0))
     monkeypatch.setitem(claims_pkg.REGISTRY, c.id, c)
     assert cli.main(["validate", "fake", "--quick", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "REPORT.md").exists() and (tmp_path / "fake.ok.json").exists()

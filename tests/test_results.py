@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import popdyn
-from popdyn.results import Prediction, Simulation, atomic_write, load
+from popdyn.results import Prediction, Simulation, atomic_write, load, read_meta
 
 
 def _meta():
@@ -125,8 +125,56 @@ def test_matplotlib_not_imported_by_popdyn():
     assert out.stdout.strip() == "False"
 
 
-def test_sidecar_is_plain_json(tmp_path):
+def test_one_file_with_plain_json_metadata(tmp_path):
     pred, _ = _synthetic()
     path = pred.save(tmp_path / "p")
-    side = json.loads(path.with_suffix(".json").read_text())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.npz"]  # one file: one atomic os.replace
+    side = read_meta(path)
     assert side["kind"] == "Prediction" and side["observables"] == ["m"]
+    with np.load(path) as z:
+        assert json.loads(str(z["__meta__"]))["kind"] == "Prediction"  # readable by numpy + json alone
+
+
+def test_coords_round_trip_and_are_not_observables(tmp_path):
+    sim = Simulation(t=None, observables={"hinge": np.ones((2, 3))}, coords={"M": [16, 64, 256]})
+    back = load(sim.save(tmp_path / "s"))
+    np.testing.assert_array_equal(back.coords["M"], [16, 64, 256])
+    assert list(back.observables) == ["hinge"] and "coord M" in repr(back)
+    with pytest.raises(ValueError, match="share a name"):
+        Prediction(t=None, observables={"M": [1.0]}, coords={"M": [1]})
+
+
+def test_compare_refuses_a_failed_prediction():
+    pred, sim = _synthetic()
+    pred.status, pred.message = -1, "step budget exhausted at t = 0.5; raise max_steps"
+    with pytest.raises(ValueError, match="prediction failed.*max_steps"):
+        popdyn.compare(pred, sim)
+
+
+def test_compare_refuses_times_outside_the_prediction():
+    t = np.linspace(0, 1, 11)
+    truncated = Prediction(t=t[:6], observables={"m": t[:6]})            # stopped at t = 0.5
+    sim = Simulation(t=t, observables={"m": np.tile(t, (2, 1))})
+    with pytest.raises(ValueError, match=r"outside the prediction's range \[0, 0.5\]"):
+        popdyn.compare(truncated, sim)
+
+
+def test_compare_refuses_a_time_axis_on_one_side_only():
+    pred, sim = _synthetic()
+    static = Prediction(t=None, observables={"m": np.array(0.5)})
+    with pytest.raises(ValueError, match="prediction has none"):
+        popdyn.compare(static, sim)
+    with pytest.raises(ValueError, match="simulation has none"):
+        popdyn.compare(pred, Simulation(t=None, observables={"m": np.ones((2, 1))}))
+
+
+def test_compare_refuses_different_coords_and_shapes():
+    pred = Prediction(t=None, observables={"h": np.ones(3)}, coords={"M": [16, 64, 256]})
+    sim = Simulation(t=None, observables={"h": np.ones((2, 3))}, coords={"M": [16, 64, 128]})
+    with pytest.raises(ValueError, match="coordinate 'M' differs"):
+        popdyn.compare(pred, sim)
+    sim = Simulation(t=None, observables={"h": np.ones((2, 2))}, coords={"M": [16, 64, 256]})
+    with pytest.raises(ValueError, match="shape"):
+        popdyn.compare(pred, sim)
+    ok = Simulation(t=None, observables={"h": np.ones((2, 3))}, coords={"M": [16, 64, 256]})
+    assert popdyn.compare(pred, ok).metrics["h"]["sup_gap"] == 0.0

@@ -20,7 +20,7 @@ def _claim(cid, behaviour, calls):
         from popdyn.plot import plot_curves
         fig = plot_curves([0, 1], {"y": [0, size["n"]]}, outdir / f"{cid}.png")
         value = 0.5 if behaviour == "pass" else 2.0
-        return ClaimResult(measured=value, tolerance=1.0, passed=value <= 1.0, figure=str(fig),
+        return ClaimResult(measured=value, figure=str(fig),
                            table=[{"n": size["n"], "value": value}], message=f"{cid} measured {value}")
     return Claim(id=f"fake.{cid}", model="fake", title=f"fake claim {cid}", source="none", metric="value",
                  tolerance=1.0, tolerance_origin="by construction", quick={"n": 1}, full={"n": 2}, run=run)
@@ -114,12 +114,38 @@ def test_discovery_registers_every_claim_module():
     assert {"lora.prop4_gradient", "lora.ode_vs_sgd", "lora.plateau", "lora.glm_limit"} <= set(reg)
 
 
-def test_claim_key_changes_with_size_and_tolerance():
+def test_claim_key_changes_with_size_tolerance_version_and_source(monkeypatch, tmp_path):
+    import dataclasses
+    import sys
+    import types
     calls = []
     c = _claim("pass", "pass", calls)
     assert c.key(True) != c.key(False)
-    import dataclasses
     assert dataclasses.replace(c, tolerance=2.0).key(True) != c.key(True)
+    key = c.key(True)
+    monkeypatch.setattr("popdyn.__version__", "0.0.0-other")
+    assert c.key(True) != key
+    monkeypatch.undo()
+    src = tmp_path / "fake_claim_module.py"  # the claim's own module: editing it makes the result stale
+    src.write_text("x = 1\n")
+    monkeypatch.setitem(sys.modules, "fake_claim_module", types.SimpleNamespace(__file__=str(src)))
+    def run(size, device, outdir):
+        raise AssertionError
+    run.__module__ = "fake_claim_module"
+    c2 = dataclasses.replace(c, run=run)
+    key2 = c2.key(True)
+    src.write_text("x = 2\n")
+    assert c2.key(True) != key2
+
+
+def test_verdict_is_decided_by_the_declared_tolerance_and_checks():
+    c = _claim("pass", "pass", [])
+    assert claims_pkg.verdict(c, ClaimResult(1.0)) == "PASS"            # measured == tolerance passes
+    assert claims_pkg.verdict(c, ClaimResult(1.0 + 1e-12)) == "FAIL"
+    assert claims_pkg.verdict(c, ClaimResult(float("nan"))) == "FAIL"  # NaN never passes
+    assert claims_pkg.verdict(c, ClaimResult(0.5, {"a": True, "b": False})) == "FAIL"
+    assert claims_pkg.verdict(c, ClaimResult(0.5, {"a": True})) == "PASS"
+    assert not hasattr(ClaimResult(0.5), "passed")                     # claims measure; they do not judge
 
 
 # ---- the LoRA claims' own pieces ------------------------------------------------------------------------
@@ -159,7 +185,7 @@ def test_fast_lora_claims_pass_at_reduced_size(cid, tmp_path):
     if cid == "lora.prop4_gradient":  # one activation per family, fewer samples: a few seconds
         size = {**size, "activations": ["relu", "he3"], "features": ["random"], "n": 100_000}
     res = c.run(size, "cpu", tmp_path)
-    assert res.passed, res.message
+    assert claims_pkg.verdict(c, res) == "PASS", res.message
     assert (tmp_path / f"{cid}.png").exists() and res.table
 
 
@@ -170,4 +196,4 @@ def test_sgd_lora_claims_pass_at_smallest_size(cid, tmp_path):
     c = claims_pkg.discover()[cid]
     size = {**c.quick, "tau": 6.0} if cid == "lora.ode_vs_sgd" else {**c.quick, "delta": [0.5], "tau": 15.0}
     res = c.run(size, "cpu", tmp_path)
-    assert res.passed, res.message
+    assert claims_pkg.verdict(c, res) == "PASS", res.message

@@ -77,7 +77,7 @@ def _run_one(c, quick, device, out):
             fig = Path(result["figure"]).resolve()
             result["figure"] = str(fig.relative_to(Path(out).resolve())) if fig.is_relative_to(
                 Path(out).resolve()) else str(fig)
-        rec.update(result=result, verdict="PASS" if res.passed else "FAIL")
+        rec.update(result=result, verdict=_claims.verdict(c, res))
     except Exception as e:
         rec.update(result=None, verdict="ERROR", error=f"{type(e).__name__}: {e}",
                    traceback=traceback.format_exc(limit=6))
@@ -143,11 +143,16 @@ def load_records(out):
     return [recs[i] for i in order]
 
 
+def _checks(rec):
+    checks = (rec.get("result") or {}).get("checks") or {}
+    return [f"- **Checks:** " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in checks.items())] if checks else []
+
+
 def _section(rec):
     lines = [f"## {rec['id']}: {rec['title']}", "",
              f"- **Source:** {rec['source']}", f"- **Metric:** {rec['metric']}",
              f"- **Tolerance:** {rec['tolerance']:.4g} ({rec['tolerance_origin']})",
-             f"- **Measured:** {_measured(rec)}", f"- **Verdict:** {rec['verdict']}",
+             f"- **Measured:** {_measured(rec)}", *_checks(rec), f"- **Verdict:** {rec['verdict']}",
              f"- **Size:** {rec['size_name']} `{json.dumps(rec['size'], sort_keys=True)}`, "
              f"device {rec['device']}, {rec['elapsed_s']:.1f} s", ""]
     res = rec.get("result")

@@ -6,18 +6,24 @@ picked up without editing anything here. Claims use only popdyn's public API.
 
 A claim's ``run(size, device, outdir)`` receives the size dictionary (``claim.quick`` or
 ``claim.full``), the torch device name and the folder for its figure, and returns a
-:class:`ClaimResult`.
+:class:`ClaimResult`: what it measured and its named sub-checks, never a verdict. The verdict is
+decided in one place, :func:`verdict`, from the claim's declared ``tolerance``.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib
 import json
+import math
 import pkgutil
+import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable
 
-__all__ = ["Claim", "ClaimResult", "REGISTRY", "register", "claim", "discover", "select"]
+import popdyn
+
+__all__ = ["Claim", "ClaimResult", "REGISTRY", "register", "claim", "discover", "select", "verdict", "source_hash"]
 
 
 @dataclass(frozen=True)
@@ -27,11 +33,9 @@ class ClaimResult:
     Attributes
     ----------
     measured : float
-        The metric's value (compared with ``tolerance``).
-    tolerance : float
-        The bound it must not exceed (copied from the claim, or refined by the run).
-    passed : bool
-        Verdict.
+        The metric's value; the runner compares it with the claim's ``tolerance``.
+    checks : dict of str -> bool
+        Named sub-conditions that must also hold (e.g. ``{"loss within 0.2 % of L*": True}``).
     figure : str or None
         Path of the claim's PNG.
     table : list of dict
@@ -42,8 +46,7 @@ class ClaimResult:
         Further measured values (JSON-serialisable).
     """
     measured: float
-    tolerance: float
-    passed: bool
+    checks: dict = field(default_factory=dict)
     figure: str | None = None
     table: list = field(default_factory=list)
     message: str = ""
@@ -51,8 +54,7 @@ class ClaimResult:
 
     def __post_init__(self):  # numpy scalars from claim code become plain JSON numbers and booleans
         object.__setattr__(self, "measured", float(self.measured))
-        object.__setattr__(self, "tolerance", float(self.tolerance))
-        object.__setattr__(self, "passed", bool(self.passed))
+        object.__setattr__(self, "checks", {str(k): bool(v) for k, v in self.checks.items()})
 
     def to_dict(self):
         return asdict(self)
@@ -75,7 +77,7 @@ class Claim:
     metric : str
         What ``measured`` is, in words.
     tolerance : float
-        Pass iff ``measured <= tolerance``.
+        Pass iff ``measured <= tolerance`` and every sub-check holds (:func:`verdict`).
     tolerance_origin : str
         Where the tolerance comes from, in words.
     quick, full : dict
@@ -99,9 +101,42 @@ class Claim:
         return dict(self.quick if quick else self.full)
 
     def key(self, quick):
-        """Hash of the claim's inputs (id, size, tolerance): a stored result with another key is stale."""
-        text = json.dumps({"id": self.id, "size": self.size(quick), "tolerance": self.tolerance}, sort_keys=True)
+        """Hash of everything the result depends on: a stored result with another key is stale.
+
+        Covers the id, size and tolerance, popdyn's version, and the source of the claim's module, of
+        the model (``popdyn/models/<model>``, ``popdyn/sim/<model>``) and of popdyn's core modules.
+        """
+        text = json.dumps({"id": self.id, "size": self.size(quick), "tolerance": self.tolerance,
+                           "version": popdyn.__version__, "source": source_hash(self)}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _source_files(c):
+    """The files a claim's result depends on: its module, its model's theory and simulation, the core."""
+    root = Path(popdyn.__file__).parent
+    files = [Path(sys.modules[c.run.__module__].__file__)] if c.run.__module__ in sys.modules else []
+    files += sorted(root.glob("*.py"))
+    for part in ("models", "sim"):
+        files += sorted((root / part).glob(f"{c.model}.py")) + sorted((root / part / c.model).glob("**/*.py"))
+        files += sorted((root / part).glob("_*.py"))
+    return files
+
+
+def source_hash(c):
+    """SHA-256 (16 hex digits) of the source files claim ``c`` depends on (:func:`_source_files`)."""
+    h = hashlib.sha256()
+    for f in _source_files(c):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def verdict(c, result):
+    """``"PASS"`` iff ``result.measured <= c.tolerance`` (NaN fails) and every sub-check holds, else ``"FAIL"``.
+
+    The one place a verdict is decided: claims measure, the declared tolerance judges.
+    """
+    ok = not math.isnan(result.measured) and result.measured <= c.tolerance and all(result.checks.values())
+    return "PASS" if ok else "FAIL"
 
 
 REGISTRY: dict = {}

@@ -63,7 +63,7 @@ def construction_margin(size, device, outdir):
                       xlabel="(p, k): " + ", ".join(f"({r['p']},{r['k']})" for r in rows),
                       ylabel="|normalized margin / gamma* - 1|",
                       title=f"explicit max-margin network: max |ratio - 1| = {worst:.1e}")
-    return ClaimResult(measured=worst, tolerance=1e-12, passed=worst <= 1e-12, figure=str(fig), table=rows,
+    return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"{len(rows)} (p, k) pairs: normalized margin / gamma* = 1 within {worst:.1e}; "
                                f"the paper's wrong logit 0 would give (p-1)/p.")
 
@@ -146,7 +146,7 @@ def single_neuron_optimum(size, device, outdir):
                       styles={k: {"ls": "", "marker": "o"} for k in ("|Psi/gamma* - 1|", "1 - min power", "amplitude error")},
                       xlabel="(p, k): " + ", ".join(f"({r['p']},{r['k']})" for r in rows), ylabel="error",
                       title=f"BFGS maximiser of Psi on the unit sphere: worst error {worst:.1e}")
-    return ClaimResult(measured=worst, tolerance=1e-7, passed=worst <= 1e-7, figure=str(fig), table=rows,
+    return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"{len(rows)} (p, k): best Psi/gamma* in [{min(r['ratio'] for r in rows):.10f}, "
                                f"{max(r['ratio'] for r in rows):.10f}], one-frequency components, worst error {worst:.1e}.")
 
@@ -187,7 +187,7 @@ def dft_all_frequencies(size, device, outdir):
                       styles={k: {"ls": "", "marker": "o"} for k in ("max_j |F(j..j,-j)/(h p^k) - 1|", "max other |F|/(h p^k)")},
                       xlabel="(p, k): " + ", ".join(f"({r['p']},{r['k']})" for r in rows), ylabel="relative DFT error",
                       title=f"DFT of the max-margin logits: worst error {worst:.1e}, all frequencies used")
-    return ClaimResult(measured=worst, tolerance=1e-10, passed=worst <= 1e-10, figure=str(fig), table=rows,
+    return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"{len(rows)} (p, k): F(j,..,j,-j) = h p^k for every j != 0 within {worst:.1e}; "
                                f"coverage {min(r['coverage'] for r in rows):.0%}.")
 
