@@ -14,18 +14,39 @@ def test_parser_reads_every_command():
     v = p.parse_args(["validate", "lora", "lora.glm_limit", "--quick", "--device", "cuda", "--force", "--out", "r"])
     assert (v.names, v.quick, v.device, v.force, str(v.out)) == (["lora", "lora.glm_limit"], True, "cuda", True, "r")
     assert p.parse_args(["bench", "--quick"]).quick
-    pr = p.parse_args(["predict", "lora", "--k", "8", "--xi", "1", "--activation", "relu", "--d", "2000",
-                       "--lr", "2.5e-4", "--steps", "20000", "--seed", "3", "--m0", "0.1",
-                       "--convention", "paper", "--out", "traj.npz"])
-    assert (pr.k, pr.xi, pr.d, pr.lr, pr.steps, pr.seed, pr.m0, pr.convention) == (
-        8, 1.0, 2000, 2.5e-4, 20000, 3, 0.1, "paper")
-    s = p.parse_args(["simulate", "lora", "--seeds", "2", "--out", "s.npz"])
-    assert (s.seeds, s.device, s.k) == (2, "cpu", 8)
+    pr = p.parse_args(["predict", "lora", "orthonormal", "--k", "8", "--out", "traj.npz"])
+    assert (pr.model, pr.constructor, pr.rest) == ("lora", "orthonormal", ["--k", "8", "--out", "traj.npz"])
 
 
-@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["predict", "lora"],  # --out is required
-                                  ["predict", "mlp", "--out", "x"], ["predict", "lora", "--k", "two", "--out", "x"],
-                                  ["validate", "--device", "tpu"], ["predict", "lora", "--convention", "x", "--out", "y"]])
+def test_every_model_is_reachable_from_the_command_line():
+    import popdyn.models
+    import pkgutil
+    names = cli.problem_classes()
+    models = {m.name for m in pkgutil.iter_modules(popdyn.models.__path__)}
+    assert {n.split(".")[0] for n in names} == models  # generated: a new model joins by registering predict
+    assert names["icl.parity"].__name__ == "ParityProblem" and names["lora"].__name__ == "Problem"
+
+
+def test_flags_are_generated_from_constructor_and_predict_signatures():
+    from popdyn.models import lora
+    p, make, ctor, run = cli._model_parser("predict", "lora", "orthonormal", lora.Problem)
+    assert make == lora.Problem.orthonormal
+    assert {"k", "xi", "activation", "seed", "lam", "convention"} <= set(ctor.values())
+    assert {"d", "lr", "steps", "m0", "convention", "seed"} <= set(run.values())
+    assert run["predict_seed"] == "seed" and run["predict_convention"] == "convention"  # clash: prefixed
+    ns = p.parse_args(["--k", "8", "--xi", "1", "--d", "100", "--lr", "1e-3", "--steps", "10", "--out", "x"])
+    assert (ns.k, ns.xi, ns.d, ns.lr) == (8, 1, 100, 1e-3) and not hasattr(ns, "m0")  # defaults left to the API
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["predict", "lora", "orthonormal", "--k", "4", "--xi", "1",
+                                                       "--d", "100", "--lr", "1e-3", "--steps", "10"],  # no --out
+                                  ["predict", "mlp", "fields", "--out", "x"],
+                                  ["predict", "lora", "no_such_constructor", "--out", "x"],
+                                  ["predict", "lora", "orthonormal", "--k", "two", "--xi", "1", "--d", "100",
+                                   "--lr", "1e-3", "--steps", "10", "--out", "x"],
+                                  ["validate", "--device", "tpu"],
+                                  ["predict", "lora", "orthonormal", "--k", "4", "--xi", "1", "--d", "100", "--lr",
+                                   "1e-3", "--steps", "10", "--predict-convention", "x", "--out", "y"]])
 def test_bad_arguments_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
@@ -34,14 +55,16 @@ def test_bad_arguments_exit_2(argv, capsys):
 
 def test_invalid_value_is_usage_error_naming_parameter(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
-        cli.main(["predict", "lora", "--xi", "-1", "--out", str(tmp_path / "x.npz")])
+        cli.main(["predict", "lora", "orthonormal", "--k", "4", "--xi", "-1", "--d", "100", "--lr", "1e-3",
+                  "--steps", "10", "--out", str(tmp_path / "x.npz")])
     assert e.value.code == 2 and "'xi'" in capsys.readouterr().err
 
 
 def test_predict_writes_loadable_prediction(tmp_path, capsys):
     out = tmp_path / "traj.npz"
-    status = cli.main(["predict", "lora", "--k", "4", "--xi", "1", "--activation", "relu", "--d", "200",
-                       "--lr", "4e-5", "--steps", "500", "--convention", "paper", "--out", str(out)])
+    status = cli.main(["predict", "lora", "orthonormal", "--k", "4", "--xi", "1", "--activation", "relu",
+                       "--d", "200", "--lr", "4e-5", "--steps", "500", "--predict-convention", "paper",
+                       "--out", str(out)])
     assert status == 0 and str(out) in capsys.readouterr().out
     pred = popdyn.load(out)
     assert isinstance(pred, popdyn.Prediction) and pred.t[-1] == 500 and np.all(np.abs(pred["m"]) <= 1)
@@ -51,11 +74,19 @@ def test_predict_writes_loadable_prediction(tmp_path, capsys):
     np.testing.assert_array_equal(pred["m"], direct["m"])  # same call, same numbers (delta = 0.008: paper-ODE regime)
 
 
+@pytest.mark.parametrize("argv", [["modular", "fields", "--p", "7", "--k", "2"],
+                                  ["looped", "fig8_1", "--n", "8", "--T", "3"]])
+def test_predict_reaches_other_models(argv, tmp_path):
+    out = tmp_path / "p.npz"
+    assert cli.main(["predict", *argv, "--out", str(out)]) == 0
+    assert isinstance(popdyn.load(out), popdyn.Prediction)
+
+
 def test_simulate_writes_loadable_simulation(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "sim.npz"
-    assert cli.main(["simulate", "lora", "--k", "4", "--d", "50", "--lr", "1e-3", "--steps", "20",
-                     "--seeds", "2", "--out", str(out)]) == 0
+    assert cli.main(["simulate", "lora", "orthonormal", "--k", "4", "--xi", "1", "--d", "50", "--lr", "1e-3",
+                     "--steps", "20", "--seeds", "2", "--out", str(out)]) == 0
     sim = popdyn.load(out)
     assert isinstance(sim, popdyn.Simulation) and sim.n_seeds == 2
 

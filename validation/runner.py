@@ -23,7 +23,7 @@ from . import claims as _claims
 
 __all__ = ["run", "write_report", "load_records", "main", "DEFAULT_OUT"]
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "report"
+DEFAULT_OUT = Path("validation") / "report"  # under the current directory, never inside the package
 
 
 def _progress(total):
@@ -191,7 +191,7 @@ def add_arguments(parser):
     parser.add_argument("names", nargs="*", metavar="model|claim", help="models or claim ids (default: all)")
     parser.add_argument("--quick", action="store_true", help="small sizes (each claim well under a minute)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="torch device for simulations")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="report folder (default: validation/report)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="report folder (default: ./validation/report under the current directory)")
     parser.add_argument("--force", action="store_true", help="rerun claims already stored at this size")
     return parser
 
