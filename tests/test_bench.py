@@ -78,3 +78,16 @@ def test_numpy_h_matches_popdyn_h_general_gram(act):
     # ~1e-8 absolute in K' (spec §7); much smaller than any paper-vs-corrected gap (factor 2, L588).
     np.testing.assert_allclose(h_np, h_pop, rtol=0, atol=1e-8 * scale)
     assert scale > 0.1  # the comparison is not vacuous: h is O(1) here
+
+
+def test_cold_times_use_a_fresh_problem_and_warm_times_reuse_one():
+    # issue 7 item 5: the headline figure is what a user gets on a new problem (caches cold, JIT warm)
+    log = []
+
+    def fn(p):
+        log.append(p.get("cached", False))
+        p["cached"] = True
+        return len(log)
+
+    bench._cold_warm(dict, fn, 3)
+    assert log == [False] + [False] * 3 + [False] + [True] * 3  # JIT warm-up, 3 cold, warm-up + 3 warm

@@ -10,8 +10,11 @@ Three measurements (``python -m validation.bench [--quick]``, also ``popdyn benc
 3. ``h_kernel``: the drift h(m) of the LoRA overlap on many overlaps with a general Gram matrix,
    ``lora.h`` against :func:`h_numpy`, a plain vectorised numpy evaluation of the same kernel formula.
 
-JIT is warmed up before timing; each time is the median of a few repeats. The table is printed as
-markdown and saved atomically to ``validation/report/bench.json``. Short of a goal is reported, not hidden.
+Every popdyn time is what a user gets: a FRESH problem with cold caches (numba JIT warmed up once on
+a throwaway problem, nothing else reused), the median of a few repeats. The warm figure (the same
+problem again, its cached tables reused) is reported beside it and labelled ``warm``; ratios and goals
+use the cold time. The table is printed as markdown and saved atomically to
+``./validation/report/bench.json`` (under the current directory). Short of a goal is reported, not hidden.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from popdyn.results import atomic_write
 
 __all__ = ["main", "run", "hermite_quad", "h_numpy", "SIZES"]
 
-REPORT = Path(__file__).resolve().parent / "report" / "bench.json"
+REPORT = Path("validation") / "report" / "bench.json"  # under the current directory
 
 #: Sizes of the full and the quick run. Full sizes are the ones the goals are stated for.
 SIZES = {
@@ -57,6 +60,21 @@ def _median_time(fn, repeats):
         out = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out
+
+
+def _cold_warm(make, fn, repeats):
+    """Median time of ``fn(make())`` with a new problem per call (cold caches) and of ``fn(p)`` on one reused
+    problem (warm); ``make()`` is not timed. JIT is warmed up first on a throwaway problem."""
+    fn(make())
+    cold = []
+    for _ in range(repeats):
+        p = make()
+        t0 = time.perf_counter()
+        out = fn(p)
+        cold.append(time.perf_counter() - t0)
+    p = make()
+    warm, out = _median_time(lambda: fn(p), repeats)
+    return statistics.median(cold), warm, out
 
 
 def hermite_quad(f, P, *, bound=_QUAD_BOUND, epsabs=1e-14):
@@ -95,16 +113,15 @@ def h_numpy(problem, m, *, chunk=256):
 
 
 def _bench_predict_vs_simulate(sz):
-    make = lambda: lora.Problem.orthonormal(k=sz["k"], xi=1.0, activation="relu", seed=0)
-    problem = make()
+    seeds = iter(range(10**6))
+    make = lambda: lora.Problem.orthonormal(k=sz["k"], xi=1.0, activation="relu", seed=next(seeds))
     kw = {"d": sz["d"], "lr": 0.1 / sz["d"], "steps": sz["steps"]}  # eta = delta/d with delta = 0.1 (spec §2.6)
-    t_pred, _ = _median_time(lambda: popdyn.predict(problem, **kw), sz["repeats"])
     # cold: a new Problem each call, so the Monte Carlo B0 table of the corrected ODE is rebuilt
-    t_cold, _ = _median_time(lambda: popdyn.predict(make(), **kw), sz["repeats"])
-    t_sim, _ = _median_time(lambda: popdyn.simulate(problem, seeds=1, device="cpu", **kw), 1)
+    t_cold, t_warm, _ = _cold_warm(make, lambda p: popdyn.predict(p, **kw), sz["repeats"])
+    t_sim, _ = _median_time(lambda: popdyn.simulate(make(), seeds=1, device="cpu", **kw), 1)
     return {"what": f"predict vs simulate, d={sz['d']}, k={sz['k']}, {sz['steps']} steps, 1 seed",
-            "fast_s": t_pred, "slow_s": t_sim, "ratio": t_sim / t_pred, "goal": GOALS["predict_vs_simulate"],
-            "predict_cold_s": t_cold, "ratio_cold": t_sim / t_cold}
+            "fast_s": t_cold, "fast_warm_s": t_warm, "slow_s": t_sim, "ratio": t_sim / t_cold,
+            "ratio_warm": t_sim / t_warm, "goal": GOALS["predict_vs_simulate"]}
 
 
 def _fresh_tanh():
@@ -115,21 +132,21 @@ def _fresh_tanh():
 
 def _bench_hermite(sz):
     P = sz["P"]
-    t_pop, mu = _median_time(lambda: _fresh_tanh().hermite_coeffs(P), sz["repeats"])
+    t_pop, t_warm, mu = _cold_warm(_fresh_tanh, lambda a: a.hermite_coeffs(P), sz["repeats"])
     t_quad, mu_q = _median_time(lambda: hermite_quad(math.tanh, P), 1)
     return {"what": f"tanh Hermite coefficients mu_0..mu_{P}, popdyn vs scipy.quad loop",
-            "fast_s": t_pop, "slow_s": t_quad, "ratio": t_quad / t_pop, "goal": GOALS["hermite"],
-            "max_abs_diff": float(np.max(np.abs(np.asarray(mu)[:P + 1] - mu_q)))}
+            "fast_s": t_pop, "fast_warm_s": t_warm, "slow_s": t_quad, "ratio": t_quad / t_pop,
+            "goal": GOALS["hermite"], "max_abs_diff": float(np.max(np.abs(np.asarray(mu)[:P + 1] - mu_q)))}
 
 
 def _bench_h(sz):
     k, n = sz["k_h"], sz["n_m"]
-    problem = lora.Problem.random_features(k=k, xi=2.0, activation="relu", seed=0)
+    make = lambda: lora.Problem.random_features(k=k, xi=2.0, activation="relu", seed=0)
     m = np.linspace(-1.0, 1.0, n)
-    t_pop, h_pop = _median_time(lambda: lora.h(problem, m), sz["repeats"])
-    t_np, h_np = _median_time(lambda: h_numpy(problem, m), sz["repeats"])
+    t_pop, t_warm, h_pop = _cold_warm(make, lambda p: lora.h(p, m), sz["repeats"])
+    t_np, h_np = _median_time(lambda: h_numpy(make(), m), sz["repeats"])
     return {"what": f"h(m) on {n} overlaps, k={k}, general Gram, ReLU: lora.h vs plain numpy",
-            "fast_s": t_pop, "slow_s": t_np, "ratio": t_np / t_pop, "goal": GOALS["h_kernel"],
+            "fast_s": t_pop, "fast_warm_s": t_warm, "slow_s": t_np, "ratio": t_np / t_pop, "goal": GOALS["h_kernel"],
             "max_abs_diff": float(np.max(np.abs(h_pop - h_np)))}
 
 
@@ -176,15 +193,16 @@ def run(quick=False):
 
 
 def _table(report):
-    lines = ["| benchmark | popdyn (s) | baseline (s) | ratio | goal | max diff |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| benchmark | popdyn, cold (s) | popdyn, warm cache (s) | baseline (s) | ratio (cold) | goal | max diff |",
+             "|---|---|---|---|---|---|---|"]
     for name, r in report["results"].items():
         if "error" in r:
-            lines.append(f"| {name} | - | - | - | {r['goal']:g}x | {r['error']} |")
+            lines.append(f"| {name} | - | - | - | - | {r['goal']:g}x | {r['error']} |")
             continue
         met = "met" if r["ratio"] >= r["goal"] else "short"
         diff = f"{r['max_abs_diff']:.2e}" if "max_abs_diff" in r else "-"
-        lines.append(f"| {r['what']} | {r['fast_s']:.4g} | {r['slow_s']:.4g} | {r['ratio']:.4g}x "
+        warm = f"{r['fast_warm_s']:.4g}" if "fast_warm_s" in r else "= cold (no cache)"
+        lines.append(f"| {r['what']} | {r['fast_s']:.4g} | {warm} | {r['slow_s']:.4g} | {r['ratio']:.4g}x "
                      f"| {r['goal']:g}x ({met}) | {diff} |")
     return "\n".join(lines)
 
