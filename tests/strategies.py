@@ -1,12 +1,152 @@
-"""Shared test data: one valid example Problem per model, and regime-named Hypothesis strategies."""
+"""Shared test data: the property-suite registry every model joins, and regime-named Hypothesis strategies.
+
+``MODELS`` maps a problem name (as ``popdyn predict`` spells it: ``lora``, ``icl``, ``icl.parity``, ...) to
+a :class:`ModelSpec`: a Hypothesis strategy of valid problems (built with ``hypothesis.extra.numpy`` so
+that shrinking acts on the numbers themselves), explicit edge cases, cheap ``predict`` options, bad
+``predict`` options that must raise naming their parameter, and the model's public functions of a
+problem. ``tests/test_common.py`` runs the common properties over every entry; a new model joins by
+adding one entry here (docs/adding_a_model.md).
+"""
+from dataclasses import dataclass, field
+
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
-from popdyn.models import looped
-from popdyn.models import icl
-from popdyn.models import lora
-from popdyn.models import modular
+from popdyn.models import icl, looped, lora, modular
 
+__all__ = ["ModelSpec", "MODELS", "EXAMPLES", "lora_problems", "unit_rows"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How the common property suite exercises one problem class.
+
+    Attributes
+    ----------
+    problems : SearchStrategy
+        Valid problems, inside the hypotheses of the model's theorems.
+    edges : tuple of callable
+        Zero-argument factories of explicit edge-case problems (run on every test run, not drawn).
+    predict : dict
+        Options that make ``popdyn.predict`` cheap (milliseconds to a second).
+    bad_predict : tuple of (str, object)
+        ``(option, invalid value)`` pairs: ``predict`` must raise a ValueError naming the option.
+    functions : tuple of (callable, dict)
+        Public functions ``f(problem, **kw)`` of the model whose outputs must be finite.
+    """
+    problems: st.SearchStrategy
+    edges: tuple = ()
+    predict: dict = field(default_factory=dict)
+    bad_predict: tuple = ()
+    functions: tuple = ()
+
+
+def unit_rows(draw, k, n):
+    """A (k, n) matrix with unit rows, drawn with hnp.arrays (rows bounded away from 0 before scaling)."""
+    W = draw(hnp.arrays(np.float64, (k, n), elements=st.floats(-1, 1, allow_subnormal=False)))
+    W = W + np.where(np.abs(W).sum(1, keepdims=True) < 0.5, np.eye(n)[np.arange(k) % n], 0.0)  # rows away from 0
+    return W / np.linalg.norm(W, axis=1, keepdims=True)
+
+
+@st.composite
+def lora_problems(draw, activations=("relu", "erf", "tanh", "he3"), orthonormal=None, k_max=12):
+    """Valid LoRA problems inside A1-A3: k in [1, k_max], xi in [0.05, 5], |lam| in [0.3, 2], quantised c.
+
+    Non-orthonormal features are unit rows of a (k, d_w) matrix with d_w in [1, k + 3], so the Gram
+    matrix is singular whenever d_w < k (an edge the theory allows).
+    """
+    k = draw(st.integers(1, k_max))
+    xi = draw(st.floats(0.05, 5.0))
+    act = draw(st.sampled_from(activations))
+    lam = draw(hnp.arrays(np.float64, k, elements=st.floats(0.3, 2.0))) * draw(
+        hnp.arrays(np.float64, k, elements=st.sampled_from([-1.0, 1.0])))
+    c, c_hat = draw(hnp.arrays(np.float64, (2, k), elements=st.sampled_from([-1.0, 1.0]))) / np.sqrt(k)
+    orth = draw(st.booleans()) if orthonormal is None else orthonormal
+    if orth:
+        G = np.eye(k)
+    else:
+        W = unit_rows(draw, k, draw(st.integers(1, k + 3)))
+        G = W @ W.T
+        np.fill_diagonal(G, 1.0)
+    return lora.Problem(G, lam, c, c_hat, xi, act)
+
+
+@st.composite
+def icl_problems(draw):
+    """Rank-r ICL regression: a positive spectrum (hnp.arrays), d in [1, 6], r <= d, noise and flips."""
+    d = draw(st.integers(1, 6))
+    lam = draw(hnp.arrays(np.float64, d, elements=st.floats(0.05, 3.0)))
+    M = draw(st.integers(1, 32))
+    return icl.Problem.from_spectrum(lam, draw(st.integers(1, 50)), draw(st.integers(1, d)), M=M,
+                                     sigma=draw(st.floats(0, 2)), rho=draw(st.integers(0, M)) / M,  # whole flips
+                                     rotate=draw(st.booleans()), seed=draw(st.integers(0, 9)))
+
+
+@st.composite
+def parity_problems(draw):
+    """Sparse parity tasks of the paper's family (Thm 5.5.1): 1 <= nu1 < nu2 <= 4, gamma in (0, 0.25)."""
+    nu2 = draw(st.integers(2, 4))
+    return icl.ParityProblem.paper(draw(st.integers(1, nu2 - 1)), nu2, gamma=draw(st.floats(0.01, 0.24)))
+
+
+@st.composite
+def looped_problems(draw):
+    """Looped-TF regression with n > d (Thm 8.16's regime) and a positive diagonal covariance."""
+    d = draw(st.integers(1, 6))
+    n = draw(st.integers(d + 1, 4 * d + 8))
+    cov = draw(hnp.arrays(np.float64, d, elements=st.floats(0.1, 4.0)))
+    alpha = draw(st.floats(0.1, 3.0)) * draw(st.sampled_from([-1.0, 1.0]))
+    return looped.Problem(n, d, alpha, draw(st.floats(0.0, 0.5)), cov)
+
+
+@st.composite
+def modular_problems(draw):
+    """k-input modular addition with a small odd prime p (exhaustive kernels stay cheap)."""
+    return modular.Problem(p=draw(st.sampled_from([3, 5, 7, 11])), k=draw(st.integers(2, 3)),
+                           convention=draw(st.sampled_from(["corrected", "paper"])))
+
+
+MODELS = {
+    "lora": ModelSpec(
+        lora_problems(),
+        edges=(lambda: lora.Problem.orthonormal(k=1, xi=1.0, activation="relu"),          # k = 1
+               lambda: lora.Problem(np.ones((3, 3)), np.ones(3), np.ones(3) / np.sqrt(3),  # rank-1 (singular) Gram
+                                    -np.ones(3) / np.sqrt(3), 0.7, "tanh"),
+               lambda: lora.Problem.orthonormal(k=4, xi=1e-3, activation="erf", seed=2),   # lazy edge xi -> 0
+               lambda: lora.Problem.orthonormal(k=4, xi=50.0, activation="he3", seed=3)),  # GLM edge xi -> inf
+        predict={"d": 200, "lr": 1e-3, "steps": 400, "n_points": 20, "n_mc": 512},
+        bad_predict=(("lr", -1.0), ("steps", 0), ("d", 1.5), ("m0", 1.5), ("convention", "nope")),
+        functions=((lora.h, {"m": np.array([-1.0, 0.0, 1.0])}), (lora.population_loss, {"m": np.array([-1.0, 1.0])}),
+                   (lora.h0, {}), (lora.limit_sign, {}))),
+    "icl": ModelSpec(
+        icl_problems(),
+        edges=(lambda: icl.Problem.from_spectrum([1.0], 1, 1),                           # d = 1, N = 1
+               lambda: icl.Problem.two_level(6, 2, 20, 2, high=1.0, low=1e-3, rho=1.0)),  # ill-conditioned, all flipped
+        predict={"lr": 0.05, "steps": 200, "n_points": 10},
+        bad_predict=(("lr", -1.0), ("steps", 0), ("init_scale", -1.0)),
+        functions=((lambda p: icl.optimal_loss(p.Lambda, p.N, p.r), {}),
+                   (lambda p: icl.optimum_eval_risk_avg(p.Lambda, p.N, p.r, p.M, p.sigma), {}))),
+    "icl.parity": ModelSpec(
+        parity_problems(),
+        edges=(lambda: icl.ParityProblem.paper(1, 2, gamma=0.01), lambda: icl.ParityProblem.paper(3, 4, gamma=0.24),
+               lambda: icl.ParityProblem(d=2, k=2, gamma=0.1, pT=0.0)),                    # k = d, no noise
+        predict={"M": (16, 64), "n_prompts": 64},
+        bad_predict=(("n_prompts", 1), ("flip", 2.0))),
+    "looped": ModelSpec(
+        looped_problems(),
+        edges=(lambda: looped.Problem(2, 1), lambda: looped.Problem.fig8_1(16),
+               lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 1e-2, 2.0]))),      # ill-conditioned cov
+        predict={"T": 5, "trials": 16},
+        bad_predict=(("T", -1), ("trials", 0), ("method", "nope"))),
+    "modular": ModelSpec(
+        modular_problems(),
+        edges=(lambda: modular.Problem(3, 2), lambda: modular.Problem.setting("cpu", convention="paper")),
+        bad_predict=(("method", "nope"),),
+        functions=((lambda p: modular.max_margin(p.p, p.k), {}),)),
+}
+
+# One or more valid examples per model (the constraint and repr checks of test_common.py).
 EXAMPLES = {
     "icl": [lambda: icl.Problem.geometric(4, N=20, r=2, M=8, sigma=0.5),
             lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1),
@@ -15,24 +155,3 @@ EXAMPLES = {
     "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
     "modular": lambda: modular.Problem(p=11, k=3),
 }
-
-
-@st.composite
-def lora_problems(draw, activations=("relu", "erf", "tanh", "he3"), orthonormal=None, k_max=12):
-    """Valid LoRA problems inside A1-A3: k in [2, k_max], xi in [0.05, 5], lam in +-[0.3, 2], quantised c."""
-    k = draw(st.integers(2, k_max))
-    xi = draw(st.floats(0.05, 5.0))
-    seed = draw(st.integers(0, 2**31 - 1))
-    act = draw(st.sampled_from(activations))
-    orth = draw(st.booleans()) if orthonormal is None else orthonormal
-    rng = np.random.default_rng(seed)
-    lam = rng.uniform(0.3, 2.0, k) * rng.choice([-1.0, 1.0], k)
-    c, c_hat = rng.choice([-1.0, 1.0], size=(2, k)) / np.sqrt(k)
-    if orth:
-        G = np.eye(k)
-    else:
-        W = rng.standard_normal((k, k + 3))
-        W /= np.linalg.norm(W, axis=1, keepdims=True)
-        G = W @ W.T
-        np.fill_diagonal(G, 1.0)
-    return lora.Problem(G, lam, c, c_hat, xi, act)

@@ -3,21 +3,30 @@
 For each model: the constraint keys are Problem fields; an invalid value generated from each declared
 constraint raises InvalidParameterError naming the parameter; the Problem repr is an evaluable
 constructor call; ``predict`` is registered; the ``sim`` twin exists and registers ``simulate``.
+
+The property suite (every entry of ``tests/strategies.py`` ``MODELS``): ``predict`` is finite on valid
+problems drawn by Hypothesis and on the explicit edge cases; the same call gives the same numbers;
+save/load round-trips exactly; an invalid field value drawn from the declared constraint, or a bad
+``predict`` option, raises a ValueError naming the parameter; the model's public functions are finite.
 """
 import dataclasses
 import importlib
 import pkgutil
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
 
 import popdyn
 import popdyn.models
 from popdyn._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options
 from popdyn.api import _simulate, predict
 
-from .strategies import EXAMPLES
+from .strategies import EXAMPLES, MODELS
 
+MODELS_SPEC = MODELS
 MODELS = sorted(m.name for m in pkgutil.iter_modules(popdyn.models.__path__))
 
 
@@ -44,8 +53,10 @@ def _examples(model):
     return [f() for f in (made if isinstance(made, (list, tuple)) else [made])]
 
 
-def test_every_model_has_an_example():
+def test_every_model_has_an_example_and_joins_the_property_suite():
+    from popdyn.cli import problem_classes
     assert sorted(EXAMPLES) == MODELS
+    assert sorted(MODELS_SPEC) == sorted(problem_classes())  # every problem popdyn.predict knows
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -91,3 +102,109 @@ def test_import_keeps_torch_and_matplotlib_out():
     code = "import sys, popdyn; print(sorted(m for m in ('torch', 'matplotlib', 'validation') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---- the property suite ------------------------------------------------------------------------------
+
+def _invalid_strategy(constraint):
+    """Hypothesis strategy of values that violate ``constraint`` (NaN and wrong types included)."""
+    if isinstance(constraint, Interval):
+        bad = [st.just(np.nan), st.just("x"), st.just(None)]
+        lo_open = constraint.closed in ("neither", "right")
+        hi_open = constraint.closed in ("neither", "left")
+        if np.isfinite(constraint.low):
+            bad.append(st.floats(max_value=constraint.low, exclude_max=not lo_open, allow_nan=False))
+        if np.isfinite(constraint.high):
+            bad.append(st.floats(min_value=constraint.high, exclude_min=not hi_open, allow_nan=False))
+        return st.one_of(bad)
+    if isinstance(constraint, Integer):
+        bad = [st.floats(allow_nan=True).filter(lambda x: not float(x).is_integer()), st.just(True), st.just("1")]
+        if np.isfinite(constraint.low):
+            bad.append(st.integers(max_value=int(constraint.low) - 1))
+        return st.one_of(bad)
+    if isinstance(constraint, Options):
+        return st.text(max_size=8).filter(lambda v: v not in constraint.values)
+    if isinstance(constraint, FiniteArray):
+        return st.one_of(st.just(np.full((2,) * constraint.ndim, np.nan)), st.just(np.zeros((1,) * (constraint.ndim + 1))),
+                         st.just(np.full((2,) * constraint.ndim, np.inf)))
+    raise AssertionError(f"unknown constraint {constraint!r}")
+
+
+def _finite(result):
+    return all(np.all(np.isfinite(v)) for v in result.observables.values() if v.dtype.kind in "fc")
+
+
+def _predict(problem, options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", popdyn.RegimeWarning)  # regime notes are recorded in meta, not errors
+        return popdyn.predict(problem, **options)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS_SPEC))
+@settings(max_examples=8)
+@given(data=st.data())
+def test_predict_is_finite_and_reproducible_on_valid_problems(name, data):
+    spec = MODELS_SPEC[name]
+    problem = data.draw(spec.problems, label="problem")
+    note(repr(problem))
+    pred = _predict(problem, spec.predict)
+    assert pred.status >= 0, pred.message
+    assert _finite(pred), {k: v for k, v in pred.observables.items() if not np.all(np.isfinite(v))}
+    again = _predict(problem, spec.predict)  # same problem, same options: the same numbers
+    for k, v in pred.observables.items():
+        np.testing.assert_array_equal(again.observables[k], v)
+
+
+@pytest.mark.parametrize("name,i", [(n, i) for n in sorted(MODELS_SPEC) for i in range(len(MODELS_SPEC[n].edges))])
+def test_predict_is_finite_on_edge_cases(name, i):
+    spec = MODELS_SPEC[name]
+    problem = spec.edges[i]()
+    pred = _predict(problem, spec.predict)
+    assert pred.status >= 0 and _finite(pred), (repr(problem), pred.message)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS_SPEC))
+@settings(max_examples=4)
+@given(data=st.data())
+def test_save_load_round_trip(name, data, tmp_path_factory):
+    spec = MODELS_SPEC[name]
+    pred = _predict(data.draw(spec.problems, label="problem"), spec.predict)
+    back = popdyn.load(pred.save(tmp_path_factory.mktemp("rt") / "p"))
+    assert type(back) is type(pred) and (back.status, back.message, back.meta) == (pred.status, pred.message, pred.meta)
+    assert (back.t is None) == (pred.t is None) and (pred.t is None or np.array_equal(back.t, pred.t))
+    for mine, theirs in ((pred.observables, back.observables), (pred.coords, back.coords)):
+        assert list(mine) == list(theirs)
+        for k, v in mine.items():
+            assert theirs[k].dtype == v.dtype and np.array_equal(theirs[k], v)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS_SPEC))
+@settings(max_examples=25)
+@given(data=st.data())
+def test_invalid_field_raises_naming_the_parameter(name, data):
+    spec = MODELS_SPEC[name]
+    problem = data.draw(spec.problems, label="problem")
+    field, constraint = data.draw(st.sampled_from(sorted(type(problem)._constraints.items(), key=str)), label="field")
+    bad = data.draw(_invalid_strategy(constraint), label="bad value")
+    with pytest.raises(InvalidParameterError, match=f"'{field}' parameter"):
+        dataclasses.replace(problem, **{field: bad})
+
+
+@pytest.mark.parametrize("name,option,value", [(n, o, v) for n in sorted(MODELS_SPEC) for o, v in MODELS_SPEC[n].bad_predict])
+def test_bad_predict_option_raises_naming_it(name, option, value):
+    spec = MODELS_SPEC[name]
+    problem = spec.edges[0]()
+    with pytest.raises(ValueError, match=f"'{option}'"):
+        _predict(problem, {**spec.predict, option: value})
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(MODELS_SPEC) if MODELS_SPEC[n].functions])
+@settings(max_examples=10)
+@given(data=st.data())
+def test_public_functions_are_finite(name, data):
+    spec = MODELS_SPEC[name]
+    problem = data.draw(spec.problems, label="problem")
+    note(repr(problem))
+    for f, kw in spec.functions:
+        out = np.asarray(f(problem, **kw), dtype=float)
+        assert np.all(np.isfinite(out)), (getattr(f, "__name__", f), out)

@@ -422,7 +422,9 @@ def mc_population_hinge(problem, a, V, *, n=100_000, seed=0, chunk=1 << 14):
 def _sample_tasks(problem, rng, size, pT):
     """Tasks (size, 2): from S1 w.p. 1 - pT, else from S2."""
     S1, S2 = task_sets(problem.d, problem.k)
-    from_s2 = rng.random(size) < pT if len(S2) else np.zeros(size, bool)
+    if not len(S2):  # k = d: S2 is empty and every task comes from S1
+        return S1[rng.integers(0, len(S1), size)]
+    from_s2 = rng.random(size) < pT
     return np.where(from_s2[:, None], S2[rng.integers(0, max(len(S2), 1), size) % max(len(S2), 1)],
                     S1[rng.integers(0, len(S1), size)])
 

@@ -328,6 +328,8 @@ def _predict(problem, *, lr, steps, init_scale=1e-2, init_seed=0, train_u=False,
     steps = check(owner, "steps", steps, Integer(1))
     n_points = check(owner, "n_points", n_points, Integer(2))
     rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
+    init_scale = check(owner, "init_scale", init_scale, Interval(0, np.inf, closed="neither"))
+    init_seed = check(owner, "init_seed", init_seed, Integer(0))
     p = problem
     A0, B0 = initial_factors(p.d, p.r, init_scale, init_seed)
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
