@@ -1,13 +1,16 @@
 """popdyn: what feature-learning theory predicts, and whether finite-sample training agrees.
 
 ``popdyn.predict(problem, ...)`` computes the theory (numpy/numba), ``popdyn.simulate(problem, ...)``
-trains the finite network (torch, imported lazily), ``popdyn.compare(pred, sim)`` measures the gap.
+trains the finite network (torch, imported lazily), ``popdyn.compare(pred, sim)`` measures the gap,
+``popdyn.sweep(fn, grid, executor=...)`` runs a parameter study inline, on a process pool or on Dask.
 """
 from . import activations, models, results
 from ._validate import InvalidParameterError, RegimeWarning
 from .api import compare, predict, simulate
 from .results import Comparison, Prediction, Simulation, load
+from .sweep import SweepResult, load_sweep, sweep
 
 __version__ = "0.1.0"
-__all__ = ["predict", "simulate", "compare", "load", "activations", "models", "results",
+__all__ = ["predict", "simulate", "compare", "load", "sweep", "load_sweep", "SweepResult",
+           "activations", "models", "results",
            "Prediction", "Simulation", "Comparison", "InvalidParameterError", "RegimeWarning"]
