@@ -11,8 +11,11 @@ from popdyn import cli
 
 def test_parser_reads_every_command():
     p = cli.build_parser()
-    v = p.parse_args(["validate", "lora", "lora.glm_limit", "--quick", "--device", "cuda", "--force", "--out", "r"])
-    assert (v.names, v.quick, v.device, v.force, str(v.out)) == (["lora", "lora.glm_limit"], True, "cuda", True, "r")
+    v = p.parse_args(["validate", "lora", "lora.glm_limit", "--quick", "--device", "cuda", "--resume", "--out", "r",
+                      "--jobs", "2"])
+    assert (v.names, v.quick, v.device, v.resume, str(v.out), v.jobs) == (["lora", "lora.glm_limit"], True, "cuda",
+                                                                         True, "r", 2)
+    assert p.parse_args(["validate", "--scheduler", "tcp://127.0.0.1:8786"]).scheduler == "tcp://127.0.0.1:8786"
     assert p.parse_args(["bench", "--quick"]).quick
     pr = p.parse_args(["predict", "lora", "orthonormal", "--k", "8", "--out", "traj.npz"])
     assert (pr.model, pr.constructor, pr.rest) == ("lora", "orthonormal", ["--k", "8", "--out", "traj.npz"])

@@ -45,24 +45,29 @@ def test_runner_writes_json_per_claim_and_report(tmp_path, fake, capsys):
     assert recs["fake.pass"]["result"]["figure"] == "figures/pass.png"  # relative to the report folder
     report = (tmp_path / "REPORT.md").read_text()
     assert "| fake.pass | 0.5 | 1 | PASS |" in report and "| fake.raise | - | 1 | ERROR |" in report
+    import popdyn
+    for where in ("## Where it ran", f"| popdyn | {popdyn.__version__} |", "| numpy |", "| scipy |", "| numba |",
+                  "| torch |", "| git_commit |", "| device | cpu |", "- **Ran:** device cpu on"):
+        assert where in report, where
+    assert recs["fake.pass"]["env"]["python"] and recs["fake.pass"]["elapsed_s"] >= 0
     assert "![fake.pass](figures/pass.png)" in report and (tmp_path / "figures" / "pass.png").exists()
     out = capsys.readouterr().out
     assert "fake.fail" in out and "FAIL" in out and "REPORT.md" in out
 
 
-def test_runner_resumes_and_force_reruns(tmp_path, fake):
+def test_runner_reruns_by_default_and_resume_skips_stored(tmp_path, fake):
     made, calls = fake
     runner.run(["fake"], quick=True, out=tmp_path)
     assert sorted(calls) == ["fail", "pass", "raise"]
     calls.clear()
-    recs = runner.run(["fake"], quick=True, out=tmp_path)
-    assert calls == ["raise"]  # PASS/FAIL at the same size are skipped; an ERROR is retried
+    recs = runner.run(["fake"], quick=True, out=tmp_path, resume=True)
+    assert calls == ["raise"]  # PASS/FAIL at the same key are skipped; an ERROR is retried
     assert [r.get("skipped", False) for r in recs] == [True, True, False]
     calls.clear()
-    runner.run(["fake"], quick=False, out=tmp_path)  # another size: another key, nothing skipped
+    runner.run(["fake"], quick=False, out=tmp_path, resume=True)  # another size: another key, nothing skipped
     assert sorted(calls) == ["fail", "pass", "raise"]
     calls.clear()
-    runner.run(["fake.pass"], quick=False, out=tmp_path, force=True)
+    runner.run(["fake.pass"], quick=False, out=tmp_path)  # without --resume everything selected reruns
     assert calls == ["pass"]
 
 
@@ -197,3 +202,71 @@ def test_sgd_lora_claims_pass_at_smallest_size(cid, tmp_path):
     size = {**c.quick, "tau": 6.0} if cid == "lora.ode_vs_sgd" else {**c.quick, "delta": [0.5], "tau": 15.0}
     res = c.run(size, "cpu", tmp_path)
     assert claims_pkg.verdict(c, res) == "PASS", res.message
+
+
+# ---- parallel and durable runs (issue 8) -----------------------------------------------------------------
+
+def _report_body(path):
+    """REPORT.md without what legitimately differs between runs: timings and host lines."""
+    import re
+    text = path.read_text()
+    text = re.sub(r"wall [0-9.]+ s", "wall - s", text)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("- **Ran:**"))
+
+
+@pytest.mark.parametrize("jobs", [2])
+def test_jobs_gives_the_serial_records_and_report(tmp_path, monkeypatch, jobs):
+    from tests import fake_claims
+    for c in fake_claims.CLAIMS:
+        monkeypatch.setitem(claims_pkg.REGISTRY, c.id, c)
+    serial = runner.run(["fake"], quick=True, out=tmp_path / "serial")
+    par = runner.run(["fake"], quick=True, out=tmp_path / "par", jobs=jobs)
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("elapsed_s", "host")}
+    assert [strip(r) for r in serial] == [strip(r) for r in par]
+    assert _report_body(tmp_path / "serial" / "REPORT.md") == _report_body(tmp_path / "par" / "REPORT.md")
+
+
+def test_scheduler_runs_claims_on_a_dask_cluster(tmp_path, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from tests import fake_claims
+    for c in fake_claims.CLAIMS:
+        monkeypatch.setitem(claims_pkg.REGISTRY, c.id, c)
+    serial = runner.run(["fake"], quick=True, out=tmp_path / "serial")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+        status = runner.main(["fake", "--quick", "--out", str(tmp_path / "dask"), "--scheduler", cl.scheduler_address])
+    assert status == 1  # one FAIL, one ERROR, as serially
+    assert _report_body(tmp_path / "serial" / "REPORT.md") == _report_body(tmp_path / "dask" / "REPORT.md")
+
+
+def test_interrupted_run_resumes_without_rerunning_finished_claims(tmp_path):
+    """Ctrl-C part-way (SIGINT to a subprocess), then --resume: finished claims are not rerun, and the final
+    report equals that of an uninterrupted run (timings aside)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    script = ("import sys; from tests import fake_claims; from validation import claims, runner\n"
+              "cs = [fake_claims.make(f'c{i}', fake_claims.run_pass, sleep=0.3) for i in range(6)]\n"
+              "[claims.register(c) for c in cs]\n"
+              "sys.exit(runner.main(['fake', '--quick', '--out', sys.argv[1]] + sys.argv[2:]))\n")
+    log = tmp_path / "ran.log"
+    env = {**os.environ, "POPDYN_FAKE_LOG": str(log), "MPLBACKEND": "Agg"}
+    run = lambda out, *extra: subprocess.Popen([sys.executable, "-c", script, str(out), *extra], env=env,
+                                               cwd=os.getcwd(), stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    full = run(tmp_path / "full")
+    assert full.wait(120) == 0
+    log.unlink()
+    proc = run(tmp_path / "cut")
+    deadline = time.time() + 120
+    while len(list((tmp_path / "cut").glob("fake.*.json"))) < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130  # Ctrl-C: clean exit, partial report written
+    finished = sorted(p.stem for p in (tmp_path / "cut").glob("fake.*.json"))
+    assert 2 <= len(finished) < 6 and (tmp_path / "cut" / "REPORT.md").exists()
+    log.unlink()
+    assert run(tmp_path / "cut", "--resume").wait(120) == 0
+    rerun = ["fake." + line for line in log.read_text().split()]
+    assert not set(rerun) & set(finished) and len(rerun) + len(finished) == 6
+    assert _report_body(tmp_path / "cut" / "REPORT.md") == _report_body(tmp_path / "full" / "REPORT.md")

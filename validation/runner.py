@@ -1,27 +1,39 @@
 """Run claims, store each result at once, print a pass/fail table and write ``REPORT.md``.
 
-``python -m validation [model|claim ...] [--quick] [--device cpu|cuda] [--out DIR] [--force]``
-(also ``popdyn validate``). Each finished claim is written atomically to ``<out>/<id>.json``, keyed
-by a hash of its inputs (:meth:`Claim.key`), so an interrupted run keeps what it finished and a
-rerun skips claims already done at the same size (``--force`` reruns them; an ERROR is always
-rerun). A claim that raises is recorded as ERROR with its message; the runner goes on.
-``REPORT.md`` covers every stored result in ``<out>``, summary table first. Exit status: 0 iff
-every selected claim passed, 1 otherwise, 2 on a usage error, 130 when interrupted.
+``python -m validation [model|claim ...] [--quick] [--device cpu|cuda] [--out DIR] [--resume]
+[--jobs N | --scheduler ADDRESS]`` (also ``popdyn validate``). Each finished claim is written
+atomically to ``<out>/<id>.json`` (with its figure) the moment it finishes, keyed by a hash of its
+inputs and sources (:meth:`Claim.key`). ``--resume`` skips claims whose stored PASS/FAIL matches the
+current key, so an interrupted run loses no finished claim. Claims run one after another, on ``N``
+local processes (``--jobs``) or on a Dask cluster (``--scheduler``); the records and the report are
+the same apart from timings and hosts. A claim that raises is recorded as ERROR; the runner goes on.
+``REPORT.md`` covers every stored result in ``<out>``: where and how it ran, the summary table, one
+section per claim. ``--out`` defaults to ``./validation/report`` under the current directory.
+Exit status: 0 iff every selected claim passed, 1 otherwise, 2 on a usage error, 130 when interrupted
+(Ctrl-C: finished claims and the partial report are kept).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import socket
+import subprocess
 import sys
 import time
 import traceback
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from importlib import metadata
 from pathlib import Path
+
+import popdyn
 
 from popdyn.results import atomic_write
 
 from . import claims as _claims
 
-__all__ = ["run", "write_report", "load_records", "main", "DEFAULT_OUT"]
+__all__ = ["run", "write_report", "load_records", "environment", "main", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("validation") / "report"  # under the current directory, never inside the package
 
@@ -63,13 +75,50 @@ def _stored(out, c, quick):
     return rec if rec.get("key") == c.key(quick) and rec.get("verdict") in ("PASS", "FAIL") else None
 
 
-def _run_one(c, quick, device, out):
-    """Run claim ``c``; return its record (verdict PASS, FAIL or ERROR), never raise (but Ctrl-C)."""
+def _git_commit():
+    """The git commit of popdyn's source tree (with ``+dirty`` for uncommitted changes), or None."""
+    root = Path(popdyn.__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment(device="cpu"):
+    """Where and how claims run: popdyn version and commit, Python and library versions, machine, device."""
+    def version(name):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+    env = {"popdyn": popdyn.__version__, "git_commit": _git_commit(), "python": platform.python_version(),
+           **{name: version(name) for name in ("numpy", "scipy", "numba", "torch")},
+           "platform": platform.platform(), "cpus": os.cpu_count(), "device": device}
+    if device == "cuda":
+        try:
+            import torch
+            env["device"] = f"cuda ({torch.cuda.get_device_name(0)})"
+        except Exception as e:  # no torch or no GPU: the claims will say so as ERRORs
+            env["device"] = f"cuda (unavailable: {type(e).__name__})"
+    return env
+
+
+def _skeleton(c, quick, device):
+    """The parts of a claim's record known before it runs."""
     size = c.size(quick)
-    rec = {"id": c.id, "model": c.model, "title": c.title, "source": c.source, "metric": c.metric,
-           "tolerance": c.tolerance, "tolerance_origin": c.tolerance_origin, "key": c.key(quick),
-           "size_name": "quick" if quick else "full", "size": size, "device": device}
+    return {"id": c.id, "model": c.model, "title": c.title, "source": c.source, "metric": c.metric,
+            "tolerance": c.tolerance, "tolerance_origin": c.tolerance_origin, "key": c.key(quick),
+            "size_name": "quick" if quick else "full", "size": size, "device": device}
+
+
+def _execute(c, size, device, out):
+    """Run claim ``c`` (in this process or a worker); return the result part of its record, never raise."""
     t0 = time.perf_counter()
+    part = {"host": socket.gethostname()}
     try:
         res = c.run(size, device, Path(out) / "figures")
         result = res.to_dict()
@@ -77,12 +126,12 @@ def _run_one(c, quick, device, out):
             fig = Path(result["figure"]).resolve()
             result["figure"] = str(fig.relative_to(Path(out).resolve())) if fig.is_relative_to(
                 Path(out).resolve()) else str(fig)
-        rec.update(result=result, verdict=_claims.verdict(c, res))
+        part.update(result=result, verdict=_claims.verdict(c, res))
     except Exception as e:
-        rec.update(result=None, verdict="ERROR", error=f"{type(e).__name__}: {e}",
-                   traceback=traceback.format_exc(limit=6))
-    rec["elapsed_s"] = round(time.perf_counter() - t0, 3)
-    return rec
+        part.update(result=None, verdict="ERROR", error=f"{type(e).__name__}: {e}",
+                    traceback=traceback.format_exc(limit=6))
+    part["elapsed_s"] = round(time.perf_counter() - t0, 3)
+    return part
 
 
 def _save(out, rec):
@@ -90,32 +139,79 @@ def _save(out, rec):
     atomic_write(_record_path(out, rec["id"]), lambda f: f.write(text))
 
 
-def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, force=False, selected=None):
-    """Run the claims named by model or id (all when empty); return their records in order.
+def _executor(jobs, scheduler):
+    """``(executor, close)``: None (serial), a local process pool of ``jobs``, or a Dask client's executor."""
+    if scheduler:
+        try:
+            from distributed import Client
+        except ImportError as e:
+            raise ImportError("popdyn validate --scheduler needs Dask: pip install 'popdyn[dask]'") from e
+        client = Client(scheduler)
+        return client.get_executor(), client.close
+    if jobs and jobs > 1:
+        pool = ProcessPoolExecutor(jobs)
+        return pool, lambda: pool.shutdown(wait=False, cancel_futures=True)
+    return None, lambda: None
 
-    ``selected`` (a list of :class:`Claim`) overrides the name lookup. Each record is saved to
-    ``<out>/<id>.json`` as soon as its claim finishes; ``REPORT.md`` is rewritten at the end (also
-    after Ctrl-C, which is then re-raised).
+
+def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, selected=None, jobs=1,
+        scheduler=None):
+    """Run the claims named by model or id (all when empty); return their records in selection order.
+
+    ``selected`` (a list of :class:`Claim`) overrides the name lookup. With ``resume``, a claim whose
+    stored PASS/FAIL record has the current key is not rerun. Each record is saved to ``<out>/<id>.json``
+    as soon as its claim finishes; ``REPORT.md`` is rewritten at the end (also after Ctrl-C, which is
+    then re-raised). ``jobs > 1`` runs claims on a local process pool, ``scheduler`` on a Dask cluster.
     """
     selected = _claims.select(names) if selected is None else list(selected)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    records, bar = [], _progress(len(selected))
-    try:
-        for c in selected:
-            bar.set_description(c.id)
-            rec = None if force else _stored(out, c, quick)
-            if rec is None:
-                rec = _run_one(c, quick, device, out)
-                _save(out, rec)
-            else:
-                rec["skipped"] = True
-            records.append(rec)
+    env = environment(device)
+    records, bar, todo = {}, _progress(len(selected)), []
+    for c in selected:
+        rec = _stored(out, c, quick) if resume else None
+        if rec is None:
+            todo.append(c)
+        else:
+            records[c.id] = rec | {"skipped": True}
             bar.update(1)
+    (ex, close), pending = _executor(jobs, scheduler), {}
+    try:
+        if ex is None:
+            for c in todo:
+                bar.set_description(c.id)
+                records[c.id] = _finish(out, c, quick, device, env, _execute(c, c.size(quick), device, out))
+                bar.update(1)
+        else:
+            pending = {ex.submit(_execute, c, c.size(quick), device, out): c for c in todo}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    c = pending.pop(f)
+                    try:
+                        part = f.result()
+                    except Exception as e:  # the worker itself failed (killed, unpicklable claim)
+                        part = {"result": None, "verdict": "ERROR", "error": f"{type(e).__name__}: {e}",
+                                "elapsed_s": None, "host": None}
+                    records[c.id] = _finish(out, c, quick, device, env, part)
+                    bar.set_description(c.id)
+                    bar.update(1)
+    except KeyboardInterrupt:
+        for f in pending:
+            f.cancel()
+        raise
     finally:
+        close()
         bar.close()
-        write_report(out)
-    return records
+        write_report(out, env)
+    return [records[c.id] for c in selected]
+
+
+def _finish(out, c, quick, device, env, part):
+    """Join a claim's result with its skeleton and the environment, save it atomically, return it."""
+    rec = _skeleton(c, quick, device) | part | {"env": env}
+    _save(out, rec)
+    return rec
 
 
 def _measured(rec):
@@ -153,8 +249,8 @@ def _section(rec):
              f"- **Source:** {rec['source']}", f"- **Metric:** {rec['metric']}",
              f"- **Tolerance:** {rec['tolerance']:.4g} ({rec['tolerance_origin']})",
              f"- **Measured:** {_measured(rec)}", *_checks(rec), f"- **Verdict:** {rec['verdict']}",
-             f"- **Size:** {rec['size_name']} `{json.dumps(rec['size'], sort_keys=True)}`, "
-             f"device {rec['device']}, {rec['elapsed_s']:.1f} s", ""]
+             f"- **Size:** {rec['size_name']} `{json.dumps(rec['size'], sort_keys=True)}`",
+             *_seeds(rec), f"- **Ran:** device {rec['device']} on {rec.get('host')}, {_ran(rec)}", ""]
     res = rec.get("result")
     if res is None:
         return lines + ["```", rec.get("error", ""), "```", ""]
@@ -170,17 +266,42 @@ def _section(rec):
     return lines
 
 
+def _seeds(rec):
+    size = rec["size"]
+    seeds = {k: size[k] for k in ("seed", "seeds", "n_seeds") if k in size}
+    return [f"- **Seeds:** " + ", ".join(f"{k} = {v}" for k, v in seeds.items())] if seeds else []
+
+
+def _ran(rec):
+    env = rec.get("env") or {}
+    wall = "-" if rec.get("elapsed_s") is None else f"{rec['elapsed_s']:.1f}"
+    return (f"wall {wall} s; popdyn {env.get('popdyn')} ({env.get('git_commit')}), "
+            f"torch {env.get('torch')}") + (" (stored result, not rerun)" if rec.get("skipped") else "")
+
+
 def _cell(v):
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def write_report(out):
-    """Write ``<out>/REPORT.md`` (summary table, then one section per stored claim); return its path."""
+def _env_table(env):
+    rows = ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in env.items()]
+    return "\n".join(rows)
+
+
+def write_report(out, env=None):
+    """Write ``<out>/REPORT.md`` (where it ran, summary table, one section per stored claim); return its path.
+
+    ``env`` is the environment of the run that writes it (:func:`environment`); a claim that ran
+    elsewhere or earlier (``--resume``) carries its own environment in its section.
+    """
     recs = load_records(out)
+    env = environment() if env is None else env
     counts = {v: sum(r["verdict"] == v for r in recs) for v in ("PASS", "FAIL", "ERROR")}
+    wall = sum(r.get("elapsed_s") or 0.0 for r in recs)
     text = "\n".join(["# popdyn validation report", "",
-                      f"{len(recs)} claims: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['ERROR']} ERROR.",
-                      "", _table(recs), ""] + [line for r in recs for line in _section(r)])
+                      f"{len(recs)} claims: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['ERROR']} ERROR; "
+                      f"wall {wall:.1f} s of claim time.", "", "## Where it ran", "", _env_table(env), "",
+                      "## Summary", "", _table(recs), ""] + [line for r in recs for line in _section(r)])
     path = Path(out) / "REPORT.md"
     atomic_write(path, lambda f: f.write(text.encode()))
     return path
@@ -191,8 +312,14 @@ def add_arguments(parser):
     parser.add_argument("names", nargs="*", metavar="model|claim", help="models or claim ids (default: all)")
     parser.add_argument("--quick", action="store_true", help="small sizes (each claim well under a minute)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="torch device for simulations")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="report folder (default: ./validation/report under the current directory)")
-    parser.add_argument("--force", action="store_true", help="rerun claims already stored at this size")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="report folder (default: ./validation/report under the current directory)")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip claims whose stored PASS/FAIL matches the current code and size")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=int, default=1, help="run claims on N local processes (default 1: serial)")
+    where.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run claims on the Dask cluster at ADDRESS (tcp://host:8786; needs popdyn[dask])")
     return parser
 
 
@@ -210,7 +337,10 @@ def run_from_args(args, parser):
     except KeyError as e:
         parser.error(e.args[0])
     try:
-        records = run(quick=args.quick, device=args.device, out=args.out, force=args.force, selected=selected)
+        if args.jobs < 1:
+            parser.error(f"argument --jobs: must be >= 1, got {args.jobs}")
+        records = run(quick=args.quick, device=args.device, out=args.out, resume=args.resume, selected=selected,
+                      jobs=args.jobs, scheduler=args.scheduler)
     except KeyboardInterrupt:
         print(f"interrupted; finished claims are kept in {args.out}", file=sys.stderr)
         return 130
