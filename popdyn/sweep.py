@@ -100,8 +100,8 @@ class _Inline:
 def _executor(executor):
     if executor is None:
         return _Inline()
-    if hasattr(executor, "get_executor"):  # a dask.distributed.Client
-        return executor.get_executor()
+    if hasattr(executor, "get_executor"):  # a dask.distributed.Client; pure=False: every run really runs
+        return executor.get_executor(pure=False)
     if not hasattr(executor, "submit"):
         raise InvalidParameterError(f"The 'executor' parameter of {_OWNER} must be None, a concurrent.futures."
                                     f"Executor or a dask.distributed.Client. Got {executor!r} instead.")

@@ -1,6 +1,6 @@
 """Performance of popdyn, measured in one run as ratios against plain baselines.
 
-Three measurements (``python -m validation.bench [--quick]``, also ``popdyn bench``):
+Measurements (``python -m validation.bench [--quick]``, also ``popdyn bench``):
 
 1. ``predict_vs_simulate``: wall time of ``popdyn.simulate`` (torch, one seed) over ``popdyn.predict``
    (population ODE) for the same LoRA problem and horizon; goal: theory >= 1000x cheaper.
@@ -9,6 +9,11 @@ Three measurements (``python -m validation.bench [--quick]``, also ``popdyn benc
    two agree to 1e-12.
 3. ``h_kernel``: the drift h(m) of the LoRA overlap on many overlaps with a general Gram matrix,
    ``lora.h`` against :func:`h_numpy`, a plain vectorised numpy evaluation of the same kernel formula.
+4. ``icl_optimum``, ``looped_error``, ``modular_margin``: each model's closed form against the
+   training or the plain numpy computation it replaces.
+5. ``sweep_pool`` / ``sweep_dask``: a sweep of 32 LoRA simulations inline against a 2-process pool and
+   a 2-worker local Dask cluster (the three must give the same numbers; the Dask overhead per task is
+   the time beyond an ideal 2x), and ``validate_jobs``: ``validate --quick`` serially against ``--jobs 2``.
 
 Every popdyn time is what a user gets: a FRESH problem with cold caches (numba JIT warmed up once on
 a throwaway problem, nothing else reused), the median of a few repeats. The warm figure (the same
@@ -42,12 +47,15 @@ REPORT = Path("validation") / "report" / "bench.json"  # under the current direc
 #: Sizes of the full and the quick run. Full sizes are the ones the goals are stated for.
 SIZES = {
     "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5,
-             "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),)},
+             "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),),
+             "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
-              "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),)},
+              "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
+              "sweep": {"runs": 8, "d": 100, "tau": 5},
+              "validate": ("modular.construction_margin", "modular.dft_all_frequencies", "icl.rank_gap")},
 }
 GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "icl_optimum": 1.0,
-         "looped_error": 1.0, "modular_margin": 1.0}
+         "looped_error": 1.0, "modular_margin": 1.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 
@@ -176,18 +184,74 @@ def _bench_modular(sz):
             "max_abs_diff": r["rel_diff"]}
 
 
+def sweep_unit(d, tau, seed):
+    """One LoRA online-SGD run (k = 8 ReLU, delta = 0.2, one seed): the unit of the sweep benchmark."""
+    problem = lora.Problem.orthonormal(k=8, xi=1.0, activation="relu", seed=0)
+    sim = popdyn.simulate(problem, d=d, lr=0.2 / d, steps=int(tau * d), seeds=1, seed=seed, n_points=20)
+    return {"m_end": float(sim["m"][0, -1])}
+
+
+def _bench_sweeps(sz):
+    """The same sweep of LoRA simulations inline, on a 2-process pool and on a 2-worker local Dask cluster."""
+    from concurrent.futures import ProcessPoolExecutor
+    cfg = sz["sweep"]
+    grid = {"d": [cfg["d"]], "tau": [cfg["tau"]]}
+    go = lambda ex: popdyn.sweep(sweep_unit, grid, seeds=cfg["runs"], executor=ex, progress=False)
+    go(None)  # JIT and torch warm-up in this process
+    t0 = time.perf_counter()
+    inline = go(None)
+    t_inline = time.perf_counter() - t0
+    with ProcessPoolExecutor(2) as pool:
+        t0 = time.perf_counter()
+        pooled = go(pool)
+        t_pool = time.perf_counter() - t0
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cl, Client(cl) as client:
+        go(client)  # worker start-up and imports are not the per-task overhead
+        t0 = time.perf_counter()
+        dasked = go(client)
+        t_dask = time.perf_counter() - t0
+    same = inline.column("m_end").tolist() == pooled.column("m_end").tolist() == dasked.column("m_end").tolist()
+    n, per = cfg["runs"], t_inline / cfg["runs"]
+    what = f"{n} LoRA simulations (d={cfg['d']}, tau={cfg['tau']}) inline vs"
+    return {"sweep_pool": {"what": f"{what} a 2-process pool (same numbers: {same})", "fast_s": t_pool,
+                           "slow_s": t_inline, "ratio": t_inline / t_pool, "goal": GOALS["sweep_pool"]},
+            "sweep_dask": {"what": f"{what} 2 Dask workers (same numbers: {same}; overhead "
+                                   f"{(t_dask - 0.5 * t_inline) / n * 1e3:.0f} ms/task over ideal 2x)",
+                           "fast_s": t_dask, "slow_s": t_inline, "ratio": t_inline / t_dask, "goal": GOALS["sweep_dask"],
+                           "overhead_per_task_s": (t_dask - 0.5 * t_inline) / n, "inline_per_task_s": per}}
+
+
+def _bench_validate(sz):
+    """``validate --quick`` serially and with ``--jobs 2`` (in subprocesses: what a user runs)."""
+    import subprocess
+    import tempfile
+    names = list(sz["validate"])
+    times = {}
+    for jobs in (1, 2):
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "validation", *names, "--quick", "--out", out, "--jobs", str(jobs)],
+                           capture_output=True, check=False)
+            times[jobs] = time.perf_counter() - t0
+    return {"what": f"validate --quick {' '.join(names) or '(all claims)'}: serial vs --jobs 2",
+            "fast_s": times[2], "slow_s": times[1], "ratio": times[1] / times[2], "goal": GOALS["validate_jobs"]}
+
+
 def run(quick=False):
     """Run every measurement; returns the report dict (also what ``main`` saves)."""
     sz = SIZES["quick" if quick else "full"]
     rows = {}
     for name, fn in (("hermite", _bench_hermite), ("h_kernel", _bench_h),
                      ("predict_vs_simulate", _bench_predict_vs_simulate), ("icl_optimum", _bench_icl),
-                     ("looped_error", _bench_looped), ("modular_margin", _bench_modular)):
+                     ("looped_error", _bench_looped), ("modular_margin", _bench_modular),
+                     ("sweep_pool,sweep_dask", _bench_sweeps), ("validate_jobs", _bench_validate)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
-            rows[name] = fn(sz)
+            out = fn(sz)
+            rows.update(out if "," in name else {name: out})
         except Exception as e:  # a missing piece is reported in the table, the others still run
-            rows[name] = {"what": name, "error": f"{type(e).__name__}: {e}", "goal": GOALS[name]}
+            rows.update({n: {"what": n, "error": f"{type(e).__name__}: {e}", "goal": GOALS[n]} for n in name.split(",")})
     return {"quick": quick, "sizes": sz, "results": rows, "popdyn": popdyn.__version__,
             "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine()}
 
