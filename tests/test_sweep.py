@@ -100,3 +100,16 @@ def test_torch_simulation_is_bit_identical_inline_and_on_a_pool():
     with ProcessPoolExecutor(2) as pool:
         _same(inline, sweep(lora_gap, grid, seeds=2, executor=pool, progress=False))
     _same(inline, sweep(lora_gap, grid, seeds=2, progress=False))  # and across runs
+
+
+def test_torch_simulation_does_not_depend_on_the_thread_count():
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        runs = []
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            runs.append(lora_gap(64, 0.2, seed=5)["m"])
+    finally:
+        torch.set_num_threads(before)
+    np.testing.assert_array_equal(runs[0], runs[1])
