@@ -7,10 +7,11 @@ theory predicts for the figure's experiment and measures finite-size online SGD 
   against the corrected ODE (spec §2.6) and the paper's ODE (L604).
 - ``lora.fig6_he3_plateau`` (R2, Figs 6 / 1b): He3 escape time tau(m0 -> 0.1) in units of 1/max|h|
   grows with xi from the fine-tuning regime to the GLM value; ReLU has no plateau; SGD escape times.
-- ``lora.fig3a_lazy_floor`` (R3, Fig. 3a): the linearised (lazy) model's loss floor against the LoRA
-  loss Phi(m_t), theory and SGD, at xi = sqrt(k).
+- ``lora.fig3a_lazy_floor`` (R3, Fig. 3a): SGD's online loss against Phi(m_t) of the corrected ODE, per
+  time, and its end below the linearised (lazy) model's loss floor, at xi = sqrt(k).
 - ``lora.fig2_joint_speedup`` (R4, Figs 2a/2b, L315): **extension**: jointly training c_hat against
-  freezing it; the paper says joint training is "roughly twice" as fast.
+  freezing it, paired seeds; joint must be faster by more than 3 standard errors (Bonferroni over the
+  c_hat step sizes tried); the paper's "roughly twice" as fast is reported.
 
 Not reproduced: **R5 (Fig. 5, u not orthogonal to span W)**. It is outside the theory (A2 fails, so
 every closed form of ``popdyn.models.lora`` is invalid) and ``popdyn.simulate`` places u orthogonal to
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy import integrate
+from scipy.special import ndtri
 
 import popdyn
 from popdyn import dynamics
@@ -36,7 +38,7 @@ from popdyn.plot import plot_curves
 
 from . import ClaimResult, claim
 
-__all__ = ["NOT_REPRODUCED"]
+__all__ = ["NOT_REPRODUCED", "joint_frozen_ratio"]
 
 #: Figures of the paper that these claims do not reproduce, with the reason.
 NOT_REPRODUCED = {
@@ -235,80 +237,153 @@ def fig6_he3_plateau(size, device, outdir):
 
 
 # ---- R3: Fig. 3a, the lazy floor against the LoRA loss ------------------------------------------------------
+_M_ALLOW = 0.01  # spec §4 R1: the corrected ODE tracks SGD's m_t to 0.01 (O(delta/d) + O(1/sqrt d)) at d >= 1000
+
+
+def _window_means(pred, t, steps, name):
+    """A Prediction's observable averaged over the steps s = 0..steps nearest to each recorded step of ``t``:
+    the same windows as the simulation's online ``loss``."""
+    s = np.arange(steps + 1)
+    idx = np.searchsorted((t[:-1] + t[1:]) / 2, s, side="right")
+    vals = np.interp(s, pred.t, np.asarray(pred.observables[name], dtype=float))
+    return np.bincount(idx, vals, minlength=len(t)) / np.bincount(idx, minlength=len(t))
+
+
 @claim(id="lora.fig3a_lazy_floor", model="lora",
-       title="Fig. 3a: at xi = sqrt(k) the LoRA loss Phi(m_t) falls below the linearised (lazy) model's floor",
-       source=_SRC.format("506, 524-527 (Fig. 3a)", "R3, §2.10"),
-       metric="SGD loss at the end (mean over seeds, last 10% of the run) divided by the lazy floor",
+       title="Fig. 3a: at xi = sqrt(k) SGD's loss follows Phi(m_t) of the corrected overlap ODE down below the "
+             "linearised (lazy) model's floor",
+       source=_SRC.format("506, 524-527 (Fig. 3a)", "R3, §2.6, §2.10"),
+       metric="max over recorded t of |mean_SGD loss(t) - Phi(m_corr)(t)| / (3 SE_t + 0.01 |h(m_corr(t))|): the "
+              "online SGD loss (mean over seeds, per recording window) against the corrected ODE's Phi(m_t) "
+              "averaged over the same window; the SGD loss must also end below the lazy floor",
        tolerance=1.0,
-       tolerance_origin="the paper's claim itself: LoRA ends below the best the linearised model can do (ratio < 1)",
-       quick={"k": 8, "d": 1000, "delta": 0.02, "tau": 16.0, "seeds": 4},
-       full={"k": 8, "d": 2000, "delta": 0.02, "tau": 24.0, "seeds": 8})
+       tolerance_origin="per time: 3 standard errors of the seed mean of the windowed online loss, plus the "
+                        "finite-d allowance of spec §4 R1 (0.01 on m at d >= 1000) carried to the loss through "
+                        "|dPhi/dm| = |h(m)| (the Jensen gap E Phi(m_t) - Phi(E m_t) ~ |h'| Var(m_t)/2 <= 0.01 at "
+                        "d = 1000, SD(m_t) <= 0.04, is inside it). Check: final SGD loss / lazy floor < 1 (the paper's claim)",
+       quick={"k": 8, "d": 1000, "delta": 0.02, "tau": 16.0, "seeds": 8, "n_points": 33},
+       full={"k": 8, "d": 2000, "delta": 0.02, "tau": 24.0, "seeds": 8, "n_points": 49})
 def fig3a_lazy_floor(size, device, outdir):
     """R3: c_hat = c (so Phi(1) = 0), xi = sqrt(k), convention N0 (the model the linearisation expands)."""
     k, d = size["k"], size["d"]
+    steps = int(round(size["tau"] * d))
     base = lora.Problem.orthonormal(k, math.sqrt(k), "relu", seed=0)
     problem = lora.Problem(base.G, base.lam, base.c, base.c, base.xi, "relu", convention="N0")
     floor = float(lora.lazy_floor(problem))
-    preds, sim = _run_pair(problem, d=d, delta=size["delta"], tau=size["tau"], seeds=size["seeds"], device=device,
-                           conventions=("corrected",))
+    sim = popdyn.simulate(problem, d=d, lr=size["delta"] / d, steps=steps, seeds=size["seeds"], device=device,
+                          n_points=size["n_points"])
+    pred = popdyn.predict(problem, d=d, lr=size["delta"] / d, steps=steps, n_points=min(steps + 1, 4001))
+    t = np.asarray(sim.t)
     loss = np.asarray(sim["loss"], dtype=float)
+    mean, se = loss.mean(0), loss.std(0, ddof=1) / math.sqrt(loss.shape[0])
+    theory = _window_means(pred, t, steps, "loss")
+    allowed = 3 * se + _M_ALLOW * np.abs(lora.h(problem, _on_grid(pred, t)))
+    gap = np.abs(mean - theory) / allowed
     tail = loss[:, -max(1, loss.shape[1] // 10):].mean(1)
-    theory = _on_grid(preds["corrected"], sim.t, "loss")
-    measured = float(tail.mean() / floor)
-    fig = plot_curves(sim.t / d, {"SGD loss (mean)": loss.mean(0), "theory Phi(m_t), corrected ODE": theory},
-                      Path(outdir) / "lora.fig3a_lazy_floor.png", bands={"SGD loss (mean)": 2 * loss.std(0, ddof=1)},
+    below = float(tail.mean() / floor)
+    fig = plot_curves(t / d, {"SGD loss (mean)": mean, "theory Phi(m_t), corrected ODE": theory},
+                      Path(outdir) / "lora.fig3a_lazy_floor.png", bands={"SGD loss (mean)": 3 * se},
                       refs={f"lazy floor {floor:.3g}": floor}, logy=True, xlabel=r"$\tau = t/d$",
-                      ylabel=r"loss $\Phi$", title=f"ReLU k={k}, xi=sqrt(k), c_hat=c: final/floor = {measured:.3g}")
-    msg = f"final SGD loss {tail.mean():.3g} vs lazy floor {floor:.3g} (theory end {theory[-1]:.3g})"
-    return ClaimResult(measured=measured, figure=str(fig),
-                       table=[{"lazy_floor": floor, "sgd_final": float(tail.mean()), "theory_final": float(theory[-1]),
-                               "theory_start": float(theory[0])}], message=msg)
+                      ylabel=r"loss $\Phi$", title=f"ReLU k={k}, xi=sqrt(k), c_hat=c: max gap/allowed "
+                                                   f"{gap.max():.3g}, final/floor = {below:.3g}")
+    j = int(np.argmax(gap))
+    msg = (f"SGD loss vs Phi(m_t) of the corrected ODE: max gap/allowed {gap.max():.3g} at tau = {t[j] / d:.3g} "
+           f"(gap {abs(mean[j] - theory[j]):.3g}, allowed {allowed[j]:.3g}); final SGD loss {tail.mean():.3g} vs "
+           f"lazy floor {floor:.3g} (ratio {below:.3g}; theory ends at {theory[-1]:.3g})")
+    return ClaimResult(measured=float(gap.max()), checks={"SGD loss ends below the lazy floor": below < 1},
+                       figure=str(fig), message=msg,
+                       table=[{"lazy_floor": floor, "sgd_final": float(tail.mean()), "final_over_floor": below,
+                               "theory_final": float(theory[-1]), "theory_start": float(theory[0]),
+                               "max_gap_over_allowed": float(gap.max()), "tau_of_max": float(t[j] / d)}])
 
 
 # ---- R4: Figs 2a/2b and L315, joint training of c_hat (extension) -----------------------------------------
-def _median_escape(sim, level, d):
-    """Median over seeds of the first tau = t/d with |m| >= level (runs that never get there count as inf)."""
-    m = np.abs(np.asarray(sim["m"], dtype=float))
-    esc = [dynamics.escape_time(sim.t.astype(float), row, level) for row in m]
-    return float(np.median([math.inf if e is None else e for e in esc])) / d
+_ONE_SIDED_3SE = 0.5 * math.erfc(3 / math.sqrt(2))  # P(Z > 3) = 0.00135: the level of a single "ratio + 3 SE"
+
+
+def _bonferroni_z(n_tests):
+    """z with P(Z > z) = P(Z > 3)/n_tests: taking the best of ``n_tests`` upper bounds keeps the 3 SE level."""
+    return float(-ndtri(_ONE_SIDED_3SE / n_tests))
+
+
+def _escape_times(sim, level):
+    """Per-seed first step with |m| >= level (linearly interpolated between records); None if never."""
+    t = np.asarray(sim.t, dtype=float)
+    return [dynamics.escape_time(t, row, level) for row in np.abs(np.asarray(sim["m"], dtype=float))]
+
+
+def joint_frozen_ratio(t_joint, t_frozen, *, dt, horizon):
+    r"""Paired joint/frozen escape-time ratio (geometric mean over seeds) and its standard error.
+
+    .. math:: \ell_i = \log\frac{t^{J}_i}{t^{F}_i},\quad \hat r = e^{\bar\ell},\quad
+              \mathrm{SE}(\hat r) = \hat r\,\sqrt{\frac{s_\ell^2}{R} + \frac{1}{R^2}\sum_i \frac{\Delta^2}{12}
+              \Big(\frac{1}{(t^J_i)^2} + \frac{1}{(t^F_i)^2}\Big)}
+
+    Seeds are paired (same u_0 and data stream x_t for both runs), so the spread ``s_l`` of the per-seed log
+    ratios is the seed noise of the comparison; the second term is the time resolution of the recorded grid
+    (escape times interpolated between records ``dt`` apart, error taken uniform on one interval), which keeps
+    the SE positive when both runs are identical. A frozen run that never escapes counts at ``horizon`` (a
+    lower bound: the ratio is then over-estimated, conservative); a joint run that never escapes makes the
+    ratio infinite. Delta method: SE(r) = r SE(mean log ratio).
+    """
+    tf = np.array([horizon if t is None else t for t in t_frozen], dtype=float)
+    if any(t is None for t in t_joint):
+        return math.inf, math.inf
+    tj = np.array(t_joint, dtype=float)
+    ell = np.log(tj / tf)
+    R = len(ell)
+    var = (ell.var(ddof=1) if R > 1 else math.inf) / R + np.sum(dt**2 / 12 * (1 / tj**2 + 1 / tf**2)) / R**2
+    ratio = float(np.exp(ell.mean()))
+    return ratio, ratio * float(np.sqrt(var))
 
 
 @claim(id="lora.fig2_joint_speedup", model="lora",
-       title="Extension (Fig. 2a vs 2b, L315): training c_hat jointly is faster than freezing it",
+       title="Extension (Fig. 2a vs 2b, L315): training c_hat jointly reaches |m| >= 0.5 reliably faster than "
+             "freezing it",
        source=_SRC.format("315 (\"roughly twice\"), 503-516 (Fig. 2)", "R4, §1.4 (joint step size not given)"),
-       metric="min over the c_hat step sizes tried of the median SGD time to |m| >= 0.5, joint / frozen c_hat "
-              "(paper: roughly 0.5)",
+       metric="min over the F c_hat step sizes of (r + z_F SE(r)): r = geometric mean over paired seeds of "
+              "t_joint/t_frozen, the steps to |m| >= 0.5; SE by the delta method from the per-seed log ratios "
+              "plus the recording resolution; z_F = 3 raised by Bonferroni for the min over F step sizes "
+              "(P(Z > z_F) = P(Z > 3)/F: z_2 = 3.20, z_4 = 3.46)",
        tolerance=1.0,
-       tolerance_origin="the qualitative claim only (joint not slower for some c_hat step size); the paper gives "
-                        "neither the c_hat step size nor a number, so 'roughly twice' is reported, not tested",
-       quick={"k": 8, "xi": 1.0, "d": 500, "delta": 0.2, "tau": 40.0, "seeds": 4, "level": 0.5,
+       tolerance_origin="joint reliably faster: the upper 3-SE bound of the time ratio must stay below 1 for some "
+                        "c_hat step size, the family-wise level of taking the best of F kept at P(Z > 3) = 0.13 % "
+                        "(Bonferroni). Normal quantiles with R = 8-16 seeds (the SE's own error is not in z). The "
+                        "paper gives neither the c_hat step size nor a number: 'roughly twice' (r ~ 0.5) is "
+                        "reported, not tested",
+       quick={"k": 8, "xi": 1.0, "d": 500, "delta": 0.2, "tau": 40.0, "seeds": 8, "level": 0.5,
               "lr_c_factors": [0.1, 1.0]},
-       full={"k": 8, "xi": 1.0, "d": 1000, "delta": 0.2, "tau": 60.0, "seeds": 8, "level": 0.5,
+       full={"k": 8, "xi": 1.0, "d": 1000, "delta": 0.2, "tau": 60.0, "seeds": 16, "level": 0.5,
              "lr_c_factors": [0.1, 1.0, 10.0, 100.0]})
 def fig2_joint_speedup(size, device, outdir):
-    """R4: time to |m| >= level with c_hat frozen and with c_hat trained at lr_c = factor * lr."""
-    d = size["d"]
-    kw = {"d": d, "lr": size["delta"] / d, "steps": int(round(size["tau"] * d)), "seeds": size["seeds"],
-          "device": device}
+    """R4: steps to |m| >= level with c_hat frozen and with c_hat trained at lr_c = factor * lr, paired seeds."""
+    d, level = size["d"], size["level"]
+    steps = int(round(size["tau"] * d))
+    kw = {"d": d, "lr": size["delta"] / d, "steps": steps, "seeds": size["seeds"], "device": device}
     problem = lora.Problem.orthonormal(size["k"], size["xi"], "relu", seed=0)
     frozen = popdyn.simulate(problem, **kw)
-    t_frozen = _median_escape(frozen, size["level"], d)
+    dt = float(np.max(np.diff(frozen.t)))
+    t_frozen = _escape_times(frozen, level)
+    z = _bonferroni_z(len(size["lr_c_factors"]))
     curves = {"frozen c_hat": np.abs(frozen["m"]).mean(0)}
     rows = []
     for f in size["lr_c_factors"]:
         sim = popdyn.simulate(problem, joint=True, lr_c=f * kw["lr"], **kw)
-        t_joint = _median_escape(sim, size["level"], d)
-        rows.append({"lr_c_over_lr": f, "tau_frozen": t_frozen, "tau_joint": t_joint,
-                     "joint_over_frozen": t_joint / t_frozen, "final_m_joint": float(np.abs(sim["m"][:, -1]).mean()),
+        ratio, se = joint_frozen_ratio(_escape_times(sim, level), t_frozen, dt=dt, horizon=steps)
+        rows.append({"lr_c_over_lr": f, "ratio": ratio, "se": se, "upper": ratio + z * se, "z": z,
+                     "frozen_escaped": sum(t is not None for t in t_frozen),
+                     "final_m_joint": float(np.abs(sim["m"][:, -1]).mean()),
                      "final_m_frozen": float(np.abs(frozen["m"][:, -1]).mean()),
-                     "final_c_overlap": float(np.abs(sim["c_overlap"][:, -1]).mean()),
-                     "tau_joint_0.9": _median_escape(sim, 0.9, d), "tau_frozen_0.9": _median_escape(frozen, 0.9, d)})
+                     "final_c_overlap": float(np.abs(sim["c_overlap"][:, -1]).mean())})
         curves[f"joint, lr_c = {f:g} lr"] = np.abs(sim["m"]).mean(0)
-    ratio = min(r["joint_over_frozen"] for r in rows)
-    fig = plot_curves(frozen.t / d, curves, Path(outdir) / "lora.fig2_joint_speedup.png", refs={"level": size["level"]},
+    best = min(rows, key=lambda r: r["upper"])
+    fig = plot_curves(frozen.t / d, curves, Path(outdir) / "lora.fig2_joint_speedup.png", refs={"level": level},
                       xlabel=r"$\tau = t/d$", ylabel=r"$|m_t|$ (mean over seeds)",
-                      title=f"ReLU k={size['k']} xi={size['xi']}: best joint/frozen time = {ratio:.3g} (paper ~0.5)")
-    msg = (f"best joint/frozen time to |m| >= {size['level']}: {ratio:.3g} over lr_c/lr in {size['lr_c_factors']} "
-           f"(paper: 'roughly twice' as fast, ~0.5); joint ends at |m| = {rows[0]['final_m_joint']:.3g}, "
-           f"frozen at {rows[0]['final_m_frozen']:.3g}")
-    return ClaimResult(measured=ratio, figure=str(fig), table=rows, message=msg)
+                      title=f"ReLU k={size['k']} xi={size['xi']}: joint/frozen time {best['ratio']:.3g} "
+                            f"+ {z:.2f} SE = {best['upper']:.3g} (paper ~0.5)")
+    msg = (f"best joint/frozen time to |m| >= {level}: {best['ratio']:.3g} +- {best['se']:.2g} (SE) at lr_c = "
+           f"{best['lr_c_over_lr']:g} lr; upper bound r + {z:.2f} SE = {best['upper']:.3g} (< 1 needed; paper: "
+           f"'roughly twice' as fast, ~0.5); all: " + ", ".join(f"{r['lr_c_over_lr']:g} lr: {r['ratio']:.3g} "
+                                                                f"+- {r['se']:.2g}" for r in rows))
+    return ClaimResult(measured=best["upper"], figure=str(fig), table=rows, message=msg,
+                       details={"z": z, "seeds": size["seeds"], "resolution_steps": dt})
