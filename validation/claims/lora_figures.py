@@ -4,10 +4,11 @@ The paper's figures carry no numbers (specs/lora.md §4): each claim below state
 theory predicts for the figure's experiment and measures finite-size online SGD against it.
 
 - ``lora.fig2b_overlap_ode`` (R1, Fig. 2b): m_t of frozen-c_hat SGD on random quantised instances
-  against the corrected ODE (spec §2.6) and the paper's ODE (L604).
+  against the finite-delta overlap ODE (``convention="corrected"``, an extension of L604, spec §2.6);
+  the paper's delta -> 0 population ODE (L604) is reported beside it.
 - ``lora.fig6_he3_plateau`` (R2, Figs 6 / 1b): He3 escape time tau(m0 -> 0.1) in units of 1/max|h|
   grows with xi from the fine-tuning regime to the GLM value; ReLU has no plateau; SGD escape times.
-- ``lora.fig3a_lazy_floor`` (R3, Fig. 3a): SGD's online loss against Phi(m_t) of the corrected ODE, per
+- ``lora.fig3a_lazy_floor`` (R3, Fig. 3a): SGD's online loss against Phi(m_t) of the finite-delta ODE, per
   time, and its end below the linearised (lazy) model's loss floor, at xi = sqrt(k).
 - ``lora.fig2_joint_speedup`` (R4, Figs 2a/2b, L315): **extension**: jointly training c_hat against
   freezing it, paired seeds; joint must be faster by more than 3 standard errors (Bonferroni over the
@@ -72,9 +73,10 @@ def _on_grid(pred, t, name="m"):
     return np.interp(t, pred.t, np.asarray(pred.observables[name], dtype=float))
 
 
-# ---- R1: Fig. 2b, m_t against the corrected and the paper's ODE -----------------------------------------
+# ---- R1: Fig. 2b, m_t against the finite-delta ODE (and the paper's delta -> 0 ODE) ----------------------
 @claim(id="lora.fig2b_overlap_ode", model="lora",
-       title="Fig. 2b: frozen-c_hat SGD overlap m_t follows the corrected ODE (not the paper's L604 ODE)",
+       title="Fig. 2b: frozen-c_hat SGD overlap m_t follows the finite-delta overlap ODE (extension of the "
+             "paper's delta -> 0 population ODE, L604, which is reported)",
        source=_SRC.format("503-516 (Fig. 2b), L598-617 (ODE L604)", "R1, §2.6, §3.6"),
        metric="max over instances and tau of |mean_SGD m - m_corrected| / (3 SD/sqrt(R) + 0.01); "
               "infinite if any seed ends on the side opposite to sign(h(0))",
@@ -84,7 +86,7 @@ def _on_grid(pred, t, name="m"):
        quick={"k": 8, "xi": 1.0, "d": 1000, "delta": 0.1, "tau": 20.0, "seeds": 8, "instances": 2},
        full={"k": 8, "xi": 1.0, "d": 2000, "delta": 0.1, "tau": 40.0, "seeds": 10, "instances": 4})
 def fig2b_overlap_ode(size, device, outdir):
-    """R1: per instance, SGD mean m_t vs the corrected ODE (pass) and the paper's ODE (reported)."""
+    """R1: per instance, SGD mean m_t vs the finite-delta ODE (tested) and the paper's delta -> 0 ODE (reported)."""
     rows, curves, bands, worst = [], {}, {}, 0.0
     R, d = size["seeds"], size["d"]
     for inst in range(size["instances"]):
@@ -107,16 +109,16 @@ def fig2b_overlap_ode(size, device, outdir):
         tau = sim.t / d
         curves[f"SGD #{inst}"] = mean
         bands[f"SGD #{inst}"] = 2 * sd
-        curves[f"corrected ODE #{inst}"] = _on_grid(preds["corrected"], sim.t)
-        curves[f"paper ODE #{inst}"] = _on_grid(preds["paper"], sim.t)
-    styles = {k: {"ls": "--" if "corrected" in k else ":", "color": "k" if "corrected" in k else "0.5"}
+        curves[f"finite-delta ODE #{inst}"] = _on_grid(preds["corrected"], sim.t)
+        curves[f"delta -> 0 ODE #{inst}"] = _on_grid(preds["paper"], sim.t)
+    styles = {k: {"ls": "--" if "finite" in k else ":", "color": "k" if "finite" in k else "0.5"}
               for k in curves if "ODE" in k}
     fig = plot_curves(tau, curves, Path(outdir) / "lora.fig2b_overlap_ode.png", bands=bands, styles=styles,
                       xlabel=r"$\tau = t/d$", ylabel=r"$m_t = \langle u_t, u\rangle$",
                       title=f"ReLU k={size['k']} xi={size['xi']} d={d} delta={size['delta']}: "
                             f"max gap/allowed = {worst:.3g}")
     paper_gap = max(r["sup_gap_paper"] for r in rows)
-    msg = (f"corrected ODE within {worst:.3g} of the allowed band (<= 1 passes); paper's ODE sup gap "
+    msg = (f"finite-delta ODE within {worst:.3g} of the allowed band (<= 1 passes); paper's delta -> 0 ODE sup gap "
            f"{paper_gap:.3g} vs corrected {max(r['sup_gap_corrected'] for r in rows):.3g}")
     return ClaimResult(measured=worst, figure=str(fig), table=rows, message=msg,
                        details={"paper_sup_gap": paper_gap})
@@ -149,7 +151,7 @@ def _sgd_escape(problem, d, delta, tau, seeds, level, device):
     """SGD and ODE escape times in units of 1/max|h| (lr t max|h|), and the relative noise eps of the escape.
 
     ``eps = 2 delta sqrt(B0(0) tau_esc / d) / m0``: the SD of the martingale part of m accumulated over the
-    corrected-ODE escape (per-step variance ~ 4 lr^2 B0), relative to m0 = 1/sqrt(d). The mean-field ODE
+    finite-delta-ODE escape (per-step variance ~ 4 lr^2 B0), relative to m0 = 1/sqrt(d). The mean-field ODE
     holds when eps << 1; its escape-time bias is second order, O(eps^2) (spec §2.6). The ODEs run
     ``_THEORY_HORIZON`` times longer than SGD, so that a theory escaping after the SGD horizon is still timed.
     """
@@ -189,7 +191,7 @@ def _theory_medians(size):
 
 
 def _sgd_row(k, xi, delta, tau, size, device):
-    """SGD against corrected-ODE escape for He3 at one xi; ``ratio`` = |log gap| / (3 SE + eps^2).
+    """SGD against finite-delta-ODE escape for He3 at one xi; ``ratio`` = |log gap| / (3 SE + eps^2).
 
     SGD runs in dimension ``size["sgd_d"]`` when given (default ``size["d"]``, which also sets the theory's m0)."""
     t_sgd, t_th, eps = _sgd_escape(lora.Problem.orthonormal(k, xi, "he3", seed=0), size.get("sgd_d", size["d"]),
@@ -240,14 +242,14 @@ def fig6_he3_plateau(size, device, outdir):
     he3 = med["he3"]
     msg = (f"He3 medians {he3[0]:.3g} (xi={size['xis'][0]:.3g}) -> {he3[-1]:.3g} (xi={size['xis'][-1]:.3g}), "
            f"GLM {glm:.3g}; slowdown m0->m0/10: He3 {slow['he3'][0]:.3g} -> {slow['he3'][-1]:.3g}, ReLU max "
-           f"{max(slow['relu']):.3g} (plateau iff > {_PLATEAU_SLOWDOWN:g}); SGD vs corrected ODE {ratio:.3g}")
+           f"{max(slow['relu']):.3g} (plateau iff > {_PLATEAU_SLOWDOWN:g}); SGD vs finite-delta ODE {ratio:.3g}")
     return ClaimResult(measured=measured, figure=str(fig), table=rows,
                        message=msg, details={"glm": glm, "sgd": sgd_rows, "plateau_grows": plateau_grows,
                                              "relu_flat": relu_flat})
 
 
 # ---- R3: Fig. 3a, the lazy floor against the LoRA loss ------------------------------------------------------
-_M_ALLOW = 0.01  # spec §4 R1: the corrected ODE tracks SGD's m_t to 0.01 (O(delta/d) + O(1/sqrt d)) at d >= 1000
+_M_ALLOW = 0.01  # spec §4 R1: the finite-delta ODE tracks SGD's m_t to 0.01 (O(delta/d) + O(1/sqrt d)) at d >= 1000
 
 
 def _window_means(pred, t, steps, name):
@@ -260,11 +262,11 @@ def _window_means(pred, t, steps, name):
 
 
 @claim(id="lora.fig3a_lazy_floor", model="lora",
-       title="Fig. 3a: at xi = sqrt(k) SGD's loss follows Phi(m_t) of the corrected overlap ODE down below the "
+       title="Fig. 3a: at xi = sqrt(k) SGD's loss follows Phi(m_t) of the finite-delta overlap ODE down below the "
              "linearised (lazy) model's floor",
        source=_SRC.format("506, 524-527 (Fig. 3a)", "R3, §2.6, §2.10"),
        metric="max over recorded t of |mean_SGD loss(t) - Phi(m_corr)(t)| / (3 SE_t + 0.01 |h(m_corr(t))|): the "
-              "online SGD loss (mean over seeds, per recording window) against the corrected ODE's Phi(m_t) "
+              "online SGD loss (mean over seeds, per recording window) against the finite-delta ODE's Phi(m_t) "
               "averaged over the same window; the SGD loss must also end below the lazy floor",
        tolerance=1.0,
        tolerance_origin="per time: 3 standard errors of the seed mean of the windowed online loss, plus the "
@@ -291,13 +293,13 @@ def fig3a_lazy_floor(size, device, outdir):
     gap = np.abs(mean - theory) / allowed
     tail = loss[:, -max(1, loss.shape[1] // 10):].mean(1)
     below = float(tail.mean() / floor)
-    fig = plot_curves(t / d, {"SGD loss (mean)": mean, "theory Phi(m_t), corrected ODE": theory},
+    fig = plot_curves(t / d, {"SGD loss (mean)": mean, "theory Phi(m_t), finite-delta ODE": theory},
                       Path(outdir) / "lora.fig3a_lazy_floor.png", bands={"SGD loss (mean)": 3 * se},
                       refs={f"lazy floor {floor:.3g}": floor}, logy=True, xlabel=r"$\tau = t/d$",
                       ylabel=r"loss $\Phi$", title=f"ReLU k={k}, xi=sqrt(k), c_hat=c: max gap/allowed "
                                                    f"{gap.max():.3g}, final/floor = {below:.3g}")
     j = int(np.argmax(gap))
-    msg = (f"SGD loss vs Phi(m_t) of the corrected ODE: max gap/allowed {gap.max():.3g} at tau = {t[j] / d:.3g} "
+    msg = (f"SGD loss vs Phi(m_t) of the finite-delta ODE: max gap/allowed {gap.max():.3g} at tau = {t[j] / d:.3g} "
            f"(gap {abs(mean[j] - theory[j]):.3g}, allowed {allowed[j]:.3g}); final SGD loss {tail.mean():.3g} vs "
            f"lazy floor {floor:.3g} (ratio {below:.3g}; theory ends at {theory[-1]:.3g})")
     return ClaimResult(measured=float(gap.max()), checks={"SGD loss ends below the lazy floor": below < 1},

@@ -88,7 +88,7 @@ def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
 
 def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_TABLE, seed=0,
                 rtol=1e-10, atol=1e-12, method="DOP853", n_grid=_N_GRID):
-    r"""Overlap ODE of online SGD, in steps: the paper's population flow or the corrected one.
+    r"""Overlap ODE of online SGD, in steps: the paper's population flow (L604) or its finite-delta extension.
 
     .. math:: \frac{dm}{dt} = \eta\, h(m)(1-m^2) - \frac{\eta^2}{2}\, m\,\mathbb E\lVert L_t\rVert^2,
               \qquad \mathbb E\lVert L_t\rVert^2 = 4\big[(d-k-2)B_0(m) + B_1(m)\big]
@@ -105,9 +105,10 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     d : int or None
         Input dimension (>= k + 3); required by ``convention="corrected"``.
     convention : {"corrected", "paper"}
-        "paper": ``dm/dt = lr h(m)(1-m^2)`` (L604, ODE time ``lr t``). "corrected": adds the
-        normalisation (Ito-type) drift, with B0, B1 tabulated by randomised quasi-Monte Carlo on 41 points in m
-        and interpolated linearly.
+        "paper": ``dm/dt = lr h(m)(1-m^2)`` (L604, ODE time ``lr t``), the population recursion the paper
+        derives "ignoring the error terms" E_t, Q_t (L602). "corrected" (an extension, the default): adds
+        the mean of the normalisation error Q_t, the (Ito-type) drift above, with B0, B1 tabulated by
+        randomised quasi-Monte Carlo on 41 points in m and interpolated linearly.
     n_mc : int
         Monte Carlo size of the B0/B1 table (>= 2).
     seed : int
@@ -131,8 +132,9 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     -----
     Regime: population limit of online SGD with ``lr = delta/d``: in ``tau = t/d`` the corrected
     ODE reads ``dm/dtau = delta h(1-m^2) - 2 delta^2 m B0`` + O(1/d); martingale fluctuations are
-    O(delta sqrt(tau/d)). The paper's ODE is its delta -> 0 limit and misses the plateau
-    ``1 - m* ~ delta B0/|h|``.
+    O(delta sqrt(tau/d)). The paper's ODE is its delta -> 0 limit, without the plateau
+    ``1 - m* ~ delta B0/|h|``; the paper claims no finite-delta trajectory (its Thm 16 takes
+    delta = O(eps^3), where the plateau is O(eps^3); docs/errata.md).
 
     References
     ----------
@@ -288,7 +290,7 @@ def time_to_overlap(problem, m0, m1):
 
 
 def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
-    r"""Stable fixed point m* of the corrected overlap drift near ``sign(h(0))``: SGD's plateau.
+    r"""Stable fixed point m* of the finite-delta overlap drift near ``sign(h(0))``: SGD's plateau.
 
     .. math:: \eta\, h(m^*)(1 - m^{*2}) = 2\eta^2 m^*\big[(d-k-2)B_0(m^*) + B_1(m^*)\big],\qquad
               1 - |m^*| \approx \frac{\eta[(d-k-2)B_0(s) + B_1(s)]}{|h(s)|} \to \frac{\delta B_0(s)}{|h(s)|}
@@ -315,8 +317,10 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
 
     Notes
     -----
-    Regime: corrected ODE (spec §2.6); the first-order formula holds as delta -> 0 (relative error
-    O(delta), O(sqrt(delta)) for ReLU whose h has a sqrt(1 - |m|) term at +-1). Raises when h(0) = 0.
+    Regime: the finite-delta ("corrected") ODE, an extension (spec §2.6): the paper claims no plateau
+    at finite delta, and at its Thm 16 step size it is O(eps^3). The first-order formula holds as
+    delta -> 0 (relative error O(delta), O(sqrt(delta)) for ReLU whose h has a sqrt(1 - |m|) term at
+    +-1). Raises when h(0) = 0.
 
     References
     ----------

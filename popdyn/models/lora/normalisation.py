@@ -4,8 +4,9 @@ Public names
 ------------
 :func:`B0`, :func:`B1`, :func:`gradient_second_moment`: randomised quasi-Monte Carlo over the
 (k+2)-dimensional Gaussian of the pre-activations (16 scrambled Sobol replicates, the same points for
-every overlap). The normalised SGD step adds the drift ``-(lr^2/2) m E||L_t||^2`` to the overlap; the
-corrected ODE of :mod:`popdyn.models.lora.dynamics` interpolates B0 and B1 from a table on 41 overlaps,
+every overlap). The normalised SGD step adds the drift ``-(lr^2/2) m E||L_t||^2`` to the overlap (the
+mean of the normalisation error Q_t that the paper's population recursion ignores, seed 003 L600-604);
+the finite-delta ("corrected") ODE of :mod:`popdyn.models.lora.dynamics` interpolates B0 and B1 from a table on 41 overlaps,
 cached per problem (``_table``).
 """
 from __future__ import annotations

@@ -22,7 +22,7 @@ from .theory import population_loss
 __all__ = []
 
 _SRC = ["seed 003 L598-617 (overlap recursion, L604)", "seed 003 L1222-1230 (normalised SGD step)",
-        "specs/lora.md §2.6 (corrected ODE, derived), §3.6 (validation)"]
+        "specs/lora.md §2.6 (finite-delta ODE, derived: an extension of L604), §3.6 (validation)"]
 
 
 def _regime(problem, lr, d, m0, convention):
