@@ -11,6 +11,7 @@ from popdyn.dynamics import escape_time, solve_ode
 from popdyn.models.lora import (B0, B1, Problem, gradient_second_moment, h, h0, limit_sign, overlap_ode,
                                 overlap_recursion, plateau_overlap, population_loss, time_to_overlap)
 from popdyn.models.lora import dynamics as lora_dynamics
+from popdyn.models.lora import problem as lora_problem
 
 
 def _tanh_problem(seed=2, k=4, xi=1.0):
@@ -321,4 +322,4 @@ def test_grid_method_reuses_the_tables():
     first = popdyn.predict(p, **kw)
     assert first.meta["options"]["method"] == "grid" and first.meta["nfev"] > 8193  # nodes + table points
     again = popdyn.predict(p, **kw | dict(lr=0.2 / 500))  # the cached h serves any lr and d
-    assert ("grid", 8193) in lora_dynamics._cache[p] and again["m"][-1] != first["m"][-1]
+    assert ("grid", 8193) in lora_problem._cache[p] and again["m"][-1] != first["m"][-1]

@@ -220,6 +220,15 @@ def test_joint_records_c_overlap():
     assert np.all(np.abs(sim["c_overlap"]) <= 1 + 1e-14)
 
 
+def test_joint_with_zero_lr_c_is_frozen():
+    # lr_c = 0 is the "joint == frozen" baseline of lora.fig2_joint_speedup's falsification test
+    p = lora.Problem.orthonormal(k=3, xi=1.0, seed=2)
+    kw = dict(d=12, lr=0.02, steps=50, seeds=2, n_points=6)
+    a, b = popdyn.simulate(p, joint=True, lr_c=0.0, **kw), popdyn.simulate(p, **kw)
+    np.testing.assert_array_equal(a["m"], b["m"])
+    np.testing.assert_array_equal(a["loss"], b["loss"])
+
+
 def test_float32_and_rank_deficient_run():
     p = _problem(G_RANK2, "sigmoid")
     sim = popdyn.simulate(p, d=15, lr=0.05, steps=40, seeds=2, dtype="float32", n_points=5)
@@ -240,7 +249,7 @@ def test_overflow_sets_status():
     ({"m0": 1.5}, "m0"), ({"m0": np.nan}, "m0"), ({"device": "tpu"}, "device"), ({"device": 3.0}, "device"),
     ({"dtype": "float16"}, "dtype"), ({"record_every": 0}, "record_every"), ({"record_every": 11}, "record_every"),
     ({"n_points": 1}, "n_points"), ({"joint": "yes"}, "joint"), ({"lr_c": 0.1}, "lr_c"),
-    ({"joint": True, "lr_c": 0.0}, "lr_c"), ({"seed": -1}, "seed")])
+    ({"joint": True, "lr_c": -0.1}, "lr_c"), ({"seed": -1}, "seed")])
 def test_bad_input_names_the_parameter(kw, name):
     p = lora.Problem.orthonormal(k=4, xi=1.0, seed=0)
     args = {"d": 10, "lr": 0.1, "steps": 10, "m0": 0.1, **kw}

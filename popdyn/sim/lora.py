@@ -154,11 +154,12 @@ def _check(problem, d, lr, steps, m0, seeds, batch, joint, lr_c, seed):
     opts["m0"] = _default_m0(problem, opts["d"]) if m0 is None else check(_OWNER, "m0", m0, Interval(-1, 1))
     if lr_c is not None and not opts["joint"]:
         raise InvalidParameterError(f"The 'lr_c' parameter of {_OWNER} needs joint=True. Got {lr_c!r} instead.")
-    opts["lr_c"] = (opts["lr"] if lr_c is None else check(_OWNER, "lr_c", lr_c, _POSITIVE)) if opts["joint"] else None
+    opts["lr_c"] = (opts["lr"] if lr_c is None else check(_OWNER, "lr_c", lr_c, _NONNEGATIVE)) if opts["joint"] else None
     return opts
 
 
 _POSITIVE = Interval(0, np.inf, closed="neither")
+_NONNEGATIVE = Interval(0, np.inf, closed="left")
 
 
 class _Bool:
@@ -275,7 +276,8 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
         normalisation or projection of c_hat (the paper gives neither, spec §1.4). In N1 the student
         norms ``r_hat_j = sqrt(1 + xi^2 c_hat_j^2)`` follow c_hat and its gradient includes them.
     lr_c : float, optional
-        Step for c_hat when ``joint``; default ``lr``.
+        Step for c_hat when ``joint``, >= 0; default ``lr``. ``lr_c = 0`` keeps c_hat frozen: the same
+        numbers as ``joint=False`` (and ``c_overlap`` recorded).
     seed : int
         Seed of the run's ``torch.Generator``: same seed, same numbers (on the same device and dtype).
     progress_bar : bool

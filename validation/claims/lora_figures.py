@@ -4,13 +4,15 @@ The paper's figures carry no numbers (specs/lora.md §4): each claim below state
 theory predicts for the figure's experiment and measures finite-size online SGD against it.
 
 - ``lora.fig2b_overlap_ode`` (R1, Fig. 2b): m_t of frozen-c_hat SGD on random quantised instances
-  against the corrected ODE (spec §2.6) and the paper's ODE (L604).
+  against the finite-delta overlap ODE (``convention="corrected"``, an extension of L604, spec §2.6);
+  the paper's delta -> 0 population ODE (L604) is reported beside it.
 - ``lora.fig6_he3_plateau`` (R2, Figs 6 / 1b): He3 escape time tau(m0 -> 0.1) in units of 1/max|h|
   grows with xi from the fine-tuning regime to the GLM value; ReLU has no plateau; SGD escape times.
-- ``lora.fig3a_lazy_floor`` (R3, Fig. 3a): the linearised (lazy) model's loss floor against the LoRA
-  loss Phi(m_t), theory and SGD, at xi = sqrt(k).
+- ``lora.fig3a_lazy_floor`` (R3, Fig. 3a): SGD's online loss against Phi(m_t) of the finite-delta ODE, per
+  time, and its end below the linearised (lazy) model's loss floor, at xi = sqrt(k).
 - ``lora.fig2_joint_speedup`` (R4, Figs 2a/2b, L315): **extension**: jointly training c_hat against
-  freezing it; the paper says joint training is "roughly twice" as fast.
+  freezing it, paired seeds; joint must be faster by more than 3 standard errors (Bonferroni over the
+  c_hat step sizes tried); the paper's "roughly twice" as fast is reported.
 
 Not reproduced: **R5 (Fig. 5, u not orthogonal to span W)**. It is outside the theory (A2 fails, so
 every closed form of ``popdyn.models.lora`` is invalid) and ``popdyn.simulate`` places u orthogonal to
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy import integrate
+from scipy.special import ndtri
 
 import popdyn
 from popdyn import dynamics
@@ -36,7 +39,7 @@ from popdyn.plot import plot_curves
 
 from . import ClaimResult, claim
 
-__all__ = ["NOT_REPRODUCED"]
+__all__ = ["NOT_REPRODUCED", "joint_frozen_ratio"]
 
 #: Figures of the paper that these claims do not reproduce, with the reason.
 NOT_REPRODUCED = {
@@ -52,15 +55,16 @@ def _sign(x):
     return 1.0 if float(x) >= 0 else -1.0
 
 
-def _run_pair(problem, *, d, delta, tau, seeds, device, m0=None, conventions=("corrected", "paper"), **sim_kw):
-    """Theory (one Prediction per ODE convention) and SGD for one problem, on the same horizon."""
+def _run_pair(problem, *, d, delta, tau, seeds, device, m0=None, conventions=("corrected", "paper"), run_sgd=True,
+              **sim_kw):
+    """Theory (one Prediction per ODE convention) and SGD (None unless ``run_sgd``) on the same horizon."""
     kw = {"d": d, "lr": delta / d, "steps": int(round(tau * d))}
     if m0 is not None:
         kw["m0"] = m0
     with warnings.catch_warnings():  # the paper's ODE is run outside its regime (delta > 0.01) on purpose
         warnings.filterwarnings("ignore", category=popdyn.RegimeWarning, message=".*paper ODE")
         preds = {conv: popdyn.predict(problem, convention=conv, **kw) for conv in conventions}
-    sim = popdyn.simulate(problem, seeds=seeds, device=device, **kw, **sim_kw)
+    sim = popdyn.simulate(problem, seeds=seeds, device=device, **kw, **sim_kw) if run_sgd else None
     return preds, sim
 
 
@@ -69,9 +73,10 @@ def _on_grid(pred, t, name="m"):
     return np.interp(t, pred.t, np.asarray(pred.observables[name], dtype=float))
 
 
-# ---- R1: Fig. 2b, m_t against the corrected and the paper's ODE -----------------------------------------
+# ---- R1: Fig. 2b, m_t against the finite-delta ODE (and the paper's delta -> 0 ODE) ----------------------
 @claim(id="lora.fig2b_overlap_ode", model="lora",
-       title="Fig. 2b: frozen-c_hat SGD overlap m_t follows the corrected ODE (not the paper's L604 ODE)",
+       title="Fig. 2b: frozen-c_hat SGD overlap m_t follows the finite-delta overlap ODE (extension of the "
+             "paper's delta -> 0 population ODE, L604, which is reported)",
        source=_SRC.format("503-516 (Fig. 2b), L598-617 (ODE L604)", "R1, §2.6, §3.6"),
        metric="max over instances and tau of |mean_SGD m - m_corrected| / (3 SD/sqrt(R) + 0.01); "
               "infinite if any seed ends on the side opposite to sign(h(0))",
@@ -81,7 +86,7 @@ def _on_grid(pred, t, name="m"):
        quick={"k": 8, "xi": 1.0, "d": 1000, "delta": 0.1, "tau": 20.0, "seeds": 8, "instances": 2},
        full={"k": 8, "xi": 1.0, "d": 2000, "delta": 0.1, "tau": 40.0, "seeds": 10, "instances": 4})
 def fig2b_overlap_ode(size, device, outdir):
-    """R1: per instance, SGD mean m_t vs the corrected ODE (pass) and the paper's ODE (reported)."""
+    """R1: per instance, SGD mean m_t vs the finite-delta ODE (tested) and the paper's delta -> 0 ODE (reported)."""
     rows, curves, bands, worst = [], {}, {}, 0.0
     R, d = size["seeds"], size["d"]
     for inst in range(size["instances"]):
@@ -104,16 +109,16 @@ def fig2b_overlap_ode(size, device, outdir):
         tau = sim.t / d
         curves[f"SGD #{inst}"] = mean
         bands[f"SGD #{inst}"] = 2 * sd
-        curves[f"corrected ODE #{inst}"] = _on_grid(preds["corrected"], sim.t)
-        curves[f"paper ODE #{inst}"] = _on_grid(preds["paper"], sim.t)
-    styles = {k: {"ls": "--" if "corrected" in k else ":", "color": "k" if "corrected" in k else "0.5"}
+        curves[f"finite-delta ODE #{inst}"] = _on_grid(preds["corrected"], sim.t)
+        curves[f"delta -> 0 ODE #{inst}"] = _on_grid(preds["paper"], sim.t)
+    styles = {k: {"ls": "--" if "finite" in k else ":", "color": "k" if "finite" in k else "0.5"}
               for k in curves if "ODE" in k}
     fig = plot_curves(tau, curves, Path(outdir) / "lora.fig2b_overlap_ode.png", bands=bands, styles=styles,
                       xlabel=r"$\tau = t/d$", ylabel=r"$m_t = \langle u_t, u\rangle$",
                       title=f"ReLU k={size['k']} xi={size['xi']} d={d} delta={size['delta']}: "
                             f"max gap/allowed = {worst:.3g}")
     paper_gap = max(r["sup_gap_paper"] for r in rows)
-    msg = (f"corrected ODE within {worst:.3g} of the allowed band (<= 1 passes); paper's ODE sup gap "
+    msg = (f"finite-delta ODE within {worst:.3g} of the allowed band (<= 1 passes); paper's delta -> 0 ODE sup gap "
            f"{paper_gap:.3g} vs corrected {max(r['sup_gap_corrected'] for r in rows):.3g}")
     return ClaimResult(measured=worst, figure=str(fig), table=rows, message=msg,
                        details={"paper_sup_gap": paper_gap})
@@ -139,21 +144,28 @@ def _escape_glm(act, d, level):
     return val * hmax
 
 
+_THEORY_HORIZON = 4  # the ODE escape time is timed on 4 x the SGD horizon (SGD runs not escaped count as late)
+
+
 def _sgd_escape(problem, d, delta, tau, seeds, level, device):
     """SGD and ODE escape times in units of 1/max|h| (lr t max|h|), and the relative noise eps of the escape.
 
     ``eps = 2 delta sqrt(B0(0) tau_esc / d) / m0``: the SD of the martingale part of m accumulated over the
-    corrected-ODE escape (per-step variance ~ 4 lr^2 B0), relative to m0 = 1/sqrt(d). The mean-field ODE
-    holds when eps << 1; its escape-time bias is second order, O(eps^2) (spec §2.6).
+    finite-delta-ODE escape (per-step variance ~ 4 lr^2 B0), relative to m0 = 1/sqrt(d). The mean-field ODE
+    holds when eps << 1; its escape-time bias is second order, O(eps^2) (spec §2.6). The ODEs run
+    ``_THEORY_HORIZON`` times longer than SGD, so that a theory escaping after the SGD horizon is still timed.
     """
     s, m0 = _sign(lora.h0(problem)), 1 / math.sqrt(d)
-    preds, sim = _run_pair(problem, d=d, delta=delta, tau=tau, seeds=seeds, device=device, m0=s * m0)
+    preds, _ = _run_pair(problem, d=d, delta=delta, tau=_THEORY_HORIZON * tau, seeds=seeds, device=device,
+                         m0=s * m0, run_sgd=False)
+    sim = popdyn.simulate(problem, d=d, lr=delta / d, steps=int(round(tau * d)), m0=s * m0, seeds=seeds,
+                          device=device)
     unit = (delta / d) * _hmax(problem)  # steps -> paper ODE time (lr t) -> units of 1/max|h|
     esc = lambda t, m: dynamics.escape_time(np.asarray(t, dtype=float), np.maximum(s * np.asarray(m), 0.0), level)
     t_sgd = [esc(sim.t, row) for row in np.asarray(sim["m"], dtype=float)]  # progress toward sign(h0) only
     t_th = {c: esc(p.t, p["m"]) for c, p in preds.items()}
     tau_esc = (t_th["corrected"] or np.inf) / d
-    eps = 2 * delta * math.sqrt(float(lora.B0(problem, 0.0)[0]) * tau_esc / d) / m0
+    eps = 2 * delta * math.sqrt(float(lora.B0(problem, 0.0, n=1 << 13)[0]) * tau_esc / d) / m0  # B0 to ~1 %
     conv = lambda t: None if t is None else t * unit
     return [conv(t) for t in t_sgd], {c: conv(t) for c, t in t_th.items()}, eps
 
@@ -179,9 +191,11 @@ def _theory_medians(size):
 
 
 def _sgd_row(k, xi, delta, tau, size, device):
-    """SGD against corrected-ODE escape for He3 at one xi; ``ratio`` = |log gap| / (3 SE + eps^2)."""
-    t_sgd, t_th, eps = _sgd_escape(lora.Problem.orthonormal(k, xi, "he3", seed=0), size["d"], delta, tau,
-                                   size["seeds"], size["level"], device)
+    """SGD against finite-delta-ODE escape for He3 at one xi; ``ratio`` = |log gap| / (3 SE + eps^2).
+
+    SGD runs in dimension ``size["sgd_d"]`` when given (default ``size["d"]``, which also sets the theory's m0)."""
+    t_sgd, t_th, eps = _sgd_escape(lora.Problem.orthonormal(k, xi, "he3", seed=0), size.get("sgd_d", size["d"]),
+                                   delta, tau, size["seeds"], size["level"], device)
     ok = [t for t in t_sgd if t is not None]
     row = {"xi": xi, "delta": delta, "corrected": t_th["corrected"], "paper": t_th["paper"],
            "sgd_escaped": len(ok), "seeds": len(t_sgd), "eps": eps, "ratio": math.inf}
@@ -228,87 +242,160 @@ def fig6_he3_plateau(size, device, outdir):
     he3 = med["he3"]
     msg = (f"He3 medians {he3[0]:.3g} (xi={size['xis'][0]:.3g}) -> {he3[-1]:.3g} (xi={size['xis'][-1]:.3g}), "
            f"GLM {glm:.3g}; slowdown m0->m0/10: He3 {slow['he3'][0]:.3g} -> {slow['he3'][-1]:.3g}, ReLU max "
-           f"{max(slow['relu']):.3g} (plateau iff > {_PLATEAU_SLOWDOWN:g}); SGD vs corrected ODE {ratio:.3g}")
+           f"{max(slow['relu']):.3g} (plateau iff > {_PLATEAU_SLOWDOWN:g}); SGD vs finite-delta ODE {ratio:.3g}")
     return ClaimResult(measured=measured, figure=str(fig), table=rows,
                        message=msg, details={"glm": glm, "sgd": sgd_rows, "plateau_grows": plateau_grows,
                                              "relu_flat": relu_flat})
 
 
 # ---- R3: Fig. 3a, the lazy floor against the LoRA loss ------------------------------------------------------
+_M_ALLOW = 0.01  # spec §4 R1: the finite-delta ODE tracks SGD's m_t to 0.01 (O(delta/d) + O(1/sqrt d)) at d >= 1000
+
+
+def _window_means(pred, t, steps, name):
+    """A Prediction's observable averaged over the steps s = 0..steps nearest to each recorded step of ``t``:
+    the same windows as the simulation's online ``loss``."""
+    s = np.arange(steps + 1)
+    idx = np.searchsorted((t[:-1] + t[1:]) / 2, s, side="right")
+    vals = np.interp(s, pred.t, np.asarray(pred.observables[name], dtype=float))
+    return np.bincount(idx, vals, minlength=len(t)) / np.bincount(idx, minlength=len(t))
+
+
 @claim(id="lora.fig3a_lazy_floor", model="lora",
-       title="Fig. 3a: at xi = sqrt(k) the LoRA loss Phi(m_t) falls below the linearised (lazy) model's floor",
-       source=_SRC.format("506, 524-527 (Fig. 3a)", "R3, §2.10"),
-       metric="SGD loss at the end (mean over seeds, last 10% of the run) divided by the lazy floor",
+       title="Fig. 3a: at xi = sqrt(k) SGD's loss follows Phi(m_t) of the finite-delta overlap ODE down below the "
+             "linearised (lazy) model's floor",
+       source=_SRC.format("506, 524-527 (Fig. 3a)", "R3, §2.6, §2.10"),
+       metric="max over recorded t of |mean_SGD loss(t) - Phi(m_corr)(t)| / (3 SE_t + 0.01 |h(m_corr(t))|): the "
+              "online SGD loss (mean over seeds, per recording window) against the finite-delta ODE's Phi(m_t) "
+              "averaged over the same window; the SGD loss must also end below the lazy floor",
        tolerance=1.0,
-       tolerance_origin="the paper's claim itself: LoRA ends below the best the linearised model can do (ratio < 1)",
-       quick={"k": 8, "d": 1000, "delta": 0.02, "tau": 16.0, "seeds": 4},
-       full={"k": 8, "d": 2000, "delta": 0.02, "tau": 24.0, "seeds": 8})
+       tolerance_origin="per time: 3 standard errors of the seed mean of the windowed online loss, plus the "
+                        "finite-d allowance of spec §4 R1 (0.01 on m at d >= 1000) carried to the loss through "
+                        "|dPhi/dm| = |h(m)| (the Jensen gap E Phi(m_t) - Phi(E m_t) ~ |h'| Var(m_t)/2 <= 0.01 at "
+                        "d = 1000, SD(m_t) <= 0.04, is inside it). Check: final SGD loss / lazy floor < 1 (the paper's claim)",
+       quick={"k": 8, "d": 1000, "delta": 0.02, "tau": 16.0, "seeds": 8, "n_points": 33},
+       full={"k": 8, "d": 2000, "delta": 0.02, "tau": 24.0, "seeds": 8, "n_points": 49})
 def fig3a_lazy_floor(size, device, outdir):
     """R3: c_hat = c (so Phi(1) = 0), xi = sqrt(k), convention N0 (the model the linearisation expands)."""
     k, d = size["k"], size["d"]
+    steps = int(round(size["tau"] * d))
     base = lora.Problem.orthonormal(k, math.sqrt(k), "relu", seed=0)
     problem = lora.Problem(base.G, base.lam, base.c, base.c, base.xi, "relu", convention="N0")
     floor = float(lora.lazy_floor(problem))
-    preds, sim = _run_pair(problem, d=d, delta=size["delta"], tau=size["tau"], seeds=size["seeds"], device=device,
-                           conventions=("corrected",))
+    sim = popdyn.simulate(problem, d=d, lr=size["delta"] / d, steps=steps, seeds=size["seeds"], device=device,
+                          n_points=size["n_points"])
+    pred = popdyn.predict(problem, d=d, lr=size["delta"] / d, steps=steps, n_points=min(steps + 1, 4001))
+    t = np.asarray(sim.t)
     loss = np.asarray(sim["loss"], dtype=float)
+    mean, se = loss.mean(0), loss.std(0, ddof=1) / math.sqrt(loss.shape[0])
+    theory = _window_means(pred, t, steps, "loss")
+    allowed = 3 * se + _M_ALLOW * np.abs(lora.h(problem, _on_grid(pred, t)))
+    gap = np.abs(mean - theory) / allowed
     tail = loss[:, -max(1, loss.shape[1] // 10):].mean(1)
-    theory = _on_grid(preds["corrected"], sim.t, "loss")
-    measured = float(tail.mean() / floor)
-    fig = plot_curves(sim.t / d, {"SGD loss (mean)": loss.mean(0), "theory Phi(m_t), corrected ODE": theory},
-                      Path(outdir) / "lora.fig3a_lazy_floor.png", bands={"SGD loss (mean)": 2 * loss.std(0, ddof=1)},
+    below = float(tail.mean() / floor)
+    fig = plot_curves(t / d, {"SGD loss (mean)": mean, "theory Phi(m_t), finite-delta ODE": theory},
+                      Path(outdir) / "lora.fig3a_lazy_floor.png", bands={"SGD loss (mean)": 3 * se},
                       refs={f"lazy floor {floor:.3g}": floor}, logy=True, xlabel=r"$\tau = t/d$",
-                      ylabel=r"loss $\Phi$", title=f"ReLU k={k}, xi=sqrt(k), c_hat=c: final/floor = {measured:.3g}")
-    msg = f"final SGD loss {tail.mean():.3g} vs lazy floor {floor:.3g} (theory end {theory[-1]:.3g})"
-    return ClaimResult(measured=measured, figure=str(fig),
-                       table=[{"lazy_floor": floor, "sgd_final": float(tail.mean()), "theory_final": float(theory[-1]),
-                               "theory_start": float(theory[0])}], message=msg)
+                      ylabel=r"loss $\Phi$", title=f"ReLU k={k}, xi=sqrt(k), c_hat=c: max gap/allowed "
+                                                   f"{gap.max():.3g}, final/floor = {below:.3g}")
+    j = int(np.argmax(gap))
+    msg = (f"SGD loss vs Phi(m_t) of the finite-delta ODE: max gap/allowed {gap.max():.3g} at tau = {t[j] / d:.3g} "
+           f"(gap {abs(mean[j] - theory[j]):.3g}, allowed {allowed[j]:.3g}); final SGD loss {tail.mean():.3g} vs "
+           f"lazy floor {floor:.3g} (ratio {below:.3g}; theory ends at {theory[-1]:.3g})")
+    return ClaimResult(measured=float(gap.max()), checks={"SGD loss ends below the lazy floor": below < 1},
+                       figure=str(fig), message=msg,
+                       table=[{"lazy_floor": floor, "sgd_final": float(tail.mean()), "final_over_floor": below,
+                               "theory_final": float(theory[-1]), "theory_start": float(theory[0]),
+                               "max_gap_over_allowed": float(gap.max()), "tau_of_max": float(t[j] / d)}])
 
 
 # ---- R4: Figs 2a/2b and L315, joint training of c_hat (extension) -----------------------------------------
-def _median_escape(sim, level, d):
-    """Median over seeds of the first tau = t/d with |m| >= level (runs that never get there count as inf)."""
-    m = np.abs(np.asarray(sim["m"], dtype=float))
-    esc = [dynamics.escape_time(sim.t.astype(float), row, level) for row in m]
-    return float(np.median([math.inf if e is None else e for e in esc])) / d
+_ONE_SIDED_3SE = 0.5 * math.erfc(3 / math.sqrt(2))  # P(Z > 3) = 0.00135: the level of a single "ratio + 3 SE"
+
+
+def _bonferroni_z(n_tests):
+    """z with P(Z > z) = P(Z > 3)/n_tests: taking the best of ``n_tests`` upper bounds keeps the 3 SE level."""
+    return float(-ndtri(_ONE_SIDED_3SE / n_tests))
+
+
+def _escape_times(sim, level):
+    """Per-seed first step with |m| >= level (linearly interpolated between records); None if never."""
+    t = np.asarray(sim.t, dtype=float)
+    return [dynamics.escape_time(t, row, level) for row in np.abs(np.asarray(sim["m"], dtype=float))]
+
+
+def joint_frozen_ratio(t_joint, t_frozen, *, dt, horizon):
+    r"""Paired joint/frozen escape-time ratio (geometric mean over seeds) and its standard error.
+
+    .. math:: \ell_i = \log\frac{t^{J}_i}{t^{F}_i},\quad \hat r = e^{\bar\ell},\quad
+              \mathrm{SE}(\hat r) = \hat r\,\sqrt{\frac{s_\ell^2}{R} + \frac{1}{R^2}\sum_i \frac{\Delta^2}{12}
+              \Big(\frac{1}{(t^J_i)^2} + \frac{1}{(t^F_i)^2}\Big)}
+
+    Seeds are paired (same u_0 and data stream x_t for both runs), so the spread ``s_l`` of the per-seed log
+    ratios is the seed noise of the comparison; the second term is the time resolution of the recorded grid
+    (escape times interpolated between records ``dt`` apart, error taken uniform on one interval), which keeps
+    the SE positive when both runs are identical. A frozen run that never escapes counts at ``horizon`` (a
+    lower bound: the ratio is then over-estimated, conservative); a joint run that never escapes makes the
+    ratio infinite. Delta method: SE(r) = r SE(mean log ratio).
+    """
+    tf = np.array([horizon if t is None else t for t in t_frozen], dtype=float)
+    if any(t is None for t in t_joint):
+        return math.inf, math.inf
+    tj = np.array(t_joint, dtype=float)
+    ell = np.log(tj / tf)
+    R = len(ell)
+    var = (ell.var(ddof=1) if R > 1 else math.inf) / R + np.sum(dt**2 / 12 * (1 / tj**2 + 1 / tf**2)) / R**2
+    ratio = float(np.exp(ell.mean()))
+    return ratio, ratio * float(np.sqrt(var))
 
 
 @claim(id="lora.fig2_joint_speedup", model="lora",
-       title="Extension (Fig. 2a vs 2b, L315): training c_hat jointly is faster than freezing it",
+       title="Extension (Fig. 2a vs 2b, L315): training c_hat jointly reaches |m| >= 0.5 reliably faster than "
+             "freezing it",
        source=_SRC.format("315 (\"roughly twice\"), 503-516 (Fig. 2)", "R4, §1.4 (joint step size not given)"),
-       metric="min over the c_hat step sizes tried of the median SGD time to |m| >= 0.5, joint / frozen c_hat "
-              "(paper: roughly 0.5)",
+       metric="min over the F c_hat step sizes of (r + z_F SE(r)): r = geometric mean over paired seeds of "
+              "t_joint/t_frozen, the steps to |m| >= 0.5; SE by the delta method from the per-seed log ratios "
+              "plus the recording resolution; z_F = 3 raised by Bonferroni for the min over F step sizes "
+              "(P(Z > z_F) = P(Z > 3)/F: z_2 = 3.21, z_4 = 3.40)",
        tolerance=1.0,
-       tolerance_origin="the qualitative claim only (joint not slower for some c_hat step size); the paper gives "
-                        "neither the c_hat step size nor a number, so 'roughly twice' is reported, not tested",
-       quick={"k": 8, "xi": 1.0, "d": 500, "delta": 0.2, "tau": 40.0, "seeds": 4, "level": 0.5,
+       tolerance_origin="joint reliably faster: the upper 3-SE bound of the time ratio must stay below 1 for some "
+                        "c_hat step size, the family-wise level of taking the best of F kept at P(Z > 3) = 0.13 % "
+                        "(Bonferroni). Normal quantiles with R = 8-16 seeds (the SE's own error is not in z). The "
+                        "paper gives neither the c_hat step size nor a number: 'roughly twice' (r ~ 0.5) is "
+                        "reported, not tested",
+       quick={"k": 8, "xi": 1.0, "d": 500, "delta": 0.2, "tau": 40.0, "seeds": 8, "level": 0.5,
               "lr_c_factors": [0.1, 1.0]},
-       full={"k": 8, "xi": 1.0, "d": 1000, "delta": 0.2, "tau": 60.0, "seeds": 8, "level": 0.5,
+       full={"k": 8, "xi": 1.0, "d": 1000, "delta": 0.2, "tau": 60.0, "seeds": 16, "level": 0.5,
              "lr_c_factors": [0.1, 1.0, 10.0, 100.0]})
 def fig2_joint_speedup(size, device, outdir):
-    """R4: time to |m| >= level with c_hat frozen and with c_hat trained at lr_c = factor * lr."""
-    d = size["d"]
-    kw = {"d": d, "lr": size["delta"] / d, "steps": int(round(size["tau"] * d)), "seeds": size["seeds"],
-          "device": device}
+    """R4: steps to |m| >= level with c_hat frozen and with c_hat trained at lr_c = factor * lr, paired seeds."""
+    d, level = size["d"], size["level"]
+    steps = int(round(size["tau"] * d))
+    kw = {"d": d, "lr": size["delta"] / d, "steps": steps, "seeds": size["seeds"], "device": device}
     problem = lora.Problem.orthonormal(size["k"], size["xi"], "relu", seed=0)
     frozen = popdyn.simulate(problem, **kw)
-    t_frozen = _median_escape(frozen, size["level"], d)
+    dt = float(np.max(np.diff(frozen.t)))
+    t_frozen = _escape_times(frozen, level)
+    z = _bonferroni_z(len(size["lr_c_factors"]))
     curves = {"frozen c_hat": np.abs(frozen["m"]).mean(0)}
     rows = []
     for f in size["lr_c_factors"]:
         sim = popdyn.simulate(problem, joint=True, lr_c=f * kw["lr"], **kw)
-        t_joint = _median_escape(sim, size["level"], d)
-        rows.append({"lr_c_over_lr": f, "tau_frozen": t_frozen, "tau_joint": t_joint,
-                     "joint_over_frozen": t_joint / t_frozen, "final_m_joint": float(np.abs(sim["m"][:, -1]).mean()),
+        ratio, se = joint_frozen_ratio(_escape_times(sim, level), t_frozen, dt=dt, horizon=steps)
+        rows.append({"lr_c_over_lr": f, "ratio": ratio, "se": se, "upper": ratio + z * se, "z": z,
+                     "frozen_escaped": sum(t is not None for t in t_frozen),
+                     "final_m_joint": float(np.abs(sim["m"][:, -1]).mean()),
                      "final_m_frozen": float(np.abs(frozen["m"][:, -1]).mean()),
-                     "final_c_overlap": float(np.abs(sim["c_overlap"][:, -1]).mean()),
-                     "tau_joint_0.9": _median_escape(sim, 0.9, d), "tau_frozen_0.9": _median_escape(frozen, 0.9, d)})
+                     "final_c_overlap": float(np.abs(sim["c_overlap"][:, -1]).mean())})
         curves[f"joint, lr_c = {f:g} lr"] = np.abs(sim["m"]).mean(0)
-    ratio = min(r["joint_over_frozen"] for r in rows)
-    fig = plot_curves(frozen.t / d, curves, Path(outdir) / "lora.fig2_joint_speedup.png", refs={"level": size["level"]},
+    best = min(rows, key=lambda r: r["upper"])
+    fig = plot_curves(frozen.t / d, curves, Path(outdir) / "lora.fig2_joint_speedup.png", refs={"level": level},
                       xlabel=r"$\tau = t/d$", ylabel=r"$|m_t|$ (mean over seeds)",
-                      title=f"ReLU k={size['k']} xi={size['xi']}: best joint/frozen time = {ratio:.3g} (paper ~0.5)")
-    msg = (f"best joint/frozen time to |m| >= {size['level']}: {ratio:.3g} over lr_c/lr in {size['lr_c_factors']} "
-           f"(paper: 'roughly twice' as fast, ~0.5); joint ends at |m| = {rows[0]['final_m_joint']:.3g}, "
-           f"frozen at {rows[0]['final_m_frozen']:.3g}")
-    return ClaimResult(measured=ratio, figure=str(fig), table=rows, message=msg)
+                      title=f"ReLU k={size['k']} xi={size['xi']}: joint/frozen time {best['ratio']:.3g} "
+                            f"+ {z:.2f} SE = {best['upper']:.3g} (paper ~0.5)")
+    msg = (f"best joint/frozen time to |m| >= {level}: {best['ratio']:.3g} +- {best['se']:.2g} (SE) at lr_c = "
+           f"{best['lr_c_over_lr']:g} lr; upper bound r + {z:.2f} SE = {best['upper']:.3g} (< 1 needed; paper: "
+           f"'roughly twice' as fast, ~0.5); all: " + ", ".join(f"{r['lr_c_over_lr']:g} lr: {r['ratio']:.3g} "
+                                                                f"+- {r['se']:.2g}" for r in rows))
+    return ClaimResult(measured=best["upper"], figure=str(fig), table=rows, message=msg,
+                       details={"z": z, "seeds": size["seeds"], "resolution_steps": dt})

@@ -2,17 +2,19 @@
 
 The population spherical gradient is ``-h(m) (u - m u_hat)`` with ``m = <u, u_hat>`` (Prop. 4), so the
 population dynamics is the scalar ODE ``dm/dt = h(m)(1 - m^2)``. This package holds the problem, the
-closed forms of ``h`` and the loss, the dynamics (with the normalisation correction B0), the bounds
-and the paper's limits and constructions.
+closed forms of ``h`` and the loss, the normalisation drift B0, the dynamics of the overlap, the
+bounds and the paper's limits and constructions. Modules: ``problem``, ``theory``, ``limits``,
+``normalisation``, ``dynamics``, ``bounds``, and ``predict`` (registers :func:`popdyn.predict`).
 """
 from .bounds import claim1_condition, condition3, signal_noise, theorem16_schedule, theorem_schedule
-from .dynamics import (B0, B1, gradient_second_moment, limit_sign, overlap_ode, overlap_recursion,
-                       plateau_overlap, time_to_overlap)
+from .dynamics import limit_sign, overlap_ode, overlap_recursion, plateau_overlap, time_to_overlap
 from .limits import (claim2_instance, example_f1, glm_h, lazy_floor, lazy_h, lazy_solution, refit_error,
                      separation_instance, thm36_bound)
+from .normalisation import B0, B1, gradient_second_moment
 from .problem import Problem, overlaps
 from .theory import (T_table, h, h0, h_bound, h_series_coeffs, orthonormal_stats, population_gradient,
                      population_loss)
+from . import predict as _predict  # noqa: F401, E402  (registers popdyn.predict for Problem)
 
 __all__ = ["Problem", "overlaps",
            "h", "h0", "h_bound", "h_series_coeffs", "T_table", "orthonormal_stats", "population_loss",

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..._validate import Integer, Interval, InvalidParameterError, Options, check
-from .dynamics import B0
+from .normalisation import B0
 from .problem import Problem
 from .theory import h, h0
 

@@ -2,13 +2,12 @@
 
 Public names
 ------------
-normalisation drift (randomised quasi-Monte Carlo over the (k+2)-dim Gaussian)
-    :func:`B0`, :func:`B1`, :func:`gradient_second_moment`
 population dynamics
     :func:`overlap_ode` (conventions "corrected" and "paper"), :func:`overlap_recursion`,
     :func:`time_to_overlap`, :func:`plateau_overlap`, :func:`limit_sign`
-theory for :func:`popdyn.predict`
-    ``predict(problem, *, d, lr, steps, ...)`` registered for :class:`~popdyn.models.lora.Problem`
+
+The normalisation drift (B0, B1) is in :mod:`popdyn.models.lora.normalisation`; the theory behind
+:func:`popdyn.predict` is assembled in :mod:`popdyn.models.lora.predict`.
 
 Time is counted in SGD steps ``t``; the paper's ODE time is ``lr * t`` and the spec's is ``tau = t / d``
 with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, cubic splines in
@@ -17,234 +16,23 @@ with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table
 """
 from __future__ import annotations
 
-import math
-import warnings
-import weakref
-
 import numpy as np
 from scipy.integrate import quad
 from scipy.interpolate import CubicSpline
 from scipy.optimize import brentq
-from scipy.special import ndtri
-from scipy.stats import qmc
 
 from ... import dynamics
-from ..._validate import Integer, Interval, InvalidParameterError, Options, RegimeWarning, check
-from ...api import predict
-from ...results import Prediction
-from .problem import Problem, check_overlap
+from ..._validate import Integer, Interval, InvalidParameterError, Options, check
+from .normalisation import _M_TABLE, _N_TABLE, _table
+from .problem import Problem, _cached, check_overlap
 from .theory import h, h0, population_loss
 
-__all__ = ["B0", "B1", "gradient_second_moment", "overlap_ode", "overlap_recursion", "time_to_overlap",
-           "plateau_overlap", "limit_sign"]
+__all__ = ["overlap_ode", "overlap_recursion", "time_to_overlap", "plateau_overlap", "limit_sign"]
 
-_CHUNK = 1 << 14  # quasi-Monte Carlo rows drawn at once (a power of 2, so Sobol stays balanced)
-_N_SCRAMBLES = 16  # independent scrambles of the Sobol sequence; their spread gives the SE (15 dof)
-_BLOCK = 1 << 21  # floats of an (M, chunk, k) pre-activation block held at once (16 MiB)
-_N_TABLE = 1 << 13  # default RQMC size of the B0/B1 table of the corrected ODE: B0 rel. SE ~ 1 % (relu, k = 8)
-_M_TABLE = np.linspace(-1.0, 1.0, 41)  # B0/B1 table grid; linear interpolation error <= 0.05^2/8 |B0''|
 _N_GRID = 8193  # nodes cos(pi j/8192) of method "grid": error <= ~1e-7 in m, O(n_grid^-2) (tests)
 _N_EXACT = 513  # exact h, Phi at theta = pi j/512, cubic splines in theta: rel. error <= 2e-10 (xi <= 3, O(N^-4))
-_cache = weakref.WeakKeyDictionary()  # problem -> {key: value}: B0/B1 tables, grid nodes, regime pieces
 _ODE_METHODS = ("grid", "DOP853", "RK45", "RK23", "LSODA", "Radau", "BDF")
-_SRC = ["seed 003 L598-617 (overlap recursion, L604)", "seed 003 L1222-1230 (normalised SGD step)",
-        "specs/lora.md §2.6 (corrected ODE, derived), §3.6 (validation)"]
 
-
-# ---- Monte Carlo of the normalisation drift ---------------------------------------------------------
-
-def _sample(problem, engine, n):
-    """z ~ N(0, G) (rows <w_i, x>), a = <u, x>, b = <e', x> (e' the unit part of u_hat orthogonal to u)."""
-    vals, vecs = np.linalg.eigh(problem.G)
-    root = vecs * np.sqrt(np.clip(vals, 0.0, None))  # root @ root.T = G, also for singular G
-    g = ndtri(np.clip(engine.random(n), 1e-300, 1 - 2**-53))  # scrambled Sobol points never hit 0 or 1
-    return g[:, :problem.k] @ root.T, g[:, -2], g[:, -1]
-
-
-def _replicate(problem, m, engine, per, weights):
-    """Mean over one scrambled Sobol replicate of ``Q (w0 + w1 (e.x)^2)``, shape (len(weights), m.size)."""
-    sig, lam, xi = problem.sigma, problem.lam, problem.xi
-    coef = xi * problem.c_hat / problem.r_hat
-    root = np.sqrt(np.clip(1 - m * m, 0.0, None))
-    step = max(1, _BLOCK // (_CHUNK * problem.k))
-    s1 = np.zeros((len(weights), m.size))
-    for start in range(0, per, _CHUNK):
-        z, a, b = _sample(problem, engine, min(_CHUNK, per - start))
-        teacher = sig((z + xi * problem.c * a[:, None]) / problem.r) @ lam
-        z /= problem.r_hat
-        for i in range(0, m.size, step):
-            mi, ri = m[i:i + step, None], root[i:i + step, None]
-            pre = (mi * a + ri * b)[..., None] * coef  # <v_hat_j, x> = (z_j + xi c_hat_j <u_hat, x>)/r_hat_j
-            pre += z
-            q = (teacher - sig(pre) @ lam) ** 2 * (sig.deriv(pre) @ (lam * coef)) ** 2
-            e2 = (ri * a - mi * b) ** 2  # e.x with e = (u - m u_hat)/sqrt(1 - m^2)
-            s1[:, i:i + step] += (q * (weights[:, 0, None, None] + weights[:, 1, None, None] * e2)).sum(-1)
-    return s1 / per
-
-
-def _moments(problem, m, n, seed, weights):
-    """Randomised quasi-Monte Carlo: mean and SE over _N_SCRAMBLES independently scrambled Sobol replicates.
-
-    Each replicate has ``2^ceil(log2(n / _N_SCRAMBLES))`` points (a power of 2 keeps Sobol balanced);
-    the SE is the spread of the replicate means, so it is honest for any integrand.
-    """
-    weights = np.asarray(weights, dtype=np.float64)
-    per = 1 << max(0, math.ceil(math.log2(n / _N_SCRAMBLES)))
-    seeds = np.random.SeedSequence(seed).spawn(_N_SCRAMBLES)
-    engines = [qmc.Sobol(problem.k + 2, scramble=True, seed=np.random.default_rng(sq)) for sq in seeds]
-    reps = np.array([_replicate(problem, m, engine, per, weights) for engine in engines])
-    return reps.mean(axis=0), reps.std(axis=0, ddof=1) / np.sqrt(_N_SCRAMBLES)
-
-
-def _mc(problem, m, n, seed, weights, owner):
-    if not isinstance(problem, Problem):
-        raise InvalidParameterError(f"The 'problem' parameter of {owner} must be a lora.Problem. Got {problem!r}.")
-    m = check_overlap(m)
-    n = check(owner, "n", n, Integer(2))
-    seed = check(owner, "seed", seed, Integer(0))
-    mean, se = _moments(problem, m.reshape(-1), n, seed, weights)
-    return mean.reshape((-1,) + m.shape), se.reshape((-1,) + m.shape)
-
-
-def B0(problem, m, *, n=1 << 16, seed=0):
-    r"""Normalisation-drift coefficient B0(m): second moment of the per-direction SGD gradient.
-
-    .. math:: B_0(m) = \mathbb E_x\Big[(f^*(x) - \hat f(x))^2\, g(x)^2\Big],\qquad
-              g(x) = \sum_j \lambda_j\, \sigma'(\langle \hat v_j, x\rangle)\,\frac{\xi \hat c_j}{\hat r_j}
-
-    Parameters
-    ----------
-    problem : Problem
-    m : float or ndarray
-        Overlaps ``<u, u_hat>`` in [-1, 1].
-    n : int
-        Sample size (>= 2), rounded up to 16 times a power of 2; the same points for every ``m``
-        (common random numbers).
-    seed : int
-        Seed of the sample (>= 0); the same seed gives the same numbers.
-
-    Returns
-    -------
-    mean, se : ndarray of shape m.shape
-        Estimate and its standard error (spread of 16 independently scrambled Sobol replicates).
-
-    Notes
-    -----
-    Regime: A1-A2 (the expectation is over the (k+2)-dim Gaussian ``(<w_i,x>, <u,x>, <e',x>)``:
-    ``z ~ N(0, G)``, ``a, b ~ N(0, 1)``, ``<v_i,x> = (z_i + xi c_i a)/r_i``,
-    ``<v_hat_j,x> = (z_j + xi c_hat_j (m a + sqrt(1-m^2) b))/r_hat_j``). Any sigma with finite
-    fourth moments of ``sigma, sigma'``; polynomial activations have heavy tails (SE underestimated).
-
-    References
-    ----------
-    .. [src] derived; specs/lora.md §2.6 (E||L_t||^2 = 4[(d-k-2) B0 + B1]), A.3.
-
-    Examples
-    --------
-    >>> p = Problem(np.eye(2), [1.0, 1.0], [0.6, 0.8], [0.6, 0.8], 1.0)  # c_hat = c: f_hat = f* at m = 1
-    >>> bool(B0(p, 1.0, n=100)[0] < 1e-25)  # zero up to rounding of the two pre-activation formulas
-    True
-    """
-    mean, se = _mc(problem, m, n, seed, [[1.0, 0.0]], "lora.B0")
-    return mean[0], se[0]
-
-
-def B1(problem, m, *, n=1 << 16, seed=0):
-    r"""Companion of :func:`B0` with the extra factor ``(e.x)^2`` along ``e = (u - m u_hat)/|u - m u_hat|``.
-
-    .. math:: B_1(m) = \mathbb E_x\Big[(f^* - \hat f)^2\, g(x)^2\, \langle e, x\rangle^2\Big],\qquad
-              \langle e, x\rangle = \sqrt{1-m^2}\,a - m\,b
-
-    Parameters
-    ----------
-    problem : Problem
-    m : float or ndarray
-        Overlaps ``<u, u_hat>`` in [-1, 1].
-    n : int
-        Sample size (>= 2), the same sample as :func:`B0` for equal ``(n, seed)``.
-    seed : int
-        Seed (>= 0).
-
-    Returns
-    -------
-    mean, se : ndarray of shape m.shape
-
-    Notes
-    -----
-    Regime: as :func:`B0`. At ``m = +-1`` ``e`` is any unit vector orthogonal to u_hat and W, so
-    ``B1(+-1) = B0(+-1)`` exactly (the limit of the formula, ``e.x = -m b``).
-
-    References
-    ----------
-    .. [src] derived; specs/lora.md §2.6, A.3 (e.x = (a - m(m a + sqrt(1-m^2) b))/sqrt(1-m^2)).
-
-    Examples
-    --------
-    >>> p = Problem.orthonormal(k=3, xi=1.0, seed=1)
-    >>> bool(np.allclose(B1(p, 1.0, n=5000)[0], B0(p, 1.0, n=5000)[0], rtol=0.2))  # independent factor, E b^2 = 1
-    True
-    """
-    mean, se = _mc(problem, m, n, seed, [[0.0, 1.0]], "lora.B1")
-    return mean[0], se[0]
-
-
-def gradient_second_moment(problem, m, *, d, n=1 << 16, seed=0):
-    r"""Second moment of the projected SGD gradient, E||L_t||^2, at overlap m in dimension d.
-
-    .. math:: \mathbb E\lVert L_t\rVert^2 = 4\big[(d-k-2)\,B_0(m) + B_1(m)\big],\quad
-              L_t = (I - \hat u\hat u^\top)\,\Pi^\perp_W\,\nabla_{\hat u} (f^* - \hat f)^2
-
-    Parameters
-    ----------
-    problem : Problem
-    m : float or ndarray
-        Overlaps in [-1, 1].
-    d : int
-        Input dimension, >= k + 2.
-    n : int
-        Sample size (>= 2), as in :func:`B0`.
-    seed : int
-        Seed (>= 0).
-
-    Returns
-    -------
-    mean, se : ndarray of shape m.shape
-
-    Notes
-    -----
-    Regime: exact in d under A1-A2 (the d-k-2 directions orthogonal to W, u, u_hat contribute
-    independent unit-variance factors); W of rank k.
-
-    References
-    ----------
-    .. [src] derived; specs/lora.md §2.6; gradient seed 003 L180, L837.
-
-    Examples
-    --------
-    >>> p = Problem.orthonormal(k=2, xi=1.0, seed=0)
-    >>> float(gradient_second_moment(p, 1.0, d=10, n=10)[0]) >= 0.0
-    True
-    """
-    d = check("lora.gradient_second_moment", "d", d, Integer(problem.k + 2))
-    mean, se = _mc(problem, m, n, seed, [[4.0 * (d - problem.k - 2), 4.0]], "lora.gradient_second_moment")
-    return mean[0], se[0]
-
-
-def _cached(problem, key, make):
-    """``make()``, computed once per (problem, key) and dropped with the problem (which is frozen)."""
-    per = _cache.setdefault(problem, {})
-    if key not in per:
-        per[key] = make()
-    return per[key]
-
-
-def _table(problem, n, seed):
-    """B0 and B1 on the fixed grid ``_M_TABLE``, cached per problem (same sample for both)."""
-    return _cached(problem, ("B", n, seed),
-                   lambda: tuple(_moments(problem, _M_TABLE, n, seed, [[1.0, 0.0], [0.0, 1.0]])[0]))
-
-
-# ---- population dynamics ----------------------------------------------------------------------------
 
 def _drift_values(problem, m, hm, lr, d, convention, n_mc, seed):
     """dm/dt per step at m, given hm = h(m): ``lr h (1-m^2)`` (paper) minus ``2 lr^2 m [(d-k-2) B0 + B1]``."""
@@ -300,7 +88,7 @@ def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
 
 def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_TABLE, seed=0,
                 rtol=1e-10, atol=1e-12, method="DOP853", n_grid=_N_GRID):
-    r"""Overlap ODE of online SGD, in steps: the paper's population flow or the corrected one.
+    r"""Overlap ODE of online SGD, in steps: the paper's population flow (L604) or its finite-delta extension.
 
     .. math:: \frac{dm}{dt} = \eta\, h(m)(1-m^2) - \frac{\eta^2}{2}\, m\,\mathbb E\lVert L_t\rVert^2,
               \qquad \mathbb E\lVert L_t\rVert^2 = 4\big[(d-k-2)B_0(m) + B_1(m)\big]
@@ -317,9 +105,10 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     d : int or None
         Input dimension (>= k + 3); required by ``convention="corrected"``.
     convention : {"corrected", "paper"}
-        "paper": ``dm/dt = lr h(m)(1-m^2)`` (L604, ODE time ``lr t``). "corrected": adds the
-        normalisation (Ito-type) drift, with B0, B1 tabulated by randomised quasi-Monte Carlo on 41 points in m
-        and interpolated linearly.
+        "paper": ``dm/dt = lr h(m)(1-m^2)`` (L604, ODE time ``lr t``), the population recursion the paper
+        derives "ignoring the error terms" E_t, Q_t (L602). "corrected" (an extension, the default): adds
+        the mean of the normalisation error Q_t, the (Ito-type) drift above, with B0, B1 tabulated by
+        randomised quasi-Monte Carlo on 41 points in m and interpolated linearly.
     n_mc : int
         Monte Carlo size of the B0/B1 table (>= 2).
     seed : int
@@ -343,8 +132,9 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     -----
     Regime: population limit of online SGD with ``lr = delta/d``: in ``tau = t/d`` the corrected
     ODE reads ``dm/dtau = delta h(1-m^2) - 2 delta^2 m B0`` + O(1/d); martingale fluctuations are
-    O(delta sqrt(tau/d)). The paper's ODE is its delta -> 0 limit and misses the plateau
-    ``1 - m* ~ delta B0/|h|``.
+    O(delta sqrt(tau/d)). The paper's ODE is its delta -> 0 limit, without the plateau
+    ``1 - m* ~ delta B0/|h|``; the paper claims no finite-delta trajectory (its Thm 16 takes
+    delta = O(eps^3), where the plateau is O(eps^3); docs/errata.md).
 
     References
     ----------
@@ -500,7 +290,7 @@ def time_to_overlap(problem, m0, m1):
 
 
 def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
-    r"""Stable fixed point m* of the corrected overlap drift near ``sign(h(0))``: SGD's plateau.
+    r"""Stable fixed point m* of the finite-delta overlap drift near ``sign(h(0))``: SGD's plateau.
 
     .. math:: \eta\, h(m^*)(1 - m^{*2}) = 2\eta^2 m^*\big[(d-k-2)B_0(m^*) + B_1(m^*)\big],\qquad
               1 - |m^*| \approx \frac{\eta[(d-k-2)B_0(s) + B_1(s)]}{|h(s)|} \to \frac{\delta B_0(s)}{|h(s)|}
@@ -527,8 +317,10 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
 
     Notes
     -----
-    Regime: corrected ODE (spec §2.6); the first-order formula holds as delta -> 0 (relative error
-    O(delta), O(sqrt(delta)) for ReLU whose h has a sqrt(1 - |m|) term at +-1). Raises when h(0) = 0.
+    Regime: the finite-delta ("corrected") ODE, an extension (spec §2.6): the paper claims no plateau
+    at finite delta, and at its Thm 16 step size it is O(eps^3). The first-order formula holds as
+    delta -> 0 (relative error O(delta), O(sqrt(delta)) for ReLU whose h has a sqrt(1 - |m|) term at
+    +-1). Raises when h(0) = 0.
 
     References
     ----------
@@ -557,125 +349,3 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
         return float(s)
     j = np.flatnonzero(vals > 0)[-1]  # outermost point where the drift still points outwards
     return float(brentq(lambda m: f(0, m), grid[j], grid[j + 1], xtol=1e-15))
-
-
-# ---- predict ----------------------------------------------------------------------------------------
-
-def _regime(problem, lr, d, m0, convention):
-    """Regime entries (condition, value, bound, holds, source) of the overlap theory for these options."""
-    s = limit_sign(problem)
-    quantised, off, sep, cond3 = _cached(problem, "regime", lambda: _problem_regime(problem))
-    entries = [
-        ("delta = lr*d <= 1 (Thm 16 takes delta <= 1; corrected ODE validated to 0.5)", lr * d, 1.0,
-         lr * d <= 1, "seed 003 L650; specs/lora.md §3.6"),
-        ("A3: c, c_hat in {+-1/sqrt(k)}^k", quantised, True, quantised, "seed 003 L82"),
-        ("A4/A5: max_ij |G_ij - delta_ij| <= 1 - log k/sqrt k", float(off), float(sep), off <= sep,
-         "seed 003 L98, L110"),
-        ("sign(m0) = sign(h(0)) (limit is sign(h(0)) u)", float(m0 * s), 0.0, m0 * s > 0, "seed 003 L459, L475"),
-        ("Condition 3: s h(s m) >= |h(0)|/2 on m in [0, 1]", cond3, True, cond3, "seed 003 L640-644"),
-    ]
-    if convention == "paper":
-        entries.append(("paper ODE: delta = lr*d <= 0.01 (it drops the O(delta) drift -2 delta^2 m B0)",
-                        lr * d, 0.01, lr * d <= 0.01, "specs/lora.md §2.6"))
-    out = [dict(condition=c, value=v, bound=b, holds=bool(ok), source=src) for c, v, b, ok, src in entries]
-    for e in out:
-        if not e["holds"]:
-            warnings.warn(f"lora.predict: regime condition not met: {e['condition']} "
-                          f"(value {e['value']!r}, bound {e['bound']!r}; {e['source']})", RegimeWarning, stacklevel=3)
-    return out
-
-
-def _problem_regime(problem):
-    """The problem's own regime values: A3, max |G - I| and its A4/A5 bound, Condition 3 (401 points)."""
-    from .bounds import condition3  # bounds builds on this module (B0), so it is imported late
-    k = problem.k
-    off = float(np.abs(problem.G - np.eye(k)).max()) if k > 1 else 0.0
-    sep = float(1 - np.log(k) / np.sqrt(k)) if k > 1 else 1.0
-    return problem.quantised, off, sep, bool(condition3(problem)[0])
-
-
-@predict.register(Problem)
-def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points=200, n_mc=_N_TABLE,
-             seed=0, method="grid", n_grid=_N_GRID, rtol=1e-8):
-    r"""Theory of online SGD on the LoRA problem: overlap m(t) and population loss Phi(m(t)).
-
-    .. math:: \frac{dm}{dt} = \eta h(m)(1-m^2) - 2\eta^2 m\big[(d-k-2)B_0(m) + B_1(m)\big],\qquad
-              \mathrm{loss}(t) = \Phi(m(t))
-
-    Parameters
-    ----------
-    problem : Problem
-    d : int
-        Input dimension, >= k + 3.
-    lr : float
-        Step size eta, > 0 (``delta = lr d``).
-    steps : int
-        Number of SGD steps, >= 1.
-    m0 : float or None
-        Initial overlap in [-1, 1]; default ``sign(h(0)) 0.5/sqrt(d)`` (spec §3.6; +1 if h(0) = 0).
-    convention : {"corrected", "paper"}
-        ODE of :func:`overlap_ode`.
-    n_points : int
-        Number of recorded step numbers on [0, steps] (>= 2; fewer when steps is small).
-    n_mc : int
-        Monte Carlo size of the cached B0/B1 table (>= 2).
-    seed : int
-        Seed of that table (>= 0).
-    method : {"grid", "solve_ivp"}
-        "grid": the drift on ``n_grid`` nodes clustered at +-1, flowed exactly as a piecewise-linear
-        field (:func:`popdyn.dynamics.scalar_flow`; ~1e-7 in m, a fraction of a millisecond once h on
-        the nodes is cached). "solve_ivp": scipy's LSODA on the exact drift (one scalar h per call).
-    n_grid : int
-        Nodes of "grid" (>= 3); see :func:`overlap_ode`.
-    rtol : float
-        Relative tolerance of "solve_ivp", in (0, 1); ``atol = 1e-3 rtol``. LSODA switches to a
-        stiff method when ``delta = lr d`` is large (the drift ``-2 lr^2 d m B0`` relaxes in ~1/(lr delta) steps).
-
-    Returns
-    -------
-    Prediction
-        ``t`` step numbers (int), observables ``"m"`` and ``"loss"``; ``meta`` holds the problem
-        repr, options, ``t_unit = "steps"``, ``delta``, sources and ``regime`` entries.
-
-    Notes
-    -----
-    Regime: population limit of normalised online SGD (Eq. 4) with ``lr = delta/d``; see
-    :func:`overlap_ode`. Failing regime conditions are recorded in ``meta["regime"]`` and warned
-    (``RegimeWarning``).
-
-    References
-    ----------
-    .. [src] seed 003 L604, L1228-1230, L623; specs/lora.md §2.6, §3.6.
-
-    Examples
-    --------
-    >>> import popdyn
-    >>> p = Problem.orthonormal(k=4, xi=1.0, activation="linear", seed=3)
-    >>> pred = popdyn.predict(p, d=100, lr=1e-4, steps=1000, convention="paper", n_points=11)
-    >>> sorted(pred.observables), pred.t[:3].tolist()
-    (['loss', 'm'], [0, 100, 200])
-    """
-    owner = "lora.predict"
-    lr, d, convention = _check_dynamics(owner, problem, lr, d, convention, n_mc, seed)
-    steps = check(owner, "steps", steps, Integer(1))
-    n_points = check(owner, "n_points", n_points, Integer(2))
-    rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
-    method = check(owner, "method", method, Options(("grid", "solve_ivp")))
-    if m0 is None:
-        m0 = (limit_sign(problem) or 1) * 0.5 / np.sqrt(d)
-    m0 = check(owner, "m0", m0, Interval(-1, 1))
-    t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
-    sol = overlap_ode(problem, m0, t.astype(np.float64), lr=lr, d=d, convention=convention, n_mc=n_mc,
-                      seed=seed, rtol=rtol, atol=1e-3 * rtol, method="LSODA" if method == "solve_ivp" else "grid",
-                      n_grid=n_grid)
-    t = t[:sol.t.size]
-    options = dict(d=d, lr=lr, steps=steps, m0=m0, convention=convention, n_points=n_points, n_mc=n_mc,
-                   seed=seed, method=method, n_grid=n_grid, rtol=rtol)
-    meta = dict(problem=_cached(problem, "repr", lambda: repr(problem)), options=options, t_unit="steps", delta=lr * d, nfev=sol.nfev,
-                source=_SRC, regime=_regime(problem, lr, d, m0, convention))
-    if method == "grid":
-        loss = np.maximum(_splines(problem)[1](np.arccos(sol.y)), 0.0)
-    else:
-        loss = population_loss(problem, sol.y)
-    return Prediction(t=t, observables={"m": sol.y, "loss": loss},
-                      status=sol.status, message=sol.message, meta=meta)

@@ -1,6 +1,7 @@
 """The LoRA fine-tuning problem (Dayi & Chen, seed 003): base features G, head lam, teacher c, student c_hat."""
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +11,7 @@ from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, 
 
 __all__ = ["Problem", "overlaps"]
 
+_cache = weakref.WeakKeyDictionary()  # problem -> {key: value}: B0/B1 tables, splines, grid nodes, regime pieces
 _UNIT_TOL = 1e-10  # 1e-10: unit-norm check for c, c_hat, diag(G); far above float64 rounding
 
 
@@ -192,3 +194,11 @@ def check_overlap(m, name="m"):
     if not np.all(np.isfinite(a)) or np.any(np.abs(a) > 1):
         raise InvalidParameterError(f"The {name!r} parameter must be finite overlaps in [-1, 1]. Got {m!r} instead.")
     return a
+
+
+def _cached(problem, key, make):
+    """``make()``, computed once per (problem, key) and dropped with the problem (which is frozen)."""
+    per = _cache.setdefault(problem, {})
+    if key not in per:
+        per[key] = make()
+    return per[key]
