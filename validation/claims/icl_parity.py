@@ -3,8 +3,8 @@
 * ``icl.parity_construction``: Thm 5.5.1's heads have zero N -> inf hinge loss (g_2^* on all tasks, g_1^*
   on S1) with margins exactly 1 (tight: 0.99 V has positive loss).
 * ``icl.parity_noise_ratio``: Thm 5.5.2's noise-energy ratio (nu1+1)/(nu2+1), by Monte Carlo projections.
-* ``icl.parity_robustness``: at finite M the small model g_1^* has a lower hinge than g_2^* (torch, full
-  prompts with a random dictionary), and the simulation agrees with the theory's exact sampler.
+* ``icl.parity_robustness``: at finite M the torch simulation (full prompts, random dictionary) agrees with
+  the theory's exact sampler at every M (the metric, in SE), and g_1^* has a lower hinge than g_2^* (a check).
 * ``icl.parity_width_counterexample``: the paper's minimal-width statement FAILS: 4 heads fit every task.
 * ``icl.parity_trained``: trained ReLU-attention heads: fresh-prompt hinge at large N against the exact
   N -> inf population hinge of the trained weights (the reduction B.4.1 for non-diagonal heads).
@@ -22,6 +22,7 @@ from . import ClaimResult, claim
 __all__ = []
 
 _SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
+_ORDER_SE = 3.0  # icl.parity_robustness: g1*'s hinge must be below g2*'s by this many SE (one-sided 1e-3)
 
 
 @claim(id="icl.parity_construction", model="icl",
@@ -87,38 +88,46 @@ def parity_noise_ratio(size, device, outdir):
 
 
 @claim(id="icl.parity_robustness", model="icl",
-       title="Thm 5.5.2 / S5.2: at finite M the small model g1* is more robust than g2* (lower hinge)",
+       title="Thm 5.5.2 / S5.2: at finite M the simulated hinge of g1* and g2* agrees with the theory, and g1* "
+             "is more robust (lower hinge)",
        source=f"{_SEED} L1529-1546, L1540-1546 (implications); specs/modular_and_icl.md B.4.3, B.6 S5.2",
-       metric="3 / (min over M and flip of (hinge(g2*) - hinge(g1*)) / SE) in the torch simulation "
-              "(inf when the ordering fails somewhere)",
-       tolerance=1.0, tolerance_origin="the ordering must hold by at least 3 SE at every M (one-sided 1e-3)",
-       quick={"M": [16, 64, 256, 1024], "flip": [0.0], "n_prompts": 2000, "seeds": 2},
-       full={"M": [16, 64, 256, 1024, 4096], "flip": [0.0, 0.2], "n_prompts": 4000, "seeds": 4})
+       metric="max over M, flip and model (g1*, g2*) of |simulated hinge - theory hinge| / SE of the difference "
+              "(torch full prompts with a random dictionary vs the exact sampler of popdyn.predict)",
+       tolerance=4.0, tolerance_origin="|z| <= 4: two-sided normal tail 6e-5 per point, < 2e-3 over the 20 points "
+                                       "of the full size; plus the named ordering check (3 SE, one-sided 1e-3)",
+       quick={"M": [16, 64, 256, 1024], "flip": [0.0], "n_prompts": 2000, "seeds": 2, "theory_prompts": 20_000},
+       full={"M": [16, 64, 256, 1024, 4096], "flip": [0.0, 0.2], "n_prompts": 4000, "seeds": 4,
+             "theory_prompts": 40_000})
 def parity_robustness(size, device, outdir):
     p = icl.ParityProblem.paper(1, 3, 0.1)
-    rows, curves = [], {}
+    rows, curves, S = [], {}, size["seeds"]
     for flip in size["flip"]:
-        sim = popdyn.simulate(p, M=size["M"], n_prompts=size["n_prompts"], seeds=size["seeds"], flip=flip,
-                              device=device)
-        pred = popdyn.predict(p, M=size["M"], n_prompts=20_000, flip=flip)
-        n = size["n_prompts"] * size["seeds"]
+        sim = popdyn.simulate(p, M=size["M"], n_prompts=size["n_prompts"], seeds=S, flip=flip, device=device)
+        pred = popdyn.predict(p, M=size["M"], n_prompts=size["theory_prompts"], flip=flip)
         for i, M in enumerate(size["M"]):
-            hs, hl = sim["hinge_small"][:, i].mean(), sim["hinge_large"][:, i].mean()
-            se = np.hypot(pred["hinge_small_se"][i], pred["hinge_large_se"][i]) * np.sqrt(20_000 / n)
-            rows.append({"flip": flip, "M": M, "hinge_small_sim": hs, "hinge_large_sim": hl,
-                         "hinge_small_theory": pred["hinge_small"][i], "hinge_large_theory": pred["hinge_large"][i],
-                         "acc_small_sim": sim["acc_small"][:, i].mean(), "acc_large_sim": sim["acc_large"][:, i].mean(),
-                         "z_order": (hs - hl) / se})
+            row = {"flip": flip, "M": M}
+            for h in ("small", "large"):
+                mean = sim[f"hinge_{h}"][:, i].mean()
+                se = np.sqrt(np.sum(sim[f"hinge_{h}_se"][:, i] ** 2)) / S  # seeds are independent prompt sets
+                th, th_se = pred[f"hinge_{h}"][i], pred[f"hinge_{h}_se"][i]
+                row |= {f"hinge_{h}_sim": mean, f"hinge_{h}_sim_se": se, f"hinge_{h}_theory": th,
+                        f"hinge_{h}_theory_se": th_se, f"z_{h}": (mean - th) / np.hypot(se, th_se),
+                        f"acc_{h}_sim": sim[f"acc_{h}"][:, i].mean()}
+            row["z_order"] = ((row["hinge_large_sim"] - row["hinge_small_sim"])
+                              / np.hypot(row["hinge_small_sim_se"], row["hinge_large_sim_se"]))
+            rows.append(row)
         curves.update({f"g1* sim, flip {flip}": sim["hinge_small"].mean(0), f"g2* sim, flip {flip}": sim["hinge_large"].mean(0),
                        f"g1* theory, flip {flip}": pred["hinge_small"], f"g2* theory, flip {flip}": pred["hinge_large"]})
-    worst = max(r["z_order"] for r in rows)
-    measured = 3.0 / -worst if worst < 0 else float("inf")
+    worst = max(max(abs(r["z_small"]), abs(r["z_large"])) for r in rows)
+    order = min(r["z_order"] for r in rows)
     fig = plot_curves(np.array(size["M"], float), curves, outdir / "icl.parity_robustness.png", logy=True,
                       xlabel="M (in-context examples)", ylabel="hinge loss on S1 prompts",
-                      title="small (g1*) vs large (g2*) model at finite M")
-    return ClaimResult(measured=measured, figure=str(fig), table=rows,
-                       message=f"g1* below g2* at every M by >= {-worst:.1f} SE; M={rows[0]['M']}: "
-                               f"{rows[0]['hinge_small_sim']:.3f} vs {rows[0]['hinge_large_sim']:.3f}.")
+                      title=f"g1* vs g2* at finite M: sim vs theory max |z| = {worst:.2f}")
+    return ClaimResult(measured=worst, checks={f"g1* hinge below g2* by >= {_ORDER_SE:g} SE at every M and flip "
+                                               "(simulation)": order >= _ORDER_SE},
+                       figure=str(fig), table=rows,
+                       message=f"sim vs theory max |z| = {worst:.2f}; g1* below g2* at every M by >= {order:.1f} SE; "
+                               f"M={rows[0]['M']}: {rows[0]['hinge_small_sim']:.3f} vs {rows[0]['hinge_large_sim']:.3f}.")
 
 
 @claim(id="icl.parity_width_counterexample", model="icl",

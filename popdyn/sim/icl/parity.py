@@ -7,7 +7,8 @@ simulate
     into ``W^(n) = G diag(V^(n)) G^T`` with a random orthonormal dictionary G per seed, evaluated on fresh
     full prompts ``x = G phi`` of M examples (a fraction ``flip`` of the context labels flipped).
     Observables ``acc_small``, ``acc_large``, ``hinge_small``, ``hinge_large`` (seeds, len(M)), the
-    names of :func:`popdyn.models.icl.parity` ``predict``.
+    names of :func:`popdyn.models.icl.parity` ``predict``, each with ``*_se``: the standard error of that
+    seed's mean over its prompts.
 train
     the two-layer ReLU-attention model ``g = sum_n a_n ReLU[(y^T X/N) W^(n) x_q]`` trained by Adam on the
     hinge loss plus ``wd sum ||W||_F^2`` over sampled pretraining prompts of N examples (a in [-1, 1]
@@ -124,15 +125,16 @@ def simulate(problem, *, M=(16, 64, 256, 1024), n_prompts=4096, flip=0.0, seeds=
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     heads = {"small": paper_construction(problem.nu2, problem.gamma, nu1=problem.nu1),
              "large": paper_construction(problem.nu2, problem.gamma)}
-    obs = {f"{k}_{h}": np.zeros((seeds, len(Ms))) for k in ("acc", "hinge") for h in heads}
+    obs = {f"{k}_{h}{e}": np.zeros((seeds, len(Ms))) for k in ("acc", "hinge") for h in heads for e in ("", "_se")}
     for s in range(seeds):
         gen = make_generator(as_int(_OWNER, "seed", seed, 0) + s, dev)
         G = _dictionary(problem.d, gen, dev, dt)
         for i, m in enumerate(Ms):
             for name, (a, V) in heads.items():
                 marg = _margins(problem, *_heads_in_basis(a, V, G), G, gen, n, m, 0.0, flip)
-                obs[f"acc_{name}"][s, i] = float(((marg > 0).to(dt) + 0.5 * (marg == 0).to(dt)).mean())
-                obs[f"hinge_{name}"][s, i] = float(torch.relu(1 - marg).mean())
+                for key, x in (("acc", (marg > 0).to(dt) + 0.5 * (marg == 0).to(dt)), ("hinge", torch.relu(1 - marg))):
+                    obs[f"{key}_{name}"][s, i] = float(x.mean())
+                    obs[f"{key}_{name}_se"][s, i] = float(x.std() / math.sqrt(n))
     meta = dict(problem=repr(problem), options=dict(M=Ms, n_prompts=n, flip=flip, seeds=seeds, seed=seed,
                                                      device=str(dev), dtype=str(dt)))
     return Simulation(t=None, observables=obs, meta=meta)
