@@ -61,7 +61,7 @@ def test_population_hinge_against_monte_carlo(diag):
     a = rng.uniform(-1, 1, 6)
     V = rng.standard_normal((6, 8)) * 4 if diag else rng.standard_normal((6, 8, 8)) * 2
     exact = icl.population_hinge(p, a, V)
-    mean, se = icl.mc_population_hinge(p, a, V, n=200_000, seed=3)
+    mean, se = icl.mc_population_hinge(p, a, V, prompts=200_000, seed=3)
     assert abs(mean - exact) <= 5 * se  # 5 SE, n = 2e5, seed 3
     assert exact > 0.05  # a random network is not a zero-loss one: the check is not vacuous
 
@@ -237,7 +237,7 @@ def test_mc_eval_against_full_prompt_sampling():
     z = np.einsum("nl,nld->nd", yc, phi[:, :M]) / M
     g = np.maximum((z * phi[:, M]) @ V.T, 0) @ a
     hinge = np.maximum(1 - y[:, M] * g, 0)
-    r = icl.mc_eval(p, a, V, M, n_prompts=n, seed=6, flip=flip)
+    r = icl.mc_eval(p, a, V, M, prompts=n, seed=6, flip=flip)
     se = np.hypot(hinge.std() / np.sqrt(n), r["hinge_se"])
     assert abs(hinge.mean() - r["hinge"]) <= 5 * se  # 5 SE of the difference, two independent samples
 
@@ -246,22 +246,23 @@ def test_gap_decays_like_inverse_sqrt_M_and_small_model_is_more_robust():
     p = icl.ParityProblem.paper(1, 3, 0.1)
     small, large = icl.paper_construction(3, 0.1, nu1=1), icl.paper_construction(3, 0.1)
     Ms = np.array([64, 256, 1024, 4096])
-    gaps = np.array([icl.mc_eval(p, *small, m, n_prompts=4000, seed=1)["gap"] for m in Ms])
+    gaps = np.array([icl.mc_eval(p, *small, m, prompts=4000, seed=1)["gap"] for m in Ms])
     slope = np.polyfit(np.log(Ms), np.log(gaps), 1)[0]
     assert abs(slope + 0.5) < 0.05  # theory -1/2 (proof L9050); 0.05 >> the MC error of the slope (~0.01)
     for m in (64, 256, 1024):
-        rs, rl = (icl.mc_eval(p, *h, m, n_prompts=4000, seed=2) for h in (small, large))
+        rs, rl = (icl.mc_eval(p, *h, m, prompts=4000, seed=2) for h in (small, large))
         assert rs["hinge"] + 3 * rs["hinge_se"] < rl["hinge"] - 3 * rl["hinge_se"]
-    assert icl.mc_eval(p, *large, 10**8, n_prompts=2000)["acc"] == 1.0  # M -> inf: signal only (Thm 5.5.2)
+    assert icl.mc_eval(p, *large, 10**8, prompts=2000)["acc"] == 1.0  # M -> inf: signal only (Thm 5.5.2)
 
 
 def test_predict_observables_and_regime():
-    pred = popdyn.predict(icl.ParityProblem.paper(1, 3, 0.1), M=[16, 256], n_prompts=2000)
+    pred = popdyn.predict(icl.ParityProblem.paper(1, 3, 0.1), M=[16, 256], prompts=2000)
     assert pred.t is None and pred["loss_large"] == 0 and pred["loss_small_S1"] == 0
+    assert pred.coords["M"].tolist() == [16, 256] and "M" not in pred.observables
     assert pred["hinge_small"].shape == (2,) and np.all(pred["hinge_small"] < pred["hinge_large"])
     assert pred.meta["regime"][0]["holds"]
     with pytest.warns(RegimeWarning, match="pT_max"):
-        popdyn.predict(icl.ParityProblem(d=8, k=2, gamma=0.1, pT=0.0), M=[16], n_prompts=10)
+        popdyn.predict(icl.ParityProblem(d=8, k=2, gamma=0.1, pT=0.0), M=[16], prompts=10)
 
 
 # ---- bad input --------------------------------------------------------------------------------------------

@@ -61,8 +61,8 @@ def parity_construction(size, device, outdir):
        source=f"{_SEED} L1529-1538, L9060-9064; specs/modular_and_icl.md B.4.3",
        metric="max |z| of the Monte Carlo ratio (delta-method SE) against (nu1+1)/(nu2+1)",
        tolerance=4.0, tolerance_origin="|z| <= 4: two-sided normal tail 6e-5 per setting, < 1e-3 over the grid",
-       quick={"pairs": [[1, 3], [2, 4]], "M": [16, 256], "n": 40_000},
-       full={"pairs": [[1, 2], [1, 3], [2, 3], [2, 4], [3, 5]], "M": [16, 64, 256, 1024], "n": 200_000})
+       quick={"pairs": [[1, 3], [2, 4]], "M": [16, 256], "prompts": 40_000},
+       full={"pairs": [[1, 2], [1, 3], [2, 3], [2, 4], [3, 5]], "M": [16, 64, 256, 1024], "prompts": 200_000})
 def parity_noise_ratio(size, device, outdir):
     rows, rng = [], np.random.default_rng(0)
     for nu1, nu2 in size["pairs"]:
@@ -70,10 +70,10 @@ def parity_noise_ratio(size, device, outdir):
         D2 = icl.paper_construction(nu2, 0.1)[1].T
         P1, P2 = D1 @ np.linalg.pinv(D1), D2 @ np.linalg.pinv(D2)  # orthogonal projectors (D^T D is singular)
         for M in size["M"]:
-            Xi = (2.0 * rng.binomial(M, 0.5, size=(size["n"], 2**nu2)) - M) / M
+            Xi = (2.0 * rng.binomial(M, 0.5, size=(size["prompts"], 2**nu2)) - M) / M
             e1, e2 = np.sum((Xi @ P1) ** 2, 1), np.sum((Xi @ P2) ** 2, 1)
             r = e1.mean() / e2.mean()
-            cov = np.cov(e1, e2) / size["n"]
+            cov = np.cov(e1, e2) / size["prompts"]
             se = r * np.sqrt(cov[0, 0] / e1.mean()**2 + cov[1, 1] / e2.mean()**2 - 2 * cov[0, 1] / (e1.mean() * e2.mean()))
             th = icl.noise_energy_ratio(nu1, nu2)
             z = (r - th) / se if se > 0 else (0.0 if r == th else np.inf)  # se = 0 when P1 = P2 (then r = 1)
@@ -96,15 +96,15 @@ def parity_noise_ratio(size, device, outdir):
               "(torch full prompts with a random dictionary vs the exact sampler of popdyn.predict)",
        tolerance=4.0, tolerance_origin="|z| <= 4: two-sided normal tail 6e-5 per point, < 2e-3 over the 20 points "
                                        "of the full size; plus the named ordering check (3 SE, one-sided 1e-3)",
-       quick={"M": [16, 64, 256, 1024], "flip": [0.0], "n_prompts": 2000, "seeds": 2, "theory_prompts": 20_000},
-       full={"M": [16, 64, 256, 1024, 4096], "flip": [0.0, 0.2], "n_prompts": 4000, "seeds": 4,
+       quick={"M": [16, 64, 256, 1024], "flip": [0.0], "prompts": 2000, "seeds": 2, "theory_prompts": 20_000},
+       full={"M": [16, 64, 256, 1024, 4096], "flip": [0.0, 0.2], "prompts": 4000, "seeds": 4,
              "theory_prompts": 40_000})
 def parity_robustness(size, device, outdir):
     p = icl.ParityProblem.paper(1, 3, 0.1)
     rows, curves, S = [], {}, size["seeds"]
     for flip in size["flip"]:
-        sim = popdyn.simulate(p, M=size["M"], n_prompts=size["n_prompts"], seeds=S, flip=flip, device=device)
-        pred = popdyn.predict(p, M=size["M"], n_prompts=size["theory_prompts"], flip=flip)
+        sim = popdyn.simulate(p, M=size["M"], prompts=size["prompts"], seeds=S, flip=flip, device=device)
+        pred = popdyn.predict(p, M=size["M"], prompts=size["theory_prompts"], flip=flip)
         for i, M in enumerate(size["M"]):
             row = {"flip": flip, "M": M}
             for h in ("small", "large"):
@@ -168,8 +168,8 @@ def parity_width_counterexample(size, device, outdir):
        tolerance=5.0, tolerance_origin="5 SE of the fresh-prompt mean; the finite-N bias is O(1/sqrt(N_eval)) "
                                        "(spec E.10); its 1-Lipschitz bound is reported per seed (not tight). The floor "
                                        "1/prompts: an all-zero sample of n prompts bounds the mean hinge by ~3/n",
-       quick={"m": 8, "N": 32, "steps": 300, "batch": 128, "lr": 2e-2, "seeds": 2, "N_eval": 4096, "n_eval": 4000},
-       full={"m": 8, "N": 64, "steps": 2000, "batch": 256, "lr": 1e-2, "seeds": 4, "N_eval": 16384, "n_eval": 8000})
+       quick={"m": 8, "N": 32, "steps": 300, "batch": 128, "lr": 2e-2, "seeds": 2, "N_eval": 4096, "prompts": 4000},
+       full={"m": 8, "N": 64, "steps": 2000, "batch": 256, "lr": 1e-2, "seeds": 4, "N_eval": 16384, "prompts": 8000})
 def parity_trained(size, device, outdir):
     import torch
 
@@ -177,13 +177,13 @@ def parity_trained(size, device, outdir):
     p = icl.ParityProblem.paper(1, 3, 0.1)
     tr = train(p, m=size["m"], N=size["N"], steps=size["steps"], batch=size["batch"], lr=size["lr"],
                seeds=size["seeds"], device=device)
-    rows, n = [], size["n_eval"]
+    rows, n = [], size["prompts"]
     for s in range(size["seeds"]):
         a, W, G = (torch.as_tensor(tr[k][s], device=device) for k in ("a", "W", "G"))
         exact = dict(zip(("S1", "S2"), icl.population_hinge(p, tr["a"][s], tr["V"][s], split=True)))
         bias = float((np.abs(tr["a"][s]) * np.linalg.norm(tr["W"][s], 2, axis=(1, 2))).sum()) * p.d / np.sqrt(size["N_eval"])
         for tasks, pT in (("S1", 0.0), ("S2", 1.0)):  # each set alone: at the training pT, S2 is 0.75 % of prompts
-            mean, se = fresh_hinge(p, a, W, G, N=size["N_eval"], n_prompts=n, seed=100 + 2 * s + int(pT), pT=pT)
+            mean, se = fresh_hinge(p, a, W, G, N=size["N_eval"], prompts=n, seed=100 + 2 * s + int(pT), pT=pT)
             rows.append({"seed": s, "tasks": tasks, "train_loss_end": tr["train_loss"][s, -1],
                          "population_hinge": exact[tasks], "fresh_hinge": mean, "fresh_se": se, "bias_bound": bias,
                          "score": abs(mean - exact[tasks]) / max(se, 1.0 / n)})
