@@ -23,9 +23,9 @@ def _scaled_heads(factors):
 @falsifies("icl.parity_construction")
 @pytest.mark.parametrize("wrong", [False, "V_x0.95", "V_x1.05"])
 def test_parity_construction_fails_a_rescaled_construction(wrong, monkeypatch, tmp_path):
-    # V_x0.95 (gamma 5 % too large in 1/(4 gamma)): every margin 1 becomes 0.95, so L(g2*) ~ 5e-2 x the
-    # weight of the Hamming-1 tasks >> 1e-12. V_x1.05: zero loss, but |min margin - 1| = 0.05 >> 1e-12
-    # and 0.99 V still has zero loss (the tightness check fails too).
+    # V_x0.95 (gamma 5 % too large in 1/(4 gamma)): every margin 1 becomes 0.95, so L(g2*) > 0 and
+    # |min margin - 1| = 0.05: measured 0.05 against the tolerance 1e-12. V_x1.05: zero loss, but again
+    # |min margin - 1| = 0.05, and 0.99 V still has zero loss (the tightness check fails too).
     if wrong:
         perturb(monkeypatch, "popdyn.models.icl.paper_construction", _scaled_heads(float(wrong[-4:])))
     verdict, res = run_claim("icl.parity_construction", tmp_path, pairs=[[1, 2], [1, 3], [2, 3]])
@@ -37,10 +37,10 @@ def test_parity_construction_fails_a_rescaled_construction(wrong, monkeypatch, t
 @falsifies("icl.parity_noise_ratio")
 @pytest.mark.parametrize("wrong", [False, "ratio_x1.05", "wrong_heads"])
 def test_parity_noise_ratio_fails_a_wrong_ratio_or_wrong_heads(wrong, monkeypatch, tmp_path):
-    # ratio_x1.05: (nu1+1)/(nu2+1) 5 % too high; the ratio's SE at n = 4e4 is ~0.4 % (e1, e2 strongly
-    # correlated), a gap of ~10 SE against the tolerance |z| <= 4.
+    # ratio_x1.05: (nu1+1)/(nu2+1) 5 % too high; the ratio's SE at 4e4 prompts is ~0.15 % (e1, e2 strongly
+    # correlated): measured max |z| 19.8 against the tolerance 4 (right theory: 2.7).
     # wrong_heads: g1* built from the first 2(nu1+1) heads of g2* instead of {1..nu1, nu2+1, ...}: D1 then
-    # has rank 2 nu1 + 2 (bits and the constant column, no mirrors), the MC ratio is ~1 against 1/2: z ~ 100.
+    # spans col(D2) (rank nu2 + 1 for both quick pairs), the MC ratio is exactly 1 against 1/2: z = inf.
     if wrong == "ratio_x1.05":
         perturb(monkeypatch, "popdyn.models.icl.noise_energy_ratio", lambda f: lambda *a: 1.05 * f(*a))
     elif wrong == "wrong_heads":
@@ -71,10 +71,10 @@ _ROBUST = dict(M=[16, 64], flip=[0.0], prompts=8000, seeds=1, theory_prompts=40_
 @pytest.mark.parametrize("wrong", [False, "paper_h", "hinge_x1.1", "g1_is_g2"])
 def test_parity_robustness_fails_a_wrong_finite_M_theory(wrong, monkeypatch, tmp_path):
     # paper_h: Thm 5.5.2's h(theta, 2 gamma phi_hat + P_D Xi) taken as the model, epsilon_j dropped: its hinge
-    # is 10-13 % below the exact one (g1*, M = 16: 1.02 vs 1.12), ~7 SE at 8000 simulated prompts.
-    # hinge_x1.1: a 10 % perturbation, g1* at M = 16: 0.11 against an SE of ~0.014, ~8 SE.
-    # g1_is_g2 (the wrong heads: g1* := g2*, in the theory and the simulation alike): the agreement holds,
-    # but the ordering check fails (equal hinges, z_order ~ 0 < 3).
+    # is 10-13 % below the exact one (g1*, M = 16: 1.02 vs 1.12): measured max |z| 8.7 against 4 (right: 2.2).
+    # hinge_x1.1: a 10 % perturbation (g1*, M = 16: +0.11 against an SE of ~0.014): measured 10.0.
+    # g1_is_g2 (the wrong heads: g1* := g2*, in the theory and the simulation alike): the agreement holds
+    # (1.5), but the ordering check fails (equal hinges, z_order ~ 0 < 3).
     if wrong in ("paper_h", "hinge_x1.1"):
         perturb(monkeypatch, "popdyn.models.icl.parity.mc_eval", _wrong_eval(wrong))
     elif wrong == "g1_is_g2":
@@ -113,9 +113,9 @@ def _hinge_x1_1(f):
 @falsifies("icl.parity_trained")
 @pytest.mark.parametrize("wrong", [False, "diagonal_only", "hinge_x1.1"])
 def test_parity_trained_fails_a_wrong_reduction(wrong, monkeypatch, tmp_path):
-    # diagonal_only: trained heads are not diagonal (|V_il| up to ~3); dropping the cross terms changes L_S1
-    # of a 40-step model by ~0.3-0.4 against an SE of ~0.01: z ~ 30.
-    # hinge_x1.1: L_S2 ~ 0.98 becomes 1.08 against an SE of ~0.011 (2000 prompts): z ~ 9.
+    # diagonal_only: trained heads are not diagonal (|V_il| up to ~3); dropping the cross terms moves L_S1
+    # of the 40-step model by ~0.4 against an SE of ~0.01: measured 38 against the tolerance 5 (right: 1.8).
+    # hinge_x1.1: L_S2 ~ 1 becomes ~1.1 against an SE of ~0.01 (2000 prompts): measured 12.3.
     perturb(monkeypatch, "popdyn.sim.icl.parity.train", _train_once)
     if wrong:
         perturb(monkeypatch, "popdyn.models.icl.population_hinge",
@@ -130,7 +130,7 @@ def test_parity_trained_fails_a_wrong_reduction(wrong, monkeypatch, tmp_path):
 def test_parity_width_counterexample_fails_short_scales(wrong, monkeypatch, tmp_path):
     # The 4-head margins are tight: |x_i - x_j| = 1 for neighbours (negative heads) and 4 gamma C - |x_i + x_j|
     # = 1 at the largest |x_i + x_j| (positive heads). 5 % less on either scale gives margins 0.95 there and
-    # a positive loss (~1e-2) >> the tolerance 1e-12: the claim would then NOT refute the paper.
+    # a positive loss >> the tolerance 1e-12 (measured 0.025 and 0.375): the claim would then NOT refute the paper.
     if wrong:
         factors = [0.95, 0.95, 1, 1] if wrong == "x_x0.95" else [1, 1, 0.95, 0.95]
         perturb(monkeypatch, "popdyn.models.icl.four_head_counterexample", _scaled_heads(factors))
