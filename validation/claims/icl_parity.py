@@ -127,8 +127,9 @@ def parity_robustness(size, device, outdir):
     return ClaimResult(measured=worst, checks={f"g1* hinge below g2* by >= {_ORDER_SE:g} SE at every M and flip "
                                                "(simulation)": order >= _ORDER_SE},
                        figure=str(fig), table=rows,
-                       message=f"sim vs theory max |z| = {worst:.2f}; g1* below g2* at every M by >= {order:.1f} SE; "
-                               f"M={rows[0]['M']}: {rows[0]['hinge_small_sim']:.3f} vs {rows[0]['hinge_large_sim']:.3f}.")
+                       message=f"sim vs theory max |z| = {worst:.2f}; g1* below g2* at every M by >= {order:.1f} "
+                               f"SE; M={rows[0]['M']}: {rows[0]['hinge_small_sim']:.3f} vs "
+                               f"{rows[0]['hinge_large_sim']:.3f}.")
 
 
 @claim(id="icl.parity_width_counterexample", model="icl",
@@ -169,7 +170,7 @@ def parity_width_counterexample(size, device, outdir):
                                        "(spec E.10); its 1-Lipschitz bound is reported per seed (not tight). The floor "
                                        "1/prompts: an all-zero sample of n prompts bounds the mean hinge by ~3/n",
        quick={"m": 8, "N": 32, "steps": 300, "batch": 128, "lr": 2e-2, "seeds": 2, "N_eval": 4096, "prompts": 4000},
-       full={"m": 8, "N": 64, "steps": 2000, "batch": 256, "lr": 1e-2, "seeds": 4, "N_eval": 16384, "prompts": 8000})
+       full={"m": 8, "N": 64, "steps": 2000, "batch": 256, "lr": 1e-2, "seeds": 4, "N_eval": 16384, "prompts": 4000})
 def parity_trained(size, device, outdir):
     import torch
 

@@ -28,7 +28,6 @@ Indices are 0-based in code (the paper's head n and coordinate l are ``n - 1`` a
 """
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 

@@ -6,9 +6,9 @@ simulate
     ``simulate(problem, *, M, prompts, flip, seeds, ...)``: the paper's heads ``g_1^*`` and ``g_2^*`` put
     into ``W^(n) = G diag(V^(n)) G^T`` with a random orthonormal dictionary G per seed, evaluated on fresh
     full prompts ``x = G phi`` of M examples (a fraction ``flip`` of the context labels flipped); the
-    prompt lengths are ``coords["M"]``. Observables ``acc_small``, ``acc_large``, ``hinge_small``, ``hinge_large`` (seeds, len(M)), the
-    names of :func:`popdyn.models.icl.parity` ``predict``, each with ``*_se``: the standard error of that
-    seed's mean over its prompts.
+    prompt lengths are ``coords["M"]``. Observables ``acc_small``, ``acc_large``, ``hinge_small``,
+    ``hinge_large`` (seeds, len(M)), the names of :func:`popdyn.models.icl.parity` ``predict``, each with
+    ``*_se``: the standard error of that seed's mean over its prompts.
 train
     the two-layer ReLU-attention model ``g = sum_n a_n ReLU[(y^T X/N) W^(n) x_q]`` trained by Adam on the
     hinge loss plus ``wd sum ||W||_F^2`` over sampled pretraining prompts of N examples (a in [-1, 1]
