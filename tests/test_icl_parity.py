@@ -1,6 +1,8 @@
 """Sparse-parity ICL theory (popdyn.models.icl.parity): brute-force oracles, Monte Carlo, spec Part D properties."""
 import itertools
+import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -61,7 +63,7 @@ def test_population_hinge_against_monte_carlo(diag):
     a = rng.uniform(-1, 1, 6)
     V = rng.standard_normal((6, 8)) * 4 if diag else rng.standard_normal((6, 8, 8)) * 2
     exact = icl.population_hinge(p, a, V)
-    mean, se = icl.mc_population_hinge(p, a, V, n=200_000, seed=3)
+    mean, se = icl.mc_population_hinge(p, a, V, prompts=200_000, seed=3)
     assert abs(mean - exact) <= 5 * se  # 5 SE, n = 2e5, seed 3
     assert exact > 0.05  # a random network is not a zero-loss one: the check is not vacuous
 
@@ -178,12 +180,48 @@ def test_paper_example_matrices():
     assert (icl.small_model_heads(1, 3) + 1).tolist() == [1, 4, 5, 8]              # L1500
 
 
-def test_spec_table_small_model_losses():
-    # spec B.4.2 table (gamma = 0.1, pT = pT_max/2): g1* weighted loss on S2 = pT * L_S2
-    for (nu1, nu2), want in {(1, 2): 1.33e-2, (1, 3): 3.35e-3, (2, 3): 1.37e-3, (2, 4): 3.7e-4}.items():
-        p = icl.ParityProblem.paper(nu1, nu2, 0.1)
-        l1, l2 = icl.population_hinge(p, *icl.paper_construction(nu2, 0.1, nu1=nu1), split=True)
-        assert l1 == 0.0 and p.pT * l2 == pytest.approx(want, rel=0.02)  # 2 %: the spec prints 2-3 digits
+def _g1_loss_by_enumeration(nu1, nu2, gamma):
+    """Exact (rational) N -> inf losses (L_S2, pT L_S2) of g1*, enumerating every S2 task and pattern with heads
+    built from the words of Thm 5.5.1 (L1480-1482, L1500), in Fractions: an oracle independent of popdyn's code."""
+    d, k = 2**nu2, 2**nu1
+    four_g = 4 * gamma
+    heads = [(-1, [Fraction(2 * ((l >> n) & 1) - 1) / four_g for l in range(d)]) for n in range(nu1)]
+    heads.append((1, [Fraction(-nu1) / four_g] * d))
+    heads += [(a, [-v for v in V]) for a, V in heads]                   # the mirrors
+    prob = {(1, 1): Fraction(1, 4) + gamma, (1, -1): Fraction(1, 4), (-1, 1): Fraction(1, 4),
+            (-1, -1): Fraction(1, 4) - gamma}
+    S2 = [(i, j) for i in range(d) for j in range(d) if i != j and not (i < k and j < k)]
+    total = Fraction(0)
+    for i, j in S2:
+        for (fi, fj), w in prob.items():
+            g = sum(a * max(Fraction(0), 2 * gamma * (V[i] * fi + V[j] * fj)) for a, V in heads)
+            total += w * max(Fraction(0), 1 - fi * fj * g)
+    l_s2 = total / len(S2)
+    pT = (Fraction(1, 4) - gamma) / (Fraction(d * (d - 1), 2) * (Fraction(1, 4) + gamma) + Fraction(1, 4) - gamma) / 2
+    return l_s2, pT * l_s2
+
+
+@pytest.mark.parametrize("nu1,nu2,want", [(1, 2, 1.3333e-2), (1, 3, 3.3501e-3), (2, 3, 1.3705e-3), (2, 4, 3.7460e-4)])
+def test_small_model_has_positive_loss_on_S2(nu1, nu2, want):
+    """errata (Thm 5.5.1): g1*'s loss pT L_S2 > 0 (spec B.4.2 table), two computations: the finite sum of
+    population_hinge and an exact enumeration in rationals; both equal the closed form of the fraction of S2
+    pairs that agree on their lowest nu1 bits (g1*'s margin is that Hamming distance), d(d/k-1)/(d(d-1)-k(k-1))."""
+    gamma = Fraction(1, 10)
+    l_s2, loss = _g1_loss_by_enumeration(nu1, nu2, gamma)
+    d, k = 2**nu2, 2**nu1
+    assert l_s2 == Fraction(d * (d // k - 1), d * (d - 1) - k * (k - 1))
+    p = icl.ParityProblem.paper(nu1, nu2, 0.1)
+    g1 = icl.paper_construction(nu2, 0.1, nu1=nu1)
+    l1, l2 = icl.population_hinge(p, *g1, split=True)
+    assert l1 == 0.0 and l2 == pytest.approx(float(l_s2), rel=1e-12)  # 1e-12: float64 sums of <= 4 d^2 terms
+    assert icl.population_hinge(p, *g1) == pytest.approx(float(loss), rel=1e-12)
+    assert float(loss) == pytest.approx(want, rel=1e-4)  # the errata numbers, 5 digits
+    # the 4-head network (padded with zero heads to g1*'s 2(nu1+1)) has loss 0 < L(g1*): g1* is not the
+    # lambda -> 0+ optimum of Thm 5.5.1 for m = 2(nu1+1) under either reading of its argmin
+    a4, V4 = icl.four_head_counterexample(d, 0.1)
+    m = 2 * (nu1 + 1)
+    a4, V4 = np.r_[a4, np.zeros(m - 4)], np.vstack([V4, np.zeros((m - 4, d))])
+    assert icl.population_hinge(p, a4, V4) == 0.0 < icl.population_hinge(p, *g1)
 
 
 # ---- the refuted claim (spec B.5.3a) ------------------------------------------------------------------
@@ -203,6 +241,68 @@ def test_four_heads_fit_every_task(d, frob_spec, frob_paper):
         assert icl.frobenius_cost(V) == pytest.approx(2 * x @ x / (4 * 0.1**2) + 2 * d * C**2, rel=1e-12)
         assert frob_paper < icl.frobenius_cost(V) < frob_spec
         assert icl.frobenius_cost(icl.paper_construction(int(np.log2(d)), 0.1)[1]) == pytest.approx(frob_paper)
+
+
+def _sign_code_heads(d, gamma):
+    """Zero-loss heads that satisfy the paper's own sign-covering notion (L8960-8977) with fewer negative heads
+    than L9002-9006 allows: r negative heads whose sign patterns over the d coordinates are d distinct
+    r//2-subsets of [r] (an antichain, so each ordered pair (i, j) has a head with V_ii > 0 > V_jj; Sperner:
+    r = min{r : C(r, r//2) >= d}), scale 1/(4 gamma), and two positive heads +-C I with C = (1 + r)/(4 gamma)."""
+    r = 2
+    while math.comb(r, r // 2) < d:
+        r += 1
+    S = -np.ones((r, d))
+    for l, code in enumerate(itertools.islice(itertools.combinations(range(r), r // 2), d)):
+        S[list(code), l] = 1
+    C = (1 + r) / (4 * gamma)
+    return np.r_[-np.ones(r), 1.0, 1.0], np.vstack([S / (4 * gamma), np.full((2, d), C) * [[1], [-1]]])
+
+
+@pytest.mark.parametrize("d,heads", [(4, 6), (8, 7), (16, 8), (32, 9), (64, 10)])
+def test_sign_covering_codes_need_fewer_heads_than_the_counting_says(d, heads):
+    """errata (L9002-9006): "2 nu2 - 1 negative neurons are not enough" fails for nu2 >= 3 even within the paper's
+    own covering notion: d = 8 needs 5 = 2 nu2 - 1, d = 16 needs 6 < 7 (plus two positive heads)."""
+    gamma = 0.1
+    a, V = _sign_code_heads(d, gamma)
+    assert len(a) == heads <= 2 * (int(np.log2(d)) + 1)
+    neg = V[a < 0]
+    covered = all(np.any((np.sign(neg[:, i]) == z) & (np.sign(neg[:, j]) == -z))
+                  for i in range(d) for j in range(d) if i != j for z in (1, -1))
+    assert covered  # every negative pattern (-1, {(i, z), (j, -z)}) is covered in the sense of L8968
+    p = icl.ParityProblem(d=d, k=2, gamma=gamma, pT=0.4)
+    assert icl.population_hinge(p, a, V, split=True) == (0.0, 0.0)
+    assert icl.margins(p, a, V)[1].min() >= 1 - 1e-12  # 1e-12: float64 rounding of 2 gamma / (4 gamma)
+
+
+def _three_head_networks(rng):
+    """Networks with at most 3 heads: drop-one subnetworks of the zero-loss 4-head network, and random ones
+    (diagonal and full V, any signs of a)."""
+    for d in (2, 4, 5):
+        a, V = icl.four_head_counterexample(d, 0.1)
+        for n in range(4):
+            yield d, np.delete(a, n), np.delete(V, n, 0)
+    for _ in range(20):
+        d = int(rng.integers(3, 7))
+        m = int(rng.integers(1, 4))
+        shape = (m, d) if rng.random() < 0.5 else (m, d, d)
+        yield d, rng.uniform(-1, 1, m), rng.standard_normal(shape) * rng.choice([1.0, 10.0])
+
+
+def test_three_heads_cannot_fit_any_task():
+    """errata: 4 heads are the minimum for every d (proof; this test checks the bound it gives). Suppose at most
+    one head has a_n > 0. A query phi with y = +1 and -phi (same label, also in the support) have opposite
+    pre-activations L_n(-phi) = -L_n(phi), so the positive head is active on at most one of them and y g <= 0
+    on the other: hinge >= 1 on one of each pair, probability >= (1/4 - gamma) 2^-(d-2) per pair, >= 1/4 - gamma
+    per task. Likewise with at most one negative head (pairs with y = -1, >= 1/4). So m <= 3 heads leave every
+    task set a loss >= 1/4 - gamma (diagonal or full V); four_head_counterexample reaches 0 with 4."""
+    gamma, rng = 0.1, np.random.default_rng(11)
+    tight = []
+    for d, a, V in _three_head_networks(rng):
+        p = icl.ParityProblem(d=d, k=2, gamma=gamma, pT=0.4)
+        l1, l2 = icl.population_hinge(p, a, V, split=True)
+        assert l1 >= 0.25 - gamma - 1e-12 and (d == 2 or l2 >= 0.25 - gamma - 1e-12)  # S2 is empty at d = 2
+        tight.append(l1)
+    assert min(tight) == pytest.approx(0.25 - gamma, abs=1e-12)  # attained (d = 2, one positive head dropped)
 
 
 # ---- finite-M evaluation (Thm 5.5.2) --------------------------------------------------------------------
@@ -237,7 +337,7 @@ def test_mc_eval_against_full_prompt_sampling():
     z = np.einsum("nl,nld->nd", yc, phi[:, :M]) / M
     g = np.maximum((z * phi[:, M]) @ V.T, 0) @ a
     hinge = np.maximum(1 - y[:, M] * g, 0)
-    r = icl.mc_eval(p, a, V, M, n_prompts=n, seed=6, flip=flip)
+    r = icl.mc_eval(p, a, V, M, prompts=n, seed=6, flip=flip)
     se = np.hypot(hinge.std() / np.sqrt(n), r["hinge_se"])
     assert abs(hinge.mean() - r["hinge"]) <= 5 * se  # 5 SE of the difference, two independent samples
 
@@ -246,22 +346,23 @@ def test_gap_decays_like_inverse_sqrt_M_and_small_model_is_more_robust():
     p = icl.ParityProblem.paper(1, 3, 0.1)
     small, large = icl.paper_construction(3, 0.1, nu1=1), icl.paper_construction(3, 0.1)
     Ms = np.array([64, 256, 1024, 4096])
-    gaps = np.array([icl.mc_eval(p, *small, m, n_prompts=4000, seed=1)["gap"] for m in Ms])
+    gaps = np.array([icl.mc_eval(p, *small, m, prompts=4000, seed=1)["gap"] for m in Ms])
     slope = np.polyfit(np.log(Ms), np.log(gaps), 1)[0]
     assert abs(slope + 0.5) < 0.05  # theory -1/2 (proof L9050); 0.05 >> the MC error of the slope (~0.01)
     for m in (64, 256, 1024):
-        rs, rl = (icl.mc_eval(p, *h, m, n_prompts=4000, seed=2) for h in (small, large))
+        rs, rl = (icl.mc_eval(p, *h, m, prompts=4000, seed=2) for h in (small, large))
         assert rs["hinge"] + 3 * rs["hinge_se"] < rl["hinge"] - 3 * rl["hinge_se"]
-    assert icl.mc_eval(p, *large, 10**8, n_prompts=2000)["acc"] == 1.0  # M -> inf: signal only (Thm 5.5.2)
+    assert icl.mc_eval(p, *large, 10**8, prompts=2000)["acc"] == 1.0  # M -> inf: signal only (Thm 5.5.2)
 
 
 def test_predict_observables_and_regime():
-    pred = popdyn.predict(icl.ParityProblem.paper(1, 3, 0.1), M=[16, 256], n_prompts=2000)
+    pred = popdyn.predict(icl.ParityProblem.paper(1, 3, 0.1), M=[16, 256], prompts=2000)
     assert pred.t is None and pred["loss_large"] == 0 and pred["loss_small_S1"] == 0
+    assert pred.coords["M"].tolist() == [16, 256] and "M" not in pred.observables
     assert pred["hinge_small"].shape == (2,) and np.all(pred["hinge_small"] < pred["hinge_large"])
     assert pred.meta["regime"][0]["holds"]
     with pytest.warns(RegimeWarning, match="pT_max"):
-        popdyn.predict(icl.ParityProblem(d=8, k=2, gamma=0.1, pT=0.0), M=[16], n_prompts=10)
+        popdyn.predict(icl.ParityProblem(d=8, k=2, gamma=0.1, pT=0.0), M=[16], prompts=10)
 
 
 # ---- bad input --------------------------------------------------------------------------------------------

@@ -3,11 +3,12 @@
 Public names
 ------------
 simulate
-    ``simulate(problem, *, M, n_prompts, flip, seeds, ...)``: the paper's heads ``g_1^*`` and ``g_2^*`` put
+    ``simulate(problem, *, M, prompts, flip, seeds, ...)``: the paper's heads ``g_1^*`` and ``g_2^*`` put
     into ``W^(n) = G diag(V^(n)) G^T`` with a random orthonormal dictionary G per seed, evaluated on fresh
-    full prompts ``x = G phi`` of M examples (a fraction ``flip`` of the context labels flipped).
-    Observables ``acc_small``, ``acc_large``, ``hinge_small``, ``hinge_large`` (seeds, len(M)), the
-    names of :func:`popdyn.models.icl.parity` ``predict``.
+    full prompts ``x = G phi`` of M examples (a fraction ``flip`` of the context labels flipped); the
+    prompt lengths are ``coords["M"]``. Observables ``acc_small``, ``acc_large``, ``hinge_small``,
+    ``hinge_large`` (seeds, len(M)), the names of :func:`popdyn.models.icl.parity` ``predict``, each with
+    ``*_se``: the standard error of that seed's mean over its prompts.
 train
     the two-layer ReLU-attention model ``g = sum_n a_n ReLU[(y^T X/N) W^(n) x_q]`` trained by Adam on the
     hinge loss plus ``wd sum ||W||_F^2`` over sampled pretraining prompts of N examples (a in [-1, 1]
@@ -90,13 +91,20 @@ def _output(a, W, X, y, xq):
     return torch.relu(torch.einsum("bd,nde,be->bn", z, W, xq)) @ a
 
 
-def _margins(problem, a, W, G, gen, n, N, pT, flip):
-    """y_q g on n fresh prompts, drawn in blocks of at most _BLOCK floats."""
-    step = max(1, _BLOCK // ((N + 1) * problem.d))
+def _blocks(problem, N):
+    """Prompts per block: at most _BLOCK floats held at once."""
+    return max(1, _BLOCK // ((N + 1) * problem.d))
+
+
+def _margins(problem, a, W, G, gen, n, N, pT, flip, bar=None):
+    """y_q g on n fresh prompts, drawn in blocks of at most _BLOCK floats; ``bar`` advances once per block."""
+    step = _blocks(problem, N)
     out = []
     for s in range(0, n, step):
         X, y, xq, yq = _prompts(problem, gen, min(step, n - s), N, pT, flip, G)
         out.append(yq * _output(a, W, X, y, xq))
+        if bar is not None:
+            bar.update()
     return torch.cat(out)
 
 
@@ -107,49 +115,60 @@ def _heads_in_basis(a, Vdiag, G):
 
 
 @_api_simulate.register(ParityProblem)
-def simulate(problem, *, M=(16, 64, 256, 1024), n_prompts=4096, flip=0.0, seeds=1, seed=0, device="cpu", dtype=None):
+def simulate(problem, *, M=(16, 64, 256, 1024), prompts=4096, flip=0.0, seeds=1, seed=0, device="cpu", dtype=None,
+             progress_bar=False):
     """Evaluate the paper's g_1^* and g_2^* on fresh full prompts of M examples; see the module docstring.
 
-    Each seed draws its own orthonormal G and prompts (task from S1, as in Thm 5.5.2). ``acc`` counts a
-    tie ``g = 0`` as 1/2 (a fair coin), as :func:`popdyn.models.icl.mc_eval` does.
+    Each seed draws its own orthonormal G and ``prompts`` prompts per M (task from S1, as in Thm 5.5.2).
+    ``acc`` counts a tie ``g = 0`` as 1/2 (a fair coin), as :func:`popdyn.models.icl.mc_eval` does. The
+    result has ``coords["M"]``, so ``popdyn.compare(popdyn.predict(problem, M=M), simulate(problem, M=M))``
+    holds the two side by side; ``progress_bar`` shows one step per block of prompts.
     """
     _check_problem(problem, _OWNER)
     if problem.nu1 is None or problem.nu2 is None:
         raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must have d and k powers of two "
                                     f"(Thm 5.5.1). Got {problem!r} instead.")
     Ms = [as_int(_OWNER, "M", m, 1) for m in np.atleast_1d(M)]
-    n = as_int(_OWNER, "n_prompts", n_prompts, 2)
+    n = as_int(_OWNER, "prompts", prompts, 2)
     flip = check(_OWNER, "flip", flip, Interval(0, 1))
     seeds = as_int(_OWNER, "seeds", seeds, 1)
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     heads = {"small": paper_construction(problem.nu2, problem.gamma, nu1=problem.nu1),
              "large": paper_construction(problem.nu2, problem.gamma)}
-    obs = {f"{k}_{h}": np.zeros((seeds, len(Ms))) for k in ("acc", "hinge") for h in heads}
+    obs = {f"{k}_{h}{e}": np.zeros((seeds, len(Ms))) for k in ("acc", "hinge") for h in heads for e in ("", "_se")}
+    total = seeds * len(heads) * sum(-(-n // _blocks(problem, m)) for m in Ms)
+    bar = progress(total, progress_bar, _OWNER)
     for s in range(seeds):
         gen = make_generator(as_int(_OWNER, "seed", seed, 0) + s, dev)
         G = _dictionary(problem.d, gen, dev, dt)
         for i, m in enumerate(Ms):
             for name, (a, V) in heads.items():
-                marg = _margins(problem, *_heads_in_basis(a, V, G), G, gen, n, m, 0.0, flip)
-                obs[f"acc_{name}"][s, i] = float(((marg > 0).to(dt) + 0.5 * (marg == 0).to(dt)).mean())
-                obs[f"hinge_{name}"][s, i] = float(torch.relu(1 - marg).mean())
-    meta = dict(problem=repr(problem), options=dict(M=Ms, n_prompts=n, flip=flip, seeds=seeds, seed=seed,
+                marg = _margins(problem, *_heads_in_basis(a, V, G), G, gen, n, m, 0.0, flip, bar)
+                for key, x in (("acc", (marg > 0).to(dt) + 0.5 * (marg == 0).to(dt)), ("hinge", torch.relu(1 - marg))):
+                    obs[f"{key}_{name}"][s, i] = float(x.mean())
+                    obs[f"{key}_{name}_se"][s, i] = float(x.std() / math.sqrt(n))
+    bar.close()
+    meta = dict(problem=repr(problem), options=dict(M=Ms, prompts=n, flip=flip, seeds=seeds, seed=seed,
                                                      device=str(dev), dtype=str(dt)))
-    return Simulation(t=None, observables=obs, meta=meta)
+    return Simulation(t=None, observables=obs, meta=meta, coords={"M": np.array(Ms)})
 
 
-def fresh_hinge(problem, a, W, G, *, N, n_prompts=20_000, seed=0, pT=None, flip=0.0):
-    """Mean hinge ``[1 - y_q g]_+`` of heads (a, W) on fresh pretraining prompts of N examples: (mean, SE).
+def fresh_hinge(problem, a, W, G, *, N, prompts=20_000, seed=0, pT=None, flip=0.0, progress_bar=False):
+    """Mean hinge ``[1 - y_q g]_+`` of heads (a, W) on ``prompts`` fresh pretraining prompts of N examples: (mean, SE).
 
     ``a`` (m,), ``W`` (m, d, d) and ``G`` (d, d) are tensors on one device; ``pT`` defaults to the problem's.
+    ``progress_bar`` shows one step per block of prompts.
     """
     owner = "icl.fresh_hinge"
     _check_problem(problem, owner)
-    N, n = as_int(owner, "N", N, 1), as_int(owner, "n_prompts", n_prompts, 2)
+    N, n = as_int(owner, "N", N, 1), as_int(owner, "prompts", prompts, 2)
     pT = problem.pT if pT is None else check(owner, "pT", pT, Interval(0, 1))
     gen = make_generator(as_int(owner, "seed", seed, 0), G.device)
+    flip = check(owner, "flip", flip, Interval(0, 1))
+    bar = progress(-(-n // _blocks(problem, N)), progress_bar, owner)
     with torch.no_grad():
-        loss = torch.relu(1 - _margins(problem, a, W, G, gen, n, N, pT, check(owner, "flip", flip, Interval(0, 1))))
+        loss = torch.relu(1 - _margins(problem, a, W, G, gen, n, N, pT, flip, bar))
+    bar.close()
     return float(loss.mean()), float(loss.std() / math.sqrt(n))
 
 
