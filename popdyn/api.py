@@ -85,7 +85,8 @@ def compare(prediction: Prediction, simulation: Simulation, *, band_sd=2.0, obse
     the simulation times must lie inside the prediction's. Shared ``coords`` must be equal. A failed
     result (``status < 0``) is refused, never extrapolated. Metrics per shared observable:
     ``sup_gap``, ``mean_gap``, ``in_band`` (fraction of times with theory inside mean +- band_sd * SD
-    over seeds) and ``max_z`` (gap in standard errors).
+    over seeds) and ``max_z`` (gap in standard errors). Observables named ``*_se`` are standard errors
+    of another observable, not quantities to compare, and are left out.
 
     Raises
     ------
@@ -95,7 +96,7 @@ def compare(prediction: Prediction, simulation: Simulation, *, band_sd=2.0, obse
     if not (band_sd > 0):
         raise ValueError(f"The 'band_sd' parameter of compare must be a float in (0, inf). Got {band_sd!r} instead.")
     _check_comparable(prediction, simulation)
-    names = [k for k in prediction.observables if k in simulation.observables]
+    names = [k for k in prediction.observables if k in simulation.observables and not k.endswith("_se")]
     if observables is not None:
         names = [k for k in names if k in observables]
     if not names:

@@ -131,8 +131,8 @@ MODELS = {
         parity_problems(),
         edges=(lambda: icl.ParityProblem.paper(1, 2, gamma=0.01), lambda: icl.ParityProblem.paper(3, 4, gamma=0.24),
                lambda: icl.ParityProblem(d=2, k=2, gamma=0.1, pT=0.0)),                    # k = d, no noise
-        predict={"M": (16, 64), "n_prompts": 64},
-        bad_predict=(("n_prompts", 1), ("flip", 2.0))),
+        predict={"M": (16, 64), "prompts": 64},
+        bad_predict=(("prompts", 1), ("flip", 2.0))),
     "looped": ModelSpec(
         looped_problems(),
         edges=(lambda: looped.Problem(2, 1), lambda: looped.Problem.fig8_1(16),

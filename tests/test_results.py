@@ -178,3 +178,9 @@ def test_compare_refuses_different_coords_and_shapes():
         popdyn.compare(pred, sim)
     ok = Simulation(t=None, observables={"h": np.ones((2, 3))}, coords={"M": [16, 64, 256]})
     assert popdyn.compare(pred, ok).metrics["h"]["sup_gap"] == 0.0
+
+
+def test_compare_leaves_standard_error_observables_out():
+    pred = Prediction(t=None, observables={"h": np.ones(2), "h_se": np.full(2, 0.1)})
+    sim = Simulation(t=None, observables={"h": np.ones((2, 2)), "h_se": np.full((2, 2), 0.3)})
+    assert list(popdyn.compare(pred, sim).metrics) == ["h"]  # an SE is an uncertainty, not a prediction
