@@ -25,6 +25,7 @@ from . import ClaimResult, claim
 __all__ = ["bench_looped"]
 
 _SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
+_TOL_TF = 1e-10  # looped.tf_equals_gd's tolerance (also drawn in its figure)
 _FLOOR = 1e-28  # squared distances below this are at the float64 floor of iterated GD (spec A.4: ~1e-32)
 
 
@@ -44,7 +45,7 @@ def _random_instance(rng):
        source=f"{_SEED} L2275-2285 (Lemma 8.13), L2291-2314 (Thm 8.14); spec A.2 (8-b), A.3, Appendix R1",
        metric="max over instances and schedules (1/L, 2/(L+mu), random per-loop) of |TF - alpha theta^(T)|_inf / "
               "max(1, |alpha|) (numpy full attention, numpy fast path, torch module; float64)",
-       tolerance=1e-10, tolerance_origin="spec A.6 (1): float64 rounding; R1 measured 6.9e-16",
+       tolerance=_TOL_TF, tolerance_origin="spec A.6 (1): float64 rounding; R1 measured 6.9e-16",
        quick={"instances": 100, "seed": 0}, full={"instances": 1000, "seed": 0})
 def tf_equals_gd(size, device, outdir):
     import torch
@@ -71,7 +72,7 @@ def tf_equals_gd(size, device, outdir):
     vals = np.array([[r["numpy_fast"], r["numpy_full"], r["torch"]] for r in rows])
     fig = plot_curves(np.arange(len(rows)), {k: np.maximum(vals[:, j], 1e-18) for j, k in
                                              enumerate(("numpy fast path", "numpy full attention", "torch module"))},
-                      outdir / "looped.tf_equals_gd.png", refs={"tolerance 1e-10": 1e-10}, logy=True,
+                      outdir / "looped.tf_equals_gd.png", refs={"tolerance": _TOL_TF}, logy=True,
                       styles={k: {"ls": "", "marker": "."} for k in ("numpy fast path", "numpy full attention",
                                                                       "torch module")},
                       xlabel="instance x schedule", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)",
@@ -201,11 +202,12 @@ def _weight_summary(model, d):
        title="Beyond the paper: a trained looped linear transformer (tied Q, P; per-loop steps) learns preconditioned "
              "GD with a near-optimal step schedule",
        source="derived; spec A.2 (8-m), A.5 (TorchLinearLoopedTransformer), A.7 (fixed-network steps)",
-       metric="mean ||TF_T/alpha - theta*||^2 of the trained network on held-out prompts / that of GD with the "
-              "optimal per-loop schedule (the best Gamma = c I preconditioned GD)",
+       metric="max(r, 1/r), r = mean ||TF_T/alpha - theta*||^2 of the trained network on held-out prompts / that of "
+              "GD with the optimal per-loop schedule (the best Gamma = c I preconditioned GD): two-sided, so a "
+              "theory optimum that training beats by a factor 1.5 fails as well as a training that misses it",
        tolerance=1.5,
-       tolerance_origin="our acceptance: within 50 % of the optimum after a few hundred Adam steps; the best "
-                        "constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
+       tolerance_origin="our acceptance: within a factor 1.5 of the optimum after a few hundred Adam steps; the "
+                        "best constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
        quick={"n": 32, "d": 4, "T": 4, "steps": 1000, "batch": 128, "lr": 0.01, "eval": 2000, "seed": 0},
        full={"n": 32, "d": 4, "T": 4, "steps": 4000, "batch": 256, "lr": 0.01, "eval": 20000, "seed": 0})
 def trained(size, device, outdir):
@@ -235,13 +237,13 @@ def trained(size, device, outdir):
     save_figure(fig, outdir / "looped.trained.png")
     table = [{"method": k, **{f"t{t}": float(v[t]) for t in range(T + 1)}} for k, v in curves.items()]
     return ClaimResult(
-        measured=ratio, figure=str(outdir / "looped.trained.png"), table=table,
+        measured=max(ratio, 1 / ratio), figure=str(outdir / "looped.trained.png"), table=table,
         message=f"trained TF at T = {T}: {curves['trained TF'][-1]:.2e} vs optimal-schedule GD "
                 f"{curves['GD, optimal schedule'][-1]:.2e} (ratio {ratio:.2f}), best constant step "
                 f"{curves['GD, best constant step'][-1]:.2e}, eta = 1/L {curves['GD, eta = 1/L (paper)'][-1]:.2e}; "
                 f"weights: Q, P blocks scalar to {max(w['Q_offscalar_rel'], w['P_offscalar_rel']):.3f}, "
                 f"alpha-slot leakage |P[:, d]| = {w['P_alpha_column']:.2f}.",
-        details={**w, "effective_steps_times_n_sorted": eff.tolist(), "optimal_steps_times_n": (eta_opt * problem.n).tolist(),
+        details={**w, "ratio_trained_over_optimal": ratio, "effective_steps_times_n_sorted": eff.tolist(), "optimal_steps_times_n": (eta_opt * problem.n).tolist(),
                  "best_constant_step_times_lmax": c_best, "final_loss": float(np.mean(losses[-20:]))})
 
 
