@@ -54,13 +54,13 @@ def _verdict(claim_id, tmp_path, **size):
 
 # wrong theory: GD with every step 10 % too long (eta = 1.1/L, 1.1 x 2/(L+mu), 1.1 x the random schedule). The
 # transformer still runs the schedule asked for, so |TF - alpha theta_GD| / max(1, |alpha|) is of the order of the
-# GD increments: measured 1.45 (4 instances, seed 0) against the tolerance 1e-10 and the true theory's 3.9e-16.
+# GD increments: measured 1.45 (4 prompts, seed 0) against the tolerance 1e-10 and the true theory's 3.9e-16.
 @falsifies("looped.tf_equals_gd")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_tf_equals_gd_fails_gd_with_steps_10_percent_off(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.gd", _steps_off(1.1))
-    verdict, measured, _ = _verdict("looped.tf_equals_gd", tmp_path, instances=4, seed=0)
+    verdict, measured, _ = _verdict("looped.tf_equals_gd", tmp_path, prompts=4, seed=0)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.1) if wrong else (measured < 1e-13)
 
@@ -84,8 +84,8 @@ def _exact_steps_off(factor):
 def test_fig8_1_fails_an_exact_curve_with_the_wrong_step(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.exact_sq_dist", _exact_steps_off(1.1))
-    verdict, measured, checks = _verdict("looped.fig8_1", tmp_path, ns=[16, 128], T=40, trials=3, d_large=20,
-                                         trials_large=1)
+    verdict, measured, checks = _verdict("looped.fig8_1", tmp_path, ns=[16, 128], T=40, prompts=3, d_large=20,
+                                         prompts_large=1)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 1e-2) if wrong else (measured < 1e-14)
 
@@ -100,15 +100,15 @@ def test_mp_limit_fails_a_perturbed_aspect_ratio(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.mp_error_curve",
                 lambda f: lambda gamma, T, power=1, **kw: f(1.1 * gamma, T, power, **kw))
-    verdict, measured, _ = _verdict("looped.mp_limit", tmp_path, d=200, gamma=0.25, T=30, trials=4, seed=0)
+    verdict, measured, _ = _verdict("looped.mp_limit", tmp_path, d=200, gamma=0.25, T=30, prompts=4, seed=0)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.3) if wrong else (measured < 0.03)
 
 
 def _paper_schedule(f):
     """Wrong theory: the "optimal" schedule is the paper's step 1/L at every loop (Thm 8.16's GD; L = mean lambda_max)."""
-    def schedule(problem, T, *, trials=512, seed=0, x0=None):
-        X = L.sample_prompts(problem, trials, seed)[0]
+    def schedule(problem, T, *, prompts=512, seed=0, x0=None):
+        X = L.sample_prompts(problem, prompts, seed)[0]
         lmax = float(np.mean(np.linalg.eigvalsh(np.swapaxes(X, 1, 2) @ X)[:, -1]))
         return np.full(T, 1 / lmax), float("nan")
     return schedule
@@ -124,6 +124,6 @@ def test_trained_fails_the_papers_constant_step_as_optimum(wrong, monkeypatch, t
     _memo(monkeypatch, "popdyn.simulate")
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.optimal_schedule", _paper_schedule)
-    verdict, measured, _ = _verdict("looped.trained", tmp_path, T=2, steps=300, batch=128, eval=1000)
+    verdict, measured, _ = _verdict("looped.trained", tmp_path, T=2, steps=300, batch=128, prompts=1000)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 1.7) if wrong else (measured < 1.4)

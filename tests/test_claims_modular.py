@@ -91,7 +91,7 @@ def _two_sided_power(f):
     def predict(problem, **kw):
         pred = f(problem, **kw)
         if isinstance(problem, M.Problem):
-            pred.observables["max_norm_power"] = np.asarray(0.5)
+            pred.observables["max_power"] = np.asarray(0.5)
         return pred
     return predict
 

@@ -8,6 +8,10 @@ LoopedTransformer
     (rows 1..n never change, spec A.2 8-a), ``full_attention`` is the unmasked-by-shortcut check.
 sample_prompts
     Prompts ``(Z0, theta*)`` drawn on the device from a seeded torch generator.
+step_schedule
+    Per-prompt residual weights (B, T) for "1/L", "2/(L+mu)", a float or a schedule.
+curves
+    Signed error and squared distance recorded loop by loop.
 simulate
     ``simulate(problem, *, T, eta="1/L", seeds, prompts, ...)`` -> :class:`popdyn.results.Simulation`
     with observables ``error``, ``abs_error``, ``sq_dist`` (means over prompts, one row per seed).
@@ -25,7 +29,7 @@ from ..models.looped import Problem
 from ..results import Simulation
 from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
 
-__all__ = ["LoopedTransformer", "sample_prompts", "curves", "simulate", "train"]
+__all__ = ["LoopedTransformer", "sample_prompts", "step_schedule", "curves", "simulate", "train"]
 
 _OWNER = "looped.simulate"
 
@@ -95,8 +99,44 @@ def sample_prompts(problem, prompts, generator, dtype=torch.float64, device="cpu
     return Z.to(dtype), th.to(dtype)
 
 
-def _schedule(Z, T, eta, dtype):
-    """Per-prompt schedule (B, T): "1/L" and "2/(L+mu)" from each prompt's Gram matrix, else broadcast."""
+def step_schedule(Z, T, eta, dtype=torch.float64):
+    r"""Per-prompt residual weights eta^(0..T-1) of shape (B, T) for a batch of prompts Z0 (torch twin of
+    :func:`popdyn.models.looped.step_schedule`).
+
+    .. math:: \eta^{(t)}_b = 1/L_b\ \text{or}\ 2/(L_b+\mu_b),\qquad L_b = \lambda_{\max}(X_b^\top X_b),\
+              \mu_b = \lambda_{\min}(X_b^\top X_b);\quad \text{a float or a (T,) schedule: the same for every b}
+
+    Parameters
+    ----------
+    Z : torch.Tensor of shape (B, n + 1, d + 1)
+        Prompts as built by :func:`sample_prompts` (X = Z[:, :n, :d]).
+    T : int
+        Number of loops (>= 0).
+    eta : {"1/L", "2/(L+mu)"} or float or array_like of shape (T,)
+        The named steps are computed per prompt in float64 (``torch.linalg.eigvalsh``); numbers are broadcast.
+    dtype : torch.dtype
+        dtype of the result.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, T)
+
+    Notes
+    -----
+    Regime: "1/L" depends on the prompt (one network per prompt, spec A.7); it is Thm 8.25's step. Arguments are
+    not validated here (:func:`simulate` does).
+
+    References
+    ----------
+    .. [src] seed 001 L2230-2234 (Def 8.7), L2437-2447 (Thm 8.25); specs/looped_contrastive_dg.md A.1, A.7.
+
+    Examples
+    --------
+    >>> Z = torch.zeros(1, 3, 3, dtype=torch.float64)
+    >>> Z[0, :2, :2] = torch.diag(torch.tensor([1.0, 2.0]))  # X^T X = diag(1, 4)
+    >>> step_schedule(Z, 2, "1/L")
+    tensor([[0.2500, 0.2500]], dtype=torch.float64)
+    """
     if isinstance(eta, str):
         X = Z[:, :-1, :-1].to(torch.float64)
         lam = torch.linalg.eigvalsh(X.mT @ X)
@@ -152,7 +192,7 @@ def simulate(problem, *, T, eta="1/L", seeds=4, prompts=256, seed=0, device="cpu
         net = LoopedTransformer(problem.d, T, dtype=dt, device=dev) if model is None else model
         for s in range(seeds):
             Z0, th = sample_prompts(problem, prompts, make_generator(seed + s, dev), dt, dev)
-            err, sq = curves(net, Z0, th, problem.alpha, None if model is not None else _schedule(Z0, T, eta, dt))
+            err, sq = curves(net, Z0, th, problem.alpha, None if model is not None else step_schedule(Z0, T, eta, dt))
             for k, v in (("error", err), ("abs_error", err.abs()), ("sq_dist", sq)):
                 obs[k].append(to_numpy(v.mean(0)))
             bar.update()

@@ -29,7 +29,7 @@ _TOL_TF = 1e-10  # looped.tf_equals_gd's tolerance (also drawn in its figure)
 _FLOOR = 1e-28  # squared distances below this are at the float64 floor of iterated GD (spec A.4: ~1e-32)
 
 
-def _random_instance(rng):
+def _random_prompt(rng):
     """R1 of spec Appendix R: n in [5, 60), d < min(n, 12), T < 40, alpha ~ 3 N(0, 1), unit theta*."""
     n = int(rng.integers(5, 60))
     d = int(rng.integers(1, min(n, 12)))
@@ -43,17 +43,17 @@ def _random_instance(rng):
 @claim(id="looped.tf_equals_gd", model="looped",
        title="Thm 8.14: the looped transformer with Lemma 8.13's weights outputs alpha * theta_GD^(T), any schedule",
        source=f"{_SEED} L2275-2285 (Lemma 8.13), L2291-2314 (Thm 8.14); spec A.2 (8-b), A.3, Appendix R1",
-       metric="max over instances and schedules (1/L, 2/(L+mu), random per-loop) of |TF - alpha theta^(T)|_inf / "
+       metric="max over prompts and schedules (1/L, 2/(L+mu), random per-loop) of |TF - alpha theta^(T)|_inf / "
               "max(1, |alpha|) (numpy full attention, numpy fast path, torch module; float64)",
        tolerance=_TOL_TF, tolerance_origin="spec A.6 (1): float64 rounding; R1 measured 6.9e-16",
-       quick={"instances": 100, "seed": 0}, full={"instances": 1000, "seed": 0})
+       quick={"prompts": 100, "seed": 0}, full={"prompts": 1000, "seed": 0})
 def tf_equals_gd(size, device, outdir):
     import torch
     from popdyn.sim import looped as sim
     rng = np.random.default_rng(size["seed"])
     rows = []
-    for i in range(size["instances"]):
-        X, th, y, a, T = _random_instance(rng)
+    for i in range(size["prompts"]):
+        X, th, y, a, T = _random_prompt(rng)
         d = X.shape[1]
         L_ = np.linalg.eigvalsh(X.T @ X)[-1]
         for kind, eta in (("1/L", "1/L"), ("2/(L+mu)", "2/(L+mu)"), ("random", rng.uniform(0.05, 1.9, T) / L_)):
@@ -66,7 +66,7 @@ def tf_equals_gd(size, device, outdir):
             tq = -net(Zt, e)[0, -1, :d].detach().cpu().numpy()
             dev = [np.max(np.abs(v - a * theta)) / max(1, abs(a)) for v in
                    (looped.forward(X, y, a, T, eta), full, tq)]
-            rows.append({"instance": i, "schedule": kind, "n": X.shape[0], "d": d, "T": T, "numpy_fast": dev[0],
+            rows.append({"prompt": i, "schedule": kind, "n": X.shape[0], "d": d, "T": T, "numpy_fast": dev[0],
                          "numpy_full": dev[1], "torch": dev[2]})
     worst = max(max(r["numpy_fast"], r["numpy_full"], r["torch"]) for r in rows)
     vals = np.array([[r["numpy_fast"], r["numpy_full"], r["torch"]] for r in rows])
@@ -75,21 +75,21 @@ def tf_equals_gd(size, device, outdir):
                       outdir / "looped.tf_equals_gd.png", refs={"tolerance": _TOL_TF}, logy=True,
                       styles={k: {"ls": "", "marker": "."} for k in ("numpy fast path", "numpy full attention",
                                                                       "torch module")},
-                      xlabel="instance x schedule", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)",
+                      xlabel="prompt x schedule", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)",
                       title=f"TF = alpha GD: max {worst:.1e}")
     return ClaimResult(measured=worst, figure=str(fig), table=rows[:30],
-                       message=f"{len(rows)} (instance, schedule) pairs: max deviation {worst:.2e} "
+                       message=f"{len(rows)} (prompt, schedule) pairs: max deviation {worst:.2e} "
                                f"(median {np.median(vals):.1e}).")
 
 
 # ---- Fig. 8.1 -------------------------------------------------------------------------------------------
 
 def _fig_panel_data(n, size, rng):
-    """Per trial: kappa, the exact curve, iterated GD (numpy) and the torch transformer in float32."""
+    """Per prompt: kappa, the exact curve, iterated GD (numpy) and the torch transformer in float32."""
     import torch
     from popdyn.sim import looped as sim
     T, d = size["T"], 4
-    X, th, y = looped.sample_prompts(looped.Problem.fig8_1(n), size["trials"], rng)
+    X, th, y = looped.sample_prompts(looped.Problem.fig8_1(n), size["prompts"], rng)
     exact = looped.exact_sq_dist(X, th, T, "1/L")
     gd = np.array([np.sum((looped.gd(X[i], y[i], T, "1/L", return_trajectory=True) - th[i]) ** 2, 1)
                    for i in range(len(X))])
@@ -104,13 +104,13 @@ def _fig_panel_data(n, size, rng):
 @claim(id="looped.fig8_1", model="looped",
        title="Fig. 8.1: log ||theta_t - theta*||^2 below -t/kappa for d = 4, n in {16..128}; the log-gap widens",
        source=f"{_SEED} L2476-2488 (Fig. 8.1, kappa values), L2337 (Thm 8.16); spec A.4",
-       metric="max over trials and t <= 200 of | ||theta_t^GD - theta*|| - sqrt(exact (8-g)) | (iterated float64 GD "
+       metric="max over prompts and t <= 200 of | ||theta_t^GD - theta*|| - sqrt(exact (8-g)) | (iterated float64 GD "
               "against the eigen-formula); also checked: every curve below -t/kappa, the torch float32 transformer "
               "within 1e-5 of the exact distance, the log-gap at t = 10 grows with n",
        tolerance=1e-12,
        tolerance_origin="float64 rounding of <= 200 GD steps: ~T eps kappa ~ 200 x 2.2e-16 x 5 = 2e-13",
-       quick={"ns": [16, 32, 64, 128], "T": 200, "trials": 10, "seed": 0, "d_large": 200, "trials_large": 2},
-       full={"ns": [16, 32, 64, 128], "T": 200, "trials": 10, "seed": 0, "d_large": 200, "trials_large": 8})
+       quick={"ns": [16, 32, 64, 128], "T": 200, "prompts": 10, "seed": 0, "d_large": 200, "prompts_large": 2},
+       full={"ns": [16, 32, 64, 128], "T": 200, "prompts": 10, "seed": 0, "d_large": 200, "prompts_large": 8})
 def fig8_1(size, device, outdir):
     rng = np.random.default_rng(size["seed"])
     t = np.arange(size["T"] + 1)
@@ -135,7 +135,7 @@ def fig8_1(size, device, outdir):
                      "fitted_slope": slope, "paper_slope": -1 / k_bar, "float_floor_t": floor_t,
                      "below_paper_line": bool(np.all(np.log(exact) <= -t / kappa[:, None] + 1e-12))})
     large = looped.Problem.isotropic_gaussian(4 * size["d_large"], size["d_large"])
-    X = looped.sample_prompts(large, size["trials_large"], rng)[0]
+    X = looped.sample_prompts(large, size["prompts_large"], rng)[0]
     fin, mp = looped.mean_error_over_task(X, 1.0, 30, "1/L", squared=True).mean(0), looped.mp_error_curve(0.25, 30, 2)
     plot_curves(t[:31], {"theta-average, d = 200": fin, "MP E(2t)": mp}, ax=axes[3], logy=True)
     for ax, title in zip(axes, ("(a) GD vs exact (8-g)", "(b) torch looped TF, float32", "(c) bounds (ln)",
@@ -161,11 +161,11 @@ def fig8_1(size, device, outdir):
        source="derived; spec A.2 (8-i), A.3, Appendix R3",
        metric="max over t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts) / E_gamma(t) - 1|, d = 200",
        tolerance=0.05, tolerance_origin="spec A.4 (d): 5 % finite-size gap (lambda_max above n x_+; 1-4 % at d = 400)",
-       quick={"d": 200, "gamma": 0.25, "T": 30, "trials": 4, "seed": 0},
-       full={"d": 200, "gamma": 0.25, "T": 30, "trials": 32, "seed": 0})
+       quick={"d": 200, "gamma": 0.25, "T": 30, "prompts": 4, "seed": 0},
+       full={"d": 200, "gamma": 0.25, "T": 30, "prompts": 32, "seed": 0})
 def mp_limit(size, device, outdir):
     problem = looped.Problem.from_gamma(size["d"], size["gamma"])
-    X = looped.sample_prompts(problem, size["trials"], size["seed"])[0]
+    X = looped.sample_prompts(problem, size["prompts"], size["seed"])[0]
     T = size["T"]
     fin = -looped.mean_error_over_task(X, 1.0, T, "1/L")
     fin_sq = looped.mean_error_over_task(X, 1.0, T, "1/L", squared=True)
@@ -208,17 +208,17 @@ def _weight_summary(model, d):
        tolerance=1.5,
        tolerance_origin="our acceptance: within a factor 1.5 of the optimum after a few hundred Adam steps; the "
                         "best constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
-       quick={"n": 32, "d": 4, "T": 4, "steps": 1000, "batch": 128, "lr": 0.01, "eval": 2000, "seed": 0},
-       full={"n": 32, "d": 4, "T": 4, "steps": 4000, "batch": 256, "lr": 0.01, "eval": 20000, "seed": 0})
+       quick={"n": 32, "d": 4, "T": 4, "steps": 1000, "batch": 128, "lr": 0.01, "prompts": 2000, "seed": 0},
+       full={"n": 32, "d": 4, "T": 4, "steps": 4000, "batch": 256, "lr": 0.01, "prompts": 20000, "seed": 0})
 def trained(size, device, outdir):
     from popdyn.sim import looped as sim
     problem = looped.Problem.isotropic_gaussian(size["n"], size["d"])
     T = size["T"]
     model, losses = sim.train(problem, T=T, steps=size["steps"], batch=size["batch"], lr=size["lr"],
                               seed=size["seed"], device=device)
-    tr = popdyn.simulate(problem, T=T, seeds=4, prompts=size["eval"] // 4, model=model, seed=10_000, device=device)
-    X, th, _ = looped.sample_prompts(problem, size["eval"], size["seed"] + 1)
-    eta_opt, _ = looped.optimal_schedule(problem, T, trials=size["eval"], seed=size["seed"] + 2)
+    tr = popdyn.simulate(problem, T=T, seeds=4, prompts=size["prompts"] // 4, model=model, seed=10_000, device=device)
+    X, th, _ = looped.sample_prompts(problem, size["prompts"], size["seed"] + 1)
+    eta_opt, _ = looped.optimal_schedule(problem, T, prompts=size["prompts"], seed=size["seed"] + 2)
     lmax = float(np.mean(np.linalg.eigvalsh(np.swapaxes(X, 1, 2) @ X)[:, -1]))
     cs = np.linspace(0.2, 1.8, 81)
     const = [looped.exact_sq_dist(X, th, T, c / lmax)[:, -1].mean() for c in cs]
@@ -266,7 +266,7 @@ def bench_looped(prompts=10_000, T=1000, n=32, d=4, seed=0, device="cpu"):
     net = sim.LoopedTransformer(d, T, device=device)
     t0 = time.perf_counter()
     with torch.no_grad():
-        e_t = sim.curves(net, Z0, theta, 1.0, sim._schedule(Z0, T, "1/L", torch.float64))[0]
+        e_t = sim.curves(net, Z0, theta, 1.0, sim.step_schedule(Z0, T, "1/L", torch.float64))[0]
         if device != "cpu":
             torch.cuda.synchronize()
     t_torch = time.perf_counter() - t0

@@ -50,7 +50,7 @@ def _spectra_figure(sims, path):
           title=f"p={p}, k={k}: normalized power, mean over u_1..u_k, w")
     bins = np.linspace(0, 1, 21)
     for (pk, s), color in zip(sims.items(), ("C0", "C1", "C2", "C3")):
-        init = modular.fourier_diagnostics(s["U0"][0], s["W0"][0])["max_norm_power"].min(1)
+        init = modular.fourier_diagnostics(s["U0"][0], s["W0"][0])["max_power"]
         b.hist(init, bins=bins, alpha=0.4, color=color, ls="--", histtype="stepfilled", label=f"{pk} init")
         b.hist(s["max_power"][0, -1], bins=bins, color=color, histtype="step", lw=1.6, label=f"{pk} end")
     b.set(xlabel="max normalized power (least over components)", ylabel="neurons", title="Fig. 4.2(b, c)")
@@ -81,13 +81,13 @@ def trained_circuit(size, device, outdir):
         sim = sims[(p, k)] = _train(p, k, size, weight_decay=size["weight_decay"])
         for s in range(sim.n_seeds):
             d = modular.fourier_diagnostics(sim["U"][s], sim["W"][s])
-            init = modular.fourier_diagnostics(sim["U0"][s], sim["W0"][s])["max_norm_power"].min(1)
+            init = modular.fourier_diagnostics(sim["U0"][s], sim["W0"][s])["max_power"]
             end = float(np.median(sim["max_power"][s, -1]))
             rows.append({"p": p, "k": k, "m": sim["U"].shape[1], "seed": s, "steps": size["steps"],
                          "single_freq_fraction": float(sim["single_freq_fraction"][s, -1]),
                          "median_power_init": float(np.median(init)), "median_power_end": end,
-                         "predicted_power": float(theory["max_norm_power"]),
-                         "power_gap": abs(float(theory["max_norm_power"]) - end),
+                         "predicted_power": float(theory["max_power"]),
+                         "power_gap": abs(float(theory["max_power"]) - end),
                          "coverage": float(sim["coverage"][s, -1]), "predicted_coverage": float(theory["coverage"]),
                          "median_abs_phase_residual": float(np.nanmedian(np.abs(d["phase_residual"]))),
                          "median_balance": float(np.median(d["balance"])),
