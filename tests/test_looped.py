@@ -278,7 +278,7 @@ def test_mp_matches_finite_d():
 
 def test_predict_exact_and_mp():
     p = L.Problem.isotropic_gaussian(800, 200)
-    ex, mp = popdyn.predict(p, T=20, trials=16), popdyn.predict(p, T=20, method="mp")
+    ex, mp = popdyn.predict(p, T=20, prompts=16), popdyn.predict(p, T=20, method="mp")
     assert set(ex.observables) == set(mp.observables) == {"error", "abs_error", "sq_dist"}
     gap = np.abs(ex["abs_error"] - mp["abs_error"])
     assert np.all(gap <= 5 * np.asarray(ex.meta["se"]["abs_error"]) + 0.05 * mp["abs_error"])
@@ -288,7 +288,7 @@ def test_predict_exact_and_mp():
 
 def test_predict_regime_warnings_and_errors():
     with pytest.warns(RegimeWarning, match="n > d"):
-        pred = popdyn.predict(L.Problem.isotropic_gaussian(3, 5), T=3, trials=10)
+        pred = popdyn.predict(L.Problem.isotropic_gaussian(3, 5), T=3, prompts=10)
     assert pred.meta["regime"] and np.isinf(pred.meta["kappa"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RegimeWarning)
@@ -300,7 +300,7 @@ def test_predict_regime_warnings_and_errors():
 
 def test_optimal_schedule_beats_constant_steps():
     p = L.Problem.fig8_1(16)
-    eta, value = L.optimal_schedule(p, 4, trials=256, seed=1)
+    eta, value = L.optimal_schedule(p, 4, prompts=256, seed=1)
     X, th, _ = L.sample_prompts(p, 256, seed=1)
     assert L.exact_sq_dist(X, th, 4, eta)[:, -1].mean() == pytest.approx(value, rel=1e-10)
     lmax = np.linalg.eigvalsh(np.swapaxes(X, 1, 2) @ X)[:, -1].mean()

@@ -191,7 +191,7 @@ def test_optimal_neuron(p, k):
             assert modular.single_neuron_margin(u, w, method=method) == pytest.approx(modular.max_margin(p, k), rel=1e-12)
         d = modular.fourier_diagnostics(u[None], w[None])
         assert d["dominant_frequency"].tolist() == [zeta]
-        np.testing.assert_allclose(d["max_norm_power"], 1.0, rtol=1e-12)
+        np.testing.assert_allclose(d["component_power"], 1.0, rtol=1e-12)
         assert abs(d["phase_residual"][0]) < 1e-12
     # a pi/2 phase offset kills the margin (spec §A.2.3); 1e-12 gamma*: rounding
     u, w = cosine_neuron(p, k, 1, np.zeros(k), np.pi / 2)
@@ -340,11 +340,11 @@ def test_diagnostics_of_construction(p, k):
     U, W = modular.max_margin_network(p, k)
     d = modular.fourier_diagnostics(U, W)
     assert d["coverage"].tolist() == [2 ** (2 * k - 1)] * ((p - 1) // 2)
-    np.testing.assert_allclose(d["max_norm_power"], 1.0, rtol=1e-12)  # one-sided: a cosine has power 1
+    np.testing.assert_allclose(d["component_power"], 1.0, rtol=1e-12)  # one-sided: a cosine has power 1
     assert np.nanmax(np.abs(d["phase_residual"])) < 1e-12 and not np.isnan(d["phase_residual"]).any()
     np.testing.assert_allclose(d["balance"], 1.0, rtol=1e-12)
     s = modular.diagnostics(U, W)
-    for name in ("margin_ratio", "weighted_ratio", "dft_ratio", "coverage", "max_norm_power", "balance"):
+    for name in ("margin_ratio", "weighted_ratio", "dft_ratio", "coverage", "max_power", "balance"):
         assert s[name] == pytest.approx(1.0, rel=1e-10), name  # 1e-10: Part D.1
     rows = modular.circuit_table(U, W)
     assert [r["zeta"] for r in rows] == list(range(1, (p + 1) // 2))
@@ -366,7 +366,7 @@ def test_diagnostics_bounds_random(net):
     U, W = net
     d = modular.diagnostics(U, W)
     assert d["margin_ratio"] <= d["weighted_ratio"] + 1e-9 and d["weighted_ratio"] <= 1 + 1e-9  # chain, rounding
-    assert 0 <= d["max_norm_power"] <= 1 and 0 < d["coverage"] <= 1 and 0 <= d["balance"] <= 1
+    assert 0 <= d["max_power"] <= 1 and 0 < d["coverage"] <= 1 and 0 <= d["balance"] <= 1
     assert sum(r["neurons"] for r in modular.circuit_table(U, W)) == U.shape[0]
 
 

@@ -39,7 +39,7 @@ def test_gd_construction_curves_equal_exact_formula():
     p = L.Problem.fig8_1(32)
     Z0, th = _prompts(p, 64)
     net = S.LoopedTransformer(4, 30)
-    err, sq = S.curves(net, Z0, th, p.alpha, S._schedule(Z0, 30, "1/L", torch.float64))
+    err, sq = S.curves(net, Z0, th, p.alpha, S.step_schedule(Z0, 30, "1/L", torch.float64))
     X = Z0[:, :-1, :-1].numpy()
     np.testing.assert_allclose(err.detach().numpy(), L.exact_error(X, th.numpy(), 1.0, 30, "1/L"), atol=1e-12)
     np.testing.assert_allclose(sq.detach().numpy(), L.exact_sq_dist(X, th.numpy(), 30, "1/L"), atol=1e-12)
@@ -51,9 +51,9 @@ def test_float32_matches_to_single_precision():
     Z0, th = _prompts(p, 32)
     net64 = S.LoopedTransformer(4, 20)
     net32 = S.LoopedTransformer(4, 20, dtype=torch.float32)
-    e64 = S.curves(net64, Z0, th, 1.0, S._schedule(Z0, 20, "1/L", torch.float64))[0].detach().numpy()
+    e64 = S.curves(net64, Z0, th, 1.0, S.step_schedule(Z0, 20, "1/L", torch.float64))[0].detach().numpy()
     Z32, th32 = Z0.float(), th.float()
-    e32 = S.curves(net32, Z32, th32, 1.0, S._schedule(Z0, 20, "1/L", torch.float32))[0].detach().numpy()
+    e32 = S.curves(net32, Z32, th32, 1.0, S.step_schedule(Z0, 20, "1/L", torch.float32))[0].detach().numpy()
     assert np.max(np.abs(e32 - e64)) < 1e-5  # 1e-5: spec A.4 (b) "~1e-6 in float32", 20 loops x eps32 = 1.2e-7 x kappa
 
 
@@ -62,7 +62,7 @@ def test_simulate_against_predict_and_reproducible():
     sim = popdyn.simulate(p, T=15, seeds=4, prompts=400, seed=3)
     again = popdyn.simulate(p, T=15, seeds=4, prompts=400, seed=3)
     assert all(np.array_equal(sim[k], again[k]) for k in sim.observables)
-    pred = popdyn.predict(p, T=15, trials=8000, seed=1)
+    pred = popdyn.predict(p, T=15, prompts=8000, seed=1)
     comp = popdyn.compare(pred, sim)
     for k in ("error", "abs_error", "sq_dist"):
         se_pred = np.asarray(pred.meta["se"][k])

@@ -11,7 +11,7 @@ from popdyn.models import modular  # noqa: E402
 from popdyn.sim import modular as sim_modular  # noqa: E402
 
 TINY = modular.Problem(p=5, k=2)
-OBS_T = ("loss", "train_acc", "margin_ratio", "margin_ratio_train", "single_freq_fraction", "coverage")
+OBS_T = ("loss", "train_acc", "normalized_margin", "margin_ratio", "margin_ratio_train", "single_freq_fraction", "coverage")
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_recorded_shapes(split_run):
     assert sim.t.tolist() == [0, 10, 20, 30, 40]
     for name in OBS_T + ("test_acc",):
         assert sim[name].shape == (S, T), name
-    assert sim["max_power"].shape == (S, T, m)
+    assert sim["max_power"].shape == (S, T, m) and sim["train_mask"].shape == (S, 7**3)
     assert sim["U"].shape == sim["U0"].shape == (S, m, 3, 7)
     assert sim["W"].shape == sim["W0"].shape == (S, m, 7)
     assert sim.status == 0 and sim.meta["t_unit"] == "steps"
@@ -120,11 +120,13 @@ def test_final_observables_match_numpy_evaluation(split_run):
         np.testing.assert_allclose(sim["margin_ratio"][s, -1], R, rtol=1e-10)  # 1e-10: float64 sums, m = 12
         np.testing.assert_allclose(sim["margin_ratio"][s, -1], modular.normalized_margin(U, W) / gamma,
                                    rtol=1e-10)  # same origin: numba kernel vs torch
+        np.testing.assert_allclose(sim["normalized_margin"][s, -1], modular.normalized_margin(U, W),
+                                   rtol=1e-10)  # the raw measurement, without gamma*
         spec = np.abs(np.fft.rfft(np.concatenate([U, W[:, None]], 1), axis=2)) ** 2     # (m, k+1, 4)
         power = (spec.max(2) / spec.sum(2)).min(1)
         np.testing.assert_allclose(sim["max_power"][s, -1], power, rtol=1e-12)  # 1e-12: float64 FFT, p = 7
         d = modular.fourier_diagnostics(U, W)
-        np.testing.assert_allclose(sim["max_power"][s, -1], d["max_norm_power"].min(1), rtol=1e-12)
+        np.testing.assert_allclose(sim["max_power"][s, -1], d["max_power"], rtol=1e-12)
         assert sim["coverage"][s, -1] == d["coverage_fraction"]
         assert sim["single_freq_fraction"][s, -1] == np.mean(power > 0.9)
 
@@ -135,6 +137,13 @@ def test_train_and_test_accuracy_use_disjoint_splits(split_run):
     for s in range(2):
         acc = sim["train_acc"][s, -1] * n_train + sim["test_acc"][s, -1] * (n - n_train)
         assert acc == pytest.approx(round(acc), abs=1e-9)   # counts of correct points are integers
+    A = modular.all_inputs(7, 3)
+    for s in range(2):  # train_mask is the split: the accuracies recomputed on it from the final weights agree
+        mask = sim["train_mask"][s]
+        assert mask.shape == (n,) and mask.sum() == n_train
+        ok = modular.logits(sim["U"][s], sim["W"][s], A).argmax(1) == A.sum(1) % 7
+        assert ok[mask].mean() == pytest.approx(sim["train_acc"][s, -1], abs=1e-12)
+        assert ok[~mask].mean() == pytest.approx(sim["test_acc"][s, -1], abs=1e-12)
     tr, te = sim_modular._split(2, n, n_train, torch.Generator().manual_seed(0), torch.device("cpu"))
     for s in range(2):
         assert sorted(tr[s].tolist() + te[s].tolist()) == list(range(n))

@@ -8,6 +8,10 @@ LoopedTransformer
     (rows 1..n never change, spec A.2 8-a), ``full_attention`` is the unmasked-by-shortcut check.
 sample_prompts
     Prompts ``(Z0, theta*)`` drawn on the device from a seeded torch generator.
+step_schedule
+    Per-prompt residual weights (B, T) for "1/L", "2/(L+mu)", a float or a schedule.
+curves
+    Signed error and squared distance recorded loop by loop.
 simulate
     ``simulate(problem, *, T, eta="1/L", seeds, prompts, ...)`` -> :class:`popdyn.results.Simulation`
     with observables ``error``, ``abs_error``, ``sq_dist`` (means over prompts, one row per seed).
@@ -23,9 +27,9 @@ from .._validate import Interval, InvalidParameterError, Options, as_int, check
 from ..api import simulate as _api_simulate
 from ..models.looped import Problem
 from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, standard_normal_, to_numpy
+from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
 
-__all__ = ["LoopedTransformer", "sample_prompts", "curves", "simulate", "train"]
+__all__ = ["LoopedTransformer", "sample_prompts", "step_schedule", "curves", "simulate", "train"]
 
 _OWNER = "looped.simulate"
 
@@ -95,8 +99,44 @@ def sample_prompts(problem, prompts, generator, dtype=torch.float64, device="cpu
     return Z.to(dtype), th.to(dtype)
 
 
-def _schedule(Z, T, eta, dtype):
-    """Per-prompt schedule (B, T): "1/L" and "2/(L+mu)" from each prompt's Gram matrix, else broadcast."""
+def step_schedule(Z, T, eta, dtype=torch.float64):
+    r"""Per-prompt residual weights eta^(0..T-1) of shape (B, T) for a batch of prompts Z0 (torch twin of
+    :func:`popdyn.models.looped.step_schedule`).
+
+    .. math:: \eta^{(t)}_b = 1/L_b\ \text{or}\ 2/(L_b+\mu_b),\qquad L_b = \lambda_{\max}(X_b^\top X_b),\
+              \mu_b = \lambda_{\min}(X_b^\top X_b);\quad \text{a float or a (T,) schedule: the same for every b}
+
+    Parameters
+    ----------
+    Z : torch.Tensor of shape (B, n + 1, d + 1)
+        Prompts as built by :func:`sample_prompts` (X = Z[:, :n, :d]).
+    T : int
+        Number of loops (>= 0).
+    eta : {"1/L", "2/(L+mu)"} or float or array_like of shape (T,)
+        The named steps are computed per prompt in float64 (``torch.linalg.eigvalsh``); numbers are broadcast.
+    dtype : torch.dtype
+        dtype of the result.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, T)
+
+    Notes
+    -----
+    Regime: "1/L" depends on the prompt (one network per prompt, spec A.7); it is Thm 8.25's step. Arguments are
+    not validated here (:func:`simulate` does).
+
+    References
+    ----------
+    .. [src] seed 001 L2230-2234 (Def 8.7), L2437-2447 (Thm 8.25); specs/looped_contrastive_dg.md A.1, A.7.
+
+    Examples
+    --------
+    >>> Z = torch.zeros(1, 3, 3, dtype=torch.float64)
+    >>> Z[0, :2, :2] = torch.diag(torch.tensor([1.0, 2.0]))  # X^T X = diag(1, 4)
+    >>> step_schedule(Z, 2, "1/L")
+    tensor([[0.2500, 0.2500]], dtype=torch.float64)
+    """
     if isinstance(eta, str):
         X = Z[:, :-1, :-1].to(torch.float64)
         lam = torch.linalg.eigvalsh(X.mT @ X)
@@ -146,13 +186,13 @@ def simulate(problem, *, T, eta="1/L", seeds=4, prompts=256, seed=0, device="cpu
     """
     T, seeds, prompts, seed = _check(problem, T, eta, seeds, prompts, seed)
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
-    net = LoopedTransformer(problem.d, T, dtype=dt, device=dev) if model is None else model
     obs = {"error": [], "abs_error": [], "sq_dist": []}
     bar = progress(seeds, progress_bar, "looped.simulate")
-    with torch.no_grad():
+    with torch.no_grad(), serial_if_small(dev, prompts * (problem.n + 1) * (problem.d + 1)):
+        net = LoopedTransformer(problem.d, T, dtype=dt, device=dev) if model is None else model
         for s in range(seeds):
             Z0, th = sample_prompts(problem, prompts, make_generator(seed + s, dev), dt, dev)
-            err, sq = curves(net, Z0, th, problem.alpha, None if model is not None else _schedule(Z0, T, eta, dt))
+            err, sq = curves(net, Z0, th, problem.alpha, None if model is not None else step_schedule(Z0, T, eta, dt))
             for k, v in (("error", err), ("abs_error", err.abs()), ("sq_dist", sq)):
                 obs[k].append(to_numpy(v.mean(0)))
             bar.update()
@@ -163,18 +203,28 @@ def simulate(problem, *, T, eta="1/L", seeds=4, prompts=256, seed=0, device="cpu
     return Simulation(t=np.arange(T + 1), observables={k: np.array(v) for k, v in obs.items()}, meta=meta)
 
 
-def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", device="cpu", dtype=None):
+def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", device="cpu", dtype=None,
+          progress_bar=False):
     """Adam on the mean of ||TF_T/alpha - theta*||^2 (the query-prediction loss) over fresh prompts.
 
     ``init="random"``: Q, P = I + N(0, 0.3^2/(d+1)) entries and every eta = 0.1 / (n E x^2);
     ``init="gd"``: Lemma 8.13's weights with the same eta. The residual weights start spread over [0.5, 1.5] eta0
     and get Adam's lr times 30 eta0; the lr decays linearly to 0. Returns ``(model, losses)`` (losses per step).
+    ``progress_bar`` shows a tqdm bar over the steps (when tqdm is installed).
     """
     T = as_int("looped.train", "T", T, 1)
     steps, batch = as_int("looped.train", "steps", steps, 1), as_int("looped.train", "batch", batch, 1)
     lr = check("looped.train", "lr", lr, Interval(0, np.inf, closed="neither"))
     check("looped.train", "init", init, Options(("random", "gd")))
     dev, dt = resolve_device(device, "looped.train"), resolve_dtype(dtype, "looped.train")
+    # one thread for the whole run, set-up included: with only the loop on one thread, 200 steps (n = 32, d = 4,
+    # T = 4, batch 128) took 15-19 s on a loaded 2-core machine, against 5.8 s with the whole run inside
+    with serial_if_small(dev, batch * (problem.n + 1) * (problem.d + 1)):
+        return _adam(problem, T, steps, batch, lr, seed, init, dev, dt, progress_bar)
+
+
+def _adam(problem, T, steps, batch, lr, seed, init, dev, dt, progress_bar):
+    """The set-up and the loop of :func:`train` (validated arguments)."""
     gen = make_generator(seed, dev)
     torch.manual_seed(seed)
     model = LoopedTransformer(problem.d, T, dtype=dt, device=dev)
@@ -191,6 +241,7 @@ def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", 
     opt = torch.optim.Adam([{"params": [model.Q, model.P]}, {"params": [model.eta], "lr": lr * eta0 * 30}], lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1 - i / steps)  # linear decay to 0: a settled end point
     losses = np.empty(steps)
+    bar = progress(steps, progress_bar, "looped.train")
     for i in range(steps):
         Z0, th = sample_prompts(problem, batch, gen, dt, dev)
         loss = curves(model, Z0, th, problem.alpha)[1][:, -1].mean()
@@ -199,4 +250,6 @@ def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", 
         opt.step()
         sched.step()
         losses[i] = loss.item()
+        bar.update()
+    bar.close()
     return model, losses

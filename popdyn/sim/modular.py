@@ -4,9 +4,10 @@ Public names
 ------------
 simulate
     ``simulate(problem, *, steps, m=None, optimizer="adamw", ...)`` -> :class:`popdyn.results.Simulation`
-    with observables ``loss``, ``train_acc``, ``test_acc`` (with a train fraction < 1), ``margin_ratio``
-    (normalized margin on the full D_p over gamma*), ``margin_ratio_train``, ``max_power`` (per neuron),
-    ``single_freq_fraction``, ``coverage``, and the initial and final weights ``U0``, ``W0``, ``U``, ``W``.
+    with observables ``loss``, ``train_acc``, ``test_acc`` and ``train_mask`` (with a train fraction < 1),
+    ``normalized_margin`` (on the full D_p), ``margin_ratio`` (the same over gamma*), ``margin_ratio_train``,
+    ``max_power`` (per neuron), ``single_freq_fraction``, ``coverage``, and the initial and final weights
+    ``U0``, ``W0``, ``U``, ``W``.
     All seeds train batched on one device in one loop.
 logits
     The network (4.2) in torch for a batch of seeds: ``logits(U, W, A)``.
@@ -157,13 +158,14 @@ def _diagnostics(U, W, data, gamma, chunk):
     """
     A, y, tr, te = data
     g, ok, ce = _margins(U, W, A, y, chunk)
-    scale = _norm_power(U, W) * gamma
+    norm = _norm_power(U, W)
     P = torch.fft.rfft(torch.cat([U, W.unsqueeze(2)], 2), dim=3).abs().square()      # (S, m, k+1, h+1)
     power = (P.amax(3) / P.sum(3)).amin(2)
     dom = P[..., 1:].sum(2).argmax(2)
     seen = torch.zeros((U.shape[0], P.shape[3] - 1), dtype=torch.bool, device=U.device).scatter_(1, dom, True)
-    rec = {"loss": torch.gather(ce, 1, tr).mean(1), "margin_ratio": g.amin(1) / scale,
-           "margin_ratio_train": torch.gather(g, 1, tr).amin(1) / scale,
+    rec = {"loss": torch.gather(ce, 1, tr).mean(1), "normalized_margin": g.amin(1) / norm,
+           "margin_ratio": g.amin(1) / (norm * gamma),
+           "margin_ratio_train": torch.gather(g, 1, tr).amin(1) / (norm * gamma),
            "train_acc": torch.gather(ok, 1, tr).to(U.dtype).mean(1), "max_power": power,
            "single_freq_fraction": (power > _SINGLE_FREQ).to(U.dtype).mean(1), "coverage": seen.to(U.dtype).mean(1)}
     if te.shape[1]:
@@ -289,13 +291,15 @@ def simulate(problem, *, steps, m=None, optimizer="adamw", lr=None, weight_decay
     -------
     Simulation
         ``t`` (steps) and, of shape (seeds, len(t)): ``loss`` (train cross-entropy), ``train_acc``,
-        ``test_acc`` (only with ``train_fraction < 1``), ``margin_ratio`` (R on the full D_p),
+        ``test_acc`` (only with ``train_fraction < 1``), ``normalized_margin`` (``h / ||theta||_{2,k+1}^{k+1}``
+        on the full D_p, no theory in it), ``margin_ratio`` (R, the same over gamma*),
         ``margin_ratio_train`` (R on the train set), ``single_freq_fraction`` (fraction of neurons whose
         max normalized power exceeds 0.9), ``coverage`` (fraction of the frequencies 1..(p-1)/2 that are
         some neuron's dominant frequency); ``max_power`` (seeds, len(t), m): per neuron, the least over
         its k + 1 components of the max normalized one-sided power (``modular.power_spectrum``); ``U0``, ``U``
-        (seeds, m, k, p) and ``W0``, ``W`` (seeds, m, p): initial and final weights. ``status`` is -1
-        when a run diverged.
+        (seeds, m, k, p) and ``W0``, ``W`` (seeds, m, p): initial and final weights; ``train_mask``
+        (seeds, p^k), bool, only with ``train_fraction < 1``: True where the input (in
+        ``modular.all_inputs`` order) is in the seed's train set. ``status`` is -1 when a run diverged.
 
     Notes
     -----
@@ -342,6 +346,9 @@ def simulate(problem, *, steps, m=None, optimizer="adamw", lr=None, weight_decay
             bar.close()
         obs = {name: to_numpy(v) for name, v in rec.items()}
         obs.update(U0=to_numpy(U0), W0=to_numpy(W0), U=to_numpy(U), W=to_numpy(W))
+        if te.shape[1]:
+            mask = torch.zeros((S, len(y)), dtype=torch.bool, device=dev).scatter_(1, tr, True)
+            obs["train_mask"] = mask.cpu().numpy()
     wall = time.perf_counter() - start
     ok = all(np.all(np.isfinite(v)) for v in obs.values())
     meta = {"problem": repr(problem), "options": opts, "t_unit": "steps", "device": str(dev),

@@ -3,7 +3,8 @@
 * ``looped.tf_equals_gd``: the looped transformer with Lemma 8.13's weights outputs alpha times the GD iterate
   (numpy and torch, float64), for random prompts and step schedules (Thm 8.14; spec A.3 R1).
 * ``looped.fig8_1``: Fig. 8.1 in four panels (spec A.4): GD vs the exact curve, the torch transformer in float32,
-  both bounds, and the large-d panel; the paper's "gap narrows" sentence is checked (it does not reproduce).
+  both bounds, and the large-d panel; the paper's "gap narrowing as n increases" (L2486) is measured three ways:
+  it widens on the plotted log axis, narrows in loops needed to reach 1e-3 / 1e-6 and on a linear axis.
 * ``looped.mp_limit``: the Marchenko-Pastur curve against the finite-d theta-average at d = 200 (spec 8-i).
 * ``looped.trained``: beyond the paper, a looped transformer with tied (Q, P) and per-loop steps trained on random
   prompts, against the GD construction, the best constant step and the optimal per-loop schedule.
@@ -25,10 +26,11 @@ from . import ClaimResult, claim
 __all__ = ["bench_looped"]
 
 _SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
+_TOL_TF = 1e-10  # looped.tf_equals_gd's tolerance (also drawn in its figure)
 _FLOOR = 1e-28  # squared distances below this are at the float64 floor of iterated GD (spec A.4: ~1e-32)
 
 
-def _random_instance(rng):
+def _random_prompt(rng):
     """R1 of spec Appendix R: n in [5, 60), d < min(n, 12), T < 40, alpha ~ 3 N(0, 1), unit theta*."""
     n = int(rng.integers(5, 60))
     d = int(rng.integers(1, min(n, 12)))
@@ -42,17 +44,17 @@ def _random_instance(rng):
 @claim(id="looped.tf_equals_gd", model="looped",
        title="Thm 8.14: the looped transformer with Lemma 8.13's weights outputs alpha * theta_GD^(T), any schedule",
        source=f"{_SEED} L2275-2285 (Lemma 8.13), L2291-2314 (Thm 8.14); spec A.2 (8-b), A.3, Appendix R1",
-       metric="max over instances and schedules (1/L, 2/(L+mu), random per-loop) of |TF - alpha theta^(T)|_inf / "
+       metric="max over prompts and schedules (1/L, 2/(L+mu), random per-loop) of |TF - alpha theta^(T)|_inf / "
               "max(1, |alpha|) (numpy full attention, numpy fast path, torch module; float64)",
-       tolerance=1e-10, tolerance_origin="spec A.6 (1): float64 rounding; R1 measured 6.9e-16",
-       quick={"instances": 100, "seed": 0}, full={"instances": 1000, "seed": 0})
+       tolerance=_TOL_TF, tolerance_origin="spec A.6 (1): float64 rounding; R1 measured 6.9e-16",
+       quick={"prompts": 100, "seed": 0}, full={"prompts": 1000, "seed": 0})
 def tf_equals_gd(size, device, outdir):
     import torch
     from popdyn.sim import looped as sim
     rng = np.random.default_rng(size["seed"])
     rows = []
-    for i in range(size["instances"]):
-        X, th, y, a, T = _random_instance(rng)
+    for i in range(size["prompts"]):
+        X, th, y, a, T = _random_prompt(rng)
         d = X.shape[1]
         L_ = np.linalg.eigvalsh(X.T @ X)[-1]
         for kind, eta in (("1/L", "1/L"), ("2/(L+mu)", "2/(L+mu)"), ("random", rng.uniform(0.05, 1.9, T) / L_)):
@@ -65,30 +67,30 @@ def tf_equals_gd(size, device, outdir):
             tq = -net(Zt, e)[0, -1, :d].detach().cpu().numpy()
             dev = [np.max(np.abs(v - a * theta)) / max(1, abs(a)) for v in
                    (looped.forward(X, y, a, T, eta), full, tq)]
-            rows.append({"instance": i, "schedule": kind, "n": X.shape[0], "d": d, "T": T, "numpy_fast": dev[0],
+            rows.append({"prompt": i, "schedule": kind, "n": X.shape[0], "d": d, "T": T, "numpy_fast": dev[0],
                          "numpy_full": dev[1], "torch": dev[2]})
     worst = max(max(r["numpy_fast"], r["numpy_full"], r["torch"]) for r in rows)
     vals = np.array([[r["numpy_fast"], r["numpy_full"], r["torch"]] for r in rows])
     fig = plot_curves(np.arange(len(rows)), {k: np.maximum(vals[:, j], 1e-18) for j, k in
                                              enumerate(("numpy fast path", "numpy full attention", "torch module"))},
-                      outdir / "looped.tf_equals_gd.png", refs={"tolerance 1e-10": 1e-10}, logy=True,
+                      outdir / "looped.tf_equals_gd.png", refs={"tolerance": _TOL_TF}, logy=True,
                       styles={k: {"ls": "", "marker": "."} for k in ("numpy fast path", "numpy full attention",
                                                                       "torch module")},
-                      xlabel="instance x schedule", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)",
+                      xlabel="prompt x schedule", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)",
                       title=f"TF = alpha GD: max {worst:.1e}")
     return ClaimResult(measured=worst, figure=str(fig), table=rows[:30],
-                       message=f"{len(rows)} (instance, schedule) pairs: max deviation {worst:.2e} "
+                       message=f"{len(rows)} (prompt, schedule) pairs: max deviation {worst:.2e} "
                                f"(median {np.median(vals):.1e}).")
 
 
 # ---- Fig. 8.1 -------------------------------------------------------------------------------------------
 
 def _fig_panel_data(n, size, rng):
-    """Per trial: kappa, the exact curve, iterated GD (numpy) and the torch transformer in float32."""
+    """Per prompt: kappa, the exact curve, iterated GD (numpy) and the torch transformer in float32."""
     import torch
     from popdyn.sim import looped as sim
     T, d = size["T"], 4
-    X, th, y = looped.sample_prompts(looped.Problem.fig8_1(n), size["trials"], rng)
+    X, th, y = looped.sample_prompts(looped.Problem.fig8_1(n), size["prompts"], rng)
     exact = looped.exact_sq_dist(X, th, T, "1/L")
     gd = np.array([np.sum((looped.gd(X[i], y[i], T, "1/L", return_trajectory=True) - th[i]) ** 2, 1)
                    for i in range(len(X))])
@@ -100,16 +102,67 @@ def _fig_panel_data(n, size, rng):
     return looped.condition_number(X), exact, gd, tf32
 
 
+_LEVELS = (1e-3, 1e-6)  # normalized errors ||theta_t - theta*||^2 / ||theta*||^2 at which "loops needed" is read
+
+
+def _loops_to(log_curve, level):
+    """First loop t at which a log curve is at or below ln(level) (None when it never gets there)."""
+    hit = np.nonzero(log_curve <= np.log(level))[0]
+    return int(hit[0]) if len(hit) else None
+
+
+def _panel_row(n, t, kappa, exact, gd):
+    """One row of Fig. 8.1's table: the gap between the mean log curve and the paper's line -t/kappa, read three
+    ways (log axis at t = 10, loops needed to reach each level, linear axis at t = 10)."""
+    k_bar, emp = float(kappa.mean()), np.log(exact).mean(0)
+    floored = np.all(gd <= 1e3 * _FLOOR, axis=0)
+    row = {"n": n, "kappa_mean": k_bar, "kappa_paper": {16: 4.57, 32: 3.13, 64: 2.07, 128: 1.62}.get(n),
+           "log_sq_t10": float(emp[10]), "paper_line_t10": -10 / k_bar, "tight_line_t10": float(20 * np.log1p(-1 / k_bar)),
+           "log_gap_t10": float(-10 / k_bar - emp[10]),
+           "linear_gap_t10": float(np.exp(-10 / k_bar) - np.exp(emp[10])),
+           "fitted_slope": float(np.polyfit(t[5:16], emp[5:16], 1)[0]), "paper_slope": -1 / k_bar,
+           "rate_ratio": float(np.polyfit(t[5:16], emp[5:16], 1)[0] * -k_bar),
+           "float_floor_t": int(np.argmax(floored)) if floored.any() else None,
+           "below_paper_line": bool(np.all(np.log(exact) <= np.log(looped.bound_paper(kappa[:, None], t,
+                                                                                      squared=True)) + 1e-12))}
+    for level in _LEVELS:  # the line -t/kappa_bar reaches ln(level) at t = kappa_bar ln(1/level)
+        emp_t, line_t = _loops_to(emp, level), k_bar * np.log(1 / level)
+        row.update({f"loops_to_{level:g}": emp_t, f"line_loops_to_{level:g}": float(line_t),
+                    f"loop_gap_{level:g}": None if emp_t is None else float(line_t - emp_t)})
+    return row
+
+
+def _gap_message(rows):
+    """The paper's "gap narrowing as n increases" (L2486), read on the plotted log axis, in loops and linearly."""
+    seq = lambda key, fmt: ", ".join("-" if r[key] is None else format(r[key], fmt) for r in rows)
+    ns = ", ".join(str(r["n"]) for r in rows)
+    loops = "; ".join(f"to {lv:g}: {seq(f'loops_to_{lv:g}', 'd')} loops against the line's "
+                      f"{seq(f'line_loops_to_{lv:g}', '.1f')} (gap {seq(f'loop_gap_{lv:g}', '.1f')})" for lv in _LEVELS)
+    return (f"the gap to -t/kappa for n = {ns}: on the plotted log axis at t = 10 it WIDENS "
+            f"({seq('log_gap_t10', '.2f')}), and so does the rate ratio fitted slope / (-1/kappa) "
+            f"({seq('rate_ratio', '.2f')}); in loops needed it NARROWS ({loops}); on a linear axis at t = 10 it "
+            f"NARROWS ({seq('linear_gap_t10', '.2e')}). The paper's 'gap narrowing as n increases' (L2486) holds in "
+            f"loops and linearly, not on the log axis it plots (L2480).")
+
+
+def _narrows(rows, key):
+    vals = [r[key] for r in rows]
+    return None if None in vals else bool(np.all(np.diff(vals) < 0))
+
+
 @claim(id="looped.fig8_1", model="looped",
-       title="Fig. 8.1: log ||theta_t - theta*||^2 below -t/kappa for d = 4, n in {16..128}; the log-gap widens",
-       source=f"{_SEED} L2476-2488 (Fig. 8.1, kappa values), L2337 (Thm 8.16); spec A.4",
-       metric="max over trials and t <= 200 of | ||theta_t^GD - theta*|| - sqrt(exact (8-g)) | (iterated float64 GD "
-              "against the eigen-formula); also checked: every curve below -t/kappa, the torch float32 transformer "
-              "within 1e-5 of the exact distance, the log-gap at t = 10 grows with n",
+       title="Fig. 8.1: log ||theta_t - theta*||^2 below -t/kappa for d = 4, n in {16..128}; the gap to the line widens "
+             "on the plotted log axis but narrows in loops needed and on a linear axis",
+       source=f"{_SEED} L2480 (Fig. 8.1 caption: log axis), L2482-2484 (setup), L2486 (kappa values, 'gap narrowing "
+              "as n increases'), L2337 (Thm 8.16); spec A.4",
+       metric="max over prompts and t <= 200 of | ||theta_t^GD - theta*|| - sqrt(exact (8-g)) | (iterated float64 GD "
+              "against the eigen-formula); checks: every curve below the paper's bound e^(-t/kappa) (bound_paper), "
+              "the torch float32 transformer within 1e-5 of the exact distance. The gap to the line is reported, "
+              "not judged: log axis at t = 10, loops needed to reach 1e-3 and 1e-6, linear axis at t = 10",
        tolerance=1e-12,
        tolerance_origin="float64 rounding of <= 200 GD steps: ~T eps kappa ~ 200 x 2.2e-16 x 5 = 2e-13",
-       quick={"ns": [16, 32, 64, 128], "T": 200, "trials": 10, "seed": 0, "d_large": 200, "trials_large": 2},
-       full={"ns": [16, 32, 64, 128], "T": 200, "trials": 10, "seed": 0, "d_large": 200, "trials_large": 8})
+       quick={"ns": [16, 32, 64, 128], "T": 200, "prompts": 10, "seed": 0, "d_large": 200, "prompts_large": 2},
+       full={"ns": [16, 32, 64, 128], "T": 200, "prompts": 10, "seed": 0, "d_large": 200, "prompts_large": 8})
 def fig8_1(size, device, outdir):
     rng = np.random.default_rng(size["seed"])
     t = np.arange(size["T"] + 1)
@@ -119,22 +172,16 @@ def fig8_1(size, device, outdir):
         kappa, exact, gd, tf32 = _fig_panel_data(n, size, rng)
         gap = max(gap, float(np.max(np.abs(np.sqrt(gd) - np.sqrt(exact)))))
         tf_gap = max(tf_gap, float(np.max(np.abs(np.sqrt(tf32) - np.sqrt(exact)))))
-        k_bar, emp = float(kappa.mean()), np.log(exact).mean(0)
-        floor_t = int(np.argmax(np.all(gd <= 1e3 * _FLOOR, axis=0))) if np.any(np.all(gd <= 1e3 * _FLOOR, 0)) else None
+        rows.append(_panel_row(n, t, kappa, exact, gd))
+        k_bar, emp = rows[-1]["kappa_mean"], np.log(exact).mean(0)
         plot_curves(t, {f"n={n} exact": emp, f"n={n} GD (iterated)": np.log(np.maximum(gd, 1e-300)).mean(0),
                         f"n={n} -t/kappa": -t / k_bar}, ax=axes[0])
         plot_curves(t[:60], {f"n={n} torch fp32": np.log(np.maximum(tf32, 1e-45)).mean(0)[:60],
                              f"n={n} exact": emp[:60]}, ax=axes[1])
         plot_curves(t[:60], {f"n={n} paper e^(-t/k)": -t[:60] / k_bar, f"n={n} tight (1-1/k)^(2t)":
                              2 * t[:60] * np.log1p(-1 / k_bar), f"n={n} exact": emp[:60]}, ax=axes[2])
-        slope = float(np.polyfit(t[5:16], emp[5:16], 1)[0])
-        rows.append({"n": n, "kappa_mean": k_bar, "kappa_paper": {16: 4.57, 32: 3.13, 64: 2.07, 128: 1.62}.get(n),
-                     "log_sq_t10": float(emp[10]), "paper_line_t10": -10 / k_bar,
-                     "tight_line_t10": 20 * np.log1p(-1 / k_bar), "gap_t10": float(-10 / k_bar - emp[10]),
-                     "fitted_slope": slope, "paper_slope": -1 / k_bar, "float_floor_t": floor_t,
-                     "below_paper_line": bool(np.all(np.log(exact) <= -t / kappa[:, None] + 1e-12))})
     large = looped.Problem.isotropic_gaussian(4 * size["d_large"], size["d_large"])
-    X = looped.sample_prompts(large, size["trials_large"], rng)[0]
+    X = looped.sample_prompts(large, size["prompts_large"], rng)[0]
     fin, mp = looped.mean_error_over_task(X, 1.0, 30, "1/L", squared=True).mean(0), looped.mp_error_curve(0.25, 30, 2)
     plot_curves(t[:31], {"theta-average, d = 200": fin, "MP E(2t)": mp}, ax=axes[3], logy=True)
     for ax, title in zip(axes, ("(a) GD vs exact (8-g)", "(b) torch looped TF, float32", "(c) bounds (ln)",
@@ -143,15 +190,16 @@ def fig8_1(size, device, outdir):
         ax.set_xlabel("loop t")
     axes[0].set_ylabel("ln ||theta_t - theta*||^2")
     save_figure(fig, outdir / "looped.fig8_1.png")
-    gaps = [r["gap_t10"] for r in rows]
     below = all(r["below_paper_line"] for r in rows)
     return ClaimResult(
         measured=gap, checks={"every curve below -t/kappa": below, "torch fp32 TF within 1e-5 of GD": tf_gap <= 1e-5},
         figure=str(outdir / "looped.fig8_1.png"), table=rows,
         message=f"GD = exact to {gap:.1e} (distance); torch fp32 {tf_gap:.1e}; every curve below -t/kappa: "
-                f"{below}; log-gap at t = 10 by n: {', '.join(f'{g:.2f}' for g in gaps)} -- it WIDENS with n, so the "
-                f"paper's 'gap narrowing as n increases' (L2488) does not reproduce.",
-        details={"torch_fp32_max_abs_gap_distance": tf_gap, "gap_widens": bool(np.all(np.diff(gaps) > 0)),
+                f"{below}; " + _gap_message(rows),
+        details={"torch_fp32_max_abs_gap_distance": tf_gap,
+                 "log_gap_t10_widens": bool(np.all(np.diff([r["log_gap_t10"] for r in rows]) > 0)),
+                 "linear_gap_t10_narrows": _narrows(rows, "linear_gap_t10"),
+                 **{f"loop_gap_{lv:g}_narrows": _narrows(rows, f"loop_gap_{lv:g}") for lv in _LEVELS},
                  "mp_panel_max_rel_gap_t_le_30": float(np.max(np.abs(fin / mp - 1)))})
 
 
@@ -160,11 +208,11 @@ def fig8_1(size, device, outdir):
        source="derived; spec A.2 (8-i), A.3, Appendix R3",
        metric="max over t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts) / E_gamma(t) - 1|, d = 200",
        tolerance=0.05, tolerance_origin="spec A.4 (d): 5 % finite-size gap (lambda_max above n x_+; 1-4 % at d = 400)",
-       quick={"d": 200, "gamma": 0.25, "T": 30, "trials": 4, "seed": 0},
-       full={"d": 200, "gamma": 0.25, "T": 30, "trials": 32, "seed": 0})
+       quick={"d": 200, "gamma": 0.25, "T": 30, "prompts": 4, "seed": 0},
+       full={"d": 200, "gamma": 0.25, "T": 30, "prompts": 32, "seed": 0})
 def mp_limit(size, device, outdir):
     problem = looped.Problem.from_gamma(size["d"], size["gamma"])
-    X = looped.sample_prompts(problem, size["trials"], size["seed"])[0]
+    X = looped.sample_prompts(problem, size["prompts"], size["seed"])[0]
     T = size["T"]
     fin = -looped.mean_error_over_task(X, 1.0, T, "1/L")
     fin_sq = looped.mean_error_over_task(X, 1.0, T, "1/L", squared=True)
@@ -201,22 +249,23 @@ def _weight_summary(model, d):
        title="Beyond the paper: a trained looped linear transformer (tied Q, P; per-loop steps) learns preconditioned "
              "GD with a near-optimal step schedule",
        source="derived; spec A.2 (8-m), A.5 (TorchLinearLoopedTransformer), A.7 (fixed-network steps)",
-       metric="mean ||TF_T/alpha - theta*||^2 of the trained network on held-out prompts / that of GD with the "
-              "optimal per-loop schedule (the best Gamma = c I preconditioned GD)",
+       metric="max(r, 1/r), r = mean ||TF_T/alpha - theta*||^2 of the trained network on held-out prompts / that of "
+              "GD with the optimal per-loop schedule (the best Gamma = c I preconditioned GD): two-sided, so a "
+              "theory optimum that training beats by a factor 1.5 fails as well as a training that misses it",
        tolerance=1.5,
-       tolerance_origin="our acceptance: within 50 % of the optimum after a few hundred Adam steps; the best "
-                        "constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
-       quick={"n": 32, "d": 4, "T": 4, "steps": 1000, "batch": 128, "lr": 0.01, "eval": 2000, "seed": 0},
-       full={"n": 32, "d": 4, "T": 4, "steps": 4000, "batch": 256, "lr": 0.01, "eval": 20000, "seed": 0})
+       tolerance_origin="our acceptance: within a factor 1.5 of the optimum after a few hundred Adam steps; the "
+                        "best constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
+       quick={"n": 32, "d": 4, "T": 4, "steps": 1000, "batch": 128, "lr": 0.01, "prompts": 2000, "seed": 0},
+       full={"n": 32, "d": 4, "T": 4, "steps": 4000, "batch": 256, "lr": 0.01, "prompts": 20000, "seed": 0})
 def trained(size, device, outdir):
     from popdyn.sim import looped as sim
     problem = looped.Problem.isotropic_gaussian(size["n"], size["d"])
     T = size["T"]
     model, losses = sim.train(problem, T=T, steps=size["steps"], batch=size["batch"], lr=size["lr"],
                               seed=size["seed"], device=device)
-    tr = popdyn.simulate(problem, T=T, seeds=4, prompts=size["eval"] // 4, model=model, seed=10_000, device=device)
-    X, th, _ = looped.sample_prompts(problem, size["eval"], size["seed"] + 1)
-    eta_opt, _ = looped.optimal_schedule(problem, T, trials=size["eval"], seed=size["seed"] + 2)
+    tr = popdyn.simulate(problem, T=T, seeds=4, prompts=size["prompts"] // 4, model=model, seed=10_000, device=device)
+    X, th, _ = looped.sample_prompts(problem, size["prompts"], size["seed"] + 1)
+    eta_opt, _ = looped.optimal_schedule(problem, T, prompts=size["prompts"], seed=size["seed"] + 2)
     lmax = float(np.mean(np.linalg.eigvalsh(np.swapaxes(X, 1, 2) @ X)[:, -1]))
     cs = np.linspace(0.2, 1.8, 81)
     const = [looped.exact_sq_dist(X, th, T, c / lmax)[:, -1].mean() for c in cs]
@@ -235,13 +284,13 @@ def trained(size, device, outdir):
     save_figure(fig, outdir / "looped.trained.png")
     table = [{"method": k, **{f"t{t}": float(v[t]) for t in range(T + 1)}} for k, v in curves.items()]
     return ClaimResult(
-        measured=ratio, figure=str(outdir / "looped.trained.png"), table=table,
+        measured=max(ratio, 1 / ratio), figure=str(outdir / "looped.trained.png"), table=table,
         message=f"trained TF at T = {T}: {curves['trained TF'][-1]:.2e} vs optimal-schedule GD "
                 f"{curves['GD, optimal schedule'][-1]:.2e} (ratio {ratio:.2f}), best constant step "
                 f"{curves['GD, best constant step'][-1]:.2e}, eta = 1/L {curves['GD, eta = 1/L (paper)'][-1]:.2e}; "
                 f"weights: Q, P blocks scalar to {max(w['Q_offscalar_rel'], w['P_offscalar_rel']):.3f}, "
                 f"alpha-slot leakage |P[:, d]| = {w['P_alpha_column']:.2f}.",
-        details={**w, "effective_steps_times_n_sorted": eff.tolist(), "optimal_steps_times_n": (eta_opt * problem.n).tolist(),
+        details={**w, "ratio_trained_over_optimal": ratio, "effective_steps_times_n_sorted": eff.tolist(), "optimal_steps_times_n": (eta_opt * problem.n).tolist(),
                  "best_constant_step_times_lmax": c_best, "final_loss": float(np.mean(losses[-20:]))})
 
 
@@ -264,7 +313,7 @@ def bench_looped(prompts=10_000, T=1000, n=32, d=4, seed=0, device="cpu"):
     net = sim.LoopedTransformer(d, T, device=device)
     t0 = time.perf_counter()
     with torch.no_grad():
-        e_t = sim.curves(net, Z0, theta, 1.0, sim._schedule(Z0, T, "1/L", torch.float64))[0]
+        e_t = sim.curves(net, Z0, theta, 1.0, sim.step_schedule(Z0, T, "1/L", torch.float64))[0]
         if device != "cpu":
             torch.cuda.synchronize()
     t_torch = time.perf_counter() - t0

@@ -16,8 +16,9 @@ exact curves, bounds, limits (``error``)
     :func:`exact_error`, :func:`exact_sq_dist`, :func:`mean_error_over_task`, :func:`bound_paper`,
     :func:`bound_tight`, :func:`loops_needed`, :func:`gatmiry_bound`, :func:`gatmiry_condition`,
     :func:`mp_error_curve`, :func:`mp_kappa`
-theory (``theory``)
-    ``popdyn.predict(problem, T=..., eta=..., method="exact"|"mp")``, :func:`optimal_schedule`
+theory (``theory``, ``predict``)
+    :func:`optimal_schedule`; ``popdyn.predict(problem, T=..., eta=..., method="exact"|"mp", prompts=...)``
+    (registered in ``predict.py``, imported here)
 """
 from .error import (bound_paper, bound_tight, exact_error, exact_sq_dist, gatmiry_bound, gatmiry_condition,
                     loops_needed, mean_error_over_task, mp_error_curve, mp_kappa)
@@ -25,6 +26,7 @@ from .problem import Problem, sample_prompts
 from .theory import optimal_schedule
 from .transformer import (attention_weights_gd, build_prompt, condition_number, forward, gd, linear_attention,
                           looped_forward, step_schedule)
+from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
 
 __all__ = ["Problem", "sample_prompts",
            "build_prompt", "attention_weights_gd", "linear_attention", "looped_forward", "forward", "gd",

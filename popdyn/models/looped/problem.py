@@ -93,8 +93,8 @@ class Problem:
         return cls.isotropic_gaussian(max(1, int(round(d / gamma))), d, alpha)
 
 
-def sample_prompts(problem, trials, seed=0):
-    r"""Draw ``trials`` prompts ``(X, theta*, y)`` of ``problem`` from ``numpy.random.default_rng(seed)``.
+def sample_prompts(problem, prompts, seed=0):
+    r"""Draw ``prompts`` prompts ``(X, theta*, y)`` of ``problem`` from ``numpy.random.default_rng(seed)``.
 
     .. math:: X_{ij} = \sqrt{\mathrm{cov}_j}\, g_{ij},\quad \theta^* = g/\lVert g\rVert,\quad
               y = X\theta^* + \sigma\varepsilon
@@ -102,16 +102,16 @@ def sample_prompts(problem, trials, seed=0):
     Parameters
     ----------
     problem : Problem
-    trials : int
+    prompts : int
         Number of prompts (>= 1).
     seed : int or numpy.random.Generator
         The same seed gives the same prompts.
 
     Returns
     -------
-    X : ndarray of shape (trials, n, d)
-    theta_star : ndarray of shape (trials, d), unit rows
-    y : ndarray of shape (trials, n)
+    X : ndarray of shape (prompts, n, d)
+    theta_star : ndarray of shape (prompts, d), unit rows
+    y : ndarray of shape (prompts, n)
 
     Notes
     -----
@@ -127,10 +127,10 @@ def sample_prompts(problem, trials, seed=0):
     >>> X.shape, th.shape, bool(np.allclose(y, np.einsum("pnd,pd->pn", X, th)))  # realizable: y = X theta*
     ((3, 16, 4), (3, 4), True)
     """
-    trials = as_int("looped.sample_prompts", "trials", trials, low=1)
+    prompts = as_int("looped.sample_prompts", "prompts", prompts, low=1)
     rng = np.random.default_rng(seed)
-    X = rng.standard_normal((trials, problem.n, problem.d)) * np.sqrt(problem.cov)
-    th = rng.standard_normal((trials, problem.d))
+    X = rng.standard_normal((prompts, problem.n, problem.d)) * np.sqrt(problem.cov)
+    th = rng.standard_normal((prompts, problem.d))
     th /= np.linalg.norm(th, axis=1, keepdims=True)
     y = np.einsum("pnd,pd->pn", X, th)
     if problem.noise > 0:

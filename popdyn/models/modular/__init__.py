@@ -9,13 +9,15 @@ Spec: specs/modular_and_icl.md Part A. A network is a pair ``U`` (m, k, p), ``W`
 * Fourier: :func:`single_neuron_margin` (Psi), :func:`optimal_neuron`, :func:`max_margin_network`,
   :func:`construction_logit`, :func:`construction_margin`, :func:`margin_dft`.
 * Diagnostics: :func:`power_spectrum`, :func:`fourier_diagnostics`, :func:`circuit_table`,
-  :func:`diagnostics`; ``popdyn.predict(Problem)`` gives the static theory values.
+  :func:`diagnostics`; ``popdyn.predict(Problem)`` gives the static theory values (registered in
+  ``predict.py``, imported here).
 """
 from .diagnostics import circuit_table, diagnostics, fourier_diagnostics, power_spectrum
 from .fourier import (construction_logit, construction_margin, margin_dft, max_margin_network, optimal_neuron,
                       single_neuron_margin)
 from .network import all_inputs, class_weighted_margin, logits, margin, norm, normalized_margin, point_margins
 from .problem import Problem, construction_width, max_margin
+from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
 
 __all__ = ["Problem", "max_margin", "construction_width",
            "all_inputs", "norm", "logits", "point_margins", "margin", "normalized_margin", "class_weighted_margin",

@@ -1,4 +1,4 @@
-"""Diagnostics of any network (trained or constructed) against the max-margin theory, and ``predict``.
+"""Diagnostics of any network (trained or constructed) against the max-margin theory (``predict`` is in predict.py).
 
 One-sided spectra (``numpy.fft.rfft``, bins 0..(p-1)/2) are used throughout: the paper's two-sided
 "max normalized power" is at most 1/2 for a real cosine, yet the paper reports ~1 (spec §A.2.7).
@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validate import Options, check
-from ...api import predict
-from ...results import Prediction
-from .fourier import construction_margin, margin_dft
+from .fourier import margin_dft
 from .network import check_network, class_weighted_margin, margin, norm
-from .problem import Problem, _check_pk, max_margin
+from .problem import _check_pk, max_margin
 
 __all__ = ["power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostics"]
 
@@ -68,8 +65,10 @@ def fourier_diagnostics(U, W):
     Returns
     -------
     dict
-        ``dominant_frequency`` (m,) in 1..(p-1)/2 (bin 0 excluded); ``max_norm_power`` (m, k+1), one-sided,
-        per component (u_1..u_k, w); ``coverage`` ((p-1)/2,) neuron counts per frequency;
+        ``dominant_frequency`` (m,) in 1..(p-1)/2 (bin 0 excluded); ``component_power`` (m, k+1), the max
+        normalized one-sided power of each component (u_1..u_k, w); ``max_power`` (m,), its least over a
+        neuron's k+1 components (as ``popdyn.simulate`` records it); ``coverage`` ((p-1)/2,) neuron counts per
+        frequency;
         ``coverage_fraction`` (frequencies used / (p-1)/2); ``phase_residual`` (m,) in (-pi, pi], NaN where
         a component has no power at zeta_i; ``balance`` (m,) min/max component norm (1 at the optimum).
 
@@ -87,7 +86,7 @@ def fourier_diagnostics(U, W):
     --------
     >>> from popdyn.models.modular import max_margin_network
     >>> d = fourier_diagnostics(*max_margin_network(7, 2))
-    >>> d["coverage"].tolist(), float(d["max_norm_power"].min()), float(np.abs(d["phase_residual"]).max()) < 1e-12
+    >>> d["coverage"].tolist(), float(d["max_power"].min()), float(np.abs(d["phase_residual"]).max()) < 1e-12
     ([8, 8, 8], 1.0, True)
     """
     U, W = check_network("modular.fourier_diagnostics", U, W)
@@ -101,7 +100,8 @@ def fourier_diagnostics(U, W):
     res = np.angle(np.exp(1j * (np.angle(at[:, :k]).sum(axis=1) - np.angle(at[:, k]))))
     norms = np.linalg.norm(comps, axis=-1)
     coverage = np.bincount(zeta - 1, minlength=(p - 1) // 2)[: (p - 1) // 2]
-    return {"dominant_frequency": zeta, "max_norm_power": power_spectrum(comps).max(axis=-1),
+    component = power_spectrum(comps).max(axis=-1)
+    return {"dominant_frequency": zeta, "component_power": component, "max_power": component.min(axis=1),
             "coverage": coverage, "coverage_fraction": float(np.mean(coverage > 0)),
             "phase_residual": np.where(ok.all(axis=1), res, np.nan),
             "balance": np.divide(norms.min(axis=1), norms.max(axis=1), out=np.zeros(m), where=norms.max(axis=1) > 0)}
@@ -149,7 +149,7 @@ def circuit_table(U, W):
         sel = d["dominant_frequency"] == zeta
         res = np.abs(d["phase_residual"][sel])
         rows.append({"zeta": zeta, "neurons": int(sel.sum()), "norm_share": float(per[sel].sum() / per.sum()),
-                     "median_power": float(np.median(d["max_norm_power"][sel].min(axis=1))) if sel.any() else np.nan,
+                     "median_power": float(np.median(d["max_power"][sel])) if sel.any() else np.nan,
                      "max_abs_phase_residual": float(np.max(res)) if res.size and not np.isnan(res).all() else np.nan,
                      "dft": float(dft[zeta - 1])})
     return rows
@@ -173,7 +173,7 @@ def diagnostics(U, W, inputs=None):
     dict of float
         ``margin`` h, ``norm`` ``||theta||_{2,k+1}``, ``normalized_margin``, ``margin_ratio`` R,
         ``weighted_ratio`` R', ``dft_ratio`` (min over j of the normalised ``Re f^(j,..,j,-j) / gamma*``),
-        ``max_norm_power`` (median over neurons and components), ``coverage`` (fraction of frequencies
+        ``max_power`` (median over neurons of their ``max_power``), ``coverage`` (fraction of frequencies
         used), ``phase_residual`` (median |residual|), ``balance`` (median). Theory: 1, 1, 1, 1, 1, 0, 1.
 
     Notes
@@ -202,64 +202,6 @@ def diagnostics(U, W, inputs=None):
     return {"margin": h, "norm": scale ** (1 / (k + 1)), "normalized_margin": h / scale,
             "margin_ratio": h / scale / gamma, "weighted_ratio": class_weighted_margin(U, W) / scale / gamma,
             "dft_ratio": float(margin_dft(U, W).real.min() / gamma),
-            "max_norm_power": float(np.median(f["max_norm_power"])), "coverage": f["coverage_fraction"],
+            "max_power": float(np.median(f["max_power"])), "coverage": f["coverage_fraction"],
             "phase_residual": float(np.nanmedian(res)) if not np.isnan(res).all() else np.nan,
             "balance": float(np.median(f["balance"]))}
-
-
-@predict.register(Problem)
-def _predict(problem, *, method="analytic"):
-    r"""Static theory of the k-input modular addition network: gamma*, the construction, the diagnostics.
-
-    .. math:: \gamma^* = \frac{2\,k!}{(2k+2)^{(k+1)/2}(p-1)p^{(k-1)/2}},\qquad R = 1,\quad
-              \text{power} = 1,\quad \text{coverage} = 1,\quad \text{phase residual} = 0
-
-    Parameters
-    ----------
-    problem : Problem
-    method : {"analytic", "network"}
-        "analytic": construction margin from :func:`construction_margin` (with ``problem.convention``);
-        "network": build :func:`max_margin_network` and measure everything with the kernels
-        (``O(p^k m p)``; the convention then has no effect: the network is what it is).
-
-    Returns
-    -------
-    Prediction
-        ``t = None``; scalar observables ``gamma_star``, ``construction_margin``, ``margin_ratio``,
-        ``weighted_ratio``, ``dft_ratio``, ``max_norm_power``, ``coverage``, ``phase_residual``, ``balance``,
-        ``width``, ``amplitude``. Trained networks are compared through :func:`diagnostics` names.
-
-    Notes
-    -----
-    Regime: the max-margin (lambda -> 0) limit on the full D_p (Lemma 4.7), width >= ``2^(2k-2)(p-1)``.
-    There are no dynamics in the paper: finite training is expected below R = 1 (spec §A.3).
-
-    References
-    ----------
-    .. [src] seed 001 L1170-1198 (Lemma 4.7, Thm 4.9), L8388-8447, L8455-8620; specs/modular_and_icl.md §A.2.
-
-    Examples
-    --------
-    >>> import popdyn
-    >>> pred = popdyn.predict(Problem(7, 3, convention="paper"))
-    >>> round(float(pred["margin_ratio"]), 12)  # the paper's "0 otherwise": (p - 1)/p
-    0.857142857143
-    """
-    method = check("modular.predict", "method", method, Options(("analytic", "network")))
-    p, k, gamma = problem.p, problem.k, problem.gamma_star
-    if method == "network":
-        from .fourier import max_margin_network
-        d = diagnostics(*max_margin_network(p, k))
-        obs = {name: d[name] for name in ("margin_ratio", "weighted_ratio", "dft_ratio", "max_norm_power",
-                                          "coverage", "phase_residual", "balance")}
-        obs["construction_margin"] = d["normalized_margin"]
-    else:
-        cm = construction_margin(p, k, convention=problem.convention)
-        obs = {"construction_margin": cm, "margin_ratio": cm / gamma, "weighted_ratio": 1.0, "dft_ratio": 1.0,
-               "max_norm_power": 1.0, "coverage": 1.0, "phase_residual": 0.0, "balance": 1.0}
-    obs.update(gamma_star=gamma, width=float(problem.width), amplitude=problem.amplitude)
-    meta = dict(problem=repr(problem), options={"method": method}, source=_SRC)
-    return Prediction(t=None, observables=obs, status=0, message="static max-margin theory", meta=meta)
-
-
-_SRC = "seed 001 L1170-1198, L8388-8447, L8455-8620; specs/modular_and_icl.md §A.2"
