@@ -137,8 +137,8 @@ MODELS = {
         looped_problems(),
         edges=(lambda: looped.Problem(2, 1), lambda: looped.Problem.fig8_1(16),
                lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 1e-2, 2.0]))),      # ill-conditioned cov
-        predict={"T": 5, "trials": 16},
-        bad_predict=(("T", -1), ("trials", 0), ("method", "nope"))),
+        predict={"T": 5, "prompts": 16},
+        bad_predict=(("T", -1), ("prompts", 0), ("method", "nope"))),
     "modular": ModelSpec(
         modular_problems(),
         edges=(lambda: modular.Problem(3, 2), lambda: modular.Problem.setting("cpu", convention="paper")),
