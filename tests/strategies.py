@@ -34,12 +34,15 @@ class ModelSpec:
         ``(option, invalid value)`` pairs: ``predict`` must raise a ValueError naming the option.
     functions : tuple of (callable, dict)
         Public functions ``f(problem, **kw)`` of the model whose outputs must be finite.
+    simulate : dict
+        Options that make ``popdyn.simulate`` tiny (two seeds, a few steps) on the first edge case.
     """
     problems: st.SearchStrategy
     edges: tuple = ()
     predict: dict = field(default_factory=dict)
     bad_predict: tuple = ()
     functions: tuple = ()
+    simulate: dict = field(default_factory=dict)
 
 
 def unit_rows(draw, k, n):
@@ -118,7 +121,8 @@ MODELS = {
         predict={"d": 200, "lr": 1e-3, "steps": 400, "n_points": 20, "n_mc": 512},
         bad_predict=(("lr", -1.0), ("steps", 0), ("d", 1.5), ("m0", 1.5), ("convention", "nope")),
         functions=((lora.h, {"m": np.array([-1.0, 0.0, 1.0])}), (lora.population_loss, {"m": np.array([-1.0, 1.0])}),
-                   (lora.h0, {}), (lora.limit_sign, {}))),
+                   (lora.h0, {}), (lora.limit_sign, {})),
+        simulate={"d": 20, "lr": 1e-2, "steps": 30, "seeds": 2, "n_points": 5}),
     "icl": ModelSpec(
         icl_problems(),
         edges=(lambda: icl.Problem.from_spectrum([1.0], 1, 1),                           # d = 1, N = 1
@@ -126,24 +130,28 @@ MODELS = {
         predict={"lr": 0.05, "steps": 200, "n_points": 10},
         bad_predict=(("lr", -1.0), ("steps", 0), ("init_scale", -1.0)),
         functions=((lambda p: icl.optimal_loss(p.Lambda, p.N, p.r), {}),
-                   (lambda p: icl.optimum_eval_risk_avg(p.Lambda, p.N, p.r, p.M, p.sigma), {}))),
+                   (lambda p: icl.optimum_eval_risk_avg(p.Lambda, p.N, p.r, p.M, p.sigma), {})),
+        simulate={"lr": 1e-2, "steps": 5, "batch": 16, "seeds": 2, "n_points": 2}),
     "icl.parity": ModelSpec(
         parity_problems(),
         edges=(lambda: icl.ParityProblem.paper(1, 2, gamma=0.01), lambda: icl.ParityProblem.paper(3, 4, gamma=0.24),
                lambda: icl.ParityProblem(d=2, k=2, gamma=0.1, pT=0.0)),                    # k = d, no noise
         predict={"M": (16, 64), "prompts": 64},
-        bad_predict=(("prompts", 1), ("flip", 2.0))),
+        bad_predict=(("prompts", 1), ("flip", 2.0)),
+        simulate={"M": (8, 16), "prompts": 32, "seeds": 2}),
     "looped": ModelSpec(
         looped_problems(),
         edges=(lambda: looped.Problem(2, 1), lambda: looped.Problem.fig8_1(16),
                lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 1e-2, 2.0]))),      # ill-conditioned cov
         predict={"T": 5, "prompts": 16},
-        bad_predict=(("T", -1), ("prompts", 0), ("method", "nope"))),
+        bad_predict=(("T", -1), ("prompts", 0), ("method", "nope")),
+        simulate={"T": 3, "prompts": 8, "seeds": 2}),
     "modular": ModelSpec(
         modular_problems(),
         edges=(lambda: modular.Problem(3, 2), lambda: modular.Problem.setting("cpu", convention="paper")),
         bad_predict=(("method", "nope"),),
-        functions=((lambda p: modular.max_margin(p.p, p.k), {}),)),
+        functions=((lambda p: modular.max_margin(p.p, p.k), {}),),
+        simulate={"steps": 5, "m": 8, "seeds": 2, "n_points": 2}),
 }
 
 # One or more valid examples per model (the constraint and repr checks of test_common.py).

@@ -208,3 +208,40 @@ def test_public_functions_are_finite(name, data):
     for f, kw in spec.functions:
         out = np.asarray(f(problem, **kw), dtype=float)
         assert np.all(np.isfinite(out)), (getattr(f, "__name__", f), out)
+
+
+# ---- every simulate: CPU reproducibility and, where a GPU is present, the CUDA path -----------------------
+
+def _tiny_simulation(name, device):
+    spec = MODELS_SPEC[name]
+    return popdyn.simulate(spec.edges[0](), device=device, **spec.simulate)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS_SPEC))
+def test_simulate_is_finite_reproducible_and_shares_names_with_predict(name):
+    pytest.importorskip("torch")
+    sim = _tiny_simulation(name, "cpu")
+    assert isinstance(sim, popdyn.Simulation) and sim.status >= 0 and _finite(sim), sim.message
+    assert sim.n_seeds == MODELS_SPEC[name].simulate["seeds"]
+    again = _tiny_simulation(name, "cpu")  # same seed: bit-identical on CPU (docs/reproducibility.md)
+    for k, v in sim.observables.items():
+        np.testing.assert_array_equal(again.observables[k], v)
+    pred = _predict(MODELS_SPEC[name].edges[0](), MODELS_SPEC[name].predict)
+    assert set(pred.observables) & set(sim.observables), "no shared observable: compare would have nothing to do"
+
+
+def _cuda():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA device (run where one is present)")
+@pytest.mark.parametrize("name", sorted(MODELS_SPEC))
+def test_simulate_on_cuda_has_the_cpu_shapes(name):
+    cpu, gpu = _tiny_simulation(name, "cpu"), _tiny_simulation(name, "cuda")
+    assert gpu.meta.get("device", "cuda").startswith("cuda") and gpu.status >= 0 and _finite(gpu)
+    for k, v in cpu.observables.items():  # CUDA generators draw other numbers: shapes, not values
+        assert gpu.observables[k].shape == v.shape, k
