@@ -55,12 +55,15 @@ def subplots(n, *, saving=True, panel_size=(4.8, 3.4)):
 
 
 def save_figure(fig, path):
-    """Save ``fig`` as an image at ``path`` (parent folders created), close it, return the ``Path``."""
+    """Save ``fig`` as an image at ``path`` atomically (parent folders created), close it, return the ``Path``."""
     import matplotlib.pyplot as plt
+    from .results import atomic_write
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    fmt = path.suffix.lstrip(".") or "png"
+    try:
+        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110, bbox_inches="tight"))
+    finally:
+        plt.close(fig)
     return path
 
 
