@@ -1,8 +1,8 @@
 """In-context learning with linear / low-rank attention (specs/modular_and_icl.md, Parts B and C).
 
 Two parts: the rank-r in-context linear regression (``regression``, ``regression_risk``,
-``regression_flow``) and the sparse-parity part (``parity``). Each part adds its public names here
-(one import line and its names in ``__all__``).
+``regression_flow``) and the sparse-parity part (``parity``); ``predict`` registers the theory of both
+with ``popdyn.predict``. Each part adds its public names here (one import line and its names in ``__all__``).
 """
 from .parity import (ParityProblem, four_head_counterexample, frobenius_cost, margins, mc_eval, mc_population_hinge, noise_energy, noise_energy_ratio, paper_construction, pattern_probs, population_hinge, pT_max, small_model_heads, task_sets)  # noqa: E501
 from .regression import (ICLOptimum, Problem, excess_loss, factor_gradient, full_rank_optimum, gamma_matrix,
@@ -10,6 +10,7 @@ from .regression import (ICLOptimum, Problem, excess_loss, factor_gradient, full
 from .regression_flow import flow_parameters, flow_plateaus, gradient_flow, initial_factors, saddle_losses
 from .regression_risk import (eval_risk, eval_risk_avg, eval_risk_flip, large_n_eval_risk, optimum_eval_risk,
                               optimum_eval_risk_avg, rank_gap)
+from . import predict  # noqa: F401  (registers popdyn.predict for Problem and ParityProblem)
 
 __all__ = ["Problem", "ICLOptimum", "spectrum", "gamma_matrix", "population_loss", "population_gradient",
            "factor_gradient", "excess_loss", "full_rank_optimum", "rank_r_optimum", "optimum", "optimal_loss",

@@ -28,16 +28,13 @@ Indices are 0-based in code (the paper's head n and coordinate l are ``n - 1`` a
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
-from ..._validate import (Integer, Interval, InvalidParameterError, RegimeWarning, as_int, check, validate)
-from ...api import predict
+from ..._validate import (Integer, Interval, InvalidParameterError, as_int, check, validate)
 from ...gaussian import mc_mean
-from ...results import Prediction
 
 __all__ = ["ParityProblem", "task_sets", "pattern_probs", "pT_max", "population_hinge", "mc_population_hinge",
            "margins", "frobenius_cost", "paper_construction", "small_model_heads", "four_head_counterexample",
@@ -816,82 +813,3 @@ def mc_eval(problem, a, V, M, *, prompts=20_000, seed=0, flip=0.0, chunk=1 << 14
     for i, name in enumerate(("acc", "hinge", "gap", "hinge_h")):
         out[name], out[name + "_se"] = float(mean[i]), float(se[i])
     return out
-
-
-# ---- theory for popdyn.predict -----------------------------------------------------------------------
-
-def _regime(problem):
-    """Regime entries (condition, value, bound, source) of Thm 5.5.1, warned once when they fail."""
-    bound = pT_max(problem.d, problem.gamma)
-    entries = [{"condition": "0 < pT < pT_max", "value": problem.pT, "bound": bound,
-                "holds": bool(0 < problem.pT < bound), "source": "seed 001 L1478"}]
-    for e in entries:
-        if not e["holds"]:
-            warnings.warn(f"icl.ParityProblem: {e['condition']} fails (pT = {e['value']:.3g}, pT_max = "
-                          f"{e['bound']:.3g}); Thm 5.5.1's regime does not hold.", RegimeWarning, stacklevel=3)
-    return entries
-
-
-@predict.register(ParityProblem)
-def _predict(problem, *, M=(16, 64, 256, 1024), prompts=20_000, seed=0, flip=0.0):
-    r"""Theory of the paper's parity construction: N -> inf losses, margins, noise ratio, finite-M evaluation.
-
-    .. math:: \mathcal L(g_2^*)=0,\quad \min y_qg_2^*=1,\quad
-              \frac{\mathbb E\lVert P_{D_1}\Xi\rVert^2}{\mathbb E\lVert P_{D_2}\Xi\rVert^2}=\frac{\nu_1+1}{\nu_2+1}
-
-    Parameters
-    ----------
-    problem : ParityProblem
-        With ``d = 2^nu2`` and ``k = 2^nu1``.
-    M : sequence of int
-        Evaluation prompt lengths (each >= 1).
-    prompts : int
-        Evaluation prompts per M for :func:`mc_eval`.
-    seed : int
-        Seed of the evaluation.
-    flip : float
-        Fraction of flipped context labels, in [0, 1].
-
-    Returns
-    -------
-    Prediction
-        ``t = None``; ``coords["M"]`` the prompt lengths; scalars ``loss_large``, ``loss_small_S1``, ``loss_small_S2``,
-        ``min_margin_large``, ``frobenius_large``, ``energy_ratio``; per M ``acc_small``, ``acc_large``,
-        ``hinge_small``, ``hinge_large``, ``gap_small``, ``gap_large`` (small = g_1^*, large = g_2^*).
-
-    Notes
-    -----
-    Regime: N -> inf for the losses; finite M for the evaluation (Monte Carlo, exact in distribution).
-    ``0 < pT < pT_max`` is recorded in ``meta["regime"]``.
-
-    References
-    ----------
-    .. [src] seed 001 L1474-1546; specs/modular_and_icl.md B.4, B.6 S5.2.
-
-    Examples
-    --------
-    >>> import popdyn
-    >>> pred = popdyn.predict(ParityProblem.paper(1, 2), M=[64], prompts=100)
-    >>> float(pred["loss_large"]), float(pred["min_margin_large"]), float(pred["energy_ratio"])
-    (0.0, 1.0, 0.6666666666666666)
-    """
-    owner = "icl.predict"
-    if problem.nu1 is None or problem.nu2 is None:
-        raise InvalidParameterError(f"The 'problem' parameter of {owner} must have d and k powers of two "
-                                    f"(Thm 5.5.1). Got {problem!r} instead.")
-    Ms = [as_int(owner, "M", m, 1) for m in np.atleast_1d(M)]
-    nu1, nu2, gamma = problem.nu1, problem.nu2, problem.gamma
-    large, small = paper_construction(nu2, gamma), paper_construction(nu2, gamma, nu1=nu1)
-    obs = {"loss_large": population_hinge(problem, *large)}
-    obs["loss_small_S1"], obs["loss_small_S2"] = population_hinge(problem, *small, split=True)
-    obs["min_margin_large"] = margins(problem, *large)[1].min()
-    obs["frobenius_large"] = frobenius_cost(large[1])
-    obs["energy_ratio"] = noise_energy(small[1], 1) / noise_energy(large[1], 1)
-    for name, heads in (("small", small), ("large", large)):
-        evals = [mc_eval(problem, *heads, m, prompts=prompts, seed=seed + i, flip=flip) for i, m in enumerate(Ms)]
-        for key in ("acc", "hinge", "gap"):
-            obs[f"{key}_{name}"] = np.array([e[key] for e in evals])
-            obs[f"{key}_{name}_se"] = np.array([e[key + "_se"] for e in evals])
-    options = dict(M=Ms, prompts=prompts, seed=seed, flip=flip)
-    meta = dict(problem=repr(problem), options=options, source=_SRC, regime=_regime(problem))
-    return Prediction(t=None, observables=obs, meta=meta, coords={"M": np.array(Ms)})

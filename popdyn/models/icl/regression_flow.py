@@ -1,4 +1,4 @@
-r"""Population gradient flow of the factorised LSA ``U = A B^T`` (extension, not in seed 001) and ``predict``.
+r"""Population gradient flow of the factorised LSA ``U = A B^T`` (extension, not in seed 001).
 
 The paper studies global minimisers only (seed 001 L8747: "our work does not study optimization
 trajectory"). Gradient descent with step ``lr`` on the population loss of Lemma 5.1 follows, for small
@@ -11,11 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dynamics
-from ..._validate import Integer, Interval, InvalidParameterError, as_int, check
-from ...api import predict
-from ...results import Prediction
-from .regression import _SRC, Problem, _covariance, gamma_matrix, optimal_loss, optimum, population_loss
-from .regression_risk import eval_risk_avg, optimum_eval_risk_avg
+from ..._validate import Interval, InvalidParameterError, as_int, check
+from .regression import _covariance, gamma_matrix, optimal_loss
 
 __all__ = ["initial_factors", "gradient_flow", "flow_parameters", "saddle_losses", "flow_plateaus"]
 
@@ -102,6 +99,7 @@ def gradient_flow(Lambda, N, A0, B0, t, *, u0=1.0, train_u=False, rtol=1e-10, at
 
     Examples
     --------
+    >>> from popdyn.models.icl import optimum
     >>> A0, B0 = initial_factors(2, 2, 1e-2, seed=1)
     >>> traj = gradient_flow([1.0, 0.5], 50, A0, B0, [0.0, 400.0])
     >>> A, B, u = flow_parameters(traj.y, 2, 2)
@@ -261,88 +259,3 @@ def flow_plateaus(t, loss, saddles, *, rtol=0.01, min_duration=0.0):
             value = float((seg.max() + seg.min()) / 2)
         out.append({"start": a, "end": b, "value": value, "saddle": k})
     return out
-
-
-def _observables(problem, A, B, u):
-    """loss, excess_loss (over L*_r), rel_error of uU vs U*, w-averaged eval_risk, per recorded state."""
-    p = problem
-    opt = optimum(p.Lambda, p.N, p.r)
-    Us = u[:, None, None] * A @ np.swapaxes(B, 1, 2)
-    loss = np.array([population_loss(U, p.Lambda, p.N) for U in Us])
-    rel = np.linalg.norm(Us - opt.U, axis=(1, 2)) / np.linalg.norm(opt.U)
-    risk = np.array([eval_risk_avg(U, p.Lambda, p.M, p.sigma, rho=p.rho) for U in Us])
-    return {"loss": loss, "excess_loss": loss - opt.value, "rel_error": rel, "eval_risk": risk}
-
-
-@predict.register(Problem)
-def _predict(problem, *, lr, steps, init_scale=1e-2, init_seed=0, train_u=False, n_points=200, rtol=1e-10):
-    r"""Population gradient flow of the rank-r LSA on the problem, and its static optima.
-
-    .. math:: \theta(t) = \theta_{\rm flow}(\mathrm{lr}\cdot t),\qquad \theta = (A, B, u),\ U = AB^\top
-
-    Parameters
-    ----------
-    problem : Problem
-    lr : float
-        Step size of the gradient descent the flow stands for, > 0 (flow time = lr * steps).
-    steps : int
-        Number of steps, >= 1.
-    init_scale : float
-        Standard deviation of the start (:func:`initial_factors`), > 0.
-    init_seed : int
-        Seed of the start (the simulation uses the same start for the same init_seed).
-    train_u : bool
-        Whether u is trained (else u = 1).
-    n_points : int
-        Number of recorded steps, >= 2.
-    rtol : float
-        Solver tolerance, in (0, 1); ``atol = 1e-2 rtol``.
-
-    Returns
-    -------
-    Prediction
-        ``t`` in steps; observables ``loss`` (Lemma 5.1), ``excess_loss`` (loss - L*_r), ``rel_error``
-        (``||uU - U*||_F / ||U*||_F``) and ``eval_risk`` (w-averaged risk on M-shot prompts with the
-        problem's sigma and rho). ``meta``: optimum values, eval risks of the rank-k optima for every k
-        (the crossing of ranks), saddle values and detected plateaus.
-
-    Notes
-    -----
-    Regime: extension (the paper has no dynamics). Exact for GD on the population loss as lr -> 0;
-    finite-batch SGD adds noise, Adam changes the time axis (compare end points then).
-
-    References
-    ----------
-    .. [src] derived; seed 001 L1376-1432 for the optima; specs/modular_and_icl.md §B.2.2, §C.
-
-    Examples
-    --------
-    >>> import popdyn
-    >>> p = Problem.geometric(4, N=20, r=2)
-    >>> pred = popdyn.predict(p, lr=0.1, steps=5000, n_points=5)
-    >>> sorted(pred.observables), bool(pred["rel_error"][-1] < 1e-3)
-    (['eval_risk', 'excess_loss', 'loss', 'rel_error'], True)
-    """
-    owner = "icl.predict"
-    lr = check(owner, "lr", lr, Interval(0, np.inf, closed="neither"))
-    steps = check(owner, "steps", steps, Integer(1))
-    n_points = check(owner, "n_points", n_points, Integer(2))
-    rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
-    init_scale = check(owner, "init_scale", init_scale, Interval(0, np.inf, closed="neither"))
-    init_seed = check(owner, "init_seed", init_seed, Integer(0))
-    p = problem
-    A0, B0 = initial_factors(p.d, p.r, init_scale, init_seed)
-    t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
-    traj = gradient_flow(p.Lambda, p.N, A0, B0, lr * t, train_u=bool(train_u), rtol=rtol, atol=1e-2 * rtol)
-    A, B, u = flow_parameters(traj.y, p.d, p.r)
-    obs = _observables(p, A, B, u)
-    opt = optimum(p.Lambda, p.N, p.r)
-    saddles = saddle_losses(p.Lambda, p.N, p.r)
-    meta = dict(problem=repr(p), t_unit="steps", flow_time_per_step=lr, source=_SRC, nfev=traj.nfev,
-                options=dict(lr=lr, steps=steps, init_scale=init_scale, init_seed=init_seed,
-                             train_u=bool(train_u), n_points=n_points, rtol=rtol),
-                optimum_loss=opt.value, optimum_unique=opt.unique, full_rank_loss=optimal_loss(p.Lambda, p.N, p.d),
-                optimum_eval_risk=optimum_eval_risk_avg(p.Lambda, p.N, p.r, p.M, p.sigma),
-                eval_risk_by_rank=[optimum_eval_risk_avg(p.Lambda, p.N, k, p.M, p.sigma) for k in range(p.d + 1)],
-                saddle_losses=saddles, plateaus=flow_plateaus(lr * t[:traj.t.size], obs["loss"], saddles))
-    return Prediction(t=t[:traj.t.size], observables=obs, status=traj.status, message=traj.message, meta=meta)
