@@ -81,7 +81,7 @@ def lemma51_thm542_mc(size, device, outdir):
 def _train(p, size, device):
     """Adam with a cosine schedule on fresh prompts (spec §B.6 S5.1 sizes); the trained uU per seed."""
     return popdyn.simulate(p, lr=size["lr"], steps=size["steps"], batch=size["batch"], schedule="cosine",
-                           seeds=size.get("seeds", 1), n_points=2, n_eval=64, device=device, seed=p.r)
+                           seeds=size.get("seeds", 1), n_points=2, prompts=64, device=device, seed=p.r)
 
 
 @claim(id="icl.trained_optimum", model="icl",
@@ -230,7 +230,7 @@ def bench_icl(d=6, N=20, r=2, target=0.05, device="cpu"):
     closed = (time.perf_counter() - t0) / 100
     for steps in (500, 1000, 2000, 4000, 8000):
         t0 = time.perf_counter()
-        sim = popdyn.simulate(p, lr=1e-2, steps=steps, batch=512, schedule="cosine", n_points=2, n_eval=16, device=device)
+        sim = popdyn.simulate(p, lr=1e-2, steps=steps, batch=512, schedule="cosine", n_points=2, prompts=16, device=device)
         wall = time.perf_counter() - t0
         if sim["rel_error"][0, -1] <= target:
             break

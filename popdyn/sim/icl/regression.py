@@ -8,7 +8,7 @@ All seeds run batched in one loop (Adam is elementwise, so the batched runs are 
 
 At every recorded step the trained ``uU`` is evaluated: ``loss`` (Lemma 5.1 at the trained
 parameters), ``excess_loss``, ``rel_error`` against ``U*`` of Thm 5.4.1, and ``eval_risk``, a Monte
-Carlo estimate on ``n_eval`` fresh M-shot evaluation prompts with noise sigma and ``rho M`` flipped
+Carlo estimate on ``prompts`` fresh M-shot evaluation prompts with noise sigma and ``rho M`` flipped
 labels (the query average is exact: ``(U^T h - w)^T Lambda (U^T h - w)``, spec Part E.8).
 
 Public names
@@ -73,12 +73,12 @@ def _record(p, U, opt):
     return loss, loss - opt.value, rel
 
 
-def _check(problem, lr, steps, batch, optimizer, seeds, n_points, n_eval, schedule, init_scale):
+def _check(problem, lr, steps, batch, optimizer, seeds, n_points, prompts, schedule, init_scale):
     o = _OWNER
     return (check(o, "lr", lr, Interval(0, np.inf, closed="neither")), check(o, "steps", steps, Integer(1)),
             check(o, "batch", batch, Integer(1)), check(o, "optimizer", optimizer, Options(("adam", "sgd"))),
             check(o, "seeds", seeds, Integer(1)), check(o, "n_points", n_points, Integer(2)),
-            check(o, "n_eval", n_eval, Integer(2)), check(o, "schedule", schedule, Options(("constant", "cosine"))),
+            check(o, "prompts", prompts, Integer(2)), check(o, "schedule", schedule, Options(("constant", "cosine"))),
             check(o, "init_scale", init_scale, Interval(0, np.inf, closed="neither")))
 
 
@@ -102,7 +102,7 @@ def _U(params, u):
 
 @_api_simulate.register(Problem)
 def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="constant", seeds=1, init_scale=1e-2,
-             init_seed=0, train_u=False, full=False, n_points=50, n_eval=4096, seed=0, device="cpu", dtype=None,
+             init_seed=0, train_u=False, full=False, n_points=50, prompts=4096, seed=0, device="cpu", dtype=None,
              progress_bar=False):
     r"""Train the rank-r LSA on fresh prompts; record population functionals and the Monte Carlo eval risk.
 
@@ -131,7 +131,7 @@ def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="cons
         Train an unrestricted ``U`` (d x d) instead of ``A B^T``.
     n_points : int
         Recorded steps, >= 2.
-    n_eval : int
+    prompts : int
         Evaluation prompts per recorded step and seed, >= 2.
     seed : int
         Seed of the prompt stream (the evaluation stream uses ``seed + 1``).
@@ -153,8 +153,8 @@ def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="cons
     ----------
     .. [src] seed 001 L1332-1354 (LSA, loss); specs/modular_and_icl.md §B.1, §B.6 S5.1, Part E.6, E.9.
     """
-    lr, steps, batch, optimizer, seeds, n_points, n_eval, schedule, init_scale = _check(
-        problem, lr, steps, batch, optimizer, seeds, n_points, n_eval, schedule, init_scale)
+    lr, steps, batch, optimizer, seeds, n_points, prompts, schedule, init_scale = _check(
+        problem, lr, steps, batch, optimizer, seeds, n_points, prompts, schedule, init_scale)
     p, dev, dt = problem, resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     lam, Q = spectrum(p.Lambda)
     Lhalf = torch.tensor((Q * np.sqrt(lam)) @ Q.T, device=dev, dtype=dt)
@@ -173,7 +173,7 @@ def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="cons
     with serial_if_small(dev, seeds * batch * p.N * p.d):
         for k in range(steps + 1):
             if k in record:
-                rows.append(_snapshot(p, _U(params, u).detach(), U_star, Lhalf, L, n_eval, gen_eval))
+                rows.append(_snapshot(p, _U(params, u).detach(), U_star, Lhalf, L, prompts, gen_eval))
                 t.append(k)
             if k == steps:
                 break
@@ -190,14 +190,14 @@ def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="cons
     bar.close()
     return _result(p, rows, t, _U(params, u).detach(), dict(
         lr=lr, steps=steps, batch=batch, optimizer=optimizer, schedule=schedule, seeds=seeds, init_scale=init_scale,
-        init_seed=init_seed, train_u=bool(train_u), full=bool(full), n_points=n_points, n_eval=n_eval, seed=seed,
+        init_seed=init_seed, train_u=bool(train_u), full=bool(full), n_points=n_points, prompts=prompts, seed=seed,
         device=str(dev), dtype=str(dt)), time.perf_counter() - t0)
 
 
-def _snapshot(p, U, opt, Lhalf, L, n_eval, gen):
+def _snapshot(p, U, opt, Lhalf, L, prompts, gen):
     Un = to_numpy(U)
     loss, excess, rel = _record(p, Un, opt)
-    risk, se = _eval_risk(U, p, Lhalf, L, n_eval, gen)
+    risk, se = _eval_risk(U, p, Lhalf, L, prompts, gen)
     return dict(loss=loss, excess_loss=excess, rel_error=rel, eval_risk=risk, eval_risk_se=se)
 
 
