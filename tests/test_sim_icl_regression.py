@@ -34,7 +34,6 @@ def test_sgd_follows_population_gradient_flow_at_every_time(small_step_run):
     # per time t: 4 seed SDs of the loss at t, plus 2e-3 (the O(lr/batch) SGD noise floor); measured 0.37-0.77 over
     # stream seeds 0-3, where a bound with the largest SD over t (issue 7) also accepted a 20 % wrong step size
     assert _per_time_excess(0.05, small_step_run) <= 1
-    assert small_step_run["rel_error"][:, -1].max() < 0.1
 
 
 @pytest.mark.parametrize("wrong_lr", [0.045, 0.055])
@@ -43,6 +42,7 @@ def test_per_time_bound_rejects_a_ten_percent_wrong_step_size(small_step_run, wr
 
 
 def test_eval_risk_mc_matches_formula_at_trained_U(sgd_run):
+    assert sgd_run["rel_error"][:, -1].max() < 0.1  # lr = 0.5, 300 steps: flow time 150, near U*
     z = (sgd_run["eval_risk"][:, -1] - sgd_run.meta["eval_risk_formula_final"]) / sgd_run["eval_risk_se"][:, -1]
     assert np.abs(z).max() < 4  # 4 SE per seed, prompts = 4000 fresh noisy/flipped prompts
 
