@@ -112,19 +112,26 @@ def trained_optimum(size, device, outdir):
                        + ", ".join(f"{row['loss_gap']:.1e}" for row in rows))
 
 
+_RISK_Z = 4.0        # |z| of the risk formula against Monte Carlo at the trained U
+_RISK_NEAR_OPT = 0.01  # relative gap of the trained U's risk to R(U*)
+
+
 @claim(id="icl.risk_vs_noise", model="icl",
-       title="Eval risk vs sigma^2 and vs flip fraction: Thm 5.4.2 / flip curves of U* over trained models; ranks cross",
+       title="Eval risk vs sigma^2 and vs flip fraction: Thm 5.4.2 / flip risk formulas hold at trained models, "
+             "whose risk is that of U*",
        source=f"{_SEED} L1412-1432 (Thm 5.4.2, 5.4.3); flips derived; specs/modular_and_icl.md §B.2.5, §B.2.8, §B.6 S5.1",
-       metric="max over (r, sigma or rho) of |MC risk of trained uU - theory(U*)| / (3 SE + |theory(uU) - theory(U*)|)",
-       tolerance=1.0,
-       tolerance_origin="spec §B.6 S5.1: 'within MC error plus that few-% effect': 3 SE plus the exact risk "
-                        "change caused by the trained-vs-optimal U difference",
+       metric="max over (r, sigma^2 or rho) of |MC risk of the trained uU - formula(uU)| / SE (eval_risk_avg, exact "
+              "in x_q, w ~ N(0, I)); check: |formula(uU) - R(U*)| / R(U*) <= 1 % at every grid point",
+       tolerance=_RISK_Z,
+       tolerance_origin="|z| <= 4: two-sided normal tail 6e-5 per point, < 4e-3 over the (quick: 21, full: 48) "
+                        "points; the 1 % check: trained uU within a few % of U* (icl.trained_optimum) changes the risk "
+                        "by <= 0.3 % measured (second order at the optimum), while U = 0 is >= 6 % off",
        quick={"d": 6, "N": 20, "M": 16, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 1500, "batch": 512,
               "sigma2": [0.0, 0.5, 1.0, 2.0], "rho": [0.0, 0.25, 0.5], "n": 20_000},
        full={"d": 8, "N": 50, "M": 16, "ranks": [1, 2, 4, 8], "lr": 1e-2, "steps": 6000, "batch": 1024,
              "sigma2": [0.0, 0.25, 0.5, 1.0, 2.0, 4.0], "rho": [0.0, 0.125, 0.25, 0.5, 0.75, 1.0], "n": 100_000})
 def risk_vs_noise(size, device, outdir):
-    rows, curves, points = [], {}, {}
+    rows = []
     for r in size["ranks"]:
         p = _spectrum_problem(size, r)
         U = _train(p, size, device)["uU"][0]
@@ -132,24 +139,25 @@ def risk_vs_noise(size, device, outdir):
         for kind, grid in (("sigma2", size["sigma2"]), ("rho", size["rho"])):
             for x in grid:
                 sigma, rho = (np.sqrt(x), 0.0) if kind == "sigma2" else (0.0, x)
-                th = icl.eval_risk_avg(Us, p.Lambda, p.M, sigma, rho=rho)
+                formula = icl.eval_risk_avg(U, p.Lambda, p.M, sigma, rho=rho)
+                optimal = icl.eval_risk_avg(Us, p.Lambda, p.M, sigma, rho=rho)
                 mc, se = _mc_risk(U, p.Lambda, p.M, sigma, rho, size["n"], int(1000 * x) + r)
-                shift = abs(icl.eval_risk_avg(U, p.Lambda, p.M, sigma, rho=rho) - th)
-                rows.append({"r": r, kind if kind == "rho" else "sigma2": x, "theory": th, "mc": mc, "se": se,
-                             "score": abs(mc - th) / (3 * se + shift)})
-            curves[f"r={r} {kind}"] = [row["theory"] for row in rows[-len(grid):]]
-            points[f"r={r} {kind}"] = [row["mc"] for row in rows[-len(grid):]]
-    rows = [{"r": row["r"], "x": row.get("sigma2", row.get("rho")), "kind": "sigma2" if "sigma2" in row else "rho",
-             **{k: row[k] for k in ("theory", "mc", "se", "score")}} for row in rows]
-    score = max(row["score"] for row in rows)
-    fig = plot_curves(np.arange(len(size["sigma2"])), {k: v for k, v in curves.items() if "sigma2" in k}
-                      | {k + " (trained, MC)": v for k, v in points.items() if "sigma2" in k},
-                      Path(outdir) / "icl_risk_vs_noise.png", xlabel="index of sigma^2 in " + str(size["sigma2"]),
-                      ylabel="eval risk", title=f"Thm 5.4.2 vs trained models: max score {score:.2f}",
-                      styles={k + " (trained, MC)": {"ls": "none", "marker": "o"} for k in points})
-    crossing = {r: [row["theory"] for row in rows if row["r"] == r and row["kind"] == "sigma2"] for r in size["ranks"]}
-    return ClaimResult(score, {}, str(fig), rows, f"max score {score:.2f}",
-                       details={"risk_vs_sigma2_by_rank": crossing})
+                rows.append({"r": r, "kind": kind, "x": x, "formula": formula, "mc": mc, "se": se,
+                             "z": (mc - formula) / se, "optimal": optimal, "rel_gap": abs(formula - optimal) / optimal})
+    z = max(abs(row["z"]) for row in rows)
+    near = max(row["rel_gap"] for row in rows)
+    sig = [row for row in rows if row["kind"] == "sigma2"]
+    curves = {f"U*_{r}, Thm 5.4.2": [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
+    points = {f"trained r={r}, MC": [row["mc"] for row in sig if row["r"] == r] for r in size["ranks"]}
+    fig = plot_curves(size["sigma2"], curves | points, Path(outdir) / "icl_risk_vs_noise.png", xlabel="noise sigma^2",
+                      ylabel="eval risk", bands={k: [3 * row["se"] for row in sig if f"r={row['r']}," in k]
+                                                 for k in points},
+                      styles={k: {"ls": "none", "marker": "o"} for k in points},
+                      title=f"Thm 5.4.2 at trained U vs MC: max |z| = {z:.2f}; trained vs R(U*): {100 * near:.2f} %")
+    crossing = {r: [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
+    return ClaimResult(z, {f"trained risk within {100 * _RISK_NEAR_OPT:g} % of R(U*) everywhere": near <= _RISK_NEAR_OPT},
+                       str(fig), rows, f"formula vs MC at the trained U: max |z| = {z:.2f} over {len(rows)} points; "
+                       f"trained risk vs R(U*): max relative gap {near:.2e}", details={"risk_vs_sigma2_by_rank": crossing})
 
 
 @claim(id="icl.rank_gap", model="icl",
