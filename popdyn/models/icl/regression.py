@@ -1,9 +1,10 @@
 r"""Rank-r linear self-attention for in-context linear regression (seed 001 Ch. 5, Sec. 5.3-5.4).
 
 Prompt ``(x_1, y_1, ..., x_N, y_N, x_q)`` with ``x ~ N(0, Lambda)``, task ``w ~ N(0, I_d)`` and
-``y_i = <w, x_i>``; the restricted LSA predicts ``y_hat = u (1/rho sum_i y_i x_i)^T U x_q`` with
-``rank U <= r`` (``U = A B^T``, ``A, B in R^{d x r}``), ``rho = N`` in pretraining and ``rho = M`` at
-evaluation. See specs/modular_and_icl.md Part B.
+``y_i = <w, x_i>``; the restricted LSA predicts ``y_hat = u (1/n sum_{i<=n} y_i x_i)^T U x_q`` with
+``rank U <= r`` (``U = A B^T``, ``A, B in R^{d x r}``), context length ``n = N`` in pretraining and
+``n = M`` at evaluation (``rho`` is the label-flip fraction, never a length). See specs/modular_and_icl.md
+Part B.
 
 Public names
 ------------
@@ -119,7 +120,7 @@ def _scalar(owner, name, x, low=-np.inf, closed="neither"):
 class Problem:
     r"""Rank-r in-context linear regression: pretraining on N-shot prompts, evaluation on M-shot prompts.
 
-    .. math:: \hat y_q = u\Big(\frac1\rho\sum_{i=1}^{\rho} y_i x_i\Big)^\top U x_q,\qquad
+    .. math:: \hat y_q = u\Big(\frac1n\sum_{i=1}^{n} y_i x_i\Big)^\top U x_q,\qquad
               \operatorname{rank} U \le r,\quad x \sim \mathcal N(0,\Lambda),\ w \sim \mathcal N(0, I_d)
 
     Parameters
@@ -127,11 +128,11 @@ class Problem:
     Lambda : ndarray of shape (d, d) or (d,)
         Input covariance (symmetric PSD, non-zero), or its spectrum (a diagonal covariance).
     N : int
-        Pretraining context length, >= 1 (``rho = N``).
+        Pretraining context length, >= 1 (``n = N``).
     r : int
         Rank of ``U = A B^T`` (model scale), in [1, d].
     M : int
-        Evaluation context length, >= 1 (``rho = M``).
+        Evaluation context length, >= 1 (``n = M``).
     sigma : float
         Label noise standard deviation of the evaluation prompts, >= 0 (Thm 5.4.2).
     rho : float
