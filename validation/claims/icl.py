@@ -89,8 +89,10 @@ def _train(p, size, device):
        source=f"{_SEED} L1376-1386 (Thm 5.4.1); specs/modular_and_icl.md §B.2.4, §B.6 S5.1",
        metric="max over r of ||uU - U*||_F / ||U*||_F (Adam, fresh prompts); the loss must also be within 0.2 % of L*_r",
        tolerance=0.05,
-       tolerance_origin="issue text / spec §B.6 S5.1: 'a few %' (4 % after 4000 constant-rate Adam steps); loss 0.2 %",
-       quick={"d": 6, "N": 20, "M": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 2500, "batch": 1024},
+       tolerance_origin="issue text / spec §B.6 S5.1: 'a few %' (4 % after 4000 constant-rate Adam steps); loss 0.2 %. "
+                        "The error falls like 1/sqrt(steps x batch) (4.0 % at 2500 x 1024, 2.0 % at 4000 x 2048): the "
+                        "quick size has 2.5x headroom",
+       quick={"d": 6, "N": 20, "M": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 4000, "batch": 2048},
        full={"d": 8, "N": 50, "M": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 8000, "batch": 2048,
              "seeds": 2})
 def trained_optimum(size, device, outdir):
