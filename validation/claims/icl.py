@@ -154,7 +154,9 @@ def risk_vs_noise(size, device, outdir):
     fig = plot_curves(size["sigma2"], curves | points, Path(outdir) / "icl_risk_vs_noise.png", xlabel="noise sigma^2",
                       ylabel="eval risk", bands={k: [3 * row["se"] for row in sig if f"r={row['r']}," in k]
                                                  for k in points},
-                      styles={k: {"ls": "none", "marker": "o"} for k in points},
+                      styles={**{f"U*_{r}, Thm 5.4.2": {"color": f"C{i}"} for i, r in enumerate(size["ranks"])},
+                              **{f"trained r={r}, MC": {"ls": "none", "marker": "o", "color": f"C{i}"}
+                                 for i, r in enumerate(size["ranks"])}},
                       title=f"Thm 5.4.2 at trained U vs MC: max |z| = {z:.2f}; trained vs R(U*): {100 * near:.2f} %")
     crossing = {r: [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
     return ClaimResult(z, {f"trained risk within {100 * _RISK_NEAR_OPT:g} % of R(U*) everywhere": near <= _RISK_NEAR_OPT},
