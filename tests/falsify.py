@@ -17,7 +17,7 @@ import importlib
 
 from validation import claims
 
-__all__ = ["falsifies", "verdict_of", "run_claim", "perturb"]
+__all__ = ["falsifies", "verdict_of", "run_claim", "measure", "perturb", "scaled", "memoise"]
 
 
 def falsifies(*claim_ids):
@@ -39,6 +39,39 @@ def run_claim(claim_id, outdir, *, size=None, device="cpu", **override):
 def verdict_of(claim_id, outdir, *, size=None, device="cpu", **override):
     """Only the verdict of :func:`run_claim`."""
     return run_claim(claim_id, outdir, size=size, device=device, **override)[0]
+
+
+def measure(claim_id, outdir, **size):
+    """``(verdict, measured, checks)`` of :func:`run_claim` at the quick size updated by ``size``."""
+    verdict, res = run_claim(claim_id, outdir, **size)
+    return verdict, res.measured, res.checks
+
+
+def scaled(factor):
+    """A wrong theory for :func:`perturb`: the function's value times ``factor`` (a perturbed constant)."""
+    return lambda f: lambda *a, **k: factor * f(*a, **k)
+
+
+_RUNS = {}
+
+
+def memoise(monkeypatch, target, key=repr):
+    """Memoise the function at dotted path ``target`` (a training) across tests, keyed on ``key`` of its arguments.
+
+    A simulation does not depend on the theory a claim holds it against, so the right and the wrong theory
+    can share one training. ``key`` must identify an argument exactly (a Problem's repr is a constructor call).
+    """
+    module, name = target.rsplit(".", 1)
+    mod = importlib.import_module(module)
+    fn = getattr(mod, name)
+
+    def cached(*args, **kwargs):
+        k = (target, tuple(key(a) for a in args), tuple(sorted((n, key(v)) for n, v in kwargs.items())))
+        if k not in _RUNS:
+            _RUNS[k] = fn(*args, **kwargs)
+        return _RUNS[k]
+
+    monkeypatch.setattr(mod, name, cached)
 
 
 def perturb(monkeypatch, target, wrong):

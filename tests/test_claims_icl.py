@@ -5,25 +5,20 @@ formula perturbed at the name the claim (or the simulation) looks it up (FAIL). 
 depend on the theory, so they are memoised between the two runs where the claim trains.
 """
 import dataclasses
-import functools
 
 import numpy as np
 import pytest
 
-from tests.falsify import falsifies, perturb, run_claim
-
-def _scaled(factor):
-    return lambda f: lambda *a, **k: factor * f(*a, **k)
-
+from tests.falsify import falsifies, memoise, perturb, run_claim, scaled
 
 @falsifies("icl.lemma51_thm542_mc")
 @pytest.mark.parametrize("wrong", [None, "loss", "risk"])
 def test_lemma51_thm542_fails_a_five_percent_error(wrong, monkeypatch, tmp_path):
     # loss x 1.05 or the Thm 5.4.2 risk x 1.05: at n = 6e4 the SE is ~0.3 % of the value, so ~15 SE off
     if wrong == "loss":
-        perturb(monkeypatch, "popdyn.models.icl.population_loss", _scaled(1.05))
+        perturb(monkeypatch, "popdyn.models.icl.population_loss", scaled(1.05))
     if wrong == "risk":
-        perturb(monkeypatch, "popdyn.models.icl.optimum_eval_risk_avg", _scaled(1.05))
+        perturb(monkeypatch, "popdyn.models.icl.optimum_eval_risk_avg", scaled(1.05))
     verdict, res = run_claim("icl.lemma51_thm542_mc", tmp_path, N=[3, 40], ranks=[1, 3])
     assert verdict == ("PASS" if wrong is None else "FAIL"), res.message
 
@@ -48,9 +43,8 @@ def test_risk_vs_noise_fails_a_wrong_formula_and_untrained_models(wrong, monkeyp
     pytest.importorskip("torch")
     import validation.claims.icl as claim_module
     small = {"ranks": [2], "sigma2": [0.0, 1.0], "rho": [0.25, 0.5], "n": 20_000}
-    train = claim_module._train
     if wrong == "formula":  # the risk formula 5 % too large: ~8-20 SE at n = 2e4
-        perturb(monkeypatch, "popdyn.models.icl.eval_risk_avg", _scaled(1.05))
+        perturb(monkeypatch, "popdyn.models.icl.eval_risk_avg", scaled(1.05))
     if wrong in ("U=0", "random U"):  # the risk formula holds at any U (z passes): the near-R(U*) check must fail
         rng = np.random.default_rng(0)
 
@@ -59,21 +53,11 @@ def test_risk_vs_noise_fails_a_wrong_formula_and_untrained_models(wrong, monkeyp
             return {"uU": U[None]}
         monkeypatch.setattr(claim_module, "_train", untrained)
     else:
-        monkeypatch.setattr(claim_module, "_train", functools.partial(_cached_train, train))
+        memoise(monkeypatch, "validation.claims.icl._train")
     verdict, res = run_claim("icl.risk_vs_noise", tmp_path, **small)
     assert verdict == ("PASS" if wrong is None else "FAIL"), res.message
     if wrong in ("U=0", "random U"):
         assert res.measured <= 4.0 and not all(res.checks.values())  # the formula is right; the model is not
-
-
-_TRAINED = {}
-
-
-def _cached_train(train, p, size, device):
-    key = (repr(p), tuple(sorted((k, str(v)) for k, v in size.items())))
-    if key not in _TRAINED:
-        _TRAINED[key] = train(p, size, device)
-    return _TRAINED[key]
 
 
 @falsifies("icl.rank_gap")
@@ -81,7 +65,7 @@ def _cached_train(train, p, size, device):
 def test_rank_gap_fails_a_gap_ten_percent_too_large(wrong, monkeypatch, tmp_path):
     # Thm 5.4.3's gap x 1.1: the paired MC difference has SE ~1 % of the gap at n = 4e4, so ~10 SE off
     if wrong:
-        perturb(monkeypatch, "popdyn.models.icl.rank_gap", _scaled(1.1))
+        perturb(monkeypatch, "popdyn.models.icl.rank_gap", scaled(1.1))
     verdict, res = run_claim("icl.rank_gap", tmp_path, pairs=[[1, 2], [2, 4]], sigma=[0.0, 1.0])
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
 

@@ -2,39 +2,21 @@
 
 Every test runs its claim at a reduced size twice: with the theory as it is (PASS) and with one deliberately wrong
 theory injected where the claim looks it up (FAIL). The comment above each test names the wrong theory and the
-margin by which it must fail. Training runs are memoised (``_memo``): a wrong theory changes only the theory side,
+margin by which it must fail. Training runs are memoised (``falsify.memoise``): a wrong theory changes only the theory side,
 so both runs of a test share one simulation.
 """
-import importlib
 
 import numpy as np
 import pytest
 
 from popdyn.models import looped as L
 
-from .falsify import falsifies, perturb, run_claim
+from .falsify import falsifies, measure, memoise, perturb
 
 pytest.importorskip("torch")
 
-_RUNS = {}
-
-
-def _memo(monkeypatch, target):
-    """Memoise the simulation function at dotted path ``target`` across the tests of this module."""
-    module, name = target.rsplit(".", 1)
-    mod = importlib.import_module(module)
-    fn = getattr(mod, name)
-
-    def key(x):  # problems by their repr (an exact constructor call), trained models by identity
-        return repr(x) if isinstance(x, (L.Problem, int, float, str, type(None))) else id(x)
-
-    def cached(*args, **kwargs):
-        k = (target, tuple(key(a) for a in args), tuple(sorted((n, key(v)) for n, v in kwargs.items())))
-        if k not in _RUNS:
-            _RUNS[k] = fn(*args, **kwargs)
-        return _RUNS[k]
-
-    monkeypatch.setattr(mod, name, cached)
+def _key(x):  # problems by their repr (an exact constructor call), trained models by identity
+    return repr(x) if isinstance(x, (L.Problem, int, float, str, type(None))) else id(x)
 
 
 def _steps_off(factor):
@@ -47,11 +29,6 @@ def _steps_off(factor):
     return wrong
 
 
-def _verdict(claim_id, tmp_path, **size):
-    verdict, res = run_claim(claim_id, tmp_path, **size)
-    return verdict, res.measured, res.checks
-
-
 # wrong theory: GD with every step 10 % too long (eta = 1.1/L, 1.1 x 2/(L+mu), 1.1 x the random schedule). The
 # transformer still runs the schedule asked for, so |TF - alpha theta_GD| / max(1, |alpha|) is of the order of the
 # GD increments: measured 1.45 (4 prompts, seed 0) against the tolerance 1e-10 and the true theory's 3.9e-16.
@@ -60,7 +37,7 @@ def _verdict(claim_id, tmp_path, **size):
 def test_tf_equals_gd_fails_gd_with_steps_10_percent_off(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.gd", _steps_off(1.1))
-    verdict, measured, _ = _verdict("looped.tf_equals_gd", tmp_path, prompts=4, seed=0)
+    verdict, measured, _ = measure("looped.tf_equals_gd", tmp_path, prompts=4, seed=0)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.1) if wrong else (measured < 1e-13)
 
@@ -84,7 +61,7 @@ def _exact_steps_off(factor):
 def test_fig8_1_fails_an_exact_curve_with_the_wrong_step(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.exact_sq_dist", _exact_steps_off(1.1))
-    verdict, measured, checks = _verdict("looped.fig8_1", tmp_path, ns=[16, 128], T=40, prompts=3, d_large=20,
+    verdict, measured, checks = measure("looped.fig8_1", tmp_path, ns=[16, 128], T=40, prompts=3, d_large=20,
                                          prompts_large=1)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 1e-2) if wrong else (measured < 1e-14)
@@ -100,7 +77,7 @@ def test_mp_limit_fails_a_perturbed_aspect_ratio(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.mp_error_curve",
                 lambda f: lambda gamma, T, power=1, **kw: f(1.1 * gamma, T, power, **kw))
-    verdict, measured, _ = _verdict("looped.mp_limit", tmp_path, d=200, gamma=0.25, T=30, prompts=4, seed=0)
+    verdict, measured, _ = measure("looped.mp_limit", tmp_path, d=200, gamma=0.25, T=30, prompts=4, seed=0)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.3) if wrong else (measured < 0.03)
 
@@ -120,10 +97,10 @@ def _paper_schedule(f):
 @falsifies("looped.trained")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_trained_fails_the_papers_constant_step_as_optimum(wrong, monkeypatch, tmp_path):
-    _memo(monkeypatch, "popdyn.sim.looped.train")
-    _memo(monkeypatch, "popdyn.simulate")
+    memoise(monkeypatch, "popdyn.sim.looped.train", key=_key)
+    memoise(monkeypatch, "popdyn.simulate", key=_key)
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.optimal_schedule", _paper_schedule)
-    verdict, measured, _ = _verdict("looped.trained", tmp_path, T=2, steps=300, batch=128, prompts=1000)
+    verdict, measured, _ = measure("looped.trained", tmp_path, T=2, steps=300, batch=128, prompts=1000)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 1.7) if wrong else (measured < 1.4)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import popdyn
-from tests.falsify import falsifies, perturb, run_claim
+from tests.falsify import falsifies, perturb, run_claim, scaled
 
 pytest.importorskip("torch")
 
@@ -39,10 +39,6 @@ def _simulate_once(monkeypatch):
 def _paper_ode(monkeypatch):
     """Every ``popdyn.predict`` call answers with the paper's L604 ODE instead of the corrected one."""
     perturb(monkeypatch, "popdyn.predict", lambda f: lambda problem, **kw: f(problem, **{**kw, "convention": "paper"}))
-
-
-def _scaled(factor):
-    return lambda f: lambda *a, **k: factor * f(*a, **k)
 
 
 def _verdict(claim_id, tmp_path, wrong, **size):
@@ -105,7 +101,7 @@ def test_prop4_fails_h_five_percent_off(wrong, monkeypatch, tmp_path):
     # h 5 % too large: the u-component of the gradient moves by 0.05 |h|(1-m^2), ~7 MC standard errors
     # at n = 2e5 for tanh (measured max |z| 8.4 vs tolerance 4; right theory 1.5)
     if wrong:
-        perturb(monkeypatch, "popdyn.models.lora.h", _scaled(1.05))
+        perturb(monkeypatch, "popdyn.models.lora.h", scaled(1.05))
     _verdict("lora.prop4_gradient", tmp_path, wrong, activations=["tanh"], features=["random"], m=[0.0, 0.5],
              n=200_000)
 
@@ -116,7 +112,7 @@ def test_prop4_fails_phi_five_percent_off(wrong, monkeypatch, tmp_path):
     # Phi 5 % too large: the loss is ~12 MC standard errors off at n = 2e5 (measured max |z| 12.1 vs 4;
     # right theory 1.4)
     if wrong:
-        perturb(monkeypatch, "popdyn.models.lora.population_loss", _scaled(1.05))
+        perturb(monkeypatch, "popdyn.models.lora.population_loss", scaled(1.05))
     _verdict("lora.prop4_gradient", tmp_path, wrong, activations=["tanh"], features=["random"], m=[0.5],
              n=200_000)
 
@@ -173,7 +169,7 @@ def test_glm_limit_fails_the_papers_l588_form(wrong, monkeypatch, tmp_path):
 def test_glm_limit_fails_one_percent_on_2k_prime(wrong, monkeypatch, tmp_path):
     # 2K'(m) 1 % too large: 1e-2 against bounds of ~1e-7 (smooth) and 1.4e-4 (ReLU) (measured 5e4 vs 1)
     if wrong:
-        perturb(monkeypatch, "popdyn.models.lora.glm_h", _scaled(1.01))
+        perturb(monkeypatch, "popdyn.models.lora.glm_h", scaled(1.01))
     _verdict("lora.glm_limit", tmp_path, wrong, activations=["relu", "he3"])
 
 
@@ -196,7 +192,7 @@ def test_fig6_fails_h_without_its_factor_2(wrong, monkeypatch, tmp_path, _simula
     # |log 2| = 0.69 against 3 SE + eps^2 ~ 0.45 at 8 seeds (measured 1.6 vs 1; right theory 0.16).
     # The theory's plateau checks (ratios of escape times, d = 1000) are unchanged by a constant factor.
     if wrong:
-        perturb(monkeypatch, ODE_H, _scaled(0.5))
+        perturb(monkeypatch, ODE_H, scaled(0.5))
     _verdict("lora.fig6_he3_plateau", tmp_path, wrong, instances=9, xis=[1.0, 128.0], sgd_d=400)
 
 
@@ -215,7 +211,7 @@ def test_fig3a_fails_the_papers_ode(wrong, monkeypatch, tmp_path, _simulate_once
 def test_fig3a_fails_h_ten_percent_off(wrong, monkeypatch, tmp_path, _simulate_once):
     # h 10 % too large in the ODE: the loss curve leads SGD's by 1.1 at tau = 6 (measured 1.9 vs 1)
     if wrong:
-        perturb(monkeypatch, ODE_H, _scaled(1.1))
+        perturb(monkeypatch, ODE_H, scaled(1.1))
     _verdict("lora.fig3a_lazy_floor", tmp_path, wrong, d=500, tau=11.0, n_points=23)
 
 

@@ -5,44 +5,15 @@ theory injected where the claim looks it up (FAIL). The comment above each test 
 margin by which it must fail. Training runs are memoised (``_memo``): a wrong theory changes only the theory side,
 so the runs of the training claims share their simulations.
 """
-import importlib
 
 import numpy as np
 import pytest
 
 from popdyn.models import modular as M
 
-from .falsify import falsifies, perturb, run_claim
+from .falsify import falsifies, measure, memoise, perturb, scaled
 
 pytest.importorskip("torch")
-
-_RUNS = {}
-
-
-def _memo(monkeypatch, target):
-    """Memoise the simulation function at dotted path ``target`` across the tests of this module."""
-    module, name = target.rsplit(".", 1)
-    mod = importlib.import_module(module)
-    fn = getattr(mod, name)
-
-    def cached(*args, **kwargs):  # every argument here has an exact repr (Problem, numbers, strings)
-        k = (target, tuple(map(repr, args)), tuple(sorted((n, repr(v)) for n, v in kwargs.items())))
-        if k not in _RUNS:
-            _RUNS[k] = fn(*args, **kwargs)
-        return _RUNS[k]
-
-    monkeypatch.setattr(mod, name, cached)
-
-
-def _scaled(factor):
-    """Wrong theory: the function's value times ``factor``."""
-    return lambda f: lambda *a, **k: factor * f(*a, **k)
-
-
-def _verdict(claim_id, tmp_path, **size):
-    verdict, res = run_claim(claim_id, tmp_path, **size)
-    return verdict, res.measured, res.checks
-
 
 # wrong theory: the paper's "0 otherwise" logit for the wrong classes (L8380, L8442). The analytic construction
 # margin is then gamma* (p-1)/p, so it disagrees with the built network's measured margin (which is gamma*) by 1/p
@@ -53,7 +24,7 @@ def test_construction_margin_fails_the_papers_zero_logit(wrong, monkeypatch, tmp
     if wrong:
         perturb(monkeypatch, "popdyn.models.modular.construction_margin",
                 lambda f: lambda p, k, **kw: f(p, k, convention="paper"))
-    verdict, measured, _ = _verdict("modular.construction_margin", tmp_path, pairs=[[5, 2], [7, 3]])
+    verdict, measured, _ = measure("modular.construction_margin", tmp_path, pairs=[[5, 2], [7, 3]])
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.1) if wrong else (measured < 1e-13)
 
@@ -64,8 +35,8 @@ def test_construction_margin_fails_the_papers_zero_logit(wrong, monkeypatch, tmp
 @pytest.mark.parametrize("wrong", [False, True])
 def test_single_neuron_optimum_fails_a_perturbed_gamma_star(wrong, monkeypatch, tmp_path):
     if wrong:
-        perturb(monkeypatch, "popdyn.models.modular.max_margin", _scaled(1.05))
-    verdict, measured, _ = _verdict("modular.single_neuron_optimum", tmp_path, pairs=[[5, 2], [5, 3]], restarts=2)
+        perturb(monkeypatch, "popdyn.models.modular.max_margin", scaled(1.05))
+    verdict, measured, _ = measure("modular.single_neuron_optimum", tmp_path, pairs=[[5, 2], [5, 3]], restarts=2)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.04) if wrong else (measured < 1e-8)
 
@@ -76,8 +47,8 @@ def test_single_neuron_optimum_fails_a_perturbed_gamma_star(wrong, monkeypatch, 
 @pytest.mark.parametrize("wrong", [False, True])
 def test_dft_all_frequencies_fails_a_scaled_dft(wrong, monkeypatch, tmp_path):
     if wrong:
-        perturb(monkeypatch, "popdyn.models.modular.margin_dft", _scaled(1.05))
-    verdict, measured, _ = _verdict("modular.dft_all_frequencies", tmp_path, pairs=[[5, 2], [5, 3]])
+        perturb(monkeypatch, "popdyn.models.modular.margin_dft", scaled(1.05))
+    verdict, measured, _ = measure("modular.dft_all_frequencies", tmp_path, pairs=[[5, 2], [5, 3]])
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.04) if wrong else (measured < 1e-12)
 
@@ -102,10 +73,10 @@ def _two_sided_power(f):
 @falsifies("modular.trained_circuit")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_trained_circuit_fails_the_two_sided_power(wrong, monkeypatch, tmp_path):
-    _memo(monkeypatch, "popdyn.simulate")
+    memoise(monkeypatch, "popdyn.simulate")
     if wrong:
         perturb(monkeypatch, "popdyn.predict", _two_sided_power)
-    verdict, measured, checks = _verdict("modular.trained_circuit", tmp_path, settings=[[7, 2]], steps=4000,
+    verdict, measured, checks = measure("modular.trained_circuit", tmp_path, settings=[[7, 2]], steps=4000,
                                          seeds=1, weight_decay=0.1)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.4) if wrong else (measured < 0.04)
@@ -117,10 +88,10 @@ def test_trained_circuit_fails_the_two_sided_power(wrong, monkeypatch, tmp_path)
 @falsifies("modular.margin_ratio")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_margin_ratio_fails_the_papers_construction_margin_as_gamma_star(wrong, monkeypatch, tmp_path):
-    _memo(monkeypatch, "popdyn.simulate")
+    memoise(monkeypatch, "popdyn.simulate")
     if wrong:
         perturb(monkeypatch, "popdyn.models.modular.max_margin", lambda f: lambda p, k: f(p, k) * (p - 1) / p)
-    verdict, measured, checks = _verdict("modular.margin_ratio", tmp_path, weight_decays=[0.1], **_FULL)
+    verdict, measured, checks = measure("modular.margin_ratio", tmp_path, weight_decays=[0.1], **_FULL)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert checks["R <= 1 at every step"] is (not wrong)
 
@@ -140,9 +111,9 @@ def _output_sign_flipped(f):
 @falsifies("modular.grokking")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_grokking_fails_a_circuit_with_the_output_sign_flipped(wrong, monkeypatch, tmp_path):
-    _memo(monkeypatch, "popdyn.simulate")
+    memoise(monkeypatch, "popdyn.simulate")
     if wrong:
         perturb(monkeypatch, "popdyn.models.modular.max_margin_network", _output_sign_flipped)
-    verdict, measured, _ = _verdict("modular.grokking", tmp_path, p=19, k=2, weight_decays=[1.0], steps=2000, seeds=1)
+    verdict, measured, _ = measure("modular.grokking", tmp_path, p=19, k=2, weight_decays=[1.0], steps=2000, seeds=1)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.8) if wrong else (measured < 0.05)
