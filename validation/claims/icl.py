@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 import popdyn
+from popdyn.gaussian import mc_mean
 from popdyn.models import icl
 from popdyn.plot import plot_curves
 
@@ -22,26 +23,29 @@ _SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 
 
 def _mc_risk(U, L, M, sigma, rho, n, seed):
-    """MC of the w-averaged eval risk of ``U`` (exact over x_q): mean and SE, w ~ N(0, I)."""
-    rng = np.random.default_rng(seed)
-    d = L.shape[0]
-    X = rng.standard_normal((n, M, d)) @ np.linalg.cholesky(L).T
-    w = rng.standard_normal((n, d))
+    """MC of the w-averaged eval risk of ``U`` (exact over x_q): mean and SE, w ~ N(0, I) (gaussian.mc_mean)."""
+    d, chol = L.shape[0], np.linalg.cholesky(L)
     beta = np.ones(M)
     beta[:int(round(rho * M))] = -1
-    y = np.einsum("bmd,bd->bm", X, w) * beta + sigma * rng.standard_normal((n, M))
-    e = np.einsum("bm,bmd->bd", y, X) / M @ U - w
-    vals = np.einsum("bi,ij,bj->b", e, L, e)
-    return vals.mean(), vals.std(ddof=1) / np.sqrt(n)
+
+    def sample(rng, k):
+        X = rng.standard_normal((k, M, d)) @ chol.T
+        w = rng.standard_normal((k, d))
+        y = np.einsum("bmd,bd->bm", X, w) * beta + sigma * rng.standard_normal((k, M))
+        e = np.einsum("bm,bmd->bd", y, X) / M @ U - w
+        return np.einsum("bi,ij,bj->b", e, L, e)
+    return mc_mean(sample, n, seed)
 
 
 def _mc_loss(U, L, N, n, seed):
-    """Rao-Blackwellised MC of the population loss (exact over w, x_q given the context)."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, N, L.shape[0])) @ np.linalg.cholesky(L).T
-    E = np.einsum("bni,bnj->bij", X, X) / N @ U - np.eye(L.shape[0])
-    vals = 0.5 * np.einsum("bij,jk,bik->b", E, L, E)
-    return vals.mean(), vals.std(ddof=1) / np.sqrt(n)
+    """Rao-Blackwellised MC of the population loss (exact over w, x_q given the context; gaussian.mc_mean)."""
+    chol, eye = np.linalg.cholesky(L), np.eye(L.shape[0])
+
+    def sample(rng, k):
+        X = rng.standard_normal((k, N, L.shape[0])) @ chol.T
+        E = np.einsum("bni,bnj->bij", X, X) / N @ U - eye
+        return 0.5 * np.einsum("bij,jk,bik->b", E, L, E)
+    return mc_mean(sample, n, seed)
 
 
 def _spectrum_problem(size, r, **kw):
@@ -181,9 +185,8 @@ def rank_gap(size, device, outdir):
         w = Q[:, :r] @ s
         for sigma in size["sigma"]:
             gap = icl.rank_gap(p.Lambda, p.N, r, r2, s, p.M, sigma)
-            diffs = _paired(p, w, r, r2, sigma, size["n"], r * 10 + r2)
-            rows.append({"r": r, "r2": r2, "sigma": sigma, "gap": gap, "mc": diffs.mean(),
-                         "se": diffs.std(ddof=1) / np.sqrt(diffs.size)})
+            mc, se = _paired(p, w, r, r2, sigma, size["n"], r * 10 + r2)
+            rows.append({"r": r, "r2": r2, "sigma": sigma, "gap": gap, "mc": mc, "se": se})
             rows[-1]["z"] = (rows[-1]["mc"] - gap) / rows[-1]["se"]
     z = max(abs(row["z"]) for row in rows)
     fig = plot_curves(np.arange(len(rows)), {"theory gap": [row["gap"] for row in rows], "MC": [row["mc"] for row in rows]},
@@ -193,15 +196,16 @@ def rank_gap(size, device, outdir):
 
 
 def _paired(p, w, r, r2, sigma, n, seed):
-    """Per-context risk differences of U*_r' and U*_r on the same prompts (exact over x_q)."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, p.M, p.d)) @ np.linalg.cholesky(p.Lambda).T
-    h = np.einsum("bm,bmd->bd", X @ w + sigma * rng.standard_normal((n, p.M)), X) / p.M
-    out = []
-    for k in (r2, r):
-        e = h @ icl.rank_r_optimum(p.Lambda, p.N, k) - w
-        out.append(np.einsum("bi,ij,bj->b", e, p.Lambda, e))
-    return out[0] - out[1]
+    """Mean and SE of the per-context risk difference of U*_r' and U*_r on the same prompts (exact over x_q)."""
+    chol = np.linalg.cholesky(p.Lambda)
+    Us = {k: icl.rank_r_optimum(p.Lambda, p.N, k) for k in (r2, r)}
+
+    def sample(rng, k):
+        X = rng.standard_normal((k, p.M, p.d)) @ chol.T
+        h = np.einsum("bm,bmd->bd", X @ w + sigma * rng.standard_normal((k, p.M)), X) / p.M
+        e2, e1 = (h @ Us[q] - w for q in (r2, r))
+        return np.einsum("bi,ij,bj->b", e2, p.Lambda, e2) - np.einsum("bi,ij,bj->b", e1, p.Lambda, e1)
+    return mc_mean(sample, n, seed)
 
 
 @claim(id="icl.gradient_flow", model="icl",
