@@ -284,7 +284,7 @@ def _cell(v):
 
 
 def _env_table(env):
-    rows = ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in env.items()]
+    rows = ["| item | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in env.items()]
     return "\n".join(rows)
 
 
