@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["InvalidParameterError", "RegimeWarning", "Interval", "Integer", "Options",
-           "FiniteArray", "validate", "check", "as_int"]
+           "FiniteArray", "Either", "validate", "check", "as_int"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -107,6 +107,23 @@ class FiniteArray:
             _fail(owner, name, self.describe(), value)
         a.setflags(write=False)
         return a
+
+
+@dataclass(frozen=True)
+class Either:
+    """A value accepted by the first of ``alternatives`` that accepts it (e.g. ``"paper"`` or a float)."""
+    alternatives: tuple
+
+    def describe(self):
+        return " or ".join(a.describe() for a in self.alternatives)
+
+    def convert(self, owner, name, value):
+        for a in self.alternatives:
+            try:
+                return a.convert(owner, name, value)
+            except InvalidParameterError:
+                pass
+        _fail(owner, name, self.describe(), value)
 
 
 def check(owner, name, value, constraint):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import popdyn
 import popdyn.models
-from popdyn._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options
+from popdyn._validate import Either, FiniteArray, Integer, Interval, InvalidParameterError, Options
 from popdyn.api import _simulate, predict
 
 from .strategies import EXAMPLES, MODELS
@@ -30,7 +30,17 @@ MODELS_SPEC = MODELS
 MODELS = sorted(m.name for m in pkgutil.iter_modules(popdyn.models.__path__))
 
 
+def _rejected(constraint, value):
+    try:
+        constraint.convert("owner", "name", value)
+    except InvalidParameterError:
+        return True
+    return False
+
+
 def _invalid_values(constraint):
+    if isinstance(constraint, Either):
+        return [v for a in constraint.alternatives for v in _invalid_values(a) if _rejected(constraint, v)]
     if isinstance(constraint, Interval):
         vals = [np.nan, "x"]
         if np.isfinite(constraint.low):
@@ -108,6 +118,9 @@ def test_import_keeps_torch_and_matplotlib_out():
 
 def _invalid_strategy(constraint):
     """Hypothesis strategy of values that violate ``constraint`` (NaN and wrong types included)."""
+    if isinstance(constraint, Either):
+        return st.one_of([_invalid_strategy(a) for a in constraint.alternatives]).filter(
+            lambda v: _rejected(constraint, v))
     if isinstance(constraint, Interval):
         bad = [st.just(np.nan), st.just("x"), st.just(None)]
         lo_open = constraint.closed in ("neither", "right")
