@@ -1,0 +1,80 @@
+"""``popdyn.predict`` for multi-task ReLU pretraining: the exact one-step population map (seed 000; specs/multitask.md §2).
+
+``predict(problem, *, method="exact"|"leading", n_certify=4096)`` registered for
+:class:`~popdyn.models.multitask.Problem`: the heads after one step, the post-head loss, the first layer after
+the W step, the measured kappa and Thm 4.2's subspace ratio, with the linear-regime certificate.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..._validate import Options, RegimeWarning, as_int, check
+from ...api import predict
+from ...results import Prediction
+from .onestep import head_after_step, kappa_hat, kappa_par, one_step_map, post_head_loss, subspace_ratio
+from .problem import Problem
+
+__all__ = []
+
+_SRC = "seed 000 L101-113, L149, L349-455, L706-769; specs/multitask.md §2.1-2.6"
+
+
+@predict.register(Problem)
+def _predict(problem, *, method="exact", n_certify=4096):
+    r"""One-step theory of multi-task pretraining at the problem's W0 and task set.
+
+    .. math:: a^+ = \eta F S^\top/2^r,\quad \mathcal L = 1 - \eta 4^{-r}\sum_j S_j^\top\bar\beta S_j,\quad
+              w_j^+ = (1-\eta\lambda_w)w_j + \eta^2 4^{-r}\sum_{u,u'}\bar\beta(u,u')S_j(u')M_j(u)
+
+    Parameters
+    ----------
+    problem : Problem
+    method : {"exact", "leading"}
+        The exact sign-pattern map, or the leading-order Walsh map (spec §2.6.3) for ``W_plus``.
+    n_certify : int
+        Gaussian samples of the linear-regime certificate ``margin_bound = max_i ||a_i|| max_x ||relu(W0 x)||``
+        (>= 1), an upper bound on ``max y f`` over tasks (Cauchy-Schwarz), sampled in x.
+
+    Returns
+    -------
+    Prediction
+        ``t = None``; observables ``W_plus`` (m, d), ``heads`` (T, m), ``loss``, ``kappa`` (least-squares scale
+        of the ground-truth parts, :func:`kappa_hat`), ``ratio`` (Thm 4.2, :func:`subspace_ratio`),
+        ``kappa_par`` and ``kappa_paper`` (the corrected and the paper's leading constants), ``margin_bound``.
+
+    Notes
+    -----
+    Regime: the linear regime of the hinge; a RegimeWarning is raised (and ``status = 1``) when
+    ``margin_bound >= 1``, where the closed forms may miss the threshold term.
+
+    References
+    ----------
+    .. [src] seed 000 L101-113, L149, L349-455 (Lemmas A.3-A.6), L706-769 (Lemma A.10); specs/multitask.md §2.
+
+    Examples
+    --------
+    >>> import popdyn
+    >>> pred = popdyn.predict(Problem(d=40, r=1, m=8))
+    >>> round(float(pred["kappa"] / pred["kappa_par"]), 12)       # r = 1: exact for every d
+    1.0
+    """
+    owner = "multitask.predict"
+    method = check(owner, "method", method, Options(("exact", "leading")))
+    n_certify = as_int(owner, "n_certify", n_certify, 1)
+    ts, W0, r, eta = problem.task_set, problem.W0, problem.r, problem.eta
+    W_plus = one_step_map(W0, r, ts, eta, problem.lam_w, method=method)
+    heads = head_after_step(W0, ts, eta)
+    X = np.random.default_rng([problem.seed, 3]).standard_normal((n_certify, problem.d))
+    bound = float(np.linalg.norm(heads, axis=1).max() * np.linalg.norm(np.maximum(X @ W0.T, 0), axis=1).max())
+    status, message = 0, "exact one-step population map (linear regime certified)"
+    if bound >= 1.0:
+        status, message = 1, f"linear regime not certified: margin bound {bound:.3g} >= 1 (seed 000 L369-370)"
+        warnings.warn(f"multitask.predict: {message}; the closed forms may miss the hinge threshold term. Use the "
+                      f"paper's nu_w = d^-1.25 and m = O(d).", RegimeWarning, stacklevel=3)
+    obs = {"W_plus": W_plus, "heads": heads, "loss": post_head_loss(W0, ts, eta),
+           "kappa": kappa_hat(W0, W_plus, r), "ratio": subspace_ratio(W_plus, r),
+           "kappa_par": kappa_par(r, eta), "kappa_paper": kappa_par(r, eta, corrected=False), "margin_bound": bound}
+    meta = dict(problem=repr(problem), options={"method": method, "n_certify": n_certify}, source=_SRC)
+    return Prediction(t=None, observables=obs, status=status, message=message, meta=meta)
