@@ -82,7 +82,7 @@ class Options:
         return f"one of {list(self.values)}"
 
     def convert(self, owner, name, value):
-        if value not in self.values:
+        if isinstance(value, np.ndarray) or not any(value is v or value == v for v in self.values):
             _fail(owner, name, self.describe(), value)
         return value
 

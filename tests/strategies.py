@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from popdyn.models import icl, looped, lora, modular
+from popdyn.models import icl, looped, lora, modular, multitask
 
 __all__ = ["ModelSpec", "MODELS", "EXAMPLES", "lora_problems", "unit_rows"]
 
@@ -110,6 +110,18 @@ def modular_problems(draw):
                            convention=draw(st.sampled_from(["corrected", "paper"])))
 
 
+@st.composite
+def multitask_problems(draw):
+    """Multi-task pretraining in the paper's regime: r in [1, 4], d in [r + 1, 60], even m in [2r, 16], any task set."""
+    r = draw(st.integers(1, 4))
+    d = draw(st.integers(r + 1, 60))
+    tasks = draw(st.one_of(st.just("hadamard"), st.integers(1, 40),
+                           hnp.arrays(np.float64, (draw(st.integers(1, 6)), 2 ** r), elements=st.sampled_from([-1.0, 1.0]))))
+    lam_w = draw(st.one_of(st.sampled_from(["paper", "adaptive"]), st.floats(0.5, 2.0)))
+    return multitask.Problem(d, r, 2 * draw(st.integers(r, 8)), tasks, draw(st.floats(0.25, 2.0)), None, lam_w,
+                             draw(st.integers(0, 9)))
+
+
 MODELS = {
     "lora": ModelSpec(
         lora_problems(),
@@ -152,6 +164,17 @@ MODELS = {
         bad_predict=(("method", "nope"),),
         functions=((lambda p: modular.max_margin(p.p, p.k), {}),),
         simulate={"steps": 5, "m": 8, "seeds": 2, "n_points": 2}),
+    "multitask": ModelSpec(
+        multitask_problems(),
+        edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
+               lambda: multitask.Problem(30, 6, 12, tasks=5, seed=3),                               # quadrature (r > 3)
+               lambda: multitask.Problem(12, 2, 4, tasks=np.array([[1.0, 1.0, 1.0, 1.0]]), nu_w=1.0)),  # outside regime
+        predict={"n_certify": 256},
+        bad_predict=(("method", "nope"), ("n_certify", 0)),
+        functions=((lambda p: multitask.one_step_map(p.W0, p.r, p.task_set, p.eta, p.lam_w, method="leading"), {}),
+                   (lambda p: multitask.post_head_loss(p.W0, p.task_set, p.eta), {}),
+                   (lambda p: multitask.A_matrix(p.W0[0], p.r), {})),
+        simulate={"prompts": 256, "seeds": 2, "chunk": 128}),
 }
 
 # One or more valid examples per model (the constraint and repr checks of test_common.py).
@@ -162,4 +185,7 @@ EXAMPLES = {
     "looped": [lambda: looped.Problem.fig8_1(16), lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 0.5, 2.0]))],
     "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
     "modular": lambda: modular.Problem(p=11, k=3),
+    "multitask": [lambda: multitask.Problem.e1(), lambda: multitask.Problem(10, 2, 4, tasks=np.array([[1.0, -1.0, 1.0, -1.0]]),
+                                                                           lam_w=1.1, seed=2),
+                  lambda: multitask.Problem.paper(50, 3, 8, T=100)],
 }

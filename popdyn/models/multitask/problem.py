@@ -44,7 +44,7 @@ class Problem:
     r : int
         Number of ground-truth coordinates, ``1 <= r <= 16``.
     m : int
-        Width, even (symmetric init duplicates each neuron), ``m >= 2``.
+        Width, even (symmetric init duplicates each neuron), ``m >= 2r`` (r distinct rows for Thm 4.2's sigma_r).
     tasks : {"hadamard", "all"} or int or array_like of shape (T, 2**r)
         "hadamard": the 2^r parities (``beta_bar = I``, the T = infinity algorithm); "all": every labeling
         (r <= 4); an int T: T random labelings drawn from ``seed``; or a +-1 label table.
@@ -87,9 +87,10 @@ class Problem:
         if self.r >= self.d:
             raise InvalidParameterError(f"The 'r' parameter of multitask.Problem must be an int in [1, d - 1] = "
                                         f"[1, {self.d - 1}] (d = {self.d}). Got {self.r!r} instead.")
-        if self.m % 2:
-            raise InvalidParameterError(f"The 'm' parameter of multitask.Problem must be an even int >= 2 (the "
-                                        f"symmetric init pairs neurons, eq. (6)). Got {self.m!r} instead.")
+        if self.m % 2 or self.m < 2 * self.r:
+            raise InvalidParameterError(f"The 'm' parameter of multitask.Problem must be an even int >= 2r = "
+                                        f"{2 * self.r} (the symmetric init pairs neurons, eq. (6); Thm 4.2 needs "
+                                        f"m/2 >= r distinct rows). Got {self.m!r} instead.")
         if self.nu_w is None:
             object.__setattr__(self, "nu_w", float(self.d) ** -1.25)
         if isinstance(self.tasks, str) and self.tasks == "all" and self.r > 4:
