@@ -9,8 +9,8 @@ Measurements (``python -m validation.bench [--quick]``, also ``popdyn bench``):
    two agree to 1e-12.
 3. ``h_kernel``: the drift h(m) of the LoRA overlap on many overlaps with a general Gram matrix,
    ``lora.h`` against :func:`h_numpy`, a plain vectorised numpy evaluation of the same kernel formula.
-4. ``icl_optimum``, ``looped_error``, ``modular_margin``: each model's closed form against the
-   training or the plain numpy computation it replaces.
+4. ``icl_optimum``, ``looped_error``, ``modular_margin``, ``multitask_moments``, ``multitask_predict``: each
+   model's closed form against the training or the plain numpy computation it replaces.
 5. ``sweep_pool`` / ``sweep_dask``: a sweep of 32 LoRA simulations inline against a 2-process pool and
    a 2-worker local Dask cluster (the three must give the same numbers; the Dask overhead per task is
    the time beyond an ideal 2x), and ``validate_jobs``: ``validate --quick`` serially against ``--jobs 2``.
@@ -48,14 +48,15 @@ REPORT = Path("validation") / "report" / "bench.json"  # under the current direc
 SIZES = {
     "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5,
              "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),),
-             "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
+             "multitask_prompts": 2 ** 19, "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
-              "sweep": {"runs": 8, "d": 100, "tau": 5},
+              "multitask_prompts": 2 ** 16, "sweep": {"runs": 8, "d": 100, "tau": 5},
               "validate": ("modular.construction_margin", "modular.dft_all_frequencies", "icl.rank_gap")},
 }
 GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "icl_optimum": 1.0,
-         "looped_error": 1.0, "modular_margin": 1.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
+         "looped_error": 1.0, "modular_margin": 1.0, "multitask_moments": 1.0,
+         "multitask_predict": 1000.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 
@@ -184,6 +185,20 @@ def _bench_modular(sz):
             "max_abs_diff": r["rel_diff"]}
 
 
+def _bench_multitask(sz):
+    from .claims.multitask import bench_multitask
+    r = bench_multitask(prompts=sz["multitask_prompts"])
+    return {"multitask_moments": {"what": "multitask sign-conditioned moments, (r, d, m) = (6, 300, 64): numba "
+                                          "prefix/suffix kernel vs the same quadrature in vectorised numpy",
+                                  "fast_s": r["moments_numba_s"], "slow_s": r["moments_numpy_s"],
+                                  "ratio": r["numba_speedup"], "goal": GOALS["multitask_moments"],
+                                  "max_abs_diff": r["max_abs_diff"]},
+            "multitask_predict": {"what": f"multitask one-step map (E1: r=2, d=20, m=16): predict vs simulate at "
+                                          f"n = {r['prompts']} (median per-neuron error {r['median_rel_err']:.1%})",
+                                  "fast_s": r["predict_s"], "slow_s": r["simulate_s"],
+                                  "ratio": r["simulate_over_predict"], "goal": GOALS["multitask_predict"]}}
+
+
 def sweep_unit(d, tau, seed):
     """One LoRA online-SGD run (k = 8 ReLU, delta = 0.2, one seed): the unit of the sweep benchmark."""
     problem = lora.Problem.orthonormal(k=8, xi=1.0, activation="relu", seed=0)
@@ -245,7 +260,7 @@ def run(quick=False):
     for name, fn in (("hermite", _bench_hermite), ("h_kernel", _bench_h),
                      ("predict_vs_simulate", _bench_predict_vs_simulate), ("icl_optimum", _bench_icl),
                      ("looped_error", _bench_looped), ("modular_margin", _bench_modular),
-                     ("sweep_pool,sweep_dask", _bench_sweeps), ("validate_jobs", _bench_validate)):
+                     ("multitask_moments,multitask_predict", _bench_multitask), ("sweep_pool,sweep_dask", _bench_sweeps), ("validate_jobs", _bench_validate)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
             out = fn(sz)
