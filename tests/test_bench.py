@@ -91,3 +91,14 @@ def test_cold_times_use_a_fresh_problem_and_warm_times_reuse_one():
 
     bench._cold_warm(dict, fn, 3)
     assert log == [False] + [False] * 3 + [False] + [True] * 3  # JIT warm-up, 3 cold, warm-up + 3 warm
+
+
+def test_multitask_numpy_baseline_computes_popdyns_moments():
+    from popdyn.models import multitask as mt
+    from validation.claims.multitask import quad_moments_numpy
+    rng = np.random.default_rng(0)
+    w_par, s = rng.standard_normal((5, 3)), np.exp(rng.uniform(-2, 2, 5))
+    q, p = quad_moments_numpy(w_par, s)
+    q_ref, p_ref = mt.sign_moments(w_par, s, "arcsin")        # independent: Sheppard's closed forms
+    np.testing.assert_allclose(q, q_ref, rtol=0, atol=1e-12)  # the quadrature's accuracy (docs/multitask.md: 2e-13)
+    np.testing.assert_allclose(p, p_ref, rtol=0, atol=1e-12)
