@@ -2,7 +2,6 @@
 thresholds included), the factor 2 of differentiating through the heads, the heads, loss and W step against the
 population map within Monte Carlo error, stratification, reproducibility, option checks, the downstream probe."""
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -64,7 +63,7 @@ def _sim(problem, **kw):
         opts = sm._check(problem, kw.get("prompts", 2**12), 1, kw.get("stratified", True), kw.get("chunk", 2**16),
                          0, False)
         dec = mt.decay_factor(problem.r, problem.eta, problem.lam_w, problem.task_set)
-        heads, W_plus, loss, hits, counts, bound = sm._replicate(net, opts, 0, dec, popdyn.sim._torch._NoBar())
+        heads, W_plus, loss, hits, counts, bound = sm._replicate(net, opts, 0, dec, sm.progress(1, False, ""))
     return heads.numpy(), W_plus.numpy(), loss, hits, bound
 
 

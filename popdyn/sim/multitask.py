@@ -134,22 +134,23 @@ def _first_pass(net, opts, replicate, bar):
     P, g, d = net.U.shape[0], net.Vd.shape[0], net.d
     f64 = dict(dtype=torch.float64, device=net.Vd.device)
     Hsum, Q, G0 = torch.zeros((P, g), **f64), torch.zeros((P, g, d), **f64), torch.zeros((net.F.shape[0], g), **f64)
-    counts, hmax, hits = torch.zeros(P, dtype=torch.int64, device=net.Vd.device), 0.0, 0
+    counts, hmax, hits = torch.zeros(P, dtype=torch.int64, device=net.Vd.device), torch.zeros((), **f64), 0
     A0_eff = net.A0 @ net.E                       # exactly 0 for the symmetric init: f(x; W0, a0) = 0
+    screen = bool(A0_eff.abs().max() > 0)
     for X, cnt in _chunks(opts, replicate, net.U, d, net.Vd.dtype):
         Z = X @ net.Vd.T                                             # (P, nb, g)
         H = torch.relu(Z)
         Hsum += H.sum(1).double()
         Q += ((Z > 0).to(X.dtype).mT @ X).double()
-        hmax = max(hmax, float(torch.linalg.vector_norm(H, dim=2).max()))
-        rows = _screen(H, A0_eff)
-        if rows[0].numel():
+        hmax = torch.maximum(hmax, torch.linalg.vector_norm(H, dim=2).max().double())
+        rows = _screen(H, A0_eff) if screen else ()
+        if rows and rows[0].numel():
             h, Y, _, off = _inactive(net, H, rows, A0_eff)
             G0 += (Y * off).T @ h
             hits += int(off.sum())
         counts += cnt
         bar.update()
-    return Hsum, Q, hmax, G0, hits, counts
+    return Hsum, Q, float(hmax), G0, hits, counts
 
 
 def _second_pass(net, opts, replicate, heads):
@@ -195,7 +196,7 @@ def _replicate(net, opts, replicate, dec, bar):
 # ---- options and the public entry point ---------------------------------------------------------------------------
 
 def _check(problem, prompts, seeds, stratified, chunk, seed, progress_bar):
-    """Validated options (prompts and chunk rounded up to multiples of 2^r when stratified)."""
+    """Validated options: chunk rounded up to a multiple of 2^r, and prompts too when stratified (with a warning)."""
     if not isinstance(problem, Problem):
         raise InvalidParameterError(
             f"The 'problem' parameter of {_OWNER} must be a multitask.Problem. Got {problem!r} instead.")
