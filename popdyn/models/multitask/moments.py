@@ -38,6 +38,10 @@ def halfnormal_cf(beta):
 
     with ``D`` Dawson's integral. ``psi(-beta) = conj(psi(beta))``.
 
+    Notes
+    -----
+    Regime: any real beta (scipy's Dawson function, relative accuracy ~1e-15); ``|psi| ~ 1/beta`` for large beta.
+
     References
     ----------
     .. [src] specs/multitask.md §2.4 (1-D integral representation), check C1.
@@ -233,6 +237,11 @@ def conditional_moments(w_par, s, method="auto"):
         Coefficient of ``w_perp / s`` in ``M(u)``.
     S : ndarray of shape (m, 2**r)
         ``S >= 0``; ``E_u S = ||w||/sqrt(2 pi)`` and ``grad_w S(u) = M(u)``.
+
+    Notes
+    -----
+    Regime: exact for any ``s > 0`` (the accuracy of :func:`sign_moments`); ``M(u)`` lies in the span of
+    ``e_1..e_r`` and ``w_perp/s``.
 
     References
     ----------

@@ -290,6 +290,10 @@ def lambda_w_paper(r, eta):
 
     .. math:: \lambda_w = \big(1 + \eta^2 2^{-r-1}/\pi\big)/\eta
 
+    Notes
+    -----
+    Regime: beta_bar = I (Assumption 2.1 with T = infinity); use :func:`decay_factor` for ``1 - eta lambda_w``.
+
     References
     ----------
     .. [src] seed 000 L149, L706, L773; specs/multitask.md §1.4 (L897/L927 print it garbled, §1.8).
@@ -308,6 +312,10 @@ def lambda_w_adaptive(B, eta):
     r"""Adaptive weight decay that cancels the leading perp leakage for any task set (spec §2.6.3, new).
 
     .. math:: \lambda_w = \big(1 + \eta^2 B_T/(2\pi)\big)/\eta,\qquad B_T = \tfrac1T\sum_i \hat f_i(\emptyset)^2
+
+    Notes
+    -----
+    Regime: any finite task set; cancels the perp leakage at leading order in eps (spec C11: ratio 0.307 -> 0.0137).
 
     References
     ----------
@@ -394,7 +402,14 @@ def kappa_par(r, eta, corrected=True):
 
 
 def kappa_hat(W0, W_plus, r):
-    r"""Measured kappa: least-squares scale of the ground-truth parts, ``sum_j <w+_par, w0_par> / sum_j ||w0_par||^2``.
+    r"""Measured kappa: least-squares scale of the ground-truth parts.
+
+    .. math:: \hat\kappa = \frac{\sum_j \langle w^+_{j\|}, w^0_{j\|}\rangle}{\sum_j \|w^0_{j\|}\|^2}
+
+    Notes
+    -----
+    Regime: any W0, W+ of the same shape with a non-zero ground-truth block; equals kappa_par when
+    ``w+_par = kappa_par w0_par`` exactly (r = 1, beta_bar = I).
 
     References
     ----------
@@ -413,6 +428,11 @@ def subspace_ratio(W, r):
 
     Returns ``inf`` when ``sigma_r = 0`` (fewer than r independent rows). Duplicated rows (symmetric init) leave
     it unchanged.
+
+    Notes
+    -----
+    Regime: any W; on a simulated W+ the spurious block carries Monte Carlo noise of order sqrt(d/n), which the
+    norm turns into an upward bias: compare simulated ratios only where the leakage dominates that noise.
 
     References
     ----------

@@ -19,6 +19,12 @@ def symmetric_init(d, m, nu_w, seed=0):
 
     Returns ``W0`` of shape (m, d) (one row per neuron) from ``numpy.random.default_rng([seed, 0])``.
 
+    .. math:: w_j^0 \sim \mathcal N(0, \nu_w^2 I_d),\quad w^0_{j+m/2} = w^0_j\quad (j \le m/2)
+
+    Notes
+    -----
+    Regime: m even; the heads' antisymmetry (``Problem.A0``) makes the network output zero at init.
+
     References
     ----------
     .. [src] seed 000 L101-105 (eq. (6)); specs/multitask.md §1.4.

@@ -28,6 +28,10 @@ def sign_patterns(r):
     -------
     ndarray of shape (2**r, r), float64 entries in {-1, 1}
 
+    Notes
+    -----
+    Regime: r <= 24 (2^r rows); the order every task table, moment and sample of the model uses.
+
     References
     ----------
     .. [src] seed 000 L59-61 (eq. (1)); specs/multitask.md §5.
@@ -42,7 +46,18 @@ def sign_patterns(r):
 
 
 def pattern_index(X, r):
-    """Index in :func:`sign_patterns` order of ``sign(x_{1:r})`` for each row of ``X`` (n, >= r); 0 counts as -1."""
+    r"""Index in :func:`sign_patterns` order of ``sign(x_{1:r})`` for each row of ``X`` (n, >= r).
+
+    .. math:: i(x) = \sum_{k=1}^r \mathbb 1\{x_k > 0\}\,2^{r-k}
+
+    Notes
+    -----
+    Regime: Gaussian or hypercube rows; an exact 0 counts as -1 (probability 0 for Gaussian inputs).
+
+    References
+    ----------
+    .. [src] seed 000 L59-61 (eq. (1)); specs/multitask.md §5, §7 (sign-pattern indexing).
+    """
     X = np.asarray(X)
     bits = (X[:, :r] > 0).astype(np.int64)
     return bits @ (1 << np.arange(r - 1, -1, -1, dtype=np.int64))
