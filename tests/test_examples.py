@@ -25,3 +25,9 @@ def test_sweep_lora_dask(tmp_path):
     pytest.importorskip("distributed")
     res = _load("sweep_lora_dask").main(tmp_path / "s.png", grid={"d": [60, 120], "delta": [0.1]}, seeds=2)
     assert (tmp_path / "s.png").exists() and len(res) == 4 and not res.errors
+
+
+def test_multitask_quickstart(tmp_path):
+    pytest.importorskip("torch")
+    comp = _load("multitask_quickstart").main(tmp_path / "m.png", prompts=2 ** 14)
+    assert (tmp_path / "m.png").exists() and comp.metrics["kappa"]["max_z"] < 5  # 5 SE of the seed mean
