@@ -108,7 +108,7 @@ def test_head_step_thresholds_with_asymmetric_initial_heads():
        eta=st.floats(0.3, 2.0), lam_w=st.sampled_from(["paper", "adaptive", 0.7]),
        tasks=st.sampled_from(["hadamard", 3]), stratified=st.booleans(), chunks=st.integers(1, 3))
 def test_property_screened_sums_equal_autograd(r, extra, half, log_nu, eta, lam_w, tasks, stratified, chunks):
-    p = mt.Problem(d=r + extra, r=r, m=2 * half, tasks=tasks, eta=eta, nu_w=10.0**log_nu, lam_w=lam_w, seed=r + extra)
+    p = mt.Problem(d=r + extra, r=r, m=2 * max(half, r), tasks=tasks, eta=eta, nu_w=10.0**log_nu, lam_w=lam_w, seed=r + extra)
     P = 2**r
     _assert_same_step(p, 64 * P, stratified, chunk=64 * P // chunks + P)
 

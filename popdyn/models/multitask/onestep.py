@@ -28,9 +28,10 @@ _POS = Interval(0, np.inf, closed="neither")
 # ---- argument handling ----------------------------------------------------------------------------------------
 
 def _tasks(owner, tasks, r):
-    """A TaskSet on r coordinates: None means the Hadamard universe (beta_bar = I, the T = infinity algorithm)."""
+    """A TaskSet on r coordinates, or None for the Hadamard universe (beta_bar = I exactly, the T = infinity
+    algorithm), which is handled analytically: its 2^r x 2^r table is never built."""
     if tasks is None:
-        return TaskSet.hadamard(r)
+        return None
     ts = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks)
     if ts.r != r:
         raise InvalidParameterError(f"The 'tasks' parameter of {owner} must label the 2^r = {2 ** r} sign patterns "
@@ -38,13 +39,24 @@ def _tasks(owner, tasks, r):
     return ts
 
 
-def _split(owner, W, r):
-    W = check(owner, "W0", W, FiniteArray(2))
+def _stats(ts, r):
+    """Walsh statistics (TaskSet.stats); the universe's are B = 2^-r, K = 2^-r I, c = 0, C2 = 0."""
+    if ts is None:
+        return {"B": 2.0 ** -r, "K": np.eye(r) * 2.0 ** -r, "c": np.zeros(r), "C2": np.zeros((r, r))}
+    return ts.stats()
+
+
+def _split(owner, W, r, name="W0", r_from_tasks=False):
+    """``(W, r, w_par, s)`` of a (m, d) layer; errors name ``name`` (and ``'W0'`` when r comes from the tasks)."""
+    W = check(owner, name, W, FiniteArray(2))
+    if r_from_tasks and W.shape[1] <= r:
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must have more than r = {r} columns (r from "
+                                    f"the tasks' 2^r patterns). Got shape {W.shape} instead.")
     r = as_int(owner, "r", r, 1, W.shape[1] - 1)
     s = np.linalg.norm(W[:, r:], axis=1)
     if not np.all(s > 0):
-        raise InvalidParameterError(f"The 'W0' parameter of {owner} must have rows with a non-zero spurious part "
-                                    f"W0[:, r:] (s = ||w_perp|| > 0). Got a row with s = 0 instead.")
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must have rows with a non-zero spurious part "
+                                    f"[:, r:] (s = ||w_perp|| > 0). Got a row with s = 0 instead.")
     return W, r, W[:, :r], s
 
 
@@ -102,7 +114,7 @@ def A_matrix(w, r, reduced=True, method="auto"):
     """
     owner = "multitask.A_matrix"
     w = check(owner, "w", w, FiniteArray(1))
-    W, r, w_par, s = _split(owner, w[None, :], r)
+    W, r, w_par, s = _split(owner, w[None, :], r, "w")
     M_par, m_perp, _ = conditional_moments(w_par, s, method)
     Mred = np.concatenate([M_par[0], m_perp[0][:, None]], axis=1)           # (P, r + 1)
     Ared = Mred.T @ Mred / Mred.shape[0]
@@ -147,7 +159,7 @@ def A_blocks_leading(w, r, corrected=True):
     """
     owner = "multitask.A_blocks_leading"
     w = check(owner, "w", w, FiniteArray(1))
-    _, r, w_par, s = _split(owner, w[None, :], r)
+    _, r, w_par, s = _split(owner, w[None, :], r, "w")
     w_par, s = w_par[0], s[0]
     A = np.zeros((r + 1, r + 1))
     A[:r, :r] = np.eye(r) * (1.0 / (2 * math.pi) if corrected else 0.25)
@@ -199,7 +211,7 @@ def head_after_step(W0, tasks, eta, lam_a=None, A0=None):
     eta = check(owner, "eta", eta, _POS)
     W0 = check(owner, "W0", W0, FiniteArray(2))
     ts = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks)
-    W0, r, w_par, s = _split(owner, W0, ts.r)
+    W0, r, w_par, s = _split(owner, W0, ts.r, r_from_tasks=True)
     S = conditional_moments(w_par, s)[2]
     return _heads(owner, S, ts, eta, lam_a, A0)
 
@@ -231,20 +243,21 @@ def post_head_loss(W0, tasks, eta, lam_a=None, A0=None):
     eta = check(owner, "eta", eta, _POS)
     W0 = check(owner, "W0", W0, FiniteArray(2))
     ts = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks)
-    W0, r, w_par, s = _split(owner, W0, ts.r)
+    W0, r, w_par, s = _split(owner, W0, ts.r, r_from_tasks=True)
     S = conditional_moments(w_par, s)[2]
     a = _heads(owner, S, ts, eta, lam_a, A0)
     return float(1.0 - np.sum(a * (ts.F @ S.T)) / (ts.T * ts.F.shape[1]))
 
 
-def _gradient_parts(owner, W0, ts, eta, lam_a, A0, method):
+def _gradient_parts(owner, W0, ts, r, eta, lam_a, A0, method, r_from_tasks=False):
     """Fixed-head gradient in reduced coordinates: (g_par (m, r), g_perp (m,)) with grad_perp = g_perp w_perp/s."""
-    W0, r, w_par, s = _split(owner, W0, ts.r)
+    W0, r, w_par, s = _split(owner, W0, r, r_from_tasks=r_from_tasks)
     M_par, m_perp, S = conditional_moments(w_par, s, method)
-    P = ts.F.shape[1]
-    if lam_a is None:
-        V = eta * S @ ts.beta_bar() / P                                   # (m, P): (1/T) sum_i a_ij F_iu
+    P = 2 ** r
+    if lam_a is None:                                                     # (1/T) sum_i a_ij F_iu = eta (S beta_bar)/P
+        V = eta * (S if ts is None else S @ ts.beta_bar()) / P
     else:
+        ts = TaskSet.hadamard(r) if ts is None else ts
         V = (_heads(owner, S, ts, eta, lam_a, A0).T @ ts.F) / ts.T
     g_par = -np.einsum("mp,mpk->mk", V, M_par) / P
     g_perp = -np.einsum("mp,mp->m", V, m_perp) / P
@@ -279,7 +292,7 @@ def population_gradient(W0, tasks, eta, lam_a=None, A0=None):
     eta = check(owner, "eta", eta, _POS)
     W0 = check(owner, "W0", W0, FiniteArray(2))
     ts = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks)
-    W0, r, w_par, s, g_par, g_perp = _gradient_parts(owner, W0, ts, eta, lam_a, A0, "auto")
+    W0, r, w_par, s, g_par, g_perp = _gradient_parts(owner, W0, ts, ts.r, eta, lam_a, A0, "auto", True)
     return np.concatenate([g_par, (g_perp / s)[:, None] * W0[:, r:]], axis=1)
 
 
@@ -366,7 +379,7 @@ def decay_factor(r, eta, lam_w="paper", tasks=None):
     if lam_w == "paper":
         return -eta ** 2 * 2.0 ** (-r - 1) / math.pi
     if lam_w == "adaptive":
-        return -eta ** 2 * _tasks(owner, tasks, r).stats()["B"] / (2 * math.pi)
+        return -eta ** 2 * _stats(_tasks(owner, tasks, r), r)["B"] / (2 * math.pi)
     return 1.0 - eta * lam_w
 
 
@@ -446,7 +459,7 @@ def subspace_ratio(W, r):
     W = check("multitask.subspace_ratio", "W", W, FiniteArray(2))
     r = as_int("multitask.subspace_ratio", "r", r, 1, W.shape[1] - 1)
     sig = np.linalg.svd(W[:, :r], compute_uv=False)
-    sr = sig[r - 1] if len(sig) >= r else 0.0
+    sr = sig[r - 1] if len(sig) >= r and sig[r - 1] > sig[0] * max(W.shape[0], r) * np.finfo(float).eps else 0.0
     perp = np.linalg.norm(W[:, r:], 2)
     return float(perp / sr) if sr > 0 else float("inf")
 
@@ -488,8 +501,9 @@ def leading_order_map(w_par, s, eta=1.0, tasks=None, lam_w="paper"):
     from .moments import _check_neurons
     w_par, s = _check_neurons(owner, w_par, s)
     r = w_par.shape[1]
-    st = _tasks(owner, tasks, r).stats()
-    dec = decay_factor(r, eta, lam_w, tasks)
+    ts = _tasks(owner, tasks, r)
+    st = _stats(ts, r)
+    dec = decay_factor(r, eta, lam_w, ts)
     c2 = eta ** 2 / (2 * math.pi)
     L = st["B"] * np.eye(r) + st["K"] + (2 / math.pi) * st["C2"]
     wp = dec * w_par + c2 * (s[:, None] * st["c"][None, :] + w_par @ L.T)
@@ -542,7 +556,7 @@ def one_step_map_reduced(w_par, s, eta=1.0, tasks=None, lam_w="paper", method="a
     r = w_par.shape[1]
     ts = _tasks(owner, tasks, r)
     W = np.concatenate([w_par, s[:, None]], axis=1)
-    _, _, _, _, g_par, g_perp = _gradient_parts(owner, W, ts, eta, None, None, method)
+    _, _, _, _, g_par, g_perp = _gradient_parts(owner, W, ts, r, eta, None, None, method)
     dec = decay_factor(r, eta, lam_w, ts)
     return dec * w_par - eta * g_par, dec - eta * g_perp / s
 
@@ -604,7 +618,7 @@ def one_step_map(W0, r, tasks=None, eta=1.0, lam_w="paper", lam_a=None, A0=None,
                                         f"method='leading'. Got {lam_a!r} instead.")
         wp, c = leading_order_map(w_par, s, eta, ts, lam_w)
         return np.concatenate([wp, c[:, None] * W0[:, r:]], axis=1)
-    *_, g_par, g_perp = _gradient_parts(owner, W0, ts, eta, lam_a, A0, "auto")
+    *_, g_par, g_perp = _gradient_parts(owner, W0, ts, r, eta, lam_a, A0, "auto")
     return np.concatenate([dec * w_par - eta * g_par, (dec - eta * g_perp / s)[:, None] * W0[:, r:]], axis=1)
 
 

@@ -64,7 +64,8 @@ def _predict(problem, *, method="exact", n_certify=4096):
     method = check(owner, "method", method, Options(("exact", "leading")))
     n_certify = as_int(owner, "n_certify", n_certify, 1)
     ts, W0, r, eta = problem.task_set, problem.W0, problem.r, problem.eta
-    W_plus = one_step_map(W0, r, ts, eta, problem.lam_w, method=method)
+    universe = isinstance(problem.tasks, str) and problem.tasks == "hadamard"   # beta_bar = I, handled analytically
+    W_plus = one_step_map(W0, r, None if universe else ts, eta, problem.lam_w, method=method)
     heads = head_after_step(W0, ts, eta)
     X = np.random.default_rng([problem.seed, 3]).standard_normal((n_certify, problem.d))
     bound = float(np.linalg.norm(heads, axis=1).max() * np.linalg.norm(np.maximum(X @ W0.T, 0), axis=1).max())

@@ -11,7 +11,7 @@ from .tasks import TaskSet
 
 __all__ = ["Problem", "symmetric_init"]
 
-_R_MAX = 16   # 2^r sign patterns: the exact map costs O(m 2^r r nq)
+_R_MAX = 12   # 2^r sign patterns: the exact map costs O(m 2^r r nq); the Hadamard table of heads is 2^r x 2^r
 
 
 def symmetric_init(d, m, nu_w, seed=0):
@@ -48,7 +48,7 @@ class Problem:
     d : int
         Input dimension, ``d >= r + 1`` (``d = r`` leaves no spurious part: ``s = 0`` is degenerate).
     r : int
-        Number of ground-truth coordinates, ``1 <= r <= 16``.
+        Number of ground-truth coordinates, ``1 <= r <= 12``.
     m : int
         Width, even (symmetric init duplicates each neuron), ``m >= 2r`` (r distinct rows for Thm 4.2's sigma_r).
     tasks : {"hadamard", "all"} or int or array_like of shape (T, 2**r)
