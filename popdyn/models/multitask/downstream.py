@@ -1,0 +1,557 @@
+r"""Downstream phase of the multi-task ReLU model: the random two-layer embedding on the learned first layer,
+its "purified" twin, the linear probe, margins (seed 000 eqs. (9)-(12), App. B; specs/multitask.md §1.5, §2.8).
+
+Downstream inputs are hypercube points ``v ~ Unif({-1, 1}^d)`` labelled ``fbar(v_{1:r})``. The embedding is
+
+.. math:: g(v) = \sigma\big(\hat W\sigma(\alpha\bar W^+v + b) + \hat b\big) \in \mathbb R^{\hat m},\qquad
+          \tilde g(v_{1:r}) = \sigma\big(\hat W\sigma(\hat\alpha\bar W^0_{:,1:r}v_{1:r} + b) + \hat b\big),
+
+with ``Wbar`` the ``m_bar = m/2`` distinct rows of the symmetric init, ``alpha_hat = 2/(nu_w sqrt(m_bar))`` and
+the corrected rescaling ``alpha = alpha_hat / kappa_par``, ``kappa_par = eta^2 2^-r/(2 pi)``.
+
+Public names
+------------
+embedding:   :class:`DownstreamEmbedding`, :func:`rescaling_alpha`, :func:`hypercube`, :func:`lemmaB3_rhs`
+probes:      :func:`fit_linear_probe`, :func:`svm_margin`, :func:`purified_margin`, :func:`ball_hinge_loss`
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import linalg, optimize
+
+from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, as_int, check
+from .onestep import kappa_par
+from .tasks import sign_patterns
+
+__all__ = ["DownstreamEmbedding", "rescaling_alpha", "hypercube", "lemmaB3_rhs", "fit_linear_probe",
+           "svm_margin", "purified_margin", "ball_hinge_loss"]
+
+_POS = Interval(0, math.inf, closed="neither")
+_NONNEG = Interval(0, math.inf, closed="left")
+
+
+def _relu(z):
+    return np.maximum(z, 0.0)
+
+
+def hypercube(n, d, seed=0):
+    r"""``n`` i.i.d. points of ``Unif({-1, 1}^d)`` (the downstream inputs, eq. (12)).
+
+    .. math:: v \sim \mathrm{Unif}(\{-1, 1\}^d)
+
+    Parameters
+    ----------
+    n, d : int
+        Number of points ``n >= 0`` and dimension ``d >= 1``.
+    seed : int or sequence of int
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    ndarray of shape (n, d), float64 entries in {-1, 1}
+
+    Notes
+    -----
+    Regime: exact sampler.
+
+    References
+    ----------
+    .. [src] seed 000 L165 (eq. (12)); specs/multitask.md §1.5.
+
+    Examples
+    --------
+    >>> V = hypercube(3, 4, seed=1)
+    >>> V.shape, bool(np.all(np.abs(V) == 1))
+    ((3, 4), True)
+    """
+    n = as_int("multitask.hypercube", "n", n, low=0)
+    d = as_int("multitask.hypercube", "d", d, low=1)
+    return 2.0 * np.random.default_rng(seed).integers(0, 2, size=(n, d)) - 1.0
+
+
+def rescaling_alpha(r, m_bar, nu_w, eta=1.0, kappa=None, convention="corrected"):
+    r"""First-layer rescaling ``alpha`` of the downstream embedding (corrected; the paper's L827 is garbled).
+
+    .. math:: \alpha = \hat\alpha/\kappa_\|,\qquad \hat\alpha = \frac{2}{\nu_w\sqrt{\bar m}},\qquad
+              \kappa_\| = \frac{\eta^2 2^{-r}}{2\pi}
+
+    so that ``alpha Wbar+_{:,1:r} = alpha_hat Wbar0_{:,1:r}`` at leading order.
+
+    Parameters
+    ----------
+    r : int
+        Ground-truth coordinates, ``r >= 1``.
+    m_bar : int
+        Number of distinct first-layer neurons ``m/2``, ``>= 1``.
+    nu_w : float
+        Init scale of W, > 0.
+    eta : float
+        Pretraining step size, > 0.
+    kappa : float or None
+        A measured ``kappa_par`` (e.g. the least-squares slope of ``Wbar+_par`` on ``Wbar0_par``), > 0; None uses
+        the closed form of ``convention``.
+    convention : {"corrected", "paper"}
+        "paper": the proof's ``kappa = eta^2 2^-r-2`` (L859), which is wrong by the factor ``pi/2``
+        (spec §1.8).
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: the leading-order one-step map (``eps = ||w_par||/||w_perp|| -> 0``); the exact kappa has an
+    ``O(eps^2)`` correction (spec §2.6.2), which a measured ``kappa`` absorbs.
+
+    References
+    ----------
+    .. [src] seed 000 L827 (printed alpha), L835 (alpha_hat), L859 (alpha used in the proof);
+       specs/multitask.md §1.5, §1.8.
+
+    Examples
+    --------
+    >>> round(rescaling_alpha(3, 4, 0.5) * 0.5 * 2 / (2 ** 5 * math.pi), 12)
+    1.0
+    """
+    owner = "multitask.rescaling_alpha"
+    r = as_int(owner, "r", r, low=1)
+    m_bar = as_int(owner, "m_bar", m_bar, low=1)
+    nu_w, eta = check(owner, "nu_w", nu_w, _POS), check(owner, "eta", eta, _POS)
+    convention = check(owner, "convention", convention, Options(("corrected", "paper")))
+    kappa = kappa_par(r, eta, convention == "corrected") if kappa is None else check(owner, "kappa", kappa, _POS)
+    return 2.0 / (nu_w * math.sqrt(m_bar)) / kappa
+
+
+def lemmaB3_rhs(r, d, m_bar, T, C=1.0):
+    r"""Shape of Lemma B.3's distance between the learned and the purified embedding (constants unspecified).
+
+    .. math:: \max_v\|\tilde g(v_{1:r}) - g(v)\|_2 \le C\Big(\frac{r^{3.5}+\log^{3.5}\bar m}{2^r\sqrt d}
+              + \frac{\sqrt r\,d^{1.5}}{\sqrt T}\Big)
+
+    Parameters
+    ----------
+    r, d, m_bar : int
+        Ground-truth coordinates ``r >= 1``, input dimension ``d >= r``, distinct neurons ``m_bar >= 1``.
+    T : float
+        Number of pretraining tasks, > 0; ``math.inf`` drops the finite-T term.
+    C : float
+        The absolute constant (unspecified), > 0; default 1.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: Lemma B.3's assumptions (those of Lemma B.2 and Prop. 4.1); constants unspecified. The explicit
+    chain (75)-(79) it rests on is :meth:`DownstreamEmbedding.distance_bound`, which needs no constants.
+
+    References
+    ----------
+    .. [src] seed 000 L851-881 (Lemma B.3, eqs. (75)-(81)); specs/multitask.md §1.6, §2.8.
+
+    Examples
+    --------
+    >>> lemmaB3_rhs(1, 4, 1, math.inf) == 1 / 4
+    True
+    """
+    owner = "multitask.lemmaB3_rhs"
+    r, d = as_int(owner, "r", r, low=1), as_int(owner, "d", d, low=1)
+    if r > d:
+        raise InvalidParameterError(f"The 'd' parameter of {owner} must be an int >= r = {r}. Got {d!r} instead.")
+    m_bar = as_int(owner, "m_bar", m_bar, low=1)
+    T, C = check(owner, "T", T, Interval(0, math.inf, closed="right")), check(owner, "C", C, _POS)
+    return C * ((r ** 3.5 + math.log(m_bar) ** 3.5) / (2 ** r * math.sqrt(d)) + math.sqrt(r) * d ** 1.5 / math.sqrt(T))
+
+
+class DownstreamEmbedding:
+    r"""Random two-hidden-layer ReLU embedding on the rescaled learned first layer (eqs. (9), (73), (74)).
+
+    .. math:: g(v) = \sigma\big(\hat W\sigma(\alpha\bar W^+v + b) + \hat b\big),\qquad
+              \tilde g(v_{1:r}) = \sigma\big(\hat W\sigma(\hat\alpha\bar W^0_{:,1:r}v_{1:r} + b) + \hat b\big),
+
+    .. math:: b \sim \mathrm{Unif}\big[\pm\sqrt2\gamma/\sqrt{\bar m}\big]^{\bar m},\quad
+              \hat w_j \sim \mathcal N(0, \tfrac{2}{\hat m}I_{\bar m}),\quad
+              \hat b \sim \mathrm{Unif}\big[\pm\sqrt2\hat\gamma/\sqrt{\hat m}\big]^{\hat m}
+
+    Parameters
+    ----------
+    W_plus : array_like of shape (m, d)
+        The pretrained first layer (one row per neuron, m even); its first ``m_bar = m/2`` rows are used
+        (App. B L813: the symmetric init duplicates the others).
+    r : int
+        Ground-truth coordinates, ``1 <= r < d``.
+    m_hat : int
+        Width of the random second layer, ``>= 1``.
+    gamma, gamma_hat : float
+        Bias ranges of the two layers, ``>= 0`` (paper: Theta(sqrt(r) log r), Theta(r^3 log^4 r); constants
+        unspecified, spec §7 suggests about 1-2 times the typical pre-activation).
+    alpha : float or None
+        First-layer rescaling, > 0; None gives :func:`rescaling_alpha` ``(r, m_bar, nu_w, eta)``.
+    nu_w : float or None
+        Init scale of W, > 0; None gives the paper's ``d^-1.25``.
+    seed : int
+        Seed of ``b``, ``W_hat``, ``b_hat`` (the same seed gives the same random layers for any ``W_plus``, so
+        learned and random features can be compared on one draw).
+    W0 : array_like of shape (m, d) or None
+        The initial first layer, needed only by the purified embedding.
+    eta : float
+        Pretraining step size (for the default alpha), > 0.
+
+    Notes
+    -----
+    Regime: any first layer; the purified embedding is close to ``g`` when ``W_plus`` is the one-step map of
+    ``W0`` in the paper's regime (Lemma B.3). ``b`` has ``m_bar`` entries (the main text's ``m`` is ``m_bar``)
+    and ``w_hat_j`` lives in ``R^m_bar`` (L821's ``I_d`` is a typo).
+
+    References
+    ----------
+    .. [src] seed 000 L115-141 (eqs. (9)-(11)), L813-835 (eqs. (73), (74)); specs/multitask.md §1.5, §2.8.
+
+    Examples
+    --------
+    >>> W0 = np.vstack([np.eye(3, 5)] * 2)
+    >>> e = DownstreamEmbedding(W0 / (2 * math.pi * 8), 3, 16, 1.0, 1.0, nu_w=1.0, W0=W0)
+    >>> V = hypercube(4, 5)
+    >>> bool(np.allclose(e.features(V), e.purified(V[:, :3])))
+    True
+    """
+
+    def __init__(self, W_plus, r, m_hat, gamma, gamma_hat, alpha=None, nu_w=None, seed=0, *, W0=None, eta=1.0):
+        owner = "multitask.DownstreamEmbedding"
+        W_plus = check(owner, "W_plus", W_plus, FiniteArray(2))
+        m, d = W_plus.shape
+        if m < 2 or m % 2:
+            raise InvalidParameterError(f"The 'W_plus' parameter of {owner} must have an even number m >= 2 of rows "
+                                        f"(the symmetric init, eq. (6)). Got shape {W_plus.shape} instead.")
+        self.r = as_int(owner, "r", r, low=1, high=d - 1)
+        self.m_hat = as_int(owner, "m_hat", m_hat, low=1)
+        self.gamma = check(owner, "gamma", gamma, _NONNEG)
+        self.gamma_hat = check(owner, "gamma_hat", gamma_hat, _NONNEG)
+        self.nu_w = float(d) ** -1.25 if nu_w is None else check(owner, "nu_w", nu_w, _POS)
+        self.seed = as_int(owner, "seed", seed, low=0)
+        self.m_bar = m // 2
+        self.W_bar = W_plus[:self.m_bar]
+        self.alpha_hat = 2.0 / (self.nu_w * math.sqrt(self.m_bar))
+        self.alpha = (rescaling_alpha(self.r, self.m_bar, self.nu_w, eta) if alpha is None
+                      else check(owner, "alpha", alpha, _POS))
+        if W0 is None:
+            self.W0_bar = None
+        else:
+            W0 = check(owner, "W0", W0, FiniteArray(2, (m, d)))
+            self.W0_bar = W0[:self.m_bar]
+        rng = np.random.default_rng([self.seed, 3])
+        self.b = rng.uniform(-1.0, 1.0, self.m_bar) * math.sqrt(2.0) * self.gamma / math.sqrt(self.m_bar)
+        self.W_hat = rng.standard_normal((self.m_hat, self.m_bar)) * math.sqrt(2.0 / self.m_hat)
+        self.b_hat = rng.uniform(-1.0, 1.0, self.m_hat) * math.sqrt(2.0) * self.gamma_hat / math.sqrt(self.m_hat)
+
+    def __repr__(self):
+        return (f"DownstreamEmbedding(m_bar={self.m_bar}, d={self.W_bar.shape[1]}, r={self.r}, m_hat={self.m_hat}, "
+                f"gamma={self.gamma!r}, gamma_hat={self.gamma_hat!r}, alpha={self.alpha:.6g}, seed={self.seed})")
+
+    def _top(self, H):
+        return _relu(_relu(H + self.b) @ self.W_hat.T + self.b_hat)
+
+    def _inputs(self, name, V, cols):
+        V = np.asarray(V, dtype=np.float64)
+        if V.ndim != 2 or V.shape[1] != cols or not np.all(np.isfinite(V)):
+            raise InvalidParameterError(f"The {name!r} parameter of multitask.DownstreamEmbedding must be a finite "
+                                        f"(n, {cols}) array. Got shape {V.shape} instead.")
+        return V
+
+    def features(self, V):
+        """The embedding ``g(v)`` of each row of ``V`` (n, d): shape (n, m_hat)."""
+        return self._top(self.alpha * self._inputs("V", V, self.W_bar.shape[1]) @ self.W_bar.T)
+
+    def purified(self, Vr):
+        """The purified embedding ``g~(v_{1:r})`` of each row of ``Vr`` (n, r): shape (n, m_hat); needs ``W0``."""
+        if self.W0_bar is None:
+            raise InvalidParameterError("The 'W0' parameter of multitask.DownstreamEmbedding must be the (m, d) "
+                                        "initial first layer for the purified embedding (eq. (74)). Got None instead.")
+        return self._top(self.alpha_hat * self._inputs("Vr", Vr, self.r) @ self.W0_bar[:, :self.r].T)
+
+    def distance_to_purified(self, V):
+        """``||g~(v_{1:r}) - g(v)||_2`` for each row of ``V`` (n, d): shape (n,) (Lemma B.3's left side)."""
+        V = self._inputs("V", V, self.W_bar.shape[1])
+        return np.linalg.norm(self.purified(V[:, :self.r]) - self.features(V), axis=1)
+
+    def distance_bound(self):
+        r"""Lemma B.3's chain (75)-(79) with the actual matrices: a bound on ``max_v ||g~ - g||`` (no constants).
+
+        .. math:: \|\hat W\|_2\Big(\sqrt r\,\|\hat\alpha\bar W^0_{:,1:r} - \alpha\bar W^+_{:,1:r}\|_2
+                  + \alpha\sqrt{d-r}\,\|\bar W^+_{:,r+1:d}\|_2\Big)
+        """
+        if self.W0_bar is None:
+            self.purified(np.zeros((0, self.r)))      # raises the W0 error
+        r, d = self.r, self.W_bar.shape[1]
+        par = np.linalg.norm(self.alpha_hat * self.W0_bar[:, :r] - self.alpha * self.W_bar[:, :r], 2)
+        perp = np.linalg.norm(self.W_bar[:, r:], 2)
+        return float(np.linalg.norm(self.W_hat, 2) * (math.sqrt(r) * par + self.alpha * math.sqrt(d - r) * perp))
+
+
+def _labels(owner, G, y):
+    G = check(owner, "G", G, FiniteArray(2))
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != (G.shape[0],) or not np.all(np.abs(y) == 1.0):
+        raise InvalidParameterError(f"The 'y' parameter of {owner} must be a vector of {G.shape[0]} labels in "
+                                    f"{{-1, 1}} (one per row of G). Got shape {y.shape} instead.")
+    return G, y
+
+
+def _probe_sq_hinge(K, y, lam, tol=1e-10, max_iter=500):
+    """Finite Newton method (Keerthi & DeCoste 2005) in kernel form: ``a = X^T beta``; returns beta."""
+    n = K.shape[0]
+    beta, out = np.zeros(n), np.zeros(n)
+    for _ in range(max_iter):
+        res = np.maximum(1.0 - y * out, 0.0)
+        v = lam * beta - 2.0 / n * y * res                   # gradient = X^T v
+        if math.sqrt(max(v @ K @ v, 0.0)) <= tol * (1.0 + lam * math.sqrt(max(beta @ out, 0.0))):
+            return beta
+        S = res > 0
+        target = np.zeros(n)                                  # ridge least squares on the active set
+        target[S] = linalg.solve(K[np.ix_(S, S)] + 0.5 * n * lam * np.eye(int(S.sum())), y[S], assume_a="pos")
+        step = target - beta
+        dout = K @ step
+        a1, a2, t = beta @ dout, step @ dout, 1.0
+        for _ in range(100):                                  # exact line search: f'(t) is piecewise linear
+            res_t = 1.0 - y * (out + t * dout)
+            act = res_t > 0
+            slope = lam * (a1 + t * a2) - 2.0 / n * np.sum(y[act] * dout[act] * res_t[act])
+            t_new = t - slope / (lam * a2 + 2.0 / n * np.sum(dout[act] ** 2))
+            done, t = abs(t_new - t) <= 1e-15 * max(1.0, abs(t)), t_new
+            if done:
+                break
+        beta, out = beta + t * step, out + t * dout
+    raise RuntimeError(f"fit_linear_probe (sq_hinge) did not converge in {max_iter} Newton steps; raise lam")
+
+
+def _probe_hinge(K, y, lam):
+    """Dual box QP ``max_{0 <= theta <= 1} mean(theta) - theta^T Q theta / 2`` by L-BFGS-B; returns beta."""
+    n = K.shape[0]
+    Q = (y[:, None] * y[None, :]) * K / (lam * n * n)
+
+    def neg_dual(theta):
+        Qt = Q @ theta
+        return 0.5 * theta @ Qt - theta.mean(), Qt - 1.0 / n
+
+    res = optimize.minimize(neg_dual, np.zeros(n), jac=True, method="L-BFGS-B", bounds=optimize.Bounds(np.zeros(n), np.ones(n)),
+                            options={"maxiter": 50_000, "maxcor": 30, "ftol": 1e-15, "gtol": 1e-12})
+    return res.x * y / (lam * n)
+
+
+def fit_linear_probe(G, y, lam, loss="hinge", bias=True):
+    r"""Regularised linear probe on embedded samples (eqs. (10), (86)).
+
+    .. math:: (a, \tau) = \arg\min_{a, \tau}\ \frac1n\sum_{l=1}^n \ell\big(a^\top g_l + \tau, y_l\big)
+              + \frac{\lambda}{2}\big(\|a\|^2 + \tau^2\big),
+
+    ``ell(z, y) = max(0, 1 - yz)`` ("hinge", the paper's) or ``max(0, 1 - yz)^2`` ("sq_hinge").
+
+    Parameters
+    ----------
+    G : array_like of shape (n, m_hat)
+        Embedded samples (no standardisation is applied).
+    y : array_like of shape (n,)
+        Labels in {-1, 1}.
+    lam : float
+        Ridge ``lambda_hat_a``, > 0 (App. B.5: ``mu/B``).
+    loss : {"hinge", "sq_hinge"}
+        "hinge": the dual box-constrained QP ``max_{0 <= theta <= 1} mean(theta) - ||G^T(theta y)||^2/(2 lam n^2)``
+        by L-BFGS-B, ``a = G^T(theta y)/(lam n)`` (duality gap ~1e-6 relative); "sq_hinge": the finite Newton
+        method of Keerthi & DeCoste (2005) in kernel form (ridge least squares on the active set, exact line
+        search; exact to the gradient tolerance 1e-10 in a few steps).
+    bias : bool
+        Fit ``tau`` (regularised like ``a``, as in (86)); False fixes ``tau = 0`` as in (10) without bias.
+
+    Returns
+    -------
+    a : ndarray of shape (m_hat,)
+    tau : float
+
+    Notes
+    -----
+    Regime: any data; the problem is strongly convex, so the solution is unique. Both solvers work with the
+    (n, n) Gram matrix (n up to a few thousand); the hinge dual is ill-conditioned for tiny ``lam`` and
+    non-separable data (seconds at n = 1000), the squared hinge is fast throughout. Eq. (10) leaves ``tau``
+    unregularised, (86) regularises it; this follows (86).
+
+    References
+    ----------
+    .. [src] seed 000 L131 (eq. (10)), L913 (eq. (86)); specs/multitask.md §1.5.
+
+    Examples
+    --------
+    >>> a, tau = fit_linear_probe([[1.0], [-1.0]], [1.0, -1.0], 1e-3)
+    >>> bool(a[0] > 0.99 and abs(tau) < 1e-9)
+    True
+    """
+    owner = "multitask.fit_linear_probe"
+    G, y = _labels(owner, G, y)
+    lam = check(owner, "lam", lam, _POS)
+    loss = check(owner, "loss", loss, Options(("hinge", "sq_hinge")))
+    bias = check(owner, "bias", bias, Options((True, False)))
+    K = G @ G.T + 1.0 if bias else G @ G.T          # Gram of the features with a constant 1 appended
+    beta = _probe_hinge(K, y, lam) if loss == "hinge" else _probe_sq_hinge(K, y, lam)
+    return G.T @ beta, float(beta.sum()) if bias else 0.0
+
+
+def svm_margin(G, y):
+    r"""Hard-margin SVM with bias: the largest margin of a unit-norm linear separator of the rows of ``G``.
+
+    .. math:: \mu = \max_{\|a\|_2 = 1,\ \tau}\ \min_i\ y_i(a^\top g_i + \tau)
+              = \tfrac12\,\mathrm{dist}\big(\mathrm{conv}\{g_i: y_i = 1\},\ \mathrm{conv}\{g_i: y_i = -1\}\big)
+
+    The convex-hull distance is minimised over the two simplices by SLSQP; the returned ``mu`` is the margin
+    that the resulting direction actually attains (a certified lower bound of the optimum), and ``mu_upper``
+    half the hull distance found (an upper bound).
+
+    Parameters
+    ----------
+    G : array_like of shape (n, p)
+        Points (n small: the solver is dense in n).
+    y : array_like of shape (n,)
+        Labels in {-1, 1}, both present.
+
+    Returns
+    -------
+    dict
+        ``mu`` (0 when the classes are not linearly separable), ``mu_upper``, ``a`` (unit vector), ``tau``.
+
+    Notes
+    -----
+    Regime: any points; ``mu_upper - mu`` is the remaining optimality gap (~1e-10 relative for n <= 64).
+
+    References
+    ----------
+    .. [src] seed 000 L843-847 (margin of Lemma B.1), L885-893 (Lemma B.4); specs/multitask.md §2.8.
+
+    Examples
+    --------
+    >>> out = svm_margin([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]], [-1, 1, 1])
+    >>> round(out["mu"], 9) == round(math.sqrt(2) / 2, 9)
+    True
+    """
+    owner = "multitask.svm_margin"
+    G, y = _labels(owner, G, y)
+    pos, neg = G[y > 0], G[y < 0]
+    if len(pos) == 0 or len(neg) == 0:
+        raise InvalidParameterError(f"The 'y' parameter of {owner} must contain both labels -1 and 1 (a one-class "
+                                    f"problem has no finite margin). Got {y!r} instead.")
+    A = np.vstack([pos, -neg])
+    k = len(pos)
+    Q = A @ A.T
+    cons = [{"type": "eq", "fun": lambda z: z[:k].sum() - 1.0, "jac": lambda z: np.r_[np.ones(k), np.zeros(len(z) - k)]},
+            {"type": "eq", "fun": lambda z: z[k:].sum() - 1.0, "jac": lambda z: np.r_[np.zeros(k), np.ones(len(z) - k)]}]
+    z0 = np.r_[np.full(k, 1.0 / k), np.full(len(neg), 1.0 / len(neg))]
+    res = optimize.minimize(lambda z: (z @ Q @ z, 2 * Q @ z), z0, jac=True, method="SLSQP", constraints=cons,
+                            bounds=optimize.Bounds(np.zeros(len(z0)), np.ones(len(z0))), options={"ftol": 1e-16, "maxiter": 1000})
+    diff = A.T @ res.x
+    gap = float(np.linalg.norm(diff))
+    if gap == 0.0:
+        return {"mu": 0.0, "mu_upper": 0.0, "a": np.zeros(G.shape[1]), "tau": 0.0}
+    a = diff / gap
+    lo, hi = float((pos @ a).min()), float((neg @ a).max())
+    return {"mu": max(0.5 * (lo - hi), 0.0), "mu_upper": 0.5 * gap, "a": a, "tau": -0.5 * (lo + hi)}
+
+
+def purified_margin(embedding, fbar):
+    r"""Margin of the purified embedding on the ``2^r`` points of ``{-1, 1}^r`` for the task ``fbar``.
+
+    .. math:: \mu = \max_{\|a\|_2 = 1,\ \tau}\ \min_{u \in \{-1,1\}^r}\ \bar f(u)\big(a^\top\tilde g(u) + \tau\big)
+
+    Parameters
+    ----------
+    embedding : DownstreamEmbedding
+        With ``W0`` set.
+    fbar : array_like of shape (2**r,)
+        The task's labels in :func:`sign_patterns` order, both values present.
+
+    Returns
+    -------
+    float
+        ``mu`` of :func:`svm_margin` (0 if not separable).
+
+    Notes
+    -----
+    Regime: exact for the purified embedding, which depends on ``v`` only through ``v_{1:r}``; Lemmas B.1/B.2
+    bound it below by ``exp(-O(r^5 log^6 r log(log r/delta)))`` (constants unspecified).
+
+    References
+    ----------
+    .. [src] seed 000 L837-847 (Lemmas B.1, B.2); specs/multitask.md §2.8.
+
+    Examples
+    --------
+    >>> W0 = np.vstack([np.eye(2, 4)] * 2)
+    >>> e = DownstreamEmbedding(W0, 2, 64, 1.0, 1.0, alpha=1.0, nu_w=1.0, W0=W0)
+    >>> bool(purified_margin(e, [-1, 1, 1, 1]) > 0)
+    True
+    """
+    owner = "multitask.purified_margin"
+    if not isinstance(embedding, DownstreamEmbedding):
+        raise InvalidParameterError(f"The 'embedding' parameter of {owner} must be a DownstreamEmbedding. "
+                                    f"Got {type(embedding).__name__} instead.")
+    fbar = check(owner, "fbar", fbar, FiniteArray(1, (2 ** embedding.r,)))
+    return svm_margin(embedding.purified(sign_patterns(embedding.r)), fbar)["mu"]
+
+
+def ball_hinge_loss(G, y, B):
+    r"""Best hinge loss of a bias-free linear head of norm at most B (the left side of Thm 4.6), bracketed.
+
+    .. math:: L^* = \inf_{\|a\|_2\le B}\frac1N\sum_i \max(0, 1 - y_i a^\top g_i)
+              = \max_{\theta\in[0,1]^N}\ \overline{\theta} - B\,\Big\|\frac1N\sum_i\theta_iy_ig_i\Big\|_2
+
+    (minimax). Any ``theta`` gives a lower bound (``theta = 1``: the linear bound ``1 - B||E[y g]||``); the head
+    ``a = B v/||v||`` built from the maximiser gives an upper bound.
+
+    Parameters
+    ----------
+    G : array_like of shape (N, p)
+        The embedding of every point (e.g. all of ``{-1, 1}^d``, each with weight 1/N).
+    y : array_like of shape (N,)
+        Labels in {-1, 1}.
+    B : float
+        Norm bound, ``>= 0``.
+
+    Returns
+    -------
+    (float, float)
+        ``(lower, upper)`` with ``lower <= L* <= upper``.
+
+    Notes
+    -----
+    Regime: any embedding; L-BFGS-B on the concave dual started at ``theta = 1`` (so ``lower`` is never below
+    the linear bound).
+
+    References
+    ----------
+    .. [src] seed 000 L195-199 (eq. (15)); specs/multitask.md §2.10.
+
+    Examples
+    --------
+    >>> lo, up = ball_hinge_loss([[1.0], [-1.0]], [1.0, -1.0], 0.5)
+    >>> round(lo, 12), round(up, 12)
+    (0.5, 0.5)
+    """
+    owner = "multitask.ball_hinge_loss"
+    G, y = _labels(owner, G, y)
+    B = check(owner, "B", B, _NONNEG)
+    N = G.shape[0]
+    Gy = G * y[:, None] / N
+
+    def neg_dual(theta):
+        v = Gy.T @ theta
+        nv = np.linalg.norm(v)
+        grad = Gy @ (v / nv) * B if nv > 0 else np.zeros(N)
+        return B * nv - theta.mean(), grad - 1.0 / N
+
+    res = optimize.minimize(neg_dual, np.ones(N), jac=True, method="L-BFGS-B", bounds=optimize.Bounds(np.zeros(N), np.ones(N)),
+                            options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12})
+    lower = -float(res.fun)
+    v = Gy.T @ res.x
+    nv = np.linalg.norm(v)
+    a = B * v / nv if nv > 0 else np.zeros(G.shape[1])
+    upper = float(np.maximum(1.0 - y * (G @ a), 0.0).mean())
+    return lower, upper
