@@ -1,4 +1,5 @@
-"""Multi-task bound shapes (seed 000 Prop. 4.1, Thm 4.2, Lemma A.5, Thms 4.3/4.6, App. B; specs/multitask.md §2.7-§2.10).
+"""Multi-task bound shapes (seed 000 Prop. 4.1, Thm 4.2, Lemma A.5, Thms 4.3/4.6, App. B;
+specs/multitask.md §2.7-§2.10).
 
 Thm 4.6 is checked by enumeration of {-1, 1}^d (d <= 10): Bessel's inequality over all r-sparse parities, the
 exact infimum of the linear lower bound 1 - y z over ||a|| <= B, and the hinge infimum by an independent primal
@@ -170,7 +171,8 @@ def test_requirements():
     assert req == {"d_min": 16 + math.log(16) ** 4, "m_min": 2.0, "T_min": 2 * 16 * 100 ** 2.0}
     E = bounds.margin_exponent(3, 0.05)
     assert E == pytest.approx(243 * math.log(3) ** 6 * math.log(math.log(3) / 0.05), rel=1e-15)
-    assert bounds.margin_exponent(3, 0.05, D=10) == pytest.approx(243 * math.log(3) ** 6 * math.log(10 * math.log(3) / 0.05))
+    assert bounds.margin_exponent(3, 0.05, D=10) == pytest.approx(
+        243 * math.log(3) ** 6 * math.log(10 * math.log(3) / 0.05))
     b5 = bounds.thmB5_requirements(3, 0.05, c=0.5)
     assert b5["log_lambda_hat"] == pytest.approx(-0.5 * E)
     assert b5["log_T_min"] == pytest.approx(3 * b5["log_d_min"] + 0.5 * E)

@@ -176,7 +176,8 @@ def test_hinge_probe_matches_slsqp_on_the_primal():
     a, tau = fit_linear_probe(X, y, lam, loss="hinge")
     # primal QP: min mean(s) + lam/2 ||(a, tau)||^2 s.t. s >= 1 - y (X a + tau), s >= 0
     A = np.hstack([y[:, None] * X, y[:, None]])
-    cons = [{"type": "ineq", "fun": lambda z: z[p + 1:] - 1 + A @ z[:p + 1], "jac": lambda z: np.hstack([A, np.eye(n)])}]
+    cons = [{"type": "ineq", "fun": lambda z: z[p + 1:] - 1 + A @ z[:p + 1],
+             "jac": lambda z: np.hstack([A, np.eye(n)])}]
     obj = lambda z: (z[p + 1:].mean() + 0.5 * lam * z[:p + 1] @ z[:p + 1],
                      np.r_[lam * z[:p + 1], np.full(n, 1 / n)])
     ref = optimize.minimize(obj, np.r_[np.zeros(p + 1), np.ones(n)], jac=True, method="SLSQP", constraints=cons,

@@ -157,9 +157,9 @@ def downstream_probe(size, device, outdir):
               "distance below the explicit chain (75)-(79)": all(i["rel_distance"] <= i["rel_bound"] for i in infos)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        details={"per_d": infos, "seconds": time.perf_counter() - t0},
-                       message=f"learned/purified test error <= {worst:.3f} at d = {size['d']}, n = {size['n']}; random "
-                               f"features on the parity {min(rf_parity):.3f}-{max(rf_parity):.3f}; relative distance "
-                               "to purified " + ", ".join(f"{x:.4f}" for x in dists))
+                       message=f"learned/purified test error <= {worst:.3f} at d = {size['d']}, n = {size['n']}; "
+                               f"random features on the parity {min(rf_parity):.3f}-{max(rf_parity):.3f}; relative "
+                               "distance to purified " + ", ".join(f"{x:.4f}" for x in dists))
 
 
 # ---- E7: Thm 4.6 by enumeration -----------------------------------------------------------------------------------
@@ -196,7 +196,8 @@ def _test_embeddings(V, chi, m_hat, r, seed):
                         "theta = 1, where it equals the linear bound exactly. A bound without the square root, or "
                         "with its constant off by 10 %, misses the tight embedding by >= 0.02",
        quick={"dr": [[8, 2], [10, 3]], "B_frac": [0.05, 0.25, 0.5, 0.9], "m_hat": 48},
-       full={"dr": [[8, 2], [10, 3], [12, 3], [12, 4]], "B_frac": [0.02, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0], "m_hat": 256})
+       full={"dr": [[8, 2], [10, 3], [12, 3], [12, 4]], "B_frac": [0.02, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0],
+             "m_hat": 128})
 def parity_lower_bound(size, device, outdir):
     rows, bessel, worst = [], [], -math.inf
     panels = size["dr"][:3]
@@ -208,7 +209,8 @@ def parity_lower_bound(size, device, outdir):
             c = chi.T @ Psi / N                                            # E[chi_u Psi], (K, m_hat)
             cn = np.linalg.norm(c, axis=1)
             bessel.append({"d": d, "r": r, "embedding": name, "bessel_sum": float(cn @ cn),
-                           "mean_sq_norm": float((Psi ** 2).sum(1).mean()), "max_norm": float(np.linalg.norm(Psi, axis=1).max())})
+                           "mean_sq_norm": float((Psi ** 2).sum(1).mean()),
+                           "max_norm": float(np.linalg.norm(Psi, axis=1).max())})
             u = int(np.argmin(cn))                                          # the proof's parity
             curve = []
             for frac in size["B_frac"]:
@@ -218,9 +220,10 @@ def parity_lower_bound(size, device, outdir):
                 paper = bounds.thm46_lower(d, r, Psi.shape[1], B)
                 gap = bound - lo if name != "parity features" else max(bound - lo, abs(up - bound))
                 worst = max(worst, gap)
-                rows.append({"d": d, "r": r, "embedding": name, "m_hat": Psi.shape[1], "B": B, "B_over_sqrt_binom": frac,
-                             "loss_lower": lo, "loss_upper": up, "linear_bound": 1 - B * float(cn[u]),
-                             "thm46_bessel": bound, "thm46_lower": paper, "gap": gap})
+                rows.append({"d": d, "r": r, "embedding": name, "m_hat": Psi.shape[1], "B": B,
+                             "B_over_sqrt_binom": frac, "loss_lower": lo, "loss_upper": up,
+                             "linear_bound": 1 - B * float(cn[u]), "thm46_bessel": bound, "thm46_lower": paper,
+                             "gap": gap})
                 curve.append(lo)
             if k < len(panels):
                 axes[k].plot(size["B_frac"], curve, "o-", color=f"C{i}", ms=3, label=name)
@@ -242,6 +245,6 @@ def parity_lower_bound(size, device, outdir):
                                                                     for row in rows),
               "certificate bracket lower <= upper": all(row["loss_lower"] <= row["loss_upper"] + 1e-12 for row in rows)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, details={"bessel": bessel},
-                       message=f"{len(size['dr'])} (d, r): bound - certified loss <= {worst:.1e}; parity features attain "
-                               f"1 - B/sqrt(binom); Bessel sums " + ", ".join(
+                       message=f"{len(size['dr'])} (d, r): bound - certified loss <= {worst:.1e}; parity features "
+                               f"attain 1 - B/sqrt(binom); Bessel sums " + ", ".join(
                                    f"{b['embedding']} d={b['d']}: {b['bessel_sum']:.2e}" for b in bessel[:3]))
