@@ -306,6 +306,7 @@ W0_OK = mt.symmetric_init(6, 4, 0.1, 0)
     (lambda: DownstreamEmbedding(W0_OK, 2, 10, 1.0, 1.0, nu_w=-0.1), "'nu_w'"),
     (lambda: DownstreamEmbedding(W0_OK, 2, 10, 1.0, 1.0, W0=W0_OK[:, :5]), "'W0'"),
     (lambda: DownstreamEmbedding(W0_OK, 2, 10, 1.0, 1.0).purified(np.ones((1, 2))), "'W0'"),
+    (lambda: DownstreamEmbedding(W0_OK, 2, 10, 1.0, 1.0).distance_bound(), "'W0'"),
     (lambda: DownstreamEmbedding(W0_OK, 2, 10, 1.0, 1.0).features(np.ones((1, 5))), "'V'"),
     (lambda: DownstreamEmbedding(W0_OK, 2, 10, 1.0, 1.0, W0=W0_OK).purified(np.ones(2)), "'Vr'"),
     (lambda: rescaling_alpha(2, 0, 0.1), "'m_bar'"),

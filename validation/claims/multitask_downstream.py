@@ -34,6 +34,8 @@ _CHANCE = 0.40      # E6: random features on the parity stay at or above this te
 _LAM = 1e-4         # E6: probe ridge (spec §3 C12)
 _TOL_BOUND = 1e-9   # E7: bound minus certified loss, and the tightness gap
 _METHODS = {"learned": "-", "purified": "--", "random": ":"}
+_EMBEDDING_STYLES_LABELS = ("parity features", "random ReLU", "E6 random features")
+_EMBEDDING_STYLES = ("-", "--", ":")
 
 
 def _tasks(r):
@@ -200,8 +202,7 @@ def _test_embeddings(V, chi, m_hat, r, seed):
              "m_hat": 128})
 def parity_lower_bound(size, device, outdir):
     rows, bessel, worst = [], [], -math.inf
-    panels = size["dr"][:3]
-    fig, axes = subplots(len(panels), panel_size=(4.4, 3.8))
+    fig, (ax, axb) = subplots(2, panel_size=(5.0, 4.0))
     for k, (d, r) in enumerate(size["dr"]):
         V, chi = parity_table(d, r)
         K, N = chi.shape[1], chi.shape[0]
@@ -225,18 +226,26 @@ def parity_lower_bound(size, device, outdir):
                              "linear_bound": 1 - B * float(cn[u]), "thm46_bessel": bound, "thm46_lower": paper,
                              "gap": gap})
                 curve.append(lo)
-            if k < len(panels):
-                axes[k].plot(size["B_frac"], curve, "o-", color=f"C{i}", ms=3, label=name)
-        if k < len(panels):
-            x = np.linspace(0, 1, 50)
-            axes[k].plot(x, [bounds.thm46_bessel(d, r, t * math.sqrt(K)) for t in x], "k-", lw=0.8,
-                         label="1 - B/sqrt(binom) (Bessel)")
-            axes[k].plot(x, [bounds.thm46_lower(d, r, size["m_hat"], t * math.sqrt(K)) for t in x], "k--", lw=0.8,
-                         label=f"paper, m_hat = {size['m_hat']}")
-            axes[k].set(xlabel="B / sqrt(binom(d, r))", ylabel="best hinge loss, proof's parity",
-                        ylim=(-0.05, 1.05), title=f"d = {d}, r = {r} ({K} parities, 2^{d} points)")
-    axes[-1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"E7 (Thm 4.6) by enumeration: max(bound - loss, tightness gap) = {worst:.1e}")
+            ax.plot(size["B_frac"], curve, _EMBEDDING_STYLES[i], marker="o", ms=3, color=f"C{k}")
+            axb.plot([k], [bessel[-1]["bessel_sum"] / bessel[-1]["mean_sq_norm"]], "osd"[i], color=f"C{k}")
+    x = np.linspace(0, 1, 50)
+    ax.plot(x, 1 - x, "k-", lw=2, alpha=0.3)
+    ax.plot(x, np.maximum(1 - math.sqrt(size["m_hat"]) * x, -0.05), color="0.4", ls="-.", lw=1)
+    ax.set(xlabel="B / sqrt(binom(d, r))", ylabel="best hinge loss within ||a|| <= B (proof's parity)",
+           ylim=(-0.05, 1.05), title="worst-parity loss vs Thm 4.6")
+    axb.set_xticks(range(len(size["dr"])), [f"d={d}, r={r}" for d, r in size["dr"]], fontsize=7)
+    axb.set(yscale="log", ylabel="sum_u ||E chi_u Psi||^2 / E||Psi||^2", title="Bessel: ratio <= 1")
+    axb.axhline(1.0, color="k", lw=0.8, ls=":")
+    names = list(_EMBEDDING_STYLES_LABELS)
+    handles = ([axb.plot([], [], color=f"C{k}", label=f"d = {d}, r = {r}")[0] for k, (d, r) in enumerate(size["dr"])]
+               + [axb.plot([], [], ls, marker="osd"[i], color="0.3", label=names[i])[0]
+                  for i, ls in enumerate(_EMBEDDING_STYLES)]
+               + [axb.plot([], [], "k-", lw=2, alpha=0.3, label="1 - B/sqrt(binom) (Bessel, thm46_bessel)")[0],
+                  axb.plot([], [], color="0.4", ls="-.", lw=1,
+                           label=f"paper 1 - sqrt(m_hat) B/sqrt(binom), m_hat = {size['m_hat']}")[0]])
+    axb.legend(handles=handles, fontsize=6, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.suptitle(f"E7 (Thm 4.6) by enumeration of {{-1, 1}}^d: max(bound - certified loss, tightness gap) = "
+                 f"{worst:.1e} (tolerance {_TOL_BOUND:g})")
     fig.tight_layout()
     path = save_figure(fig, outdir / "multitask.parity_lower_bound.png")
     checks = {"Bessel: sum_u ||E chi_u Psi||^2 <= E||Psi||^2 <= 1": all(

@@ -265,12 +265,15 @@ class DownstreamEmbedding:
         """The embedding ``g(v)`` of each row of ``V`` (n, d): shape (n, m_hat)."""
         return self._top(self.alpha * self._inputs("V", V, self.W_bar.shape[1]) @ self.W_bar.T)
 
-    def purified(self, Vr):
-        """The purified embedding ``g~(v_{1:r})`` of each row of ``Vr`` (n, r): shape (n, m_hat); needs ``W0``."""
+    def _W0_par(self):
         if self.W0_bar is None:
             raise InvalidParameterError("The 'W0' parameter of multitask.DownstreamEmbedding must be the (m, d) "
                                         "initial first layer for the purified embedding (eq. (74)). Got None instead.")
-        return self._top(self.alpha_hat * self._inputs("Vr", Vr, self.r) @ self.W0_bar[:, :self.r].T)
+        return self.W0_bar[:, :self.r]
+
+    def purified(self, Vr):
+        """The purified embedding ``g~(v_{1:r})`` of each row of ``Vr`` (n, r): shape (n, m_hat); needs ``W0``."""
+        return self._top(self.alpha_hat * self._inputs("Vr", Vr, self.r) @ self._W0_par().T)
 
     def distance_to_purified(self, V):
         """``||g~(v_{1:r}) - g(v)||_2`` for each row of ``V`` (n, d): shape (n,) (Lemma B.3's left side)."""
@@ -283,10 +286,8 @@ class DownstreamEmbedding:
         .. math:: \|\hat W\|_2\Big(\sqrt r\,\|\hat\alpha\bar W^0_{:,1:r} - \alpha\bar W^+_{:,1:r}\|_2
                   + \alpha\sqrt{d-r}\,\|\bar W^+_{:,r+1:d}\|_2\Big)
         """
-        if self.W0_bar is None:
-            self.purified(np.zeros((0, self.r)))      # raises the W0 error
         r, d = self.r, self.W_bar.shape[1]
-        par = np.linalg.norm(self.alpha_hat * self.W0_bar[:, :r] - self.alpha * self.W_bar[:, :r], 2)
+        par = np.linalg.norm(self.alpha_hat * self._W0_par() - self.alpha * self.W_bar[:, :r], 2)
         perp = np.linalg.norm(self.W_bar[:, r:], 2)
         return float(np.linalg.norm(self.W_hat, 2) * (math.sqrt(r) * par + self.alpha * math.sqrt(d - r) * perp))
 
