@@ -341,10 +341,11 @@ def quad_moments_numpy(w_par, s):
     return q, p
 
 
-def bench_multitask(repeat=3, prompts=2 ** 19):
+def bench_multitask(repeat=5, prompts=2 ** 18):
     """The exact map's kernel at (r, d, m) = (6, 300, 64): numba sign moments vs :func:`quad_moments_numpy` (the
     same formula in vectorised numpy), and ``predict`` vs ``simulate`` of the one-step map of ``Problem.e1()`` at
-    ``prompts`` samples (one seed), with the simulation's median per-neuron relative error."""
+    ``prompts`` samples (one seed; 2^18 gives about 10 % median per-neuron error), with that error. ``predict`` is
+    timed on ``repeat`` fresh problems (new W0: nothing cached but the JIT), the median reported."""
     r, d, m = 6, 300, 64
     W0 = mt.symmetric_init(d, m, d ** -1.25, 0)
     w_par, s = W0[:, :r], np.linalg.norm(W0[:, r:], axis=1)
@@ -353,8 +354,9 @@ def bench_multitask(repeat=3, prompts=2 ** 19):
     t_map = min(_timed(lambda: mt.one_step_map(W0, r)) for _ in range(repeat))
     t_np = min(_timed(lambda: quad_moments_numpy(w_par, s)) for _ in range(repeat))
     diff = max(float(np.abs(a - b).max()) for a, b in zip(mt.sign_moments(w_par, s, "quad"), quad_moments_numpy(w_par, s)))
-    problem = mt.Problem.e1(seed=7)                    # a fresh problem: nothing cached but the JIT
-    t_pred = _timed(lambda: popdyn.predict(problem))
+    popdyn.predict(mt.Problem.e1(seed=6))              # warm-up
+    t_pred = float(np.median([_timed(lambda: popdyn.predict(mt.Problem.e1(seed=7 + i))) for i in range(repeat)]))
+    problem = mt.Problem.e1(seed=7)
     popdyn.simulate(mt.Problem.e1(seed=8), prompts=2 ** 10)   # torch warm-up
     t0 = time.perf_counter()
     sim = popdyn.simulate(problem, prompts=prompts, seeds=1)
