@@ -169,8 +169,7 @@ MODELS = {
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
                lambda: multitask.Problem(30, 6, 12, tasks=5, seed=3),                               # quadrature (r > 3)
                lambda: multitask.Problem(12, 2, 4, tasks=np.array([[1.0, 1.0, 1.0, 1.0]]), nu_w=1.0)),  # outside regime
-        predict={"n_certify": 256},
-        bad_predict=(("method", "nope"), ("n_certify", 0)),
+        bad_predict=(("method", "nope"), ("delta", 0.0), ("delta", 1.5)),
         functions=((lambda p: multitask.one_step_map(p.W0, p.r, p.task_set, p.eta, p.lam_w, method="leading"), {}),
                    (lambda p: multitask.post_head_loss(p.W0, p.task_set, p.eta), {}),
                    (lambda p: multitask.A_matrix(p.W0[0], p.r), {})),

@@ -538,3 +538,15 @@ def test_check_linear_regime_warns_outside_and_silent_inside():
         assert math.isclose(out["max_margin"], target, rel_tol=1e-9)
         assert (len(caught) == 1 and issubclass(caught[0].category, RegimeWarning)) == (target >= 1)
         assert (out["frac_active"] > 0) == (target >= 1)
+
+
+def test_margin_bound_holds_and_is_not_loose():
+    """The Laurent-Massart certificate bounds the sampled max y f over 2e5 Gaussian inputs (delta = 1e-9), yet is
+    within 4x of it: Cauchy-Schwarz and the chi-square tail lose little at the E1 problem."""
+    p = mt.Problem.e1()
+    heads = mt.head_after_step(p.W0, p.task_set, p.eta)
+    X = np.random.default_rng(0).standard_normal((200_000, p.d))
+    yf = p.task_set.labels(X) * (heads @ np.maximum(X @ p.W0.T, 0).T)
+    bound = mt.margin_bound(p.W0, heads, 1e-9)
+    assert yf.max() < bound < 4 * yf.max(), (yf.max(), bound)
+    assert mt.margin_bound(p.W0, heads, 1e-3) < bound                    # a larger exceptional set: a smaller bound

@@ -31,7 +31,7 @@ from . import ClaimResult, claim
 __all__ = ["sim_stats", "quad_moments_numpy", "bench_multitask"]
 
 _SEED = "seed 000 (seeds/000_f381aa9622735195.txt)"
-_Z = 5.0            # "within 5 standard errors" (spec §4 E1/E2)
+_Z = 5.0            # "within 5 standard errors" (spec §4 E1/E2); SEs from >= 12 seeds: P(|t_11| > 5) = 4e-4
 _TOL_KAPPA = 0.02   # kappa_vs_r: exact map vs eta^2 2^-r/(2 pi), relative (spec §3 C5: <= 0.4 % at d = 200, r <= 6)
 _TOL_SLOPE_D = 0.3  # ratio_vs_d: |slope + 1.5|
 _TOL_WALSH = 0.10   # ratio_vs_T: leading-order Walsh ratio vs the exact map (spec §4: E3/E4 within 10 %)
@@ -67,9 +67,9 @@ def _simulate(problem, size, device):
        tolerance_origin="spec §4 E1 ('relative error < 5 bootstrap s.e.'): under the correct map the ratio is about 1 "
                         "(a chi distribution over d coordinates); the paper's kappa = eta^2 2^-r-2 is 57 % off in the "
                         "ground-truth part, tens of standard errors at these n",
-       quick={"settings": [[1, 20, 8, "hadamard"], [2, 20, 16, "hadamard"]], "prompts": 2 ** 19, "seeds": 4},
+       quick={"settings": [[1, 20, 8, "hadamard"], [2, 20, 16, "hadamard"]], "prompts": 2 ** 17, "seeds": 12},
        full={"settings": [[1, 20, 8, "hadamard"], [2, 20, 16, "hadamard"], [2, 50, 16, 20], [3, 20, 16, "hadamard"]],
-             "prompts": 2 ** 22, "seeds": 6})
+             "prompts": 2 ** 20, "seeds": 24})
 def one_step_map(size, device, outdir):
     rows, worst = [], 0.0
     fig, (ax0, ax1) = subplots(2, panel_size=(5.2, 4.0))
@@ -118,10 +118,10 @@ def one_step_map(size, device, outdir):
        tolerance=_TOL_KAPPA,
        tolerance_origin="spec §3 C5: the exact map is within O(eps^2) of the leading constant, 0.3 % at r = 6, "
                         "d = 200 (measured 0.4 %); the paper's 1/4 is 57 % off",
-       quick={"r": [1, 2, 3, 4, 5, 6], "d": 200, "m": 40, "sim": [[1, 20, 8], [2, 20, 16]], "prompts": 2 ** 19,
-              "seeds": 4},
+       quick={"r": [1, 2, 3, 4, 5, 6], "d": 200, "m": 40, "sim": [[1, 20, 8], [2, 20, 16]], "prompts": 2 ** 17,
+              "seeds": 12},
        full={"r": [1, 2, 3, 4, 5, 6, 7, 8], "d": 200, "m": 40, "sim": [[1, 20, 8], [2, 20, 16], [3, 20, 16]],
-             "prompts": 2 ** 22, "seeds": 6})
+             "prompts": 2 ** 20, "seeds": 24})
 def kappa_vs_r(size, device, outdir):
     rows = []
     for r in size["r"]:
@@ -274,8 +274,8 @@ _FAMILIES = {"universe": lambda r: mt.TaskSet.hadamard(r), "dictators": lambda r
        tolerance_origin="leading-order error O(eps^2) relative for these families (spec C8: exact to 1e-14 for "
                         "dictators, 4e-3 for the universe at d = 200); the universe's kappa applied to every family "
                         "is off by 2 for degree >= 2 parities",
-       quick={"r": [2, 3], "d": 400, "m": 40, "sim": [2, 20, 16], "prompts": 2 ** 19, "seeds": 4},
-       full={"r": [2, 3, 4], "d": 1000, "m": 40, "sim": [2, 20, 16], "prompts": 2 ** 22, "seeds": 6})
+       quick={"r": [2, 3], "d": 400, "m": 40, "sim": [2, 20, 16], "prompts": 2 ** 17, "seeds": 12},
+       full={"r": [2, 3, 4], "d": 1000, "m": 40, "sim": [2, 20, 16], "prompts": 2 ** 20, "seeds": 24})
 def task_structure(size, device, outdir):
     rows = []
     for r in size["r"]:
@@ -341,10 +341,11 @@ def quad_moments_numpy(w_par, s):
     return q, p
 
 
-def bench_multitask(repeat=3, prompts=2 ** 19):
+def bench_multitask(repeat=5, prompts=2 ** 18):
     """The exact map's kernel at (r, d, m) = (6, 300, 64): numba sign moments vs :func:`quad_moments_numpy` (the
     same formula in vectorised numpy), and ``predict`` vs ``simulate`` of the one-step map of ``Problem.e1()`` at
-    ``prompts`` samples (one seed), with the simulation's median per-neuron relative error."""
+    ``prompts`` samples (one seed; 2^18 gives about 10 % median per-neuron error), with that error. ``predict`` is
+    timed on ``repeat`` fresh problems (new W0: nothing cached but the JIT), the median reported."""
     r, d, m = 6, 300, 64
     W0 = mt.symmetric_init(d, m, d ** -1.25, 0)
     w_par, s = W0[:, :r], np.linalg.norm(W0[:, r:], axis=1)
@@ -353,8 +354,9 @@ def bench_multitask(repeat=3, prompts=2 ** 19):
     t_map = min(_timed(lambda: mt.one_step_map(W0, r)) for _ in range(repeat))
     t_np = min(_timed(lambda: quad_moments_numpy(w_par, s)) for _ in range(repeat))
     diff = max(float(np.abs(a - b).max()) for a, b in zip(mt.sign_moments(w_par, s, "quad"), quad_moments_numpy(w_par, s)))
-    problem = mt.Problem.e1(seed=7)                    # a fresh problem: nothing cached but the JIT
-    t_pred = _timed(lambda: popdyn.predict(problem))
+    popdyn.predict(mt.Problem.e1(seed=6))              # warm-up
+    t_pred = float(np.median([_timed(lambda: popdyn.predict(mt.Problem.e1(seed=7 + i))) for i in range(repeat)]))
+    problem = mt.Problem.e1(seed=7)
     popdyn.simulate(mt.Problem.e1(seed=8), prompts=2 ** 10)   # torch warm-up
     t0 = time.perf_counter()
     sim = popdyn.simulate(problem, prompts=prompts, seeds=1)

@@ -9,11 +9,11 @@ Spec: specs/multitask.md. W is (m, d), one row per neuron; sign patterns in
 * One step: :func:`A_matrix`, :func:`A_blocks_leading`, :func:`head_after_step`, :func:`post_head_loss`,
   :func:`population_gradient`, :func:`one_step_map`, :func:`one_step_map_reduced`, :func:`leading_order_map`,
   :func:`decay_factor`, :func:`lambda_w_paper`, :func:`lambda_w_adaptive`, :func:`kappa_par`, :func:`kappa_hat`,
-  :func:`subspace_ratio`, :func:`check_linear_regime`; ``popdyn.predict(Problem)`` (``predict.py``).
+  :func:`subspace_ratio`, :func:`margin_bound`, :func:`check_linear_regime`; ``popdyn.predict(Problem)`` (``predict.py``).
 """
 from .moments import conditional_moments, halfnormal_cf, sign_moments
 from .onestep import (A_blocks_leading, A_matrix, check_linear_regime, decay_factor, head_after_step, kappa_hat,
-                      kappa_par, lambda_w_adaptive, lambda_w_paper, leading_order_map, one_step_map,
+                      kappa_par, lambda_w_adaptive, lambda_w_paper, leading_order_map, margin_bound, one_step_map,
                       one_step_map_reduced, population_gradient, post_head_loss, subspace_ratio)
 from .problem import Problem, symmetric_init
 from .tasks import TaskSet, pattern_index, sign_patterns
@@ -23,4 +23,4 @@ __all__ = ["Problem", "symmetric_init", "TaskSet", "sign_patterns", "pattern_ind
            "sign_moments", "conditional_moments", "halfnormal_cf",
            "A_matrix", "A_blocks_leading", "head_after_step", "post_head_loss", "population_gradient",
            "one_step_map", "one_step_map_reduced", "leading_order_map", "decay_factor", "lambda_w_paper",
-           "lambda_w_adaptive", "kappa_par", "kappa_hat", "subspace_ratio", "check_linear_regime"]
+           "lambda_w_adaptive", "kappa_par", "kappa_hat", "subspace_ratio", "margin_bound", "check_linear_regime"]

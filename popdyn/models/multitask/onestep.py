@@ -19,7 +19,7 @@ from .tasks import TaskSet, pattern_index, sign_patterns
 
 __all__ = ["A_matrix", "A_blocks_leading", "head_after_step", "post_head_loss", "population_gradient",
            "one_step_map", "one_step_map_reduced", "leading_order_map", "decay_factor", "lambda_w_paper",
-           "lambda_w_adaptive", "kappa_par", "kappa_hat", "subspace_ratio", "check_linear_regime"]
+           "lambda_w_adaptive", "kappa_par", "kappa_hat", "subspace_ratio", "margin_bound", "check_linear_regime"]
 
 _LAM_W = Either((Options(("paper", "adaptive")), Interval(-np.inf, np.inf, closed="neither")))
 _POS = Interval(0, np.inf, closed="neither")
@@ -620,6 +620,48 @@ def one_step_map(W0, r, tasks=None, eta=1.0, lam_w="paper", lam_a=None, A0=None,
         return np.concatenate([wp, c[:, None] * W0[:, r:]], axis=1)
     *_, g_par, g_perp = _gradient_parts(owner, W0, ts, r, eta, lam_a, A0, "auto")
     return np.concatenate([dec * w_par - eta * g_par, (dec - eta * g_perp / s)[:, None] * W0[:, r:]], axis=1)
+
+
+def margin_bound(W0, heads, delta):
+    r"""Linear-regime certificate: a bound on :math:`y_i f_i(x)` that holds for all tasks at all but a fraction
+    ``delta`` of Gaussian inputs.
+
+    .. math:: y_if_i(x) \le \max_i\|a_i^+\|\,\|W^0x\|,\qquad
+              P\Big(\|W^0x\|^2 \ge \mathrm{tr}\Sigma + 2\sqrt{\mathrm{tr}(\Sigma^2)\,t} + 2\|\Sigma\|t\Big)
+              \le e^{-t},\quad \Sigma = W^{0\top}W^0,\ t = \log(1/\delta)
+
+    (Cauchy-Schwarz, ``relu(z) <= |z|``, and the Laurent-Massart chi-square tail.)
+
+    Parameters
+    ----------
+    W0 : array_like of shape (m, d)
+    heads : array_like of shape (T, m)
+        Heads after the step (:func:`head_after_step`).
+    delta : float
+        Exceptional probability, in (0, 1).
+
+    Returns
+    -------
+    float
+        The bound; below 1 certifies the linear regime (up to probability delta) in which the closed forms are exact.
+
+    Notes
+    -----
+    Regime: any W0; deterministic and O(m^2 d), where sampling x would cost O(n m d) and certify nothing about
+    unseen inputs. With nu_w = d^-1.25 and m = O(d) it is below 1 (0.26 at the E1 problem, delta = 1e-9).
+
+    References
+    ----------
+    .. [src] seed 000 L493-506 (the paper's high-probability linear regime); specs/multitask.md §2.1.
+    """
+    owner = "multitask.margin_bound"
+    W0 = check(owner, "W0", W0, FiniteArray(2))
+    heads = check(owner, "heads", heads, FiniteArray(2, (None, W0.shape[0])))
+    delta = check(owner, "delta", delta, Interval(0, 1, closed="neither"))
+    sv2 = np.linalg.svd(W0, compute_uv=False) ** 2
+    t = np.log(1.0 / delta)
+    q = sv2.sum() + 2.0 * np.sqrt((sv2 ** 2).sum() * t) + 2.0 * sv2.max() * t
+    return float(np.linalg.norm(heads, axis=1).max() * np.sqrt(q))
 
 
 def check_linear_regime(W0, tasks, eta, lam_a=None, A0=None, n_mc=100_000, seed=0):

@@ -1,6 +1,6 @@
 """``popdyn.predict`` for multi-task ReLU pretraining: the exact one-step population map (seed 000; specs/multitask.md §2).
 
-``predict(problem, *, method="exact"|"leading", n_certify=4096)`` registered for
+``predict(problem, *, method="exact"|"leading", delta=1e-9)`` registered for
 :class:`~popdyn.models.multitask.Problem`: the heads after one step, the post-head loss, the first layer after
 the W step, the measured kappa and Thm 4.2's subspace ratio, with the linear-regime certificate.
 """
@@ -10,10 +10,11 @@ import warnings
 
 import numpy as np
 
-from ..._validate import Options, RegimeWarning, as_int, check
+from ..._validate import Interval, Options, RegimeWarning, check
 from ...api import predict
 from ...results import Prediction
-from .onestep import head_after_step, kappa_hat, kappa_par, one_step_map, post_head_loss, subspace_ratio
+from .onestep import (head_after_step, kappa_hat, kappa_par, margin_bound, one_step_map, post_head_loss,
+                      subspace_ratio)
 from .problem import Problem
 
 __all__ = []
@@ -22,7 +23,7 @@ _SRC = "seed 000 L101-113, L149, L349-455, L706-769; specs/multitask.md §2.1-2.
 
 
 @predict.register(Problem)
-def _predict(problem, *, method="exact", n_certify=4096):
+def _predict(problem, *, method="exact", delta=1e-9):
     r"""One-step theory of multi-task pretraining at the problem's W0 and task set.
 
     .. math:: a^+ = \eta F S^\top/2^r,\quad \mathcal L = 1 - \eta 4^{-r}\sum_j S_j^\top\bar\beta S_j,\quad
@@ -33,9 +34,9 @@ def _predict(problem, *, method="exact", n_certify=4096):
     problem : Problem
     method : {"exact", "leading"}
         The exact sign-pattern map, or the leading-order Walsh map (spec §2.6.3) for ``W_plus``.
-    n_certify : int
-        Gaussian samples of the linear-regime certificate ``margin_bound = max_i ||a_i|| max_x ||relu(W0 x)||``
-        (>= 1), an upper bound on ``max y f`` over tasks (Cauchy-Schwarz), sampled in x.
+    delta : float
+        Exceptional fraction of inputs of the linear-regime certificate ``margin_bound`` (:func:`margin_bound`),
+        in (0, 1): ``y f < margin_bound`` for every task at all other inputs.
 
     Returns
     -------
@@ -62,13 +63,12 @@ def _predict(problem, *, method="exact", n_certify=4096):
     """
     owner = "multitask.predict"
     method = check(owner, "method", method, Options(("exact", "leading")))
-    n_certify = as_int(owner, "n_certify", n_certify, 1)
+    delta = check(owner, "delta", delta, Interval(0, 1, closed="neither"))
     ts, W0, r, eta = problem.task_set, problem.W0, problem.r, problem.eta
     universe = isinstance(problem.tasks, str) and problem.tasks == "hadamard"   # beta_bar = I, handled analytically
     W_plus = one_step_map(W0, r, None if universe else ts, eta, problem.lam_w, method=method)
     heads = head_after_step(W0, ts, eta)
-    X = np.random.default_rng([problem.seed, 3]).standard_normal((n_certify, problem.d))
-    bound = float(np.linalg.norm(heads, axis=1).max() * np.linalg.norm(np.maximum(X @ W0.T, 0), axis=1).max())
+    bound = margin_bound(W0, heads, delta)
     status, message = 0, "exact one-step population map (linear regime certified)"
     if bound >= 1.0:
         status, message = 1, f"linear regime not certified: margin bound {bound:.3g} >= 1 (seed 000 L369-370)"
@@ -77,5 +77,5 @@ def _predict(problem, *, method="exact", n_certify=4096):
     obs = {"W_plus": W_plus, "heads": heads, "loss": post_head_loss(W0, ts, eta),
            "kappa": kappa_hat(W0, W_plus, r), "ratio": subspace_ratio(W_plus, r),
            "kappa_par": kappa_par(r, eta), "kappa_paper": kappa_par(r, eta, corrected=False), "margin_bound": bound}
-    meta = dict(problem=repr(problem), options={"method": method, "n_certify": n_certify}, source=_SRC)
+    meta = dict(problem=repr(problem), options={"method": method, "delta": delta}, source=_SRC)
     return Prediction(t=None, observables=obs, status=status, message=message, meta=meta)
