@@ -24,6 +24,7 @@ import numpy as np
 
 import popdyn
 from popdyn.models import multitask as mt
+from popdyn.models.multitask import bounds
 from popdyn.plot import save_figure, subplots
 
 from . import ClaimResult, claim
@@ -189,14 +190,16 @@ def ratio_vs_d(size, device, outdir):
         else:
             slopes[r] = _slope(size["d"], med)
     worst = max(abs(s + 1.5) for s in slopes.values())
-    fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
+    fig, (ax,) = subplots(1, panel_size=(8.6, 4.4))
     d = np.asarray(size["d"], float)
     for i, r in enumerate(size["r"]):
         y = [row["median_ratio"] for row in rows if row["r"] == r]
         ax.loglog(d, y, "o-", color=f"C{i}", label=f"r = {r}: exact map, slope {slopes[r]:.2f}")
         ax.loglog(d, y[0] * (d / d[0]) ** -1.5, ":", color=f"C{i}", lw=1)
-    ax.loglog(d, np.maximum(r1, 1e-18), "x--", color="k", label="r = 1 (exact zero)")
+        ax.loglog(d, [bounds.thm42_rhs(r, dd, size["m"], math.inf) for dd in size["d"]], "--", color=f"C{i}", lw=1)
+    ax.loglog(d, np.maximum(r1, 1e-18), "x-", color="0.5", label="r = 1 (exact zero: rounding)")
     ax.plot([], [], "k:", lw=1, label="slope -1.5 (Thm 4.2)")
+    ax.plot([], [], "k--", lw=1, label="Thm 4.2 shape (r^3.5 + log^3.5 m)/d^1.5, C = 1")
     ax.set(xlabel="d", ylabel="||Pi_perp W+||_2 / sigma_r(Pi_par W+)",
            title=f"Thm 4.2 ratio vs d: max |slope + 1.5| = {worst:.2f}")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
