@@ -38,6 +38,7 @@ __all__ = ["NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bo
 _T_MAX_S = 9.6        # t_max = 9.6 / s: exp(-s^2 t^2 / 2) = 1e-20 there
 _TAIL_S = 12.0        # the Gaussian xi is inside [-12 s, 12 s] up to 4e-33 when sizing the aliasing-free step
 _BE_C = 0.56          # Berry-Esseen constant, independent non-identical summands (Shevtsova 2010: C <= 0.5600)
+_RESYNC = 16         # nodes between exact phase evaluations in the kernel (rotation error ~16 ulp)
 _ENUM_MAX = 20        # "enumerate": 2^(D - k) background configurations at most
 _MC_CHUNK = 20_000    # Monte Carlo samples per chunk (chunk x D floats)
 
@@ -109,9 +110,20 @@ def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s):  # pragma: no cover -
                 mg[g] += qB[i, l] * ((1.0 - P[g, l]) * v0[l] + P[g, l] * v1[l])
         e0 = np.empty(nb, np.complex128)
         e1 = np.empty(nb, np.complex128)
+        d0 = np.empty(nb, np.complex128)
+        d1 = np.empty(nb, np.complex128)
+        fac = np.empty(nb, np.complex128)
         pre = np.empty(nb + 1, np.complex128)
         suf = np.empty(nb + 1, np.complex128)
         Er = np.empty(R, np.complex128)
+        dr = np.empty(R, np.complex128)
+        for l in range(nb):
+            d0[l] = complex(math.cos(h * qB[i, l] * v0[l]), math.sin(h * qB[i, l] * v0[l]))
+            d1[l] = complex(math.cos(h * qB[i, l] * v1[l]), math.sin(h * qB[i, l] * v1[l]))
+        for r in range(R):
+            dr[r] = complex(math.cos(h * cA[i, r]), math.sin(h * cA[i, r]))
+        db = complex(math.cos(h * b[i]), math.sin(h * b[i]))
+        eb = 1.0 + 0.0j
         accW = np.zeros(R)
         accS = np.zeros(R)
         accB = np.zeros(nb)
@@ -120,23 +132,32 @@ def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s):  # pragma: no cover -
             t = n * h
             wt = 0.5 * h if n == 0 else h
             gauss = math.exp(-0.5 * (s * t) ** 2)
-            for l in range(nb):
-                e0[l] = complex(math.cos(t * qB[i, l] * v0[l]), math.sin(t * qB[i, l] * v0[l]))
-                e1[l] = complex(math.cos(t * qB[i, l] * v1[l]), math.sin(t * qB[i, l] * v1[l]))
-            for r in range(R):
-                Er[r] = complex(math.cos(t * cA[i, r]), math.sin(t * cA[i, r]))
+            if n % _RESYNC == 0:    # exact phases every _RESYNC nodes, rotations in between (error ~ _RESYNC ulp)
+                for l in range(nb):
+                    e0[l] = complex(math.cos(t * qB[i, l] * v0[l]), math.sin(t * qB[i, l] * v0[l]))
+                    e1[l] = complex(math.cos(t * qB[i, l] * v1[l]), math.sin(t * qB[i, l] * v1[l]))
+                for r in range(R):
+                    Er[r] = complex(math.cos(t * cA[i, r]), math.sin(t * cA[i, r]))
+                eb = complex(math.cos(t * b[i]), math.sin(t * b[i]))
+            else:
+                for l in range(nb):
+                    e0[l] *= d0[l]
+                    e1[l] *= d1[l]
+                for r in range(R):
+                    Er[r] *= dr[r]
+                eb *= db
             if n == 0:
                 kap = 1.0 + 0.0j
             else:
                 kap = complex(math.sin(t) / t, -2.0 * math.sin(0.5 * t) ** 2 / t)   # (1 - e^{-it}) / (it)
-            eb = complex(math.cos(t * b[i]), math.sin(t * b[i]))
             for g in range(G):
                 pre[0] = 1.0
                 for l in range(nb):
-                    pre[l + 1] = pre[l] * ((1.0 - P[g, l]) * e0[l] + P[g, l] * e1[l])
+                    fac[l] = (1.0 - P[g, l]) * e0[l] + P[g, l] * e1[l]
+                    pre[l + 1] = pre[l] * fac[l]
                 suf[nb] = 1.0
                 for l in range(nb - 1, -1, -1):
-                    suf[l] = suf[l + 1] * ((1.0 - P[g, l]) * e0[l] + P[g, l] * e1[l])
+                    suf[l] = suf[l + 1] * fac[l]
                 psik = gauss * pre[nb] * kap
                 Y = 0.0j
                 for r in range(R):
