@@ -59,12 +59,12 @@ def _inputs(owner, model, q, b, s, s_positive):
                                     f"Got {type(model).__name__} instead.")
     Q = check(owner, "q", np.atleast_2d(np.asarray(q, dtype=np.float64)), FiniteArray(2, (None, model.D)))
     single = np.ndim(q) == 1
-    bv = np.broadcast_to(np.asarray(b, dtype=np.float64), (Q.shape[0],)) if np.ndim(b) <= 1 else None
-    if bv is None or not np.all(np.isfinite(bv)) or (np.ndim(b) == 1 and np.shape(b) != (Q.shape[0],)):
+    bv = np.array(b, dtype=np.float64) if np.ndim(b) <= 1 else None
+    if bv is None or not np.all(np.isfinite(bv)) or bv.shape not in ((), (Q.shape[0],)):
         raise InvalidParameterError(f"The 'b' parameter of {owner} must be a finite float or an array of shape "
                                     f"({Q.shape[0]},). Got {b!r} instead.")
     s = check(owner, "s", s, Interval(0.0, np.inf, "neither" if s_positive else "left"))
-    return Q, np.array(bv), s, single
+    return Q, np.broadcast_to(bv, (Q.shape[0],)).copy(), s, single
 
 
 def _pieces(model, Q, b):
