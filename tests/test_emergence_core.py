@@ -458,3 +458,42 @@ def test_correlation_bad_inputs():
                        method="enumerate")
     assert_param_error("model", em.neuron_correlations, "parity", q, 0.0, 0.1)
     assert_param_error("n", em.mc_correlations, model, q, 0.0, 0.1, 1)
+
+
+# ---- Gaussian-mixture parity (spec §2.12) --------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_gmm_stein_formula_against_gauss_hermite(k):
+    """Spec §6.13: the Stein form = 2-D Gauss-Hermite quadrature (120 x 120 nodes; the integrand is smooth at
+    s = 0.3, error < 1e-12) at d = 2; k = 1 is the two-Gaussian mixture x = eps v + g of App. F."""
+    d = 2
+    g = em.GaussianParityMixture(d, k, 1.3, em.random_dictionary(d, k, seed=k))
+    w, b, s = np.array([0.7, -0.4]), 0.2, 0.3
+    T, Tb, Ta, _ = em.gmm_correlations(g, w, b, s)
+    x, wt = np.polynomial.hermite_e.hermegauss(120)
+    wt = wt / wt.sum()
+    G = np.stack(np.meshgrid(x, x, indexing="ij"), -1).reshape(-1, 2) * math.sqrt(g.tau2)
+    W2 = np.outer(wt, wt).ravel()
+    E, y = g.centers()
+    refT, refb, refa = np.zeros(d), 0.0, 0.0
+    for e, ye in zip(E, y):
+        X = g.M @ e + G
+        z = X @ w + b
+        refT += ye * (W2 * em.window(z, s)) @ X / len(E)
+        refb += ye * W2 @ em.window(z, s) / len(E)
+        refa += ye * W2 @ em.smooth_trunc_relu(z, s) / len(E)
+    assert np.abs(T - refT).max() < 1e-12 and abs(Tb - refb) < 1e-12 and abs(Ta - refa) < 1e-12
+
+
+def test_gmm_stein_formula_against_monte_carlo():
+    """Spec C7 / S11 setting (d = 25, k = 4, sigma_r = 0.7): MC n = 2e5 (seed 5), |z| <= 4.5 over 2 x 25 coords."""
+    g = em.GaussianParityMixture(25, 4, 0.7, em.random_dictionary(25, 4, seed=0))
+    rng = np.random.default_rng(1)
+    W, b, s = rng.normal(0, 0.3, (2, 25)), np.array([0.2, 0.4]), 0.1
+    F = em.gmm_correlations(g, W, b, s)
+    X, y = g.sample(200_000, seed=5)
+    for i in range(2):
+        v = y[:, None] * X * em.window(X @ W[i] + b[i], s)[:, None]
+        assert np.abs((v.mean(0) - F.T[i]) / (v.std(0) / math.sqrt(len(v)))).max() < Z_MAX
+    assert_param_error("model", em.gmm_correlations, em.parity_mixture(10, 3, 0.5), W[0], 0.0, 0.1)
+    assert_param_error("w", em.gmm_correlations, g, np.zeros(24), 0.0, 0.1)

@@ -31,9 +31,9 @@ from scipy.special import ndtr
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
 from .activation import smooth_trunc_relu, window
-from .data import PatternModel
+from .data import GaussianParityMixture, PatternModel
 
-__all__ = ["NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bound"]
+__all__ = ["NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bound", "gmm_correlations"]
 
 _T_MAX_S = 9.6        # t_max = 9.6 / s: exp(-s^2 t^2 / 2) = 1e-20 there
 _TAIL_S = 12.0        # the Gaussian xi is inside [-12 s, 12 s] up to 4e-33 when sizing the aliasing-free step
@@ -475,3 +475,70 @@ def clt_error_bound(model, q, b, s):
     absw = np.abs(w)
     out = (eps, eps[:, None] * (absw @ np.abs(phA))[None, :], eps * absw.sum(), 0.5 * eps * absw.sum())
     return tuple(x[0] for x in out) if single else out
+
+
+def gmm_correlations(model, w, b, s):
+    r"""Exact population correlations of neurons on the Gaussian-mixture parity (Stein's lemma).
+
+    With ``m_eps = <w, M eps> + b`` and ``S^2 = tau^2 ||w||^2 + s^2``:
+
+    .. math:: \mathbb E[y\,x\,\mathrm{win}_s(\langle w,x\rangle+b)] = 2^{-k}\sum_\varepsilon y(\varepsilon)
+              \Big[M\varepsilon\,\mathrm{win}_S(m_\varepsilon) + \tau^2w\,
+              \frac{\varphi(m_\varepsilon/S) - \varphi((1-m_\varepsilon)/S)}{S}\Big],
+
+    ``T_b = 2^{-k} sum y win_S(m_eps)``, ``T_a = 2^{-k} sum y sigma~_S(m_eps)``, ``beta = win_S(b)``.
+
+    Parameters
+    ----------
+    model : GaussianParityMixture
+    w : array_like of shape (d,) or (m, d)
+        First-layer weights in input space.
+    b : float or array_like of shape (m,)
+        Biases.
+    s : float
+        Smoothing ``sigma_xi >= 0`` (``S > 0`` needs ``w != 0`` or ``s > 0``).
+
+    Returns
+    -------
+    NeuronCorr
+        ``T`` (d,) or (m, d) ``= E[y x win]``; ``Tb``, ``Ta``, ``beta``.
+
+    Notes
+    -----
+    Regime: exact for every w, b and s (the xi and g expectations are Gaussian); 2^k terms (k <= 16). gamma = 0
+    here, so the first-order (w = 0) signal ``2^-k sum_eps y M eps win_S(b)`` vanishes for k >= 2.
+
+    References
+    ----------
+    .. [src] seed 002 L3814-3865 (eq. (290)); specs/emergence.md §2.12 (derived there, check S11).
+    """
+    owner = "emergence.gmm_correlations"
+    if not isinstance(model, GaussianParityMixture):
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a GaussianParityMixture. "
+                                    f"Got {type(model).__name__} instead.")
+    Wm = check(owner, "w", np.atleast_2d(np.asarray(w, dtype=np.float64)), FiniteArray(2, (None, model.d)))
+    single = np.ndim(w) == 1
+    bv = np.array(b, dtype=np.float64)
+    if bv.shape not in ((), (Wm.shape[0],)) or not np.all(np.isfinite(bv)):
+        raise InvalidParameterError(f"The 'b' parameter of {owner} must be a finite float or an array of shape "
+                                    f"({Wm.shape[0]},). Got {b!r} instead.")
+    bv = np.broadcast_to(bv, (Wm.shape[0],))
+    s = check(owner, "s", s, Interval(0.0, np.inf, "left"))
+    E, y = model.centers()
+    tau2 = model.tau2
+    ME = E @ model.M.T                                                  # (2^k, d) centers
+    out = []
+    for wi, bi in zip(Wm, bv):
+        S = math.sqrt(tau2 * (wi @ wi) + s * s)
+        mv = ME @ wi + bi
+        win = window(mv, S)
+        dens = (_npdf(mv / S) - _npdf((1.0 - mv) / S)) / S if S > 0 else np.zeros_like(mv)
+        T = ((y * win) @ ME + tau2 * wi * (y @ dens)) / len(y)
+        out.append((T, (y @ win) / len(y), (y @ smooth_trunc_relu(mv, S)) / len(y), float(window(bi, S))))
+    T, Tb, Ta, beta = (np.array(x) for x in zip(*out))
+    res = NeuronCorr(T, Tb, Ta, beta)
+    return NeuronCorr(*(x[0] for x in res)) if single else res
+
+
+def _npdf(x):
+    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
