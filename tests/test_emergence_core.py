@@ -242,6 +242,36 @@ def test_iid_block_interval_hidden_and_no_structure():
         em.no_structure(hr)                                                 # labels undefined off the support
 
 
+def test_exchangeable_model_matches_its_explicit_support():
+    """The count-resolved iid block (binomial sums, falling factorials) = its explicit 2^k PatternModel: every
+    moment, both mixed-moment orders (1e-15: sums of k + 1 terms vs 2^k terms); iid_block_model switches form
+    above k = 16; the paper's interval labeling (k = 30) has P(y = 1) = P(Bin(30, 2/3) >= 20) = 0.5848 and
+    gamma = 0.0680 (spec S14)."""
+    from scipy.stats import binom
+    ex = em.ExchangeablePatternModel(14, 6, 0.6, np.linspace(0.2, 0.8, 8), (2, 5))
+    pm = ex.to_pattern_model()
+    a, b = ex.moments(), pm.moments()
+    for f in a.__dataclass_fields__:
+        assert np.abs(np.asarray(getattr(a, f)) - np.asarray(getattr(b, f))).max() < 1e-15
+    for o in (2, 3):
+        assert np.abs(ex.mixed_moments(o) - pm.mixed_moments(o)).max() < 1e-15
+    assert isinstance(em.iid_block_model(30, 16, 0.5, 0.5, [3]), em.PatternModel)
+    iv = em.interval_labeling(100, 30)
+    assert isinstance(iv, em.ExchangeablePatternModel)
+    mom = iv.moments()
+    assert abs(mom.p_plus - binom.sf(19, 30, 2 / 3)) < 1e-14 and round(mom.p_plus, 4) == 0.5848
+    assert round(float(mom.gamma[0]), 4) == 0.0680
+    assert abs(em.no_structure(iv).moments().p_plus - binom.sf(19, 30, 0.5)) < 1e-14
+    n = 100_000
+    X, y, c = iv.sample(n, seed=3)
+    for vals, target in ((X, 0.0), (y[:, None] * X, np.r_[mom.E_y_phi_A, np.zeros(70)])):
+        assert np.abs((vals.mean(0) - target) / (vals.std(0) / math.sqrt(n))).max() < Z_MAX
+    assert iv.sample(1000, seed=1, balanced=True)[1].sum() == 0
+    assert_param_error("positive_counts", em.ExchangeablePatternModel, 40, 30, 0.5, 0.5, tuple(range(31)))
+    assert_param_error("p_A", em.ExchangeablePatternModel, 40, 30, 1.5, 0.5, (3,))
+    assert_param_error("k", em.ExchangeablePatternModel, 30, 30, 0.5, 0.5, (3,))
+
+
 def test_gaussian_parity_mixture_sampling():
     """Labels are prod eps; the noise has variance tau^2 = sigma_r^2 k / d per coordinate (n = 1e5, |z| <= 4.5
     on the variance of the projection orthogonal to M)."""
@@ -322,6 +352,34 @@ def test_fourier_equals_enumeration_property(model, data):
     E = em.neuron_correlations(model, q, b, s, method="enumerate")
     for f, e in zip(F, E):
         assert np.abs(np.asarray(f) - np.asarray(e)).max() < EXACT
+
+
+@pytest.mark.parametrize("s", [0.03, 0.3])
+def test_count_resolved_fourier_equals_explicit_support(s):
+    """The O(k^2)-per-node generating-function kernel = the per-row Fourier kernel on the explicit support =
+    enumeration (k = 6, D = 14, per-coordinate background), to 1e-14, for 4 neurons."""
+    ex = em.ExchangeablePatternModel(14, 6, 0.6, np.linspace(0.2, 0.8, 8), (2, 5))
+    rng = np.random.default_rng(0)
+    Q, b = rng.normal(0, 0.3, (4, 14)), rng.normal(0, 0.3, 4)
+    F = em.neuron_correlations(ex, Q, b, s)
+    for other in (em.neuron_correlations(ex.to_pattern_model(), Q, b, s), em.neuron_correlations(ex, Q, b, s, "enumerate")):
+        for f, g in zip(F, other):
+            assert np.abs(np.asarray(f) - np.asarray(g)).max() < EXACT
+
+
+def test_count_resolved_fourier_against_monte_carlo_interval_k30():
+    """The paper's interval labeling (D = 100, k = 30, E2), sigma_w = 1/k, s = k^-3/2: 2 neurons, n = 2e5 (seed 3),
+    |z| <= 4.5 on T_A, T_b, T_a, beta (66 entries); chi-square of T_B within df +- 4 sqrt(2 df)."""
+    iv = em.interval_labeling(100, 30)
+    rng = np.random.default_rng(0)
+    Q, b, s = rng.normal(0, 1 / 30, (2, 100)), rng.normal(0, 1 / 900, 2), 30 ** -1.5
+    F = em.neuron_correlations(iv, Q, b, s)
+    mean, se = em.mc_correlations(iv, Q, b, s, 200_000, seed=3)
+    z = (mean.T - F.T) / se.T
+    assert np.abs(z[:, :30]).max() < Z_MAX
+    for key in ("Tb", "Ta", "beta"):
+        assert np.abs((getattr(mean, key) - getattr(F, key)) / getattr(se, key)).max() < Z_MAX
+    assert abs((z[:, 30:] ** 2).sum() - z[:, 30:].size) < 4 * math.sqrt(2 * z[:, 30:].size)
 
 
 def test_numpy_baseline_equals_numba_kernel():
