@@ -394,7 +394,7 @@ def test_numpy_baseline_equals_numba_kernel():
 
 
 def test_fourier_against_monte_carlo_at_paper_scale():
-    """D = 100, k = 5, p_o = 1/2, sigma_w = 1/k, sigma_b = 1/k^2, s = k^-3/2 (spec §2.4): 3 neurons, n = 4e5
+    """D = 100, k = 5, p_o = 1/2, sigma_w = 1/k, sigma_b = 1/k^2, s = k^-3/2 (spec §2.4): 3 neurons, n = 2e5
     (seed 11); per-entry |z| <= 4.5 for T_A, T_b, T_a, beta (18 entries) and the aggregate chi-square of T_B
     (285 entries) within df +- 4 sqrt(2 df). MC cannot resolve T_B entrywise (spec §7)."""
     model = em.parity_mixture(100, 5, 0.5)
@@ -403,7 +403,7 @@ def test_fourier_against_monte_carlo_at_paper_scale():
     b = rng.normal(0, 1 / 25, 3)
     s = 5 ** -1.5
     F = em.neuron_correlations(model, Q, b, s)
-    mean, se = em.mc_correlations(model, Q, b, s, 400_000, seed=11)
+    mean, se = em.mc_correlations(model, Q, b, s, 200_000, seed=11)
     for key in ("Tb", "Ta", "beta"):
         assert np.abs((getattr(mean, key) - getattr(F, key)) / getattr(se, key)).max() < Z_MAX
     z = (mean.T - F.T) / se.T

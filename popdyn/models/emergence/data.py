@@ -327,7 +327,7 @@ class PatternModel:
         else:
             rows = rng.choice(len(pi), n, p=pi)
         P, group = self.background_groups()
-        bg = (rng.random((n, self.D - self.k)) < P[group[rows]]).astype(np.float64)
+        bg = (rng.random((n, self.D - self.k)) < (P[0] if len(P) == 1 else P[group[rows]])).astype(np.float64)
         mom = self._moments
         X = np.concatenate([self.A_support[rows] - mom.mean_A, bg - mom.p_bar], axis=1) / mom.sigt
         if coords == "input":
