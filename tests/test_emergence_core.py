@@ -94,8 +94,8 @@ def assert_param_error(name, fn, *args, **kw):
 def test_smooth_activation_and_window_against_quadrature(s):
     """sigma~_s = E sigma(z + s xi) and win_s = P(z + s xi in (0,1)) by quad (epsabs 1e-13) at 13 points."""
     for z in np.linspace(-2, 3, 13):
-        ref, err = integrate.quad(lambda x: min(1, max(z + s * x, 0)) * norm.pdf(x), -40, 40, points=[-z / s, (1 - z) / s],
-                                  epsabs=1e-14, limit=200)
+        ref, err = integrate.quad(lambda x: min(1, max(z + s * x, 0)) * norm.pdf(x), -40, 40,
+                                  points=[-z / s, (1 - z) / s], epsabs=1e-14, limit=200)
         assert abs(float(em.smooth_trunc_relu(z, s)) - ref) < 1e-12 + 10 * err  # quad accuracy, not ours
         pw = norm.cdf((1 - z) / s) - norm.cdf(-z / s)                        # scipy.stats, a separate Phi
         assert abs(float(em.window(z, s)) - pw) < 1e-15
@@ -362,7 +362,8 @@ def test_count_resolved_fourier_equals_explicit_support(s):
     rng = np.random.default_rng(0)
     Q, b = rng.normal(0, 0.3, (4, 14)), rng.normal(0, 0.3, 4)
     F = em.neuron_correlations(ex, Q, b, s)
-    for other in (em.neuron_correlations(ex.to_pattern_model(), Q, b, s), em.neuron_correlations(ex, Q, b, s, "enumerate")):
+    for other in (em.neuron_correlations(ex.to_pattern_model(), Q, b, s),
+                  em.neuron_correlations(ex, Q, b, s, "enumerate")):
         for f, g in zip(F, other):
             assert np.abs(np.asarray(f) - np.asarray(g)).max() < EXACT
 
