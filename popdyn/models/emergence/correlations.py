@@ -255,7 +255,8 @@ def _fourier_numpy(model, q, b, s, chunk=16, weighted=False):
             rows = grp == g
             z = psik[:, :, None] * Er[:, :, rows]
             accW[:, rows] = np.einsum("n,cnr->cr", wt, z.real)
-            accD[:, rows] = np.einsum("n,cnr->cr", wt, ((pre[:, :, -1] * gauss * omc)[:, :, None] * Er[:, :, rows]).real)
+            psid = pre[:, :, -1] * gauss * omc
+            accD[:, rows] = np.einsum("n,cnr->cr", wt, (psid[:, :, None] * Er[:, :, rows]).real)
             mg = qB[sl] @ ((1.0 - P[g]) * v0 + P[g] * v1)
             accS[:, rows] = np.einsum("n,cnr->cr", wt * tinv, z.imag) + wt[0] * (cA[sl][:, rows] + mg[:, None] - 0.5)
             accb += piG[g] * (psik * eb).real @ wt
