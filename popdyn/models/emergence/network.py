@@ -175,7 +175,7 @@ def feature_cosine(model, Q):
     Q = check("emergence.feature_cosine", "Q", Q, FiniteArray(2, (None, model.D)))
     norm = np.linalg.norm(Q, axis=1)
     num = Q[:, :model.k].sum(axis=1) / np.sqrt(model.k)
-    return np.divide(num, norm, out=np.zeros_like(num), where=norm > 0)
+    return np.clip(np.divide(num, norm, out=np.zeros_like(num), where=norm > 0), -1.0, 1.0)
 
 
 _SCALES = {"main": (2.0, 4.0, 4), "general": (4.0, 8.0, 8)}   # triangle slopes of g1, g2 and the rescale factor / k
