@@ -313,7 +313,7 @@ def reduced_population_gd(model, alpha, b, a, eta, lam, T, train=_TRAIN, s=0.0):
 
     Examples
     --------
-    >>> from popdyn.models.emergence import parity_mixture
+    >>> from popdyn.models.emergence.data import parity_mixture
     >>> tr = reduced_population_gd(parity_mixture(20, 3, 0.5), [1.0, -1.0], [0.1, 0.1], [0.0, 0.0], 0.1, 0.0, 5)
     >>> float(tr.loss[0])
     1.0

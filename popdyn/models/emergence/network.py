@@ -91,7 +91,7 @@ def symmetric_init(model, m, seed=0, sigma_w=None, sigma_b=None, sigma_a=None):
 
     Examples
     --------
-    >>> from popdyn.models.emergence import parity_mixture
+    >>> from popdyn.models.emergence.data import parity_mixture
     >>> p = symmetric_init(parity_mixture(12, 3, 0.5), 4)
     >>> bool(np.all(p.a[:4] == -p.a[4:]))
     True
@@ -216,7 +216,7 @@ def ground_truth_network(model, scale="main"):
 
     Examples
     --------
-    >>> from popdyn.models.emergence import parity_mixture
+    >>> from popdyn.models.emergence.data import parity_mixture
     >>> ground_truth_network(parity_mixture(10, 3, 0.5)).n
     12
     """

@@ -75,7 +75,7 @@ def theory_schedule(model, m, T=None, variant="lemma23", lam=None, eta=None):
 
     Examples
     --------
-    >>> from popdyn.models.emergence import parity_mixture
+    >>> from popdyn.models.emergence.data import parity_mixture
     >>> steps = theory_schedule(parity_mixture(100, 5, 0.5), 300, T=10)
     >>> (len(steps), steps[1].eta, steps[1].lam_w, steps[2].s)
     (10, 1.0, 0.5, 0.0)

@@ -358,7 +358,8 @@ def two_step_limit(model, params0, s2):
 
     Examples
     --------
-    >>> from popdyn.models.emergence import parity_mixture, symmetric_init
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> from popdyn.models.emergence.network import symmetric_init
     >>> model = parity_mixture(20, 3, 0.5)
     >>> p2 = two_step_limit(model, symmetric_init(model, 2), 3 ** -1.5)
     >>> float(np.abs(p2.Q[:, 3:]).max()), float(np.abs(p2.a).max())
