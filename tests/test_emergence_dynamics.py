@@ -164,6 +164,22 @@ def test_fourier_gradient_equals_enumeration_when_certified(model):
         np.testing.assert_allclose(x, y, atol=1e-12)                          # 1e-12: Fourier quadrature vs sums
 
 
+def test_weighted_gradient_equals_enumeration():
+    """App. F class-weighted loss: the balanced-twin reduction (Fourier) = weighted enumeration, on unbalanced
+    classes (interval labeling, P(y = 1) != 1/2); with q = 0 the weighted T_b vanishes (E[alpha_y y] = 0)."""
+    model = interval_labeling(10, 4)
+    assert abs(model.moments().Ey) > 0.1
+    rng = np.random.default_rng(6)
+    p = TwoLayerParams(rng.normal(0, 0.3, (5, model.D)), rng.normal(0.2, 0.2, 5), rng.normal(0, 0.1, 5))
+    g1 = population_gradient(model, p, 0.1, weighted=True)
+    g2 = population_gradient(model, p, 0.1, indicator="enumerate", weighted=True)
+    for x, y in ((g1.Q, g2.Q), (g1.b, g2.b), (g1.a, g2.a)):
+        np.testing.assert_allclose(x, y, atol=1e-12)
+    assert np.abs(g1.Q - population_gradient(model, p, 0.1).Q).max() > 1e-4      # the weights matter here
+    g0 = population_gradient(model, TwoLayerParams(0 * p.Q, p.b, p.a), 0.1, weighted=True)
+    assert np.abs(g0.b).max() < 1e-15 and np.abs(g0.Q[:, 4:]).max() < 1e-15
+
+
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10**6), scale=st.floats(0.01, 2.0), s=st.sampled_from([0.0, 0.1, 1.0]),
        symmetric=st.booleans())
@@ -227,6 +243,23 @@ def test_two_step_limit_matches_exact_steps(e1_two_steps):
     assert np.abs(p2.Q - lim.Q).max() / np.abs(lim.Q).max() < 1e-6
     assert np.abs(p2.b - lim.b).max() < 1e-6 and np.abs(p2.a - lim.a).max() < 1e-6
     assert eps < 1e-6
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_two_step_limit_unbalanced(weighted):
+    """Unbalanced classes (E y != 0): the limit's bias shift a h E y and a^(2) = E y sigma~(b) (issue 10 §5), or the
+    weighted loss's b^(2) = b^(0), a^(2) = 0, vs the exact two steps (weighted enumeration-free Fourier path)."""
+    model = interval_labeling(10, 4)
+    p0 = symmetric_init(model, 20, seed=4)
+    base = theory_schedule(model, 20, T=2, variant="general" if weighted else "lemma23")
+    _, p2, _ = population_two_steps(model, p0, base)
+    lim = two_step_limit(model, p0, base[1].s, weighted=weighted)
+    # O(eta^(1)) gaps, eta^(1) <= 2e-6 here (measured 3e-6 relative in Q, 2e-6 in b): tolerances 10x that,
+    # against a bias shift of ~0.2 and a^(2) ~ 0.02 that the unweighted limit predicts
+    np.testing.assert_allclose(p2.Q, lim.Q, atol=3e-5 * np.abs(lim.Q).max())
+    np.testing.assert_allclose(p2.b, lim.b, atol=2e-5)
+    np.testing.assert_allclose(p2.a, lim.a, atol=2e-6)
+    assert (np.abs(lim.b - p0.b).max() == 0.0) == weighted and (np.abs(lim.b - p0.b).max() > 0.1) != weighted
 
 
 def test_two_step_limit_rate():
@@ -338,13 +371,14 @@ def test_lemma23_construction_exact_on_matched_neurons():
     np.testing.assert_allclose(g[pi > 0], 2 * y[pi > 0], atol=1e-12)
 
 
-@pytest.mark.parametrize("s", [0.0, 0.1])
-@pytest.mark.parametrize("train", [("alpha", "b", "a"), ("a",)])
-def test_reduced_gd_equals_full_population_gd(s, train):
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10**6), s=st.sampled_from([0.0, 0.1]),
+       train=st.sampled_from([("alpha", "b", "a"), ("a",), ("alpha", "b")]))
+def test_reduced_gd_equals_full_population_gd(seed, s, train):
     """Spec §6 item 11: reduced GD on the line = full population GD (exact enumeration with the hinge indicator);
     the background stays 0."""
     model = parity_mixture(11, 3, 0.5, independent_background=False)
-    rng = np.random.default_rng(8)
+    rng = np.random.default_rng(seed)
     alpha, b, a = rng.normal(0, 3, 6), rng.normal(0.2, 0.3, 6), rng.normal(0, 0.5, 6)
     eta, lam, T = 0.5, 1e-3, 25
     tr = reduced_population_gd(model, alpha, b, a, eta, lam, T, train=train, s=s)
@@ -360,7 +394,6 @@ def test_reduced_gd_equals_full_population_gd(s, train):
     np.testing.assert_allclose(p.Q[:, :3], line_params(model, tr.alpha, tr.b, tr.a).Q[:, :3], atol=1e-12)
     np.testing.assert_allclose(p.b, tr.b, atol=1e-12)
     np.testing.assert_allclose(p.a, tr.a, atol=1e-12)
-    assert tr.loss[-1] < tr.loss[0]
 
 
 def test_reduced_gd_plateau_e1():
@@ -410,6 +443,18 @@ def test_problem_repr_roundtrip_and_constructors():
 def test_problem_bad_input(kw, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}'"):
         Problem(**kw)
+
+
+def test_predict_no_structure_signal():
+    """S16 / C9: without input structure the step-1 signal ||T^(1)|| collapses (ratio 2e-6 to 5e-5 in S16) and the
+    two-step features are constant (LP loss 1)."""
+    prob = Problem.parity(D=40, k=5, m=10, T=3)
+    with_s = popdyn.predict(prob)
+    without = popdyn.predict(Problem.parity(D=40, k=5, m=10, T=3, structure=False))
+    assert without["T_norm_step1"] / with_s["T_norm_step1"] < 1e-3
+    assert without["lp_loss"] == pytest.approx(1.0) and with_s["lp_loss"] < 1e-9
+    # balanced classes: b^(2) - b^(0) = O(eta^(1) a^(0)^2) (spec §2.13(b) at the population level)
+    assert with_s["b_shift_step2"] < prob.schedule[0].eta * np.max(prob.params0.a ** 2)
 
 
 def test_predict_small():

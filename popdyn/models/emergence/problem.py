@@ -47,8 +47,9 @@ class Problem:
     structure : bool
         False: the data with the input structure removed (A1'), trained with the hyperparameters of the
         structured model ("Network w/o structure").
-    variant : {"lemma23", "thm26"}
-        Step-1/2 hyperparameters (Lemma 23 or Thm 26; erratum 4).
+    variant : {"lemma23", "thm26", "general"}
+        Step-1/2 hyperparameters: Lemma 23, Thm 26 (erratum 4), or Thm 34 (App. F: ``eta^(1)`` times ``p_min`` and
+        the class-weighted loss in steps 1-2, for unbalanced classes).
     lam : float or None
         Stage-3 weight decay ``>= 0``; None gives Thm 26's ``k^3/(sigma~ m^{1/3})``.
     eta : float or None
@@ -88,7 +89,7 @@ class Problem:
         "T": Integer(2),
         "data": Options(_DATA),
         "structure": Options((True, False)),
-        "variant": Options(("lemma23", "thm26")),
+        "variant": Options(("lemma23", "thm26", "general")),
         "lam": Either((Options((None,)), Interval(0.0, np.inf, closed="left"))),
         "eta": Either((Options((None,)), Interval(0.0, np.inf, closed="neither"))),
         "stage3": Options(("all", "second_layer")),

@@ -64,7 +64,35 @@ def full_support(model):
     return phi, (model.A_probs[:, None] * pb).ravel(), np.repeat(model.labels, len(bg))
 
 
-def population_gradient(model, params, s, indicator="one", method="fourier"):
+def _class_weights(model, y):
+    """alpha_y = 1/(2 P[y]) of the class-weighted loss (App. F)."""
+    p_plus = model.moments().p_plus
+    return np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
+
+
+def _balanced_twin(model):
+    """The model with row probabilities pi_r alpha_{y_r} (they sum to 1): its plain expectations are the
+    class-weighted expectations of ``model``; its own normalisation (mean, sigma~) differs."""
+    if model.p_bg_rows is not None:
+        raise InvalidParameterError("The 'model' parameter of emergence.population_gradient must have an independent "
+                                    "background (p_bg_rows None) for the weighted loss with indicator='one'.")
+    pi = model.A_probs * _class_weights(model, model.labels)
+    return type(model)(model.D, model.k, model.A_support, pi / pi.sum(), model.labels, model.p_bg)
+
+
+def _weighted_correlations(model, Q, b, s, method):
+    """Class-weighted correlations through the balanced twin: with phi = (sigma~' phi' + m' - m)/sigma~,
+    <q, phi> + b = <q', phi'> + b', q' = q sigma~'/sigma~, b' = b + <q_A, m'_A - m_A>/sigma~, and
+    T_j = (sigma~' T'_j + (m'_j - m_j) T'_b)/sigma~ (m'_j = m_j on the background)."""
+    twin = _balanced_twin(model)
+    mo, mt = model.moments(), twin.moments()
+    shift = np.zeros(model.D)
+    shift[:model.k] = mt.mean_A - mo.mean_A
+    T, Tb, Ta, beta = neuron_correlations(twin, Q * (mt.sigt / mo.sigt), b + Q @ shift / mo.sigt, s, method=method)
+    return (mt.sigt * T + Tb[:, None] * shift) / mo.sigt, Tb, Ta, beta
+
+
+def population_gradient(model, params, s, indicator="one", method="fourier", weighted=False):
     r"""Population gradient of the hinge loss with the noise inside the network (no regulariser).
 
     .. math:: \partial_{q_i}L = -a_i\,\mathbb E\{y\,\mathbb 1[yg\le1]\,\mathrm{win}_s(z_i)\,\phi\},\quad
@@ -85,6 +113,10 @@ def population_gradient(model, params, s, indicator="one", method="fourier"):
         :func:`full_support` with the indicator (``D - k <= 16``).
     method : str
         Method of :func:`~popdyn.models.emergence.neuron_correlations` when ``indicator="one"``.
+    weighted : bool
+        The class-weighted loss ``E[alpha_y l]``, ``alpha_y = 1/(2 P[y])`` of App. F (steps 1-2 of Thm 34); with
+        ``indicator="one"`` it is computed exactly through the class-balanced twin model (reweighted rows,
+        normalisation mapped back), which needs an independent background.
 
     Returns
     -------
@@ -104,9 +136,14 @@ def population_gradient(model, params, s, indicator="one", method="fourier"):
     s = check(owner, "s", s, _S)
     indicator = check(owner, "indicator", indicator, Options(("one", "enumerate")))
     if indicator == "one":
-        T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method)
+        if weighted:
+            T, Tb, Ta, _ = _weighted_correlations(model, params.Q, params.b, s, method)
+        else:
+            T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method)
         return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
     phi, prob, y = full_support(model)
+    if weighted:
+        prob = prob * _class_weights(model, y)
     z = phi @ params.Q.T + params.b
     act = smooth_trunc_relu(z, s)
     r = prob * y * (y * (act @ params.a) <= 1.0)
@@ -114,7 +151,7 @@ def population_gradient(model, params, s, indicator="one", method="fourier"):
     return TwoLayerParams(-params.a[:, None] * (win.T @ phi), -params.a * win.sum(0), -(r @ act))
 
 
-def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method="fourier"):
+def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method="fourier", weighted=False):
     r"""One population GD step with weight decay on ``Q`` and ``a`` (biases unregularised), eq. (4).
 
     .. math:: Q^+ = (1-2\eta\lambda_w)Q - \eta\nabla_QL,\quad b^+ = b - \eta\nabla_bL,\quad
@@ -134,6 +171,8 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
         Smoothing of this step.
     indicator, method : str
         As in :func:`population_gradient`.
+    weighted : bool
+        Class-weighted loss (App. F), as in :func:`population_gradient`.
 
     Returns
     -------
@@ -152,7 +191,7 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
     eta = check(owner, "eta", eta, Interval(0.0, np.inf, "neither"))
     lam_a = check(owner, "lam_a", lam_a, _S)
     lam_w = check(owner, "lam_w", lam_w, _S)
-    g = population_gradient(model, params, s, indicator, method)
+    g = population_gradient(model, params, s, indicator, method, weighted)
 
     def decay(lam):
         f = 1.0 - 2.0 * eta * lam
@@ -240,23 +279,20 @@ def population_two_steps(model, params0, steps, method="fourier"):
 
     Notes
     -----
-    Regime: ``g^(0) = 0`` (symmetric init) and ``certificate < 1``. The class-weighted loss of App. F
-    (``Step.weighted``) is not implemented here (InvalidParameterError).
+    Regime: ``g^(0) = 0`` (symmetric init) and ``certificate < 1``. Steps with ``weighted`` use the class-weighted
+    loss of App. F.
 
     References
     ----------
     .. [src] seed 002 L2008-2054 (Lemmas 18-19), L2643-2650 (Lemma 23); specs/emergence.md §1.4, §2.5-2.6.
     """
     s1, s2 = steps[0], steps[1]
-    if s1.weighted or s2.weighted:
-        raise InvalidParameterError("The 'steps' parameter of emergence.population_two_steps must use the unweighted "
-                                    "loss (the class-weighted loss of App. F is not implemented). Got weighted steps.")
-    p1 = population_step(model, params0, s1.eta, s1.lam_a, s1.lam_w, s1.s, method=method)
+    p1 = population_step(model, params0, s1.eta, s1.lam_a, s1.lam_w, s1.s, method=method, weighted=s1.weighted)
     cert = hinge_certificate(model, p1, s2.s)
     if cert >= 1.0:
         warnings.warn(f"emergence.population_two_steps: sup|g^(1)| <= {cert:.3g} is not < 1, so the step-2 closed "
                       f"form (hinge indicator 1) is not certified (Lemma 19).", RegimeWarning, stacklevel=2)
-    return p1, population_step(model, p1, s2.eta, s2.lam_a, s2.lam_w, s2.s, method=method), cert
+    return p1, population_step(model, p1, s2.eta, s2.lam_a, s2.lam_w, s2.s, method=method, weighted=s2.weighted), cert
 
 
 def step2_expansion(model, Q, b, s):
@@ -326,13 +362,15 @@ def step2_expansion(model, Q, b, s):
     return np.concatenate([TA, TB], axis=1), Tb, Ta
 
 
-def two_step_limit(model, params0, s2):
+def two_step_limit(model, params0, s2, weighted=False):
     r"""The ``eta^(1) -> 0`` limit of the two theory-schedule steps (closed form).
 
     .. math:: q_i^{(2)} = a_i^{(0)}h(b_i^{(0)})\,\mathbb E[y\phi],\quad b_i^{(2)} = b_i^{(0)} + a_i^{(0)}h(b_i^{(0)})
               \,\mathbb Ey,\quad a_i^{(2)} = \mathbb Ey\,\tilde\sigma_{s_2}(b_i^{(0)}),\qquad h = \mathrm{win}_{s_2},
 
-    with ``E[y phi] = (gamma/sigma~) 1_A`` (zero on the background).
+    with ``E[y phi] = (gamma/sigma~) 1_A`` (zero on the background). The class-weighted loss replaces ``y`` by
+    ``alpha_y y``: ``E[alpha_y y] = 0``, so ``b^(2) = b^(0)``, ``a^(2) = 0`` and ``E[alpha_y y phi_A] =
+    gamma_weighted/sigma~``.
 
     Parameters
     ----------
@@ -341,6 +379,8 @@ def two_step_limit(model, params0, s2):
         Initial parameters.
     s2 : float
         Smoothing of step 2, > 0 (``k^{-3/2}`` in Lemma 23).
+    weighted : bool
+        Steps 1-2 on the class-weighted loss (App. F, ``variant="general"``).
 
     Returns
     -------
@@ -368,9 +408,10 @@ def two_step_limit(model, params0, s2):
     s2 = check("emergence.two_step_limit", "s2", s2, Interval(0.0, np.inf, "neither"))
     mom = model.moments()
     c = params0.a * window(params0.b, s2)
+    Ey = 0.0 if weighted else mom.Ey
     Ephi = np.zeros(model.D)
-    Ephi[:model.k] = mom.E_y_phi_A
-    return TwoLayerParams(c[:, None] * Ephi[None, :], params0.b + c * mom.Ey, mom.Ey * smooth_trunc_relu(params0.b, s2))
+    Ephi[:model.k] = mom.gamma_weighted / mom.sigt if weighted else mom.E_y_phi_A
+    return TwoLayerParams(c[:, None] * Ephi[None, :], params0.b + c * Ey, Ey * smooth_trunc_relu(params0.b, s2))
 
 
 def two_step_features(model, params, s=0.0, by="count"):
