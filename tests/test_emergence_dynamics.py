@@ -235,6 +235,28 @@ def test_step1_step2_cosines_e1(e1_two_steps):
     assert cert < 1e-4                                          # Lemma 19: sup |g^(1)| << 1
 
 
+def test_hinge_certificate_e1_against_samples(e1_two_steps):
+    """At D = 100 (no enumeration): the certificate bounds |g^(1)| on 4e3 sampled inputs, and is within a factor
+    100 of the sampled max (it is a sup bound, not an estimate)."""
+    model, p0, steps, (p1, p2, cert) = e1_two_steps
+    X, _, _ = model.sample(4_000, seed=1)
+    g = np.abs(network_output(p1, X, steps[1].s)).max()
+    assert g <= cert and cert < 100 * g
+
+
+def test_reduced_gd_loss_against_monte_carlo():
+    """The count-law hinge loss of the reduced GD = Monte Carlo over sampled inputs of the full network at D = 100
+    (line_params), |z| < 4.5 with n = 4e4."""
+    model = parity_mixture(100, 5, 0.5)
+    p0 = symmetric_init(model, 50, seed=2)
+    lim = two_step_limit(model, p0, 5 ** -1.5)
+    tr = reduced_population_gd(model, lim.Q[:, :5].mean(1) * np.sqrt(5), lim.b, lim.a, 0.5, 1e-3, 40)
+    X, y, _ = model.sample(40_000, seed=3)
+    h = np.maximum(0.0, 1.0 - y * network_output(line_params(model, tr.alpha, tr.b, tr.a), X, 0.0))
+    assert abs(h.mean() - tr.loss[-1]) < 4.5 * h.std() / np.sqrt(h.size)
+    assert abs(tr.loss[-1] - tr.loss[0]) > 20 * h.std() / np.sqrt(h.size)      # the comparison can fail
+
+
 def test_two_step_limit_matches_exact_steps(e1_two_steps):
     """The eta^(1) -> 0 closed form vs the exact two population steps: relative gap O(eta^(1) |a| ||T||)."""
     model, p0, steps, (p1, p2, cert) = e1_two_steps
@@ -459,7 +481,7 @@ def test_predict_no_structure_signal():
 
 def test_predict_small():
     pred = popdyn.predict(Problem(D=12, k=3, m=4, T=30))
-    assert pred.status == 0 and pred.t[0] == 2 and pred["loss"].shape == (29,)
+    assert pred.status == 0 and pred.t[0] == 2 and pred["loss"].shape == pred["accuracy"].shape == (29,)
     assert pred["cos_step1"] > 0.9999 and pred["cos_step2"] > 1 - 1e-12
     assert pred["lp_loss"] < 1e-9 and pred["lp_loss_one_step"] == pytest.approx(1.0)
     assert pred["loss"][0] == pytest.approx(1.0) and pred["hinge_certificate"] < 1

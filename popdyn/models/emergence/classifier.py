@@ -137,7 +137,7 @@ def optimal_second_layer(F, pi, y, reg=None):
     lo, hi = -30.0, 10.0                       # log lam bracket: ||a(lam)|| runs from ~the LP optimum to ~0
     if np.linalg.norm(_l2_dual(F, pi, y, np.exp(lo))[0]) <= val:
         hi = lo
-    for _ in range(80 if hi > lo else 0):
+    for _ in range(50 if hi > lo else 0):       # bracket width 40 / 2^50: lam to 4e-14 relative
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if np.linalg.norm(_l2_dual(F, pi, y, np.exp(mid))[0]) <= val else (mid, hi)
     a = _l2_dual(F, pi, y, np.exp(hi))[0]
