@@ -418,6 +418,25 @@ def test_reduced_gd_equals_full_population_gd(seed, s, train):
     np.testing.assert_allclose(p.a, tr.a, atol=1e-12)
 
 
+@pytest.mark.parametrize("model", [parity_mixture(11, 3, 0.5), parity_mixture(11, 3, 0.3, independent_background=False),
+                                   emergence.hidden_representation(12, 4, n_per_class=3)])
+def test_subspace_gradient_equals_enumeration(model):
+    """indicator='subspace' (A-support sums, background conditional mean) = full enumeration for Q[:, k:] = 0,
+    with the hinge indicator active; the paper's mixture at p_o = 0.3 has a non-zero background gradient (the
+    span is not invariant where (A2) fails)."""
+    rng = np.random.default_rng(9)
+    Q = np.zeros((5, model.D))
+    Q[:, :model.k] = rng.normal(0, 2.0, (5, model.k))
+    p = TwoLayerParams(Q, rng.normal(0.2, 0.3, 5), rng.normal(0, 3.0, 5))
+    for s in (0.0, 0.1):
+        g1 = population_gradient(model, p, s, indicator="subspace")
+        g2 = population_gradient(model, p, s, indicator="enumerate")
+        for x, y in ((g1.Q, g2.Q), (g1.b, g2.b), (g1.a, g2.a)):
+            np.testing.assert_allclose(x, y, atol=1e-12)                      # 1e-12: 2^8-term sums
+    bg = np.abs(g2.Q[:, model.k:]).max()
+    assert (bg > 1e-4) if model.p_bg_rows is not None and not np.all(model.p_bg_rows == 0.5) else (bg < 1e-15)
+
+
 def test_reduced_gd_plateau_e1():
     """Spec §2.8 observation (S8): k = 5, m = 100, eta = k^2/(T m^{1/3}), T = 300, lambda = 1e-3 from the two-step
     limit: population hinge 0.95082 / 0.82007 / 0.50059 at t = 50 / 150 / 300 in S8 (its m = 100 draws are not

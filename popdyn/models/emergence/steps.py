@@ -92,6 +92,18 @@ def _weighted_correlations(model, Q, b, s, method):
     return (mt.sigt * T + Tb[:, None] * shift) / mo.sigt, Tb, Ta, beta
 
 
+def _subspace_support(owner, model, params):
+    """A-support rows with the conditional background mean: exact sums for a first layer with Q[:, k:] = 0."""
+    if np.any(params.Q[:, model.k:] != 0.0):
+        raise InvalidParameterError(f"The 'params' parameter of {owner} must have a zero background block Q[:, k:] "
+                                    f"for indicator='subspace'. Got max |Q[:, k:]| = "
+                                    f"{np.abs(params.Q[:, model.k:]).max():.3g} instead.")
+    mom = model.moments()
+    P, group = model.background_groups()
+    phi = np.concatenate([model.phi_A(), (P[group] - mom.p_bar) / mom.sigt], axis=1)
+    return phi, model.A_probs, model.labels
+
+
 def population_gradient(model, params, s, indicator="one", method="fourier", weighted=False):
     r"""Population gradient of the hinge loss with the noise inside the network (no regulariser).
 
@@ -107,10 +119,13 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     params : TwoLayerParams
     s : float
         Smoothing ``sigma_xi >= 0`` (``indicator="one"`` with the Fourier method needs ``s > 0``).
-    indicator : {"one", "enumerate"}
+    indicator : {"one", "enumerate", "subspace"}
         "one": the indicator set to 1 (exact when ``sup |g| < 1``, see :func:`hinge_certificate`); the
         correlations come from ``neuron_correlations(model, q, b, s, method)``. "enumerate": exact sums over
-        :func:`full_support` with the indicator (``D - k <= 16``).
+        :func:`full_support` with the indicator (``D - k <= 16``). "subspace": exact for a first layer in the
+        class-relevant span (``Q[:, k:] = 0``, any D): g depends on the A block only, so the sums run over the
+        A-support with the background replaced by its conditional mean ``E[phi_B | row]`` (0 under (A2): the
+        span is then invariant, spec §2.8).
     method : str
         Method of :func:`~popdyn.models.emergence.neuron_correlations` when ``indicator="one"``.
     weighted : bool
@@ -134,14 +149,14 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     """
     owner = "emergence.population_gradient"
     s = check(owner, "s", s, _S)
-    indicator = check(owner, "indicator", indicator, Options(("one", "enumerate")))
+    indicator = check(owner, "indicator", indicator, Options(("one", "enumerate", "subspace")))
     if indicator == "one":
         if weighted:
             T, Tb, Ta, _ = _weighted_correlations(model, params.Q, params.b, s, method)
         else:
             T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method)
         return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
-    phi, prob, y = full_support(model)
+    phi, prob, y = full_support(model) if indicator == "enumerate" else _subspace_support(owner, model, params)
     if weighted:
         prob = prob * _class_weights(model, y)
     z = phi @ params.Q.T + params.b
