@@ -31,9 +31,9 @@ from scipy.special import ndtr
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
 from .activation import smooth_trunc_relu, window
-from .data import PatternModel
+from .data import ExchangeablePatternModel, GaussianParityMixture, PatternModel
 
-__all__ = ["NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bound"]
+__all__ = ["NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bound", "gmm_correlations"]
 
 _T_MAX_S = 9.6        # t_max = 9.6 / s: exp(-s^2 t^2 / 2) = 1e-20 there
 _TAIL_S = 12.0        # the Gaussian xi is inside [-12 s, 12 s] up to 4e-33 when sizing the aliasing-free step
@@ -54,17 +54,17 @@ class NeuronCorr(NamedTuple):
 # ---- inputs ------------------------------------------------------------------------------------------------
 
 def _inputs(owner, model, q, b, s, s_positive):
-    if not isinstance(model, PatternModel):
-        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a PatternModel. "
-                                    f"Got {type(model).__name__} instead.")
+    if not isinstance(model, (PatternModel, ExchangeablePatternModel)):
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a PatternModel or an "
+                                    f"ExchangeablePatternModel. Got {type(model).__name__} instead.")
     Q = check(owner, "q", np.atleast_2d(np.asarray(q, dtype=np.float64)), FiniteArray(2, (None, model.D)))
     single = np.ndim(q) == 1
-    bv = np.broadcast_to(np.asarray(b, dtype=np.float64), (Q.shape[0],)) if np.ndim(b) <= 1 else None
-    if bv is None or not np.all(np.isfinite(bv)) or (np.ndim(b) == 1 and np.shape(b) != (Q.shape[0],)):
+    bv = np.array(b, dtype=np.float64) if np.ndim(b) <= 1 else None
+    if bv is None or not np.all(np.isfinite(bv)) or bv.shape not in ((), (Q.shape[0],)):
         raise InvalidParameterError(f"The 'b' parameter of {owner} must be a finite float or an array of shape "
                                     f"({Q.shape[0]},). Got {b!r} instead.")
     s = check(owner, "s", s, Interval(0.0, np.inf, "neither" if s_positive else "left"))
-    return Q, np.array(bv), s, single
+    return Q, np.broadcast_to(bv, (Q.shape[0],)).copy(), s, single
 
 
 def _pieces(model, Q, b):
@@ -239,6 +239,112 @@ def _fourier_numpy(model, q, b, s, chunk=16):
     return _assemble(model, W, Es, beta, TB, w, phA, single)
 
 
+# ---- Fourier, count-resolved iid block: numba kernel -------------------------------------------------------
+
+@numba.njit(cache=True, parallel=True)
+def _exchangeable_kernel(qA, qB, yc, pA, u0, u1, pB, v0, v1, b, s, t0):  # pragma: no cover - compiled
+    """T_A, T_B, T_b, T_a integrals for an iid A-block with count labels y_c: per node, the A-block generating
+    function prod_j ((1-p_A) e^{itq_j u0} + p_A z e^{itq_j u1}) by prefix polynomials in z and the label-contracted
+    suffixes R_j(a) = sum_b y_{a+b} [z^b] prod_{l>=j} f_l (R_j = alpha_j R_{j+1} + beta_j R_{j+1}(. + 1)): O(k^2)."""
+    m, k = qA.shape
+    nb = qB.shape[1]
+    TA = np.zeros((m, k))
+    TB = np.zeros((m, nb))
+    Tb = np.zeros(m)
+    Ta = np.zeros(m)
+    beta = np.zeros(m)
+    for i in numba.prange(m):
+        span = _TAIL_S * s
+        for j in range(k):
+            span += abs(qA[i, j]) * max(abs(u0), abs(u1))
+        for l in range(nb):
+            span += abs(qB[i, l]) * max(abs(v0[l]), abs(v1[l]))
+        h = math.pi / (span + abs(b[i]) + 1.0)
+        N = int(_T_MAX_S / (s * h)) + 2
+        pre = np.empty(nb + 1, np.complex128)
+        suf = np.empty(nb + 1, np.complex128)
+        fac = np.empty(nb, np.complex128)
+        e0 = np.empty(nb, np.complex128)
+        e1 = np.empty(nb, np.complex128)
+        a0 = np.empty(k, np.complex128)
+        a1 = np.empty(k, np.complex128)
+        Pre = np.zeros((k + 1, k + 1), np.complex128)
+        Rv = np.zeros(k + 2, np.complex128)
+        Rn = np.zeros(k + 2, np.complex128)
+        accA = np.zeros(k)
+        accB = np.zeros(nb)
+        accb, acca, accbeta = 0.0, 0.0, 0.0
+        for n in range(N):
+            t = n * h
+            wt = 0.5 * h if n == 0 else h
+            gauss = math.exp(-0.5 * (s * t) ** 2)
+            for l in range(nb):
+                e0[l] = complex(math.cos(t * qB[i, l] * v0[l]), math.sin(t * qB[i, l] * v0[l]))
+                e1[l] = complex(math.cos(t * qB[i, l] * v1[l]), math.sin(t * qB[i, l] * v1[l]))
+            for j in range(k):
+                a0[j] = complex(math.cos(t * qA[i, j] * u0), math.sin(t * qA[i, j] * u0))
+                a1[j] = complex(math.cos(t * qA[i, j] * u1), math.sin(t * qA[i, j] * u1))
+            kap = 1.0 + 0.0j if n == 0 else complex(math.sin(t) / t, -2.0 * math.sin(0.5 * t) ** 2 / t)
+            ck = gauss * kap * complex(math.cos(t * b[i]), math.sin(t * b[i]))
+            pre[0] = 1.0
+            for l in range(nb):
+                fac[l] = (1.0 - pB[l]) * e0[l] + pB[l] * e1[l]
+                pre[l + 1] = pre[l] * fac[l]
+            suf[nb] = 1.0
+            for l in range(nb - 1, -1, -1):
+                suf[l] = suf[l + 1] * fac[l]
+            Pre[0, 0] = 1.0
+            for j in range(k):                       # Pre[j + 1] = Pre[j] * ((1-p) a0_j + p a1_j z)
+                al, be = (1.0 - pA) * a0[j], pA * a1[j]
+                Pre[j + 1, 0] = al * Pre[j, 0]
+                for a in range(1, j + 1):
+                    Pre[j + 1, a] = al * Pre[j, a] + be * Pre[j, a - 1]
+                Pre[j + 1, j + 1] = be * Pre[j, j]
+            for a in range(k + 1):
+                Rv[a] = yc[a]
+            Rv[k + 1] = 0.0
+            for j in range(k - 1, -1, -1):           # Rv = R_{j+1}
+                g0, g1 = (1.0 - pA) * u0 * a0[j], pA * u1 * a1[j]
+                Yj = 0.0j
+                for a in range(j + 1):
+                    Yj += Pre[j, a] * (g0 * Rv[a] + g1 * Rv[a + 1])
+                accA[j] += wt * (pre[nb] * ck * Yj).real
+                al, be = (1.0 - pA) * a0[j], pA * a1[j]
+                for a in range(k + 1):
+                    Rn[a] = al * Rv[a] + be * Rv[a + 1]
+                for a in range(k + 1):
+                    Rv[a] = Rn[a]
+            Y = Rv[0]
+            z = pre[nb] * ck * Y
+            accb += wt * z.real
+            acca += wt * (t0[i] if n == 0 else z.imag / t)
+            accbeta += wt * (pre[nb] * ck).real
+            Yk = ck * Y
+            for l in range(nb):
+                u = (1.0 - pB[l]) * v0[l] * e0[l] + pB[l] * v1[l] * e1[l]
+                accB[l] += wt * (pre[l] * suf[l + 1] * Yk * u).real
+        for j in range(k):
+            TA[i, j] = accA[j] / math.pi
+        for l in range(nb):
+            TB[i, l] = accB[l] / math.pi
+        Tb[i] = accb / math.pi
+        Ta[i] = acca / math.pi
+        beta[i] = accbeta / math.pi
+    return TA, TB, Tb, Ta, beta
+
+
+def _fourier_exchangeable(model, Q, b, s, single):
+    mom = model.moments()
+    pi_c, y_c = model.count_law()
+    k, p = model.k, model.p_A
+    t0 = mom.Ey * (b - 0.5) + (mom.gamma[0] / mom.sigt) * Q[:, :k].sum(1)   # t -> 0 limit of the T_a integrand
+    TA, TB, Tb, Ta, beta = _exchangeable_kernel(
+        np.ascontiguousarray(Q[:, :k]), np.ascontiguousarray(Q[:, k:]), y_c * 1.0, p, -p / mom.sigt,
+        (1 - p) / mom.sigt, mom.p_bar, -mom.p_bar / mom.sigt, (1 - mom.p_bar) / mom.sigt, b, s, t0)
+    out = NeuronCorr(np.concatenate([TA, TB], axis=1), Tb, Ta + 0.5 * mom.Ey, beta)
+    return NeuronCorr(*(x[0] for x in out)) if single else out
+
+
 # ---- enumeration, Monte Carlo, CLT -------------------------------------------------------------------------
 
 def _enumerate(model, Q, b, s, single):
@@ -340,7 +446,9 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
 
     Parameters
     ----------
-    model : PatternModel
+    model : PatternModel or ExchangeablePatternModel
+        The count-resolved model uses an O(k^2)-per-node generating-function recursion for "fourier" and its
+        explicit support (k <= 20) for "enumerate" and "gauss".
     q : array_like of shape (D,) or (m, D)
         Pattern coordinates ``M^T w`` of the neurons.
     b : float or array_like of shape (m,)
@@ -391,7 +499,18 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
     Q, b, s, single = _inputs(owner, model, q, b, s, method == "fourier")
     if method == "mc":
         return _squeeze(_mc_sums(model, Q, b, s, check(owner, "n_mc", n_mc, Integer(2)), seed)[0], single)
+    if isinstance(model, ExchangeablePatternModel):
+        if method == "fourier":
+            return _fourier_exchangeable(model, Q, b, s, single)
+        model = _explicit(owner, model, method)
     return _METHODS[method](model, Q, b, s, single)
+
+
+def _explicit(owner, model, method):
+    if model.k > _ENUM_MAX:
+        raise InvalidParameterError(f"The 'method' parameter of {owner} must be 'fourier' or 'mc' for an "
+                                    f"ExchangeablePatternModel with k = {model.k} > {_ENUM_MAX}. Got {method!r}.")
+    return model.to_pattern_model()
 
 
 def mc_correlations(model, q, b, s, n, seed=0):
@@ -463,6 +582,8 @@ def clt_error_bound(model, q, b, s):
        specs/emergence.md §2.4.
     """
     Q, b, s, single = _inputs("emergence.clt_error_bound", model, q, b, s, False)
+    if isinstance(model, ExchangeablePatternModel):
+        model = _explicit("emergence.clt_error_bound", model, "gauss")
     cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
     eps = np.zeros(Q.shape[0])
     for g in range(P.shape[0]):
@@ -475,3 +596,70 @@ def clt_error_bound(model, q, b, s):
     absw = np.abs(w)
     out = (eps, eps[:, None] * (absw @ np.abs(phA))[None, :], eps * absw.sum(), 0.5 * eps * absw.sum())
     return tuple(x[0] for x in out) if single else out
+
+
+def gmm_correlations(model, w, b, s):
+    r"""Exact population correlations of neurons on the Gaussian-mixture parity (Stein's lemma).
+
+    With ``m_eps = <w, M eps> + b`` and ``S^2 = tau^2 ||w||^2 + s^2``:
+
+    .. math:: \mathbb E[y\,x\,\mathrm{win}_s(\langle w,x\rangle+b)] = 2^{-k}\sum_\varepsilon y(\varepsilon)
+              \Big[M\varepsilon\,\mathrm{win}_S(m_\varepsilon) + \tau^2w\,
+              \frac{\varphi(m_\varepsilon/S) - \varphi((1-m_\varepsilon)/S)}{S}\Big],
+
+    ``T_b = 2^{-k} sum y win_S(m_eps)``, ``T_a = 2^{-k} sum y sigma~_S(m_eps)``, ``beta = win_S(b)``.
+
+    Parameters
+    ----------
+    model : GaussianParityMixture
+    w : array_like of shape (d,) or (m, d)
+        First-layer weights in input space.
+    b : float or array_like of shape (m,)
+        Biases.
+    s : float
+        Smoothing ``sigma_xi >= 0`` (``S > 0`` needs ``w != 0`` or ``s > 0``).
+
+    Returns
+    -------
+    NeuronCorr
+        ``T`` (d,) or (m, d) ``= E[y x win]``; ``Tb``, ``Ta``, ``beta``.
+
+    Notes
+    -----
+    Regime: exact for every w, b and s (the xi and g expectations are Gaussian); 2^k terms (k <= 16). gamma = 0
+    here, so the first-order (w = 0) signal ``2^-k sum_eps y M eps win_S(b)`` vanishes for k >= 2.
+
+    References
+    ----------
+    .. [src] seed 002 L3814-3865 (eq. (290)); specs/emergence.md §2.12 (derived there, check S11).
+    """
+    owner = "emergence.gmm_correlations"
+    if not isinstance(model, GaussianParityMixture):
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a GaussianParityMixture. "
+                                    f"Got {type(model).__name__} instead.")
+    Wm = check(owner, "w", np.atleast_2d(np.asarray(w, dtype=np.float64)), FiniteArray(2, (None, model.d)))
+    single = np.ndim(w) == 1
+    bv = np.array(b, dtype=np.float64)
+    if bv.shape not in ((), (Wm.shape[0],)) or not np.all(np.isfinite(bv)):
+        raise InvalidParameterError(f"The 'b' parameter of {owner} must be a finite float or an array of shape "
+                                    f"({Wm.shape[0]},). Got {b!r} instead.")
+    bv = np.broadcast_to(bv, (Wm.shape[0],))
+    s = check(owner, "s", s, Interval(0.0, np.inf, "left"))
+    E, y = model.centers()
+    tau2 = model.tau2
+    ME = E @ model.M.T                                                  # (2^k, d) centers
+    out = []
+    for wi, bi in zip(Wm, bv):
+        S = math.sqrt(tau2 * (wi @ wi) + s * s)
+        mv = ME @ wi + bi
+        win = window(mv, S)
+        dens = (_npdf(mv / S) - _npdf((1.0 - mv) / S)) / S if S > 0 else np.zeros_like(mv)
+        T = ((y * win) @ ME + tau2 * wi * (y @ dens)) / len(y)
+        out.append((T, (y @ win) / len(y), (y @ smooth_trunc_relu(mv, S)) / len(y), float(window(bi, S))))
+    T, Tb, Ta, beta = (np.array(x) for x in zip(*out))
+    res = NeuronCorr(T, Tb, Ta, beta)
+    return NeuronCorr(*(x[0] for x in res)) if single else res
+
+
+def _npdf(x):
+    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
