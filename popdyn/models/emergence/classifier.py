@@ -256,6 +256,8 @@ _TRAIN = ("alpha", "b", "a")
 
 def _exchangeable(model):
     """True when E[phi~_j | c] = c/k for every j in A (the line v is then invariant)."""
+    if not hasattr(model, "A_support"):
+        return True                                      # the count-resolved iid block
     c = model.A_support.sum(1)
     for n in np.unique(c):
         rows = c == n

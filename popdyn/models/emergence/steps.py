@@ -73,9 +73,10 @@ def _class_weights(model, y):
 def _balanced_twin(model):
     """The model with row probabilities pi_r alpha_{y_r} (they sum to 1): its plain expectations are the
     class-weighted expectations of ``model``; its own normalisation (mean, sigma~) differs."""
-    if model.p_bg_rows is not None:
-        raise InvalidParameterError("The 'model' parameter of emergence.population_gradient must have an independent "
-                                    "background (p_bg_rows None) for the weighted loss with indicator='one'.")
+    if not hasattr(model, "A_support") or model.p_bg_rows is not None:
+        raise InvalidParameterError("The 'model' parameter of emergence.population_gradient must be a PatternModel "
+                                    "with an independent background (p_bg_rows None) for the weighted loss with "
+                                    "indicator='one'.")
     pi = model.A_probs * _class_weights(model, model.labels)
     return type(model)(model.D, model.k, model.A_support, pi / pi.sum(), model.labels, model.p_bg)
 
@@ -214,16 +215,22 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
     return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b, decay(lam_a) * params.a - eta * g.a)
 
 
+def _box_range(Q, v0, v1):
+    """min and max of <q, v> over v in the box prod_j {v0_j, v1_j}, per row of Q."""
+    return np.minimum(Q * v0, Q * v1).sum(1), np.maximum(Q * v0, Q * v1).sum(1)
+
+
 def _z_range(model, Q, b):
-    """Exact ``(min, max)`` over the support of ``<q_i, phi> + b_i`` for every row of ``Q`` (background: every
-    configuration has positive probability, so each coordinate reaches both of its values)."""
-    mom = model.moments()
-    zA = model.phi_A() @ Q[:, :model.k].T                                      # (R, n)
-    v0, v1 = -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt
-    QB = Q[:, model.k:]
-    hi = np.maximum(QB * v0, QB * v1).sum(1)
-    lo = np.minimum(QB * v0, QB * v1).sum(1)
-    return zA.min(0) + lo + b, zA.max(0) + hi + b
+    """Exact ``(min, max)`` over the support of ``<q_i, phi> + b_i`` for every row of ``Q`` (background, and an iid
+    count-resolved A block: every configuration has positive probability, so each coordinate takes both values)."""
+    mom, k = model.moments(), model.k
+    if hasattr(model, "phi_A"):
+        zA = model.phi_A() @ Q[:, :k].T                                        # (R, n)
+        loA, hiA = zA.min(0), zA.max(0)
+    else:
+        loA, hiA = _box_range(Q[:, :k], -mom.mean_A / mom.sigt, (1.0 - mom.mean_A) / mom.sigt)
+    lo, hi = _box_range(Q[:, k:], -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt)
+    return loA + lo + b, hiA + hi + b
 
 
 def hinge_certificate(model, params, s):
@@ -354,7 +361,7 @@ def step2_expansion(model, Q, b, s):
     .. [src] seed 002 L462-484, L2200-2241 (Lemma 20); specs/emergence.md §2.6 (derived, check S6).
     """
     owner = "emergence.step2_expansion"
-    if model.p_bg_rows is not None:
+    if getattr(model, "p_bg_rows", None) is not None:
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have an independent background "
                                     f"(p_bg_rows None, assumption (A2)). Got a row-dependent background.")
     Q = check(owner, "Q", Q, FiniteArray(2, (None, model.D)))
