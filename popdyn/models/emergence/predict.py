@@ -89,7 +89,8 @@ def _predict(problem, *, method="fourier"):
     tr = reduced_population_gd(model, alpha, lim.b, lim.a, steps[-1].eta if problem.T > 2 else 1.0,
                                steps[-1].lam_w if problem.T > 2 else 0.0, problem.T - 2, train=train)
     obs = {"loss": tr.loss, "accuracy": 1.0 - tr.error,
-           "cos_step1": np.abs(feature_cosine(model, p1.Q)).max(), "cos_step2": np.abs(feature_cosine(model, p2.Q)).max(),
+           "cos_step1": np.abs(feature_cosine(model, p1.Q)).max(),
+           "cos_step2": np.abs(feature_cosine(model, p2.Q)).max(),
            "loss_step1": 1.0 - p1.a @ p2.a, "hinge_certificate": cert,
            "T_norm_step1": np.median(np.linalg.norm(p1.Q, axis=1) / np.abs(steps[0].eta * p0.a)),
            "b_shift_step2": np.abs(p2.b - p0.b).max(),

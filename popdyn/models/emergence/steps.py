@@ -212,7 +212,8 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
     def decay(lam):
         f = 1.0 - 2.0 * eta * lam
         return 0.0 if abs(f) < 1e-12 else f
-    return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b, decay(lam_a) * params.a - eta * g.a)
+    return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b,
+                          decay(lam_a) * params.a - eta * g.a)
 
 
 def _box_range(Q, v0, v1):
