@@ -319,6 +319,21 @@ def test_step2_expansion_cubic_remainder(model):
         np.testing.assert_allclose(TB[0] / TB[1], 4.0, rtol=0.05)
 
 
+def test_step2_background_ratio_e1():
+    """Spec §6 item 9 at D = 100 (Fourier): q = eps T^(1): ||T^(2)_B|| / ||formula|| within 1 +- 10 eps and the
+    A-mean of T^(2) -> h(b) gamma/sigma~ (S6: ratios 1.0000 / 0.9999 / 0.9877 at eps = 1e-2 / 1e-1 / 1)."""
+    model, s = parity_mixture(100, 5, 0.5), 5 ** -1.5
+    q0, b0 = np.random.default_rng(4).normal(0, 0.2, 100), 1.3 / 25
+    T1, Tb1, _, _ = neuron_correlations(model, q0, b0, s)
+    for eps in (1e-2, 1e-1, 1.0):
+        q1, b1 = (eps * T1)[None], np.array([b0 + eps * Tb1])
+        T2 = neuron_correlations(model, q1, b1, s)[0][0]
+        E = step2_expansion(model, q1, b1, s)[0][0]
+        assert abs(np.linalg.norm(T2[5:]) / np.linalg.norm(E[5:]) - 1) < 10 * eps
+        lead = emergence.window(b1[0], s) * model.moments().E_y_phi_A[0]
+        assert abs(T2[:5].mean() / lead - 1) < eps
+
+
 def test_two_step_features_count_equals_support():
     model = SMALL
     lim = two_step_limit(model, symmetric_init(model, 4, seed=3), 0.1)
