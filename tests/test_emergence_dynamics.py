@@ -538,12 +538,12 @@ def test_predict_e2_interval():
     """E2 (k = 30 interval, count-resolved): the two-step features separate (Two Step 100 % in Table 2), step-1
     cos 0.988 at the theory schedule (the paper's One Step 0.901 used other hyperparameters)."""
     pred = popdyn.predict(Problem.interval())
-    assert pred.status == 0 and pred["lp_accuracy"] == 1.0 and pred["cos_step1"] > 0.98
+    assert pred.status == 0 and pred["lp_error"] == 0.0 and pred["cos_step1"] > 0.98
 
 
 def test_predict_small():
     pred = popdyn.predict(Problem(D=12, k=3, m=4, T=30))
-    assert pred.status == 0 and pred.t[0] == 2 and pred["loss"].shape == pred["accuracy"].shape == (29,)
+    assert pred.status == 0 and pred.t[0] == 2 and pred["loss"].shape == pred["error"].shape == (29,)
     assert pred["cos_step1"] > 0.9999 and pred["cos_step2"] > 1 - 1e-12
     assert pred["lp_loss"] < 1e-9 and pred["lp_loss_one_step"] == pytest.approx(1.0)
     assert pred["loss"][0] == pytest.approx(1.0) and pred["hinge_certificate"] < 1
