@@ -499,6 +499,7 @@ def test_no_structure_has_no_two_step_signal():
 def test_hinge_and_error_examples():
     F = np.array([[1.0], [2.0]])
     assert hinge_and_error(F, [0.5, 0.5], [1.0, -1.0], [0.5]) == (0.5 * 0.5 + 0.5 * 2.0, 0.5)
+    assert hinge_and_error(F, [0.5, 0.5], [1.0, -1.0], [0.0]) == (1.0, 0.5)             # g = 0: a coin flip
 
 
 # ---- Problem and predict --------------------------------------------------------------------------------------

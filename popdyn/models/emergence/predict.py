@@ -38,7 +38,7 @@ def _predict(problem, *, method="fourier"):
     Returns
     -------
     Prediction
-        ``t = 2..T``; time series ``loss`` (population hinge, truncated ReLU) and ``error`` (``P[y g <= 0]``) of
+        ``t = 2..T``; time series ``loss`` (population hinge, truncated ReLU) and ``error`` (``P[y g < 0] + P[g = 0]/2``) of
         the reduced population GD started at the ``eta^(1) -> 0`` two-step limit. Scalars: ``cos_step1``,
         ``cos_step2`` (``max_i |cos(w_i, sum_A M_j)|``, exact finite-``eta^(1)`` steps), ``loss_step1``
         (``L(g^(1); sigma_xi^(2)) = 1 - a^(1).a^(2)``), ``hinge_certificate`` (bound on ``sup |g^(1)|``),
