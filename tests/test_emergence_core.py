@@ -94,8 +94,8 @@ def assert_param_error(name, fn, *args, **kw):
 def test_smooth_activation_and_window_against_quadrature(s):
     """sigma~_s = E sigma(z + s xi) and win_s = P(z + s xi in (0,1)) by quad (epsabs 1e-13) at 13 points."""
     for z in np.linspace(-2, 3, 13):
-        ref, err = integrate.quad(lambda x: min(1, max(z + s * x, 0)) * norm.pdf(x), -40, 40, points=[-z / s, (1 - z) / s],
-                                  epsabs=1e-14, limit=200)
+        ref, err = integrate.quad(lambda x: min(1, max(z + s * x, 0)) * norm.pdf(x), -40, 40,
+                                  points=[-z / s, (1 - z) / s], epsabs=1e-14, limit=200)
         assert abs(float(em.smooth_trunc_relu(z, s)) - ref) < 1e-12 + 10 * err  # quad accuracy, not ours
         pw = norm.cdf((1 - z) / s) - norm.cdf(-z / s)                        # scipy.stats, a separate Phi
         assert abs(float(em.window(z, s)) - pw) < 1e-15
@@ -362,7 +362,8 @@ def test_count_resolved_fourier_equals_explicit_support(s):
     rng = np.random.default_rng(0)
     Q, b = rng.normal(0, 0.3, (4, 14)), rng.normal(0, 0.3, 4)
     F = em.neuron_correlations(ex, Q, b, s)
-    for other in (em.neuron_correlations(ex.to_pattern_model(), Q, b, s), em.neuron_correlations(ex, Q, b, s, "enumerate")):
+    for other in (em.neuron_correlations(ex.to_pattern_model(), Q, b, s),
+                  em.neuron_correlations(ex, Q, b, s, "enumerate")):
         for f, g in zip(F, other):
             assert np.abs(np.asarray(f) - np.asarray(g)).max() < EXACT
 
@@ -434,6 +435,30 @@ def test_zero_A_part_identity(model, data):
     qB0 = q.copy()
     qB0[model.k:] = 0
     assert np.abs(em.neuron_correlations(bal, qB0, b, s).T[model.k:]).max() < EXACT
+
+
+def test_class_weighted_correlations():
+    """App. F weighted loss (spec §1.5, §2.11): with y -> alpha_y y, an unbalanced member with q_A = 0 has
+    T_A = (gamma_w / sigt) beta with gamma_w = E[alpha_y y phi~_j] and T_B = T_b = T_a = 0 (E[alpha_y y] = 0);
+    weighted Fourier = weighted enumeration = the count-resolved kernel (1e-14) and = MC (n = 1e5, |z| <= 4.5)."""
+    ex = em.ExchangeablePatternModel(13, 5, 0.6, 0.35, (4, 5))             # P(y = 1) = 0.337
+    pm = ex.to_pattern_model()
+    rng = np.random.default_rng(2)
+    q, b, s = rng.normal(0, 0.3, 13), 0.15, 0.12
+    F = em.neuron_correlations(pm, q, b, s, class_weighted=True)
+    for other in (em.neuron_correlations(pm, q, b, s, "enumerate", class_weighted=True),
+                  em.neuron_correlations(ex, q, b, s, class_weighted=True)):
+        for f, g in zip(F, other):
+            assert np.abs(np.asarray(f) - np.asarray(g)).max() < EXACT
+    mean, se = em.mc_correlations(pm, q, b, s, 100_000, seed=4, class_weighted=True)
+    assert np.abs((mean.T[:5] - F.T[:5]) / se.T[:5]).max() < Z_MAX and abs((mean.Tb - F.Tb) / se.Tb) < Z_MAX
+    q0 = np.r_[np.zeros(5), q[5:]]
+    mom = pm.moments()
+    for model in (pm, ex):
+        T, Tb, Ta, beta = em.neuron_correlations(model, q0, b, s, class_weighted=True)
+        np.testing.assert_allclose(T[:5], mom.gamma_weighted / mom.sigt * beta, atol=EXACT)
+        assert np.abs(T[5:]).max() < EXACT and abs(Tb) < EXACT and abs(Ta) < EXACT
+    assert abs(em.neuron_correlations(pm, q0, b, s).Tb) > 0.01                 # unweighted: E y != 0 shows
 
 
 def test_equivariance_and_symmetries():
@@ -516,6 +541,7 @@ def test_correlation_bad_inputs():
                        method="enumerate")
     assert_param_error("model", em.neuron_correlations, "parity", q, 0.0, 0.1)
     assert_param_error("n", em.mc_correlations, model, q, 0.0, 0.1, 1)
+    assert_param_error("class_weighted", em.neuron_correlations, model, q, 0.0, 0.1, class_weighted="yes")
 
 
 # ---- Gaussian-mixture parity (spec §2.12) --------------------------------------------------------------------

@@ -67,14 +67,23 @@ def _inputs(owner, model, q, b, s, s_positive):
     return Q, np.broadcast_to(bv, (Q.shape[0],)).copy(), s, single
 
 
-def _pieces(model, Q, b):
-    """c_A (m, R), q_B (m, nb), w = pi y (R,), groups, P (G, nb), v0, v1 (nb,), P(group) (G,)."""
+def _alpha(model, y, weighted):
+    """Class weights alpha_y = 1 / (2 P(y)) of App. F's weighted loss (1 when not weighted)."""
+    if not weighted:
+        return np.ones_like(y)
+    p_plus = model.moments().p_plus
+    return np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
+
+
+def _pieces(model, Q, b, weighted):
+    """c_A (m, R), q_B (m, nb), w = pi alpha_y y (R,), groups, P (G, nb), v0, v1 (nb,), P(group) (G,)."""
     mom = model.moments()
     phA = model.phi_A()
     cA = b[:, None] + Q[:, :model.k] @ phA.T
     P, grp = model.background_groups()
     piG = np.bincount(grp, weights=model.A_probs, minlength=P.shape[0])
-    return (cA, np.ascontiguousarray(Q[:, model.k:]), model.A_probs * model.labels, grp, P,
+    w = model.A_probs * model.labels * _alpha(model, model.labels, weighted)
+    return (cA, np.ascontiguousarray(Q[:, model.k:]), w, grp, P,
             -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt, piG, phA)
 
 
@@ -184,20 +193,20 @@ def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s):  # pragma: no cover -
     return W, Sa, beta, TB
 
 
-def _fourier(model, Q, b, s, single):
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+def _fourier(model, Q, b, s, single, weighted=False):
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     W, Es, beta, TB = _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s)
     return _assemble(model, W, Es, beta, TB, w, phA, single)
 
 
-def _fourier_numpy(model, q, b, s, chunk=16):
+def _fourier_numpy(model, q, b, s, chunk=16, weighted=False):
     """The same Fourier sums, vectorised in numpy over (neurons, nodes, patterns) in chunks of neurons.
 
     The benchmark baseline of the numba kernel (issue 10 §4) and an independent implementation for the tests:
     a common grid per chunk (smallest step, largest t_max), cumulative products for prefix/suffix.
     """
     Q, b, s, single = _inputs("emergence.correlations._fourier_numpy", model, q, b, s, True)
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     m, R = cA.shape
     nb = qB.shape[1]
     W, Es, beta, TB = np.empty((m, R)), np.empty((m, R)), np.empty(m), np.empty((m, nb))
@@ -333,26 +342,29 @@ def _exchangeable_kernel(qA, qB, yc, pA, u0, u1, pB, v0, v1, b, s, t0):  # pragm
     return TA, TB, Tb, Ta, beta
 
 
-def _fourier_exchangeable(model, Q, b, s, single):
+def _fourier_exchangeable(model, Q, b, s, single, weighted=False):
     mom = model.moments()
     pi_c, y_c = model.count_law()
+    yw = y_c * _alpha(model, y_c, weighted)
     k, p = model.k, model.p_A
-    t0 = mom.Ey * (b - 0.5) + (mom.gamma[0] / mom.sigt) * Q[:, :k].sum(1)   # t -> 0 limit of the T_a integrand
+    Eyw = pi_c @ yw                                                         # E[alpha_y y]
+    Eywphi = (pi_c @ (yw * np.arange(k + 1) / k) - Eyw * p) / mom.sigt      # E[alpha_y y phi_j], j in A
+    t0 = Eyw * (b - 0.5) + Eywphi * Q[:, :k].sum(1)                         # t -> 0 limit of the T_a integrand
     TA, TB, Tb, Ta, beta = _exchangeable_kernel(
-        np.ascontiguousarray(Q[:, :k]), np.ascontiguousarray(Q[:, k:]), y_c * 1.0, p, -p / mom.sigt,
+        np.ascontiguousarray(Q[:, :k]), np.ascontiguousarray(Q[:, k:]), yw, p, -p / mom.sigt,
         (1 - p) / mom.sigt, mom.p_bar, -mom.p_bar / mom.sigt, (1 - mom.p_bar) / mom.sigt, b, s, t0)
-    out = NeuronCorr(np.concatenate([TA, TB], axis=1), Tb, Ta + 0.5 * mom.Ey, beta)
+    out = NeuronCorr(np.concatenate([TA, TB], axis=1), Tb, Ta + 0.5 * Eyw, beta)
     return NeuronCorr(*(x[0] for x in out)) if single else out
 
 
 # ---- enumeration, Monte Carlo, CLT -------------------------------------------------------------------------
 
-def _enumerate(model, Q, b, s, single):
+def _enumerate(model, Q, b, s, single, weighted=False):
     nb = model.D - model.k
     if nb > _ENUM_MAX:
         raise InvalidParameterError(f"The 'method' parameter of emergence.neuron_correlations must not be "
                                     f"'enumerate' when D - k = {nb} > {_ENUM_MAX} (2^(D-k) configurations).")
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     cfg = np.array(list(itertools.product([0, 1], repeat=nb)), dtype=np.float64).reshape(2 ** nb, nb)
     probs = np.prod(np.where(cfg[None, :, :] == 1, P[:, None, :], 1.0 - P[:, None, :]), axis=2)   # (G, 2^nb)
     phB = v0 + cfg * (v1 - v0)                                                                  # (2^nb, nb)
@@ -370,7 +382,7 @@ def _enumerate(model, Q, b, s, single):
     return _assemble(model, W, Es, beta, TB, w, phA, single)
 
 
-def _mc_sums(model, Q, b, s, n, seed):
+def _mc_sums(model, Q, b, s, n, seed, weighted=False):
     rng = np.random.default_rng(seed)
     m, D = Q.shape
     sums = {k: 0.0 for k in ("T", "T2", "Tb", "Tb2", "Ta", "Ta2", "beta", "beta2")}
@@ -378,6 +390,7 @@ def _mc_sums(model, Q, b, s, n, seed):
     while done < n:
         c = min(_MC_CHUNK, n - done)
         X, y, _ = model.sample(c, rng)
+        y = y * _alpha(model, y, weighted)
         Z = X @ Q.T + b                                                  # (c, m)
         win = window(Z, s)
         yw = y[:, None] * win
@@ -385,7 +398,7 @@ def _mc_sums(model, Q, b, s, n, seed):
         bgZ = X[:, model.k:] @ Q[:, model.k:].T + b                      # background-only pre-activation
         bw = window(bgZ, s)
         sums["T"] = sums["T"] + yw.T @ X
-        sums["T2"] = sums["T2"] + (win ** 2).T @ X ** 2
+        sums["T2"] = sums["T2"] + ((y[:, None] * win) ** 2).T @ X ** 2
         for key, v in (("Tb", yw), ("Ta", ya), ("beta", bw)):
             sums[key] = sums[key] + v.sum(0)
             sums[key + "2"] = sums[key + "2"] + (v ** 2).sum(0)
@@ -399,8 +412,8 @@ def _squeeze(nc, single):
     return NeuronCorr(*(x[0] for x in nc)) if single else nc
 
 
-def _gauss(model, Q, b, s, single):
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+def _gauss(model, Q, b, s, single, weighted=False):
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     m, R = cA.shape
     W, Es, beta, TB = np.empty((m, R)), np.empty((m, R)), np.zeros(m), np.zeros((m, qB.shape[1]))
     for g in range(P.shape[0]):
@@ -428,7 +441,7 @@ def _win_std(u0, u1):
 _METHODS = {"fourier": _fourier, "enumerate": _enumerate, "gauss": _gauss}
 
 
-def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, seed=0):
+def neuron_correlations(model, q, b, s, method="fourier", *, class_weighted=False, n_mc=1_000_000, seed=0):
     r"""Population correlations ``(T, T_b, T_a, beta)`` of one neuron or of m neurons (hinge indicator = 1).
 
     .. math:: T_j = \mathbb E[y\phi_j\,\mathrm{win}_s(\langle q,\phi\rangle+b)] = \sum_r\pi_ry_r\phi^{(r)}_j
@@ -458,6 +471,8 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
     method : {"fourier", "enumerate", "mc", "gauss"}
         "fourier": exact (numba, parallel over neurons); "enumerate": brute force, ``D - k <= 20``; "mc":
         Monte Carlo with ``n_mc`` samples and ``seed``; "gauss": the CLT approximation of the background.
+    class_weighted : bool
+        Replace y by ``alpha_y y`` with ``alpha_y = 1/(2 P(y))`` (App. F's class-weighted loss of steps 1-2).
     n_mc : int
         Monte Carlo samples (method "mc").
     seed : int or numpy.random.Generator
@@ -497,13 +512,15 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
     owner = "emergence.neuron_correlations"
     method = check(owner, "method", method, Options(("fourier", "enumerate", "mc", "gauss")))
     Q, b, s, single = _inputs(owner, model, q, b, s, method == "fourier")
+    weighted = check(owner, "class_weighted", class_weighted, Options((False, True)))
     if method == "mc":
-        return _squeeze(_mc_sums(model, Q, b, s, check(owner, "n_mc", n_mc, Integer(2)), seed)[0], single)
+        n_mc = check(owner, "n_mc", n_mc, Integer(2))
+        return _squeeze(_mc_sums(model, Q, b, s, n_mc, seed, weighted)[0], single)
     if isinstance(model, ExchangeablePatternModel):
         if method == "fourier":
-            return _fourier_exchangeable(model, Q, b, s, single)
+            return _fourier_exchangeable(model, Q, b, s, single, weighted)
         model = _explicit(owner, model, method)
-    return _METHODS[method](model, Q, b, s, single)
+    return _METHODS[method](model, Q, b, s, single, weighted)
 
 
 def _explicit(owner, model, method):
@@ -513,7 +530,7 @@ def _explicit(owner, model, method):
     return model.to_pattern_model()
 
 
-def mc_correlations(model, q, b, s, n, seed=0):
+def mc_correlations(model, q, b, s, n, seed=0, *, class_weighted=False):
     r"""Monte Carlo estimates of ``(T, T_b, T_a, beta)`` and their standard errors.
 
     .. math:: \hat T_j = \frac1n\sum_{i=1}^n y_i\phi_{ij}\,\mathrm{win}_s(\langle q,\phi_i\rangle + b),\qquad
@@ -529,6 +546,8 @@ def mc_correlations(model, q, b, s, n, seed=0):
     n : int
         Samples, >= 2.
     seed : int or numpy.random.Generator
+    class_weighted : bool
+        As in :func:`neuron_correlations`.
 
     Returns
     -------
@@ -545,7 +564,8 @@ def mc_correlations(model, q, b, s, n, seed=0):
     """
     owner = "emergence.mc_correlations"
     Q, b, s, single = _inputs(owner, model, q, b, s, False)
-    mean, se = _mc_sums(model, Q, b, s, check(owner, "n", n, Integer(2)), seed)
+    weighted = check(owner, "class_weighted", class_weighted, Options((False, True)))
+    mean, se = _mc_sums(model, Q, b, s, check(owner, "n", n, Integer(2)), seed, weighted)
     return _squeeze(mean, single), _squeeze(se, single)
 
 
@@ -584,7 +604,7 @@ def clt_error_bound(model, q, b, s):
     Q, b, s, single = _inputs("emergence.clt_error_bound", model, q, b, s, False)
     if isinstance(model, ExchangeablePatternModel):
         model = _explicit("emergence.clt_error_bound", model, "gauss")
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, False)
     eps = np.zeros(Q.shape[0])
     for g in range(P.shape[0]):
         p = P[g]

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, check, validate
 
-__all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model", "interval_labeling",
-           "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture"]
+__all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",
+           "interval_labeling", "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture"]
 
 _K_ENUM = 20          # explicit A-block supports have 2^k rows at most for the enumerated constructors
 _K_EXPLICIT = 16      # iid_block_model returns an explicit PatternModel up to this k, the count-resolved form beyond
