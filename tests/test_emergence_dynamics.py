@@ -165,8 +165,9 @@ def test_fourier_gradient_equals_enumeration_when_certified(model):
 
 
 def test_weighted_gradient_equals_enumeration():
-    """App. F class-weighted loss: the balanced-twin reduction (Fourier) = weighted enumeration, on unbalanced
-    classes (interval labeling, P(y = 1) != 1/2); with q = 0 the weighted T_b vanishes (E[alpha_y y] = 0)."""
+    """App. F class-weighted loss: Fourier correlations (indicator 1) = weighted enumeration of the whole support,
+    on unbalanced classes (interval labeling, P(y = 1) != 1/2); with q = 0 the weighted T_b vanishes
+    (E[alpha_y y] = 0)."""
     model = interval_labeling(10, 4)
     assert abs(model.moments().Ey) > 0.1
     rng = np.random.default_rng(6)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, RegimeWarning, check
 from .activation import smooth_trunc_relu, window, window_derivs
-from .correlations import neuron_correlations
+from .correlations import _alpha, neuron_correlations
 from .network import TwoLayerParams
 
 __all__ = ["full_support", "population_gradient", "population_step", "hinge_certificate", "population_two_steps",
@@ -64,35 +64,6 @@ def full_support(model):
     return phi, (model.A_probs[:, None] * pb).ravel(), np.repeat(model.labels, len(bg))
 
 
-def _class_weights(model, y):
-    """alpha_y = 1/(2 P[y]) of the class-weighted loss (App. F)."""
-    p_plus = model.moments().p_plus
-    return np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
-
-
-def _balanced_twin(model):
-    """The model with row probabilities pi_r alpha_{y_r} (they sum to 1): its plain expectations are the
-    class-weighted expectations of ``model``; its own normalisation (mean, sigma~) differs."""
-    if not hasattr(model, "A_support") or model.p_bg_rows is not None:
-        raise InvalidParameterError("The 'model' parameter of emergence.population_gradient must be a PatternModel "
-                                    "with an independent background (p_bg_rows None) for the weighted loss with "
-                                    "indicator='one'.")
-    pi = model.A_probs * _class_weights(model, model.labels)
-    return type(model)(model.D, model.k, model.A_support, pi / pi.sum(), model.labels, model.p_bg)
-
-
-def _weighted_correlations(model, Q, b, s, method):
-    """Class-weighted correlations through the balanced twin: with phi = (sigma~' phi' + m' - m)/sigma~,
-    <q, phi> + b = <q', phi'> + b', q' = q sigma~'/sigma~, b' = b + <q_A, m'_A - m_A>/sigma~, and
-    T_j = (sigma~' T'_j + (m'_j - m_j) T'_b)/sigma~ (m'_j = m_j on the background)."""
-    twin = _balanced_twin(model)
-    mo, mt = model.moments(), twin.moments()
-    shift = np.zeros(model.D)
-    shift[:model.k] = mt.mean_A - mo.mean_A
-    T, Tb, Ta, beta = neuron_correlations(twin, Q * (mt.sigt / mo.sigt), b + Q @ shift / mo.sigt, s, method=method)
-    return (mt.sigt * T + Tb[:, None] * shift) / mo.sigt, Tb, Ta, beta
-
-
 def _subspace_support(owner, model, params):
     """A-support rows with the conditional background mean: exact sums for a first layer with Q[:, k:] = 0."""
     if np.any(params.Q[:, model.k:] != 0.0):
@@ -130,9 +101,7 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     method : str
         Method of :func:`~popdyn.models.emergence.neuron_correlations` when ``indicator="one"``.
     weighted : bool
-        The class-weighted loss ``E[alpha_y l]``, ``alpha_y = 1/(2 P[y])`` of App. F (steps 1-2 of Thm 34); with
-        ``indicator="one"`` it is computed exactly through the class-balanced twin model (reweighted rows,
-        normalisation mapped back), which needs an independent background.
+        The class-weighted loss ``E[alpha_y l]``, ``alpha_y = 1/(2 P[y])`` of App. F (steps 1-2 of Thm 34).
 
     Returns
     -------
@@ -152,14 +121,10 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     s = check(owner, "s", s, _S)
     indicator = check(owner, "indicator", indicator, Options(("one", "enumerate", "subspace")))
     if indicator == "one":
-        if weighted:
-            T, Tb, Ta, _ = _weighted_correlations(model, params.Q, params.b, s, method)
-        else:
-            T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method)
+        T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method, class_weighted=weighted)
         return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
     phi, prob, y = full_support(model) if indicator == "enumerate" else _subspace_support(owner, model, params)
-    if weighted:
-        prob = prob * _class_weights(model, y)
+    prob = prob * _alpha(model, y, weighted)
     z = phi @ params.Q.T + params.b
     act = smooth_trunc_relu(z, s)
     r = prob * y * (y * (act @ params.a) <= 1.0)
