@@ -1,0 +1,17 @@
+"""Feature emergence from input structure (seed 002, Shi-Wei-Liang): patterns, two-layer nets, population GD.
+
+Spec: specs/emergence.md. Pattern coordinates ``q = M^T w`` (D,), class-relevant set A = the first k patterns.
+
+* Data (``data.py``): :class:`PatternModel`, :class:`Moments`, :func:`parity_mixture`, :func:`iid_block_model`,
+  :func:`interval_labeling`, :func:`hidden_representation`, :func:`no_structure`, :func:`random_dictionary`,
+  :class:`GaussianParityMixture`.
+* Activation (``activation.py``): :func:`trunc_relu`, :func:`smooth_trunc_relu`, :func:`window`,
+  :func:`window_derivs`.
+"""
+from .activation import smooth_trunc_relu, trunc_relu, window, window_derivs
+from .data import (GaussianParityMixture, Moments, PatternModel, hidden_representation, iid_block_model,
+                   interval_labeling, no_structure, parity_mixture, random_dictionary)
+
+__all__ = ["PatternModel", "Moments", "parity_mixture", "iid_block_model", "interval_labeling",
+           "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture",
+           "trunc_relu", "smooth_trunc_relu", "window", "window_derivs"]
