@@ -18,8 +18,7 @@ finite samples (derived, spec §2.13)
 
 Every O(.)/Omega(.)/Theta(.) constant the paper leaves unspecified is an explicit keyword (``C``,
 ``c_exp``, the Lemma 23 norms), default 1: the values are orders of magnitude, not numbers the paper
-proves (specs/emergence.md §0, §7). Data models are duck-typed on the fields of ``PatternModel``
-(``D, k, A_support, A_probs, labels, p_bg``).
+proves (specs/emergence.md §0, §7). Data constants come from ``PatternModel.moments()``.
 """
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
+from .data import PatternModel
 
 __all__ = ["theorem1_rate", "theorem26_intermediate_rate", "theorem26_terms", "width_for_loss",
            "eps_e", "eps_e2", "fixed_feature_lower_bound", "parity_correlations", "kernel_lower_bound",
@@ -620,26 +620,11 @@ def sq_lower_bound(D, k):
 # ---------------------------------------------------------------- data-model helpers ---------------------------
 
 
-def _support(owner, model):
-    try:
-        cfg = np.asarray(model.A_support, dtype=np.float64)
-        pr = np.asarray(model.A_probs, dtype=np.float64)
-        y = np.asarray(model.labels, dtype=np.float64)
-        D, k = int(model.D), int(model.k)
-        p_bg = np.broadcast_to(np.asarray(model.p_bg, dtype=np.float64), (D - k,))
-    except (AttributeError, TypeError, ValueError):
-        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a PatternModel (fields D, k, "
-                                    f"A_support, A_probs, labels, p_bg). Got {model!r}.") from None
-    return cfg, pr, y, p_bg, D, k
-
-
-def _sigt(model, cfg, pr, p_bg):
-    """sigma-tilde from model.moments() when available, else from the support (spec §1.1)."""
-    mom = getattr(model, "moments", None)
-    if callable(mom):
-        return float(mom().sigt)
-    mean = pr @ cfg
-    return math.sqrt(float(pr @ (cfg - mean) ** 2 @ np.ones(cfg.shape[1]) + np.sum(p_bg * (1 - p_bg))))
+def _model(owner, model):
+    if not isinstance(model, PatternModel):
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must be an emergence.PatternModel. "
+                                    f"Got {model!r}.")
+    return model
 
 
 def count_threshold_ceiling(model):
@@ -669,13 +654,19 @@ def count_threshold_ceiling(model):
     References
     ----------
     .. [src] derived; specs/emergence.md §2.10 (S14).
+
+    Examples
+    --------
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> count_threshold_ceiling(parity_mixture(20, 5, 0.5))
+    0.84375
     """
-    cfg, pr, y, _, _, k = _support(_own("count_threshold_ceiling"), model)
-    c = np.rint(cfg.sum(axis=1)).astype(np.int64)
-    net = np.bincount(c, weights=pr * y, minlength=k + 1)  # P(y=+1, c) - P(y=-1, c)
+    model = _model(_own("count_threshold_ceiling"), model)
+    c = np.rint(model.A_support.sum(axis=1)).astype(np.int64)
+    pr, y = model.A_probs, model.labels
+    net = np.bincount(c, weights=pr * y, minlength=model.k + 1)  # P(y=+1, c) - P(y=-1, c)
     # predict +1 for c >= t: accuracy = P(y=-1) + sum_{c >= t} net_c, t = 0..k+1
-    tail = np.concatenate([np.cumsum(net[::-1])[::-1], [0.0]])
-    acc = float(pr @ (y < 0)) + tail
+    acc = float(pr @ (y < 0)) + np.concatenate([np.cumsum(net[::-1])[::-1], [0.0]])
     return float(max(acc.max(), (1.0 - acc).max()))
 
 
@@ -689,6 +680,11 @@ class WeightedMoments(NamedTuple):
     max_E_abs_alpha_y_phi_A: float
 
 
+def _alpha_y(model):
+    p = model.moments().p_plus
+    return model.labels * np.where(model.labels > 0, 0.5 / p, 0.5 / (1.0 - p))
+
+
 def class_weighted_moments(model):
     r"""App. F's class weights alpha_v = 1/(2 P[y = v]) and the weighted moments of Lemma 39.
 
@@ -699,40 +695,54 @@ def class_weighted_moments(model):
     Parameters
     ----------
     model : PatternModel
-        Needs both labels in its support.
 
     Returns
     -------
     WeightedMoments
-        ``alpha`` ({+1: alpha_+, -1: alpha_-}), ``E_alpha_y``, ``E_abs_alpha_y``, ``gamma`` (k,),
-        ``E_alpha_y_phi_A`` (k,), ``max_E_abs_alpha_y_phi_A`` (over j in A).
+        ``alpha`` ({+1: alpha_+, -1: alpha_-}), ``E_alpha_y``, ``E_abs_alpha_y``, ``gamma`` (k,)
+        (``moments().gamma_weighted``), ``E_alpha_y_phi_A`` (k,), ``max_E_abs_alpha_y_phi_A`` (over A).
 
     Notes
     -----
-    Regime: exact on the A-block support; E[alpha_y y phi_j] = 0 off A by independence (A2).
-    gamma_j equals the unweighted E[y phi~_j] - E y E phi~_j when P(y = 1) = 1/2.
+    Regime: exact on the A-block support; E[alpha_y y phi_j] = 0 off A under (A2). gamma_j equals the
+    unweighted E[y phi~_j] - E y E phi~_j when P(y = 1) = 1/2.
 
     References
     ----------
     .. [src] seed 002 L4230-4262 ((A1) of App. F), Lemma 39; dissertation Lemma A.33;
        specs/emergence.md §1.5, §2.11 (S12).
+
+    Examples
+    --------
+    >>> from popdyn.models.emergence.data import iid_block_model
+    >>> wm = class_weighted_moments(iid_block_model(10, 4, 0.5, 0.5, [4]))  # P(y = 1) = 1/16
+    >>> wm.alpha[1], round(wm.E_alpha_y, 15), round(wm.E_abs_alpha_y, 15)
+    (8.0, 0.0, 1.0)
     """
-    owner = _own("class_weighted_moments")
-    cfg, pr, y, p_bg, _, _ = _support(owner, model)
-    p_pos = float(pr @ (y > 0))
-    if not (0 < p_pos < 1):
-        raise InvalidParameterError(f"The 'model' parameter of {owner} must have both labels; P(y=+1) = {p_pos}.")
-    alpha = np.where(y > 0, 0.5 / p_pos, 0.5 / (1 - p_pos))
-    sigt = _sigt(model, cfg, pr, p_bg)
-    phA = (cfg - pr @ cfg) / sigt
-    w = pr * alpha * y
-    gamma = 0.5 * ((pr * (y > 0)) @ cfg / p_pos - (pr * (y < 0)) @ cfg / (1 - p_pos))
-    return WeightedMoments({1: 0.5 / p_pos, -1: 0.5 / (1 - p_pos)}, float(w.sum()), float(np.abs(w).sum()),
-                           gamma, w @ phA, float((np.abs(w) @ np.abs(phA)).max()))
+    model = _model(_own("class_weighted_moments"), model)
+    mom = model.moments()
+    w = model.A_probs * _alpha_y(model)
+    phA = model.phi_A()
+    return WeightedMoments({1: 0.5 / mom.p_plus, -1: 0.5 / (1 - mom.p_plus)}, float(w.sum()),
+                           float(np.abs(w).sum()), mom.gamma_weighted, w @ phA,
+                           float((np.abs(w) @ np.abs(phA)).max()))
 
 
 def _npdf(x, s):
     return _INV_SQRT_2PI / s * np.exp(-0.5 * (x / s) ** 2)
+
+
+def _neuron(owner, model, q, b, s, sigma_zeta, w_perp_sq):
+    model = _model(owner, model)
+    if model.D - model.k > 16:
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must have D - k <= 16 (exact "
+                                    f"enumeration). Got D - k = {model.D - model.k}.")
+    q = np.asarray(q, dtype=np.float64)
+    if q.shape != (model.D,) or not np.all(np.isfinite(q)):
+        raise InvalidParameterError(f"The 'q' parameter of {owner} must be a finite array of shape ({model.D},). "
+                                    f"Got shape {q.shape}.")
+    return (model, q, check(owner, "b", b, Interval()), check(owner, "s", s, _NONNEG),
+            check(owner, "sigma_zeta", sigma_zeta, _NONNEG), check(owner, "w_perp_sq", w_perp_sq, _NONNEG))
 
 
 def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=True):
@@ -773,42 +783,30 @@ def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=
 
     Notes
     -----
-    Regime: hinge indicator = 1 (steps 1-2); orthonormal M (mu = 0), so sigt here is the model's
-    sigt (App. F's sigt^2 also carries d sigma_zeta^2: pass the model accordingly). The paper only
-    bounds v (Lemma 40).
+    Regime: hinge indicator = 1 (steps 1-2); orthonormal M (mu = 0); sigt is the model's (App. F's
+    sigt^2 also carries d sigma_zeta^2: the normalisation is the caller's). The paper only bounds v
+    (Lemma 40).
 
     References
     ----------
     .. [src] derived (Stein); seed 002 L4293-4328 (Thm 34), L4833-4841 (Lemma 40);
        specs/emergence.md §2.11 (S12), App. B.7.
     """
-    owner = _own("input_noise_gradient")
-    cfg, pr, y, p_bg, D, k = _support(owner, model)
-    if D - k > 16:
-        raise InvalidParameterError(f"The 'model' parameter of {owner} must have D - k <= 16 (exact "
-                                    f"enumeration). Got D - k = {D - k}.")
-    q = np.asarray(q, dtype=np.float64)
-    if q.shape != (D,) or not np.all(np.isfinite(q)):
-        raise InvalidParameterError(f"The 'q' parameter of {owner} must be a finite array of shape ({D},). "
-                                    f"Got shape {q.shape}.")
-    b = check(owner, "b", b, Interval())
-    s = check(owner, "s", s, _NONNEG)
-    sz = check(owner, "sigma_zeta", sigma_zeta, _NONNEG)
-    wp = check(owner, "w_perp_sq", w_perp_sq, _NONNEG)
-    sigt = _sigt(model, cfg, pr, p_bg)
+    model, q, b, s, sz, wp = _neuron(_own("input_noise_gradient"), model, q, b, s, sigma_zeta, w_perp_sq)
+    D, k, sigt = model.D, model.k, model.moments().sigt
     st = math.sqrt(s**2 + sz**2 * (q @ q + wp) / sigt**2)
     if not st > 0:
-        raise InvalidParameterError(f"The 's' parameter of {owner} must be > 0 when sigma_zeta * ||w|| = 0. Got {s}.")
+        raise InvalidParameterError(f"The 's' parameter of {_own('input_noise_gradient')} must be > 0 when "
+                                    f"sigma_zeta ||w|| = 0. Got {s}.")
     bg = np.array(list(itertools.product([0.0, 1.0], repeat=D - k))).reshape(-1, D - k)
-    bgp = np.prod(np.where(bg > 0, p_bg, 1 - p_bg), axis=1)
-    phA, phB = (cfg - pr @ cfg) / sigt, (bg - p_bg) / sigt
-    if weighted:
-        p_pos = float(pr @ (y > 0))
-        y = y * np.where(y > 0, 0.5 / p_pos, 0.5 / (1 - p_pos))
-    c = b + (phA @ q[:k])[:, None] + (phB @ q[k:])[None, :]
-    wgt = (pr * y)[:, None] * bgp[None, :]
+    P, group = model.background_groups()
+    bgp = np.prod(np.where(bg[None] > 0, P[:, None, :], 1 - P[:, None, :]), axis=2)[group]  # (R, 2^(D-k))
+    phB = (bg - model.moments().p_bar) / sigt
+    yw = _alpha_y(model) if weighted else model.labels
+    c = b + (model.phi_A() @ q[:k])[:, None] + (phB @ q[k:])[None, :]
+    wgt = (model.A_probs * yw)[:, None] * bgp
     win = wgt * (ndtr((1 - c) / st) - ndtr(-c / st))
-    T = np.concatenate([win.sum(axis=1) @ phA, win.sum(axis=0) @ phB])
+    T = np.concatenate([win.sum(axis=1) @ model.phi_A(), win.sum(axis=0) @ phB])
     v_coef = sz**2 / sigt**2 * float(np.sum(wgt * (_npdf(c, st) - _npdf(1 - c, st))))
     return T, v_coef
 
@@ -816,16 +814,18 @@ def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=
 # ---------------------------------------------------------------- finite samples -------------------------------
 
 
-def _ybar_phi_stats(owner, model):
-    """mu = E[y phi] and Sigma = Cov(y phi) in pattern coordinates (A block dense, background diagonal)."""
-    cfg, pr, y, p_bg, D, k = _support(owner, model)
-    sigt = _sigt(model, cfg, pr, p_bg)
-    phA = (cfg - pr @ cfg) / sigt
-    mu = np.zeros(D)
-    mu[:k] = (pr * y) @ phA
-    mu[k:] = 0.0  # background independent of (y, phi_A), mean zero (A2)
-    Sigma_A = (phA * pr[:, None]).T @ phA - np.outer(mu[:k], mu[:k])  # y^2 = 1
-    return mu, Sigma_A, p_bg * (1 - p_bg) / sigt**2, k
+def _y_phi_stats(model):
+    """mu = E[y phi] and Sigma = Cov(y phi) (D, D) in pattern coordinates, background given the row exactly."""
+    mom = model.moments()
+    P, group = model.background_groups()
+    dB = (P[group] - mom.p_bar) / mom.sigt  # E[phi_B | r], (R, D-k)
+    mean_r = np.concatenate([model.phi_A(), dB], axis=1)  # E[phi | r]
+    pr, y = model.A_probs, model.labels
+    mu = (pr * y) @ mean_r
+    second = (mean_r * pr[:, None]).T @ mean_r  # E[phi phi^T] (y^2 = 1), plus the within-row background variance:
+    idx = np.arange(model.k, model.D)
+    second[idx, idx] += pr @ (P[group] * (1 - P[group])) / mom.sigt**2
+    return mu, second - np.outer(mu, mu)
 
 
 def finite_sample_step2_cos(model, n, *, target=None):
@@ -853,8 +853,9 @@ def finite_sample_step2_cos(model, n, *, target=None):
     Notes
     -----
     Regime: large n (relative error O(1/n) of 1 - cos); eta1 -> 0 (the O(eta1) part of w^(2) is
-    dropped); hinge indicator = 1. For the parity mixture D = 100, k = 5, p_o = 1/2:
-    1 - cos = 38.8/n (0.99922 at n = 5e4; observed 0.99930, spec S7).
+    dropped); hinge indicator = 1; any member, also with row-dependent background (``p_bg_rows``).
+    For the parity mixture D = 100, k = 5, p_o = 1/2: 1 - cos = 38.8/n (0.99922 at n = 5e4; observed
+    0.99930, spec S7).
 
     References
     ----------
@@ -862,16 +863,15 @@ def finite_sample_step2_cos(model, n, *, target=None):
 
     Examples
     --------
-    >>> from types import SimpleNamespace
-    >>> mod = SimpleNamespace(D=3, k=1, A_support=np.array([[0.0], [1.0]]), A_probs=np.array([0.5, 0.5]),
-    ...                       labels=np.array([-1.0, 1.0]), p_bg=0.5)
-    >>> round(finite_sample_step2_cos(mod, 100), 6)  # 1 - (2 * 0.25/0.75) / (2 * 100 * 1/3)
-    0.99
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> round(finite_sample_step2_cos(parity_mixture(100, 5, 0.5), 50_000), 5)  # 1 - 38.8/n
+    0.99922
     """
     owner = _own("finite_sample_step2_cos")
+    model = _model(owner, model)
     n = as_int(owner, "n", n, 1)
-    mu, Sigma_A, var_B, k = _ybar_phi_stats(owner, model)
-    D = mu.size
+    mu, Sigma = _y_phi_stats(model)
+    D, k = model.D, model.k
     if target is None:
         v = np.r_[np.full(k, k**-0.5), np.zeros(D - k)]
     else:
@@ -885,10 +885,8 @@ def finite_sample_step2_cos(model, n, *, target=None):
     if not r2 > 0:
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have E[y phi] != 0 (gamma > 0).")
     u = mu / math.sqrt(r2)
-    Su = np.r_[Sigma_A @ u[:k], var_B * u[k:]]
     c = float(u @ v)
-    tr = float(np.trace(Sigma_A) + var_B.sum())
-    return c + (3 * c * float(u @ Su) - 2 * float(v @ Su) - c * tr) / (2 * n * r2)
+    return c + (3 * c * float(u @ Sigma @ u) - 2 * float(v @ Sigma @ u) - c * float(np.trace(Sigma))) / (2 * n * r2)
 
 
 def finite_sample_step2_deviation(model, n):
@@ -910,7 +908,7 @@ def finite_sample_step2_deviation(model, n):
     Notes
     -----
     Regime: exact for the empirical mean of n i.i.d. samples; for W^(2) up to O(eta1) and with the
-    hinge indicator = 1. Parity mixture D = 100, k = 5, p_o = 1/2, n = 1e4: 0.088 (observed 0.086, S7).
+    hinge indicator = 1. Parity mixture D = 100, k = 5, p_o = 1/2, n = 1e4: 0.089 (observed 0.086, S7).
 
     References
     ----------
@@ -918,16 +916,15 @@ def finite_sample_step2_deviation(model, n):
 
     Examples
     --------
-    >>> from types import SimpleNamespace
-    >>> mod = SimpleNamespace(D=3, k=1, A_support=np.array([[0.0], [1.0]]), A_probs=np.array([0.5, 0.5]),
-    ...                       labels=np.array([-1.0, 1.0]), p_bg=0.5)
-    >>> round(finite_sample_step2_deviation(mod, 100), 6)  # sqrt((2 * 0.25/0.75) / (100/3))
-    0.141421
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> round(finite_sample_step2_deviation(parity_mixture(100, 5, 0.5), 10_000), 3)  # sqrt(0.9875/125)
+    0.089
     """
     owner = _own("finite_sample_step2_deviation")
+    model = _model(owner, model)
     n = as_int(owner, "n", n, 1)
-    mu, Sigma_A, var_B, _ = _ybar_phi_stats(owner, model)
+    mu, Sigma = _y_phi_stats(model)
     r2 = float(mu @ mu)
     if not r2 > 0:
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have E[y phi] != 0 (gamma > 0).")
-    return math.sqrt((np.trace(Sigma_A) + var_B.sum()) / (n * r2))
+    return math.sqrt(np.trace(Sigma) / (n * r2))
