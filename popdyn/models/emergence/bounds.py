@@ -232,7 +232,7 @@ def theorem26_terms(k, m, T, *, sigt=1.0, eta=None, lam=None, a_tilde_l2sq=None,
 def width_for_loss(k, eps, *, C=1.0):
     r"""Width that Theorem 1 asks for loss eps at T = m^(4/3).
 
-    .. math:: m \ge C\,\frac{k^{12}}{\epsilon^{3/2}}\qquad(\text{solves } k^8/m^{2/3} = \epsilon/C)
+    .. math:: m \ge C\,\frac{k^{12}}{\epsilon^{3/2}}\qquad(C = 1:\ \text{solves } k^8/m^{2/3} = \epsilon)
 
     Parameters
     ----------
@@ -517,7 +517,8 @@ def parity_correlations(Psi, k):
         H = H.reshape(-1, 2, h, H.shape[-1])
         H = np.stack([H[:, 0] + H[:, 1], H[:, 0] - H[:, 1]], axis=1).reshape(-1, P.shape[1])
         h *= 2
-    subsets = np.array(list(itertools.combinations(range(D), k)), dtype=np.int64).reshape(-1, k)
+    combos = list(itertools.combinations(range(D), k))
+    subsets = np.array(combos, dtype=np.int64).reshape(len(combos), k)
     # z_j = -(-1)^{bit_j}, coordinate j is bit D-1-j of the row index
     idx = (np.left_shift(1, D - 1 - subsets)).sum(axis=1) if k else np.zeros(1, np.int64)
     return subsets, (-1.0) ** k * H[idx] / 2.0**D
@@ -852,10 +853,11 @@ def finite_sample_step2_cos(model, n, *, target=None):
 
     Notes
     -----
-    Regime: large n (relative error O(1/n) of 1 - cos); eta1 -> 0 (the O(eta1) part of w^(2) is
-    dropped); hinge indicator = 1; any member, also with row-dependent background (``p_bg_rows``).
-    For the parity mixture D = 100, k = 5, p_o = 1/2: 1 - cos = 38.8/n (0.99922 at n = 5e4; observed
-    0.99930, spec S7).
+    Regime: large n: the remainder is O(1/n^2) (about +2.2e3/n^2 for the parity mixture below, mostly
+    the 3/8 E[X^2] term of 1/sqrt(1 + X), X = ||eps_perp||^2/||mu||^2; measured by exact sampling);
+    eta1 -> 0 (the O(eta1) part of w^(2) is dropped); hinge indicator = 1; any member, also with a
+    row-dependent background (``p_bg_rows``). For the parity mixture D = 100, k = 5, p_o = 1/2:
+    1 - cos = 38.8/n (0.99922 at n = 5e4; observed 0.99930, spec S7).
 
     References
     ----------
