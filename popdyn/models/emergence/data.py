@@ -596,10 +596,14 @@ def no_structure(model):
     if len(lab) == 2 ** k:
         y = np.array([lab[tuple(r)] for r in cube])
     else:
-        _, y_c = model.count_law()
-        if not set(model.A_support.sum(1).astype(int)) == set(range(k + 1)):
+        counts = model.A_support.sum(1).astype(int)
+        y_c = np.zeros(k + 1)
+        for n, v in zip(counts, model.labels):
+            y_c[n] = v if y_c[n] in (0, v) else np.nan
+        if not np.all(np.abs(y_c) == 1):
             raise InvalidParameterError("The 'model' parameter of emergence.no_structure must define a label for "
-                                        "every configuration (whole cube, or every count present).")
+                                        "every configuration of {0,1}^k: a support covering the cube, or labels that "
+                                        "depend on the count only with every count 0..k present.")
         y = y_c[cube.sum(1).astype(int)]
     return PatternModel(model.D, k, cube, np.full(2 ** k, 2.0 ** -k), y, 0.5, M=model.M)
 
