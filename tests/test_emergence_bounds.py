@@ -17,11 +17,12 @@ from popdyn import InvalidParameterError, RegimeWarning
 from popdyn.models.emergence.bounds import (class_weighted_moments, count_threshold_ceiling, eps_e, eps_e2,
                                             finite_sample_step2_cos, finite_sample_step2_deviation,
                                             fixed_feature_lower_bound, input_noise_gradient, kernel_lower_bound,
-                                            parity_correlations, sq_lower_bound, theorem1_rate,
+                                            parity_correlations, sigt_general, sq_lower_bound, theorem1_rate,
                                             theorem26_intermediate_rate, theorem26_terms, width_for_loss)
 from popdyn.models.emergence.data import (hidden_representation, iid_block_model, parity_mixture,
                                           random_dictionary)
 from popdyn.models.emergence.activation import window
+from popdyn.models.emergence.correlations import neuron_correlations
 
 Z_MAX = 4.5  # two-sided max-|z| over <= 100 coordinates: false-alarm probability < 1e-3
 
@@ -178,6 +179,17 @@ def test_parity_correlations_match_direct_products_and_parseval_identity():
         total += float(np.sum(c**2))
     # Parseval: sum over every parity of ||E f_A Psi||^2 = E ||Psi||^2 (<= N)
     assert total == pytest.approx(float(np.mean(np.sum(Psi**2, axis=1))), rel=1e-12)
+
+
+@given(st.integers(2, 9), st.integers(1, 6), st.integers(0, 2**32 - 1), st.data())
+def test_parseval_inequality_for_arbitrary_bounded_features(D, N, seed, data):
+    """Spec §6.12: sum_{|A| = k} ||E f_A Psi||^2 <= E ||Psi||^2 <= N for any Psi with values in [-1, 1]."""
+    k = data.draw(st.integers(0, D))
+    Psi = np.random.default_rng(seed).uniform(-1, 1, (2**D, N))
+    Psi[:, 0] = np.sign(Psi[:, 0])  # one feature on the boundary values
+    _, c = parity_correlations(Psi, k)
+    assert np.sum(c**2) <= np.mean(np.sum(Psi**2, axis=1)) * (1 + 1e-12)  # 1e-12: WHT rounding
+    assert np.mean(np.sum(Psi**2, axis=1)) <= N
 
 
 def test_parseval_bound_B8_worst_parity():
@@ -419,6 +431,17 @@ def test_input_noise_gradient_stein_vs_mc(weighted):
     assert abs(v_coef) * np.linalg.norm(w) > 10 * np.max(vals.std(0) / math.sqrt(len(y)))  # v is resolved
 
 
+def test_input_noise_adds_to_the_smoothing():
+    """Unweighted T under input noise equals the exact (Fourier) correlation at s_t^2 = s^2 + sz^2 ||w||^2/sigt^2."""
+    model = parity_mixture(11, 3, 0.4)
+    rng = np.random.default_rng(2)
+    q, b, s, sz, wp = rng.normal(0, 0.5, 11), -0.1, 0.05, 0.8, 0.3
+    T, v = input_noise_gradient(model, q, b, s, sz, w_perp_sq=wp, weighted=False)
+    st_ = math.sqrt(s**2 + sz**2 * (q @ q + wp) / model.moments().sigt ** 2)
+    np.testing.assert_allclose(T, neuron_correlations(model, q, b, st_).T, rtol=0, atol=1e-13)  # Fourier ~1e-15
+    assert v != 0.0
+
+
 def test_input_noise_gradient_without_noise():
     """sigma_zeta = 0: v = 0 and T is the exact population correlation (brute force over the 2^(D-k) background)."""
     model = parity_mixture(9, 3, 0.5)
@@ -439,6 +462,28 @@ def test_input_noise_gradient_without_noise():
     np.testing.assert_allclose(T, direct, rtol=0, atol=1e-15)  # 1e-15: 512-term sums of O(0.1) values
     Tw, _ = input_noise_gradient(model, q, b, s, 0.0)  # balanced classes: alpha = 1
     np.testing.assert_allclose(Tw, T, rtol=0, atol=1e-16)
+
+
+def test_sigt_general_vs_mc_and_erratum_10():
+    """E||x~ - E x~||^2 for x~ = M phi~ + zeta with unit, incoherent columns (d = 40, D = 12) and sigma_zeta = 0.3:
+    MC (n = 2e5, seed 8) matches the exact form within 4.5 SE and rejects the paper's form (> 10 SE)."""
+    model = parity_mixture(12, 5, 0.5)  # Cov on A: 1/8 off the diagonal
+    d, sz = 40, 0.3
+    rng = np.random.default_rng(8)
+    M = rng.standard_normal((d, 12))
+    M /= np.linalg.norm(M, axis=0)
+    M[:, 1:5] = (M[:, 1:5] + M[:, :1]) / np.linalg.norm(M[:, 1:5] + M[:, :1], axis=0)  # coherent A columns
+    rho = M.T @ M
+    exact = sigt_general(model, rho, sz, d) ** 2
+    paper = sigt_general(model, rho, sz, d, convention="paper") ** 2
+    X, _, _ = model.sample(200_000, seed=9)
+    xt = (X * model.moments().sigt) @ M.T + rng.normal(0, sz, (len(X), d))  # centred x~
+    r = np.sum(xt**2, axis=1)
+    se = r.std() / math.sqrt(len(r))
+    assert abs(r.mean() - exact) < Z_MAX * se
+    assert abs(paper - exact) > 10 * se
+    assert sigt_general(model, np.eye(12)) == pytest.approx(model.moments().sigt, rel=1e-14)
+    assert paper == pytest.approx(model.moments().sigt ** 2 + d * sz**2, rel=1e-14)
 
 
 # ------------------------------------------------------------------ finite-sample step 2 (§2.13) ---------------
@@ -549,6 +594,9 @@ def test_step2_cos_increasing_in_n_to_the_population_cos(n):
     (lambda: input_noise_gradient(parity_mixture(30, 3, 0.5), np.zeros(30), 0.0, 0.1, 0.1), "'model'"),
     (lambda: input_noise_gradient(parity_mixture(8, 3, 0.5), np.zeros(7), 0.0, 0.1, 0.1), "'q'"),
     (lambda: input_noise_gradient(parity_mixture(8, 3, 0.5), np.zeros(8), 0.0, 0.0, 0.0), "'s'"),
+    (lambda: sigt_general(parity_mixture(8, 3, 0.5), np.ones((8, 8)) * 0.5), "'rho'"),
+    (lambda: sigt_general(parity_mixture(8, 3, 0.5), np.eye(8), 0.1), "'d'"),
+    (lambda: sigt_general(parity_mixture(8, 3, 0.5), np.eye(8), convention="typeset"), "'convention'"),
 ])
 def test_invalid_input_names_parameter(call, name):
     with pytest.raises(InvalidParameterError, match=name):

@@ -12,7 +12,7 @@ lower bounds (Thms 2, 4, Cor 3)
     :func:`parity_correlations` (the Parseval certificate of a given feature map),
     :func:`kernel_lower_bound`, :func:`sq_lower_bound`, :func:`count_threshold_ceiling`
 general setting (App. F)
-    :func:`class_weighted_moments`, :func:`input_noise_gradient`
+    :func:`class_weighted_moments`, :func:`input_noise_gradient`, :func:`sigt_general`
 finite samples (derived, spec §2.13)
     :func:`finite_sample_step2_cos`, :func:`finite_sample_step2_deviation`
 
@@ -36,7 +36,7 @@ from .data import PatternModel
 __all__ = ["theorem1_rate", "theorem26_intermediate_rate", "theorem26_terms", "width_for_loss",
            "eps_e", "eps_e2", "fixed_feature_lower_bound", "parity_correlations", "kernel_lower_bound",
            "sq_lower_bound", "SQBound", "count_threshold_ceiling", "class_weighted_moments",
-           "WeightedMoments", "input_noise_gradient", "finite_sample_step2_cos",
+           "WeightedMoments", "input_noise_gradient", "sigt_general", "finite_sample_step2_cos",
            "finite_sample_step2_deviation"]
 
 _POS = Interval(0.0, np.inf, "neither")
@@ -815,18 +815,88 @@ def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=
 # ---------------------------------------------------------------- finite samples -------------------------------
 
 
-def _y_phi_stats(model):
-    """mu = E[y phi] and Sigma = Cov(y phi) (D, D) in pattern coordinates, background given the row exactly."""
+def _row_moments(model):
+    """E[phi | r] (R, D) and the within-row background variances Var(phi_B | r) (R, D - k)."""
     mom = model.moments()
     P, group = model.background_groups()
-    dB = (P[group] - mom.p_bar) / mom.sigt  # E[phi_B | r], (R, D-k)
-    mean_r = np.concatenate([model.phi_A(), dB], axis=1)  # E[phi | r]
-    pr, y = model.A_probs, model.labels
-    mu = (pr * y) @ mean_r
-    second = (mean_r * pr[:, None]).T @ mean_r  # E[phi phi^T] (y^2 = 1), plus the within-row background variance:
+    mean_r = np.concatenate([model.phi_A(), (P[group] - mom.p_bar) / mom.sigt], axis=1)
+    return mean_r, P[group] * (1 - P[group]) / mom.sigt**2
+
+
+def _second_moment(model, weights):
+    """sum_r weights_r E[phi phi^T | r] (D, D)."""
+    mean_r, var_r = _row_moments(model)
+    S = (mean_r * weights[:, None]).T @ mean_r
     idx = np.arange(model.k, model.D)
-    second[idx, idx] += pr @ (P[group] * (1 - P[group])) / mom.sigt**2
-    return mu, second - np.outer(mu, mu)
+    S[idx, idx] += weights @ var_r
+    return S
+
+
+def _y_phi_stats(model):
+    """mu = E[y phi] and Sigma = Cov(y phi) (D, D) in pattern coordinates, background given the row exactly."""
+    mean_r, _ = _row_moments(model)
+    mu = (model.A_probs * model.labels) @ mean_r
+    return mu, _second_moment(model, model.A_probs) - np.outer(mu, mu)  # y^2 = 1
+
+
+def sigt_general(model, rho, sigma_zeta=0.0, d=None, *, convention="exact"):
+    r"""Normaliser sigma-tilde of the general setting (App. F): incoherent dictionary and Gaussian input noise.
+
+    .. math:: 	ilde\sigma^2 = \mathbb E\|	ilde x - \mathbb E	ilde x\|^2
+              = \sum_{j,\ell}
+ho_{j\ell}\,\mathrm{Cov}(	ilde\phi_j, 	ilde\phi_\ell) + d\,\sigma_\zeta^2
+              \quad(	ext{exact}),\qquad \sum_j\mathrm{Var}(	ilde\phi_j) + d\,\sigma_\zeta^2\quad(	ext{paper})
+
+    with ``rho = M^T M`` (unit diagonal, ``|rho_jl| <= mu_coh/sqrt(d)``).
+
+    Parameters
+    ----------
+    model : PatternModel
+    rho : array_like of shape (D, D)
+        Gram matrix of the dictionary, symmetric with unit diagonal.
+    sigma_zeta : float
+        Input-noise scale, ``>= 0``.
+    d : int or None
+        Ambient dimension, ``>= D``; needed when ``sigma_zeta > 0``.
+    convention : {"exact", "paper"}
+        "paper" drops the cross terms (exact only for mu_coh = 0, erratum 10).
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: any member (A-block cross covariances are not zero in general, e.g. 1/8 on A for the parity
+    mixture, so the paper's form is off by sum_{j != l} rho_jl Cov_jl = O(k^2 mu_coh/sqrt(d))).
+
+    References
+    ----------
+    .. [src] seed 002 L4270-4273 (normalisation of App. F); derived; specs/emergence.md §1.5, §3 item 10.
+
+    Examples
+    --------
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> model = parity_mixture(12, 3, 0.5)
+    >>> bool(np.isclose(sigt_general(model, np.eye(12)), model.moments().sigt, rtol=1e-14))
+    True
+    """
+    owner = _own("sigt_general")
+    model = _model(owner, model)
+    D = model.D
+    rho = np.asarray(rho, dtype=np.float64)
+    if rho.shape != (D, D) or not (np.all(np.isfinite(rho)) and np.allclose(rho, rho.T, rtol=0, atol=1e-12)
+                                   and np.allclose(np.diag(rho), 1.0, rtol=0, atol=1e-12)):
+        raise InvalidParameterError(f"The 'rho' parameter of {owner} must be a finite symmetric ({D}, {D}) array "
+                                    f"with unit diagonal (M^T M of unit columns). Got shape {rho.shape}.")
+    sz = check(owner, "sigma_zeta", sigma_zeta, _NONNEG)
+    convention = check(owner, "convention", convention, Options(("exact", "paper")))
+    if sz > 0 or d is not None:
+        d = as_int(owner, "d", d, D)
+    noise = sz**2 * d if sz > 0 else 0.0
+    cov = _second_moment(model, model.A_probs) * model.moments().sigt**2  # Cov(phi~), phi has mean 0
+    sig2 = float(np.trace(cov)) if convention == "paper" else float(np.sum(rho * cov))
+    return math.sqrt(sig2 + noise)
 
 
 def finite_sample_step2_cos(model, n, *, target=None):
