@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import binom
 
 from popdyn import InvalidParameterError, RegimeWarning
-from popdyn.models.emergence.bounds import (class_weighted_moments, count_threshold_ceiling, eps_e, eps_e2,
+from popdyn.models.emergence.bounds import (class_weighted_moments, finite_sample_bias_shift, count_threshold_ceiling, eps_e, eps_e2,
                                             finite_sample_step2_cos, finite_sample_step2_deviation,
                                             fixed_feature_lower_bound, input_noise_gradient, kernel_lower_bound,
                                             parity_correlations, sigt_general, sq_lower_bound, theorem1_rate,
@@ -465,7 +465,8 @@ def test_input_noise_gradient_without_noise():
 
 
 def test_sigt_general_vs_mc_and_erratum_10():
-    """E||x~ - E x~||^2 for x~ = M phi~ + zeta with unit, incoherent columns (d = 40, D = 12) and sigma_zeta = 0.3:
+    """E||x~ - E x~||^2 for x~ = M phi~ + zeta, unit columns (d = 40, D = 12; four A columns tilted towards the
+    first, so the A cross covariances 1/8 count) and sigma_zeta = 0.3:
     MC (n = 2e5, seed 8) matches the exact form within 4.5 SE and rejects the paper's form (> 10 SE)."""
     model = parity_mixture(12, 5, 0.5)  # Cov on A: 1/8 off the diagonal
     d, sz = 40, 0.3
@@ -570,6 +571,20 @@ def test_step2_cos_increasing_in_n_to_the_population_cos(n):
                                                                         rel=1e-6)
 
 
+def test_bias_shift_vs_sampling():
+    """b2 - b1 = a1 h(b1) E^[y]: mean and sd over 4000 draws of E^[y] from the model's own sampler (n = 2000,
+    seed 13); mean within 4.5 SE, sd within 4.5 relative SEs (1/sqrt(2 * 4000))."""
+    model = iid_block_model(8, 3, 0.6, 0.5, [2, 3])  # E y = 0.296
+    a1, b1, s, n = np.array([3.0, -1.5]), np.array([0.02, 0.9]), 0.1, 2000
+    mean, sd = finite_sample_bias_shift(model, n, a1, b1, s)
+    ybar = np.array([model.sample(n, seed=13 + i)[1].mean() for i in range(4000)])
+    shift = np.outer(ybar, a1 * window(b1, s))
+    assert np.all(np.abs(shift.mean(0) - mean) < Z_MAX * sd / math.sqrt(len(ybar)))
+    assert np.all(np.abs(shift.std(0) / sd - 1) < Z_MAX / math.sqrt(2 * len(ybar)))
+    bal_mean, _ = finite_sample_bias_shift(parity_mixture(10, 3, 0.5), n, a1, b1, s)
+    assert np.all(bal_mean == 0.0)
+
+
 # ------------------------------------------------------------------ invalid input ------------------------------
 
 
@@ -595,6 +610,8 @@ def test_step2_cos_increasing_in_n_to_the_population_cos(n):
     (lambda: input_noise_gradient(parity_mixture(8, 3, 0.5), np.zeros(7), 0.0, 0.1, 0.1), "'q'"),
     (lambda: input_noise_gradient(parity_mixture(8, 3, 0.5), np.zeros(8), 0.0, 0.0, 0.0), "'s'"),
     (lambda: sigt_general(parity_mixture(8, 3, 0.5), np.ones((8, 8)) * 0.5), "'rho'"),
+    (lambda: finite_sample_bias_shift(parity_mixture(8, 3, 0.5), 10, [1.0], [0.0, 1.0], 0.1), "'a1'"),
+    (lambda: finite_sample_bias_shift(parity_mixture(8, 3, 0.5), 10, [1.0], [0.0], 0.0), "'s'"),
     (lambda: sigt_general(parity_mixture(8, 3, 0.5), np.eye(8), 0.1), "'d'"),
     (lambda: sigt_general(parity_mixture(8, 3, 0.5), np.eye(8), convention="typeset"), "'convention'"),
 ])

@@ -14,7 +14,7 @@ lower bounds (Thms 2, 4, Cor 3)
 general setting (App. F)
     :func:`class_weighted_moments`, :func:`input_noise_gradient`, :func:`sigt_general`
 finite samples (derived, spec §2.13)
-    :func:`finite_sample_step2_cos`, :func:`finite_sample_step2_deviation`
+    :func:`finite_sample_step2_cos`, :func:`finite_sample_step2_deviation`, :func:`finite_sample_bias_shift`
 
 Every O(.)/Omega(.)/Theta(.) constant the paper leaves unspecified is an explicit keyword (``C``,
 ``c_exp``, the Lemma 23 norms), default 1: the values are orders of magnitude, not numbers the paper
@@ -31,13 +31,14 @@ import numpy as np
 from scipy.special import ndtr
 
 from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
+from .activation import window
 from .data import PatternModel
 
 __all__ = ["theorem1_rate", "theorem26_intermediate_rate", "theorem26_terms", "width_for_loss",
            "eps_e", "eps_e2", "fixed_feature_lower_bound", "parity_correlations", "kernel_lower_bound",
            "sq_lower_bound", "SQBound", "count_threshold_ceiling", "class_weighted_moments",
            "WeightedMoments", "input_noise_gradient", "sigt_general", "finite_sample_step2_cos",
-           "finite_sample_step2_deviation"]
+           "finite_sample_step2_deviation", "finite_sample_bias_shift"]
 
 _POS = Interval(0.0, np.inf, "neither")
 _NONNEG = Interval(0.0, np.inf, "left")
@@ -1000,3 +1001,55 @@ def finite_sample_step2_deviation(model, n):
     if not r2 > 0:
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have E[y phi] != 0 (gamma > 0).")
     return math.sqrt(np.trace(Sigma) / (n * r2))
+
+
+def finite_sample_bias_shift(model, n, a1, b1, s):
+    r"""Step-2 bias shift from finite-sample class imbalance: its mean and standard deviation (derived).
+
+    .. math:: b^{(2)} - b^{(1)} = a^{(1)}h(b^{(1)})\,\hat{\mathbb E}[y] + O(\eta^{(1)}),\qquad
+              \mathbb E = a^{(1)}h\,\mathbb Ey,\quad \mathrm{sd} = |a^{(1)}|h\sqrt{(1 - (\mathbb Ey)^2)/n},
+              \quad h(b) = \mathrm{win}_s(b)
+
+    Parameters
+    ----------
+    model : PatternModel
+    n : int
+        Sample size, ``>= 1`` (i.i.d. sampling; with exactly balanced classes the shift is 0).
+    a1, b1 : array_like
+        Second-layer weights and biases after step 1 (same shape).
+    s : float
+        Step-2 smoothing sigma_xi^(2), ``> 0``.
+
+    Returns
+    -------
+    mean, sd : ndarray
+        Shape of ``a1``.
+
+    Notes
+    -----
+    Regime: eta1 -> 0 (w^(1) = O(eta1), so the window is at the bias); hinge indicator = 1. With sigma_a ~ 4
+    and n = 5e4 the sd is ~0.01-0.04, as large as sigma_b = 1/k^2: validation runs should balance classes
+    (spec §2.13(b), §7).
+
+    References
+    ----------
+    .. [src] derived; specs/emergence.md §2.13(b) (S7: correlation 1.0000 with the observed shift), §4.0 C4.
+
+    Examples
+    --------
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> mean, sd = finite_sample_bias_shift(parity_mixture(20, 3, 0.5), 10_000, [2.0], [0.5], 0.1)
+    >>> float(mean[0]), round(float(sd[0]), 6)  # E y = 0; 2 * win_0.1(0.5) / sqrt(n), win = 1 - 6e-7
+    (0.0, 0.02)
+    """
+    owner = _own("finite_sample_bias_shift")
+    model = _model(owner, model)
+    n = as_int(owner, "n", n, 1)
+    s = check(owner, "s", s, _POS)
+    a1, b1 = np.asarray(a1, dtype=np.float64), np.asarray(b1, dtype=np.float64)
+    if a1.shape != b1.shape or not (np.all(np.isfinite(a1)) and np.all(np.isfinite(b1))):
+        raise InvalidParameterError(f"The 'a1' and 'b1' parameters of {owner} must be finite arrays of one shape. "
+                                    f"Got shapes {a1.shape} and {b1.shape}.")
+    Ey = model.moments().Ey
+    ah = a1 * window(b1, s)
+    return ah * Ey, np.abs(ah) * math.sqrt((1 - Ey**2) / n)
