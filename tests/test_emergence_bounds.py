@@ -14,11 +14,12 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import binom
 
 from popdyn import InvalidParameterError, RegimeWarning
-from popdyn.models.emergence.bounds import (class_weighted_moments, finite_sample_bias_shift, count_threshold_ceiling, eps_e, eps_e2,
-                                            finite_sample_step2_cos, finite_sample_step2_deviation,
-                                            fixed_feature_lower_bound, input_noise_gradient, kernel_lower_bound,
-                                            parity_correlations, sigt_general, sq_lower_bound, theorem1_rate,
-                                            theorem26_intermediate_rate, theorem26_terms, width_for_loss)
+from popdyn.models.emergence.bounds import (class_weighted_moments, count_threshold_ceiling, eps_e, eps_e2,
+                                            finite_sample_bias_shift, finite_sample_step2_cos,
+                                            finite_sample_step2_deviation, fixed_feature_lower_bound,
+                                            input_noise_gradient, kernel_lower_bound, parity_correlations,
+                                            sigt_general, sq_lower_bound, theorem1_rate, theorem26_intermediate_rate,
+                                            theorem26_terms, width_for_loss)
 from popdyn.models.emergence.data import (hidden_representation, iid_block_model, parity_mixture,
                                           random_dictionary)
 from popdyn.models.emergence.activation import window

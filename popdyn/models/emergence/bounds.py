@@ -28,10 +28,9 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import ndtr
 
 from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
-from .activation import window
+from .activation import window, window_derivs
 from .data import PatternModel
 
 __all__ = ["theorem1_rate", "theorem26_intermediate_rate", "theorem26_terms", "width_for_loss",
@@ -43,7 +42,6 @@ __all__ = ["theorem1_rate", "theorem26_intermediate_rate", "theorem26_terms", "w
 _POS = Interval(0.0, np.inf, "neither")
 _NONNEG = Interval(0.0, np.inf, "left")
 _PROB = Interval(0.0, 1.0, "neither")
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _own(name):
@@ -692,7 +690,8 @@ def class_weighted_moments(model):
 
     .. math:: \gamma_j = \tfrac12\big(\mathbb E[\tilde\phi_j\mid y=1] - \mathbb E[\tilde\phi_j\mid y=-1]\big),
               \quad \mathbb E[\alpha_yy] = 0,\quad \mathbb E|\alpha_yy| = 1,\quad
-              \mathbb E[\alpha_yy\phi_j] = \gamma_j/\tilde\sigma\ (j\in A),\quad \mathbb E|\alpha_yy\phi_j|\le 1/\tilde\sigma
+              \mathbb E[\alpha_yy\phi_j] = \gamma_j/\tilde\sigma\ (j\in A),\quad
+              \mathbb E|\alpha_yy\phi_j|\le 1/\tilde\sigma
 
     Parameters
     ----------
@@ -730,10 +729,6 @@ def class_weighted_moments(model):
                            float((np.abs(w) @ np.abs(phA)).max()))
 
 
-def _npdf(x, s):
-    return _INV_SQRT_2PI / s * np.exp(-0.5 * (x / s) ** 2)
-
-
 def _neuron(owner, model, q, b, s, sigma_zeta, w_perp_sq):
     model = _model(owner, model)
     if model.D - model.k > 16:
@@ -755,7 +750,8 @@ def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=
 
     .. math:: -\frac{\partial_wL^\alpha}{a} = \sum_jM_jT_j + v,\quad
               T_j = \mathbb E\big[\alpha_yy\phi_j W_{s_t}(c_\phi)\big],\quad
-              v = \frac{\sigma_\zeta^2}{\tilde\sigma^2}\,w\,\mathbb E\big[\alpha_yy\,(p_{s_t}(c_\phi) - p_{s_t}(1-c_\phi))\big]
+              v = \frac{\sigma_\zeta^2}{\tilde\sigma^2}\,w\,
+              \mathbb E\big[\alpha_yy\,(p_{s_t}(c_\phi) - p_{s_t}(1-c_\phi))\big]
 
     where W_s(c) = Phi((1-c)/s) - Phi(-c/s) and p_s is the N(0, s^2) density: the noise adds to the
     smoothing, and its part v of the gradient is parallel to the current w.
@@ -807,10 +803,9 @@ def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=
     yw = _alpha_y(model) if weighted else model.labels
     c = b + (model.phi_A() @ q[:k])[:, None] + (phB @ q[k:])[None, :]
     wgt = (model.A_probs * yw)[:, None] * bgp
-    win = wgt * (ndtr((1 - c) / st) - ndtr(-c / st))
-    T = np.concatenate([win.sum(axis=1) @ model.phi_A(), win.sum(axis=0) @ phB])
-    v_coef = sz**2 / sigt**2 * float(np.sum(wgt * (_npdf(c, st) - _npdf(1 - c, st))))
-    return T, v_coef
+    h, h1, _ = window_derivs(c, st)  # W_{s_t}(c) and W'(c) = p_{s_t}(c) - p_{s_t}(1 - c)
+    T = np.concatenate([(wgt * h).sum(axis=1) @ model.phi_A(), (wgt * h).sum(axis=0) @ phB])
+    return T, sz**2 / sigt**2 * float(np.sum(wgt * h1))
 
 
 # ---------------------------------------------------------------- finite samples -------------------------------
