@@ -88,7 +88,7 @@ def theorem1_rate(k, m, T=None, *, C=1.0):
 
     References
     ----------
-    .. [src] seed 002 L3169-3199 (Thm 26, eq. (277)); dissertation (A.277), (A.282);
+    .. [src] seed 002 L3169-3199 (Thm 26, eq. (279)), L3256 (eq. (284)); dissertation (A.277), (A.282);
        specs/emergence.md §2.9.
 
     Examples
@@ -141,7 +141,7 @@ def theorem26_intermediate_rate(k, m, T, *, eta=None, C=1.0):
 
     References
     ----------
-    .. [src] seed 002 L3230-3260; dissertation (A.281)-(A.282); specs/emergence.md §2.9 (S9).
+    .. [src] seed 002 L3230-3260 (eqs. (283)-(284)); dissertation (A.281)-(A.282); specs/emergence.md §2.9 (S9).
 
     Examples
     --------
@@ -201,7 +201,7 @@ def theorem26_terms(k, m, T, *, sigt=1.0, eta=None, lam=None, a_tilde_l2sq=None,
 
     References
     ----------
-    .. [src] seed 002 L3200-3260 (proof of Thm 26), L2991-3163 (Lemmas 24-25); dissertation
+    .. [src] seed 002 L3200-3260 (proof of Thm 26, eqs. (281)-(283)), L2991-3163 (Lemmas 24-25); dissertation
        (A.279)-(A.281); specs/emergence.md §2.7 (Lemma 23 sizes), §2.9.
 
     Examples
@@ -253,7 +253,7 @@ def width_for_loss(k, eps, *, C=1.0):
 
     References
     ----------
-    .. [src] seed 002 L3195-3199; dissertation (A.278); specs/emergence.md §2.9.
+    .. [src] seed 002 L3195-3199 (eq. (280)); dissertation (A.278); specs/emergence.md §2.9.
 
     Examples
     --------
