@@ -514,7 +514,7 @@ def parity_correlations(Psi, k):
     k = as_int(owner, "k", k, 0, D)
     H = P.copy()
     h = 1
-    while h < H.shape[0]:  # in-place fast Walsh-Hadamard transform along axis 0
+    while h < H.shape[0]:  # fast Walsh-Hadamard transform along axis 0, D butterfly passes
         H = H.reshape(-1, 2, h, H.shape[-1])
         H = np.stack([H[:, 0] + H[:, 1], H[:, 0] - H[:, 1]], axis=1).reshape(-1, P.shape[1])
         h *= 2
