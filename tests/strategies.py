@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from popdyn.models import icl, looped, lora, modular, multitask
+from popdyn.models import emergence, icl, looped, lora, modular, multitask
 
 __all__ = ["ModelSpec", "MODELS", "EXAMPLES", "lora_problems", "unit_rows"]
 
@@ -111,6 +111,16 @@ def modular_problems(draw):
 
 
 @st.composite
+def emergence_problems(draw):
+    """Feature emergence at small sizes: odd k in {3, 5}, D in [k + 1, 24], p_o in [0.05, 0.5], m <= 8, T <= 6."""
+    k = draw(st.sampled_from([3, 5]))
+    return emergence.Problem(D=draw(st.integers(k + 1, 24)), k=k, p_o=draw(st.floats(0.05, 0.5)), m=draw(st.integers(1, 8)),
+                             T=draw(st.integers(2, 6)), data=draw(st.sampled_from(["parity", "parity_mix"])),
+                             structure=draw(st.booleans()), variant=draw(st.sampled_from(["lemma23", "thm26"])),
+                             seed=draw(st.integers(0, 9)))
+
+
+@st.composite
 def multitask_problems(draw):
     """Multi-task pretraining in the paper's regime: r in [1, 4], d in [r + 1, 60], even m in [2r, 16], any task set."""
     r = draw(st.integers(1, 4))
@@ -164,6 +174,16 @@ MODELS = {
         bad_predict=(("method", "nope"),),
         functions=((lambda p: modular.max_margin(p.p, p.k), {}),),
         simulate={"steps": 5, "m": 8, "seeds": 2, "n_points": 2}),
+    "emergence": ModelSpec(
+        emergence_problems(),
+        edges=(lambda: emergence.Problem.parity(D=12, k=3, m=4, T=4),
+               lambda: emergence.Problem(D=4, k=3, p_o=0.5, m=1, T=2),                                  # D = k + 1, m = 1
+               lambda: emergence.Problem.parity(D=30, k=5, p_o=0.05, m=6, T=5, structure=False)),     # sparse background
+        bad_predict=(("method", "nope"),),
+        functions=((lambda p: emergence.two_step_features(
+                        p.model, emergence.two_step_limit(p.model, p.params0, p.schedule[1].s)), {}),
+                   (lambda p: emergence.fixed_feature_lower_bound(p.p_o, 100, 1.0, p.k, p.D), {})),
+        simulate={"seeds": 2}),
     "multitask": ModelSpec(
         multitask_problems(),
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
@@ -178,6 +198,7 @@ MODELS = {
 
 # One or more valid examples per model (the constraint and repr checks of test_common.py).
 EXAMPLES = {
+    "emergence": [lambda: emergence.Problem.parity(D=12, k=3, m=4, T=4), lambda: emergence.Problem.e1(m=8, T=4)],
     "icl": [lambda: icl.Problem.geometric(4, N=20, r=2, M=8, sigma=0.5),
             lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1),
             lambda: icl.ParityProblem.paper(1, 3, gamma=0.1)],
