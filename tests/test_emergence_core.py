@@ -533,6 +533,28 @@ def test_large_s_limit_is_order_one_over_s():
     assert 3.5 < rem[0] / rem[1] < 4.5 and rem[0] < 1e-3
 
 
+def test_small_q_expansion_of_the_background_part():
+    """Spec §6.9 / §2.6 (S6): at q = eps T^(1), b = b0 + eps T_b^(1), the exact T_B equals
+    h''(b) sigma_phi^2 q_j sum_r pi_r y_r <q_A, phi_A^(r)> to relative 10 eps, and T_A -> h(b) gamma/sigt
+    (difference O(eps^2))."""
+    k, s = 5, 5 ** -1.5
+    m = em.parity_mixture(100, k, 0.5)
+    mom = m.moments()
+    rng = np.random.default_rng(4)
+    q0, b0 = rng.normal(0, 1 / k, 100), 1.3 / k ** 2
+    T1, Tb1, _, _ = em.neuron_correlations(m, q0, b0, s)
+    w, phA = m.A_probs * m.labels, m.phi_A()
+    for eps in (1e-3, 1e-2, 1e-1):
+        q1, b1 = eps * T1, b0 + eps * Tb1
+        T2 = em.neuron_correlations(m, q1, b1, s).T
+        h, _, h2 = em.window_derivs(b1, s)
+        pred = h2 * q1[k:] * mom.sphi2 * (w @ (phA @ q1[:k]))
+        assert abs(np.linalg.norm(T2[k:]) / np.linalg.norm(pred) - 1) < 10 * eps
+        assert np.corrcoef(T2[k:], pred)[0, 1] > 1 - 10 * eps
+        # observed |T_A - h gamma/sigt| = 0.0037 eps^2 h gamma/sigt (E[y phi_j phi_l] = 0 on A kills the O(eps) term)
+        assert np.abs(T2[:k] - h * mom.gamma / mom.sigt).max() < 0.05 * eps ** 2 * abs(h * mom.gamma[0] / mom.sigt)
+
+
 def test_clt_error_within_berry_esseen_and_falls_with_D():
     """The CLT ("gauss") approximation: |gauss - fourier| <= the Berry-Esseen bound for T_A, T_b, T_a, and at fixed
     ||q_B||^2 sigma_phi^2 the T_A error falls with D (spec §2.4: ~1/D at p = 1/2; S4b: 1.3e-3 ... 5e-5)."""
