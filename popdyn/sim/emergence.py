@@ -32,10 +32,14 @@ import numpy as np
 import torch
 
 from .._validate import Integer, Interval, InvalidParameterError, Options, as_int, check
+from ..api import simulate as _api_simulate
+from ..models.emergence.data import no_structure, random_dictionary
+from ..models.emergence.problem import Problem
+from ..models.emergence.schedule import theory_schedule
 from ..results import Simulation
 from ._torch import make_generator, progress, resolve_device, resolve_dtype, standard_normal_, to_numpy
 
-__all__ = ["smooth_trunc_relu", "window", "sample", "train", "METHODS"]
+__all__ = ["smooth_trunc_relu", "window", "sample", "train", "simulate", "METHODS"]
 
 _OWNER = "emergence.train"
 _BOOL = Options((True, False))
@@ -92,7 +96,7 @@ def smooth_trunc_relu(z, s):
     Examples
     --------
     >>> z = torch.tensor([-0.3, 0.5, 1.4], dtype=torch.float64)
-    >>> (smooth_trunc_relu(z, 0.2) + smooth_trunc_relu(1 - z, 0.2)).tolist()   # symmetry
+    >>> (smooth_trunc_relu(z, 0.2) + smooth_trunc_relu(1 - z, 0.2)).round(decimals=12).tolist()   # symmetry
     [1.0, 1.0, 1.0]
     """
     if s == 0:
@@ -193,9 +197,10 @@ def _forward(phi, P, P0, M, s):
     return (dZ * coef).sum(-1, keepdim=True) + F @ (P["a"] - P0["a"])[..., None], coef, F
 
 
-def _gradients(data, rows, P, P0, s, chunk):
+def _gradients(data, rows, P, P0, s, chunk, alpha=None):
     r"""Hinge-loss gradients (no regulariser) over ``rows`` (a slice covering the full batch, or (seeds, b) indices),
-    accumulated over chunks of ``chunk`` samples; also the mean hinge loss and max |g| per seed.
+    accumulated over chunks of ``chunk`` samples; also the mean hinge loss and max |g| per seed. ``alpha``
+    (alpha_-, alpha_+) weighs each sample's loss by its class (App. F's ``E[alpha_y l]``).
 
     .. math:: \partial_{w_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,a_i\mathrm{win}_s(z_i)\,x\big],\
               \partial_{b_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,a_i\mathrm{win}_s(z_i)\big],\
@@ -211,13 +216,18 @@ def _gradients(data, rows, P, P0, s, chunk):
         phi, y = data.inputs(r), data.labels(r)
         g, coef, F = _forward(phi, P, P0, data.M, s)
         yg = y * g[..., 0]
-        act = (y * (yg <= 1).to(y.dtype))[..., None]                  # y 1[y g <= 1], (seeds, b, 1)
+        act = y * (yg <= 1).to(y.dtype)                                # y 1[y g <= 1], (seeds, b)
+        hinge = torch.relu(1 - yg)
+        if alpha is not None:
+            wy = torch.where(y > 0, alpha[1], alpha[0])
+            act, hinge = act * wy, hinge * wy
+        act = act[..., None]
         G = act * coef                                                 # (seeds, b, 2m)
         sq = G.mT @ phi                                                # (seeds, 2m, D)
         sW += sq if data.M is None else sq @ data.M.mT                 # chain rule through Q = W M
         sb += G.sum(1)
         sa += (act * F).sum(1)
-        loss += torch.relu(1 - yg).sum(1)
+        loss += hinge.sum(1)
         gmax = torch.maximum(gmax, g[..., 0].abs().amax(1))
     return -sW / total, -sb / total, -sa / total, loss / total, gmax
 
@@ -239,12 +249,25 @@ def _update(P, grads, step, trained):
     return P
 
 
-def _symmetric_init(seeds, m, p, scales, gen, dtype, device):
-    """w_i ~ N(0, sigma_w^2 I_p), b_i ~ N(0, sigma_b^2), a_i ~ N(0, sigma_a^2) for i <= m, then the mirror
-    (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 (seed 002 L262-266)."""
-    sw, sb, sa = scales
+def _symmetric_init(seeds, m, M, D, k, scales, gen, dtype, device):
+    """w_i ~ N(0, sigma_w^2 I), b_i ~ N(0, sigma_b^2), a_i ~ N(0, sigma_a^2) for i <= m, then the mirror
+    (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 (seed 002 L262-266).
+
+    The pattern coordinates ``M^T w`` are drawn first, then b and a, then (in R^d) the part of w orthogonal to
+    span M: a run in R^d has the very pattern-coordinate init of the run in pattern coordinates with the same seed.
+    """
     draw = lambda *shape: standard_normal_(torch.empty(shape, dtype=torch.float64, device=device), gen)
-    W, b, a = sw * draw(seeds, m, p), sb * draw(seeds, m), sa * draw(seeds, m)
+    if np.ndim(scales[0]) == 2:         # fixed parameters: their first m neurons, mirrored
+        W, b, a = (torch.tensor(v[:m], dtype=torch.float64, device=device).expand(seeds, *v[:m].shape)
+                   for v in scales)
+        sw = 1.0 / k                     # the part outside span M (in R^d) at the paper's sigma_w
+    else:
+        sw, sb, sa = scales
+        W, b, a = sw * draw(seeds, m, D), sb * draw(seeds, m), sa * draw(seeds, m)
+    if M is not None:
+        M64 = M.to(torch.float64)
+        G = sw * draw(seeds, m, M.shape[0])
+        W = W @ M64.T + G - (G @ M64) @ M64.T
     return {"W": torch.cat([W, W], 1).to(dtype), "b": torch.cat([b, b], 1).to(dtype),
             "a": torch.cat([a, -a], 1).to(dtype)}
 
@@ -261,13 +284,13 @@ class _Step:
     lam_a: float
     lam_w: float
     s: float
+    weighted: bool = False
 
 
 def _schedule(model, m, schedule, lr, lam):
     """The schedule as a list of :class:`_Step` (>= 3 entries: steps 1, 2 and the last stage), with the last-stage
     overrides ``lr`` and ``lam`` applied from the third entry on."""
     if schedule is None:
-        from ..models.emergence import theory_schedule
         schedule = theory_schedule(model, m)
     try:
         entries = list(schedule)
@@ -283,6 +306,8 @@ def _schedule(model, m, schedule, lr, lam):
         for name, c in _STEP_FIELDS:
             v = getattr(e, name, None) if not isinstance(e, dict) else e.get(name)
             vals[name] = check(_OWNER, f"schedule[{i}].{name}", v, c)
+        vals["weighted"] = bool(check(_OWNER, f"schedule[{i}].weighted", getattr(e, "weighted", False) if not
+                                      isinstance(e, dict) else e.get("weighted", False), _BOOL))
         if i >= 2 and lr is not None:
             vals["eta"] = lr
         if i >= 2 and lam is not None:
@@ -307,8 +332,8 @@ def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, 
             "test": as_int(_OWNER, "test", test, 1), "chunk": as_int(_OWNER, "chunk", chunk, 1),
             "progress_bar": check(_OWNER, "progress_bar", progress_bar, _BOOL)}
     opts["batch"] = as_int(_OWNER, "batch", batch, 1, opts["n"])
-    opts["eval_samples"] = as_int(_OWNER, "eval_samples", opts["n"] if eval_samples is None else eval_samples, 1,
-                                  opts["n"])
+    opts["eval_samples"] = as_int(_OWNER, "eval_samples", min(opts["n"], 10_000) if eval_samples is None
+                                  else eval_samples, 1, opts["n"])
     opts["record_every"] = as_int(_OWNER, "record_every", max(1, opts["steps"] // 20) if record_every is None
                                   else record_every, 1)
     D = int(model.D)
@@ -322,19 +347,36 @@ def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, 
     elif d is not None:
         raise InvalidParameterError(f"The 'd' parameter of {_OWNER} must be None with coords='pattern' (inputs are "
                                     f"the D = {D} pattern coordinates). Got {d!r} instead.")
-    if init is not None:
-        init = tuple(check(_OWNER, f"init[{i}]", v, _POS) for i, v in enumerate(init))
-        if len(init) != 3:
-            raise InvalidParameterError(f"The 'init' parameter of {_OWNER} must be None or (sigma_w, sigma_b, "
-                                        f"sigma_a). Got {init!r} instead.")
-    opts["init"] = init
+    opts["init"] = _check_init(init, opts["m"], D)
     return opts
 
 
-def _init_scales(model, opts):
-    """The paper's init scales sigma_w = 1/k, sigma_b = 1/k^2, sigma_a = sigma~^2/(gamma k^2) (seed 002 L262-266)."""
-    if opts["init"] is not None:
-        return opts["init"]
+def _check_init(init, m, D):
+    """None, three positive scales, or fixed parameters (Q (2m, D), b, a) shared by every seed."""
+    if init is None:
+        return None
+    if all(hasattr(init, f) for f in ("Q", "b", "a")):
+        Q, b, a = (np.asarray(getattr(init, f), dtype=np.float64) for f in ("Q", "b", "a"))
+        if Q.shape != (2 * m, D) or b.shape != (2 * m,) or a.shape != (2 * m,) or not all(
+                np.all(np.isfinite(v)) for v in (Q, b, a)):
+            raise InvalidParameterError(f"The 'init' parameter of {_OWNER} must hold finite Q of shape (2m, D) = "
+                                        f"({2 * m}, {D}) and b, a of shape ({2 * m},). Got {init!r} instead.")
+        return Q, b, a
+    try:
+        scales = tuple(init)
+    except TypeError:
+        scales = ()
+    if len(scales) != 3:
+        raise InvalidParameterError(f"The 'init' parameter of {_OWNER} must be None, (sigma_w, sigma_b, sigma_a) or "
+                                    f"parameters with Q, b, a (e.g. emergence.TwoLayerParams). Got {init!r} instead.")
+    return tuple(check(_OWNER, f"init[{i}]", v, _POS) for i, v in enumerate(scales))
+
+
+def _init_scales(model, init):
+    """``init`` (scales or fixed parameters), else the paper's scales sigma_w = 1/k, sigma_b = 1/k^2,
+    sigma_a = sigma~^2/(gamma k^2) (seed 002 L262-266)."""
+    if init is not None:
+        return init
     k, mom = int(model.k), model.moments()
     gamma = float(np.mean(mom.gamma))
     if not (gamma > 0):
@@ -349,21 +391,21 @@ def _dictionary(model, opts, device, dtype):
         return None
     M = model.M
     if M is None:
-        from ..models.emergence import random_dictionary
         M = random_dictionary(opts["d"], int(model.D), np.random.SeedSequence([opts["seed"], 2**31]))
     return torch.as_tensor(np.asarray(M, dtype=np.float64), dtype=dtype, device=device)
 
 
 # ---- training -----------------------------------------------------------------------------------------------------
 
-def _evaluate(data, rows_eval, P, P0, s, chunk):
-    """Accuracy ``P[y g > 0]`` and hinge loss on the first ``rows_eval`` samples of ``data``, per seed."""
+def _evaluate(data, rows_eval, P, P0, chunk):
+    """Accuracy ``P[y g > 0]`` and hinge loss of the noiseless network (sigma_xi = 0, the paper's L_D) on the first
+    ``rows_eval`` samples of ``data``, per seed."""
     correct = torch.zeros(data.y.shape[0], dtype=torch.float64, device=data.y.device)
     loss = torch.zeros_like(correct)
     for i in range(0, rows_eval, chunk):
         r = slice(i, min(i + chunk, rows_eval))
         y = data.labels(r)
-        yg = y * _forward(data.inputs(r), P, P0, data.M, s)[0][..., 0]
+        yg = y * _forward(data.inputs(r), P, P0, data.M, 0.0)[0][..., 0]
         correct += (yg > 0).double().sum(1)
         loss += torch.relu(1 - yg).double().sum(1)
     return correct / rows_eval, loss / rows_eval
@@ -393,9 +435,9 @@ class _Batches:
         return rows
 
 
-def _record(out, t, train, test, opts, P, P0, s, M, k):
-    acc, loss = _evaluate(train, opts["eval_samples"], P, P0, s, opts["chunk"])
-    tacc, tloss = _evaluate(test, opts["test"], P, P0, s, opts["chunk"])
+def _record(out, t, train, test, opts, P, P0, M, k):
+    acc, loss = _evaluate(train, opts["eval_samples"], P, P0, opts["chunk"])
+    tacc, tloss = _evaluate(test, opts["test"], P, P0, opts["chunk"])
     cos, acos = _cos(P["W"], M, k)
     for name, v in (("train_acc", acc), ("train_loss", loss), ("test_acc", tacc), ("test_loss", tloss),
                     ("cos", cos), ("abs_cos", acos)):
@@ -457,11 +499,14 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     test : int
         Fresh test samples per seed.
     eval_samples : int, optional
-        Training samples (the first ones) on which train accuracy and loss are recorded; default all n.
+        Training samples (the first ones) on which train accuracy and loss are recorded; default min(n, 10000).
     record_every : int, optional
         Record every this many steps (and at steps 0, 1, 2 and T); default T/20.
-    init : tuple of 3 floats, optional
-        (sigma_w, sigma_b, sigma_a); default (1/k, 1/k^2, sigma~^2/(gamma k^2)) (seed 002 L262-266).
+    init : tuple of 3 floats or TwoLayerParams, optional
+        Scales (sigma_w, sigma_b, sigma_a), drawn afresh per seed; default (1/k, 1/k^2, sigma~^2/(gamma k^2)) of
+        the structured model (seed 002 L262-266). Or fixed symmetric parameters (``Q`` (2m, D) in pattern
+        coordinates, ``b``, ``a``) shared by every seed, e.g. ``Problem.params0`` (in R^d the part of w outside
+        span M is drawn with sigma_w = 1/k).
     device : str or torch.device
         "cpu", "cuda" or "cuda:N".
     dtype : {None, "float64", "float32"}
@@ -498,43 +543,41 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     sched = _schedule(model, opts["m"], schedule, None if lr is None else check(_OWNER, "lr", lr, _POS),
                       None if lam is None else check(_OWNER, "lam", lam, _NONNEG))
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
-    scales = _init_scales(model, opts)
+    scales = _init_scales(model, opts["init"])
     if not structure:
-        from ..models.emergence import no_structure
         model = no_structure(model)
     start = time.perf_counter()
     S, T, k = opts["seeds"], opts["steps"], int(model.k)
     gen = make_generator(opts["seed"], dev)
+    p_plus = float(model.moments().p_plus)
+    alpha = (0.5 / (1.0 - p_plus), 0.5 / p_plus)
     M = _dictionary(model, opts, dev, dt)
-    p = int(model.D) if M is None else M.shape[0]
     kw = dict(dtype=dt, device=dev)
     train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M)
     test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M)
-    P = _symmetric_init(S, opts["m"], p, scales, gen, dt, dev)
+    P = _symmetric_init(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
     P0 = {key: v.clone() for key, v in P.items()} if linear else None
     batches = _Batches(S, opts["n"], opts["batch"], gen, dev)
     out = {key: [] for key in ("t", "train_acc", "train_loss", "test_acc", "test_loss", "cos", "abs_cos")}
     extra = {}
     record = set(range(0, T + 1, opts["record_every"])) | {t for t in (0, 1, 2, T) if t <= T}
     bar = progress(T, opts["progress_bar"], _OWNER)
-    s_eval = 0.0
     try:
         with torch.inference_mode():
             for t in range(T + 1):
                 if t > 0:
                     step = _step_at(sched, t, full)
                     rows = slice(0, opts["n"]) if t <= full else batches.next()
-                    grads = _gradients(train_data, rows, P, P0, step.s, opts["chunk"])
+                    grads = _gradients(train_data, rows, P, P0, step.s, opts["chunk"], alpha if step.weighted else None)
                     if t == 2 and full >= 2:
-                        extra["g1_max"] = to_numpy(grads[4])
+                        extra["g1_max"], extra["loss_step1"] = to_numpy(grads[4]), to_numpy(grads[3])
                     P = _update(P, grads, step, ("W", "b", "a") if t <= full else trained)
-                    s_eval = step.s
                     bar.update()
                 if t <= full:
                     extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], train_data.M)),
                               f"b_{t}": to_numpy(P["b"]), f"a_{t}": to_numpy(P["a"])}
                 if t in record:
-                    _record(out, t, train_data, test_data, opts, P, P0, s_eval, train_data.M, k)
+                    _record(out, t, train_data, test_data, opts, P, P0, train_data.M, k)
     finally:
         bar.close()
     wall = time.perf_counter() - start
@@ -544,8 +587,93 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
             "schedule": [vars(e) for e in sched[:3]], "init_scales": list(scales), "device": str(dev),
             "dtype": str(dt).replace("torch.", ""), "torch_version": torch.__version__, "seeds": S,
             "seed": opts["seed"], "wall_time_s": wall, "steps_per_s": T / wall if wall > 0 else None,
-            "t_unit": "steps", "accuracy_smoothing": "sigma_xi of the last step taken"}
+            "t_unit": "steps"}
     ok = all(np.all(np.isfinite(v)) for v in obs.values())
     return Simulation(t=t_axis, observables=obs, status=0 if ok else -1,
                       message="" if ok else "non-finite parameters or losses: overflow; lower lr or use float64",
                       meta=meta)
+
+
+_STAGE3 = {"all": "network", "second_layer": "two_step"}
+
+
+@_api_simulate.register(Problem)
+def simulate(problem, *, seeds=5, n=50_000, batch=1000, seed=0, balanced=False, init="problem", test=10_000,
+             eval_samples=None, record_every=None, device="cpu", dtype=None, chunk=10_000, progress_bar=False):
+    r"""``popdyn.simulate`` for :class:`~popdyn.models.emergence.Problem`: the problem's schedule on n samples.
+
+    .. math:: \theta^{(t)} = \theta^{(t-1)} - \eta^{(t)}\nabla_\theta\big[\hat L(g^{(t-1)};\sigma_\xi^{(t)})
+              + R(\theta^{(t-1)};\lambda_a^{(t)},\lambda_w^{(t)})\big],\quad t = 1..T
+
+    Runs :func:`train` with ``problem.schedule`` (T steps), on ``problem.model`` (without structure when
+    ``problem.structure`` is False), stage 3 on every layer or the second layer only (``problem.stage3``), in
+    pattern coordinates or in R^d (``problem.d``), steps 1-2 on the full sample and mini-batches after.
+
+    Parameters
+    ----------
+    problem : emergence.Problem
+    seeds : int
+        Independent sample sets (and mini-batch orders) ``>= 1``.
+    n, batch : int
+        Training samples per seed and the stage-3 batch (the paper: 50000 and 1000).
+    seed : int
+        Seed of the samples and batches (the init is the problem's unless ``init="random"``).
+    balanced : bool
+        Exactly n/2 training samples per class (spec §2.13(b)).
+    init : {"problem", "random"}
+        "problem": every seed starts at ``problem.params0``, the init of ``popdyn.predict`` (the seeds then vary
+        the samples only); "random": a fresh init per seed at the paper's scales.
+    test, eval_samples, record_every, device, dtype, chunk, progress_bar
+        As in :func:`train`.
+
+    Returns
+    -------
+    Simulation
+        ``t`` in [2, T] (the stage-3 axis of ``predict``); with ``popdyn.predict``'s names: ``loss`` and
+        ``error`` (test hinge loss and ``P[y g <= 0]`` of the noiseless network, (seeds, len(t))),
+        ``cos_step1``, ``cos_step2`` (``max_i |cos(q_i, 1_A)|`` after steps 1 and 2, (seeds,)), ``loss_step1``
+        (training hinge of ``g^(1)`` at ``sigma_xi^(2)``); and ``train_loss``, ``train_error``, ``cos`` (the
+        paper's signed max cosine over time, in R^d with the part outside span M), ``g1_max`` (max |g^(1)| on
+        the training set; the population certificate of ``predict`` bounds it), ``Q_t``, ``b_t``, ``a_t``
+        (t = 0, 1, 2).
+
+    Notes
+    -----
+    Regime: the finite-n twin of ``predict``: steps 1-2 converge to the population steps at rate n^{-1/2}
+    (spec §2.13); stage 3 is mini-batch SGD where the theory is full population GD.
+
+    References
+    ----------
+    .. [src] seed 002 L214-271, L3479-3519; specs/emergence.md §1.4, §2.13, §4.
+
+    Examples
+    --------
+    >>> import popdyn
+    >>> from popdyn.models.emergence.problem import Problem
+    >>> sim = popdyn.simulate(Problem(D=12, k=3, m=4, T=6), seeds=2, n=2000, batch=100, test=500)
+    >>> sim.t.tolist(), sim["error"].shape, bool(sim["cos_step2"].min() > 0.99)
+    ([2, 3, 4, 5, 6], (2, 5), True)
+    """
+    owner = "emergence.simulate"
+    if not isinstance(problem, Problem):
+        raise InvalidParameterError(f"The 'problem' parameter of {owner} must be an emergence.Problem. "
+                                    f"Got {problem!r} instead.")
+    init = check(owner, "init", init, Options(("problem", "random")))
+    sim = train(problem.model, m=problem.m, method=_STAGE3[problem.stage3], schedule=problem.schedule,
+                steps=problem.T, n=n, batch=batch, seeds=seeds, seed=seed, balanced=balanced,
+                coords="pattern" if problem.d is None else "input", d=problem.d, test=test,
+                eval_samples=eval_samples, record_every=record_every,
+                init=problem.params0 if init == "problem" else _init_scales(problem.structured_model, None),
+                device=device, dtype=dtype, chunk=chunk, progress_bar=progress_bar)
+    keep = sim.t >= 2
+    obs = sim.observables
+    k = problem.k
+    cos = {f"cos_step{t}": np.abs(obs[f"Q_{t}"][..., :k].sum(-1) / (np.sqrt(k) * np.maximum(
+        np.linalg.norm(obs[f"Q_{t}"], axis=-1), np.finfo(float).tiny))).max(-1) for t in (1, 2)}
+    new = {"loss": obs["test_loss"][:, keep], "error": 1.0 - obs["test_acc"][:, keep],
+           "train_loss": obs["train_loss"][:, keep], "train_error": 1.0 - obs["train_acc"][:, keep],
+           "cos": obs["cos"][:, keep]} | cos
+    new |= {key: obs[key] for key in ("loss_step1", "g1_max", "Q_0", "b_0", "a_0", "Q_1", "b_1", "a_1", "Q_2",
+                                      "b_2", "a_2")}
+    meta = sim.meta | {"problem": repr(problem), "init": init}
+    return Simulation(t=sim.t[keep], observables=new, status=sim.status, message=sim.message, meta=meta)
