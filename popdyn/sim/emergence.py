@@ -185,8 +185,8 @@ def _pattern_weights(W, M):
 def _forward(phi, P, P0, M, s):
     """Output g (seeds, b), the coefficient ``a_i win_s(z_i)`` of the W and b gradients and the features sigma_s(z).
 
-    ``P0`` (the initial parameters) makes the network the linearisation at init (NTK): the activation pattern and
-    the features stay those of ``P0`` and g is linear in ``P - P0``.
+    ``P0`` (the initial parameters) makes the network its linearisation at init (NTK): the activation pattern and
+    the features stay those of ``P0`` and g is affine in ``P - P0``.
     """
     src = P if P0 is None else P0
     Z = phi @ _pattern_weights(src["W"], M).mT + src["b"][:, None, :]
@@ -194,7 +194,7 @@ def _forward(phi, P, P0, M, s):
     if P0 is None:
         return F @ P["a"][..., None], coef, F
     dZ = phi @ _pattern_weights(P["W"] - P0["W"], M).mT + (P["b"] - P0["b"])[:, None, :]
-    return (dZ * coef).sum(-1, keepdim=True) + F @ (P["a"] - P0["a"])[..., None], coef, F
+    return (dZ * coef).sum(-1, keepdim=True) + F @ P["a"][..., None], coef, F     # g(P0) + <grad g(P0), P - P0>
 
 
 def _gradients(data, rows, P, P0, s, chunk, alpha=None):
@@ -557,7 +557,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M)
     P = _symmetric_init(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
     P0 = {key: v.clone() for key, v in P.items()} if linear else None
-    batches = _Batches(S, opts["n"], opts["batch"], gen, dev)
+    batches = _Batches(S, opts["n"], opts["batch"], make_generator(int(np.random.SeedSequence(
+        [opts["seed"], 1]).generate_state(1)[0]), dev), dev)     # own stream: same batches in R^d and pattern coords
     out = {key: [] for key in ("t", "train_acc", "train_loss", "test_acc", "test_loss", "cos", "abs_cos")}
     extra = {}
     record = set(range(0, T + 1, opts["record_every"])) | {t for t in (0, 1, 2, T) if t <= T}
