@@ -61,10 +61,16 @@ METHODS = {
 
 # ---- activation ---------------------------------------------------------------------------------------------------
 
-def _ramp(u, s):
-    """``r_s(u) = E relu(u + s xi) = u Phi(u/s) + s phi(u/s)``."""
-    v = u / s
-    return u * torch.special.ndtr(v) + s * _INV_SQRT_2PI * torch.exp(-0.5 * v * v)
+def _activation(z, s):
+    """sigma_s(z) and win_s(z) from one pair of normal CDFs: ``Phi0 = Phi(z/s)``, ``Phi1 = Phi((z-1)/s)``,
+    ``sigma_s = z Phi0 - (z-1) Phi1 + s (phi(z/s) - phi((z-1)/s))`` and ``win_s = Phi0 - Phi1``."""
+    if s == 0:
+        return torch.clamp(z, 0.0, 1.0), ((z > 0) & (z < 1)).to(z.dtype)
+    v0 = z / s
+    v1 = v0 - 1.0 / s
+    P0, P1 = torch.special.ndtr(v0), torch.special.ndtr(v1)
+    dens = (torch.exp(-0.5 * v0 * v0) - torch.exp(-0.5 * v1 * v1)) * (s * _INV_SQRT_2PI)
+    return z * P0 - (z - 1.0) * P1 + dens, P0 - P1
 
 
 def smooth_trunc_relu(z, s):
@@ -99,9 +105,7 @@ def smooth_trunc_relu(z, s):
     >>> (smooth_trunc_relu(z, 0.2) + smooth_trunc_relu(1 - z, 0.2)).round(decimals=12).tolist()   # symmetry
     [1.0, 1.0, 1.0]
     """
-    if s == 0:
-        return torch.clamp(z, 0.0, 1.0)
-    return _ramp(z, s) - _ramp(z - 1.0, s)
+    return _activation(z, s)[0]
 
 
 def window(z, s):
@@ -135,9 +139,7 @@ def window(z, s):
     >>> window(torch.tensor([0.0, 0.5, 1.0]), 0.0).tolist()
     [0.0, 1.0, 0.0]
     """
-    if s == 0:
-        return ((z > 0) & (z < 1)).to(z.dtype)
-    return torch.special.ndtr((1.0 - z) / s) - torch.special.ndtr(-z / s)
+    return _activation(z, s)[1]
 
 
 # ---- data ---------------------------------------------------------------------------------------------------------
@@ -190,7 +192,8 @@ def _forward(phi, P, P0, M, s):
     """
     src = P if P0 is None else P0
     Z = phi @ _pattern_weights(src["W"], M).mT + src["b"][:, None, :]
-    F, coef = smooth_trunc_relu(Z, s), window(Z, s) * src["a"][:, None, :]
+    F, coef = _activation(Z, s)
+    coef.mul_(src["a"][:, None, :])
     if P0 is None:
         return F @ P["a"][..., None], coef, F
     dZ = phi @ _pattern_weights(P["W"] - P0["W"], M).mT + (P["b"] - P0["b"])[:, None, :]
