@@ -56,6 +56,7 @@ METHODS = {
     "two_step": (True, 2, ("a",), False),
     "rf": (True, 0, ("a",), False),
     "ntk": (True, 0, ("W", "b", "a"), True),
+    "gd": (True, 0, ("W", "b", "a"), False),
 }
 
 
@@ -252,27 +253,30 @@ def _update(P, grads, step, trained):
     return P
 
 
-def _symmetric_init(seeds, m, M, D, k, scales, gen, dtype, device):
-    """w_i ~ N(0, sigma_w^2 I), b_i ~ N(0, sigma_b^2), a_i ~ N(0, sigma_a^2) for i <= m, then the mirror
-    (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 (seed 002 L262-266).
+def _initial(seeds, m, M, D, k, init, gen, dtype, device):
+    """Initial parameters: the symmetric init at scales ``init`` = (sigma_w, sigma_b, sigma_a), or the fixed
+    parameters ``init`` = (Q, b, a) (all 2m neurons as given) for every seed.
 
-    The pattern coordinates ``M^T w`` are drawn first, then b and a, then (in R^d) the part of w orthogonal to
-    span M: a run in R^d has the very pattern-coordinate init of the run in pattern coordinates with the same seed.
+    Symmetric init: w_i ~ N(0, sigma_w^2 I), b_i ~ N(0, sigma_b^2), a_i ~ N(0, sigma_a^2) for i <= m, then the
+    mirror (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 (seed 002 L262-266). The pattern
+    coordinates ``M^T w`` are drawn first, then b and a, then (in R^d) the part of w orthogonal to span M (sigma_w,
+    mirrored when the pattern part is): a run in R^d has the pattern-coordinate init of the run in pattern
+    coordinates with the same seed.
     """
     draw = lambda *shape: standard_normal_(torch.empty(shape, dtype=torch.float64, device=device), gen)
-    if np.ndim(scales[0]) == 2:         # fixed parameters: their first m neurons, mirrored
-        W, b, a = (torch.tensor(v[:m], dtype=torch.float64, device=device).expand(seeds, *v[:m].shape)
-                   for v in scales)
-        sw = 1.0 / k                     # the part outside span M (in R^d) at the paper's sigma_w
+    if np.ndim(init[0]) == 2:
+        W, b, a = (torch.tensor(v, dtype=torch.float64, device=device).expand(seeds, *v.shape) for v in init)
+        sw, mirrored = 1.0 / k, np.array_equal(init[0][:m], init[0][m:])
     else:
-        sw, sb, sa = scales
+        sw, sb, sa = init
         W, b, a = sw * draw(seeds, m, D), sb * draw(seeds, m), sa * draw(seeds, m)
+        W, b, a, mirrored = torch.cat([W, W], 1), torch.cat([b, b], 1), torch.cat([a, -a], 1), True
     if M is not None:
         M64 = M.to(torch.float64)
-        G = sw * draw(seeds, m, M.shape[0])
+        G = sw * draw(seeds, m if mirrored else 2 * m, M.shape[0])
+        G = torch.cat([G, G], 1) if mirrored else G
         W = W @ M64.T + G - (G @ M64) @ M64.T
-    return {"W": torch.cat([W, W], 1).to(dtype), "b": torch.cat([b, b], 1).to(dtype),
-            "a": torch.cat([a, -a], 1).to(dtype)}
+    return {"W": W.to(dtype), "b": b.to(dtype), "a": a.to(dtype)}
 
 
 # ---- options ------------------------------------------------------------------------------------------------------
@@ -468,13 +472,15 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         first k patterns.
     m : int
         Half the width (2m neurons), ``>= 1``.
-    method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk"}
+    method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk", "gd"}
         "network": steps 1-2 of the schedule on the full sample, then every layer by mini-batch SGD with the
         last-stage hyperparameters. "no_structure": the same on ``no_structure(model)`` (A1': every pattern
         Bernoulli(1/2), same labelling rule; train and test). "one_step" / "two_step": 1 or 2 full-batch
         schedule steps, then the first layer and biases frozen and only ``a`` trained. "rf": the first layer
         frozen at init, ``a`` trained for all ``steps``. "ntk": the network linearised at init (its neural
-        tangent features), all its parameters trained for all ``steps``. Every method takes ``steps`` updates.
+        tangent features), all its parameters trained for all ``steps``. "gd": every layer trained from ``init``
+        with the last-stage hyperparameters (no steps 1-2; with ``batch = n`` full-batch GD, the finite-sample
+        twin of the reduced population GD of spec §2.8). Every method takes ``steps`` updates.
     schedule : sequence, optional
         Steps with attributes (or keys) ``eta, lam_a, lam_w, s``: entries 0 and 1 are steps 1 and 2, entries
         2, 3, ... the last stage (the last entry repeats). None: ``popdyn.models.emergence.theory_schedule(model,
@@ -508,8 +514,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     init : tuple of 3 floats or TwoLayerParams, optional
         Scales (sigma_w, sigma_b, sigma_a), drawn afresh per seed; default (1/k, 1/k^2, sigma~^2/(gamma k^2)) of
         the structured model (seed 002 L262-266). Or fixed symmetric parameters (``Q`` (2m, D) in pattern
-        coordinates, ``b``, ``a``) shared by every seed, e.g. ``Problem.params0`` (in R^d the part of w outside
-        span M is drawn with sigma_w = 1/k).
+        coordinates, ``b``, ``a``; all 2m neurons as given) shared by every seed, e.g. ``Problem.params0`` or
+        ``two_step_limit(...)`` (in R^d the part of w outside span M is drawn with sigma_w = 1/k).
     device : str or torch.device
         "cpu", "cuda" or "cuda:N".
     dtype : {None, "float64", "float32"}
@@ -558,7 +564,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     kw = dict(dtype=dt, device=dev)
     train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M)
     test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M)
-    P = _symmetric_init(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
+    P = _initial(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
     P0 = {key: v.clone() for key, v in P.items()} if linear else None
     batches = _Batches(S, opts["n"], opts["batch"], make_generator(int(np.random.SeedSequence(
         [opts["seed"], 1]).generate_state(1)[0]), dev), dev)     # own stream: same batches in R^d and pattern coords
