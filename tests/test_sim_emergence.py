@@ -321,5 +321,11 @@ def test_full_batch_gd_from_the_two_step_limit_follows_the_reduced_population_gd
     sim = se.train(SMALL, m=m, method="gd", init=lim, schedule=[Step(eta, lam, lam, 0.0)] * 3, steps=T, n=n,
                    batch=n, seeds=4, balanced=True, test=n, record_every=10)
     assert pop.loss[0] == 1.0 and pop.loss[-1] < 0.6                 # the loss moves over the horizon
-    # 5e-3: the C6 pass rule (spec S8 measured <= 1.5e-3 at n = 2e4); 4-seed mean of the test hinge
-    np.testing.assert_allclose(sim["test_loss"].mean(0), pop.loss[sim.t], rtol=0, atol=5e-3)
+    # z < 4 per recorded step: the 4-seed mean of the test hinge against its standard error (measured: gap 3.4e-3,
+    # SE up to 8e-3; t = 0 is exactly 1 on both sides); a wrong population curve (the plateau reached 10 steps
+    # late) fails it
+    gap = np.abs(sim["test_loss"].mean(0) - pop.loss[sim.t])
+    se_mean = sim["test_loss"].std(0, ddof=1) / 2
+    assert np.all(gap <= 4 * se_mean + 1e-12), (gap, se_mean)
+    late = np.abs(sim["test_loss"].mean(0) - pop.loss[np.maximum(sim.t - 10, 0)])
+    assert not np.all(late <= 4 * se_mean + 1e-12)

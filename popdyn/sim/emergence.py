@@ -5,13 +5,16 @@ Public names
 smooth_trunc_relu, window
     Torch twins of the smoothed truncated ReLU ``E sigma(z + s xi)`` and its derivative ``win_s`` (spec §1.3).
 sample
-    Finite samples of a pattern model, batched over seeds: ``phi~`` (0/1), labels, optionally class-balanced,
-    optionally with the input structure removed (assumption A1').
+    Finite samples of a pattern model (its own ``sample``), stacked over seeds: normalised pattern coordinates
+    ``phi`` and labels, optionally class-balanced; reproducible per (seed, replicate, stream).
 train
     ``train(model, *, m, method, schedule, ...)`` -> :class:`popdyn.results.Simulation`: the three-stage schedule
     on n samples (full batch in steps 1-2, mini-batches after), in pattern coordinates or in R^d with a
     dictionary M, with the baselines of spec §4 (random features, NTK, one step, two step, no structure); all
-    seeds batched on one device.
+    seeds batched on one device; "gd" trains every layer from given parameters (full batch with ``batch = n``).
+simulate
+    ``popdyn.simulate`` for :class:`popdyn.models.emergence.problem.Problem`, with the observable names of its
+    ``predict``.
 
 The network is ``g(x) = sum_i a_i sigma_s(<w_i, x> + b_i)`` with the smoothed truncated ReLU (the injected
 neuron noise xi ~ N(0, s^2) integrated out, spec §1.3), the hinge loss and the regulariser
@@ -201,10 +204,11 @@ def _forward(phi, P, P0, M, s):
     return (dZ * coef).sum(-1, keepdim=True) + F @ P["a"][..., None], coef, F     # g(P0) + <grad g(P0), P - P0>
 
 
-def _gradients(data, rows, P, P0, s, chunk, alpha=None):
+def _gradients(data, rows, P, P0, s, chunk, alpha=None, first_layer=True):
     r"""Hinge-loss gradients (no regulariser) over ``rows`` (a slice covering the full batch, or (seeds, b) indices),
     accumulated over chunks of ``chunk`` samples; also the mean hinge loss and max |g| per seed. ``alpha``
-    (alpha_-, alpha_+) weighs each sample's loss by its class (App. F's ``E[alpha_y l]``).
+    (alpha_-, alpha_+) weighs each sample's loss by its class (App. F's ``E[alpha_y l]``). ``first_layer=False``
+    skips the W gradient (returned as zeros) when W is frozen.
 
     .. math:: \partial_{w_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,a_i\mathrm{win}_s(z_i)\,x\big],\
               \partial_{b_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,a_i\mathrm{win}_s(z_i)\big],\
@@ -227,8 +231,9 @@ def _gradients(data, rows, P, P0, s, chunk, alpha=None):
             act, hinge = act * wy, hinge * wy
         act = act[..., None]
         G = act * coef                                                 # (seeds, b, 2m)
-        sq = G.mT @ phi                                                # (seeds, 2m, D)
-        sW += sq if data.M is None else sq @ data.M.mT                 # chain rule through Q = W M
+        if first_layer:
+            sq = G.mT @ phi                                            # (seeds, 2m, D)
+            sW += sq if data.M is None else sq @ data.M.mT             # chain rule through Q = W M
         sb += G.sum(1)
         sa += (act * F).sum(1)
         loss += hinge.sum(1)
@@ -578,10 +583,12 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
                 if t > 0:
                     step = _step_at(sched, t, full)
                     rows = slice(0, opts["n"]) if t <= full else batches.next()
-                    grads = _gradients(train_data, rows, P, P0, step.s, opts["chunk"], alpha if step.weighted else None)
+                    layers = ("W", "b", "a") if t <= full else trained
+                    grads = _gradients(train_data, rows, P, P0, step.s, opts["chunk"],
+                                       alpha if step.weighted else None, "W" in layers)
                     if t == 2 and full >= 2:
                         extra["g1_max"], extra["loss_step1"] = to_numpy(grads[4]), to_numpy(grads[3])
-                    P = _update(P, grads, step, ("W", "b", "a") if t <= full else trained)
+                    P = _update(P, grads, step, layers)
                     bar.update()
                 if t <= full:
                     extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], train_data.M)),
