@@ -329,3 +329,9 @@ def test_full_batch_gd_from_the_two_step_limit_follows_the_reduced_population_gd
     assert np.all(gap <= 4 * se_mean + 1e-12), (gap, se_mean)
     late = np.abs(sim["test_loss"].mean(0) - pop.loss[np.maximum(sim.t - 10, 0)])
     assert not np.all(late <= 4 * se_mean + 1e-12)
+
+
+def test_a_negative_decay_factor_warns_naming_the_knobs():
+    # Thm 26's lambda = k^3/(sigma~ m^(1/3)) ~ 2.7 here: lr = 1 gives 1 - 2 eta lam < 0 (parameters flip each step)
+    with pytest.warns(popdyn.RegimeWarning, match="lower 'lr' or 'lam'"):
+        se.train(SMALL, m=2, steps=3, n=100, batch=50, seeds=1, test=10, lr=1.0)

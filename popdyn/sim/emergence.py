@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .._validate import Integer, Interval, InvalidParameterError, Options, as_int, check
+from .._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
 from ..api import simulate as _api_simulate
 from ..models.emergence.data import no_structure, random_dictionary
 from ..models.emergence.problem import Problem
@@ -299,11 +300,11 @@ class _Step:
     weighted: bool = False
 
 
-def _schedule(model, m, schedule, lr, lam):
+def _schedule(model, m, steps, schedule, lr, lam):
     """The schedule as a list of :class:`_Step` (>= 3 entries: steps 1, 2 and the last stage), with the last-stage
     overrides ``lr`` and ``lam`` applied from the third entry on."""
     if schedule is None:
-        schedule = theory_schedule(model, m)
+        schedule = theory_schedule(model, m, T=max(steps, 2))
     try:
         entries = list(schedule)
     except TypeError:
@@ -312,7 +313,7 @@ def _schedule(model, m, schedule, lr, lam):
         raise InvalidParameterError(
             f"The 'schedule' parameter of {_OWNER} must be None (theory_schedule(model, m)) or a sequence of at least "
             f"3 steps with attributes eta, lam_a, lam_w, s (steps 1, 2 and the last stage). Got {schedule!r} instead.")
-    steps = []
+    out = []
     for i, e in enumerate(entries):
         vals = {}
         for name, c in _STEP_FIELDS:
@@ -324,8 +325,14 @@ def _schedule(model, m, schedule, lr, lam):
             vals["eta"] = lr
         if i >= 2 and lam is not None:
             vals["lam_a"] = vals["lam_w"] = lam
-        steps.append(_Step(**vals))
-    return steps
+        out.append(_Step(**vals))
+    bad = [(i + 1, e) for i, e in enumerate(out) if 1.0 - 2.0 * e.eta * max(e.lam_a, e.lam_w) < -1e-12]
+    if bad:
+        t, e = bad[0]
+        warnings.warn(f"{_OWNER}: the weight-decay factor 1 - 2 eta lam = {1 - 2 * e.eta * max(e.lam_a, e.lam_w):.4g} "
+                      f"is negative at step {t} (eta = {e.eta:.4g}, lam = {max(e.lam_a, e.lam_w):.4g}): the "
+                      f"parameters flip sign every step; lower 'lr' or 'lam'.", RegimeWarning, stacklevel=3)
+    return out
 
 
 def _step_at(schedule, t, full):
@@ -489,7 +496,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     schedule : sequence, optional
         Steps with attributes (or keys) ``eta, lam_a, lam_w, s``: entries 0 and 1 are steps 1 and 2, entries
         2, 3, ... the last stage (the last entry repeats). None: ``popdyn.models.emergence.theory_schedule(model,
-        m)`` (Lemma 23 values; spec §1.4).
+        m, T=steps)`` (Lemma 23 values, Thm 26's stage 3 with lambda = k^3/(sigma~ m^{1/3}); spec §1.4).
     steps : int
         Updates T ``>= 0`` (the paper's E1: 600).
     n : int
@@ -509,7 +516,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         Input dimension ``>= D`` for ``coords="input"`` (default the model's); M is the model's or a random one.
     lr, lam : float, optional
         Override the last-stage step size and weight decay (``lam_a = lam_w = lam``): the paper does not report
-        its values (spec §4).
+        its values (spec §4). A RegimeWarning is given when ``1 - 2 eta lam < 0`` at some step (Thm 26's
+        lambda is large: ~3.7 at k = 5, m = 300, so a larger ``lr`` needs a smaller ``lam``).
     test : int
         Fresh test samples per seed.
     eval_samples : int, optional
@@ -554,7 +562,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     opts = _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, test, eval_samples,
                   record_every, init, chunk, progress_bar)
     structure, full, trained, linear = METHODS[opts["method"]]
-    sched = _schedule(model, opts["m"], schedule, None if lr is None else check(_OWNER, "lr", lr, _POS),
+    sched = _schedule(model, opts["m"], opts["steps"], schedule, None if lr is None else check(_OWNER, "lr", lr, _POS),
                       None if lam is None else check(_OWNER, "lam", lam, _NONNEG))
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     scales = _init_scales(model, opts["init"])
