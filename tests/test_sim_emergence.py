@@ -245,7 +245,7 @@ def test_every_method_runs_and_freezes_what_it_should(method):
 def test_one_step_features_are_constant_and_give_chance_accuracy():
     # spec §2.7 / C5: q^(1) ~ eta^(1) = O(1e-9), so the one-step features are constants: accuracy = majority class
     sim = se.train(E1, m=8, method="one_step", schedule=theory_schedule(E1, 300, T=3), steps=30, n=5000,
-                   batch=500, seeds=2, test=4000, lr=5.0)
+                   batch=500, seeds=2, test=4000, lr=5.0, lam=1e-4)
     # 0.03: binomial SE of 4000 test points is 0.008 (3.75 SE)
     assert np.abs(sim["test_acc"][:, -1] - 0.5).max() < 0.03
 

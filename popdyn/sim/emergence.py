@@ -326,7 +326,7 @@ def _schedule(model, m, steps, schedule, lr, lam):
         if i >= 2 and lam is not None:
             vals["lam_a"] = vals["lam_w"] = lam
         out.append(_Step(**vals))
-    bad = [(i + 1, e) for i, e in enumerate(out) if 1.0 - 2.0 * e.eta * max(e.lam_a, e.lam_w) < -1e-12]
+    bad = [(i + 1, e) for i, e in enumerate(out[:steps]) if 1.0 - 2.0 * e.eta * max(e.lam_a, e.lam_w) < -1e-12]
     if bad:
         t, e = bad[0]
         warnings.warn(f"{_OWNER}: the weight-decay factor 1 - 2 eta lam = {1 - 2 * e.eta * max(e.lam_a, e.lam_w):.4g} "
