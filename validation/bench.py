@@ -9,8 +9,9 @@ Measurements (``python -m validation.bench [--quick]``, also ``popdyn bench``):
    two agree to 1e-12.
 3. ``h_kernel``: the drift h(m) of the LoRA overlap on many overlaps with a general Gram matrix,
    ``lora.h`` against :func:`h_numpy`, a plain vectorised numpy evaluation of the same kernel formula.
-4. ``icl_optimum``, ``looped_error``, ``modular_margin``, ``multitask_moments``, ``multitask_predict``: each
-   model's closed form against the training or the plain numpy computation it replaces.
+4. ``icl_optimum``, ``looped_error``, ``modular_margin``, ``multitask_moments``, ``multitask_predict``,
+   ``emergence_kernel``, ``emergence_steps``: each model's closed form against the training or the plain numpy
+   computation it replaces.
 5. ``sweep_pool`` / ``sweep_dask``: a sweep of 32 LoRA simulations inline against a 2-process pool and
    a 2-worker local Dask cluster (the three must give the same numbers; the Dask overhead per task is
    the time beyond an ideal 2x), and ``validate_jobs``: ``validate --quick`` serially against ``--jobs 2``.
@@ -48,15 +49,18 @@ REPORT = Path("validation") / "report" / "bench.json"  # under the current direc
 SIZES = {
     "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5,
              "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),),
-             "multitask_prompts": 2 ** 18, "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
+             "multitask_prompts": 2 ** 18,
+             "emergence": {"m": 300, "n": 50_000}, "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
-              "multitask_prompts": 2 ** 16, "sweep": {"runs": 8, "d": 100, "tau": 5},
+              "multitask_prompts": 2 ** 16,
+              "emergence": {"m": 60, "n": 10_000}, "sweep": {"runs": 8, "d": 100, "tau": 5},
               "validate": ("modular.construction_margin", "modular.dft_all_frequencies", "icl.rank_gap")},
 }
 GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "icl_optimum": 1.0,
          "looped_error": 1.0, "modular_margin": 1.0, "multitask_moments": 1.0,
-         "multitask_predict": 100.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
+         "multitask_predict": 100.0, "emergence_kernel": 1.0,
+         "emergence_steps": 1.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 
@@ -199,6 +203,40 @@ def _bench_multitask(sz):
                                   "ratio": r["simulate_over_predict"], "goal": GOALS["multitask_predict"]}}
 
 
+def _bench_emergence(sz):
+    """Fourier correlations of 2m neurons at D = 100 (numba, parallel over neurons) vs the same sums in vectorised
+    numpy; the exact population steps 1-2 vs the same two steps on n samples in torch (one seed)."""
+    from popdyn.models import emergence as em
+    from popdyn.models.emergence.correlations import _fourier_numpy
+    from popdyn.sim.emergence import train
+    m, n = sz["emergence"]["m"], sz["emergence"]["n"]
+    model = em.parity_mixture(100, 5, 0.5)
+    s = 5 ** -1.5
+    em.neuron_correlations(model, em.symmetric_init(model, 2, 99).Q, em.symmetric_init(model, 2, 99).b, s)  # JIT
+    p0 = em.symmetric_init(model, m, 0)
+    t0 = time.perf_counter()
+    fast = em.neuron_correlations(model, p0.Q, p0.b, s)
+    t_nb = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    slow = _fourier_numpy(model, p0.Q, p0.b, s)
+    t_np = time.perf_counter() - t0
+    diff = float(np.max(np.abs(np.asarray(fast.T) - np.asarray(slow.T))))
+    sched = em.theory_schedule(model, m, 3)
+    t0 = time.perf_counter()
+    em.population_two_steps(model, em.symmetric_init(model, m, 1), sched)
+    t_pop = time.perf_counter() - t0
+    train(model, m=m, schedule=sched, steps=2, n=n, seeds=1, seed=1, test=1000)          # torch warm-up
+    t0 = time.perf_counter()
+    train(model, m=m, schedule=sched, steps=2, n=n, seeds=1, seed=2, test=1000)
+    t_sim = time.perf_counter() - t0
+    return {"emergence_kernel": {"what": f"emergence correlations of {2 * m} neurons, D = 100, k = 5: numba kernel vs "
+                                         "the same Fourier sums in vectorised numpy", "fast_s": t_nb, "slow_s": t_np,
+                                 "ratio": t_np / t_nb, "goal": GOALS["emergence_kernel"], "max_abs_diff": diff},
+            "emergence_steps": {"what": f"emergence steps 1-2, {2 * m} neurons: exact population steps vs torch on "
+                                        f"n = {n} samples (one seed)", "fast_s": t_pop, "slow_s": t_sim,
+                                "ratio": t_sim / t_pop, "goal": GOALS["emergence_steps"]}}
+
+
 def sweep_unit(d, tau, seed):
     """One LoRA online-SGD run (k = 8 ReLU, delta = 0.2, one seed): the unit of the sweep benchmark."""
     problem = lora.Problem.orthonormal(k=8, xi=1.0, activation="relu", seed=0)
@@ -260,7 +298,8 @@ def run(quick=False):
     for name, fn in (("hermite", _bench_hermite), ("h_kernel", _bench_h),
                      ("predict_vs_simulate", _bench_predict_vs_simulate), ("icl_optimum", _bench_icl),
                      ("looped_error", _bench_looped), ("modular_margin", _bench_modular),
-                     ("multitask_moments,multitask_predict", _bench_multitask), ("sweep_pool,sweep_dask", _bench_sweeps), ("validate_jobs", _bench_validate)):
+                     ("multitask_moments,multitask_predict", _bench_multitask),
+                     ("emergence_kernel,emergence_steps", _bench_emergence), ("sweep_pool,sweep_dask", _bench_sweeps), ("validate_jobs", _bench_validate)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
             out = fn(sz)
