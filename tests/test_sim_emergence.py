@@ -291,6 +291,11 @@ def test_bad_options_name_the_option(name, value):
         se.train(SMALL, **args)
 
 
+def test_odd_n_with_balanced_classes_names_n():
+    with pytest.raises(InvalidParameterError, match="'n' parameter of emergence.train"):
+        se.train(SMALL, m=2, steps=2, n=101, batch=50, seeds=1, test=10, balanced=True)
+
+
 def test_simulate_rejects_bad_options():
     with pytest.raises(InvalidParameterError, match="'init'"):
         se.simulate(Problem(D=12, k=3, m=2, T=3), init="zeros")

@@ -350,6 +350,9 @@ def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, 
             "coords": check(_OWNER, "coords", coords, Options(("pattern", "input"))),
             "test": as_int(_OWNER, "test", test, 1), "chunk": as_int(_OWNER, "chunk", chunk, 1),
             "progress_bar": check(_OWNER, "progress_bar", progress_bar, _BOOL)}
+    if opts["balanced"] and opts["n"] % 2:
+        raise InvalidParameterError(f"The 'n' parameter of {_OWNER} must be even with balanced=True (n/2 samples per "
+                                    f"class). Got {n!r} instead.")
     opts["batch"] = as_int(_OWNER, "batch", batch, 1, opts["n"])
     opts["eval_samples"] = as_int(_OWNER, "eval_samples", min(opts["n"], 10_000) if eval_samples is None
                                   else eval_samples, 1, opts["n"])
