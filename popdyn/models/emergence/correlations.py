@@ -31,9 +31,9 @@ from scipy.special import ndtr
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
 from .activation import smooth_trunc_relu, window
-from .data import PatternModel
+from .data import ExchangeablePatternModel, GaussianParityMixture, PatternModel
 
-__all__ = ["NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bound"]
+__all__ = ["NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bound", "gmm_correlations"]
 
 _T_MAX_S = 9.6        # t_max = 9.6 / s: exp(-s^2 t^2 / 2) = 1e-20 there
 _TAIL_S = 12.0        # the Gaussian xi is inside [-12 s, 12 s] up to 4e-33 when sizing the aliasing-free step
@@ -54,27 +54,36 @@ class NeuronCorr(NamedTuple):
 # ---- inputs ------------------------------------------------------------------------------------------------
 
 def _inputs(owner, model, q, b, s, s_positive):
-    if not isinstance(model, PatternModel):
-        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a PatternModel. "
-                                    f"Got {type(model).__name__} instead.")
+    if not isinstance(model, (PatternModel, ExchangeablePatternModel)):
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a PatternModel or an "
+                                    f"ExchangeablePatternModel. Got {type(model).__name__} instead.")
     Q = check(owner, "q", np.atleast_2d(np.asarray(q, dtype=np.float64)), FiniteArray(2, (None, model.D)))
     single = np.ndim(q) == 1
-    bv = np.broadcast_to(np.asarray(b, dtype=np.float64), (Q.shape[0],)) if np.ndim(b) <= 1 else None
-    if bv is None or not np.all(np.isfinite(bv)) or (np.ndim(b) == 1 and np.shape(b) != (Q.shape[0],)):
+    bv = np.array(b, dtype=np.float64) if np.ndim(b) <= 1 else None
+    if bv is None or not np.all(np.isfinite(bv)) or bv.shape not in ((), (Q.shape[0],)):
         raise InvalidParameterError(f"The 'b' parameter of {owner} must be a finite float or an array of shape "
                                     f"({Q.shape[0]},). Got {b!r} instead.")
     s = check(owner, "s", s, Interval(0.0, np.inf, "neither" if s_positive else "left"))
-    return Q, np.array(bv), s, single
+    return Q, np.broadcast_to(bv, (Q.shape[0],)).copy(), s, single
 
 
-def _pieces(model, Q, b):
-    """c_A (m, R), q_B (m, nb), w = pi y (R,), groups, P (G, nb), v0, v1 (nb,), P(group) (G,)."""
+def _alpha(model, y, weighted):
+    """Class weights alpha_y = 1 / (2 P(y)) of App. F's weighted loss (1 when not weighted)."""
+    if not weighted:
+        return np.ones_like(y)
+    p_plus = model.moments().p_plus
+    return np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
+
+
+def _pieces(model, Q, b, weighted):
+    """c_A (m, R), q_B (m, nb), w = pi alpha_y y (R,), groups, P (G, nb), v0, v1 (nb,), P(group) (G,)."""
     mom = model.moments()
     phA = model.phi_A()
     cA = b[:, None] + Q[:, :model.k] @ phA.T
     P, grp = model.background_groups()
     piG = np.bincount(grp, weights=model.A_probs, minlength=P.shape[0])
-    return (cA, np.ascontiguousarray(Q[:, model.k:]), model.A_probs * model.labels, grp, P,
+    w = model.A_probs * model.labels * _alpha(model, model.labels, weighted)
+    return (cA, np.ascontiguousarray(Q[:, model.k:]), w, grp, P,
             -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt, piG, phA)
 
 
@@ -184,20 +193,20 @@ def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s):  # pragma: no cover -
     return W, Sa, beta, TB
 
 
-def _fourier(model, Q, b, s, single):
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+def _fourier(model, Q, b, s, single, weighted=False):
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     W, Es, beta, TB = _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s)
     return _assemble(model, W, Es, beta, TB, w, phA, single)
 
 
-def _fourier_numpy(model, q, b, s, chunk=16):
+def _fourier_numpy(model, q, b, s, chunk=16, weighted=False):
     """The same Fourier sums, vectorised in numpy over (neurons, nodes, patterns) in chunks of neurons.
 
     The benchmark baseline of the numba kernel (issue 10 §4) and an independent implementation for the tests:
     a common grid per chunk (smallest step, largest t_max), cumulative products for prefix/suffix.
     """
     Q, b, s, single = _inputs("emergence.correlations._fourier_numpy", model, q, b, s, True)
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     m, R = cA.shape
     nb = qB.shape[1]
     W, Es, beta, TB = np.empty((m, R)), np.empty((m, R)), np.empty(m), np.empty((m, nb))
@@ -239,14 +248,123 @@ def _fourier_numpy(model, q, b, s, chunk=16):
     return _assemble(model, W, Es, beta, TB, w, phA, single)
 
 
+# ---- Fourier, count-resolved iid block: numba kernel -------------------------------------------------------
+
+@numba.njit(cache=True, parallel=True)
+def _exchangeable_kernel(qA, qB, yc, pA, u0, u1, pB, v0, v1, b, s, t0):  # pragma: no cover - compiled
+    """T_A, T_B, T_b, T_a integrals for an iid A-block with count labels y_c: per node, the A-block generating
+    function prod_j ((1-p_A) e^{itq_j u0} + p_A z e^{itq_j u1}) by prefix polynomials in z and the label-contracted
+    suffixes R_j(a) = sum_b y_{a+b} [z^b] prod_{l>=j} f_l (R_j = alpha_j R_{j+1} + beta_j R_{j+1}(. + 1)): O(k^2)."""
+    m, k = qA.shape
+    nb = qB.shape[1]
+    TA = np.zeros((m, k))
+    TB = np.zeros((m, nb))
+    Tb = np.zeros(m)
+    Ta = np.zeros(m)
+    beta = np.zeros(m)
+    for i in numba.prange(m):
+        span = _TAIL_S * s
+        for j in range(k):
+            span += abs(qA[i, j]) * max(abs(u0), abs(u1))
+        for l in range(nb):
+            span += abs(qB[i, l]) * max(abs(v0[l]), abs(v1[l]))
+        h = math.pi / (span + abs(b[i]) + 1.0)
+        N = int(_T_MAX_S / (s * h)) + 2
+        pre = np.empty(nb + 1, np.complex128)
+        suf = np.empty(nb + 1, np.complex128)
+        fac = np.empty(nb, np.complex128)
+        e0 = np.empty(nb, np.complex128)
+        e1 = np.empty(nb, np.complex128)
+        a0 = np.empty(k, np.complex128)
+        a1 = np.empty(k, np.complex128)
+        Pre = np.zeros((k + 1, k + 1), np.complex128)
+        Rv = np.zeros(k + 2, np.complex128)
+        Rn = np.zeros(k + 2, np.complex128)
+        accA = np.zeros(k)
+        accB = np.zeros(nb)
+        accb, acca, accbeta = 0.0, 0.0, 0.0
+        for n in range(N):
+            t = n * h
+            wt = 0.5 * h if n == 0 else h
+            gauss = math.exp(-0.5 * (s * t) ** 2)
+            for l in range(nb):
+                e0[l] = complex(math.cos(t * qB[i, l] * v0[l]), math.sin(t * qB[i, l] * v0[l]))
+                e1[l] = complex(math.cos(t * qB[i, l] * v1[l]), math.sin(t * qB[i, l] * v1[l]))
+            for j in range(k):
+                a0[j] = complex(math.cos(t * qA[i, j] * u0), math.sin(t * qA[i, j] * u0))
+                a1[j] = complex(math.cos(t * qA[i, j] * u1), math.sin(t * qA[i, j] * u1))
+            kap = 1.0 + 0.0j if n == 0 else complex(math.sin(t) / t, -2.0 * math.sin(0.5 * t) ** 2 / t)
+            ck = gauss * kap * complex(math.cos(t * b[i]), math.sin(t * b[i]))
+            pre[0] = 1.0
+            for l in range(nb):
+                fac[l] = (1.0 - pB[l]) * e0[l] + pB[l] * e1[l]
+                pre[l + 1] = pre[l] * fac[l]
+            suf[nb] = 1.0
+            for l in range(nb - 1, -1, -1):
+                suf[l] = suf[l + 1] * fac[l]
+            Pre[0, 0] = 1.0
+            for j in range(k):                       # Pre[j + 1] = Pre[j] * ((1-p) a0_j + p a1_j z)
+                al, be = (1.0 - pA) * a0[j], pA * a1[j]
+                Pre[j + 1, 0] = al * Pre[j, 0]
+                for a in range(1, j + 1):
+                    Pre[j + 1, a] = al * Pre[j, a] + be * Pre[j, a - 1]
+                Pre[j + 1, j + 1] = be * Pre[j, j]
+            for a in range(k + 1):
+                Rv[a] = yc[a]
+            Rv[k + 1] = 0.0
+            for j in range(k - 1, -1, -1):           # Rv = R_{j+1}
+                g0, g1 = (1.0 - pA) * u0 * a0[j], pA * u1 * a1[j]
+                Yj = 0.0j
+                for a in range(j + 1):
+                    Yj += Pre[j, a] * (g0 * Rv[a] + g1 * Rv[a + 1])
+                accA[j] += wt * (pre[nb] * ck * Yj).real
+                al, be = (1.0 - pA) * a0[j], pA * a1[j]
+                for a in range(k + 1):
+                    Rn[a] = al * Rv[a] + be * Rv[a + 1]
+                for a in range(k + 1):
+                    Rv[a] = Rn[a]
+            Y = Rv[0]
+            z = pre[nb] * ck * Y
+            accb += wt * z.real
+            acca += wt * (t0[i] if n == 0 else z.imag / t)
+            accbeta += wt * (pre[nb] * ck).real
+            Yk = ck * Y
+            for l in range(nb):
+                u = (1.0 - pB[l]) * v0[l] * e0[l] + pB[l] * v1[l] * e1[l]
+                accB[l] += wt * (pre[l] * suf[l + 1] * Yk * u).real
+        for j in range(k):
+            TA[i, j] = accA[j] / math.pi
+        for l in range(nb):
+            TB[i, l] = accB[l] / math.pi
+        Tb[i] = accb / math.pi
+        Ta[i] = acca / math.pi
+        beta[i] = accbeta / math.pi
+    return TA, TB, Tb, Ta, beta
+
+
+def _fourier_exchangeable(model, Q, b, s, single, weighted=False):
+    mom = model.moments()
+    pi_c, y_c = model.count_law()
+    yw = y_c * _alpha(model, y_c, weighted)
+    k, p = model.k, model.p_A
+    Eyw = pi_c @ yw                                                         # E[alpha_y y]
+    Eywphi = (pi_c @ (yw * np.arange(k + 1) / k) - Eyw * p) / mom.sigt      # E[alpha_y y phi_j], j in A
+    t0 = Eyw * (b - 0.5) + Eywphi * Q[:, :k].sum(1)                         # t -> 0 limit of the T_a integrand
+    TA, TB, Tb, Ta, beta = _exchangeable_kernel(
+        np.ascontiguousarray(Q[:, :k]), np.ascontiguousarray(Q[:, k:]), yw, p, -p / mom.sigt,
+        (1 - p) / mom.sigt, mom.p_bar, -mom.p_bar / mom.sigt, (1 - mom.p_bar) / mom.sigt, b, s, t0)
+    out = NeuronCorr(np.concatenate([TA, TB], axis=1), Tb, Ta + 0.5 * Eyw, beta)
+    return NeuronCorr(*(x[0] for x in out)) if single else out
+
+
 # ---- enumeration, Monte Carlo, CLT -------------------------------------------------------------------------
 
-def _enumerate(model, Q, b, s, single):
+def _enumerate(model, Q, b, s, single, weighted=False):
     nb = model.D - model.k
     if nb > _ENUM_MAX:
         raise InvalidParameterError(f"The 'method' parameter of emergence.neuron_correlations must not be "
                                     f"'enumerate' when D - k = {nb} > {_ENUM_MAX} (2^(D-k) configurations).")
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     cfg = np.array(list(itertools.product([0, 1], repeat=nb)), dtype=np.float64).reshape(2 ** nb, nb)
     probs = np.prod(np.where(cfg[None, :, :] == 1, P[:, None, :], 1.0 - P[:, None, :]), axis=2)   # (G, 2^nb)
     phB = v0 + cfg * (v1 - v0)                                                                  # (2^nb, nb)
@@ -264,7 +382,7 @@ def _enumerate(model, Q, b, s, single):
     return _assemble(model, W, Es, beta, TB, w, phA, single)
 
 
-def _mc_sums(model, Q, b, s, n, seed):
+def _mc_sums(model, Q, b, s, n, seed, weighted=False):
     rng = np.random.default_rng(seed)
     m, D = Q.shape
     sums = {k: 0.0 for k in ("T", "T2", "Tb", "Tb2", "Ta", "Ta2", "beta", "beta2")}
@@ -272,6 +390,7 @@ def _mc_sums(model, Q, b, s, n, seed):
     while done < n:
         c = min(_MC_CHUNK, n - done)
         X, y, _ = model.sample(c, rng)
+        y = y * _alpha(model, y, weighted)
         Z = X @ Q.T + b                                                  # (c, m)
         win = window(Z, s)
         yw = y[:, None] * win
@@ -279,7 +398,7 @@ def _mc_sums(model, Q, b, s, n, seed):
         bgZ = X[:, model.k:] @ Q[:, model.k:].T + b                      # background-only pre-activation
         bw = window(bgZ, s)
         sums["T"] = sums["T"] + yw.T @ X
-        sums["T2"] = sums["T2"] + (win ** 2).T @ X ** 2
+        sums["T2"] = sums["T2"] + ((y[:, None] * win) ** 2).T @ X ** 2
         for key, v in (("Tb", yw), ("Ta", ya), ("beta", bw)):
             sums[key] = sums[key] + v.sum(0)
             sums[key + "2"] = sums[key + "2"] + (v ** 2).sum(0)
@@ -293,8 +412,8 @@ def _squeeze(nc, single):
     return NeuronCorr(*(x[0] for x in nc)) if single else nc
 
 
-def _gauss(model, Q, b, s, single):
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+def _gauss(model, Q, b, s, single, weighted=False):
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     m, R = cA.shape
     W, Es, beta, TB = np.empty((m, R)), np.empty((m, R)), np.zeros(m), np.zeros((m, qB.shape[1]))
     for g in range(P.shape[0]):
@@ -322,7 +441,7 @@ def _win_std(u0, u1):
 _METHODS = {"fourier": _fourier, "enumerate": _enumerate, "gauss": _gauss}
 
 
-def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, seed=0):
+def neuron_correlations(model, q, b, s, method="fourier", *, class_weighted=False, n_mc=1_000_000, seed=0):
     r"""Population correlations ``(T, T_b, T_a, beta)`` of one neuron or of m neurons (hinge indicator = 1).
 
     .. math:: T_j = \mathbb E[y\phi_j\,\mathrm{win}_s(\langle q,\phi\rangle+b)] = \sum_r\pi_ry_r\phi^{(r)}_j
@@ -340,7 +459,9 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
 
     Parameters
     ----------
-    model : PatternModel
+    model : PatternModel or ExchangeablePatternModel
+        The count-resolved model uses an O(k^2)-per-node generating-function recursion for "fourier" and its
+        explicit support (k <= 20) for "enumerate" and "gauss".
     q : array_like of shape (D,) or (m, D)
         Pattern coordinates ``M^T w`` of the neurons.
     b : float or array_like of shape (m,)
@@ -350,6 +471,8 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
     method : {"fourier", "enumerate", "mc", "gauss"}
         "fourier": exact (numba, parallel over neurons); "enumerate": brute force, ``D - k <= 20``; "mc":
         Monte Carlo with ``n_mc`` samples and ``seed``; "gauss": the CLT approximation of the background.
+    class_weighted : bool
+        Replace y by ``alpha_y y`` with ``alpha_y = 1/(2 P(y))`` (App. F's class-weighted loss of steps 1-2).
     n_mc : int
         Monte Carlo samples (method "mc").
     seed : int or numpy.random.Generator
@@ -389,12 +512,25 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
     owner = "emergence.neuron_correlations"
     method = check(owner, "method", method, Options(("fourier", "enumerate", "mc", "gauss")))
     Q, b, s, single = _inputs(owner, model, q, b, s, method == "fourier")
+    weighted = check(owner, "class_weighted", class_weighted, Options((False, True)))
     if method == "mc":
-        return _squeeze(_mc_sums(model, Q, b, s, check(owner, "n_mc", n_mc, Integer(2)), seed)[0], single)
-    return _METHODS[method](model, Q, b, s, single)
+        n_mc = check(owner, "n_mc", n_mc, Integer(2))
+        return _squeeze(_mc_sums(model, Q, b, s, n_mc, seed, weighted)[0], single)
+    if isinstance(model, ExchangeablePatternModel):
+        if method == "fourier":
+            return _fourier_exchangeable(model, Q, b, s, single, weighted)
+        model = _explicit(owner, model, method)
+    return _METHODS[method](model, Q, b, s, single, weighted)
 
 
-def mc_correlations(model, q, b, s, n, seed=0):
+def _explicit(owner, model, method):
+    if model.k > _ENUM_MAX:
+        raise InvalidParameterError(f"The 'method' parameter of {owner} must be 'fourier' or 'mc' for an "
+                                    f"ExchangeablePatternModel with k = {model.k} > {_ENUM_MAX}. Got {method!r}.")
+    return model.to_pattern_model()
+
+
+def mc_correlations(model, q, b, s, n, seed=0, *, class_weighted=False):
     r"""Monte Carlo estimates of ``(T, T_b, T_a, beta)`` and their standard errors.
 
     .. math:: \hat T_j = \frac1n\sum_{i=1}^n y_i\phi_{ij}\,\mathrm{win}_s(\langle q,\phi_i\rangle + b),\qquad
@@ -410,6 +546,8 @@ def mc_correlations(model, q, b, s, n, seed=0):
     n : int
         Samples, >= 2.
     seed : int or numpy.random.Generator
+    class_weighted : bool
+        As in :func:`neuron_correlations`.
 
     Returns
     -------
@@ -426,7 +564,8 @@ def mc_correlations(model, q, b, s, n, seed=0):
     """
     owner = "emergence.mc_correlations"
     Q, b, s, single = _inputs(owner, model, q, b, s, False)
-    mean, se = _mc_sums(model, Q, b, s, check(owner, "n", n, Integer(2)), seed)
+    weighted = check(owner, "class_weighted", class_weighted, Options((False, True)))
+    mean, se = _mc_sums(model, Q, b, s, check(owner, "n", n, Integer(2)), seed, weighted)
     return _squeeze(mean, single), _squeeze(se, single)
 
 
@@ -463,7 +602,9 @@ def clt_error_bound(model, q, b, s):
        specs/emergence.md §2.4.
     """
     Q, b, s, single = _inputs("emergence.clt_error_bound", model, q, b, s, False)
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    if isinstance(model, ExchangeablePatternModel):
+        model = _explicit("emergence.clt_error_bound", model, "gauss")
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, False)
     eps = np.zeros(Q.shape[0])
     for g in range(P.shape[0]):
         p = P[g]
@@ -475,3 +616,70 @@ def clt_error_bound(model, q, b, s):
     absw = np.abs(w)
     out = (eps, eps[:, None] * (absw @ np.abs(phA))[None, :], eps * absw.sum(), 0.5 * eps * absw.sum())
     return tuple(x[0] for x in out) if single else out
+
+
+def gmm_correlations(model, w, b, s):
+    r"""Exact population correlations of neurons on the Gaussian-mixture parity (Stein's lemma).
+
+    With ``m_eps = <w, M eps> + b`` and ``S^2 = tau^2 ||w||^2 + s^2``:
+
+    .. math:: \mathbb E[y\,x\,\mathrm{win}_s(\langle w,x\rangle+b)] = 2^{-k}\sum_\varepsilon y(\varepsilon)
+              \Big[M\varepsilon\,\mathrm{win}_S(m_\varepsilon) + \tau^2w\,
+              \frac{\varphi(m_\varepsilon/S) - \varphi((1-m_\varepsilon)/S)}{S}\Big],
+
+    ``T_b = 2^{-k} sum y win_S(m_eps)``, ``T_a = 2^{-k} sum y sigma~_S(m_eps)``, ``beta = win_S(b)``.
+
+    Parameters
+    ----------
+    model : GaussianParityMixture
+    w : array_like of shape (d,) or (m, d)
+        First-layer weights in input space.
+    b : float or array_like of shape (m,)
+        Biases.
+    s : float
+        Smoothing ``sigma_xi >= 0`` (``S > 0`` needs ``w != 0`` or ``s > 0``).
+
+    Returns
+    -------
+    NeuronCorr
+        ``T`` (d,) or (m, d) ``= E[y x win]``; ``Tb``, ``Ta``, ``beta``.
+
+    Notes
+    -----
+    Regime: exact for every w, b and s (the xi and g expectations are Gaussian); 2^k terms (k <= 16). gamma = 0
+    here, so the first-order (w = 0) signal ``2^-k sum_eps y M eps win_S(b)`` vanishes for k >= 2.
+
+    References
+    ----------
+    .. [src] seed 002 L3814-3865 (eq. (290)); specs/emergence.md §2.12 (derived there, check S11).
+    """
+    owner = "emergence.gmm_correlations"
+    if not isinstance(model, GaussianParityMixture):
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a GaussianParityMixture. "
+                                    f"Got {type(model).__name__} instead.")
+    Wm = check(owner, "w", np.atleast_2d(np.asarray(w, dtype=np.float64)), FiniteArray(2, (None, model.d)))
+    single = np.ndim(w) == 1
+    bv = np.array(b, dtype=np.float64)
+    if bv.shape not in ((), (Wm.shape[0],)) or not np.all(np.isfinite(bv)):
+        raise InvalidParameterError(f"The 'b' parameter of {owner} must be a finite float or an array of shape "
+                                    f"({Wm.shape[0]},). Got {b!r} instead.")
+    bv = np.broadcast_to(bv, (Wm.shape[0],))
+    s = check(owner, "s", s, Interval(0.0, np.inf, "left"))
+    E, y = model.centers()
+    tau2 = model.tau2
+    ME = E @ model.M.T                                                  # (2^k, d) centers
+    out = []
+    for wi, bi in zip(Wm, bv):
+        S = math.sqrt(tau2 * (wi @ wi) + s * s)
+        mv = ME @ wi + bi
+        win = window(mv, S)
+        dens = (_npdf(mv / S) - _npdf((1.0 - mv) / S)) / S if S > 0 else np.zeros_like(mv)
+        T = ((y * win) @ ME + tau2 * wi * (y @ dens)) / len(y)
+        out.append((T, (y @ win) / len(y), (y @ smooth_trunc_relu(mv, S)) / len(y), float(window(bi, S))))
+    T, Tb, Ta, beta = (np.array(x) for x in zip(*out))
+    res = NeuronCorr(T, Tb, Ta, beta)
+    return NeuronCorr(*(x[0] for x in res)) if single else res
+
+
+def _npdf(x):
+    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)

@@ -20,10 +20,11 @@ import numpy as np
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, check, validate
 
-__all__ = ["PatternModel", "Moments", "parity_mixture", "iid_block_model", "interval_labeling",
-           "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture"]
+__all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",
+           "interval_labeling", "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture"]
 
 _K_ENUM = 20          # explicit A-block supports have 2^k rows at most for the enumerated constructors
+_K_EXPLICIT = 16      # iid_block_model returns an explicit PatternModel up to this k, the count-resolved form beyond
 _PROB_TOL = 1e-12     # sum of A_probs, p_bg vs its row mixture: float64 round-off of a few hundred terms
 _ORTH_TOL = 1e-10     # ||M^T M - I||_max for a dictionary: QR in float64 gives ~1e-15
 
@@ -326,12 +327,237 @@ class PatternModel:
         else:
             rows = rng.choice(len(pi), n, p=pi)
         P, group = self.background_groups()
-        bg = (rng.random((n, self.D - self.k)) < P[group[rows]]).astype(np.float64)
+        bg = (rng.random((n, self.D - self.k)) < (P[0] if len(P) == 1 else P[group[rows]])).astype(np.float64)
         mom = self._moments
         X = np.concatenate([self.A_support[rows] - mom.mean_A, bg - mom.p_bar], axis=1) / mom.sigt
         if coords == "input":
             X = X @ self.M.T
         return X, y[rows].copy(), self.A_support[rows].sum(1)
+
+
+@dataclass(frozen=True, eq=False)
+class ExchangeablePatternModel:
+    r"""An iid class-relevant block with count labels, in count-resolved form (no 2^k support).
+
+    .. math:: \tilde\phi_j\sim\mathrm{Bern}(p_A)\ (j\in A),\quad \tilde\phi_j\sim\mathrm{Bern}(p_j)\ (j\notin A),
+              \quad y = +1 \iff \textstyle\sum_{j\in A}\tilde\phi_j\in P
+
+    Same interface as :class:`PatternModel` where it does not need the support: :meth:`moments`,
+    :meth:`count_law`, :meth:`mixed_moments`, :meth:`sample`, :meth:`background_groups`; the correlations use a
+    generating-function recursion over the k coordinates (spec §4 E2).
+
+    Parameters
+    ----------
+    D : int
+        Number of patterns, ``D > k``.
+    k : int
+        Number of class-relevant patterns, ``1 <= k < D``.
+    p_A : float
+        In (0, 1).
+    p_bg : float or array_like of shape (D - k,)
+        In (0, 1).
+    positive_counts : tuple of int
+        The label set P, a subset of {0..k} that leaves both classes non-empty.
+    M : array_like of shape (d, D), optional
+        Dictionary.
+
+    Notes
+    -----
+    Regime: (A1) holds with a common gamma by exchangeability; (A0) generally fails.
+
+    References
+    ----------
+    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2, §2.1 (count-resolved form), §4 E2.
+    """
+    D: int
+    k: int
+    p_A: float
+    p_bg: float | np.ndarray
+    positive_counts: tuple
+    M: np.ndarray | None = None
+
+    _constraints = {"D": Integer(2), "k": Integer(1), "p_A": Interval(0.0, 1.0, "neither")}
+
+    def __post_init__(self):
+        validate(self)
+        if not self.k < self.D:
+            raise InvalidParameterError(f"The 'k' parameter of emergence.ExchangeablePatternModel must be an int in "
+                                        f"[1, D - 1] = [1, {self.D - 1}]. Got {self.k} instead.")
+        object.__setattr__(self, "p_bg", PatternModel._check_p_bg(self))
+        P = tuple(sorted({check("emergence.ExchangeablePatternModel", "positive_counts", c, Integer(0, self.k))
+                          for c in self.positive_counts}))
+        if not 0 < len(P) < self.k + 1:
+            raise InvalidParameterError(f"The 'positive_counts' parameter of emergence.ExchangeablePatternModel "
+                                        f"must leave both classes non-empty (a proper subset of 0..{self.k}). "
+                                        f"Got {self.positive_counts!r} instead.")
+        object.__setattr__(self, "positive_counts", P)
+        if self.M is not None:
+            M = check("emergence.ExchangeablePatternModel", "M", self.M, FiniteArray(2))
+            if M.shape[1] != self.D or M.shape[0] < self.D or np.abs(M.T @ M - np.eye(self.D)).max() > _ORTH_TOL:
+                _fail("M", f"a (d, D) = (d >= {self.D}, {self.D}) array with orthonormal columns", f"shape {M.shape}")
+            object.__setattr__(self, "M", M)
+
+    @property
+    def d(self):
+        """Ambient dimension (``M.shape[0]``; ``D`` without a dictionary)."""
+        return self.D if self.M is None else self.M.shape[0]
+
+    def count_law(self):
+        r"""``(pi_c, y_c)`` on c = 0..k: binomial probabilities and the count labels.
+
+        .. math:: \pi_c = \binom kc p_A^c(1-p_A)^{k-c},\qquad y_c = \pm1
+
+        Notes
+        -----
+        Regime: any k (binomial pmf from scipy, relative accuracy ~1e-15).
+
+        References
+        ----------
+        .. [src] specs/emergence.md §2.7, §2.8.
+        """
+        from scipy.stats import binom
+        c = np.arange(self.k + 1)
+        return binom.pmf(c, self.k, self.p_A), np.where(np.isin(c, self.positive_counts), 1.0, -1.0)
+
+    def background_groups(self):
+        """``(P, group)`` as :meth:`PatternModel.background_groups` (one group; ``group`` is unused here)."""
+        return np.broadcast_to(self.p_bg, (self.D - self.k,)).astype(np.float64)[None, :], np.zeros(1, int)
+
+    def _set_prob(self, r):
+        """``E[y 1{a given set of r A-coordinates is all ones}]`` and the same without y."""
+        pi_c, y_c = self.count_law()
+        c = np.arange(self.k + 1)
+        ff = np.ones(self.k + 1)
+        for i in range(r):
+            ff = ff * np.maximum(c - i, 0) / (self.k - i)
+        return (pi_c * y_c) @ ff, pi_c @ ff
+
+    @cached_property
+    def _moments(self):
+        pi_c, y_c = self.count_law()
+        k, p = self.k, self.p_A
+        p_bar = np.broadcast_to(self.p_bg, (self.D - k,)).astype(np.float64)
+        sigt = math.sqrt(k * p * (1 - p) + float(np.sum(p_bar * (1 - p_bar))))
+        Ey = float(pi_c @ y_c)
+        g = self._set_prob(1)[0] - Ey * p
+        p_plus = float(pi_c[y_c > 0].sum())
+        alpha = np.where(y_c > 0, 0.5 / p_plus, 0.5 / (1 - p_plus))
+        gw = (pi_c * alpha * y_c) @ (np.arange(k + 1) / k)
+        sphi2 = p_bar * (1 - p_bar) / sigt ** 2
+        return Moments(sigt=sigt, sphi2=float(sphi2[0]) if np.ndim(self.p_bg) == 0 else sphi2,
+                       gamma=np.full(k, g), Ey=Ey, mu_A=k * p, E_y_phi_A=np.full(k, g / sigt),
+                       mean_A=np.full(k, p), p_bar=p_bar, p_plus=p_plus, gamma_weighted=np.full(k, gw))
+
+    def moments(self):
+        r"""Exact data constants from the count law (binomial sums).
+
+        .. math:: \gamma = \sum_c\pi_cy_c\frac ck - \mathbb Ey\,p_A,\qquad
+                  \tilde\sigma^2 = kp_A(1-p_A) + \sum_{j\notin A}p_j(1-p_j)
+
+        Returns
+        -------
+        Moments
+
+        Notes
+        -----
+        Regime: any k; O(k) work.
+
+        References
+        ----------
+        .. [src] specs/emergence.md §2.1; S14 (gamma = 0.0680, P(y = 1) = 0.5848 at the paper's interval).
+        """
+        return self._moments
+
+    def mixed_moments(self, order):
+        r"""``E[y phi_j phi_l]`` (order 2) or ``E[y phi_j phi_l phi_m]`` (order 3) on A, by exchangeability.
+
+        .. math:: \mathbb E\Big[y\prod_{j\in S}(\tilde\phi_j - p_A)^{m_j}\Big] = \sum_{T\subseteq S}\prod_{T}b_{m_j}
+                  \prod_{S\setminus T}a_{m_j}\,\mathbb E[y\,\mathbb 1\{\tilde\phi_T = 1\}],\quad
+                  a_m = (-p_A)^m,\ b_m = (1-p_A)^m - (-p_A)^m
+
+        Parameters
+        ----------
+        order : int
+            2 or 3.
+
+        Returns
+        -------
+        ndarray of shape (k,) * order
+
+        Notes
+        -----
+        Regime: any k; ``E[y 1{T all ones}] = sum_c pi_c y_c c^(r)/k^(r)`` (falling factorials).
+
+        References
+        ----------
+        .. [src] specs/emergence.md §2.6 (derived).
+        """
+        order = check("emergence.ExchangeablePatternModel.mixed_moments", "order", order, Integer(2, 3))
+        p, k = self.p_A, self.k
+        ey1 = [self._set_prob(r)[0] for r in range(4)]
+
+        def term(mults):       # multiplicities of the distinct indices
+            tot = 0.0
+            for T in itertools.product([0, 1], repeat=len(mults)):
+                coef = math.prod(((1 - p) ** m - (-p) ** m) if t else (-p) ** m for t, m in zip(T, mults))
+                tot += coef * ey1[sum(T)]
+            return tot / self._moments.sigt ** order
+
+        idx = np.indices((k,) * order)
+        if order == 2:
+            return np.where(idx[0] == idx[1], term((2,)), term((1, 1)))
+        j, l, m = idx
+        out = np.where((j == l) & (l == m), term((3,)), term((1, 1, 1)))
+        two = ((j == l) | (l == m) | (j == m)) & ~((j == l) & (l == m))
+        return np.where(two, term((2, 1)), out)
+
+    def to_pattern_model(self):
+        """The same law with its explicit 2^k support (k <= 20), as a :class:`PatternModel`."""
+        k = check("emergence.ExchangeablePatternModel.to_pattern_model", "k", self.k, Integer(1, _K_ENUM))
+        cube = _cube(k)
+        cnt = cube.sum(1)
+        y = np.where(np.isin(cnt, self.positive_counts), 1.0, -1.0)
+        return PatternModel(self.D, k, cube, self.p_A ** cnt * (1 - self.p_A) ** (k - cnt), y, self.p_bg, M=self.M)
+
+    def sample(self, n, seed=0, *, balanced=False, coords="pattern"):
+        r"""Draw ``(X, y, counts)`` as :meth:`PatternModel.sample` (``balanced``: rejection per class).
+
+        .. math:: \tilde\phi_A\sim\mathrm{Bern}(p_A)^{k},\quad \tilde\phi_B\sim\mathrm{Bern}(p_\cdot),\quad
+                  \phi = (\tilde\phi - \mathbb E\tilde\phi)/\tilde\sigma
+
+        Notes
+        -----
+        Regime: any member; balanced sampling draws the count from the class-conditional binomial law and the
+        configuration uniformly given the count.
+
+        References
+        ----------
+        .. [src] seed 002 L3603-3631; specs/emergence.md §1.2.
+        """
+        owner = "emergence.ExchangeablePatternModel.sample"
+        n = check(owner, "n", n, Integer(1))
+        if coords not in ("pattern", "input") or (coords == "input" and self.M is None):
+            raise InvalidParameterError(f"The 'coords' parameter of {owner} must be 'pattern', or 'input' with a "
+                                        f"dictionary M. Got {coords!r} instead.")
+        rng = np.random.default_rng(seed)
+        pi_c, y_c = self.count_law()
+        if balanced:
+            if n % 2:
+                raise InvalidParameterError(f"The 'n' parameter of {owner} must be even when balanced. Got {n}.")
+            cnt = np.concatenate([rng.choice(self.k + 1, n // 2, p=np.where(y_c == v, pi_c, 0) / pi_c[y_c == v].sum())
+                                  for v in (1, -1)])
+            cnt = rng.permutation(cnt)
+        else:
+            cnt = rng.binomial(self.k, self.p_A, n)
+        keys = rng.random((n, self.k))
+        A = (np.argsort(np.argsort(keys, axis=1), axis=1) < cnt[:, None]).astype(np.float64)   # uniform given cnt
+        mom = self._moments
+        bg = (rng.random((n, self.D - self.k)) < mom.p_bar).astype(np.float64)
+        X = np.concatenate([A - self.p_A, bg - mom.p_bar], axis=1) / mom.sigt
+        if coords == "input":
+            X = X @ self.M.T
+        return X, y_c[cnt], cnt
+
 
 
 def _p(owner, name, p):
@@ -443,7 +669,7 @@ def iid_block_model(D, k, p_A, p_bg, positive_counts, M=None):
     Parameters
     ----------
     D, k : int
-        ``1 <= k < D``, ``k <= 20`` (explicit 2^k support).
+        ``1 <= k < D``.
     p_A, p_bg : float
         Bernoulli probabilities in (0, 1).
     positive_counts : iterable of int
@@ -453,12 +679,13 @@ def iid_block_model(D, k, p_A, p_bg, positive_counts, M=None):
 
     Returns
     -------
-    PatternModel
+    PatternModel or ExchangeablePatternModel
+        The explicit 2^k support for ``k <= 16``; the count-resolved :class:`ExchangeablePatternModel` beyond
+        (the paper's interval labeling has k = 30).
 
     Notes
     -----
-    Regime: k <= 20; the paper's interval labeling (k = 30) needs the count-resolved form, not implemented
-    here. Both classes must have positive probability.
+    Regime: any ``1 <= k < D``. Both classes must have positive probability.
 
     References
     ----------
@@ -471,20 +698,16 @@ def iid_block_model(D, k, p_A, p_bg, positive_counts, M=None):
     0.0
     """
     owner = "emergence.iid_block_model"
-    D, k = _dk(owner, D, k)
+    D = check(owner, "D", D, Integer(2))
+    k = check(owner, "k", k, Integer(1, D - 1))
     p_A, p_bg = _p(owner, "p_A", p_A), _p(owner, "p_bg", p_bg)
     try:
         P = {check(owner, "positive_counts", c, Integer(0, k)) for c in positive_counts}
     except TypeError:
         raise InvalidParameterError(f"The 'positive_counts' parameter of {owner} must be an iterable of ints in "
                                     f"[0, {k}]. Got {positive_counts!r} instead.") from None
-    cube = _cube(k)
-    cnt = cube.sum(1)
-    y = np.where(np.isin(cnt, sorted(P)), 1.0, -1.0)
-    if np.all(y > 0) or np.all(y < 0):
-        raise InvalidParameterError(f"The 'positive_counts' parameter of {owner} must leave both classes "
-                                    f"non-empty (a proper subset of 0..{k}). Got {sorted(P)!r} instead.")
-    return PatternModel(D, k, cube, p_A ** cnt * (1 - p_A) ** (k - cnt), y, p_bg, M=M)
+    ex = ExchangeablePatternModel(D, k, p_A, p_bg, tuple(sorted(P)), M=M)
+    return ex.to_pattern_model() if k <= _K_EXPLICIT else ex
 
 
 def interval_labeling(D, k, p_A=2 / 3, p_bg=0.5, t1=None, t2=None, M=None):
@@ -495,7 +718,7 @@ def interval_labeling(D, k, p_A=2 / 3, p_bg=0.5, t1=None, t2=None, M=None):
     Parameters
     ----------
     D, k : int
-        ``1 <= k < D``, ``k <= 20``.
+        ``1 <= k < D`` (the paper: D = 100, k = 30).
     p_A, p_bg : float
         In (0, 1); the paper uses 2/3 and 1/2.
     t1, t2 : int, optional
@@ -504,18 +727,20 @@ def interval_labeling(D, k, p_A=2 / 3, p_bg=0.5, t1=None, t2=None, M=None):
 
     Returns
     -------
-    PatternModel
+    PatternModel or ExchangeablePatternModel
+        As :func:`iid_block_model`.
 
     Notes
     -----
-    Regime: (A0) fails in general (P(y = 1) = 0.5848 at k = 30); k <= 20 here.
+    Regime: (A0) fails in general (P(y = 1) = 0.5848 at k = 30, spec §1.2).
 
     References
     ----------
     .. [src] seed 002 L3603-3631; specs/emergence.md §1.2.
     """
     owner = "emergence.interval_labeling"
-    D, k = _dk(owner, D, k)
+    D = check(owner, "D", D, Integer(2))
+    k = check(owner, "k", k, Integer(1, D - 1))
     t1 = math.ceil(2 * k / 3) if t1 is None else check(owner, "t1", t1, Integer(0, k))
     t2 = k if t2 is None else check(owner, "t2", t2, Integer(t1, k))
     return iid_block_model(D, k, p_A, p_bg, range(t1, t2 + 1), M=M)
@@ -570,23 +795,27 @@ def no_structure(model):
 
     Parameters
     ----------
-    model : PatternModel
+    model : PatternModel or ExchangeablePatternModel
         Its labels must be defined on all of {0,1}^k: either its support is the whole cube, or its labels
         depend on the count only.
 
     Returns
     -------
-    PatternModel
-        Support {0,1}^k (itertools order), uniform probabilities, ``p_bg = 1/2``.
+    PatternModel or ExchangeablePatternModel
+        Support {0,1}^k (itertools order), uniform probabilities, ``p_bg = 1/2`` (``p_A = p_bg = 1/2`` for the
+        count-resolved form).
 
     Notes
     -----
-    Regime: k <= 20. For the parity mixture this is the uniform k-parity D^(0) (gamma = 0).
+    Regime: k <= 20 for an explicit support, any k for the count-resolved form. For the parity mixture this
+    is the uniform k-parity D^(0) (gamma = 0).
 
     References
     ----------
     .. [src] seed 002 L204-210 (A1'), L3426-3476 (Thm 4); specs/emergence.md §1.1.
     """
+    if isinstance(model, ExchangeablePatternModel):
+        return ExchangeablePatternModel(model.D, model.k, 0.5, 0.5, model.positive_counts, M=model.M)
     if not isinstance(model, PatternModel):
         raise InvalidParameterError(f"The 'model' parameter of emergence.no_structure must be a PatternModel. "
                                     f"Got {type(model).__name__} instead.")
@@ -596,10 +825,14 @@ def no_structure(model):
     if len(lab) == 2 ** k:
         y = np.array([lab[tuple(r)] for r in cube])
     else:
-        _, y_c = model.count_law()
-        if not set(model.A_support.sum(1).astype(int)) == set(range(k + 1)):
+        counts = model.A_support.sum(1).astype(int)
+        y_c = np.zeros(k + 1)
+        for n, v in zip(counts, model.labels):
+            y_c[n] = v if y_c[n] in (0, v) else np.nan
+        if not np.all(np.abs(y_c) == 1):
             raise InvalidParameterError("The 'model' parameter of emergence.no_structure must define a label for "
-                                        "every configuration (whole cube, or every count present).")
+                                        "every configuration of {0,1}^k: a support covering the cube, or labels that "
+                                        "depend on the count only with every count 0..k present.")
         y = y_c[cube.sum(1).astype(int)]
     return PatternModel(model.D, k, cube, np.full(2 ** k, 2.0 ** -k), y, 0.5, M=model.M)
 

@@ -38,10 +38,12 @@ def _predict(problem, *, method="fourier"):
     Returns
     -------
     Prediction
-        ``t = 2..T``; time series ``loss`` (population hinge, truncated ReLU) and ``error`` (``P[y g <= 0]``) of
+        ``t = 2..T``; time series ``loss`` (population hinge, truncated ReLU) and ``error`` (``P[y g < 0] + P[g = 0]/2``) of
         the reduced population GD started at the ``eta^(1) -> 0`` two-step limit. Scalars: ``cos_step1``,
         ``cos_step2`` (``max_i |cos(w_i, sum_A M_j)|``, exact finite-``eta^(1)`` steps), ``loss_step1``
         (``L(g^(1); sigma_xi^(2)) = 1 - a^(1).a^(2)``), ``hinge_certificate`` (bound on ``sup |g^(1)|``),
+        ``T_norm_step1`` (median over neurons of ``||T^(1)||``, the step-1 signal: ~1e-7 relative without input
+        structure, spec §2.4), ``b_shift_step2`` (``max |b^(2) - b^(0)|``: O(eta^(1)) with balanced classes),
         ``lp_loss`` / ``lp_error`` (optimal second layer on the two-step features, LP), ``lp_loss_one_step``
         (the same on the one-step features, constant in the limit), ``lemma23_loss`` and ``lemma23_coverage``
         (Lemma 23's explicit second layer, the fraction of g* neurons it finds). ``features``: the two-step
@@ -75,7 +77,7 @@ def _predict(problem, *, method="fourier"):
         status, message = 1, f"step-2 hinge indicator not certified: sup|g^(1)| <= {cert:.3g} (Lemma 19)"
         for w in caught:
             warnings.warn(w.message, RegimeWarning, stacklevel=3)
-    lim = two_step_limit(model, p0, steps[1].s)
+    lim = two_step_limit(model, p0, steps[1].s, weighted=steps[1].weighted)
     pi_c, y_c = model.count_law()
     F2 = two_step_features(model, lim)
     a_lp, lp_loss = optimal_second_layer(F2, pi_c, y_c)
@@ -87,8 +89,11 @@ def _predict(problem, *, method="fourier"):
     tr = reduced_population_gd(model, alpha, lim.b, lim.a, steps[-1].eta if problem.T > 2 else 1.0,
                                steps[-1].lam_w if problem.T > 2 else 0.0, problem.T - 2, train=train)
     obs = {"loss": tr.loss, "error": tr.error,
-           "cos_step1": np.abs(feature_cosine(model, p1.Q)).max(), "cos_step2": np.abs(feature_cosine(model, p2.Q)).max(),
+           "cos_step1": np.abs(feature_cosine(model, p1.Q)).max(),
+           "cos_step2": np.abs(feature_cosine(model, p2.Q)).max(),
            "loss_step1": 1.0 - p1.a @ p2.a, "hinge_certificate": cert,
+           "T_norm_step1": np.median(np.linalg.norm(p1.Q, axis=1) / np.abs(steps[0].eta * p0.a)),
+           "b_shift_step2": np.abs(p2.b - p0.b).max(),
            "lp_loss": lp_loss, "lp_error": hinge_and_error(F2, pi_c, y_c, a_lp)[1],
            "lp_loss_one_step": optimal_second_layer(F1, pi_c, y_c)[1],
            "lemma23_loss": hinge_and_error(F2, pi_c, y_c, a_tilde)[0],

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, RegimeWarning, check
 from .activation import smooth_trunc_relu, window, window_derivs
-from .correlations import neuron_correlations
+from .correlations import _alpha, neuron_correlations
 from .network import TwoLayerParams
 
 __all__ = ["full_support", "population_gradient", "population_step", "hinge_certificate", "population_two_steps",
@@ -64,7 +64,19 @@ def full_support(model):
     return phi, (model.A_probs[:, None] * pb).ravel(), np.repeat(model.labels, len(bg))
 
 
-def population_gradient(model, params, s, indicator="one", method="fourier"):
+def _subspace_support(owner, model, params):
+    """A-support rows with the conditional background mean: exact sums for a first layer with Q[:, k:] = 0."""
+    if np.any(params.Q[:, model.k:] != 0.0):
+        raise InvalidParameterError(f"The 'params' parameter of {owner} must have a zero background block Q[:, k:] "
+                                    f"for indicator='subspace'. Got max |Q[:, k:]| = "
+                                    f"{np.abs(params.Q[:, model.k:]).max():.3g} instead.")
+    mom = model.moments()
+    P, group = model.background_groups()
+    phi = np.concatenate([model.phi_A(), (P[group] - mom.p_bar) / mom.sigt], axis=1)
+    return phi, model.A_probs, model.labels
+
+
+def population_gradient(model, params, s, indicator="one", method="fourier", weighted=False):
     r"""Population gradient of the hinge loss with the noise inside the network (no regulariser).
 
     .. math:: \partial_{q_i}L = -a_i\,\mathbb E\{y\,\mathbb 1[yg\le1]\,\mathrm{win}_s(z_i)\,\phi\},\quad
@@ -79,12 +91,17 @@ def population_gradient(model, params, s, indicator="one", method="fourier"):
     params : TwoLayerParams
     s : float
         Smoothing ``sigma_xi >= 0`` (``indicator="one"`` with the Fourier method needs ``s > 0``).
-    indicator : {"one", "enumerate"}
+    indicator : {"one", "enumerate", "subspace"}
         "one": the indicator set to 1 (exact when ``sup |g| < 1``, see :func:`hinge_certificate`); the
         correlations come from ``neuron_correlations(model, q, b, s, method)``. "enumerate": exact sums over
-        :func:`full_support` with the indicator (``D - k <= 16``).
+        :func:`full_support` with the indicator (``D - k <= 16``). "subspace": exact for a first layer in the
+        class-relevant span (``Q[:, k:] = 0``, any D): g depends on the A block only, so the sums run over the
+        A-support with the background replaced by its conditional mean ``E[phi_B | row]`` (0 under (A2): the
+        span is then invariant, spec §2.8).
     method : str
         Method of :func:`~popdyn.models.emergence.neuron_correlations` when ``indicator="one"``.
+    weighted : bool
+        The class-weighted loss ``E[alpha_y l]``, ``alpha_y = 1/(2 P[y])`` of App. F (steps 1-2 of Thm 34).
 
     Returns
     -------
@@ -102,11 +119,12 @@ def population_gradient(model, params, s, indicator="one", method="fourier"):
     """
     owner = "emergence.population_gradient"
     s = check(owner, "s", s, _S)
-    indicator = check(owner, "indicator", indicator, Options(("one", "enumerate")))
+    indicator = check(owner, "indicator", indicator, Options(("one", "enumerate", "subspace")))
     if indicator == "one":
-        T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method)
+        T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method, class_weighted=weighted)
         return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
-    phi, prob, y = full_support(model)
+    phi, prob, y = full_support(model) if indicator == "enumerate" else _subspace_support(owner, model, params)
+    prob = prob * _alpha(model, y, weighted)
     z = phi @ params.Q.T + params.b
     act = smooth_trunc_relu(z, s)
     r = prob * y * (y * (act @ params.a) <= 1.0)
@@ -114,7 +132,7 @@ def population_gradient(model, params, s, indicator="one", method="fourier"):
     return TwoLayerParams(-params.a[:, None] * (win.T @ phi), -params.a * win.sum(0), -(r @ act))
 
 
-def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method="fourier"):
+def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method="fourier", weighted=False):
     r"""One population GD step with weight decay on ``Q`` and ``a`` (biases unregularised), eq. (4).
 
     .. math:: Q^+ = (1-2\eta\lambda_w)Q - \eta\nabla_QL,\quad b^+ = b - \eta\nabla_bL,\quad
@@ -134,6 +152,8 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
         Smoothing of this step.
     indicator, method : str
         As in :func:`population_gradient`.
+    weighted : bool
+        Class-weighted loss (App. F), as in :func:`population_gradient`.
 
     Returns
     -------
@@ -152,24 +172,31 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
     eta = check(owner, "eta", eta, Interval(0.0, np.inf, "neither"))
     lam_a = check(owner, "lam_a", lam_a, _S)
     lam_w = check(owner, "lam_w", lam_w, _S)
-    g = population_gradient(model, params, s, indicator, method)
+    g = population_gradient(model, params, s, indicator, method, weighted)
 
     def decay(lam):
         f = 1.0 - 2.0 * eta * lam
         return 0.0 if abs(f) < 1e-12 else f
-    return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b, decay(lam_a) * params.a - eta * g.a)
+    return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b,
+                          decay(lam_a) * params.a - eta * g.a)
+
+
+def _box_range(Q, v0, v1):
+    """min and max of <q, v> over v in the box prod_j {v0_j, v1_j}, per row of Q."""
+    return np.minimum(Q * v0, Q * v1).sum(1), np.maximum(Q * v0, Q * v1).sum(1)
 
 
 def _z_range(model, Q, b):
-    """Exact ``(min, max)`` over the support of ``<q_i, phi> + b_i`` for every row of ``Q`` (background: every
-    configuration has positive probability, so each coordinate reaches both of its values)."""
-    mom = model.moments()
-    zA = model.phi_A() @ Q[:, :model.k].T                                      # (R, n)
-    v0, v1 = -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt
-    QB = Q[:, model.k:]
-    hi = np.maximum(QB * v0, QB * v1).sum(1)
-    lo = np.minimum(QB * v0, QB * v1).sum(1)
-    return zA.min(0) + lo + b, zA.max(0) + hi + b
+    """Exact ``(min, max)`` over the support of ``<q_i, phi> + b_i`` for every row of ``Q`` (background, and an iid
+    count-resolved A block: every configuration has positive probability, so each coordinate takes both values)."""
+    mom, k = model.moments(), model.k
+    if hasattr(model, "phi_A"):
+        zA = model.phi_A() @ Q[:, :k].T                                        # (R, n)
+        loA, hiA = zA.min(0), zA.max(0)
+    else:
+        loA, hiA = _box_range(Q[:, :k], -mom.mean_A / mom.sigt, (1.0 - mom.mean_A) / mom.sigt)
+    lo, hi = _box_range(Q[:, k:], -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt)
+    return loA + lo + b, hiA + hi + b
 
 
 def hinge_certificate(model, params, s):
@@ -240,23 +267,20 @@ def population_two_steps(model, params0, steps, method="fourier"):
 
     Notes
     -----
-    Regime: ``g^(0) = 0`` (symmetric init) and ``certificate < 1``. The class-weighted loss of App. F
-    (``Step.weighted``) is not implemented here (InvalidParameterError).
+    Regime: ``g^(0) = 0`` (symmetric init) and ``certificate < 1``. Steps with ``weighted`` use the class-weighted
+    loss of App. F.
 
     References
     ----------
     .. [src] seed 002 L2008-2054 (Lemmas 18-19), L2643-2650 (Lemma 23); specs/emergence.md §1.4, §2.5-2.6.
     """
     s1, s2 = steps[0], steps[1]
-    if s1.weighted or s2.weighted:
-        raise InvalidParameterError("The 'steps' parameter of emergence.population_two_steps must use the unweighted "
-                                    "loss (the class-weighted loss of App. F is not implemented). Got weighted steps.")
-    p1 = population_step(model, params0, s1.eta, s1.lam_a, s1.lam_w, s1.s, method=method)
+    p1 = population_step(model, params0, s1.eta, s1.lam_a, s1.lam_w, s1.s, method=method, weighted=s1.weighted)
     cert = hinge_certificate(model, p1, s2.s)
     if cert >= 1.0:
         warnings.warn(f"emergence.population_two_steps: sup|g^(1)| <= {cert:.3g} is not < 1, so the step-2 closed "
                       f"form (hinge indicator 1) is not certified (Lemma 19).", RegimeWarning, stacklevel=2)
-    return p1, population_step(model, p1, s2.eta, s2.lam_a, s2.lam_w, s2.s, method=method), cert
+    return p1, population_step(model, p1, s2.eta, s2.lam_a, s2.lam_w, s2.s, method=method, weighted=s2.weighted), cert
 
 
 def step2_expansion(model, Q, b, s):
@@ -303,7 +327,7 @@ def step2_expansion(model, Q, b, s):
     .. [src] seed 002 L462-484, L2200-2241 (Lemma 20); specs/emergence.md §2.6 (derived, check S6).
     """
     owner = "emergence.step2_expansion"
-    if model.p_bg_rows is not None:
+    if getattr(model, "p_bg_rows", None) is not None:
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have an independent background "
                                     f"(p_bg_rows None, assumption (A2)). Got a row-dependent background.")
     Q = check(owner, "Q", Q, FiniteArray(2, (None, model.D)))
@@ -326,13 +350,15 @@ def step2_expansion(model, Q, b, s):
     return np.concatenate([TA, TB], axis=1), Tb, Ta
 
 
-def two_step_limit(model, params0, s2):
+def two_step_limit(model, params0, s2, weighted=False):
     r"""The ``eta^(1) -> 0`` limit of the two theory-schedule steps (closed form).
 
     .. math:: q_i^{(2)} = a_i^{(0)}h(b_i^{(0)})\,\mathbb E[y\phi],\quad b_i^{(2)} = b_i^{(0)} + a_i^{(0)}h(b_i^{(0)})
               \,\mathbb Ey,\quad a_i^{(2)} = \mathbb Ey\,\tilde\sigma_{s_2}(b_i^{(0)}),\qquad h = \mathrm{win}_{s_2},
 
-    with ``E[y phi] = (gamma/sigma~) 1_A`` (zero on the background).
+    with ``E[y phi] = (gamma/sigma~) 1_A`` (zero on the background). The class-weighted loss replaces ``y`` by
+    ``alpha_y y``: ``E[alpha_y y] = 0``, so ``b^(2) = b^(0)``, ``a^(2) = 0`` and ``E[alpha_y y phi_A] =
+    gamma_weighted/sigma~``.
 
     Parameters
     ----------
@@ -341,6 +367,8 @@ def two_step_limit(model, params0, s2):
         Initial parameters.
     s2 : float
         Smoothing of step 2, > 0 (``k^{-3/2}`` in Lemma 23).
+    weighted : bool
+        Steps 1-2 on the class-weighted loss (App. F, ``variant="general"``).
 
     Returns
     -------
@@ -358,7 +386,8 @@ def two_step_limit(model, params0, s2):
 
     Examples
     --------
-    >>> from popdyn.models.emergence import parity_mixture, symmetric_init
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> from popdyn.models.emergence.network import symmetric_init
     >>> model = parity_mixture(20, 3, 0.5)
     >>> p2 = two_step_limit(model, symmetric_init(model, 2), 3 ** -1.5)
     >>> float(np.abs(p2.Q[:, 3:]).max()), float(np.abs(p2.a).max())
@@ -367,9 +396,10 @@ def two_step_limit(model, params0, s2):
     s2 = check("emergence.two_step_limit", "s2", s2, Interval(0.0, np.inf, "neither"))
     mom = model.moments()
     c = params0.a * window(params0.b, s2)
+    Ey = 0.0 if weighted else mom.Ey
     Ephi = np.zeros(model.D)
-    Ephi[:model.k] = mom.E_y_phi_A
-    return TwoLayerParams(c[:, None] * Ephi[None, :], params0.b + c * mom.Ey, mom.Ey * smooth_trunc_relu(params0.b, s2))
+    Ephi[:model.k] = mom.gamma_weighted / mom.sigt if weighted else mom.E_y_phi_A
+    return TwoLayerParams(c[:, None] * Ephi[None, :], params0.b + c * Ey, Ey * smooth_trunc_relu(params0.b, s2))
 
 
 def two_step_features(model, params, s=0.0, by="count"):
