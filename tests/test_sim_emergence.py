@@ -339,3 +339,24 @@ def test_a_negative_decay_factor_warns_naming_the_knobs():
     # Thm 26's lambda = k^3/(sigma~ m^(1/3)) ~ 2.7 here: lr = 1 gives 1 - 2 eta lam < 0 (parameters flip each step)
     with pytest.warns(popdyn.RegimeWarning, match="lower 'lr' or 'lam'"):
         se.train(SMALL, m=2, steps=3, n=100, batch=50, seeds=1, test=10, lr=1.0)
+
+
+def test_input_noise_trains_in_R_d_and_needs_a_dictionary():
+    import dataclasses
+    noisy = dataclasses.replace(parity_mixture(12, 3, 0.5, M=random_dictionary(20, 12, 0)), sigma_zeta=0.05)
+    sim = _quick(noisy, coords="input", steps=4)
+    assert sim.status == 0 and sim["Q_2"].shape == (2, 8, 12)
+    X, _ = se.sample(noisy, 1, 50, 0, coords="input")
+    P = torch.as_tensor(noisy.M)
+    off_span = X[0] - (X[0] @ P) @ P.T
+    assert float(off_span.abs().max()) > 0.01                     # noise outside span M reaches the network
+    with pytest.raises(InvalidParameterError, match="'coords'"):
+        _quick(dataclasses.replace(noisy, M=None), coords="input", d=20)
+
+
+def test_count_resolved_interval_model_at_k_30_trains():
+    from popdyn.models.emergence import interval_labeling
+    model = interval_labeling(100, 30)                            # the paper's E2 law, no 2^30 support
+    sim = se.train(model, m=4, schedule=theory_schedule(model, 100, T=3), steps=2, n=2000, seeds=1, test=500)
+    cos = np.abs(sim["Q_2"][0, :, :30].sum(-1) / (np.sqrt(30) * np.linalg.norm(sim["Q_2"][0], axis=-1)))
+    assert sim.status == 0 and cos.max() > 0.9                   # Table 2: Two Step cos 0.994

@@ -150,17 +150,17 @@ def window(z, s):
 
 # ---- data ---------------------------------------------------------------------------------------------------------
 
-def sample(model, seeds, n, seed, *, balanced=False, stream=0, dtype=torch.float64, device="cpu"):
-    """Pattern-coordinate samples ``phi`` (seeds, n, D) and labels y (seeds, n) of ``model``, one seed per row.
+def sample(model, seeds, n, seed, *, balanced=False, stream=0, coords="pattern", dtype=torch.float64, device="cpu"):
+    """Samples ``phi`` (seeds, n, D) (or ``x`` (seeds, n, d) with ``coords="input"``) and labels y (seeds, n).
 
-    Replicate s draws ``model.sample(n, rng, balanced=balanced)`` (:meth:`popdyn.models.emergence.PatternModel.sample`)
-    with ``rng`` seeded by (seed, s, stream): the training set is stream 0 and the test set stream 1, so they are
-    independent and each is reproducible on its own.
+    Replicate s draws ``model.sample(n, rng, balanced=balanced, coords=coords)``
+    (:meth:`popdyn.models.emergence.PatternModel.sample`) with ``rng`` seeded by (seed, s, stream): the training set
+    is stream 0 and the test set stream 1, so they are independent and each is reproducible on its own.
     """
     X, Y = [], []
     for s in range(seeds):
         rng = np.random.default_rng(np.random.SeedSequence([seed, s, stream]))
-        x, y, _ = model.sample(n, rng, balanced=balanced)
+        x, y, _ = model.sample(n, rng, balanced=balanced, coords=coords)
         X.append(x)
         Y.append(y)
     return (torch.as_tensor(np.stack(X), dtype=dtype, device=device),
@@ -415,13 +415,13 @@ def _dictionary(model, opts, device, dtype):
     M = model.M
     if M is None:
         M = random_dictionary(opts["d"], int(model.D), np.random.SeedSequence([opts["seed"], 2**31]))
-    return torch.as_tensor(np.asarray(M, dtype=np.float64), dtype=dtype, device=device)
+    return torch.tensor(np.asarray(M, dtype=np.float64), dtype=dtype, device=device)
 
 
 # ---- training -----------------------------------------------------------------------------------------------------
 
 def _evaluate(data, rows_eval, P, P0, chunk):
-    """Accuracy ``P[y g > 0]`` and hinge loss of the noiseless network (sigma_xi = 0, the paper's L_D) on the first
+    """Accuracy ``P[y g > 0] + P[g = 0]/2`` and hinge loss of the noiseless network (sigma_xi = 0, the paper's L_D) on the first
     ``rows_eval`` samples of ``data``, per seed."""
     correct = torch.zeros(data.y.shape[0], dtype=torch.float64, device=data.y.device)
     loss = torch.zeros_like(correct)
@@ -429,7 +429,7 @@ def _evaluate(data, rows_eval, P, P0, chunk):
         r = slice(i, min(i + chunk, rows_eval))
         y = data.labels(r)
         yg = y * _forward(data.inputs(r), P, P0, data.M, 0.0)[0][..., 0]
-        correct += (yg > 0).double().sum(1)
+        correct += ((yg > 0).double() + 0.5 * (yg == 0).double()).sum(1)      # a tie g = 0 is half an error
         loss += torch.relu(1 - yg).double().sum(1)
     return correct / rows_eval, loss / rows_eval
 
@@ -582,8 +582,17 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     alpha = (0.5 / (1.0 - p_plus), 0.5 / p_plus)
     M = _dictionary(model, opts, dev, dt)
     kw = dict(dtype=dt, device=dev)
-    train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M)
-    test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M)
+    if M is not None and getattr(model, "sigma_zeta", 0.0):
+        # App. F input noise has a part outside span M: the samples live in R^d (seeds x n x d numbers)
+        if model.M is None:
+            raise InvalidParameterError(
+                f"The 'coords' parameter of {_OWNER} must be 'pattern' for a model with sigma_zeta > 0 and no "
+                f"dictionary M (its sigma~ depends on d = M.shape[0]); give the model an M. Got 'input' instead.")
+        kw["coords"], M_in = "input", None
+    else:
+        M_in = M              # pattern-coordinate samples, mapped through M in the forward pass
+    train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M_in)
+    test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M_in)
     P = _initial(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
     P0 = {key: v.clone() for key, v in P.items()} if linear else None
     batches = _Batches(S, opts["n"], opts["batch"], make_generator(int(np.random.SeedSequence(
@@ -606,10 +615,10 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
                     P = _update(P, grads, step, layers)
                     bar.update()
                 if t <= full:
-                    extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], train_data.M)),
+                    extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], M)),
                               f"b_{t}": to_numpy(P["b"]), f"a_{t}": to_numpy(P["a"])}
                 if t in record:
-                    _record(out, t, train_data, test_data, opts, P, P0, train_data.M, k)
+                    _record(out, t, train_data, test_data, opts, P, P0, M, k)
     finally:
         bar.close()
     wall = time.perf_counter() - start
@@ -662,7 +671,7 @@ def simulate(problem, *, seeds=5, n=50_000, batch=1000, seed=0, balanced=False, 
     -------
     Simulation
         ``t`` in [2, T] (the stage-3 axis of ``predict``); with ``popdyn.predict``'s names: ``loss`` and
-        ``error`` (test hinge loss and ``P[y g <= 0]`` of the noiseless network, (seeds, len(t))),
+        ``error`` (test hinge loss and ``P[y g < 0] + P[g = 0]/2`` of the noiseless network, (seeds, len(t))),
         ``cos_step1``, ``cos_step2`` (``max_i |cos(q_i, 1_A)|`` after steps 1 and 2, (seeds,)), ``loss_step1``
         (training hinge of ``g^(1)`` at ``sigma_xi^(2)``); and ``train_loss``, ``train_error``, ``cos`` (the
         paper's signed max cosine over time, in R^d with the part outside span M), ``g1_max`` (max |g^(1)| on
