@@ -360,3 +360,18 @@ def test_count_resolved_interval_model_at_k_30_trains():
     sim = se.train(model, m=4, schedule=theory_schedule(model, 100, T=3), steps=2, n=2000, seeds=1, test=500)
     cos = np.abs(sim["Q_2"][0, :, :30].sum(-1) / (np.sqrt(30) * np.linalg.norm(sim["Q_2"][0], axis=-1)))
     assert sim.status == 0 and cos.max() > 0.9                   # Table 2: Two Step cos 0.994
+
+
+def test_step1_output_stays_below_the_population_hinge_certificate():
+    # Lemma 19: the certificate bounds sup |g^(1)| over the support; the sample max lies below it (measured at
+    # m = 300: 2.5e-7 vs 1.1e-6), so the step-2 hinge indicator is 1 on every sample
+    from popdyn.models.emergence.steps import population_two_steps
+    sched = theory_schedule(E1, 300, T=3)
+    p0 = symmetric_init(E1, 6, seed=2)
+    _, p2, cert = population_two_steps(E1, p0, sched)
+    sim = se.train(E1, m=6, schedule=sched, steps=2, n=20_000, seeds=3, init=p0, test=10, eval_samples=10)
+    assert 0 < sim["g1_max"].max() <= cert < 1
+    cos = np.abs(sim["Q_2"][..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(sim["Q_2"], axis=-1))).max(-1)
+    # the population step-2 cosine is 1 - O(eta^(1)^2); the sample one is 1 - O(1/n) (§2.13(a): ~2e-3 here)
+    assert np.all(np.abs(p2.Q[:, :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(p2.Q, axis=-1))) > 1 - 1e-9)
+    assert np.all(cos > 1 - 3 * _predicted_one_minus_cos(E1, 20_000))
