@@ -624,8 +624,10 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     wall = time.perf_counter() - start
     t_axis = np.array(out.pop("t"))
     obs = {key: np.stack(v, axis=1) for key, v in out.items()} | extra
-    meta = {"model": repr(model), "method": opts["method"], "options": {key: v for key, v in opts.items()},
-            "schedule": [vars(e) for e in sched[:3]], "init_scales": list(scales), "device": str(dev),
+    meta = {"model": repr(model), "method": opts["method"], "options": {key: v for key, v in opts.items() if key != "init"},
+            "schedule": [vars(e) for e in sched[:3]],
+            "init": "fixed parameters" if np.ndim(scales[0]) == 2 else {"sigma_w": scales[0], "sigma_b": scales[1],
+                                                                        "sigma_a": scales[2]}, "device": str(dev),
             "dtype": str(dt).replace("torch.", ""), "torch_version": torch.__version__, "seeds": S,
             "seed": opts["seed"], "wall_time_s": wall, "steps_per_s": T / wall if wall > 0 else None,
             "t_unit": "steps"}
