@@ -229,7 +229,7 @@ def _gradients(data, rows, P, P0, s, chunk, alpha=None, first_layer=True):
         act = y * (yg <= 1).to(y.dtype)                                # y 1[y g <= 1], (seeds, b)
         hinge = torch.relu(1 - yg)
         if alpha is not None:
-            wy = torch.where(y > 0, alpha[1], alpha[0])
+            wy = torch.where(y > 0, y.new_tensor(alpha[1]), y.new_tensor(alpha[0]))
             act, hinge = act * wy, hinge * wy
         act = act[..., None]
         G = act * coef                                                 # (seeds, b, 2m)
