@@ -73,7 +73,7 @@ def test_gradients_equal_autograd(s, coords, weighted):
     alpha = (0.5 / 0.4, 0.5 / 0.6) if weighted else None
     gW, gb, ga, loss, gmax = se._gradients(se._Data(phi, y, M), slice(0, n), P, None, s, chunk=150, alpha=alpha)
     X = phi if M is None else phi @ M.T
-    w = torch.where(y > 0, alpha[1], alpha[0]) if weighted else None
+    w = torch.where(y > 0, y.new_tensor(alpha[1]), y.new_tensor(alpha[0])) if weighted else None
     refs = _autograd(X, y, P, s, w)
     margins = y * (se.smooth_trunc_relu(X @ P["W"].mT + P["b"][:, None, :], s) @ P["a"][..., None])[..., 0]
     assert 0.05 < float((margins > 1).double().mean()) < 0.95       # the indicator takes both values
