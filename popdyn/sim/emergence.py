@@ -486,9 +486,9 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
 
     Parameters
     ----------
-    model : emergence.PatternModel
-        The data law: A-block support, its probabilities and labels, background probabilities ``p_bg``; A is the
-        first k patterns.
+    model : emergence.PatternModel or ExchangeablePatternModel
+        The data law (sampled by its ``sample``); A is the first k patterns. With App. F input noise
+        (``sigma_zeta > 0``) and ``coords="input"`` the samples are drawn in R^d (noise outside span M included).
     m : int
         Half the width (2m neurons), ``>= 1``.
     method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk", "gd"}
@@ -501,7 +501,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         with the last-stage hyperparameters (no steps 1-2; with ``batch = n`` full-batch GD, the finite-sample
         twin of the reduced population GD of spec §2.8). Every method takes ``steps`` updates.
     schedule : sequence, optional
-        Steps with attributes (or keys) ``eta, lam_a, lam_w, s``: entries 0 and 1 are steps 1 and 2, entries
+        Steps with attributes (or keys) ``eta, lam_a, lam_w, s`` (and optionally ``weighted``: App. F's
+        class-weighted hinge ``E[alpha_y l]``, alpha_y = 1/(2 P[y])): entries 0 and 1 are steps 1 and 2, entries
         2, 3, ... the last stage (the last entry repeats). None: ``popdyn.models.emergence.theory_schedule(model,
         m, T=steps)`` (Lemma 23 values, Thm 26's stage 3 with lambda = k^3/(sigma~ m^{1/3}); spec §1.4).
     steps : int
@@ -548,11 +549,13 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     Returns
     -------
     Simulation
-        ``t`` the recorded steps; observables (seeds, len(t)): ``train_acc``, ``train_loss`` (hinge),
-        ``test_acc``, ``test_loss``, ``cos`` = max_i cos(w_i, sum_A M_j) (the paper's metric) and ``abs_cos``;
+        ``t`` the recorded steps; observables (seeds, len(t)) of the noiseless network (sigma_xi = 0):
+        ``train_acc``, ``test_acc`` (``P[y g > 0] + P[g = 0]/2``), ``train_loss``, ``test_loss`` (hinge),
+        ``cos`` = max_i cos(w_i, sum_A M_j) (the paper's metric) and ``abs_cos``;
         the parameters in pattern coordinates (Q = W M) after each full-batch step t (and at init, t = 0):
         ``Q_t`` (seeds, 2m, D), ``b_t``, ``a_t`` (seeds, 2m); after step 1, ``g1_max`` (seeds,) = max |g^(1)|
-        over the training samples (< 1: the hinge indicator of step 2 is 1 everywhere, Lemma 19).
+        over the training samples (< 1: the hinge indicator of step 2 is 1 everywhere, Lemma 19) and
+        ``loss_step1`` (seeds,) the training hinge of g^(1) at step 2's sigma_xi.
 
     Notes
     -----
