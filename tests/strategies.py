@@ -183,7 +183,7 @@ MODELS = {
         functions=((lambda p: emergence.two_step_features(
                         p.model, emergence.two_step_limit(p.model, p.params0, p.schedule[1].s)), {}),
                    (lambda p: emergence.fixed_feature_lower_bound(p.p_o, 100, 1.0, p.k, p.D), {})),
-        simulate={"seeds": 2}),
+        simulate={"seeds": 2, "n": 2000, "batch": 100, "test": 500}),
     "multitask": ModelSpec(
         multitask_problems(),
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
