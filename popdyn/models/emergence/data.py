@@ -1,0 +1,907 @@
+r"""Data models of seed 002: patterns from a dictionary, labels from the class-relevant block (specs/emergence.md §1).
+
+Pattern coordinates: the class-relevant set is ``A = {0, ..., k-1}`` and the background ``B = {k, ..., D-1}``
+(a dictionary ``M`` of shape (d, D) places them anywhere in ``R^d``). The A-block law is a finite support
+``{(phi~_A^(r), pi_r, y_r)}`` (rows of ``A_support``, ``A_probs``, ``labels``). The background is independent
+Bernoulli(``p_bg``) given the row; the paper's mixture ``D_A^mix`` makes the background probability depend on
+the mixture component, which ``p_bg_rows`` (one probability per support row) expresses. Normalised inputs:
+
+.. math:: \phi = (\tilde\phi - \mathbb E\tilde\phi)/\tilde\sigma,\qquad
+          \tilde\sigma^2 = \sum_j \mathrm{Var}(\tilde\phi_j),\qquad x = M\phi.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, check, validate
+
+__all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model", "interval_labeling",
+           "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture"]
+
+_K_ENUM = 20          # explicit A-block supports have 2^k rows at most for the enumerated constructors
+_K_EXPLICIT = 16      # iid_block_model returns an explicit PatternModel up to this k, the count-resolved form beyond
+_PROB_TOL = 1e-12     # sum of A_probs, p_bg vs its row mixture: float64 round-off of a few hundred terms
+_ORTH_TOL = 1e-10     # ||M^T M - I||_max for a dictionary: QR in float64 gives ~1e-15
+
+
+def _fail(name, allowed, value):
+    raise InvalidParameterError(f"The {name!r} parameter of emergence.PatternModel must be {allowed}. "
+                                f"Got {value!r} instead.")
+
+
+@dataclass(frozen=True)
+class Moments:
+    r"""Exact data constants of a :class:`PatternModel` (enumeration of the A-block support, spec §2.1).
+
+    Attributes: ``sigt`` (sigma~), ``sphi2`` (sigma_phi^2 = p(1-p)/sigma~^2 per background pattern; a float
+    when ``p_bg`` is a float), ``gamma`` (k,) (``E[y phi~_j] - E y E phi~_j``), ``Ey``, ``mu_A``
+    (``sum_A E phi~_j``), ``E_y_phi_A`` (k,) (``= gamma / sigt``), ``mean_A`` (k,), ``p_bar`` (D-k,) (background
+    marginals), ``p_plus`` (``P(y = 1)``), ``gamma_weighted`` (k,) (``E[alpha_y y phi~_j]``, App. F).
+    """
+    sigt: float
+    sphi2: float | np.ndarray
+    gamma: np.ndarray
+    Ey: float
+    mu_A: float
+    E_y_phi_A: np.ndarray
+    mean_A: np.ndarray
+    p_bar: np.ndarray
+    p_plus: float
+    gamma_weighted: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class PatternModel:
+    r"""The family F_Xi: ``x~ = M phi~``, label from the A-block, independent Bernoulli background.
+
+    .. math:: y = y_r \text{ on row } r \text{ of the A-support (prob. } \pi_r),\qquad
+              \tilde\phi_j \sim \mathrm{Bern}(p_j)\ (j\notin A)\ \text{independent given } r
+
+    Parameters
+    ----------
+    D : int
+        Number of patterns, ``D > k``.
+    k : int
+        Number of class-relevant patterns, ``1 <= k < D``.
+    A_support : array_like of shape (R, k)
+        0/1 configurations of the class-relevant block.
+    A_probs : array_like of shape (R,)
+        Their probabilities (>= 0, summing to 1).
+    labels : array_like of shape (R,)
+        Their labels in {-1, +1}; both classes must have positive probability.
+    p_bg : float or array_like of shape (D - k,)
+        Background probabilities ``P(phi~_j = 1)``, in (0, 1) (the marginal ones when ``p_bg_rows`` is given).
+    p_bg_rows : array_like of shape (R,), optional
+        Background probability given the row (the paper's ``D_A^mix``); its mixture must equal ``p_bg``.
+    M : array_like of shape (d, D), optional
+        Dictionary with orthonormal columns, for sampling in ``R^d``.
+
+    Notes
+    -----
+    Regime: (A2) holds iff ``p_bg_rows`` is None or constant; (A0) iff ``Ey == 0``; (A1) iff ``gamma`` is
+    positive and constant on A. The constructor checks none of these (they are properties of a member, not
+    errors); :meth:`moments` reports them.
+
+    References
+    ----------
+    .. [src] seed 002 L161-210 (eq. (1), (A0)-(A2)), L232-236 (normalisation); specs/emergence.md §1.1, §2.1.
+    """
+    D: int
+    k: int
+    A_support: np.ndarray
+    A_probs: np.ndarray
+    labels: np.ndarray
+    p_bg: float | np.ndarray
+    p_bg_rows: np.ndarray | None = None
+    M: np.ndarray | None = None
+
+    _constraints = {"D": Integer(2), "k": Integer(1), "A_support": FiniteArray(2), "A_probs": FiniteArray(1),
+                    "labels": FiniteArray(1)}
+
+    def __post_init__(self):
+        validate(self)
+        D, k = self.D, self.k
+        if not k < D:
+            _fail("k", f"an int in [1, D - 1] = [1, {D - 1}] (D = {D})", k)
+        S = self.A_support
+        if S.shape[1] != k or S.shape[0] < 1 or not np.all((S == 0) | (S == 1)):
+            _fail("A_support", f"a 0/1 array of shape (R, k) = (R, {k})", S)
+        R = S.shape[0]
+        pi, y = self.A_probs, self.labels
+        if pi.shape != (R,) or not (np.all(pi >= 0) and abs(pi.sum() - 1.0) <= _PROB_TOL):
+            _fail("A_probs", f"a nonnegative array of shape ({R},) summing to 1", pi)
+        if y.shape != (R,) or not np.all((y == 1) | (y == -1)):
+            _fail("labels", f"a +-1 array of shape ({R},)", y)
+        if not (pi[y > 0].sum() > 0 and pi[y < 0].sum() > 0):
+            _fail("labels", "+-1 labels with both classes of positive probability", y)
+        object.__setattr__(self, "p_bg", self._check_p_bg())
+        if self.p_bg_rows is not None:
+            pr = np.array(self.p_bg_rows, dtype=np.float64)
+            if pr.shape != (R,) or not np.all((pr > 0) & (pr < 1)):
+                _fail("p_bg_rows", f"an array of shape ({R},) in (0, 1)", self.p_bg_rows)
+            if np.ndim(self.p_bg) != 0 or abs(pi @ pr - self.p_bg) > _PROB_TOL:
+                _fail("p_bg_rows", "None, or row probabilities whose mixture sum_r pi_r p_r equals the float p_bg",
+                      self.p_bg_rows)
+            pr.setflags(write=False)
+            object.__setattr__(self, "p_bg_rows", pr)
+        if self.M is not None:
+            M = check("emergence.PatternModel", "M", self.M, FiniteArray(2))
+            if M.shape[1] != D or M.shape[0] < D or np.abs(M.T @ M - np.eye(D)).max() > _ORTH_TOL:
+                _fail("M", f"a (d, D) = (d >= {D}, {D}) array with orthonormal columns", f"shape {M.shape}")
+            object.__setattr__(self, "M", M)
+
+    def _check_p_bg(self):
+        p = self.p_bg
+        if np.ndim(p) == 0:
+            return check("emergence.PatternModel", "p_bg", p, Interval(0.0, 1.0, "neither"))
+        a = np.array(p, dtype=np.float64)
+        if a.shape != (self.D - self.k,) or not np.all((a > 0) & (a < 1)):
+            _fail("p_bg", f"a float in (0, 1) or an array of shape (D - k,) = ({self.D - self.k},) in (0, 1)", p)
+        a.setflags(write=False)
+        return a
+
+    def __repr__(self):
+        extra = "" if self.p_bg_rows is None else ", p_bg_rows=..."
+        return (f"PatternModel(D={self.D}, k={self.k}, R={self.A_support.shape[0]}, "
+                f"p_bg={self.p_bg if np.ndim(self.p_bg) == 0 else '...'}{extra})")
+
+    @property
+    def d(self):
+        """Ambient dimension (``M.shape[0]``; ``D`` without a dictionary)."""
+        return self.D if self.M is None else self.M.shape[0]
+
+    def background_groups(self):
+        r"""Background laws given the row: ``(P, group)`` with ``P`` (G, D-k) and ``group`` (R,) in [0, G).
+
+        Row r's background is independent Bernoulli(``P[group[r]]``); G = 1 unless ``p_bg_rows`` varies.
+        """
+        nb = self.D - self.k
+        if self.p_bg_rows is None:
+            return np.broadcast_to(self.p_bg, (nb,)).astype(np.float64)[None, :], np.zeros(len(self.labels), int)
+        vals, group = np.unique(self.p_bg_rows, return_inverse=True)
+        return np.repeat(vals[:, None], nb, axis=1), group
+
+    @cached_property
+    def _moments(self):
+        S, pi, y = self.A_support, self.A_probs, self.labels
+        mean_A = pi @ S
+        p_bar = np.broadcast_to(self.p_bg, (self.D - self.k,)).astype(np.float64)
+        sigt = math.sqrt(float(pi @ (S - mean_A) ** 2 @ np.ones(self.k) + np.sum(p_bar * (1 - p_bar))))
+        Ey = float(pi @ y)
+        gamma = pi @ (y[:, None] * S) - Ey * mean_A
+        p_plus = float(pi[y > 0].sum())
+        alpha = np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
+        sphi2 = p_bar * (1 - p_bar) / sigt ** 2
+        return Moments(sigt=sigt, sphi2=float(sphi2[0]) if np.ndim(self.p_bg) == 0 else sphi2, gamma=gamma,
+                       Ey=Ey, mu_A=float(mean_A.sum()), E_y_phi_A=gamma / sigt, mean_A=mean_A, p_bar=p_bar,
+                       p_plus=p_plus, gamma_weighted=(pi * alpha * y) @ S)
+
+    def moments(self):
+        r"""Exact data constants by enumeration of the A-block support.
+
+        .. math:: \mathbb E y = \sum_r\pi_ry_r,\quad \gamma_j = \sum_r\pi_ry_r\tilde\phi^{(r)}_j - \mathbb Ey\,
+                  \mathbb E\tilde\phi_j,\quad \tilde\sigma^2 = \sum_{j\in A}\mathrm{Var}\tilde\phi_j +
+                  \sum_{j\notin A}p_j(1-p_j),\quad \mathbb E[y\phi_A] = \gamma/\tilde\sigma
+
+        Returns
+        -------
+        Moments
+
+        Notes
+        -----
+        Regime: any member; O(R k) work. ``E[y phi_A] = gamma / sigt`` holds without (A0) because
+        ``E[y (phi~ - E phi~)] = gamma``.
+
+        References
+        ----------
+        .. [src] seed 002 L175-186, L1184, L1266; specs/emergence.md §1.1, §2.1, §2.11.
+
+        Examples
+        --------
+        >>> mom = parity_mixture(20, 3, 0.5).moments()
+        >>> round(mom.sigt ** 2, 12), float(mom.gamma[0]), mom.Ey
+        (5.0, 0.25, 0.0)
+        """
+        return self._moments
+
+    def phi_A(self):
+        """Normalised A-block values ``(phi~_A^(r) - E phi~_A) / sigt`` of every support row, shape (R, k)."""
+        mom = self._moments
+        return (self.A_support - mom.mean_A) / mom.sigt
+
+    def mixed_moments(self, order):
+        r"""Mixed label moments on A: ``E[y phi_j phi_l]`` (order 2, (k, k)) or ``E[y phi_j phi_l phi_m]`` (3).
+
+        .. math:: \mathbb E[y\phi_j\phi_\ell] = \sum_r\pi_ry_r\phi^{(r)}_j\phi^{(r)}_\ell
+
+        Parameters
+        ----------
+        order : int
+            2 or 3.
+
+        Returns
+        -------
+        ndarray of shape (k,) * order
+
+        Notes
+        -----
+        Regime: any member; O(R k^order). Used by the step-2 expansion (spec §2.6); zero for the parity mixture at
+        order 2 when k >= 3.
+
+        References
+        ----------
+        .. [src] specs/emergence.md §2.1, §2.6 (derived).
+        """
+        order = check("emergence.PatternModel.mixed_moments", "order", order, Integer(2, 3))
+        w = self.A_probs * self.labels
+        P = self.phi_A()
+        if order == 2:
+            return np.einsum("r,rj,rl->jl", w, P, P)
+        return np.einsum("r,rj,rl,rm->jlm", w, P, P, P)
+
+    def count_law(self):
+        r"""The law of the count ``c = sum_A phi~_j``: ``(pi_c, y_c)`` on c = 0..k.
+
+        .. math:: \pi_c = \sum_{r: |r| = c}\pi_r,\qquad y_c = \text{the common label of those rows}
+
+        Returns
+        -------
+        pi_c : ndarray of shape (k + 1,)
+        y_c : ndarray of shape (k + 1,)
+            Labels (+-1); counts of probability 0 get +1 when absent from the support.
+
+        Notes
+        -----
+        Regime: labels that depend on the count only (every P-labeling); otherwise InvalidParameterError.
+
+        References
+        ----------
+        .. [src] specs/emergence.md §2.7, §2.8.
+        """
+        c = self.A_support.sum(1).astype(int)
+        pi_c = np.bincount(c, weights=self.A_probs, minlength=self.k + 1)
+        y_c = np.ones(self.k + 1)
+        for n in range(self.k + 1):
+            ys = np.unique(self.labels[c == n])
+            if ys.size > 1:
+                raise InvalidParameterError(
+                    f"The 'labels' parameter of emergence.PatternModel must depend on the count only for "
+                    f"count_law(); rows with count {n} carry both labels.")
+            if ys.size:
+                y_c[n] = ys[0]
+        return pi_c, y_c
+
+    def sample(self, n, seed=0, *, balanced=False, coords="pattern"):
+        r"""Draw ``n`` samples ``(X, y, counts)`` in pattern coordinates (``X = phi``) or in ``R^d`` (``X = M phi``).
+
+        .. math:: r\sim\pi,\quad \tilde\phi_A = \tilde\phi_A^{(r)},\quad \tilde\phi_B\sim\mathrm{Bern}(p_{\cdot}
+                  \mid r),\quad \phi = (\tilde\phi - \mathbb E\tilde\phi)/\tilde\sigma
+
+        Parameters
+        ----------
+        n : int
+            Number of samples (even when ``balanced``).
+        seed : int or numpy.random.Generator
+            Randomness.
+        balanced : bool
+            Exactly n/2 samples of each class (rows drawn from the class-conditional law).
+        coords : {"pattern", "input"}
+            "input" needs the dictionary ``M`` and returns ``X`` of shape (n, d).
+
+        Returns
+        -------
+        X : ndarray of shape (n, D) or (n, d)
+        y : ndarray of shape (n,)
+        counts : ndarray of shape (n,)
+            ``sum_A phi~_j`` per sample.
+
+        Notes
+        -----
+        Regime: any member. Balanced sampling removes the finite-sample bias shift of step 2 (spec §2.13(b)).
+
+        References
+        ----------
+        .. [src] seed 002 L161-171, L3479-3519; specs/emergence.md §1.1, §4.
+        """
+        owner = "emergence.PatternModel.sample"
+        n = check(owner, "n", n, Integer(1))
+        if coords not in ("pattern", "input"):
+            raise InvalidParameterError(f"The 'coords' parameter of {owner} must be one of ['pattern', 'input']. "
+                                        f"Got {coords!r} instead.")
+        if coords == "input" and self.M is None:
+            raise InvalidParameterError(f"The 'M' parameter of emergence.PatternModel must be a dictionary for "
+                                        f"coords='input'. Got None instead.")
+        rng = np.random.default_rng(seed)
+        pi, y = self.A_probs, self.labels
+        if balanced:
+            if n % 2:
+                raise InvalidParameterError(f"The 'n' parameter of {owner} must be even when balanced. Got {n}.")
+            rows = np.concatenate([rng.choice(len(pi), n // 2, p=np.where(y == v, pi, 0) / pi[y == v].sum())
+                                   for v in (1, -1)])
+            rows = rng.permutation(rows)
+        else:
+            rows = rng.choice(len(pi), n, p=pi)
+        P, group = self.background_groups()
+        bg = (rng.random((n, self.D - self.k)) < (P[0] if len(P) == 1 else P[group[rows]])).astype(np.float64)
+        mom = self._moments
+        X = np.concatenate([self.A_support[rows] - mom.mean_A, bg - mom.p_bar], axis=1) / mom.sigt
+        if coords == "input":
+            X = X @ self.M.T
+        return X, y[rows].copy(), self.A_support[rows].sum(1)
+
+
+@dataclass(frozen=True, eq=False)
+class ExchangeablePatternModel:
+    r"""An iid class-relevant block with count labels, in count-resolved form (no 2^k support).
+
+    .. math:: \tilde\phi_j\sim\mathrm{Bern}(p_A)\ (j\in A),\quad \tilde\phi_j\sim\mathrm{Bern}(p_j)\ (j\notin A),
+              \quad y = +1 \iff \textstyle\sum_{j\in A}\tilde\phi_j\in P
+
+    Same interface as :class:`PatternModel` where it does not need the support: :meth:`moments`,
+    :meth:`count_law`, :meth:`mixed_moments`, :meth:`sample`, :meth:`background_groups`; the correlations use a
+    generating-function recursion over the k coordinates (spec §4 E2).
+
+    Parameters
+    ----------
+    D : int
+        Number of patterns, ``D > k``.
+    k : int
+        Number of class-relevant patterns, ``1 <= k < D``.
+    p_A : float
+        In (0, 1).
+    p_bg : float or array_like of shape (D - k,)
+        In (0, 1).
+    positive_counts : tuple of int
+        The label set P, a subset of {0..k} that leaves both classes non-empty.
+    M : array_like of shape (d, D), optional
+        Dictionary.
+
+    Notes
+    -----
+    Regime: (A1) holds with a common gamma by exchangeability; (A0) generally fails.
+
+    References
+    ----------
+    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2, §2.1 (count-resolved form), §4 E2.
+    """
+    D: int
+    k: int
+    p_A: float
+    p_bg: float | np.ndarray
+    positive_counts: tuple
+    M: np.ndarray | None = None
+
+    _constraints = {"D": Integer(2), "k": Integer(1), "p_A": Interval(0.0, 1.0, "neither")}
+
+    def __post_init__(self):
+        validate(self)
+        if not self.k < self.D:
+            raise InvalidParameterError(f"The 'k' parameter of emergence.ExchangeablePatternModel must be an int in "
+                                        f"[1, D - 1] = [1, {self.D - 1}]. Got {self.k} instead.")
+        object.__setattr__(self, "p_bg", PatternModel._check_p_bg(self))
+        P = tuple(sorted({check("emergence.ExchangeablePatternModel", "positive_counts", c, Integer(0, self.k))
+                          for c in self.positive_counts}))
+        if not 0 < len(P) < self.k + 1:
+            raise InvalidParameterError(f"The 'positive_counts' parameter of emergence.ExchangeablePatternModel "
+                                        f"must leave both classes non-empty (a proper subset of 0..{self.k}). "
+                                        f"Got {self.positive_counts!r} instead.")
+        object.__setattr__(self, "positive_counts", P)
+        if self.M is not None:
+            M = check("emergence.ExchangeablePatternModel", "M", self.M, FiniteArray(2))
+            if M.shape[1] != self.D or M.shape[0] < self.D or np.abs(M.T @ M - np.eye(self.D)).max() > _ORTH_TOL:
+                _fail("M", f"a (d, D) = (d >= {self.D}, {self.D}) array with orthonormal columns", f"shape {M.shape}")
+            object.__setattr__(self, "M", M)
+
+    @property
+    def d(self):
+        """Ambient dimension (``M.shape[0]``; ``D`` without a dictionary)."""
+        return self.D if self.M is None else self.M.shape[0]
+
+    def count_law(self):
+        r"""``(pi_c, y_c)`` on c = 0..k: binomial probabilities and the count labels.
+
+        .. math:: \pi_c = \binom kc p_A^c(1-p_A)^{k-c},\qquad y_c = \pm1
+
+        Notes
+        -----
+        Regime: any k (binomial pmf from scipy, relative accuracy ~1e-15).
+
+        References
+        ----------
+        .. [src] specs/emergence.md §2.7, §2.8.
+        """
+        from scipy.stats import binom
+        c = np.arange(self.k + 1)
+        return binom.pmf(c, self.k, self.p_A), np.where(np.isin(c, self.positive_counts), 1.0, -1.0)
+
+    def background_groups(self):
+        """``(P, group)`` as :meth:`PatternModel.background_groups` (one group; ``group`` is unused here)."""
+        return np.broadcast_to(self.p_bg, (self.D - self.k,)).astype(np.float64)[None, :], np.zeros(1, int)
+
+    def _set_prob(self, r):
+        """``E[y 1{a given set of r A-coordinates is all ones}]`` and the same without y."""
+        pi_c, y_c = self.count_law()
+        c = np.arange(self.k + 1)
+        ff = np.ones(self.k + 1)
+        for i in range(r):
+            ff = ff * np.maximum(c - i, 0) / (self.k - i)
+        return (pi_c * y_c) @ ff, pi_c @ ff
+
+    @cached_property
+    def _moments(self):
+        pi_c, y_c = self.count_law()
+        k, p = self.k, self.p_A
+        p_bar = np.broadcast_to(self.p_bg, (self.D - k,)).astype(np.float64)
+        sigt = math.sqrt(k * p * (1 - p) + float(np.sum(p_bar * (1 - p_bar))))
+        Ey = float(pi_c @ y_c)
+        g = self._set_prob(1)[0] - Ey * p
+        p_plus = float(pi_c[y_c > 0].sum())
+        alpha = np.where(y_c > 0, 0.5 / p_plus, 0.5 / (1 - p_plus))
+        gw = (pi_c * alpha * y_c) @ (np.arange(k + 1) / k)
+        sphi2 = p_bar * (1 - p_bar) / sigt ** 2
+        return Moments(sigt=sigt, sphi2=float(sphi2[0]) if np.ndim(self.p_bg) == 0 else sphi2,
+                       gamma=np.full(k, g), Ey=Ey, mu_A=k * p, E_y_phi_A=np.full(k, g / sigt),
+                       mean_A=np.full(k, p), p_bar=p_bar, p_plus=p_plus, gamma_weighted=np.full(k, gw))
+
+    def moments(self):
+        r"""Exact data constants from the count law (binomial sums).
+
+        .. math:: \gamma = \sum_c\pi_cy_c\frac ck - \mathbb Ey\,p_A,\qquad
+                  \tilde\sigma^2 = kp_A(1-p_A) + \sum_{j\notin A}p_j(1-p_j)
+
+        Returns
+        -------
+        Moments
+
+        Notes
+        -----
+        Regime: any k; O(k) work.
+
+        References
+        ----------
+        .. [src] specs/emergence.md §2.1; S14 (gamma = 0.0680, P(y = 1) = 0.5848 at the paper's interval).
+        """
+        return self._moments
+
+    def mixed_moments(self, order):
+        r"""``E[y phi_j phi_l]`` (order 2) or ``E[y phi_j phi_l phi_m]`` (order 3) on A, by exchangeability.
+
+        .. math:: \mathbb E\Big[y\prod_{j\in S}(\tilde\phi_j - p_A)^{m_j}\Big] = \sum_{T\subseteq S}\prod_{T}b_{m_j}
+                  \prod_{S\setminus T}a_{m_j}\,\mathbb E[y\,\mathbb 1\{\tilde\phi_T = 1\}],\quad
+                  a_m = (-p_A)^m,\ b_m = (1-p_A)^m - (-p_A)^m
+
+        Parameters
+        ----------
+        order : int
+            2 or 3.
+
+        Returns
+        -------
+        ndarray of shape (k,) * order
+
+        Notes
+        -----
+        Regime: any k; ``E[y 1{T all ones}] = sum_c pi_c y_c c^(r)/k^(r)`` (falling factorials).
+
+        References
+        ----------
+        .. [src] specs/emergence.md §2.6 (derived).
+        """
+        order = check("emergence.ExchangeablePatternModel.mixed_moments", "order", order, Integer(2, 3))
+        p, k = self.p_A, self.k
+        ey1 = [self._set_prob(r)[0] for r in range(4)]
+
+        def term(mults):       # multiplicities of the distinct indices
+            tot = 0.0
+            for T in itertools.product([0, 1], repeat=len(mults)):
+                coef = math.prod(((1 - p) ** m - (-p) ** m) if t else (-p) ** m for t, m in zip(T, mults))
+                tot += coef * ey1[sum(T)]
+            return tot / self._moments.sigt ** order
+
+        idx = np.indices((k,) * order)
+        if order == 2:
+            return np.where(idx[0] == idx[1], term((2,)), term((1, 1)))
+        j, l, m = idx
+        out = np.where((j == l) & (l == m), term((3,)), term((1, 1, 1)))
+        two = ((j == l) | (l == m) | (j == m)) & ~((j == l) & (l == m))
+        return np.where(two, term((2, 1)), out)
+
+    def to_pattern_model(self):
+        """The same law with its explicit 2^k support (k <= 20), as a :class:`PatternModel`."""
+        k = check("emergence.ExchangeablePatternModel.to_pattern_model", "k", self.k, Integer(1, _K_ENUM))
+        cube = _cube(k)
+        cnt = cube.sum(1)
+        y = np.where(np.isin(cnt, self.positive_counts), 1.0, -1.0)
+        return PatternModel(self.D, k, cube, self.p_A ** cnt * (1 - self.p_A) ** (k - cnt), y, self.p_bg, M=self.M)
+
+    def sample(self, n, seed=0, *, balanced=False, coords="pattern"):
+        r"""Draw ``(X, y, counts)`` as :meth:`PatternModel.sample` (``balanced``: rejection per class).
+
+        .. math:: \tilde\phi_A\sim\mathrm{Bern}(p_A)^{k},\quad \tilde\phi_B\sim\mathrm{Bern}(p_\cdot),\quad
+                  \phi = (\tilde\phi - \mathbb E\tilde\phi)/\tilde\sigma
+
+        Notes
+        -----
+        Regime: any member; balanced sampling draws the count from the class-conditional binomial law and the
+        configuration uniformly given the count.
+
+        References
+        ----------
+        .. [src] seed 002 L3603-3631; specs/emergence.md §1.2.
+        """
+        owner = "emergence.ExchangeablePatternModel.sample"
+        n = check(owner, "n", n, Integer(1))
+        if coords not in ("pattern", "input") or (coords == "input" and self.M is None):
+            raise InvalidParameterError(f"The 'coords' parameter of {owner} must be 'pattern', or 'input' with a "
+                                        f"dictionary M. Got {coords!r} instead.")
+        rng = np.random.default_rng(seed)
+        pi_c, y_c = self.count_law()
+        if balanced:
+            if n % 2:
+                raise InvalidParameterError(f"The 'n' parameter of {owner} must be even when balanced. Got {n}.")
+            cnt = np.concatenate([rng.choice(self.k + 1, n // 2, p=np.where(y_c == v, pi_c, 0) / pi_c[y_c == v].sum())
+                                  for v in (1, -1)])
+            cnt = rng.permutation(cnt)
+        else:
+            cnt = rng.binomial(self.k, self.p_A, n)
+        keys = rng.random((n, self.k))
+        A = (np.argsort(np.argsort(keys, axis=1), axis=1) < cnt[:, None]).astype(np.float64)   # uniform given cnt
+        mom = self._moments
+        bg = (rng.random((n, self.D - self.k)) < mom.p_bar).astype(np.float64)
+        X = np.concatenate([A - self.p_A, bg - mom.p_bar], axis=1) / mom.sigt
+        if coords == "input":
+            X = X @ self.M.T
+        return X, y_c[cnt], cnt
+
+
+
+def _p(owner, name, p):
+    return check(owner, name, p, Interval(0.0, 1.0, "neither"))
+
+
+def _dk(owner, D, k, k_min=1):
+    D = check(owner, "D", D, Integer(2))
+    k = check(owner, "k", k, Integer(k_min, min(D - 1, _K_ENUM)))
+    return D, k
+
+
+def _cube(k):
+    return np.array(list(itertools.product([0, 1], repeat=k)), dtype=np.float64)
+
+
+def random_dictionary(d, D, seed=0):
+    r"""A random dictionary ``M`` (d, D) with orthonormal columns (QR of a Gaussian matrix).
+
+    .. math:: M = Q_{:, :D},\quad G = QR,\ G_{ij}\sim\mathcal N(0,1)
+
+    Parameters
+    ----------
+    d, D : int
+        Ambient dimension and number of patterns, ``d >= D >= 1``.
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (d, D)
+
+    Notes
+    -----
+    Regime: d >= D (orthonormal columns, the main-text setting).
+
+    References
+    ----------
+    .. [src] seed 002 L161-171; specs/emergence.md §1.1.
+    """
+    D = check("emergence.random_dictionary", "D", D, Integer(1))
+    d = check("emergence.random_dictionary", "d", d, Integer(D))
+    Q, Rm = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, D)))
+    return Q * np.sign(np.diag(Rm))
+
+
+def parity_mixture(D, k, p_o, independent_background=True, M=None):
+    r"""The parity mixture ``D_A^mix = p_o D^(0) + (1 - p_o) D^(1)`` with odd-count labels.
+
+    .. math:: \phi~_A\sim p_o\,\mathrm{U}\{0,1\}^k + (1-p_o)\,\tfrac12(\delta_{0\cdots0} + \delta_{1\cdots1}),
+              \qquad y = +1 \iff \textstyle\sum_A\tilde\phi_j \text{ odd}
+
+    Parameters
+    ----------
+    D, k : int
+        ``1 <= k < D``, ``k <= 20`` (the A-support has 2^k rows).
+    p_o : float
+        Mixture weight and background marginal, in (0, 1).
+    independent_background : bool
+        True (default): background iid Bern(p_o) independent of the A-block, a valid member of F_Xi for every
+        p_o. False: the paper's mixture, background Bern(1/2) in D^(0) and Bern(p_o/(2 - 2p_o)) in D^(1),
+        which violates (A2) unless p_o = 1/2 (spec §1.2, erratum 8).
+    M : array_like of shape (d, D), optional
+        Dictionary.
+
+    Returns
+    -------
+    PatternModel
+
+    Notes
+    -----
+    Regime: gamma = (1 - p_o)/2 and E y = 0 for odd k (check S1); p_o/(2 - 2p_o) < 1 needs p_o < 2/3 in the
+    paper's variant.
+
+    References
+    ----------
+    .. [src] seed 002 L3320-3377 (proof of Thm 2), L3521-3547; specs/emergence.md §1.2.
+
+    Examples
+    --------
+    >>> float(parity_mixture(10, 3, 0.3).moments().gamma[0])
+    0.35
+    """
+    owner = "emergence.parity_mixture"
+    D, k = _dk(owner, D, k)
+    p_o = _p(owner, "p_o", p_o)
+    cube = _cube(k)
+    cnt = cube.sum(1)
+    y = np.where(cnt % 2 == 1, 1.0, -1.0)
+    const = np.array([0, 2 ** k - 1])
+    if independent_background:
+        pr = p_o * np.full(2 ** k, 2.0 ** -k)
+        pr[const] += (1 - p_o) / 2
+        return PatternModel(D, k, cube, pr, y, p_o, M=M)
+    p1 = p_o / (2 - 2 * p_o)
+    if not p1 < 1:
+        raise InvalidParameterError(f"The 'p_o' parameter of {owner} must be a float in (0, 2/3) when "
+                                    f"independent_background=False (p_o/(2 - 2 p_o) < 1). Got {p_o!r} instead.")
+    S = np.concatenate([cube, cube[const]])
+    pr = np.concatenate([p_o * np.full(2 ** k, 2.0 ** -k), np.full(2, (1 - p_o) / 2)])
+    rows_p = np.concatenate([np.full(2 ** k, 0.5), np.full(2, p1)])
+    return PatternModel(D, k, S, pr, np.concatenate([y, y[const]]), p_o, p_bg_rows=rows_p, M=M)
+
+
+def iid_block_model(D, k, p_A, p_bg, positive_counts, M=None):
+    r"""Class-relevant patterns iid Bernoulli(p_A); ``y = +1`` iff the number present is in ``positive_counts``.
+
+    .. math:: \pi_r = p_A^{|r|}(1-p_A)^{k-|r|},\qquad y_r = +1 \iff |r|\in P
+
+    Parameters
+    ----------
+    D, k : int
+        ``1 <= k < D``.
+    p_A, p_bg : float
+        Bernoulli probabilities in (0, 1).
+    positive_counts : iterable of int
+        The label set P, a subset of {0, ..., k}.
+    M : array_like, optional
+        Dictionary.
+
+    Returns
+    -------
+    PatternModel or ExchangeablePatternModel
+        The explicit 2^k support for ``k <= 16``; the count-resolved :class:`ExchangeablePatternModel` beyond
+        (the paper's interval labeling has k = 30).
+
+    Notes
+    -----
+    Regime: any ``1 <= k < D``. Both classes must have positive probability.
+
+    References
+    ----------
+    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2; issue 10 §5.
+
+    Examples
+    --------
+    >>> m = iid_block_model(10, 3, 0.5, 0.5, [2, 3])
+    >>> m.moments().Ey
+    0.0
+    """
+    owner = "emergence.iid_block_model"
+    D = check(owner, "D", D, Integer(2))
+    k = check(owner, "k", k, Integer(1, D - 1))
+    p_A, p_bg = _p(owner, "p_A", p_A), _p(owner, "p_bg", p_bg)
+    try:
+        P = {check(owner, "positive_counts", c, Integer(0, k)) for c in positive_counts}
+    except TypeError:
+        raise InvalidParameterError(f"The 'positive_counts' parameter of {owner} must be an iterable of ints in "
+                                    f"[0, {k}]. Got {positive_counts!r} instead.") from None
+    ex = ExchangeablePatternModel(D, k, p_A, p_bg, tuple(sorted(P)), M=M)
+    return ex.to_pattern_model() if k <= _K_EXPLICIT else ex
+
+
+def interval_labeling(D, k, p_A=2 / 3, p_bg=0.5, t1=None, t2=None, M=None):
+    r"""The interval labeling: ``y = +1`` iff ``t1 <= sum_A phi~_j <= t2`` (an :func:`iid_block_model`).
+
+    .. math:: y = +1 \iff t_1\le\textstyle\sum_{j\in A}\tilde\phi_j\le t_2
+
+    Parameters
+    ----------
+    D, k : int
+        ``1 <= k < D`` (the paper: D = 100, k = 30).
+    p_A, p_bg : float
+        In (0, 1); the paper uses 2/3 and 1/2.
+    t1, t2 : int, optional
+        Interval ends in [0, k]; default ``ceil(2k/3)`` and ``k`` (the paper's [20, 30] at k = 30).
+    M : array_like, optional
+
+    Returns
+    -------
+    PatternModel or ExchangeablePatternModel
+        As :func:`iid_block_model`.
+
+    Notes
+    -----
+    Regime: (A0) fails in general (P(y = 1) = 0.5848 at k = 30, spec §1.2).
+
+    References
+    ----------
+    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2.
+    """
+    owner = "emergence.interval_labeling"
+    D = check(owner, "D", D, Integer(2))
+    k = check(owner, "k", k, Integer(1, D - 1))
+    t1 = math.ceil(2 * k / 3) if t1 is None else check(owner, "t1", t1, Integer(0, k))
+    t2 = k if t2 is None else check(owner, "t2", t2, Integer(t1, k))
+    return iid_block_model(D, k, p_A, p_bg, range(t1, t2 + 1), M=M)
+
+
+def hidden_representation(D, k, n_per_class=50, p_bg=0.5, seed=0, M=None):
+    r"""The hidden-representation labeling: the A-block is uniform on ``2 n_per_class`` random binary vectors.
+
+    .. math:: \tilde\phi_A \sim \mathrm U\{v_1,\dots,v_{2n}\},\qquad y(v_i) = +1 \ (i\le n),\ -1\ (i>n)
+
+    Parameters
+    ----------
+    D, k : int
+        ``1 <= k < D`` (the paper: D = 250, k = 50).
+    n_per_class : int
+        Vectors per class (distinct vectors; 50 in the paper).
+    p_bg : float
+        Background probability in (0, 1).
+    seed : int or numpy.random.Generator
+        Draws the vectors (uniform on {0,1}^k without repetition).
+    M : array_like, optional
+
+    Returns
+    -------
+    PatternModel
+
+    Notes
+    -----
+    Regime: gamma differs across A, so (A1)'s common gamma fails generically.
+
+    References
+    ----------
+    .. [src] seed 002 L3790-3806; specs/emergence.md §1.2.
+    """
+    owner = "emergence.hidden_representation"
+    D = check(owner, "D", D, Integer(2))
+    k = check(owner, "k", k, Integer(1, D - 1))
+    n = check(owner, "n_per_class", n_per_class, Integer(1, 2 ** min(k, 60) // 2))
+    rng = np.random.default_rng(seed)
+    rows = {}
+    while len(rows) < 2 * n:
+        rows.setdefault(tuple(rng.integers(0, 2, k).tolist()), None)
+    S = np.array(list(rows), dtype=np.float64)
+    y = np.concatenate([np.ones(n), -np.ones(n)])
+    return PatternModel(D, k, S, np.full(2 * n, 1.0 / (2 * n)), y, _p(owner, "p_bg", p_bg), M=M)
+
+
+def no_structure(model):
+    r"""The model with input structure removed (A1'): every pattern Bernoulli(1/2), labels as before.
+
+    .. math:: \tilde\phi\sim\mathrm U\{0,1\}^D,\qquad y = y(\tilde\phi_A)
+
+    Parameters
+    ----------
+    model : PatternModel or ExchangeablePatternModel
+        Its labels must be defined on all of {0,1}^k: either its support is the whole cube, or its labels
+        depend on the count only.
+
+    Returns
+    -------
+    PatternModel or ExchangeablePatternModel
+        Support {0,1}^k (itertools order), uniform probabilities, ``p_bg = 1/2`` (``p_A = p_bg = 1/2`` for the
+        count-resolved form).
+
+    Notes
+    -----
+    Regime: k <= 20 for an explicit support, any k for the count-resolved form. For the parity mixture this
+    is the uniform k-parity D^(0) (gamma = 0).
+
+    References
+    ----------
+    .. [src] seed 002 L204-210 (A1'), L3426-3476 (Thm 4); specs/emergence.md §1.1.
+    """
+    if isinstance(model, ExchangeablePatternModel):
+        return ExchangeablePatternModel(model.D, model.k, 0.5, 0.5, model.positive_counts, M=model.M)
+    if not isinstance(model, PatternModel):
+        raise InvalidParameterError(f"The 'model' parameter of emergence.no_structure must be a PatternModel. "
+                                    f"Got {type(model).__name__} instead.")
+    k = check("emergence.no_structure", "k", model.k, Integer(1, _K_ENUM))
+    cube = _cube(k)
+    lab = {tuple(r): v for r, v in zip(model.A_support, model.labels)}
+    if len(lab) == 2 ** k:
+        y = np.array([lab[tuple(r)] for r in cube])
+    else:
+        counts = model.A_support.sum(1).astype(int)
+        y_c = np.zeros(k + 1)
+        for n, v in zip(counts, model.labels):
+            y_c[n] = v if y_c[n] in (0, v) else np.nan
+        if not np.all(np.abs(y_c) == 1):
+            raise InvalidParameterError("The 'model' parameter of emergence.no_structure must define a label for "
+                                        "every configuration of {0,1}^k: a support covering the cube, or labels that "
+                                        "depend on the count only with every count 0..k present.")
+        y = y_c[cube.sum(1).astype(int)]
+    return PatternModel(model.D, k, cube, np.full(2 ** k, 2.0 ** -k), y, 0.5, M=model.M)
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianParityMixture:
+    r"""The Gaussian-mixture parity: ``x | eps ~ N(M eps, tau^2 I_d)``, ``eps ~ U{+-1}^k``, ``y = prod eps``.
+
+    .. math:: \tau^2 = \sigma_r^2 k/d,\qquad x = M\varepsilon + g,\ g\sim\mathcal N(0,\tau^2 I_d)
+
+    Parameters
+    ----------
+    d, k : int
+        ``1 <= k <= min(d, 16)``.
+    sigma_r : float
+        Noise scale, > 0.
+    M : array_like of shape (d, k)
+        Orthonormal columns.
+
+    Notes
+    -----
+    Regime: gamma = 0 for k >= 2, so (A1) fails; illustrative only (spec §1.2).
+
+    References
+    ----------
+    .. [src] seed 002 L3814-3865 (eq. (290)); specs/emergence.md §1.2, §2.12.
+    """
+    d: int
+    k: int
+    sigma_r: float
+    M: np.ndarray
+
+    _constraints = {"d": Integer(1), "k": Integer(1, 16), "sigma_r": Interval(0.0, np.inf, "neither"),
+                    "M": FiniteArray(2)}
+
+    def __post_init__(self):
+        validate(self)
+        if not self.k <= self.d:
+            raise InvalidParameterError(f"The 'k' parameter of emergence.GaussianParityMixture must be an int in "
+                                        f"[1, d] = [1, {self.d}]. Got {self.k} instead.")
+        if self.M.shape != (self.d, self.k) or np.abs(self.M.T @ self.M - np.eye(self.k)).max() > _ORTH_TOL:
+            raise InvalidParameterError(f"The 'M' parameter of emergence.GaussianParityMixture must be a (d, k) = "
+                                        f"({self.d}, {self.k}) array with orthonormal columns. Got shape "
+                                        f"{self.M.shape} instead.")
+
+    @property
+    def tau2(self):
+        """Noise variance ``tau^2 = sigma_r^2 k / d``."""
+        return self.sigma_r ** 2 * self.k / self.d
+
+    def centers(self):
+        """Sign patterns ``eps`` (2^k, k) in ``itertools.product([-1, 1])`` order and their labels ``prod eps``."""
+        E = np.array(list(itertools.product([-1, 1], repeat=self.k)), dtype=np.float64)
+        return E, E.prod(1)
+
+    def sample(self, n, seed=0):
+        r"""Draw ``(X, y)``: ``X`` (n, d) with ``x = M eps + g``, ``y = prod eps``.
+
+        .. math:: \varepsilon\sim\mathrm U\{\pm1\}^k,\quad g\sim\mathcal N(0,\tau^2 I_d)
+
+        Notes
+        -----
+        Regime: any n >= 1.
+
+        References
+        ----------
+        .. [src] seed 002 L3814-3865; specs/emergence.md §1.2.
+        """
+        n = check("emergence.GaussianParityMixture.sample", "n", n, Integer(1))
+        rng = np.random.default_rng(seed)
+        eps = rng.choice([-1.0, 1.0], size=(n, self.k))
+        return eps @ self.M.T + math.sqrt(self.tau2) * rng.standard_normal((n, self.d)), eps.prod(1)

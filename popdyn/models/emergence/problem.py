@@ -1,0 +1,154 @@
+"""The feature-emergence problem of seed 002: a data model, the width, the three-stage schedule, the seed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..._validate import Either, Integer, Interval, InvalidParameterError, Options, validate
+from .data import interval_labeling, no_structure, parity_mixture
+from .network import symmetric_init
+from .schedule import theory_schedule
+
+__all__ = ["Problem"]
+
+_DATA = ("parity", "parity_mix", "interval")
+_K_MAX = 12      # 2^k A-support rows (parity) and the exact enumeration of the no-structure cube
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    r"""A two-layer truncated-ReLU network trained by population GD in the paper's three stages.
+
+    .. math:: g(x) = \sum_{i=1}^{2m}a_i\,\tilde\sigma_{\sigma_\xi}(\langle w_i, x\rangle + b_i),\quad
+              \theta^{(t)} = \theta^{(t-1)} - \eta^{(t)}\nabla\big[L_{\mathcal D}(g^{(t-1)};\sigma_\xi^{(t)}) + R\big]
+
+    on inputs ``x = M phi`` from a dictionary of D patterns, k of them class-relevant, with the symmetric init
+    (``g^(0) = 0``) and the schedule of :func:`~popdyn.models.emergence.theory_schedule`.
+
+    Parameters
+    ----------
+    D : int
+        Number of patterns, ``D > k``.
+    k : int
+        Number of class-relevant patterns, ``2 <= k <= 12`` (odd for the parity labelings).
+    p_o : float
+        Background probability, in (0, 1/2] (the paper's WLOG ``p_o <= 1/2``); the parity-mixture A-block
+        parameter as well.
+    m : int
+        Half width (``2m`` neurons), ``m >= 1``.
+    T : int
+        Number of GD steps, ``T >= 2`` (steps 1-2, then ``T - 2`` stage-3 steps).
+    data : {"parity", "parity_mix", "interval"}
+        "parity": the parity mixture's A-block with an independent Bern(p_o) background (a member of F_Xi for
+        every p_o); "parity_mix": the paper's ``D_A^mix`` (background shares the mixture component; (A2) only
+        at p_o = 1/2); "interval": iid Bern(2/3) A-block, ``y = +1`` iff count >= ceil(2k/3).
+    structure : bool
+        False: the data with the input structure removed (A1'), trained with the hyperparameters of the
+        structured model ("Network w/o structure").
+    variant : {"lemma23", "thm26", "general"}
+        Step-1/2 hyperparameters: Lemma 23, Thm 26 (erratum 4), or Thm 34 (App. F: ``eta^(1)`` times ``p_min`` and
+        the class-weighted loss in steps 1-2, for unbalanced classes).
+    lam : float or None
+        Stage-3 weight decay ``>= 0``; None gives Thm 26's ``k^3/(sigma~ m^{1/3})``.
+    eta : float or None
+        Stage-3 step size ``> 0``; None gives Thm 26's ``k^2/(T m^{1/3})``.
+    stage3 : {"all", "second_layer"}
+        Train every layer in stage 3 (the theorem) or only the second layer (the "Two Step" baseline).
+    d : int or None
+        Ambient dimension ``d >= D`` for simulations in R^d; None: pattern coordinates (the population theory
+        does not depend on d).
+    seed : int
+        Seed of the initialisation (:func:`~popdyn.models.emergence.symmetric_init`).
+
+    References
+    ----------
+    .. [src] seed 002 L161-271, L3479-3547 (E1: D = 100, k = 5, p_o = 1/2, m = 300, T = 600);
+       specs/emergence.md §1, §4.
+    """
+    D: int = 100
+    k: int = 5
+    p_o: float = 0.5
+    m: int = 300
+    T: int = 300
+    data: str = "parity"
+    structure: bool = True
+    variant: str = "lemma23"
+    lam: float = 1e-3
+    eta: float = None
+    stage3: str = "all"
+    d: int = None
+    seed: int = 0
+
+    _constraints = {
+        "D": Integer(3),
+        "k": Integer(2, _K_MAX),
+        "p_o": Interval(0.0, 0.5, closed="right"),
+        "m": Integer(1),
+        "T": Integer(2),
+        "data": Options(_DATA),
+        "structure": Options((True, False)),
+        "variant": Options(("lemma23", "thm26", "general")),
+        "lam": Either((Options((None,)), Interval(0.0, np.inf, closed="left"))),
+        "eta": Either((Options((None,)), Interval(0.0, np.inf, closed="neither"))),
+        "stage3": Options(("all", "second_layer")),
+        "d": Either((Options((None,)), Integer(1))),
+        "seed": Integer(0),
+    }
+
+    def __post_init__(self):
+        validate(self)
+        if not self.k < self.D:
+            raise InvalidParameterError(f"The 'k' parameter of emergence.Problem must be an int in [2, D - 1] = "
+                                        f"[2, {self.D - 1}] (D = {self.D}). Got {self.k!r} instead.")
+        if self.data != "interval" and self.k % 2 == 0:
+            raise InvalidParameterError(f"The 'k' parameter of emergence.Problem must be odd for data={self.data!r} "
+                                        f"(balanced parity, Thm 2's setting). Got {self.k!r} instead.")
+        if self.d is not None and self.d < self.D:
+            raise InvalidParameterError(f"The 'd' parameter of emergence.Problem must be None or an int >= D = "
+                                        f"{self.D} (orthonormal dictionary). Got {self.d!r} instead.")
+
+    def __repr__(self):
+        return (f"emergence.Problem(D={self.D!r}, k={self.k!r}, p_o={self.p_o!r}, m={self.m!r}, T={self.T!r}, "
+                f"data={self.data!r}, structure={self.structure!r}, variant={self.variant!r}, lam={self.lam!r}, "
+                f"eta={self.eta!r}, stage3={self.stage3!r}, d={self.d!r}, seed={self.seed!r})")
+
+    # ---- derived ------------------------------------------------------------------------------------
+    @cached_property
+    def structured_model(self):
+        """The data model with input structure (sets sigma_a and the schedule, also when ``structure`` is False)."""
+        if self.data == "interval":
+            return interval_labeling(self.D, self.k, p_bg=self.p_o)
+        return parity_mixture(self.D, self.k, self.p_o, independent_background=self.data == "parity")
+
+    @cached_property
+    def model(self):
+        """The data model the network is trained on (:func:`no_structure` of the structured one when asked)."""
+        return self.structured_model if self.structure else no_structure(self.structured_model)
+
+    @cached_property
+    def params0(self):
+        """Symmetric initial parameters in pattern coordinates (paper's scales of the structured model)."""
+        return symmetric_init(self.structured_model, self.m, self.seed)
+
+    @cached_property
+    def schedule(self):
+        """The ``T`` steps of :func:`theory_schedule` (structured model's constants)."""
+        return theory_schedule(self.structured_model, self.m, self.T, self.variant, self.lam, self.eta)
+
+    # ---- constructors --------------------------------------------------------------------------------
+    @classmethod
+    def e1(cls, m=300, T=600, d=500, seed=0):
+        """The paper's E1 setting (parity mixture, D = 100, k = 5, p_o = 1/2, d = 500, m = 300, T = 600)."""
+        return cls(D=100, k=5, p_o=0.5, m=m, T=T, data="parity_mix", d=d, seed=seed)
+
+    @classmethod
+    def parity(cls, D=100, k=5, p_o=0.5, m=300, T=300, stage3="all", structure=True, seed=0):
+        """Parity labels with an independent Bern(p_o) background (a valid member of F_Xi for every p_o)."""
+        return cls(D=D, k=k, p_o=p_o, m=m, T=T, data="parity", structure=structure, stage3=stage3, seed=seed)
+
+    @classmethod
+    def interval(cls, D=40, k=12, m=100, T=200, seed=0):
+        """The interval labeling (iid Bern(2/3) A-block, y = +1 iff count >= ceil(2k/3)) at an enumerable k."""
+        return cls(D=D, k=k, p_o=0.5, m=m, T=T, data="interval", seed=seed)

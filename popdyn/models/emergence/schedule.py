@@ -1,0 +1,98 @@
+r"""The three-stage training schedule of seed 002 (Lemma 23, Thm 26, Thm 34; specs/emergence.md §1.4, §1.5).
+
+Step 1 kills the initial first layer (``lambda_w = 1/(2 eta)``), step 2 (``eta = 1``) kills first and second
+layers, steps ``2 < t <= T`` are small-step GD with ``sigma_xi = 0``. The lemma chain and the theorem disagree
+on ``eta^(1)`` and ``sigma_xi`` (erratum 4): ``variant="lemma23"`` is the default, ``"thm26"`` the theorem's
+values, ``"general"`` App. F's ``eta^(1)`` with the class-weighted loss in steps 1-2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..._validate import Interval, Options, as_int, check
+from .network import _gamma
+
+__all__ = ["Step", "theory_schedule"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One update ``theta <- theta - eta (grad L(.; s) + grad R(.; lam_a, lam_w))`` (biases unregularised).
+
+    ``weighted`` marks the class-weighted hinge ``E[alpha_y l]`` of App. F (steps 1-2 of ``variant="general"``).
+    """
+    eta: float
+    lam_a: float
+    lam_w: float
+    s: float
+    weighted: bool = False
+
+
+_VARIANTS = ("lemma23", "thm26", "general")
+
+
+def theory_schedule(model, m, T=None, variant="lemma23", lam=None, eta=None):
+    r"""The paper's hyperparameters, one :class:`Step` per update ``t = 1..T``.
+
+    .. math:: t=1:\ \eta^{(1)} = \frac{\gamma^2\tilde\sigma}{k m^3},\ \lambda_w = \frac1{2\eta^{(1)}},\ \lambda_a = 0,
+              \ \sigma_\xi = k^{-3/2};\qquad t=2:\ \eta = 1,\ \lambda_a=\lambda_w=\tfrac12,\ \sigma_\xi = k^{-3/2};
+
+    .. math:: 2<t\le T:\ \eta = \frac{k^2}{T m^{1/3}},\ \lambda_a=\lambda_w=\lambda\le\frac{k^3}{\tilde\sigma m^{1/3}},
+              \ \sigma_\xi = 0,\ T = m^{4/3}.
+
+    ``variant="thm26"``: ``eta^(1) = gamma^2 sigma~^2/(k m^3)`` and ``sigma_xi = k^-2`` in steps 1-2;
+    ``"general"`` (Thm 34): ``eta^(1) = gamma^2 p_min sigma~/(k m^3)`` and the class-weighted loss in steps 1-2.
+
+    Parameters
+    ----------
+    model : PatternModel
+    m : int
+        Half width (``2m`` neurons), ``m >= 1``.
+    T : int or None
+        Total number of steps, ``T >= 2``; None gives the theorem's ``ceil(m^{4/3})``.
+    variant : {"lemma23", "thm26", "general"}
+    lam : float or None
+        Stage-3 weight decay ``lambda >= 0``; None gives the theorem's largest value ``k^3/(sigma~ m^{1/3})``.
+    eta : float or None
+        Stage-3 step size ``> 0``; None gives ``k^2/(T m^{1/3})``.
+
+    Returns
+    -------
+    list of Step
+        ``T`` steps.
+
+    Notes
+    -----
+    Regime: the theorems' (``m >= max(k^4, D)``, ``gamma > 0``); the values are those of the proofs, whose
+    constants are unspecified, so at small ``k, m`` they are a convention, not a guarantee (spec §7).
+
+    References
+    ----------
+    .. [src] seed 002 L2643-2650 (Lemma 23), L3169-3199 (Thm 26), L4293-4328 (Thm 34), L486-493;
+       specs/emergence.md §1.4, §1.5, §3 erratum 4.
+
+    Examples
+    --------
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> steps = theory_schedule(parity_mixture(100, 5, 0.5), 300, T=10)
+    >>> (len(steps), steps[1].eta, steps[1].lam_w, steps[2].s)
+    (10, 1.0, 0.5, 0.0)
+    """
+    owner = "emergence.theory_schedule"
+    m = as_int(owner, "m", m, 1)
+    variant = check(owner, "variant", variant, Options(_VARIANTS))
+    T = int(np.ceil(m ** (4.0 / 3.0))) if T is None else as_int(owner, "T", T, 2)
+    mom = model.moments()
+    k, sigt, gamma = model.k, mom.sigt, _gamma(mom)
+    lam = k ** 3 / (sigt * m ** (1.0 / 3.0)) if lam is None else check(owner, "lam", lam, Interval(0.0, np.inf, "left"))
+    eta3 = k ** 2 / (T * m ** (1.0 / 3.0)) if eta is None else check(owner, "eta", eta, Interval(0.0, np.inf, "neither"))
+    if variant == "thm26":
+        eta1, s12 = gamma ** 2 * sigt ** 2 / (k * m ** 3), k ** -2.0
+    else:
+        p_min = min(mom.Ey + 1.0, 1.0 - mom.Ey) / 2.0 if variant == "general" else 1.0
+        eta1, s12 = gamma ** 2 * p_min * sigt / (k * m ** 3), k ** -1.5
+    weighted = variant == "general"
+    return ([Step(eta1, 0.0, 1.0 / (2.0 * eta1), s12, weighted), Step(1.0, 0.5, 0.5, s12, weighted)]
+            + [Step(eta3, lam, lam, 0.0)] * (T - 2))

@@ -1,0 +1,478 @@
+r"""Population gradient and the first two steps of seed 002: the hinge certificate, the step-2 expansion, the
+``eta^(1) -> 0`` limit and the two-step features (specs/emergence.md §1.3, §1.4, §2.5-2.6).
+
+With the hinge indicator ``1[y g <= 1]`` identically 1 (always at t = 1; certified by :func:`hinge_certificate`
+at t = 2) the population gradient of neuron i is ``(-a_i T_i, -a_i T_b, -T_a)`` with the single-neuron
+correlations of :func:`~popdyn.models.emergence.neuron_correlations`. Without it, small models are enumerated
+exactly (``indicator="enumerate"``).
+"""
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+
+from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, RegimeWarning, check
+from .activation import smooth_trunc_relu, window, window_derivs
+from .correlations import neuron_correlations
+from .network import TwoLayerParams
+
+__all__ = ["full_support", "population_gradient", "population_step", "hinge_certificate", "population_two_steps",
+           "step2_expansion", "two_step_limit", "two_step_features"]
+
+_MAX_BACKGROUND = 16      # 2^(D-k) background configurations per support row for the exact enumeration
+_S = Interval(0.0, np.inf, "left")
+
+
+def full_support(model):
+    r"""Every input of the model with its probability and label: ``(phi, prob, y)``.
+
+    .. math:: \Pr[\phi] = \pi_r\prod_{j\notin A}p_{j|r}^{\tilde\phi_j}(1-p_{j|r})^{1-\tilde\phi_j},\qquad
+              \phi = (\tilde\phi - \mathbb E\tilde\phi)/\tilde\sigma
+
+    Parameters
+    ----------
+    model : PatternModel
+        With ``D - k <= 16`` background patterns.
+
+    Returns
+    -------
+    phi : ndarray of shape (R 2^(D-k), D)
+    prob : ndarray of shape (R 2^(D-k),)
+    y : ndarray of shape (R 2^(D-k),)
+
+    Notes
+    -----
+    Regime: ``D - k <= 16``; exact (also for the paper's mixture, whose background depends on the row).
+
+    References
+    ----------
+    .. [src] seed 002 L161-171, L232-236; specs/emergence.md §1.1, §6 item 11.
+    """
+    nb = model.D - model.k
+    if nb > _MAX_BACKGROUND:
+        raise InvalidParameterError(f"The 'model' parameter of emergence.full_support must have D - k <= "
+                                    f"{_MAX_BACKGROUND} background patterns. Got D - k = {nb} instead.")
+    mom = model.moments()
+    bg = np.array(list(itertools.product([0.0, 1.0], repeat=nb))).reshape(-1, nb)
+    P, group = model.background_groups()
+    pb = np.prod(np.where(bg[None, :, :] == 1.0, P[:, None, :], 1.0 - P[:, None, :]), axis=2)[group]   # (R, 2^nb)
+    R = model.A_support.shape[0]
+    phi = np.concatenate([np.repeat(model.phi_A(), len(bg), axis=0),
+                          np.tile((bg - mom.p_bar) / mom.sigt, (R, 1))], axis=1)
+    return phi, (model.A_probs[:, None] * pb).ravel(), np.repeat(model.labels, len(bg))
+
+
+def _class_weights(model, y):
+    """alpha_y = 1/(2 P[y]) of the class-weighted loss (App. F)."""
+    p_plus = model.moments().p_plus
+    return np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
+
+
+def _balanced_twin(model):
+    """The model with row probabilities pi_r alpha_{y_r} (they sum to 1): its plain expectations are the
+    class-weighted expectations of ``model``; its own normalisation (mean, sigma~) differs."""
+    if model.p_bg_rows is not None:
+        raise InvalidParameterError("The 'model' parameter of emergence.population_gradient must have an independent "
+                                    "background (p_bg_rows None) for the weighted loss with indicator='one'.")
+    pi = model.A_probs * _class_weights(model, model.labels)
+    return type(model)(model.D, model.k, model.A_support, pi / pi.sum(), model.labels, model.p_bg)
+
+
+def _weighted_correlations(model, Q, b, s, method):
+    """Class-weighted correlations through the balanced twin: with phi = (sigma~' phi' + m' - m)/sigma~,
+    <q, phi> + b = <q', phi'> + b', q' = q sigma~'/sigma~, b' = b + <q_A, m'_A - m_A>/sigma~, and
+    T_j = (sigma~' T'_j + (m'_j - m_j) T'_b)/sigma~ (m'_j = m_j on the background)."""
+    twin = _balanced_twin(model)
+    mo, mt = model.moments(), twin.moments()
+    shift = np.zeros(model.D)
+    shift[:model.k] = mt.mean_A - mo.mean_A
+    T, Tb, Ta, beta = neuron_correlations(twin, Q * (mt.sigt / mo.sigt), b + Q @ shift / mo.sigt, s, method=method)
+    return (mt.sigt * T + Tb[:, None] * shift) / mo.sigt, Tb, Ta, beta
+
+
+def _subspace_support(owner, model, params):
+    """A-support rows with the conditional background mean: exact sums for a first layer with Q[:, k:] = 0."""
+    if np.any(params.Q[:, model.k:] != 0.0):
+        raise InvalidParameterError(f"The 'params' parameter of {owner} must have a zero background block Q[:, k:] "
+                                    f"for indicator='subspace'. Got max |Q[:, k:]| = "
+                                    f"{np.abs(params.Q[:, model.k:]).max():.3g} instead.")
+    mom = model.moments()
+    P, group = model.background_groups()
+    phi = np.concatenate([model.phi_A(), (P[group] - mom.p_bar) / mom.sigt], axis=1)
+    return phi, model.A_probs, model.labels
+
+
+def population_gradient(model, params, s, indicator="one", method="fourier", weighted=False):
+    r"""Population gradient of the hinge loss with the noise inside the network (no regulariser).
+
+    .. math:: \partial_{q_i}L = -a_i\,\mathbb E\{y\,\mathbb 1[yg\le1]\,\mathrm{win}_s(z_i)\,\phi\},\quad
+              \partial_{b_i}L = -a_i\,\mathbb E\{y\,\mathbb 1[yg\le1]\,\mathrm{win}_s(z_i)\},\quad
+              \partial_{a_i}L = -\mathbb E\{y\,\mathbb 1[yg\le1]\,\tilde\sigma_s(z_i)\},
+
+    ``z_i = <q_i, phi> + b_i``, ``g = sum_i a_i sigma~_s(z_i)``.
+
+    Parameters
+    ----------
+    model : PatternModel
+    params : TwoLayerParams
+    s : float
+        Smoothing ``sigma_xi >= 0`` (``indicator="one"`` with the Fourier method needs ``s > 0``).
+    indicator : {"one", "enumerate", "subspace"}
+        "one": the indicator set to 1 (exact when ``sup |g| < 1``, see :func:`hinge_certificate`); the
+        correlations come from ``neuron_correlations(model, q, b, s, method)``. "enumerate": exact sums over
+        :func:`full_support` with the indicator (``D - k <= 16``). "subspace": exact for a first layer in the
+        class-relevant span (``Q[:, k:] = 0``, any D): g depends on the A block only, so the sums run over the
+        A-support with the background replaced by its conditional mean ``E[phi_B | row]`` (0 under (A2): the
+        span is then invariant, spec §2.8).
+    method : str
+        Method of :func:`~popdyn.models.emergence.neuron_correlations` when ``indicator="one"``.
+    weighted : bool
+        The class-weighted loss ``E[alpha_y l]``, ``alpha_y = 1/(2 P[y])`` of App. F (steps 1-2 of Thm 34); with
+        ``indicator="one"`` it is computed exactly through the class-balanced twin model (reweighted rows,
+        normalisation mapped back), which needs an independent background.
+
+    Returns
+    -------
+    TwoLayerParams
+        ``dL/dQ`` (n, D), ``dL/db`` (n,), ``dL/da`` (n,).
+
+    Notes
+    -----
+    Regime: "one" is exact only while ``y g <= 1`` on the whole support (t = 1: g = 0; t = 2: Lemma 19).
+
+    References
+    ----------
+    .. [src] seed 002 L1473-1490 (Lemma 12, with xi inside the indicator: erratum 1), L1646-1662;
+       specs/emergence.md §1.3, §2.4.
+    """
+    owner = "emergence.population_gradient"
+    s = check(owner, "s", s, _S)
+    indicator = check(owner, "indicator", indicator, Options(("one", "enumerate", "subspace")))
+    if indicator == "one":
+        if weighted:
+            T, Tb, Ta, _ = _weighted_correlations(model, params.Q, params.b, s, method)
+        else:
+            T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method)
+        return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
+    phi, prob, y = full_support(model) if indicator == "enumerate" else _subspace_support(owner, model, params)
+    if weighted:
+        prob = prob * _class_weights(model, y)
+    z = phi @ params.Q.T + params.b
+    act = smooth_trunc_relu(z, s)
+    r = prob * y * (y * (act @ params.a) <= 1.0)
+    win = window(z, s) * r[:, None]
+    return TwoLayerParams(-params.a[:, None] * (win.T @ phi), -params.a * win.sum(0), -(r @ act))
+
+
+def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method="fourier", weighted=False):
+    r"""One population GD step with weight decay on ``Q`` and ``a`` (biases unregularised), eq. (4).
+
+    .. math:: Q^+ = (1-2\eta\lambda_w)Q - \eta\nabla_QL,\quad b^+ = b - \eta\nabla_bL,\quad
+              a^+ = (1-2\eta\lambda_a)a - \eta\nabla_aL
+
+    ``lambda = 1/(2 eta)`` removes the previous value exactly (the "kill" of steps 1-2).
+
+    Parameters
+    ----------
+    model : PatternModel
+    params : TwoLayerParams
+    eta : float
+        Step size, > 0.
+    lam_a, lam_w : float
+        Weight decays, >= 0.
+    s : float
+        Smoothing of this step.
+    indicator, method : str
+        As in :func:`population_gradient`.
+    weighted : bool
+        Class-weighted loss (App. F), as in :func:`population_gradient`.
+
+    Returns
+    -------
+    TwoLayerParams
+
+    Notes
+    -----
+    Regime: that of :func:`population_gradient`. A decay factor within 1e-12 of 0 is set to 0, so that the kill
+    is exact in floating point.
+
+    References
+    ----------
+    .. [src] seed 002 L256-271 (eq. (4)); specs/emergence.md §1.3, §1.4.
+    """
+    owner = "emergence.population_step"
+    eta = check(owner, "eta", eta, Interval(0.0, np.inf, "neither"))
+    lam_a = check(owner, "lam_a", lam_a, _S)
+    lam_w = check(owner, "lam_w", lam_w, _S)
+    g = population_gradient(model, params, s, indicator, method, weighted)
+
+    def decay(lam):
+        f = 1.0 - 2.0 * eta * lam
+        return 0.0 if abs(f) < 1e-12 else f
+    return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b, decay(lam_a) * params.a - eta * g.a)
+
+
+def _z_range(model, Q, b):
+    """Exact ``(min, max)`` over the support of ``<q_i, phi> + b_i`` for every row of ``Q`` (background: every
+    configuration has positive probability, so each coordinate reaches both of its values)."""
+    mom = model.moments()
+    zA = model.phi_A() @ Q[:, :model.k].T                                      # (R, n)
+    v0, v1 = -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt
+    QB = Q[:, model.k:]
+    hi = np.maximum(QB * v0, QB * v1).sum(1)
+    lo = np.minimum(QB * v0, QB * v1).sum(1)
+    return zA.min(0) + lo + b, zA.max(0) + hi + b
+
+
+def hinge_certificate(model, params, s):
+    r"""A deterministic bound on ``sup_x |g(x)|`` over the support (Lemma 19 made exact).
+
+    Pairing neuron i with ``m + i`` (``n = 2m``), ``sigma~_s`` increasing and 1-Lipschitz with values in [0, 1]:
+
+    .. math:: \sup|g|\le\sum_{i\le m}|a_i + a_{m+i}|\,\tilde\sigma_s(\bar z_i) +
+              |a_{m+i}|\min\{1,\ \sup|z_{m+i}-z_i|\},\qquad \bar z_i = \sup_x z_i(x),
+
+    and the unpaired ``sum_i |a_i| sigma~_s(z-bar_i)``; the smaller is returned. Sups are exact over the support.
+
+    Parameters
+    ----------
+    model : PatternModel
+    params : TwoLayerParams
+    s : float
+        Smoothing ``>= 0`` of the loss in which ``g`` enters.
+
+    Returns
+    -------
+    float
+        A bound ``B >= sup |g|``; ``B < 1`` certifies that the hinge indicator is 1 everywhere.
+
+    Notes
+    -----
+    Regime: any parameters (the bound is tight for the symmetric network near init, where the paired terms
+    are O(eta^(1))).
+
+    References
+    ----------
+    .. [src] seed 002 L2044-2054 (Lemma 19); specs/emergence.md §2.6.
+    """
+    s = check("emergence.hinge_certificate", "s", s, _S)
+    Q, b, a = params.Q, params.b, params.a
+    _, zmax = _z_range(model, Q, b)
+    plain = float(np.abs(a) @ smooth_trunc_relu(zmax, s))
+    if params.n % 2:
+        return plain
+    m = params.n // 2
+    dlo, dhi = _z_range(model, Q[m:] - Q[:m], b[m:] - b[:m])
+    paired = (np.abs(a[:m] + a[m:]) @ smooth_trunc_relu(zmax[:m], s)
+              + np.abs(a[m:]) @ np.minimum(1.0, np.maximum(dhi, -dlo)))
+    return min(plain, float(paired))
+
+
+def population_two_steps(model, params0, steps, method="fourier"):
+    r"""The exact population steps 1 and 2 with the hinge indicator 1 (g^(0) = 0; g^(1) certified).
+
+    .. math:: \theta^{(t)} = \theta^{(t-1)} - \eta^{(t)}\nabla_\theta\big[L(g^{(t-1)};\sigma_\xi^{(t)}) +
+              R(\lambda_a^{(t)}, \lambda_w^{(t)})\big],\quad t = 1, 2
+
+    Parameters
+    ----------
+    model : PatternModel
+    params0 : TwoLayerParams
+        Initial parameters (symmetric, so that ``g^(0) = 0``).
+    steps : sequence of Step
+        At least two; the first two are used (e.g. :func:`theory_schedule`).
+    method : str
+        Method of ``neuron_correlations``.
+
+    Returns
+    -------
+    params1, params2 : TwoLayerParams
+    certificate : float
+        :func:`hinge_certificate` of ``params1`` at ``sigma_xi^(2)``; a RegimeWarning is raised when >= 1.
+
+    Notes
+    -----
+    Regime: ``g^(0) = 0`` (symmetric init) and ``certificate < 1``. Steps with ``weighted`` use the class-weighted
+    loss of App. F.
+
+    References
+    ----------
+    .. [src] seed 002 L2008-2054 (Lemmas 18-19), L2643-2650 (Lemma 23); specs/emergence.md §1.4, §2.5-2.6.
+    """
+    s1, s2 = steps[0], steps[1]
+    p1 = population_step(model, params0, s1.eta, s1.lam_a, s1.lam_w, s1.s, method=method, weighted=s1.weighted)
+    cert = hinge_certificate(model, p1, s2.s)
+    if cert >= 1.0:
+        warnings.warn(f"emergence.population_two_steps: sup|g^(1)| <= {cert:.3g} is not < 1, so the step-2 closed "
+                      f"form (hinge indicator 1) is not certified (Lemma 19).", RegimeWarning, stacklevel=2)
+    return p1, population_step(model, p1, s2.eta, s2.lam_a, s2.lam_w, s2.s, method=method, weighted=s2.weighted), cert
+
+
+def step2_expansion(model, Q, b, s):
+    r"""Second-order Taylor expansion in ``q`` of the correlations ``(T, T_b, T_a)`` at small ``q`` (step 2).
+
+    With ``h = win_s(b)``, ``h', h''`` (:func:`window_derivs`), ``c = <q_A, phi_A>``, ``S = <q_B, phi_B>``:
+
+    .. math:: T_j = \mathbb E[y\phi_j]\big(h + \tfrac12h''\textstyle\sum_B\sigma_{\phi\ell}^2q_\ell^2\big)
+              + h'\sum_{\ell\in A}q_\ell\mathbb E[y\phi_j\phi_\ell] + \tfrac12h''\sum_{\ell,m\in A}q_\ell q_m
+              \mathbb E[y\phi_j\phi_\ell\phi_m]\quad (j\in A),
+
+    .. math:: T_j = \sigma_{\phi j}^2q_j\big(h'\,\mathbb Ey + h''\,\mathbb E[yc]\big) +
+              \tfrac12h''q_j^2\,\mathbb Ey\,\mathbb E\phi_j^3\quad (j\notin A),
+
+    .. math:: T_b = h\,\mathbb Ey + h'\,\mathbb E[yc] + \tfrac12h''\big(\mathbb E[yc^2] + \mathbb Ey\,\mathbb ES^2\big),
+              \quad T_a = \tilde\sigma_s(b)\,\mathbb Ey + h\,\mathbb E[yc] + \tfrac12h'\big(\mathbb E[yc^2] +
+              \mathbb Ey\,\mathbb ES^2\big),
+
+    all up to ``O(|q|^3)``. Balanced classes give the spec's ``T_j = h'' sigma_phi^2 (gamma/sigma~) q_j sum_A q``.
+
+    Parameters
+    ----------
+    model : PatternModel
+        With an independent background (``p_bg_rows`` None).
+    Q : array_like of shape (n, D)
+        Pattern coordinates (small).
+    b : array_like of shape (n,)
+        Biases.
+    s : float
+        Smoothing, > 0.
+
+    Returns
+    -------
+    T : ndarray of shape (n, D)
+    Tb, Ta : ndarray of shape (n,)
+
+    Notes
+    -----
+    Regime: ``|q| << s``: the error is O(|q|^3 / s^3) relative; the background part is O(|q|^2) (feature
+    improvement).
+
+    References
+    ----------
+    .. [src] seed 002 L462-484, L2200-2241 (Lemma 20); specs/emergence.md §2.6 (derived, check S6).
+    """
+    owner = "emergence.step2_expansion"
+    if model.p_bg_rows is not None:
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must have an independent background "
+                                    f"(p_bg_rows None, assumption (A2)). Got a row-dependent background.")
+    Q = check(owner, "Q", Q, FiniteArray(2, (None, model.D)))
+    b = check(owner, "b", b, FiniteArray(1, (Q.shape[0],)))
+    h, h1, h2 = window_derivs(b, s)
+    mom, k = model.moments(), model.k
+    sphi2 = np.broadcast_to(mom.sphi2, (model.D - k,))
+    QA, QB = Q[:, :k], Q[:, k:]
+    M2, M3 = model.mixed_moments(2), model.mixed_moments(3)
+    ES2 = (QB ** 2) @ sphi2
+    Eyc = QA @ mom.E_y_phi_A
+    Eyc2 = np.einsum("il,lm,im->i", QA, M2, QA)
+    p = mom.p_bar
+    Ephi3 = p * (1 - p) * (1 - 2 * p) / mom.sigt ** 3
+    TA = (mom.E_y_phi_A[None, :] * (h + 0.5 * h2 * ES2)[:, None] + h1[:, None] * (QA @ M2)
+          + 0.5 * h2[:, None] * np.einsum("il,im,jlm->ij", QA, QA, M3))
+    TB = sphi2 * QB * (h1 * mom.Ey + h2 * Eyc)[:, None] + 0.5 * h2[:, None] * QB ** 2 * mom.Ey * Ephi3
+    Tb = h * mom.Ey + h1 * Eyc + 0.5 * h2 * (Eyc2 + mom.Ey * ES2)
+    Ta = smooth_trunc_relu(b, s) * mom.Ey + h * Eyc + 0.5 * h1 * (Eyc2 + mom.Ey * ES2)
+    return np.concatenate([TA, TB], axis=1), Tb, Ta
+
+
+def two_step_limit(model, params0, s2, weighted=False):
+    r"""The ``eta^(1) -> 0`` limit of the two theory-schedule steps (closed form).
+
+    .. math:: q_i^{(2)} = a_i^{(0)}h(b_i^{(0)})\,\mathbb E[y\phi],\quad b_i^{(2)} = b_i^{(0)} + a_i^{(0)}h(b_i^{(0)})
+              \,\mathbb Ey,\quad a_i^{(2)} = \mathbb Ey\,\tilde\sigma_{s_2}(b_i^{(0)}),\qquad h = \mathrm{win}_{s_2},
+
+    with ``E[y phi] = (gamma/sigma~) 1_A`` (zero on the background). The class-weighted loss replaces ``y`` by
+    ``alpha_y y``: ``E[alpha_y y] = 0``, so ``b^(2) = b^(0)``, ``a^(2) = 0`` and ``E[alpha_y y phi_A] =
+    gamma_weighted/sigma~``.
+
+    Parameters
+    ----------
+    model : PatternModel
+    params0 : TwoLayerParams
+        Initial parameters.
+    s2 : float
+        Smoothing of step 2, > 0 (``k^{-3/2}`` in Lemma 23).
+    weighted : bool
+        Steps 1-2 on the class-weighted loss (App. F, ``variant="general"``).
+
+    Returns
+    -------
+    TwoLayerParams
+
+    Notes
+    -----
+    Regime: the theory schedule (``lambda = 1/(2 eta)`` kills at steps 1-2, ``eta^(2) = 1``) as ``eta^(1) -> 0``;
+    the finite-``eta^(1)`` correction is O(eta^(1) |a^(0)| ||T^(1)||) (:func:`step2_expansion`). For balanced
+    classes ``b^(2) = b^(0)`` and ``a^(2) = 0``.
+
+    References
+    ----------
+    .. [src] seed 002 L2200-2241 (Lemma 20, beta = h(b^(0))), L2643-2650; specs/emergence.md §2.6.
+
+    Examples
+    --------
+    >>> from popdyn.models.emergence.data import parity_mixture
+    >>> from popdyn.models.emergence.network import symmetric_init
+    >>> model = parity_mixture(20, 3, 0.5)
+    >>> p2 = two_step_limit(model, symmetric_init(model, 2), 3 ** -1.5)
+    >>> float(np.abs(p2.Q[:, 3:]).max()), float(np.abs(p2.a).max())
+    (0.0, 0.0)
+    """
+    s2 = check("emergence.two_step_limit", "s2", s2, Interval(0.0, np.inf, "neither"))
+    mom = model.moments()
+    c = params0.a * window(params0.b, s2)
+    Ey = 0.0 if weighted else mom.Ey
+    Ephi = np.zeros(model.D)
+    Ephi[:model.k] = mom.gamma_weighted / mom.sigt if weighted else mom.E_y_phi_A
+    return TwoLayerParams(c[:, None] * Ephi[None, :], params0.b + c * Ey, Ey * smooth_trunc_relu(params0.b, s2))
+
+
+def two_step_features(model, params, s=0.0, by="count"):
+    r"""The feature table of a first layer in the class-relevant span: ``F[r, i] = sigma~_s(<q_i, phi^(r)> + b_i)``.
+
+    For ``q_i = alpha_i 1_A`` (the two-step limit, :func:`two_step_limit`) the feature depends on the count only:
+
+    .. math:: F_i(c) = \tilde\sigma_s\Big(\alpha_i\frac{c-\mu_A}{\tilde\sigma} + b_i\Big),\quad c = 0..k,
+              \qquad \text{two steps: } \alpha_i = a_i^{(0)}h(b_i^{(0)})\frac{\gamma}{\tilde\sigma}.
+
+    Parameters
+    ----------
+    model : PatternModel
+    params : TwoLayerParams
+        With ``Q[:, k:] = 0`` (the features see no background).
+    s : float
+        Smoothing of the feature (0: the truncated ReLU of stage 3).
+    by : {"count", "support"}
+        Rows: the counts 0..k (needs ``q_i`` constant on A) or the A-support rows.
+
+    Returns
+    -------
+    ndarray of shape (k + 1, n) or (R, n)
+
+    Notes
+    -----
+    Regime: the background block of ``Q`` exactly 0 (else InvalidParameterError: the features would be random
+    given the A block).
+
+    References
+    ----------
+    .. [src] seed 002 L462-484; specs/emergence.md §2.6, §2.7.
+    """
+    owner = "emergence.two_step_features"
+    by = check(owner, "by", by, Options(("count", "support")))
+    s = check(owner, "s", s, _S)
+    k, Q = model.k, params.Q
+    if np.any(Q[:, k:] != 0.0):
+        raise InvalidParameterError(f"The 'params' parameter of {owner} must have a zero background block Q[:, k:] "
+                                    f"(features of the class-relevant span). Got max |Q[:, k:]| = "
+                                    f"{np.abs(Q[:, k:]).max():.3g} instead.")
+    if by == "support":
+        return smooth_trunc_relu(model.phi_A() @ Q[:, :k].T + params.b, s)
+    alpha = Q[:, :k].mean(1)
+    if np.any(np.abs(Q[:, :k] - alpha[:, None]) > 1e-12 * np.abs(Q[:, :k]).max(initial=0.0)):
+        raise InvalidParameterError(f"The 'params' parameter of {owner} must have rows constant on A for "
+                                    f"by='count' (q_i = alpha_i 1_A). Use by='support'.")
+    mom = model.moments()
+    return smooth_trunc_relu(np.outer((np.arange(k + 1) - mom.mu_A) / mom.sigt, alpha) + params.b, s)

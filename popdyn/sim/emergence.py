@@ -1,0 +1,680 @@
+"""Feature emergence from input structure (seed 002): the two-layer network trained on finite samples in torch.
+
+Public names
+------------
+smooth_trunc_relu, window
+    Torch twins of the smoothed truncated ReLU ``E sigma(z + s xi)`` and its derivative ``win_s`` (spec §1.3).
+sample
+    Finite samples of a pattern model, batched over seeds: ``phi~`` (0/1), labels, optionally class-balanced,
+    optionally with the input structure removed (assumption A1').
+train
+    ``train(model, *, m, method, schedule, ...)`` -> :class:`popdyn.results.Simulation`: the three-stage schedule
+    on n samples (full batch in steps 1-2, mini-batches after), in pattern coordinates or in R^d with a
+    dictionary M, with the baselines of spec §4 (random features, NTK, one step, two step, no structure); all
+    seeds batched on one device.
+
+The network is ``g(x) = sum_i a_i sigma_s(<w_i, x> + b_i)`` with the smoothed truncated ReLU (the injected
+neuron noise xi ~ N(0, s^2) integrated out, spec §1.3), the hinge loss and the regulariser
+``lam_a a_i^2 + lam_w ||w_i||^2`` (biases free). Gradients are written out (spec §1.3, eqs. (A.19)-(A.21)) with
+the hinge indicator ``1[y g <= 1]`` as in the paper; the tests hold them against torch autograd. Inputs are
+``x = M phi`` with ``phi = (phi~ - E phi~)/sigma~`` (spec §1.1); in pattern coordinates M = I_D, and in R^d the
+pre-activations are computed as ``<M^T w, phi>`` (exact, since x lies in span M) while w keeps its d
+coordinates, so the part of w outside span M is carried and decays as the regulariser dictates. See
+specs/emergence.md §1.3-1.4, §4 and §7.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validate import Integer, Interval, InvalidParameterError, Options, as_int, check
+from ..api import simulate as _api_simulate
+from ..models.emergence.data import no_structure, random_dictionary
+from ..models.emergence.problem import Problem
+from ..models.emergence.schedule import theory_schedule
+from ..results import Simulation
+from ._torch import make_generator, progress, resolve_device, resolve_dtype, standard_normal_, to_numpy
+
+__all__ = ["smooth_trunc_relu", "window", "sample", "train", "simulate", "METHODS"]
+
+_OWNER = "emergence.train"
+_BOOL = Options((True, False))
+_NONNEG = Interval(0, np.inf, closed="left")
+_POS = Interval(0, np.inf, closed="neither")
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+#: method -> (structure kept, full-batch schedule steps before the last stage, layers trained in the last stage,
+#:            linearised at init)
+METHODS = {
+    "network": (True, 2, ("W", "b", "a"), False),
+    "no_structure": (False, 2, ("W", "b", "a"), False),
+    "one_step": (True, 1, ("a",), False),
+    "two_step": (True, 2, ("a",), False),
+    "rf": (True, 0, ("a",), False),
+    "ntk": (True, 0, ("W", "b", "a"), True),
+}
+
+
+# ---- activation ---------------------------------------------------------------------------------------------------
+
+def _ramp(u, s):
+    """``r_s(u) = E relu(u + s xi) = u Phi(u/s) + s phi(u/s)``."""
+    v = u / s
+    return u * torch.special.ndtr(v) + s * _INV_SQRT_2PI * torch.exp(-0.5 * v * v)
+
+
+def smooth_trunc_relu(z, s):
+    r"""Smoothed truncated ReLU on a tensor: :math:`\tilde\sigma_s(z) = r_s(z) - r_s(z-1)`, :math:`s = 0` the clamp.
+
+    .. math:: \tilde\sigma_s(z) = \mathbb E\,\min(1,\max(0, z + s\xi)),\quad
+              r_s(u) = u\,\Phi(u/s) + s\,\varphi(u/s),\ \xi\sim\mathcal N(0,1)
+
+    Parameters
+    ----------
+    z : torch.Tensor
+        Pre-activations.
+    s : float
+        Noise level sigma_xi ``>= 0`` (not validated here; :func:`train` does).
+
+    Returns
+    -------
+    torch.Tensor
+        Same shape as ``z``, values in [0, 1].
+
+    Notes
+    -----
+    Regime: any z; torch twin of :func:`popdyn.models.emergence.smooth_trunc_relu`.
+
+    References
+    ----------
+    .. [src] seed 002 L214-256 (eq. (3)); specs/emergence.md §1.3, §2.2.
+
+    Examples
+    --------
+    >>> z = torch.tensor([-0.3, 0.5, 1.4], dtype=torch.float64)
+    >>> (smooth_trunc_relu(z, 0.2) + smooth_trunc_relu(1 - z, 0.2)).round(decimals=12).tolist()   # symmetry
+    [1.0, 1.0, 1.0]
+    """
+    if s == 0:
+        return torch.clamp(z, 0.0, 1.0)
+    return _ramp(z, s) - _ramp(z - 1.0, s)
+
+
+def window(z, s):
+    r"""Derivative of the smoothed truncated ReLU: :math:`\mathrm{win}_s(z) = \Pr[z + s\xi \in (0, 1)]`.
+
+    .. math:: \mathrm{win}_s(z) = \Phi\big(\tfrac{1-z}{s}\big) - \Phi\big(\tfrac{-z}{s}\big),
+              \qquad \mathrm{win}_0(z) = \mathbb 1[0 < z < 1]
+
+    Parameters
+    ----------
+    z : torch.Tensor
+        Pre-activations.
+    s : float
+        Noise level ``>= 0``.
+
+    Returns
+    -------
+    torch.Tensor
+        Same shape as ``z``, values in [0, 1].
+
+    Notes
+    -----
+    Regime: any z; at s = 0 the open interval of the paper (the kinks get 0).
+
+    References
+    ----------
+    .. [src] seed 002 L1473-1490 (Lemma 12); specs/emergence.md §1.3, §7.
+
+    Examples
+    --------
+    >>> window(torch.tensor([0.0, 0.5, 1.0]), 0.0).tolist()
+    [0.0, 1.0, 0.0]
+    """
+    if s == 0:
+        return ((z > 0) & (z < 1)).to(z.dtype)
+    return torch.special.ndtr((1.0 - z) / s) - torch.special.ndtr(-z / s)
+
+
+# ---- data ---------------------------------------------------------------------------------------------------------
+
+def sample(model, seeds, n, seed, *, balanced=False, stream=0, dtype=torch.float64, device="cpu"):
+    """Pattern-coordinate samples ``phi`` (seeds, n, D) and labels y (seeds, n) of ``model``, one seed per row.
+
+    Replicate s draws ``model.sample(n, rng, balanced=balanced)`` (:meth:`popdyn.models.emergence.PatternModel.sample`)
+    with ``rng`` seeded by (seed, s, stream): the training set is stream 0 and the test set stream 1, so they are
+    independent and each is reproducible on its own.
+    """
+    X, Y = [], []
+    for s in range(seeds):
+        rng = np.random.default_rng(np.random.SeedSequence([seed, s, stream]))
+        x, y, _ = model.sample(n, rng, balanced=balanced)
+        X.append(x)
+        Y.append(y)
+    return (torch.as_tensor(np.stack(X), dtype=dtype, device=device),
+            torch.as_tensor(np.stack(Y), dtype=dtype, device=device))
+
+
+# ---- network ------------------------------------------------------------------------------------------------------
+
+class _Data:
+    """One device-resident sample set: pattern coordinates phi (seeds, n, D), labels (seeds, n), dictionary M."""
+
+    def __init__(self, phi, y, M):
+        self.phi, self.y, self.M = phi, y, M
+
+    def inputs(self, rows):
+        """phi of ``rows``: a slice, or (seeds, b) indices (one mini-batch per seed)."""
+        if isinstance(rows, slice):
+            return self.phi[:, rows]
+        return torch.gather(self.phi, 1, rows[..., None].expand(-1, -1, self.phi.shape[2]))
+
+    def labels(self, rows):
+        return self.y[:, rows] if isinstance(rows, slice) else torch.gather(self.y, 1, rows)
+
+
+def _pattern_weights(W, M):
+    """Pattern coordinates ``Q = W M`` (seeds, 2m, D) of first-layer rows W in R^d (M None: W itself)."""
+    return W if M is None else W @ M
+
+
+def _forward(phi, P, P0, M, s):
+    """Output g (seeds, b), the coefficient ``a_i win_s(z_i)`` of the W and b gradients and the features sigma_s(z).
+
+    ``P0`` (the initial parameters) makes the network its linearisation at init (NTK): the activation pattern and
+    the features stay those of ``P0`` and g is affine in ``P - P0``.
+    """
+    src = P if P0 is None else P0
+    Z = phi @ _pattern_weights(src["W"], M).mT + src["b"][:, None, :]
+    F, coef = smooth_trunc_relu(Z, s), window(Z, s) * src["a"][:, None, :]
+    if P0 is None:
+        return F @ P["a"][..., None], coef, F
+    dZ = phi @ _pattern_weights(P["W"] - P0["W"], M).mT + (P["b"] - P0["b"])[:, None, :]
+    return (dZ * coef).sum(-1, keepdim=True) + F @ P["a"][..., None], coef, F     # g(P0) + <grad g(P0), P - P0>
+
+
+def _gradients(data, rows, P, P0, s, chunk, alpha=None):
+    r"""Hinge-loss gradients (no regulariser) over ``rows`` (a slice covering the full batch, or (seeds, b) indices),
+    accumulated over chunks of ``chunk`` samples; also the mean hinge loss and max |g| per seed. ``alpha``
+    (alpha_-, alpha_+) weighs each sample's loss by its class (App. F's ``E[alpha_y l]``).
+
+    .. math:: \partial_{w_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,a_i\mathrm{win}_s(z_i)\,x\big],\
+              \partial_{b_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,a_i\mathrm{win}_s(z_i)\big],\
+              \partial_{a_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,\tilde\sigma_s(z_i)\big]
+    """
+    sW, sb, sa = torch.zeros_like(P["W"]), torch.zeros_like(P["b"]), torch.zeros_like(P["a"])
+    loss = torch.zeros(P["a"].shape[0], dtype=P["a"].dtype, device=P["a"].device)
+    gmax = torch.zeros_like(loss)
+    blocks = [rows] if not isinstance(rows, slice) else [
+        slice(i, min(i + chunk, rows.stop)) for i in range(rows.start or 0, rows.stop, chunk)]
+    total = sum(_size(r) for r in blocks)
+    for r in blocks:
+        phi, y = data.inputs(r), data.labels(r)
+        g, coef, F = _forward(phi, P, P0, data.M, s)
+        yg = y * g[..., 0]
+        act = y * (yg <= 1).to(y.dtype)                                # y 1[y g <= 1], (seeds, b)
+        hinge = torch.relu(1 - yg)
+        if alpha is not None:
+            wy = torch.where(y > 0, alpha[1], alpha[0])
+            act, hinge = act * wy, hinge * wy
+        act = act[..., None]
+        G = act * coef                                                 # (seeds, b, 2m)
+        sq = G.mT @ phi                                                # (seeds, 2m, D)
+        sW += sq if data.M is None else sq @ data.M.mT                 # chain rule through Q = W M
+        sb += G.sum(1)
+        sa += (act * F).sum(1)
+        loss += hinge.sum(1)
+        gmax = torch.maximum(gmax, g[..., 0].abs().amax(1))
+    return -sW / total, -sb / total, -sa / total, loss / total, gmax
+
+
+def _size(rows):
+    return rows.stop - rows.start if isinstance(rows, slice) else rows.shape[1]
+
+
+def _update(P, grads, step, trained):
+    """``theta <- theta - eta (grad L + 2 lam theta)`` on the trained layers (biases unregularised)."""
+    gW, gb, ga = grads[:3]
+    eta = float(step.eta)
+    if "W" in trained:
+        P["W"] = (1.0 - 2.0 * eta * float(step.lam_w)) * P["W"] - eta * gW
+    if "b" in trained:
+        P["b"] = P["b"] - eta * gb
+    if "a" in trained:
+        P["a"] = (1.0 - 2.0 * eta * float(step.lam_a)) * P["a"] - eta * ga
+    return P
+
+
+def _symmetric_init(seeds, m, M, D, k, scales, gen, dtype, device):
+    """w_i ~ N(0, sigma_w^2 I), b_i ~ N(0, sigma_b^2), a_i ~ N(0, sigma_a^2) for i <= m, then the mirror
+    (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 (seed 002 L262-266).
+
+    The pattern coordinates ``M^T w`` are drawn first, then b and a, then (in R^d) the part of w orthogonal to
+    span M: a run in R^d has the very pattern-coordinate init of the run in pattern coordinates with the same seed.
+    """
+    draw = lambda *shape: standard_normal_(torch.empty(shape, dtype=torch.float64, device=device), gen)
+    if np.ndim(scales[0]) == 2:         # fixed parameters: their first m neurons, mirrored
+        W, b, a = (torch.tensor(v[:m], dtype=torch.float64, device=device).expand(seeds, *v[:m].shape)
+                   for v in scales)
+        sw = 1.0 / k                     # the part outside span M (in R^d) at the paper's sigma_w
+    else:
+        sw, sb, sa = scales
+        W, b, a = sw * draw(seeds, m, D), sb * draw(seeds, m), sa * draw(seeds, m)
+    if M is not None:
+        M64 = M.to(torch.float64)
+        G = sw * draw(seeds, m, M.shape[0])
+        W = W @ M64.T + G - (G @ M64) @ M64.T
+    return {"W": torch.cat([W, W], 1).to(dtype), "b": torch.cat([b, b], 1).to(dtype),
+            "a": torch.cat([a, -a], 1).to(dtype)}
+
+
+# ---- options ------------------------------------------------------------------------------------------------------
+
+_STEP_FIELDS = (("eta", _POS), ("lam_a", _NONNEG), ("lam_w", _NONNEG), ("s", _NONNEG))
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One step's hyperparameters: step size, weight decays of a and w, smoothing sigma_xi."""
+    eta: float
+    lam_a: float
+    lam_w: float
+    s: float
+    weighted: bool = False
+
+
+def _schedule(model, m, schedule, lr, lam):
+    """The schedule as a list of :class:`_Step` (>= 3 entries: steps 1, 2 and the last stage), with the last-stage
+    overrides ``lr`` and ``lam`` applied from the third entry on."""
+    if schedule is None:
+        schedule = theory_schedule(model, m)
+    try:
+        entries = list(schedule)
+    except TypeError:
+        entries = None
+    if entries is None or len(entries) < 3:
+        raise InvalidParameterError(
+            f"The 'schedule' parameter of {_OWNER} must be None (theory_schedule(model, m)) or a sequence of at least "
+            f"3 steps with attributes eta, lam_a, lam_w, s (steps 1, 2 and the last stage). Got {schedule!r} instead.")
+    steps = []
+    for i, e in enumerate(entries):
+        vals = {}
+        for name, c in _STEP_FIELDS:
+            v = getattr(e, name, None) if not isinstance(e, dict) else e.get(name)
+            vals[name] = check(_OWNER, f"schedule[{i}].{name}", v, c)
+        vals["weighted"] = bool(check(_OWNER, f"schedule[{i}].weighted", getattr(e, "weighted", False) if not
+                                      isinstance(e, dict) else e.get("weighted", False), _BOOL))
+        if i >= 2 and lr is not None:
+            vals["eta"] = lr
+        if i >= 2 and lam is not None:
+            vals["lam_a"] = vals["lam_w"] = lam
+        steps.append(_Step(**vals))
+    return steps
+
+
+def _step_at(schedule, t, full):
+    """Hyperparameters of step t (1-based): the schedule's own entry in the full-batch steps, the last-stage
+    entries (index >= 2) after them."""
+    return schedule[min(t - 1 if t <= full else max(t - 1, 2), len(schedule) - 1)]
+
+
+def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, test, eval_samples, record_every,
+           init, chunk, progress_bar):
+    opts = {"m": as_int(_OWNER, "m", m, 1), "method": check(_OWNER, "method", method, Options(tuple(METHODS))),
+            "n": as_int(_OWNER, "n", n, 2), "steps": as_int(_OWNER, "steps", steps, 0),
+            "seeds": as_int(_OWNER, "seeds", seeds, 1), "seed": as_int(_OWNER, "seed", seed, 0, 2**63 - 1),
+            "balanced": check(_OWNER, "balanced", balanced, _BOOL),
+            "coords": check(_OWNER, "coords", coords, Options(("pattern", "input"))),
+            "test": as_int(_OWNER, "test", test, 1), "chunk": as_int(_OWNER, "chunk", chunk, 1),
+            "progress_bar": check(_OWNER, "progress_bar", progress_bar, _BOOL)}
+    opts["batch"] = as_int(_OWNER, "batch", batch, 1, opts["n"])
+    opts["eval_samples"] = as_int(_OWNER, "eval_samples", min(opts["n"], 10_000) if eval_samples is None
+                                  else eval_samples, 1, opts["n"])
+    opts["record_every"] = as_int(_OWNER, "record_every", max(1, opts["steps"] // 20) if record_every is None
+                                  else record_every, 1)
+    D = int(model.D)
+    M = getattr(model, "M", None)
+    if opts["coords"] == "input":
+        d_model = getattr(model, "d", None) if M is None else np.asarray(M).shape[0]
+        opts["d"] = as_int(_OWNER, "d", d if d is not None else d_model, D)
+        if M is not None and opts["d"] != np.asarray(M).shape[0]:
+            raise InvalidParameterError(f"The 'd' parameter of {_OWNER} must equal the rows of the model's dictionary "
+                                        f"M ({np.asarray(M).shape[0]}). Got {d!r} instead.")
+    elif d is not None:
+        raise InvalidParameterError(f"The 'd' parameter of {_OWNER} must be None with coords='pattern' (inputs are "
+                                    f"the D = {D} pattern coordinates). Got {d!r} instead.")
+    opts["init"] = _check_init(init, opts["m"], D)
+    return opts
+
+
+def _check_init(init, m, D):
+    """None, three positive scales, or fixed parameters (Q (2m, D), b, a) shared by every seed."""
+    if init is None:
+        return None
+    if all(hasattr(init, f) for f in ("Q", "b", "a")):
+        Q, b, a = (np.asarray(getattr(init, f), dtype=np.float64) for f in ("Q", "b", "a"))
+        if Q.shape != (2 * m, D) or b.shape != (2 * m,) or a.shape != (2 * m,) or not all(
+                np.all(np.isfinite(v)) for v in (Q, b, a)):
+            raise InvalidParameterError(f"The 'init' parameter of {_OWNER} must hold finite Q of shape (2m, D) = "
+                                        f"({2 * m}, {D}) and b, a of shape ({2 * m},). Got {init!r} instead.")
+        return Q, b, a
+    try:
+        scales = tuple(init)
+    except TypeError:
+        scales = ()
+    if len(scales) != 3:
+        raise InvalidParameterError(f"The 'init' parameter of {_OWNER} must be None, (sigma_w, sigma_b, sigma_a) or "
+                                    f"parameters with Q, b, a (e.g. emergence.TwoLayerParams). Got {init!r} instead.")
+    return tuple(check(_OWNER, f"init[{i}]", v, _POS) for i, v in enumerate(scales))
+
+
+def _init_scales(model, init):
+    """``init`` (scales or fixed parameters), else the paper's scales sigma_w = 1/k, sigma_b = 1/k^2,
+    sigma_a = sigma~^2/(gamma k^2) (seed 002 L262-266)."""
+    if init is not None:
+        return init
+    k, mom = int(model.k), model.moments()
+    gamma = float(np.mean(mom.gamma))
+    if not (gamma > 0):
+        raise InvalidParameterError(f"The 'init' parameter of {_OWNER} must be given (sigma_w, sigma_b, sigma_a) when "
+                                    f"the model has gamma <= 0 (sigma_a = sigma~^2/(gamma k^2)). Got gamma = {gamma}.")
+    return 1.0 / k, 1.0 / k**2, float(mom.sigt) ** 2 / (gamma * k**2)
+
+
+def _dictionary(model, opts, device, dtype):
+    """M (d, D) with orthonormal columns: the model's, or ``random_dictionary(d, D, seed)``; None in pattern coords."""
+    if opts["coords"] == "pattern":
+        return None
+    M = model.M
+    if M is None:
+        M = random_dictionary(opts["d"], int(model.D), np.random.SeedSequence([opts["seed"], 2**31]))
+    return torch.as_tensor(np.asarray(M, dtype=np.float64), dtype=dtype, device=device)
+
+
+# ---- training -----------------------------------------------------------------------------------------------------
+
+def _evaluate(data, rows_eval, P, P0, chunk):
+    """Accuracy ``P[y g > 0]`` and hinge loss of the noiseless network (sigma_xi = 0, the paper's L_D) on the first
+    ``rows_eval`` samples of ``data``, per seed."""
+    correct = torch.zeros(data.y.shape[0], dtype=torch.float64, device=data.y.device)
+    loss = torch.zeros_like(correct)
+    for i in range(0, rows_eval, chunk):
+        r = slice(i, min(i + chunk, rows_eval))
+        y = data.labels(r)
+        yg = y * _forward(data.inputs(r), P, P0, data.M, 0.0)[0][..., 0]
+        correct += (yg > 0).double().sum(1)
+        loss += torch.relu(1 - yg).double().sum(1)
+    return correct / rows_eval, loss / rows_eval
+
+
+def _cos(W, M, k):
+    """max_i cos(w_i, sum_A M_j) and max_i |cos| per seed (A = the first k patterns)."""
+    Q = _pattern_weights(W, M)
+    norm = torch.linalg.vector_norm(W, dim=2)
+    c = Q[..., :k].sum(2) / (math.sqrt(k) * torch.where(norm > 0, norm, torch.ones_like(norm)))
+    return c.amax(1), c.abs().amax(1)
+
+
+class _Batches:
+    """Mini-batch row indices (seeds, batch): an independent permutation per seed and epoch, remainder dropped."""
+
+    def __init__(self, seeds, n, batch, gen, device):
+        self.seeds, self.n, self.batch, self.gen, self.device = seeds, n, batch, gen, device
+        self.perm, self.pos = None, n
+
+    def next(self):
+        if self.pos + self.batch > self.n:
+            self.perm = torch.argsort(torch.rand((self.seeds, self.n), generator=self.gen, device=self.device), dim=1)
+            self.pos = 0
+        rows = self.perm[:, self.pos:self.pos + self.batch]
+        self.pos += self.batch
+        return rows
+
+
+def _record(out, t, train, test, opts, P, P0, M, k):
+    acc, loss = _evaluate(train, opts["eval_samples"], P, P0, opts["chunk"])
+    tacc, tloss = _evaluate(test, opts["test"], P, P0, opts["chunk"])
+    cos, acos = _cos(P["W"], M, k)
+    for name, v in (("train_acc", acc), ("train_loss", loss), ("test_acc", tacc), ("test_loss", tloss),
+                    ("cos", cos), ("abs_cos", acos)):
+        out[name].append(to_numpy(v))
+    out["t"].append(t)
+
+
+def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, batch=1000, seeds=5, seed=0,
+          balanced=False, coords="pattern", d=None, lr=None, lam=None, test=10_000, eval_samples=None,
+          record_every=None, init=None, device="cpu", dtype=None, chunk=10_000, progress_bar=False):
+    r"""Train the two-layer network (or a baseline) on n samples of a pattern model: steps 1-2 full batch, then
+    mini-batches (the paper's protocol), all seeds batched.
+
+    .. math:: \theta^{(t)} = \theta^{(t-1)} - \eta^{(t)}\nabla_\theta\Big[\hat L(g^{(t-1)};\sigma_\xi^{(t)})
+              + \sum_i\lambda_a^{(t)}a_i^2 + \lambda_w^{(t)}\|w_i\|^2\Big],\qquad
+              g(x) = \sum_{i=1}^{2m}a_i\tilde\sigma_{\sigma_\xi}(\langle w_i,x\rangle+b_i)
+
+    with :math:`\hat L` the hinge loss on the full sample (steps 1-2) or on a batch, and the symmetric init
+    :math:`(w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i)` so that :math:`g^{(0)} = 0`.
+
+    Parameters
+    ----------
+    model : emergence.PatternModel
+        The data law: A-block support, its probabilities and labels, background probabilities ``p_bg``; A is the
+        first k patterns.
+    m : int
+        Half the width (2m neurons), ``>= 1``.
+    method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk"}
+        "network": steps 1-2 of the schedule on the full sample, then every layer by mini-batch SGD with the
+        last-stage hyperparameters. "no_structure": the same on ``no_structure(model)`` (A1': every pattern
+        Bernoulli(1/2), same labelling rule; train and test). "one_step" / "two_step": 1 or 2 full-batch
+        schedule steps, then the first layer and biases frozen and only ``a`` trained. "rf": the first layer
+        frozen at init, ``a`` trained for all ``steps``. "ntk": the network linearised at init (its neural
+        tangent features), all its parameters trained for all ``steps``. Every method takes ``steps`` updates.
+    schedule : sequence, optional
+        Steps with attributes (or keys) ``eta, lam_a, lam_w, s``: entries 0 and 1 are steps 1 and 2, entries
+        2, 3, ... the last stage (the last entry repeats). None: ``popdyn.models.emergence.theory_schedule(model,
+        m)`` (Lemma 23 values; spec §1.4).
+    steps : int
+        Updates T ``>= 0`` (the paper's E1: 600).
+    n : int
+        Training samples per seed (paper: 50000).
+    batch : int
+        Mini-batch size of the last stage, in [1, n] (paper: 1000); each seed reshuffles per epoch.
+    seeds : int
+        Independent runs (data, init, batches), batched on one device.
+    seed : int
+        Seed of everything drawn (data, init, dictionary, batches).
+    balanced : bool
+        Exactly n/2 training samples per class (the class-conditional laws of the model; spec §7: the population
+        limit b^(2) = b^(0) needs it). The test set is always i.i.d. from the model.
+    coords : {"pattern", "input"}
+        Train in pattern coordinates (w in R^D, M = I) or in R^d with the dictionary M.
+    d : int, optional
+        Input dimension ``>= D`` for ``coords="input"`` (default the model's); M is the model's or a random one.
+    lr, lam : float, optional
+        Override the last-stage step size and weight decay (``lam_a = lam_w = lam``): the paper does not report
+        its values (spec §4).
+    test : int
+        Fresh test samples per seed.
+    eval_samples : int, optional
+        Training samples (the first ones) on which train accuracy and loss are recorded; default min(n, 10000).
+    record_every : int, optional
+        Record every this many steps (and at steps 0, 1, 2 and T); default T/20.
+    init : tuple of 3 floats or TwoLayerParams, optional
+        Scales (sigma_w, sigma_b, sigma_a), drawn afresh per seed; default (1/k, 1/k^2, sigma~^2/(gamma k^2)) of
+        the structured model (seed 002 L262-266). Or fixed symmetric parameters (``Q`` (2m, D) in pattern
+        coordinates, ``b``, ``a``) shared by every seed, e.g. ``Problem.params0`` (in R^d the part of w outside
+        span M is drawn with sigma_w = 1/k).
+    device : str or torch.device
+        "cpu", "cuda" or "cuda:N".
+    dtype : {None, "float64", "float32"}
+        Working precision; None is float64.
+    chunk : int
+        Samples per block of the full-batch steps and of the evaluations (memory bound).
+    progress_bar : bool
+        A tqdm bar over the steps.
+
+    Returns
+    -------
+    Simulation
+        ``t`` the recorded steps; observables (seeds, len(t)): ``train_acc``, ``train_loss`` (hinge),
+        ``test_acc``, ``test_loss``, ``cos`` = max_i cos(w_i, sum_A M_j) (the paper's metric) and ``abs_cos``;
+        the parameters in pattern coordinates (Q = W M) after each full-batch step t (and at init, t = 0):
+        ``Q_t`` (seeds, 2m, D), ``b_t``, ``a_t`` (seeds, 2m); after step 1, ``g1_max`` (seeds,) = max |g^(1)|
+        over the training samples (< 1: the hinge indicator of step 2 is 1 everywhere, Lemma 19).
+
+    Notes
+    -----
+    Regime: any pattern model; the population theory (steps 1-2, spec §2.5-2.6, §2.13) is the n -> inf limit
+    of the full-batch steps. The kill steps (``lam = 1/(2 eta)``) use the factor ``1 - 2 eta lam`` as computed
+    (0 up to rounding). ``eta^(1)`` is ~1e-9 at k = 5, m = 300, so in float32 ``w^(1)`` is lost against b
+    (spec §7): keep float64 for the steps-1-2 comparisons. CUDA draws other numbers than the CPU for a seed.
+
+    References
+    ----------
+    .. [src] seed 002 L214-271 (network, init, update (4)), L2643-2650 (Lemma 23 schedule), L3479-3519 (E.1
+       protocol and baselines); specs/emergence.md §1.3-1.4, §4, §7.
+    """
+    opts = _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, test, eval_samples,
+                  record_every, init, chunk, progress_bar)
+    structure, full, trained, linear = METHODS[opts["method"]]
+    sched = _schedule(model, opts["m"], schedule, None if lr is None else check(_OWNER, "lr", lr, _POS),
+                      None if lam is None else check(_OWNER, "lam", lam, _NONNEG))
+    dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
+    scales = _init_scales(model, opts["init"])
+    if not structure:
+        model = no_structure(model)
+    start = time.perf_counter()
+    S, T, k = opts["seeds"], opts["steps"], int(model.k)
+    gen = make_generator(opts["seed"], dev)
+    p_plus = float(model.moments().p_plus)
+    alpha = (0.5 / (1.0 - p_plus), 0.5 / p_plus)
+    M = _dictionary(model, opts, dev, dt)
+    kw = dict(dtype=dt, device=dev)
+    train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M)
+    test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M)
+    P = _symmetric_init(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
+    P0 = {key: v.clone() for key, v in P.items()} if linear else None
+    batches = _Batches(S, opts["n"], opts["batch"], make_generator(int(np.random.SeedSequence(
+        [opts["seed"], 1]).generate_state(1)[0]), dev), dev)     # own stream: same batches in R^d and pattern coords
+    out = {key: [] for key in ("t", "train_acc", "train_loss", "test_acc", "test_loss", "cos", "abs_cos")}
+    extra = {}
+    record = set(range(0, T + 1, opts["record_every"])) | {t for t in (0, 1, 2, T) if t <= T}
+    bar = progress(T, opts["progress_bar"], _OWNER)
+    try:
+        with torch.inference_mode():
+            for t in range(T + 1):
+                if t > 0:
+                    step = _step_at(sched, t, full)
+                    rows = slice(0, opts["n"]) if t <= full else batches.next()
+                    grads = _gradients(train_data, rows, P, P0, step.s, opts["chunk"], alpha if step.weighted else None)
+                    if t == 2 and full >= 2:
+                        extra["g1_max"], extra["loss_step1"] = to_numpy(grads[4]), to_numpy(grads[3])
+                    P = _update(P, grads, step, ("W", "b", "a") if t <= full else trained)
+                    bar.update()
+                if t <= full:
+                    extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], train_data.M)),
+                              f"b_{t}": to_numpy(P["b"]), f"a_{t}": to_numpy(P["a"])}
+                if t in record:
+                    _record(out, t, train_data, test_data, opts, P, P0, train_data.M, k)
+    finally:
+        bar.close()
+    wall = time.perf_counter() - start
+    t_axis = np.array(out.pop("t"))
+    obs = {key: np.stack(v, axis=1) for key, v in out.items()} | extra
+    meta = {"model": repr(model), "method": opts["method"], "options": {key: v for key, v in opts.items()},
+            "schedule": [vars(e) for e in sched[:3]], "init_scales": list(scales), "device": str(dev),
+            "dtype": str(dt).replace("torch.", ""), "torch_version": torch.__version__, "seeds": S,
+            "seed": opts["seed"], "wall_time_s": wall, "steps_per_s": T / wall if wall > 0 else None,
+            "t_unit": "steps"}
+    ok = all(np.all(np.isfinite(v)) for v in obs.values())
+    return Simulation(t=t_axis, observables=obs, status=0 if ok else -1,
+                      message="" if ok else "non-finite parameters or losses: overflow; lower lr or use float64",
+                      meta=meta)
+
+
+_STAGE3 = {"all": "network", "second_layer": "two_step"}
+
+
+@_api_simulate.register(Problem)
+def simulate(problem, *, seeds=5, n=50_000, batch=1000, seed=0, balanced=False, init="problem", test=10_000,
+             eval_samples=None, record_every=None, device="cpu", dtype=None, chunk=10_000, progress_bar=False):
+    r"""``popdyn.simulate`` for :class:`~popdyn.models.emergence.Problem`: the problem's schedule on n samples.
+
+    .. math:: \theta^{(t)} = \theta^{(t-1)} - \eta^{(t)}\nabla_\theta\big[\hat L(g^{(t-1)};\sigma_\xi^{(t)})
+              + R(\theta^{(t-1)};\lambda_a^{(t)},\lambda_w^{(t)})\big],\quad t = 1..T
+
+    Runs :func:`train` with ``problem.schedule`` (T steps), on ``problem.model`` (without structure when
+    ``problem.structure`` is False), stage 3 on every layer or the second layer only (``problem.stage3``), in
+    pattern coordinates or in R^d (``problem.d``), steps 1-2 on the full sample and mini-batches after.
+
+    Parameters
+    ----------
+    problem : emergence.Problem
+    seeds : int
+        Independent sample sets (and mini-batch orders) ``>= 1``.
+    n, batch : int
+        Training samples per seed and the stage-3 batch (the paper: 50000 and 1000).
+    seed : int
+        Seed of the samples and batches (the init is the problem's unless ``init="random"``).
+    balanced : bool
+        Exactly n/2 training samples per class (spec §2.13(b)).
+    init : {"problem", "random"}
+        "problem": every seed starts at ``problem.params0``, the init of ``popdyn.predict`` (the seeds then vary
+        the samples only); "random": a fresh init per seed at the paper's scales.
+    test, eval_samples, record_every, device, dtype, chunk, progress_bar
+        As in :func:`train`.
+
+    Returns
+    -------
+    Simulation
+        ``t`` in [2, T] (the stage-3 axis of ``predict``); with ``popdyn.predict``'s names: ``loss`` and
+        ``error`` (test hinge loss and ``P[y g <= 0]`` of the noiseless network, (seeds, len(t))),
+        ``cos_step1``, ``cos_step2`` (``max_i |cos(q_i, 1_A)|`` after steps 1 and 2, (seeds,)), ``loss_step1``
+        (training hinge of ``g^(1)`` at ``sigma_xi^(2)``); and ``train_loss``, ``train_error``, ``cos`` (the
+        paper's signed max cosine over time, in R^d with the part outside span M), ``g1_max`` (max |g^(1)| on
+        the training set; the population certificate of ``predict`` bounds it), ``Q_t``, ``b_t``, ``a_t``
+        (t = 0, 1, 2).
+
+    Notes
+    -----
+    Regime: the finite-n twin of ``predict``: steps 1-2 converge to the population steps at rate n^{-1/2}
+    (spec §2.13); stage 3 is mini-batch SGD where the theory is full population GD.
+
+    References
+    ----------
+    .. [src] seed 002 L214-271, L3479-3519; specs/emergence.md §1.4, §2.13, §4.
+
+    Examples
+    --------
+    >>> import popdyn
+    >>> from popdyn.models.emergence.problem import Problem
+    >>> sim = popdyn.simulate(Problem(D=12, k=3, m=4, T=6), seeds=2, n=2000, batch=100, test=500)
+    >>> sim.t.tolist(), sim["error"].shape, bool(sim["cos_step2"].min() > 0.99)
+    ([2, 3, 4, 5, 6], (2, 5), True)
+    """
+    owner = "emergence.simulate"
+    if not isinstance(problem, Problem):
+        raise InvalidParameterError(f"The 'problem' parameter of {owner} must be an emergence.Problem. "
+                                    f"Got {problem!r} instead.")
+    init = check(owner, "init", init, Options(("problem", "random")))
+    sim = train(problem.model, m=problem.m, method=_STAGE3[problem.stage3], schedule=problem.schedule,
+                steps=problem.T, n=n, batch=batch, seeds=seeds, seed=seed, balanced=balanced,
+                coords="pattern" if problem.d is None else "input", d=problem.d, test=test,
+                eval_samples=eval_samples, record_every=record_every,
+                init=problem.params0 if init == "problem" else _init_scales(problem.structured_model, None),
+                device=device, dtype=dtype, chunk=chunk, progress_bar=progress_bar)
+    keep = sim.t >= 2
+    obs = sim.observables
+    k = problem.k
+    cos = {f"cos_step{t}": np.abs(obs[f"Q_{t}"][..., :k].sum(-1) / (np.sqrt(k) * np.maximum(
+        np.linalg.norm(obs[f"Q_{t}"], axis=-1), np.finfo(float).tiny))).max(-1) for t in (1, 2)}
+    new = {"loss": obs["test_loss"][:, keep], "error": 1.0 - obs["test_acc"][:, keep],
+           "train_loss": obs["train_loss"][:, keep], "train_error": 1.0 - obs["train_acc"][:, keep],
+           "cos": obs["cos"][:, keep]} | cos
+    new |= {key: obs[key] for key in ("loss_step1", "g1_max", "Q_0", "b_0", "a_0", "Q_1", "b_1", "a_1", "Q_2",
+                                      "b_2", "a_2")}
+    meta = sim.meta | {"problem": repr(problem), "init": init}
+    return Simulation(t=sim.t[keep], observables=new, status=sim.status, message=sim.message, meta=meta)

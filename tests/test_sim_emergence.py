@@ -1,0 +1,309 @@
+"""popdyn.sim.emergence: the written-out gradients against torch autograd (network, NTK linearisation, class
+weights, R^d), the activation against emcore's numpy one, the full-batch step 1 against the exact population
+correlations (enumeration at D = 12, Fourier at D = 100) within a stated z, the step-2 alignment and bias shift
+against the finite-sample formulas of spec §2.13, R^d = pattern coordinates, reproducibility, popdyn.simulate
+with predict's names, option errors naming the option, CUDA (skipped without a GPU)."""
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import popdyn  # noqa: E402
+from popdyn._validate import InvalidParameterError  # noqa: E402
+from popdyn.models.emergence import activation as act_np  # noqa: E402
+from popdyn.models.emergence import no_structure, parity_mixture, random_dictionary  # noqa: E402
+from popdyn.models.emergence.correlations import neuron_correlations  # noqa: E402
+from popdyn.models.emergence.network import symmetric_init  # noqa: E402
+from popdyn.models.emergence.predict import Problem  # noqa: E402  (registers popdyn.predict)
+from popdyn.models.emergence.schedule import Step, theory_schedule  # noqa: E402
+from popdyn.sim import emergence as se  # noqa: E402
+
+SMALL = parity_mixture(12, 3, 0.5)
+E1 = parity_mixture(100, 5, 0.5)
+
+
+def _params(seeds, n_neurons, p, rng, scale_a=3.0):
+    """Generic (not symmetric) parameters, so that g != 0 and the hinge indicator takes both values."""
+    t = lambda *shape, sd=1.0: torch.tensor(sd * rng.standard_normal(shape))
+    return {"W": t(seeds, n_neurons, p, sd=0.5), "b": t(seeds, n_neurons, sd=0.3) + 0.3,
+            "a": t(seeds, n_neurons, sd=scale_a)}
+
+
+def _reference_loss(X, y, P, s, weights=None):
+    """Mean hinge of g(x) = sum_i a_i sigma_s(<w_i, x> + b_i), written directly (autograd differentiates it)."""
+    g = (se.smooth_trunc_relu(X @ P["W"].mT + P["b"][:, None, :], s) * P["a"][:, None, :]).sum(-1)
+    h = torch.relu(1 - y * g)
+    return (h if weights is None else h * weights).mean(1).sum()
+
+
+def _autograd(X, y, P, s, weights=None):
+    Q = {k: v.clone().requires_grad_(True) for k, v in P.items()}
+    _reference_loss(X, y, Q, s, weights).backward()
+    return [Q[k].grad for k in ("W", "b", "a")]
+
+
+# ---- activation -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("s", [0.0, 3**-1.5, 0.05, 1.0])
+def test_activation_equals_emcore_and_window_is_its_derivative(s):
+    z = np.linspace(-2.0, 3.0, 1001) + 1e-3          # off the kinks 0 and 1 (s = 0: one-sided derivatives)
+    zt = torch.tensor(z, requires_grad=True)
+    f = se.smooth_trunc_relu(zt, s)
+    # 1e-14: the same closed form in numpy (scipy ndtr) and torch, |values| <= 1
+    np.testing.assert_allclose(f.detach().numpy(), act_np.smooth_trunc_relu(z, s), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(se.window(zt.detach(), s).numpy(), act_np.window(z, s), rtol=0, atol=1e-14)
+    f.sum().backward()
+    # 1e-12: autograd of r_s(z) - r_s(z - 1) cancels u phi(u/s)/s terms of size <= 3/s in float64
+    np.testing.assert_allclose(zt.grad.numpy(), se.window(zt.detach(), s).numpy(), rtol=0, atol=1e-12)
+
+
+# ---- gradients ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("s", [0.0, 0.1])
+@pytest.mark.parametrize("coords", ["pattern", "input"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gradients_equal_autograd(s, coords, weighted):
+    rng = np.random.default_rng(1)
+    S, n, D, d = 2, 400, 12, 20
+    phi, y = se.sample(SMALL, S, n, 3)
+    M = torch.tensor(random_dictionary(d, D, 4)) if coords == "input" else None
+    P = _params(S, 6, D if M is None else d, rng)
+    alpha = (0.5 / 0.4, 0.5 / 0.6) if weighted else None
+    gW, gb, ga, loss, gmax = se._gradients(se._Data(phi, y, M), slice(0, n), P, None, s, chunk=150, alpha=alpha)
+    X = phi if M is None else phi @ M.T
+    w = torch.where(y > 0, alpha[1], alpha[0]) if weighted else None
+    refs = _autograd(X, y, P, s, w)
+    margins = y * (se.smooth_trunc_relu(X @ P["W"].mT + P["b"][:, None, :], s) @ P["a"][..., None])[..., 0]
+    assert 0.05 < float((margins > 1).double().mean()) < 0.95       # the indicator takes both values
+    for got, ref in zip((gW, gb, ga), refs):
+        # 1e-12: float64 sums of 400 terms of size <= 10 in another order (chunks of 150)
+        np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=0, atol=1e-12)
+    ref_loss = torch.relu(1 - margins) * (1 if w is None else w)
+    np.testing.assert_allclose(loss.numpy(), ref_loss.mean(1).numpy(), rtol=1e-13)
+    np.testing.assert_allclose(gmax.numpy(), (margins * y).abs().amax(1).numpy(), rtol=1e-13)
+
+
+def test_ntk_is_the_linearisation_at_init():
+    rng = np.random.default_rng(2)
+    S, n, D = 1, 300, 12
+    phi, y = se.sample(SMALL, S, n, 5)
+    P0 = _params(S, 5, D, rng, scale_a=1.0)
+    dP = _params(S, 5, D, rng, scale_a=1.0)
+    s = 0.2
+    g_at = lambda P: se._forward(phi, P, None, None, s)[0][..., 0]
+    # g_lin(P0 + e dP) - g(P0 + e dP) = O(e^2): halving e divides the gap by 4
+    gaps = []
+    for eps in (1e-2, 5e-3):
+        P = {k: P0[k] + eps * dP[k] for k in P0}
+        gaps.append(float((se._forward(phi, P, P0, None, s)[0][..., 0] - g_at(P)).abs().max()))
+    assert gaps[0] / gaps[1] == pytest.approx(4.0, rel=0.05)      # 5 %: the O(e^3) term at e = 1e-2
+    # the NTK gradient is autograd of the jvp-linearised network
+    P = {k: P0[k] + 0.3 * dP[k] for k in P0}
+    theta = {k: v.clone().requires_grad_(True) for k, v in P.items()}
+    _, jvp = torch.func.jvp(lambda W, b, a: g_at({"W": W, "b": b, "a": a}), (P0["W"], P0["b"], P0["a"]),
+                            tuple(theta[k] - P0[k] for k in ("W", "b", "a")))
+    torch.relu(1 - y * (g_at(P0) + jvp)).mean(1).sum().backward()
+    got = se._gradients(se._Data(phi, y, None), slice(0, n), P, P0, s, chunk=1000)
+    lin = se._forward(phi, P, P0, None, s)[0][..., 0]
+    np.testing.assert_allclose(lin.numpy(), (g_at(P0) + jvp).detach().numpy(), rtol=0, atol=1e-12)
+    for g_, key in zip(got[:3], ("W", "b", "a")):
+        # 1e-12: float64 sums of 300 terms of size <= 5
+        np.testing.assert_allclose(g_.numpy(), theta[key].grad.numpy(), rtol=0, atol=1e-12)
+
+
+# ---- step 1 against the population ------------------------------------------------------------------------------
+
+def _step1_z(model, m, n, method, scale=False):
+    """z-scores of the finite-sample step-1 correlations T^ = q^(1)/(eta1 a0), T^_b, T^_a against the exact ones."""
+    sched = theory_schedule(model, 300, T=3)              # the paper's m = 300 schedule on a narrower network
+    p0 = symmetric_init(model, m, seed=1)
+    sim = se.train(model, m=m, schedule=sched, steps=1, n=n, seeds=1, init=p0, test=10, eval_samples=10,
+                   balanced=False)
+    eta, s = sched[0].eta, sched[0].s
+    a0 = p0.a[:m]
+    That = sim["Q_1"][0, :m] / (eta * a0[:, None])
+    Tb_hat = (sim["b_1"][0, :m] - p0.b[:m]) / (eta * a0)
+    Ta_hat = (sim["a_1"][0, :m] - a0) / eta
+    T, Tb, Ta, _ = neuron_correlations(model, p0.Q[:m], p0.b[:m], s, method=method)
+    # per-sample standard deviations from an independent sample of the same law (seed 99)
+    X, y, _ = model.sample(200_000, 99)
+    Z = X @ p0.Q[:m].T + p0.b[:m]
+    win = act_np.window(Z, s)
+    sd_T = np.sqrt(np.einsum("ni,nj->ij", win**2, X**2) / len(y) - (np.einsum("n,ni,nj->ij", y, win, X) / len(y))**2)
+    sd_b = (y[:, None] * win).std(0)
+    sd_a = (y[:, None] * act_np.smooth_trunc_relu(Z, s)).std(0)
+    se_T = sd_T / np.sqrt(n)
+    z = ((That - T) / se_T, (Tb_hat - Tb) / (sd_b / np.sqrt(n)), (Ta_hat - Ta) / (sd_a / np.sqrt(n)))
+    return z + (T / se_T,) if scale else z
+
+
+def _assert_gaussian(z):
+    """max |z| < 4.5 over the N coordinates and sum z^2 within N +- 4 sqrt(2N) (spec §4.0 C1)."""
+    z = np.ravel(z)
+    N = z.size
+    assert np.abs(z).max() < 4.5, np.abs(z).max()
+    assert abs((z**2).sum() - N) < 4 * math.sqrt(2 * N), ((z**2).sum(), N)
+
+
+def test_step1_equals_exact_population_correlations_by_enumeration():
+    zT, zb, za = _step1_z(SMALL, m=8, n=100_000, method="enumerate")
+    _assert_gaussian(zT)
+    _assert_gaussian(np.concatenate([zb, za]))
+
+
+def test_step1_equals_fourier_correlations_at_paper_size():
+    # spec §4.0 C1: D = 100, k = 5, p_o = 1/2, s = k^-3/2, n = 50000 (the paper's full batch), 6 neurons
+    zT, zb, za = _step1_z(E1, m=6, n=50_000, method="fourier")
+    _assert_gaussian(zT)
+    _assert_gaussian(np.concatenate([zb, za]))
+
+
+def test_a_wrong_population_fails_the_step1_check():
+    # falsification: a 10 % error in T (the size of neglecting the background window, beta = W(b) vs h(b)) fails
+    zT, _, _, T_over_se = _step1_z(SMALL, m=8, n=100_000, method="enumerate", scale=True)
+    with pytest.raises(AssertionError):
+        _assert_gaussian(zT - 0.1 * T_over_se)
+
+
+# ---- step 2: finite-sample predictions of spec §2.13 --------------------------------------------------------------
+
+def _predicted_one_minus_cos(model, n):
+    """tr(P_perp Sigma) / (2 n ||E y phi||^2), Sigma = Cov(y phi), P_perp = I - v v^T, v = 1_A/sqrt(k) (§2.13(a))."""
+    mom, k = model.moments(), model.k
+    Eyphi2 = float(np.sum(mom.E_y_phi_A ** 2))
+    var_c = float(model.A_probs @ (model.A_support.sum(1) - mom.mu_A) ** 2)     # Var(sum_A phi~)
+    vSv = var_c / (k * mom.sigt**2) - Eyphi2                                    # v^T Sigma v
+    trS = 1.0 - Eyphi2                                                          # E||phi||^2 = 1
+    return (trS - vSv) / (2 * n * Eyphi2)
+
+
+def test_step2_alignment_and_bias_shift_match_section_2_13():
+    n, seeds, m = 20_000, 6, 4
+    sched = theory_schedule(E1, 300, T=3)
+    sim = se.train(E1, m=m, schedule=sched, steps=2, n=n, seeds=seeds, seed=7, test=10, eval_samples=10)
+    Q2 = sim["Q_2"]
+    cos = np.abs(Q2[..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(Q2, axis=-1))).max(-1)
+    pred = _predicted_one_minus_cos(E1, n)
+    # 25 %: per seed 1 - cos is a scaled chi^2 with ~D - 1 = 99 dof (relative SD 0.14); 6 seeds: SE 0.06, ~4 SE
+    assert np.mean(1 - cos) == pytest.approx(pred, rel=0.25)
+    # (b): b^(2) - b^(1) = a^(1) h(b^(1)) E^[y] + O(eta^(1)), E^[y] of the very samples (stream 0)
+    _, y = se.sample(E1, seeds, n, 7)
+    h = act_np.window(sim["b_1"], sched[1].s)
+    shift_pred = sim["a_1"] * h * y.numpy().mean(1)[:, None]
+    shift = sim["b_2"] - sim["b_1"]
+    assert np.corrcoef(shift.ravel(), shift_pred.ravel())[0, 1] > 0.999
+    # 2e-3: the O(eta^(1)) remainder relative to a shift of size sigma_a n^-1/2 ~ 0.03
+    np.testing.assert_allclose(shift, shift_pred, rtol=0, atol=2e-3 * np.abs(shift_pred).max())
+
+
+def test_balanced_samples_keep_the_bias():
+    sched = theory_schedule(E1, 300, T=3)
+    sim = se.train(E1, m=4, schedule=sched, steps=2, n=4000, seeds=2, balanced=True, test=10, eval_samples=10)
+    # spec §4.0 C4: |b^(2) - b^(0)| <= 1e-6 with exact class balance
+    assert np.abs(sim["b_2"] - sim["b_0"]).max() <= 1e-6
+    _, y = se.sample(E1, 2, 4000, 0, balanced=True)
+    assert (y > 0).sum(1).tolist() == [2000, 2000]
+
+
+# ---- coordinates, reproducibility, methods ------------------------------------------------------------------------
+
+def _quick(model=SMALL, **kw):
+    args = dict(m=4, schedule=theory_schedule(model, 4, T=3), steps=8, n=1000, batch=100, seeds=2, test=300,
+                record_every=2, lr=0.05)
+    return se.train(model, **(args | kw))
+
+
+def test_input_coordinates_reproduce_pattern_coordinates():
+    pat, inp = _quick(), _quick(coords="input", d=30)
+    for t in (0, 1, 2):
+        # 1e-10: the same float64 steps through M (d = 30) and back
+        np.testing.assert_allclose(inp[f"Q_{t}"], pat[f"Q_{t}"], rtol=0, atol=1e-10 * np.abs(pat[f"Q_{t}"]).max())
+    np.testing.assert_allclose(inp["test_loss"], pat["test_loss"], rtol=1e-9)
+    assert np.all(inp["cos"][:, 0] < pat["cos"][:, 0])         # at init the part outside span M lowers the cosine
+
+
+def test_same_seed_same_numbers_other_seed_other_numbers():
+    a, b, c = _quick(method="network"), _quick(method="network"), _quick(method="network", seed=1)
+    for k in a.observables:
+        np.testing.assert_array_equal(a[k], b[k])
+    assert not np.array_equal(a["test_loss"], c["test_loss"])
+    assert a.t.tolist() == [0, 1, 2, 4, 6, 8]
+
+
+@pytest.mark.parametrize("method", list(se.METHODS))
+def test_every_method_runs_and_freezes_what_it_should(method):
+    sim = _quick(method=method)
+    assert sim.status == 0 and sim["test_acc"].shape == (2, 6)
+    if method in ("rf", "ntk"):
+        assert "Q_1" not in sim.observables
+    if method == "one_step":
+        assert "Q_1" in sim.observables and "Q_2" not in sim.observables
+
+
+def test_one_step_features_are_constant_and_give_chance_accuracy():
+    # spec §2.7 / C5: q^(1) ~ eta^(1) = O(1e-9), so the one-step features are constants: accuracy = majority class
+    sim = se.train(E1, m=8, method="one_step", schedule=theory_schedule(E1, 300, T=3), steps=30, n=5000,
+                   batch=500, seeds=2, test=4000, lr=5.0)
+    # 0.03: binomial SE of 4000 test points is 0.008 (3.75 SE)
+    assert np.abs(sim["test_acc"][:, -1] - 0.5).max() < 0.03
+
+
+def test_no_structure_removes_the_step2_alignment():
+    kw = dict(m=4, schedule=theory_schedule(E1, 300, T=3), steps=2, n=20_000, seeds=2, test=10, eval_samples=10)
+    with_s, without = se.train(E1, **kw), se.train(E1, method="no_structure", **kw)
+    cos = lambda sim: np.abs(sim["Q_2"][..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(sim["Q_2"], axis=-1))).max(-1)
+    assert cos(with_s).min() > 0.99
+    # no signal (gamma = 0): q^(2) ~ the sample noise of E^[y phi], cos ~ sqrt(k/D) ~ 0.22 (well below 0.7)
+    assert cos(without).max() < 0.7
+    assert repr(no_structure(E1)) in without.meta["model"]
+
+
+# ---- popdyn.simulate --------------------------------------------------------------------------------------------
+
+def test_simulate_shares_predict_names_and_compares():
+    prob = Problem(D=12, k=3, m=4, T=12)
+    sim = popdyn.simulate(prob, seeds=3, n=4000, batch=200, test=2000)
+    pred = popdyn.predict(prob)
+    shared = set(sim.observables) & set(pred.observables)
+    assert {"loss", "error", "cos_step1", "cos_step2", "loss_step1"} <= shared
+    assert sim.t[0] == 2 and sim.t[-1] == prob.T
+    cmp = popdyn.compare(pred, sim, observables=["cos_step2", "loss_step1"])
+    assert cmp.metrics["cos_step2"]["sup_gap"] < 0.01              # 1 - cos ~ 40/n (§2.13(a)) at n = 4000
+    np.testing.assert_allclose(sim["Q_0"][0], prob.params0.Q, rtol=0, atol=0)   # predict's init
+
+
+# ---- options and devices ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, value", [
+    ("m", 0), ("method", "sgd"), ("n", 1), ("batch", 0), ("steps", -1), ("seeds", 0), ("coords", "ambient"),
+    ("d", 30), ("lr", -1.0), ("lam", -0.5), ("test", 0), ("record_every", 0), ("init", (1.0, 2.0)),
+    ("device", "tpu"), ("dtype", "int8"), ("balanced", "yes"), ("schedule", [Step(1.0, 0.0, 0.0, 0.1)]),
+    ("schedule[0].eta", [Step(0.0, 0.0, 0.0, 0.1)] * 3), ("schedule[1].s", [Step(1.0, 0.0, 0.0, 0.1),
+                                                                           Step(1.0, 0.0, 0.0, -1.0)] * 2),
+])
+def test_bad_options_name_the_option(name, value):
+    key = name.split("[")[0]
+    args = dict(m=2, schedule=theory_schedule(SMALL, 2, T=3), steps=2, n=100, batch=50, seeds=1, test=10) | {key: value}
+    with pytest.raises(InvalidParameterError, match=f"'{name.replace('[', '.').replace(']', '.')}'"
+                       if "[" in name else f"'{name}'"):
+        se.train(SMALL, **args)
+
+
+def test_simulate_rejects_bad_options():
+    with pytest.raises(InvalidParameterError, match="'init'"):
+        se.simulate(Problem(D=12, k=3, m=2, T=3), init="zeros")
+    with pytest.raises(InvalidParameterError, match="'problem'"):
+        se.simulate(SMALL)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu_on_the_full_batch_steps():
+    p0 = symmetric_init(SMALL, 4, seed=0)
+    kw = dict(m=4, schedule=theory_schedule(SMALL, 4, T=3), steps=2, n=2000, seeds=2, init=p0, test=100)
+    cpu, gpu = se.train(SMALL, **kw), se.train(SMALL, device="cuda", **kw)
+    for t in (1, 2):
+        # 1e-9: the same float64 data and init; CUDA reductions in another order
+        np.testing.assert_allclose(gpu[f"Q_{t}"], cpu[f"Q_{t}"], rtol=0, atol=1e-9 * np.abs(cpu[f"Q_{t}"]).max())
+    assert gpu.meta["device"].startswith("cuda")
