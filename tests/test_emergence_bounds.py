@@ -18,11 +18,12 @@ from popdyn.models.emergence.bounds import (class_weighted_moments, count_thresh
                                             finite_sample_bias_shift, finite_sample_step2_cos,
                                             finite_sample_step2_deviation, fixed_feature_lower_bound,
                                             input_noise_gradient, kernel_lower_bound, parity_correlations,
+                                            parity_feature_correlations,
                                             sigt_general, sq_lower_bound, theorem1_rate, theorem26_intermediate_rate,
                                             theorem26_terms, width_for_loss)
 from popdyn.models.emergence.data import (hidden_representation, iid_block_model, parity_mixture,
                                           random_dictionary)
-from popdyn.models.emergence.activation import window
+from popdyn.models.emergence.activation import smooth_trunc_relu, window
 from popdyn.models.emergence.correlations import neuron_correlations
 
 Z_MAX = 4.5  # two-sided max-|z| over <= 100 coordinates: false-alarm probability < 1e-3
@@ -250,6 +251,52 @@ def test_mixture_loss_at_least_p_o_times_parity_certificate():
     loss = _min_hinge(Psi, y, prob, B)
     assert loss >= p_o * (1 - B * cA) - 1e-12
     assert p_o * (1 - B * np.linalg.norm(c, axis=1).min()) >= fixed_feature_lower_bound(p_o, N, B, k, D)
+
+
+@pytest.mark.parametrize("s", [0.02, 0.1, 0.5])
+def test_parity_feature_correlations_equal_walsh_hadamard(s):
+    """Fourier formula = exact cube enumeration (D = 10) for every parity order and three smoothings."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0, 0.3, (6, 10)), rng.normal(0, 0.3, 6)
+    Psi = smooth_trunc_relu(CUBE10 @ a.T + b, s)
+    for k in (1, 2, 3, 5, 10):
+        A, c = parity_correlations(Psi, k)
+        for i in sorted({0, len(A) // 2, len(A) - 1}):
+            np.testing.assert_allclose(parity_feature_correlations(a, b, s, A[i]), c[i], rtol=0,
+                                       atol=1e-15)  # 1e-15: measured <= 6e-17, trapezoid is spectrally exact
+
+
+def test_parity_feature_correlations_at_D100_vs_mc_and_rf_certificate():
+    """D = 100, k = 5 (the E1 size): 20 network-init features (a = q/(2 sigt), sigt = 5) vs MC (n = 2e5,
+    seed 21, max |z| < 4.5); for 300 random features ||c_A|| ~ 1e-5, so any ||w|| <= B has hinge loss
+    >= 1 - 1e-5 B on D^(0): RF must stay near chance on the uniform-parity part (claim C8)."""
+    rng = np.random.default_rng(21)
+    Q, b = rng.normal(0, 1 / 5, (300, 100)), rng.normal(0, 1 / 25, 300)
+    n, s1, s2 = 0, 0.0, 0.0
+    for _ in range(8):  # 8 chunks of 25000 samples (memory)
+        z = 2.0 * rng.integers(0, 2, (25_000, 100)) - 1.0
+        vals = np.prod(z[:, :5], axis=1)[:, None] * smooth_trunc_relu(z @ (Q[:20] / 10).T + b[:20], 0.05)
+        n, s1, s2 = n + len(z), s1 + vals.sum(0), s2 + (vals**2).sum(0)
+    c = parity_feature_correlations(Q[:20] / 10, b[:20], 0.05, range(5))
+    sd = np.sqrt(s2 / n - (s1 / n) ** 2)
+    assert np.max(np.abs((s1 / n - c) / (sd / math.sqrt(n)))) < Z_MAX
+    assert np.linalg.norm(parity_feature_correlations(Q / 10, b, 5**-1.5, range(5))) < 1e-4
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(2, 12), st.data())
+@settings(max_examples=15)
+def test_parity_feature_correlations_sign_symmetries(seed, D, data):
+    """Flipping a_j flips c_A when j is in A and leaves it when j is not (z_j -> -z_j); a_j = 0 on A gives 0."""
+    A = data.draw(st.lists(st.integers(0, D - 1), min_size=1, max_size=D, unique=True))
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(0, 0.4, (3, D)), rng.normal(0, 0.4, 3)
+    c = parity_feature_correlations(a, b, 0.2, A)
+    j = data.draw(st.integers(0, D - 1))
+    f = a.copy()
+    f[:, j] *= -1
+    np.testing.assert_allclose(parity_feature_correlations(f, b, 0.2, A), -c if j in A else c, rtol=0, atol=1e-15)
+    f[:, A[0]] = 0.0
+    np.testing.assert_allclose(parity_feature_correlations(f, b, 0.2, A), 0.0, rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize("p_o, N, B, k, D, t", [(0.5, 100, 2.0, 5, 100, 1.0), (1.0, 1, 0.1, 1, 3, 2.0),
@@ -603,6 +650,11 @@ def test_bias_shift_vs_sampling():
     (lambda: fixed_feature_lower_bound(0.5, 10, 1.0, 3, 100, "paper_sqrt2NB", t=2.0), "'t'"),
     (lambda: parity_correlations(np.ones((6, 2)), 1), "'Psi'"),
     (lambda: parity_correlations(np.ones((8, 2)), 4), "'k'"),
+    (lambda: parity_feature_correlations(np.ones((2, 4)), [0.0], 0.1, [1]), "'a'"),
+    (lambda: parity_feature_correlations(np.ones((1, 4)), [0.0], 0.0, [1]), "'s'"),
+    (lambda: parity_feature_correlations(np.ones((1, 4)), [0.0], 0.1, [4]), "'A'"),
+    (lambda: parity_feature_correlations(np.ones((1, 4)), [0.0], 0.1, [1, 1]), "'A'"),
+    (lambda: parity_feature_correlations(np.ones((1, 4)), [0.0], 0.1, []), "'A'"),
     (lambda: sq_lower_bound(5, 6), "'k'"), (lambda: kernel_lower_bound(0.5, 5, 0.5), "'poly'"),
     (lambda: count_threshold_ceiling("parity"), "'model'"),
     (lambda: finite_sample_step2_cos(parity_mixture(10, 3, 0.5), 0), "'n'"),

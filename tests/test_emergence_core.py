@@ -94,8 +94,8 @@ def assert_param_error(name, fn, *args, **kw):
 def test_smooth_activation_and_window_against_quadrature(s):
     """sigma~_s = E sigma(z + s xi) and win_s = P(z + s xi in (0,1)) by quad (epsabs 1e-13) at 13 points."""
     for z in np.linspace(-2, 3, 13):
-        ref, err = integrate.quad(lambda x: min(1, max(z + s * x, 0)) * norm.pdf(x), -40, 40, points=[-z / s, (1 - z) / s],
-                                  epsabs=1e-14, limit=200)
+        ref, err = integrate.quad(lambda x: min(1, max(z + s * x, 0)) * norm.pdf(x), -40, 40,
+                                  points=[-z / s, (1 - z) / s], epsabs=1e-14, limit=200)
         assert abs(float(em.smooth_trunc_relu(z, s)) - ref) < 1e-12 + 10 * err  # quad accuracy, not ours
         pw = norm.cdf((1 - z) / s) - norm.cdf(-z / s)                        # scipy.stats, a separate Phi
         assert abs(float(em.window(z, s)) - pw) < 1e-15
@@ -307,6 +307,7 @@ def test_bad_inputs_name_the_parameter():
     assert_param_error("A_probs", em.PatternModel, **{**ok, "A_probs": np.full(4, 0.3)})
     assert_param_error("p_bg", em.PatternModel, **{**ok, "p_bg": np.full(2, 0.5)})
     assert_param_error("M", em.PatternModel, **{**ok, "M": np.ones((6, 5))})
+    assert_param_error("sigma_zeta", em.PatternModel, **{**ok, "sigma_zeta": -0.1})
     assert_param_error("p_bg_rows", em.PatternModel, **{**ok, "p_bg_rows": np.full(4, 0.3)})
 
 
@@ -362,7 +363,8 @@ def test_count_resolved_fourier_equals_explicit_support(s):
     rng = np.random.default_rng(0)
     Q, b = rng.normal(0, 0.3, (4, 14)), rng.normal(0, 0.3, 4)
     F = em.neuron_correlations(ex, Q, b, s)
-    for other in (em.neuron_correlations(ex.to_pattern_model(), Q, b, s), em.neuron_correlations(ex, Q, b, s, "enumerate")):
+    for other in (em.neuron_correlations(ex.to_pattern_model(), Q, b, s),
+                  em.neuron_correlations(ex, Q, b, s, "enumerate")):
         for f, g in zip(F, other):
             assert np.abs(np.asarray(f) - np.asarray(g)).max() < EXACT
 
@@ -436,6 +438,65 @@ def test_zero_A_part_identity(model, data):
     assert np.abs(em.neuron_correlations(bal, qB0, b, s).T[model.k:]).max() < EXACT
 
 
+def test_class_weighted_correlations():
+    """App. F weighted loss (spec §1.5, §2.11): with y -> alpha_y y, an unbalanced member with q_A = 0 has
+    T_A = (gamma_w / sigt) beta with gamma_w = E[alpha_y y phi~_j] and T_B = T_b = T_a = 0 (E[alpha_y y] = 0);
+    weighted Fourier = weighted enumeration = the count-resolved kernel (1e-14) and = MC (n = 1e5, |z| <= 4.5)."""
+    ex = em.ExchangeablePatternModel(13, 5, 0.6, 0.35, (4, 5))             # P(y = 1) = 0.337
+    pm = ex.to_pattern_model()
+    rng = np.random.default_rng(2)
+    q, b, s = rng.normal(0, 0.3, 13), 0.15, 0.12
+    F = em.neuron_correlations(pm, q, b, s, class_weighted=True)
+    for other in (em.neuron_correlations(pm, q, b, s, "enumerate", class_weighted=True),
+                  em.neuron_correlations(ex, q, b, s, class_weighted=True)):
+        for f, g in zip(F, other):
+            assert np.abs(np.asarray(f) - np.asarray(g)).max() < EXACT
+    mean, se = em.mc_correlations(pm, q, b, s, 100_000, seed=4, class_weighted=True)
+    assert np.abs((mean.T[:5] - F.T[:5]) / se.T[:5]).max() < Z_MAX and abs((mean.Tb - F.Tb) / se.Tb) < Z_MAX
+    q0 = np.r_[np.zeros(5), q[5:]]
+    mom = pm.moments()
+    for model in (pm, ex):
+        T, Tb, Ta, beta = em.neuron_correlations(model, q0, b, s, class_weighted=True)
+        np.testing.assert_allclose(T[:5], mom.gamma_weighted / mom.sigt * beta, atol=EXACT)
+        assert np.abs(T[5:]).max() < EXACT and abs(Tb) < EXACT and abs(Ta) < EXACT
+    assert abs(em.neuron_correlations(pm, q0, b, s).Tb) > 0.01                 # unweighted: E y != 0 shows
+
+
+def test_input_noise_stein_term():
+    """App. F input noise (spec §2.11): x = M phi + zeta/sigt. Exact: Fourier = numpy Fourier = enumeration =
+    the joint law with total smoothing s_t^2 = s^2 + szeta2 ||q||^2 plus szeta2 q_j E[y h'(c)] (1e-14), for the
+    paper's mixture with a dictionary (d = 20). Monte Carlo of the sampler (n = 2e5, seed 2): |z| <= 4.5, while
+    dropping the Stein term gives |z| > 4.5 (the check has power at sigma_zeta = 0.5)."""
+    base = em.parity_mixture(12, 3, 0.3, independent_background=False)
+    m = em.PatternModel(12, 3, base.A_support, base.A_probs, base.labels, 0.3, p_bg_rows=base.p_bg_rows,
+                        M=em.random_dictionary(20, 12, seed=1), sigma_zeta=0.5)
+    mom = m.moments()
+    assert abs(mom.sigt ** 2 - base.moments().sigt ** 2 - 20 * 0.25) < 1e-12
+    rng = np.random.default_rng(0)
+    Q, b, s = rng.normal(0, 0.5, (3, 12)), rng.normal(0, 0.2, 3), 0.05
+    F = em.neuron_correlations(m, Q, b, s)
+    for other in (em.neuron_correlations(m, Q, b, s, "enumerate"), corr._fourier_numpy(m, Q, b, s)):
+        for f, g in zip(F, other):
+            assert np.abs(np.asarray(f) - np.asarray(g)).max() < EXACT
+    pr, phit, y = joint_law(m)
+    phi = (phit - pr @ phit) / mom.sigt
+    stein = np.empty_like(Q)
+    for i in range(3):
+        st_ = math.sqrt(s ** 2 + mom.szeta2 * Q[i] @ Q[i])
+        z = phi @ Q[i] + b[i]
+        stein[i] = mom.szeta2 * Q[i] * ((pr * y) @ em.window_derivs(z, st_)[1])
+        T = (pr * y * em.window(z, st_)) @ phi + stein[i]
+        assert np.abs(T - F.T[i]).max() < EXACT and abs(pr @ (y * em.window(z, st_)) - F.Tb[i]) < EXACT
+    mean, se = em.mc_correlations(m, Q, b, s, 200_000, seed=2)
+    assert np.abs((mean.T - F.T) / se.T).max() < Z_MAX
+    assert np.abs((mean.T - (F.T - stein)) / se.T).max() > Z_MAX
+    for key in ("Tb", "Ta", "beta"):
+        assert np.abs((getattr(mean, key) - getattr(F, key)) / getattr(se, key)).max() < Z_MAX
+    X, _, _ = m.sample(100_000, seed=3, coords="input")
+    v = (X ** 2).sum(1)
+    assert abs((v.mean() - 1) / (v.std() / math.sqrt(len(v)))) < Z_MAX                # E||x||^2 = 1
+
+
 def test_equivariance_and_symmetries():
     """Spec §6.7-6.8: permuting background indices permutes T_B; permuting A-indices permutes T_A (exchangeable
     parity law); q_A prop. to 1 => T_A prop. to 1; at p_o = 1/2 flipping q_l (l in B) flips T_l only, and
@@ -470,6 +531,28 @@ def test_large_s_limit_is_order_one_over_s():
     rem = [np.abs(s * em.neuron_correlations(model, q, b, s).T[:3] - PHI0 * mom.gamma / mom.sigt).max()
            for s in (20.0, 40.0)]
     assert 3.5 < rem[0] / rem[1] < 4.5 and rem[0] < 1e-3
+
+
+def test_small_q_expansion_of_the_background_part():
+    """Spec §6.9 / §2.6 (S6): at q = eps T^(1), b = b0 + eps T_b^(1), the exact T_B equals
+    h''(b) sigma_phi^2 q_j sum_r pi_r y_r <q_A, phi_A^(r)> to relative 10 eps, and T_A -> h(b) gamma/sigt
+    (difference O(eps^2))."""
+    k, s = 5, 5 ** -1.5
+    m = em.parity_mixture(100, k, 0.5)
+    mom = m.moments()
+    rng = np.random.default_rng(4)
+    q0, b0 = rng.normal(0, 1 / k, 100), 1.3 / k ** 2
+    T1, Tb1, _, _ = em.neuron_correlations(m, q0, b0, s)
+    w, phA = m.A_probs * m.labels, m.phi_A()
+    for eps in (1e-3, 1e-2, 1e-1):
+        q1, b1 = eps * T1, b0 + eps * Tb1
+        T2 = em.neuron_correlations(m, q1, b1, s).T
+        h, _, h2 = em.window_derivs(b1, s)
+        pred = h2 * q1[k:] * mom.sphi2 * (w @ (phA @ q1[:k]))
+        assert abs(np.linalg.norm(T2[k:]) / np.linalg.norm(pred) - 1) < 10 * eps
+        assert np.corrcoef(T2[k:], pred)[0, 1] > 1 - 10 * eps
+        # observed |T_A - h gamma/sigt| = 0.0037 eps^2 h gamma/sigt (E[y phi_j phi_l] = 0 on A kills the O(eps) term)
+        assert np.abs(T2[:k] - h * mom.gamma / mom.sigt).max() < 0.05 * eps ** 2 * abs(h * mom.gamma[0] / mom.sigt)
 
 
 def test_clt_error_within_berry_esseen_and_falls_with_D():
@@ -516,6 +599,7 @@ def test_correlation_bad_inputs():
                        method="enumerate")
     assert_param_error("model", em.neuron_correlations, "parity", q, 0.0, 0.1)
     assert_param_error("n", em.mc_correlations, model, q, 0.0, 0.1, 1)
+    assert_param_error("class_weighted", em.neuron_correlations, model, q, 0.0, 0.1, class_weighted="yes")
 
 
 # ---- Gaussian-mixture parity (spec §2.12) --------------------------------------------------------------------

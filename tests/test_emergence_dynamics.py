@@ -165,8 +165,9 @@ def test_fourier_gradient_equals_enumeration_when_certified(model):
 
 
 def test_weighted_gradient_equals_enumeration():
-    """App. F class-weighted loss: the balanced-twin reduction (Fourier) = weighted enumeration, on unbalanced
-    classes (interval labeling, P(y = 1) != 1/2); with q = 0 the weighted T_b vanishes (E[alpha_y y] = 0)."""
+    """App. F class-weighted loss: Fourier correlations (indicator 1) = weighted enumeration of the whole support,
+    on unbalanced classes (interval labeling, P(y = 1) != 1/2); with q = 0 the weighted T_b vanishes
+    (E[alpha_y y] = 0)."""
     model = interval_labeling(10, 4)
     assert abs(model.moments().Ey) > 0.1
     rng = np.random.default_rng(6)
@@ -319,6 +320,21 @@ def test_step2_expansion_cubic_remainder(model):
         np.testing.assert_allclose(TB[0] / TB[1], 4.0, rtol=0.05)
 
 
+def test_step2_background_ratio_e1():
+    """Spec §6 item 9 at D = 100 (Fourier): q = eps T^(1): ||T^(2)_B|| / ||formula|| within 1 +- 10 eps and the
+    A-mean of T^(2) -> h(b) gamma/sigma~ (S6: ratios 1.0000 / 0.9999 / 0.9877 at eps = 1e-2 / 1e-1 / 1)."""
+    model, s = parity_mixture(100, 5, 0.5), 5 ** -1.5
+    q0, b0 = np.random.default_rng(4).normal(0, 0.2, 100), 1.3 / 25
+    T1, Tb1, _, _ = neuron_correlations(model, q0, b0, s)
+    for eps in (1e-2, 1e-1, 1.0):
+        q1, b1 = (eps * T1)[None], np.array([b0 + eps * Tb1])
+        T2 = neuron_correlations(model, q1, b1, s)[0][0]
+        E = step2_expansion(model, q1, b1, s)[0][0]
+        assert abs(np.linalg.norm(T2[5:]) / np.linalg.norm(E[5:]) - 1) < 10 * eps
+        lead = emergence.window(b1[0], s) * model.moments().E_y_phi_A[0]
+        assert abs(T2[:5].mean() / lead - 1) < eps
+
+
 def test_two_step_features_count_equals_support():
     model = SMALL
     lim = two_step_limit(model, symmetric_init(model, 4, seed=3), 0.1)
@@ -451,6 +467,23 @@ def test_reduced_gd_plateau_e1():
     assert np.all(np.diff(tr.loss) <= 1e-12)
 
 
+def test_count_resolved_model_equals_explicit():
+    """The count-resolved iid block (ExchangeablePatternModel, the paper's k = 30 interval) gives the same hinge
+    certificate (box range vs support rows), two-step limit, g* and reduced GD as its explicit 2^k support."""
+    ex = emergence.ExchangeablePatternModel(14, 8, 2 / 3, 0.5, (6, 7, 8))
+    full = ex.to_pattern_model()
+    rng = np.random.default_rng(11)
+    p = _random_params(rng, 6, 14, 0.3)
+    assert hinge_certificate(ex, p, 0.1) == pytest.approx(hinge_certificate(full, p, 0.1), rel=1e-13)
+    p0 = symmetric_init(ex, 3, seed=1)
+    l1, l2 = two_step_limit(ex, p0, 0.1), two_step_limit(full, p0, 0.1)
+    np.testing.assert_allclose(l1.Q, l2.Q, rtol=1e-13)
+    np.testing.assert_allclose(ground_truth_network(ex).b, ground_truth_network(full).b, rtol=1e-13)
+    args = (l1.Q[:, :8].mean(1) * np.sqrt(8), l1.b, l1.a, 0.5, 1e-3, 20)
+    np.testing.assert_allclose(reduced_population_gd(ex, *args).loss, reduced_population_gd(full, *args).loss,
+                               rtol=1e-12)
+
+
 def test_reduced_gd_rejects_non_exchangeable():
     model = emergence.hidden_representation(20, 6, n_per_class=5)
     with pytest.raises(InvalidParameterError):
@@ -467,12 +500,14 @@ def test_no_structure_has_no_two_step_signal():
 def test_hinge_and_error_examples():
     F = np.array([[1.0], [2.0]])
     assert hinge_and_error(F, [0.5, 0.5], [1.0, -1.0], [0.5]) == (0.5 * 0.5 + 0.5 * 2.0, 0.5)
+    assert hinge_and_error(F, [0.5, 0.5], [1.0, -1.0], [0.0]) == (1.0, 0.5)             # g = 0: a coin flip
 
 
 # ---- Problem and predict --------------------------------------------------------------------------------------
 
 def test_problem_repr_roundtrip_and_constructors():
-    for p in (Problem(), Problem.e1(), Problem.parity(D=20, k=3, m=5), Problem.interval(), Problem(lam=None)):
+    for p in (Problem(), Problem.e1(), Problem.parity(D=20, k=3, m=5), Problem.interval(), Problem(lam=None),
+              Problem(k=20, D=40, data="interval", structure=False, variant="general")):
         q = eval(repr(p), {"emergence": emergence.problem})
         assert repr(q) == repr(p)
 
@@ -480,7 +515,9 @@ def test_problem_repr_roundtrip_and_constructors():
 @pytest.mark.parametrize("kw, name", [({"k": 4}, "k"), ({"D": 5, "k": 5}, "k"), ({"p_o": 0.7}, "p_o"),
                                       ({"p_o": 0.0}, "p_o"), ({"m": 0}, "m"), ({"T": 1}, "T"), ({"d": 50}, "d"),
                                       ({"data": "x"}, "data"), ({"stage3": "x"}, "stage3"), ({"lam": -1.0}, "lam"),
-                                      ({"eta": float("nan")}, "eta"), ({"k": 13, "D": 40}, "k")])
+                                      ({"eta": float("nan")}, "eta"), ({"k": 13, "D": 40}, "k"),
+                                      ({"k": 31, "D": 40, "data": "interval"}, "k"),
+                                      ({"k": 22, "D": 40, "data": "interval", "structure": False}, "k")])
 def test_problem_bad_input(kw, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}'"):
         Problem(**kw)
@@ -498,9 +535,17 @@ def test_predict_no_structure_signal():
     assert with_s["b_shift_step2"] < prob.schedule[0].eta * np.max(prob.params0.a ** 2)
 
 
+@pytest.mark.slow
+def test_predict_e2_interval():
+    """E2 (k = 30 interval, count-resolved): the two-step features separate (Two Step 100 % in Table 2), step-1
+    cos 0.988 at the theory schedule (the paper's One Step 0.901 used other hyperparameters)."""
+    pred = popdyn.predict(Problem.interval())
+    assert pred.status == 0 and pred["lp_error"] == 0.0 and pred["cos_step1"] > 0.98
+
+
 def test_predict_small():
     pred = popdyn.predict(Problem(D=12, k=3, m=4, T=30))
-    assert pred.status == 0 and pred.t[0] == 2 and pred["loss"].shape == pred["accuracy"].shape == (29,)
+    assert pred.status == 0 and pred.t[0] == 2 and pred["loss"].shape == pred["error"].shape == (29,)
     assert pred["cos_step1"] > 0.9999 and pred["cos_step2"] > 1 - 1e-12
     assert pred["lp_loss"] < 1e-9 and pred["lp_loss_one_step"] == pytest.approx(1.0)
     assert pred["loss"][0] == pytest.approx(1.0) and pred["hinge_certificate"] < 1

@@ -245,7 +245,7 @@ def test_every_method_runs_and_freezes_what_it_should(method):
 def test_one_step_features_are_constant_and_give_chance_accuracy():
     # spec §2.7 / C5: q^(1) ~ eta^(1) = O(1e-9), so the one-step features are constants: accuracy = majority class
     sim = se.train(E1, m=8, method="one_step", schedule=theory_schedule(E1, 300, T=3), steps=30, n=5000,
-                   batch=500, seeds=2, test=4000, lr=5.0)
+                   batch=500, seeds=2, test=4000, lr=5.0, lam=1e-4)
     # 0.03: binomial SE of 4000 test points is 0.008 (3.75 SE)
     assert np.abs(sim["test_acc"][:, -1] - 0.5).max() < 0.03
 
@@ -291,6 +291,11 @@ def test_bad_options_name_the_option(name, value):
         se.train(SMALL, **args)
 
 
+def test_odd_n_with_balanced_classes_names_n():
+    with pytest.raises(InvalidParameterError, match="'n' parameter of emergence.train"):
+        se.train(SMALL, m=2, steps=2, n=101, batch=50, seeds=1, test=10, balanced=True)
+
+
 def test_simulate_rejects_bad_options():
     with pytest.raises(InvalidParameterError, match="'init'"):
         se.simulate(Problem(D=12, k=3, m=2, T=3), init="zeros")
@@ -307,3 +312,31 @@ def test_cuda_matches_cpu_on_the_full_batch_steps():
         # 1e-9: the same float64 data and init; CUDA reductions in another order
         np.testing.assert_allclose(gpu[f"Q_{t}"], cpu[f"Q_{t}"], rtol=0, atol=1e-9 * np.abs(cpu[f"Q_{t}"]).max())
     assert gpu.meta["device"].startswith("cuda")
+
+
+def test_full_batch_gd_from_the_two_step_limit_follows_the_reduced_population_gd():
+    # spec §4.0 C6: full-batch GD on n = 2e4 samples from the eta^(1) -> 0 two-step point vs the exact reduced
+    # population GD on the line 1_A (the background stays at 0 in the population, O(n^-1/2) in the sample)
+    from popdyn.models.emergence.classifier import reduced_population_gd
+    from popdyn.models.emergence.steps import two_step_limit
+    m, T, eta, lam, n = 20, 60, 0.3, 1e-3, 20_000      # eta = 0.3: a smooth descent to the plateau ~0.51
+    lim = two_step_limit(SMALL, symmetric_init(SMALL, m, seed=3), 3**-1.5)
+    alpha = lim.Q[:, :3].mean(1) * np.sqrt(3)
+    pop = reduced_population_gd(SMALL, alpha, lim.b, lim.a, eta, lam, T)
+    sim = se.train(SMALL, m=m, method="gd", init=lim, schedule=[Step(eta, lam, lam, 0.0)] * 3, steps=T, n=n,
+                   batch=n, seeds=4, balanced=True, test=n, record_every=10)
+    assert pop.loss[0] == 1.0 and pop.loss[-1] < 0.6                 # the loss moves over the horizon
+    # z < 4 per recorded step: the 4-seed mean of the test hinge against its standard error (measured: gap 3.4e-3,
+    # SE up to 8e-3; t = 0 is exactly 1 on both sides); a wrong population curve (the plateau reached 10 steps
+    # late) fails it
+    gap = np.abs(sim["test_loss"].mean(0) - pop.loss[sim.t])
+    se_mean = sim["test_loss"].std(0, ddof=1) / 2
+    assert np.all(gap <= 4 * se_mean + 1e-12), (gap, se_mean)
+    late = np.abs(sim["test_loss"].mean(0) - pop.loss[np.maximum(sim.t - 10, 0)])
+    assert not np.all(late <= 4 * se_mean + 1e-12)
+
+
+def test_a_negative_decay_factor_warns_naming_the_knobs():
+    # Thm 26's lambda = k^3/(sigma~ m^(1/3)) ~ 2.7 here: lr = 1 gives 1 - 2 eta lam < 0 (parameters flip each step)
+    with pytest.warns(popdyn.RegimeWarning, match="lower 'lr' or 'lam'"):
+        se.train(SMALL, m=2, steps=3, n=100, batch=50, seeds=1, test=10, lr=1.0)

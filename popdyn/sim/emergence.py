@@ -5,13 +5,16 @@ Public names
 smooth_trunc_relu, window
     Torch twins of the smoothed truncated ReLU ``E sigma(z + s xi)`` and its derivative ``win_s`` (spec §1.3).
 sample
-    Finite samples of a pattern model, batched over seeds: ``phi~`` (0/1), labels, optionally class-balanced,
-    optionally with the input structure removed (assumption A1').
+    Finite samples of a pattern model (its own ``sample``), stacked over seeds: normalised pattern coordinates
+    ``phi`` and labels, optionally class-balanced; reproducible per (seed, replicate, stream).
 train
     ``train(model, *, m, method, schedule, ...)`` -> :class:`popdyn.results.Simulation`: the three-stage schedule
     on n samples (full batch in steps 1-2, mini-batches after), in pattern coordinates or in R^d with a
     dictionary M, with the baselines of spec §4 (random features, NTK, one step, two step, no structure); all
-    seeds batched on one device.
+    seeds batched on one device; "gd" trains every layer from given parameters (full batch with ``batch = n``).
+simulate
+    ``popdyn.simulate`` for :class:`popdyn.models.emergence.problem.Problem`, with the observable names of its
+    ``predict``.
 
 The network is ``g(x) = sum_i a_i sigma_s(<w_i, x> + b_i)`` with the smoothed truncated ReLU (the injected
 neuron noise xi ~ N(0, s^2) integrated out, spec §1.3), the hinge loss and the regulariser
@@ -26,12 +29,13 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .._validate import Integer, Interval, InvalidParameterError, Options, as_int, check
+from .._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
 from ..api import simulate as _api_simulate
 from ..models.emergence.data import no_structure, random_dictionary
 from ..models.emergence.problem import Problem
@@ -56,15 +60,22 @@ METHODS = {
     "two_step": (True, 2, ("a",), False),
     "rf": (True, 0, ("a",), False),
     "ntk": (True, 0, ("W", "b", "a"), True),
+    "gd": (True, 0, ("W", "b", "a"), False),
 }
 
 
 # ---- activation ---------------------------------------------------------------------------------------------------
 
-def _ramp(u, s):
-    """``r_s(u) = E relu(u + s xi) = u Phi(u/s) + s phi(u/s)``."""
-    v = u / s
-    return u * torch.special.ndtr(v) + s * _INV_SQRT_2PI * torch.exp(-0.5 * v * v)
+def _activation(z, s):
+    """sigma_s(z) and win_s(z) from one pair of normal CDFs: ``Phi0 = Phi(z/s)``, ``Phi1 = Phi((z-1)/s)``,
+    ``sigma_s = z Phi0 - (z-1) Phi1 + s (phi(z/s) - phi((z-1)/s))`` and ``win_s = Phi0 - Phi1``."""
+    if s == 0:
+        return torch.clamp(z, 0.0, 1.0), ((z > 0) & (z < 1)).to(z.dtype)
+    v0 = z / s
+    v1 = v0 - 1.0 / s
+    P0, P1 = torch.special.ndtr(v0), torch.special.ndtr(v1)
+    dens = (torch.exp(-0.5 * v0 * v0) - torch.exp(-0.5 * v1 * v1)) * (s * _INV_SQRT_2PI)
+    return z * P0 - (z - 1.0) * P1 + dens, P0 - P1
 
 
 def smooth_trunc_relu(z, s):
@@ -99,9 +110,7 @@ def smooth_trunc_relu(z, s):
     >>> (smooth_trunc_relu(z, 0.2) + smooth_trunc_relu(1 - z, 0.2)).round(decimals=12).tolist()   # symmetry
     [1.0, 1.0, 1.0]
     """
-    if s == 0:
-        return torch.clamp(z, 0.0, 1.0)
-    return _ramp(z, s) - _ramp(z - 1.0, s)
+    return _activation(z, s)[0]
 
 
 def window(z, s):
@@ -135,9 +144,7 @@ def window(z, s):
     >>> window(torch.tensor([0.0, 0.5, 1.0]), 0.0).tolist()
     [0.0, 1.0, 0.0]
     """
-    if s == 0:
-        return ((z > 0) & (z < 1)).to(z.dtype)
-    return torch.special.ndtr((1.0 - z) / s) - torch.special.ndtr(-z / s)
+    return _activation(z, s)[1]
 
 
 # ---- data ---------------------------------------------------------------------------------------------------------
@@ -190,17 +197,19 @@ def _forward(phi, P, P0, M, s):
     """
     src = P if P0 is None else P0
     Z = phi @ _pattern_weights(src["W"], M).mT + src["b"][:, None, :]
-    F, coef = smooth_trunc_relu(Z, s), window(Z, s) * src["a"][:, None, :]
+    F, coef = _activation(Z, s)
+    coef.mul_(src["a"][:, None, :])
     if P0 is None:
         return F @ P["a"][..., None], coef, F
     dZ = phi @ _pattern_weights(P["W"] - P0["W"], M).mT + (P["b"] - P0["b"])[:, None, :]
     return (dZ * coef).sum(-1, keepdim=True) + F @ P["a"][..., None], coef, F     # g(P0) + <grad g(P0), P - P0>
 
 
-def _gradients(data, rows, P, P0, s, chunk, alpha=None):
+def _gradients(data, rows, P, P0, s, chunk, alpha=None, first_layer=True):
     r"""Hinge-loss gradients (no regulariser) over ``rows`` (a slice covering the full batch, or (seeds, b) indices),
     accumulated over chunks of ``chunk`` samples; also the mean hinge loss and max |g| per seed. ``alpha``
-    (alpha_-, alpha_+) weighs each sample's loss by its class (App. F's ``E[alpha_y l]``).
+    (alpha_-, alpha_+) weighs each sample's loss by its class (App. F's ``E[alpha_y l]``). ``first_layer=False``
+    skips the W gradient (returned as zeros) when W is frozen.
 
     .. math:: \partial_{w_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,a_i\mathrm{win}_s(z_i)\,x\big],\
               \partial_{b_i}L = -\hat{\mathbb E}\big[y\,\mathbb 1[yg\le1]\,a_i\mathrm{win}_s(z_i)\big],\
@@ -223,8 +232,9 @@ def _gradients(data, rows, P, P0, s, chunk, alpha=None):
             act, hinge = act * wy, hinge * wy
         act = act[..., None]
         G = act * coef                                                 # (seeds, b, 2m)
-        sq = G.mT @ phi                                                # (seeds, 2m, D)
-        sW += sq if data.M is None else sq @ data.M.mT                 # chain rule through Q = W M
+        if first_layer:
+            sq = G.mT @ phi                                            # (seeds, 2m, D)
+            sW += sq if data.M is None else sq @ data.M.mT             # chain rule through Q = W M
         sb += G.sum(1)
         sa += (act * F).sum(1)
         loss += hinge.sum(1)
@@ -249,27 +259,30 @@ def _update(P, grads, step, trained):
     return P
 
 
-def _symmetric_init(seeds, m, M, D, k, scales, gen, dtype, device):
-    """w_i ~ N(0, sigma_w^2 I), b_i ~ N(0, sigma_b^2), a_i ~ N(0, sigma_a^2) for i <= m, then the mirror
-    (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 (seed 002 L262-266).
+def _initial(seeds, m, M, D, k, init, gen, dtype, device):
+    """Initial parameters: the symmetric init at scales ``init`` = (sigma_w, sigma_b, sigma_a), or the fixed
+    parameters ``init`` = (Q, b, a) (all 2m neurons as given) for every seed.
 
-    The pattern coordinates ``M^T w`` are drawn first, then b and a, then (in R^d) the part of w orthogonal to
-    span M: a run in R^d has the very pattern-coordinate init of the run in pattern coordinates with the same seed.
+    Symmetric init: w_i ~ N(0, sigma_w^2 I), b_i ~ N(0, sigma_b^2), a_i ~ N(0, sigma_a^2) for i <= m, then the
+    mirror (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 (seed 002 L262-266). The pattern
+    coordinates ``M^T w`` are drawn first, then b and a, then (in R^d) the part of w orthogonal to span M (sigma_w,
+    mirrored when the pattern part is): a run in R^d has the pattern-coordinate init of the run in pattern
+    coordinates with the same seed.
     """
     draw = lambda *shape: standard_normal_(torch.empty(shape, dtype=torch.float64, device=device), gen)
-    if np.ndim(scales[0]) == 2:         # fixed parameters: their first m neurons, mirrored
-        W, b, a = (torch.tensor(v[:m], dtype=torch.float64, device=device).expand(seeds, *v[:m].shape)
-                   for v in scales)
-        sw = 1.0 / k                     # the part outside span M (in R^d) at the paper's sigma_w
+    if np.ndim(init[0]) == 2:
+        W, b, a = (torch.tensor(v, dtype=torch.float64, device=device).expand(seeds, *v.shape) for v in init)
+        sw, mirrored = 1.0 / k, np.array_equal(init[0][:m], init[0][m:])
     else:
-        sw, sb, sa = scales
+        sw, sb, sa = init
         W, b, a = sw * draw(seeds, m, D), sb * draw(seeds, m), sa * draw(seeds, m)
+        W, b, a, mirrored = torch.cat([W, W], 1), torch.cat([b, b], 1), torch.cat([a, -a], 1), True
     if M is not None:
         M64 = M.to(torch.float64)
-        G = sw * draw(seeds, m, M.shape[0])
+        G = sw * draw(seeds, m if mirrored else 2 * m, M.shape[0])
+        G = torch.cat([G, G], 1) if mirrored else G
         W = W @ M64.T + G - (G @ M64) @ M64.T
-    return {"W": torch.cat([W, W], 1).to(dtype), "b": torch.cat([b, b], 1).to(dtype),
-            "a": torch.cat([a, -a], 1).to(dtype)}
+    return {"W": W.to(dtype), "b": b.to(dtype), "a": a.to(dtype)}
 
 
 # ---- options ------------------------------------------------------------------------------------------------------
@@ -287,11 +300,11 @@ class _Step:
     weighted: bool = False
 
 
-def _schedule(model, m, schedule, lr, lam):
+def _schedule(model, m, steps, schedule, lr, lam):
     """The schedule as a list of :class:`_Step` (>= 3 entries: steps 1, 2 and the last stage), with the last-stage
     overrides ``lr`` and ``lam`` applied from the third entry on."""
     if schedule is None:
-        schedule = theory_schedule(model, m)
+        schedule = theory_schedule(model, m, T=max(steps, 2))
     try:
         entries = list(schedule)
     except TypeError:
@@ -300,7 +313,7 @@ def _schedule(model, m, schedule, lr, lam):
         raise InvalidParameterError(
             f"The 'schedule' parameter of {_OWNER} must be None (theory_schedule(model, m)) or a sequence of at least "
             f"3 steps with attributes eta, lam_a, lam_w, s (steps 1, 2 and the last stage). Got {schedule!r} instead.")
-    steps = []
+    out = []
     for i, e in enumerate(entries):
         vals = {}
         for name, c in _STEP_FIELDS:
@@ -312,8 +325,14 @@ def _schedule(model, m, schedule, lr, lam):
             vals["eta"] = lr
         if i >= 2 and lam is not None:
             vals["lam_a"] = vals["lam_w"] = lam
-        steps.append(_Step(**vals))
-    return steps
+        out.append(_Step(**vals))
+    bad = [(i + 1, e) for i, e in enumerate(out[:steps]) if 1.0 - 2.0 * e.eta * max(e.lam_a, e.lam_w) < -1e-12]
+    if bad:
+        t, e = bad[0]
+        warnings.warn(f"{_OWNER}: the weight-decay factor 1 - 2 eta lam = {1 - 2 * e.eta * max(e.lam_a, e.lam_w):.4g} "
+                      f"is negative at step {t} (eta = {e.eta:.4g}, lam = {max(e.lam_a, e.lam_w):.4g}): the "
+                      f"parameters flip sign every step; lower 'lr' or 'lam'.", RegimeWarning, stacklevel=3)
+    return out
 
 
 def _step_at(schedule, t, full):
@@ -331,6 +350,9 @@ def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, 
             "coords": check(_OWNER, "coords", coords, Options(("pattern", "input"))),
             "test": as_int(_OWNER, "test", test, 1), "chunk": as_int(_OWNER, "chunk", chunk, 1),
             "progress_bar": check(_OWNER, "progress_bar", progress_bar, _BOOL)}
+    if opts["balanced"] and opts["n"] % 2:
+        raise InvalidParameterError(f"The 'n' parameter of {_OWNER} must be even with balanced=True (n/2 samples per "
+                                    f"class). Got {n!r} instead.")
     opts["batch"] = as_int(_OWNER, "batch", batch, 1, opts["n"])
     opts["eval_samples"] = as_int(_OWNER, "eval_samples", min(opts["n"], 10_000) if eval_samples is None
                                   else eval_samples, 1, opts["n"])
@@ -465,17 +487,19 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         first k patterns.
     m : int
         Half the width (2m neurons), ``>= 1``.
-    method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk"}
+    method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk", "gd"}
         "network": steps 1-2 of the schedule on the full sample, then every layer by mini-batch SGD with the
         last-stage hyperparameters. "no_structure": the same on ``no_structure(model)`` (A1': every pattern
         Bernoulli(1/2), same labelling rule; train and test). "one_step" / "two_step": 1 or 2 full-batch
         schedule steps, then the first layer and biases frozen and only ``a`` trained. "rf": the first layer
         frozen at init, ``a`` trained for all ``steps``. "ntk": the network linearised at init (its neural
-        tangent features), all its parameters trained for all ``steps``. Every method takes ``steps`` updates.
+        tangent features), all its parameters trained for all ``steps``. "gd": every layer trained from ``init``
+        with the last-stage hyperparameters (no steps 1-2; with ``batch = n`` full-batch GD, the finite-sample
+        twin of the reduced population GD of spec §2.8). Every method takes ``steps`` updates.
     schedule : sequence, optional
         Steps with attributes (or keys) ``eta, lam_a, lam_w, s``: entries 0 and 1 are steps 1 and 2, entries
         2, 3, ... the last stage (the last entry repeats). None: ``popdyn.models.emergence.theory_schedule(model,
-        m)`` (Lemma 23 values; spec §1.4).
+        m, T=steps)`` (Lemma 23 values, Thm 26's stage 3 with lambda = k^3/(sigma~ m^{1/3}); spec §1.4).
     steps : int
         Updates T ``>= 0`` (the paper's E1: 600).
     n : int
@@ -495,7 +519,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         Input dimension ``>= D`` for ``coords="input"`` (default the model's); M is the model's or a random one.
     lr, lam : float, optional
         Override the last-stage step size and weight decay (``lam_a = lam_w = lam``): the paper does not report
-        its values (spec §4).
+        its values (spec §4). A RegimeWarning is given when ``1 - 2 eta lam < 0`` at some step (Thm 26's
+        lambda is large: ~3.7 at k = 5, m = 300, so a larger ``lr`` needs a smaller ``lam``).
     test : int
         Fresh test samples per seed.
     eval_samples : int, optional
@@ -505,8 +530,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     init : tuple of 3 floats or TwoLayerParams, optional
         Scales (sigma_w, sigma_b, sigma_a), drawn afresh per seed; default (1/k, 1/k^2, sigma~^2/(gamma k^2)) of
         the structured model (seed 002 L262-266). Or fixed symmetric parameters (``Q`` (2m, D) in pattern
-        coordinates, ``b``, ``a``) shared by every seed, e.g. ``Problem.params0`` (in R^d the part of w outside
-        span M is drawn with sigma_w = 1/k).
+        coordinates, ``b``, ``a``; all 2m neurons as given) shared by every seed, e.g. ``Problem.params0`` or
+        ``two_step_limit(...)`` (in R^d the part of w outside span M is drawn with sigma_w = 1/k).
     device : str or torch.device
         "cpu", "cuda" or "cuda:N".
     dtype : {None, "float64", "float32"}
@@ -540,7 +565,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     opts = _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, test, eval_samples,
                   record_every, init, chunk, progress_bar)
     structure, full, trained, linear = METHODS[opts["method"]]
-    sched = _schedule(model, opts["m"], schedule, None if lr is None else check(_OWNER, "lr", lr, _POS),
+    sched = _schedule(model, opts["m"], opts["steps"], schedule, None if lr is None else check(_OWNER, "lr", lr, _POS),
                       None if lam is None else check(_OWNER, "lam", lam, _NONNEG))
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     scales = _init_scales(model, opts["init"])
@@ -555,7 +580,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     kw = dict(dtype=dt, device=dev)
     train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M)
     test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M)
-    P = _symmetric_init(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
+    P = _initial(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
     P0 = {key: v.clone() for key, v in P.items()} if linear else None
     batches = _Batches(S, opts["n"], opts["batch"], make_generator(int(np.random.SeedSequence(
         [opts["seed"], 1]).generate_state(1)[0]), dev), dev)     # own stream: same batches in R^d and pattern coords
@@ -569,10 +594,12 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
                 if t > 0:
                     step = _step_at(sched, t, full)
                     rows = slice(0, opts["n"]) if t <= full else batches.next()
-                    grads = _gradients(train_data, rows, P, P0, step.s, opts["chunk"], alpha if step.weighted else None)
+                    layers = ("W", "b", "a") if t <= full else trained
+                    grads = _gradients(train_data, rows, P, P0, step.s, opts["chunk"],
+                                       alpha if step.weighted else None, "W" in layers)
                     if t == 2 and full >= 2:
                         extra["g1_max"], extra["loss_step1"] = to_numpy(grads[4]), to_numpy(grads[3])
-                    P = _update(P, grads, step, ("W", "b", "a") if t <= full else trained)
+                    P = _update(P, grads, step, layers)
                     bar.update()
                 if t <= full:
                     extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], train_data.M)),

@@ -9,7 +9,8 @@ error scales (Lemmas 15 and 20)
     :func:`eps_e`, :func:`eps_e2`
 lower bounds (Thms 2, 4, Cor 3)
     :func:`fixed_feature_lower_bound` (Parseval form and the paper's two readings),
-    :func:`parity_correlations` (the Parseval certificate of a given feature map),
+    :func:`parity_correlations` (the Parseval certificate of a given feature map, D <= 24),
+    :func:`parity_feature_correlations` (the same for smoothed truncated-ReLU features, any D),
     :func:`kernel_lower_bound`, :func:`sq_lower_bound`, :func:`count_threshold_ceiling`
 general setting (App. F)
     :func:`class_weighted_moments`, :func:`input_noise_gradient`, :func:`sigt_general`
@@ -34,7 +35,8 @@ from .activation import window, window_derivs
 from .data import PatternModel
 
 __all__ = ["theorem1_rate", "theorem26_intermediate_rate", "theorem26_terms", "width_for_loss",
-           "eps_e", "eps_e2", "fixed_feature_lower_bound", "parity_correlations", "kernel_lower_bound",
+           "eps_e", "eps_e2", "fixed_feature_lower_bound", "parity_correlations",
+           "parity_feature_correlations", "kernel_lower_bound",
            "sq_lower_bound", "SQBound", "count_threshold_ceiling", "class_weighted_moments",
            "WeightedMoments", "input_noise_gradient", "sigt_general", "finite_sample_step2_cos",
            "finite_sample_step2_deviation", "finite_sample_bias_shift"]
@@ -88,7 +90,7 @@ def theorem1_rate(k, m, T=None, *, C=1.0):
 
     References
     ----------
-    .. [src] seed 002 L3169-3199 (Thm 26, eq. (277)); dissertation (A.277), (A.282);
+    .. [src] seed 002 L3169-3199 (Thm 26, eq. (279)), L3256 (eq. (284)); dissertation (A.277), (A.282);
        specs/emergence.md §2.9.
 
     Examples
@@ -141,7 +143,7 @@ def theorem26_intermediate_rate(k, m, T, *, eta=None, C=1.0):
 
     References
     ----------
-    .. [src] seed 002 L3230-3260; dissertation (A.281)-(A.282); specs/emergence.md §2.9 (S9).
+    .. [src] seed 002 L3230-3260 (eqs. (283)-(284)); dissertation (A.281)-(A.282); specs/emergence.md §2.9 (S9).
 
     Examples
     --------
@@ -201,7 +203,7 @@ def theorem26_terms(k, m, T, *, sigt=1.0, eta=None, lam=None, a_tilde_l2sq=None,
 
     References
     ----------
-    .. [src] seed 002 L3200-3260 (proof of Thm 26), L2991-3163 (Lemmas 24-25); dissertation
+    .. [src] seed 002 L3200-3260 (proof of Thm 26, eqs. (281)-(283)), L2991-3163 (Lemmas 24-25); dissertation
        (A.279)-(A.281); specs/emergence.md §2.7 (Lemma 23 sizes), §2.9.
 
     Examples
@@ -253,7 +255,7 @@ def width_for_loss(k, eps, *, C=1.0):
 
     References
     ----------
-    .. [src] seed 002 L3195-3199; dissertation (A.278); specs/emergence.md §2.9.
+    .. [src] seed 002 L3195-3199 (eq. (280)); dissertation (A.278); specs/emergence.md §2.9.
 
     Examples
     --------
@@ -512,7 +514,7 @@ def parity_correlations(Psi, k):
     k = as_int(owner, "k", k, 0, D)
     H = P.copy()
     h = 1
-    while h < H.shape[0]:  # in-place fast Walsh-Hadamard transform along axis 0
+    while h < H.shape[0]:  # fast Walsh-Hadamard transform along axis 0, D butterfly passes
         H = H.reshape(-1, 2, h, H.shape[-1])
         H = np.stack([H[:, 0] + H[:, 1], H[:, 0] - H[:, 1]], axis=1).reshape(-1, P.shape[1])
         h *= 2
@@ -521,6 +523,77 @@ def parity_correlations(Psi, k):
     # z_j = -(-1)^{bit_j}, coordinate j is bit D-1-j of the row index
     idx = (np.left_shift(1, D - 1 - subsets)).sum(axis=1) if k else np.zeros(1, np.int64)
     return subsets, (-1.0) ** k * H[idx] / 2.0**D
+
+
+def parity_feature_correlations(a, b, s, A):
+    r"""Exact correlations of smoothed truncated-ReLU features with one parity, any D (Fourier, derived).
+
+    For ``Psi_i(z) = sigma~_s(<a_i, z> + b_i)`` with z uniform on {+-1}^D and ``f_A = prod_{j in A} z_j``:
+
+    .. math:: c_{A,i} = \mathbb E[f_A\Psi_i] = \frac1\pi\int_0^\infty\mathrm{Im}\Big[\psi_{A,i}(t)\,e^{itb_i}\,
+              \frac{1-e^{-it}}{it}\Big]\frac{dt}t,\qquad
+              \psi_{A,i}(t) = \mathbb E[f_Ae^{it(\langle a_i,z\rangle+\xi)}] = i^{|A|}e^{-s^2t^2/2}
+              \prod_{j\in A}\sin(ta_{ij})\prod_{j\notin A}\cos(ta_{ij})
+
+    (Gil-Pelaez for the signed measure f_A dP, of total mass 0, integrated over thresholds in (0, 1)). With
+    :func:`fixed_feature_lower_bound`'s argument, every ``<Psi, w>``, ``||w|| <= B``, has hinge loss
+    ``>= 1 - B ||c_A||`` on the uniform parity over A (a certificate for given features, e.g. random features).
+
+    Parameters
+    ----------
+    a : array_like of shape (N, D)
+        Feature weights on z. For the network's neurons on the uniform part D^(0) of the parity mixture at
+        p_o = 1/2, ``phi = z / (2 sigt)``, so ``a = Q / (2 sigt)``.
+    b : array_like of shape (N,)
+        Biases.
+    s : float
+        Smoothing, ``> 0``.
+    A : sequence of int
+        The parity set, non-empty, distinct indices in [0, D).
+
+    Returns
+    -------
+    ndarray of shape (N,)
+
+    Notes
+    -----
+    Regime: exact up to the trapezoid rule (step ``pi / (sum_j |a_ij| + |b_i| + 12 s + 1)``, no aliasing;
+    ``t_max = 9.6 / s``); agrees with the Walsh-Hadamard :func:`parity_correlations` to ~1e-15 (tests). Cost
+    O(N D t_max / h).
+
+    References
+    ----------
+    .. [src] derived (Fourier, as spec §2.4's T_a); specs/emergence.md §2.10, §4.0 C8.
+
+    Examples
+    --------
+    >>> c = parity_feature_correlations(np.r_[0.3, 0.2, 0.0][None, :], [0.1], 0.1, [2])  # z_2 unused
+    >>> abs(float(c[0])) < 1e-15
+    True
+    """
+    owner = _own("parity_feature_correlations")
+    a = np.array(a, dtype=np.float64, ndmin=2)
+    b = np.asarray(b, dtype=np.float64)
+    if a.ndim != 2 or b.shape != (a.shape[0],) or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise InvalidParameterError(f"The 'a' and 'b' parameters of {owner} must be finite arrays of shapes (N, D) "
+                                    f"and (N,). Got {a.shape} and {b.shape}.")
+    s = check(owner, "s", s, _POS)
+    D = a.shape[1]
+    try:
+        idx = sorted({as_int(owner, "A", j, 0, D - 1) for j in A})
+    except TypeError:
+        raise InvalidParameterError(f"The 'A' parameter of {owner} must be a sequence of ints. Got {A!r}.") from None
+    if not idx or len(idx) != len(A):
+        raise InvalidParameterError(f"The 'A' parameter of {owner} must be non-empty distinct indices. Got {A!r}.")
+    h = math.pi / float(np.max(np.abs(a).sum(axis=1) + np.abs(b)) + 12 * s + 1)
+    t = np.arange(1, int(math.ceil(9.6 / (s * h))) + 1) * h  # t = 0 contributes 0 (|A| >= 2) or a_j h/2
+    R = np.exp(-0.5 * (s * t) ** 2)[None, :] * np.ones((a.shape[0], 1))
+    inA = np.isin(np.arange(D), idx)
+    for j in range(D):
+        R = R * (np.sin if inA[j] else np.cos)(t[None, :] * a[:, j:j + 1])
+    g = np.imag(1j ** len(idx) * R * np.exp(1j * t * b[:, None]) * (1 - np.exp(-1j * t)) / (1j * t)) / t
+    g0 = a[:, idx[0]] if len(idx) == 1 else 0.0  # the integrand's limit at t = 0
+    return h * (g.sum(axis=1) - 0.5 * g[:, -1] + 0.5 * g0) / math.pi
 
 
 def kernel_lower_bound(p_o, k, poly):

@@ -33,7 +33,8 @@ def _table(owner, F, pi, y):
 def hinge_and_error(F, pi, y, a):
     r"""Population hinge loss and 0-1 error of ``g = F a`` on a finite support.
 
-    .. math:: L = \sum_c\pi_c\max(0, 1 - y_c(Fa)_c),\qquad \mathrm{err} = \sum_c\pi_c\,\mathbb 1[y_c(Fa)_c\le0]
+    .. math:: L = \sum_c\pi_c\max(0, 1 - y_c(Fa)_c),\qquad \mathrm{err} = \sum_c\pi_c\big(\mathbb 1[y_c(Fa)_c<0]
+              + \tfrac12\mathbb 1[(Fa)_c = 0]\big)
 
     Parameters
     ----------
@@ -49,7 +50,7 @@ def hinge_and_error(F, pi, y, a):
     Returns
     -------
     loss, error : float
-        (``y g = 0`` counts as an error.)
+        (``g = 0`` counts as half an error: a fair coin breaks the tie, so ``g = 0`` everywhere has error 1/2.)
 
     Notes
     -----
@@ -61,7 +62,12 @@ def hinge_and_error(F, pi, y, a):
     """
     F, pi, y = _table("emergence.hinge_and_error", F, pi, y)
     m = y * (F @ np.asarray(a, float))
-    return float(pi @ np.maximum(0.0, 1.0 - m)), float(pi @ (m <= 0.0))
+    return float(pi @ np.maximum(0.0, 1.0 - m)), float(pi @ _err(m))
+
+
+def _err(margin):
+    """0-1 error of a margin ``y g``, a tie ``g = 0`` counting 1/2."""
+    return (margin < 0.0) + 0.5 * (margin == 0.0)
 
 
 def _l2_dual(F, pi, y, lam):
@@ -256,6 +262,8 @@ _TRAIN = ("alpha", "b", "a")
 
 def _exchangeable(model):
     """True when E[phi~_j | c] = c/k for every j in A (the line v is then invariant)."""
+    if not hasattr(model, "A_support"):
+        return True                                      # the count-resolved iid block
     c = model.A_support.sum(1)
     for n in np.unique(c):
         rows = c == n
@@ -300,7 +308,7 @@ def reduced_population_gd(model, alpha, b, a, eta, lam, T, train=_TRAIN, s=0.0):
     Returns
     -------
     ReducedTrajectory
-        ``loss`` (hinge, no penalty) and ``error`` (``y g <= 0``) at ``t = 0..T``.
+        ``loss`` (hinge, no penalty) and ``error`` (``y g < 0``, ties ``g = 0`` counting 1/2) at ``t = 0..T``.
 
     Notes
     -----
@@ -340,7 +348,7 @@ def reduced_population_gd(model, alpha, b, a, eta, lam, T, train=_TRAIN, s=0.0):
         Z = u[:, None] * alpha + b
         F = smooth_trunc_relu(Z, s)
         m = y * (F @ a)
-        loss[t], err[t] = pi @ np.maximum(0.0, 1.0 - m), pi @ (m <= 0.0)
+        loss[t], err[t] = pi @ np.maximum(0.0, 1.0 - m), pi @ _err(m)
         if t == T:
             break
         r = pi * y * (m <= 1.0)

@@ -67,35 +67,53 @@ def _inputs(owner, model, q, b, s, s_positive):
     return Q, np.broadcast_to(bv, (Q.shape[0],)).copy(), s, single
 
 
-def _pieces(model, Q, b):
-    """c_A (m, R), q_B (m, nb), w = pi y (R,), groups, P (G, nb), v0, v1 (nb,), P(group) (G,)."""
+def _alpha(model, y, weighted):
+    """Class weights alpha_y = 1 / (2 P(y)) of App. F's weighted loss (1 when not weighted)."""
+    if not weighted:
+        return np.ones_like(y)
+    p_plus = model.moments().p_plus
+    return np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
+
+
+def _pieces(model, Q, b, weighted):
+    """c_A (m, R), q_B (m, nb), w = pi alpha_y y (R,), groups, P (G, nb), v0, v1 (nb,), P(group) (G,)."""
     mom = model.moments()
     phA = model.phi_A()
     cA = b[:, None] + Q[:, :model.k] @ phA.T
     P, grp = model.background_groups()
     piG = np.bincount(grp, weights=model.A_probs, minlength=P.shape[0])
-    return (cA, np.ascontiguousarray(Q[:, model.k:]), model.A_probs * model.labels, grp, P,
+    w = model.A_probs * model.labels * _alpha(model, model.labels, weighted)
+    return (cA, np.ascontiguousarray(Q[:, model.k:]), w, grp, P,
             -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt, piG, phA)
 
 
-def _assemble(model, W, Es, beta, TB, w, phA, single):
+def _total_s(model, Q, s):
+    """Per-neuron total smoothing ``s_t = sqrt(s^2 + szeta2 ||q||^2)`` (input noise through ``<q, zeta>/sigt``)."""
+    return np.sqrt(s * s + model.moments().szeta2 * (Q ** 2).sum(1))
+
+
+def _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn):
+    """T = [T_A, T_B] + the Stein term of the input noise, szeta2 q_j E[y win'_{s_t}] (spec §2.11)."""
     TA = (W * w) @ phA
-    out = NeuronCorr(np.concatenate([TA, TB], axis=1), W @ w, Es @ w, beta)
+    T = np.concatenate([TA, TB], axis=1) + model.moments().szeta2 * Q * (Dn @ w)[:, None]
+    out = NeuronCorr(T, W @ w, Es @ w, beta)
     return NeuronCorr(*(x[0] for x in out)) if single else out
 
 
 # ---- Fourier: numba kernel ---------------------------------------------------------------------------------
 
 @numba.njit(cache=True, parallel=True)
-def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s):  # pragma: no cover - compiled
+def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s_t):  # pragma: no cover - compiled
     m, R = cA.shape
     nb = qB.shape[1]
     G = P.shape[0]
     W = np.zeros((m, R))
     Sa = np.zeros((m, R))
+    Dn = np.zeros((m, R))
     beta = np.zeros(m)
     TB = np.zeros((m, nb))
     for i in numba.prange(m):
+        s = s_t[i]
         span = _TAIL_S * s
         for l in range(nb):
             span += abs(qB[i, l]) * max(abs(v0[l]), abs(v1[l]))
@@ -126,12 +144,14 @@ def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s):  # pragma: no cover -
         eb = 1.0 + 0.0j
         accW = np.zeros(R)
         accS = np.zeros(R)
+        accD = np.zeros(R)
         accB = np.zeros(nb)
         accb = 0.0
         for n in range(N):
             t = n * h
             wt = 0.5 * h if n == 0 else h
             gauss = math.exp(-0.5 * (s * t) ** 2)
+            omc = complex(2.0 * math.sin(0.5 * t) ** 2, math.sin(t))                 # 1 - e^{-it}
             if n % _RESYNC == 0:    # exact phases every _RESYNC nodes, rotations in between (error ~ _RESYNC ulp)
                 for l in range(nb):
                     e0[l] = complex(math.cos(t * qB[i, l] * v0[l]), math.sin(t * qB[i, l] * v0[l]))
@@ -159,12 +179,14 @@ def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s):  # pragma: no cover -
                 for l in range(nb - 1, -1, -1):
                     suf[l] = suf[l + 1] * fac[l]
                 psik = gauss * pre[nb] * kap
+                psid = gauss * pre[nb] * omc
                 Y = 0.0j
                 for r in range(R):
                     if grp[r] != g:
                         continue
                     z = psik * Er[r]
                     accW[r] += wt * z.real
+                    accD[r] += wt * (psid * Er[r]).real
                     if n == 0:
                         accS[r] += wt * (cA[i, r] + mg[g] - 0.5)
                     else:
@@ -178,47 +200,51 @@ def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s):  # pragma: no cover -
         for r in range(R):
             W[i, r] = accW[r] / math.pi
             Sa[i, r] = 0.5 + accS[r] / math.pi
+            Dn[i, r] = accD[r] / math.pi
         beta[i] = accb / math.pi
         for l in range(nb):
             TB[i, l] = accB[l] / math.pi
-    return W, Sa, beta, TB
+    return W, Sa, Dn, beta, TB
 
 
-def _fourier(model, Q, b, s, single):
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
-    W, Es, beta, TB = _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s)
-    return _assemble(model, W, Es, beta, TB, w, phA, single)
+def _fourier(model, Q, b, s, single, weighted=False):
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
+    W, Es, Dn, beta, TB = _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, _total_s(model, Q, s))
+    return _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn)
 
 
-def _fourier_numpy(model, q, b, s, chunk=16):
+def _fourier_numpy(model, q, b, s, chunk=16, weighted=False):
     """The same Fourier sums, vectorised in numpy over (neurons, nodes, patterns) in chunks of neurons.
 
     The benchmark baseline of the numba kernel (issue 10 §4) and an independent implementation for the tests:
     a common grid per chunk (smallest step, largest t_max), cumulative products for prefix/suffix.
     """
     Q, b, s, single = _inputs("emergence.correlations._fourier_numpy", model, q, b, s, True)
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
+    s_t = _total_s(model, Q, s)
     m, R = cA.shape
     nb = qB.shape[1]
-    W, Es, beta, TB = np.empty((m, R)), np.empty((m, R)), np.empty(m), np.empty((m, nb))
+    W, Es, Dn, beta, TB = np.empty((m, R)), np.empty((m, R)), np.empty((m, R)), np.empty(m), np.empty((m, nb))
     vmax = np.maximum(np.abs(v0), np.abs(v1))
     for lo in range(0, m, chunk):
         sl = slice(lo, min(lo + chunk, m))
-        span = np.abs(qB[sl]) @ vmax + _TAIL_S * s
+        span = np.abs(qB[sl]) @ vmax + _TAIL_S * s_t[sl]
         maxc = np.maximum(np.abs(cA[sl]).max(1), np.abs(b[sl]))
         h = (math.pi / (span + maxc + 1.0)).min()
-        t = np.arange(int(_T_MAX_S / (s * h)) + 2) * h
+        t = np.arange(int(_T_MAX_S / (s_t[sl].min() * h)) + 2) * h
         wt = np.full(t.size, h)
         wt[0] *= 0.5
         tt = t[1:]
         kap = np.concatenate([[1.0], np.sin(tt) / tt - 2j * np.sin(0.5 * tt) ** 2 / tt])
-        gk = np.exp(-0.5 * (s * t) ** 2) * kap                                      # (N,)
+        gauss = np.exp(-0.5 * (s_t[sl, None] * t) ** 2)                              # (c, N)
+        gk = gauss * kap
+        omc = 2 * np.sin(0.5 * t) ** 2 + 1j * np.sin(t)                               # 1 - e^{-it}
         e0 = np.exp(1j * t[None, :, None] * (qB[sl] * v0)[:, None, :])               # (c, N, nb)
         e1 = np.exp(1j * t[None, :, None] * (qB[sl] * v1)[:, None, :])
         Er = np.exp(1j * t[None, :, None] * cA[sl][:, None, :])                       # (c, N, R)
         eb = np.exp(1j * t[None, :] * b[sl, None])
         tinv = np.concatenate([[0.0], 1.0 / tt])
-        accW, accS = np.zeros((Er.shape[0], R)), np.zeros((Er.shape[0], R))
+        accW, accS, accD = np.zeros((Er.shape[0], R)), np.zeros((Er.shape[0], R)), np.zeros((Er.shape[0], R))
         accB, accb = np.zeros((Er.shape[0], nb)), np.zeros(Er.shape[0])
         for g in range(P.shape[0]):
             fac = (1.0 - P[g]) * e0 + P[g] * e1
@@ -229,6 +255,8 @@ def _fourier_numpy(model, q, b, s, chunk=16):
             rows = grp == g
             z = psik[:, :, None] * Er[:, :, rows]
             accW[:, rows] = np.einsum("n,cnr->cr", wt, z.real)
+            psid = pre[:, :, -1] * gauss * omc
+            accD[:, rows] = np.einsum("n,cnr->cr", wt, (psid[:, :, None] * Er[:, :, rows]).real)
             mg = qB[sl] @ ((1.0 - P[g]) * v0 + P[g] * v1)
             accS[:, rows] = np.einsum("n,cnr->cr", wt * tinv, z.imag) + wt[0] * (cA[sl][:, rows] + mg[:, None] - 0.5)
             accb += piG[g] * (psik * eb).real @ wt
@@ -236,7 +264,8 @@ def _fourier_numpy(model, q, b, s, chunk=16):
             u = (1.0 - P[g]) * v0 * e0 + P[g] * v1 * e1
             accB += np.einsum("n,cnl->cl", wt, (pre[:, :, :-1] * suf[:, :, 1:] * Yk[:, :, None] * u).real)
         W[sl], Es[sl], beta[sl], TB[sl] = accW / math.pi, 0.5 + accS / math.pi, accb / math.pi, accB / math.pi
-    return _assemble(model, W, Es, beta, TB, w, phA, single)
+        Dn[sl] = accD / math.pi
+    return _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn)
 
 
 # ---- Fourier, count-resolved iid block: numba kernel -------------------------------------------------------
@@ -333,59 +362,68 @@ def _exchangeable_kernel(qA, qB, yc, pA, u0, u1, pB, v0, v1, b, s, t0):  # pragm
     return TA, TB, Tb, Ta, beta
 
 
-def _fourier_exchangeable(model, Q, b, s, single):
+def _fourier_exchangeable(model, Q, b, s, single, weighted=False):
     mom = model.moments()
     pi_c, y_c = model.count_law()
+    yw = y_c * _alpha(model, y_c, weighted)
     k, p = model.k, model.p_A
-    t0 = mom.Ey * (b - 0.5) + (mom.gamma[0] / mom.sigt) * Q[:, :k].sum(1)   # t -> 0 limit of the T_a integrand
+    Eyw = pi_c @ yw                                                         # E[alpha_y y]
+    Eywphi = (pi_c @ (yw * np.arange(k + 1) / k) - Eyw * p) / mom.sigt      # E[alpha_y y phi_j], j in A
+    t0 = Eyw * (b - 0.5) + Eywphi * Q[:, :k].sum(1)                         # t -> 0 limit of the T_a integrand
     TA, TB, Tb, Ta, beta = _exchangeable_kernel(
-        np.ascontiguousarray(Q[:, :k]), np.ascontiguousarray(Q[:, k:]), y_c * 1.0, p, -p / mom.sigt,
+        np.ascontiguousarray(Q[:, :k]), np.ascontiguousarray(Q[:, k:]), yw, p, -p / mom.sigt,
         (1 - p) / mom.sigt, mom.p_bar, -mom.p_bar / mom.sigt, (1 - mom.p_bar) / mom.sigt, b, s, t0)
-    out = NeuronCorr(np.concatenate([TA, TB], axis=1), Tb, Ta + 0.5 * mom.Ey, beta)
+    out = NeuronCorr(np.concatenate([TA, TB], axis=1), Tb, Ta + 0.5 * Eyw, beta)
     return NeuronCorr(*(x[0] for x in out)) if single else out
 
 
 # ---- enumeration, Monte Carlo, CLT -------------------------------------------------------------------------
 
-def _enumerate(model, Q, b, s, single):
+def _enumerate(model, Q, b, s, single, weighted=False):
     nb = model.D - model.k
     if nb > _ENUM_MAX:
         raise InvalidParameterError(f"The 'method' parameter of emergence.neuron_correlations must not be "
                                     f"'enumerate' when D - k = {nb} > {_ENUM_MAX} (2^(D-k) configurations).")
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     cfg = np.array(list(itertools.product([0, 1], repeat=nb)), dtype=np.float64).reshape(2 ** nb, nb)
     probs = np.prod(np.where(cfg[None, :, :] == 1, P[:, None, :], 1.0 - P[:, None, :]), axis=2)   # (G, 2^nb)
     phB = v0 + cfg * (v1 - v0)                                                                  # (2^nb, nb)
     wgt = w[:, None] * probs[grp]                                                               # (R, 2^nb)
     m = Q.shape[0]
-    W, Es, beta, TB = np.empty((m, len(w))), np.empty((m, len(w))), np.empty(m), np.empty((m, nb))
+    s_t = _total_s(model, Q, s)
+    W, Es, Dn, beta, TB = (np.zeros((m, len(w))), np.empty((m, len(w))), np.zeros((m, len(w))), np.empty(m),
+                           np.empty((m, nb)))
     for i in range(m):
         S = phB @ qB[i]
         Z = cA[i][:, None] + S[None, :]
-        win = window(Z, s)
+        win = window(Z, s_t[i])
         W[i] = (probs[grp] * win).sum(1)
-        Es[i] = (probs[grp] * smooth_trunc_relu(Z, s)).sum(1)
+        Es[i] = (probs[grp] * smooth_trunc_relu(Z, s_t[i])).sum(1)
         TB[i] = (wgt * win).sum(0) @ phB
-        beta[i] = piG @ (probs @ window(b[i] + S, s))
-    return _assemble(model, W, Es, beta, TB, w, phA, single)
+        beta[i] = piG @ (probs @ window(b[i] + S, s_t[i]))
+        if s_t[i] > 0:
+            Dn[i] = (probs[grp] * (_npdf(Z / s_t[i]) - _npdf((1.0 - Z) / s_t[i])) / s_t[i]).sum(1)
+    return _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn)
 
 
-def _mc_sums(model, Q, b, s, n, seed):
+def _mc_sums(model, Q, b, s, n, seed, weighted=False):
     rng = np.random.default_rng(seed)
     m, D = Q.shape
     sums = {k: 0.0 for k in ("T", "T2", "Tb", "Tb2", "Ta", "Ta2", "beta", "beta2")}
+    sb = np.sqrt(s * s + model.moments().szeta2 * (Q[:, :model.k] ** 2).sum(1))  # + the A-part of the input noise
     done = 0
     while done < n:
         c = min(_MC_CHUNK, n - done)
         X, y, _ = model.sample(c, rng)
+        y = y * _alpha(model, y, weighted)
         Z = X @ Q.T + b                                                  # (c, m)
         win = window(Z, s)
         yw = y[:, None] * win
         ya = y[:, None] * smooth_trunc_relu(Z, s)
         bgZ = X[:, model.k:] @ Q[:, model.k:].T + b                      # background-only pre-activation
-        bw = window(bgZ, s)
+        bw = np.stack([window(bgZ[:, i], sb[i]) for i in range(m)], axis=1)
         sums["T"] = sums["T"] + yw.T @ X
-        sums["T2"] = sums["T2"] + (win ** 2).T @ X ** 2
+        sums["T2"] = sums["T2"] + ((y[:, None] * win) ** 2).T @ X ** 2
         for key, v in (("Tb", yw), ("Ta", ya), ("beta", bw)):
             sums[key] = sums[key] + v.sum(0)
             sums[key + "2"] = sums[key + "2"] + (v ** 2).sum(0)
@@ -399,25 +437,26 @@ def _squeeze(nc, single):
     return NeuronCorr(*(x[0] for x in nc)) if single else nc
 
 
-def _gauss(model, Q, b, s, single):
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+def _gauss(model, Q, b, s, single, weighted=False):
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
     m, R = cA.shape
-    W, Es, beta, TB = np.empty((m, R)), np.empty((m, R)), np.zeros(m), np.zeros((m, qB.shape[1]))
+    s_t = _total_s(model, Q, s)
+    W, Es, Dn, beta, TB = np.empty((m, R)), np.empty((m, R)), np.empty((m, R)), np.zeros(m), np.zeros((m, qB.shape[1]))
     for g in range(P.shape[0]):
         rows = grp == g
         mu = (1.0 - P[g]) * v0 + P[g] * v1                        # E[phi_l | group]
         var = P[g] * (1.0 - P[g]) * (v1 - v0) ** 2                 # Var[phi_l | group]
         mg = qB @ mu
-        sbar = np.sqrt((qB ** 2) @ var + s * s)                     # (m,)
+        sbar = np.sqrt((qB ** 2) @ var + s_t ** 2)                  # (m,)
         c = cA[:, rows] + mg[:, None]
         u0, u1 = c / sbar[:, None], (1.0 - c) / sbar[:, None]
         f = _win_std(u0, u1)
         fp = (np.exp(-0.5 * u0 ** 2) - np.exp(-0.5 * u1 ** 2)) / (math.sqrt(2 * math.pi) * sbar[:, None])
-        W[:, rows] = f
+        W[:, rows], Dn[:, rows] = f, fp
         Es[:, rows] = np.array([smooth_trunc_relu(c[i], sbar[i]) for i in range(m)])
         beta += piG[g] * np.array([window(b[i] + mg[i], sbar[i]) for i in range(m)])
         TB += (f @ w[rows])[:, None] * mu + qB * var * (fp @ w[rows])[:, None]
-    return _assemble(model, W, Es, beta, TB, w, phA, single)
+    return _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn)
 
 
 def _win_std(u0, u1):
@@ -428,7 +467,7 @@ def _win_std(u0, u1):
 _METHODS = {"fourier": _fourier, "enumerate": _enumerate, "gauss": _gauss}
 
 
-def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, seed=0):
+def neuron_correlations(model, q, b, s, method="fourier", *, class_weighted=False, n_mc=1_000_000, seed=0):
     r"""Population correlations ``(T, T_b, T_a, beta)`` of one neuron or of m neurons (hinge indicator = 1).
 
     .. math:: T_j = \mathbb E[y\phi_j\,\mathrm{win}_s(\langle q,\phi\rangle+b)] = \sum_r\pi_ry_r\phi^{(r)}_j
@@ -441,8 +480,12 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
     .. math:: T_a = \sum_r\pi_ry_r\Big(\frac12 + \frac1\pi\int_0^\infty\mathrm{Im}\Big[\psi(t)e^{itc_A^{(r)}}
               \frac{1-e^{-it}}{it}\Big]\frac{dt}{t}\Big),\qquad \beta = W(b),
 
-    with ``psi(t) = e^{-s^2t^2/2} prod_{l in B} ((1 - p_l) e^{itq_l v_0} + p_l e^{itq_l v_1})``,
-    ``v_0 = -p/sigt``, ``v_1 = (1 - p)/sigt`` (per background group when ``p_bg_rows`` is set).
+    with ``psi(t) = e^{-s_t^2t^2/2} prod_{l in B} ((1 - p_l) e^{itq_l v_0} + p_l e^{itq_l v_1})``,
+    ``v_0 = -p/sigt``, ``v_1 = (1 - p)/sigt`` (per background group when ``p_bg_rows`` is set). With App. F input
+    noise (``sigma_zeta > 0``, neurons in span(M)) the smoothing is ``s_t^2 = s^2 + (sigma_zeta/sigt)^2 ||q||^2``
+    and Stein's lemma adds ``(sigma_zeta/sigt)^2 q_j E[y win'_{s_t}]`` to every ``T_j`` (spec §2.11), with
+    ``E[y win'] = sum_r pi_r y_r (1/pi) int Re[psi(t) e^{itc_r} (1 - e^{-it})] dt``; ``beta`` then includes the
+    noise of every coordinate.
 
     Parameters
     ----------
@@ -458,6 +501,8 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
     method : {"fourier", "enumerate", "mc", "gauss"}
         "fourier": exact (numba, parallel over neurons); "enumerate": brute force, ``D - k <= 20``; "mc":
         Monte Carlo with ``n_mc`` samples and ``seed``; "gauss": the CLT approximation of the background.
+    class_weighted : bool
+        Replace y by ``alpha_y y`` with ``alpha_y = 1/(2 P(y))`` (App. F's class-weighted loss of steps 1-2).
     n_mc : int
         Monte Carlo samples (method "mc").
     seed : int or numpy.random.Generator
@@ -497,13 +542,15 @@ def neuron_correlations(model, q, b, s, method="fourier", *, n_mc=1_000_000, see
     owner = "emergence.neuron_correlations"
     method = check(owner, "method", method, Options(("fourier", "enumerate", "mc", "gauss")))
     Q, b, s, single = _inputs(owner, model, q, b, s, method == "fourier")
+    weighted = check(owner, "class_weighted", class_weighted, Options((False, True)))
     if method == "mc":
-        return _squeeze(_mc_sums(model, Q, b, s, check(owner, "n_mc", n_mc, Integer(2)), seed)[0], single)
+        n_mc = check(owner, "n_mc", n_mc, Integer(2))
+        return _squeeze(_mc_sums(model, Q, b, s, n_mc, seed, weighted)[0], single)
     if isinstance(model, ExchangeablePatternModel):
         if method == "fourier":
-            return _fourier_exchangeable(model, Q, b, s, single)
+            return _fourier_exchangeable(model, Q, b, s, single, weighted)
         model = _explicit(owner, model, method)
-    return _METHODS[method](model, Q, b, s, single)
+    return _METHODS[method](model, Q, b, s, single, weighted)
 
 
 def _explicit(owner, model, method):
@@ -513,7 +560,7 @@ def _explicit(owner, model, method):
     return model.to_pattern_model()
 
 
-def mc_correlations(model, q, b, s, n, seed=0):
+def mc_correlations(model, q, b, s, n, seed=0, *, class_weighted=False):
     r"""Monte Carlo estimates of ``(T, T_b, T_a, beta)`` and their standard errors.
 
     .. math:: \hat T_j = \frac1n\sum_{i=1}^n y_i\phi_{ij}\,\mathrm{win}_s(\langle q,\phi_i\rangle + b),\qquad
@@ -529,6 +576,8 @@ def mc_correlations(model, q, b, s, n, seed=0):
     n : int
         Samples, >= 2.
     seed : int or numpy.random.Generator
+    class_weighted : bool
+        As in :func:`neuron_correlations`.
 
     Returns
     -------
@@ -545,7 +594,8 @@ def mc_correlations(model, q, b, s, n, seed=0):
     """
     owner = "emergence.mc_correlations"
     Q, b, s, single = _inputs(owner, model, q, b, s, False)
-    mean, se = _mc_sums(model, Q, b, s, check(owner, "n", n, Integer(2)), seed)
+    weighted = check(owner, "class_weighted", class_weighted, Options((False, True)))
+    mean, se = _mc_sums(model, Q, b, s, check(owner, "n", n, Integer(2)), seed, weighted)
     return _squeeze(mean, single), _squeeze(se, single)
 
 
@@ -584,7 +634,7 @@ def clt_error_bound(model, q, b, s):
     Q, b, s, single = _inputs("emergence.clt_error_bound", model, q, b, s, False)
     if isinstance(model, ExchangeablePatternModel):
         model = _explicit("emergence.clt_error_bound", model, "gauss")
-    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b)
+    cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, False)
     eps = np.zeros(Q.shape[0])
     for g in range(P.shape[0]):
         p = P[g]

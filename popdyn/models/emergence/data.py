@@ -20,8 +20,8 @@ import numpy as np
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, check, validate
 
-__all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model", "interval_labeling",
-           "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture"]
+__all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",
+           "interval_labeling", "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture"]
 
 _K_ENUM = 20          # explicit A-block supports have 2^k rows at most for the enumerated constructors
 _K_EXPLICIT = 16      # iid_block_model returns an explicit PatternModel up to this k, the count-resolved form beyond
@@ -41,7 +41,8 @@ class Moments:
     Attributes: ``sigt`` (sigma~), ``sphi2`` (sigma_phi^2 = p(1-p)/sigma~^2 per background pattern; a float
     when ``p_bg`` is a float), ``gamma`` (k,) (``E[y phi~_j] - E y E phi~_j``), ``Ey``, ``mu_A``
     (``sum_A E phi~_j``), ``E_y_phi_A`` (k,) (``= gamma / sigt``), ``mean_A`` (k,), ``p_bar`` (D-k,) (background
-    marginals), ``p_plus`` (``P(y = 1)``), ``gamma_weighted`` (k,) (``E[alpha_y y phi~_j]``, App. F).
+    marginals), ``p_plus`` (``P(y = 1)``), ``gamma_weighted`` (k,) (``E[alpha_y y phi~_j]``, App. F),
+    ``szeta2`` (``sigma_zeta^2 / sigt^2``, the variance of each coordinate of the normalised input noise).
     """
     sigt: float
     sphi2: float | np.ndarray
@@ -53,6 +54,7 @@ class Moments:
     p_bar: np.ndarray
     p_plus: float
     gamma_weighted: np.ndarray
+    szeta2: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,6 +82,9 @@ class PatternModel:
         Background probability given the row (the paper's ``D_A^mix``); its mixture must equal ``p_bg``.
     M : array_like of shape (d, D), optional
         Dictionary with orthonormal columns, for sampling in ``R^d``.
+    sigma_zeta : float
+        App. F Gaussian input noise: ``x~ = M phi~ + zeta``, ``zeta ~ N(0, sigma_zeta^2 I_d)`` (d = ``M.shape[0]``,
+        or D without a dictionary); ``sigt^2`` gains ``d sigma_zeta^2``.
 
     Notes
     -----
@@ -99,9 +104,10 @@ class PatternModel:
     p_bg: float | np.ndarray
     p_bg_rows: np.ndarray | None = None
     M: np.ndarray | None = None
+    sigma_zeta: float = 0.0
 
     _constraints = {"D": Integer(2), "k": Integer(1), "A_support": FiniteArray(2), "A_probs": FiniteArray(1),
-                    "labels": FiniteArray(1)}
+                    "labels": FiniteArray(1), "sigma_zeta": Interval(0.0, np.inf, "left")}
 
     def __post_init__(self):
         validate(self)
@@ -147,6 +153,8 @@ class PatternModel:
 
     def __repr__(self):
         extra = "" if self.p_bg_rows is None else ", p_bg_rows=..."
+        if self.sigma_zeta:
+            extra += f", sigma_zeta={self.sigma_zeta}"
         return (f"PatternModel(D={self.D}, k={self.k}, R={self.A_support.shape[0]}, "
                 f"p_bg={self.p_bg if np.ndim(self.p_bg) == 0 else '...'}{extra})")
 
@@ -171,7 +179,8 @@ class PatternModel:
         S, pi, y = self.A_support, self.A_probs, self.labels
         mean_A = pi @ S
         p_bar = np.broadcast_to(self.p_bg, (self.D - self.k,)).astype(np.float64)
-        sigt = math.sqrt(float(pi @ (S - mean_A) ** 2 @ np.ones(self.k) + np.sum(p_bar * (1 - p_bar))))
+        sigt = math.sqrt(float(pi @ (S - mean_A) ** 2 @ np.ones(self.k) + np.sum(p_bar * (1 - p_bar)))
+                         + self.d * self.sigma_zeta ** 2)
         Ey = float(pi @ y)
         gamma = pi @ (y[:, None] * S) - Ey * mean_A
         p_plus = float(pi[y > 0].sum())
@@ -179,14 +188,14 @@ class PatternModel:
         sphi2 = p_bar * (1 - p_bar) / sigt ** 2
         return Moments(sigt=sigt, sphi2=float(sphi2[0]) if np.ndim(self.p_bg) == 0 else sphi2, gamma=gamma,
                        Ey=Ey, mu_A=float(mean_A.sum()), E_y_phi_A=gamma / sigt, mean_A=mean_A, p_bar=p_bar,
-                       p_plus=p_plus, gamma_weighted=(pi * alpha * y) @ S)
+                       p_plus=p_plus, gamma_weighted=(pi * alpha * y) @ S, szeta2=self.sigma_zeta ** 2 / sigt ** 2)
 
     def moments(self):
         r"""Exact data constants by enumeration of the A-block support.
 
         .. math:: \mathbb E y = \sum_r\pi_ry_r,\quad \gamma_j = \sum_r\pi_ry_r\tilde\phi^{(r)}_j - \mathbb Ey\,
                   \mathbb E\tilde\phi_j,\quad \tilde\sigma^2 = \sum_{j\in A}\mathrm{Var}\tilde\phi_j +
-                  \sum_{j\notin A}p_j(1-p_j),\quad \mathbb E[y\phi_A] = \gamma/\tilde\sigma
+                  \sum_{j\notin A}p_j(1-p_j) + d\sigma_\zeta^2,\quad \mathbb E[y\phi_A] = \gamma/\tilde\sigma
 
         Returns
         -------
@@ -280,7 +289,8 @@ class PatternModel:
         r"""Draw ``n`` samples ``(X, y, counts)`` in pattern coordinates (``X = phi``) or in ``R^d`` (``X = M phi``).
 
         .. math:: r\sim\pi,\quad \tilde\phi_A = \tilde\phi_A^{(r)},\quad \tilde\phi_B\sim\mathrm{Bern}(p_{\cdot}
-                  \mid r),\quad \phi = (\tilde\phi - \mathbb E\tilde\phi)/\tilde\sigma
+                  \mid r),\quad \phi = (\tilde\phi - \mathbb E\tilde\phi)/\tilde\sigma,\quad
+                  x = M\phi + \zeta/\tilde\sigma
 
         Parameters
         ----------
@@ -296,6 +306,7 @@ class PatternModel:
         Returns
         -------
         X : ndarray of shape (n, D) or (n, d)
+            With input noise, pattern coordinates are ``M^T x = phi + M^T zeta / sigt``.
         y : ndarray of shape (n,)
         counts : ndarray of shape (n,)
             ``sum_A phi~_j`` per sample.
@@ -332,6 +343,8 @@ class PatternModel:
         X = np.concatenate([self.A_support[rows] - mom.mean_A, bg - mom.p_bar], axis=1) / mom.sigt
         if coords == "input":
             X = X @ self.M.T
+        if self.sigma_zeta:
+            X = X + rng.standard_normal(X.shape) * math.sqrt(mom.szeta2)
         return X, y[rows].copy(), self.A_support[rows].sum(1)
 
 
@@ -834,7 +847,7 @@ def no_structure(model):
                                         "every configuration of {0,1}^k: a support covering the cube, or labels that "
                                         "depend on the count only with every count 0..k present.")
         y = y_c[cube.sum(1).astype(int)]
-    return PatternModel(model.D, k, cube, np.full(2 ** k, 2.0 ** -k), y, 0.5, M=model.M)
+    return PatternModel(model.D, k, cube, np.full(2 ** k, 2.0 ** -k), y, 0.5, M=model.M, sigma_zeta=model.sigma_zeta)
 
 
 @dataclass(frozen=True, eq=False)

@@ -187,7 +187,8 @@ def ground_truth_network(model, scale="main"):
     With ``<w, x> = c - mu_A`` for ``w = sigma~ sum_A M_j`` and the triangles
     ``delta_{s,a,b}(z) = a relu(z-s+b) - 2a relu(z-s) + a relu(z-s-b)``:
 
-    .. math:: g_1 = \sum_{p\in P}\delta_{p-\mu_A,\,a_1,\,1/2}(\langle w,x\rangle) - \sum_{p\notin P}\delta_{p-\mu_A,\,a_1,\,1/2},
+    .. math:: g_1 = \sum_{p\in P}\delta_{p-\mu_A,\,a_1,\,1/2}(\langle w,x\rangle)
+              - \sum_{p\notin P}\delta_{p-\mu_A,\,a_1,\,1/2},
               \quad g_2:\ \text{the same with}\ \delta_{p-\mu_A+1/4,\,a_2,\,1/2},
 
     ``(a_1, a_2) = (2, 4)`` (main: ``g* = y``) or ``(4, 8)`` (general: ``g* = 2y``); the candidate whose 3(k+1)
@@ -229,7 +230,7 @@ def ground_truth_network(model, scale="main"):
     cands = []
     for slope, off in ((a1, 0.0), (a2, 0.25)):
         centre = shift + off
-        bias = -(centre[:, None] + np.array([-0.5, 0.0, 0.5])[None, :])   # relu(z - s + 1/2), relu(z - s), relu(z - s - 1/2)
+        bias = -(centre[:, None] + np.array([-0.5, 0.0, 0.5])[None, :])   # relu(z-s+1/2), relu(z-s), relu(z-s-1/2)
         coef = y_c[:, None] * slope * np.array([1.0, -2.0, 1.0])[None, :]
         cands.append((bias.ravel(), coef.ravel()))
     bias, coef = max(cands, key=lambda bc: np.min(np.abs(bc[0])))         # the candidate with all |b| >= 1/8

@@ -38,13 +38,13 @@ def _predict(problem, *, method="fourier"):
     Returns
     -------
     Prediction
-        ``t = 2..T``; time series ``loss`` (population hinge, truncated ReLU) and ``accuracy`` (``P[y g > 0]``) of
+        ``t = 2..T``; time series ``loss`` (population hinge, truncated ReLU) and ``error`` (``P[y g < 0] + P[g = 0]/2``) of
         the reduced population GD started at the ``eta^(1) -> 0`` two-step limit. Scalars: ``cos_step1``,
         ``cos_step2`` (``max_i |cos(w_i, sum_A M_j)|``, exact finite-``eta^(1)`` steps), ``loss_step1``
         (``L(g^(1); sigma_xi^(2)) = 1 - a^(1).a^(2)``), ``hinge_certificate`` (bound on ``sup |g^(1)|``),
         ``T_norm_step1`` (median over neurons of ``||T^(1)||``, the step-1 signal: ~1e-7 relative without input
         structure, spec §2.4), ``b_shift_step2`` (``max |b^(2) - b^(0)|``: O(eta^(1)) with balanced classes),
-        ``lp_loss`` / ``lp_accuracy`` (optimal second layer on the two-step features, LP), ``lp_loss_one_step``
+        ``lp_loss`` / ``lp_error`` (optimal second layer on the two-step features, LP), ``lp_loss_one_step``
         (the same on the one-step features, constant in the limit), ``lemma23_loss`` and ``lemma23_coverage``
         (Lemma 23's explicit second layer, the fraction of g* neurons it finds). ``features``: the two-step
         feature table (k+1, 2m) on the counts.
@@ -88,12 +88,13 @@ def _predict(problem, *, method="fourier"):
     train = ("alpha", "b", "a") if problem.stage3 == "all" else ("a",)
     tr = reduced_population_gd(model, alpha, lim.b, lim.a, steps[-1].eta if problem.T > 2 else 1.0,
                                steps[-1].lam_w if problem.T > 2 else 0.0, problem.T - 2, train=train)
-    obs = {"loss": tr.loss, "accuracy": 1.0 - tr.error,
-           "cos_step1": np.abs(feature_cosine(model, p1.Q)).max(), "cos_step2": np.abs(feature_cosine(model, p2.Q)).max(),
+    obs = {"loss": tr.loss, "error": tr.error,
+           "cos_step1": np.abs(feature_cosine(model, p1.Q)).max(),
+           "cos_step2": np.abs(feature_cosine(model, p2.Q)).max(),
            "loss_step1": 1.0 - p1.a @ p2.a, "hinge_certificate": cert,
            "T_norm_step1": np.median(np.linalg.norm(p1.Q, axis=1) / np.abs(steps[0].eta * p0.a)),
            "b_shift_step2": np.abs(p2.b - p0.b).max(),
-           "lp_loss": lp_loss, "lp_accuracy": 1.0 - hinge_and_error(F2, pi_c, y_c, a_lp)[1],
+           "lp_loss": lp_loss, "lp_error": hinge_and_error(F2, pi_c, y_c, a_lp)[1],
            "lp_loss_one_step": optimal_second_layer(F1, pi_c, y_c)[1],
            "lemma23_loss": hinge_and_error(F2, pi_c, y_c, a_tilde)[0],
            "lemma23_coverage": np.mean([len(s) > 0 for s in sets]), "features": F2}

@@ -14,7 +14,8 @@ from .schedule import theory_schedule
 __all__ = ["Problem"]
 
 _DATA = ("parity", "parity_mix", "interval")
-_K_MAX = 12      # 2^k A-support rows (parity) and the exact enumeration of the no-structure cube
+_K_MAX = 30      # the paper's interval labeling (count-resolved); parity: 2^k A-support rows, k <= _K_PARITY
+_K_PARITY = 12
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,7 +33,8 @@ class Problem:
     D : int
         Number of patterns, ``D > k``.
     k : int
-        Number of class-relevant patterns, ``2 <= k <= 12`` (odd for the parity labelings).
+        Number of class-relevant patterns, ``2 <= k <= 30``; odd and ``<= 12`` for the parity labelings, ``<= 20``
+        without structure.
     p_o : float
         Background probability, in (0, 1/2] (the paper's WLOG ``p_o <= 1/2``); the parity-mixture A-block
         parameter as well.
@@ -102,9 +104,13 @@ class Problem:
         if not self.k < self.D:
             raise InvalidParameterError(f"The 'k' parameter of emergence.Problem must be an int in [2, D - 1] = "
                                         f"[2, {self.D - 1}] (D = {self.D}). Got {self.k!r} instead.")
-        if self.data != "interval" and self.k % 2 == 0:
-            raise InvalidParameterError(f"The 'k' parameter of emergence.Problem must be odd for data={self.data!r} "
-                                        f"(balanced parity, Thm 2's setting). Got {self.k!r} instead.")
+        if self.data != "interval" and (self.k % 2 == 0 or self.k > _K_PARITY):
+            raise InvalidParameterError(f"The 'k' parameter of emergence.Problem must be odd and <= {_K_PARITY} for "
+                                        f"data={self.data!r} (balanced parity, Thm 2's setting; 2^k support rows). "
+                                        f"Got {self.k!r} instead.")
+        if not self.structure and self.k > 20:
+            raise InvalidParameterError(f"The 'k' parameter of emergence.Problem must be <= 20 when structure=False "
+                                        f"(no_structure enumerates the cube). Got {self.k!r} instead.")
         if self.d is not None and self.d < self.D:
             raise InvalidParameterError(f"The 'd' parameter of emergence.Problem must be None or an int >= D = "
                                         f"{self.D} (orthonormal dictionary). Got {self.d!r} instead.")
@@ -149,6 +155,7 @@ class Problem:
         return cls(D=D, k=k, p_o=p_o, m=m, T=T, data="parity", structure=structure, stage3=stage3, seed=seed)
 
     @classmethod
-    def interval(cls, D=40, k=12, m=100, T=200, seed=0):
-        """The interval labeling (iid Bern(2/3) A-block, y = +1 iff count >= ceil(2k/3)) at an enumerable k."""
-        return cls(D=D, k=k, p_o=0.5, m=m, T=T, data="interval", seed=seed)
+    def interval(cls, D=100, k=30, m=100, T=200, d=None, seed=0):
+        """The paper's E2 interval labeling (iid Bern(2/3) A-block, y = +1 iff count >= ceil(2k/3) = 20 at k = 30,
+        m = 100, T = 200; count-resolved beyond k = 16)."""
+        return cls(D=D, k=k, p_o=0.5, m=m, T=T, data="interval", d=d, seed=seed)

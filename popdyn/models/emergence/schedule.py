@@ -87,7 +87,8 @@ def theory_schedule(model, m, T=None, variant="lemma23", lam=None, eta=None):
     mom = model.moments()
     k, sigt, gamma = model.k, mom.sigt, _gamma(mom)
     lam = k ** 3 / (sigt * m ** (1.0 / 3.0)) if lam is None else check(owner, "lam", lam, Interval(0.0, np.inf, "left"))
-    eta3 = k ** 2 / (T * m ** (1.0 / 3.0)) if eta is None else check(owner, "eta", eta, Interval(0.0, np.inf, "neither"))
+    eta3 = (k ** 2 / (T * m ** (1.0 / 3.0)) if eta is None
+            else check(owner, "eta", eta, Interval(0.0, np.inf, "neither")))
     if variant == "thm26":
         eta1, s12 = gamma ** 2 * sigt ** 2 / (k * m ** 3), k ** -2.0
     else:

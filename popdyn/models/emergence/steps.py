@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, RegimeWarning, check
 from .activation import smooth_trunc_relu, window, window_derivs
-from .correlations import neuron_correlations
+from .correlations import _alpha, neuron_correlations
 from .network import TwoLayerParams
 
 __all__ = ["full_support", "population_gradient", "population_step", "hinge_certificate", "population_two_steps",
@@ -64,34 +64,6 @@ def full_support(model):
     return phi, (model.A_probs[:, None] * pb).ravel(), np.repeat(model.labels, len(bg))
 
 
-def _class_weights(model, y):
-    """alpha_y = 1/(2 P[y]) of the class-weighted loss (App. F)."""
-    p_plus = model.moments().p_plus
-    return np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
-
-
-def _balanced_twin(model):
-    """The model with row probabilities pi_r alpha_{y_r} (they sum to 1): its plain expectations are the
-    class-weighted expectations of ``model``; its own normalisation (mean, sigma~) differs."""
-    if model.p_bg_rows is not None:
-        raise InvalidParameterError("The 'model' parameter of emergence.population_gradient must have an independent "
-                                    "background (p_bg_rows None) for the weighted loss with indicator='one'.")
-    pi = model.A_probs * _class_weights(model, model.labels)
-    return type(model)(model.D, model.k, model.A_support, pi / pi.sum(), model.labels, model.p_bg)
-
-
-def _weighted_correlations(model, Q, b, s, method):
-    """Class-weighted correlations through the balanced twin: with phi = (sigma~' phi' + m' - m)/sigma~,
-    <q, phi> + b = <q', phi'> + b', q' = q sigma~'/sigma~, b' = b + <q_A, m'_A - m_A>/sigma~, and
-    T_j = (sigma~' T'_j + (m'_j - m_j) T'_b)/sigma~ (m'_j = m_j on the background)."""
-    twin = _balanced_twin(model)
-    mo, mt = model.moments(), twin.moments()
-    shift = np.zeros(model.D)
-    shift[:model.k] = mt.mean_A - mo.mean_A
-    T, Tb, Ta, beta = neuron_correlations(twin, Q * (mt.sigt / mo.sigt), b + Q @ shift / mo.sigt, s, method=method)
-    return (mt.sigt * T + Tb[:, None] * shift) / mo.sigt, Tb, Ta, beta
-
-
 def _subspace_support(owner, model, params):
     """A-support rows with the conditional background mean: exact sums for a first layer with Q[:, k:] = 0."""
     if np.any(params.Q[:, model.k:] != 0.0):
@@ -129,9 +101,7 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     method : str
         Method of :func:`~popdyn.models.emergence.neuron_correlations` when ``indicator="one"``.
     weighted : bool
-        The class-weighted loss ``E[alpha_y l]``, ``alpha_y = 1/(2 P[y])`` of App. F (steps 1-2 of Thm 34); with
-        ``indicator="one"`` it is computed exactly through the class-balanced twin model (reweighted rows,
-        normalisation mapped back), which needs an independent background.
+        The class-weighted loss ``E[alpha_y l]``, ``alpha_y = 1/(2 P[y])`` of App. F (steps 1-2 of Thm 34).
 
     Returns
     -------
@@ -151,14 +121,10 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     s = check(owner, "s", s, _S)
     indicator = check(owner, "indicator", indicator, Options(("one", "enumerate", "subspace")))
     if indicator == "one":
-        if weighted:
-            T, Tb, Ta, _ = _weighted_correlations(model, params.Q, params.b, s, method)
-        else:
-            T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method)
+        T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method, class_weighted=weighted)
         return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
     phi, prob, y = full_support(model) if indicator == "enumerate" else _subspace_support(owner, model, params)
-    if weighted:
-        prob = prob * _class_weights(model, y)
+    prob = prob * _alpha(model, y, weighted)
     z = phi @ params.Q.T + params.b
     act = smooth_trunc_relu(z, s)
     r = prob * y * (y * (act @ params.a) <= 1.0)
@@ -211,19 +177,26 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
     def decay(lam):
         f = 1.0 - 2.0 * eta * lam
         return 0.0 if abs(f) < 1e-12 else f
-    return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b, decay(lam_a) * params.a - eta * g.a)
+    return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b,
+                          decay(lam_a) * params.a - eta * g.a)
+
+
+def _box_range(Q, v0, v1):
+    """min and max of <q, v> over v in the box prod_j {v0_j, v1_j}, per row of Q."""
+    return np.minimum(Q * v0, Q * v1).sum(1), np.maximum(Q * v0, Q * v1).sum(1)
 
 
 def _z_range(model, Q, b):
-    """Exact ``(min, max)`` over the support of ``<q_i, phi> + b_i`` for every row of ``Q`` (background: every
-    configuration has positive probability, so each coordinate reaches both of its values)."""
-    mom = model.moments()
-    zA = model.phi_A() @ Q[:, :model.k].T                                      # (R, n)
-    v0, v1 = -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt
-    QB = Q[:, model.k:]
-    hi = np.maximum(QB * v0, QB * v1).sum(1)
-    lo = np.minimum(QB * v0, QB * v1).sum(1)
-    return zA.min(0) + lo + b, zA.max(0) + hi + b
+    """Exact ``(min, max)`` over the support of ``<q_i, phi> + b_i`` for every row of ``Q`` (background, and an iid
+    count-resolved A block: every configuration has positive probability, so each coordinate takes both values)."""
+    mom, k = model.moments(), model.k
+    if hasattr(model, "phi_A"):
+        zA = model.phi_A() @ Q[:, :k].T                                        # (R, n)
+        loA, hiA = zA.min(0), zA.max(0)
+    else:
+        loA, hiA = _box_range(Q[:, :k], -mom.mean_A / mom.sigt, (1.0 - mom.mean_A) / mom.sigt)
+    lo, hi = _box_range(Q[:, k:], -mom.p_bar / mom.sigt, (1.0 - mom.p_bar) / mom.sigt)
+    return loA + lo + b, hiA + hi + b
 
 
 def hinge_certificate(model, params, s):
@@ -354,7 +327,7 @@ def step2_expansion(model, Q, b, s):
     .. [src] seed 002 L462-484, L2200-2241 (Lemma 20); specs/emergence.md §2.6 (derived, check S6).
     """
     owner = "emergence.step2_expansion"
-    if model.p_bg_rows is not None:
+    if getattr(model, "p_bg_rows", None) is not None:
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have an independent background "
                                     f"(p_bg_rows None, assumption (A2)). Got a row-dependent background.")
     Q = check(owner, "Q", Q, FiniteArray(2, (None, model.D)))
