@@ -144,3 +144,30 @@ def test_no_structure_signal_fails_a_structure_blind_theory(wrong, monkeypatch, 
                                         n_mc=50_000)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 100) if wrong else (measured < 4)
+
+
+def _without_stein(f):
+    """Wrong theory: the Gaussian-mixture correlation without Stein's input-noise term tau^2 w E[y (p(m) - p(1-m))]/S."""
+    def corr(model, w, b, s):
+        nc = f(model, w, b, s)
+        W = np.atleast_2d(w)
+        E, yE = model.centers()
+        mv = E @ (model.M.T @ W.T) + b
+        S = np.sqrt(model.tau2 * (W ** 2).sum(1) + s ** 2)
+        pdf = lambda u: np.exp(-0.5 * u ** 2) / np.sqrt(2 * np.pi)
+        dens = (yE[:, None] * (pdf(mv / S) - pdf((1 - mv) / S)) / S).mean(0)
+        return correlations.NeuronCorr(nc.T - model.tau2 * W * dens[:, None], nc.Tb, nc.Ta, nc.beta)
+    return corr
+
+
+# wrong theory: the correlation without the input-noise (Stein) term, i.e. treating the Gaussian noise as if it only
+# smoothed the window. The dropped term is ~0.01 per coordinate against SE 2.3e-4 at n = 1e6: max |z| ~ 60 against the
+# tolerance 4 (true: ~2-3).
+@falsifies("emergence.gmm_stein")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_gmm_stein_fails_without_the_noise_term(wrong, monkeypatch, tmp_path):
+    if wrong:
+        perturb(monkeypatch, "popdyn.models.emergence.correlations.gmm_correlations", _without_stein)
+    verdict, measured, checks = measure("emergence.gmm_stein", tmp_path, neurons=4, n=400_000)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 10) if wrong else (measured < 4)
