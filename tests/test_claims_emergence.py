@@ -171,3 +171,17 @@ def test_gmm_stein_fails_without_the_noise_term(wrong, monkeypatch, tmp_path):
     verdict, measured, checks = measure("emergence.gmm_stein", tmp_path, neurons=4, n=400_000)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 10) if wrong else (measured < 4)
+
+
+# wrong theory: Thm 2's bound without the mixture weight p_o (the uniform-parity bound applied to D^mix). The trained
+# random features fit the D^(1) component (counts 0 and k), so the D^mix hinge is ~0.65 while the wrong bound is ~0.97:
+# every draw fails, a failure rate 1 against 0.05 (true: 0).
+@falsifies("emergence.fixed_feature_bound")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_fixed_feature_bound_fails_without_p_o(wrong, monkeypatch, tmp_path):
+    if wrong:
+        perturb(monkeypatch, "popdyn.models.emergence.bounds.fixed_feature_lower_bound",
+                lambda f: lambda p_o, *a, **k: f(1.0, *a, **k))
+    verdict, measured, checks = measure("emergence.fixed_feature_bound", tmp_path, seeds=4)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 0.5) if wrong else (measured == 0.0)
