@@ -41,7 +41,8 @@ from ..models.emergence.data import no_structure, random_dictionary
 from ..models.emergence.problem import Problem
 from ..models.emergence.schedule import theory_schedule
 from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, standard_normal_, to_numpy
+from ._torch import (make_generator, progress, resolve_device, resolve_dtype, serial_if_small, standard_normal_,
+                     to_numpy)
 
 __all__ = ["smooth_trunc_relu", "window", "sample", "train", "simulate", "METHODS"]
 
@@ -442,13 +443,16 @@ def _cos(W, M, k):
 
 
 class _Batches:
-    """Mini-batch row indices (seeds, batch): an independent permutation per seed and epoch, remainder dropped."""
+    """Mini-batch row indices (seeds, batch): an independent permutation per seed and epoch, remainder dropped;
+    the whole sample (a slice) when ``batch == n``."""
 
     def __init__(self, seeds, n, batch, gen, device):
         self.seeds, self.n, self.batch, self.gen, self.device = seeds, n, batch, gen, device
         self.perm, self.pos = None, n
 
     def next(self):
+        if self.batch == self.n:                 # full batch: every sample, no permutation needed
+            return slice(0, self.n)
         if self.pos + self.batch > self.n:
             self.perm = torch.argsort(torch.rand((self.seeds, self.n), generator=self.gen, device=self.device), dim=1)
             self.pos = 0
@@ -589,7 +593,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     record = set(range(0, T + 1, opts["record_every"])) | {t for t in (0, 1, 2, T) if t <= T}
     bar = progress(T, opts["progress_bar"], _OWNER)
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), serial_if_small(dev, S * opts["batch"] * 2 * opts["m"]):
             for t in range(T + 1):
                 if t > 0:
                     step = _step_at(sched, t, full)
