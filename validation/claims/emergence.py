@@ -24,7 +24,6 @@ import numpy as np
 
 from popdyn.models.emergence import activation, bounds, classifier, correlations, data, network, schedule, steps
 from popdyn.plot import save_figure, subplots
-from popdyn.sim import emergence as esim
 
 from . import ClaimResult, claim
 
@@ -34,6 +33,12 @@ _SEED = "seed 002 (seeds/002_b4668463d87e622f.txt)"
 _M_SCHEDULE = 300      # width of the paper's E1 (002 L3521-3547): sets eta^(1) = gamma^2 sigt/(k m^3) ~ 2e-9
 _Z_MAX = 4.5           # C1: max |z| over D coordinates x neurons (spec §4.0)
 _CHI_Z = 4.0           # C1/C9: |sum z^2 - D| / sqrt(2 D)
+
+
+def _sim():
+    """The torch simulation module, imported lazily (torch is optional for discovering claims)."""
+    from popdyn.sim import emergence
+    return emergence
 
 
 def _legend(*axes):
@@ -56,7 +61,7 @@ def _sched(model):
 def _train(model, params, n, seeds, nsteps, *, method="network", balanced=True, seed=0, sched=None, **kw):
     """The torch training of ``params`` (2m neurons; the sim mirrors the first m) for ``nsteps`` theory steps."""
     opts = dict(test=2, eval_samples=2, record_every=1) | kw
-    return esim.train(model, m=params.n // 2, method=method, schedule=_sched(model) if sched is None else sched,
+    return _sim().train(model, m=params.n // 2, method=method, schedule=_sched(model) if sched is None else sched,
                       steps=nsteps, n=n, seeds=seeds, seed=seed, init=params, balanced=balanced, **opts)
 
 
@@ -253,7 +258,7 @@ def step2_bias_shift(size, device, outdir):
     params = _init(model, size["neurons"])
     s2 = _sched(model)[1].s
     sim = _train(model, params, size["n"], size["seeds"], 2, balanced=False)
-    phi, _ = esim.sample(model, size["seeds"], size["n"], 0, balanced=False, stream=0)
+    phi, _ = _sim().sample(model, size["seeds"], size["n"], 0, balanced=False, stream=0)
     obs, pred, Ey = [], [], []
     for s in range(size["seeds"]):
         emp = _empirical_model(model, phi[s].numpy())
@@ -324,8 +329,8 @@ def two_step_separability(size, device, outdir):
     theory = {"two step": 1.0 - classifier.hinge_and_error(F2, pi, yc, a2)[1],
               "one step": bounds.count_threshold_ceiling(model)}
     sim = _train(model, params, size["n"], size["seeds"], 2)
-    X, y = (v.numpy() for v in esim.sample(model, size["seeds"], size["n_lp"], 0, balanced=True, stream=0))
-    Xt, yt = (v.numpy() for v in esim.sample(model, size["seeds"], size["test"], 0, stream=1))
+    X, y = (v.numpy() for v in _sim().sample(model, size["seeds"], size["n_lp"], 0, balanced=True, stream=0))
+    Xt, yt = (v.numpy() for v in _sim().sample(model, size["seeds"], size["test"], 0, stream=1))
     acc = {"one step": [], "two step": []}
     for s in range(size["seeds"]):
         for t, name in ((1, "one step"), (2, "two step")):
@@ -429,10 +434,10 @@ def _autograd_correlations(model, W, b, s, n, seed, chunk=200_000):
     for start in range(0, n, chunk):
         X, y = (torch.as_tensor(v) for v in model.sample(min(chunk, n - start), rng))
         Z = X @ Wt.T + bt
-        loss = torch.relu(1.0 - y * (esim.smooth_trunc_relu(Z, s) @ a)).sum() / n
+        loss = torch.relu(1.0 - y * (_sim().smooth_trunc_relu(Z, s) @ a)).sum() / n
         grad += torch.autograd.grad(loss, Wt)[0]
         with torch.no_grad():
-            sq += esim.window(Z, s).T ** 2 @ X ** 2
+            sq += _sim().window(Z, s).T ** 2 @ X ** 2
     mean = (-grad / a[:, None]).numpy()
     return mean, np.sqrt(np.maximum(sq.numpy() / n - mean ** 2, 0.0) / n)
 
