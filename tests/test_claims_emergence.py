@@ -147,7 +147,8 @@ def test_no_structure_signal_fails_a_structure_blind_theory(wrong, monkeypatch, 
 
 
 def _without_stein(f):
-    """Wrong theory: the Gaussian-mixture correlation without Stein's input-noise term tau^2 w E[y (p(m) - p(1-m))]/S."""
+    """Wrong theory: the Gaussian-mixture correlation without Stein's input-noise term tau^2 w E[y (p(m) "
+    "- p(1-m))]/S."""
     def corr(model, w, b, s):
         nc = f(model, w, b, s)
         W = np.atleast_2d(w)

@@ -135,7 +135,8 @@ _TOL_COS1 = 1e-4
 
 
 @claim(id="emergence.step1_cosine", model="emergence",
-       title="Features emerge at step 1: the population step-1 first layer of a typical neuron is along sum_A M_j to 1e-4 "
+       title="Features emerge at step 1: the population step-1 first layer of a typical neuron is along "
+             "sum_A M_j to 1e-4 "
              "and every neuron's to 1e-2 (the paper's One-Step cosine 0.848 is not the theory-schedule value)",
        source=f"{_SEED} L437-458 (Lemma 6 and the argument that step 1 is not enough), L2008-2036 (Lemma 18), "
               "L3521-3601 (Table 1: One Step cos 0.848); specs/emergence.md §2.4 (S4b, S15), §2.5, §4.0 C2",
@@ -143,7 +144,8 @@ _TOL_COS1 = 1e-4
               "(w_i^(1) = eta^(1) a_i T_i), parity mixture at p_o = 1/2",
        tolerance=_TOL_COS1,
        tolerance_origin="spec §4.0 C2 (cos >= 0.9999; S4b measured 0.999998 for one neuron): 1 - cos = ||T_B||^2 / "
-                        "(2 ||T_A||^2), median 1e-5 with the exact background response (the worst of 300 neurons: 2e-3); "
+                        "(2 ||T_A||^2), median 1e-5 with the exact background response (the worst of 300 "
+                        "neurons: 2e-3); "
                         "a background response 30x larger gives a median ~1e-2",
        quick={"D": 100, "k": 5, "p_o": [0.5, 0.1], "neurons": 40},
        full={"D": 100, "k": 5, "p_o": [0.5, 0.25, 0.1, 0.05], "neurons": 300})
@@ -183,11 +185,13 @@ _TOL_C3 = 0.25
 
 
 @claim(id="emergence.step2_cosine", model="emergence",
-       title="Step 2 aligns every neuron with the empirical E[y phi]: 1 - max cos = tr(P_perp Sigma)/(2 n ||E y phi||^2)"
+       title="Step 2 aligns every neuron with the empirical E[y phi]: 1 - max cos = tr(P_perp Sigma)/(2 "
+             "n ||E y phi||^2)"
              " (derived; the paper reports 0.997/0.997/0.994 with unreported hyperparameters)",
        source=f"{_SEED} L462-484 (feature improvement), L2200-2241 (Lemma 20), L3521-3601 and L3743-3779 (Tables 1, "
               "5: cos); specs/emergence.md §2.13(a) (S7), §4.0 C3",
-       metric="max over n of |mean_seeds(1 - max_i |cos(w_i^(2), sum_A M_j)|) / (1 - cos_pred(n)) - 1|, torch steps 1-2 "
+       metric="max over n of |mean_seeds(1 - max_i |cos(w_i^(2), sum_A M_j)|) / (1 - cos_pred(n)) - 1|, "
+              "torch steps 1-2 "
               "of the theory schedule on n i.i.d. samples",
        tolerance=_TOL_C3,
        tolerance_origin="spec §4.0 C3 (within 25 %; S7 within 10 %): 1 - cos is a ~chi^2_{D-1} variable, relative sd "
@@ -242,11 +246,13 @@ def _empirical_model(model, phi):
 
 
 @claim(id="emergence.step2_bias_shift", model="emergence",
-       title="Step 2 shifts each bias by a^(1) h(b^(1)) Ê[y] (finite-sample class imbalance; derived), and by O(eta^(1)) "
+       title="Step 2 shifts each bias by a^(1) h(b^(1)) Ê[y] (finite-sample class imbalance; derived), "
+             "and by O(eta^(1)) "
              "only with exactly balanced classes",
        source=f"{_SEED} L1473-1490 (bias gradient, with xi inside the indicator: erratum 1), L2200-2241 (Lemma 20), "
               "L2643-2650 (Lemma 23: b^(2) - b^(0) = O(1/m)); specs/emergence.md §2.13(b), §4.0 C4",
-       metric="1 - corr(b^(2) - b^(1) observed, predicted) over neurons and seeds, i.i.d. samples; the prediction is the "
+       metric="1 - corr(b^(2) - b^(1) observed, predicted) over neurons and seeds, i.i.d. samples; the "
+              "prediction is the "
               "eta^(1) -> 0 two-step limit on the sample's empirical A-block law",
        tolerance=_TOL_C4,
        tolerance_origin="spec §4.0 C4 (corr > 0.999; S7 measured 1.0000); the O(eta^(1)) remainder is ~1e-7 relative; "
@@ -315,7 +321,8 @@ def _lp_accuracy(F, y, Ft, yt):
               "features - theory| (theory: two step = LP on the eta^(1) -> 0 two-step features on the counts; one "
               "step = the count-threshold ceiling)",
        tolerance=_TOL_C5,
-       tolerance_origin="spec §4.0 C5 (+- 3 %); test-sampling sd 0.4 % at 1e4 test points; a theory in which step 2 does "
+       tolerance_origin="spec §4.0 C5 (+- 3 %); test-sampling sd 0.4 % at 1e4 test points; a theory in "
+                        "which step 2 does "
                         "not improve the features predicts 50 % for two steps",
        quick={"D": 100, "k": 5, "neurons": 25, "n": 50_000, "n_lp": 4000, "test": 10_000, "seeds": 2},
        full={"D": 100, "k": 5, "neurons": 150, "n": 50_000, "n_lp": 10_000, "test": 50_000, "seeds": 5})
@@ -370,7 +377,8 @@ _TOL_C6 = 5e-3
        title="Stage 3 made exact: population GD from the two-step features stays on the class-relevant line and equals "
              "full-batch GD on n samples (derived invariant-subspace reduction)",
        source=f"{_SEED} L2991-3199 (Lemmas 24-25, Thm 26: stage 3), L486-493; specs/emergence.md §2.8 (S8), §4.0 C6",
-       metric="max over recorded t <= T of |mean_seeds test hinge loss of full-batch GD (torch, n samples) - population "
+       metric="max over recorded t <= T of |mean_seeds test hinge loss of full-batch GD (torch, n "
+              "samples) - population "
               "hinge loss of the reduced GD|, both started at the eta^(1) -> 0 two-step limit",
        tolerance=_TOL_C6,
        tolerance_origin="spec §4.0 C6 (<= 5e-3; S8 <= 1.5e-3): finite-n fluctuations O(n^-1/2) averaged over seeds, "
@@ -447,7 +455,8 @@ def _autograd_correlations(model, W, b, s, n, seed, chunk=200_000):
              "the input-noise term tau^2 w E[y (p(m) - p(1 - m))] (derived; gamma = 0, so no first-order signal)",
        source=f"{_SEED} L3814-3865 (E.3.2, eq. (290), Table 6); specs/emergence.md §2.12 (S11), §4.0 C7",
        metric="max over neurons and the d coordinates of |z|, z = (G-hat - G)/SE, G-hat the torch autograd gradient "
-              "-dL/dw / a of the hinge loss on n samples, G = emergence.gmm_correlations; neurons w = align M eps/sqrt(k) "
+              "-dL/dw / a of the hinge loss on n samples, G = emergence.gmm_correlations; neurons w = "
+              "align M eps/sqrt(k) "
               "+ N(0, w_scale^2 I) near random cluster centres",
        tolerance=_Z_C7,
        tolerance_origin="spec §4.0 C7 (max |z| < 4 over d coordinates; S11 2.5-3.0); ~150 Gaussian z at quick size "
@@ -499,12 +508,15 @@ _TOL_C8 = 0.05
 
 
 @claim(id="emergence.fixed_feature_bound", model="emergence",
-       title="Thm 2 (Parseval form, derived): a predictor on N data-independent features with ||w|| <= B has hinge loss "
-             ">= 1 - B sqrt(t N / C(D, k)) on the uniform parity D^(0) and >= p_o times that on D^mix (prob. >= 1 - 1/t)",
+       title="Thm 2 (Parseval form, derived): a predictor on N data-independent features with ||w|| <= B "
+             "has hinge loss "
+             ">= 1 - B sqrt(t N / C(D, k)) on the uniform parity D^(0) and >= p_o times that on D^mix "
+             "(prob. >= 1 - 1/t)",
        source=f"{_SEED} L297-300 (Thm 2), L3308-3404 (Thm 28, Thm 29 from Daniely-Malach); specs/emergence.md §2.10 "
               "(S10), §3 erratum 5, §4.0 C8",
        metric="failure rate over random-feature draws (seeds) of 'test hinge loss >= bound' on D^(0) and on D^mix, "
-              "random features = the paper's truncated-ReLU init, second layer = the l2-regularised hinge fit on n D^mix "
+              "random features = the paper's truncated-ReLU init, second layer = the l2-regularised "
+              "hinge fit on n D^mix "
               "samples, B = its norm, t = 20",
        tolerance=_TOL_C8,
        tolerance_origin="spec §4.0 C8: Markov's inequality over A (random features are exchangeable, so a random "
