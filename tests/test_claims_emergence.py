@@ -162,8 +162,8 @@ def _without_stein(f):
 
 
 # wrong theory: the correlation without the input-noise (Stein) term, i.e. treating the Gaussian noise as if it only
-# smoothed the window. The dropped term is ~0.01 per coordinate against SE 2.3e-4 at n = 1e6: max |z| ~ 60 against the
-# tolerance 4 (true: ~2-3).
+# smoothed the window. The dropped term is ~0.01 per coordinate against SE 2.3e-4 at n = 1e6: max |z| ~ 60 against
+# the tolerance 4.5 (true: ~2-3).
 @falsifies("emergence.gmm_stein")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_gmm_stein_fails_without_the_noise_term(wrong, monkeypatch, tmp_path):

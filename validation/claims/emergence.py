@@ -427,7 +427,7 @@ def reduced_gd(size, device, outdir):
 
 # ---- C7: Gaussian-mixture parity, Stein's lemma ----------------------------------------------------------------------
 
-_Z_C7 = 4.0
+_Z_C7 = 4.5
 
 
 def _autograd_correlations(model, W, b, s, n, seed, chunk=200_000):
@@ -459,8 +459,9 @@ def _autograd_correlations(model, W, b, s, n, seed, chunk=200_000):
               "align M eps/sqrt(k) "
               "+ N(0, w_scale^2 I) near random cluster centres",
        tolerance=_Z_C7,
-       tolerance_origin="spec §4.0 C7 (max |z| < 4 over d coordinates; S11 2.5-3.0); ~150 Gaussian z at quick size "
-                        "(P(exceed) ~ 1 %); dropping the Stein term is ~60 SE off",
+       tolerance_origin="spec §4.0 C7 (max |z| < 4 over the d coordinates of a neuron; S11 2.5-3.0), raised to 4.5 for "
+                        "the max over neurons x d (150 z quick, 2700 full: P(exceed) <= 2 %); dropping the Stein term "
+                        "is ~60 SE off",
        quick={"settings": [[25, 4, 0.7]], "neurons": 6, "n": 1_000_000, "align": 1.0, "w_scale": 0.3, "b_scale": 0.3,
               "s": 0.1},
        full={"settings": [[25, 4, 0.7], [100, 4, 1.0], [100, 5, 1.0]], "neurons": 12, "n": 4_000_000,
