@@ -73,7 +73,7 @@ def test_gradients_equal_autograd(s, coords, weighted):
     alpha = (0.5 / 0.4, 0.5 / 0.6) if weighted else None
     gW, gb, ga, loss, gmax = se._gradients(se._Data(phi, y, M), slice(0, n), P, None, s, chunk=150, alpha=alpha)
     X = phi if M is None else phi @ M.T
-    w = torch.where(y > 0, alpha[1], alpha[0]) if weighted else None
+    w = torch.where(y > 0, y.new_tensor(alpha[1]), y.new_tensor(alpha[0])) if weighted else None
     refs = _autograd(X, y, P, s, w)
     margins = y * (se.smooth_trunc_relu(X @ P["W"].mT + P["b"][:, None, :], s) @ P["a"][..., None])[..., 0]
     assert 0.05 < float((margins > 1).double().mean()) < 0.95       # the indicator takes both values
@@ -339,3 +339,39 @@ def test_a_negative_decay_factor_warns_naming_the_knobs():
     # Thm 26's lambda = k^3/(sigma~ m^(1/3)) ~ 2.7 here: lr = 1 gives 1 - 2 eta lam < 0 (parameters flip each step)
     with pytest.warns(popdyn.RegimeWarning, match="lower 'lr' or 'lam'"):
         se.train(SMALL, m=2, steps=3, n=100, batch=50, seeds=1, test=10, lr=1.0)
+
+
+def test_input_noise_trains_in_R_d_and_needs_a_dictionary():
+    import dataclasses
+    noisy = dataclasses.replace(parity_mixture(12, 3, 0.5, M=random_dictionary(20, 12, 0)), sigma_zeta=0.05)
+    sim = _quick(noisy, coords="input", steps=4)
+    assert sim.status == 0 and sim["Q_2"].shape == (2, 8, 12)
+    X, _ = se.sample(noisy, 1, 50, 0, coords="input")
+    P = torch.as_tensor(noisy.M)
+    off_span = X[0] - (X[0] @ P) @ P.T
+    assert float(off_span.abs().max()) > 0.01                     # noise outside span M reaches the network
+    with pytest.raises(InvalidParameterError, match="'coords'"):
+        _quick(dataclasses.replace(noisy, M=None), coords="input", d=20)
+
+
+def test_count_resolved_interval_model_at_k_30_trains():
+    from popdyn.models.emergence import interval_labeling
+    model = interval_labeling(100, 30)                            # the paper's E2 law, no 2^30 support
+    sim = se.train(model, m=4, schedule=theory_schedule(model, 100, T=3), steps=2, n=2000, seeds=1, test=500)
+    cos = np.abs(sim["Q_2"][0, :, :30].sum(-1) / (np.sqrt(30) * np.linalg.norm(sim["Q_2"][0], axis=-1)))
+    assert sim.status == 0 and cos.max() > 0.9                   # Table 2: Two Step cos 0.994
+
+
+def test_step1_output_stays_below_the_population_hinge_certificate():
+    # Lemma 19: the certificate bounds sup |g^(1)| over the support; the sample max lies below it (measured at
+    # m = 300: 2.5e-7 vs 1.1e-6), so the step-2 hinge indicator is 1 on every sample
+    from popdyn.models.emergence.steps import population_two_steps
+    sched = theory_schedule(E1, 300, T=3)
+    p0 = symmetric_init(E1, 6, seed=2)
+    _, p2, cert = population_two_steps(E1, p0, sched)
+    sim = se.train(E1, m=6, schedule=sched, steps=2, n=20_000, seeds=3, init=p0, test=10, eval_samples=10)
+    assert 0 < sim["g1_max"].max() <= cert < 1
+    cos = np.abs(sim["Q_2"][..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(sim["Q_2"], axis=-1))).max(-1)
+    # the population step-2 cosine is 1 - O(eta^(1)^2); the sample one is 1 - O(1/n) (§2.13(a): ~2e-3 here)
+    assert np.all(np.abs(p2.Q[:, :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(p2.Q, axis=-1))) > 1 - 1e-9)
+    assert np.all(cos > 1 - 3 * _predicted_one_minus_cos(E1, 20_000))

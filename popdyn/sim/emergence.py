@@ -150,17 +150,17 @@ def window(z, s):
 
 # ---- data ---------------------------------------------------------------------------------------------------------
 
-def sample(model, seeds, n, seed, *, balanced=False, stream=0, dtype=torch.float64, device="cpu"):
-    """Pattern-coordinate samples ``phi`` (seeds, n, D) and labels y (seeds, n) of ``model``, one seed per row.
+def sample(model, seeds, n, seed, *, balanced=False, stream=0, coords="pattern", dtype=torch.float64, device="cpu"):
+    """Samples ``phi`` (seeds, n, D) (or ``x`` (seeds, n, d) with ``coords="input"``) and labels y (seeds, n).
 
-    Replicate s draws ``model.sample(n, rng, balanced=balanced)`` (:meth:`popdyn.models.emergence.PatternModel.sample`)
-    with ``rng`` seeded by (seed, s, stream): the training set is stream 0 and the test set stream 1, so they are
-    independent and each is reproducible on its own.
+    Replicate s draws ``model.sample(n, rng, balanced=balanced, coords=coords)``
+    (:meth:`popdyn.models.emergence.PatternModel.sample`) with ``rng`` seeded by (seed, s, stream): the training set
+    is stream 0 and the test set stream 1, so they are independent and each is reproducible on its own.
     """
     X, Y = [], []
     for s in range(seeds):
         rng = np.random.default_rng(np.random.SeedSequence([seed, s, stream]))
-        x, y, _ = model.sample(n, rng, balanced=balanced)
+        x, y, _ = model.sample(n, rng, balanced=balanced, coords=coords)
         X.append(x)
         Y.append(y)
     return (torch.as_tensor(np.stack(X), dtype=dtype, device=device),
@@ -229,7 +229,7 @@ def _gradients(data, rows, P, P0, s, chunk, alpha=None, first_layer=True):
         act = y * (yg <= 1).to(y.dtype)                                # y 1[y g <= 1], (seeds, b)
         hinge = torch.relu(1 - yg)
         if alpha is not None:
-            wy = torch.where(y > 0, alpha[1], alpha[0])
+            wy = torch.where(y > 0, y.new_tensor(alpha[1]), y.new_tensor(alpha[0]))
             act, hinge = act * wy, hinge * wy
         act = act[..., None]
         G = act * coef                                                 # (seeds, b, 2m)
@@ -415,13 +415,13 @@ def _dictionary(model, opts, device, dtype):
     M = model.M
     if M is None:
         M = random_dictionary(opts["d"], int(model.D), np.random.SeedSequence([opts["seed"], 2**31]))
-    return torch.as_tensor(np.asarray(M, dtype=np.float64), dtype=dtype, device=device)
+    return torch.tensor(np.asarray(M, dtype=np.float64), dtype=dtype, device=device)
 
 
 # ---- training -----------------------------------------------------------------------------------------------------
 
 def _evaluate(data, rows_eval, P, P0, chunk):
-    """Accuracy ``P[y g > 0]`` and hinge loss of the noiseless network (sigma_xi = 0, the paper's L_D) on the first
+    """Accuracy ``P[y g > 0] + P[g = 0]/2`` and hinge loss of the noiseless network (sigma_xi = 0, the paper's L_D) on the first
     ``rows_eval`` samples of ``data``, per seed."""
     correct = torch.zeros(data.y.shape[0], dtype=torch.float64, device=data.y.device)
     loss = torch.zeros_like(correct)
@@ -429,7 +429,7 @@ def _evaluate(data, rows_eval, P, P0, chunk):
         r = slice(i, min(i + chunk, rows_eval))
         y = data.labels(r)
         yg = y * _forward(data.inputs(r), P, P0, data.M, 0.0)[0][..., 0]
-        correct += (yg > 0).double().sum(1)
+        correct += ((yg > 0).double() + 0.5 * (yg == 0).double()).sum(1)      # a tie g = 0 is half an error
         loss += torch.relu(1 - yg).double().sum(1)
     return correct / rows_eval, loss / rows_eval
 
@@ -486,9 +486,9 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
 
     Parameters
     ----------
-    model : emergence.PatternModel
-        The data law: A-block support, its probabilities and labels, background probabilities ``p_bg``; A is the
-        first k patterns.
+    model : emergence.PatternModel or ExchangeablePatternModel
+        The data law (sampled by its ``sample``); A is the first k patterns. With App. F input noise
+        (``sigma_zeta > 0``) and ``coords="input"`` the samples are drawn in R^d (noise outside span M included).
     m : int
         Half the width (2m neurons), ``>= 1``.
     method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk", "gd"}
@@ -501,7 +501,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         with the last-stage hyperparameters (no steps 1-2; with ``batch = n`` full-batch GD, the finite-sample
         twin of the reduced population GD of spec §2.8). Every method takes ``steps`` updates.
     schedule : sequence, optional
-        Steps with attributes (or keys) ``eta, lam_a, lam_w, s``: entries 0 and 1 are steps 1 and 2, entries
+        Steps with attributes (or keys) ``eta, lam_a, lam_w, s`` (and optionally ``weighted``: App. F's
+        class-weighted hinge ``E[alpha_y l]``, alpha_y = 1/(2 P[y])): entries 0 and 1 are steps 1 and 2, entries
         2, 3, ... the last stage (the last entry repeats). None: ``popdyn.models.emergence.theory_schedule(model,
         m, T=steps)`` (Lemma 23 values, Thm 26's stage 3 with lambda = k^3/(sigma~ m^{1/3}); spec §1.4).
     steps : int
@@ -548,11 +549,13 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     Returns
     -------
     Simulation
-        ``t`` the recorded steps; observables (seeds, len(t)): ``train_acc``, ``train_loss`` (hinge),
-        ``test_acc``, ``test_loss``, ``cos`` = max_i cos(w_i, sum_A M_j) (the paper's metric) and ``abs_cos``;
+        ``t`` the recorded steps; observables (seeds, len(t)) of the noiseless network (sigma_xi = 0):
+        ``train_acc``, ``test_acc`` (``P[y g > 0] + P[g = 0]/2``), ``train_loss``, ``test_loss`` (hinge),
+        ``cos`` = max_i cos(w_i, sum_A M_j) (the paper's metric) and ``abs_cos``;
         the parameters in pattern coordinates (Q = W M) after each full-batch step t (and at init, t = 0):
         ``Q_t`` (seeds, 2m, D), ``b_t``, ``a_t`` (seeds, 2m); after step 1, ``g1_max`` (seeds,) = max |g^(1)|
-        over the training samples (< 1: the hinge indicator of step 2 is 1 everywhere, Lemma 19).
+        over the training samples (< 1: the hinge indicator of step 2 is 1 everywhere, Lemma 19) and
+        ``loss_step1`` (seeds,) the training hinge of g^(1) at step 2's sigma_xi.
 
     Notes
     -----
@@ -582,8 +585,17 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     alpha = (0.5 / (1.0 - p_plus), 0.5 / p_plus)
     M = _dictionary(model, opts, dev, dt)
     kw = dict(dtype=dt, device=dev)
-    train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M)
-    test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M)
+    if M is not None and getattr(model, "sigma_zeta", 0.0):
+        # App. F input noise has a part outside span M: the samples live in R^d (seeds x n x d numbers)
+        if model.M is None:
+            raise InvalidParameterError(
+                f"The 'coords' parameter of {_OWNER} must be 'pattern' for a model with sigma_zeta > 0 and no "
+                f"dictionary M (its sigma~ depends on d = M.shape[0]); give the model an M. Got 'input' instead.")
+        kw["coords"], M_in = "input", None
+    else:
+        M_in = M              # pattern-coordinate samples, mapped through M in the forward pass
+    train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M_in)
+    test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M_in)
     P = _initial(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
     P0 = {key: v.clone() for key, v in P.items()} if linear else None
     batches = _Batches(S, opts["n"], opts["batch"], make_generator(int(np.random.SeedSequence(
@@ -606,17 +618,19 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
                     P = _update(P, grads, step, layers)
                     bar.update()
                 if t <= full:
-                    extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], train_data.M)),
+                    extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], M)),
                               f"b_{t}": to_numpy(P["b"]), f"a_{t}": to_numpy(P["a"])}
                 if t in record:
-                    _record(out, t, train_data, test_data, opts, P, P0, train_data.M, k)
+                    _record(out, t, train_data, test_data, opts, P, P0, M, k)
     finally:
         bar.close()
     wall = time.perf_counter() - start
     t_axis = np.array(out.pop("t"))
     obs = {key: np.stack(v, axis=1) for key, v in out.items()} | extra
-    meta = {"model": repr(model), "method": opts["method"], "options": {key: v for key, v in opts.items()},
-            "schedule": [vars(e) for e in sched[:3]], "init_scales": list(scales), "device": str(dev),
+    meta = {"model": repr(model), "method": opts["method"], "options": {key: v for key, v in opts.items() if key != "init"},
+            "schedule": [vars(e) for e in sched[:3]],
+            "init": "fixed parameters" if np.ndim(scales[0]) == 2 else {"sigma_w": scales[0], "sigma_b": scales[1],
+                                                                        "sigma_a": scales[2]}, "device": str(dev),
             "dtype": str(dt).replace("torch.", ""), "torch_version": torch.__version__, "seeds": S,
             "seed": opts["seed"], "wall_time_s": wall, "steps_per_s": T / wall if wall > 0 else None,
             "t_unit": "steps"}
@@ -662,7 +676,7 @@ def simulate(problem, *, seeds=5, n=50_000, batch=1000, seed=0, balanced=False, 
     -------
     Simulation
         ``t`` in [2, T] (the stage-3 axis of ``predict``); with ``popdyn.predict``'s names: ``loss`` and
-        ``error`` (test hinge loss and ``P[y g <= 0]`` of the noiseless network, (seeds, len(t))),
+        ``error`` (test hinge loss and ``P[y g < 0] + P[g = 0]/2`` of the noiseless network, (seeds, len(t))),
         ``cos_step1``, ``cos_step2`` (``max_i |cos(q_i, 1_A)|`` after steps 1 and 2, (seeds,)), ``loss_step1``
         (training hinge of ``g^(1)`` at ``sigma_xi^(2)``); and ``train_loss``, ``train_error``, ``cos`` (the
         paper's signed max cosine over time, in R^d with the part outside span M), ``g1_max`` (max |g^(1)| on
