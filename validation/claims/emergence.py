@@ -524,7 +524,7 @@ _TOL_C8 = 0.05
                         "draw is a random A) allows a failure rate 1/t = 5 %; dropping the p_o factor fails every draw "
                         "on D^mix",
        quick={"D": 100, "k": 5, "features": 50, "n": 3000, "test": 4000, "lam": 1e-3, "t": 20.0, "seeds": 8},
-       full={"D": 100, "k": 5, "features": 300, "n": 20_000, "test": 20_000, "lam": 1e-4, "t": 20.0, "seeds": 40})
+       full={"D": 100, "k": 5, "features": 200, "n": 8000, "test": 20_000, "lam": 1e-3, "t": 20.0, "seeds": 20})
 def fixed_feature_bound(size, device, outdir):
     model = _model(size)
     p_o, D, k, N = 0.5, size["D"], size["k"], size["features"]
