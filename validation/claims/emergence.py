@@ -1,0 +1,620 @@
+"""Feature-emergence claims (seed 002, Shi-Wei-Liang ICLR 2022; specs/emergence.md §4.0, check catalogue C1-C9).
+
+The paper's experiments use unreported hyperparameters (spec §4); these claims hold the exact population theory of
+the three-stage schedule (spec §2) against the torch training of ``popdyn.sim.emergence`` in pattern coordinates.
+
+* ``emergence.step1_correlations`` (C1): the exact single-neuron correlations T (Fourier inversion) against the
+  empirical step-1 gradient, coordinate by coordinate.
+* ``emergence.step1_cosine`` (C2): the population step-1 features point along sum_A M_j to 1e-4 (the paper's One-Step
+  cosine 0.848 is not the theory-schedule value).
+* ``emergence.step2_cosine`` (C3): the finite-sample step-2 cosine 1 - tr(P_perp Sigma)/(2 n ||E y phi||^2).
+* ``emergence.step2_bias_shift`` (C4): b^(2) - b^(1) = a^(1) h(b^(1)) Ê[y]; zero with balanced classes.
+* ``emergence.two_step_separability`` (C5): two-step features separate the parity (LP), one-step features only
+  carry the count linearly (count-threshold ceiling).
+* ``emergence.reduced_gd`` (C6): the exact reduced population GD of stage 3 against full-batch GD on n samples.
+* ``emergence.gmm_stein`` (C7): the Gaussian-mixture parity correlation by Stein's lemma against autograd.
+* ``emergence.fixed_feature_bound`` (C8): Thm 2's fixed-feature lower bound (Parseval form) on trained random features.
+* ``emergence.no_structure_signal`` (C9): without input structure the step-1 gradient is pure sampling noise.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from popdyn.models.emergence import activation, bounds, classifier, correlations, data, network, schedule, steps
+from popdyn.plot import save_figure, subplots
+
+from . import ClaimResult, claim
+
+__all__ = []
+
+_SEED = "seed 002 (seeds/002_b4668463d87e622f.txt)"
+_M_SCHEDULE = 300      # width of the paper's E1 (002 L3521-3547): sets eta^(1) = gamma^2 sigt/(k m^3) ~ 2e-9
+_Z_MAX = 4.5           # C1: max |z| over D coordinates x neurons (spec §4.0)
+_CHI_Z = 4.0           # C1/C9: |sum z^2 - D| / sqrt(2 D)
+
+
+def _sim():
+    """The torch simulation module, imported lazily (torch is optional for discovering claims)."""
+    from popdyn.sim import emergence
+    return emergence
+
+
+def _legend(*axes):
+    for ax in axes:
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+
+
+def _model(size, p_o=None):
+    return data.parity_mixture(size["D"], size["k"], size.get("p_o", 0.5) if p_o is None else p_o)
+
+
+def _init(model, m, seed=0):
+    return network.symmetric_init(model, m, seed)
+
+
+def _sched(model):
+    return schedule.theory_schedule(model, _M_SCHEDULE, T=3)
+
+
+def _train(model, params, n, seeds, nsteps, *, method="network", balanced=True, seed=0, sched=None, **kw):
+    """The torch training of ``params`` (2m neurons; the sim mirrors the first m) for ``nsteps`` theory steps."""
+    opts = dict(test=2, eval_samples=2, record_every=1) | kw
+    return _sim().train(model, m=params.n // 2, method=method, schedule=_sched(model) if sched is None else sched,
+                      steps=nsteps, n=n, seeds=seeds, seed=seed, init=params, balanced=balanced, **opts)
+
+
+def _step1_hat(model, params, size, method="network"):
+    """Empirical step-1 correlations ``T-hat = Q^(1) / (eta^(1) a^(0))`` of the first m neurons, seed mean, and the
+    standard error per coordinate (per-sample sd from an independent Monte Carlo of the same estimator)."""
+    m = params.n // 2
+    sim = _train(model, params, size["n"], size["seeds"], 1, method=method)
+    eta1 = _sched(model)[0].eta
+    That = (sim["Q_1"] / (eta1 * sim["a_0"][..., None]))[:, :m].mean(0)
+    law = model if method == "network" else data.no_structure(model)
+    _, se = correlations.mc_correlations(law, params.Q[:m], params.b[:m], _sched(model)[0].s, size["n_mc"], seed=7)
+    return That, se.T * math.sqrt(size["n_mc"] / (size["n"] * size["seeds"]))
+
+
+# ---- C1: single-neuron correlations against the empirical step-1 gradient ------------------------------------------
+
+@claim(id="emergence.step1_correlations", model="emergence",
+       title="Lemma 15 made exact: the population correlations T_j = E[y phi_j win_s(<q, phi> + b)] (Fourier "
+             "inversion) equal the empirical step-1 gradient coordinate by coordinate",
+       source=f"{_SEED} L1473-1490 (Lemma 12), L1616-1662 (Lemma 15, eqs. (54), (89), (101)), L2008-2036 (Lemma 18); "
+              "specs/emergence.md §2.4, §2.5, §4.0 C1",
+       metric="max over neurons and the D coordinates of |z|, z = (T-hat_j - T_j) / SE_j, T-hat = -grad_q L / a from "
+              "the torch step 1 on n balanced samples x seeds, SE_j from the per-sample sd of the estimator",
+       tolerance=_Z_MAX,
+       tolerance_origin="spec §4.0 C1: max |z| < 4.5 over ~2000 Gaussian z (P(exceed) ~ 1 %); and sum z^2 per neuron "
+                        "within D +- 4 sqrt(2D); a 5 % error in T_A is ~10 SE at n = 2e5",
+       quick={"D": 100, "k": 5, "p_o": [0.5], "neurons": 12, "n": 50_000, "seeds": 4, "n_mc": 100_000},
+       full={"D": 100, "k": 5, "p_o": [0.5, 0.25], "neurons": 40, "n": 200_000, "seeds": 8, "n_mc": 1_000_000})
+def step1_correlations(size, device, outdir):
+    rows, worst, chi_worst = [], 0.0, 0.0
+    fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
+    for i, p_o in enumerate(size["p_o"]):
+        model = _model(size, p_o)
+        params = _init(model, size["neurons"])
+        m = size["neurons"]
+        T = correlations.neuron_correlations(model, params.Q[:m], params.b[:m], _sched(model)[0].s).T
+        That, se = _step1_hat(model, params, size)
+        z = (That - T) / se
+        chi = (np.sum(z ** 2, axis=1) - model.D) / math.sqrt(2 * model.D)
+        worst, chi_worst = max(worst, float(np.abs(z).max())), max(chi_worst, float(np.abs(chi).max()))
+        rows.append({"p_o": p_o, "D": model.D, "k": model.k, "neurons": m, "n": size["n"] * size["seeds"],
+                     "max_abs_z": float(np.abs(z).max()), "max_chi_z": float(np.abs(chi).max()),
+                     "T_A_mean": float(T[:, :model.k].mean()), "T_B_norm_median": float(np.median(
+                         np.linalg.norm(T[:, model.k:], axis=1))), "se_A": float(se[:, :model.k].mean())})
+        ax0.plot(T[:, :model.k].ravel(), That[:, :model.k].ravel(), "o", ms=3, color=f"C{i}",
+                 label=f"p_o = {p_o}: j in A")
+        ax0.plot(T[:, model.k:].ravel(), That[:, model.k:].ravel(), ".", ms=2, color=f"C{i}", alpha=0.4,
+                 label=f"p_o = {p_o}: j not in A")
+        ax1.hist(z.ravel(), bins=40, density=True, histtype="step", color=f"C{i}", label=f"p_o = {p_o}: z")
+    lo, hi = ax0.get_xlim()
+    ax0.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="theory = simulation")
+    ax0.set(xlabel="T_j, exact (Fourier)", ylabel="T-hat_j, torch step 1", title="step-1 correlations")
+    u = np.linspace(-5, 5, 200)
+    ax1.plot(u, np.exp(-u ** 2 / 2) / math.sqrt(2 * math.pi), "k--", lw=1, label="N(0, 1)")
+    ax1.set(xlabel="z = (T-hat - T) / SE", ylabel="density", title=f"max |z| = {worst:.2f}")
+    _legend(ax0, ax1)
+    fig.suptitle(f"C1 step-1 correlations vs torch: max |z| {worst:.2f} (tolerance {_Z_MAX:g})")
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.step1_correlations.png")
+    checks = {f"sum z^2 per neuron within D +- {_CHI_Z:g} sqrt(2D)": chi_worst <= _CHI_Z}
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+                       message=f"max |z| {worst:.2f}, max |sum z^2 - D|/sqrt(2D) {chi_worst:.2f}; T_A = "
+                               + ", ".join(f"{r['T_A_mean']:.5f}" for r in rows)
+                               + " (SE " + ", ".join(f"{r['se_A']:.1e}" for r in rows) + ")")
+
+
+# ---- C2: step-1 population cosine -----------------------------------------------------------------------------------
+
+_TOL_COS1 = 1e-4
+
+
+@claim(id="emergence.step1_cosine", model="emergence",
+       title="Features emerge at step 1: the population step-1 first layer of a typical neuron is along "
+             "sum_A M_j to 1e-4 "
+             "and every neuron's to 1e-2 (the paper's One-Step cosine 0.848 is not the theory-schedule value)",
+       source=f"{_SEED} L437-458 (Lemma 6 and the argument that step 1 is not enough), L2008-2036 (Lemma 18), "
+              "L3521-3601 (Table 1: One Step cos 0.848); specs/emergence.md §2.4 (S4b, S15), §2.5, §4.0 C2",
+       metric="median over the m initial neurons of 1 - |cos(T_i, sum_A M_j)|, T_i the exact population correlations "
+              "(w_i^(1) = eta^(1) a_i T_i), parity mixture at p_o = 1/2",
+       tolerance=_TOL_COS1,
+       tolerance_origin="spec §4.0 C2 (cos >= 0.9999; S4b measured 0.999998 for one neuron): 1 - cos = ||T_B||^2 / "
+                        "(2 ||T_A||^2), median 1e-5 with the exact background response (the worst of 300 "
+                        "neurons: 2e-3); "
+                        "a background response 30x larger gives a median ~1e-2",
+       quick={"D": 100, "k": 5, "p_o": [0.5, 0.1], "neurons": 40},
+       full={"D": 100, "k": 5, "p_o": [0.5, 0.25, 0.1, 0.05], "neurons": 300})
+def step1_cosine(size, device, outdir):
+    rows, med, worst_all = [], {}, 0.0
+    fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
+    for i, p_o in enumerate(size["p_o"]):
+        model = _model(size, p_o)
+        m = size["neurons"]
+        params = _init(model, m)
+        T = correlations.neuron_correlations(model, params.Q[:m], params.b[:m], _sched(model)[0].s).T
+        one_minus = 1.0 - np.abs(network.feature_cosine(model, T))
+        med[p_o], worst_all = float(np.median(one_minus)), max(worst_all, float(one_minus.max()))
+        rows.append({"p_o": p_o, "neurons": m, "median_1_minus_cos": med[p_o],
+                     "max_1_minus_cos": float(one_minus.max()), "paper_metric_1_minus_max_cos": float(one_minus.min()),
+                     "median_TB_over_TA": float(np.median(np.linalg.norm(T[:, model.k:], axis=1)
+                                                          / np.linalg.norm(T[:, :model.k], axis=1)))})
+        ax.semilogy(np.arange(m), np.sort(one_minus), "o-", ms=3, color=f"C{i}", label=f"p_o = {p_o}: exact T")
+    ax.axhline(_TOL_COS1, color="k", ls=":", label=f"tolerance {_TOL_COS1:g} (median)")
+    ax.axhline(1e-2, color="k", ls="-.", lw=0.8, label="every neuron: 1e-2")
+    ax.axhline(1 - 0.848, color="C3", ls="--", label="paper's One Step: 1 - 0.848")
+    measured = med[0.5] if 0.5 in med else max(med.values())
+    ax.set(xlabel="neuron (sorted)", ylabel="1 - |cos(w_i^(1), sum_A M_j)|",
+           title=f"C2 step-1 population cosine: median 1 - cos = {measured:.1e} at p_o = 1/2")
+    _legend(ax)
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.step1_cosine.png")
+    checks = {"every neuron at every p_o: 1 - cos <= 1e-2 (the paper's One Step: 0.152)": worst_all <= 1e-2}
+    return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows,
+                       message="median 1 - cos: " + ", ".join(f"p_o={p}: {g:.1e}" for p, g in med.items())
+                               + f"; worst neuron {worst_all:.1e}; the paper's One Step 1 - cos = 0.152")
+
+
+# ---- C3: finite-sample step-2 cosine --------------------------------------------------------------------------------
+
+_TOL_C3 = 0.25
+
+
+@claim(id="emergence.step2_cosine", model="emergence",
+       title="Step 2 aligns every neuron with the empirical E[y phi]: 1 - max cos = tr(P_perp Sigma)/(2 "
+             "n ||E y phi||^2)"
+             " (derived; the paper reports 0.997/0.997/0.994 with unreported hyperparameters)",
+       source=f"{_SEED} L462-484 (feature improvement), L2200-2241 (Lemma 20), L3521-3601 and L3743-3779 (Tables 1, "
+              "5: cos); specs/emergence.md §2.13(a) (S7), §4.0 C3",
+       metric="max over n of |mean_seeds(1 - max_i |cos(w_i^(2), sum_A M_j)|) / (1 - cos_pred(n)) - 1|, "
+              "torch steps 1-2 "
+              "of the theory schedule on n i.i.d. samples",
+       tolerance=_TOL_C3,
+       tolerance_origin="spec §4.0 C3 (within 25 %; S7 within 10 %): 1 - cos is a ~chi^2_{D-1} variable, relative sd "
+                        "sqrt(2/(D-1)) = 0.14 per seed, 0.06 for 5 seeds; the formula without the 1/2 is 100 % off",
+       quick={"D": 100, "k": 5, "neurons": 6, "n": [10_000, 25_000, 50_000], "seeds": 5},
+       full={"D": 100, "k": 5, "neurons": 20, "n": [10_000, 25_000, 50_000, 100_000], "seeds": 10})
+def step2_cosine(size, device, outdir):
+    model = _model(size)
+    params = _init(model, size["neurons"])
+    rows = []
+    for n in size["n"]:
+        sim = _train(model, params, n, size["seeds"], 2, balanced=False)
+        obs = np.array([1.0 - np.abs(network.feature_cosine(model, Q)).max() for Q in sim["Q_2"]])
+        obs1 = np.array([1.0 - np.abs(network.feature_cosine(model, Q)).max() for Q in sim["Q_1"]])
+        pred = 1.0 - bounds.finite_sample_step2_cos(model, n)
+        rows.append({"n": n, "seeds": size["seeds"], "pred_1_minus_cos": pred, "obs_1_minus_cos": float(obs.mean()),
+                     "obs_se": float(obs.std(ddof=1) / math.sqrt(len(obs))), "obs_step1": float(obs1.mean()),
+                     "rel_err": abs(obs.mean() / pred - 1.0), "g1_max": float(np.max(sim["g1_max"]))})
+    worst = max(r["rel_err"] for r in rows)
+    fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
+    ns = np.array(size["n"], float)
+    ax.loglog(ns, [r["pred_1_minus_cos"] for r in rows], "-", color="C0", label="theory tr(P Sigma)/(2 n |mu|^2)")
+    ax.errorbar(ns, [r["obs_1_minus_cos"] for r in rows], yerr=[2 * r["obs_se"] for r in rows], fmt="o", color="C0",
+                capsize=3, label="torch step 2, +- 2 SE")
+    ax.loglog(ns, [r["obs_step1"] for r in rows], "s--", ms=3, color="C1", label="torch step 1")
+    ax.axhline(1 - 0.997, color="C3", ls=":", label="paper Table 1: 1 - 0.997")
+    ax.set(xlabel="n", ylabel="1 - max_i |cos(w_i, sum_A M_j)|", title=f"C3 step-2 cosine: max rel. error {worst:.1%}")
+    _legend(ax)
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.step2_cosine.png")
+    checks = {"hinge indicator certified on the sample: max |g^(1)| < 1": all(r["g1_max"] < 1 for r in rows)}
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+                       message="1 - cos observed/predicted: " + ", ".join(
+                           f"n={r['n']}: {r['obs_1_minus_cos']:.2e}/{r['pred_1_minus_cos']:.2e}" for r in rows))
+
+
+# ---- C4: step-2 bias shift ------------------------------------------------------------------------------------------
+
+_TOL_C4 = 1e-3
+
+
+def _empirical_model(model, phi):
+    """The model whose A-block law is the empirical one of the sample ``phi`` (rows counted), background unchanged."""
+    mom, k = model.moments(), model.k
+    cfg = np.rint(phi[:, :k] * mom.sigt + mom.mean_A).astype(np.int64)
+    rows = cfg @ (1 << np.arange(k - 1, -1, -1))                       # itertools.product order
+    full = np.array([[(r >> (k - 1 - j)) & 1 for j in range(k)] for r in range(2 ** k)], float)
+    lookup = {tuple(c): i for i, c in enumerate(model.A_support.astype(int))}
+    labels = np.array([model.labels[lookup[tuple(c.astype(int))]] for c in full])
+    freq = np.bincount(rows, minlength=2 ** k) / len(rows)
+    return data.PatternModel(model.D, k, full, freq, labels, model.p_bg)
+
+
+@claim(id="emergence.step2_bias_shift", model="emergence",
+       title="Step 2 shifts each bias by a^(1) h(b^(1)) Ê[y] (finite-sample class imbalance; derived), "
+             "and by O(eta^(1)) "
+             "only with exactly balanced classes",
+       source=f"{_SEED} L1473-1490 (bias gradient, with xi inside the indicator: erratum 1), L2200-2241 (Lemma 20), "
+              "L2643-2650 (Lemma 23: b^(2) - b^(0) = O(1/m)); specs/emergence.md §2.13(b), §4.0 C4",
+       metric="1 - corr(b^(2) - b^(1) observed, predicted) over neurons and seeds, i.i.d. samples; the "
+              "prediction is the "
+              "eta^(1) -> 0 two-step limit on the sample's empirical A-block law",
+       tolerance=_TOL_C4,
+       tolerance_origin="spec §4.0 C4 (corr > 0.999; S7 measured 1.0000); the O(eta^(1)) remainder is ~1e-7 relative; "
+                        "the unsmoothed window of the paper's bias gradient (erratum 1) gives corr ~ 0.8",
+       quick={"D": 100, "k": 5, "neurons": 20, "n": 10_000, "seeds": 4},
+       full={"D": 100, "k": 5, "neurons": 100, "n": 50_000, "seeds": 10})
+def step2_bias_shift(size, device, outdir):
+    model = _model(size)
+    params = _init(model, size["neurons"])
+    s2 = _sched(model)[1].s
+    sim = _train(model, params, size["n"], size["seeds"], 2, balanced=False)
+    phi, _ = _sim().sample(model, size["seeds"], size["n"], 0, balanced=False, stream=0)
+    obs, pred, Ey = [], [], []
+    for s in range(size["seeds"]):
+        emp = _empirical_model(model, phi[s].numpy())
+        p1 = network.TwoLayerParams(0.0 * sim["Q_1"][s], sim["b_1"][s], sim["a_1"][s])
+        obs.append(sim["b_2"][s] - sim["b_1"][s])
+        pred.append(steps.two_step_limit(emp, p1, s2).b - sim["b_1"][s])
+        Ey.append(emp.moments().Ey)
+    obs, pred = np.concatenate(obs), np.concatenate(pred)
+    corr = float(np.corrcoef(obs, pred)[0, 1])
+    ratio = float(np.linalg.norm(obs) / np.linalg.norm(pred))
+    bal = _train(model, params, size["n"], size["seeds"], 2, balanced=True)
+    bal_shift = float(np.abs(bal["b_2"] - bal["b_0"]).max())
+    rows = [{"n": size["n"], "seeds": size["seeds"], "corr": corr, "norm_ratio": ratio,
+             "max_abs_Ey_hat": float(np.max(np.abs(Ey))), "max_shift": float(np.abs(obs).max()),
+             "balanced_max_b2_minus_b0": bal_shift}]
+    fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
+    for s in range(size["seeds"]):
+        sl = slice(s * params.n, (s + 1) * params.n)
+        ax.plot(pred[sl], obs[sl], "o", ms=3, color=f"C{s}", label=f"seed {s}: Ê[y] = {Ey[s]:+.4f}")
+    lo, hi = ax.get_xlim()
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="theory = simulation")
+    ax.set(xlabel="a^(1) h(b^(1)) Ê[y] (theory)", ylabel="b^(2) - b^(1) (torch)",
+           title=f"C4 step-2 bias shift: 1 - corr = {1 - corr:.1e}, balanced |b2 - b0| <= {bal_shift:.1e}")
+    _legend(ax)
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.step2_bias_shift.png")
+    checks = {"norm ratio within 1 %": abs(ratio - 1) <= 0.01, "balanced classes: max |b^(2) - b^(0)| <= 1e-6":
+              bal_shift <= 1e-6}
+    return ClaimResult(measured=1.0 - corr, checks=checks, figure=str(path), table=rows,
+                       message=f"corr {corr:.6f}, norm ratio {ratio:.4f}; balanced max |b2 - b0| = {bal_shift:.1e}")
+
+
+# ---- C5: two-step features separable, one-step features only linear in the count ------------------------------------
+
+_TOL_C5 = 0.03
+
+
+def _lp_accuracy(F, y, Ft, yt):
+    """Best second layer (with an intercept) on frozen features: the hinge LP on the training sample, on the
+    standardised features (same span, well conditioned); returns the training hinge and the test accuracy."""
+    mu, sd = F.mean(0), F.std(0)
+    keep = sd > 0
+    std = lambda G: np.hstack([np.ones((len(G), 1)), (G[:, keep] - mu[keep]) / sd[keep]])
+    a, loss = classifier.optimal_second_layer(std(F), np.full(len(y), 1.0 / len(y)), y)
+    return loss, float(np.mean(yt * (std(Ft) @ a) > 0))
+
+
+@claim(id="emergence.two_step_separability", model="emergence",
+       title="Two steps make the parity linearly separable (LP loss 0); one step only carries the count linearly "
+             "(best classifier = the count-threshold ceiling, 84.4 % at k = 5)",
+       source=f"{_SEED} L449-484 (one step is not enough, two steps are), L2643-2980 (Lemma 23), L3521-3601 (Table 1: "
+              "One Step 52.2 %, Two Step 100 %); specs/emergence.md §2.7 (S7), §2.10 (count threshold), §4.0 C5",
+       metric="max over {one step, two step} of |test accuracy of the best classifier on the torch-trained frozen "
+              "features - theory| (theory: two step = LP on the eta^(1) -> 0 two-step features on the counts; one "
+              "step = the count-threshold ceiling)",
+       tolerance=_TOL_C5,
+       tolerance_origin="spec §4.0 C5 (+- 3 %); test-sampling sd 0.4 % at 1e4 test points; a theory in "
+                        "which step 2 does "
+                        "not improve the features predicts 50 % for two steps",
+       quick={"D": 100, "k": 5, "neurons": 25, "n": 50_000, "n_lp": 4000, "test": 10_000, "seeds": 2},
+       full={"D": 100, "k": 5, "neurons": 150, "n": 50_000, "n_lp": 10_000, "test": 50_000, "seeds": 5})
+def two_step_separability(size, device, outdir):
+    model = _model(size)
+    params = _init(model, size["neurons"])
+    pi, yc = model.count_law()
+    lim = steps.two_step_limit(model, params, _sched(model)[1].s)
+    F2 = steps.two_step_features(model, lim)
+    a2, lp2 = classifier.optimal_second_layer(F2, pi, yc)
+    theory = {"two step": 1.0 - classifier.hinge_and_error(F2, pi, yc, a2)[1],
+              "one step": bounds.count_threshold_ceiling(model)}
+    sim = _train(model, params, size["n"], size["seeds"], 2)
+    X, y = (v.numpy() for v in _sim().sample(model, size["seeds"], size["n_lp"], 0, balanced=True, stream=0))
+    Xt, yt = (v.numpy() for v in _sim().sample(model, size["seeds"], size["test"], 0, stream=1))
+    acc = {"one step": [], "two step": []}
+    for s in range(size["seeds"]):
+        for t, name in ((1, "one step"), (2, "two step")):
+            Q, b = sim[f"Q_{t}"][s], sim[f"b_{t}"][s]
+            acc[name].append(_lp_accuracy(activation.trunc_relu(X[s] @ Q.T + b), y[s],
+                                          activation.trunc_relu(Xt[s] @ Q.T + b), yt[s])[1])
+    rows = [{"method": k_, "theory_acc": theory[k_], "sim_acc_mean": float(np.mean(v)), "sim_acc_min": float(np.min(v)),
+             "gap": abs(float(np.mean(v)) - theory[k_])} for k_, v in acc.items()]
+    worst = max(r["gap"] for r in rows)
+    fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
+    x = np.arange(2)
+    ax.plot(x, [r["theory_acc"] for r in rows], "_", ms=30, mew=2, color="k", label="theory")
+    for s in range(size["seeds"]):
+        ax.plot(x + 0.05 * (s - size["seeds"] / 2), [acc[r["method"]][s] for r in rows], "o", color=f"C{s}",
+                label=f"torch steps, LP on top: seed {s}")
+    ax.plot(x, [0.522, 1.0], "x", color="C3", ms=9, label="paper Table 1 (test)")
+    ax.axhline(0.5, color="0.6", ls=":", label="chance")
+    ax.set_xticks(x, [r["method"] for r in rows])
+    ax.set(ylabel="test accuracy", ylim=(0.4, 1.05), title=f"C5 frozen features + best classifier: max gap {worst:.3f}")
+    _legend(ax)
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.two_step_separability.png")
+    checks = {"two-step features separable on the population (LP loss <= 1e-9)": lp2 <= 1e-9,
+              "two step: torch test accuracy >= 99 % on every seed": min(acc["two step"]) >= 0.99}
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+                       details={"lp_loss_two_step": lp2},
+                       message="test accuracy sim/theory: " + ", ".join(
+                           f"{r['method']}: {r['sim_acc_mean']:.4f}/{r['theory_acc']:.4f}" for r in rows))
+
+
+# ---- C6: reduced population GD against full-batch GD ----------------------------------------------------------------
+
+_TOL_C6 = 5e-3
+
+
+@claim(id="emergence.reduced_gd", model="emergence",
+       title="Stage 3 made exact: population GD from the two-step features stays on the class-relevant line and equals "
+             "full-batch GD on n samples (derived invariant-subspace reduction)",
+       source=f"{_SEED} L2991-3199 (Lemmas 24-25, Thm 26: stage 3), L486-493; specs/emergence.md §2.8 (S8), §4.0 C6",
+       metric="max over recorded t <= T of |mean_seeds test hinge loss of full-batch GD (torch, n "
+              "samples) - population "
+              "hinge loss of the reduced GD|, both started at the eta^(1) -> 0 two-step limit",
+       tolerance=_TOL_C6,
+       tolerance_origin="spec §4.0 C6 (<= 5e-3; S8 <= 1.5e-3): finite-n fluctuations O(n^-1/2) averaged over seeds, "
+                        "test noise ~1e-3; a step size 20 % off moves the curve by ~0.02",
+       quick={"D": 20, "k": 5, "neurons": 10, "T": 200, "lam": 1e-3, "n": 20_000, "test": 20_000, "seeds": 2},
+       full={"D": 100, "k": 5, "neurons": 100, "T": 300, "lam": 1e-3, "n": 20_000, "test": 100_000, "seeds": 5})
+def reduced_gd(size, device, outdir):
+    model = _model(size)
+    m, k, T = size["neurons"], size["k"], size["T"]
+    lim = steps.two_step_limit(model, _init(model, m), _sched(model)[1].s)
+    eta = k ** 2 / (T * m ** (1.0 / 3.0))                                # Thm 26's stage-3 step size
+    alpha = lim.Q[:, :k].mean(1) * math.sqrt(k)
+    # the sim mirrors its first half with a -> -a: give it every limit neuron twice (a = 0 up to rounding)
+    twice = network.TwoLayerParams(np.vstack([lim.Q, lim.Q]), np.r_[lim.b, lim.b], np.r_[lim.a, lim.a])
+    pop = classifier.reduced_population_gd(model, np.r_[alpha, alpha], np.r_[lim.b, lim.b], np.r_[lim.a, -lim.a],
+                                           eta, size["lam"], T)
+    step = schedule.Step(eta, size["lam"], size["lam"], 0.0)
+    sim = _train(model, twice, size["n"], size["seeds"], T, sched=[step] * 3, batch=size["n"],
+                 test=size["test"], eval_samples=size["n"], record_every=max(1, T // 20), device=device)
+    L_sim = sim["test_loss"].mean(0)
+    L_pop = pop.loss[sim.t]
+    gap = np.abs(L_sim - L_pop)
+    worst = float(gap.max())
+    rows = [{"t": int(t), "pop_loss": float(lp), "sim_test_loss": float(ls), "sim_train_loss": float(lt),
+             "pop_error": float(pop.error[t]), "sim_test_error": float(1 - acc)}
+            for t, lp, ls, lt, acc in zip(sim.t, L_pop, L_sim, sim["train_loss"].mean(0), sim["test_acc"].mean(0))]
+    fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
+    ax0.plot(pop.t, pop.loss, "-", color="C0", label="reduced population GD (exact)")
+    ax0.plot(sim.t, L_sim, "o", ms=3, color="C0", label=f"torch full-batch GD, test (n = {size['n']})")
+    ax0.plot(sim.t, sim["train_loss"].mean(0), "x", ms=3, color="C0", label="torch, train")
+    ax0.plot(pop.t, pop.error, "--", color="C1", label="reduced GD 0-1 error")
+    ax0.plot(sim.t, 1 - sim["test_acc"].mean(0), "s", ms=3, color="C1", label="torch 0-1 error (test)")
+    ax0.set(xlabel="stage-3 step", ylabel="hinge loss / error", title=f"D = {size['D']}, k = {k}, 2m = {2 * m}")
+    ax1.semilogy(sim.t, np.maximum(gap, 1e-6), "o-", ms=3, color="C0", label="|L_sim - L_pop|")
+    ax1.axhline(_TOL_C6, color="k", ls=":", label=f"tolerance {_TOL_C6:g}")
+    ax1.set(xlabel="stage-3 step", ylabel="gap", title=f"max gap {worst:.1e}")
+    _legend(ax0, ax1)
+    fig.suptitle(f"C6 reduced population GD vs full-batch GD: max loss gap {worst:.1e} (tolerance {_TOL_C6:g})")
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.reduced_gd.png")
+    checks = {"the loss moves by > 0.05 over the run (a non-trivial curve)": float(pop.loss[0] - pop.loss[-1]) > 0.05}
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+                       message=f"max |L_sim - L_pop| = {worst:.1e} over t <= {T}; loss {pop.loss[0]:.3f} -> "
+                               f"{pop.loss[-1]:.4f} (sim {L_sim[-1]:.4f})")
+
+
+# ---- C7: Gaussian-mixture parity, Stein's lemma ----------------------------------------------------------------------
+
+_Z_C7 = 4.5
+
+
+def _autograd_correlations(model, W, b, s, n, seed, chunk=200_000):
+    """Empirical ``E[y x win_s(<w, x> + b)]`` by torch autograd of the hinge loss of a network with tiny second layer
+    (``y g < 1`` everywhere, so ``-dL/dw_i / a_i`` is the correlation), and its per-coordinate standard error."""
+    import torch
+    Wt = torch.tensor(W, dtype=torch.float64, requires_grad=True)
+    bt = torch.tensor(b, dtype=torch.float64)
+    a = torch.full((W.shape[0],), 1e-6, dtype=torch.float64)
+    grad, sq = torch.zeros_like(Wt), torch.zeros_like(Wt)
+    rng = np.random.default_rng(seed)
+    for start in range(0, n, chunk):
+        X, y = (torch.as_tensor(v) for v in model.sample(min(chunk, n - start), rng))
+        Z = X @ Wt.T + bt
+        loss = torch.relu(1.0 - y * (_sim().smooth_trunc_relu(Z, s) @ a)).sum() / n
+        grad += torch.autograd.grad(loss, Wt)[0]
+        with torch.no_grad():
+            sq += _sim().window(Z, s).T ** 2 @ X ** 2
+    mean = (-grad / a[:, None]).numpy()
+    return mean, np.sqrt(np.maximum(sq.numpy() / n - mean ** 2, 0.0) / n)
+
+
+@claim(id="emergence.gmm_stein", model="emergence",
+       title="Gaussian-mixture parity (E7): the exact population correlation E[y x win] by Stein's lemma, including "
+             "the input-noise term tau^2 w E[y (p(m) - p(1 - m))] (derived; gamma = 0, so no first-order signal)",
+       source=f"{_SEED} L3814-3865 (E.3.2, eq. (290), Table 6); specs/emergence.md §2.12 (S11), §4.0 C7",
+       metric="max over neurons and the d coordinates of |z|, z = (G-hat - G)/SE, G-hat the torch autograd gradient "
+              "-dL/dw / a of the hinge loss on n samples, G = emergence.gmm_correlations; neurons w = "
+              "align M eps/sqrt(k) "
+              "+ N(0, w_scale^2 I) near random cluster centres",
+       tolerance=_Z_C7,
+       tolerance_origin="spec §4.0 C7 (max |z| < 4 over the d coordinates of a neuron; S11 2.5-3.0), raised to 4.5 for "
+                        "the max over neurons x d (150 z quick, 2700 full: P(exceed) <= 2 %); dropping the Stein term "
+                        "is ~60 SE off",
+       quick={"settings": [[25, 4, 0.7]], "neurons": 6, "n": 1_000_000, "align": 1.0, "w_scale": 0.3, "b_scale": 0.3,
+              "s": 0.1},
+       full={"settings": [[25, 4, 0.7], [100, 4, 1.0], [100, 5, 1.0]], "neurons": 12, "n": 4_000_000,
+             "align": 1.0, "w_scale": 0.3, "b_scale": 0.3, "s": 0.1})
+def gmm_stein(size, device, outdir):
+    rows, worst, chi_worst = [], 0.0, 0.0
+    fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
+    for i, (d, k, sr) in enumerate(size["settings"]):
+        model = data.GaussianParityMixture(d, k, sr, data.random_dictionary(d, k, seed=i))
+        rng = np.random.default_rng([i, 1])
+        E, _ = model.centers()                      # neurons near cluster centres M eps (as trained ones, Fig. 16)
+        W = (size["align"] * E[rng.integers(0, len(E), size["neurons"])] @ model.M.T / math.sqrt(k)
+             + rng.standard_normal((size["neurons"], d)) * size["w_scale"])
+        b = rng.standard_normal(size["neurons"]) * size["b_scale"]
+        G = correlations.gmm_correlations(model, W, b, size["s"]).T
+        Ghat, se = _autograd_correlations(model, W, b, size["s"], size["n"], seed=[i, 2])
+        z = (Ghat - G) / se
+        chi = (np.sum(z ** 2) - z.size) / math.sqrt(2 * z.size)
+        worst, chi_worst = max(worst, float(np.abs(z).max())), max(chi_worst, abs(float(chi)))
+        rows.append({"d": d, "k": k, "sigma_r": sr, "neurons": size["neurons"], "n": size["n"],
+                     "max_abs_z": float(np.abs(z).max()), "chi_z": float(chi), "max_abs_G": float(np.abs(G).max()),
+                     "median_se": float(np.median(se))})
+        label = f"d={d}, k={k}, sigma_r={sr}"
+        ax0.plot(G.ravel(), Ghat.ravel(), "o", ms=2, color=f"C{i}", label=label)
+        ax1.hist(z.ravel(), bins=30, density=True, histtype="step", color=f"C{i}", label=label)
+    lo, hi = ax0.get_xlim()
+    ax0.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="theory = simulation")
+    ax0.set(xlabel="E[y x win], Stein (exact)", ylabel="torch autograd, n samples", title="correlations")
+    u = np.linspace(-5, 5, 200)
+    ax1.plot(u, np.exp(-u ** 2 / 2) / math.sqrt(2 * math.pi), "k--", lw=1, label="N(0, 1)")
+    ax1.set(xlabel="z", ylabel="density", title=f"max |z| = {worst:.2f}")
+    _legend(ax0, ax1)
+    fig.suptitle(f"C7 Gaussian-mixture parity, Stein vs autograd: max |z| {worst:.2f} (tolerance {_Z_C7:g})")
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.gmm_stein.png")
+    checks = {"sum z^2 within N +- 4 sqrt(2N) per setting": chi_worst <= 4.0}
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+                       message=f"max |z| {worst:.2f}, max chi z {chi_worst:.2f} over " + ", ".join(
+                           f"(d={r['d']}, k={r['k']})" for r in rows))
+
+
+# ---- C8: fixed-feature lower bound -----------------------------------------------------------------------------------
+
+_TOL_C8 = 0.05
+
+
+@claim(id="emergence.fixed_feature_bound", model="emergence",
+       title="Thm 2 (Parseval form, derived): a predictor on N data-independent features with ||w|| <= B "
+             "has hinge loss "
+             ">= 1 - B sqrt(t N / C(D, k)) on the uniform parity D^(0) and >= p_o times that on D^mix "
+             "(prob. >= 1 - 1/t)",
+       source=f"{_SEED} L297-300 (Thm 2), L3308-3404 (Thm 28, Thm 29 from Daniely-Malach); specs/emergence.md §2.10 "
+              "(S10), §3 erratum 5, §4.0 C8",
+       metric="failure rate over random-feature draws (seeds) of 'test hinge loss >= bound' on D^(0) and on D^mix, "
+              "random features = the paper's truncated-ReLU init, second layer = the l2-regularised "
+              "hinge fit on n D^mix "
+              "samples, B = its norm, t = 20",
+       tolerance=_TOL_C8,
+       tolerance_origin="spec §4.0 C8: Markov's inequality over A (random features are exchangeable, so a random "
+                        "draw is a random A) allows a failure rate 1/t = 5 %; dropping the p_o factor fails every draw "
+                        "on D^mix",
+       quick={"D": 100, "k": 5, "features": 50, "n": 3000, "test": 4000, "lam": 1e-3, "t": 20.0, "seeds": 8},
+       full={"D": 100, "k": 5, "features": 200, "n": 8000, "test": 20_000, "lam": 1e-3, "t": 20.0, "seeds": 20})
+def fixed_feature_bound(size, device, outdir):
+    model = _model(size)
+    p_o, D, k, N = 0.5, size["D"], size["k"], size["features"]
+    flat = data.no_structure(model)                     # D^(0): the uniform k-parity (same normalisation at p_o = 1/2)
+    rows = []
+    for seed in range(size["seeds"]):
+        init = network.symmetric_init(model, N, seed)
+        feat = lambda X: activation.trunc_relu(X @ init.Q[:N].T + init.b[:N])   # Psi in [0, 1]^N
+        X, y, _ = model.sample(size["n"], [seed, 0])
+        a, _ = classifier.optimal_second_layer(feat(X), np.full(len(y), 1.0 / len(y)), y, reg=("l2", size["lam"]))
+        B = float(np.linalg.norm(a))
+        loss = {}
+        for name, law in (("D0", flat), ("mix", model)):
+            Xt, yt, _ = law.sample(size["test"], [seed, 1])
+            loss[name] = float(np.mean(np.maximum(0.0, 1.0 - yt * (feat(Xt) @ a))))
+        bound0 = bounds.fixed_feature_lower_bound(1.0, N, B, k, D, t=size["t"])
+        bound_mix = bounds.fixed_feature_lower_bound(p_o, N, B, k, D, t=size["t"])
+        rows.append({"seed": seed, "B": B, "loss_D0": loss["D0"], "bound_D0": bound0, "loss_mix": loss["mix"],
+                     "bound_mix": bound_mix, "paper_bound_mix": bounds.fixed_feature_lower_bound(
+                         p_o, N, B, k, D, form="paper_sqrt2N_B") if k % 2 and 3 < k <= D / 16 else float("nan")})
+    fail0 = float(np.mean([r["loss_D0"] < r["bound_D0"] for r in rows]))
+    fail_mix = float(np.mean([r["loss_mix"] < r["bound_mix"] for r in rows]))
+    worst = max(fail0, fail_mix)
+    fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
+    Bs = np.array([r["B"] for r in rows])
+    ax.plot(Bs, [r["loss_D0"] for r in rows], "o", color="C0", label="D^(0): test hinge (trained RF)")
+    ax.plot(Bs, [r["bound_D0"] for r in rows], "_", ms=12, color="C0", label="D^(0): bound 1 - B sqrt(tN/C(D,k))")
+    ax.plot(Bs, [r["loss_mix"] for r in rows], "s", color="C1", label="D^mix: test hinge")
+    ax.plot(Bs, [r["bound_mix"] for r in rows], "_", ms=12, color="C1", label="D^mix: bound p_o (1 - ...)")
+    ax.set(xlabel="B = ||a|| of the trained second layer", ylabel="hinge loss",
+           title=f"C8 fixed features (N = {N}): failure rate {worst:.2f} (tolerance {_TOL_C8:g})")
+    _legend(ax)
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.fixed_feature_bound.png")
+    checks = {"the bound is not vacuous (> 0) on every draw": all(r["bound_mix"] > 0 for r in rows)}
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+                       message=f"failure rate D^(0) {fail0:.2f}, D^mix {fail_mix:.2f}; B median {np.median(Bs):.1f}, "
+                               f"bound_mix median {np.median([r['bound_mix'] for r in rows]):.3f}, loss_mix median "
+                               f"{np.median([r['loss_mix'] for r in rows]):.3f}")
+
+
+# ---- C9: no input structure, no signal ------------------------------------------------------------------------------
+
+
+@claim(id="emergence.no_structure_signal", model="emergence",
+       title="Emergence needs input structure: on the uniform cube (A1') the population step-1 correlations vanish "
+             "(~1e-7) and the empirical gradient is pure sampling noise, while with structure it is significant",
+       source=f"{_SEED} L204-210 (A1'), L357-358 and L3426-3476 (Thm 4: SQ lower bound), L3521-3601 (Table 1: Network "
+              "w/o structure 52 % test); specs/emergence.md §2.4 (S16), §4.0 C9",
+       metric="max over neurons of |sum_j z_j^2 - D| / sqrt(2D), z_j = (T-hat_j - T_j)/SE_j on the no-structure data "
+              "(T the exact population correlations of the uniform-cube model)",
+       tolerance=_CHI_Z,
+       tolerance_origin="spec §4.0 C9 (chi-square test): sum z^2 ~ chi^2_D under the theory (4 sd); the structured "
+                        "signal would give sum z^2 ~ k (T_A/SE)^2 ~ 1e5",
+       quick={"D": 100, "k": 5, "neurons": 8, "n": 50_000, "seeds": 4, "n_mc": 100_000},
+       full={"D": 100, "k": 5, "neurons": 40, "n": 200_000, "seeds": 8, "n_mc": 1_000_000})
+def no_structure_signal(size, device, outdir):
+    model = _model(size)
+    m = size["neurons"]
+    params = _init(model, m)
+    s1 = _sched(model)[0].s
+    flat = data.no_structure(model)
+    T0 = correlations.neuron_correlations(flat, params.Q[:m], params.b[:m], s1).T
+    T1 = correlations.neuron_correlations(model, params.Q[:m], params.b[:m], s1).T
+    H0, se0 = _step1_hat(model, params, size, method="no_structure")
+    H1, se1 = _step1_hat(model, params, size)
+    z0 = (H0 - T0) / se0
+    chi0 = (np.sum(z0 ** 2, axis=1) - model.D) / math.sqrt(2 * model.D)
+    zsig = np.sum(H1[:, :model.k] / se1[:, :model.k], axis=1) / math.sqrt(model.k)      # z of the A-signal
+    worst = float(np.abs(chi0).max())
+    rows = [{"neuron": i, "T_A_norm_flat": float(np.linalg.norm(T0[i, :model.k])),
+             "T_A_norm_structured": float(np.linalg.norm(T1[i, :model.k])), "chi_z_flat": float(chi0[i]),
+             "signal_z_structured": float(zsig[i])} for i in range(m)]
+    fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
+    j = np.arange(model.D)
+    ax.plot(j, np.abs(H1).mean(0), "o", ms=3, color="C0", label="with structure: torch |T-hat_j|")
+    ax.plot(j, np.abs(T1).mean(0), "-", color="C0", label="with structure: exact |T_j|")
+    ax.plot(j, np.abs(H0).mean(0), "o", ms=3, color="C1", label="uniform cube: torch |T-hat_j|")
+    ax.plot(j, np.maximum(np.abs(T0).mean(0), 1e-12), "-", color="C1", label="uniform cube: exact |T_j|")
+    ax.plot(j, se0.mean(0), "k:", label="sampling SE")
+    ax.set_yscale("log")
+    ax.set(xlabel="pattern j (A = first k)", ylabel="mean over neurons",
+           title=f"C9 no structure: max chi z {worst:.2f}; signal z with structure >= {zsig.min():.0f}")
+    _legend(ax)
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.no_structure_signal.png")
+    checks = {"with structure the step-1 signal is significant (z > 20) for every neuron": bool(np.all(zsig > 20)),
+              "population no-structure ||T_A|| < 1e-3 ||T_A|| with structure": bool(np.all(
+                  np.linalg.norm(T0[:, :model.k], axis=1) < 1e-3 * np.linalg.norm(T1[:, :model.k], axis=1)))}
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+                       message=f"no structure: max |chi z| {worst:.2f}, ||T_A|| ratio (flat/structured) "
+                               f"{np.max([r['T_A_norm_flat'] / r['T_A_norm_structured'] for r in rows]):.1e}; "
+                               f"structured signal z >= {zsig.min():.0f}")
