@@ -9,6 +9,7 @@ import hashlib
 import numpy as np
 import pytest
 
+from popdyn.models.emergence import Problem as em_Problem
 from popdyn.models.emergence import correlations
 
 from .falsify import falsifies, measure, memoise, perturb
@@ -186,3 +187,27 @@ def test_fixed_feature_bound_fails_without_p_o(wrong, monkeypatch, tmp_path):
     verdict, measured, checks = measure("emergence.fixed_feature_bound", tmp_path, seeds=4)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.5) if wrong else (measured == 0.0)
+
+
+def _papers_table1(f):
+    """Wrong theory: the paper's Table 1 (Network 100% test accuracy): predicted error 0 at every step."""
+    def predict(problem, **kw):
+        pred = f(problem, **kw)
+        if isinstance(problem, em_Problem):
+            pred.observables["error"] = np.zeros_like(pred.observables["error"])
+        return pred
+    return predict
+
+
+
+# wrong theory: the paper's Table 1 (100% for the network, error 0). The trained network with balanced samples
+# sits at the population plateau 0.156, against the tolerance 0.02 (true theory: gap 0.001-0.01).
+@falsifies("emergence.pipeline")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_pipeline_fails_the_papers_table1(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate")
+    if wrong:
+        perturb(monkeypatch, "popdyn.predict", _papers_table1)
+    verdict, measured, checks = measure("emergence.pipeline", tmp_path, m=30, T=120, n=10_000, seeds=2)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 0.1) if wrong else (measured < 0.02)
