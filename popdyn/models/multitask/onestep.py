@@ -74,6 +74,14 @@ def _heads(owner, S, ts, eta, lam_a, A0):
     return (1.0 - eta * lam_a) * A0 + plus
 
 
+def _head_inputs(owner, W0, tasks, eta):
+    """``(TaskSet, S (m, 2^r), eta)`` of the head-step functions, each argument checked under ``owner``."""
+    eta = check(owner, "eta", eta, _POS)
+    ts = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks)
+    _, _, w_par, s = _split(owner, W0, ts.r, r_from_tasks=True)
+    return ts, conditional_moments(w_par, s)[2], eta
+
+
 # ---- A(w) -----------------------------------------------------------------------------------------------------
 
 def A_matrix(w, r, reduced=True, method="auto"):
@@ -208,11 +216,7 @@ def head_after_step(W0, tasks, eta, lam_a=None, A0=None):
     True
     """
     owner = "multitask.head_after_step"
-    eta = check(owner, "eta", eta, _POS)
-    W0 = check(owner, "W0", W0, FiniteArray(2))
-    ts = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks)
-    W0, r, w_par, s = _split(owner, W0, ts.r, r_from_tasks=True)
-    S = conditional_moments(w_par, s)[2]
+    ts, S, eta = _head_inputs(owner, W0, tasks, eta)
     return _heads(owner, S, ts, eta, lam_a, A0)
 
 
@@ -240,11 +244,7 @@ def post_head_loss(W0, tasks, eta, lam_a=None, A0=None):
     .. [src] seed 000 L213-219 (eqs. (16)-(17), with {a^+} and the factor eta restored), L363-399; specs/multitask.md §2.2.
     """
     owner = "multitask.post_head_loss"
-    eta = check(owner, "eta", eta, _POS)
-    W0 = check(owner, "W0", W0, FiniteArray(2))
-    ts = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks)
-    W0, r, w_par, s = _split(owner, W0, ts.r, r_from_tasks=True)
-    S = conditional_moments(w_par, s)[2]
+    ts, S, eta = _head_inputs(owner, W0, tasks, eta)
     a = _heads(owner, S, ts, eta, lam_a, A0)
     return float(1.0 - np.sum(a * (ts.F @ S.T)) / (ts.T * ts.F.shape[1]))
 
@@ -684,11 +684,10 @@ def check_linear_regime(W0, tasks, eta, lam_a=None, A0=None, n_mc=100_000, seed=
     .. [src] seed 000 L207, L493-506; specs/multitask.md §2.1, §6 item 14.
     """
     owner = "multitask.check_linear_regime"
-    eta = check(owner, "eta", eta, _POS)
     n_mc = as_int(owner, "n_mc", n_mc, 1)
-    W0 = check(owner, "W0", W0, FiniteArray(2))
-    ts = tasks if isinstance(tasks, TaskSet) else TaskSet(tasks)
-    a = head_after_step(W0, ts, eta, lam_a, A0)
+    ts, S, eta = _head_inputs(owner, W0, tasks, eta)
+    W0 = np.asarray(W0, dtype=np.float64)
+    a = _heads(owner, S, ts, eta, lam_a, A0)
     rng = np.random.default_rng(seed)
     top, hits, done = -np.inf, 0, 0
     while done < n_mc:
