@@ -41,6 +41,17 @@ def _sim():
     return emergence
 
 
+def _theory_vs_sim_panels(ax0, ax1, xlabel, ylabel, title, zlabel, worst):
+    """Finish a scatter of simulation against theory (identity line) and a histogram of z-scores (N(0, 1) drawn)."""
+    lo, hi = ax0.get_xlim()
+    ax0.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="theory = simulation")
+    ax0.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    u = np.linspace(-5, 5, 200)
+    ax1.plot(u, np.exp(-u ** 2 / 2) / math.sqrt(2 * math.pi), "k--", lw=1, label="N(0, 1)")
+    ax1.set(xlabel=zlabel, ylabel="density", title=f"max |z| = {worst:.2f}")
+    _legend(ax0, ax1)
+
+
 def _legend(*axes):
     for ax in axes:
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -112,13 +123,8 @@ def step1_correlations(size, device, outdir):
         ax0.plot(T[:, model.k:].ravel(), That[:, model.k:].ravel(), ".", ms=2, color=f"C{i}", alpha=0.4,
                  label=f"p_o = {p_o}: j not in A")
         ax1.hist(z.ravel(), bins=40, density=True, histtype="step", color=f"C{i}", label=f"p_o = {p_o}: z")
-    lo, hi = ax0.get_xlim()
-    ax0.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="theory = simulation")
-    ax0.set(xlabel="T_j, exact (Fourier)", ylabel="T-hat_j, torch step 1", title="step-1 correlations")
-    u = np.linspace(-5, 5, 200)
-    ax1.plot(u, np.exp(-u ** 2 / 2) / math.sqrt(2 * math.pi), "k--", lw=1, label="N(0, 1)")
-    ax1.set(xlabel="z = (T-hat - T) / SE", ylabel="density", title=f"max |z| = {worst:.2f}")
-    _legend(ax0, ax1)
+    _theory_vs_sim_panels(ax0, ax1, "T_j, exact (Fourier)", "T-hat_j, torch step 1", "step-1 correlations",
+                          "z = (T-hat - T) / SE", worst)
     fig.suptitle(f"C1 step-1 correlations vs torch: max |z| {worst:.2f} (tolerance {_Z_MAX:g})")
     fig.tight_layout()
     path = save_figure(fig, outdir / "emergence.step1_correlations.png")
@@ -487,13 +493,8 @@ def gmm_stein(size, device, outdir):
         label = f"d={d}, k={k}, sigma_r={sr}"
         ax0.plot(G.ravel(), Ghat.ravel(), "o", ms=2, color=f"C{i}", label=label)
         ax1.hist(z.ravel(), bins=30, density=True, histtype="step", color=f"C{i}", label=label)
-    lo, hi = ax0.get_xlim()
-    ax0.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="theory = simulation")
-    ax0.set(xlabel="E[y x win], Stein (exact)", ylabel="torch autograd, n samples", title="correlations")
-    u = np.linspace(-5, 5, 200)
-    ax1.plot(u, np.exp(-u ** 2 / 2) / math.sqrt(2 * math.pi), "k--", lw=1, label="N(0, 1)")
-    ax1.set(xlabel="z", ylabel="density", title=f"max |z| = {worst:.2f}")
-    _legend(ax0, ax1)
+    _theory_vs_sim_panels(ax0, ax1, "E[y x win], Stein (exact)", "torch autograd, n samples", "correlations",
+                          "z", worst)
     fig.suptitle(f"C7 Gaussian-mixture parity, Stein vs autograd: max |z| {worst:.2f} (tolerance {_Z_C7:g})")
     fig.tight_layout()
     path = save_figure(fig, outdir / "emergence.gmm_stein.png")
