@@ -639,3 +639,28 @@ def test_gmm_stein_formula_against_monte_carlo():
         assert np.abs((v.mean(0) - F.T[i]) / (v.std(0) / math.sqrt(len(v)))).max() < Z_MAX
     assert_param_error("model", em.gmm_correlations, em.parity_mixture(10, 3, 0.5), W[0], 0.0, 0.1)
     assert_param_error("w", em.gmm_correlations, g, np.zeros(24), 0.0, 0.1)
+
+
+# ---- class ratio (E4) -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("base", [em.parity_mixture(12, 3, 0.3), em.parity_mixture(12, 3, 0.5, False),
+                                  em.iid_block_model(12, 4, 0.6, 0.4, (1, 3))])
+@pytest.mark.parametrize("rho", [0.8, 0.9, 0.3])
+def test_class_ratio_sets_the_prior_and_keeps_each_class_law(base, rho):
+    m = em.with_class_ratio(base, rho)
+    full = base.to_pattern_model() if isinstance(base, em.ExchangeablePatternModel) else base
+    assert abs(m.A_probs[m.labels < 0].sum() - rho) < 1e-14
+    assert abs(m.moments().Ey - (1 - 2 * rho)) < 1e-12
+    for c in (-1, 1):      # the class-conditional row law is unchanged
+        old, new = full.A_probs * (full.labels == c), m.A_probs * (m.labels == c)
+        np.testing.assert_allclose(new / new.sum(), old / old.sum(), rtol=1e-12, atol=1e-15)
+    if m.p_bg_rows is not None:          # D_A^mix: the marginal background is the new mixture
+        assert abs(m.p_bg - m.A_probs @ m.p_bg_rows) < 1e-14
+    y = m.sample(40_000, seed=3)[1]     # sampled frequency: binomial z < 4.5
+    assert abs((y < 0).mean() - rho) / np.sqrt(rho * (1 - rho) / 40_000) < 4.5
+
+
+@pytest.mark.parametrize("rho", [0.0, 1.0, -0.1, float("nan")])
+def test_class_ratio_rejects_a_ratio_outside_the_open_unit_interval(rho):
+    with pytest.raises(InvalidParameterError, match="negative_ratio"):
+        em.with_class_ratio(em.parity_mixture(12, 3, 0.5), rho)

@@ -240,6 +240,23 @@ def test_every_method_runs_and_freezes_what_it_should(method):
         assert "Q_1" not in sim.observables
     if method == "one_step":
         assert "Q_1" in sim.observables and "Q_2" not in sim.observables
+    frozen = {"one_step": 1, "two_step": 2, "rf": 0}
+    if method in frozen:       # the final first layer is the frozen one; the second layer moved
+        t = frozen[method]
+        np.testing.assert_array_equal(sim["Q_final"], sim[f"Q_{t}"])
+        assert not np.array_equal(sim["a_final"], sim[f"a_{t}"])
+    else:
+        assert sim["Q_final"].shape == sim["Q_0"].shape and not np.array_equal(sim["Q_final"], sim["Q_0"])
+
+
+def test_lr_a_is_the_second_layer_step():
+    # two step trains a only: lr_a = x with any lr is the run with lr = x
+    base = dict(method="two_step", m=3, schedule=theory_schedule(SMALL, 3, T=6), steps=6, n=200, batch=50, seeds=1,
+                test=50)
+    a, b = se.train(SMALL, lr=0.7, lr_a=30.0, **base), se.train(SMALL, lr=30.0, **base)
+    np.testing.assert_array_equal(a["a_final"], b["a_final"])
+    c = se.train(SMALL, lr=0.7, **base)
+    assert not np.array_equal(a["a_final"], c["a_final"])
 
 
 def test_one_step_features_are_constant_and_give_chance_accuracy():
@@ -278,7 +295,7 @@ def test_simulate_shares_predict_names_and_compares():
 
 @pytest.mark.parametrize("name, value", [
     ("m", 0), ("method", "sgd"), ("n", 1), ("batch", 0), ("steps", -1), ("seeds", 0), ("coords", "ambient"),
-    ("d", 30), ("lr", -1.0), ("lam", -0.5), ("test", 0), ("record_every", 0), ("init", (1.0, 2.0)),
+    ("d", 30), ("lr", -1.0), ("lr_a", 0.0), ("lam", -0.5), ("test", 0), ("record_every", 0), ("init", (1.0, 2.0)),
     ("device", "tpu"), ("dtype", "int8"), ("balanced", "yes"), ("schedule", [Step(1.0, 0.0, 0.0, 0.1)]),
     ("schedule[0].eta", [Step(0.0, 0.0, 0.0, 0.1)] * 3), ("schedule[1].s", [Step(1.0, 0.0, 0.0, 0.1),
                                                                            Step(1.0, 0.0, 0.0, -1.0)] * 2),
@@ -337,7 +354,7 @@ def test_full_batch_gd_from_the_two_step_limit_follows_the_reduced_population_gd
 
 def test_a_negative_decay_factor_warns_naming_the_knobs():
     # Thm 26's lambda = k^3/(sigma~ m^(1/3)) ~ 2.7 here: lr = 1 gives 1 - 2 eta lam < 0 (parameters flip each step)
-    with pytest.warns(popdyn.RegimeWarning, match="lower 'lr' or 'lam'"):
+    with pytest.warns(popdyn.RegimeWarning, match="lower 'lr', 'lr_a' or 'lam'"):
         se.train(SMALL, m=2, steps=3, n=100, batch=50, seeds=1, test=10, lr=1.0)
 
 

@@ -256,6 +256,7 @@ def _update(P, grads, step, trained):
     if "b" in trained:
         P["b"] = P["b"] - eta * gb
     if "a" in trained:
+        eta = eta if step.eta_a is None else float(step.eta_a)
         P["a"] = (1.0 - 2.0 * eta * float(step.lam_a)) * P["a"] - eta * ga
     return P
 
@@ -293,17 +294,19 @@ _STEP_FIELDS = (("eta", _POS), ("lam_a", _NONNEG), ("lam_w", _NONNEG), ("s", _NO
 
 @dataclass(frozen=True)
 class _Step:
-    """One step's hyperparameters: step size, weight decays of a and w, smoothing sigma_xi."""
+    """One step's hyperparameters: step size (and the second layer's, when it differs), weight decays of a and w,
+    smoothing sigma_xi."""
     eta: float
     lam_a: float
     lam_w: float
     s: float
     weighted: bool = False
+    eta_a: float | None = None
 
 
-def _schedule(model, m, steps, schedule, lr, lam):
+def _schedule(model, m, steps, schedule, lr, lam, lr_a=None):
     """The schedule as a list of :class:`_Step` (>= 3 entries: steps 1, 2 and the last stage), with the last-stage
-    overrides ``lr`` and ``lam`` applied from the third entry on."""
+    overrides ``lr``, ``lam`` and ``lr_a`` applied from the third entry on."""
     if schedule is None:
         schedule = theory_schedule(model, m, T=max(steps, 2))
     try:
@@ -326,13 +329,16 @@ def _schedule(model, m, steps, schedule, lr, lam):
             vals["eta"] = lr
         if i >= 2 and lam is not None:
             vals["lam_a"] = vals["lam_w"] = lam
+        if i >= 2 and lr_a is not None:
+            vals["eta_a"] = lr_a
         out.append(_Step(**vals))
-    bad = [(i + 1, e) for i, e in enumerate(out[:steps]) if 1.0 - 2.0 * e.eta * max(e.lam_a, e.lam_w) < -1e-12]
+    factor = lambda e: min(1.0 - 2.0 * e.eta * e.lam_w, 1.0 - 2.0 * (e.eta if e.eta_a is None else e.eta_a) * e.lam_a)
+    bad = [(i + 1, e) for i, e in enumerate(out[:steps]) if factor(e) < -1e-12]
     if bad:
         t, e = bad[0]
-        warnings.warn(f"{_OWNER}: the weight-decay factor 1 - 2 eta lam = {1 - 2 * e.eta * max(e.lam_a, e.lam_w):.4g} "
-                      f"is negative at step {t} (eta = {e.eta:.4g}, lam = {max(e.lam_a, e.lam_w):.4g}): the "
-                      f"parameters flip sign every step; lower 'lr' or 'lam'.", RegimeWarning, stacklevel=3)
+        warnings.warn(f"{_OWNER}: the weight-decay factor 1 - 2 eta lam = {factor(e):.4g} is negative at step {t} "
+                      f"(eta = {e.eta:.4g}, eta_a = {e.eta_a}, lam = {max(e.lam_a, e.lam_w):.4g}): the parameters flip "
+                      f"sign every step; lower 'lr', 'lr_a' or 'lam'.", RegimeWarning, stacklevel=3)
     return out
 
 
@@ -472,7 +478,7 @@ def _record(out, t, train, test, opts, P, P0, M, k):
 
 
 def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, batch=1000, seeds=5, seed=0,
-          balanced=False, coords="pattern", d=None, lr=None, lam=None, test=10_000, eval_samples=None,
+          balanced=False, coords="pattern", d=None, lr=None, lam=None, lr_a=None, test=10_000, eval_samples=None,
           record_every=None, init=None, device="cpu", dtype=None, chunk=10_000, progress_bar=False):
     r"""Train the two-layer network (or a baseline) on n samples of a pattern model: steps 1-2 full batch, then
     mini-batches (the paper's protocol), all seeds batched.
@@ -526,6 +532,10 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         Override the last-stage step size and weight decay (``lam_a = lam_w = lam``): the paper does not report
         its values (spec §4). A RegimeWarning is given when ``1 - 2 eta lam < 0`` at some step (Thm 26's
         lambda is large: ~3.7 at k = 5, m = 300, so a larger ``lr`` needs a smaller ``lam``).
+    lr_a : float, optional
+        Last-stage step size of the second layer ``a`` when it should differ from ``lr`` (the paper's Table 1
+        protocol is unreported; after the theory's steps 1-2 the features vary by ~1e-3 across inputs, so the
+        second layer needs a far larger step than the first, see ``validation/claims/emergence_table.py``).
     test : int
         Fresh test samples per seed.
     eval_samples : int, optional
@@ -555,7 +565,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         the parameters in pattern coordinates (Q = W M) after each full-batch step t (and at init, t = 0):
         ``Q_t`` (seeds, 2m, D), ``b_t``, ``a_t`` (seeds, 2m); after step 1, ``g1_max`` (seeds,) = max |g^(1)|
         over the training samples (< 1: the hinge indicator of step 2 is 1 everywhere, Lemma 19) and
-        ``loss_step1`` (seeds,) the training hinge of g^(1) at step 2's sigma_xi.
+        ``loss_step1`` (seeds,) the training hinge of g^(1) at step 2's sigma_xi; the parameters after the last step,
+        ``Q_final`` (seeds, 2m, D) in pattern coordinates, ``b_final``, ``a_final`` (seeds, 2m).
 
     Notes
     -----
@@ -573,7 +584,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
                   record_every, init, chunk, progress_bar)
     structure, full, trained, linear = METHODS[opts["method"]]
     sched = _schedule(model, opts["m"], opts["steps"], schedule, None if lr is None else check(_OWNER, "lr", lr, _POS),
-                      None if lam is None else check(_OWNER, "lam", lam, _NONNEG))
+                      None if lam is None else check(_OWNER, "lam", lam, _NONNEG),
+                      None if lr_a is None else check(_OWNER, "lr_a", lr_a, _POS))
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     scales = _init_scales(model, opts["init"])
     if not structure:
@@ -624,6 +636,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
                     _record(out, t, train_data, test_data, opts, P, P0, M, k)
     finally:
         bar.close()
+    extra |= {"Q_final": to_numpy(_pattern_weights(P["W"], M)), "b_final": to_numpy(P["b"]), "a_final": to_numpy(P["a"])}
     wall = time.perf_counter() - start
     t_axis = np.array(out.pop("t"))
     obs = {key: np.stack(v, axis=1) for key, v in out.items()} | extra

@@ -21,7 +21,8 @@ import numpy as np
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, check, validate
 
 __all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",
-           "interval_labeling", "hidden_representation", "no_structure", "random_dictionary", "GaussianParityMixture"]
+           "interval_labeling", "hidden_representation", "no_structure", "with_class_ratio", "random_dictionary",
+           "GaussianParityMixture"]
 
 _K_ENUM = 20          # explicit A-block supports have 2^k rows at most for the enumerated constructors
 _K_EXPLICIT = 16      # iid_block_model returns an explicit PatternModel up to this k, the count-resolved form beyond
@@ -848,6 +849,57 @@ def no_structure(model):
                                         "depend on the count only with every count 0..k present.")
         y = y_c[cube.sum(1).astype(int)]
     return PatternModel(model.D, k, cube, np.full(2 ** k, 2.0 ** -k), y, 0.5, M=model.M, sigma_zeta=model.sigma_zeta)
+
+
+def with_class_ratio(model, negative_ratio):
+    r"""The model with the class prior changed to ``P[y = -1] = negative_ratio``, each class's law kept.
+
+    .. math:: \pi'_r = \pi_r\,\frac{P'[y_r]}{P[y_r]},\qquad P'[y = -1] = \rho,\ P'[y = +1] = 1 - \rho
+
+    (the A-block rows reweighted within their class; for ``D_A^mix`` the marginal background probability becomes
+    the new mixture ``sum_r pi'_r p_r``).
+
+    Parameters
+    ----------
+    model : PatternModel or ExchangeablePatternModel
+        The balanced (or any) model; the count-resolved form is expanded to its explicit support (k <= 20).
+    negative_ratio : float
+        ``P[y = -1]``, in (0, 1) (the paper's E4: 0.8 and 0.9).
+
+    Returns
+    -------
+    PatternModel
+
+    Notes
+    -----
+    Regime: any member of F_Xi; (A0) fails unless ``negative_ratio = 1/2``, which App. F's class-weighted loss
+    (``theory_schedule(..., variant="general")``) handles. The paper does not say how it induced the imbalance
+    (spec §4 E4); reweighting the classes is the choice that keeps every class-conditional law.
+
+    References
+    ----------
+    .. [src] seed 002 L3705-3741 (E4, class imbalance), L4210-4330 (App. F); specs/emergence.md §1.5, §4 E4.
+
+    Examples
+    --------
+    >>> m = with_class_ratio(parity_mixture(20, 3, 0.5), 0.8)
+    >>> round(float(m.A_probs[m.labels < 0].sum()), 12)
+    0.8
+    """
+    owner = "emergence.with_class_ratio"
+    rho = check(owner, "negative_ratio", negative_ratio, Interval(0.0, 1.0, "neither"))
+    if isinstance(model, ExchangeablePatternModel):
+        model = model.to_pattern_model()
+    if not isinstance(model, PatternModel):
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must be a PatternModel or an "
+                                    f"ExchangeablePatternModel. Got {type(model).__name__} instead.")
+    pi, y = model.A_probs, model.labels
+    scale = np.where(y < 0, rho / pi[y < 0].sum(), (1.0 - rho) / pi[y > 0].sum())
+    new = pi * scale
+    new = new / new.sum()
+    p_bg = model.p_bg if model.p_bg_rows is None else float(new @ model.p_bg_rows)
+    return PatternModel(model.D, model.k, model.A_support, new, y, p_bg, p_bg_rows=model.p_bg_rows, M=model.M,
+                        sigma_zeta=model.sigma_zeta)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,129 @@
+"""Table 1 of seed 002 at CPU scale (spec §4 E1): the network against fixed features, one step and no structure.
+
+* ``emergence.table1``: parity labeling (D = 100, k = 5, p_o = 1/2, the paper's ``D_A^mix``), the theory
+  schedule's steps 1-2 on the full sample, then 598 mini-batch steps. The paper does not report its step sizes
+  (spec §4); the ones used here are declared in the claim (``_LR``) with the pilot grid they were chosen from.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from popdyn.models.emergence import bounds, classifier, data, network, schedule, steps
+from popdyn.plot import save_figure, subplots
+
+from . import ClaimResult, claim
+
+__all__ = []
+
+_TOL = 0.03          # spec §4.0 C5's +-3 % on a test accuracy
+_GAP = 0.10          # fixed features (RF, NTK) stay at least 10 points below the network (paper: 13.6 and 24)
+#: last-stage step sizes (lr of W and b, lr of a) per method, picked by final accuracy on pilot runs (seed 0, m = 100,
+#: n = 5e4, 600 steps): network lr in {1e-4, 1e-3, 1e-2, 0.1, 1, 10} with lr_a = 1e3, and one lr for all layers in
+#: {0.3, 1, 3, 10, 100, 1e3}; second-layer methods lr_a in {1, 10, 100, 300, 1e3, 1e4}; NTK lr in {0.01, 0.1, 1}.
+#: After the theory's steps 1-2 the features vary little across inputs (|q^(2)| is small), so the second layer needs
+#: a far larger step than the first: one lr for all layers stalls at the count-threshold ceiling (lr <= 1) or
+#: saturates the truncated ReLU (lr >= 3).
+_LR = {"network": (1e-3, 1e3), "two_step": (1.0, 3e3), "one_step": (1.0, 300.0), "no_structure": (1e-3, 1e3),
+       "rf": (1.0, 1.0), "ntk": (1e-2, None)}
+#: "best classifier trained on top" (spec §4) of the frozen one- and two-step features: the hinge SGD on the second
+#: layer alone oscillates for hundreds of steps at these step sizes before it separates (pilot: 2 of 3 seeds at 100 %
+#: by step 600, all by step 1000), so the frozen-feature baselines get more steps than the paper's T = 600
+_STEPS = {"one_step": 2000, "two_step": 2000}
+#: the paper's Table 1 (002 L3521-3601): train, test, cos
+_PAPER = {"network": (1.0, 1.0, 0.997), "ntk": (0.840, 0.864, None), "rf": (0.747, 0.760, 0.114),
+          "one_step": (0.513, 0.522, 0.848), "two_step": (1.0, 1.0, 0.997), "no_structure": (1.0, 0.520, 0.253)}
+
+
+def _one_step_spread(model, params0, sched, lr_a, T):
+    """Bound on how much the one-step network can vary across inputs after T - 1 second-layer steps of size lr_a:
+    ``sum_i (|a_i^(1)| + lr_a (T - 1)) ||q_i^(1)||_1 / sigma~`` (each phi_j ranges over an interval of length 1/sigma~; sigma is 1-Lipschitz and each hinge
+    step moves ``a_i`` by at most ``lr_a``, since ``|sigma| <= 1``)."""
+    st = sched[0]
+    p1 = steps.population_step(model, params0, st.eta, st.lam_a, st.lam_w, st.s)
+    width = 1.0 / float(model.moments().sigt)      # phi = (phi~ - E phi~) / sigma~ with phi~ in {0, 1}
+    return float(np.sum((np.abs(p1.a) + lr_a * (T - 1)) * np.abs(p1.Q).sum(1)) * width)
+
+
+def _theory(model, size, sched):
+    """Predicted test accuracy per method: 1 where the population two-step features are LP-separable; chance where
+    the one-step output cannot vary by the hinge margin (or without structure, Thm 4); the count-threshold ceiling
+    (the best classifier of the count, spec §2.10) for one step otherwise."""
+    params0 = network.symmetric_init(model, size["m"], 0)
+    pi, yc = model.count_law()
+    F2 = steps.two_step_features(model, steps.two_step_limit(model, params0, sched[1].s))
+    a2, lp = classifier.optimal_second_layer(F2, pi, yc)
+    two = 1.0 - classifier.hinge_and_error(F2, pi, yc, a2)[1]
+    spread = _one_step_spread(model, params0, sched, _LR["one_step"][1], _STEPS["one_step"])
+    one = 0.5 if spread < 1.0 else bounds.count_threshold_ceiling(model)
+    return {"network": two, "two_step": two, "one_step": one, "no_structure": 0.5}, {"lp_loss": lp,
+                                                                                      "one_step_spread": spread}
+
+
+@claim(id="emergence.table1", model="emergence",
+       title="Table 1 at CPU scale: network and two-step features reach 100 %, one step and no structure stay at "
+             "chance, random features and the NTK stay >= 10 points below the network",
+       source="seed 002 (seeds/002_b4668463d87e622f.txt) L3479-3601 (E.1 protocol, Table 1), L449-484 (one step is "
+              "not enough); specs/emergence.md §2.7, §2.10, §4 E1",
+       metric="max over {network, two step, one step, no structure} of |mean test accuracy over seeds - theory| "
+              "(theory: population LP on the two-step features; chance where the one-step output spread bound < 1; "
+              "chance without structure)",
+       tolerance=_TOL,
+       tolerance_origin="spec §4.0 C5 (+-3 %); test SE 0.7 % at 5e3 points; the paper's own numbers sit within 2.2 % "
+                        "of these predictions",
+       quick={"D": 100, "k": 5, "m": 100, "T": 600, "n": 20_000, "test": 5_000, "seeds": 2, "d": None},
+       full={"D": 100, "k": 5, "m": 300, "T": 600, "n": 50_000, "test": 10_000, "seeds": 5, "d": None})
+def table1(size, device, outdir):
+    from popdyn.sim import emergence as sim
+
+    model = data.parity_mixture(size["D"], size["k"], 0.5, independent_background=False)
+    theory, details = _theory(model, size, schedule.theory_schedule(model, size["m"], T=size["T"]))
+    runs = {}
+    for method, (lr, lr_a) in _LR.items():
+        T = _STEPS.get(method, size["T"])
+        runs[method] = sim.train(model, m=size["m"], method=method, schedule=schedule.theory_schedule(model, size["m"], T=T),
+                                 steps=T, n=size["n"],
+                                 batch=1000, seeds=size["seeds"], lr=lr, lr_a=lr_a, lam=0.0, test=size["test"],
+                                 coords="pattern" if size["d"] is None else "input", d=size["d"], device=device)
+    rows = []
+    for method, r in runs.items():
+        paper = _PAPER[method]
+        rows.append({"method": method, "train": float(r["train_acc"][:, -1].mean()),
+                     "test": float(r["test_acc"][:, -1].mean()), "test_sd": float(r["test_acc"][:, -1].std()),
+                     "cos": None if method == "ntk" else float(r["cos"][:, -1].mean()),
+                     "theory_test": theory.get(method), "paper_train": paper[0], "paper_test": paper[1],
+                     "paper_cos": paper[2]})
+    by = {r["method"]: r for r in rows}
+    gaps = {m_: abs(by[m_]["test"] - th) for m_, th in theory.items()}
+    worst = max(gaps.values())
+
+    fig, (ax0, ax1) = subplots(2, panel_size=(5.6, 4.0))
+    for i, method in enumerate(_LR):
+        ax0.plot(runs[method].t, runs[method]["test_acc"].mean(0), color=f"C{i}", label=method)
+    ax0.axhline(bounds.count_threshold_ceiling(model), color="0.5", ls=":", label="count-threshold ceiling")
+    ax0.set(xlabel="step t", ylabel="test accuracy (mean over seeds)", xscale="log",
+            title="test accuracy over training")
+    x = np.arange(len(rows))
+    ax1.plot(x, [r["test"] for r in rows], "o", color="C0", label="torch (this run)")
+    ax1.plot(x, [r["paper_test"] for r in rows], "x", color="C3", ms=9, label="paper Table 1")
+    ax1.plot(x, [np.nan if r["theory_test"] is None else r["theory_test"] for r in rows], "_", ms=26, mew=2,
+             color="k", label="theory")
+    ax1.set_xticks(x, [r["method"] for r in rows], rotation=30)
+    ax1.set(ylabel="test accuracy", ylim=(0.4, 1.05), title=f"Table 1: max |sim - theory| = {worst:.3f}")
+    for ax in (ax0, ax1):
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    path = save_figure(fig, outdir / "emergence.table1.png")
+    net = by["network"]["test"]
+    checks = {f"rf test <= network test - {_GAP}": by["rf"]["test"] <= net - _GAP,
+              f"ntk test <= network test - {_GAP}": by["ntk"]["test"] <= net - _GAP,
+              "network learns the feature: max cos >= 0.99": by["network"]["cos"] >= 0.99,
+              "random features do not: max cos < 0.5": by["rf"]["cos"] < 0.5,
+              "two-step population features LP-separable (loss <= 1e-9)": details["lp_loss"] <= 1e-9}
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+                       details=details | {"gaps": gaps, "lr": {k_: list(v) for k_, v in _LR.items()}},
+                       message="test accuracy sim/theory/paper: " + ", ".join(
+                           f"{r['method']} {r['test']:.3f}/{_fmt(r['theory_test'])}/{r['paper_test']:.3f}" for r in rows))
+
+
+def _fmt(v):
+    return "-" if v is None else f"{v:.3f}"
