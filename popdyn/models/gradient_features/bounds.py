@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from ..._validate import Integer, Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
+from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
 from ..emergence.bounds import fixed_feature_lower_bound
 
 __all__ = ["main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales",
@@ -657,13 +657,27 @@ def _b9_terms(t, a1, Z, eta, Bx1, owner):
     return t.astype(np.float64), a1, Z, eta, Bx1, rho
 
 
-def _b9_h(n, a1, Z, eta, Bx1, rho):
-    """h(n + 1) of B.72, written with q^n cosh/sinh(n atanh rho) so that nothing cancels for small rho."""
+def _b9_powers(n, rho):
+    """((1+rho)^n + (1-rho)^n)/2 - 1 and ((1+rho)^n - (1-rho)^n)/2 without cancellation.
+
+    For n atanh(rho) < 1 they are q^n cosh(n alpha) - 1 = expm1(n/2 log1p(-rho^2)) cosh(n alpha) +
+    2 sinh(n alpha/2)^2 and q^n sinh(n alpha) (alpha = atanh rho, q^2 = 1 - rho^2); beyond, the powers directly.
+    """
     alpha = math.atanh(rho)
+    na = np.minimum(n * alpha, 1.0)
     lq = 0.5 * n * math.log1p(-rho * rho)
-    cosh_m1 = np.expm1(lq) * np.cosh(n * alpha) + 2.0 * np.sinh(0.5 * n * alpha) ** 2   # q^n cosh(n alpha) - 1
-    u, v = Z / (eta * Bx1**2), (a1 + eta * Z) / rho
-    return a1 + (a1 + u) * cosh_m1 + v * np.exp(lq) * np.sinh(n * alpha)
+    with np.errstate(over="ignore"):
+        up, down = np.exp(n * math.log1p(rho)), np.exp(n * math.log1p(-rho))
+    small = n * alpha < 1.0
+    cosh_m1 = np.where(small, np.expm1(lq) * np.cosh(na) + 2.0 * np.sinh(0.5 * na) ** 2, 0.5 * (up + down) - 1.0)
+    sinh = np.where(small, np.exp(lq) * np.sinh(na), 0.5 * (up - down))
+    return cosh_m1, sinh
+
+
+def _b9_h(n, a1, Z, eta, Bx1, rho):
+    """h(n + 1) of B.72 = |a1| + (|a1| + Z/(eta Bx1^2)) (cosh-type - 1) + (|a1| + eta Z)/rho (sinh-type)."""
+    cosh_m1, sinh = _b9_powers(n, rho)
+    return a1 + (a1 + Z / (eta * Bx1**2)) * cosh_m1 + (a1 + eta * Z) / rho * sinh
 
 
 def lemma_B9_h(t, a1, Z, eta, Bx1):
@@ -675,9 +689,9 @@ def lemma_B9_h(t, a1, Z, eta, Bx1):
     .. math:: h(t) = -\frac{Z}{\eta B_{x1}^2} + c_1(1-\rho)^{t-1} + c_2(1+\rho)^{t-1},\quad
               c_{1,2} = \frac12\Big(|a^{(1)}| + \frac{Z}{\eta B_{x1}^2}\mp\frac{|a^{(1)}|+\eta Z}{\eta B_{x1}}\Big)
 
-    evaluated as ``|a1| + (|a1| + Z/(eta Bx1^2))(q cosh(n alpha) - 1) + ((|a1| + eta Z)/rho) q sinh(n alpha)``
-    with ``n = t - 1``, ``alpha = atanh(rho)``, ``q = (1 - rho^2)^(n/2)``, which is exact algebra and does not
-    cancel the O(1/rho^2) constants.
+    evaluated as ``|a1| + (|a1| + Z/(eta Bx1^2)) C_n + ((|a1| + eta Z)/rho) S_n`` with ``n = t - 1``,
+    ``C_n = ((1+rho)^n + (1-rho)^n)/2 - 1`` and ``S_n = ((1+rho)^n - (1-rho)^n)/2`` (for n atanh(rho) < 1 through
+    expm1/log1p/sinh of n atanh(rho)): exact algebra that never subtracts the O(1/rho^2) constants.
 
     Parameters
     ----------
@@ -721,8 +735,8 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
     .. math:: |a_i^{(t)}| \le h(t) - h(t-1),\qquad \|w_i^{(t)} - w_i^{(1)}\| \le \eta B_{x1}\,h(t-1),\qquad
               Z_i = B_{x1}\|w_i^{(1)}\| + \tilde b
 
-    with h of :func:`lemma_B9_h`; ``h(t) - h(t-1) = (rho|a1| + Z/Bx1) q sinh(n alpha) + (|a1| + eta Z) q cosh(n
-    alpha)`` with ``n = t - 2``.
+    with h of :func:`lemma_B9_h`; ``h(t) - h(t-1) = (rho|a1| + Z/Bx1) S_n + (|a1| + eta Z)(1 + C_n)`` with
+    ``C_n, S_n`` of :func:`lemma_B9_h` at ``n = t - 2``.
 
     Parameters
     ----------
@@ -763,10 +777,8 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
     w1_norm = np.asarray(w1_norm, dtype=np.float64)
     b_tilde = check(owner, "b_tilde", b_tilde, _POS)
     t, a1, Z, eta, Bx1, rho = _b9_terms(t, a1, Bx1 * w1_norm + b_tilde, eta, Bx1, owner)
-    n = t - 2.0
-    alpha, lq = math.atanh(rho), 0.5 * n * math.log1p(-rho * rho)
-    q = np.exp(lq)
-    a_bound = (rho * a1 + Z / Bx1) * q * np.sinh(n * alpha) + (a1 + eta * Z) * q * np.cosh(n * alpha)
+    cosh_m1, sinh = _b9_powers(t - 2.0, rho)
+    a_bound = (rho * a1 + Z / Bx1) * sinh + (a1 + eta * Z) * (1.0 + cosh_m1)
     return a_bound, rho * _b9_h(t - 2.0, a1, Z, eta, Bx1, rho)
 
 
@@ -879,7 +891,8 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
     r"""Inputs of the main theorem for the five case studies (spec §2.13): p, gamma, B_G, B_F, r, B_x, OPT.
 
     .. math::
-        \text{mixture: } p = C_p\frac{B_{\mu1}}{\sqrt{\tau\log d}\,\sigma_{B+}}\,d^{-c\,C_b^2\tau\sigma_{B+}^2/B_{\mu1}^2},
+        \text{mixture: } p = C_p\frac{B_{\mu1}}{\sqrt{\tau\log d}\,\sigma_{B+}}
+        \,d^{-c\,C_b^2\tau\sigma_{B+}^2/B_{\mu1}^2},
         \ \gamma = d^{-(0.9\tau-1.5)},\ B_G = p_BB_{\mu1}\sqrt d - C_G\frac{\sigma_{B+}}{d^{0.9\tau}},\ c = \tfrac98
         \ (\text{paper: }\tfrac92)
 
