@@ -23,7 +23,7 @@ from popdyn.models.gradient_features.bounds import (LPRIME0, MAIN_CONSTS, averag
                                                     good_network_bound, good_network_scales, lemma_B9_bounds,
                                                     lemma_B9_h, main_theorem, max_gaussian_tail_bound, mills_bounds,
                                                     rademacher_bound, smoothness_constant, tail_expectation_bound,
-                                                    theorem_B2_bound)
+                                                    theorem_B2_bound, oco_bound, uniform_parity_requirements)
 
 REL = 1e-12  # float64 re-association of a handful of products and powers
 Z = 5.0      # one-sided Monte Carlo margin: false-alarm probability < 3e-7 per check
@@ -579,3 +579,53 @@ def test_tail_expectation_bound_for_all_z():
     from scipy.integrate import quad
     val, err = quad(lambda x: x * math.exp(-x * x / 2) / math.sqrt(2 * math.pi), 0.7, np.inf)
     assert val == pytest.approx(math.exp(-0.245) / math.sqrt(2 * math.pi), abs=10 * err + 1e-14)
+
+
+# ------------------------------------------------------------------ Thm B.56 and Thm B.7 -------------------------
+
+
+def test_uniform_parity_requirements_against_brute_force_majority():
+    """eta1 = 1/(k |xi_{k-1}|) with xi_{k-1} = E[Maj(x) prod_{S} x] by enumeration of {+-1}^11."""
+    d, k, eps = 11, 4, 0.1
+    X = np.array(list(itertools.product([-1.0, 1.0], repeat=d)))
+    xi = np.mean(np.sign(X.sum(1)) * np.prod(X[:, :k - 1], axis=1))
+    with pytest.warns(RegimeWarning, match="d >= d_min"):
+        out = uniform_parity_requirements(d, k, eps)
+    assert out["eta1"] == pytest.approx(1 / (k * abs(xi)), rel=REL)
+    assert out["tau_g"] == pytest.approx(abs(xi) / (16 * k * math.sqrt(2 * d * math.log(32 * k**3 * d / eps))), rel=REL)
+    m = out["m"]
+    assert m == math.ceil(k * 2**k * math.log(k / eps))
+    n = (k ** (7 / 6) * d * math.comb(d, k - 1) * math.log(k * d / eps) * math.log(d * m / eps)
+         + k**3 * m * d**2 / eps**2)
+    assert out["n_min"] == pytest.approx(n, rel=1e-12)  # lgamma vs exact binomial
+    assert out["eta"] * out["T"] == pytest.approx(k**3 / eps, rel=REL)  # eta T = k^3/eps (B.56 proof)
+    with pytest.raises(InvalidParameterError, match="odd d"):
+        uniform_parity_requirements(12, 4, eps)
+
+
+def test_oco_bound_holds_for_random_convex_sequences():
+    """Thm B.7 on 300 random runs of hinge, quadratic and absolute-value sequences (spec V11: max LHS-RHS < 0)."""
+    rng = np.random.default_rng(11)
+    worst = -np.inf
+    for _ in range(300):
+        dim, T, eta = int(rng.integers(1, 6)), int(rng.integers(1, 60)), 10 ** rng.uniform(-3, 1)
+        theta = rng.normal(size=dim) * 10 ** rng.uniform(-2, 1)
+        theta1, star = theta.copy(), rng.normal(size=dim) * 10 ** rng.uniform(-2, 1)
+        kind = rng.integers(0, 3)
+        f_run, f_star, g_norm = [], [], []
+        for _ in range(T):
+            u, c, y = rng.normal(size=dim), rng.normal(size=dim), rng.choice([-1.0, 1.0])
+            if kind == 0:
+                f, g = (lambda x: max(0.0, 1 - y * u @ x)), (lambda x: -y * u * (1 - y * u @ x > 0))
+            elif kind == 1:
+                f, g = (lambda x: 0.5 * np.sum((x - c) ** 2)), (lambda x: x - c)
+            else:
+                f, g = (lambda x: abs(u @ x - 1)), (lambda x: np.sign(u @ x - 1) * u)
+            f_run.append(f(theta))
+            f_star.append(f(star))
+            grad = g(theta)
+            g_norm.append(np.linalg.norm(grad))
+            theta = theta - eta * grad
+        rhs = oco_bound(f_star, np.linalg.norm(star), np.linalg.norm(theta1), g_norm, eta)
+        worst = max(worst, np.mean(f_run) - rhs)
+    assert worst <= 1e-12

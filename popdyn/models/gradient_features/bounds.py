@@ -11,7 +11,10 @@ frozen first layer (Thm 3.4 = B.2, Lemma B.78)
 drift of the weights during training (Lemma B.9)
     :func:`lemma_B9_h` (the recursion B.71 in closed form, B.72-B.74), :func:`lemma_B9_bounds`
 case studies (spec §2.13)
-    :func:`case_parameters` ("linear", "mixture", "xor", "parity", "uniform_parity")
+    :func:`case_parameters` ("linear", "mixture", "xor", "parity", "uniform_parity"),
+    :func:`uniform_parity_requirements` (Lemma B.54 / Thm B.56)
+online convex optimisation (Thm B.7)
+    :func:`oco_bound`
 fixed features (Prop 3.23)
     :func:`fixed_feature_lower_bound_parity`
 auxiliary inequalities (Lemmas B.73-B.76)
@@ -34,11 +37,13 @@ from scipy.special import log_ndtr, ndtr
 
 from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
 from ..emergence.bounds import fixed_feature_lower_bound
+from .parity import majority_coefficient
 
 __all__ = ["main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales",
            "theorem_B2_bound", "smoothness_constant", "rademacher_bound", "lemma_B9_h", "lemma_B9_bounds",
            "case_parameters", "fixed_feature_lower_bound_parity", "max_gaussian_tail_bound",
-           "chi2_tail_bound", "mills_bounds", "tail_expectation_bound", "LPRIME0", "MAIN_CONSTS"]
+           "chi2_tail_bound", "mills_bounds", "tail_expectation_bound", "uniform_parity_requirements", "oco_bound",
+           "LPRIME0", "MAIN_CONSTS"]
 
 _POS = Interval(0.0, np.inf, "neither")
 _NONNEG = Interval(0.0, np.inf, "left")
@@ -785,12 +790,6 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
 # ------------------------------------------------------------------ case studies (§2.13) ------------------------
 
 
-def _log_abs_xi(n, j):
-    """log |xi_j| of Maj_n (B.547, n odd, j odd), in log-binomials."""
-    lc = lambda a, b: math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)  # noqa: E731
-    return lc((n - 1) // 2, (j - 1) // 2) - lc(n - 1, j - 1) - (n - 1) * math.log(2.0) + lc(n - 1, (n - 1) // 2)
-
-
 def _theorem_args(out):
     keys = ("p", "gamma", "B_G", "r", "B_a1", "B_a2", "B_b", "Bx", "Bx1", "Bx2", "OPT")
     out["theorem_args"] = {k: out[k] for k in keys}
@@ -853,7 +852,8 @@ def _case_parity(P, C, convention):
 def _case_uniform_parity(P, C, convention):
     d, k = P["d"], P["k"]
     half = 0.5 if convention == "corrected" else 1.0
-    B_G = half * math.sqrt(k * math.exp(2 * _log_abs_xi(d, k - 1)) + (d - k) * math.exp(2 * _log_abs_xi(d, k + 1)))
+    B_G = half * math.hypot(math.sqrt(k) * majority_coefficient(d, k - 1),
+                            math.sqrt(d - k) * majority_coefficient(d, k + 1))
     r, B_a1 = 3 * (k + 1), 2 * math.sqrt(k)
     gamma_inf = math.sqrt(k) / (d - k)
     B_a2 = math.sqrt(6 * k * (k + 1)) if convention == "corrected" else 2 * math.sqrt(k * (k + 1))
@@ -1003,6 +1003,128 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
                       RegimeWarning, stacklevel=2)
         out["p"] = 1.0
     return out if case == "uniform_parity" else _theorem_args(out)
+
+
+_UP_CONSTS = ("C_m", "C_n", "C_d", "C_eta", "C_T")
+
+
+def uniform_parity_requirements(d, k, eps, *, m=None, consts=None):
+    r"""Requirements of the uniform-parity theorem (Lemma B.54, Thm B.56; Barak et al. 2022) for error eps.
+
+    .. math::
+        \eta^{(1)} = \frac1{k|\xi_{k-1}|},\quad \tau_g = \frac{|\xi_{k-1}|}{16k\sqrt{2d\log(32k^3d/\epsilon)}},\quad
+        m_{\min} = C_m\,k2^k\log\frac k\epsilon,\quad d_{\min} = C_d\,k^4\log\frac{kd}\epsilon
+
+    .. math::
+        n_{\min} = C_n\Big(k^{7/6}d\tbinom d{k-1}\log\frac{kd}\epsilon\log\frac{dm}\epsilon
+        + \frac{k^3md^2}{\epsilon^2}\Big),\quad \eta = \frac{C_\eta}{d^2m},\quad T = C_T\frac{k^3md^2}\epsilon
+
+    with :math:`\xi_j` the majority coefficients (:func:`popdyn.models.gradient_features.parity.majority_coefficient`).
+
+    Parameters
+    ----------
+    d : int
+        Input dimension, odd.
+    k : int
+        Parity size, even, ``2 <= k < d``.
+    eps : float
+        Target error in (0, 1/2).
+    m : int or None
+        Width; None gives ``ceil(m_min)``.
+    consts : dict or None
+        Multipliers ``C_m, C_n, C_d, C_eta, C_T`` of the Omega/Theta, default 1.
+
+    Returns
+    -------
+    dict
+        ``eta1, tau_g, m_min, m, d_min, n_min, eta, T`` and the Lemma B.54 constants ``a_tilde_linf = 8k``,
+        ``a_tilde_l2 = 8k sqrt(k)``, ``feature_linf = d + 1`` (so L = O(d^2 m), B.489), ``assumed_constants``
+        and ``regime`` (``d >= d_min``).
+
+    Notes
+    -----
+    Regime: Algorithm 6 (init B.479: a, w uniform signs, b uniform on {-1 + 1/k, ..., 1 - 1/k}), hinge loss,
+    ``d >= Omega(k^4 log(kd/eps))``; orders of magnitude (hidden constants). Lemma B.54's step-1 accuracy
+    tau_g is a different quantity from the assumption tau of the other cases.
+
+    References
+    ----------
+    .. [src] seed 001 L7271-7281 (Lemma B.54), L7283-7306 (Thm B.56, B.483-B.489); specs/gradient_features.md
+       §2.13.5.
+
+    Examples
+    --------
+    >>> out = uniform_parity_requirements(3001, 4, 0.1)   # m_min = 4 * 2^4 * log(40)
+    >>> out["m"], out["a_tilde_l2"], out["regime"][0]["holds"]
+    (237, 64.0, True)
+    """
+    owner = _own("uniform_parity_requirements")
+    d, k = as_int(owner, "d", d, 3), as_int(owner, "k", k, 2)
+    if not (d % 2 == 1 and k % 2 == 0 and k < d):
+        raise InvalidParameterError(f"{owner}: needs odd d and even k in [2, d). Got d={d!r}, k={k!r}.")
+    eps = check(owner, "eps", eps, Interval(0.0, 0.5, "neither"))
+    C = _consts(owner, consts, _UP_CONSTS)
+    xi = abs(majority_coefficient(d, k - 1))
+    m_min = C["C_m"] * k * 2.0**k * math.log(k / eps)
+    m = max(1, math.ceil(m_min)) if m is None else as_int(owner, "m", m, 1)
+    log_comb = math.lgamma(d + 1) - math.lgamma(k) - math.lgamma(d - k + 2)
+    with np.errstate(over="ignore"):
+        first = np.exp(log_comb + math.log(k ** (7 / 6) * d * math.log(k * d / eps) * math.log(d * m / eps)))
+    d_min = C["C_d"] * k**4 * math.log(k * d / eps)
+    return dict(eta1=1.0 / (k * xi), tau_g=xi / (16 * k * math.sqrt(2 * d * math.log(32 * k**3 * d / eps))),
+                m_min=m_min, m=m, d_min=d_min, n_min=C["C_n"] * (float(first) + k**3 * m * d**2 / eps**2),
+                eta=C["C_eta"] / (d**2 * m), T=C["C_T"] * k**3 * m * d**2 / eps, a_tilde_linf=8.0 * k,
+                a_tilde_l2=8.0 * k**1.5, feature_linf=d + 1.0, assumed_constants=C,
+                regime=_regime(owner, [("d >= d_min", d, d_min, "Thm B.56", d >= d_min)]))
+
+
+def oco_bound(f_star, theta_star_norm, theta1_norm, grad_norms, eta):
+    r"""Online convex optimisation bound of Daniely-Malach Thm 13 (Thm B.7) for theta_{t+1} = theta_t - eta grad f_t.
+
+    .. math:: \frac1T\sum_t f_t(\theta_t) \le \frac1T\sum_t f_t(\theta^*) + \frac{\|\theta^*\|^2}{2\eta T}
+              + \|\theta_1\|\frac1T\sum_t\|\nabla f_t(\theta_t)\| + \eta\frac1T\sum_t\|\nabla f_t(\theta_t)\|^2
+
+    Parameters
+    ----------
+    f_star : array_like of shape (T,)
+        ``f_t(theta*)`` for the comparator.
+    theta_star_norm, theta1_norm : float
+        ``||theta*||`` and ``||theta_1||``, ``>= 0``.
+    grad_norms : array_like of shape (T,)
+        ``||grad f_t(theta_t)||`` along the run (subgradients allowed).
+    eta : float
+        Step size ``> 0``.
+
+    Returns
+    -------
+    float
+        The right-hand side.
+
+    Notes
+    -----
+    Regime: every f_t convex (any sequence, chosen adaptively); the step of Algorithm 1 on a with W frozen is of
+    this form with f_t the loss on the fresh batch.
+
+    References
+    ----------
+    .. [src] seed 001 L5758-5760 (Thm B.7, B.53); specs/gradient_features.md §2.12 (V11).
+
+    Examples
+    --------
+    >>> oco_bound([0.0, 0.0], 2.0, 0.0, [1.0, 1.0], 0.5)  # 4/(2 * 0.5 * 2) + 0.5
+    2.5
+    """
+    owner = _own("oco_bound")
+    f_star = _finite(owner, "f_star", f_star, 1)
+    g = _finite(owner, "grad_norms", grad_norms, 1)
+    if g.shape != f_star.shape or np.any(g < 0):
+        raise InvalidParameterError(f"The 'grad_norms' parameter of {owner} must be >= 0 with the shape of f_star "
+                                    f"{f_star.shape}. Got shape {g.shape}.")
+    s, s1 = (check(owner, k_, v, _NONNEG) for k_, v in (("theta_star_norm", theta_star_norm),
+                                                         ("theta1_norm", theta1_norm)))
+    eta = check(owner, "eta", eta, _POS)
+    T = f_star.size
+    return float(f_star.mean() + s**2 / (2 * eta * T) + s1 * g.mean() + eta * np.mean(g**2))
 
 
 # ------------------------------------------------------------------ Prop 3.23 and auxiliary inequalities --------
