@@ -439,7 +439,7 @@ def test_uniform_parity_table_against_brute_force():
             hits += 1
             norms.append(np.linalg.norm(G))
             dist.append(close)
-    assert hits / len(X) == c["p"] == 2.0 ** -(k - 1)
+    assert hits / len(X) == 2.0 ** -(k - 1) == pytest.approx(c["p"], rel=1e-15)  # 1e-15: exp(log p)
     np.testing.assert_allclose(norms, c["B_G"], rtol=1e-12)  # exact enumeration vs log-binomials
     assert case_parameters("uniform_parity", d=d, k=k, convention="paper")["B_G"] == pytest.approx(2 * c["B_G"])
     assert max(dist) <= c["gamma_inf"]
@@ -629,3 +629,21 @@ def test_oco_bound_holds_for_random_convex_sequences():
         rhs = oco_bound(f_star, np.linalg.norm(star), np.linalg.norm(theta1), g_norm, eta)
         worst = max(worst, np.mean(f_run) - rhs)
     assert worst <= 1e-12
+
+
+def test_main_theorem_beyond_float64_gives_inf_never_nan():
+    kw = {**BASE, "Bx": 1e100, "Bx1": 1e90, "Bx2": 1e180, "eps": 0.1, "delta": 0.1}
+    out = _quiet(main_theorem, **kw, m=10**6, d=10)
+    assert out["m_min"] == math.inf and out["n_min"] == math.inf
+    values = [v for v in out.values() if isinstance(v, float)]
+    assert not any(math.isnan(v) for v in values)
+    assert out["eta"] > 0 and math.isfinite(out["T"])
+
+
+def test_case_parameters_log_p_survives_underflow():
+    with pytest.warns(RegimeWarning, match="underflows"):
+        c = case_parameters("parity", d=10**12, r=3, k=15, p_A=0.05, tau=8.0)
+    assert c["p"] == 0.0
+    assert c["log_p"] == pytest.approx(-0.5 * math.log(24 * math.log(1e12)) - 27 * math.log(1e12), rel=REL)
+    small = case_parameters("parity", d=10**3, r=3, k=15, p_A=0.05, tau=8.0)
+    assert math.log(small["p"]) == pytest.approx(small["log_p"], rel=REL)

@@ -92,14 +92,14 @@ def _regime(owner, entries):
 
 
 def _m_min(p, r, B_a1, Bx1, B_b, B_G, eps, delta, C):
-    X = r * B_a1 * Bx1 * math.sqrt(B_b / B_G)
-    return (C["C_m1"] * X**4 / (p * eps**4) + C["C_m2"] / math.sqrt(delta)
-            + C["C_m3"] * math.log(r / delta) ** 2 / p)
+    X = r * B_a1 * Bx1 * np.sqrt(B_b / B_G)
+    return (C["C_m1"] * X**4 / (p * eps**4) + C["C_m2"] / np.sqrt(delta)
+            + C["C_m3"] * np.log(r / delta) ** 2 / p)
 
 
 def _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp, C):
-    first = m * Bx * B_a2**2 * math.sqrt(B_b) * math.sqrt(m * p) * math.log(m) / (eps * r * B_a1 * math.sqrt(B_G))
-    second = Bx / math.sqrt(Bx2) + math.log(T * m / (p * delta)) + (1.0 + 1.0 / B_G) * math.sqrt(Bx2) / lp
+    first = m * Bx * B_a2**2 * np.sqrt(B_b) * np.sqrt(m * p) * math.log(m) / (eps * r * B_a1 * np.sqrt(B_G))
+    second = Bx / np.sqrt(Bx2) + np.log(T * m / (p * delta)) + (1.0 + 1.0 / B_G) * np.sqrt(Bx2) / lp
     return C["C_n1"] * first**3 + C["C_n2"] * second**3
 
 
@@ -195,36 +195,40 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
     OPT = check(owner, "OPT", OPT, _NONNEG)
     lp, C = _lprime(owner, loss), _consts(owner, consts, MAIN_CONSTS)
     d = None if d is None else as_int(owner, "d", d, 1)
-    m_min = _m_min(p, r, B_a1, Bx1, B_b, B_G, eps, delta, C)
-    if m is None:
-        if not math.isfinite(m_min):
-            raise InvalidParameterError(f"{owner}: m_min overflows float64 (p={p!r}, eps={eps!r}); pass 'm'.")
-        m = max(1, math.ceil(m_min))
-    m = as_int(owner, "m", m, 1)
-    mp4 = (m * p) ** 0.25
-    b_tilde = C["C_btilde"] * B_G**0.25 * B_a2 * B_b**0.75 / (math.sqrt(r) * B_a1)
-    eta = C["C_eta"] * eps / ((math.sqrt(r) * B_a2 * B_b * Bx1 / mp4 + m * b_tilde)
-                              * (math.sqrt(math.log(m)) * Bx1 * mp4 / math.sqrt(B_b * B_G) + 1.0))
-    T = C["C_T"] / (eta * Bx1 * mp4)
-    sigma_a_eta1 = C["C_sigma_a"] * b_tilde * mp4 / (lp * Bx1 * math.sqrt(B_G * B_b))
-    eta1 = None if d is None else (C["C_eta1"] * eta * min(1.0, b_tilde) / (lp * (Bx1 * sigma_w * math.sqrt(d)
-                                                                                  + b_tilde)))
-    n_min = _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp, C)
-    n = n_min if n is None else check(owner, "n", n, Interval(1.0, np.inf, "left"))
-    sample = C["C_err"] * math.sqrt(Bx2) / (B_G * lp * n ** (1.0 / 3.0))
-    B_eps = Bx1 * math.sqrt(B_b / B_G) / mp4
-    regime = [("T eta Bx1 = C_T/(mp)^(1/4) < 1", T * eta * Bx1, 1.0, "B.11", T * eta * Bx1 < 1.0),
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):  # beyond float64: inf or 0, never NaN
+        p, gamma, B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, sigma_w = map(
+            np.float64, (p, gamma, B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, sigma_w))
+        m_min = _m_min(p, r, B_a1, Bx1, B_b, B_G, eps, delta, C)
+        if m is None:
+            if not math.isfinite(m_min):
+                raise InvalidParameterError(f"{owner}: m_min overflows float64 (p={p!r}, eps={eps!r}); pass 'm'.")
+            m = max(1, math.ceil(m_min))
+        m = as_int(owner, "m", m, 1)
+        mp4 = (m * p) ** 0.25
+        b_tilde = C["C_btilde"] * B_G**0.25 * B_a2 * B_b**0.75 / (math.sqrt(r) * B_a1)
+        eta = C["C_eta"] * eps / ((math.sqrt(r) * B_a2 * B_b * Bx1 / mp4 + m * b_tilde)
+                                  * (math.sqrt(math.log(m)) * Bx1 * mp4 / np.sqrt(B_b * B_G) + 1.0))
+        T = C["C_T"] / (eta * Bx1 * mp4)
+        sigma_a_eta1 = C["C_sigma_a"] * b_tilde * mp4 / (lp * Bx1 * np.sqrt(B_G * B_b))
+        eta1 = None if d is None else (C["C_eta1"] * eta * min(1.0, b_tilde)
+                                       / (lp * (Bx1 * sigma_w * math.sqrt(d) + b_tilde)))
+        n_min = _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp, C)
+        n = n_min if n is None else check(owner, "n", n, Interval(1.0, np.inf, "left"))
+        sample = C["C_err"] * np.sqrt(Bx2) / (B_G * lp * n ** (1.0 / 3.0))
+        B_eps = Bx1 * np.sqrt(B_b / B_G) / mp4
+        sigma_a = None if eta1 is None else float(sigma_a_eta1 / eta1)
+    regime = [("T eta Bx1 = C_T/(mp)^(1/4) < 1", C["C_T"] / mp4, 1.0, "B.11", C["C_T"] / mp4 < 1.0),
               ("B_eps < B_b (Lemma B.6)", B_eps, B_b, "B.25", B_eps < B_b),
               ("m >= m_min (3.10)", m, m_min, "(3.10)", m >= m_min),
               ("n >= n_min (B.128)", n, n_min, "B.128", n >= n_min)]
     if d is not None:
         regime.append(("log m <= d", math.log(m), d, "Thm 3.12, B.11", math.log(m) <= d))
-    return dict(m_min=m_min, T=T, n_min=n_min, eta=eta, eta1=eta1,
-                sigma_a=None if eta1 is None else sigma_a_eta1 / eta1, b_tilde=b_tilde,
-                error_bound=OPT + r * B_a1 * Bx1 * math.sqrt(2.0 * gamma + sample) + eps,
-                error_bound_population=OPT + r * B_a1 * Bx1 * math.sqrt(2.0 * gamma) + eps,
-                m=m, n=n, sigma_a_eta1=sigma_a_eta1, assumed_constants=C, regime=_regime(owner, regime),
-                order_of_magnitude=True)
+    return dict(m_min=float(m_min), T=float(T), n_min=float(n_min), eta=float(eta),
+                eta1=None if eta1 is None else float(eta1), sigma_a=sigma_a, b_tilde=float(b_tilde),
+                error_bound=float(OPT + r * B_a1 * Bx1 * np.sqrt(2.0 * gamma + sample) + eps),
+                error_bound_population=float(OPT + r * B_a1 * Bx1 * np.sqrt(2.0 * gamma) + eps),
+                m=m, n=float(n), sigma_a_eta1=float(sigma_a_eta1), assumed_constants=C,
+                regime=_regime(owner, regime), order_of_magnitude=True)
 
 
 def average_loss_bound(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx1, m, eta, T, b_tilde, *, OPT=0.0, n=None, Bx=None,
@@ -803,7 +807,7 @@ def _theorem_args(out):
 def _case_linear(P, C, convention):
     d, tau, rho, beta, Bx1, Bx2 = P["d"], P["tau"], P["rho"], P["beta"], P["Bx1"], P["Bx2"]
     s = math.sqrt(Bx2) / d ** (tau / 2 - 0.25)
-    return dict(p=0.5, gamma=C["C_gamma"] * s / rho, B_G=rho - C["C_G"] * s, r=2, B_a1=1 / beta,
+    return dict(log_p=math.log(0.5), gamma=C["C_gamma"] * s / rho, B_G=rho - C["C_G"] * s, r=2, B_a1=1 / beta,
                 B_a2=math.sqrt(2) / beta, B_b=1 / Bx1**2, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx2, OPT=0.0,
                 b_over_sigma_w=d**tau * Bx1,
                 err_bound_paper=Bx1 * Bx2**0.25 / (beta * math.sqrt(rho) * d ** (tau / 4 - 0.125)),
@@ -816,7 +820,7 @@ def _case_mixture(P, C, convention):
     c = 9.0 / 8.0 if convention == "corrected" else 9.0 / 2.0
     s = math.sqrt(tau * L) * sp
     Bx1 = (B2 + sp) * math.sqrt(d)
-    return dict(p=C["C_p"] * B1 / s * d ** (-c * C["C_b"] ** 2 * tau * sp**2 / B1**2),
+    return dict(log_p=math.log(C["C_p"] * B1 / s) - c * C["C_b"] ** 2 * tau * sp**2 / B1**2 * L,
                 gamma=d ** (-(0.9 * tau - 1.5)), B_G=pB * B1 * math.sqrt(d) - C["C_G"] * sp * d ** (-0.9 * tau),
                 r=r, B_a1=1 / s, B_a2=math.sqrt(r) / s, B_b=2 * s, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx1**2,
                 OPT=3 * d**-tau + 4 / (d ** (0.9 * tau - 1) * math.sqrt(tau * L)),
@@ -830,8 +834,8 @@ def _case_xor(P, C, convention):
     tt = P.get("tau_tilde") or d / (16 * sB**2 * L)
     c = math.sqrt(tt * L) * sB
     Bx1 = (1 + sB) * math.sqrt(d)
-    return dict(p=C["C_p"] / (sB * L ** (sB**2)), gamma=sB / math.sqrt(d), B_G=math.sqrt(d) / 5, r=4, B_a1=1 / c,
-                B_a2=2 / c, B_b=2 * c, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx1**2, tau_tilde=tt,
+    return dict(log_p=math.log(C["C_p"] / sB) - sB**2 * math.log(L), gamma=sB / math.sqrt(d), B_G=math.sqrt(d) / 5,
+                r=4, B_a1=1 / c, B_a2=2 / c, B_b=2 * c, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx1**2, tau_tilde=tt,
                 OPT=3 * d**-tt + 4 / (d ** (0.9 * tt - 1) * math.sqrt(tt * L)),
                 b_over_sigma_w=math.sqrt(d * math.log(L)) * sB, err_bound_paper=sB**1.5 * d**-0.25,
                 source="seed 001 L6713-6721 (Assumption B.36), L6882-6910 (Lemma B.41, Thm B.42)")
@@ -840,7 +844,7 @@ def _case_xor(P, C, convention):
 def _case_parity(P, C, convention):
     d, r, k, pA, tau, L = P["d"], P["r"], P["k"], P["p_A"], P["tau"], math.log(P["d"])
     B_a2 = math.sqrt(6 * r * k * (k + 1)) if convention == "corrected" else 2 * math.sqrt(r * k * (k + 1))
-    return dict(p=C["C_p"] / (math.sqrt(tau * r * L) * d ** (9 * C["C_b"] ** 2 * tau * r / 8)),
+    return dict(log_p=math.log(C["C_p"] / math.sqrt(tau * r * L)) - 9 * C["C_b"] ** 2 * tau * r / 8 * L,
                 gamma=d ** (-(tau - 2)), B_G=math.sqrt(k) * pA - C["C_G"] * math.sqrt(k) * d**-tau,
                 r=3 * r * (k + 1) if convention == "corrected" else r, B_a1=2 * math.sqrt(k), B_a2=B_a2,
                 B_b=(k + 1) / math.sqrt(k), Bx=math.sqrt(d), Bx1=math.sqrt(d), Bx2=float(d), OPT=0.0,
@@ -857,7 +861,8 @@ def _case_uniform_parity(P, C, convention):
     r, B_a1 = 3 * (k + 1), 2 * math.sqrt(k)
     gamma_inf = math.sqrt(k) / (d - k)
     B_a2 = math.sqrt(6 * k * (k + 1)) if convention == "corrected" else 2 * math.sqrt(k * (k + 1))
-    return dict(p=C["C_p"] * 2.0 ** -(k - 1), gamma_inf=gamma_inf, B_G=B_G, B_G1=B_G, r=r, B_a1=B_a1, B_a2=B_a2,
+    return dict(log_p=math.log(C["C_p"]) - (k - 1) * math.log(2.0), gamma_inf=gamma_inf, B_G=B_G, B_G1=B_G, r=r,
+                B_a1=B_a1, B_a2=B_a2,
                 B_b=(k + 1) / math.sqrt(k), Bx=math.sqrt(d), Bx1=math.sqrt(d), Bx2=float(d), Bx_inf=1.0, OPT=0.0,
                 err_bound=r * B_a1 * math.sqrt(2 * d * math.log(d)) * gamma_inf,
                 err_bound_paper=k**2 * math.sqrt(d * math.log(d)) / (d - k),
@@ -951,7 +956,8 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
     Returns
     -------
     dict
-        ``case, p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, OPT`` (an upper bound on OPT),
+        ``case, p, log_p`` (exact where p underflows), ``gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, OPT``
+        (an upper bound on OPT),
         ``b_over_sigma_w`` (the init's b~/sigma_w), ``err_bound`` (``r B_a1 Bx1 sqrt(2 gamma)``, the
         population error term of (3.13)), ``err_bound_paper`` (the case theorem's stated term), ``source``,
         ``assumed_constants`` and ``theorem_args`` (keyword arguments for :func:`main_theorem`). For
@@ -998,10 +1004,14 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
     C = {k_: check(owner, k_, v, _POS) for k_, v in dict(C_b=C_b, C_p=C_p, C_G=C_G, C_gamma=C_gamma).items()}
     convention = check(owner, "convention", convention, Options(("corrected", "paper")))
     out = dict(case=case, **builder(P, C, convention), assumed_constants=C)
-    if not out["p"] <= 1:
-        warnings.warn(f"{owner}: p = {out['p']!r} > 1 for case {case!r}: outside the regime; clipped to 1.",
+    if not out["log_p"] <= 0:
+        warnings.warn(f"{owner}: p = exp({out['log_p']!r}) > 1 for case {case!r}: outside the regime; clipped to 1.",
                       RegimeWarning, stacklevel=2)
-        out["p"] = 1.0
+        out["log_p"] = 0.0
+    out["p"] = math.exp(out["log_p"])
+    if out["p"] == 0.0:
+        warnings.warn(f"{owner}: p underflows float64 for case {case!r} (log p = {out['log_p']:.1f}); use 'log_p'.",
+                      RegimeWarning, stacklevel=2)
     return out if case == "uniform_parity" else _theorem_args(out)
 
 
