@@ -647,3 +647,15 @@ def test_case_parameters_log_p_survives_underflow():
     assert c["log_p"] == pytest.approx(-0.5 * math.log(24 * math.log(1e12)) - 27 * math.log(1e12), rel=REL)
     small = case_parameters("parity", d=10**3, r=3, k=15, p_A=0.05, tau=8.0)
     assert math.log(small["p"]) == pytest.approx(small["log_p"], rel=REL)
+
+
+def test_main_theorem_paper_convention_drops_lprime0_and_reads_B100_as_typeset():
+    kw = dict(**BASE, eps=0.2, delta=0.05, m=10**6, n=1e6, loss="logistic")
+    cor, pap = _quiet(main_theorem, **kw), _quiet(main_theorem, **kw, convention="paper")
+    hinge = _quiet(main_theorem, **{**kw, "loss": "hinge"})
+    assert pap["error_bound"] == pytest.approx(hinge["error_bound"], rel=REL)  # |l'(0)| = 1 in the typeset form
+    assert pap["error_bound"] < cor["error_bound"]  # the typeset form understates the logistic sample term
+    q = (10**6 * BASE["p"]) ** 0.25
+    ratio = (math.sqrt(math.log(10**6)) * BASE["Bx1"] * q / math.sqrt(BASE["B_b"] * BASE["B_G"]) + 1) / (
+        math.sqrt(math.log(10**6) * BASE["Bx1"] * q) / math.sqrt(BASE["B_b"] * BASE["B_G"]) + 1)
+    assert pap["eta"] / cor["eta"] == pytest.approx(ratio, rel=REL)

@@ -104,7 +104,7 @@ def _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp, C):
 
 
 def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *, m=None, n=None, sigma_w=1.0,
-                 d=None, OPT=0.0, loss="hinge", consts=None):
+                 d=None, OPT=0.0, loss="hinge", consts=None, convention="corrected"):
     r"""Requirements, hyper-parameters and error bound of the main theorem (Thm 3.12 = B.17 / B.23).
 
     .. math::
@@ -152,6 +152,9 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
         Sets |l'(0)| (:data:`LPRIME0`); "logistic" is base 2.
     consts : dict or None
         Multipliers of the hidden constants, keys :data:`MAIN_CONSTS` (each default 1).
+    convention : {"corrected", "paper"}
+        "paper" evaluates (3.12)/(3.13) as typeset (no |l'(0)| in n_min and the error) and B.100 as typeset
+        (``sqrt(log m Bx1 (mp)^(1/4))`` in eta).
 
     Returns
     -------
@@ -194,6 +197,8 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
     eps, delta = (check(owner, k, v, _OPEN01) for k, v in (("eps", eps), ("delta", delta)))
     OPT = check(owner, "OPT", OPT, _NONNEG)
     lp, C = _lprime(owner, loss), _consts(owner, consts, MAIN_CONSTS)
+    paper = check(owner, "convention", convention, Options(("corrected", "paper"))) == "paper"
+    lp_n = 1.0 if paper else lp  # (3.12)/(3.13) drop |l'(0)| (erratum 2)
     d = None if d is None else as_int(owner, "d", d, 1)
     with np.errstate(over="ignore", divide="ignore", under="ignore"):  # beyond float64: inf or 0, never NaN
         p, gamma, B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, sigma_w = map(
@@ -206,15 +211,16 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
         m = as_int(owner, "m", m, 1)
         mp4 = (m * p) ** 0.25
         b_tilde = C["C_btilde"] * B_G**0.25 * B_a2 * B_b**0.75 / (math.sqrt(r) * B_a1)
+        root = np.sqrt(math.log(m) * Bx1 * mp4) if paper else math.sqrt(math.log(m)) * Bx1 * mp4  # erratum 3
         eta = C["C_eta"] * eps / ((math.sqrt(r) * B_a2 * B_b * Bx1 / mp4 + m * b_tilde)
-                                  * (math.sqrt(math.log(m)) * Bx1 * mp4 / np.sqrt(B_b * B_G) + 1.0))
+                                  * (root / np.sqrt(B_b * B_G) + 1.0))
         T = C["C_T"] / (eta * Bx1 * mp4)
         sigma_a_eta1 = C["C_sigma_a"] * b_tilde * mp4 / (lp * Bx1 * np.sqrt(B_G * B_b))
         eta1 = None if d is None else (C["C_eta1"] * eta * min(1.0, b_tilde)
                                        / (lp * (Bx1 * sigma_w * math.sqrt(d) + b_tilde)))
-        n_min = _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp, C)
+        n_min = _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp_n, C)
         n = n_min if n is None else check(owner, "n", n, Interval(1.0, np.inf, "left"))
-        sample = C["C_err"] * np.sqrt(Bx2) / (B_G * lp * n ** (1.0 / 3.0))
+        sample = C["C_err"] * np.sqrt(Bx2) / (B_G * lp_n * n ** (1.0 / 3.0))
         B_eps = Bx1 * np.sqrt(B_b / B_G) / mp4
         sigma_a = None if eta1 is None else float(sigma_a_eta1 / eta1)
     regime = [("T eta Bx1 = C_T/(mp)^(1/4) < 1", C["C_T"] / mp4, 1.0, "B.11", C["C_T"] / mp4 < 1.0),
