@@ -79,12 +79,12 @@ def _pos(owner, **values):
     return [check(owner, k, v, _POS) for k, v in values.items()]
 
 
-def _regime(owner, entries):
+def _regime(owner, entries, stacklevel=3):
     """entries: (condition, value, bound, source, holds); warn once for those that fail."""
     out = [dict(condition=c, value=float(v), bound=float(b), source=s, holds=bool(h)) for c, v, b, s, h in entries]
     failed = [e["condition"] for e in out if not e["holds"]]
     if failed:
-        warnings.warn(f"{owner}: outside the theorem's regime: {'; '.join(failed)}", RegimeWarning, stacklevel=3)
+        warnings.warn(f"{owner}: outside the theorem's regime: {'; '.join(failed)}", RegimeWarning, stacklevel=stacklevel)
     return out
 
 
@@ -101,6 +101,16 @@ def _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp, C):
     first = m * Bx * B_a2**2 * np.sqrt(B_b) * np.sqrt(m * p) * math.log(m) / (eps * r * B_a1 * np.sqrt(B_G))
     second = Bx / np.sqrt(Bx2) + np.log(T * m / (p * delta)) + (1.0 + 1.0 / B_G) * np.sqrt(Bx2) / lp
     return C["C_n1"] * first**3 + C["C_n2"] * second**3
+
+
+def _main_regime(owner, drift, B_eps, B_b, m, m_min, n, n_min, d):
+    entries = [("T eta Bx1 = C_T/(mp)^(1/4) < 1", drift, 1.0, "B.11", drift < 1.0),
+               ("B_eps < B_b (Lemma B.6)", B_eps, B_b, "B.25", B_eps < B_b),
+               ("m >= m_min (3.10)", m, m_min, "(3.10)", m >= m_min),
+               ("n >= n_min (B.128)", n, n_min, "B.128", n >= n_min)]
+    if d is not None:
+        entries.append(("log m <= d", math.log(m), d, "Thm 3.12, B.11", math.log(m) <= d))
+    return _regime(owner, entries, stacklevel=4)
 
 
 def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *, m=None, n=None, sigma_w=1.0,
@@ -223,18 +233,13 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
         sample = C["C_err"] * np.sqrt(Bx2) / (B_G * lp_n * n ** (1.0 / 3.0))
         B_eps = Bx1 * np.sqrt(B_b / B_G) / mp4
         sigma_a = None if eta1 is None else float(sigma_a_eta1 / eta1)
-    regime = [("T eta Bx1 = C_T/(mp)^(1/4) < 1", C["C_T"] / mp4, 1.0, "B.11", C["C_T"] / mp4 < 1.0),
-              ("B_eps < B_b (Lemma B.6)", B_eps, B_b, "B.25", B_eps < B_b),
-              ("m >= m_min (3.10)", m, m_min, "(3.10)", m >= m_min),
-              ("n >= n_min (B.128)", n, n_min, "B.128", n >= n_min)]
-    if d is not None:
-        regime.append(("log m <= d", math.log(m), d, "Thm 3.12, B.11", math.log(m) <= d))
+    regime = _main_regime(owner, C["C_T"] / mp4, B_eps, B_b, m, m_min, n, n_min, d)
     return dict(m_min=float(m_min), T=float(T), n_min=float(n_min), eta=float(eta),
                 eta1=None if eta1 is None else float(eta1), sigma_a=sigma_a, b_tilde=float(b_tilde),
                 error_bound=float(OPT + r * B_a1 * Bx1 * np.sqrt(2.0 * gamma + sample) + eps),
                 error_bound_population=float(OPT + r * B_a1 * Bx1 * np.sqrt(2.0 * gamma) + eps),
                 m=m, n=float(n), sigma_a_eta1=float(sigma_a_eta1), assumed_constants=C,
-                regime=_regime(owner, regime), order_of_magnitude=True)
+                regime=regime, order_of_magnitude=True)
 
 
 def average_loss_bound(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx1, m, eta, T, b_tilde, *, OPT=0.0, n=None, Bx=None,
