@@ -45,8 +45,7 @@ __all__ = ["main_theorem", "average_loss_bound", "good_network_bound", "good_net
            "theorem_B2_bound", "smoothness_constant", "rademacher_bound", "lemma_B9_h", "lemma_B9_bounds",
            "case_parameters", "fixed_feature_lower_bound_parity", "max_gaussian_tail_bound",
            "chi2_tail_bound", "mills_bounds", "tail_expectation_bound", "uniform_parity_requirements", "oco_bound",
-           "gradient_concentration",
-           "LPRIME0", "MAIN_CONSTS"]
+           "gradient_concentration", "LPRIME0", "MAIN_CONSTS"]
 
 _POS = Interval(0.0, np.inf, "neither")
 _NONNEG = Interval(0.0, np.inf, "left")
@@ -87,7 +86,8 @@ def _regime(owner, entries, stacklevel=3):
     out = [dict(condition=c, value=float(v), bound=float(b), source=s, holds=bool(h)) for c, v, b, s, h in entries]
     failed = [e["condition"] for e in out if not e["holds"]]
     if failed:
-        warnings.warn(f"{owner}: outside the theorem's regime: {'; '.join(failed)}", RegimeWarning, stacklevel=stacklevel)
+        warnings.warn(f"{owner}: outside the theorem's regime: {'; '.join(failed)}", RegimeWarning,
+                      stacklevel=stacklevel)
     return out
 
 
