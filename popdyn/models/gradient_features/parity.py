@@ -126,7 +126,7 @@ def _check_neurons_pm1(owner, W, b):
 
 
 class UniformParity(DataModel):
-    r"""Sparse parity on uniform inputs (Assumption B.53): :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`.
+    r"""Uniform sparse parity (Assumption B.53): :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`.
 
     .. math:: G_j(\mathbf w,b)=\tfrac12\,\xi_{|A\triangle\{j\}|}\,\chi_{A\triangle\{j\}}(\mathbf w)
               +\tfrac12\,\mathbb I[A=\{j\}]\qquad(\mathbf w\in\{\pm1\}^d,\ |b|<1).
@@ -303,7 +303,8 @@ class UniformParity(DataModel):
         r"""The ground truth :math:`g^*=\chi_A` of Lemma B.64 (B.551): :math:`3(k+1)` ReLUs on the feature D.
 
         .. math:: g^*(\mathbf x)=\sum_{i=0}^k(-1)^{k-i}\sqrt k\Big[\sigma(z-\tfrac{2i-k-1}{\sqrt k})
-                  -2\sigma(z-\tfrac{2i-k}{\sqrt k})+\sigma(z-\tfrac{2i-k+1}{\sqrt k})\Big],\quad z=\langle D,\mathbf x\rangle.
+                  -2\sigma(z-\tfrac{2i-k}{\sqrt k})+\sigma(z-\tfrac{2i-k+1}{\sqrt k})\Big],\quad
+                  z=\langle D,\mathbf x\rangle.
 
         Returns
         -------
@@ -345,7 +346,7 @@ def _masked_sums(active, indptr, idx, val, y, G, S2, block):
 
 
 class StructuredParity(DataModel):
-    r"""Structured parity (B.396-B.397): :math:`\mathbf x=M\phi`, :math:`y=\mathrm{sign}\sum_{j}\mathrm{XOR}(\phi_{A_j})`.
+    r"""Structured parity (B.396-B.397): :math:`\mathbf x=M\phi`, :math:`y=\mathrm{sign}\sum_j\mathrm{XOR}(\phi_{A_j})`.
 
     .. math:: \phi\sim(1-2rp_A)\mathbf X_U+\sum_{j\in[r]}p_A(\mathbf X_{j,+}+\mathbf X_{j,-}),\qquad
               \phi_l\in\{+1,-1,0\}\ \text{w.p.}\ (p_o,p_o,1-2p_o)\ (l\notin A)\ \text{independently}.
@@ -491,7 +492,9 @@ class StructuredParity(DataModel):
     # ---- Monte Carlo and exact G ----------------------------------------------------------------------------------
 
     def simplified_gradient_mc(self, W, b, n, rng, chunk=2048, method="auto"):
-        r"""Monte Carlo :math:`\tilde G(\mathbf w_i,b_i)=\frac1n\sum_sy_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]`.
+        r"""Monte Carlo simplified gradient (B.124), chunked, with a numba kernel for the sparse masked reduction.
+
+        .. math:: \tilde G(\mathbf w_i,b_i)=\frac1n\sum_sy_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]
 
         Per chunk of samples the pre-activations :math:`\mathbf W\mathbf x_s` are one BLAS product; the masked
         reduction :math:`\sum_sy_s\mathbf x_s\mathbb I[\cdot]` (and the second moments for ``se``) is then either two
