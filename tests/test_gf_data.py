@@ -174,7 +174,7 @@ def test_xor_bayes_error_spec_value_and_mc():
     assert gm.xor_structure == (10.0, 3.0)
     pb = gm.bayes_error()
     assert pb == pytest.approx(0.018252, abs=5e-7)                 # spec §2.3 (quadrature, 6 digits)
-    X, y = gm.sample(400_000, 0)
+    X, y = gm.sample(100_000, 0)
     err = np.sign(np.abs(X[:, 0]) - np.abs(X[:, 1])) != y             # the Bayes rule (spec §2.3)
     assert abs(err.mean() - pb) < Z * math.sqrt(pb * (1 - pb) / len(y))
 

@@ -149,8 +149,10 @@ def relu_moment(kappa):
 
     Examples
     --------
-    >>> float(relu_moment(0.0)) == 1 / np.sqrt(2 * np.pi)
-    True
+    >>> round(relu_moment(0.0), 12)            # 1 / sqrt(2 pi)
+    0.398942280401
+    >>> float(relu_moment(-30.0))              # ~ phi(30) / 30^2: no cancellation
+    1.631956734091401e-199
     """
     psi = _ndtr_psi(kappa)[1]
     return psi if psi.ndim else float(psi)
