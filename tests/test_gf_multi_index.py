@@ -87,7 +87,8 @@ def test_target_and_preprocessing():
     X = np.random.default_rng(7).normal(size=(5, 4))
     z = X @ model.U.T
     h = lambda k, t: {0: 1.0, 1: t, 2: (t * t - 1) / math.sqrt(2), 3: (t ** 3 - 3 * t) / math.sqrt(6),
-                      4: (t ** 4 - 6 * t * t + 3) / math.sqrt(24), 5: (t ** 5 - 10 * t ** 3 + 15 * t) / math.sqrt(120)}[k]
+                      4: (t ** 4 - 6 * t * t + 3) / math.sqrt(24),
+                      5: (t ** 5 - 10 * t ** 3 + 15 * t) / math.sqrt(120)}[k]
     explicit = sum(c * h(a[0], z[:, 0]) * h(a[1], z[:, 1]) for a, c in TERMS.items())
     assert np.allclose(model.target(X), explicit, atol=1e-13)
     assert model.rho == 0.3 and np.allclose(model.beta, 0.5 * model.U[0] - 0.2 * model.U[1])

@@ -123,7 +123,7 @@ def _ndtr_psi(kappa):
 
 
 def relu_moment(kappa):
-    r"""Stable :math:`\psi(\kappa)=\kappa\Phi(\kappa)+\varphi(\kappa)=\mathbb E[\sigma(\kappa+Z)]`, :math:`Z\sim\mathcal N(0,1)`.
+    r"""Stable ReLU moment :math:`\psi(\kappa)=\kappa\Phi(\kappa)+\varphi(\kappa)=\mathbb E[\sigma(\kappa+Z)]`.
 
     .. math:: \psi(\kappa)=\frac{\varphi(t)}{t\,S_1(t)+1},\quad t=-\kappa,\quad
               S_n(t)=t+\frac{n+1}{S_{n+1}(t)}\quad(\kappa<-3),
@@ -209,7 +209,9 @@ class DataModel:
         raise NotImplementedError
 
     def simplified_gradient_mc(self, W, b, n, rng, chunk=50_000):
-        r"""Monte Carlo :math:`\tilde G(\mathbf w_i,b_i)=\frac1n\sum_s y_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]`.
+        r"""Monte Carlo simplified gradient :math:`\tilde G(\mathbf w_i,b_i)` on n fresh samples.
+
+        .. math:: \tilde G(\mathbf w_i,b_i)=\frac1n\sum_s y_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]
 
         Parameters
         ----------
@@ -334,7 +336,7 @@ class DataModel:
 
 
 class GaussianMixture(DataModel):
-    r"""Isotropic Gaussian mixture :math:`\mathbf x\sim\sum_l p_l\,\mathcal N(\mu_l,\sigma_l^2I)`, label :math:`y_l` per component.
+    r"""Isotropic Gaussian mixture :math:`\sum_l p_l\,\mathcal N(\mu_l,\sigma_l^2I)`, one label per component.
 
     Closed forms (spec §2.2, derived and checked against Monte Carlo in the tests), with
     :math:`\kappa_l=(\langle\mathbf w,\mu_l\rangle-b)/(\sigma_l\|\mathbf w\|)`:
@@ -433,7 +435,8 @@ class GaussianMixture(DataModel):
         r"""Closed-form :math:`G(\mathbf w_i,b_i)` for each row of W (spec §2.2), accurate in the far tail.
 
         .. math:: G=\sum_lc_l\Phi(\kappa_l)\,(\mu_l-m_l\hat{\mathbf w})
-                  +\Big[\sum_lc_l\big(\sigma_l\psi(\kappa_l)+\tfrac{b}{\|\mathbf w\|}\Phi(\kappa_l)\big)\Big]\hat{\mathbf w},
+                  +\Big[\sum_lc_l\big(\sigma_l\psi(\kappa_l)+\tfrac{b}{\|\mathbf w\|}\Phi(\kappa_l)\big)\Big]
+                  \hat{\mathbf w},
 
         :math:`c_l=p_ly_l`, :math:`m_l=\langle\mu_l,\hat{\mathbf w}\rangle`: the same as
         :math:`\sum_lc_l[\Phi(\kappa_l)\mu_l+\sigma_l\varphi(\kappa_l)\hat{\mathbf w}]`, written without the
@@ -505,8 +508,9 @@ class GaussianMixture(DataModel):
     def feature_stats(self):
         r"""Notation of Assumption 3.15 / B.28 (seed 001 L955-960, L6370-6375).
 
-        .. math:: D_j=\frac{\mu_j}{\|\mu_j\|},\ B_{\mu1}=\min_j\frac{\|\mu_j\|}{\sqrt d},\ B_{\mu2}=\max_j\frac{\|\mu_j\|}{\sqrt d},
-                  \ p_B=\min_jp_j,\ \sigma_{B+}=\max(\max_j\sigma_j,B_{\mu2}),\ \theta=\max_{i\ne j}\langle D_i,D_j\rangle.
+        .. math:: D_j=\frac{\mu_j}{\|\mu_j\|},\ B_{\mu1}=\min_j\frac{\|\mu_j\|}{\sqrt d},
+                  \ B_{\mu2}=\max_j\frac{\|\mu_j\|}{\sqrt d},\ p_B=\min_jp_j,
+                  \ \sigma_{B+}=\max(\max_j\sigma_j,B_{\mu2}),\ \theta=\max_{i\ne j}\langle D_i,D_j\rangle.
 
         Returns
         -------
@@ -627,8 +631,9 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
-        Regime: d >= 2 (log d > 0). B.41's OPT bound :math:`3d^{-\tilde\tau}+4/(d^{0.9\tilde\tau-1}\sqrt{\tilde\tau\log d})`
-        needs :math:`4c\le\sqrt d` (spec §2.13.2).
+        Regime: d >= 2 (log d > 0). B.41's OPT bound
+        :math:`3d^{-\tilde\tau}+4/(d^{0.9\tilde\tau-1}\sqrt{\tilde\tau\log d})` needs :math:`4c\le\sqrt d`
+        (spec §2.13.2).
 
         References
         ----------
@@ -863,12 +868,15 @@ class LinearSeparable(DataModel):
         return b, alpha, perp, npp, ys, q
 
     def simplified_gradient(self, W, b):
-        r"""Closed-form :math:`G(\mathbf w,b)` (spec §2.4), :math:`\kappa=(ys\langle\mathbf w,\mathbf w^*\rangle-b)/\|\mathbf w_\perp\|`:
+        r"""Closed-form :math:`G(\mathbf w,b)` of the linear model (spec §2.4).
+
+        With :math:`\kappa=(ys\langle\mathbf w,\mathbf w^*\rangle-b)/\|\mathbf w_\perp\|`:
 
         .. math:: G(\mathbf w,b)=\mathbb E_{y,s}\big[s\,\Phi(\kappa)\,\mathbf w^*+y\,\varphi(\kappa)\,
                   \mathbf w_\perp/\|\mathbf w_\perp\|\big];
 
-        for :math:`\mathbf w_\perp=0` the indicator is deterministic and :math:`G=\mathbb E[s\,\mathbb I[ys\alpha>b]]\mathbf w^*`.
+        for :math:`\mathbf w_\perp=0` the indicator is deterministic:
+        :math:`G=\mathbb E[s\,\mathbb I[ys\alpha>b]]\mathbf w^*`.
 
         Parameters
         ----------
