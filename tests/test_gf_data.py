@@ -335,3 +335,45 @@ def test_losses_at_zero_and_slopes():
     assert (hinge(h) - hinge(-h)) / (2 * h) == pytest.approx(-1.0)
     assert (logistic2(h) - logistic2(-h)) / (2 * h) == pytest.approx(-1 / (2 * math.log(2)), rel=1e-8)
     assert np.isfinite(logistic2(-1e4)) and logistic2(1e4) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------- sufficient statistics
+def test_coords_path_equals_full_path():
+    gm = _mixture(8, d=7, r=3)
+    rng = np.random.default_rng(9)
+    W = rng.normal(size=(6, 7))
+    b = rng.normal(size=6) * 3
+    Q, mus_q = gm.span_basis
+    g = W @ Q
+    perp = W - g @ Q.T
+    rho = np.linalg.norm(perp, axis=1)
+    G_Q, G_perp = gm.simplified_gradient_coords(g, rho, b)
+    assert np.allclose(G_Q @ Q.T + G_perp[:, None] * perp / rho[:, None], gm.simplified_gradient(W, b),
+                       rtol=0, atol=1e-14)                           # 1e-14: same formula, round-off only
+    assert np.allclose(mus_q @ Q.T, gm.mus, atol=1e-14)
+
+
+def test_sample_init_coords_distribution():
+    gm = xor_mixture(50, 1.0)
+    assert gm.span_basis[0].shape == (50, 2)                          # rank 2 although r = 4
+    g, rho = gm.sample_init_coords(200_000, 0.7, 3)
+    n2 = np.sum(g * g, 1) + rho ** 2                                  # ||w||^2 ~ 0.49 chi^2_50
+    assert abs(n2.mean() - 0.49 * 50) < Z * n2.std() / math.sqrt(len(n2))
+    dev2 = (n2 - n2.mean()) ** 2                                       # Var(0.49 chi^2_50) = 2 * 50 * 0.49^2
+    assert abs(dev2.mean() - 2 * 50 * 0.49 ** 2) < Z * dev2.std() / math.sqrt(len(n2))
+    cov = np.cov(g.T)
+    assert np.max(np.abs(cov - 0.49 * np.eye(2))) < Z * 0.49 * math.sqrt(2 / len(g))
+
+
+def test_xor_feature_hit_rate_matches_spec_v2():
+    """Spec V2 (d = 10^6, tau = 1, 2e6 neurons): P[G in C_{D_1, sigma_B/sqrt d}, ||G|| >= sqrt(d)/5] = 0.0020."""
+    d = 10 ** 6
+    gm = xor_mixture(d, 1.0)
+    g, rho = gm.sample_init_coords(400_000, 1.0, 11)
+    G_Q, G_perp = gm.simplified_gradient_coords(g, rho, math.sqrt(d * math.log(math.log(d))))
+    _, mus_q = gm.span_basis
+    D1 = mus_q[0] / np.linalg.norm(mus_q[0])
+    nG = np.sqrt(np.sum(G_Q ** 2, 1) + G_perp ** 2)
+    hit = (np.abs(G_Q @ D1) / nG > 1 - 1 / math.sqrt(d)) & (nG >= math.sqrt(d) / 5)
+    se = math.sqrt(0.002 * (1 / 400_000 + 1 / 2_000_000))
+    assert abs(hit.mean() - 0.0020) < Z * se + 5e-5                   # 5e-5: the spec's rounding to 4 decimals

@@ -30,6 +30,7 @@ _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _PSI_SWITCH = 3.0     # relu_moment: erfcx form for -3 <= kappa < 0, Laplace continued fraction below
 _PSI_DEPTH = 120      # continued-fraction depth: relative error < 1e-15 for t >= 3 (tests check against mpmath)
 _SUM_TOL = 1e-12      # |sum p_j - 1| accepted for mixture weights
+_RANK_TOL = 1e-12     # relative singular value below which a mean direction is dependent
 _STRUCT_TOL = 1e-12   # relative tolerance when recognising the XOR structure of a mixture
 
 
@@ -425,11 +426,14 @@ class GaussianMixture(DataModel):
         m2 = np.sum(self.mus ** 2, axis=1) + self.dim * self.sigmas ** 2
         return Bounds(math.inf, float(self.weights @ np.sqrt(m2)), float(self.weights @ m2))
 
-    def _kappa(self, W, b):
-        W, b, norms = _as_neurons(f"{self!r}.simplified_gradient", W, b)
-        proj = W @ self.mus.T                                          # (M, r) <w, mu_l>
+    def _coefficients(self, proj, norms, b):
+        """G = alpha @ mus + beta w_hat from <w, mu_l> (M, r), ||w|| (M,) and b (M,): the stable form."""
         kappa = (proj - b[:, None]) / (self.sigmas * norms[:, None])
-        return W, b, norms, proj, kappa
+        c = self.weights * self.labels
+        Phi, psi = _ndtr_psi(kappa)                                     # (M, r), relative accuracy in the tails
+        alpha = Phi * c
+        beta = (c * (self.sigmas * psi + (b / norms)[:, None] * Phi)).sum(1) - (alpha * proj).sum(1) / norms
+        return alpha, beta
 
     def simplified_gradient(self, W, b):
         r"""Closed-form :math:`G(\mathbf w_i,b_i)` for each row of W (spec §2.2), accurate in the far tail.
@@ -469,13 +473,9 @@ class GaussianMixture(DataModel):
         >>> np.allclose(gm.simplified_gradient([[0.0, 1.0]], -1e3), gm.E_yx())
         True
         """
-        W, b, norms, proj, kappa = self._kappa(W, b)
-        c = self.weights * self.labels
-        Phi, psi = _ndtr_psi(kappa)                                     # (M, r), relative accuracy in the tails
-        what = W / norms[:, None]
-        along = (Phi * c) @ self.mus - ((Phi * c * proj).sum(1) / norms)[:, None] * what
-        radial = (c * (self.sigmas * psi + (b / norms)[:, None] * Phi)).sum(1)
-        return along + radial[:, None] * what
+        W, b, norms = _as_neurons(f"{self!r}.simplified_gradient", W, b)
+        alpha, beta = self._coefficients(W @ self.mus.T, norms, b)
+        return alpha @ self.mus + (beta / norms)[:, None] * W
 
     def A(self, W, b):
         r"""Closed-form :math:`A(\mathbf w_i,b_i)=\mathbb E[y\,\sigma(\mathbf w_i^\top\mathbf x-b_i)]` (spec §2.2).
@@ -502,8 +502,105 @@ class GaussianMixture(DataModel):
         ----------
         .. [src] seed 001 L7672-7678 (Lemma B.70); derived, specs/gradient_features.md §2.1-2.2
         """
-        W, b, norms, proj, kappa = self._kappa(W, b)
+        W, b, norms = _as_neurons(f"{self!r}.A", W, b)
+        kappa = (W @ self.mus.T - b[:, None]) / (self.sigmas * norms[:, None])
         return (self.weights * self.labels * self.sigmas * relu_moment(kappa)).sum(1) * norms
+
+    @cached_property
+    def span_basis(self):
+        r"""Orthonormal basis Q (d, q) of :math:`\mathrm{span}(\mu_1..\mu_r)` (q = its rank) and the means in it,
+        ``mus_q = mus @ Q`` (r, q): the coordinates used by :meth:`sample_init_coords`."""
+        Q, S, _ = np.linalg.svd(self.mus.T, full_matrices=False)
+        Q = Q[:, S > _RANK_TOL * max(S.max(), 1e-300)]
+        return Q, self.mus @ Q
+
+    def sample_init_coords(self, M, sigma_w, rng):
+        r"""Sufficient statistics of M initial weights :math:`\mathbf w\sim\mathcal N(0,\sigma_w^2I_d)` (O(1) each).
+
+        .. math:: \mathbf w=Q\mathbf g+\mathbf w_\perp,\qquad \mathbf g\sim\mathcal N(0,\sigma_w^2I_q),\qquad
+                  \|\mathbf w_\perp\|^2\sim\sigma_w^2\chi^2_{d-q},
+
+        with Q from :attr:`span_basis`: G depends on w only through these (spec §2.2), so d = 10^6 costs
+        nothing.
+
+        Parameters
+        ----------
+        M : int
+            Number of neurons.
+        sigma_w : float
+            Initial standard deviation (> 0).
+        rng : numpy.random.Generator or int
+            Randomness.
+
+        Returns
+        -------
+        g : ndarray (M, q)
+            Coordinates of w in Q.
+        rho : ndarray (M,)
+            :math:`\|\mathbf w_\perp\|` (0 when q = d).
+
+        Notes
+        -----
+        Regime: any mixture; exact in distribution.
+
+        References
+        ----------
+        .. [src] derived; specs/gradient_features.md §2.2 (script V2), §2.8
+        """
+        owner = f"{self!r}.sample_init_coords"
+        M = check(owner, "M", M, Integer(1))
+        sigma_w = check(owner, "sigma_w", sigma_w, Interval(0, math.inf, "neither"))
+        rng = np.random.default_rng(rng)
+        Q, _ = self.span_basis
+        q = Q.shape[1]
+        g = sigma_w * rng.standard_normal((M, q))
+        rho = sigma_w * np.sqrt(rng.chisquare(self.dim - q, M)) if self.dim > q else np.zeros(M)
+        return g, rho
+
+    def simplified_gradient_coords(self, g, rho, b):
+        r"""Closed-form G in the coordinates of :meth:`sample_init_coords`, without forming d-vectors.
+
+        For :math:`\mathbf w=Q\mathbf g+\mathbf w_\perp` with :math:`\|\mathbf w_\perp\|=\rho`:
+
+        .. math:: G=Q\,G_Q+G_\perp\,\frac{\mathbf w_\perp}{\rho},\qquad
+                  G_Q=\alpha\,\mu^Q+\beta\,\frac{\mathbf g}{\|\mathbf w\|},\quad
+                  G_\perp=\beta\,\frac{\rho}{\|\mathbf w\|},
+
+        where :math:`G=\sum_l\alpha_l\mu_l+\beta\hat{\mathbf w}` is the form of :meth:`simplified_gradient`.
+        Then :math:`\|G\|^2=\|G_Q\|^2+G_\perp^2` and :math:`\langle G,D_j\rangle=\langle\mu^Q_j,G_Q\rangle/\|\mu_j\|`.
+
+        Parameters
+        ----------
+        g : array_like (M, q)
+            Coordinates of w in the span basis.
+        rho : array_like (M,)
+            Norms of the parts of w orthogonal to the means (>= 0).
+        b : array_like (M,) or scalar
+            Biases.
+
+        Returns
+        -------
+        G_Q : ndarray (M, q)
+        G_perp : ndarray (M,)
+
+        Notes
+        -----
+        Regime: w != 0; same accuracy as :meth:`simplified_gradient`.
+
+        References
+        ----------
+        .. [src] seed 001 L865 (3.4); derived, specs/gradient_features.md §2.2
+        """
+        owner = f"{self!r}.simplified_gradient_coords"
+        Q, mus_q = self.span_basis
+        g = check(owner, "g", g, FiniteArray(2, (None, Q.shape[1])))
+        rho = check(owner, "rho", rho, FiniteArray(1, (g.shape[0],)))
+        if np.any(rho < 0):
+            raise InvalidParameterError(f"The 'rho' parameter of {owner} must be >= 0. Got {rho!r} instead.")
+        norms = np.sqrt(np.sum(g * g, 1) + rho * rho)
+        _, b, _ = _as_neurons(owner, norms[:, None], b)                 # checks b, and refuses w = 0
+        alpha, beta = self._coefficients(g @ mus_q.T, norms, b)
+        return alpha @ mus_q + (beta / norms)[:, None] * g, beta * rho / norms
 
     def feature_stats(self):
         r"""Notation of Assumption 3.15 / B.28 (seed 001 L955-960, L6370-6375).

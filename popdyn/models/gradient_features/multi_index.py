@@ -265,7 +265,7 @@ class MultiIndexPolynomial(DataModel):
         --------
         >>> U = np.eye(3)[:1]
         >>> model = MultiIndexPolynomial(U, {(3,): 1.0}, preprocess=True)
-        >>> np.abs(model.first_step_direction([[0.3, -1.0, 2.0]])).max() < 1e-15    # odd degree 3 drops out
+        >>> bool(np.abs(model.first_step_direction([[0.3, -1.0, 2.0]])).max() < 1e-15)   # odd degree 3 drops out
         True
         """
         return self.simplified_gradient(W, 0.0)
