@@ -204,7 +204,7 @@ def test_structured_E_yx_equals_enumeration(kw):
     float sums of <= 2^15 probabilities: 1e-14. Nonzero: Remark B.45 is wrong (erratum 4)."""
     sp = StructuredParity(**kw, M=orthonormal(kw["d"], 1))
     assert np.linalg.norm(sp.E_yx()) > 0
-    np.testing.assert_allclose(sp.simplified_gradient_exact(np.ones((1, sp.d)), -1e6)[0], sp.E_yx(), atol=1e-14)
+    np.testing.assert_allclose(sp.simplified_gradient(np.ones((1, sp.d)), -1e6)[0], sp.E_yx(), atol=1e-14)
 
 
 def test_structured_E_yx_monte_carlo_V5():
@@ -224,19 +224,35 @@ def test_structured_mc_G_against_enumeration(kw, method):
     sp = StructuredParity(**kw, M=None if kw["d"] != 10 else orthonormal(10, 2))
     rng = np.random.default_rng(5)
     W, b = rng.normal(size=(6, sp.d)), rng.normal(0, 0.7, size=6)
-    exact = sp.simplified_gradient_exact(W, b)
+    exact = sp.simplified_gradient(W, b)
     G, se = sp.simplified_gradient_mc(W, b, 200_000, 6, method=method)
     ok = se > 0
     assert np.all(np.abs(G - exact)[ok] <= Z_MAX * se[ok]) and np.all(np.abs(G - exact)[~ok] < 1e-15)
 
 
+@pytest.mark.parametrize("kw", SMALL)
+def test_structured_A_exact(kw):
+    """Exact A vs the inherited Monte Carlo A_mc (n = 1e5, |z| <= 4.5) and grad_w A = G (A is piecewise linear in w
+    on a finite support: central differences with h = 1e-6 are exact up to rounding eps |A| / h ~ 1e-10: 1e-8)."""
+    sp = StructuredParity(**kw)
+    rng = np.random.default_rng(11)
+    W, b = rng.normal(size=(4, sp.d)), rng.normal(0, 0.7, size=4)
+    A = sp.A(W, b)
+    mc, se = sp.A_mc(W, b, 100_000, 12)
+    assert np.all(np.abs(mc - A) <= Z_MAX * se)
+    h = 1e-6
+    fd = np.stack([(sp.A(W + h * e, b) - sp.A(W - h * e, b)) / (2 * h) for e in np.eye(sp.d)], axis=1)
+    np.testing.assert_allclose(fd, sp.simplified_gradient(W, b), rtol=0, atol=1e-8)
+
+
 def test_structured_mc_routes_agree():
-    """numba, numpy and auto consume the same stream: equal to summation rounding (sums of <= 5000 +-1: 1e-12)."""
+    """numba, numpy and auto consume the same stream: equal to summation rounding (sums of <= 5000 +-1: 1e-12).
+    The first chunk (4096 x ~49 nonzeros x 40 neurons > 2^22) runs the threaded kernel, the second the serial one."""
     sp = StructuredParity(300, 3, 7, 0.05, 0.05)
     rng = np.random.default_rng(8)
     W = rng.normal(size=(40, 300))
     b = np.full(40, math.sqrt(21 * math.log(300)))
-    out = [sp.simplified_gradient_mc(W, b, 5000, 9, chunk=1024, method=m) for m in ("numba", "numpy", "auto")]
+    out = [sp.simplified_gradient_mc(W, b, 5000, 9, chunk=4096, method=m) for m in ("numba", "numpy", "auto")]
     for G, se in out[1:]:
         np.testing.assert_allclose(G, out[0].G, rtol=0, atol=1e-12)
         np.testing.assert_allclose(se, out[0].se, rtol=0, atol=1e-12)
@@ -250,9 +266,9 @@ def test_structured_exact_G_identities(kw, seed, log2c):
     sp = StructuredParity(**kw)
     rng = np.random.default_rng(seed)
     W, b = rng.normal(size=(3, sp.d)), rng.normal(size=3)
-    G = sp.simplified_gradient_exact(W, b)
-    np.testing.assert_array_equal(sp.simplified_gradient_exact(2.0 ** log2c * W, 2.0 ** log2c * b), G)
-    np.testing.assert_allclose(G + sp.simplified_gradient_exact(-W, -b), np.broadcast_to(sp.E_yx(), G.shape),
+    G = sp.simplified_gradient(W, b)
+    np.testing.assert_array_equal(sp.simplified_gradient(2.0 ** log2c * W, 2.0 ** log2c * b), G)
+    np.testing.assert_allclose(G + sp.simplified_gradient(-W, -b), np.broadcast_to(sp.E_yx(), G.shape),
                                atol=1e-14)
     assert np.all(np.linalg.norm(G, axis=1) <= sp.bounds().Bx1 + 1e-14)
 
@@ -348,7 +364,9 @@ def test_structured_bad_parameters(kwargs, name):
 def test_structured_bad_calls():
     sp = StructuredParity(40, 1, 3, 0.1, 0.1)
     with pytest.raises(InvalidParameterError, match="'d'"):
-        sp.simplified_gradient_exact(np.ones((1, 40)), 0.0)
+        sp.simplified_gradient(np.ones((1, 40)), 0.0)
+    with pytest.raises(InvalidParameterError, match="'d'"):
+        sp.A(np.ones((1, 40)), 0.0)
     with pytest.raises(InvalidParameterError, match="'W'"):
         sp.simplified_gradient_mc(np.ones((1, 39)), 0.0, 10, 0)
     with pytest.raises(InvalidParameterError, match="'method'"):

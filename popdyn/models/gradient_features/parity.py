@@ -3,7 +3,7 @@ r"""Parity data models of the gradient-feature framework (seed 001 B.5.4-B.5.6; 
 * :class:`StructuredParity` ``(d, r, k, p_A, p_o, M=None)``: :math:`\mathbf x=M\phi`,
   :math:`y=\mathrm{sign}\sum_{j\in[r]}\prod_{l\in A_j}\phi_l` (B.396-B.397). Sampler, features :math:`D_j`, exact
   :math:`\mathbb E[y\mathbf x]`, Assumption 3.1 moments, Monte Carlo :math:`G` (a numba kernel over the sparse
-  :math:`\phi` when :math:`M=I`), an exact enumeration oracle for tiny d, the positive-bias ground truth
+  :math:`\phi` when :math:`M=I`), exact G and A by enumeration for tiny d (the oracle), the positive-bias ground truth
   :math:`g^*` (spec §7 erratum 4) and its exact loss.
 * :class:`UniformParity` ``(d, k, A=None)``: :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`
   (Assumption B.53). Majority coefficients :math:`\xi_j`, exact :math:`G` and :math:`A` (with the factor 1/2
@@ -32,6 +32,7 @@ __all__ = ["StructuredParity", "UniformParity", "majority_coefficient", "MonteCa
 _ORTH_TOL = 1e-10        # ||M^T M - I||_max accepted for a dictionary: a QR in float64 gives ~1e-15
 _ENUM_MAX = 1 << 18      # support points of the exact enumeration (memory ~ 2^18 d float64)
 _GSTAR_MAX = 1 << 20     # block-sum configurations of the exact g* loss
+_PARALLEL_WORK = 1 << 22  # nonzeros x neurons per chunk above which the kernel runs threaded (launch ~ms)
 _BLOCK = 256             # samples per cache block of the numba kernel
 _SCATTER_COST = 24       # scatter-add vs BLAS multiply-add cost (measured 16-26, 1 core, d = 1000): "auto" rule
 
@@ -328,21 +329,24 @@ class UniformParity(DataModel):
 
 # ---- structured parity --------------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, parallel=True)
-def _masked_sums(active, indptr, idx, val, y, G, S2, block):
+def _masked_sums(active, indptr, idx, val, y, G, S2, block, groups):
     """G[i] += sum_s y_s x_s active[i, s] and S2[i] += sum_s x_s^2 active[i, s] over the sparse rows x_s (CSR).
 
-    Samples are taken ``block`` at a time and every neuron sweeps the block, so the block's rows stay in cache;
-    only the active (neuron, sample) pairs touch the nonzero entries."""
+    One thread per group of neurons; each sweeps the samples ``block`` at a time and runs all its neurons over a
+    block before the next, so the block's rows stay in cache. Only active (neuron, sample) pairs touch the rows."""
     M, n = active.shape
-    for s0 in range(0, n, block):
-        s1 = min(s0 + block, n)
-        for i in numba.prange(M):
-            for s in range(s0, s1):
-                if active[i, s]:
-                    for t in range(indptr[s], indptr[s + 1]):
-                        G[i, idx[t]] += y[s] * val[t]
-                        S2[i, idx[t]] += val[t] * val[t]
+    for g in numba.prange(groups):
+        for s0 in range(0, n, block):
+            for i in range(g * M // groups, (g + 1) * M // groups):
+                for s in range(s0, min(s0 + block, n)):
+                    if active[i, s]:
+                        for t in range(indptr[s], indptr[s + 1]):
+                            G[i, idx[t]] += y[s] * val[t]
+                            S2[i, idx[t]] += val[t] * val[t]
+
+
+_masked_sums_serial = numba.njit(cache=True)(_masked_sums)
+_masked_sums_parallel = numba.njit(cache=True, parallel=True)(_masked_sums)
 
 
 class StructuredParity(DataModel):
@@ -549,8 +553,10 @@ class StructuredParity(DataModel):
             if method == "numba" or (method == "auto" and _SCATTER_COST * mask.sum() * nz.mean() < mask.size):
                 rows, cols = np.nonzero(nz)
                 indptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=len(y)))))
-                _masked_sums(np.ascontiguousarray(mask.T), indptr, cols.astype(np.int32), X[rows, cols], y, G, S2,
-                             _BLOCK)
+                parallel = len(cols) * W.shape[0] > _PARALLEL_WORK
+                kernel = _masked_sums_parallel if parallel else _masked_sums_serial
+                kernel(np.ascontiguousarray(mask.T), indptr, cols.astype(np.int32), X[rows, cols], y, G, S2, _BLOCK,
+                       min(W.shape[0], numba.get_num_threads()) if parallel else 1)
             else:
                 mask = mask.astype(np.float64)
                 G += (mask * y[:, None]).T @ X
@@ -581,9 +587,23 @@ class StructuredParity(DataModel):
         Phi = np.concatenate([np.repeat(phiA, len(noise), axis=0), np.tile(noise, (len(phiA), 1))], axis=1)
         return Phi, self._label(Phi[:, :rk]), np.outer(pA, pnoise).ravel()
 
-    def simplified_gradient_exact(self, W, b):
-        r"""Exact :math:`G(\mathbf w_i,b_i)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,M\phi\,\mathbb I[\mathbf w_i^\top M\phi>b_i]`
-        by enumeration of the support (the test oracle for tiny d).
+    def _enumerated(self, owner, W, b):
+        """Support points x = M phi, y * Pr(phi) and the pre-activations, after the checks."""
+        W, b, _ = _as_neurons(owner, W, b)
+        _require(owner, "W", W.shape[1] == self.d, f"an (M, {self.d}) array", W.shape)
+        w = self._weights()
+        n_A = (2 ** self._rk if w[0] > 0 else 0) + (2 * self.r if self.p_A > 0 else 0)
+        size = n_A * (2 * (self.p_o > 0) + (self.p_o < 0.5)) ** (self.d - self._rk)
+        _require(owner, "d", size <= _ENUM_MAX, f"small enough to enumerate the support (<= {_ENUM_MAX} points; use "
+                 "simplified_gradient_mc)", f"d = {self.d} with {size} points")
+        Phi, y, prob = self._support()
+        X = self._embed(Phi)
+        return X, y * prob, X @ W.T - b
+
+    def simplified_gradient(self, W, b):
+        r"""Exact :math:`G(\mathbf w_i,b_i)` by enumeration of the support (tiny d; the oracle of the Monte Carlo).
+
+        .. math:: G(\mathbf w,b)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,M\phi\,\mathbb I[\mathbf w^\top M\phi>b]
 
         Parameters
         ----------
@@ -598,24 +618,42 @@ class StructuredParity(DataModel):
 
         Notes
         -----
-        Regime: support size :math:`(2^{rk}+2r)\,3^{d-rk}\le2^{18}` (fewer when a probability is 0); exact up to
-        float64 summation.
+        Regime: support size :math:`(2^{rk}+2r)\,3^{d-rk}\le2^{18}` (fewer when a probability is 0), else an error
+        pointing to :meth:`simplified_gradient_mc`; exact up to float64 summation.
 
         References
         ----------
         .. [src] seed 001 L865 (3.4), L6926-6950; derived, specs/gradient_features.md §2.5, §5
         """
-        owner = f"{self!r}.simplified_gradient_exact"
-        W, b, _ = _as_neurons(owner, W, b)
-        _require(owner, "W", W.shape[1] == self.d, f"an (M, {self.d}) array", W.shape)
-        w = self._weights()
-        n_A = (2 ** self._rk if w[0] > 0 else 0) + (2 * self.r if self.p_A > 0 else 0)
-        size = n_A * (2 * (self.p_o > 0) + (self.p_o < 0.5)) ** (self.d - self._rk)
-        _require(f"{self!r}", "d", size <= _ENUM_MAX, f"small enough for enumeration (support <= {_ENUM_MAX})",
-                 f"d = {self.d} with support size {size}")
-        Phi, y, prob = self._support()
-        X = self._embed(Phi)
-        return ((X @ W.T > b) * (prob * y)[:, None]).T @ X
+        X, yp, pre = self._enumerated(f"{self!r}.simplified_gradient", W, b)
+        return ((pre > 0) * yp[:, None]).T @ X
+
+    def A(self, W, b):
+        r"""Exact :math:`A(\mathbf w_i,b_i)=\mathbb E[y\,\sigma(\mathbf w_i^\top\mathbf x-b_i)]` by enumeration (tiny d).
+
+        .. math:: A(\mathbf w,b)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,\sigma(\mathbf w^\top M\phi-b)
+
+        Parameters
+        ----------
+        W : array_like, shape (M, d)
+            Neuron weights (rows).
+        b : array_like, shape (M,) or scalar
+            Biases.
+
+        Returns
+        -------
+        A : ndarray (M,)
+
+        Notes
+        -----
+        Regime: as :meth:`simplified_gradient` (the inherited ``A_mc`` samples at any d).
+
+        References
+        ----------
+        .. [src] seed 001 L7672-7678 (Lemma B.70); derived, specs/gradient_features.md §2.1, §2.5
+        """
+        X, yp, pre = self._enumerated(f"{self!r}.A", W, b)
+        return yp @ np.maximum(pre, 0.0)
 
     # ---- ground truth ---------------------------------------------------------------------------------------------
 
