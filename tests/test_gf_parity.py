@@ -162,6 +162,17 @@ def test_uniform_ground_truth_is_chi_A(d, k):
     assert np.abs(b).max() == pytest.approx((k + 1) / math.sqrt(k), rel=1e-14)
 
 
+def test_uniform_ground_truth_loss():
+    """OPT = 0 (hinge) and log2(1 + 1/e) (base-2 logistic, y g* = 1 everywhere) vs the cube average (d = 9)."""
+    up = UniformParity(9, 4, A=[1, 3, 5, 8])
+    X = cube(9)
+    margin = np.prod(X[:, up.subset], axis=1) * relu_net(*up.ground_truth(), X)
+    for loss, f in (("hinge", hinge), ("logistic", logistic2)):
+        value, se = up.ground_truth_loss(loss)
+        assert se == 0 and value == pytest.approx(f(margin).mean(), abs=1e-14)
+    assert up.ground_truth_loss("logistic")[0] == pytest.approx(math.log2(1 + math.exp(-1)), rel=1e-13)
+
+
 def test_uniform_sample_E_yx_and_bounds():
     up = UniformParity(9, 1, A=[4])
     X, y = up.sample(100_000, 3)
@@ -228,6 +239,20 @@ def test_structured_mc_G_against_enumeration(kw, method):
     G, se = sp.simplified_gradient_mc(W, b, 200_000, 6, method=method)
     ok = se > 0
     assert np.all(np.abs(G - exact)[ok] <= Z_MAX * se[ok]) and np.all(np.abs(G - exact)[~ok] < 1e-15)
+
+
+def test_structured_twin_neuron_is_not_a_feature_V5():
+    """Erratum 4 (spec V5): for a Sure neuron of D_0 (<w, D_0> = 1.6 b~/sqrt k, b~ = sqrt(rk log d)), G is aligned
+    with D_0, but its twin (-w, -b~) gets E[yx] - G ~ D_0 + 2 (D_1 + D_2), so (D_0, -1) is not in S for r = 3.
+    Monte Carlo n = 1e5: ||se|| ~ 0.013 against ||G|| ~ 0.33 and ||twin|| ~ 1.3, so the margins below are > 5 SE."""
+    sp = StructuredParity(200, 3, 15, 0.1, 45 / 155)
+    D, bt = sp.features(), math.sqrt(45 * math.log(200))
+    w = np.random.default_rng(1).normal(size=200)
+    w += 1.6 * bt / math.sqrt(15) * D[0] - (D @ w) @ D
+    G = sp.simplified_gradient_mc(w, bt, 100_000, 2).G[0]
+    twin = sp.E_yx() - G
+    cos = lambda u, v: u @ v / np.linalg.norm(u) / np.linalg.norm(v)               # noqa: E731
+    assert cos(G, D[0]) > 0.95 and cos(twin, D[0]) < 0.5 and cos(twin, D[0] + 2 * (D[1] + D[2])) > 0.98
 
 
 @pytest.mark.parametrize("kw", SMALL)

@@ -326,6 +326,37 @@ class UniformParity(DataModel):
         """
         return _bump_network(self.features(), self.k, positive_bias=False)
 
+    def ground_truth_loss(self, loss="hinge"):
+        r"""Exact risk of :meth:`ground_truth`: :math:`g^*` sees only :math:`z=\langle D,\mathbf x\rangle=(2i-k)/\sqrt k`,
+        i the number of +1 in :math:`\mathbf x_A` (:math:`\mathrm{Bin}(k,1/2)`), where :math:`y=(-1)^{k-i}`.
+
+        .. math:: \mathcal L_{\mathcal D}(g^*)=\sum_{i=0}^k\binom ki2^{-k}\,\ell\big((-1)^{k-i}g^*(z_iD)\big)
+
+        Parameters
+        ----------
+        loss : {"hinge", "logistic"}
+            The loss (logistic is base 2).
+
+        Returns
+        -------
+        value, se : float
+            The risk (hinge: O(1e-15), OPT = 0; base-2 logistic: :math:`\log_2(1+e^{-1})`) and its standard error
+            (0: exact).
+
+        Notes
+        -----
+        Regime: any k; exact up to float64 rounding of :math:`g^*`.
+
+        References
+        ----------
+        .. [src] seed 001 L7559 (B.64, OPT = 0); derived, specs/gradient_features.md §2.6
+        """
+        ell = LOSSES[check(f"{self!r}.ground_truth_loss", "loss", loss, Options(tuple(LOSSES)))]
+        i = np.arange(self.k + 1)
+        a, W, b = self.ground_truth()
+        g = np.maximum(np.outer((2 * i - self.k) / math.sqrt(self.k), W[0]) - b, 0.0) @ a
+        return float(stats.binom.pmf(i, self.k, 0.5) @ ell((-1.0) ** (self.k - i) * g)), 0.0
+
 
 # ---- structured parity --------------------------------------------------------------------------------------------
 
