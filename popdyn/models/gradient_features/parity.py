@@ -354,7 +354,8 @@ class UniformParity(DataModel):
         ell = LOSSES[check(f"{self!r}.ground_truth_loss", "loss", loss, Options(tuple(LOSSES)))]
         i = np.arange(self.k + 1)
         a, W, b = self.ground_truth()
-        g = np.maximum(np.outer((2 * i - self.k) / math.sqrt(self.k), W[0]) - b, 0.0) @ a
+        X = np.outer((2 * i - self.k) / math.sqrt(self.k), self.features()[0])   # a point with each z_i
+        g = np.maximum(X @ W.T - b, 0.0) @ a
         return float(stats.binom.pmf(i, self.k, 0.5) @ ell((-1.0) ** (self.k - i) * g)), 0.0
 
 
