@@ -196,6 +196,8 @@ def test_uniform_bad_neurons():
     up = UniformParity(5, 2)
     with pytest.raises(InvalidParameterError, match="'W'"):
         up.simplified_gradient(np.full((1, 5), 0.5), 0.0)
+    with pytest.raises(InvalidParameterError, match="'W'"):
+        up.A(np.ones((1, 4)), 0.0)
     with pytest.raises(InvalidParameterError, match="'b'"):
         up.A(np.ones((1, 5)), 1.0)
     with pytest.raises(InvalidParameterError, match="'convention'"):

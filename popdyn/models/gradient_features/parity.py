@@ -68,7 +68,7 @@ def majority_coefficient(n, j, log=False):
     -----
     Regime: n odd (majority has no ties). The binomials are exact Python integers and the ratio is one correctly
     rounded integer division, so the value is exact to the last bit for any n (tested to n = 10^4; the log-binomial
-    route would lose ~1e-11 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
+    route, exp of gammaln sums, loses up to 7e-12 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
     B.480 prints the numerator :math:`\binom{(d-1)/2}{(d-1)/2}`; B.547 (used here) is right (spec §7 erratum 9).
 
     References
@@ -118,8 +118,9 @@ def _bump_network(D, k, positive_bias):
     return np.tile(a1, r), W, np.tile(b1, r)
 
 
-def _check_neurons_pm1(owner, W, b):
+def _check_neurons_pm1(owner, W, b, d):
     W, b, _ = _as_neurons(owner, W, b)
+    _require(owner, "W", W.shape[1] == d, f"an (M, {d}) array", W.shape)
     _require(owner, "W", np.all(np.abs(W) == 1.0), "an (M, d) array of +-1 entries (the closed form of §2.6)",
              "entries other than +-1")
     _require(owner, "b", np.all(np.abs(b) < 1.0), "in (-1, 1) (so that 1[w.x > b] = (1 + Maj(w*x))/2)", b)
@@ -256,7 +257,7 @@ class UniformParity(DataModel):
         """
         owner = f"{self!r}.simplified_gradient"
         convention = check(owner, "convention", convention, Options(("corrected", "paper")))
-        W, b = _check_neurons_pm1(owner, W, b)
+        W, b = _check_neurons_pm1(owner, W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         G = chi[:, None] * W * self._coefficients(convention)
         if self.k == 1 and convention == "corrected":
@@ -294,7 +295,7 @@ class UniformParity(DataModel):
         ----------
         .. [src] derived; specs/gradient_features.md §2.1, §2.6
         """
-        W, b = _check_neurons_pm1(f"{self!r}.A", W, b)
+        W, b = _check_neurons_pm1(f"{self!r}.A", W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         k, d = self.k, self.d
         s = k * self.xi(k - 1) + ((d - k) * self.xi(k + 1) if k < d else 0.0)
