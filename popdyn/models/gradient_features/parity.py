@@ -446,7 +446,7 @@ class StructuredParity(DataModel):
 
     def _weights(self):
         """Component weights: uniform, then (j, +), (j, -) for j in [r]."""
-        return np.array([1.0 - 2 * self.r * self.p_A] + [self.p_A] * (2 * self.r))
+        return np.array([max(0.0, 1.0 - 2 * self.r * self.p_A)] + [self.p_A] * (2 * self.r))
 
     def _label(self, phiA):
         blocks = phiA.reshape(phiA.shape[0], self.r, self.k)
