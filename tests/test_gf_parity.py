@@ -360,7 +360,7 @@ def test_structured_sampler_and_bounds():
     X, y2 = sp.sample(n, 7)
     np.testing.assert_array_equal(y, y2)
     np.testing.assert_allclose(np.linalg.norm(X, axis=1) ** 2, (phi != 0).sum(1), rtol=1e-12)
-    assert set(np.unique(y)) == {-1.0, 1.0}
+    assert set(np.unique(y)) == {-1.0, 1.0} and y.dtype == X.dtype == np.float64
     zero_blocks = (phi[:, :15].reshape(n, 3, 5) == 0).all(2).sum(1)
     frac = np.mean(zero_blocks == 2)                             # a structured component: 2 r p_A = 0.48
     assert abs(frac - 0.48) <= Z_MAX * math.sqrt(0.48 * 0.52 / n)

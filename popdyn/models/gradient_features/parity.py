@@ -450,7 +450,7 @@ class StructuredParity(DataModel):
 
     def _label(self, phiA):
         blocks = phiA.reshape(phiA.shape[0], self.r, self.k)
-        return np.sign(np.prod(blocks, axis=2).sum(axis=1))
+        return np.sign(np.prod(blocks, axis=2).sum(axis=1)).astype(np.float64)
 
     def _sample_phi(self, n, rng):
         """phi (n, d) int8 and y (n,) float."""
