@@ -405,3 +405,15 @@ def test_xor_ground_truth_loss_vs_nested_quadrature():
               for lo, hi in ((-40 * sigma, -2 * c), (-2 * c, 2 * c), (2 * c, 40 * sigma)))
     assert gm.ground_truth_loss(tau)[0] == pytest.approx(ref, rel=1e-9, abs=1e-12)   # both quad at ~1e-12
     assert ref > 1e-3                                                 # a nonzero loss is compared
+
+
+def test_coords_and_bias_bad_input():
+    gm = xor_mixture(5, 1.0)
+    with pytest.raises(InvalidParameterError, match="'g'"):
+        gm.simplified_gradient_coords(np.zeros((2, 2)), np.zeros(2), 0.0)
+    with pytest.raises(InvalidParameterError, match="'rho'"):
+        gm.simplified_gradient_coords(np.ones((2, 2)), -np.ones(2), 0.0)
+    with pytest.raises(InvalidParameterError, match="'b'"):
+        gm.simplified_gradient(np.ones((3, 5)), np.ones(2))
+    with pytest.raises(InvalidParameterError, match="'sigma_w'"):
+        gm.sample_init_coords(3, 0.0, 0)
