@@ -167,6 +167,18 @@ class Bounds(NamedTuple):
     Bx2: float
 
 
+def _as_biases(owner, b, M):
+    """(M,) finite float biases from a scalar or an (M,) array."""
+    try:
+        b = np.broadcast_to(np.asarray(b, dtype=np.float64), (M,))
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"The 'b' parameter of {owner} must be a float or an array of shape ({M},). "
+                                    f"Got {b!r} instead.") from None
+    if not np.all(np.isfinite(b)):
+        raise InvalidParameterError(f"The 'b' parameter of {owner} must be finite. Got {b!r} instead.")
+    return b
+
+
 def _as_neurons(owner, W, b):
     """(M, d) float W (a single (d,) row allowed) and (M,) b (a scalar broadcast); w = 0 is refused."""
     W = np.asarray(W, dtype=np.float64)
@@ -174,9 +186,7 @@ def _as_neurons(owner, W, b):
     if W.ndim != 2 or not np.all(np.isfinite(W)):
         raise InvalidParameterError(f"The 'W' parameter of {owner} must be a finite (M, d) array. "
                                     f"Got shape {W.shape} instead.")
-    b = np.broadcast_to(np.asarray(b, dtype=np.float64), (W.shape[0],))
-    if not np.all(np.isfinite(b)):
-        raise InvalidParameterError(f"The 'b' parameter of {owner} must be finite. Got {b!r} instead.")
+    b = _as_biases(owner, b, W.shape[0])
     norms = np.linalg.norm(W, axis=1)
     if np.any(norms == 0):
         raise InvalidParameterError(f"The 'W' parameter of {owner} must have nonzero rows (G(0, b) is "
@@ -598,7 +608,10 @@ class GaussianMixture(DataModel):
         if np.any(rho < 0):
             raise InvalidParameterError(f"The 'rho' parameter of {owner} must be >= 0. Got {rho!r} instead.")
         norms = np.sqrt(np.sum(g * g, 1) + rho * rho)
-        _, b, _ = _as_neurons(owner, norms[:, None], b)                 # checks b, and refuses w = 0
+        if np.any(norms == 0):
+            raise InvalidParameterError(f"The 'g' and 'rho' parameters of {owner} must not both vanish (w = 0). "
+                                        f"Got zero neurons {np.flatnonzero(norms == 0)}.")
+        b = _as_biases(owner, b, len(norms))
         alpha, beta = self._coefficients(g @ mus_q.T, norms, b)
         return alpha @ mus_q + (beta / norms)[:, None] * g, beta * rho / norms
 
