@@ -272,6 +272,19 @@ def test_structured_A_exact(kw):
     np.testing.assert_allclose(fd, sp.simplified_gradient(W, b), rtol=0, atol=1e-8)
 
 
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_structured_with_uniform_inputs_is_uniform_parity(k):
+    """r = 1, p_A = 0, p_o = 1/2, M = I is uniform parity (Assumption B.53 with k odd): the enumeration of
+    StructuredParity equals UniformParity's closed forms (G = e_a / 2 for k = 1, 0 for odd k >= 3; A likewise);
+    sums of 2^9 dyadic terms: 1e-15."""
+    sp, up = StructuredParity(9, 1, k, 0.0, 0.5), UniformParity(9, k)
+    rng = np.random.default_rng(k)
+    W, b = rng.choice([-1.0, 1.0], size=(5, 9)), rng.uniform(-0.9, 0.9, 5)
+    np.testing.assert_allclose(sp.simplified_gradient(W, b), up.simplified_gradient(W, b), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sp.A(W, b), up.A(W, b), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(sp.E_yx(), up.E_yx(), rtol=0, atol=1e-15)
+
+
 def test_structured_mc_routes_agree():
     """numba, numpy and auto consume the same stream: equal to summation rounding (sums of <= 5000 +-1: 1e-12).
     The first chunk (4096 x ~49 nonzeros x 40 neurons > 2^22) runs the threaded kernel, the second the serial one."""
