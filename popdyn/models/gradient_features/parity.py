@@ -506,6 +506,9 @@ class StructuredParity(DataModel):
         contributes only for k = 1 (then :math:`y=\mathrm{Maj}_r(\phi_A)`, :math:`\xi^{(r)}_1` its degree-1
         coefficient, :func:`majority_coefficient`) and the noise is independent of y with mean 0.
         The symmetry :math:`(\phi,y)\to(-\phi,-y)` leaves :math:`y\mathbf x` invariant, so it does not force 0.
+
+        >>> StructuredParity(5, 1, 3, p_A=0.1, p_o=0.2).E_yx()        # 2 p_A on the block, not 0
+        array([0.2, 0.2, 0.2, 0. , 0. ])
         """
         c = 2 * self.p_A + ((1 - 2 * self.r * self.p_A) * majority_coefficient(self.r, 1) if self.k == 1 else 0.0)
         return c * math.sqrt(self.k) * self.features().sum(axis=0)
