@@ -3,7 +3,7 @@ r"""Parity data models of the gradient-feature framework (seed 001 B.5.4-B.5.6; 
 * :class:`StructuredParity` ``(d, r, k, p_A, p_o, M=None)``: :math:`\mathbf x=M\phi`,
   :math:`y=\mathrm{sign}\sum_{j\in[r]}\prod_{l\in A_j}\phi_l` (B.396-B.397). Sampler, features :math:`D_j`, exact
   :math:`\mathbb E[y\mathbf x]`, Assumption 3.1 moments, Monte Carlo :math:`G` (a numba kernel over the sparse
-  :math:`\phi` when :math:`M=I`), an exact enumeration oracle for tiny d, the positive-bias ground truth
+  :math:`\phi` when :math:`M=I`), exact G and A by enumeration for tiny d (the oracle), the positive-bias ground truth
   :math:`g^*` (spec §7 erratum 4) and its exact loss.
 * :class:`UniformParity` ``(d, k, A=None)``: :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`
   (Assumption B.53). Majority coefficients :math:`\xi_j`, exact :math:`G` and :math:`A` (with the factor 1/2
@@ -32,7 +32,9 @@ __all__ = ["StructuredParity", "UniformParity", "majority_coefficient", "MonteCa
 _ORTH_TOL = 1e-10        # ||M^T M - I||_max accepted for a dictionary: a QR in float64 gives ~1e-15
 _ENUM_MAX = 1 << 18      # support points of the exact enumeration (memory ~ 2^18 d float64)
 _GSTAR_MAX = 1 << 20     # block-sum configurations of the exact g* loss
-_BLOCK = 256             # samples per cache block of the numba kernel (~256 nnz 12 B: L2-resident)
+_PARALLEL_WORK = 1 << 22  # nonzeros x neurons per chunk above which the kernel runs threaded (launch ~ms)
+_BLOCK = 256             # samples per cache block of the numba kernel
+_SCATTER_COST = 24       # scatter-add vs BLAS multiply-add cost (measured 16-26, 1 core, d = 1000): "auto" rule
 
 
 def _require(owner, name, ok, allowed, value):
@@ -40,7 +42,7 @@ def _require(owner, name, ok, allowed, value):
         raise InvalidParameterError(f"The {name!r} parameter of {owner} must be {allowed}. Got {value!r} instead.")
 
 
-def majority_coefficient(n, j):
+def majority_coefficient(n, j, log=False):
     r"""Fourier coefficient :math:`\xi_j=\widehat{\mathrm{Maj}_n}(S)` of majority on n bits, for any :math:`|S|=j`.
 
     .. math:: \xi_j=(-1)^{\frac{j-1}2}\,\frac{\binom{(n-1)/2}{(j-1)/2}}{\binom{n-1}{j-1}}\;
@@ -52,18 +54,21 @@ def majority_coefficient(n, j):
         Number of bits, odd, :math:`n\ge1` (the input dimension d: the paper's ``n`` here is not a sample size).
     j : int
         Size of the set S, :math:`0\le j\le n`.
+    log : bool
+        Return :math:`\log|\xi_j|` instead (:math:`-\infty` for even j); the sign is :math:`(-1)^{(j-1)/2}`.
 
     Returns
     -------
     float
-        :math:`\xi_j`, the exact rational correctly rounded to float64 (it underflows to 0 only where
-        :math:`|\xi_j|<5\times10^{-324}`, e.g. :math:`j\approx n/2` for :math:`n\gtrsim2000`).
+        :math:`\xi_j`, the exact rational correctly rounded to float64. It underflows to 0 where
+        :math:`|\xi_j|<5\times10^{-324}` (:math:`j\approx n/2` for :math:`n\gtrsim2000`); ``log=True`` does not,
+        within a few ulp (:math:`\log m+e\log2` with :math:`|\xi_j|=m2^e`, m correctly rounded).
 
     Notes
     -----
     Regime: n odd (majority has no ties). The binomials are exact Python integers and the ratio is one correctly
     rounded integer division, so the value is exact to the last bit for any n (tested to n = 10^4; the log-binomial
-    route would lose ~1e-11 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
+    route, exp of gammaln sums, loses up to 7e-12 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
     B.480 prints the numerator :math:`\binom{(d-1)/2}{(d-1)/2}`; B.547 (used here) is right (spec §7 erratum 9).
 
     References
@@ -80,11 +85,15 @@ def majority_coefficient(n, j):
     _require(owner, "n", n % 2 == 1, "an odd int >= 1", n)
     j = check(owner, "j", j, Integer(0, n))
     if j % 2 == 0:
-        return 0.0
+        return -math.inf if log else 0.0
     h, i = (n - 1) // 2, (j - 1) // 2
     num = math.comb(h, i) * math.comb(n - 1, h)
     den = math.comb(n - 1, j - 1) << (n - 1)
-    return (-1) ** i * (num / den)
+    if not log:
+        return (-1) ** i * (num / den)
+    e = num.bit_length() - den.bit_length()                       # |xi| = m 2^e with m in (1/2, 2)
+    m = num / (den << e) if e >= 0 else (num << -e) / den
+    return math.log(m) + e * math.log(2.0)
 
 
 class MonteCarloGradient(NamedTuple):
@@ -109,8 +118,9 @@ def _bump_network(D, k, positive_bias):
     return np.tile(a1, r), W, np.tile(b1, r)
 
 
-def _check_neurons_pm1(owner, W, b):
+def _check_neurons_pm1(owner, W, b, d):
     W, b, _ = _as_neurons(owner, W, b)
+    _require(owner, "W", W.shape[1] == d, f"an (M, {d}) array", W.shape)
     _require(owner, "W", np.all(np.abs(W) == 1.0), "an (M, d) array of +-1 entries (the closed form of §2.6)",
              "entries other than +-1")
     _require(owner, "b", np.all(np.abs(b) < 1.0), "in (-1, 1) (so that 1[w.x > b] = (1 + Maj(w*x))/2)", b)
@@ -118,7 +128,7 @@ def _check_neurons_pm1(owner, W, b):
 
 
 class UniformParity(DataModel):
-    r"""Sparse parity on uniform inputs (Assumption B.53): :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`.
+    r"""Uniform sparse parity (Assumption B.53): :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`.
 
     .. math:: G_j(\mathbf w,b)=\tfrac12\,\xi_{|A\triangle\{j\}|}\,\chi_{A\triangle\{j\}}(\mathbf w)
               +\tfrac12\,\mathbb I[A=\{j\}]\qquad(\mathbf w\in\{\pm1\}^d,\ |b|<1).
@@ -247,7 +257,7 @@ class UniformParity(DataModel):
         """
         owner = f"{self!r}.simplified_gradient"
         convention = check(owner, "convention", convention, Options(("corrected", "paper")))
-        W, b = _check_neurons_pm1(owner, W, b)
+        W, b = _check_neurons_pm1(owner, W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         G = chi[:, None] * W * self._coefficients(convention)
         if self.k == 1 and convention == "corrected":
@@ -285,7 +295,7 @@ class UniformParity(DataModel):
         ----------
         .. [src] derived; specs/gradient_features.md §2.1, §2.6
         """
-        W, b = _check_neurons_pm1(f"{self!r}.A", W, b)
+        W, b = _check_neurons_pm1(f"{self!r}.A", W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         k, d = self.k, self.d
         s = k * self.xi(k - 1) + ((d - k) * self.xi(k + 1) if k < d else 0.0)
@@ -295,7 +305,8 @@ class UniformParity(DataModel):
         r"""The ground truth :math:`g^*=\chi_A` of Lemma B.64 (B.551): :math:`3(k+1)` ReLUs on the feature D.
 
         .. math:: g^*(\mathbf x)=\sum_{i=0}^k(-1)^{k-i}\sqrt k\Big[\sigma(z-\tfrac{2i-k-1}{\sqrt k})
-                  -2\sigma(z-\tfrac{2i-k}{\sqrt k})+\sigma(z-\tfrac{2i-k+1}{\sqrt k})\Big],\quad z=\langle D,\mathbf x\rangle.
+                  -2\sigma(z-\tfrac{2i-k}{\sqrt k})+\sigma(z-\tfrac{2i-k+1}{\sqrt k})\Big],\quad
+                  z=\langle D,\mathbf x\rangle.
 
         Returns
         -------
@@ -316,31 +327,63 @@ class UniformParity(DataModel):
         """
         return _bump_network(self.features(), self.k, positive_bias=False)
 
+    def ground_truth_loss(self, loss="hinge"):
+        r"""Exact risk of :meth:`ground_truth`: :math:`g^*` sees only :math:`z=\langle D,\mathbf x\rangle=(2i-k)/\sqrt k`,
+        i the number of +1 in :math:`\mathbf x_A` (:math:`\mathrm{Bin}(k,1/2)`), where :math:`y=(-1)^{k-i}`.
+
+        .. math:: \mathcal L_{\mathcal D}(g^*)=\sum_{i=0}^k\binom ki2^{-k}\,\ell\big((-1)^{k-i}g^*(z_iD)\big)
+
+        Parameters
+        ----------
+        loss : {"hinge", "logistic"}
+            The loss (logistic is base 2).
+
+        Returns
+        -------
+        value, se : float
+            The risk (hinge: O(1e-15), OPT = 0; base-2 logistic: :math:`\log_2(1+e^{-1})`) and its standard error
+            (0: exact).
+
+        Notes
+        -----
+        Regime: any k; exact up to float64 rounding of :math:`g^*`.
+
+        References
+        ----------
+        .. [src] seed 001 L7559 (B.64, OPT = 0); derived, specs/gradient_features.md §2.6
+        """
+        ell = LOSSES[check(f"{self!r}.ground_truth_loss", "loss", loss, Options(tuple(LOSSES)))]
+        i = np.arange(self.k + 1)
+        a, W, b = self.ground_truth()
+        X = np.outer((2 * i - self.k) / math.sqrt(self.k), self.features()[0])   # a point with each z_i
+        g = np.maximum(X @ W.T - b, 0.0) @ a
+        return float(stats.binom.pmf(i, self.k, 0.5) @ ell((-1.0) ** (self.k - i) * g)), 0.0
+
 
 # ---- structured parity --------------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, parallel=True)
-def _masked_sums(indptr, idx, val, y, W, b, G, S2, block):
-    """G[i] += sum_s y_s x_s 1[w_i.x_s > b_i], S2[i] += sum_s x_s^2 1[...] over CSR rows x_s.
+def _masked_sums(active, indptr, idx, val, y, G, S2, block, groups):
+    """G[i] += sum_s y_s x_s active[i, s] and S2[i] += sum_s x_s^2 active[i, s] over the sparse rows x_s (CSR).
 
-    Samples are taken ``block`` at a time and every neuron sweeps the block, so the block's CSR stays in cache."""
-    M = W.shape[0]
-    n = indptr.size - 1
-    for s0 in range(0, n, block):
-        s1 = min(s0 + block, n)
-        for i in numba.prange(M):
-            for s in range(s0, s1):
-                pre = 0.0
-                for t in range(indptr[s], indptr[s + 1]):
-                    pre += W[i, idx[t]] * val[t]
-                if pre > b[i]:
-                    for t in range(indptr[s], indptr[s + 1]):
-                        G[i, idx[t]] += y[s] * val[t]
-                        S2[i, idx[t]] += val[t] * val[t]
+    One thread per group of neurons; each sweeps the samples ``block`` at a time and runs all its neurons over a
+    block before the next, so the block's rows stay in cache. Only active (neuron, sample) pairs touch the rows."""
+    M, n = active.shape
+    for g in numba.prange(groups):
+        for s0 in range(0, n, block):
+            for i in range(g * M // groups, (g + 1) * M // groups):
+                for s in range(s0, min(s0 + block, n)):
+                    if active[i, s]:
+                        for t in range(indptr[s], indptr[s + 1]):
+                            G[i, idx[t]] += y[s] * val[t]
+                            S2[i, idx[t]] += val[t] * val[t]
+
+
+_masked_sums_serial = numba.njit(cache=True)(_masked_sums)
+_masked_sums_parallel = numba.njit(cache=True, parallel=True)(_masked_sums)
 
 
 class StructuredParity(DataModel):
-    r"""Structured parity (B.396-B.397): :math:`\mathbf x=M\phi`, :math:`y=\mathrm{sign}\sum_{j}\mathrm{XOR}(\phi_{A_j})`.
+    r"""Structured parity (B.396-B.397): :math:`\mathbf x=M\phi`, :math:`y=\mathrm{sign}\sum_j\mathrm{XOR}(\phi_{A_j})`.
 
     .. math:: \phi\sim(1-2rp_A)\mathbf X_U+\sum_{j\in[r]}p_A(\mathbf X_{j,+}+\mathbf X_{j,-}),\qquad
               \phi_l\in\{+1,-1,0\}\ \text{w.p.}\ (p_o,p_o,1-2p_o)\ (l\notin A)\ \text{independently}.
@@ -403,11 +446,11 @@ class StructuredParity(DataModel):
 
     def _weights(self):
         """Component weights: uniform, then (j, +), (j, -) for j in [r]."""
-        return np.array([1.0 - 2 * self.r * self.p_A] + [self.p_A] * (2 * self.r))
+        return np.array([max(0.0, 1.0 - 2 * self.r * self.p_A)] + [self.p_A] * (2 * self.r))
 
     def _label(self, phiA):
         blocks = phiA.reshape(phiA.shape[0], self.r, self.k)
-        return np.sign(np.prod(blocks, axis=2).sum(axis=1))
+        return np.sign(np.prod(blocks, axis=2).sum(axis=1)).astype(np.float64)
 
     def _sample_phi(self, n, rng):
         """phi (n, d) int8 and y (n,) float."""
@@ -463,6 +506,9 @@ class StructuredParity(DataModel):
         contributes only for k = 1 (then :math:`y=\mathrm{Maj}_r(\phi_A)`, :math:`\xi^{(r)}_1` its degree-1
         coefficient, :func:`majority_coefficient`) and the noise is independent of y with mean 0.
         The symmetry :math:`(\phi,y)\to(-\phi,-y)` leaves :math:`y\mathbf x` invariant, so it does not force 0.
+
+        >>> StructuredParity(5, 1, 3, p_A=0.1, p_o=0.2).E_yx()        # 2 p_A on the block, not 0
+        array([0.2, 0.2, 0.2, 0. , 0. ])
         """
         c = 2 * self.p_A + ((1 - 2 * self.r * self.p_A) * majority_coefficient(self.r, 1) if self.k == 1 else 0.0)
         return c * math.sqrt(self.k) * self.features().sum(axis=0)
@@ -485,14 +531,19 @@ class StructuredParity(DataModel):
 
     # ---- Monte Carlo and exact G ----------------------------------------------------------------------------------
 
-    def simplified_gradient_mc(self, W, b, n, rng, chunk=1 << 14, method="numba"):
-        r"""Monte Carlo :math:`\tilde G(\mathbf w_i,b_i)=\frac1n\sum_sy_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]`.
+    def simplified_gradient_mc(self, W, b, n, rng, chunk=2048, method="auto"):
+        r"""Monte Carlo simplified gradient (B.124), chunked, with a numba kernel for the sparse masked reduction.
 
-        Samples are drawn in chunks as the sparse pattern vectors :math:`\phi_s` (entries in {-1, 0, 1});
-        "numba" runs a kernel, parallel over neurons, that touches only the nonzero entries (cost
-        :math:`O(nM\,\mathrm{nnz})`, :math:`\mathrm{nnz}=\mathbb E\|\phi\|_0\le rk+2p_o(d-rk)`, no (n, M) mask),
-        "numpy" two BLAS products per chunk (cost :math:`O(nMd)`). Both consume the same random stream, so they
-        agree to float rounding. For a dictionary :math:`M\ne I` the inputs are dense and "numpy" is used.
+        .. math:: \tilde G(\mathbf w_i,b_i)=\frac1n\sum_sy_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]
+
+        Per chunk of samples the pre-activations :math:`\mathbf W\mathbf x_s` are one BLAS product; the masked
+        reduction :math:`\sum_sy_s\mathbf x_s\mathbb I[\cdot]` (and the second moments for ``se``) is then either two
+        more BLAS products ("numpy", cost :math:`O(nMd)`) or a numba kernel, parallel over neurons, that visits only
+        the active (neuron, sample) pairs and the nonzero entries of :math:`\mathbf x_s=M\phi_s` ("numba", cost
+        :math:`O(nM\,q\,\mathrm{nnz})`, q the active fraction, :math:`\mathrm{nnz}\le rk+2p_o(d-rk)` for
+        :math:`M=I`; no (n, M) float mask). "auto" picks per chunk the one with the smaller estimated cost
+        (numba when :math:`24\,q\,\mathrm{nnz}/d<1`: the paper's large :math:`\tilde b` and small :math:`p_o`). All
+        consume the same random stream and agree to float rounding.
 
         Parameters
         ----------
@@ -505,8 +556,8 @@ class StructuredParity(DataModel):
         rng : numpy.random.Generator or int
             Randomness (a seed is passed to ``default_rng``).
         chunk : int
-            Samples per chunk.
-        method : {"numba", "numpy"}
+            Samples per chunk (memory O(chunk (M + d))).
+        method : {"auto", "numba", "numpy"}
             The reduction (see above).
 
         Returns
@@ -527,22 +578,23 @@ class StructuredParity(DataModel):
         W, b, _ = _as_neurons(owner, W, b)
         _require(owner, "W", W.shape[1] == self.d, f"an (M, {self.d}) array", W.shape)
         n, chunk = _as_positive(owner, "n", n), _as_positive(owner, "chunk", chunk)
-        method = check(owner, "method", method, Options(("numba", "numpy")))
+        method = check(owner, "method", method, Options(("auto", "numba", "numpy")))
         rng = np.random.default_rng(rng)
-        if self.M is not None:
-            method = "numpy"
         G, S2 = np.zeros(W.shape), np.zeros(W.shape)
-        Wc = np.ascontiguousarray(W)
         for start in range(0, n, chunk):
             phi, y = self._sample_phi(min(chunk, n - start), rng)
-            if method == "numba":
-                rows, cols = np.nonzero(phi)
+            X = self._embed(phi)
+            mask = X @ W.T > b                                          # (chunk, M)
+            nz = X != 0
+            if method == "numba" or (method == "auto" and _SCATTER_COST * mask.sum() * nz.mean() < mask.size):
+                rows, cols = np.nonzero(nz)
                 indptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=len(y)))))
-                _masked_sums(indptr, cols.astype(np.int32), phi[rows, cols].astype(np.float64), y, Wc, b, G, S2,
-                             _BLOCK)
+                parallel = len(cols) * W.shape[0] > _PARALLEL_WORK
+                kernel = _masked_sums_parallel if parallel else _masked_sums_serial
+                kernel(np.ascontiguousarray(mask.T), indptr, cols.astype(np.int32), X[rows, cols], y, G, S2, _BLOCK,
+                       min(W.shape[0], numba.get_num_threads()) if parallel else 1)
             else:
-                X = self._embed(phi)
-                mask = (X @ W.T > b).astype(np.float64)
+                mask = mask.astype(np.float64)
                 G += (mask * y[:, None]).T @ X
                 S2 += mask.T @ (X * X)
         G /= n
@@ -565,14 +617,29 @@ class StructuredParity(DataModel):
         phiA, pA = np.concatenate(rows), np.concatenate(probs)
         vals = [v for v, p in ((-1.0, self.p_o), (0.0, 1 - 2 * self.p_o), (1.0, self.p_o)) if p > 0]
         pv = {-1.0: self.p_o, 0.0: 1 - 2 * self.p_o, 1.0: self.p_o}
-        noise = np.array(list(itertools.product(vals, repeat=self.d - rk))).reshape(-1, self.d - rk)
-        pnoise = np.prod(np.vectorize(pv.get)(noise), axis=1) if noise.size else np.ones(noise.shape[0])
+        noise = np.array(list(itertools.product(vals, repeat=self.d - rk))).reshape(-1, self.d - rk) \
+            if self.d > rk else np.zeros((1, 0))
+        pnoise = np.prod(np.vectorize(pv.get, otypes=[float])(noise), axis=1)
         Phi = np.concatenate([np.repeat(phiA, len(noise), axis=0), np.tile(noise, (len(phiA), 1))], axis=1)
         return Phi, self._label(Phi[:, :rk]), np.outer(pA, pnoise).ravel()
 
-    def simplified_gradient_exact(self, W, b):
-        r"""Exact :math:`G(\mathbf w_i,b_i)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,M\phi\,\mathbb I[\mathbf w_i^\top M\phi>b_i]`
-        by enumeration of the support (the test oracle for tiny d).
+    def _enumerated(self, owner, W, b):
+        """Support points x = M phi, y * Pr(phi) and the pre-activations, after the checks."""
+        W, b, _ = _as_neurons(owner, W, b)
+        _require(owner, "W", W.shape[1] == self.d, f"an (M, {self.d}) array", W.shape)
+        w = self._weights()
+        n_A = (2 ** self._rk if w[0] > 0 else 0) + (2 * self.r if self.p_A > 0 else 0)
+        size = n_A * (2 * (self.p_o > 0) + (self.p_o < 0.5)) ** (self.d - self._rk)
+        _require(owner, "d", size <= _ENUM_MAX, f"small enough to enumerate the support (<= {_ENUM_MAX} points; use "
+                 "simplified_gradient_mc)", f"d = {self.d} with {size} points")
+        Phi, y, prob = self._support()
+        X = self._embed(Phi)
+        return X, y * prob, X @ W.T - b
+
+    def simplified_gradient(self, W, b):
+        r"""Exact :math:`G(\mathbf w_i,b_i)` by enumeration of the support (tiny d; the oracle of the Monte Carlo).
+
+        .. math:: G(\mathbf w,b)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,M\phi\,\mathbb I[\mathbf w^\top M\phi>b]
 
         Parameters
         ----------
@@ -587,24 +654,42 @@ class StructuredParity(DataModel):
 
         Notes
         -----
-        Regime: support size :math:`(2^{rk}+2r)\,3^{d-rk}\le2^{18}` (fewer when a probability is 0); exact up to
-        float64 summation.
+        Regime: support size :math:`(2^{rk}+2r)\,3^{d-rk}\le2^{18}` (fewer when a probability is 0), else an error
+        pointing to :meth:`simplified_gradient_mc`; exact up to float64 summation.
 
         References
         ----------
         .. [src] seed 001 L865 (3.4), L6926-6950; derived, specs/gradient_features.md §2.5, §5
         """
-        owner = f"{self!r}.simplified_gradient_exact"
-        W, b, _ = _as_neurons(owner, W, b)
-        _require(owner, "W", W.shape[1] == self.d, f"an (M, {self.d}) array", W.shape)
-        w = self._weights()
-        n_A = (2 ** self._rk if w[0] > 0 else 0) + (2 * self.r if self.p_A > 0 else 0)
-        size = n_A * (2 * (self.p_o > 0) + (self.p_o < 0.5)) ** (self.d - self._rk)
-        _require(f"{self!r}", "d", size <= _ENUM_MAX, f"small enough for enumeration (support <= {_ENUM_MAX})",
-                 f"d = {self.d} with support size {size}")
-        Phi, y, prob = self._support()
-        X = self._embed(Phi)
-        return ((X @ W.T > b) * (prob * y)[:, None]).T @ X
+        X, yp, pre = self._enumerated(f"{self!r}.simplified_gradient", W, b)
+        return ((pre > 0) * yp[:, None]).T @ X
+
+    def A(self, W, b):
+        r"""Exact :math:`A(\mathbf w_i,b_i)=\mathbb E[y\,\sigma(\mathbf w_i^\top\mathbf x-b_i)]` by enumeration (tiny d).
+
+        .. math:: A(\mathbf w,b)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,\sigma(\mathbf w^\top M\phi-b)
+
+        Parameters
+        ----------
+        W : array_like, shape (M, d)
+            Neuron weights (rows).
+        b : array_like, shape (M,) or scalar
+            Biases.
+
+        Returns
+        -------
+        A : ndarray (M,)
+
+        Notes
+        -----
+        Regime: as :meth:`simplified_gradient` (the inherited ``A_mc`` samples at any d).
+
+        References
+        ----------
+        .. [src] seed 001 L7672-7678 (Lemma B.70); derived, specs/gradient_features.md §2.1, §2.5
+        """
+        X, yp, pre = self._enumerated(f"{self!r}.A", W, b)
+        return yp @ np.maximum(pre, 0.0)
 
     # ---- ground truth ---------------------------------------------------------------------------------------------
 
