@@ -584,6 +584,20 @@ def population_loss(model, a, W, b, loss="hinge", n=100_000, seed=0):
     return float(mean), float(se)
 
 
+def _logistic_free(F, y, B):
+    """Unconstrained base-2 logistic fit by L-BFGS; returns ``(a, value, gap)`` with the Frank-Wolfe gap
+    ``<grad, a> + B ||grad||`` (a bound on ``value - OPT_B`` when ``||a|| <= B``)."""
+    yF = F * y[:, None]
+
+    def f(a):
+        z = yF @ a
+        return float(np.mean(_loss_value(z, "logistic"))), yF.T @ _loss_deriv(z, "logistic") / len(z)
+    res = optimize.minimize(f, np.zeros(F.shape[1]), jac=True, method="L-BFGS-B",
+                            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": _DUAL_ITER})
+    value, g = f(res.x)
+    return res.x, value, max(float(g @ res.x + B * np.linalg.norm(g)), 0.0)
+
+
 def _ball_dual(F, y, B, loss):
     """``min_{||a|| <= B} mean l(y F a)`` through its box-constrained concave dual (L-BFGS-B):
 
@@ -649,7 +663,8 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge"):
     box-constrained dual (``l*`` the convex conjugate: hinge ``-u`` on ``[0, 1]``, base-2 logistic
     ``c[t ln t + (1-t) ln(1-t)]``, ``t = u/c``, on ``[0, c]``, ``c = 1/ln 2``) by L-BFGS-B, and ``a = B v/||v||``
     from the dual vector ``v`` (hinge: only when the LP optimum lies outside the ball, and the LP optimum shrunk
-    into the ball is kept when it is better); check ``gap`` against the accuracy you need: the dual converges
+    into the ball is kept when it is better; logistic: only when the unconstrained L-BFGS fit leaves the ball,
+    its gap otherwise the Frank-Wolfe bound); check ``gap`` against the accuracy you need: the dual converges
     slowly when the optimum is near 0 (``v -> 0``, where its norm term is not smooth). The LP has ``n + M`` variables and a
     dense ``n x (n + M)`` constraint matrix (:func:`popdyn.models.emergence.optimal_second_layer`): keep ``n`` to a
     few thousand.
@@ -681,10 +696,14 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge"):
     elif B_a2 is None:
         raise InvalidParameterError(f"The 'B_a2' parameter of {owner} must be a float in (0, inf) for "
                                     f"loss='logistic' (the unconstrained infimum is not attained). Got None.")
+    else:                                      # an interior optimum (non-separable features) has v = 0 in the dual
+        a, value, gap = _logistic_free(F, y, B_a2)
+        if np.linalg.norm(a) <= B_a2:
+            return a, value, gap
     a_dual, value, gap = _ball_dual(F, y, B_a2, loss)
     if loss == "hinge":                        # the LP optimum shrunk into the ball is feasible too: keep the better
         a_in = a * (B_a2 / np.linalg.norm(a))
         v_in = float(np.mean(_loss_value(y * (F @ a_in), loss)))
         if v_in < value:
-            return a_in, v_in, gap - (value - v_in)
-    return a_dual, value, gap
+            return a_in, v_in, max(gap - (value - v_in), 0.0)
+    return a_dual, value, max(gap, 0.0)       # weak duality: gap >= 0 up to rounding
