@@ -22,7 +22,7 @@ from scipy import optimize, special
 from scipy.special import expit
 from scipy.stats import beta as _beta_law
 
-from ..._validate import Either, FiniteArray, Integer, Interval, InvalidParameterError, Options, as_int, check
+from ..._validate import Either, FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from ...gaussian import mc_mean
 from ..emergence.classifier import optimal_second_layer
 from .data import LOSSES
@@ -43,7 +43,7 @@ def _loss_value(z, loss):
 
 
 def _loss_deriv(z, loss):
-    """``l'(z)``: hinge ``-1[z < 1]`` (the subgradient -1 at the kink's left, 0 at z = 1), logistic ``-sigmoid(-z)/ln 2``."""
+    """``l'(z)``: hinge ``-1[z < 1]`` (0 at the kink z = 1, as torch), base-2 logistic ``-sigmoid(-z)/ln 2``."""
     if loss == "hinge":
         return -(z < 1.0).astype(float)
     return -expit(-z) / _LN2
@@ -269,7 +269,8 @@ def cone_membership(W, D, gamma, norm="l2"):
 
     .. math:: \mathcal C_{D,\gamma} = \{\mathbf w: |\langle\mathbf w, D\rangle|/\|\mathbf w\|_2 > 1-\gamma\}
               \ (3.5),\qquad
-              \mathcal C^\infty_{D,\gamma_\infty} = \{\mathbf w: \|\mathbf w/\|\mathbf w\|_2 - D\|_\infty<\gamma_\infty\}
+              \mathcal C^\infty_{D,\gamma_\infty} = \{\mathbf w:
+              \|\mathbf w/\|\mathbf w\|_2 - D\|_\infty<\gamma_\infty\}
               \ (\text{B.57})
 
     Parameters
@@ -665,9 +666,9 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge"):
     from the dual vector ``v`` (hinge: only when the LP optimum lies outside the ball, and the LP optimum shrunk
     into the ball is kept when it is better; logistic: only when the unconstrained L-BFGS fit leaves the ball,
     its gap otherwise the Frank-Wolfe bound); check ``gap`` against the accuracy you need: the dual converges
-    slowly when the optimum is near 0 (``v -> 0``, where its norm term is not smooth). The LP has ``n + M`` variables and a
-    dense ``n x (n + M)`` constraint matrix (:func:`popdyn.models.emergence.optimal_second_layer`): keep ``n`` to a
-    few thousand.
+    slowly when the optimum is near 0 (``v -> 0``, where its norm term is not smooth). The LP has ``n + M``
+    variables and a dense ``n x (n + M)`` constraint matrix (:func:`popdyn.models.emergence.optimal_second_layer`):
+    keep ``n`` to a few thousand.
 
     References
     ----------

@@ -130,8 +130,8 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
     nice = np.array([len(nice_set(W1, a0, b, Df, sf, gamma, B_G, eta1, loss, norm)) for Df, sf in zip(D, s)])
     tau = problem.b_tilde / problem.sigma_w if problem.b_tilde is not None else 1.0 - 1.0 / problem.k
     law = "sign" if problem.data == "uniform_parity" else "gauss"
-    probs = [feature_probability(model, Df, sf, gamma, B_G, tau, n_mc, np.random.default_rng([problem.seed, 2, f]), law=law, norm=norm,
-                                 B_G1=B_G1) for f, (Df, sf) in enumerate(zip(D, s))]
+    probs = [feature_probability(model, Df, sf, gamma, B_G, tau, n_mc, np.random.default_rng([problem.seed, 2, f]),
+                                 law=law, norm=norm, B_G1=B_G1) for f, (Df, sf) in enumerate(zip(D, s))]
     p_hat, p_ci = np.array([q[0] for q in probs]), np.array([q[1] for q in probs])
     opt_g = _gstar_loss(problem)
     X, y = model.sample(n, np.random.default_rng([problem.seed, 3]))

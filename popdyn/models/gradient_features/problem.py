@@ -1,4 +1,4 @@
-"""The gradient-feature problem of seed 001 ch. 3: a data model, the width, the init scales, the first step, the seed."""
+"""The gradient-feature problem of seed 001 ch. 3: data model, width, init scales, first step size, seed."""
 from __future__ import annotations
 
 import math
