@@ -340,3 +340,16 @@ def test_predict_uniform_parity_first_step_is_the_xi_formula():
     xi1 = float(P.model.xi(1))
     on_A = 0.5 * xi1 * W0[:, [1, 0]]                                   # chi_{A \ {j}}(w) for A = {0, 1}
     assert np.allclose(pred["W1"][:, :2], P.step_size * a0[:, None] * on_A, rtol=1e-12, atol=0)
+
+
+def test_predict_sample_first_step_and_logistic_ball():
+    """Structured parity (d = 7, enumeration): the n_G-sample step is within 5 SE-scale of the exact one; the
+    logistic frozen optimum needs a ball."""
+    P = Problem.structured_parity(d=7, k=3, m=4, loss="logistic")
+    opts = dict(n=200, n_mc=200, n_test=2000, B_a2=2.0)
+    exact, mc = popdyn.predict(P, **opts), popdyn.predict(P, n_G=40_000, **opts)
+    c = P.step_size * 0.5 / math.log(2) * np.abs(P.params0[0])[:, None]    # eta |l'(0)| |a0|; |y x_j| <= 1
+    assert np.all(np.abs(mc["W1"] - exact["W1"]) <= 5 * c / math.sqrt(40_000))
+    assert exact["opt_frozen_gap"] <= 1e-6
+    with pytest.raises(InvalidParameterError, match="'B_a2'"):
+        popdyn.predict(P, n=200, n_mc=200, n_test=2000)

@@ -87,7 +87,8 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
         Static (``t`` None). ``a1`` (4m,), ``W1`` (4m, d): the first step (the simulation's names);
         ``cos_features`` (4m, F): ``cos(w_i^(1), D_f)`` for the F distinct (feature, sign) pairs of ``g*``;
         ``nice_fraction`` (F,): ``|Nice|/m``; ``p_hat`` (F,) and ``p_ci`` (F, 2): the feature probability with its
-        95% Clopper-Pearson interval (``E nice_fraction = p/2``); ``opt_gstar``: exact ``L_D(g*)``;
+        95% Clopper-Pearson interval (``E nice_fraction = p/2`` for the Gaussian init (3.9) with the l2 cone; the
+        uniform-parity init mixes bias signs and uses the signed infinity-norm cone); ``opt_gstar``: exact ``L_D(g*)``;
         ``opt_frozen``, ``opt_frozen_gap``: ``OPT_{W^(1), b, B_a2}`` on ``n`` samples and its certificate;
         ``opt_frozen_test``, ``opt_frozen_error``: the risk and 0-1 error of that optimum (``n_test`` samples);
         ``good_network_loss``, ``good_network_coverage``: Lemma B.6's network (risk, fraction of g*'s neurons
