@@ -44,13 +44,20 @@ def _theorem(problem, eps, delta, regime):
     """Main-theorem numbers (3.10)-(3.13) at the problem's m and d with the case parameters (hidden constants 1)."""
     if "theorem_args" not in problem.case:
         return {}
+    if not problem.case["p"] > 0:
+        regime.append({"condition": "case p > 0 (underflows float64)", "value": problem.case["log_p"],
+                       "source": "case_parameters"})
+        return {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RegimeWarning)
         out = main_theorem(**problem.case["theorem_args"], eps=eps, delta=delta, m=problem.m, d=problem.d,
                            loss=problem.loss)
     regime += [{"condition": str(w.message), "source": "main_theorem"} for w in caught]
     keys = ("m_min", "T", "n_min", "eta", "error_bound", "error_bound_population")
-    return {f"theorem_{k}": out[k] for k in keys}
+    over = [k for k in keys if not np.isfinite(out[k])]
+    if over:                                  # beyond float64: named in meta, never an inf observable
+        regime.append({"condition": f"main_theorem {over} overflow float64", "source": "main_theorem"})
+    return {f"theorem_{k}": out[k] for k in keys if k not in over}
 
 
 @predict.register(Problem)
