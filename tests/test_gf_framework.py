@@ -353,3 +353,25 @@ def test_predict_sample_first_step_and_logistic_ball():
     assert exact["opt_frozen_gap"] <= 1e-6
     with pytest.raises(InvalidParameterError, match="'B_a2'"):
         popdyn.predict(P, n=200, n_mc=200, n_test=2000)
+
+
+@st.composite
+def _problems(draw):
+    """Small valid problems of the three data families (the shape of a tests/strategies.py entry)."""
+    data, seed, m = draw(st.sampled_from(["xor", "structured_parity", "uniform_parity"])), draw(st.integers(0, 9)), \
+        draw(st.integers(1, 6))
+    if data == "xor":
+        return Problem.xor(d=draw(st.integers(3, 12)), sigma_B=draw(st.floats(0.5, 3.0)), m=m,
+                           tau=draw(st.floats(0.5, 4.0)), seed=seed)
+    if data == "structured_parity":
+        return Problem.structured_parity(d=draw(st.integers(5, 8)), k=3, p_A=draw(st.floats(0.05, 0.5)), m=m,
+                                         tau=draw(st.floats(2.5, 5.0)), seed=seed)
+    return Problem.uniform_parity(d=draw(st.sampled_from([5, 7, 9])), k=2, m=m, seed=seed)
+
+
+@settings(max_examples=6)
+@given(_problems())
+def test_predict_finite_on_small_problems(problem):
+    pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
+    assert all(np.all(np.isfinite(v)) for v in pred.observables.values()), repr(problem)
+    assert 0.0 <= pred["good_network_coverage"] <= 1.0 and np.all(pred["nice_fraction"] <= 2.0)
