@@ -375,3 +375,17 @@ def test_predict_finite_on_small_problems(problem):
     pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
     assert all(np.all(np.isfinite(v)) for v in pred.observables.values()), repr(problem)
     assert 0.0 <= pred["good_network_coverage"] <= 1.0 and np.all(pred["nice_fraction"] <= 2.0)
+
+
+@pytest.mark.parametrize("B,loss", [(1.0, "hinge"), (10.0, "logistic")])
+def test_opt_frozen_certificate_on_learned_xor_features(B, loss):
+    """Separable first-step features (XOR, d = 16): a large ball makes the dual degenerate (u -> 0) and slow; the
+    returned gap still certifies the value, and the certified intervals respect OPT(2B) <= OPT(B)."""
+    P = Problem.xor(d=16, m=4)
+    a0, W0, b = P.params0
+    _, W1 = first_step(P.model, a0, W0, b, P.step_size)
+    X, y = P.model.sample(100, np.random.default_rng(0))
+    a, v, gap = opt_frozen(X, y, W1, b, B, loss)
+    assert np.linalg.norm(a) <= B * (1 + 1e-9) and 0.0 <= gap <= 1e-2 and v >= 0.0     # 1e-2: maxiter 5000
+    _, v2, gap2 = opt_frozen(X, y, W1, b, 2 * B, loss)
+    assert v2 - gap2 <= v + 1e-12
