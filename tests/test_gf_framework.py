@@ -313,6 +313,8 @@ def test_problem_constructors_and_validation():
         Problem.structured_parity(tau=2.0)                             # d^-(tau-2) = 1: not a cone width
     with pytest.raises(InvalidParameterError, match="'k'"):
         Problem.structured_parity(k=2)                                 # the data model names its own parameter
+    with pytest.raises(InvalidParameterError, match="'sigma_w'"):
+        Problem(data="uniform_parity", d=9, k=2, sigma_w=2.0)
 
 
 def test_predict_xor_quick_and_reproducible():
