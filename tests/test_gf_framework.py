@@ -362,8 +362,9 @@ def _problems(draw):
     """Small valid problems of the three data families (the shape of a tests/strategies.py entry)."""
     data, seed, m = draw(st.sampled_from(["xor", "structured_parity", "uniform_parity"])), draw(st.integers(0, 9)), \
         draw(st.integers(1, 6))
-    if data == "xor":
-        return Problem.xor(d=draw(st.integers(3, 12)), sigma_B=draw(st.floats(0.5, 3.0)), m=m,
+    if data == "xor":                                                   # gamma = sigma_B/sqrt(d) < 1
+        d = draw(st.integers(3, 12))
+        return Problem.xor(d=d, sigma_B=draw(st.floats(0.5, min(3.0, 0.9 * math.sqrt(d)))), m=m,
                            tau=draw(st.floats(0.5, 4.0)), seed=seed)
     if data == "structured_parity":
         return Problem.structured_parity(d=draw(st.integers(5, 8)), k=3, p_A=draw(st.floats(0.05, 0.5)), m=m,
