@@ -393,3 +393,21 @@ def test_opt_frozen_certificate_on_learned_xor_features(B, loss):
     assert np.linalg.norm(a) <= B * (1 + 1e-9) and 0.0 <= gap <= 1e-2 and v >= 0.0     # 1e-2: maxiter 5000
     _, v2, gap2 = opt_frozen(X, y, W1, b, 2 * B, loss)
     assert v2 - gap2 <= v + 1e-12
+
+
+def test_feature_probability_sufficient_statistics():
+    """The O(q)-per-neuron path (mixtures) against the full d-vector path at d = 16 (z <= 4), and at d = 1e6 against
+    the spec's V2 table (P[hit D_1] = 0.0020 with 2e6 neurons, tau = 1; z <= 4 with both binomial errors)."""
+    gm, bt, *_ = _xor_setup()
+    D = np.eye(16)[0]
+    p, _ = feature_probability(gm, D, 1, 0.25, 0.8, bt, 100_000, 7)
+    W = np.random.default_rng(9).standard_normal((100_000, 16))       # the full d-vector path, written out
+    G = gm.simplified_gradient(W, np.full(100_000, bt))
+    nG = np.linalg.norm(G, axis=1)
+    p_direct = np.mean((np.abs(G[:, 0]) > 0.75 * nG) & (nG >= 0.8))
+    assert abs(p - p_direct) <= 4 * math.sqrt(2 * p * (1 - p) / 100_000)
+    d = 10**6
+    big = xor_mixture(d, 1.0)
+    q, _ = feature_probability(big, np.eye(1, d, 0)[0], 1, 1 / math.sqrt(d), math.sqrt(d) / 5,
+                               math.sqrt(d * math.log(math.log(d))), 1_000_000, 3)
+    assert abs(q - 0.0020) <= 4 * math.sqrt(q * (1 - q) * (1 / 1e6 + 1 / 2e6))
