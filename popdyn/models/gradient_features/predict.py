@@ -169,7 +169,7 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
         obs |= _theorem(problem, eps, delta, regime)
     if regime:
         warnings.warn(f"{owner}: outside the regime of the bounds ({len(regime)} conditions, see meta['regime']): "
-                      + "; ".join(str(r["condition"])[:80] for r in regime), RegimeWarning, stacklevel=3)
+                      + "; ".join(str(r["condition"]) for r in regime), RegimeWarning, stacklevel=3)
     meta = dict(problem=repr(problem), source=_SRC,
                 options=dict(n=n, n_mc=n_mc, n_test=n_test, n_G=n_G, B_a2=B_a2, B_eps=B_eps, eps=eps, delta=delta),
                 cone={"gamma": gamma, "B_G": B_G, "norm": norm, "B_G1": B_G1}, features_sign=s.tolist(),
