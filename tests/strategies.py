@@ -7,13 +7,14 @@ that shrinking acts on the numbers themselves), explicit edge cases, cheap ``pre
 problem. ``tests/test_common.py`` runs the common properties over every entry; a new model joins by
 adding one entry here (docs/adding_a_model.md).
 """
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from popdyn.models import emergence, icl, looped, lora, modular, multitask
+from popdyn.models import emergence, gradient_features, icl, looped, lora, modular, multitask
 
 __all__ = ["ModelSpec", "MODELS", "EXAMPLES", "lora_problems", "unit_rows"]
 
@@ -132,6 +133,23 @@ def multitask_problems(draw):
                              draw(st.integers(0, 9)))
 
 
+@st.composite
+def gradient_features_problems(draw):
+    """Gradient-feature learning at small sizes: XOR (gamma = sigma_B/sqrt(d) < 1), structured parity (k = 3) and
+    uniform parity (odd d, k = 2), m <= 6 base neurons."""
+    data, seed, m = draw(st.sampled_from(["xor", "structured_parity", "uniform_parity"])), draw(st.integers(0, 9)), \
+        draw(st.integers(1, 6))
+    if data == "xor":
+        d = draw(st.integers(3, 12))
+        return gradient_features.Problem.xor(d=d, sigma_B=draw(st.floats(0.5, min(3.0, 0.9 * math.sqrt(d)))), m=m,
+                                             tau=draw(st.floats(0.5, 4.0)), seed=seed)
+    if data == "structured_parity":
+        return gradient_features.Problem.structured_parity(d=draw(st.integers(5, 8)), k=3,
+                                                           p_A=draw(st.floats(0.05, 0.5)), m=m,
+                                                           tau=draw(st.floats(2.5, 5.0)), seed=seed)
+    return gradient_features.Problem.uniform_parity(d=draw(st.sampled_from([5, 7, 9])), k=2, m=m, seed=seed)
+
+
 MODELS = {
     "lora": ModelSpec(
         lora_problems(),
@@ -184,6 +202,14 @@ MODELS = {
                         p.model, emergence.two_step_limit(p.model, p.params0, p.schedule[1].s)), {}),
                    (lambda p: emergence.fixed_feature_lower_bound(p.p_o, 100, 1.0, p.k, p.D), {})),
         simulate={"seeds": 2, "n": 2000, "batch": 100, "test": 500}),
+    "gradient_features": ModelSpec(
+        gradient_features_problems(),
+        edges=(lambda: gradient_features.Problem.xor(d=3, sigma_B=1.0, m=1),                   # smallest XOR
+               lambda: gradient_features.Problem.uniform_parity(d=5, k=2, m=1)),               # k = 2, m = 1
+        predict={"n": 100, "n_mc": 100, "n_test": 500},
+        bad_predict=(("n_mc", 1), ("eps", 1.5)),
+        functions=((lambda p: p.model.E_yx(), {}),
+                   (lambda p: gradient_features.first_step(p.model, *p.params0, p.step_size, p.loss)[1], {}))),
     "multitask": ModelSpec(
         multitask_problems(),
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
@@ -199,6 +225,8 @@ MODELS = {
 # One or more valid examples per model (the constraint and repr checks of test_common.py).
 EXAMPLES = {
     "emergence": [lambda: emergence.Problem.parity(D=12, k=3, m=4, T=4), lambda: emergence.Problem.e1(m=8, T=4)],
+    "gradient_features": [lambda: gradient_features.Problem.xor(d=16, sigma_B=1.0, m=8),
+                          lambda: gradient_features.Problem.uniform_parity(d=9, k=2, m=4)],
     "icl": [lambda: icl.Problem.geometric(4, N=20, r=2, M=8, sigma=0.5),
             lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1),
             lambda: icl.ParityProblem.paper(1, 3, gamma=0.1)],

@@ -11,11 +11,12 @@ from scipy import optimize, stats
 import popdyn
 from popdyn import InvalidParameterError
 from popdyn.models.gradient_features import LOSSES, GaussianMixture, xor_mixture
-from popdyn.models.gradient_features import predict as _registers_predict  # noqa: F401  (registration)
 from popdyn.models.gradient_features.framework import (cone_membership, feature_probability, first_step,
                                                        good_second_layer, loss_slope, nice_set, opt_frozen,
                                                        population_loss, symmetric_init)
 from popdyn.models.gradient_features.problem import Problem
+
+from .strategies import gradient_features_problems
 
 
 def _two_cluster(d=6):
@@ -359,23 +360,8 @@ def test_predict_sample_first_step_and_logistic_ball():
         popdyn.predict(P, n=200, n_mc=200, n_test=2000)
 
 
-@st.composite
-def _problems(draw):
-    """Small valid problems of the three data families (the shape of a tests/strategies.py entry)."""
-    data, seed, m = draw(st.sampled_from(["xor", "structured_parity", "uniform_parity"])), draw(st.integers(0, 9)), \
-        draw(st.integers(1, 6))
-    if data == "xor":                                                   # gamma = sigma_B/sqrt(d) < 1
-        d = draw(st.integers(3, 12))
-        return Problem.xor(d=d, sigma_B=draw(st.floats(0.5, min(3.0, 0.9 * math.sqrt(d)))), m=m,
-                           tau=draw(st.floats(0.5, 4.0)), seed=seed)
-    if data == "structured_parity":
-        return Problem.structured_parity(d=draw(st.integers(5, 8)), k=3, p_A=draw(st.floats(0.05, 0.5)), m=m,
-                                         tau=draw(st.floats(2.5, 5.0)), seed=seed)
-    return Problem.uniform_parity(d=draw(st.sampled_from([5, 7, 9])), k=2, m=m, seed=seed)
-
-
 @settings(max_examples=6)
-@given(_problems())
+@given(gradient_features_problems())
 def test_predict_finite_on_small_problems(problem):
     pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
     assert all(np.all(np.isfinite(v)) for v in pred.observables.values()), repr(problem)

@@ -12,10 +12,37 @@ Spec: specs/gradient_features.md. Conventions (issue 11 §5): W is (M, d), one r
   ``sample_init_coords`` / ``simplified_gradient_coords``.
 * Multiple-index polynomial (``multi_index.py``): :class:`MultiIndexPolynomial` (exact G, A, Algorithm 7's
   first-step direction, H and kappa).
+* Parities (``parity.py``): :class:`StructuredParity` (exact E[yx], Monte Carlo G in numba chunks, enumeration for
+  tiny d, the positive-bias g*), :class:`UniformParity` (exact G through the majority coefficients
+  :func:`majority_coefficient`).
+* Framework (``framework.py``): :func:`symmetric_init` (3.9), :func:`first_step` (population or sample, hinge or
+  base-2 logistic), :func:`cone_membership`, :func:`nice_set`, :func:`feature_probability`,
+  :func:`good_second_layer` (Lemma B.6), :func:`opt_frozen` (OPT_{W,b,B_a2}), :func:`population_loss`.
+* Bounds (``bounds.py``): :func:`main_theorem` (3.10)-(3.13) with every hidden constant an argument, the case tables
+  :func:`case_parameters`, Lemma B.6/B.9, Theorem B.2/B.7, the fixed-feature bound for parity, the auxiliary
+  inequalities.
+* :class:`Problem` and ``popdyn.predict`` (``problem.py``, ``predict.py``).
 """
+from .bounds import (LPRIME0, MAIN_CONSTS, average_loss_bound, case_parameters, chi2_tail_bound,
+                     fixed_feature_lower_bound_parity, good_network_bound, good_network_scales, gradient_concentration,
+                     lemma_B9_bounds, lemma_B9_h, main_theorem, max_gaussian_tail_bound, mills_bounds, oco_bound,
+                     rademacher_bound, smoothness_constant, tail_expectation_bound, theorem_B2_bound,
+                     uniform_parity_requirements)
 from .data import (LOSSES, Bounds, DataModel, GaussianMixture, LinearSeparable, hinge, logistic2, relu_moment,
                    xor_mixture)
+from .framework import (cone_membership, feature_probability, first_step, good_second_layer, loss_slope, nice_set,
+                        opt_frozen, population_loss, symmetric_init)
 from .multi_index import MultiIndexPolynomial
+from .parity import MonteCarloGradient, StructuredParity, UniformParity, majority_coefficient
+from .problem import Problem
+from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
 
 __all__ = ["DataModel", "Bounds", "GaussianMixture", "xor_mixture", "LinearSeparable", "relu_moment", "hinge",
-           "logistic2", "LOSSES", "MultiIndexPolynomial"]
+           "logistic2", "LOSSES", "MultiIndexPolynomial", "StructuredParity", "UniformParity", "majority_coefficient",
+           "MonteCarloGradient", "symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
+           "good_second_layer", "opt_frozen", "population_loss", "loss_slope", "Problem",
+           "main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales", "theorem_B2_bound",
+           "smoothness_constant", "rademacher_bound", "lemma_B9_h", "lemma_B9_bounds", "case_parameters",
+           "fixed_feature_lower_bound_parity", "max_gaussian_tail_bound", "chi2_tail_bound", "mills_bounds",
+           "tail_expectation_bound", "uniform_parity_requirements", "oco_bound", "gradient_concentration", "LPRIME0",
+           "MAIN_CONSTS"]
