@@ -226,3 +226,17 @@ def test_table1_fails_a_step_one_that_keeps_the_init(wrong, monkeypatch, tmp_pat
     verdict, measured, checks = measure("emergence.table1", tmp_path, n=10_000, test=2000, seeds=1)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.2) if wrong else (measured < 0.03)
+
+
+# wrong theory: the incoherent dictionary ignored (rho = I in the population step, as for an orthonormal M): the
+# predicted step moves q by T instead of rho T; rho^-1 then leaves (rho^-1 - I) T on every coordinate, tens of SE on the
+# background (true: max |z| ~3).
+@falsifies("emergence.incoherent_steps")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_incoherent_steps_fail_a_theory_blind_to_rho(wrong, monkeypatch, tmp_path):
+    _memo(monkeypatch)
+    if wrong:
+        perturb(monkeypatch, "popdyn.models.emergence.steps.gram", lambda f: lambda model: None)
+    verdict, measured, checks = measure("emergence.incoherent_steps", tmp_path, neurons=4, seeds=2)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 10) if wrong else (measured < 4.5)

@@ -552,3 +552,60 @@ def test_predict_small():
     assert all(np.all(np.isfinite(v)) for v in pred.observables.values())
     with pytest.raises(InvalidParameterError, match="'method'"):
         popdyn.predict(Problem(D=12, k=3, m=4, T=3), method="mc")
+
+
+# ---- incoherent dictionaries (App. F) ---------------------------------------------------------------------------------
+
+def _loss_in_R_d(model, W, b, a, s):
+    """Exact population hinge loss of the network in R^d (x = M phi) by enumerating the whole input space."""
+    phi, prob, y = full_support(model)
+    X = phi @ model.M.T
+    g = emergence.smooth_trunc_relu(X @ W.T + b, s) @ a
+    return prob @ np.maximum(0.0, 1.0 - y * g)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_incoherent_population_step_is_the_step_on_w_in_R_d(seed):
+    """population_step with rho = M^T M equals a gradient step on w in R^d (central differences of the enumerated
+    loss, step 1e-6: error ~1e-9 relative), mapped back by q = M^T w; without rho it does not."""
+    M = emergence.random_dictionary(14, 8, seed=seed, orthonormal=False)
+    model = parity_mixture(8, 3, 0.5, M=M)
+    assert emergence.incoherence(M) > 1.0 and emergence.gram(model) is not None
+    rng = np.random.default_rng(seed)
+    p = TwoLayerParams(rng.normal(0, 0.3, (4, 8)), rng.normal(0.3, 0.1, 4), rng.normal(0, 0.1, 4))
+    assert hinge_certificate(model, p, 0.2) < 1
+    W = np.linalg.solve(M.T @ M, p.Q.T).T @ M.T           # any w with M^T w = q
+    eta, h = 0.7, 1e-6
+    gW = np.zeros_like(W)
+    for i, j in np.ndindex(*W.shape):
+        E = np.zeros_like(W)
+        E[i, j] = h
+        gW[i, j] = (_loss_in_R_d(model, W + E, p.b, p.a, 0.2) - _loss_in_R_d(model, W - E, p.b, p.a, 0.2)) / (2 * h)
+    q_step = (W - eta * gW) @ M
+    ours = population_step(model, p, eta, 0.0, 0.0, 0.2, indicator="enumerate")
+    np.testing.assert_allclose(ours.Q, q_step, rtol=1e-6, atol=1e-9)
+    blind = p.Q - eta * population_gradient(model, p, 0.2, indicator="enumerate").Q
+    assert np.abs(blind - q_step).max() > 100 * np.abs(ours.Q - q_step).max()
+
+
+def test_incoherent_two_step_limit_follows_rho():
+    """The eta^(1) -> 0 limit carries rho: q^(2) ~ rho E[y phi] (equal to the exact two steps to O(eta^(1)))."""
+    model = parity_mixture(60, 5, 0.5, M=emergence.random_dictionary(90, 60, seed=2, orthonormal=False))
+    p0 = emergence.symmetric_init(model, 3)
+    sched = theory_schedule(model, 300, T=3)
+    _, p2, _ = emergence.population_two_steps(model, p0, sched)
+    lim = emergence.two_step_limit(model, p0, sched[1].s)
+    np.testing.assert_allclose(lim.Q, p2.Q, atol=1e-7 * np.abs(p2.Q).max())
+    assert np.abs(p2.Q[:, 5:]).max() > 0.1 * np.abs(p2.Q[:, :5]).max()       # leaves the span of 1_A
+
+
+def test_incoherent_dictionary_checks():
+    M = emergence.random_dictionary(30, 10, seed=0, orthonormal=False)
+    np.testing.assert_allclose(np.linalg.norm(M, axis=0), 1.0, rtol=1e-14)
+    assert emergence.incoherence(emergence.random_dictionary(30, 10, seed=0)) < 1e-12
+    with pytest.raises(InvalidParameterError, match="'M'"):
+        parity_mixture(10, 3, 0.5, M=2.0 * M)                              # columns not unit
+    with pytest.raises(InvalidParameterError, match="'M'"):
+        parity_mixture(10, 3, 0.5, M=np.repeat(M[:, :1], 10, axis=1))     # rank 1
+    with pytest.raises(InvalidParameterError, match="'model'"):
+        reduced_population_gd(parity_mixture(10, 3, 0.5, M=M), [1.0], [0.1], [0.0], 0.1, 0.0, 2)

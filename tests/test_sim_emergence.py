@@ -392,3 +392,13 @@ def test_step1_output_stays_below_the_population_hinge_certificate():
     # the population step-2 cosine is 1 - O(eta^(1)^2); the sample one is 1 - O(1/n) (§2.13(a): ~2e-3 here)
     assert np.all(np.abs(p2.Q[:, :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(p2.Q, axis=-1))) > 1 - 1e-9)
     assert np.all(cos > 1 - 3 * _predicted_one_minus_cos(E1, 20_000))
+
+
+def test_incoherent_dictionary_keeps_the_pattern_init_in_R_d():
+    # w = Q rho^-1 M^T + (I - P_M) g: the pattern coordinates M^T w are the given Q for a non-orthogonal M too
+    from popdyn.models import emergence as em
+    model = em.parity_mixture(12, 3, 0.5, M=em.random_dictionary(20, 12, seed=4, orthonormal=False))
+    p = em.symmetric_init(model, 3)
+    sim = se.train(model, m=3, schedule=theory_schedule(model, 3, T=3), steps=0, n=100, batch=50, seeds=1, test=10,
+                   coords="input", init=p)
+    np.testing.assert_allclose(sim["Q_0"][0], p.Q, atol=1e-13)

@@ -279,11 +279,12 @@ def _initial(seeds, m, M, D, k, init, gen, dtype, device):
         sw, sb, sa = init
         W, b, a = sw * draw(seeds, m, D), sb * draw(seeds, m), sa * draw(seeds, m)
         W, b, a, mirrored = torch.cat([W, W], 1), torch.cat([b, b], 1), torch.cat([a, -a], 1), True
-    if M is not None:
+    if M is not None:           # w = Q rho^-1 M^T + (I - P_M) g, so that w M = Q (rho = M^T M; I if orthonormal)
         M64 = M.to(torch.float64)
         G = sw * draw(seeds, m if mirrored else 2 * m, M.shape[0])
         G = torch.cat([G, G], 1) if mirrored else G
-        W = W @ M64.T + G - (G @ M64) @ M64.T
+        Minv = torch.linalg.solve(M64.T @ M64, M64.T)              # rho^-1 M^T, (D, d)
+        W = W @ Minv + G - (G @ M64) @ Minv
     return {"W": W.to(dtype), "b": b.to(dtype), "a": a.to(dtype)}
 
 
@@ -415,7 +416,8 @@ def _init_scales(model, init):
 
 
 def _dictionary(model, opts, device, dtype):
-    """M (d, D) with orthonormal columns: the model's, or ``random_dictionary(d, D, seed)``; None in pattern coords."""
+    """M (d, D): the model's (orthonormal or incoherent), or ``random_dictionary(d, D, seed)``; None in pattern
+    coords."""
     if opts["coords"] == "pattern":
         return None
     M = model.M

@@ -32,9 +32,8 @@ from .bounds import (SQBound, WeightedMoments, class_weighted_moments, count_thr
 from .classifier import (ReducedTrajectory, hinge_and_error, lemma23_construction, line_params, optimal_second_layer,
                          reduced_population_gd)
 from .data import (ExchangeablePatternModel, GaussianParityMixture, Moments, PatternModel, hidden_representation,
-                   iid_block_model, interval_labeling, no_structure, parity_mixture, random_dictionary,
-                   with_class_ratio)
-
+                   gram, iid_block_model, incoherence, interval_labeling, no_structure, parity_mixture,
+                   random_dictionary, with_class_ratio)
 from .network import TwoLayerParams, feature_cosine, ground_truth_network, network_output, symmetric_init
 from .problem import Problem
 from .schedule import Step, theory_schedule
@@ -43,7 +42,8 @@ from .steps import (full_support, hinge_certificate, population_gradient, popula
 from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
 
 __all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",
-           "interval_labeling", "hidden_representation", "no_structure", "with_class_ratio", "random_dictionary", "GaussianParityMixture",
+           "interval_labeling", "hidden_representation", "no_structure", "with_class_ratio", "random_dictionary",
+           "incoherence", "gram", "GaussianParityMixture",
            "trunc_relu", "smooth_trunc_relu", "window", "window_derivs",
            "NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bound", "gmm_correlations",
            "TwoLayerParams", "symmetric_init", "network_output", "feature_cosine", "ground_truth_network", "Step",

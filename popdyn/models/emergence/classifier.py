@@ -14,6 +14,7 @@ from scipy.optimize import linprog, minimize
 
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from .activation import smooth_trunc_relu, window
+from .data import gram, incoherence
 from .network import TwoLayerParams, ground_truth_network
 
 __all__ = ["hinge_and_error", "optimal_second_layer", "lemma23_construction", "line_params",
@@ -337,6 +338,10 @@ def reduced_population_gd(model, alpha, b, a, eta, lam, T, train=_TRAIN, s=0.0):
     if isinstance(train, str) or not set(train) <= set(_TRAIN):
         raise InvalidParameterError(f"The 'train' parameter of {owner} must be a tuple of names from {list(_TRAIN)}. "
                                     f"Got {train!r} instead.")
+    if gram(model) is not None:
+        raise InvalidParameterError(f"The 'model' parameter of {owner} must have no dictionary or an orthonormal one: "
+                                    f"with rho = M^T M != I the dynamics leave the line of 1_A. Got an incoherent M "
+                                    f"(mu = {incoherence(model.M):.3g}).")
     if not _exchangeable(model):
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have an exchangeable A block "
                                     f"(E[phi~_j | c] = c/k for j in A), so that the line is invariant.")

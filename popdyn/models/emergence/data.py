@@ -18,16 +18,17 @@ from functools import cached_property
 
 import numpy as np
 
-from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, check, validate
+from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check, validate
 
 __all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",
            "interval_labeling", "hidden_representation", "no_structure", "with_class_ratio", "random_dictionary",
-           "GaussianParityMixture"]
+           "incoherence", "gram", "GaussianParityMixture"]
 
 _K_ENUM = 20          # explicit A-block supports have 2^k rows at most for the enumerated constructors
 _K_EXPLICIT = 16      # iid_block_model returns an explicit PatternModel up to this k, the count-resolved form beyond
 _PROB_TOL = 1e-12     # sum of A_probs, p_bg vs its row mixture: float64 round-off of a few hundred terms
 _ORTH_TOL = 1e-10     # ||M^T M - I||_max for a dictionary: QR in float64 gives ~1e-15
+_RANK_TOL = 1e-8      # smallest singular value of an incoherent dictionary
 
 
 def _fail(name, allowed, value):
@@ -82,7 +83,9 @@ class PatternModel:
     p_bg_rows : array_like of shape (R,), optional
         Background probability given the row (the paper's ``D_A^mix``); its mixture must equal ``p_bg``.
     M : array_like of shape (d, D), optional
-        Dictionary with orthonormal columns, for sampling in ``R^d``.
+        Dictionary with unit columns of full rank (orthonormal, or mu-incoherent as in App. F), for sampling in
+        ``R^d``; a gradient step on ``w`` then moves ``q = M^T w`` by ``rho = M^T M`` times the pattern gradient
+        (:func:`gram`). sigma~ keeps the paper's normalisation (the pattern variances, spec §1.5).
     sigma_zeta : float
         App. F Gaussian input noise: ``x~ = M phi~ + zeta``, ``zeta ~ N(0, sigma_zeta^2 I_d)`` (d = ``M.shape[0]``,
         or D without a dictionary); ``sigt^2`` gains ``d sigma_zeta^2``.
@@ -137,10 +140,7 @@ class PatternModel:
             pr.setflags(write=False)
             object.__setattr__(self, "p_bg_rows", pr)
         if self.M is not None:
-            M = check("emergence.PatternModel", "M", self.M, FiniteArray(2))
-            if M.shape[1] != D or M.shape[0] < D or np.abs(M.T @ M - np.eye(D)).max() > _ORTH_TOL:
-                _fail("M", f"a (d, D) = (d >= {D}, {D}) array with orthonormal columns", f"shape {M.shape}")
-            object.__setattr__(self, "M", M)
+            object.__setattr__(self, "M", _check_dictionary("emergence.PatternModel", self.M, D))
 
     def _check_p_bg(self):
         p = self.p_bg
@@ -406,10 +406,7 @@ class ExchangeablePatternModel:
                                         f"Got {self.positive_counts!r} instead.")
         object.__setattr__(self, "positive_counts", P)
         if self.M is not None:
-            M = check("emergence.ExchangeablePatternModel", "M", self.M, FiniteArray(2))
-            if M.shape[1] != self.D or M.shape[0] < self.D or np.abs(M.T @ M - np.eye(self.D)).max() > _ORTH_TOL:
-                _fail("M", f"a (d, D) = (d >= {self.D}, {self.D}) array with orthonormal columns", f"shape {M.shape}")
-            object.__setattr__(self, "M", M)
+            object.__setattr__(self, "M", _check_dictionary("emergence.ExchangeablePatternModel", self.M, self.D))
 
     @property
     def d(self):
@@ -588,16 +585,19 @@ def _cube(k):
     return np.array(list(itertools.product([0, 1], repeat=k)), dtype=np.float64)
 
 
-def random_dictionary(d, D, seed=0):
-    r"""A random dictionary ``M`` (d, D) with orthonormal columns (QR of a Gaussian matrix).
+def random_dictionary(d, D, seed=0, orthonormal=True):
+    r"""A random dictionary ``M`` (d, D): orthonormal columns (QR of a Gaussian matrix), or unit Gaussian columns.
 
-    .. math:: M = Q_{:, :D},\quad G = QR,\ G_{ij}\sim\mathcal N(0,1)
+    .. math:: M = Q_{:, :D}\ (G = QR),\quad\text{or}\quad M_j = G_j/\|G_j\|,\qquad G_{ij}\sim\mathcal N(0,1)
 
     Parameters
     ----------
     d, D : int
         Ambient dimension and number of patterns, ``d >= D >= 1``.
     seed : int or numpy.random.Generator
+    orthonormal : bool
+        False: independent uniform unit columns, a mu-incoherent dictionary (App. F, assumption (D)) with
+        ``mu = sqrt(d) max_{i != j} |<M_i, M_j>|`` about ``2 sqrt(log D)`` (see :func:`incoherence`).
 
     Returns
     -------
@@ -605,16 +605,88 @@ def random_dictionary(d, D, seed=0):
 
     Notes
     -----
-    Regime: d >= D (orthonormal columns, the main-text setting).
+    Regime: d >= D (full column rank).
 
     References
     ----------
-    .. [src] seed 002 L161-171; specs/emergence.md §1.1.
+    .. [src] seed 002 L161-171, L4218-4222 (App. F (D)); specs/emergence.md §1.1, §1.5.
     """
     D = check("emergence.random_dictionary", "D", D, Integer(1))
     d = check("emergence.random_dictionary", "d", d, Integer(D))
-    Q, Rm = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, D)))
+    G = np.random.default_rng(seed).standard_normal((d, D))
+    if not check("emergence.random_dictionary", "orthonormal", orthonormal, Options((True, False))):
+        return G / np.linalg.norm(G, axis=0)
+    Q, Rm = np.linalg.qr(G)
     return Q * np.sign(np.diag(Rm))
+
+
+def incoherence(M):
+    r"""The incoherence ``mu = sqrt(d) max_{i != j} |<M_i, M_j>|`` of a dictionary with unit columns (App. F (D)).
+
+    .. math:: |\langle M_i, M_j\rangle| \le \mu/\sqrt d\quad (i\ne j)
+
+    Parameters
+    ----------
+    M : array_like of shape (d, D)
+
+    Returns
+    -------
+    float
+        0 for orthonormal columns.
+
+    Notes
+    -----
+    Regime: any M with unit columns; Thm 34 asks ``mu <= O(sqrt(d)/D)``.
+
+    References
+    ----------
+    .. [src] seed 002 L4218-4222; specs/emergence.md §1.5.
+    """
+    M = check("emergence.incoherence", "M", M, FiniteArray(2))
+    rho = M.T @ M
+    np.fill_diagonal(rho, 0.0)
+    return float(math.sqrt(M.shape[0]) * np.abs(rho).max()) if M.shape[1] > 1 else 0.0
+
+
+def _check_dictionary(owner, M, D):
+    """A (d, D) dictionary, d >= D, with unit columns and full column rank (orthonormal or mu-incoherent)."""
+    M = check(owner, "M", M, FiniteArray(2))
+    if (M.shape[1] != D or M.shape[0] < D or np.abs(np.linalg.norm(M, axis=0) - 1.0).max() > _ORTH_TOL
+            or np.linalg.svd(M, compute_uv=False)[-1] < _RANK_TOL):
+        _fail("M", f"a (d, D) = (d >= {D}, {D}) array with unit columns of full rank (orthonormal or incoherent)",
+              f"shape {M.shape}")
+    return M
+
+
+def gram(model):
+    r"""The Gram matrix ``rho = M^T M`` of the model's dictionary, or None when it is the identity.
+
+    .. math:: \rho = M^\top M,\qquad q = M^\top w,\quad q^+ = q - \eta\,\rho\,\nabla_q L
+
+    (a gradient step on ``w`` in ``R^d`` moves the pattern coordinates by ``rho`` times the pattern gradient).
+
+    Parameters
+    ----------
+    model : PatternModel or ExchangeablePatternModel
+
+    Returns
+    -------
+    ndarray of shape (D, D) or None
+        None without a dictionary or with orthonormal columns.
+
+    Notes
+    -----
+    Regime: any dictionary the model accepts.
+
+    References
+    ----------
+    .. [src] seed 002 L4218-4222 (App. F, rho := M^T M); specs/emergence.md §1.5.
+    """
+    M = getattr(model, "M", None)
+    if M is None:
+        return None
+    rho = M.T @ M
+    return None if np.abs(rho - np.eye(rho.shape[0])).max() <= _ORTH_TOL else rho
 
 
 def parity_mixture(D, k, p_o, independent_background=True, M=None):

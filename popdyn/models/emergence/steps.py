@@ -16,6 +16,7 @@ import numpy as np
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, RegimeWarning, check
 from .activation import smooth_trunc_relu, window, window_derivs
 from .correlations import _alpha, neuron_correlations
+from .data import gram
 from .network import TwoLayerParams
 
 __all__ = ["full_support", "population_gradient", "population_step", "hinge_certificate", "population_two_steps",
@@ -135,10 +136,12 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
 def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method="fourier", weighted=False):
     r"""One population GD step with weight decay on ``Q`` and ``a`` (biases unregularised), eq. (4).
 
-    .. math:: Q^+ = (1-2\eta\lambda_w)Q - \eta\nabla_QL,\quad b^+ = b - \eta\nabla_bL,\quad
+    .. math:: Q^+ = (1-2\eta\lambda_w)Q - \eta\nabla_QL\,\rho,\quad b^+ = b - \eta\nabla_bL,\quad
               a^+ = (1-2\eta\lambda_a)a - \eta\nabla_aL
 
-    ``lambda = 1/(2 eta)`` removes the previous value exactly (the "kill" of steps 1-2).
+    ``lambda = 1/(2 eta)`` removes the previous value exactly (the "kill" of steps 1-2). ``rho = M^T M`` is the
+    dictionary's Gram matrix (:func:`~popdyn.models.emergence.gram`; the identity for orthonormal M): the step is taken
+    on ``w`` in ``R^d`` and ``Q = W M``.
 
     Parameters
     ----------
@@ -173,11 +176,13 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
     lam_a = check(owner, "lam_a", lam_a, _S)
     lam_w = check(owner, "lam_w", lam_w, _S)
     g = population_gradient(model, params, s, indicator, method, weighted)
+    rho = gram(model)
+    gQ = g.Q if rho is None else g.Q @ rho                 # the step is on w in R^d: q = M^T w moves by rho grad_q
 
     def decay(lam):
         f = 1.0 - 2.0 * eta * lam
         return 0.0 if abs(f) < 1e-12 else f
-    return TwoLayerParams(decay(lam_w) * params.Q - eta * g.Q, params.b - eta * g.b,
+    return TwoLayerParams(decay(lam_w) * params.Q - eta * gQ, params.b - eta * g.b,
                           decay(lam_a) * params.a - eta * g.a)
 
 
@@ -353,10 +358,11 @@ def step2_expansion(model, Q, b, s):
 def two_step_limit(model, params0, s2, weighted=False):
     r"""The ``eta^(1) -> 0`` limit of the two theory-schedule steps (closed form).
 
-    .. math:: q_i^{(2)} = a_i^{(0)}h(b_i^{(0)})\,\mathbb E[y\phi],\quad b_i^{(2)} = b_i^{(0)} + a_i^{(0)}h(b_i^{(0)})
+    .. math:: q_i^{(2)} = a_i^{(0)}h(b_i^{(0)})\,\rho\,\mathbb E[y\phi],\quad b_i^{(2)} = b_i^{(0)} + a_i^{(0)}h(b_i^{(0)})
               \,\mathbb Ey,\quad a_i^{(2)} = \mathbb Ey\,\tilde\sigma_{s_2}(b_i^{(0)}),\qquad h = \mathrm{win}_{s_2},
 
-    with ``E[y phi] = (gamma/sigma~) 1_A`` (zero on the background). The class-weighted loss replaces ``y`` by
+    with ``E[y phi] = (gamma/sigma~) 1_A`` (zero on the background) and ``rho = M^T M`` (the identity for orthonormal
+    or no M; :func:`~popdyn.models.emergence.gram`). The class-weighted loss replaces ``y`` by
     ``alpha_y y``: ``E[alpha_y y] = 0``, so ``b^(2) = b^(0)``, ``a^(2) = 0`` and ``E[alpha_y y phi_A] =
     gamma_weighted/sigma~``.
 
@@ -399,6 +405,8 @@ def two_step_limit(model, params0, s2, weighted=False):
     Ey = 0.0 if weighted else mom.Ey
     Ephi = np.zeros(model.D)
     Ephi[:model.k] = mom.gamma_weighted / mom.sigt if weighted else mom.E_y_phi_A
+    rho = gram(model)
+    Ephi = Ephi if rho is None else rho @ Ephi
     return TwoLayerParams(c[:, None] * Ephi[None, :], params0.b + c * Ey, Ey * smooth_trunc_relu(params0.b, s2))
 
 
