@@ -10,7 +10,7 @@ Measurements (``python -m validation.bench [--quick]``, also ``popdyn bench``):
 3. ``h_kernel``: the drift h(m) of the LoRA overlap on many overlaps with a general Gram matrix,
    ``lora.h`` against :func:`h_numpy`, a plain vectorised numpy evaluation of the same kernel formula.
 4. ``icl_optimum``, ``looped_error``, ``modular_margin``, ``multitask_moments``, ``multitask_predict``,
-   ``emergence_kernel``, ``emergence_steps``: each model's closed form against the training or the plain numpy
+   ``emergence_kernel``, ``emergence_steps``, ``gf_mixture_G``, ``gf_parity_mc``: each model's closed form against the training or the plain numpy
    computation it replaces.
 5. ``sweep_pool`` / ``sweep_dask``: a sweep of 32 LoRA simulations inline against a 2-process pool and
    a 2-worker local Dask cluster (the three must give the same numbers; the Dask overhead per task is
@@ -50,17 +50,19 @@ SIZES = {
     "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5,
              "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),),
              "multitask_prompts": 2 ** 18,
-             "emergence": {"m": 300, "n": 50_000}, "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
+             "emergence": {"m": 300, "n": 50_000}, "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
+             "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
               "multitask_prompts": 2 ** 16,
-              "emergence": {"m": 60, "n": 10_000}, "sweep": {"runs": 8, "d": 100, "tau": 5},
+              "emergence": {"m": 60, "n": 10_000}, "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
+              "sweep": {"runs": 8, "d": 100, "tau": 5},
               "validate": ("modular.construction_margin", "modular.dft_all_frequencies", "icl.rank_gap")},
 }
 GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "icl_optimum": 1.0,
          "looped_error": 1.0, "modular_margin": 1.0, "multitask_moments": 1.0,
          "multitask_predict": 100.0, "emergence_kernel": 1.0,
-         "emergence_steps": 1.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
+         "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 
@@ -237,6 +239,41 @@ def _bench_emergence(sz):
                                 "ratio": t_sim / t_pop, "goal": GOALS["emergence_steps"]}}
 
 
+def _bench_gradient_features(sz):
+    """Gradient-feature learning: the closed-form simplified gradient G of the XOR mixture for many neurons vs its
+    Monte Carlo estimate (at a far lower accuracy: the ratio is a lower bound at equal accuracy); the structured-parity
+    Monte Carlo G, numba kernel over the active (neuron, sample) pairs vs BLAS products (same random stream)."""
+    from popdyn.models import gradient_features as gf
+    M, d, n_mc, n_par = (sz["gf"][key] for key in ("neurons", "d", "mc", "parity_n"))
+    rng = np.random.default_rng(0)
+    xor = gf.xor_mixture(d, 1.0)
+    W, b = rng.standard_normal((M, d)), np.full(M, math.sqrt(2.0 * d))
+    t0 = time.perf_counter()
+    G = xor.simplified_gradient(W, b)
+    t_cf = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    G_mc, _ = xor.simplified_gradient_mc(W, b, n_mc, np.random.default_rng(1))
+    t_mc = time.perf_counter() - t0
+    rel = float(np.median(np.linalg.norm(G_mc - G, axis=1) / np.linalg.norm(G, axis=1)))
+    par = gf.StructuredParity(1000, 3, 15, 0.05, 45 / 955)
+    Wp, bp = rng.standard_normal((1024, 1000)), np.full(1024, math.sqrt(45 * math.log(1000)))
+    par.simplified_gradient_mc(Wp[:8], bp[:8], 64, np.random.default_rng(2), method="numba")         # JIT
+    times, out = {}, {}
+    for method in ("numba", "numpy"):
+        t0 = time.perf_counter()
+        out[method] = par.simplified_gradient_mc(Wp, bp, n_par, np.random.default_rng(3), method=method)[0]
+        times[method] = time.perf_counter() - t0
+    return {"gf_mixture_G": {"what": f"gradient features: XOR-mixture G for {M} neurons at d = {d}, closed form vs "
+                                     f"Monte Carlo on {n_mc} samples (median relative error {rel:.1%}; the closed "
+                                     f"form is exact to ~1e-13)", "fast_s": t_cf, "slow_s": t_mc, "ratio": t_mc / t_cf,
+                             "goal": GOALS["gf_mixture_G"]},
+            "gf_parity_mc": {"what": f"gradient features: structured-parity Monte Carlo G (1024 neurons, d = 1000, "
+                                     f"n = {n_par}), numba active-pair kernel vs numpy BLAS", "fast_s": times["numba"],
+                             "slow_s": times["numpy"], "ratio": times["numpy"] / times["numba"],
+                             "goal": GOALS["gf_parity_mc"],
+                             "max_abs_diff": float(np.max(np.abs(out["numba"] - out["numpy"])))}}
+
+
 def sweep_unit(d, tau, seed):
     """One LoRA online-SGD run (k = 8 ReLU, delta = 0.2, one seed): the unit of the sweep benchmark."""
     problem = lora.Problem.orthonormal(k=8, xi=1.0, activation="relu", seed=0)
@@ -299,7 +336,9 @@ def run(quick=False):
                      ("predict_vs_simulate", _bench_predict_vs_simulate), ("icl_optimum", _bench_icl),
                      ("looped_error", _bench_looped), ("modular_margin", _bench_modular),
                      ("multitask_moments,multitask_predict", _bench_multitask),
-                     ("emergence_kernel,emergence_steps", _bench_emergence), ("sweep_pool,sweep_dask", _bench_sweeps), ("validate_jobs", _bench_validate)):
+                     ("emergence_kernel,emergence_steps", _bench_emergence),
+                     ("gf_mixture_G,gf_parity_mc", _bench_gradient_features), ("sweep_pool,sweep_dask", _bench_sweeps),
+                     ("validate_jobs", _bench_validate)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
             out = fn(sz)
