@@ -1,0 +1,678 @@
+r"""The gradient-feature framework of seed 001 ch. 3: symmetric initialisation (3.9), the exact first step with
+weight decay ``1/eta^(1)``, cones, nice sets and the feature probability, the constructive second layer of
+Lemma B.6, the frozen-feature optimum ``OPT_{W,b,B_a2}`` and the loss of a network (specs/gradient_features.md
+§1.2-1.3, §2.1, §2.8-2.10).
+
+Conventions (issue 11 §5): ``W`` is (M, d) with one row per neuron, ``g(x) = sum_i a_i relu(<w_i, x> - b_i)``,
+``b`` is never trained; the symmetric init has ``M = 4m`` neurons in the order of (3.9). ``loss`` is ``"hinge"``
+(``l'(0) = -1``) or ``"logistic"``, the base-2 logistic ``log2(1 + e^{-z})`` (``l(0) = 1``,
+``l'(0) = -1/(2 ln 2)``). A data model is anything with ``.sample(n, rng)``, ``.dim``, ``.E_yx()`` and, for the
+population first step, ``.simplified_gradient(W, b)`` and ``.A(W, b)``.
+
+Public names: :func:`symmetric_init`, :func:`first_step`, :func:`cone_membership`, :func:`nice_set`,
+:func:`feature_probability`, :func:`good_second_layer`, :func:`opt_frozen`, :func:`population_loss`,
+:func:`loss_slope`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import expit
+from scipy.stats import beta as _beta_law
+
+from ..._validate import Either, FiniteArray, Integer, Interval, InvalidParameterError, Options, as_int, check
+from ..emergence.classifier import optimal_second_layer
+
+__all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
+           "good_second_layer", "opt_frozen", "population_loss", "loss_slope"]
+
+_LN2 = math.log(2.0)
+_LOSSES = ("hinge", "logistic")
+_POS = Interval(0.0, np.inf, "neither")
+_CHUNK = 1 << 22                 # floats per (rows x neurons) block of a Monte Carlo pass: 32 MiB
+
+
+def _loss_value(z, loss):
+    """``l(z)``: hinge ``max(0, 1 - z)`` or base-2 logistic ``log2(1 + e^{-z})``; ``"error"``: ``1[z < 0] + 1[z = 0]/2``."""
+    if loss == "hinge":
+        return np.maximum(0.0, 1.0 - z)
+    if loss == "logistic":
+        return np.logaddexp(0.0, -z) / _LN2
+    return (z < 0.0) + 0.5 * (z == 0.0)
+
+
+def _loss_deriv(z, loss):
+    """``l'(z)``: hinge ``-1[z < 1]`` (the subgradient -1 at the kink's left, 0 at z = 1), logistic ``-sigmoid(-z)/ln 2``."""
+    if loss == "hinge":
+        return -(z < 1.0).astype(float)
+    return -expit(-z) / _LN2
+
+
+def loss_slope(loss="hinge"):
+    r"""``|l'(0)|`` of the framework's losses, the factor of every first-step formula.
+
+    .. math:: |\ell'_{\rm hinge}(0)| = 1,\qquad |\ell'_{\log_2}(0)| = \frac{1}{2\ln 2}
+              \quad\big(\ell_{\log_2}(z) = \log_2(1+e^{-z}),\ \ell(0) = 1\big)
+
+    Parameters
+    ----------
+    loss : {"hinge", "logistic"}
+        "logistic" is the base-2 logistic loss (Assumption 3.1 needs ``l(0) = 1``).
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: exact. The paper writes ``-l'(0)`` for this positive number (spec §7 pitfall 7).
+
+    References
+    ----------
+    .. [src] seed 001 L811, L831 (Assumption 3.1); specs/gradient_features.md §1.1.
+
+    Examples
+    --------
+    >>> loss_slope("hinge"), round(loss_slope("logistic"), 6)
+    (1.0, 0.721348)
+    """
+    loss = check("gradient_features.loss_slope", "loss", loss, Options(_LOSSES))
+    return 1.0 if loss == "hinge" else 1.0 / (2.0 * _LN2)
+
+
+def _params(owner, a, W, b):
+    """Checked network parameters ``a`` (M,), ``W`` (M, d), ``b`` (M,)."""
+    W = check(owner, "W", W, FiniteArray(2))
+    a = check(owner, "a", a, FiniteArray(1, (W.shape[0],)))
+    b = check(owner, "b", b, FiniteArray(1, (W.shape[0],)))
+    return a, W, b
+
+
+def _rng(owner, rng):
+    """A ``numpy.random.Generator`` from a Generator or an int seed."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(as_int(owner, "rng", rng, 0))
+
+
+def symmetric_init(d, m, sigma_a, sigma_w, b_tilde, rng=0, *, law="gauss"):
+    r"""The symmetric initialisation (3.9): ``4m`` neurons in mirror copies, so that ``g^{(0)} = 0`` exactly.
+
+    .. math:: i\in[0,m):\ a_i\sim\mathcal N(0,\sigma_a^2),\ \mathbf w_i\sim\mathcal N(0,\sigma_w^2I_d),\ b_i=\tilde b;
+              \quad i\in[m,2m):\ (a_i,\mathbf w_i,b_i) = -(a_{i-m},\mathbf w_{i-m},b_{i-m});
+              \quad i\in[2m,4m):\ (a_i,\mathbf w_i,b_i) = (-a_{i-2m},\mathbf w_{i-2m},b_{i-2m})
+
+    Parameters
+    ----------
+    d : int
+        Input dimension, >= 1.
+    m : int
+        Base count, >= 1 (the network has ``4m`` neurons; ``m`` of the bounds is this count).
+    sigma_a, sigma_w : float
+        Scales of the second and first layer, > 0.
+    b_tilde : float or array_like of shape (m,)
+        The bias ``b~ > 0`` of the first block, or one finite bias per base neuron (B.479's grid for uniform
+        parity, drawn by the caller).
+    rng : numpy.random.Generator or int
+        Randomness (an int is a seed of ``numpy.random.default_rng``).
+    law : {"gauss", "sign"}
+        "gauss": Gaussian ``a`` and ``w`` (3.9); "sign": ``a = sigma_a U{+-1}``, ``w = sigma_w U{+-1}^d`` (B.479).
+
+    Returns
+    -------
+    a : ndarray of shape (4m,)
+    W : ndarray of shape (4m, d)
+    b : ndarray of shape (4m,)
+
+    Notes
+    -----
+    Regime: exact copies, never re-sampled ones (spec §7 pitfall 6): ``g^{(0)} = 0`` to rounding, so the first
+    step sees ``l'(0)`` on every sample.
+
+    References
+    ----------
+    .. [src] seed 001 L899-903 (3.9), L7258-7262 (B.479); specs/gradient_features.md §1.2.
+
+    Examples
+    --------
+    >>> a, W, b = symmetric_init(3, 2, 1.0, 1.0, 0.5)
+    >>> a.shape, W.shape, b.tolist()
+    ((8,), (8, 3), [0.5, 0.5, -0.5, -0.5, 0.5, 0.5, -0.5, -0.5])
+    """
+    owner = "gradient_features.symmetric_init"
+    d, m = as_int(owner, "d", d, 1), as_int(owner, "m", m, 1)
+    sigma_a, sigma_w = check(owner, "sigma_a", sigma_a, _POS), check(owner, "sigma_w", sigma_w, _POS)
+    law = check(owner, "law", law, Options(("gauss", "sign")))
+    if np.ndim(b_tilde) == 0:
+        bt = np.full(m, check(owner, "b_tilde", b_tilde, _POS))
+    else:
+        bt = check(owner, "b_tilde", b_tilde, FiniteArray(1, (m,)))
+    rng = _rng(owner, rng)
+    if law == "gauss":
+        a, w = rng.standard_normal(m) * sigma_a, rng.standard_normal((m, d)) * sigma_w
+    else:
+        a = rng.choice([-1.0, 1.0], m) * sigma_a
+        w = rng.choice([-1.0, 1.0], (m, d)) * sigma_w
+    a2, W2, b2 = np.concatenate([a, -a]), np.vstack([w, -w]), np.concatenate([bt, -bt])
+    return np.concatenate([a2, -a2]), np.vstack([W2, W2]), np.concatenate([b2, b2])
+
+
+def _is_symmetric(a, W, b):
+    """True when ``(a, W, b)`` has the mirror structure of (3.9) (exact equalities)."""
+    M = a.size
+    if M % 4:
+        return False
+    m = M // 4
+    return bool(np.array_equal(a[m:2 * m], -a[:m]) and np.array_equal(W[m:2 * m], -W[:m])
+                and np.array_equal(b[m:2 * m], -b[:m]) and np.array_equal(a[2 * m:], -a[:2 * m])
+                and np.array_equal(W[2 * m:], W[:2 * m]) and np.array_equal(b[2 * m:], b[:2 * m]))
+
+
+def _sample_gradients(a, W, b, X, y, loss):
+    """``(grad_a, grad_W)`` of the empirical loss ``mean l(y g(x))`` on ``(X, y)`` (chunked over samples)."""
+    n = X.shape[0]
+    ga, gW = np.zeros(a.size), np.zeros(W.shape)
+    step = max(1, _CHUNK // max(W.shape[0], 1))
+    for s in range(0, n, step):
+        Xc, yc = X[s:s + step], y[s:s + step]
+        pre = Xc @ W.T - b
+        act = np.maximum(pre, 0.0)
+        c = _loss_deriv(yc * (act @ a), loss) * yc
+        ga += c @ act
+        gW += ((pre > 0.0) * c[:, None]).T @ Xc
+    return ga / n, gW * a[:, None] / n
+
+
+def first_step(model, a0, W0, b, eta1, loss="hinge", X=None, y=None):
+    r"""The first gradient step with weight decay ``lambda^(1) = 1/eta^(1)``: it erases the initialisation.
+
+    .. math:: \mathbf w_i^{(1)} = -\eta^{(1)}\nabla_{\mathbf w_i}\mathcal L(g_{\Xi^{(0)}})
+              = \eta^{(1)}|\ell'(0)|\,a_i^{(0)}\,G(\mathbf w_i^{(0)}, b_i),\qquad
+              a_i^{(1)} = \eta^{(1)}|\ell'(0)|\,A(\mathbf w_i^{(0)}, b_i)
+
+    with ``G(w, b) = E[y x 1[w.x > b]]`` and ``A(w, b) = E[y relu(w.x - b)]`` (population) or their sample means.
+
+    Parameters
+    ----------
+    model : data model
+        Gives ``.simplified_gradient(W, b)`` and ``.A(W, b)`` (population step); unused when ``X, y`` are given.
+    a0 : array_like of shape (M,)
+        Initial second layer.
+    W0 : array_like of shape (M, d)
+        Initial first layer (one row per neuron).
+    b : array_like of shape (M,)
+        Biases (fixed).
+    eta1 : float
+        Step size ``eta^(1) > 0``.
+    loss : {"hinge", "logistic"}
+        Loss ("logistic" is base-2).
+    X : array_like of shape (n, d) or None
+        A sample; None gives the population step.
+    y : array_like of shape (n,) or None
+        Its labels (+-1).
+
+    Returns
+    -------
+    a1 : ndarray of shape (M,)
+    W1 : ndarray of shape (M, d)
+
+    Notes
+    -----
+    Regime: population: the symmetric init (3.9) (``g^(0) = 0``, checked exactly; an InvalidParameterError
+    otherwise), any model with a closed-form or Monte Carlo ``G`` and ``A``. On a sample: the exact gradient
+    step of the empirical loss at any init (``l'(y g)`` evaluated at the actual ``g^(0)``; at the symmetric
+    init this is ``l'(0)`` and the formula above holds with the sample means, spec §2.1).
+
+    References
+    ----------
+    .. [src] seed 001 L5643-5645 (B.16-B.17), L5966 (Remark B.13), L7672-7678 (Lemma B.70);
+       specs/gradient_features.md §2.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a0, W0, b = symmetric_init(2, 1, 1.0, 1.0, 0.5, rng=0)
+    >>> X, y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1.0, -1.0])
+    >>> a1, W1 = first_step(None, a0, W0, b, 0.1, X=X, y=y)
+    >>> bool(np.allclose(W1[2:], -W1[:2]) and np.allclose(a1[2:], a1[:2]))
+    True
+    """
+    owner = "gradient_features.first_step"
+    a0, W0, b = _params(owner, a0, W0, b)
+    eta1 = check(owner, "eta1", eta1, _POS)
+    loss = check(owner, "loss", loss, Options(_LOSSES))
+    if (X is None) != (y is None):
+        raise InvalidParameterError(f"The 'X' and 'y' parameters of {owner} must both be given (a sample) or both "
+                                    f"be None (population). Got X is None: {X is None}, y is None: {y is None}.")
+    if X is not None:
+        X = check(owner, "X", X, FiniteArray(2, (None, W0.shape[1])))
+        y = check(owner, "y", y, FiniteArray(1, (X.shape[0],)))
+        if X.shape[0] == 0 or np.any(np.abs(y) != 1.0):
+            raise InvalidParameterError(f"The 'y' parameter of {owner} must be a non-empty array of +-1 labels. "
+                                        f"Got values {np.unique(y)[:5].tolist()}.")
+        ga, gW = _sample_gradients(a0, W0, b, X, y, loss)
+        return -eta1 * ga, -eta1 * gW
+    if not _is_symmetric(a0, W0, b):
+        raise InvalidParameterError(f"The 'a0' parameter of {owner} must come with W0 and b from the symmetric "
+                                    f"init (3.9) (4m neurons in exact mirror copies) for the population step; "
+                                    f"pass a sample (X, y) for any other init.")
+    half = a0.size // 2                       # neurons 2m..4m repeat (w, b) of 0..2m: G and A computed once
+    G = np.asarray(model.simplified_gradient(W0[:half], b[:half]), float)
+    A = np.asarray(model.A(W0[:half], b[:half]), float)
+    c = eta1 * loss_slope(loss)
+    return c * np.concatenate([A, A]), c * a0[:, None] * np.vstack([G, G])
+
+
+def cone_membership(W, D, gamma, norm="l2"):
+    r"""Whether each row of ``W`` lies in the cone around the unit feature ``D``.
+
+    .. math:: \mathcal C_{D,\gamma} = \{\mathbf w: |\langle\mathbf w, D\rangle|/\|\mathbf w\|_2 > 1-\gamma\}
+              \ (3.5),\qquad
+              \mathcal C^\infty_{D,\gamma_\infty} = \{\mathbf w: \|\mathbf w/\|\mathbf w\|_2 - D\|_\infty<\gamma_\infty\}
+              \ (\text{B.57})
+
+    Parameters
+    ----------
+    W : array_like of shape (M, d)
+        Vectors (gradients ``G`` or first-step weights).
+    D : array_like of shape (d,) or (r, d)
+        Unit feature(s).
+    gamma : float
+        Cone width, in (0, 1) for "l2", > 0 for "linf".
+    norm : {"l2", "linf"}
+        The l2 cone (3.5), symmetric in ``+-D``, or the signed infinity-norm cone (B.57, uniform parity).
+
+    Returns
+    -------
+    ndarray of bool, shape (M,) for one feature or (M, r)
+
+    Notes
+    -----
+    Regime: exact; the zero vector lies in no cone. ``rho w`` is in the l2 cone iff ``w`` is (any ``rho != 0``).
+
+    References
+    ----------
+    .. [src] seed 001 L873 (3.5), L7319 (B.57); specs/gradient_features.md §1.3.
+
+    Examples
+    --------
+    >>> cone_membership([[1.0, 0.1], [-1.0, 0.0], [0.0, 0.0]], [1.0, 0.0], 0.01).tolist()
+    [True, True, False]
+    """
+    owner = "gradient_features.cone_membership"
+    W = check(owner, "W", W, FiniteArray(2))
+    Dm = check(owner, "D", np.atleast_2d(D), FiniteArray(2, (None, W.shape[1])))
+    if not np.allclose(np.linalg.norm(Dm, axis=1), 1.0, rtol=0.0, atol=1e-9):    # 1e-9: unit up to rounding
+        raise InvalidParameterError(f"The 'D' parameter of {owner} must hold unit vectors. Got norms "
+                                    f"{np.linalg.norm(Dm, axis=1)[:5].tolist()}.")
+    norm = check(owner, "norm", norm, Options(("l2", "linf")))
+    gamma = check(owner, "gamma", gamma, Interval(0.0, 1.0, "neither") if norm == "l2" else _POS)
+    nw = np.linalg.norm(W, axis=1)
+    safe = np.where(nw > 0.0, nw, 1.0)[:, None]
+    if norm == "l2":
+        inside = np.abs(W @ Dm.T) / safe > 1.0 - gamma
+    else:
+        inside = np.max(np.abs((W / safe)[:, None, :] - Dm[None]), axis=2) < gamma
+    inside &= (nw > 0.0)[:, None]
+    return inside[:, 0] if np.ndim(D) == 1 else inside
+
+
+def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge"):
+    r"""The nice set (3.14) / Definition B.4: neurons whose first-step weight is a strong gradient feature.
+
+    .. math:: G_{(D,s),\rm Nice} = \{i\in[2m]: b_i/|b_i| = s,\ \langle\mathbf w_i^{(1)},D\rangle >
+              (1-\gamma)\|\mathbf w_i^{(1)}\|_2,\ \|\mathbf w_i^{(1)}\|_2\ge|\eta^{(1)}\ell'(0)a_i^{(0)}|B_G\}
+
+    Parameters
+    ----------
+    W1 : array_like of shape (4m, d)
+        First-step weights.
+    a0 : array_like of shape (4m,)
+        Initial second layer.
+    b : array_like of shape (4m,)
+        Biases.
+    D : array_like of shape (d,)
+        Unit feature.
+    s : {1, -1}
+        Sign of the bias.
+    gamma : float
+        Cone width in (0, 1).
+    B_G : float
+        Gradient-norm threshold, >= 0.
+    eta1 : float
+        First step size, > 0.
+    loss : {"hinge", "logistic"}
+        Sets ``|l'(0)|``.
+
+    Returns
+    -------
+    ndarray of int
+        Indices in ``[0, 2m)``.
+
+    Notes
+    -----
+    Regime: exact. Note the signed inner product: with ``w^(1) = eta |l'(0)| a0 G``, neuron i is nice iff
+    ``G`` is in the l2 cone with ``sign(a0_i <G, D>) = +1`` and ``||G|| >= B_G``, so under (3.9) the count is
+    ``Binomial(m, p/2)`` with ``p`` of :func:`feature_probability` (Lemma B.5's ``p/2``).
+
+    References
+    ----------
+    .. [src] seed 001 L931 (3.14), L5633-5637 (Def. B.4), L5639-5660 (Lemma B.5); specs/gradient_features.md
+       §1.3, §2.8.
+    """
+    owner = "gradient_features.nice_set"
+    a0, W1, b = _params(owner, a0, W1, b)
+    s = check(owner, "s", s, Options((1, -1)))
+    B_G = check(owner, "B_G", B_G, Interval(0.0, np.inf, "left"))
+    eta1 = check(owner, "eta1", eta1, _POS)
+    half = W1.shape[0] // 2
+    cos_ok = cone_membership(W1[:half], D, gamma)              # |cos| > 1 - gamma ...
+    signed = W1[:half] @ np.asarray(D, float) > 0.0             # ... with the + sign
+    big = np.linalg.norm(W1[:half], axis=1) >= np.abs(eta1 * loss_slope(loss) * a0[:half]) * B_G
+    return np.flatnonzero(cos_ok & signed & big & (np.sign(b[:half]) == s))
+
+
+def _clopper_pearson(k, n, level):
+    """Exact binomial confidence interval for ``k`` successes in ``n`` trials."""
+    alpha = 1.0 - level
+    lo = 0.0 if k == 0 else float(_beta_law.ppf(alpha / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(_beta_law.ppf(1 - alpha / 2, k + 1, n - k))
+    return lo, hi
+
+
+def feature_probability(model, D, s, gamma, B_G, tau, n_mc=10_000, rng=0, *, law="gauss", norm="l2",
+                        B_G1=None, level=0.95):
+    r"""Monte Carlo feature probability ``p`` of (3.6) with an exact (Clopper-Pearson) binomial interval.
+
+    .. math:: p(D, s) = \Pr_{\mathbf w}\big[G(\mathbf w, s\tau)\in\mathcal C_{D,\gamma},\ \|G(\mathbf w,s\tau)\|_2
+              \ge B_G\big],\qquad \mathbf w\sim\mathcal N(0, I_d)\ \text{or}\ U\{\pm1\}^d
+
+    (``tau = b~/sigma_w``: ``G(c w, c b) = G(w, b)``, so only the ratio matters).
+
+    Parameters
+    ----------
+    model : data model
+        Gives ``.simplified_gradient(W, b)`` and ``.dim``.
+    D : array_like of shape (d,)
+        Unit feature.
+    s : {1, -1}
+        Sign of the bias.
+    gamma : float
+        Cone width (see :func:`cone_membership`).
+    B_G : float
+        Gradient-norm threshold, >= 0.
+    tau : float
+        ``b~/sigma_w > 0``.
+    n_mc : int
+        Number of initial neurons drawn, >= 1.
+    rng : numpy.random.Generator or int
+        Randomness.
+    law : {"gauss", "sign"}
+        Law of ``w`` (as in :func:`symmetric_init`).
+    norm : {"l2", "linf"}
+        The cone (3.5) or (B.57).
+    B_G1 : float or None
+        Upper norm bound of (B.490) (``||G|| <= B_G1``), None for none.
+    level : float
+        Confidence level of the interval, in (0, 1).
+
+    Returns
+    -------
+    p_hat : float
+    ci : tuple of float
+        ``(low, high)``.
+
+    Notes
+    -----
+    Regime: any model with ``G``; the estimate is unbiased, the interval exact. Under (3.9) each of the ``m``
+    base neurons is nice with probability exactly ``p/2`` (:func:`nice_set`). The paper's bounds on ``p``
+    (Lemma B.31, B.38, B.47, B.64) are orders of magnitude; this is the number they bound.
+
+    References
+    ----------
+    .. [src] seed 001 L877 (3.6), L7319 (B.490); specs/gradient_features.md §2.8.
+    """
+    owner = "gradient_features.feature_probability"
+    s = check(owner, "s", s, Options((1, -1)))
+    B_G = check(owner, "B_G", B_G, Interval(0.0, np.inf, "left"))
+    B_G1 = np.inf if B_G1 is None else check(owner, "B_G1", B_G1, _POS)
+    tau = check(owner, "tau", tau, _POS)
+    n_mc = as_int(owner, "n_mc", n_mc, 1)
+    level = check(owner, "level", level, Interval(0.0, 1.0, "neither"))
+    law = check(owner, "law", law, Options(("gauss", "sign")))
+    rng, d = _rng(owner, rng), int(model.dim)
+    hits, step = 0, max(1, _CHUNK // (4 * d))
+    for start in range(0, n_mc, step):
+        k = min(step, n_mc - start)
+        W = rng.standard_normal((k, d)) if law == "gauss" else rng.choice([-1.0, 1.0], (k, d))
+        G = np.asarray(model.simplified_gradient(W, np.full(k, s * tau)), float)
+        nG = np.linalg.norm(G, axis=1)
+        hits += int(np.sum(cone_membership(G, D, gamma, norm) & (nG >= B_G) & (nG <= B_G1)))
+    return hits / n_mc, _clopper_pearson(hits, n_mc, level)
+
+
+def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge"):
+    r"""Lemma B.6's constructive second layer ``a~`` on the first-step features, approximating ``g*``.
+
+    For each target neuron ``j`` of ``g* = sum_j a*_j relu(<w*_j, x> - b*_j)`` (unit ``w*_j``), with
+    ``beta_j = |b*_j|`` when ``|b*_j| >= B_eps`` and ``beta_j = B_eps`` otherwise, ``s_j = sign b*_j``:
+
+    .. math:: \Lambda_j = \Big\{i\in G_{(\mathbf w^*_j,s_j),\rm Nice}: \Big|\frac{\|\mathbf w_i^{(1)}\|\beta_j}{|b_i|}
+              - 1\Big|\le\epsilon_a\Big\},\qquad \tilde a_i = \frac{a^*_j\beta_j}{|\Lambda_j|\,|b_i|}\ (i\in\Lambda_j),
+
+    ``a~_i = 0`` elsewhere. The paper's tolerance is ``eps_a = B_x1 B_b/(sqrt(mp) B_G B_eps)``.
+
+    Parameters
+    ----------
+    W1 : array_like of shape (4m, d)
+        First-step weights.
+    a0 : array_like of shape (4m,)
+        Initial second layer.
+    b : array_like of shape (4m,)
+        Biases.
+    gstar : tuple (a_star, W_star, b_star)
+        Target network: ``a_star`` (r,), unit rows ``W_star`` (r, d), ``b_star`` (r,).
+    gamma : float
+        Cone width of the nice sets, in (0, 1).
+    B_G : float
+        Gradient-norm threshold, >= 0.
+    B_eps : float
+        Bias floor ``B_eps > 0``.
+    eps_a : float
+        Scale tolerance, > 0.
+    eta1 : float
+        First step size, > 0.
+    loss : {"hinge", "logistic"}
+        Sets ``|l'(0)|``.
+
+    Returns
+    -------
+    a_tilde : ndarray of shape (4m,)
+    sets : list of ndarray
+        ``Lambda_j`` per target; an empty set drops its target (the lottery ticket is ``supp a_tilde``).
+
+    Notes
+    -----
+    Regime: Lemma B.6 bounds ``L(g~) <= r B_a1 (B_x1 (eps_a + sqrt(2 gamma)) + B_eps) + OPT`` (B.52) when every
+    ``Lambda_j`` is non-empty; the signed nice sets make ``(beta_j/|b_i|) w_i^(1)`` a ``sqrt(2 gamma)``-close,
+    ``eps_a``-scaled copy of ``w*_j``. Sets are not made disjoint (the proof does not need it).
+
+    References
+    ----------
+    .. [src] seed 001 L5674-5752 (Lemma B.6, B.25-B.52); specs/gradient_features.md §2.9.
+    """
+    owner = "gradient_features.good_second_layer"
+    a0, W1, b = _params(owner, a0, W1, b)
+    a_s, W_s, b_s = (np.asarray(v, float) for v in gstar)
+    W_s = check(owner, "gstar", W_s, FiniteArray(2, (None, W1.shape[1])))
+    if a_s.shape != (W_s.shape[0],) or b_s.shape != (W_s.shape[0],):
+        raise InvalidParameterError(f"The 'gstar' parameter of {owner} must be (a* (r,), W* (r, d), b* (r,)). "
+                                    f"Got shapes {a_s.shape}, {W_s.shape}, {b_s.shape}.")
+    B_eps, eps_a = check(owner, "B_eps", B_eps, _POS), check(owner, "eps_a", eps_a, _POS)
+    nW = np.linalg.norm(W1, axis=1)
+    a_tilde, sets = np.zeros(W1.shape[0]), []
+    for aj, wj, bj in zip(a_s, W_s, b_s):
+        sj = 1 if bj >= 0 else -1
+        beta = abs(bj) if abs(bj) >= B_eps else B_eps
+        nice = nice_set(W1, a0, b, wj, sj, gamma, B_G, eta1, loss)
+        lam = nice[np.abs(nW[nice] * beta / np.abs(b[nice]) - 1.0) <= eps_a]
+        if len(lam):
+            a_tilde[lam] += aj * beta / (len(lam) * np.abs(b[lam]))
+        sets.append(lam)
+    return a_tilde, sets
+
+
+def _network(a, W, b, X):
+    """``g(X) = relu(X W^T - b) a``, chunked over rows."""
+    step = max(1, _CHUNK // max(W.shape[0], 1))
+    return np.concatenate([np.maximum(X[s:s + step] @ W.T - b, 0.0) @ a for s in range(0, X.shape[0], step)])
+
+
+def population_loss(model, a, W, b, loss="hinge", n=100_000, rng=0):
+    r"""The risk of a network ``g_(a, W, b)`` under a data model, by Monte Carlo with its standard error.
+
+    .. math:: \mathcal L_{\mathcal D}(g) = \mathbb E\,\ell(y\,g(\mathbf x)),\qquad
+              g(\mathbf x) = \sum_i a_i\,\sigma(\langle\mathbf w_i,\mathbf x\rangle - b_i)
+
+    Parameters
+    ----------
+    model : data model
+        Gives ``.sample(n, rng)``.
+    a : array_like of shape (M,)
+        Second layer.
+    W : array_like of shape (M, d)
+        First layer.
+    b : array_like of shape (M,)
+        Biases.
+    loss : {"hinge", "logistic", "error"}
+        The loss, or the 0-1 error ``P[y g < 0] + P[g = 0]/2``.
+    n : int
+        Monte Carlo samples, >= 2 (drawn in chunks).
+    rng : numpy.random.Generator or int
+        Randomness.
+
+    Returns
+    -------
+    value : float
+    se : float
+        Standard error of the mean.
+
+    Notes
+    -----
+    Regime: any model with a sampler; the error is ``se`` (CLT). Exact values of the ground-truth networks come
+    from the data models themselves (quadrature or enumeration).
+
+    References
+    ----------
+    .. [src] seed 001 L809 (risk), L805 (3.1); specs/gradient_features.md §1.1.
+    """
+    owner = "gradient_features.population_loss"
+    a, W, b = _params(owner, a, W, b)
+    loss = check(owner, "loss", loss, Options(_LOSSES + ("error",)))
+    n, rng = as_int(owner, "n", n, 2), _rng(owner, rng)
+    s1 = s2 = 0.0
+    step = max(1, _CHUNK // (max(W.shape[0], 1) + W.shape[1]))
+    for start in range(0, n, step):
+        X, y = model.sample(min(step, n - start), rng)
+        v = _loss_value(np.asarray(y, float) * _network(a, W, b, np.asarray(X, float)), loss)
+        s1, s2 = s1 + v.sum(), s2 + (v * v).sum()
+    mean = s1 / n
+    return float(mean), float(math.sqrt(max(s2 / n - mean * mean, 0.0) / (n - 1)))
+
+
+def _logistic_ball(F, y, B, tol, maxiter):
+    """Accelerated projected gradient for ``min mean log2(1 + e^{-y F a})`` over ``||a|| <= B``; stops at a
+    Frank-Wolfe gap ``<grad, a> + B ||grad|| <= tol`` (an upper bound on ``f(a) - OPT``); returns ``(a, gap)``."""
+    n = F.shape[0]
+    L = max(np.linalg.norm(F, 2) ** 2 / (4.0 * _LN2 * n), 1e-300)
+
+    def grad(a):
+        return F.T @ (_loss_deriv(y * (F @ a), "logistic") * y) / n
+
+    def proj(a):
+        na = np.linalg.norm(a)
+        return a if na <= B else a * (B / na)
+    a = z = np.zeros(F.shape[1])
+    t, gap = 1.0, np.inf
+    for _ in range(maxiter):
+        g = grad(a)
+        gap = float(g @ a + B * np.linalg.norm(g))
+        if gap <= tol:
+            break
+        a_next = proj(z - grad(z) / L)
+        t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+        z, a, t = a_next + (t - 1.0) / t_next * (a_next - a), a_next, t_next
+    return a, gap
+
+
+def opt_frozen(X, y, W, b, B_a2=None, loss="hinge", tol=1e-7, maxiter=50_000):
+    r"""The frozen-feature optimum ``OPT_{W,b,B_a2}`` (3.3) on a sample: the best second layer in a ball.
+
+    .. math:: \mathrm{OPT}_{\mathbf W,\mathbf b,B_{a2}} = \min_{\|\mathbf a\|_2\le B_{a2}}\frac1n\sum_{s=1}^n
+              \ell\big(y_s\,\mathbf a^\top\sigma(\mathbf W\mathbf x_s - \mathbf b)\big)
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        Sample (a large one estimates the population optimum).
+    y : array_like of shape (n,)
+        Labels +-1.
+    W : array_like of shape (M, d)
+        Frozen first layer.
+    b : array_like of shape (M,)
+        Biases.
+    B_a2 : float or None
+        Radius of the ball, > 0; None: unconstrained (hinge only: an LP).
+    loss : {"hinge", "logistic"}
+        Loss ("logistic" is base-2 and needs ``B_a2``: its infimum is not attained on separable features).
+    tol : float
+        Logistic: Frank-Wolfe certificate ``f(a) - OPT <= tol``, > 0.
+    maxiter : int
+        Logistic: iteration cap of the accelerated projected gradient, >= 1.
+
+    Returns
+    -------
+    a : ndarray of shape (M,)
+    value : float
+        ``(1/n) sum l(y g(x))`` at ``a`` (the optimum within ``tol``; hinge: HiGHS LP, or the l2-ball dual of
+        :func:`popdyn.models.emergence.optimal_second_layer`).
+
+    Notes
+    -----
+    Regime: a convex program in ``a`` (Theorem 3.4's comparator). Hinge without a ball is an LP with ``n + M``
+    variables and a dense ``n x (n + M)`` constraint matrix: keep ``n`` to a few thousand. Logistic raises a
+    RuntimeError naming ``maxiter`` when the certificate is not reached.
+
+    References
+    ----------
+    .. [src] seed 001 L841-849 (3.3, Theorem 3.4); specs/gradient_features.md §1.3, §2.10.
+
+    Examples
+    --------
+    >>> a, v = opt_frozen([[1.0], [-1.0]], [1.0, -1.0], [[1.0], [-1.0]], [0.0, 0.0])
+    >>> round(v, 12)
+    0.0
+    """
+    owner = "gradient_features.opt_frozen"
+    W = check(owner, "W", W, FiniteArray(2))
+    b = check(owner, "b", b, FiniteArray(1, (W.shape[0],)))
+    X = check(owner, "X", X, FiniteArray(2, (None, W.shape[1])))
+    y = check(owner, "y", y, FiniteArray(1, (X.shape[0],)))
+    if X.shape[0] == 0 or np.any(np.abs(y) != 1.0):
+        raise InvalidParameterError(f"The 'y' parameter of {owner} must be a non-empty array of +-1 labels.")
+    loss = check(owner, "loss", loss, Options(_LOSSES))
+    B_a2 = check(owner, "B_a2", B_a2, Either((Options((None,)), _POS)))
+    F = np.maximum(X @ W.T - b, 0.0)
+    if loss == "hinge":
+        return optimal_second_layer(F, np.full(X.shape[0], 1.0 / X.shape[0]), y,
+                                    None if B_a2 is None else ("ball", B_a2))
+    if B_a2 is None:
+        raise InvalidParameterError(f"The 'B_a2' parameter of {owner} must be a float in (0, inf) for "
+                                    f"loss='logistic' (the unconstrained infimum is not attained). Got None.")
+    tol, maxiter = check(owner, "tol", tol, _POS), as_int(owner, "maxiter", maxiter, 1)
+    a, gap = _logistic_ball(F, y, B_a2, tol, maxiter)
+    if not gap <= tol:
+        raise RuntimeError(f"{owner}: Frank-Wolfe gap {gap:.3g} > tol = {tol:.3g} after maxiter = {maxiter}; "
+                           f"raise maxiter or tol.")
+    return a, float(np.mean(_loss_value(y * (F @ a), "logistic")))
