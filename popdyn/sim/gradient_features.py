@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from .._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
+from ..models.gradient_features.framework import symmetric_init
 from ..results import Simulation
 from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
@@ -168,24 +169,18 @@ def _sample(model, seeds, n, seed, stream, t, dtype, device):
             torch.as_tensor(np.stack(Y), dtype=dtype, device=device))
 
 
-def _mirror(a, W, b):
-    """The symmetric init (3.9) from its first m neurons: (a, W, b), (-a, -W, -b), then (-a, W, b) of those 2m."""
-    a2, W2, b2 = np.concatenate([a, -a]), np.concatenate([W, -W]), np.concatenate([b, -b])
-    return np.concatenate([a2, -a2]), np.concatenate([W2, W2]), np.concatenate([b2, b2])
-
-
 def _draw_init(law, d, m, opts, rng):
-    """First m neurons of one seed, by law: "gauss" a ~ N(0, sigma_a^2), w ~ N(0, sigma_w^2 I), b = b_tilde (3.9);
-    "parity" a ~ U{+-1}, w ~ U{+-1}^d, b ~ U{-1 + 1/k, ..., 1 - 1/k} (B.479); "multi_index" a ~ U{+-1},
-    w ~ N(0, I/d), b = 0 (B.561)."""
+    """The symmetric init (3.9) of one seed (:func:`~popdyn.models.gradient_features.framework.symmetric_init`), its
+    first m neurons by law: "gauss" a ~ N(0, sigma_a^2), w ~ N(0, sigma_w^2 I), b = b_tilde; "parity" (B.479)
+    a ~ U{+-1}, w ~ U{+-1}^d, b ~ U{-1 + 1/k, ..., 1 - 1/k}; "multi_index" (B.561) a ~ U{+-1} (the sign of a
+    N(0, 1) draw, which keeps the mirror structure), w ~ N(0, I/d), b = 0."""
     if law == "gauss":
-        a = opts["sigma_a"] * rng.standard_normal(m)
-        return a, opts["sigma_w"] * rng.standard_normal((m, d)), np.full(m, opts["b_tilde"])
-    a = rng.choice([-1.0, 1.0], m)
+        return symmetric_init(d, m, opts["sigma_a"], opts["sigma_w"], opts["b_tilde"], rng)
     if law == "parity":
         k = opts["k"]
-        return a, rng.choice([-1.0, 1.0], (m, d)), (rng.integers(1, 2 * k, m) - k) / k
-    return a, rng.standard_normal((m, d)) / math.sqrt(d), np.zeros(m)
+        return symmetric_init(d, m, 1.0, 1.0, (rng.integers(1, 2 * k, m) - k) / k, rng, law="sign")
+    a, W, b = symmetric_init(d, m, 1.0, 1.0 / math.sqrt(d), np.zeros(m), rng)
+    return np.sign(a), W, b
 
 
 def _initial(opts, d, dtype, device):
@@ -194,7 +189,7 @@ def _initial(opts, d, dtype, device):
     if not isinstance(opts["init"], str):
         per_seed = [opts["init"]] * S
     else:
-        per_seed = [_mirror(*_draw_init(opts["init"], d, m, opts, _rng(opts["seed"], s, "init"))) for s in range(S)]
+        per_seed = [_draw_init(opts["init"], d, m, opts, _rng(opts["seed"], s, "init")) for s in range(S)]
     return [torch.as_tensor(np.stack([p[i] for p in per_seed]), dtype=dtype, device=device) for i in range(3)]
 
 

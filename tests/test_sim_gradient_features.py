@@ -1,0 +1,273 @@
+"""popdyn.sim.gradient_features: the written gradients against torch autograd (hinge, base-2 logistic, square loss;
+network and NTK linearisation), the symmetric init (g^(0) = 0, mirror identities of the first step), the first step
+equal to -eta1 times the sample gradient (no additive W^(0)) and, on a large sample, to the population closed form
+within a stated z, the exact uniform-parity first step on the whole hypercube, what each method trains and freezes,
+Algorithm 7's preprocessing and bias re-draw, reproducibility, option errors naming the option."""
+import math
+from itertools import product
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from popdyn._validate import InvalidParameterError  # noqa: E402
+from popdyn.models.gradient_features import xor_mixture  # noqa: E402
+from popdyn.models.gradient_features.framework import first_step, loss_slope  # noqa: E402
+from popdyn.sim import gradient_features as sg  # noqa: E402
+
+
+class Cube:
+    """Uniform parity y = prod_{l < k} x_l on the WHOLE hypercube {+-1}^d: ``sample`` ignores n and rng and returns
+    all 2^d points, so a sample step is the population step exactly."""
+
+    def __init__(self, d, k):
+        self.dim, self.k = d, k
+        self.X = np.array(list(product([-1.0, 1.0], repeat=d)))
+        self.y = np.prod(self.X[:, :k], axis=1)
+
+    def sample(self, n, rng):
+        return self.X, self.y
+
+    def xi(self, j):
+        n = self.dim
+        return ((-1) ** ((j - 1) // 2) * math.comb((n - 1) // 2, (j - 1) // 2) / math.comb(n - 1, j - 1)
+                * 2.0 ** (-(n - 1)) * math.comb(n - 1, (n - 1) // 2))
+
+
+class Quadratic:
+    """Multi-index target y = He_2(x_0) + x_0 x_1 + 0.5 + x_2 (constant and linear parts for Algorithm 7 to remove)."""
+
+    def __init__(self, d):
+        self.dim = d
+
+    def sample(self, n, rng):
+        x = rng.standard_normal((n, self.dim))
+        return x, x[:, 0] ** 2 - 1 + x[:, 0] * x[:, 1] + 0.5 + x[:, 2]
+
+
+XOR = xor_mixture(12, 1.5)
+
+
+def _params(S, M, d, rng):
+    """Generic parameters (not symmetric), so that g != 0 and the hinge indicator takes both values."""
+    t = lambda *shape, sd=1.0: torch.tensor(sd * rng.standard_normal(shape))
+    return t(S, M, sd=2.0), t(S, M, d, sd=0.5), t(S, M, sd=0.5)
+
+
+def _autograd(X, y, a, W, b, loss, a0=None, W0=None):
+    """Gradients of the mean loss by autograd of the network written directly (its linearisation when a0, W0)."""
+    a, W = a.clone().requires_grad_(True), W.clone().requires_grad_(True)
+    if a0 is None:
+        g = (torch.relu(X @ W.mT - b[:, None, :]) * a[:, None, :]).sum(-1)
+    else:
+        Z0 = X @ W0.mT - b[:, None, :]
+        g = (torch.relu(Z0) * a[:, None, :]).sum(-1) + (torch.heaviside(Z0, Z0.new_zeros(())) * a0[:, None, :]
+                                                         * (X @ (W - W0).mT)).sum(-1)
+    if loss == "hinge":
+        L = torch.relu(1 - y * g)
+    elif loss == "logistic":
+        L = torch.log2(1 + torch.exp(-y * g))
+    else:
+        L = (g - y) ** 2
+    L.mean(1).sum().backward()
+    return L.detach().mean(1), a.grad, W.grad
+
+
+# ---- gradients -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic", "mse"])
+@pytest.mark.parametrize("linear", [False, True])
+def test_written_gradients_equal_autograd(loss, linear):
+    rng = np.random.default_rng(0)
+    S, n, M = 2, 300, 10
+    X, y = sg._sample(XOR, S, n, 1, "train", 0, torch.float64, "cpu")
+    X = X / math.sqrt(XOR.dim)
+    a, W, b = _params(S, M, XOR.dim, rng)
+    net = sg._Net(a, W, b, linear)
+    if linear:                       # move away from the linearisation point, so both of its terms count
+        net.a, net.W = a + 0.3, W + 0.2 * torch.tensor(rng.standard_normal(W.shape))
+    L, ga, gW = sg._gradients(net, X, y, loss, chunk=70, want_W=True)
+    ref = _autograd(X, y, net.a, net.W, b, loss, *((a, W) if linear else ()))
+    if loss == "hinge":
+        g = y * net.output(X, *net.features(X))
+        assert 0.1 < float((g < 1).double().mean()) < 0.9      # the hinge indicator takes both values
+    for got, want in zip((L, ga, gW), ref):
+        # 1e-12: the same sums in another order, |terms| <= ~10
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-12)
+
+
+# ---- the first step ----------------------------------------------------------------------------------------------
+
+def _train_sample(model, sim, n, s=0):
+    """The sample (X, y) of step 1 of replicate s of ``sim`` (numpy)."""
+    X, y = sg._sample(model, s + 1, n, sim.meta["options"]["seed"], "train", 0, torch.float64, "cpu")
+    return X[s].numpy(), y[s].numpy()
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_first_step_is_eta1_lprime0_times_the_sample_gradient_and_keeps_the_mirror_identities(loss):
+    m, n = 6, 500
+    sim = sg.train(XOR, m=m, method="alg1", steps=1, n=n, eta1=0.3, loss=loss, b_tilde=2.0, sigma_w=0.5,
+                   sigma_a=2.0, seeds=2, seed=5, test=200)
+    for s in range(2):
+        X, y = _train_sample(XOR, sim, n, s)
+        a0, W0 = sim["a0"][s], sim["W0"][s]
+        a1, W1 = first_step(XOR, a0, W0, sim["b0"][s], 0.3, loss, X=X, y=y)     # numpy, popdyn's framework
+        g0 = np.maximum(X @ W0.T - sim["b0"][s], 0) @ a0
+        assert np.abs(g0).max() < 1e-12                                   # symmetric init: g^(0) = 0
+        # 1e-13: no additive W^(0) term survives (the decay factor is exactly 0), values O(1)
+        np.testing.assert_allclose(sim["W1"][s], W1, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(sim["a1"][s], a1, rtol=0, atol=1e-13)
+        W1s = sim["W1"][s]
+        np.testing.assert_array_equal(W1s[2 * m:], -W1s[:2 * m])          # w_{i+2m} = -w_i exactly
+        np.testing.assert_array_equal(sim["a1"][s][2 * m:], sim["a1"][s][:2 * m])
+        Eyx = (y[:, None] * X).mean(0)                                    # w_{i+m} = w_i - eta1 |l'(0)| a_i E^[yx]
+        twin = W1s[:m] - 0.3 * loss_slope(loss) * a0[:m, None] * Eyx
+        np.testing.assert_allclose(W1s[m:2 * m], twin, rtol=0, atol=1e-13)
+
+
+def test_weight_decay_other_than_one_over_eta1_keeps_the_init():
+    """lam1 = 0: W^(1) = W^(0) - eta1 grad, the init is not erased (the test above would fail)."""
+    kw = dict(m=3, method="alg1", steps=1, n=300, eta1=0.2, b_tilde=1.0, test=50, seed=2)
+    erased, kept = sg.train(XOR, **kw), sg.train(XOR, lam1=0.0, **kw)
+    np.testing.assert_allclose(kept["W1"] - erased["W1"], kept["W0"], rtol=0, atol=1e-13)
+
+
+def test_first_step_on_a_large_sample_matches_the_population_closed_form_within_z():
+    """Per entry, (W1_sim - W1_pop) / SE is a mean-zero CLT variable: SE from the sample's own variance of
+    eta1 a_i y x 1[w.x > b]. 64 neurons x 12 coordinates = 768 z's, all |z| < 4.5 (each fails w.p. 7e-6: < 1% in
+    all; measured max 2.9), every neuron active on > 30% of the samples and |G| up to ~0.6, so the check is not
+    vacuous; the same check with the factor |l'(0)| dropped for the logistic loss fails (max |z| ~ 25)."""
+    m, n, eta1 = 16, 40_000, 0.5
+    sim = sg.train(XOR, m=m, method="alg1", steps=1, n=n, eta1=eta1, loss="logistic", b_tilde=1.0, test=10)
+    a0, W0, b = sim["a0"][0], sim["W0"][0], sim["b0"][0]
+    X, y = _train_sample(XOR, sim, n)
+    act = (X @ W0.T - b > 0)
+    terms = (act * y[:, None])[:, :, None] * X[:, None, :]                 # (n, M, d) samples of y x 1[w.x > b]
+    se = eta1 * loss_slope("logistic") * np.abs(a0)[:, None] * terms.std(0) / math.sqrt(n)
+    G = XOR.simplified_gradient(W0, b)                                     # spec §2.2 closed form
+    pred = eta1 * loss_slope("logistic") * a0[:, None] * G
+    z = (sim["W1"][0] - pred) / se
+    assert np.abs(z).max() < 4.5
+    assert np.abs(G).max() > 0.5 and act.mean(0).min() > 0.3
+    wrong = eta1 * a0[:, None] * G                              # |l'(0)| = 1 instead of 1/(2 ln 2)
+    assert np.abs((sim["W1"][0] - wrong) / se).max() > 10
+
+
+def test_uniform_parity_first_step_on_the_whole_cube_is_the_exact_majority_formula():
+    """Algorithm 6 with the B.479 init on all 2^9 points of {+-1}^9 (k = 4): W1 = eta1 a_i G(w_i, b_i) with
+    G_j = xi_{|A ^ {j}|} chi_{A ^ {j}}(w) / 2 (spec §2.6, factor 1/2 restored) exactly; eta1 = 1/(k |xi_3|)."""
+    cube = Cube(9, 4)
+    sim = sg.train(cube, m=20, method="alg6", steps=1, n=1, test=1, seed=3)
+    a0, W0, b = sim["a0"][0], sim["W0"][0], sim["b0"][0]
+    assert set(np.unique(W0)) == {-1.0, 1.0} and set(np.unique(a0)) <= {-1.0, 1.0}
+    assert np.all(np.isin(np.round(b * 4), np.arange(-3, 4))) and np.abs(b).max() < 1
+    A = set(range(4))
+    G = np.array([[0.5 * cube.xi(len(A ^ {j})) * np.prod(w[sorted(A ^ {j})]) for j in range(9)] for w in W0])
+    eta1 = 1 / (4 * abs(cube.xi(3)))
+    assert sim.meta["options"]["eta1"] == pytest.approx(eta1, rel=1e-15)
+    # 1e-12 on entries of size ~1 (eta1 G_j = 1/8 or xi_5/xi_3 / 8): a mean over 512 exact +-1 products
+    np.testing.assert_allclose(sim["W1"][0], eta1 * a0[:, None] * G, rtol=0, atol=1e-12)
+
+
+# ---- what each method trains ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", list(sg.METHODS))
+def test_every_method_runs_and_freezes_what_it_should(method):
+    model = Quadratic(6) if method == "alg7" else (Cube(5, 2) if method == "alg6" else xor_mixture(6, 1.0))
+    kw = {} if method in ("alg6", "alg7") else {"b_tilde": 1.0}
+    sim = sg.train(model, m=3, method=method, steps=4, n=64, eta1=0.1, eta=0.01, seeds=2, test=64, **kw)
+    assert sim.success and sim.t.tolist() == [0, 1, 2, 3, 4]
+    assert sim["loss"].shape == sim["error"].shape == sim["train_loss"].shape == (2, 5)
+    step1 = sg.METHODS[method].step1 is not None
+    trains_W_later = "W" in sg.METHODS[method].layers
+    first = sim["W1"] if step1 else sim["W0"]
+    assert np.array_equal(sim["WT"], first) != trains_W_later
+    assert not np.array_equal(sim["aT"], sim["a1"] if step1 else sim["a0"])
+    if step1:
+        assert not np.array_equal(sim["W1"], sim["W0"])
+
+
+def test_alg4_descends_its_training_loss_and_cached_features_change_nothing():
+    kw = dict(m=4, method="alg4", steps=30, n=400, eta1=0.5, eta=0.05, b_tilde=1.0, seeds=2, test=100,
+              record_every=1)
+    sim = sg.train(XOR, **kw)
+    cached = sg.train(XOR, chunk=150, **kw)
+    assert np.all(np.diff(sim["train_loss"][:, 1:], axis=1) <= 1e-12)        # GD on a convex loss, small eta
+    np.testing.assert_allclose(cached["aT"], sim["aT"], rtol=0, atol=1e-12)
+
+
+def test_alg7_removes_constant_and_linear_parts_and_redraws_the_biases():
+    model, n, eta1 = Quadratic(8), 2000, 0.7
+    sim = sg.train(model, m=5, method="alg7", steps=1, n=n, eta1=eta1, test=10, seed=4)
+    X, y = _train_sample(model, sim, n)
+    yc = y - y.mean() - X @ (y[:, None] * X).mean(0)
+    a0, W0 = sim["a0"][0], sim["W0"][0]
+    assert np.all(sim["b0"] == 0) and np.all(np.abs(a0) == 1)
+    np.testing.assert_array_equal(sim["a1"], sim["a0"])                        # a is not updated at step 1
+    W1 = 2 * eta1 * a0[:, None] * (((X @ W0.T > 0) * yc[:, None]).T @ X) / n   # square loss: l' = 2(g - y)
+    np.testing.assert_allclose(sim["W1"][0], W1, rtol=0, atol=1e-12)
+    b1 = sim["b1"][0]
+    assert np.all(b1 != 0) and abs(b1.mean()) < 4 / math.sqrt(b1.size) + 0.5  # re-drawn N(0, 1)
+
+
+def test_mask_removes_the_other_neurons_after_the_first_step():
+    mask = np.zeros(16, bool)
+    mask[[0, 5, 9]] = True
+    sim = sg.train(XOR, m=4, method="alg4", steps=5, n=100, eta1=0.5, eta=0.05, b_tilde=1.0, mask=mask, test=20)
+    assert np.all(sim["aT"][0, ~mask] == 0) and np.all(sim["aT"][0, mask] != 0)
+    assert np.any(sim["a1"][0, ~mask] != 0)                                  # a^(1) is recorded before the mask
+
+
+# ---- reproducibility ---------------------------------------------------------------------------------------------
+
+def test_same_seed_same_numbers_other_seed_other_numbers_and_replicates_are_separate_runs():
+    kw = dict(m=3, method="alg1", steps=3, n=100, eta1=0.3, eta=0.1, b_tilde=1.0, test=50)
+    a, b = sg.train(XOR, seeds=2, seed=7, **kw), sg.train(XOR, seeds=2, seed=7, **kw)
+    for k in a.observables:
+        np.testing.assert_array_equal(a[k], b[k])
+    other = sg.train(XOR, seeds=2, seed=8, **kw)
+    assert not np.array_equal(a["W1"], other["W1"])
+    alone = sg.train(XOR, seeds=1, seed=7, **kw)                               # replicate 0 of a batched run
+    np.testing.assert_allclose(alone["loss"][0], a["loss"][0], rtol=0, atol=1e-13)
+    assert not np.array_equal(a["W0"][0], a["W0"][1])
+
+
+def test_fixed_init_is_shared_by_every_seed():
+    one = sg.train(XOR, m=2, method="alg1", steps=1, n=50, eta1=0.3, b_tilde=1.0, test=10)
+    init = (one["a0"][0], one["W0"][0], one["b0"][0])
+    sim = sg.train(XOR, m=2, method="alg1", steps=1, n=50, eta1=0.3, init=init, seeds=3, test=10)
+    assert all(np.array_equal(sim["W0"][s], init[1]) for s in range(3))
+    np.testing.assert_array_equal(sim["W1"][0], one["W1"][0])
+
+
+# ---- options -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, value", [("m", 0), ("method", "alg2"), ("steps", -1), ("n", 0), ("eta1", -1.0),
+                                         ("loss", "square"), ("b_tilde", 0.0), ("sigma_w", -1.0), ("seeds", 0),
+                                         ("init", "uniform"), ("dtype", "float16"), ("device", "tpu"),
+                                         ("mask", np.ones(3, bool)), ("fresh", "yes"), ("lam1", -0.1)])
+def test_bad_options_name_the_option(name, value):
+    kw = dict(m=2, method="alg1", steps=2, n=10, eta1=0.1, eta=0.1, b_tilde=1.0, test=10) | {name: value}
+    with pytest.raises(InvalidParameterError, match=repr(name)):
+        sg.train(XOR, **kw)
+
+
+def test_missing_step_sizes_and_wrong_losses_are_named():
+    with pytest.raises(InvalidParameterError, match="'eta1'"):
+        sg.train(XOR, m=2, steps=1, n=10, b_tilde=1.0)
+    with pytest.raises(InvalidParameterError, match="'eta'"):
+        sg.train(XOR, m=2, steps=2, n=10, eta1=0.1, b_tilde=1.0)
+    with pytest.raises(InvalidParameterError, match="'loss'"):
+        sg.train(Quadratic(4), m=2, method="alg7", steps=1, n=10, eta1=0.1, loss="hinge")
+    with pytest.raises(InvalidParameterError, match="'init\\[1\\] \\(W0\\)'"):
+        sg.train(XOR, m=2, steps=1, n=10, eta1=0.1, init=(np.ones(8), np.ones((8, 3)), np.ones(8)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu():
+    kw = dict(m=8, method="alg1", steps=5, n=500, eta1=0.3, eta=0.05, b_tilde=1.0, seeds=2, test=300)
+    cpu, gpu = sg.train(XOR, **kw), sg.train(XOR, device="cuda", **kw)
+    for k in ("W1", "a1", "aT", "WT", "loss"):
+        np.testing.assert_allclose(gpu[k], cpu[k], rtol=1e-9, atol=1e-12)
