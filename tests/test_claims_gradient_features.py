@@ -61,7 +61,7 @@ def _natural_log_logistic(f):
 def test_first_step_rate_fails_the_papers_twins_and_a_natural_log(wrong, monkeypatch, tmp_path):
     _memo(monkeypatch)
     if wrong:
-        perturb(monkeypatch, f"{_GF}.first_step", {"twins": _paper_twins, "natural_log": _natural_log_logistic}[wrong])
+        perturb(monkeypatch, f"{_GF}.framework.first_step", {"twins": _paper_twins, "natural_log": _natural_log_logistic}[wrong])
     verdict, measured, checks = measure("gradient_features.first_step_rate", tmp_path,
                                         settings=[["pair", 64, 1.0, "logistic"]], m=64)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
@@ -75,7 +75,7 @@ def test_first_step_rate_fails_the_papers_twins_and_a_natural_log(wrong, monkeyp
 def test_first_step_rate_fails_a_perturbed_gradient(wrong, monkeypatch, tmp_path):
     _memo(monkeypatch)
     if wrong:
-        perturb(monkeypatch, f"{_GF}.first_step", lambda f: lambda *a, **k: tuple(1.05 * v for v in f(*a, **k)))
+        perturb(monkeypatch, f"{_GF}.framework.first_step", lambda f: lambda *a, **k: tuple(1.05 * v for v in f(*a, **k)))
     verdict, measured, checks = measure("gradient_features.first_step_rate", tmp_path,
                                         settings=[["xor", 64, 1.0, "hinge"]], m=64)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
@@ -89,7 +89,7 @@ def test_first_step_rate_fails_a_perturbed_gradient(wrong, monkeypatch, tmp_path
 def test_nice_fraction_fails_without_the_sign_of_a0(wrong, monkeypatch, tmp_path):
     _memo(monkeypatch)
     if wrong:
-        perturb(monkeypatch, f"{_GF}.feature_probability",
+        perturb(monkeypatch, f"{_GF}.framework.feature_probability",
                 lambda f: lambda *a, **k: (lambda p, ci: (min(1.0, 2 * p), tuple(min(1.0, 2 * c) for c in ci)))(
                     *f(*a, **k)))
     verdict, measured, checks = measure("gradient_features.nice_fraction", tmp_path)

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from popdyn.models import gradient_features as gf
+from popdyn.models.gradient_features import data, framework
 from popdyn.plot import save_figure, subplots
 
 from . import ClaimResult, claim
@@ -52,10 +52,10 @@ def _mixture(name, d, sigma):
     """The data models of E1: the XOR mixture (E[y x] = 0) and a two-cluster mixture with E[y x] != 0 (unequal
     standard deviations), on which Lemma B.71's twin identity w^(1)_{i+m} = w^(1)_i fails (spec §2.1)."""
     if name == "xor":
-        return gf.xor_mixture(d, sigma)
+        return data.xor_mixture(d, sigma)
     mus = np.zeros((2, d))
     mus[0, 0] = mus[1, 1] = math.sqrt(d)
-    return gf.GaussianMixture(mus, [sigma, 1.5 * sigma], [0.5, 0.5], [1.0, -1.0])
+    return data.GaussianMixture(mus, [sigma, 1.5 * sigma], [0.5, 0.5], [1.0, -1.0])
 
 
 def _first_step_sim(model, init, n, eta1, loss, seed, seeds=1):
@@ -98,10 +98,10 @@ def first_step_rate(size, device, outdir):
     for i, (name, d, sigma, loss) in enumerate(size["settings"]):
         model = _mixture(name, d, sigma)
         m, eta1 = size["m"], 1.0
-        init = gf.symmetric_init(d, m, 1.0, 1.0, _b_tilde(d, sigma, size["tau"]), rng=np.random.default_rng([i, 0]))
+        init = framework.symmetric_init(d, m, 1.0, 1.0, _b_tilde(d, sigma, size["tau"]), rng=np.random.default_rng([i, 0]))
         a0 = init[0]
-        _, W1p = gf.first_step(model, *init, eta1, loss=loss)
-        scale = eta1 * gf.loss_slope(loss) * np.abs(a0[:2 * m])          # ||w_pred|| = scale ||G||
+        _, W1p = framework.first_step(model, *init, eta1, loss=loss)
+        scale = eta1 * framework.loss_slope(loss) * np.abs(a0[:2 * m])          # ||w_pred|| = scale ||G||
         Bx2 = model.bounds().Bx2
         med = []
         for n in size["n"]:
@@ -165,21 +165,21 @@ _Z_NICE = 3.3           # max |z| over the four XOR features (two-sided 0.1 % ea
        full={"d": 64, "sigma_B": 1.0, "tau": 1.0, "m": 16_384, "n": 50_000, "n_mc": 2_000_000})
 def nice_fraction(size, device, outdir):
     d, sigma, m = size["d"], size["sigma_B"], size["m"]
-    model = gf.xor_mixture(d, sigma)
+    model = data.xor_mixture(d, sigma)
     tau_b = _b_tilde(d, sigma, size["tau"])
     gamma, B_G, eta1 = sigma / math.sqrt(d), math.sqrt(d) / 5, 1.0            # Lemma B.40 / B.41
-    init = gf.symmetric_init(d, m, 1.0, 1.0, tau_b, rng=np.random.default_rng(11))
+    init = framework.symmetric_init(d, m, 1.0, 1.0, tau_b, rng=np.random.default_rng(11))
     a0, _, b = init
     W1s = _first_step_sim(model, init, size["n"], eta1, "hinge", seed=11)[0]
-    _, W1p = gf.first_step(model, *init, eta1)
+    _, W1p = framework.first_step(model, *init, eta1)
     rows, zs = [], []
     for j, D in enumerate(model.mus / np.linalg.norm(model.mus, axis=1, keepdims=True)):
-        p, (lo, hi) = gf.feature_probability(model, D, 1, gamma, B_G, tau_b, n_mc=size["n_mc"],
+        p, (lo, hi) = framework.feature_probability(model, D, 1, gamma, B_G, tau_b, n_mc=size["n_mc"],
                                              rng=np.random.default_rng([12, j]))
         q = p / 2
         sd = math.sqrt(m * q * (1 - q) + (m / 2) ** 2 * p * (1 - p) / size["n_mc"])
-        count = len(gf.nice_set(W1s, a0, b, D, 1, gamma, B_G, eta1))
-        count_pop = len(gf.nice_set(W1p, a0, b, D, 1, gamma, B_G, eta1))
+        count = len(framework.nice_set(W1s, a0, b, D, 1, gamma, B_G, eta1))
+        count_pop = len(framework.nice_set(W1p, a0, b, D, 1, gamma, B_G, eta1))
         zs.append((count - m * q) / sd)
         rows.append({"feature": f"D_{j + 1}", "p_hat": p, "p_ci_low": lo, "p_ci_high": hi, "expected": m * q,
                      "sd": sd, "nice_torch": count, "nice_population": count_pop, "z": zs[-1]})
