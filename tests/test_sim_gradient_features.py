@@ -8,6 +8,8 @@ from itertools import product
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -125,6 +127,22 @@ def test_first_step_is_eta1_lprime0_times_the_sample_gradient_and_keeps_the_mirr
         Eyx = (y[:, None] * X).mean(0)                                    # w_{i+m} = w_i - eta1 |l'(0)| a_i E^[yx]
         twin = W1s[:m] - 0.3 * loss_slope(loss) * a0[:m, None] * Eyx
         np.testing.assert_allclose(W1s[m:2 * m], twin, rtol=0, atol=1e-13)
+
+
+@given(m=st.integers(1, 3), d=st.integers(2, 5), loss=st.sampled_from(["hinge", "logistic"]),
+       power=st.integers(-4, 4), eta1=st.floats(0.01, 10.0), seed=st.integers(0, 2**20))
+def test_first_step_is_invariant_to_the_joint_scale_of_w_and_b(m, d, loss, power, eta1, seed):
+    """G(c w, c b) = G(w, b) and A(c w, c b) = c A(w, b) for c > 0 (spec §6.2-6.3); c = 2^power makes every
+    product exact: the init scales exactly, and the step only sees the rounding residue of g^(0) (~1e-16 c)
+    through the logistic l'(y g^(0)), so W^(1) agrees to 1e-13 relative (bitwise for the hinge)."""
+    model, c = xor_mixture(d, 1.0), 2.0 ** power
+    kw = dict(m=m, method="alg1", steps=1, n=64, eta1=eta1, loss=loss, test=1, seed=seed)
+    one = sg.train(model, sigma_w=0.7, b_tilde=0.4, **kw)
+    scaled = sg.train(model, sigma_w=0.7 * c, b_tilde=0.4 * c, **kw)
+    np.testing.assert_array_equal(scaled["W0"], c * one["W0"])
+    exact = dict(rtol=0, atol=0) if loss == "hinge" else dict(rtol=1e-13, atol=0)
+    np.testing.assert_allclose(scaled["W1"], one["W1"], **exact)
+    np.testing.assert_allclose(scaled["a1"], c * one["a1"], **exact)
 
 
 def test_weight_decay_other_than_one_over_eta1_keeps_the_init():
