@@ -26,10 +26,21 @@ __all__ = ["Bounds", "DataModel", "GaussianMixture", "xor_mixture", "LinearSepar
 
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT2PI = 0.5 * math.log(2.0 * math.pi)
-_PSI_SWITCH = 6.0     # relu_moment: direct erfcx form for kappa >= -6, Laplace continued fraction below
-_PSI_DEPTH = 90       # continued-fraction depth: relative error < 1e-16 for t >= 6 (tests check against mpmath)
+_INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_PSI_SWITCH = 3.0     # relu_moment: erfcx form for -3 <= kappa < 0, Laplace continued fraction below
+_PSI_DEPTH = 120      # continued-fraction depth: relative error < 1e-15 for t >= 3 (tests check against mpmath)
 _SUM_TOL = 1e-12      # |sum p_j - 1| accepted for mixture weights
 _STRUCT_TOL = 1e-12   # relative tolerance when recognising the XOR structure of a mixture
+
+
+def _npdf(t):
+    """Standard normal density, exact to ~1 ulp for large |t| (Veltkamp split: th^2 is exact, so no
+    rounding of t^2 is amplified by the exponential)."""
+    t = np.asarray(t, dtype=np.float64)
+    c = 134217729.0 * t
+    th = c - (c - t)
+    tl = t - th
+    return np.exp(-0.5 * th * th) * np.exp(-(th * tl + 0.5 * tl * tl)) * _INV_SQRT2PI
 
 
 def hinge(z):
@@ -84,15 +95,43 @@ def logistic2(z):
 LOSSES = {"hinge": hinge, "logistic": logistic2}
 
 
+def _ndtr_psi(kappa):
+    r"""(:math:`\Phi(\kappa)`, :math:`\psi(\kappa)`) to ~1e-15 relative accuracy; see :func:`relu_moment`.
+
+    For :math:`\kappa<-3` both come from one continued fraction: with :math:`t=-\kappa` and
+    :math:`S_n=t+(n+1)/S_{n+1}`, the Mills ratio is :math:`R=S_1/(tS_1+1)`, :math:`\Phi(\kappa)=\varphi(t)R` and
+    :math:`\psi(\kappa)=\varphi(t)/(tS_1+1)` (``ndtr`` itself loses ~1e-13 there to the rounding of
+    :math:`\kappa^2`).
+    """
+    k = np.asarray(kappa, dtype=np.float64)
+    Phi = np.array(special.ndtr(k), dtype=np.float64)                   # NaN in, NaN out (0-d stays an array)
+    psi = np.full_like(k, np.nan)
+    pos = k >= 0
+    mid = (k < 0) & (k >= -_PSI_SWITCH)
+    low = k < -_PSI_SWITCH
+    psi[pos] = k[pos] * Phi[pos] + _npdf(k[pos])
+    km = k[mid]
+    psi[mid] = _npdf(km) * (1.0 + km * math.sqrt(math.pi / 2) * special.erfcx(-km / _SQRT2))
+    t = -k[low]
+    s = t.copy()
+    for n in range(_PSI_DEPTH, 0, -1):
+        s = t + (n + 1) / s
+    f = _npdf(t)
+    psi[low] = f / (t * s + 1.0)
+    Phi[low] = f * s / (t * s + 1.0)
+    return Phi, psi
+
+
 def relu_moment(kappa):
     r"""Stable :math:`\psi(\kappa)=\kappa\Phi(\kappa)+\varphi(\kappa)=\mathbb E[\sigma(\kappa+Z)]`, :math:`Z\sim\mathcal N(0,1)`.
 
     .. math:: \psi(\kappa)=\frac{\varphi(t)}{t\,S_1(t)+1},\quad t=-\kappa,\quad
-              S_n(t)=t+\frac{n+1}{S_{n+1}(t)}\quad(\kappa<-6),
+              S_n(t)=t+\frac{n+1}{S_{n+1}(t)}\quad(\kappa<-3),
 
     the Laplace continued fraction of the Mills ratio, which avoids the cancellation of
-    :math:`\kappa\Phi(\kappa)+\varphi(\kappa)\approx\varphi(\kappa)/\kappa^2`; for :math:`\kappa\ge-6` the direct
-    form :math:`\varphi(\kappa)\,[1+\kappa\sqrt{\pi/2}\,\mathrm{erfcx}(-\kappa/\sqrt2)]`.
+    :math:`\kappa\Phi(\kappa)+\varphi(\kappa)\approx\varphi(\kappa)/\kappa^2`; the erfcx form
+    :math:`\varphi(\kappa)\,[1+\kappa\sqrt{\pi/2}\,\mathrm{erfcx}(-\kappa/\sqrt2)]` on :math:`[-3,0)`, and
+    :math:`\kappa\Phi(\kappa)+\varphi(\kappa)` itself for :math:`\kappa\ge0`.
 
     Parameters
     ----------
@@ -101,8 +140,8 @@ def relu_moment(kappa):
 
     Notes
     -----
-    Regime: relative accuracy ~1e-15 for every kappa whose result is a normal float (kappa > -37.5);
-    it underflows to 0 below (true value < 1e-300).
+    Regime: relative accuracy < 5e-15 for every kappa whose result is a normal float (kappa > -37.5);
+    it underflows to 0 below (true value < 1e-300). NaN in, NaN out.
 
     References
     ----------
@@ -110,21 +149,13 @@ def relu_moment(kappa):
 
     Examples
     --------
-    >>> float(relu_moment(0.0)) == 1 / np.sqrt(2 * np.pi)
-    True
+    >>> round(relu_moment(0.0), 12)            # 1 / sqrt(2 pi)
+    0.398942280401
+    >>> float(relu_moment(-30.0))              # ~ phi(30) / 30^2: no cancellation
+    1.631956734091401e-199
     """
-    k = np.asarray(kappa, dtype=np.float64)
-    out = np.empty_like(k)
-    direct = k >= -_PSI_SWITCH
-    kd = k[direct]
-    out[direct] = np.exp(-0.5 * kd * kd - _LOG_SQRT2PI) * (1.0 + kd * math.sqrt(math.pi / 2)
-                                                            * special.erfcx(-kd / _SQRT2))
-    t = -k[~direct]
-    s = t.copy()
-    for n in range(_PSI_DEPTH, 0, -1):
-        s = t + (n + 1) / s
-    out[~direct] = np.exp(-0.5 * t * t - _LOG_SQRT2PI) / (t * s + 1.0)
-    return out if out.ndim else float(out)
+    psi = _ndtr_psi(kappa)[1]
+    return psi if psi.ndim else float(psi)
 
 
 class Bounds(NamedTuple):
@@ -421,8 +452,9 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
-        Regime: any w != 0 and b; norm-wise relative accuracy ~1e-13 down to :math:`\kappa_l\approx-37`, where
-        :math:`\Phi` underflows (G is then 0 to double precision).
+        Regime: any w != 0 and b; norm-wise relative error below :math:`20\kappa^2\epsilon` (the conditioning of
+        :math:`\Phi(\kappa)` under the rounding of :math:`\kappa`; 1.5e-13 at :math:`\kappa=-26`) down to
+        :math:`\kappa_l\approx-37`, where :math:`\Phi` underflows (G is then 0 to double precision).
 
         References
         ----------
@@ -436,10 +468,10 @@ class GaussianMixture(DataModel):
         """
         W, b, norms, proj, kappa = self._kappa(W, b)
         c = self.weights * self.labels
-        Phi = special.ndtr(kappa)                                       # (M, r), relative accuracy in the lower tail
+        Phi, psi = _ndtr_psi(kappa)                                     # (M, r), relative accuracy in the tails
         what = W / norms[:, None]
         along = (Phi * c) @ self.mus - ((Phi * c * proj).sum(1) / norms)[:, None] * what
-        radial = (c * (self.sigmas * relu_moment(kappa) + (b / norms)[:, None] * Phi)).sum(1)
+        radial = (c * (self.sigmas * psi + (b / norms)[:, None] * Phi)).sum(1)
         return along + radial[:, None] * what
 
     def A(self, W, b):
@@ -864,7 +896,7 @@ class LinearSeparable(DataModel):
             kappa = num / npp[:, None]
             unit = perp / npp[:, None]
         Phi = np.where(deg[:, None], (num > 0).astype(float), special.ndtr(kappa))
-        phi = np.where(deg[:, None], 0.0, np.exp(-0.5 * np.where(deg[:, None], 0.0, kappa) ** 2 - _LOG_SQRT2PI))
+        phi = np.where(deg[:, None], 0.0, _npdf(np.where(deg[:, None], 0.0, kappa)))
         g_star = (Phi * q * np.abs(ys)).sum(1)
         g_perp = (phi * q * np.sign(ys)).sum(1)
         return np.outer(g_star, self.w_star) + np.where(deg[:, None], 0.0, g_perp[:, None] * unit)
