@@ -227,7 +227,8 @@ def test_alg7_removes_constant_and_linear_parts_and_redraws_the_biases():
     W1 = 2 * eta1 * a0[:, None] * (((X @ W0.T > 0) * yc[:, None]).T @ X) / n   # square loss: l' = 2(g - y)
     np.testing.assert_allclose(sim["W1"][0], W1, rtol=0, atol=1e-12)
     b1 = sim["b1"][0]
-    assert np.all(b1 != 0) and abs(b1.mean()) < 4 / math.sqrt(b1.size) + 0.5  # re-drawn N(0, 1)
+    # re-drawn i.i.d. N(0, 1): 20 draws, mean within 4 SE of 0 and SD in the 1e-4..1-1e-4 chi^2_19 range
+    assert abs(b1.mean()) < 4 / math.sqrt(b1.size) and 0.45 < b1.std(ddof=1) < 1.64
 
 
 def test_mask_removes_the_other_neurons_after_the_first_step():
