@@ -266,6 +266,15 @@ def test_same_seed_same_numbers_other_seed_other_numbers_and_replicates_are_sepa
     assert not np.array_equal(a["W0"][0], a["W0"][1])
 
 
+def test_float32_follows_float64():
+    kw = dict(m=4, method="alg1", steps=5, n=300, eta1=0.5, eta=0.05, b_tilde=1.0, test=300, seed=1)
+    lo, hi = sg.train(XOR, dtype="float32", **kw), sg.train(XOR, **kw)
+    assert lo.meta["dtype"] == "float32" and hi.meta["dtype"] == "float64"
+    # float32 rounding (6e-8 relative) over sums of 300 terms and 5 steps, entries O(1)
+    np.testing.assert_allclose(lo["W1"], hi["W1"], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(lo["loss"], hi["loss"], rtol=0, atol=1e-5)
+
+
 def test_fixed_init_is_shared_by_every_seed():
     one = sg.train(XOR, m=2, method="alg1", steps=1, n=50, eta1=0.3, b_tilde=1.0, test=10)
     init = (one["a0"][0], one["W0"][0], one["b0"][0])
