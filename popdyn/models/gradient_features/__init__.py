@@ -6,8 +6,11 @@ Spec: specs/gradient_features.md. Conventions (issue 11 §5): W is (M, d), one r
 
 * Data (``data.py``): :class:`DataModel`, :class:`Bounds`, :class:`GaussianMixture`, :func:`xor_mixture`,
   :class:`LinearSeparable`, :func:`relu_moment`, the losses :func:`hinge`, :func:`logistic2` (``LOSSES``).
+* Multiple-index polynomial (``multi_index.py``): :class:`MultiIndexPolynomial` (exact G, A, Algorithm 7's
+  first-step direction, H and kappa).
 """
 from .data import LOSSES, Bounds, DataModel, GaussianMixture, LinearSeparable, hinge, logistic2, relu_moment, xor_mixture
+from .multi_index import MultiIndexPolynomial
 
 __all__ = ["DataModel", "Bounds", "GaussianMixture", "xor_mixture", "LinearSeparable", "relu_moment", "hinge",
-           "logistic2", "LOSSES"]
+           "logistic2", "LOSSES", "MultiIndexPolynomial"]
