@@ -30,15 +30,10 @@ class Cube(UniformParity):
         return X, np.prod(X[:, self.subset], axis=1)
 
 
-class Quadratic:
+def quadratic(d):
     """Multi-index target y = He_2(x_0) + x_0 x_1 + 0.5 + x_2 (constant and linear parts for Algorithm 7 to remove)."""
-
-    def __init__(self, d):
-        self.dim = d
-
-    def sample(self, n, rng):
-        x = rng.standard_normal((n, self.dim))
-        return x, x[:, 0] ** 2 - 1 + x[:, 0] * x[:, 1] + 0.5 + x[:, 2]
+    return MultiIndexPolynomial(np.eye(d)[:3], {(2, 0, 0): math.sqrt(2), (1, 1, 0): 1.0, (0, 0, 0): 0.5,
+                                                (0, 0, 1): 1.0})
 
 
 XOR = xor_mixture(12, 1.5)
@@ -207,7 +202,7 @@ def test_uniform_parity_first_step_on_a_sample_matches_the_exact_gradient_within
 
 @pytest.mark.parametrize("method", list(sg.METHODS))
 def test_every_method_runs_and_freezes_what_it_should(method):
-    model = Quadratic(6) if method == "alg7" else (Cube(5, 2) if method == "alg6" else xor_mixture(6, 1.0))
+    model = quadratic(6) if method == "alg7" else (Cube(5, 2) if method == "alg6" else xor_mixture(6, 1.0))
     kw = {} if method in ("alg6", "alg7") else {"b_tilde": 1.0}
     sim = sg.train(model, m=3, method=method, steps=4, n=64, eta1=0.1, eta=0.01, seeds=2, test=64, **kw)
     assert sim.success and sim.t.tolist() == [0, 1, 2, 3, 4]
@@ -231,7 +226,7 @@ def test_alg4_descends_its_training_loss_and_cached_features_change_nothing():
 
 
 def test_alg7_removes_constant_and_linear_parts_and_redraws_the_biases():
-    model, n, eta1 = Quadratic(8), 2000, 0.7
+    model, n, eta1 = quadratic(8), 2000, 0.7
     sim = sg.train(model, m=5, method="alg7", steps=1, n=n, eta1=eta1, test=10, seed=4)
     X, y = _train_sample(model, sim, n)
     yc = y - y.mean() - X @ (y[:, None] * X).mean(0)
@@ -328,7 +323,7 @@ def test_missing_step_sizes_and_wrong_losses_are_named():
     with pytest.raises(InvalidParameterError, match="'eta'"):
         sg.train(XOR, m=2, steps=2, n=10, eta1=0.1, b_tilde=1.0)
     with pytest.raises(InvalidParameterError, match="'loss'"):
-        sg.train(Quadratic(4), m=2, method="alg7", steps=1, n=10, eta1=0.1, loss="hinge")
+        sg.train(quadratic(4), m=2, method="alg7", steps=1, n=10, eta1=0.1, loss="hinge")
     with pytest.raises(InvalidParameterError, match="'init\\[1\\] \\(W0\\)'"):
         sg.train(XOR, m=2, steps=1, n=10, eta1=0.1, init=(np.ones(8), np.ones((8, 3)), np.ones(8)))
 
