@@ -96,7 +96,7 @@ class _Net:
 
     def features(self, X):
         """Pre-activations ``z = W_src x - b`` (seeds, n, M) of the source layer (W0 for the NTK) and relu(z)."""
-        Z = X @ (self.W if self.W0 is None else self.W0).mT - self.b[:, None, :]
+        Z = torch.baddbmm(-self.b[:, None, :], X, (self.W if self.W0 is None else self.W0).mT)
         return Z, torch.relu(Z)
 
     def output(self, X, Z, F):
@@ -131,8 +131,8 @@ def _gradients(net, X, y, loss, chunk, want_W, cache=None):
         l, u = _loss_terms(loss, net.output(Xc, Z, F), yc)
         total += l.sum(1)
         ga += (F.mT @ u[..., None])[..., 0]
-        if want_W:
-            gW += ((Z > 0).to(X.dtype) * u[..., None]).mT @ Xc
+        if want_W:                       # Z is this chunk's own (never cached when W moves): reuse it in place
+            gW += Z.gt_(0).mul_(u[..., None]).mT @ Xc
     coef = net.a if net.a0 is None else net.a0
     return total / n, ga / n, None if gW is None else gW * (coef[..., None] / n)
 
