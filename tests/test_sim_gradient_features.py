@@ -207,6 +207,8 @@ def test_every_method_runs_and_freezes_what_it_should(method):
     sim = sg.train(model, m=3, method=method, steps=4, n=64, eta1=0.1, eta=0.01, seeds=2, test=64, **kw)
     assert sim.success and sim.t.tolist() == [0, 1, 2, 3, 4]
     assert sim["loss"].shape == sim["error"].shape == sim["train_loss"].shape == (2, 5)
+    assert sim["a_t"].shape == (2, 5, 12)
+    np.testing.assert_array_equal(sim["a_t"][:, -1], sim["aT"])
     step1 = sg.METHODS[method].step1 is not None
     trains_W_later = "W" in sg.METHODS[method].layers
     first = sim["W1"] if step1 else sim["W0"]

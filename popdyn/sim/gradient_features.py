@@ -369,9 +369,10 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
     Simulation
         ``t`` the recorded steps; (seeds, len(t)): ``loss`` and ``error`` (test loss and ``P[y g < 0] +
         P[g = 0]/2``; the error is also recorded for "mse"), ``train_loss`` (the loss of Xi^(t) on the batch of step
-        t + 1, at t = T on one more batch or the fixed sample); with ``record_params`` the parameters above
-        ((seeds, 4m) and (seeds, 4m, d); ``b1`` is b after the re-draw of "alg7"). ``meta`` holds the options,
-        the resolved eta1, device, dtype, wall time and steps per second.
+        t + 1, at t = T on one more batch or the fixed sample); ``a_t`` (seeds, len(t), 4m) the second layer at the
+        recorded steps (with W frozen, e.g. "alg4", the whole network over time); with ``record_params`` the
+        parameters above ((seeds, 4m) and (seeds, 4m, d); ``b1`` is b after the re-draw of "alg7"). ``meta``
+        holds the options, the resolved eta1, device, dtype, wall time and steps per second.
 
     Notes
     -----
@@ -423,7 +424,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
         center = lambda X_, y_: y_ - shift[0][:, None] - (X_ @ shift[1][..., None])[..., 0]
         y, ytest = center(X, y), center(Xtest, ytest)
     record = set(range(0, T + 1, opts["record_every"])) | {t for t in (0, 1, T) if t <= T}
-    out = {"t": [], "loss": [], "error": [], "train_loss": []}
+    out = {"t": [], "loss": [], "error": [], "train_loss": [], "a_t": []}
     params = {}
 
     def keep(tag, names):
@@ -452,7 +453,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
                     l_tr = grads[0]
                 if t in record:
                     l_te, e_te = _evaluate(net, Xtest, ytest, L, opts["chunk"])
-                    for key, v in (("loss", l_te), ("error", e_te), ("train_loss", l_tr)):
+                    for key, v in (("loss", l_te), ("error", e_te), ("train_loss", l_tr), ("a_t", net.a)):
                         out[key].append(to_numpy(v))
                     out["t"].append(t)
                 if t == T:
