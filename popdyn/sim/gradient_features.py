@@ -292,9 +292,10 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
 
     .. math:: \mathbf a^{(1)} = -\eta^{(1)}\nabla_{\mathbf a}\tilde{\mathcal L}_{\mathcal Z^{(0)}}(g_{\Xi^{(0)}}),
               \quad \mathbf W^{(1)} = -\eta^{(1)}\nabla_{\mathbf W}\tilde{\mathcal L}_{\mathcal Z^{(0)}}(g_{\Xi^{(0)}})
-              \quad(\lambda^{(1)} = 1/\eta^{(1)}),\qquad
-              \theta^{(t)} = \theta^{(t-1)} - \eta\,\nabla_\theta\tilde{\mathcal L}_{\mathcal Z^{(t-1)}}(g_{\Xi^{(t-1)}})
-              \ (t \ge 2)
+              \quad(\lambda^{(1)} = 1/\eta^{(1)}),
+
+              \theta^{(t)} = \theta^{(t-1)}
+              - \eta\,\nabla_\theta\tilde{\mathcal L}_{\mathcal Z^{(t-1)}}(g_{\Xi^{(t-1)}})\quad(t \ge 2)
 
     with :math:`g_\Xi(\mathbf x) = \sum_{i<4m} a_i\,\mathrm{relu}(\langle\mathbf w_i,\mathbf x\rangle - b_i)`,
     b never trained, and the symmetric init (3.9), so that :math:`g_{\Xi^{(0)}} = 0` and the first step is
@@ -378,9 +379,10 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
     -----
     Regime: any data model with a sampler; the population first step of ``popdyn.predict`` is the n -> inf limit
     of step 1 (deviation O(n^{-1/2}) per neuron, spec §2.12). The hinge derivative at the kink yg = 1 is taken
-    as 0 (torch's relu convention, as autograd). At t = 0, g is 0 only up to rounding (~1e-16): the
-    recorded error there is 1/2 up to the signs of the rounding. Float32 loses the uniform-parity xi_{k-1} ~ d^{-(k-1)/2} scale
-    and the first step's small W^(1) against b: keep float64 for first-step comparisons (spec §4).
+    as 0 (torch's relu convention, as autograd). At t = 0, g is 0 only up to rounding (~1e-16): the recorded
+    error there is 1/2 up to the signs of the rounding. Float32 loses the uniform-parity scale
+    xi_{k-1} ~ d^{-(k-1)/2} and the first step's small W^(1) against b: keep float64 for first-step comparisons
+    (spec §4).
 
     References
     ----------
