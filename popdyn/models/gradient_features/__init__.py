@@ -9,7 +9,8 @@ Spec: specs/gradient_features.md. Conventions (issue 11 §5): W is (M, d), one r
 * Multiple-index polynomial (``multi_index.py``): :class:`MultiIndexPolynomial` (exact G, A, Algorithm 7's
   first-step direction, H and kappa).
 """
-from .data import LOSSES, Bounds, DataModel, GaussianMixture, LinearSeparable, hinge, logistic2, relu_moment, xor_mixture
+from .data import (LOSSES, Bounds, DataModel, GaussianMixture, LinearSeparable, hinge, logistic2, relu_moment,
+                   xor_mixture)
 from .multi_index import MultiIndexPolynomial
 
 __all__ = ["DataModel", "Bounds", "GaussianMixture", "xor_mixture", "LinearSeparable", "relu_moment", "hinge",

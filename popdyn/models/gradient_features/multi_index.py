@@ -8,8 +8,9 @@ r"""Multiple-index polynomial target with Gaussian input (seed 001 B.5.7, L7579-
           \mathbb E\,g^{*2}=\sum_\alpha\hat c_\alpha^2 .
 
 With :math:`c_\alpha=\hat c_\alpha/\sqrt{\alpha!}` and :math:`P_k(\mathbf v)=\sum_{|\alpha|=k}c_\alpha\mathbf v^\alpha`,
-the Hermite tensors :math:`T_k=\mathbb E\nabla^kg^*` of spec §2.7 act as :math:`T_k[\hat{\mathbf w}^{\otimes k}]=k!\,P_k(U\hat{\mathbf w})`
-and :math:`T_k[\hat{\mathbf w}^{\otimes(k-1)}]=(k-1)!\,U^\top\nabla P_k(U\hat{\mathbf w})`.
+the Hermite tensors :math:`T_k=\mathbb E\nabla^kg^*` of spec §2.7 act as
+:math:`T_k[\hat{\mathbf w}^{\otimes k}]=k!\,P_k(U\hat{\mathbf w})` and
+:math:`T_k[\hat{\mathbf w}^{\otimes(k-1)}]=(k-1)!\,U^\top\nabla P_k(U\hat{\mathbf w})`.
 """
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ class MultiIndexPolynomial(DataModel):
         return float(self.coefs @ self.coefs)
 
     def target(self, X):
-        r"""Evaluate :math:`g^*(\mathbf x)=\sum_\alpha\hat c_\alpha\prod_jh_{\alpha_j}(\langle\mathbf u_j,\mathbf x\rangle)` row-wise."""
+        r"""Evaluate the target row-wise:
+        :math:`g^*(\mathbf x)=\sum_\alpha\hat c_\alpha\prod_jh_{\alpha_j}(\langle\mathbf u_j,\mathbf x\rangle)`."""
         Zc = np.asarray(X, dtype=np.float64) @ self.U.T                     # (n, r)
         H = hermite_polys(self.degree, Zc)                                   # (deg+1, n, r)
         r = self.U.shape[0]
@@ -239,7 +241,8 @@ class MultiIndexPolynomial(DataModel):
 
         With the MSE (B.562), :math:`g_{\Xi^{(0)}}=0` and :math:`\lambda^{(1)}=1/\eta^{(1)}`:
         :math:`\mathbf w^{(1)}_i=2\eta^{(1)}a_i\,\mathbb E[y\,\mathbf x\,\mathbb I[\mathbf w_i^\top\mathbf x>0]]`.
-        Degree-2 part: :math:`\varphi(0)(H\hat{\mathbf w}-\tfrac12(\hat{\mathbf w}^\top H\hat{\mathbf w})\hat{\mathbf w})`.
+        Degree-2 part:
+        :math:`\varphi(0)(H\hat{\mathbf w}-\tfrac12(\hat{\mathbf w}^\top H\hat{\mathbf w})\hat{\mathbf w})`.
 
         Parameters
         ----------
@@ -262,7 +265,7 @@ class MultiIndexPolynomial(DataModel):
         --------
         >>> U = np.eye(3)[:1]
         >>> model = MultiIndexPolynomial(U, {(3,): 1.0}, preprocess=True)
-        >>> np.abs(model.first_step_direction([[0.3, -1.0, 2.0]])).max() < 1e-15    # odd degree 3 drops out
+        >>> bool(np.abs(model.first_step_direction([[0.3, -1.0, 2.0]])).max() < 1e-15)   # odd degree 3 drops out
         True
         """
         return self.simplified_gradient(W, 0.0)

@@ -32,7 +32,8 @@ __all__ = ["StructuredParity", "UniformParity", "majority_coefficient", "MonteCa
 _ORTH_TOL = 1e-10        # ||M^T M - I||_max accepted for a dictionary: a QR in float64 gives ~1e-15
 _ENUM_MAX = 1 << 18      # support points of the exact enumeration (memory ~ 2^18 d float64)
 _GSTAR_MAX = 1 << 20     # block-sum configurations of the exact g* loss
-_BLOCK = 256             # samples per cache block of the numba kernel (~256 nnz 12 B: L2-resident)
+_BLOCK = 256             # samples per cache block of the numba kernel
+_SCATTER_COST = 24       # scatter-add vs BLAS multiply-add cost (measured 16-26, 1 core, d = 1000): "auto" rule
 
 
 def _require(owner, name, ok, allowed, value):
@@ -40,7 +41,7 @@ def _require(owner, name, ok, allowed, value):
         raise InvalidParameterError(f"The {name!r} parameter of {owner} must be {allowed}. Got {value!r} instead.")
 
 
-def majority_coefficient(n, j):
+def majority_coefficient(n, j, log=False):
     r"""Fourier coefficient :math:`\xi_j=\widehat{\mathrm{Maj}_n}(S)` of majority on n bits, for any :math:`|S|=j`.
 
     .. math:: \xi_j=(-1)^{\frac{j-1}2}\,\frac{\binom{(n-1)/2}{(j-1)/2}}{\binom{n-1}{j-1}}\;
@@ -52,12 +53,15 @@ def majority_coefficient(n, j):
         Number of bits, odd, :math:`n\ge1` (the input dimension d: the paper's ``n`` here is not a sample size).
     j : int
         Size of the set S, :math:`0\le j\le n`.
+    log : bool
+        Return :math:`\log|\xi_j|` instead (:math:`-\infty` for even j); the sign is :math:`(-1)^{(j-1)/2}`.
 
     Returns
     -------
     float
-        :math:`\xi_j`, the exact rational correctly rounded to float64 (it underflows to 0 only where
-        :math:`|\xi_j|<5\times10^{-324}`, e.g. :math:`j\approx n/2` for :math:`n\gtrsim2000`).
+        :math:`\xi_j`, the exact rational correctly rounded to float64. It underflows to 0 where
+        :math:`|\xi_j|<5\times10^{-324}` (:math:`j\approx n/2` for :math:`n\gtrsim2000`); ``log=True`` does not,
+        within a few ulp (:math:`\log m+e\log2` with :math:`|\xi_j|=m2^e`, m correctly rounded).
 
     Notes
     -----
@@ -80,11 +84,15 @@ def majority_coefficient(n, j):
     _require(owner, "n", n % 2 == 1, "an odd int >= 1", n)
     j = check(owner, "j", j, Integer(0, n))
     if j % 2 == 0:
-        return 0.0
+        return -math.inf if log else 0.0
     h, i = (n - 1) // 2, (j - 1) // 2
     num = math.comb(h, i) * math.comb(n - 1, h)
     den = math.comb(n - 1, j - 1) << (n - 1)
-    return (-1) ** i * (num / den)
+    if not log:
+        return (-1) ** i * (num / den)
+    e = num.bit_length() - den.bit_length()                       # |xi| = m 2^e with m in (1/2, 2)
+    m = num / (den << e) if e >= 0 else (num << -e) / den
+    return math.log(m) + e * math.log(2.0)
 
 
 class MonteCarloGradient(NamedTuple):
@@ -118,7 +126,7 @@ def _check_neurons_pm1(owner, W, b):
 
 
 class UniformParity(DataModel):
-    r"""Sparse parity on uniform inputs (Assumption B.53): :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`.
+    r"""Uniform sparse parity (Assumption B.53): :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`.
 
     .. math:: G_j(\mathbf w,b)=\tfrac12\,\xi_{|A\triangle\{j\}|}\,\chi_{A\triangle\{j\}}(\mathbf w)
               +\tfrac12\,\mathbb I[A=\{j\}]\qquad(\mathbf w\in\{\pm1\}^d,\ |b|<1).
@@ -295,7 +303,8 @@ class UniformParity(DataModel):
         r"""The ground truth :math:`g^*=\chi_A` of Lemma B.64 (B.551): :math:`3(k+1)` ReLUs on the feature D.
 
         .. math:: g^*(\mathbf x)=\sum_{i=0}^k(-1)^{k-i}\sqrt k\Big[\sigma(z-\tfrac{2i-k-1}{\sqrt k})
-                  -2\sigma(z-\tfrac{2i-k}{\sqrt k})+\sigma(z-\tfrac{2i-k+1}{\sqrt k})\Big],\quad z=\langle D,\mathbf x\rangle.
+                  -2\sigma(z-\tfrac{2i-k}{\sqrt k})+\sigma(z-\tfrac{2i-k+1}{\sqrt k})\Big],\quad
+                  z=\langle D,\mathbf x\rangle.
 
         Returns
         -------
@@ -320,27 +329,24 @@ class UniformParity(DataModel):
 # ---- structured parity --------------------------------------------------------------------------------------------
 
 @numba.njit(cache=True, parallel=True)
-def _masked_sums(indptr, idx, val, y, W, b, G, S2, block):
-    """G[i] += sum_s y_s x_s 1[w_i.x_s > b_i], S2[i] += sum_s x_s^2 1[...] over CSR rows x_s.
+def _masked_sums(active, indptr, idx, val, y, G, S2, block):
+    """G[i] += sum_s y_s x_s active[i, s] and S2[i] += sum_s x_s^2 active[i, s] over the sparse rows x_s (CSR).
 
-    Samples are taken ``block`` at a time and every neuron sweeps the block, so the block's CSR stays in cache."""
-    M = W.shape[0]
-    n = indptr.size - 1
+    Samples are taken ``block`` at a time and every neuron sweeps the block, so the block's rows stay in cache;
+    only the active (neuron, sample) pairs touch the nonzero entries."""
+    M, n = active.shape
     for s0 in range(0, n, block):
         s1 = min(s0 + block, n)
         for i in numba.prange(M):
             for s in range(s0, s1):
-                pre = 0.0
-                for t in range(indptr[s], indptr[s + 1]):
-                    pre += W[i, idx[t]] * val[t]
-                if pre > b[i]:
+                if active[i, s]:
                     for t in range(indptr[s], indptr[s + 1]):
                         G[i, idx[t]] += y[s] * val[t]
                         S2[i, idx[t]] += val[t] * val[t]
 
 
 class StructuredParity(DataModel):
-    r"""Structured parity (B.396-B.397): :math:`\mathbf x=M\phi`, :math:`y=\mathrm{sign}\sum_{j}\mathrm{XOR}(\phi_{A_j})`.
+    r"""Structured parity (B.396-B.397): :math:`\mathbf x=M\phi`, :math:`y=\mathrm{sign}\sum_j\mathrm{XOR}(\phi_{A_j})`.
 
     .. math:: \phi\sim(1-2rp_A)\mathbf X_U+\sum_{j\in[r]}p_A(\mathbf X_{j,+}+\mathbf X_{j,-}),\qquad
               \phi_l\in\{+1,-1,0\}\ \text{w.p.}\ (p_o,p_o,1-2p_o)\ (l\notin A)\ \text{independently}.
@@ -485,14 +491,19 @@ class StructuredParity(DataModel):
 
     # ---- Monte Carlo and exact G ----------------------------------------------------------------------------------
 
-    def simplified_gradient_mc(self, W, b, n, rng, chunk=1 << 14, method="numba"):
-        r"""Monte Carlo :math:`\tilde G(\mathbf w_i,b_i)=\frac1n\sum_sy_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]`.
+    def simplified_gradient_mc(self, W, b, n, rng, chunk=2048, method="auto"):
+        r"""Monte Carlo simplified gradient (B.124), chunked, with a numba kernel for the sparse masked reduction.
 
-        Samples are drawn in chunks as the sparse pattern vectors :math:`\phi_s` (entries in {-1, 0, 1});
-        "numba" runs a kernel, parallel over neurons, that touches only the nonzero entries (cost
-        :math:`O(nM\,\mathrm{nnz})`, :math:`\mathrm{nnz}=\mathbb E\|\phi\|_0\le rk+2p_o(d-rk)`, no (n, M) mask),
-        "numpy" two BLAS products per chunk (cost :math:`O(nMd)`). Both consume the same random stream, so they
-        agree to float rounding. For a dictionary :math:`M\ne I` the inputs are dense and "numpy" is used.
+        .. math:: \tilde G(\mathbf w_i,b_i)=\frac1n\sum_sy_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]
+
+        Per chunk of samples the pre-activations :math:`\mathbf W\mathbf x_s` are one BLAS product; the masked
+        reduction :math:`\sum_sy_s\mathbf x_s\mathbb I[\cdot]` (and the second moments for ``se``) is then either two
+        more BLAS products ("numpy", cost :math:`O(nMd)`) or a numba kernel, parallel over neurons, that visits only
+        the active (neuron, sample) pairs and the nonzero entries of :math:`\mathbf x_s=M\phi_s` ("numba", cost
+        :math:`O(nM\,q\,\mathrm{nnz})`, q the active fraction, :math:`\mathrm{nnz}\le rk+2p_o(d-rk)` for
+        :math:`M=I`; no (n, M) float mask). "auto" picks per chunk the one with the smaller estimated cost
+        (numba when :math:`24\,q\,\mathrm{nnz}/d<1`: the paper's large :math:`\tilde b` and small :math:`p_o`). All
+        consume the same random stream and agree to float rounding.
 
         Parameters
         ----------
@@ -505,8 +516,8 @@ class StructuredParity(DataModel):
         rng : numpy.random.Generator or int
             Randomness (a seed is passed to ``default_rng``).
         chunk : int
-            Samples per chunk.
-        method : {"numba", "numpy"}
+            Samples per chunk (memory O(chunk (M + d))).
+        method : {"auto", "numba", "numpy"}
             The reduction (see above).
 
         Returns
@@ -527,22 +538,21 @@ class StructuredParity(DataModel):
         W, b, _ = _as_neurons(owner, W, b)
         _require(owner, "W", W.shape[1] == self.d, f"an (M, {self.d}) array", W.shape)
         n, chunk = _as_positive(owner, "n", n), _as_positive(owner, "chunk", chunk)
-        method = check(owner, "method", method, Options(("numba", "numpy")))
+        method = check(owner, "method", method, Options(("auto", "numba", "numpy")))
         rng = np.random.default_rng(rng)
-        if self.M is not None:
-            method = "numpy"
         G, S2 = np.zeros(W.shape), np.zeros(W.shape)
-        Wc = np.ascontiguousarray(W)
         for start in range(0, n, chunk):
             phi, y = self._sample_phi(min(chunk, n - start), rng)
-            if method == "numba":
-                rows, cols = np.nonzero(phi)
+            X = self._embed(phi)
+            mask = X @ W.T > b                                          # (chunk, M)
+            nz = X != 0
+            if method == "numba" or (method == "auto" and _SCATTER_COST * mask.sum() * nz.mean() < mask.size):
+                rows, cols = np.nonzero(nz)
                 indptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=len(y)))))
-                _masked_sums(indptr, cols.astype(np.int32), phi[rows, cols].astype(np.float64), y, Wc, b, G, S2,
+                _masked_sums(np.ascontiguousarray(mask.T), indptr, cols.astype(np.int32), X[rows, cols], y, G, S2,
                              _BLOCK)
             else:
-                X = self._embed(phi)
-                mask = (X @ W.T > b).astype(np.float64)
+                mask = mask.astype(np.float64)
                 G += (mask * y[:, None]).T @ X
                 S2 += mask.T @ (X * X)
         G /= n
@@ -565,8 +575,9 @@ class StructuredParity(DataModel):
         phiA, pA = np.concatenate(rows), np.concatenate(probs)
         vals = [v for v, p in ((-1.0, self.p_o), (0.0, 1 - 2 * self.p_o), (1.0, self.p_o)) if p > 0]
         pv = {-1.0: self.p_o, 0.0: 1 - 2 * self.p_o, 1.0: self.p_o}
-        noise = np.array(list(itertools.product(vals, repeat=self.d - rk))).reshape(-1, self.d - rk)
-        pnoise = np.prod(np.vectorize(pv.get)(noise), axis=1) if noise.size else np.ones(noise.shape[0])
+        noise = np.array(list(itertools.product(vals, repeat=self.d - rk))).reshape(-1, self.d - rk) \
+            if self.d > rk else np.zeros((1, 0))
+        pnoise = np.prod(np.vectorize(pv.get, otypes=[float])(noise), axis=1)
         Phi = np.concatenate([np.repeat(phiA, len(noise), axis=0), np.tile(noise, (len(phiA), 1))], axis=1)
         return Phi, self._label(Phi[:, :rk]), np.outer(pA, pnoise).ravel()
 
