@@ -31,7 +31,7 @@ import torch
 from .._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from ..models.gradient_features.framework import symmetric_init
 from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from ._torch import progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
 __all__ = ["train", "METHODS", "LOSSES"]
 
@@ -41,8 +41,8 @@ _POS = Interval(0, np.inf, closed="neither")
 _NONNEG = Interval(0, np.inf, closed="left")
 _LN2 = math.log(2.0)
 _CHUNK_ELEMENTS = 2**22          # seeds x samples x neurons of one pre-activation block (32 MB in float64)
-_CACHE_ELEMENTS = 2**25          # frozen features of a fixed sample are kept when they fit in 256 MB (float64)
-#: loss name -> l(0) = 1 losses of Assumption 3.1 ("logistic" is base 2) and the square loss of Algorithm 7
+_CACHE_ELEMENTS = 2**24          # frozen features of a fixed sample are kept when they fit in 128 MB (float64)
+#: the l(0) = 1 losses of Assumption 3.1 ("logistic" is base 2) and the square loss of Algorithm 7
 LOSSES = ("hinge", "logistic", "mse")
 _STREAMS = {"init": 0, "test": 1, "train": 2, "bias": 3}
 
@@ -118,7 +118,7 @@ def _gradients(net, X, y, loss, chunk, want_W, cache=None):
               \partial_{\mathbf w_i}\hat L = c_i\,\hat{\mathbb E}[u\,\mathbb 1[z_i > 0]\,\mathbf x],\quad
               u = \partial_g\ell,\ c_i = a_i\ (a^{(0)}_i\text{ for the NTK})
 
-    ``cache`` (a list of (Z, F) per chunk) holds the features of a fixed sample when W is frozen.
+    ``cache`` (the features F per chunk) holds relu(z) of a fixed sample when W is frozen (never for the NTK).
     """
     S, n, _ = X.shape
     M = net.a.shape[1]
@@ -127,7 +127,7 @@ def _gradients(net, X, y, loss, chunk, want_W, cache=None):
     total = torch.zeros(S, dtype=X.dtype, device=X.device)
     for j, r in enumerate(_chunks(n, S, M, chunk)):
         Xc, yc = X[:, r], y[:, r]
-        Z, F = net.features(Xc) if cache is None else cache[j]
+        Z, F = net.features(Xc) if cache is None else (None, cache[j])
         l, u = _loss_terms(loss, net.output(Xc, Z, F), yc)
         total += l.sum(1)
         ga += (F.mT @ u[..., None])[..., 0]
@@ -450,7 +450,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
                 else:
                     if cache is None and not want_W and not opts["fresh"] and not meth.linear \
                             and S * opts["n"] * M <= _CACHE_ELEMENTS:
-                        cache = [net.features(X[:, r]) for r in _chunks(opts["n"], S, M, opts["chunk"])]
+                        cache = [net.features(X[:, r])[1] for r in _chunks(opts["n"], S, M, opts["chunk"])]
                     grads = _gradients(net, X, y, L, opts["chunk"], want_W, None if want_W else cache)
                     l_tr = grads[0]
                 if t in record:
