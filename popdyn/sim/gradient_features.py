@@ -138,7 +138,7 @@ def _gradients(net, X, y, loss, chunk, want_W, cache=None):
 
 
 def _evaluate(net, X, y, loss, chunk):
-    """Mean loss and error ``P[y g < 0] + P[g = 0]/2`` per seed (error NaN-free: zeros for the square loss)."""
+    """Mean loss and error ``P[y g < 0] + P[g = 0]/2`` per seed (for the square loss the sign disagreement)."""
     S, n, _ = X.shape
     total = torch.zeros(S, dtype=torch.float64, device=X.device)
     err = torch.zeros_like(total)
@@ -196,7 +196,7 @@ def _initial(opts, d, dtype, device):
 # ---- options -------------------------------------------------------------------------------------------------------
 
 def _check(model, opts):
-    """Validate the options (in place) against each other and the model; returns the method."""
+    """Validate the options (in place) against each other and the model; returns the method and the dimension."""
     o = opts
     o["m"] = as_int(_OWNER, "m", o["m"], 1)
     o["method"] = check(_OWNER, "method", o["method"], Options(tuple(METHODS)))
