@@ -59,11 +59,12 @@ def test_relu_moment_vs_mpmath_across_all_branches():
     k = -26.0
     naive = k * special.ndtr(k) + math.exp(-k * k / 2) / math.sqrt(2 * math.pi)
     exact = mp.mpf(k) * mp.ncdf(k) + mp.npdf(k)
-    assert abs(float((mp.mpf(naive) - exact) / exact)) > 1e-12
+    assert abs(float((mp.mpf(naive) - exact) / exact)) > 1e-12  # the guarded gap: 676 eps x ndtr's 1e-14
 
 
 def test_relu_moment_nan_and_underflow():
     out = relu_moment(np.array([np.nan, -40.0, 0.0]))
+    # 1e-15: one rounding of 1/sqrt(2 pi)
     assert np.isnan(out[0]) and out[1] == 0.0 and out[2] == pytest.approx(1 / math.sqrt(2 * math.pi), rel=1e-15)
     assert isinstance(relu_moment(1.0), float)
 
@@ -131,6 +132,7 @@ def test_G_identities(gm, seed, c, b):
     w = np.random.default_rng(seed).normal(size=(1, gm.dim))
     G = gm.simplified_gradient(w, b)[0]
     tol = 1e-12 * (1 + np.abs(gm.mus).max())
+    # tol: float64 round-off of O(|mu|) sums
     assert np.allclose(gm.simplified_gradient(c * w, c * b)[0], G, rtol=0, atol=tol)
     assert np.allclose(G + gm.simplified_gradient(-w, -b)[0], gm.E_yx(), rtol=0, atol=tol)
     flipped = GaussianMixture(gm.mus, gm.sigmas, gm.weights, -gm.labels)
@@ -146,6 +148,7 @@ def test_G_is_gradient_of_A(gm, seed, b):
     h = 1e-5
     E = np.eye(gm.dim) * h
     fd = (gm.A(w + E, b) - gm.A(w - E, b)) / (2 * h)          # central differences, error O(h^2 |A'''|)
+    # 1e-7: central-difference error h^2 |A'''| ~ 1e-10 plus round-off eps |A| / h ~ 1e-11 |mu|, with margin
     assert np.allclose(fd, gm.simplified_gradient(w[None], b)[0], rtol=0, atol=1e-7 * (1 + np.abs(gm.mus).max()))
 
 
@@ -155,7 +158,9 @@ def test_G_rotation_equivariance_and_limits(gm, seed):
     R = np.linalg.qr(rng.normal(size=(gm.dim, gm.dim)))[0]
     w = rng.normal(size=(1, gm.dim))
     rot = GaussianMixture(gm.mus @ R.T, gm.sigmas, gm.weights, gm.labels)
+    # 1e-12: round-off of a rotation
     assert np.allclose(rot.simplified_gradient(w @ R.T, 0.3)[0], R @ gm.simplified_gradient(w, 0.3)[0], atol=1e-12)
+    # 1e-12: Phi(kappa) = 1 to double precision at b = -1e4
     assert np.allclose(gm.simplified_gradient(w, -1e4)[0], gm.E_yx(), atol=1e-12)
     assert np.all(gm.simplified_gradient(w, 1e4)[0] == 0)
 
@@ -215,6 +220,7 @@ def test_xor_ground_truth_loss_quadrature_vs_mc(d, sigma, tau):
 
 def test_xor_ground_truth_v13_value():
     """Spec V13: d = 100, sigma_B = 1, tilde tau = 1 gives 2.1e-5 (MC 2e7 samples there)."""
+    # 5%: the spec quotes 2 digits (2.5%) of a 2e7-sample MC (SE 1.5%)
     assert xor_mixture(100, 1.0).ground_truth_loss(1.0)[0] == pytest.approx(2.1e-5, rel=0.05)
 
 
@@ -309,9 +315,10 @@ def test_linear_moments_and_ground_truth():
     assert np.max(np.abs(yx.mean(0) - ls.E_yx()) / (yx.std(0) / math.sqrt(len(y)))) < Z
     a, W, b = ls.ground_truth()
     g = np.maximum(X @ W.T - b, 0) @ a
-    assert np.allclose(g, X @ ls.w_star / ls.beta, atol=1e-12)
+    assert np.allclose(g, X @ ls.w_star / ls.beta, atol=1e-12)  # 1e-12: relu(u) - relu(-u) = u up to round-off
     assert np.min(y * g) >= 1 - 1e-12                                # margin: hinge risk exactly 0
     assert ls.ground_truth_loss() == 0.0
+    # SE of a mean of losses in [0, 1.1] over 2e5 samples <= 0.5/450
     assert ls.ground_truth_loss("logistic") == pytest.approx(np.mean(logistic2(y * g)), abs=Z * 0.5 / 450)
     with pytest.raises(InvalidParameterError, match="'signal'"):
         LinearSeparable([1.0, 0.0], [0.0, 1.0])
@@ -325,7 +332,7 @@ def test_linear_complement_identity(w, b, seed):
     if np.linalg.norm(w) < 1e-3:
         w = w + 1.0
     G = ls.simplified_gradient(w[None], b)[0] + ls.simplified_gradient(-w[None], -b)[0]
-    assert np.allclose(G, ls.E_yx(), atol=1e-12)
+    assert np.allclose(G, ls.E_yx(), atol=1e-12)  # 1e-12: round-off
 
 
 # ---------------------------------------------------------------------------------------------- losses
@@ -333,5 +340,94 @@ def test_losses_at_zero_and_slopes():
     h = 1e-6
     assert hinge(0.0) == 1.0 and logistic2(0.0) == 1.0
     assert (hinge(h) - hinge(-h)) / (2 * h) == pytest.approx(-1.0)
+    # 1e-8: central difference with h = 1e-6 (h^2 term 1e-13, round-off 1e-10)
     assert (logistic2(h) - logistic2(-h)) / (2 * h) == pytest.approx(-1 / (2 * math.log(2)), rel=1e-8)
     assert np.isfinite(logistic2(-1e4)) and logistic2(1e4) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------- sufficient statistics
+def test_coords_path_equals_full_path():
+    gm = _mixture(8, d=7, r=3)
+    rng = np.random.default_rng(9)
+    W = rng.normal(size=(6, 7))
+    b = rng.normal(size=6) * 3
+    Q, mus_q = gm.span_basis
+    g = W @ Q
+    perp = W - g @ Q.T
+    rho = np.linalg.norm(perp, axis=1)
+    G_Q, G_perp = gm.simplified_gradient_coords(g, rho, b)
+    assert np.allclose(G_Q @ Q.T + G_perp[:, None] * perp / rho[:, None], gm.simplified_gradient(W, b),
+                       rtol=0, atol=1e-14)                           # 1e-14: same formula, round-off only
+    assert np.allclose(mus_q @ Q.T, gm.mus, atol=1e-14)  # 1e-14: round-off of the SVD basis
+
+
+def test_sample_init_coords_distribution():
+    gm = xor_mixture(50, 1.0)
+    assert gm.span_basis[0].shape == (50, 2)                          # rank 2 although r = 4
+    g, rho = gm.sample_init_coords(200_000, 0.7, 3)
+    n2 = np.sum(g * g, 1) + rho ** 2                                  # ||w||^2 ~ 0.49 chi^2_50
+    assert abs(n2.mean() - 0.49 * 50) < Z * n2.std() / math.sqrt(len(n2))
+    dev2 = (n2 - n2.mean()) ** 2                                       # Var(0.49 chi^2_50) = 2 * 50 * 0.49^2
+    assert abs(dev2.mean() - 2 * 50 * 0.49 ** 2) < Z * dev2.std() / math.sqrt(len(n2))
+    cov = np.cov(g.T)
+    assert np.max(np.abs(cov - 0.49 * np.eye(2))) < Z * 0.49 * math.sqrt(2 / len(g))
+
+
+def test_xor_feature_hit_rate_matches_spec_v2():
+    """Spec V2 (d = 10^6, tau = 1, 2e6 neurons): P[G in C_{D_1, sigma_B/sqrt d}, ||G|| >= sqrt(d)/5] = 0.0020."""
+    d = 10 ** 6
+    gm = xor_mixture(d, 1.0)
+    g, rho = gm.sample_init_coords(400_000, 1.0, 11)
+    G_Q, G_perp = gm.simplified_gradient_coords(g, rho, math.sqrt(d * math.log(math.log(d))))
+    _, mus_q = gm.span_basis
+    D1 = mus_q[0] / np.linalg.norm(mus_q[0])
+    nG = np.sqrt(np.sum(G_Q ** 2, 1) + G_perp ** 2)
+    hit = (np.abs(G_Q @ D1) / nG > 1 - 1 / math.sqrt(d)) & (nG >= math.sqrt(d) / 5)
+    se = math.sqrt(0.002 * (1 / 400_000 + 1 / 2_000_000))
+    assert abs(hit.mean() - 0.0020) < Z * se + 5e-5                   # 5e-5: the spec's rounding to 4 decimals
+
+
+def test_xor_ground_truth_loss_vs_nested_quadrature():
+    """Second oracle: plain nested quad of the hinge integrand, split at its kinks (no Gaussian partial moments)."""
+    from scipy import integrate
+    d, sigma, tau = 64, 2.0, 0.25
+    gm = xor_mixture(d, sigma)
+    c = gm.ground_truth(tau)[2][0] / 2
+    f = lambda t: max(abs(t) - 2 * c, 0.0) / c
+    dens = lambda t, m: math.exp(-0.5 * ((t - m) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
+
+    def inner(v):
+        K = 1 + f(v)
+        g = lambda u: max(K - f(u), 0.0) * dens(u, math.sqrt(d))
+        return integrate.quad(g, -2 * c - c * K, 2 * c + c * K, points=[-2 * c, 2 * c], epsabs=1e-13, limit=200)[0]
+
+    ref = sum(integrate.quad(lambda v: inner(v) * dens(v, 0.0), lo, hi, epsabs=1e-13, limit=200)[0]
+              for lo, hi in ((-40 * sigma, -2 * c), (-2 * c, 2 * c), (2 * c, 40 * sigma)))
+    assert gm.ground_truth_loss(tau)[0] == pytest.approx(ref, rel=1e-9, abs=1e-12)   # both quad at ~1e-12
+    assert ref > 1e-3                                                 # a nonzero loss is compared
+
+
+def test_coords_and_bias_bad_input():
+    gm = xor_mixture(5, 1.0)
+    with pytest.raises(InvalidParameterError, match="'g'"):
+        gm.simplified_gradient_coords(np.zeros((2, 2)), np.zeros(2), 0.0)
+    with pytest.raises(InvalidParameterError, match="'rho'"):
+        gm.simplified_gradient_coords(np.ones((2, 2)), -np.ones(2), 0.0)
+    with pytest.raises(InvalidParameterError, match="'b'"):
+        gm.simplified_gradient(np.ones((3, 5)), np.ones(2))
+    with pytest.raises(InvalidParameterError, match="'sigma_w'"):
+        gm.sample_init_coords(3, 0.0, 0)
+
+
+def test_monte_carlo_standard_errors_are_calibrated():
+    """The MC oracle's se is what the z-bands above divide by: over 300 independent runs the spread of the
+    estimates equals the mean reported se (ratio within 1 +- 5 / sqrt(2 * 300), the SE of a sample std)."""
+    gm = _mixture(2, d=3, r=4)
+    W = np.array([[1.0, -0.5, 0.2], [0.3, 0.3, -1.0]])
+    b = np.array([0.2, -0.4])
+    runs = [gm.simplified_gradient_mc(W, b, 2000, s) for s in range(300)]
+    est, se = np.array([r[0] for r in runs]), np.array([r[1] for r in runs])
+    assert np.all(np.abs(est.std(0, ddof=1) / se.mean(0) - 1) < Z / math.sqrt(600))
+    runs = [gm.A_mc(W, b, 2000, s) for s in range(300)]
+    est, se = np.array([r[0] for r in runs]), np.array([r[1] for r in runs])
+    assert np.all(np.abs(est.std(0, ddof=1) / se.mean(0) - 1) < Z / math.sqrt(600))

@@ -31,7 +31,7 @@ import torch
 from .._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from ..models.gradient_features.framework import symmetric_init
 from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from ._torch import progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
 __all__ = ["train", "METHODS", "LOSSES"]
 
@@ -41,8 +41,8 @@ _POS = Interval(0, np.inf, closed="neither")
 _NONNEG = Interval(0, np.inf, closed="left")
 _LN2 = math.log(2.0)
 _CHUNK_ELEMENTS = 2**22          # seeds x samples x neurons of one pre-activation block (32 MB in float64)
-_CACHE_ELEMENTS = 2**25          # frozen features of a fixed sample are kept when they fit in 256 MB (float64)
-#: loss name -> l(0) = 1 losses of Assumption 3.1 ("logistic" is base 2) and the square loss of Algorithm 7
+_CACHE_ELEMENTS = 2**24          # frozen features of a fixed sample are kept when they fit in 128 MB (float64)
+#: the l(0) = 1 losses of Assumption 3.1 ("logistic" is base 2) and the square loss of Algorithm 7
 LOSSES = ("hinge", "logistic", "mse")
 _STREAMS = {"init": 0, "test": 1, "train": 2, "bias": 3}
 
@@ -96,7 +96,7 @@ class _Net:
 
     def features(self, X):
         """Pre-activations ``z = W_src x - b`` (seeds, n, M) of the source layer (W0 for the NTK) and relu(z)."""
-        Z = X @ (self.W if self.W0 is None else self.W0).mT - self.b[:, None, :]
+        Z = torch.baddbmm(-self.b[:, None, :], X, (self.W if self.W0 is None else self.W0).mT)
         return Z, torch.relu(Z)
 
     def output(self, X, Z, F):
@@ -118,7 +118,7 @@ def _gradients(net, X, y, loss, chunk, want_W, cache=None):
               \partial_{\mathbf w_i}\hat L = c_i\,\hat{\mathbb E}[u\,\mathbb 1[z_i > 0]\,\mathbf x],\quad
               u = \partial_g\ell,\ c_i = a_i\ (a^{(0)}_i\text{ for the NTK})
 
-    ``cache`` (a list of (Z, F) per chunk) holds the features of a fixed sample when W is frozen.
+    ``cache`` (the features F per chunk) holds relu(z) of a fixed sample when W is frozen (never for the NTK).
     """
     S, n, _ = X.shape
     M = net.a.shape[1]
@@ -127,18 +127,18 @@ def _gradients(net, X, y, loss, chunk, want_W, cache=None):
     total = torch.zeros(S, dtype=X.dtype, device=X.device)
     for j, r in enumerate(_chunks(n, S, M, chunk)):
         Xc, yc = X[:, r], y[:, r]
-        Z, F = net.features(Xc) if cache is None else cache[j]
+        Z, F = net.features(Xc) if cache is None else (None, cache[j])
         l, u = _loss_terms(loss, net.output(Xc, Z, F), yc)
         total += l.sum(1)
         ga += (F.mT @ u[..., None])[..., 0]
-        if want_W:
-            gW += ((Z > 0).to(X.dtype) * u[..., None]).mT @ Xc
+        if want_W:                       # Z is this chunk's own (never cached when W moves): reuse it in place
+            gW += Z.gt_(0).mul_(u[..., None]).mT @ Xc
     coef = net.a if net.a0 is None else net.a0
     return total / n, ga / n, None if gW is None else gW * (coef[..., None] / n)
 
 
 def _evaluate(net, X, y, loss, chunk):
-    """Mean loss and error ``P[y g < 0] + P[g = 0]/2`` per seed (error NaN-free: zeros for the square loss)."""
+    """Mean loss and error ``P[y g < 0] + P[g = 0]/2`` per seed (for the square loss the sign disagreement)."""
     S, n, _ = X.shape
     total = torch.zeros(S, dtype=torch.float64, device=X.device)
     err = torch.zeros_like(total)
@@ -196,7 +196,7 @@ def _initial(opts, d, dtype, device):
 # ---- options -------------------------------------------------------------------------------------------------------
 
 def _check(model, opts):
-    """Validate the options (in place) against each other and the model; returns the method."""
+    """Validate the options (in place) against each other and the model; returns the method and the dimension."""
     o = opts
     o["m"] = as_int(_OWNER, "m", o["m"], 1)
     o["method"] = check(_OWNER, "method", o["method"], Options(tuple(METHODS)))
@@ -292,9 +292,10 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
 
     .. math:: \mathbf a^{(1)} = -\eta^{(1)}\nabla_{\mathbf a}\tilde{\mathcal L}_{\mathcal Z^{(0)}}(g_{\Xi^{(0)}}),
               \quad \mathbf W^{(1)} = -\eta^{(1)}\nabla_{\mathbf W}\tilde{\mathcal L}_{\mathcal Z^{(0)}}(g_{\Xi^{(0)}})
-              \quad(\lambda^{(1)} = 1/\eta^{(1)}),\qquad
-              \theta^{(t)} = \theta^{(t-1)} - \eta\,\nabla_\theta\tilde{\mathcal L}_{\mathcal Z^{(t-1)}}(g_{\Xi^{(t-1)}})
-              \ (t \ge 2)
+              \quad(\lambda^{(1)} = 1/\eta^{(1)}),
+
+              \theta^{(t)} = \theta^{(t-1)}
+              - \eta\,\nabla_\theta\tilde{\mathcal L}_{\mathcal Z^{(t-1)}}(g_{\Xi^{(t-1)}})\quad(t \ge 2)
 
     with :math:`g_\Xi(\mathbf x) = \sum_{i<4m} a_i\,\mathrm{relu}(\langle\mathbf w_i,\mathbf x\rangle - b_i)`,
     b never trained, and the symmetric init (3.9), so that :math:`g_{\Xi^{(0)}} = 0` and the first step is
@@ -369,17 +370,19 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
     Simulation
         ``t`` the recorded steps; (seeds, len(t)): ``loss`` and ``error`` (test loss and ``P[y g < 0] +
         P[g = 0]/2``; the error is also recorded for "mse"), ``train_loss`` (the loss of Xi^(t) on the batch of step
-        t + 1, at t = T on one more batch or the fixed sample); with ``record_params`` the parameters above
-        ((seeds, 4m) and (seeds, 4m, d); ``b1`` is b after the re-draw of "alg7"). ``meta`` holds the options,
-        the resolved eta1, device, dtype, wall time and steps per second.
+        t + 1, at t = T on one more batch or the fixed sample); ``a_t`` (seeds, len(t), 4m) the second layer at the
+        recorded steps (with W frozen, e.g. "alg4", the whole network over time); with ``record_params`` the
+        parameters above ((seeds, 4m) and (seeds, 4m, d); ``b1`` is b after the re-draw of "alg7"). ``meta``
+        holds the options, the resolved eta1, device, dtype, wall time and steps per second.
 
     Notes
     -----
     Regime: any data model with a sampler; the population first step of ``popdyn.predict`` is the n -> inf limit
     of step 1 (deviation O(n^{-1/2}) per neuron, spec §2.12). The hinge derivative at the kink yg = 1 is taken
-    as 0 (torch's relu convention, as autograd). At t = 0, g is 0 only up to rounding (~1e-16): the
-    recorded error there is 1/2 up to the signs of the rounding. Float32 loses the uniform-parity xi_{k-1} ~ d^{-(k-1)/2} scale
-    and the first step's small W^(1) against b: keep float64 for first-step comparisons (spec §4).
+    as 0 (torch's relu convention, as autograd). At t = 0, g is 0 only up to rounding (~1e-16): the recorded
+    error there is 1/2 up to the signs of the rounding. Float32 loses the uniform-parity scale
+    xi_{k-1} ~ d^{-(k-1)/2} and the first step's small W^(1) against b: keep float64 for first-step comparisons
+    (spec §4).
 
     References
     ----------
@@ -423,7 +426,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
         center = lambda X_, y_: y_ - shift[0][:, None] - (X_ @ shift[1][..., None])[..., 0]
         y, ytest = center(X, y), center(Xtest, ytest)
     record = set(range(0, T + 1, opts["record_every"])) | {t for t in (0, 1, T) if t <= T}
-    out = {"t": [], "loss": [], "error": [], "train_loss": []}
+    out = {"t": [], "loss": [], "error": [], "train_loss": [], "a_t": []}
     params = {}
 
     def keep(tag, names):
@@ -447,12 +450,12 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
                 else:
                     if cache is None and not want_W and not opts["fresh"] and not meth.linear \
                             and S * opts["n"] * M <= _CACHE_ELEMENTS:
-                        cache = [net.features(X[:, r]) for r in _chunks(opts["n"], S, M, opts["chunk"])]
+                        cache = [net.features(X[:, r])[1] for r in _chunks(opts["n"], S, M, opts["chunk"])]
                     grads = _gradients(net, X, y, L, opts["chunk"], want_W, None if want_W else cache)
                     l_tr = grads[0]
                 if t in record:
                     l_te, e_te = _evaluate(net, Xtest, ytest, L, opts["chunk"])
-                    for key, v in (("loss", l_te), ("error", e_te), ("train_loss", l_tr)):
+                    for key, v in (("loss", l_te), ("error", e_te), ("train_loss", l_tr), ("a_t", net.a)):
                         out[key].append(to_numpy(v))
                     out["t"].append(t)
                 if t == T:

@@ -8,10 +8,15 @@ good network (Lemma B.6 = 3.14, Lemma B.19)
     :func:`good_network_bound` (B.25 / B.149), :func:`good_network_scales` (B_eps, eps_a, norms of a~)
 frozen first layer (Thm 3.4 = B.2, Lemma B.78)
     :func:`theorem_B2_bound`, :func:`smoothness_constant`, :func:`rademacher_bound`
+finite samples (Lemma B.18)
+    :func:`gradient_concentration`
 drift of the weights during training (Lemma B.9)
     :func:`lemma_B9_h` (the recursion B.71 in closed form, B.72-B.74), :func:`lemma_B9_bounds`
 case studies (spec §2.13)
-    :func:`case_parameters` ("linear", "mixture", "xor", "parity", "uniform_parity")
+    :func:`case_parameters` ("linear", "mixture", "xor", "parity", "uniform_parity"),
+    :func:`uniform_parity_requirements` (Lemma B.54 / Thm B.56)
+online convex optimisation (Thm B.7)
+    :func:`oco_bound`
 fixed features (Prop 3.23)
     :func:`fixed_feature_lower_bound_parity`
 auxiliary inequalities (Lemmas B.73-B.76)
@@ -32,13 +37,15 @@ from collections.abc import Mapping
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from ..._validate import Integer, Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
+from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
 from ..emergence.bounds import fixed_feature_lower_bound
+from .parity import majority_coefficient
 
 __all__ = ["main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales",
            "theorem_B2_bound", "smoothness_constant", "rademacher_bound", "lemma_B9_h", "lemma_B9_bounds",
            "case_parameters", "fixed_feature_lower_bound_parity", "max_gaussian_tail_bound",
-           "chi2_tail_bound", "mills_bounds", "tail_expectation_bound", "LPRIME0", "MAIN_CONSTS"]
+           "chi2_tail_bound", "mills_bounds", "tail_expectation_bound", "uniform_parity_requirements", "oco_bound",
+           "gradient_concentration", "LPRIME0", "MAIN_CONSTS"]
 
 _POS = Interval(0.0, np.inf, "neither")
 _NONNEG = Interval(0.0, np.inf, "left")
@@ -74,12 +81,13 @@ def _pos(owner, **values):
     return [check(owner, k, v, _POS) for k, v in values.items()]
 
 
-def _regime(owner, entries):
+def _regime(owner, entries, stacklevel=3):
     """entries: (condition, value, bound, source, holds); warn once for those that fail."""
     out = [dict(condition=c, value=float(v), bound=float(b), source=s, holds=bool(h)) for c, v, b, s, h in entries]
     failed = [e["condition"] for e in out if not e["holds"]]
     if failed:
-        warnings.warn(f"{owner}: outside the theorem's regime: {'; '.join(failed)}", RegimeWarning, stacklevel=3)
+        warnings.warn(f"{owner}: outside the theorem's regime: {'; '.join(failed)}", RegimeWarning,
+                      stacklevel=stacklevel)
     return out
 
 
@@ -87,19 +95,29 @@ def _regime(owner, entries):
 
 
 def _m_min(p, r, B_a1, Bx1, B_b, B_G, eps, delta, C):
-    X = r * B_a1 * Bx1 * math.sqrt(B_b / B_G)
-    return (C["C_m1"] * X**4 / (p * eps**4) + C["C_m2"] / math.sqrt(delta)
-            + C["C_m3"] * math.log(r / delta) ** 2 / p)
+    X = r * B_a1 * Bx1 * np.sqrt(B_b / B_G)
+    return (C["C_m1"] * X**4 / (p * eps**4) + C["C_m2"] / np.sqrt(delta)
+            + C["C_m3"] * np.log(r / delta) ** 2 / p)
 
 
 def _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp, C):
-    first = m * Bx * B_a2**2 * math.sqrt(B_b) * math.sqrt(m * p) * math.log(m) / (eps * r * B_a1 * math.sqrt(B_G))
-    second = Bx / math.sqrt(Bx2) + math.log(T * m / (p * delta)) + (1.0 + 1.0 / B_G) * math.sqrt(Bx2) / lp
+    first = m * Bx * B_a2**2 * np.sqrt(B_b) * np.sqrt(m * p) * math.log(m) / (eps * r * B_a1 * np.sqrt(B_G))
+    second = Bx / np.sqrt(Bx2) + np.log(T * m / (p * delta)) + (1.0 + 1.0 / B_G) * np.sqrt(Bx2) / lp
     return C["C_n1"] * first**3 + C["C_n2"] * second**3
 
 
+def _main_regime(owner, drift, B_eps, B_b, m, m_min, n, n_min, d):
+    entries = [("T eta Bx1 = C_T/(mp)^(1/4) < 1", drift, 1.0, "B.11", drift < 1.0),
+               ("B_eps < B_b (Lemma B.6)", B_eps, B_b, "B.25", B_eps < B_b),
+               ("m >= m_min (3.10)", m, m_min, "(3.10)", m >= m_min),
+               ("n >= n_min (B.128)", n, n_min, "B.128", n >= n_min)]
+    if d is not None:
+        entries.append(("log m <= d", math.log(m), d, "Thm 3.12, B.11", math.log(m) <= d))
+    return _regime(owner, entries, stacklevel=4)
+
+
 def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *, m=None, n=None, sigma_w=1.0,
-                 d=None, OPT=0.0, loss="hinge", consts=None):
+                 d=None, OPT=0.0, loss="hinge", consts=None, convention="corrected"):
     r"""Requirements, hyper-parameters and error bound of the main theorem (Thm 3.12 = B.17 / B.23).
 
     .. math::
@@ -147,6 +165,9 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
         Sets |l'(0)| (:data:`LPRIME0`); "logistic" is base 2.
     consts : dict or None
         Multipliers of the hidden constants, keys :data:`MAIN_CONSTS` (each default 1).
+    convention : {"corrected", "paper"}
+        "paper" evaluates (3.12)/(3.13) as typeset (no |l'(0)| in n_min and the error) and B.100 as typeset
+        (``sqrt(log m Bx1 (mp)^(1/4))`` in eta).
 
     Returns
     -------
@@ -189,37 +210,39 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
     eps, delta = (check(owner, k, v, _OPEN01) for k, v in (("eps", eps), ("delta", delta)))
     OPT = check(owner, "OPT", OPT, _NONNEG)
     lp, C = _lprime(owner, loss), _consts(owner, consts, MAIN_CONSTS)
+    paper = check(owner, "convention", convention, Options(("corrected", "paper"))) == "paper"
+    lp_n = 1.0 if paper else lp  # (3.12)/(3.13) drop |l'(0)| (erratum 2)
     d = None if d is None else as_int(owner, "d", d, 1)
-    m_min = _m_min(p, r, B_a1, Bx1, B_b, B_G, eps, delta, C)
-    if m is None:
-        if not math.isfinite(m_min):
-            raise InvalidParameterError(f"{owner}: m_min overflows float64 (p={p!r}, eps={eps!r}); pass 'm'.")
-        m = max(1, math.ceil(m_min))
-    m = as_int(owner, "m", m, 1)
-    mp4 = (m * p) ** 0.25
-    b_tilde = C["C_btilde"] * B_G**0.25 * B_a2 * B_b**0.75 / (math.sqrt(r) * B_a1)
-    eta = C["C_eta"] * eps / ((math.sqrt(r) * B_a2 * B_b * Bx1 / mp4 + m * b_tilde)
-                              * (math.sqrt(math.log(m)) * Bx1 * mp4 / math.sqrt(B_b * B_G) + 1.0))
-    T = C["C_T"] / (eta * Bx1 * mp4)
-    sigma_a_eta1 = C["C_sigma_a"] * b_tilde * mp4 / (lp * Bx1 * math.sqrt(B_G * B_b))
-    eta1 = None if d is None else (C["C_eta1"] * eta * min(1.0, b_tilde) / (lp * (Bx1 * sigma_w * math.sqrt(d)
-                                                                                  + b_tilde)))
-    n_min = _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp, C)
-    n = n_min if n is None else check(owner, "n", n, Interval(1.0, np.inf, "left"))
-    sample = C["C_err"] * math.sqrt(Bx2) / (B_G * lp * n ** (1.0 / 3.0))
-    B_eps = Bx1 * math.sqrt(B_b / B_G) / mp4
-    regime = [("T eta Bx1 = C_T/(mp)^(1/4) < 1", T * eta * Bx1, 1.0, "B.11", T * eta * Bx1 < 1.0),
-              ("B_eps < B_b (Lemma B.6)", B_eps, B_b, "B.25", B_eps < B_b),
-              ("m >= m_min (3.10)", m, m_min, "(3.10)", m >= m_min),
-              ("n >= n_min (B.128)", n, n_min, "B.128", n >= n_min)]
-    if d is not None:
-        regime.append(("log m <= d", math.log(m), d, "Thm 3.12, B.11", math.log(m) <= d))
-    return dict(m_min=m_min, T=T, n_min=n_min, eta=eta, eta1=eta1,
-                sigma_a=None if eta1 is None else sigma_a_eta1 / eta1, b_tilde=b_tilde,
-                error_bound=OPT + r * B_a1 * Bx1 * math.sqrt(2.0 * gamma + sample) + eps,
-                error_bound_population=OPT + r * B_a1 * Bx1 * math.sqrt(2.0 * gamma) + eps,
-                m=m, n=n, sigma_a_eta1=sigma_a_eta1, assumed_constants=C, regime=_regime(owner, regime),
-                order_of_magnitude=True)
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):  # beyond float64: inf or 0, never NaN
+        p, gamma, B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, sigma_w = map(
+            np.float64, (p, gamma, B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, sigma_w))
+        m_min = _m_min(p, r, B_a1, Bx1, B_b, B_G, eps, delta, C)
+        if m is None:
+            if not math.isfinite(m_min):
+                raise InvalidParameterError(f"{owner}: m_min overflows float64 (p={p!r}, eps={eps!r}); pass 'm'.")
+            m = max(1, math.ceil(m_min))
+        m = as_int(owner, "m", m, 1)
+        mp4 = (m * p) ** 0.25
+        b_tilde = C["C_btilde"] * B_G**0.25 * B_a2 * B_b**0.75 / (math.sqrt(r) * B_a1)
+        root = np.sqrt(math.log(m) * Bx1 * mp4) if paper else math.sqrt(math.log(m)) * Bx1 * mp4  # erratum 3
+        eta = C["C_eta"] * eps / ((math.sqrt(r) * B_a2 * B_b * Bx1 / mp4 + m * b_tilde)
+                                  * (root / np.sqrt(B_b * B_G) + 1.0))
+        T = C["C_T"] / (eta * Bx1 * mp4)
+        sigma_a_eta1 = C["C_sigma_a"] * b_tilde * mp4 / (lp * Bx1 * np.sqrt(B_G * B_b))
+        eta1 = None if d is None else (C["C_eta1"] * eta * min(1.0, b_tilde)
+                                       / (lp * (Bx1 * sigma_w * math.sqrt(d) + b_tilde)))
+        n_min = _n_min(m, p, r, B_a1, B_a2, B_b, Bx, Bx2, B_G, eps, delta, T, lp_n, C)
+        n = n_min if n is None else check(owner, "n", n, Interval(1.0, np.inf, "left"))
+        sample = C["C_err"] * np.sqrt(Bx2) / (B_G * lp_n * n ** (1.0 / 3.0))
+        B_eps = Bx1 * np.sqrt(B_b / B_G) / mp4
+        sigma_a = None if eta1 is None else float(sigma_a_eta1 / eta1)
+    regime = _main_regime(owner, C["C_T"] / mp4, B_eps, B_b, m, m_min, n, n_min, d)
+    return dict(m_min=float(m_min), T=float(T), n_min=float(n_min), eta=float(eta),
+                eta1=None if eta1 is None else float(eta1), sigma_a=sigma_a, b_tilde=float(b_tilde),
+                error_bound=float(OPT + r * B_a1 * Bx1 * np.sqrt(2.0 * gamma + sample) + eps),
+                error_bound_population=float(OPT + r * B_a1 * Bx1 * np.sqrt(2.0 * gamma) + eps),
+                m=m, n=float(n), sigma_a_eta1=float(sigma_a_eta1), assumed_constants=C,
+                regime=regime, order_of_magnitude=True)
 
 
 def average_loss_bound(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx1, m, eta, T, b_tilde, *, OPT=0.0, n=None, Bx=None,
@@ -636,6 +659,61 @@ def theorem_B2_bound(L, a1_norm, B_a2, T, W, b, Bx, n, *, OPT_frozen=0.0, C=1.0,
     return OPT_frozen + C * (L * (a1_norm**2 + B_a2**2) / T + rad)
 
 
+def gradient_concentration(n, Bx, Bx2, *, delta=None, C=1.0):
+    r"""Deviation of the empirical simplified gradient ||G~(w, b) - G(w, b)|| on n samples (Lemma B.18).
+
+    .. math:: \text{paper (B.131): } C\frac{\sqrt{B_{x2}}}{n^{1/3}},\qquad
+              \text{Bernstein (B.137 at probability }\delta\text{): }
+              \sqrt{\frac{8B_{x2}(\log(1/\delta)+1/4)}{n}}
+
+    B.137 (vector Bernstein, Kohler-Lucchi Lemma 18, with ``||z|| <= 2 Bx``, ``E||z||^2 <= Bx2``) gives
+    ``P(||G~ - G|| >= z) <= exp(-n z^2/(8 Bx2) + 1/4)`` for ``0 < z < Bx2/(2 Bx)``; the paper takes
+    ``z ~ sqrt(Bx2) n^(-1/3)`` (probability 1 - O(exp(-n^(1/3)))), while solving for z at a fixed delta gives the
+    n^(-1/2) rate that simulations show (spec V9).
+
+    Parameters
+    ----------
+    n : float
+        Sample size, ``>= 1``.
+    Bx, Bx2 : float
+        ``||x|| <= Bx``, ``E||x||^2 <= Bx2``.
+    delta : float or None
+        Failure probability in (0, 1) for the Bernstein radius; None omits it.
+    C : float
+        The O(.) constant of B.131, default 1.
+
+    Returns
+    -------
+    dict
+        ``paper`` and, with ``delta``, ``bernstein`` and ``bernstein_valid`` (the radius is below
+        ``Bx2/(2 Bx)``, the range of B.137); ``n_min_paper = (Bx/sqrt(Bx2))^3`` (the lemma's condition).
+
+    Notes
+    -----
+    Regime: bounded inputs ``||x|| <= Bx``, |y| <= 1, any (w, b); the deviation of the first-step weights is
+    ``eta1 |l'(0)| |a_i|`` times this.
+
+    References
+    ----------
+    .. [src] seed 001 L6002-6024 (Lemma B.18, B.131, B.136-B.138); specs/gradient_features.md §2.12.
+
+    Examples
+    --------
+    >>> out = gradient_concentration(1000.0, 10.0, 100.0, delta=0.05)
+    >>> round(out["paper"], 12), round(out["bernstein"], 4), out["bernstein_valid"]
+    (1.0, 1.6114, True)
+    """
+    owner = _own("gradient_concentration")
+    n = check(owner, "n", n, Interval(1.0, np.inf, "left"))
+    Bx, Bx2, C = _pos(owner, Bx=Bx, Bx2=Bx2, C=C)
+    out = dict(paper=C * math.sqrt(Bx2) / n ** (1.0 / 3.0), n_min_paper=(Bx / math.sqrt(Bx2)) ** 3)
+    if delta is not None:
+        delta = check(owner, "delta", delta, _OPEN01)
+        radius = math.sqrt(8.0 * Bx2 * (math.log(1.0 / delta) + 0.25) / n)
+        out.update(bernstein=radius, bernstein_valid=radius < Bx2 / (2.0 * Bx))
+    return out
+
+
 # ------------------------------------------------------------------ Lemma B.9 ------------------------------------
 
 
@@ -657,13 +735,27 @@ def _b9_terms(t, a1, Z, eta, Bx1, owner):
     return t.astype(np.float64), a1, Z, eta, Bx1, rho
 
 
-def _b9_h(n, a1, Z, eta, Bx1, rho):
-    """h(n + 1) of B.72, written with q^n cosh/sinh(n atanh rho) so that nothing cancels for small rho."""
+def _b9_powers(n, rho):
+    """((1+rho)^n + (1-rho)^n)/2 - 1 and ((1+rho)^n - (1-rho)^n)/2 without cancellation.
+
+    For n atanh(rho) < 1 they are q^n cosh(n alpha) - 1 = expm1(n/2 log1p(-rho^2)) cosh(n alpha) +
+    2 sinh(n alpha/2)^2 and q^n sinh(n alpha) (alpha = atanh rho, q^2 = 1 - rho^2); beyond, the powers directly.
+    """
     alpha = math.atanh(rho)
+    na = np.minimum(n * alpha, 1.0)
     lq = 0.5 * n * math.log1p(-rho * rho)
-    cosh_m1 = np.expm1(lq) * np.cosh(n * alpha) + 2.0 * np.sinh(0.5 * n * alpha) ** 2   # q^n cosh(n alpha) - 1
-    u, v = Z / (eta * Bx1**2), (a1 + eta * Z) / rho
-    return a1 + (a1 + u) * cosh_m1 + v * np.exp(lq) * np.sinh(n * alpha)
+    with np.errstate(over="ignore"):
+        up, down = np.exp(n * math.log1p(rho)), np.exp(n * math.log1p(-rho))
+    small = n * alpha < 1.0
+    cosh_m1 = np.where(small, np.expm1(lq) * np.cosh(na) + 2.0 * np.sinh(0.5 * na) ** 2, 0.5 * (up + down) - 1.0)
+    sinh = np.where(small, np.exp(lq) * np.sinh(na), 0.5 * (up - down))
+    return cosh_m1, sinh
+
+
+def _b9_h(n, a1, Z, eta, Bx1, rho):
+    """h(n + 1) of B.72 = |a1| + (|a1| + Z/(eta Bx1^2)) (cosh-type - 1) + (|a1| + eta Z)/rho (sinh-type)."""
+    cosh_m1, sinh = _b9_powers(n, rho)
+    return a1 + (a1 + Z / (eta * Bx1**2)) * cosh_m1 + (a1 + eta * Z) / rho * sinh
 
 
 def lemma_B9_h(t, a1, Z, eta, Bx1):
@@ -675,9 +767,9 @@ def lemma_B9_h(t, a1, Z, eta, Bx1):
     .. math:: h(t) = -\frac{Z}{\eta B_{x1}^2} + c_1(1-\rho)^{t-1} + c_2(1+\rho)^{t-1},\quad
               c_{1,2} = \frac12\Big(|a^{(1)}| + \frac{Z}{\eta B_{x1}^2}\mp\frac{|a^{(1)}|+\eta Z}{\eta B_{x1}}\Big)
 
-    evaluated as ``|a1| + (|a1| + Z/(eta Bx1^2))(q cosh(n alpha) - 1) + ((|a1| + eta Z)/rho) q sinh(n alpha)``
-    with ``n = t - 1``, ``alpha = atanh(rho)``, ``q = (1 - rho^2)^(n/2)``, which is exact algebra and does not
-    cancel the O(1/rho^2) constants.
+    evaluated as ``|a1| + (|a1| + Z/(eta Bx1^2)) C_n + ((|a1| + eta Z)/rho) S_n`` with ``n = t - 1``,
+    ``C_n = ((1+rho)^n + (1-rho)^n)/2 - 1`` and ``S_n = ((1+rho)^n - (1-rho)^n)/2`` (for n atanh(rho) < 1 through
+    expm1/log1p/sinh of n atanh(rho)): exact algebra that never subtracts the O(1/rho^2) constants.
 
     Parameters
     ----------
@@ -721,8 +813,8 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
     .. math:: |a_i^{(t)}| \le h(t) - h(t-1),\qquad \|w_i^{(t)} - w_i^{(1)}\| \le \eta B_{x1}\,h(t-1),\qquad
               Z_i = B_{x1}\|w_i^{(1)}\| + \tilde b
 
-    with h of :func:`lemma_B9_h`; ``h(t) - h(t-1) = (rho|a1| + Z/Bx1) q sinh(n alpha) + (|a1| + eta Z) q cosh(n
-    alpha)`` with ``n = t - 2``.
+    with h of :func:`lemma_B9_h`; ``h(t) - h(t-1) = (rho|a1| + Z/Bx1) S_n + (|a1| + eta Z)(1 + C_n)`` with
+    ``C_n, S_n`` of :func:`lemma_B9_h` at ``n = t - 2``.
 
     Parameters
     ----------
@@ -763,20 +855,12 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
     w1_norm = np.asarray(w1_norm, dtype=np.float64)
     b_tilde = check(owner, "b_tilde", b_tilde, _POS)
     t, a1, Z, eta, Bx1, rho = _b9_terms(t, a1, Bx1 * w1_norm + b_tilde, eta, Bx1, owner)
-    n = t - 2.0
-    alpha, lq = math.atanh(rho), 0.5 * n * math.log1p(-rho * rho)
-    q = np.exp(lq)
-    a_bound = (rho * a1 + Z / Bx1) * q * np.sinh(n * alpha) + (a1 + eta * Z) * q * np.cosh(n * alpha)
+    cosh_m1, sinh = _b9_powers(t - 2.0, rho)
+    a_bound = (rho * a1 + Z / Bx1) * sinh + (a1 + eta * Z) * (1.0 + cosh_m1)
     return a_bound, rho * _b9_h(t - 2.0, a1, Z, eta, Bx1, rho)
 
 
 # ------------------------------------------------------------------ case studies (§2.13) ------------------------
-
-
-def _log_abs_xi(n, j):
-    """log |xi_j| of Maj_n (B.547, n odd, j odd), in log-binomials."""
-    lc = lambda a, b: math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)  # noqa: E731
-    return lc((n - 1) // 2, (j - 1) // 2) - lc(n - 1, j - 1) - (n - 1) * math.log(2.0) + lc(n - 1, (n - 1) // 2)
 
 
 def _theorem_args(out):
@@ -792,7 +876,7 @@ def _theorem_args(out):
 def _case_linear(P, C, convention):
     d, tau, rho, beta, Bx1, Bx2 = P["d"], P["tau"], P["rho"], P["beta"], P["Bx1"], P["Bx2"]
     s = math.sqrt(Bx2) / d ** (tau / 2 - 0.25)
-    return dict(p=0.5, gamma=C["C_gamma"] * s / rho, B_G=rho - C["C_G"] * s, r=2, B_a1=1 / beta,
+    return dict(log_p=math.log(0.5), gamma=C["C_gamma"] * s / rho, B_G=rho - C["C_G"] * s, r=2, B_a1=1 / beta,
                 B_a2=math.sqrt(2) / beta, B_b=1 / Bx1**2, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx2, OPT=0.0,
                 b_over_sigma_w=d**tau * Bx1,
                 err_bound_paper=Bx1 * Bx2**0.25 / (beta * math.sqrt(rho) * d ** (tau / 4 - 0.125)),
@@ -805,7 +889,7 @@ def _case_mixture(P, C, convention):
     c = 9.0 / 8.0 if convention == "corrected" else 9.0 / 2.0
     s = math.sqrt(tau * L) * sp
     Bx1 = (B2 + sp) * math.sqrt(d)
-    return dict(p=C["C_p"] * B1 / s * d ** (-c * C["C_b"] ** 2 * tau * sp**2 / B1**2),
+    return dict(log_p=math.log(C["C_p"] * B1 / s) - c * C["C_b"] ** 2 * tau * sp**2 / B1**2 * L,
                 gamma=d ** (-(0.9 * tau - 1.5)), B_G=pB * B1 * math.sqrt(d) - C["C_G"] * sp * d ** (-0.9 * tau),
                 r=r, B_a1=1 / s, B_a2=math.sqrt(r) / s, B_b=2 * s, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx1**2,
                 OPT=3 * d**-tau + 4 / (d ** (0.9 * tau - 1) * math.sqrt(tau * L)),
@@ -819,8 +903,8 @@ def _case_xor(P, C, convention):
     tt = P.get("tau_tilde") or d / (16 * sB**2 * L)
     c = math.sqrt(tt * L) * sB
     Bx1 = (1 + sB) * math.sqrt(d)
-    return dict(p=C["C_p"] / (sB * L ** (sB**2)), gamma=sB / math.sqrt(d), B_G=math.sqrt(d) / 5, r=4, B_a1=1 / c,
-                B_a2=2 / c, B_b=2 * c, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx1**2, tau_tilde=tt,
+    return dict(log_p=math.log(C["C_p"] / sB) - sB**2 * math.log(L), gamma=sB / math.sqrt(d), B_G=math.sqrt(d) / 5,
+                r=4, B_a1=1 / c, B_a2=2 / c, B_b=2 * c, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx1**2, tau_tilde=tt,
                 OPT=3 * d**-tt + 4 / (d ** (0.9 * tt - 1) * math.sqrt(tt * L)),
                 b_over_sigma_w=math.sqrt(d * math.log(L)) * sB, err_bound_paper=sB**1.5 * d**-0.25,
                 source="seed 001 L6713-6721 (Assumption B.36), L6882-6910 (Lemma B.41, Thm B.42)")
@@ -829,7 +913,7 @@ def _case_xor(P, C, convention):
 def _case_parity(P, C, convention):
     d, r, k, pA, tau, L = P["d"], P["r"], P["k"], P["p_A"], P["tau"], math.log(P["d"])
     B_a2 = math.sqrt(6 * r * k * (k + 1)) if convention == "corrected" else 2 * math.sqrt(r * k * (k + 1))
-    return dict(p=C["C_p"] / (math.sqrt(tau * r * L) * d ** (9 * C["C_b"] ** 2 * tau * r / 8)),
+    return dict(log_p=math.log(C["C_p"] / math.sqrt(tau * r * L)) - 9 * C["C_b"] ** 2 * tau * r / 8 * L,
                 gamma=d ** (-(tau - 2)), B_G=math.sqrt(k) * pA - C["C_G"] * math.sqrt(k) * d**-tau,
                 r=3 * r * (k + 1) if convention == "corrected" else r, B_a1=2 * math.sqrt(k), B_a2=B_a2,
                 B_b=(k + 1) / math.sqrt(k), Bx=math.sqrt(d), Bx1=math.sqrt(d), Bx2=float(d), OPT=0.0,
@@ -841,11 +925,13 @@ def _case_parity(P, C, convention):
 def _case_uniform_parity(P, C, convention):
     d, k = P["d"], P["k"]
     half = 0.5 if convention == "corrected" else 1.0
-    B_G = half * math.sqrt(k * math.exp(2 * _log_abs_xi(d, k - 1)) + (d - k) * math.exp(2 * _log_abs_xi(d, k + 1)))
+    B_G = half * math.hypot(math.sqrt(k) * majority_coefficient(d, k - 1),
+                            math.sqrt(d - k) * majority_coefficient(d, k + 1))
     r, B_a1 = 3 * (k + 1), 2 * math.sqrt(k)
     gamma_inf = math.sqrt(k) / (d - k)
     B_a2 = math.sqrt(6 * k * (k + 1)) if convention == "corrected" else 2 * math.sqrt(k * (k + 1))
-    return dict(p=C["C_p"] * 2.0 ** -(k - 1), gamma_inf=gamma_inf, B_G=B_G, B_G1=B_G, r=r, B_a1=B_a1, B_a2=B_a2,
+    return dict(log_p=math.log(C["C_p"]) - (k - 1) * math.log(2.0), gamma_inf=gamma_inf, B_G=B_G, B_G1=B_G, r=r,
+                B_a1=B_a1, B_a2=B_a2,
                 B_b=(k + 1) / math.sqrt(k), Bx=math.sqrt(d), Bx1=math.sqrt(d), Bx2=float(d), Bx_inf=1.0, OPT=0.0,
                 err_bound=r * B_a1 * math.sqrt(2 * d * math.log(d)) * gamma_inf,
                 err_bound_paper=k**2 * math.sqrt(d * math.log(d)) / (d - k),
@@ -879,7 +965,8 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
     r"""Inputs of the main theorem for the five case studies (spec §2.13): p, gamma, B_G, B_F, r, B_x, OPT.
 
     .. math::
-        \text{mixture: } p = C_p\frac{B_{\mu1}}{\sqrt{\tau\log d}\,\sigma_{B+}}\,d^{-c\,C_b^2\tau\sigma_{B+}^2/B_{\mu1}^2},
+        \text{mixture: } p = C_p\frac{B_{\mu1}}{\sqrt{\tau\log d}\,\sigma_{B+}}
+        \,d^{-c\,C_b^2\tau\sigma_{B+}^2/B_{\mu1}^2},
         \ \gamma = d^{-(0.9\tau-1.5)},\ B_G = p_BB_{\mu1}\sqrt d - C_G\frac{\sigma_{B+}}{d^{0.9\tau}},\ c = \tfrac98
         \ (\text{paper: }\tfrac92)
 
@@ -938,7 +1025,8 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
     Returns
     -------
     dict
-        ``case, p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, OPT`` (an upper bound on OPT),
+        ``case, p, log_p`` (exact where p underflows), ``gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, OPT``
+        (an upper bound on OPT),
         ``b_over_sigma_w`` (the init's b~/sigma_w), ``err_bound`` (``r B_a1 Bx1 sqrt(2 gamma)``, the
         population error term of (3.13)), ``err_bound_paper`` (the case theorem's stated term), ``source``,
         ``assumed_constants`` and ``theorem_args`` (keyword arguments for :func:`main_theorem`). For
@@ -985,11 +1073,137 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
     C = {k_: check(owner, k_, v, _POS) for k_, v in dict(C_b=C_b, C_p=C_p, C_G=C_G, C_gamma=C_gamma).items()}
     convention = check(owner, "convention", convention, Options(("corrected", "paper")))
     out = dict(case=case, **builder(P, C, convention), assumed_constants=C)
-    if not out["p"] <= 1:
-        warnings.warn(f"{owner}: p = {out['p']!r} > 1 for case {case!r}: outside the regime; clipped to 1.",
+    if not out["log_p"] <= 0:
+        warnings.warn(f"{owner}: p = exp({out['log_p']!r}) > 1 for case {case!r}: outside the regime; clipped to 1.",
                       RegimeWarning, stacklevel=2)
-        out["p"] = 1.0
+        out["log_p"] = 0.0
+    out["p"] = math.exp(out["log_p"])
+    if out["p"] == 0.0:
+        warnings.warn(f"{owner}: p underflows float64 for case {case!r} (log p = {out['log_p']:.1f}); use 'log_p'.",
+                      RegimeWarning, stacklevel=2)
     return out if case == "uniform_parity" else _theorem_args(out)
+
+
+_UP_CONSTS = ("C_m", "C_n", "C_d", "C_eta", "C_T")
+
+
+def uniform_parity_requirements(d, k, eps, *, m=None, consts=None):
+    r"""Requirements of the uniform-parity theorem (Lemma B.54, Thm B.56; Barak et al. 2022) for error eps.
+
+    .. math::
+        \eta^{(1)} = \frac1{k|\xi_{k-1}|},\quad \tau_g = \frac{|\xi_{k-1}|}{16k\sqrt{2d\log(32k^3d/\epsilon)}},\quad
+        m_{\min} = C_m\,k2^k\log\frac k\epsilon,\quad d_{\min} = C_d\,k^4\log\frac{kd}\epsilon
+
+    .. math::
+        n_{\min} = C_n\Big(k^{7/6}d\tbinom d{k-1}\log\frac{kd}\epsilon\log\frac{dm}\epsilon
+        + \frac{k^3md^2}{\epsilon^2}\Big),\quad \eta = \frac{C_\eta}{d^2m},\quad T = C_T\frac{k^3md^2}\epsilon
+
+    with :math:`\xi_j` the majority coefficients (:func:`popdyn.models.gradient_features.parity.majority_coefficient`).
+
+    Parameters
+    ----------
+    d : int
+        Input dimension, odd.
+    k : int
+        Parity size, even, ``2 <= k < d``.
+    eps : float
+        Target error in (0, 1/2).
+    m : int or None
+        Width; None gives ``ceil(m_min)``.
+    consts : dict or None
+        Multipliers ``C_m, C_n, C_d, C_eta, C_T`` of the Omega/Theta, default 1.
+
+    Returns
+    -------
+    dict
+        ``eta1, tau_g, m_min, m, d_min, n_min, eta, T`` and the Lemma B.54 constants ``a_tilde_linf = 8k``,
+        ``a_tilde_l2 = 8k sqrt(k)``, ``feature_linf = d + 1`` (so L = O(d^2 m), B.489), ``assumed_constants``
+        and ``regime`` (``d >= d_min``).
+
+    Notes
+    -----
+    Regime: Algorithm 6 (init B.479: a, w uniform signs, b uniform on {-1 + 1/k, ..., 1 - 1/k}), hinge loss,
+    ``d >= Omega(k^4 log(kd/eps))``; orders of magnitude (hidden constants). Lemma B.54's step-1 accuracy
+    tau_g is a different quantity from the assumption tau of the other cases.
+
+    References
+    ----------
+    .. [src] seed 001 L7271-7281 (Lemma B.54), L7283-7306 (Thm B.56, B.483-B.489); specs/gradient_features.md
+       §2.13.5.
+
+    Examples
+    --------
+    >>> out = uniform_parity_requirements(3001, 4, 0.1)   # m_min = 4 * 2^4 * log(40)
+    >>> out["m"], out["a_tilde_l2"], out["regime"][0]["holds"]
+    (237, 64.0, True)
+    """
+    owner = _own("uniform_parity_requirements")
+    d, k = as_int(owner, "d", d, 3), as_int(owner, "k", k, 2)
+    if not (d % 2 == 1 and k % 2 == 0 and k < d):
+        raise InvalidParameterError(f"{owner}: needs odd d and even k in [2, d). Got d={d!r}, k={k!r}.")
+    eps = check(owner, "eps", eps, Interval(0.0, 0.5, "neither"))
+    C = _consts(owner, consts, _UP_CONSTS)
+    xi = abs(majority_coefficient(d, k - 1))
+    m_min = C["C_m"] * k * 2.0**k * math.log(k / eps)
+    m = max(1, math.ceil(m_min)) if m is None else as_int(owner, "m", m, 1)
+    log_comb = math.lgamma(d + 1) - math.lgamma(k) - math.lgamma(d - k + 2)
+    with np.errstate(over="ignore"):
+        first = np.exp(log_comb + math.log(k ** (7 / 6) * d * math.log(k * d / eps) * math.log(d * m / eps)))
+    d_min = C["C_d"] * k**4 * math.log(k * d / eps)
+    return dict(eta1=1.0 / (k * xi), tau_g=xi / (16 * k * math.sqrt(2 * d * math.log(32 * k**3 * d / eps))),
+                m_min=m_min, m=m, d_min=d_min, n_min=C["C_n"] * (float(first) + k**3 * m * d**2 / eps**2),
+                eta=C["C_eta"] / (d**2 * m), T=C["C_T"] * k**3 * m * d**2 / eps, a_tilde_linf=8.0 * k,
+                a_tilde_l2=8.0 * k**1.5, feature_linf=d + 1.0, assumed_constants=C,
+                regime=_regime(owner, [("d >= d_min", d, d_min, "Thm B.56", d >= d_min)]))
+
+
+def oco_bound(f_star, theta_star_norm, theta1_norm, grad_norms, eta):
+    r"""Online convex optimisation bound of Daniely-Malach Thm 13 (Thm B.7) for theta_{t+1} = theta_t - eta grad f_t.
+
+    .. math:: \frac1T\sum_t f_t(\theta_t) \le \frac1T\sum_t f_t(\theta^*) + \frac{\|\theta^*\|^2}{2\eta T}
+              + \|\theta_1\|\frac1T\sum_t\|\nabla f_t(\theta_t)\| + \eta\frac1T\sum_t\|\nabla f_t(\theta_t)\|^2
+
+    Parameters
+    ----------
+    f_star : array_like of shape (T,)
+        ``f_t(theta*)`` for the comparator.
+    theta_star_norm, theta1_norm : float
+        ``||theta*||`` and ``||theta_1||``, ``>= 0``.
+    grad_norms : array_like of shape (T,)
+        ``||grad f_t(theta_t)||`` along the run (subgradients allowed).
+    eta : float
+        Step size ``> 0``.
+
+    Returns
+    -------
+    float
+        The right-hand side.
+
+    Notes
+    -----
+    Regime: every f_t convex (any sequence, chosen adaptively); the step of Algorithm 1 on a with W frozen is of
+    this form with f_t the loss on the fresh batch.
+
+    References
+    ----------
+    .. [src] seed 001 L5758-5760 (Thm B.7, B.53); specs/gradient_features.md §2.12 (V11).
+
+    Examples
+    --------
+    >>> oco_bound([0.0, 0.0], 2.0, 0.0, [1.0, 1.0], 0.5)  # 4/(2 * 0.5 * 2) + 0.5
+    2.5
+    """
+    owner = _own("oco_bound")
+    f_star = _finite(owner, "f_star", f_star, 1)
+    g = _finite(owner, "grad_norms", grad_norms, 1)
+    if g.shape != f_star.shape or np.any(g < 0):
+        raise InvalidParameterError(f"The 'grad_norms' parameter of {owner} must be >= 0 with the shape of f_star "
+                                    f"{f_star.shape}. Got shape {g.shape}.")
+    s, s1 = (check(owner, k_, v, _NONNEG) for k_, v in (("theta_star_norm", theta_star_norm),
+                                                         ("theta1_norm", theta1_norm)))
+    eta = check(owner, "eta", eta, _POS)
+    T = f_star.size
+    return float(f_star.mean() + s**2 / (2 * eta * T) + s1 * g.mean() + eta * np.mean(g**2))
 
 
 # ------------------------------------------------------------------ Prop 3.23 and auxiliary inequalities --------

@@ -30,6 +30,7 @@ _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _PSI_SWITCH = 3.0     # relu_moment: erfcx form for -3 <= kappa < 0, Laplace continued fraction below
 _PSI_DEPTH = 120      # continued-fraction depth: relative error < 1e-15 for t >= 3 (tests check against mpmath)
 _SUM_TOL = 1e-12      # |sum p_j - 1| accepted for mixture weights
+_RANK_TOL = 1e-12     # relative singular value below which a mean direction is dependent
 _STRUCT_TOL = 1e-12   # relative tolerance when recognising the XOR structure of a mixture
 
 
@@ -123,7 +124,7 @@ def _ndtr_psi(kappa):
 
 
 def relu_moment(kappa):
-    r"""Stable :math:`\psi(\kappa)=\kappa\Phi(\kappa)+\varphi(\kappa)=\mathbb E[\sigma(\kappa+Z)]`, :math:`Z\sim\mathcal N(0,1)`.
+    r"""Stable ReLU moment :math:`\psi(\kappa)=\kappa\Phi(\kappa)+\varphi(\kappa)=\mathbb E[\sigma(\kappa+Z)]`.
 
     .. math:: \psi(\kappa)=\frac{\varphi(t)}{t\,S_1(t)+1},\quad t=-\kappa,\quad
               S_n(t)=t+\frac{n+1}{S_{n+1}(t)}\quad(\kappa<-3),
@@ -166,6 +167,18 @@ class Bounds(NamedTuple):
     Bx2: float
 
 
+def _as_biases(owner, b, M):
+    """(M,) finite float biases from a scalar or an (M,) array."""
+    try:
+        b = np.broadcast_to(np.asarray(b, dtype=np.float64), (M,))
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"The 'b' parameter of {owner} must be a float or an array of shape ({M},). "
+                                    f"Got {b!r} instead.") from None
+    if not np.all(np.isfinite(b)):
+        raise InvalidParameterError(f"The 'b' parameter of {owner} must be finite. Got {b!r} instead.")
+    return b
+
+
 def _as_neurons(owner, W, b):
     """(M, d) float W (a single (d,) row allowed) and (M,) b (a scalar broadcast); w = 0 is refused."""
     W = np.asarray(W, dtype=np.float64)
@@ -173,9 +186,7 @@ def _as_neurons(owner, W, b):
     if W.ndim != 2 or not np.all(np.isfinite(W)):
         raise InvalidParameterError(f"The 'W' parameter of {owner} must be a finite (M, d) array. "
                                     f"Got shape {W.shape} instead.")
-    b = np.broadcast_to(np.asarray(b, dtype=np.float64), (W.shape[0],))
-    if not np.all(np.isfinite(b)):
-        raise InvalidParameterError(f"The 'b' parameter of {owner} must be finite. Got {b!r} instead.")
+    b = _as_biases(owner, b, W.shape[0])
     norms = np.linalg.norm(W, axis=1)
     if np.any(norms == 0):
         raise InvalidParameterError(f"The 'W' parameter of {owner} must have nonzero rows (G(0, b) is "
@@ -209,7 +220,9 @@ class DataModel:
         raise NotImplementedError
 
     def simplified_gradient_mc(self, W, b, n, rng, chunk=50_000):
-        r"""Monte Carlo :math:`\tilde G(\mathbf w_i,b_i)=\frac1n\sum_s y_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]`.
+        r"""Monte Carlo simplified gradient :math:`\tilde G(\mathbf w_i,b_i)` on n fresh samples.
+
+        .. math:: \tilde G(\mathbf w_i,b_i)=\frac1n\sum_s y_s\mathbf x_s\mathbb I[\mathbf w_i^\top\mathbf x_s>b_i]
 
         Parameters
         ----------
@@ -334,7 +347,7 @@ class DataModel:
 
 
 class GaussianMixture(DataModel):
-    r"""Isotropic Gaussian mixture :math:`\mathbf x\sim\sum_l p_l\,\mathcal N(\mu_l,\sigma_l^2I)`, label :math:`y_l` per component.
+    r"""Isotropic Gaussian mixture :math:`\sum_l p_l\,\mathcal N(\mu_l,\sigma_l^2I)`, one label per component.
 
     Closed forms (spec §2.2, derived and checked against Monte Carlo in the tests), with
     :math:`\kappa_l=(\langle\mathbf w,\mu_l\rangle-b)/(\sigma_l\|\mathbf w\|)`:
@@ -423,17 +436,21 @@ class GaussianMixture(DataModel):
         m2 = np.sum(self.mus ** 2, axis=1) + self.dim * self.sigmas ** 2
         return Bounds(math.inf, float(self.weights @ np.sqrt(m2)), float(self.weights @ m2))
 
-    def _kappa(self, W, b):
-        W, b, norms = _as_neurons(f"{self!r}.simplified_gradient", W, b)
-        proj = W @ self.mus.T                                          # (M, r) <w, mu_l>
+    def _coefficients(self, proj, norms, b):
+        """G = alpha @ mus + beta w_hat from <w, mu_l> (M, r), ||w|| (M,) and b (M,): the stable form."""
         kappa = (proj - b[:, None]) / (self.sigmas * norms[:, None])
-        return W, b, norms, proj, kappa
+        c = self.weights * self.labels
+        Phi, psi = _ndtr_psi(kappa)                                     # (M, r), relative accuracy in the tails
+        alpha = Phi * c
+        beta = (c * (self.sigmas * psi + (b / norms)[:, None] * Phi)).sum(1) - (alpha * proj).sum(1) / norms
+        return alpha, beta
 
     def simplified_gradient(self, W, b):
         r"""Closed-form :math:`G(\mathbf w_i,b_i)` for each row of W (spec §2.2), accurate in the far tail.
 
         .. math:: G=\sum_lc_l\Phi(\kappa_l)\,(\mu_l-m_l\hat{\mathbf w})
-                  +\Big[\sum_lc_l\big(\sigma_l\psi(\kappa_l)+\tfrac{b}{\|\mathbf w\|}\Phi(\kappa_l)\big)\Big]\hat{\mathbf w},
+                  +\Big[\sum_lc_l\big(\sigma_l\psi(\kappa_l)+\tfrac{b}{\|\mathbf w\|}\Phi(\kappa_l)\big)\Big]
+                  \hat{\mathbf w},
 
         :math:`c_l=p_ly_l`, :math:`m_l=\langle\mu_l,\hat{\mathbf w}\rangle`: the same as
         :math:`\sum_lc_l[\Phi(\kappa_l)\mu_l+\sigma_l\varphi(\kappa_l)\hat{\mathbf w}]`, written without the
@@ -466,13 +483,9 @@ class GaussianMixture(DataModel):
         >>> np.allclose(gm.simplified_gradient([[0.0, 1.0]], -1e3), gm.E_yx())
         True
         """
-        W, b, norms, proj, kappa = self._kappa(W, b)
-        c = self.weights * self.labels
-        Phi, psi = _ndtr_psi(kappa)                                     # (M, r), relative accuracy in the tails
-        what = W / norms[:, None]
-        along = (Phi * c) @ self.mus - ((Phi * c * proj).sum(1) / norms)[:, None] * what
-        radial = (c * (self.sigmas * psi + (b / norms)[:, None] * Phi)).sum(1)
-        return along + radial[:, None] * what
+        W, b, norms = _as_neurons(f"{self!r}.simplified_gradient", W, b)
+        alpha, beta = self._coefficients(W @ self.mus.T, norms, b)
+        return alpha @ self.mus + (beta / norms)[:, None] * W
 
     def A(self, W, b):
         r"""Closed-form :math:`A(\mathbf w_i,b_i)=\mathbb E[y\,\sigma(\mathbf w_i^\top\mathbf x-b_i)]` (spec §2.2).
@@ -499,14 +512,115 @@ class GaussianMixture(DataModel):
         ----------
         .. [src] seed 001 L7672-7678 (Lemma B.70); derived, specs/gradient_features.md §2.1-2.2
         """
-        W, b, norms, proj, kappa = self._kappa(W, b)
+        W, b, norms = _as_neurons(f"{self!r}.A", W, b)
+        kappa = (W @ self.mus.T - b[:, None]) / (self.sigmas * norms[:, None])
         return (self.weights * self.labels * self.sigmas * relu_moment(kappa)).sum(1) * norms
+
+    @cached_property
+    def span_basis(self):
+        r"""Orthonormal basis Q (d, q) of :math:`\mathrm{span}(\mu_1..\mu_r)` (q = its rank) and the means in it,
+        ``mus_q = mus @ Q`` (r, q): the coordinates used by :meth:`sample_init_coords`."""
+        Q, S, _ = np.linalg.svd(self.mus.T, full_matrices=False)
+        Q = Q[:, S > _RANK_TOL * max(S.max(), 1e-300)]
+        return Q, self.mus @ Q
+
+    def sample_init_coords(self, M, sigma_w, rng):
+        r"""Sufficient statistics of M initial weights :math:`\mathbf w\sim\mathcal N(0,\sigma_w^2I_d)` (O(1) each).
+
+        .. math:: \mathbf w=Q\mathbf g+\mathbf w_\perp,\qquad \mathbf g\sim\mathcal N(0,\sigma_w^2I_q),\qquad
+                  \|\mathbf w_\perp\|^2\sim\sigma_w^2\chi^2_{d-q},
+
+        with Q from :attr:`span_basis`: G depends on w only through these (spec §2.2), so d = 10^6 costs
+        nothing.
+
+        Parameters
+        ----------
+        M : int
+            Number of neurons.
+        sigma_w : float
+            Initial standard deviation (> 0).
+        rng : numpy.random.Generator or int
+            Randomness.
+
+        Returns
+        -------
+        g : ndarray (M, q)
+            Coordinates of w in Q.
+        rho : ndarray (M,)
+            :math:`\|\mathbf w_\perp\|` (0 when q = d).
+
+        Notes
+        -----
+        Regime: any mixture; exact in distribution.
+
+        References
+        ----------
+        .. [src] derived; specs/gradient_features.md §2.2 (script V2), §2.8
+        """
+        owner = f"{self!r}.sample_init_coords"
+        M = check(owner, "M", M, Integer(1))
+        sigma_w = check(owner, "sigma_w", sigma_w, Interval(0, math.inf, "neither"))
+        rng = np.random.default_rng(rng)
+        Q, _ = self.span_basis
+        q = Q.shape[1]
+        g = sigma_w * rng.standard_normal((M, q))
+        rho = sigma_w * np.sqrt(rng.chisquare(self.dim - q, M)) if self.dim > q else np.zeros(M)
+        return g, rho
+
+    def simplified_gradient_coords(self, g, rho, b):
+        r"""Closed-form G in the coordinates of :meth:`sample_init_coords`, without forming d-vectors.
+
+        For :math:`\mathbf w=Q\mathbf g+\mathbf w_\perp` with :math:`\|\mathbf w_\perp\|=\rho`:
+
+        .. math:: G=Q\,G_Q+G_\perp\,\frac{\mathbf w_\perp}{\rho},\qquad
+                  G_Q=\alpha\,\mu^Q+\beta\,\frac{\mathbf g}{\|\mathbf w\|},\quad
+                  G_\perp=\beta\,\frac{\rho}{\|\mathbf w\|},
+
+        where :math:`G=\sum_l\alpha_l\mu_l+\beta\hat{\mathbf w}` is the form of :meth:`simplified_gradient`.
+        Then :math:`\|G\|^2=\|G_Q\|^2+G_\perp^2` and :math:`\langle G,D_j\rangle=\langle\mu^Q_j,G_Q\rangle/\|\mu_j\|`.
+
+        Parameters
+        ----------
+        g : array_like (M, q)
+            Coordinates of w in the span basis.
+        rho : array_like (M,)
+            Norms of the parts of w orthogonal to the means (>= 0).
+        b : array_like (M,) or scalar
+            Biases.
+
+        Returns
+        -------
+        G_Q : ndarray (M, q)
+        G_perp : ndarray (M,)
+
+        Notes
+        -----
+        Regime: w != 0; same accuracy as :meth:`simplified_gradient`.
+
+        References
+        ----------
+        .. [src] seed 001 L865 (3.4); derived, specs/gradient_features.md §2.2
+        """
+        owner = f"{self!r}.simplified_gradient_coords"
+        Q, mus_q = self.span_basis
+        g = check(owner, "g", g, FiniteArray(2, (None, Q.shape[1])))
+        rho = check(owner, "rho", rho, FiniteArray(1, (g.shape[0],)))
+        if np.any(rho < 0):
+            raise InvalidParameterError(f"The 'rho' parameter of {owner} must be >= 0. Got {rho!r} instead.")
+        norms = np.sqrt(np.sum(g * g, 1) + rho * rho)
+        if np.any(norms == 0):
+            raise InvalidParameterError(f"The 'g' and 'rho' parameters of {owner} must not both vanish (w = 0). "
+                                        f"Got zero neurons {np.flatnonzero(norms == 0)}.")
+        b = _as_biases(owner, b, len(norms))
+        alpha, beta = self._coefficients(g @ mus_q.T, norms, b)
+        return alpha @ mus_q + (beta / norms)[:, None] * g, beta * rho / norms
 
     def feature_stats(self):
         r"""Notation of Assumption 3.15 / B.28 (seed 001 L955-960, L6370-6375).
 
-        .. math:: D_j=\frac{\mu_j}{\|\mu_j\|},\ B_{\mu1}=\min_j\frac{\|\mu_j\|}{\sqrt d},\ B_{\mu2}=\max_j\frac{\|\mu_j\|}{\sqrt d},
-                  \ p_B=\min_jp_j,\ \sigma_{B+}=\max(\max_j\sigma_j,B_{\mu2}),\ \theta=\max_{i\ne j}\langle D_i,D_j\rangle.
+        .. math:: D_j=\frac{\mu_j}{\|\mu_j\|},\ B_{\mu1}=\min_j\frac{\|\mu_j\|}{\sqrt d},
+                  \ B_{\mu2}=\max_j\frac{\|\mu_j\|}{\sqrt d},\ p_B=\min_jp_j,
+                  \ \sigma_{B+}=\max(\max_j\sigma_j,B_{\mu2}),\ \theta=\max_{i\ne j}\langle D_i,D_j\rangle.
 
         Returns
         -------
@@ -627,8 +741,9 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
-        Regime: d >= 2 (log d > 0). B.41's OPT bound :math:`3d^{-\tilde\tau}+4/(d^{0.9\tilde\tau-1}\sqrt{\tilde\tau\log d})`
-        needs :math:`4c\le\sqrt d` (spec §2.13.2).
+        Regime: d >= 2 (log d > 0). B.41's OPT bound
+        :math:`3d^{-\tilde\tau}+4/(d^{0.9\tilde\tau-1}\sqrt{\tilde\tau\log d})` needs :math:`4c\le\sqrt d`
+        (spec §2.13.2).
 
         References
         ----------
@@ -863,12 +978,15 @@ class LinearSeparable(DataModel):
         return b, alpha, perp, npp, ys, q
 
     def simplified_gradient(self, W, b):
-        r"""Closed-form :math:`G(\mathbf w,b)` (spec §2.4), :math:`\kappa=(ys\langle\mathbf w,\mathbf w^*\rangle-b)/\|\mathbf w_\perp\|`:
+        r"""Closed-form :math:`G(\mathbf w,b)` of the linear model (spec §2.4).
+
+        With :math:`\kappa=(ys\langle\mathbf w,\mathbf w^*\rangle-b)/\|\mathbf w_\perp\|`:
 
         .. math:: G(\mathbf w,b)=\mathbb E_{y,s}\big[s\,\Phi(\kappa)\,\mathbf w^*+y\,\varphi(\kappa)\,
                   \mathbf w_\perp/\|\mathbf w_\perp\|\big];
 
-        for :math:`\mathbf w_\perp=0` the indicator is deterministic and :math:`G=\mathbb E[s\,\mathbb I[ys\alpha>b]]\mathbf w^*`.
+        for :math:`\mathbf w_\perp=0` the indicator is deterministic:
+        :math:`G=\mathbb E[s\,\mathbb I[ys\alpha>b]]\mathbf w^*`.
 
         Parameters
         ----------
