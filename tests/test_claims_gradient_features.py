@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from popdyn.models.gradient_features import data, multi_index, parity
+from popdyn.models.gradient_features import bounds, data, multi_index, parity
 
 from .falsify import falsifies, measure, memoise, perturb
 
@@ -155,3 +155,48 @@ def test_multi_index_step_fails_without_the_radial_term(wrong, monkeypatch, tmp_
     verdict, measured, checks = measure("gradient_features.multi_index_step", tmp_path)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.15) if wrong else (measured < 0.05)
+
+
+def _opt_bound_as_loss(f):
+    """Wrong theory: B.41's upper bound 3 d^-tau~ + 4/(d^(0.9 tau~ - 1) sqrt(tau~ log d)) taken as the loss of g*."""
+    def loss(self, tau=1.0, *a, **k):
+        return bounds.case_parameters("xor", d=self.dim, sigma_B=float(self.sigmas[0]), tau_tilde=tau)["OPT"], 0.0
+    return loss
+
+
+# wrong theories of OPT: B.41's bound taken as the loss of g* (27.7 at d = 64, tau~ = 1/2: gap ~28 against 5e-3), and the
+# exact loss 0.01 too large (a perturbed constant: gap 0.01). True: L(a~) = 1e-4 against L(g*) = 2e-5.
+@falsifies("gradient_features.good_network")
+@pytest.mark.parametrize("wrong", [None, "B41", "shifted"])
+def test_good_network_fails_a_wrong_opt(wrong, monkeypatch, tmp_path):
+    _memo(monkeypatch)
+    if wrong == "B41":
+        _perturb_method(monkeypatch, data.GaussianMixture, "ground_truth_loss", _opt_bound_as_loss)
+    if wrong == "shifted":
+        _perturb_method(monkeypatch, data.GaussianMixture, "ground_truth_loss",
+                        lambda f: lambda self, *a, **k: (f(self, *a, **k)[0] + 0.01, 0.0))
+    verdict, measured, checks = measure("gradient_features.good_network", tmp_path, n_loss=50_000)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 0.008) if wrong else (measured < 1e-3)
+
+
+def _random_ticket(f):
+    """Wrong theory: Lemma B.6's second layer on a random support of the same size (no selection by the nice sets)."""
+    def layer(W1, a0, b, *a, **k):
+        a_tilde, sets = f(W1, a0, b, *a, **k)
+        perm = np.random.default_rng(0).permutation(len(a_tilde))
+        return a_tilde[perm], sets
+    return layer
+
+
+# wrong theory: the ticket is any sparse subnetwork (a random support of the same size). Random first-step neurons are
+# rarely aligned with a cluster: the trained ticket stays near the hinge 1, gap ~0.9 against 0.02 (true: -0.02).
+@falsifies("gradient_features.lottery_ticket")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_lottery_ticket_fails_a_random_support(wrong, monkeypatch, tmp_path):
+    _memo(monkeypatch)
+    if wrong:
+        perturb(monkeypatch, f"{_GF}.framework.good_second_layer", _random_ticket)
+    verdict, measured, checks = measure("gradient_features.lottery_ticket", tmp_path)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 0.1) if wrong else (measured < 0.01)
