@@ -162,6 +162,17 @@ def test_uniform_ground_truth_is_chi_A(d, k):
     assert np.abs(b).max() == pytest.approx((k + 1) / math.sqrt(k), rel=1e-14)
 
 
+def test_uniform_ground_truth_loss():
+    """OPT = 0 (hinge) and log2(1 + 1/e) (base-2 logistic, y g* = 1 everywhere) vs the cube average (d = 9)."""
+    up = UniformParity(9, 4, A=[1, 3, 5, 8])
+    X = cube(9)
+    margin = np.prod(X[:, up.subset], axis=1) * relu_net(*up.ground_truth(), X)
+    for loss, f in (("hinge", hinge), ("logistic", logistic2)):
+        value, se = up.ground_truth_loss(loss)
+        assert se == 0 and value == pytest.approx(f(margin).mean(), abs=1e-14)
+    assert up.ground_truth_loss("logistic")[0] == pytest.approx(math.log2(1 + math.exp(-1)), rel=1e-13)
+
+
 def test_uniform_sample_E_yx_and_bounds():
     up = UniformParity(9, 1, A=[4])
     X, y = up.sample(100_000, 3)
@@ -185,6 +196,8 @@ def test_uniform_bad_neurons():
     up = UniformParity(5, 2)
     with pytest.raises(InvalidParameterError, match="'W'"):
         up.simplified_gradient(np.full((1, 5), 0.5), 0.0)
+    with pytest.raises(InvalidParameterError, match="'W'"):
+        up.A(np.ones((1, 4)), 0.0)
     with pytest.raises(InvalidParameterError, match="'b'"):
         up.A(np.ones((1, 5)), 1.0)
     with pytest.raises(InvalidParameterError, match="'convention'"):
@@ -230,6 +243,20 @@ def test_structured_mc_G_against_enumeration(kw, method):
     assert np.all(np.abs(G - exact)[ok] <= Z_MAX * se[ok]) and np.all(np.abs(G - exact)[~ok] < 1e-15)
 
 
+def test_structured_twin_neuron_is_not_a_feature_V5():
+    """Erratum 4 (spec V5): for a Sure neuron of D_0 (<w, D_0> = 1.6 b~/sqrt k, b~ = sqrt(rk log d)), G is aligned
+    with D_0, but its twin (-w, -b~) gets E[yx] - G ~ D_0 + 2 (D_1 + D_2), so (D_0, -1) is not in S for r = 3.
+    Monte Carlo n = 1e5: ||se|| ~ 0.013 against ||G|| ~ 0.33 and ||twin|| ~ 1.3, so the margins below are > 5 SE."""
+    sp = StructuredParity(200, 3, 15, 0.1, 45 / 155)
+    D, bt = sp.features(), math.sqrt(45 * math.log(200))
+    w = np.random.default_rng(1).normal(size=200)
+    w += 1.6 * bt / math.sqrt(15) * D[0] - (D @ w) @ D
+    G = sp.simplified_gradient_mc(w, bt, 100_000, 2).G[0]
+    twin = sp.E_yx() - G
+    cos = lambda u, v: u @ v / np.linalg.norm(u) / np.linalg.norm(v)               # noqa: E731
+    assert cos(G, D[0]) > 0.95 and cos(twin, D[0]) < 0.5 and cos(twin, D[0] + 2 * (D[1] + D[2])) > 0.98
+
+
 @pytest.mark.parametrize("kw", SMALL)
 def test_structured_A_exact(kw):
     """Exact A vs the inherited Monte Carlo A_mc (n = 1e5, |z| <= 4.5) and grad_w A = G (A is piecewise linear in w
@@ -243,6 +270,19 @@ def test_structured_A_exact(kw):
     h = 1e-6
     fd = np.stack([(sp.A(W + h * e, b) - sp.A(W - h * e, b)) / (2 * h) for e in np.eye(sp.d)], axis=1)
     np.testing.assert_allclose(fd, sp.simplified_gradient(W, b), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_structured_with_uniform_inputs_is_uniform_parity(k):
+    """r = 1, p_A = 0, p_o = 1/2, M = I is uniform parity (Assumption B.53 with k odd): the enumeration of
+    StructuredParity equals UniformParity's closed forms (G = e_a / 2 for k = 1, 0 for odd k >= 3; A likewise);
+    sums of 2^9 dyadic terms: 1e-15."""
+    sp, up = StructuredParity(9, 1, k, 0.0, 0.5), UniformParity(9, k)
+    rng = np.random.default_rng(k)
+    W, b = rng.choice([-1.0, 1.0], size=(5, 9)), rng.uniform(-0.9, 0.9, 5)
+    np.testing.assert_allclose(sp.simplified_gradient(W, b), up.simplified_gradient(W, b), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sp.A(W, b), up.A(W, b), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(sp.E_yx(), up.E_yx(), rtol=0, atol=1e-15)
 
 
 def test_structured_mc_routes_agree():
@@ -333,7 +373,7 @@ def test_structured_sampler_and_bounds():
     X, y2 = sp.sample(n, 7)
     np.testing.assert_array_equal(y, y2)
     np.testing.assert_allclose(np.linalg.norm(X, axis=1) ** 2, (phi != 0).sum(1), rtol=1e-12)
-    assert set(np.unique(y)) == {-1.0, 1.0}
+    assert set(np.unique(y)) == {-1.0, 1.0} and y.dtype == X.dtype == np.float64
     zero_blocks = (phi[:, :15].reshape(n, 3, 5) == 0).all(2).sum(1)
     frac = np.mean(zero_blocks == 2)                             # a structured component: 2 r p_A = 0.48
     assert abs(frac - 0.48) <= Z_MAX * math.sqrt(0.48 * 0.52 / n)

@@ -68,7 +68,7 @@ def majority_coefficient(n, j, log=False):
     -----
     Regime: n odd (majority has no ties). The binomials are exact Python integers and the ratio is one correctly
     rounded integer division, so the value is exact to the last bit for any n (tested to n = 10^4; the log-binomial
-    route would lose ~1e-11 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
+    route, exp of gammaln sums, loses up to 7e-12 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
     B.480 prints the numerator :math:`\binom{(d-1)/2}{(d-1)/2}`; B.547 (used here) is right (spec §7 erratum 9).
 
     References
@@ -118,8 +118,9 @@ def _bump_network(D, k, positive_bias):
     return np.tile(a1, r), W, np.tile(b1, r)
 
 
-def _check_neurons_pm1(owner, W, b):
+def _check_neurons_pm1(owner, W, b, d):
     W, b, _ = _as_neurons(owner, W, b)
+    _require(owner, "W", W.shape[1] == d, f"an (M, {d}) array", W.shape)
     _require(owner, "W", np.all(np.abs(W) == 1.0), "an (M, d) array of +-1 entries (the closed form of §2.6)",
              "entries other than +-1")
     _require(owner, "b", np.all(np.abs(b) < 1.0), "in (-1, 1) (so that 1[w.x > b] = (1 + Maj(w*x))/2)", b)
@@ -256,7 +257,7 @@ class UniformParity(DataModel):
         """
         owner = f"{self!r}.simplified_gradient"
         convention = check(owner, "convention", convention, Options(("corrected", "paper")))
-        W, b = _check_neurons_pm1(owner, W, b)
+        W, b = _check_neurons_pm1(owner, W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         G = chi[:, None] * W * self._coefficients(convention)
         if self.k == 1 and convention == "corrected":
@@ -294,7 +295,7 @@ class UniformParity(DataModel):
         ----------
         .. [src] derived; specs/gradient_features.md §2.1, §2.6
         """
-        W, b = _check_neurons_pm1(f"{self!r}.A", W, b)
+        W, b = _check_neurons_pm1(f"{self!r}.A", W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         k, d = self.k, self.d
         s = k * self.xi(k - 1) + ((d - k) * self.xi(k + 1) if k < d else 0.0)
@@ -325,6 +326,38 @@ class UniformParity(DataModel):
         .. [src] seed 001 L7533-7541 (B.550-B.552); specs/gradient_features.md §2.6, §7 erratum 5
         """
         return _bump_network(self.features(), self.k, positive_bias=False)
+
+    def ground_truth_loss(self, loss="hinge"):
+        r"""Exact risk of :meth:`ground_truth`: :math:`g^*` sees only :math:`z=\langle D,\mathbf x\rangle=(2i-k)/\sqrt k`,
+        i the number of +1 in :math:`\mathbf x_A` (:math:`\mathrm{Bin}(k,1/2)`), where :math:`y=(-1)^{k-i}`.
+
+        .. math:: \mathcal L_{\mathcal D}(g^*)=\sum_{i=0}^k\binom ki2^{-k}\,\ell\big((-1)^{k-i}g^*(z_iD)\big)
+
+        Parameters
+        ----------
+        loss : {"hinge", "logistic"}
+            The loss (logistic is base 2).
+
+        Returns
+        -------
+        value, se : float
+            The risk (hinge: O(1e-15), OPT = 0; base-2 logistic: :math:`\log_2(1+e^{-1})`) and its standard error
+            (0: exact).
+
+        Notes
+        -----
+        Regime: any k; exact up to float64 rounding of :math:`g^*`.
+
+        References
+        ----------
+        .. [src] seed 001 L7559 (B.64, OPT = 0); derived, specs/gradient_features.md §2.6
+        """
+        ell = LOSSES[check(f"{self!r}.ground_truth_loss", "loss", loss, Options(tuple(LOSSES)))]
+        i = np.arange(self.k + 1)
+        a, W, b = self.ground_truth()
+        X = np.outer((2 * i - self.k) / math.sqrt(self.k), self.features()[0])   # a point with each z_i
+        g = np.maximum(X @ W.T - b, 0.0) @ a
+        return float(stats.binom.pmf(i, self.k, 0.5) @ ell((-1.0) ** (self.k - i) * g)), 0.0
 
 
 # ---- structured parity --------------------------------------------------------------------------------------------
@@ -413,11 +446,11 @@ class StructuredParity(DataModel):
 
     def _weights(self):
         """Component weights: uniform, then (j, +), (j, -) for j in [r]."""
-        return np.array([1.0 - 2 * self.r * self.p_A] + [self.p_A] * (2 * self.r))
+        return np.array([max(0.0, 1.0 - 2 * self.r * self.p_A)] + [self.p_A] * (2 * self.r))
 
     def _label(self, phiA):
         blocks = phiA.reshape(phiA.shape[0], self.r, self.k)
-        return np.sign(np.prod(blocks, axis=2).sum(axis=1))
+        return np.sign(np.prod(blocks, axis=2).sum(axis=1)).astype(np.float64)
 
     def _sample_phi(self, n, rng):
         """phi (n, d) int8 and y (n,) float."""
@@ -473,6 +506,9 @@ class StructuredParity(DataModel):
         contributes only for k = 1 (then :math:`y=\mathrm{Maj}_r(\phi_A)`, :math:`\xi^{(r)}_1` its degree-1
         coefficient, :func:`majority_coefficient`) and the noise is independent of y with mean 0.
         The symmetry :math:`(\phi,y)\to(-\phi,-y)` leaves :math:`y\mathbf x` invariant, so it does not force 0.
+
+        >>> StructuredParity(5, 1, 3, p_A=0.1, p_o=0.2).E_yx()        # 2 p_A on the block, not 0
+        array([0.2, 0.2, 0.2, 0. , 0. ])
         """
         c = 2 * self.p_A + ((1 - 2 * self.r * self.p_A) * majority_coefficient(self.r, 1) if self.k == 1 else 0.0)
         return c * math.sqrt(self.k) * self.features().sum(axis=0)
