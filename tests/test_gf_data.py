@@ -417,3 +417,17 @@ def test_coords_and_bias_bad_input():
         gm.simplified_gradient(np.ones((3, 5)), np.ones(2))
     with pytest.raises(InvalidParameterError, match="'sigma_w'"):
         gm.sample_init_coords(3, 0.0, 0)
+
+
+def test_monte_carlo_standard_errors_are_calibrated():
+    """The MC oracle's se is what the z-bands above divide by: over 300 independent runs the spread of the
+    estimates equals the mean reported se (ratio within 1 +- 5 / sqrt(2 * 300), the SE of a sample std)."""
+    gm = _mixture(2, d=3, r=4)
+    W = np.array([[1.0, -0.5, 0.2], [0.3, 0.3, -1.0]])
+    b = np.array([0.2, -0.4])
+    runs = [gm.simplified_gradient_mc(W, b, 2000, s) for s in range(300)]
+    est, se = np.array([r[0] for r in runs]), np.array([r[1] for r in runs])
+    assert np.all(np.abs(est.std(0, ddof=1) / se.mean(0) - 1) < Z / math.sqrt(600))
+    runs = [gm.A_mc(W, b, 2000, s) for s in range(300)]
+    est, se = np.array([r[0] for r in runs]), np.array([r[1] for r in runs])
+    assert np.all(np.abs(est.std(0, ddof=1) / se.mean(0) - 1) < Z / math.sqrt(600))

@@ -162,6 +162,17 @@ def test_uniform_ground_truth_is_chi_A(d, k):
     assert np.abs(b).max() == pytest.approx((k + 1) / math.sqrt(k), rel=1e-14)
 
 
+def test_uniform_ground_truth_loss():
+    """OPT = 0 (hinge) and log2(1 + 1/e) (base-2 logistic, y g* = 1 everywhere) vs the cube average (d = 9)."""
+    up = UniformParity(9, 4, A=[1, 3, 5, 8])
+    X = cube(9)
+    margin = np.prod(X[:, up.subset], axis=1) * relu_net(*up.ground_truth(), X)
+    for loss, f in (("hinge", hinge), ("logistic", logistic2)):
+        value, se = up.ground_truth_loss(loss)
+        assert se == 0 and value == pytest.approx(f(margin).mean(), abs=1e-14)
+    assert up.ground_truth_loss("logistic")[0] == pytest.approx(math.log2(1 + math.exp(-1)), rel=1e-13)
+
+
 def test_uniform_sample_E_yx_and_bounds():
     up = UniformParity(9, 1, A=[4])
     X, y = up.sample(100_000, 3)
@@ -185,6 +196,8 @@ def test_uniform_bad_neurons():
     up = UniformParity(5, 2)
     with pytest.raises(InvalidParameterError, match="'W'"):
         up.simplified_gradient(np.full((1, 5), 0.5), 0.0)
+    with pytest.raises(InvalidParameterError, match="'W'"):
+        up.A(np.ones((1, 4)), 0.0)
     with pytest.raises(InvalidParameterError, match="'b'"):
         up.A(np.ones((1, 5)), 1.0)
     with pytest.raises(InvalidParameterError, match="'convention'"):
@@ -204,7 +217,7 @@ def test_structured_E_yx_equals_enumeration(kw):
     float sums of <= 2^15 probabilities: 1e-14. Nonzero: Remark B.45 is wrong (erratum 4)."""
     sp = StructuredParity(**kw, M=orthonormal(kw["d"], 1))
     assert np.linalg.norm(sp.E_yx()) > 0
-    np.testing.assert_allclose(sp.simplified_gradient_exact(np.ones((1, sp.d)), -1e6)[0], sp.E_yx(), atol=1e-14)
+    np.testing.assert_allclose(sp.simplified_gradient(np.ones((1, sp.d)), -1e6)[0], sp.E_yx(), atol=1e-14)
 
 
 def test_structured_E_yx_monte_carlo_V5():
@@ -224,19 +237,62 @@ def test_structured_mc_G_against_enumeration(kw, method):
     sp = StructuredParity(**kw, M=None if kw["d"] != 10 else orthonormal(10, 2))
     rng = np.random.default_rng(5)
     W, b = rng.normal(size=(6, sp.d)), rng.normal(0, 0.7, size=6)
-    exact = sp.simplified_gradient_exact(W, b)
+    exact = sp.simplified_gradient(W, b)
     G, se = sp.simplified_gradient_mc(W, b, 200_000, 6, method=method)
     ok = se > 0
     assert np.all(np.abs(G - exact)[ok] <= Z_MAX * se[ok]) and np.all(np.abs(G - exact)[~ok] < 1e-15)
 
 
+def test_structured_twin_neuron_is_not_a_feature_V5():
+    """Erratum 4 (spec V5): for a Sure neuron of D_0 (<w, D_0> = 1.6 b~/sqrt k, b~ = sqrt(rk log d)), G is aligned
+    with D_0, but its twin (-w, -b~) gets E[yx] - G ~ D_0 + 2 (D_1 + D_2), so (D_0, -1) is not in S for r = 3.
+    Monte Carlo n = 1e5: ||se|| ~ 0.013 against ||G|| ~ 0.33 and ||twin|| ~ 1.3, so the margins below are > 5 SE."""
+    sp = StructuredParity(200, 3, 15, 0.1, 45 / 155)
+    D, bt = sp.features(), math.sqrt(45 * math.log(200))
+    w = np.random.default_rng(1).normal(size=200)
+    w += 1.6 * bt / math.sqrt(15) * D[0] - (D @ w) @ D
+    G = sp.simplified_gradient_mc(w, bt, 100_000, 2).G[0]
+    twin = sp.E_yx() - G
+    cos = lambda u, v: u @ v / np.linalg.norm(u) / np.linalg.norm(v)               # noqa: E731
+    assert cos(G, D[0]) > 0.95 and cos(twin, D[0]) < 0.5 and cos(twin, D[0] + 2 * (D[1] + D[2])) > 0.98
+
+
+@pytest.mark.parametrize("kw", SMALL)
+def test_structured_A_exact(kw):
+    """Exact A vs the inherited Monte Carlo A_mc (n = 1e5, |z| <= 4.5) and grad_w A = G (A is piecewise linear in w
+    on a finite support: central differences with h = 1e-6 are exact up to rounding eps |A| / h ~ 1e-10: 1e-8)."""
+    sp = StructuredParity(**kw)
+    rng = np.random.default_rng(11)
+    W, b = rng.normal(size=(4, sp.d)), rng.normal(0, 0.7, size=4)
+    A = sp.A(W, b)
+    mc, se = sp.A_mc(W, b, 100_000, 12)
+    assert np.all(np.abs(mc - A) <= Z_MAX * se)
+    h = 1e-6
+    fd = np.stack([(sp.A(W + h * e, b) - sp.A(W - h * e, b)) / (2 * h) for e in np.eye(sp.d)], axis=1)
+    np.testing.assert_allclose(fd, sp.simplified_gradient(W, b), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_structured_with_uniform_inputs_is_uniform_parity(k):
+    """r = 1, p_A = 0, p_o = 1/2, M = I is uniform parity (Assumption B.53 with k odd): the enumeration of
+    StructuredParity equals UniformParity's closed forms (G = e_a / 2 for k = 1, 0 for odd k >= 3; A likewise);
+    sums of 2^9 dyadic terms: 1e-15."""
+    sp, up = StructuredParity(9, 1, k, 0.0, 0.5), UniformParity(9, k)
+    rng = np.random.default_rng(k)
+    W, b = rng.choice([-1.0, 1.0], size=(5, 9)), rng.uniform(-0.9, 0.9, 5)
+    np.testing.assert_allclose(sp.simplified_gradient(W, b), up.simplified_gradient(W, b), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sp.A(W, b), up.A(W, b), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(sp.E_yx(), up.E_yx(), rtol=0, atol=1e-15)
+
+
 def test_structured_mc_routes_agree():
-    """numba, numpy and auto consume the same stream: equal to summation rounding (sums of <= 5000 +-1: 1e-12)."""
+    """numba, numpy and auto consume the same stream: equal to summation rounding (sums of <= 5000 +-1: 1e-12).
+    The first chunk (4096 x ~49 nonzeros x 40 neurons > 2^22) runs the threaded kernel, the second the serial one."""
     sp = StructuredParity(300, 3, 7, 0.05, 0.05)
     rng = np.random.default_rng(8)
     W = rng.normal(size=(40, 300))
     b = np.full(40, math.sqrt(21 * math.log(300)))
-    out = [sp.simplified_gradient_mc(W, b, 5000, 9, chunk=1024, method=m) for m in ("numba", "numpy", "auto")]
+    out = [sp.simplified_gradient_mc(W, b, 5000, 9, chunk=4096, method=m) for m in ("numba", "numpy", "auto")]
     for G, se in out[1:]:
         np.testing.assert_allclose(G, out[0].G, rtol=0, atol=1e-12)
         np.testing.assert_allclose(se, out[0].se, rtol=0, atol=1e-12)
@@ -250,9 +306,9 @@ def test_structured_exact_G_identities(kw, seed, log2c):
     sp = StructuredParity(**kw)
     rng = np.random.default_rng(seed)
     W, b = rng.normal(size=(3, sp.d)), rng.normal(size=3)
-    G = sp.simplified_gradient_exact(W, b)
-    np.testing.assert_array_equal(sp.simplified_gradient_exact(2.0 ** log2c * W, 2.0 ** log2c * b), G)
-    np.testing.assert_allclose(G + sp.simplified_gradient_exact(-W, -b), np.broadcast_to(sp.E_yx(), G.shape),
+    G = sp.simplified_gradient(W, b)
+    np.testing.assert_array_equal(sp.simplified_gradient(2.0 ** log2c * W, 2.0 ** log2c * b), G)
+    np.testing.assert_allclose(G + sp.simplified_gradient(-W, -b), np.broadcast_to(sp.E_yx(), G.shape),
                                atol=1e-14)
     assert np.all(np.linalg.norm(G, axis=1) <= sp.bounds().Bx1 + 1e-14)
 
@@ -317,7 +373,7 @@ def test_structured_sampler_and_bounds():
     X, y2 = sp.sample(n, 7)
     np.testing.assert_array_equal(y, y2)
     np.testing.assert_allclose(np.linalg.norm(X, axis=1) ** 2, (phi != 0).sum(1), rtol=1e-12)
-    assert set(np.unique(y)) == {-1.0, 1.0}
+    assert set(np.unique(y)) == {-1.0, 1.0} and y.dtype == X.dtype == np.float64
     zero_blocks = (phi[:, :15].reshape(n, 3, 5) == 0).all(2).sum(1)
     frac = np.mean(zero_blocks == 2)                             # a structured component: 2 r p_A = 0.48
     assert abs(frac - 0.48) <= Z_MAX * math.sqrt(0.48 * 0.52 / n)
@@ -348,7 +404,9 @@ def test_structured_bad_parameters(kwargs, name):
 def test_structured_bad_calls():
     sp = StructuredParity(40, 1, 3, 0.1, 0.1)
     with pytest.raises(InvalidParameterError, match="'d'"):
-        sp.simplified_gradient_exact(np.ones((1, 40)), 0.0)
+        sp.simplified_gradient(np.ones((1, 40)), 0.0)
+    with pytest.raises(InvalidParameterError, match="'d'"):
+        sp.A(np.ones((1, 40)), 0.0)
     with pytest.raises(InvalidParameterError, match="'W'"):
         sp.simplified_gradient_mc(np.ones((1, 39)), 0.0, 10, 0)
     with pytest.raises(InvalidParameterError, match="'method'"):

@@ -6,6 +6,10 @@ Spec: specs/gradient_features.md. Conventions (issue 11 §5): W is (M, d), one r
 
 * Data (``data.py``): :class:`DataModel`, :class:`Bounds`, :class:`GaussianMixture`, :func:`xor_mixture`,
   :class:`LinearSeparable`, :func:`relu_moment`, the losses :func:`hinge`, :func:`logistic2` (``LOSSES``).
+  Every model: ``sample``, ``dim``, ``E_yx``, ``bounds``, ``simplified_gradient``, ``A``, and the Monte Carlo
+  oracles ``simplified_gradient_mc``, ``A_mc``, ``network_loss_mc``. Mixtures add ``feature_stats``,
+  ``bayes_error``, ``ground_truth``, ``ground_truth_loss`` and the O(1)-per-neuron sufficient statistics
+  ``sample_init_coords`` / ``simplified_gradient_coords``.
 * Multiple-index polynomial (``multi_index.py``): :class:`MultiIndexPolynomial` (exact G, A, Algorithm 7's
   first-step direction, H and kappa).
 """

@@ -3,7 +3,7 @@ r"""Parity data models of the gradient-feature framework (seed 001 B.5.4-B.5.6; 
 * :class:`StructuredParity` ``(d, r, k, p_A, p_o, M=None)``: :math:`\mathbf x=M\phi`,
   :math:`y=\mathrm{sign}\sum_{j\in[r]}\prod_{l\in A_j}\phi_l` (B.396-B.397). Sampler, features :math:`D_j`, exact
   :math:`\mathbb E[y\mathbf x]`, Assumption 3.1 moments, Monte Carlo :math:`G` (a numba kernel over the sparse
-  :math:`\phi` when :math:`M=I`), an exact enumeration oracle for tiny d, the positive-bias ground truth
+  :math:`\phi` when :math:`M=I`), exact G and A by enumeration for tiny d (the oracle), the positive-bias ground truth
   :math:`g^*` (spec §7 erratum 4) and its exact loss.
 * :class:`UniformParity` ``(d, k, A=None)``: :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`
   (Assumption B.53). Majority coefficients :math:`\xi_j`, exact :math:`G` and :math:`A` (with the factor 1/2
@@ -32,6 +32,7 @@ __all__ = ["StructuredParity", "UniformParity", "majority_coefficient", "MonteCa
 _ORTH_TOL = 1e-10        # ||M^T M - I||_max accepted for a dictionary: a QR in float64 gives ~1e-15
 _ENUM_MAX = 1 << 18      # support points of the exact enumeration (memory ~ 2^18 d float64)
 _GSTAR_MAX = 1 << 20     # block-sum configurations of the exact g* loss
+_PARALLEL_WORK = 1 << 22  # nonzeros x neurons per chunk above which the kernel runs threaded (launch ~ms)
 _BLOCK = 256             # samples per cache block of the numba kernel
 _SCATTER_COST = 24       # scatter-add vs BLAS multiply-add cost (measured 16-26, 1 core, d = 1000): "auto" rule
 
@@ -67,7 +68,7 @@ def majority_coefficient(n, j, log=False):
     -----
     Regime: n odd (majority has no ties). The binomials are exact Python integers and the ratio is one correctly
     rounded integer division, so the value is exact to the last bit for any n (tested to n = 10^4; the log-binomial
-    route would lose ~1e-11 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
+    route, exp of gammaln sums, loses up to 7e-12 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
     B.480 prints the numerator :math:`\binom{(d-1)/2}{(d-1)/2}`; B.547 (used here) is right (spec §7 erratum 9).
 
     References
@@ -117,8 +118,9 @@ def _bump_network(D, k, positive_bias):
     return np.tile(a1, r), W, np.tile(b1, r)
 
 
-def _check_neurons_pm1(owner, W, b):
+def _check_neurons_pm1(owner, W, b, d):
     W, b, _ = _as_neurons(owner, W, b)
+    _require(owner, "W", W.shape[1] == d, f"an (M, {d}) array", W.shape)
     _require(owner, "W", np.all(np.abs(W) == 1.0), "an (M, d) array of +-1 entries (the closed form of §2.6)",
              "entries other than +-1")
     _require(owner, "b", np.all(np.abs(b) < 1.0), "in (-1, 1) (so that 1[w.x > b] = (1 + Maj(w*x))/2)", b)
@@ -255,7 +257,7 @@ class UniformParity(DataModel):
         """
         owner = f"{self!r}.simplified_gradient"
         convention = check(owner, "convention", convention, Options(("corrected", "paper")))
-        W, b = _check_neurons_pm1(owner, W, b)
+        W, b = _check_neurons_pm1(owner, W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         G = chi[:, None] * W * self._coefficients(convention)
         if self.k == 1 and convention == "corrected":
@@ -293,7 +295,7 @@ class UniformParity(DataModel):
         ----------
         .. [src] derived; specs/gradient_features.md §2.1, §2.6
         """
-        W, b = _check_neurons_pm1(f"{self!r}.A", W, b)
+        W, b = _check_neurons_pm1(f"{self!r}.A", W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         k, d = self.k, self.d
         s = k * self.xi(k - 1) + ((d - k) * self.xi(k + 1) if k < d else 0.0)
@@ -325,24 +327,59 @@ class UniformParity(DataModel):
         """
         return _bump_network(self.features(), self.k, positive_bias=False)
 
+    def ground_truth_loss(self, loss="hinge"):
+        r"""Exact risk of :meth:`ground_truth`: :math:`g^*` sees only :math:`z=\langle D,\mathbf x\rangle=(2i-k)/\sqrt k`,
+        i the number of +1 in :math:`\mathbf x_A` (:math:`\mathrm{Bin}(k,1/2)`), where :math:`y=(-1)^{k-i}`.
+
+        .. math:: \mathcal L_{\mathcal D}(g^*)=\sum_{i=0}^k\binom ki2^{-k}\,\ell\big((-1)^{k-i}g^*(z_iD)\big)
+
+        Parameters
+        ----------
+        loss : {"hinge", "logistic"}
+            The loss (logistic is base 2).
+
+        Returns
+        -------
+        value, se : float
+            The risk (hinge: O(1e-15), OPT = 0; base-2 logistic: :math:`\log_2(1+e^{-1})`) and its standard error
+            (0: exact).
+
+        Notes
+        -----
+        Regime: any k; exact up to float64 rounding of :math:`g^*`.
+
+        References
+        ----------
+        .. [src] seed 001 L7559 (B.64, OPT = 0); derived, specs/gradient_features.md §2.6
+        """
+        ell = LOSSES[check(f"{self!r}.ground_truth_loss", "loss", loss, Options(tuple(LOSSES)))]
+        i = np.arange(self.k + 1)
+        a, W, b = self.ground_truth()
+        X = np.outer((2 * i - self.k) / math.sqrt(self.k), self.features()[0])   # a point with each z_i
+        g = np.maximum(X @ W.T - b, 0.0) @ a
+        return float(stats.binom.pmf(i, self.k, 0.5) @ ell((-1.0) ** (self.k - i) * g)), 0.0
+
 
 # ---- structured parity --------------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, parallel=True)
-def _masked_sums(active, indptr, idx, val, y, G, S2, block):
+def _masked_sums(active, indptr, idx, val, y, G, S2, block, groups):
     """G[i] += sum_s y_s x_s active[i, s] and S2[i] += sum_s x_s^2 active[i, s] over the sparse rows x_s (CSR).
 
-    Samples are taken ``block`` at a time and every neuron sweeps the block, so the block's rows stay in cache;
-    only the active (neuron, sample) pairs touch the nonzero entries."""
+    One thread per group of neurons; each sweeps the samples ``block`` at a time and runs all its neurons over a
+    block before the next, so the block's rows stay in cache. Only active (neuron, sample) pairs touch the rows."""
     M, n = active.shape
-    for s0 in range(0, n, block):
-        s1 = min(s0 + block, n)
-        for i in numba.prange(M):
-            for s in range(s0, s1):
-                if active[i, s]:
-                    for t in range(indptr[s], indptr[s + 1]):
-                        G[i, idx[t]] += y[s] * val[t]
-                        S2[i, idx[t]] += val[t] * val[t]
+    for g in numba.prange(groups):
+        for s0 in range(0, n, block):
+            for i in range(g * M // groups, (g + 1) * M // groups):
+                for s in range(s0, min(s0 + block, n)):
+                    if active[i, s]:
+                        for t in range(indptr[s], indptr[s + 1]):
+                            G[i, idx[t]] += y[s] * val[t]
+                            S2[i, idx[t]] += val[t] * val[t]
+
+
+_masked_sums_serial = numba.njit(cache=True)(_masked_sums)
+_masked_sums_parallel = numba.njit(cache=True, parallel=True)(_masked_sums)
 
 
 class StructuredParity(DataModel):
@@ -409,11 +446,11 @@ class StructuredParity(DataModel):
 
     def _weights(self):
         """Component weights: uniform, then (j, +), (j, -) for j in [r]."""
-        return np.array([1.0 - 2 * self.r * self.p_A] + [self.p_A] * (2 * self.r))
+        return np.array([max(0.0, 1.0 - 2 * self.r * self.p_A)] + [self.p_A] * (2 * self.r))
 
     def _label(self, phiA):
         blocks = phiA.reshape(phiA.shape[0], self.r, self.k)
-        return np.sign(np.prod(blocks, axis=2).sum(axis=1))
+        return np.sign(np.prod(blocks, axis=2).sum(axis=1)).astype(np.float64)
 
     def _sample_phi(self, n, rng):
         """phi (n, d) int8 and y (n,) float."""
@@ -469,6 +506,9 @@ class StructuredParity(DataModel):
         contributes only for k = 1 (then :math:`y=\mathrm{Maj}_r(\phi_A)`, :math:`\xi^{(r)}_1` its degree-1
         coefficient, :func:`majority_coefficient`) and the noise is independent of y with mean 0.
         The symmetry :math:`(\phi,y)\to(-\phi,-y)` leaves :math:`y\mathbf x` invariant, so it does not force 0.
+
+        >>> StructuredParity(5, 1, 3, p_A=0.1, p_o=0.2).E_yx()        # 2 p_A on the block, not 0
+        array([0.2, 0.2, 0.2, 0. , 0. ])
         """
         c = 2 * self.p_A + ((1 - 2 * self.r * self.p_A) * majority_coefficient(self.r, 1) if self.k == 1 else 0.0)
         return c * math.sqrt(self.k) * self.features().sum(axis=0)
@@ -549,8 +589,10 @@ class StructuredParity(DataModel):
             if method == "numba" or (method == "auto" and _SCATTER_COST * mask.sum() * nz.mean() < mask.size):
                 rows, cols = np.nonzero(nz)
                 indptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=len(y)))))
-                _masked_sums(np.ascontiguousarray(mask.T), indptr, cols.astype(np.int32), X[rows, cols], y, G, S2,
-                             _BLOCK)
+                parallel = len(cols) * W.shape[0] > _PARALLEL_WORK
+                kernel = _masked_sums_parallel if parallel else _masked_sums_serial
+                kernel(np.ascontiguousarray(mask.T), indptr, cols.astype(np.int32), X[rows, cols], y, G, S2, _BLOCK,
+                       min(W.shape[0], numba.get_num_threads()) if parallel else 1)
             else:
                 mask = mask.astype(np.float64)
                 G += (mask * y[:, None]).T @ X
@@ -581,9 +623,23 @@ class StructuredParity(DataModel):
         Phi = np.concatenate([np.repeat(phiA, len(noise), axis=0), np.tile(noise, (len(phiA), 1))], axis=1)
         return Phi, self._label(Phi[:, :rk]), np.outer(pA, pnoise).ravel()
 
-    def simplified_gradient_exact(self, W, b):
-        r"""Exact :math:`G(\mathbf w_i,b_i)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,M\phi\,\mathbb I[\mathbf w_i^\top M\phi>b_i]`
-        by enumeration of the support (the test oracle for tiny d).
+    def _enumerated(self, owner, W, b):
+        """Support points x = M phi, y * Pr(phi) and the pre-activations, after the checks."""
+        W, b, _ = _as_neurons(owner, W, b)
+        _require(owner, "W", W.shape[1] == self.d, f"an (M, {self.d}) array", W.shape)
+        w = self._weights()
+        n_A = (2 ** self._rk if w[0] > 0 else 0) + (2 * self.r if self.p_A > 0 else 0)
+        size = n_A * (2 * (self.p_o > 0) + (self.p_o < 0.5)) ** (self.d - self._rk)
+        _require(owner, "d", size <= _ENUM_MAX, f"small enough to enumerate the support (<= {_ENUM_MAX} points; use "
+                 "simplified_gradient_mc)", f"d = {self.d} with {size} points")
+        Phi, y, prob = self._support()
+        X = self._embed(Phi)
+        return X, y * prob, X @ W.T - b
+
+    def simplified_gradient(self, W, b):
+        r"""Exact :math:`G(\mathbf w_i,b_i)` by enumeration of the support (tiny d; the oracle of the Monte Carlo).
+
+        .. math:: G(\mathbf w,b)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,M\phi\,\mathbb I[\mathbf w^\top M\phi>b]
 
         Parameters
         ----------
@@ -598,24 +654,42 @@ class StructuredParity(DataModel):
 
         Notes
         -----
-        Regime: support size :math:`(2^{rk}+2r)\,3^{d-rk}\le2^{18}` (fewer when a probability is 0); exact up to
-        float64 summation.
+        Regime: support size :math:`(2^{rk}+2r)\,3^{d-rk}\le2^{18}` (fewer when a probability is 0), else an error
+        pointing to :meth:`simplified_gradient_mc`; exact up to float64 summation.
 
         References
         ----------
         .. [src] seed 001 L865 (3.4), L6926-6950; derived, specs/gradient_features.md §2.5, §5
         """
-        owner = f"{self!r}.simplified_gradient_exact"
-        W, b, _ = _as_neurons(owner, W, b)
-        _require(owner, "W", W.shape[1] == self.d, f"an (M, {self.d}) array", W.shape)
-        w = self._weights()
-        n_A = (2 ** self._rk if w[0] > 0 else 0) + (2 * self.r if self.p_A > 0 else 0)
-        size = n_A * (2 * (self.p_o > 0) + (self.p_o < 0.5)) ** (self.d - self._rk)
-        _require(f"{self!r}", "d", size <= _ENUM_MAX, f"small enough for enumeration (support <= {_ENUM_MAX})",
-                 f"d = {self.d} with support size {size}")
-        Phi, y, prob = self._support()
-        X = self._embed(Phi)
-        return ((X @ W.T > b) * (prob * y)[:, None]).T @ X
+        X, yp, pre = self._enumerated(f"{self!r}.simplified_gradient", W, b)
+        return ((pre > 0) * yp[:, None]).T @ X
+
+    def A(self, W, b):
+        r"""Exact :math:`A(\mathbf w_i,b_i)=\mathbb E[y\,\sigma(\mathbf w_i^\top\mathbf x-b_i)]` by enumeration (tiny d).
+
+        .. math:: A(\mathbf w,b)=\sum_{\phi}\Pr(\phi)\,y(\phi)\,\sigma(\mathbf w^\top M\phi-b)
+
+        Parameters
+        ----------
+        W : array_like, shape (M, d)
+            Neuron weights (rows).
+        b : array_like, shape (M,) or scalar
+            Biases.
+
+        Returns
+        -------
+        A : ndarray (M,)
+
+        Notes
+        -----
+        Regime: as :meth:`simplified_gradient` (the inherited ``A_mc`` samples at any d).
+
+        References
+        ----------
+        .. [src] seed 001 L7672-7678 (Lemma B.70); derived, specs/gradient_features.md §2.1, §2.5
+        """
+        X, yp, pre = self._enumerated(f"{self!r}.A", W, b)
+        return yp @ np.maximum(pre, 0.0)
 
     # ---- ground truth ---------------------------------------------------------------------------------------------
 
