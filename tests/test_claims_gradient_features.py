@@ -200,3 +200,24 @@ def test_lottery_ticket_fails_a_random_support(wrong, monkeypatch, tmp_path):
     verdict, measured, checks = measure("gradient_features.lottery_ticket", tmp_path)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.1) if wrong else (measured < 0.01)
+
+
+def _b9_without_forcing(f):
+    """Wrong theory: Lemma B.9's recursion without its forcing Z_i = B_x1 ||w_i^(1)|| + b~ (the second layer moves
+    only through its own size): the bound on |a^(t)| collapses to ~2 |a^(1)|."""
+    def b9(t, a1, w1_norm, b_tilde, eta, Bx1):
+        return f(t, a1, 0.0 * np.asarray(w1_norm), 1e-300, eta, Bx1)
+    return b9
+
+
+# wrong theory: Lemma B.9 without the forcing term: with eta^(1) = 1e-3, |a^(1)| ~ 1e-3 |A| while GD moves a to O(1),
+# so |a^(T)| exceeds the collapsed bound ~1e3-fold against the tolerance 1 (true: ratio ~0.02).
+@falsifies("gradient_features.algorithm1_curve")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_algorithm1_curve_fails_lemma_b9_without_forcing(wrong, monkeypatch, tmp_path):
+    _memo(monkeypatch)
+    if wrong:
+        perturb(monkeypatch, f"{_GF}.bounds.lemma_B9_bounds", _b9_without_forcing)
+    verdict, measured, checks = measure("gradient_features.algorithm1_curve", tmp_path)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 10) if wrong else (measured < 0.2)
