@@ -44,13 +44,20 @@ def _theorem(problem, eps, delta, regime):
     """Main-theorem numbers (3.10)-(3.13) at the problem's m and d with the case parameters (hidden constants 1)."""
     if "theorem_args" not in problem.case:
         return {}
+    if not problem.case["p"] > 0:
+        regime.append({"condition": "case p > 0 (underflows float64)", "value": problem.case["log_p"],
+                       "source": "case_parameters"})
+        return {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RegimeWarning)
         out = main_theorem(**problem.case["theorem_args"], eps=eps, delta=delta, m=problem.m, d=problem.d,
                            loss=problem.loss)
     regime += [{"condition": str(w.message), "source": "main_theorem"} for w in caught]
     keys = ("m_min", "T", "n_min", "eta", "error_bound", "error_bound_population")
-    return {f"theorem_{k}": out[k] for k in keys}
+    over = [k for k in keys if not np.isfinite(out[k])]
+    if over:                                  # beyond float64: named in meta, never an inf observable
+        regime.append({"condition": f"main_theorem {over} overflow float64", "source": "main_theorem"})
+    return {f"theorem_{k}": out[k] for k in keys if k not in over}
 
 
 @predict.register(Problem)
@@ -87,7 +94,8 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
         Static (``t`` None). ``a1`` (4m,), ``W1`` (4m, d): the first step (the simulation's names);
         ``cos_features`` (4m, F): ``cos(w_i^(1), D_f)`` for the F distinct (feature, sign) pairs of ``g*``;
         ``nice_fraction`` (F,): ``|Nice|/m``; ``p_hat`` (F,) and ``p_ci`` (F, 2): the feature probability with its
-        95% Clopper-Pearson interval (``E nice_fraction = p/2``); ``opt_gstar``: exact ``L_D(g*)``;
+        95% Clopper-Pearson interval (``E nice_fraction = p/2`` for the Gaussian init (3.9) with the l2 cone; the
+        uniform-parity init mixes bias signs and uses the signed infinity-norm cone); ``opt_gstar``: exact ``L_D(g*)``;
         ``opt_frozen``, ``opt_frozen_gap``: ``OPT_{W^(1), b, B_a2}`` on ``n`` samples and its certificate;
         ``opt_frozen_test``, ``opt_frozen_error``: the risk and 0-1 error of that optimum (``n_test`` samples);
         ``good_network_loss``, ``good_network_coverage``: Lemma B.6's network (risk, fraction of g*'s neurons
@@ -130,8 +138,8 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
     nice = np.array([len(nice_set(W1, a0, b, Df, sf, gamma, B_G, eta1, loss, norm)) for Df, sf in zip(D, s)])
     tau = problem.b_tilde / problem.sigma_w if problem.b_tilde is not None else 1.0 - 1.0 / problem.k
     law = "sign" if problem.data == "uniform_parity" else "gauss"
-    probs = [feature_probability(model, Df, sf, gamma, B_G, tau, n_mc, np.random.default_rng([problem.seed, 2, f]), law=law, norm=norm,
-                                 B_G1=B_G1) for f, (Df, sf) in enumerate(zip(D, s))]
+    probs = [feature_probability(model, Df, sf, gamma, B_G, tau, n_mc, np.random.default_rng([problem.seed, 2, f]),
+                                 law=law, norm=norm, B_G1=B_G1) for f, (Df, sf) in enumerate(zip(D, s))]
     p_hat, p_ci = np.array([q[0] for q in probs]), np.array([q[1] for q in probs])
     opt_g = _gstar_loss(problem)
     X, y = model.sample(n, np.random.default_rng([problem.seed, 3]))
