@@ -18,11 +18,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import optimize, special
 from scipy.special import expit
 from scipy.stats import beta as _beta_law
 
-from ..._validate import Either, FiniteArray, Integer, Interval, InvalidParameterError, Options, as_int, check
+from ..._validate import Either, FiniteArray, Interval, InvalidParameterError, Options, as_int, check
+from ...gaussian import mc_mean
 from ..emergence.classifier import optimal_second_layer
+from .data import LOSSES
 
 __all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
            "good_second_layer", "opt_frozen", "population_loss", "loss_slope"]
@@ -30,20 +33,17 @@ __all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "featu
 _LN2 = math.log(2.0)
 _LOSSES = ("hinge", "logistic")
 _POS = Interval(0.0, np.inf, "neither")
+_DUAL_ITER = 3000               # L-BFGS-B iterations of the ball dual (the returned gap certifies the result)
 _CHUNK = 1 << 22                 # floats per (rows x neurons) block of a Monte Carlo pass: 32 MiB
 
 
 def _loss_value(z, loss):
-    """``l(z)``: hinge ``max(0, 1 - z)`` or base-2 logistic ``log2(1 + e^{-z})``; ``"error"``: ``1[z < 0] + 1[z = 0]/2``."""
-    if loss == "hinge":
-        return np.maximum(0.0, 1.0 - z)
-    if loss == "logistic":
-        return np.logaddexp(0.0, -z) / _LN2
-    return (z < 0.0) + 0.5 * (z == 0.0)
+    """``l(z)`` of :data:`~popdyn.models.gradient_features.LOSSES`, or for ``"error"`` ``1[z < 0] + 1[z = 0]/2``."""
+    return LOSSES[loss](z) if loss in LOSSES else (z < 0.0) + 0.5 * (z == 0.0)
 
 
 def _loss_deriv(z, loss):
-    """``l'(z)``: hinge ``-1[z < 1]`` (the subgradient -1 at the kink's left, 0 at z = 1), logistic ``-sigmoid(-z)/ln 2``."""
+    """``l'(z)``: hinge ``-1[z < 1]`` (0 at the kink z = 1, as torch), base-2 logistic ``-sigmoid(-z)/ln 2``."""
     if loss == "hinge":
         return -(z < 1.0).astype(float)
     return -expit(-z) / _LN2
@@ -269,7 +269,8 @@ def cone_membership(W, D, gamma, norm="l2"):
 
     .. math:: \mathcal C_{D,\gamma} = \{\mathbf w: |\langle\mathbf w, D\rangle|/\|\mathbf w\|_2 > 1-\gamma\}
               \ (3.5),\qquad
-              \mathcal C^\infty_{D,\gamma_\infty} = \{\mathbf w: \|\mathbf w/\|\mathbf w\|_2 - D\|_\infty<\gamma_\infty\}
+              \mathcal C^\infty_{D,\gamma_\infty} = \{\mathbf w:
+              \|\mathbf w/\|\mathbf w\|_2 - D\|_\infty<\gamma_\infty\}
               \ (\text{B.57})
 
     Parameters
@@ -318,7 +319,7 @@ def cone_membership(W, D, gamma, norm="l2"):
     return inside[:, 0] if np.ndim(D) == 1 else inside
 
 
-def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge"):
+def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge", norm="l2"):
     r"""The nice set (3.14) / Definition B.4: neurons whose first-step weight is a strong gradient feature.
 
     .. math:: G_{(D,s),\rm Nice} = \{i\in[2m]: b_i/|b_i| = s,\ \langle\mathbf w_i^{(1)},D\rangle >
@@ -337,13 +338,15 @@ def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge"):
     s : {1, -1}
         Sign of the bias.
     gamma : float
-        Cone width in (0, 1).
+        Cone width (:func:`cone_membership`).
     B_G : float
         Gradient-norm threshold, >= 0.
     eta1 : float
         First step size, > 0.
     loss : {"hinge", "logistic"}
         Sets ``|l'(0)|``.
+    norm : {"l2", "linf"}
+        The signed l2 condition above, or the infinity-norm cone (B.57) of uniform parity.
 
     Returns
     -------
@@ -367,10 +370,11 @@ def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge"):
     B_G = check(owner, "B_G", B_G, Interval(0.0, np.inf, "left"))
     eta1 = check(owner, "eta1", eta1, _POS)
     half = W1.shape[0] // 2
-    cos_ok = cone_membership(W1[:half], D, gamma)              # |cos| > 1 - gamma ...
-    signed = W1[:half] @ np.asarray(D, float) > 0.0             # ... with the + sign
+    inside = cone_membership(W1[:half], D, gamma, norm)        # l2: |cos| > 1 - gamma ...
+    if norm == "l2":
+        inside &= W1[:half] @ np.asarray(D, float) > 0.0        # ... with the + sign
     big = np.linalg.norm(W1[:half], axis=1) >= np.abs(eta1 * loss_slope(loss) * a0[:half]) * B_G
-    return np.flatnonzero(cos_ok & signed & big & (np.sign(b[:half]) == s))
+    return np.flatnonzero(inside & big & (np.sign(b[:half]) == s))
 
 
 def _clopper_pearson(k, n, level):
@@ -452,7 +456,7 @@ def feature_probability(model, D, s, gamma, B_G, tau, n_mc=10_000, rng=0, *, law
     return hits / n_mc, _clopper_pearson(hits, n_mc, level)
 
 
-def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge"):
+def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge", norm="l2"):
     r"""Lemma B.6's constructive second layer ``a~`` on the first-step features, approximating ``g*``.
 
     For each target neuron ``j`` of ``g* = sum_j a*_j relu(<w*_j, x> - b*_j)`` (unit ``w*_j``), with
@@ -474,7 +478,7 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
     gstar : tuple (a_star, W_star, b_star)
         Target network: ``a_star`` (r,), unit rows ``W_star`` (r, d), ``b_star`` (r,).
     gamma : float
-        Cone width of the nice sets, in (0, 1).
+        Cone width of the nice sets (:func:`cone_membership`).
     B_G : float
         Gradient-norm threshold, >= 0.
     B_eps : float
@@ -485,6 +489,8 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
         First step size, > 0.
     loss : {"hinge", "logistic"}
         Sets ``|l'(0)|``.
+    norm : {"l2", "linf"}
+        Cone of the nice sets (:func:`nice_set`).
 
     Returns
     -------
@@ -515,7 +521,7 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
     for aj, wj, bj in zip(a_s, W_s, b_s):
         sj = 1 if bj >= 0 else -1
         beta = abs(bj) if abs(bj) >= B_eps else B_eps
-        nice = nice_set(W1, a0, b, wj, sj, gamma, B_G, eta1, loss)
+        nice = nice_set(W1, a0, b, wj, sj, gamma, B_G, eta1, loss, norm)
         lam = nice[np.abs(nW[nice] * beta / np.abs(b[nice]) - 1.0) <= eps_a]
         if len(lam):
             a_tilde[lam] += aj * beta / (len(lam) * np.abs(b[lam]))
@@ -529,7 +535,7 @@ def _network(a, W, b, X):
     return np.concatenate([np.maximum(X[s:s + step] @ W.T - b, 0.0) @ a for s in range(0, X.shape[0], step)])
 
 
-def population_loss(model, a, W, b, loss="hinge", n=100_000, rng=0):
+def population_loss(model, a, W, b, loss="hinge", n=100_000, seed=0):
     r"""The risk of a network ``g_(a, W, b)`` under a data model, by Monte Carlo with its standard error.
 
     .. math:: \mathcal L_{\mathcal D}(g) = \mathbb E\,\ell(y\,g(\mathbf x)),\qquad
@@ -549,8 +555,8 @@ def population_loss(model, a, W, b, loss="hinge", n=100_000, rng=0):
         The loss, or the 0-1 error ``P[y g < 0] + P[g = 0]/2``.
     n : int
         Monte Carlo samples, >= 2 (drawn in chunks).
-    rng : numpy.random.Generator or int
-        Randomness.
+    seed : int
+        Seed of :func:`popdyn.gaussian.mc_mean`.
 
     Returns
     -------
@@ -570,47 +576,64 @@ def population_loss(model, a, W, b, loss="hinge", n=100_000, rng=0):
     owner = "gradient_features.population_loss"
     a, W, b = _params(owner, a, W, b)
     loss = check(owner, "loss", loss, Options(_LOSSES + ("error",)))
-    n, rng = as_int(owner, "n", n, 2), _rng(owner, rng)
-    s1 = s2 = 0.0
-    step = max(1, _CHUNK // (max(W.shape[0], 1) + W.shape[1]))
-    for start in range(0, n, step):
-        X, y = model.sample(min(step, n - start), rng)
-        v = _loss_value(np.asarray(y, float) * _network(a, W, b, np.asarray(X, float)), loss)
-        s1, s2 = s1 + v.sum(), s2 + (v * v).sum()
-    mean = s1 / n
-    return float(mean), float(math.sqrt(max(s2 / n - mean * mean, 0.0) / (n - 1)))
+    n, seed = as_int(owner, "n", n, 2), as_int(owner, "seed", seed, 0)
+
+    def draw(rng, k):
+        X, y = model.sample(k, rng)
+        return _loss_value(np.asarray(y, float) * _network(a, W, b, np.asarray(X, float)), loss)
+    mean, se = mc_mean(draw, n, seed, chunk=max(1, _CHUNK // (W.shape[0] + W.shape[1])))
+    return float(mean), float(se)
 
 
-def _logistic_ball(F, y, B, tol, maxiter):
-    """Accelerated projected gradient for ``min mean log2(1 + e^{-y F a})`` over ``||a|| <= B``; stops at a
-    Frank-Wolfe gap ``<grad, a> + B ||grad|| <= tol`` (an upper bound on ``f(a) - OPT``); returns ``(a, gap)``."""
+def _logistic_free(F, y, B):
+    """Unconstrained base-2 logistic fit by L-BFGS; returns ``(a, value, gap)`` with the Frank-Wolfe gap
+    ``<grad, a> + B ||grad||`` (a bound on ``value - OPT_B`` when ``||a|| <= B``)."""
+    yF = F * y[:, None]
+
+    def f(a):
+        z = yF @ a
+        return float(np.mean(_loss_value(z, "logistic"))), yF.T @ _loss_deriv(z, "logistic") / len(z)
+    res = optimize.minimize(f, np.zeros(F.shape[1]), jac=True, method="L-BFGS-B",
+                            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": _DUAL_ITER})
+    value, g = f(res.x)
+    return res.x, value, max(float(g @ res.x + B * np.linalg.norm(g)), 0.0)
+
+
+def _ball_dual(F, y, B, loss):
+    """``min_{||a|| <= B} mean l(y F a)`` through its box-constrained concave dual (L-BFGS-B):
+
+    ``max_{u in [0, c]^n} -mean phi(u) - B ||F^T (u y)/n||`` with ``phi(u) = l*(-u)`` (hinge: ``-u``, ``c = 1``;
+    base-2 logistic: ``c h(u/c)``, ``h(t) = t ln t + (1 - t) ln(1 - t)``, ``c = 1/ln 2``). Returns
+    ``(a, primal, gap)`` with ``a = B v/||v||`` and ``gap = primal - dual >= 0`` (weak duality)."""
     n = F.shape[0]
-    L = max(np.linalg.norm(F, 2) ** 2 / (4.0 * _LN2 * n), 1e-300)
+    Fy = F * y[:, None] / n
+    c = 1.0 if loss == "hinge" else 1.0 / _LN2
+    lo, hi = (0.0, 1.0) if loss == "hinge" else (1e-12 * c, (1.0 - 1e-12) * c)   # logistic: keep logit finite
 
-    def grad(a):
-        return F.T @ (_loss_deriv(y * (F @ a), "logistic") * y) / n
-
-    def proj(a):
-        na = np.linalg.norm(a)
-        return a if na <= B else a * (B / na)
-    a = z = np.zeros(F.shape[1])
-    t, gap = 1.0, np.inf
-    for _ in range(maxiter):
-        g = grad(a)
-        gap = float(g @ a + B * np.linalg.norm(g))
-        if gap <= tol:
-            break
-        a_next = proj(z - grad(z) / L)
-        t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-        z, a, t = a_next + (t - 1.0) / t_next * (a_next - a), a_next, t_next
-    return a, gap
+    def neg_dual(u):
+        v = u @ Fy
+        nv = max(np.linalg.norm(v), 1e-300)
+        if loss == "hinge":
+            phi, dphi = -u, -np.ones_like(u)
+        else:
+            t = u / c
+            phi, dphi = c * (special.xlogy(t, t) + special.xlogy(1.0 - t, 1.0 - t)), special.logit(t)
+        return phi.mean() + B * nv, dphi / n + B * (Fy @ v) / nv
+    res = optimize.minimize(neg_dual, np.full(n, 0.5 * c), jac=True, method="L-BFGS-B", bounds=[(lo, hi)] * n,
+                            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": _DUAL_ITER, "maxfun": 2 * _DUAL_ITER})
+    v = res.x @ Fy
+    a = B * v / max(np.linalg.norm(v), 1e-300)
+    primal = float(np.mean(_loss_value(y * (F @ a), loss)))
+    return a, primal, primal + float(res.fun)
 
 
-def opt_frozen(X, y, W, b, B_a2=None, loss="hinge", tol=1e-7, maxiter=50_000):
-    r"""The frozen-feature optimum ``OPT_{W,b,B_a2}`` (3.3) on a sample: the best second layer in a ball.
+def opt_frozen(X, y, W, b, B_a2=None, loss="hinge"):
+    r"""The frozen-feature optimum ``OPT_{W,b,B_a2}`` (3.3) on a sample, with a duality-gap certificate.
 
     .. math:: \mathrm{OPT}_{\mathbf W,\mathbf b,B_{a2}} = \min_{\|\mathbf a\|_2\le B_{a2}}\frac1n\sum_{s=1}^n
               \ell\big(y_s\,\mathbf a^\top\sigma(\mathbf W\mathbf x_s - \mathbf b)\big)
+              = \max_{\mathbf u\in[0,c]^n}\ -\frac1n\sum_s\ell^*(-u_s) - B_{a2}\Big\|\frac1n\sum_s u_sy_s
+              \sigma(\mathbf W\mathbf x_s-\mathbf b)\Big\|_2
 
     Parameters
     ----------
@@ -623,36 +646,39 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge", tol=1e-7, maxiter=50_000):
     b : array_like of shape (M,)
         Biases.
     B_a2 : float or None
-        Radius of the ball, > 0; None: unconstrained (hinge only: an LP).
+        Radius of the ball, > 0; None: unconstrained (hinge only: an LP solved by HiGHS).
     loss : {"hinge", "logistic"}
         Loss ("logistic" is base-2 and needs ``B_a2``: its infimum is not attained on separable features).
-    tol : float
-        Logistic: Frank-Wolfe certificate ``f(a) - OPT <= tol``, > 0.
-    maxiter : int
-        Logistic: iteration cap of the accelerated projected gradient, >= 1.
 
     Returns
     -------
     a : ndarray of shape (M,)
     value : float
-        ``(1/n) sum l(y g(x))`` at ``a`` (the optimum within ``tol``; hinge: HiGHS LP, or the l2-ball dual of
-        :func:`popdyn.models.emergence.optimal_second_layer`).
+        The sample loss at ``a``.
+    gap : float
+        ``value - dual``, an upper bound on ``value - OPT`` (0 for the LP, which HiGHS solves to optimality).
 
     Notes
     -----
-    Regime: a convex program in ``a`` (Theorem 3.4's comparator). Hinge without a ball is an LP with ``n + M``
-    variables and a dense ``n x (n + M)`` constraint matrix: keep ``n`` to a few thousand. Logistic raises a
-    RuntimeError naming ``maxiter`` when the certificate is not reached.
+    Regime: a convex program in ``a`` (Theorem 3.4's comparator). The ball problem is solved through its
+    box-constrained dual (``l*`` the convex conjugate: hinge ``-u`` on ``[0, 1]``, base-2 logistic
+    ``c[t ln t + (1-t) ln(1-t)]``, ``t = u/c``, on ``[0, c]``, ``c = 1/ln 2``) by L-BFGS-B, and ``a = B v/||v||``
+    from the dual vector ``v`` (hinge: only when the LP optimum lies outside the ball, and the LP optimum shrunk
+    into the ball is kept when it is better; logistic: only when the unconstrained L-BFGS fit leaves the ball,
+    its gap otherwise the Frank-Wolfe bound); check ``gap`` against the accuracy you need: the dual converges
+    slowly when the optimum is near 0 (``v -> 0``, where its norm term is not smooth). The LP has ``n + M``
+    variables and a dense ``n x (n + M)`` constraint matrix (:func:`popdyn.models.emergence.optimal_second_layer`):
+    keep ``n`` to a few thousand.
 
     References
     ----------
-    .. [src] seed 001 L841-849 (3.3, Theorem 3.4); specs/gradient_features.md §1.3, §2.10.
+    .. [src] seed 001 L841-849 (3.3, Theorem 3.4); derived (the dual); specs/gradient_features.md §1.3, §2.10.
 
     Examples
     --------
-    >>> a, v = opt_frozen([[1.0], [-1.0]], [1.0, -1.0], [[1.0], [-1.0]], [0.0, 0.0])
-    >>> round(v, 12)
-    0.0
+    >>> a, v, gap = opt_frozen([[1.0], [-1.0]], [1.0, -1.0], [[1.0], [-1.0]], [0.0, 0.0])
+    >>> round(v, 12), gap
+    (0.0, 0.0)
     """
     owner = "gradient_features.opt_frozen"
     W = check(owner, "W", W, FiniteArray(2))
@@ -665,14 +691,20 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge", tol=1e-7, maxiter=50_000):
     B_a2 = check(owner, "B_a2", B_a2, Either((Options((None,)), _POS)))
     F = np.maximum(X @ W.T - b, 0.0)
     if loss == "hinge":
-        return optimal_second_layer(F, np.full(X.shape[0], 1.0 / X.shape[0]), y,
-                                    None if B_a2 is None else ("ball", B_a2))
-    if B_a2 is None:
+        a, value = optimal_second_layer(F, np.full(X.shape[0], 1.0 / X.shape[0]), y)
+        if B_a2 is None or np.linalg.norm(a) <= B_a2:
+            return a, value, 0.0
+    elif B_a2 is None:
         raise InvalidParameterError(f"The 'B_a2' parameter of {owner} must be a float in (0, inf) for "
                                     f"loss='logistic' (the unconstrained infimum is not attained). Got None.")
-    tol, maxiter = check(owner, "tol", tol, _POS), as_int(owner, "maxiter", maxiter, 1)
-    a, gap = _logistic_ball(F, y, B_a2, tol, maxiter)
-    if not gap <= tol:
-        raise RuntimeError(f"{owner}: Frank-Wolfe gap {gap:.3g} > tol = {tol:.3g} after maxiter = {maxiter}; "
-                           f"raise maxiter or tol.")
-    return a, float(np.mean(_loss_value(y * (F @ a), "logistic")))
+    else:                                      # an interior optimum (non-separable features) has v = 0 in the dual
+        a, value, gap = _logistic_free(F, y, B_a2)
+        if np.linalg.norm(a) <= B_a2:
+            return a, value, gap
+    a_dual, value, gap = _ball_dual(F, y, B_a2, loss)
+    if loss == "hinge":                        # the LP optimum shrunk into the ball is feasible too: keep the better
+        a_in = a * (B_a2 / np.linalg.norm(a))
+        v_in = float(np.mean(_loss_value(y * (F @ a_in), loss)))
+        if v_in < value:
+            return a_in, v_in, max(gap - (value - v_in), 0.0)
+    return a_dual, value, max(gap, 0.0)       # weak duality: gap >= 0 up to rounding

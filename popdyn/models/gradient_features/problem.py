@@ -1,0 +1,235 @@
+"""The gradient-feature problem of seed 001 ch. 3: data model, width, init scales, first step size, seed."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..._validate import Either, Integer, Interval, InvalidParameterError, Options, validate
+from .bounds import case_parameters
+from .data import xor_mixture
+from .framework import loss_slope, symmetric_init
+from .parity import StructuredParity, UniformParity
+
+__all__ = ["Problem"]
+
+_DATA = ("xor", "structured_parity", "uniform_parity")
+_CASE = {"xor": "xor", "structured_parity": "parity", "uniform_parity": "uniform_parity"}
+_POS = Interval(0.0, np.inf, "neither")
+_OPT_POS = Either((Options((None,)), _POS))
+_ROUND = 1e-12      # uniform parity: ||G|| = B_G exactly for every +-1 neuron; the default window is widened by this
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    r"""One gradient step with weight decay ``1/eta^(1)`` from the symmetric init (3.9), then convex training.
+
+    .. math:: g(\mathbf x) = \sum_{i<4m}a_i\,\sigma(\langle\mathbf w_i,\mathbf x\rangle - b_i),\qquad
+              \mathbf w_i^{(1)} = \eta^{(1)}|\ell'(0)|\,a_i^{(0)}G(\mathbf w_i^{(0)}, b_i),\quad
+              a_i^{(1)} = \eta^{(1)}|\ell'(0)|\,A(\mathbf w_i^{(0)}, b_i)
+
+    Parameters
+    ----------
+    data : {"xor", "structured_parity", "uniform_parity"}
+        The data model: ``xor_mixture(d, sigma_B)`` (B.36), ``StructuredParity(d, r, k, p_A, p_o)`` (B.43, identity
+        dictionary) or ``UniformParity(d, k)`` (B.53).
+    d : int
+        Input dimension, >= 3 (odd for uniform parity).
+    sigma_B : float
+        XOR cluster standard deviation, > 0.
+    tau_tilde : float or None
+        XOR ground-truth parameter (Lemma B.41), > 0; None gives ``d/(16 sigma_B^2 log d)`` (``4c = sqrt d``).
+    r : int
+        Structured parity: number of blocks (odd).
+    k : int
+        Parity block size (odd for structured, even for uniform parity).
+    p_A : float
+        Structured parity: weight of each structured component, ``2 r p_A <= 1``.
+    p_o : float
+        Structured parity: probability of each of +-1 for a noise coordinate, in [0, 1/2].
+    m : int
+        Base width, >= 1 (``4m`` neurons).
+    tau : float
+        The paper's bias parameter, > 0: ``b~ = sqrt(tau d log log d) sigma_B sigma_w`` (XOR, B.37) or
+        ``sqrt(tau r k log d) sigma_w`` (structured parity, B.47); unused for uniform parity (B.479's bias grid).
+    eta1 : float or None
+        First step size, > 0; None gives 1 (uniform parity: ``1/(k |xi_{k-1}|)``, Lemma B.54).
+    sigma_a : float or None
+        Scale of ``a^(0)``, > 0; None gives Lemma B.6's ``b~/(|l'(0)| eta1 B_G B_eps)`` with ``B_eps = B_b``
+        (so that ``(B_b/b~)||w^(1)|| ~ 1`` for typical neurons), and 1 for uniform parity (``a ~ U{+-1}``).
+    sigma_w : float
+        Scale of ``w^(0)``, > 0 (free, Remark B.12; only ``b~/sigma_w`` enters ``G``).
+    gamma : float or None
+        Cone width of the nice sets and of ``p``; None gives the case's value (spec §2.13; the infinity-norm
+        ``gamma_inf`` for uniform parity).
+    B_G : float or None
+        Gradient-norm threshold, > 0; None gives the case's value.
+    loss : {"hinge", "logistic"}
+        Loss ("logistic" is base 2, ``l(0) = 1``).
+    seed : int
+        Seed of the initialisation.
+
+    Notes
+    -----
+    Regime: the case assumptions (tau >= 8, sigma_B >= 1, ...) are not enforced: simulable sizes violate them
+    (spec §0). A case default of ``gamma`` outside (0, 1) (structured parity: ``d^-(tau-2)`` needs tau > 2) is an
+    error asking for an explicit ``gamma``.
+
+    References
+    ----------
+    .. [src] seed 001 L803-827 (3.1, Algorithm 1), L899-903 (3.9), L6713-6910 (XOR), L6952-7232 (structured
+       parity), L7242-7283 (uniform parity); specs/gradient_features.md §1, §2.13.
+    """
+    data: str = "xor"
+    d: int = 32
+    sigma_B: float = 1.0
+    tau_tilde: float = None
+    r: int = 1
+    k: int = 3
+    p_A: float = 0.25
+    p_o: float = 0.5
+    m: int = 64
+    tau: float = 1.0
+    eta1: float = None
+    sigma_a: float = None
+    sigma_w: float = 1.0
+    gamma: float = None
+    B_G: float = None
+    loss: str = "hinge"
+    seed: int = 0
+
+    _constraints = {
+        "data": Options(_DATA),
+        "d": Integer(3),
+        "sigma_B": _POS,
+        "tau_tilde": _OPT_POS,
+        "r": Integer(1),
+        "k": Integer(1),
+        "p_A": Interval(0.0, 0.5),
+        "p_o": Interval(0.0, 0.5),
+        "m": Integer(1),
+        "tau": _POS,
+        "eta1": _OPT_POS,
+        "sigma_a": _OPT_POS,
+        "sigma_w": _POS,
+        "gamma": _OPT_POS,
+        "B_G": _OPT_POS,
+        "loss": Options(("hinge", "logistic")),
+        "seed": Integer(0),
+    }
+
+    def __post_init__(self):
+        validate(self)
+        self.model                                          # the data model validates its own parameters
+        g = self.cone[0]
+        if self.cone[2] == "l2" and not 0.0 < g < 1.0:
+            raise InvalidParameterError(f"The 'gamma' parameter of gradient_features.Problem must be a float in "
+                                        f"(0, 1) (the case default is {g!r} at d = {self.d}, tau = {self.tau}); "
+                                        f"pass it explicitly.")
+
+    def __repr__(self):
+        return (f"gradient_features.Problem(data={self.data!r}, d={self.d!r}, sigma_B={self.sigma_B!r}, "
+                f"tau_tilde={self.tau_tilde!r}, r={self.r!r}, k={self.k!r}, p_A={self.p_A!r}, p_o={self.p_o!r}, "
+                f"m={self.m!r}, tau={self.tau!r}, eta1={self.eta1!r}, sigma_a={self.sigma_a!r}, "
+                f"sigma_w={self.sigma_w!r}, gamma={self.gamma!r}, B_G={self.B_G!r}, loss={self.loss!r}, "
+                f"seed={self.seed!r})")
+
+    # ---- derived ------------------------------------------------------------------------------------
+    @cached_property
+    def model(self):
+        """The data model (``xor_mixture``, ``StructuredParity`` or ``UniformParity``)."""
+        if self.data == "xor":
+            return xor_mixture(self.d, self.sigma_B)
+        if self.data == "structured_parity":
+            return StructuredParity(self.d, self.r, self.k, self.p_A, self.p_o)
+        return UniformParity(self.d, self.k)
+
+    @cached_property
+    def case(self):
+        """The spec §2.13 parameters of the case (:func:`~popdyn.models.gradient_features.case_parameters`)."""
+        if self.data == "xor":
+            return case_parameters("xor", d=self.d, sigma_B=self.sigma_B, tau_tilde=self.tau_tilde)
+        if self.data == "structured_parity":
+            return case_parameters("parity", d=self.d, r=self.r, k=self.k, p_A=self.p_A, tau=self.tau)
+        return case_parameters("uniform_parity", d=self.d, k=self.k)
+
+    @cached_property
+    def cone(self):
+        """``(gamma, B_G, norm, B_G1)`` of the nice sets and of ``p``: the fields, or the case's values."""
+        c = self.case
+        if self.data == "uniform_parity":
+            gamma = c["gamma_inf"] if self.gamma is None else self.gamma
+            B_G = c["B_G"] * (1.0 - _ROUND) if self.B_G is None else self.B_G
+            return gamma, B_G, "linf", c["B_G1"] * (1.0 + _ROUND)
+        return (c["gamma"] if self.gamma is None else self.gamma, c["B_G"] if self.B_G is None else self.B_G,
+                "l2", None)
+
+    @cached_property
+    def gstar(self):
+        """The ground-truth network ``(a*, W*, b*)`` of the case (XOR at ``tau_tilde``; parity: positive bias)."""
+        if self.data == "xor":
+            return self.model.ground_truth(self.case["tau_tilde"])
+        return self.model.ground_truth()
+
+    @cached_property
+    def b_tilde(self):
+        """``b~`` of the init (None for uniform parity, whose biases are B.479's grid)."""
+        if self.data == "uniform_parity":
+            return None
+        return math.sqrt(self.tau) * self.case["b_over_sigma_w"] * self.sigma_w if self.data == "xor" \
+            else self.case["b_over_sigma_w"] * self.sigma_w
+
+    @cached_property
+    def step_size(self):
+        """``eta^(1)``: the field, or 1 (uniform parity: ``1/(k |xi_{k-1}|)``, Lemma B.54)."""
+        if self.eta1 is not None:
+            return self.eta1
+        return 1.0 / (self.k * abs(float(self.model.xi(self.k - 1)))) if self.data == "uniform_parity" else 1.0
+
+    @cached_property
+    def init_scale(self):
+        """``sigma_a``: the field, or Lemma B.6's ``b~/(|l'(0)| eta1 B_G B_b)`` (1 for uniform parity)."""
+        if self.sigma_a is not None:
+            return self.sigma_a
+        if self.data == "uniform_parity":
+            return 1.0
+        return self.b_tilde / (loss_slope(self.loss) * self.step_size * self.cone[1] * self.case["B_b"])
+
+    @cached_property
+    def params0(self):
+        """The symmetric init ``(a0 (4m,), W0 (4m, d), b (4m,))`` (3.9), or (B.479) for uniform parity."""
+        rng = np.random.default_rng([self.seed, 0])
+        if self.data == "uniform_parity":
+            grid = (rng.integers(1, 2 * self.k, self.m) - self.k) / self.k      # U{-1 + 1/k, ..., 1 - 1/k}
+            return symmetric_init(self.d, self.m, self.init_scale, self.sigma_w, grid, rng, law="sign")
+        return symmetric_init(self.d, self.m, self.init_scale, self.sigma_w, self.b_tilde, rng)
+
+    @cached_property
+    def features(self):
+        """``(D (F, d), s (F,))``: the distinct (feature, bias sign) pairs of the ground truth ``g*``."""
+        _, W, b = self.gstar
+        s = np.where(b >= 0.0, 1, -1)
+        _, idx = np.unique(np.column_stack([np.round(W, 12), s]), axis=0, return_index=True)
+        idx = np.sort(idx)
+        return W[idx], s[idx]
+
+    # ---- constructors --------------------------------------------------------------------------------
+    @classmethod
+    def xor(cls, d=32, sigma_B=1.0, m=64, tau=1.0, tau_tilde=None, eta1=None, sigma_a=None, loss="hinge", seed=0):
+        """The XOR mixture of Assumption B.36 (four clusters at ``+-sqrt(d) e_1``, ``+-sqrt(d) e_2``)."""
+        return cls(data="xor", d=d, sigma_B=sigma_B, tau_tilde=tau_tilde, m=m, tau=tau, eta1=eta1, sigma_a=sigma_a,
+                   loss=loss, seed=seed)
+
+    @classmethod
+    def structured_parity(cls, d=12, r=1, k=3, p_A=0.25, p_o=0.5, m=64, tau=3.0, gamma=None, eta1=None,
+                          sigma_a=None, loss="hinge", seed=0):
+        """Structured parity of Assumption B.43 with the identity dictionary (``tau > 2`` for the case's gamma)."""
+        return cls(data="structured_parity", d=d, r=r, k=k, p_A=p_A, p_o=p_o, m=m, tau=tau, gamma=gamma, eta1=eta1,
+                   sigma_a=sigma_a, loss=loss, seed=seed)
+
+    @classmethod
+    def uniform_parity(cls, d=11, k=2, m=64, eta1=None, loss="hinge", seed=0):
+        """Uniform parity of Assumption B.53 (d odd, k even) with B.479's init and Lemma B.54's ``eta^(1)``."""
+        return cls(data="uniform_parity", d=d, k=k, m=m, eta1=eta1, loss=loss, seed=seed)
