@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
+import popdyn  # noqa: E402
 from popdyn._validate import InvalidParameterError  # noqa: E402
 from popdyn.models.gradient_features import xor_mixture  # noqa: E402
 from popdyn.models.gradient_features.multi_index import MultiIndexPolynomial  # noqa: E402
 from popdyn.models.gradient_features.parity import UniformParity  # noqa: E402
-from popdyn.models.gradient_features.framework import first_step, loss_slope, opt_frozen  # noqa: E402
+from popdyn.models.gradient_features.predict import Problem  # noqa: E402  (registers popdyn.predict)
+from popdyn.models.gradient_features.framework import first_step, loss_slope, nice_set, opt_frozen  # noqa: E402
 from popdyn.sim import gradient_features as sg  # noqa: E402
 
 
@@ -323,6 +325,36 @@ def test_fixed_init_is_shared_by_every_seed():
     np.testing.assert_array_equal(sim["W1"][0], one["W1"][0])
 
 
+# ---- popdyn.simulate -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("problem", [Problem.xor(d=16, m=8), Problem.uniform_parity(d=11, k=4, m=8),
+                                     Problem.structured_parity(d=12, m=8)], ids=["xor", "uniform", "structured"])
+def test_simulate_is_the_sample_step_from_predicts_init_with_predicts_names(problem):
+    """popdyn.simulate: every seed starts at problem.params0; its W1 is framework.first_step on that seed's sample
+    (1e-12), nice_fraction is nice_set of that W1, the names shared with predict are compared, and the gap to the
+    population step shrinks like n^{-1/2} (x 10 from n = 500 to 50000; checked > x 4)."""
+    pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
+    a0, W0, b = problem.params0
+    gaps = []
+    for n in (500, 50_000):
+        sim = popdyn.simulate(problem, n=n, seeds=2, seed=1, test=10)
+        assert sim.t is None and sim.coords["step"].tolist() == [0, 1]
+        for s in range(2):
+            np.testing.assert_array_equal(sim["W0"][s], W0)
+            X, y = _train_sample(problem.model, sim, n, s)
+            a1, W1 = first_step(problem.model, a0, W0, b, problem.step_size, problem.loss, X=X, y=y)
+            np.testing.assert_allclose(sim["W1"][s], W1, rtol=0, atol=1e-12 * max(1.0, np.abs(W1).max()))
+            np.testing.assert_allclose(sim["a1"][s], a1, rtol=0, atol=1e-12 * max(1.0, np.abs(a1).max()))
+            gamma, B_G, norm, _ = problem.cone
+            nice = [len(nice_set(sim["W1"][s], a0, b, D, sign, gamma, B_G, problem.step_size, problem.loss, norm))
+                    for D, sign in zip(*problem.features)]
+            np.testing.assert_array_equal(sim["nice_fraction"][s], np.array(nice) / problem.m)
+        cmp = popdyn.compare(pred, sim)
+        assert {"a1", "W1", "cos_features", "nice_fraction"} <= set(cmp.metrics)
+        gaps.append(np.abs(sim["W1"] - pred["W1"]).max())
+    assert gaps[1] < gaps[0] / 4
+
+
 # ---- options -----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, value", [("m", 0), ("method", "alg2"), ("steps", -1), ("n", 0), ("eta1", -1.0),
@@ -344,6 +376,14 @@ def test_missing_step_sizes_and_wrong_losses_are_named():
         sg.train(quadratic(4), m=2, method="alg7", steps=1, n=10, eta1=0.1, loss="hinge")
     with pytest.raises(InvalidParameterError, match="'init\\[1\\] \\(W0\\)'"):
         sg.train(XOR, m=2, steps=1, n=10, eta1=0.1, init=(np.ones(8), np.ones((8, 3)), np.ones(8)))
+
+
+@pytest.mark.parametrize("name, value", [("method", "alg7"), ("steps", 0), ("n", 0), ("seeds", 0)])
+def test_simulate_rejects_bad_options(name, value):
+    with pytest.raises(InvalidParameterError, match=repr(name)):
+        popdyn.simulate(Problem.xor(d=8, m=2), **{name: value})
+    with pytest.raises(InvalidParameterError, match="'eta'"):
+        popdyn.simulate(Problem.xor(d=8, m=2), steps=3)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
