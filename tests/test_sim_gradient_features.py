@@ -239,7 +239,7 @@ def test_alg4_average_loss_obeys_the_subgradient_bound_against_the_frozen_optimu
                    seed=4)
     X, y = _train_sample(XOR, sim, n)
     W1, b = sim["W1"][0], sim["b1"][0]
-    a_star, opt = opt_frozen(X, y, W1, b, B_a2=1.0)
+    a_star, opt, _ = opt_frozen(X, y, W1, b, B_a2=1.0)
     gmax = np.linalg.norm(np.maximum(X @ W1.T - b, 0), axis=1).mean()
     bound = np.sum((sim["a1"][0] - a_star) ** 2) / (2 * eta * (T - 1)) + eta * gmax**2 / 2
     assert sim["train_loss"][0, 1:T].mean() - opt <= bound < sim["train_loss"][0, 1] - opt
