@@ -355,7 +355,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
         Independent runs (init unless fixed, samples, test set), batched on one device.
     seed : int
         Seed of everything drawn: replicate s draws its init, test set, batch t and re-drawn biases from
-        ``numpy.random.SeedSequence([seed, s, stream, t])`` (the same numbers on CPU and CUDA).
+        ``numpy.random.SeedSequence([seed, s, stream, t])`` (the same draws on CPU and CUDA).
     test : int
         Test samples per seed (one fixed set).
     record_every : int, optional
