@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
+import popdyn  # noqa: E402
 from popdyn._validate import InvalidParameterError  # noqa: E402
 from popdyn.models.gradient_features import xor_mixture  # noqa: E402
 from popdyn.models.gradient_features.multi_index import MultiIndexPolynomial  # noqa: E402
 from popdyn.models.gradient_features.parity import UniformParity  # noqa: E402
-from popdyn.models.gradient_features.framework import first_step, loss_slope  # noqa: E402
+from popdyn.models.gradient_features.predict import Problem  # noqa: E402  (registers popdyn.predict)
+from popdyn.models.gradient_features.framework import first_step, loss_slope, nice_set, opt_frozen  # noqa: E402
 from popdyn.sim import gradient_features as sg  # noqa: E402
 
 
@@ -227,6 +229,22 @@ def test_alg4_descends_its_training_loss_and_cached_features_change_nothing():
     np.testing.assert_allclose(cached["aT"], sim["aT"], rtol=0, atol=1e-12)
 
 
+def test_alg4_average_loss_obeys_the_subgradient_bound_against_the_frozen_optimum():
+    """Theorem B.2's core (B.12) for the non-smooth hinge: K = T - 1 GD steps on the fixed sample give
+    (1/K) sum_{t<T} L(a_t) - OPT_{W1,b,R} <= ||a_1 - a*_R||^2 / (2 eta K) + eta Gmax^2 / 2 with
+    Gmax = E^||relu(W1 x - b)|| >= every subgradient norm and a*_R from ``opt_frozen`` (R = 1). Measured: gap/bound
+    0.07; a never updated (gap L(a_1) - OPT) would be 3.6 times the bound, so the check discriminates."""
+    n, T, eta = 100, 400, 0.01
+    sim = sg.train(XOR, m=4, method="alg4", steps=T, n=n, eta1=0.5, eta=eta, b_tilde=1.0, test=10, record_every=1,
+                   seed=4)
+    X, y = _train_sample(XOR, sim, n)
+    W1, b = sim["W1"][0], sim["b1"][0]
+    a_star, opt, _ = opt_frozen(X, y, W1, b, B_a2=1.0)
+    gmax = np.linalg.norm(np.maximum(X @ W1.T - b, 0), axis=1).mean()
+    bound = np.sum((sim["a1"][0] - a_star) ** 2) / (2 * eta * (T - 1)) + eta * gmax**2 / 2
+    assert sim["train_loss"][0, 1:T].mean() - opt <= bound < sim["train_loss"][0, 1] - opt
+
+
 def test_alg7_removes_constant_and_linear_parts_and_redraws_the_biases():
     model, n, eta1 = quadratic(8), 2000, 0.7
     sim = sg.train(model, m=5, method="alg7", steps=1, n=n, eta1=eta1, test=10, seed=4)
@@ -307,6 +325,36 @@ def test_fixed_init_is_shared_by_every_seed():
     np.testing.assert_array_equal(sim["W1"][0], one["W1"][0])
 
 
+# ---- popdyn.simulate -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("problem", [Problem.xor(d=16, m=8), Problem.uniform_parity(d=11, k=4, m=8),
+                                     Problem.structured_parity(d=12, m=8)], ids=["xor", "uniform", "structured"])
+def test_simulate_is_the_sample_step_from_predicts_init_with_predicts_names(problem):
+    """popdyn.simulate: every seed starts at problem.params0; its W1 is framework.first_step on that seed's sample
+    (1e-12), nice_fraction is nice_set of that W1, the names shared with predict are compared, and the gap to the
+    population step shrinks like n^{-1/2} (x 10 from n = 500 to 50000; checked > x 4)."""
+    pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
+    a0, W0, b = problem.params0
+    gaps = []
+    for n in (500, 50_000):
+        sim = popdyn.simulate(problem, n=n, seeds=2, seed=1, test=10)
+        assert sim.t is None and sim.coords["step"].tolist() == [0, 1]
+        for s in range(2):
+            np.testing.assert_array_equal(sim["W0"][s], W0)
+            X, y = _train_sample(problem.model, sim, n, s)
+            a1, W1 = first_step(problem.model, a0, W0, b, problem.step_size, problem.loss, X=X, y=y)
+            np.testing.assert_allclose(sim["W1"][s], W1, rtol=0, atol=1e-12 * max(1.0, np.abs(W1).max()))
+            np.testing.assert_allclose(sim["a1"][s], a1, rtol=0, atol=1e-12 * max(1.0, np.abs(a1).max()))
+            gamma, B_G, norm, _ = problem.cone
+            nice = [len(nice_set(sim["W1"][s], a0, b, D, sign, gamma, B_G, problem.step_size, problem.loss, norm))
+                    for D, sign in zip(*problem.features)]
+            np.testing.assert_array_equal(sim["nice_fraction"][s], np.array(nice) / problem.m)
+        cmp = popdyn.compare(pred, sim)
+        assert {"a1", "W1", "cos_features", "nice_fraction"} <= set(cmp.metrics)
+        gaps.append(np.abs(sim["W1"] - pred["W1"]).max())
+    assert gaps[1] < gaps[0] / 4
+
+
 # ---- options -----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, value", [("m", 0), ("method", "alg2"), ("steps", -1), ("n", 0), ("eta1", -1.0),
@@ -328,6 +376,14 @@ def test_missing_step_sizes_and_wrong_losses_are_named():
         sg.train(quadratic(4), m=2, method="alg7", steps=1, n=10, eta1=0.1, loss="hinge")
     with pytest.raises(InvalidParameterError, match="'init\\[1\\] \\(W0\\)'"):
         sg.train(XOR, m=2, steps=1, n=10, eta1=0.1, init=(np.ones(8), np.ones((8, 3)), np.ones(8)))
+
+
+@pytest.mark.parametrize("name, value", [("method", "alg7"), ("steps", 0), ("n", 0), ("seeds", 0)])
+def test_simulate_rejects_bad_options(name, value):
+    with pytest.raises(InvalidParameterError, match=repr(name)):
+        popdyn.simulate(Problem.xor(d=8, m=2), **{name: value})
+    with pytest.raises(InvalidParameterError, match="'eta'"):
+        popdyn.simulate(Problem.xor(d=8, m=2), steps=3)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -8,6 +8,10 @@ train
     Algorithm 4 (the same first step, then GD on ``a`` on one fixed sample), its uniform-parity (Algorithm 6) and
     multi-index (Algorithm 7) cases, and the random-features and NTK baselines at equal width (4m neurons); all
     seeds batched on one device (CPU or CUDA), float64 by default.
+simulate
+    ``popdyn.simulate`` for :class:`popdyn.models.gradient_features.Problem`: the first step from the problem's own
+    init on n samples per seed, with ``predict``'s names (``a1``, ``W1``, ``cos_features``, ``nice_fraction``),
+    then optionally the training of a method.
 METHODS, LOSSES
     The method table and the loss names.
 
@@ -29,11 +33,13 @@ import numpy as np
 import torch
 
 from .._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
-from ..models.gradient_features.framework import symmetric_init
+from ..api import simulate as _api_simulate
+from ..models.gradient_features.framework import nice_set, symmetric_init
+from ..models.gradient_features.problem import Problem
 from ..results import Simulation
 from ._torch import progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
-__all__ = ["train", "METHODS", "LOSSES"]
+__all__ = ["train", "simulate", "METHODS", "LOSSES"]
 
 _OWNER = "gradient_features.train"
 _BOOL = Options((True, False))
@@ -349,7 +355,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
         Independent runs (init unless fixed, samples, test set), batched on one device.
     seed : int
         Seed of everything drawn: replicate s draws its init, test set, batch t and re-drawn biases from
-        ``numpy.random.SeedSequence([seed, s, stream, t])`` (the same numbers on CPU and CUDA).
+        ``numpy.random.SeedSequence([seed, s, stream, t])`` (the same draws on CPU and CUDA).
     test : int
         Test samples per seed (one fixed set).
     record_every : int, optional
@@ -489,3 +495,88 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
     return Simulation(t=np.array(out["t"]), observables=obs, status=0 if ok else -1,
                       message="" if ok else "non-finite parameters or losses: overflow; lower eta or use float64",
                       meta=meta)
+
+
+@_api_simulate.register(Problem)
+def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=None, test=10_000, record_every=None,
+             record_params=True, device="cpu", dtype=None, chunk=None, progress_bar=False):
+    r"""``popdyn.simulate`` for :class:`~popdyn.models.gradient_features.Problem`: the first step on n samples from
+    the problem's own init, with ``popdyn.predict``'s names, then (``steps > 1``) the training of ``method``.
+
+    .. math:: \mathbf w_i^{(1)} = \eta^{(1)}|\ell'(0)|\,a_i^{(0)}\tilde G(\mathbf w_i^{(0)}, b_i),\qquad
+              \frac{|G_{(D,s),\rm Nice}|}{m}\ \text{of}\ \mathbf W^{(1)}
+
+    Every seed starts at ``problem.params0`` (the init of ``predict``) with ``eta1 = problem.step_size`` and the
+    problem's loss; the seeds vary the samples only, so the spread over seeds is the finite-n noise of the step.
+
+    Parameters
+    ----------
+    problem : gradient_features.Problem
+    n : int
+        Samples of the first step (and per later batch or of the fixed sample), ``>= 1``.
+    seeds : int
+        Independent sample sets ``>= 1``.
+    seed : int
+        Seed of the samples.
+    method : {"alg1", "alg4", "rf", "ntk"}
+        As in :func:`train` ("rf" and "ntk" have no first step: their ``a1``, ``W1`` are the init).
+    steps : int
+        T ``>= 1`` (1: the first step only).
+    eta : float, optional
+        Step size of the later steps (needed when ``steps > 1``).
+    test, record_every, record_params, device, dtype, chunk, progress_bar
+        As in :func:`train`.
+
+    Returns
+    -------
+    Simulation
+        Static (``t`` None), with ``predict``'s names: ``a1`` (seeds, 4m), ``W1`` (seeds, 4m, d),
+        ``cos_features`` (seeds, 4m, F) = ``cos(w_i^(1), D_f)`` for the F (feature, sign) pairs of ``g*``,
+        ``nice_fraction`` (seeds, F) = ``|Nice|/m`` (3.14) at the problem's cone; and the training record of
+        :func:`train` on the coordinate ``step``: ``loss``, ``error``, ``train_loss`` (seeds, len(step)),
+        ``a_t``, and the parameters (``record_params``).
+
+    Notes
+    -----
+    Regime: the finite-n twin of ``predict``'s population step: per neuron the deviation is O(n^{-1/2})
+    (spec §2.12, E1); ``nice_fraction`` differs from the population one only through neurons near the cone or
+    norm thresholds.
+
+    References
+    ----------
+    .. [src] seed 001 L817-827 (Algorithm 1), L899-903 (3.9), L931 (3.14), L5643-5645 (B.16-B.17);
+       specs/gradient_features.md §2.1, §2.8, §4 E1.
+
+    Examples
+    --------
+    >>> import popdyn
+    >>> from popdyn.models.gradient_features.problem import Problem
+    >>> sim = popdyn.simulate(Problem.xor(d=16, m=8), n=500, seeds=2, test=200)
+    >>> sim["W1"].shape, sim["nice_fraction"].shape, sim.t is None
+    ((2, 32, 16), (2, 4), True)
+    """
+    owner = "gradient_features.simulate"
+    if not isinstance(problem, Problem):
+        raise InvalidParameterError(f"The 'problem' parameter of {owner} must be a gradient_features.Problem. "
+                                    f"Got {problem!r} instead.")
+    method = check(owner, "method", method, Options(("alg1", "alg4", "rf", "ntk")))
+    steps = as_int(owner, "steps", steps, 1)
+    sim = train(problem.model, m=problem.m, method=method, steps=steps, n=n, eta1=problem.step_size, eta=eta,
+                loss=problem.loss, init=problem.params0, seeds=seeds, seed=seed, test=test, record_every=record_every,
+                record_params=True, device=device, dtype=dtype, chunk=chunk, progress_bar=progress_bar)
+    obs = dict(sim.observables)
+    a0, _, b = problem.params0
+    tag = "1" if METHODS[method].step1 is not None else "0"
+    W1 = obs[f"W{tag}"]
+    D, s = problem.features
+    gamma, B_G, norm, _ = problem.cone
+    nw = np.linalg.norm(W1, axis=-1, keepdims=True)
+    new = {"a1": obs[f"a{tag}"], "W1": W1, "cos_features": (W1 @ D.T) / np.where(nw > 0, nw, 1.0),
+           "nice_fraction": np.array([[len(nice_set(W, a0, b, Df, sf, gamma, B_G, problem.step_size, problem.loss,
+                                                    norm)) / problem.m for Df, sf in zip(D, s)] for W in W1])}
+    keep = ("loss", "error", "train_loss", "a_t") + (tuple(k for k in obs if k[0] in "aWb" and k[1:] in "01T")
+                                                     if record_params else ())
+    new |= {k: obs[k] for k in keep if k not in new}
+    meta = sim.meta | {"problem": repr(problem), "cone": {"gamma": gamma, "B_G": B_G, "norm": norm}}
+    return Simulation(t=None, observables=new, status=sim.status, message=sim.message, meta=meta,
+                      coords={"step": sim.t})
