@@ -68,7 +68,8 @@ def _natural_log_logistic(f):
 def test_first_step_rate_fails_the_papers_twins_and_a_natural_log(wrong, monkeypatch, tmp_path):
     _memo(monkeypatch)
     if wrong:
-        perturb(monkeypatch, f"{_GF}.framework.first_step", {"twins": _paper_twins, "natural_log": _natural_log_logistic}[wrong])
+        perturb(monkeypatch, f"{_GF}.framework.first_step",
+                {"twins": _paper_twins, "natural_log": _natural_log_logistic}[wrong])
     verdict, measured, checks = measure("gradient_features.first_step_rate", tmp_path,
                                         settings=[["pair", 64, 1.0, "logistic"]], m=64)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
@@ -82,7 +83,8 @@ def test_first_step_rate_fails_the_papers_twins_and_a_natural_log(wrong, monkeyp
 def test_first_step_rate_fails_a_perturbed_gradient(wrong, monkeypatch, tmp_path):
     _memo(monkeypatch)
     if wrong:
-        perturb(monkeypatch, f"{_GF}.framework.first_step", lambda f: lambda *a, **k: tuple(1.05 * v for v in f(*a, **k)))
+        perturb(monkeypatch, f"{_GF}.framework.first_step",
+                lambda f: lambda *a, **k: tuple(1.05 * v for v in f(*a, **k)))
     verdict, measured, checks = measure("gradient_features.first_step_rate", tmp_path,
                                         settings=[["xor", 64, 1.0, "hinge"]], m=64)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
@@ -164,8 +166,8 @@ def _opt_bound_as_loss(f):
     return loss
 
 
-# wrong theories of OPT: B.41's bound taken as the loss of g* (27.7 at d = 64, tau~ = 1/2: gap ~28 against 5e-3), and the
-# exact loss 0.01 too large (a perturbed constant: gap 0.01). True: L(a~) = 1e-4 against L(g*) = 2e-5.
+# wrong theories of OPT: B.41's bound taken as the loss of g* (27.7 at d = 64, tau~ = 1/2: gap ~28 against 5e-3), and
+# the exact loss 0.01 too large (a perturbed constant: gap 0.01). True: L(a~) = 1e-4 against L(g*) = 2e-5.
 @falsifies("gradient_features.good_network")
 @pytest.mark.parametrize("wrong", [None, "B41", "shifted"])
 def test_good_network_fails_a_wrong_opt(wrong, monkeypatch, tmp_path):
