@@ -585,7 +585,7 @@ def _pad4(idx):
                         "same size stays near 1; the test loss on 1e4 points has SE < 0.005",
        quick={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 512, "n": 5000, "eps_a": 1.0, "T": 200,
               "test": 10_000},
-       full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 2048, "n": 20_000, "eps_a": 1.0, "T": 2000,
+       full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 1024, "n": 10_000, "eps_a": 1.0, "T": 1000,
              "test": 50_000})
 def lottery_ticket(size, device, outdir):
     g = _xor_good_network(size, size["m"], 0, device)
@@ -635,7 +635,7 @@ _GAP_E4 = 0.02          # test error of Algorithm 1 at T minus the Bayes error
                         "its forcing Z_i = B_x1 ||w_i^(1)|| + b~ (a second layer that does not move) bounds |a^(T)| by "
                         "~2|a^(1)| ~ 0 and is exceeded 1e3-fold",
        quick={"d": 100, "sigma_B": 3.0, "tau": 1.0, "m": 128, "n": 500, "T": 2000, "eta_L": 1.0, "test": 10_000},
-       full={"d": 100, "sigma_B": 3.0, "tau": 1.0, "m": 128, "n": 2000, "T": 5000, "eta_L": 1.0, "test": 50_000})
+       full={"d": 100, "sigma_B": 3.0, "tau": 1.0, "m": 128, "n": 1000, "T": 3000, "eta_L": 1.0, "test": 50_000})
 def algorithm1_curve(size, device, outdir):
     d, sigma, m = size["d"], size["sigma_B"], size["m"]
     model = data.xor_mixture(d, sigma)
