@@ -192,7 +192,8 @@ def _random_ticket(f):
 
 
 # wrong theory: the ticket is any sparse subnetwork (a random support of the same size). Random first-step neurons are
-# rarely aligned with a cluster: the trained ticket stays near the hinge 1, gap ~0.9 against 0.02 (true: -0.02).
+# rarely aligned with a cluster: the trained random ticket ends at a test hinge ~0.15 against 0.03 for the full layer,
+# a gap 0.12 against the tolerance 0.02 (true: -0.02, the ticket 0.008).
 @falsifies("gradient_features.lottery_ticket")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_lottery_ticket_fails_a_random_support(wrong, monkeypatch, tmp_path):
@@ -201,7 +202,7 @@ def test_lottery_ticket_fails_a_random_support(wrong, monkeypatch, tmp_path):
         perturb(monkeypatch, f"{_GF}.framework.good_second_layer", _random_ticket)
     verdict, measured, checks = measure("gradient_features.lottery_ticket", tmp_path)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
-    assert (measured > 0.1) if wrong else (measured < 0.01)
+    assert (measured > 0.06) if wrong else (measured < 0.01)
 
 
 def _b9_without_forcing(f):
