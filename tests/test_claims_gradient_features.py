@@ -224,3 +224,16 @@ def test_algorithm1_curve_fails_lemma_b9_without_forcing(wrong, monkeypatch, tmp
     verdict, measured, checks = measure("gradient_features.algorithm1_curve", tmp_path)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 10) if wrong else (measured < 0.2)
+
+
+# wrong theory: the closed-form A(w, b) 20 % too large (a perturbed constant). The theory then sets eta 1.2 times too
+# small for its own predicted margin 0.3; the torch margins reach 0.25: relative error ~0.17 against 0.1 (true: 0.04).
+@falsifies("gradient_features.simplicity_bias")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_simplicity_bias_fails_a_perturbed_A(wrong, monkeypatch, tmp_path):
+    _memo(monkeypatch)
+    if wrong:
+        _perturb_method(monkeypatch, data.GaussianMixture, "A", lambda f: lambda self, W, b: 1.2 * f(self, W, b))
+    verdict, measured, checks = measure("gradient_features.simplicity_bias", tmp_path)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 0.12) if wrong else (measured < 0.06)
