@@ -320,7 +320,9 @@ def test_problem_constructors_and_validation():
 def test_predict_xor_quick_and_reproducible():
     P = Problem.xor(d=12, m=16)
     opts = dict(n=300, n_mc=500, n_test=3000)
-    pred = popdyn.predict(P, **opts)
+    with pytest.warns(popdyn.RegimeWarning, match="m >= m_min"):     # the theorem's width is ~1e11 here
+        pred = popdyn.predict(P, **opts)
+    assert any("main_theorem" in r["source"] for r in pred.meta["regime"])
     a1, W1 = first_step(P.model, *P.params0, P.step_size)
     assert np.array_equal(pred["W1"], W1) and np.array_equal(pred["a1"], a1)
     assert pred["cos_features"].shape == (64, 4) and pred["p_ci"].shape == (4, 2)
@@ -362,8 +364,9 @@ def _problems(draw):
     """Small valid problems of the three data families (the shape of a tests/strategies.py entry)."""
     data, seed, m = draw(st.sampled_from(["xor", "structured_parity", "uniform_parity"])), draw(st.integers(0, 9)), \
         draw(st.integers(1, 6))
-    if data == "xor":
-        return Problem.xor(d=draw(st.integers(3, 12)), sigma_B=draw(st.floats(0.5, 3.0)), m=m,
+    if data == "xor":                                                   # gamma = sigma_B/sqrt(d) < 1
+        d = draw(st.integers(3, 12))
+        return Problem.xor(d=d, sigma_B=draw(st.floats(0.5, min(3.0, 0.9 * math.sqrt(d)))), m=m,
                            tau=draw(st.floats(0.5, 4.0)), seed=seed)
     if data == "structured_parity":
         return Problem.structured_parity(d=draw(st.integers(5, 8)), k=3, p_A=draw(st.floats(0.05, 0.5)), m=m,
@@ -376,7 +379,8 @@ def _problems(draw):
 def test_predict_finite_on_small_problems(problem):
     pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
     assert all(np.all(np.isfinite(v)) for v in pred.observables.values()), repr(problem)
-    assert 0.0 <= pred["good_network_coverage"] <= 1.0 and np.all(pred["nice_fraction"] <= 2.0)
+    has_b6 = "good_network_loss" in pred.observables                   # Lemma B.6: the l2 cases only
+    assert np.all(pred["nice_fraction"] <= 2.0) and has_b6 == (problem.data != "uniform_parity")
 
 
 @pytest.mark.parametrize("B,loss", [(1.0, "hinge"), (10.0, "logistic")])
@@ -391,3 +395,21 @@ def test_opt_frozen_certificate_on_learned_xor_features(B, loss):
     assert np.linalg.norm(a) <= B * (1 + 1e-9) and 0.0 <= gap <= 1e-2 and v >= 0.0     # 1e-2: maxiter 5000
     _, v2, gap2 = opt_frozen(X, y, W1, b, 2 * B, loss)
     assert v2 - gap2 <= v + 1e-12
+
+
+def test_feature_probability_sufficient_statistics():
+    """The O(q)-per-neuron path (mixtures) against the full d-vector path at d = 16 (z <= 4), and at d = 1e6 against
+    the spec's V2 table (P[hit D_1] = 0.0020 with 2e6 neurons, tau = 1; z <= 4 with both binomial errors)."""
+    gm, bt, *_ = _xor_setup()
+    D = np.eye(16)[0]
+    p, _ = feature_probability(gm, D, 1, 0.25, 0.8, bt, 100_000, 7)
+    W = np.random.default_rng(9).standard_normal((100_000, 16))       # the full d-vector path, written out
+    G = gm.simplified_gradient(W, np.full(100_000, bt))
+    nG = np.linalg.norm(G, axis=1)
+    p_direct = np.mean((np.abs(G[:, 0]) > 0.75 * nG) & (nG >= 0.8))
+    assert abs(p - p_direct) <= 4 * math.sqrt(2 * p * (1 - p) / 100_000)
+    d = 10**6
+    big = xor_mixture(d, 1.0)
+    q, _ = feature_probability(big, np.eye(1, d, 0)[0], 1, 1 / math.sqrt(d), math.sqrt(d) / 5,
+                               math.sqrt(d * math.log(math.log(d))), 1_000_000, 3)
+    assert abs(q - 0.0020) <= 4 * math.sqrt(q * (1 - q) * (1 / 1e6 + 1 / 2e6))

@@ -33,6 +33,7 @@ _LN2 = math.log(2.0)
 _LOSSES = ("hinge", "logistic")
 _POS = Interval(0.0, np.inf, "neither")
 _MU = (1e-2, 1e-4, 1e-6)        # continuation of the smoothed dual norm sqrt(||v||^2 + mu^2)
+_SPAN_TOL = 1e-9               # a feature within this distance of span(means) uses the mixture's O(q) statistics
 _CHUNK = 1 << 22                 # floats per (rows x neurons) block of a Monte Carlo pass: 32 MiB
 
 
@@ -428,7 +429,9 @@ def feature_probability(model, D, s, gamma, B_G, tau, n_mc=10_000, rng=0, *, law
 
     Notes
     -----
-    Regime: any model with ``G``; the estimate is unbiased, the interval exact. Under (3.9) each of the ``m``
+    Regime: any model with ``G``; the estimate is unbiased, the interval exact. For mixtures with ``law="gauss"``,
+    the l2 cone and ``D`` in the span of the means, ``w`` is drawn through its sufficient statistics
+    (``sample_init_coords``: O(1) per neuron, any d; spec §2.2). Under (3.9) each of the ``m``
     base neurons is nice with probability exactly ``p/2`` (:func:`nice_set`). The paper's bounds on ``p``
     (Lemma B.31, B.38, B.47, B.64) are orders of magnitude; this is the number they bound.
 
@@ -445,14 +448,32 @@ def feature_probability(model, D, s, gamma, B_G, tau, n_mc=10_000, rng=0, *, law
     level = check(owner, "level", level, Interval(0.0, 1.0, "neither"))
     law = check(owner, "law", law, Options(("gauss", "sign")))
     rng, d = _rng(owner, rng), int(model.dim)
-    hits, step = 0, max(1, _CHUNK // (4 * d))
+    D_q = _span_coords(model, D) if law == "gauss" and norm == "l2" else None
+    hits, step = 0, max(1, _CHUNK // (4 * (d if D_q is None else D_q.size + 1)))
     for start in range(0, n_mc, step):
         k = min(step, n_mc - start)
-        W = rng.standard_normal((k, d)) if law == "gauss" else rng.choice([-1.0, 1.0], (k, d))
-        G = np.asarray(model.simplified_gradient(W, np.full(k, s * tau)), float)
-        nG = np.linalg.norm(G, axis=1)
-        hits += int(np.sum(cone_membership(G, D, gamma, norm) & (nG >= B_G) & (nG <= B_G1)))
+        if D_q is None:
+            W = rng.standard_normal((k, d)) if law == "gauss" else rng.choice([-1.0, 1.0], (k, d))
+            G = np.asarray(model.simplified_gradient(W, np.full(k, s * tau)), float)
+            nG = np.linalg.norm(G, axis=1)
+            inside = cone_membership(G, D, gamma, norm)
+        else:                                 # O(q) per neuron: G_Q, G_perp of the mixture's sufficient statistics
+            G_Q, G_perp = model.simplified_gradient_coords(*model.sample_init_coords(k, 1.0, rng), s * tau)
+            nG = np.sqrt(np.sum(G_Q * G_Q, axis=1) + G_perp * G_perp)
+            inside = (np.abs(G_Q @ D_q) > (1.0 - gamma) * nG) & (nG > 0.0)
+        hits += int(np.sum(inside & (nG >= B_G) & (nG <= B_G1)))
     return hits / n_mc, _clopper_pearson(hits, n_mc, level)
+
+
+def _span_coords(model, D):
+    """``Q^T D`` when the model offers sufficient statistics (``span_basis``, ``sample_init_coords``,
+    ``simplified_gradient_coords``) and the unit ``D`` lies in span(Q) (then ``<G, D> = <G_Q, Q^T D>``), else None."""
+    if not all(hasattr(model, k) for k in ("span_basis", "sample_init_coords", "simplified_gradient_coords")):
+        return None
+    Q = model.span_basis[0]
+    D = np.asarray(D, float)
+    D_q = Q.T @ D
+    return D_q if np.linalg.norm(Q @ D_q - D) <= _SPAN_TOL else None
 
 
 def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge", norm="l2"):
