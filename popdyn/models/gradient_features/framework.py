@@ -18,13 +18,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize, sparse, special
 from scipy.special import expit
 from scipy.stats import beta as _beta_law
 
 from ..._validate import Either, FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from ...gaussian import mc_mean
-from ..emergence.classifier import optimal_second_layer
 from .data import LOSSES
 
 __all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
@@ -33,7 +32,8 @@ __all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "featu
 _LN2 = math.log(2.0)
 _LOSSES = ("hinge", "logistic")
 _POS = Interval(0.0, np.inf, "neither")
-_DUAL_ITER = 3000               # L-BFGS-B iterations of the ball dual (the returned gap certifies the result)
+_MU = (1e-2, 1e-4, 1e-6)        # continuation of the smoothed dual norm sqrt(||v||^2 + mu^2)
+_SPAN_TOL = 1e-9               # a feature within this distance of span(means) uses the mixture's O(q) statistics
 _CHUNK = 1 << 22                 # floats per (rows x neurons) block of a Monte Carlo pass: 32 MiB
 
 
@@ -429,7 +429,9 @@ def feature_probability(model, D, s, gamma, B_G, tau, n_mc=10_000, rng=0, *, law
 
     Notes
     -----
-    Regime: any model with ``G``; the estimate is unbiased, the interval exact. Under (3.9) each of the ``m``
+    Regime: any model with ``G``; the estimate is unbiased, the interval exact. For mixtures with ``law="gauss"``,
+    the l2 cone and ``D`` in the span of the means, ``w`` is drawn through its sufficient statistics
+    (``sample_init_coords``: O(1) per neuron, any d; spec §2.2). Under (3.9) each of the ``m``
     base neurons is nice with probability exactly ``p/2`` (:func:`nice_set`). The paper's bounds on ``p``
     (Lemma B.31, B.38, B.47, B.64) are orders of magnitude; this is the number they bound.
 
@@ -446,14 +448,32 @@ def feature_probability(model, D, s, gamma, B_G, tau, n_mc=10_000, rng=0, *, law
     level = check(owner, "level", level, Interval(0.0, 1.0, "neither"))
     law = check(owner, "law", law, Options(("gauss", "sign")))
     rng, d = _rng(owner, rng), int(model.dim)
-    hits, step = 0, max(1, _CHUNK // (4 * d))
+    D_q = _span_coords(model, D) if law == "gauss" and norm == "l2" else None
+    hits, step = 0, max(1, _CHUNK // (4 * (d if D_q is None else D_q.size + 1)))
     for start in range(0, n_mc, step):
         k = min(step, n_mc - start)
-        W = rng.standard_normal((k, d)) if law == "gauss" else rng.choice([-1.0, 1.0], (k, d))
-        G = np.asarray(model.simplified_gradient(W, np.full(k, s * tau)), float)
-        nG = np.linalg.norm(G, axis=1)
-        hits += int(np.sum(cone_membership(G, D, gamma, norm) & (nG >= B_G) & (nG <= B_G1)))
+        if D_q is None:
+            W = rng.standard_normal((k, d)) if law == "gauss" else rng.choice([-1.0, 1.0], (k, d))
+            G = np.asarray(model.simplified_gradient(W, np.full(k, s * tau)), float)
+            nG = np.linalg.norm(G, axis=1)
+            inside = cone_membership(G, D, gamma, norm)
+        else:                                 # O(q) per neuron: G_Q, G_perp of the mixture's sufficient statistics
+            G_Q, G_perp = model.simplified_gradient_coords(*model.sample_init_coords(k, 1.0, rng), s * tau)
+            nG = np.sqrt(np.sum(G_Q * G_Q, axis=1) + G_perp * G_perp)
+            inside = (np.abs(G_Q @ D_q) > (1.0 - gamma) * nG) & (nG > 0.0)
+        hits += int(np.sum(inside & (nG >= B_G) & (nG <= B_G1)))
     return hits / n_mc, _clopper_pearson(hits, n_mc, level)
+
+
+def _span_coords(model, D):
+    """``Q^T D`` when the model offers sufficient statistics (``span_basis``, ``sample_init_coords``,
+    ``simplified_gradient_coords``) and the unit ``D`` lies in span(Q) (then ``<G, D> = <G_Q, Q^T D>``), else None."""
+    if not all(hasattr(model, k) for k in ("span_basis", "sample_init_coords", "simplified_gradient_coords")):
+        return None
+    Q = model.span_basis[0]
+    D = np.asarray(D, float)
+    D_q = Q.T @ D
+    return D_q if np.linalg.norm(Q @ D_q - D) <= _SPAN_TOL else None
 
 
 def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge", norm="l2"):
@@ -585,7 +605,7 @@ def population_loss(model, a, W, b, loss="hinge", n=100_000, seed=0):
     return float(mean), float(se)
 
 
-def _logistic_free(F, y, B):
+def _logistic_free(F, y, B, maxiter):
     """Unconstrained base-2 logistic fit by L-BFGS; returns ``(a, value, gap)`` with the Frank-Wolfe gap
     ``<grad, a> + B ||grad||`` (a bound on ``value - OPT_B`` when ``||a|| <= B``)."""
     yF = F * y[:, None]
@@ -594,40 +614,57 @@ def _logistic_free(F, y, B):
         z = yF @ a
         return float(np.mean(_loss_value(z, "logistic"))), yF.T @ _loss_deriv(z, "logistic") / len(z)
     res = optimize.minimize(f, np.zeros(F.shape[1]), jac=True, method="L-BFGS-B",
-                            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": _DUAL_ITER})
+                            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": maxiter})
     value, g = f(res.x)
     return res.x, value, max(float(g @ res.x + B * np.linalg.norm(g)), 0.0)
 
 
-def _ball_dual(F, y, B, loss):
-    """``min_{||a|| <= B} mean l(y F a)`` through its box-constrained concave dual (L-BFGS-B):
+def _ball_dual(F, y, B, loss, maxiter):
+    """The concave dual of ``min_{||a|| <= B} mean l(y F a)``, maximised by L-BFGS-B on its box:
 
-    ``max_{u in [0, c]^n} -mean phi(u) - B ||F^T (u y)/n||`` with ``phi(u) = l*(-u)`` (hinge: ``-u``, ``c = 1``;
-    base-2 logistic: ``c h(u/c)``, ``h(t) = t ln t + (1 - t) ln(1 - t)``, ``c = 1/ln 2``). Returns
-    ``(a, primal, gap)`` with ``a = B v/||v||`` and ``gap = primal - dual >= 0`` (weak duality)."""
+    ``D(u) = -mean phi(u) - B ||v||``, ``v = F^T (u y)/n``, ``u in [0, c]^n``, ``phi(u) = l*(-u)`` (hinge: ``-u``,
+    ``c = 1``; base-2 logistic: ``c h(u/c)``, ``h(t) = t ln t + (1 - t) ln(1 - t)``, ``c = 1/ln 2``). The norm is
+    smoothed to ``sqrt(||v||^2 + mu^2)`` with ``mu -> 0`` (the dual of the ball in (a, t), so that
+    ``a = B v/sqrt(||v||^2 + mu^2)`` stays feasible and may be interior). Returns ``(a, primal, D(u))``."""
     n = F.shape[0]
     Fy = F * y[:, None] / n
     c = 1.0 if loss == "hinge" else 1.0 / _LN2
     lo, hi = (0.0, 1.0) if loss == "hinge" else (1e-12 * c, (1.0 - 1e-12) * c)   # logistic: keep logit finite
 
-    def neg_dual(u):
-        v = u @ Fy
-        nv = max(np.linalg.norm(v), 1e-300)
+    def phi(u):
         if loss == "hinge":
-            phi, dphi = -u, -np.ones_like(u)
-        else:
-            t = u / c
-            phi, dphi = c * (special.xlogy(t, t) + special.xlogy(1.0 - t, 1.0 - t)), special.logit(t)
-        return phi.mean() + B * nv, dphi / n + B * (Fy @ v) / nv
-    res = optimize.minimize(neg_dual, np.full(n, 0.5 * c), jac=True, method="L-BFGS-B", bounds=[(lo, hi)] * n,
-                            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": _DUAL_ITER, "maxfun": 2 * _DUAL_ITER})
-    v = res.x @ Fy
-    a = B * v / max(np.linalg.norm(v), 1e-300)
-    primal = float(np.mean(_loss_value(y * (F @ a), loss)))
-    return a, primal, primal + float(res.fun)
+            return -u, -np.ones_like(u)
+        t = u / c
+        return c * (special.xlogy(t, t) + special.xlogy(1.0 - t, 1.0 - t)), special.logit(t)
+    u = np.full(n, 0.5 * c)
+    for mu in _MU:
+        def neg_dual(u, mu=mu):
+            v = u @ Fy
+            nv = math.sqrt(v @ v + mu * mu)
+            p, dp = phi(u)
+            return p.mean() + B * nv, dp / n + B * (Fy @ v) / nv
+        u = optimize.minimize(neg_dual, u, jac=True, method="L-BFGS-B", bounds=[(lo, hi)] * n,
+                              options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": maxiter,
+                                       "maxfun": 2 * maxiter}).x
+    v = u @ Fy
+    a = B * v / math.sqrt(v @ v + _MU[-1] ** 2)
+    return a, float(np.mean(_loss_value(y * (F @ a), loss))), -float(phi(u)[0].mean() + B * np.linalg.norm(v))
 
 
-def opt_frozen(X, y, W, b, B_a2=None, loss="hinge"):
+def _hinge_lp(F, y, box):
+    """``min mean max(0, 1 - y F a)`` over ``|a_j| <= box`` (None: free) as a sparse LP (HiGHS); ``(a, value)``."""
+    n, M = F.shape
+    A = sparse.hstack([sparse.csr_matrix(-(y[:, None] * F)), -sparse.identity(n)], format="csr")
+    res = optimize.linprog(np.concatenate([np.zeros(M), np.full(n, 1.0 / n)]), A_ub=A, b_ub=-np.ones(n),
+                           bounds=[(None, None) if box is None else (-box, box)] * M + [(0, None)] * n,
+                           method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"gradient_features.opt_frozen: the hinge LP failed ({res.message}); rescale W or b.")
+    a = res.x[:M]
+    return a, float(np.mean(_loss_value(y * (F @ a), "hinge")))
+
+
+def opt_frozen(X, y, W, b, B_a2=None, loss="hinge", maxiter=5000):
     r"""The frozen-feature optimum ``OPT_{W,b,B_a2}`` (3.3) on a sample, with a duality-gap certificate.
 
     .. math:: \mathrm{OPT}_{\mathbf W,\mathbf b,B_{a2}} = \min_{\|\mathbf a\|_2\le B_{a2}}\frac1n\sum_{s=1}^n
@@ -649,6 +686,8 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge"):
         Radius of the ball, > 0; None: unconstrained (hinge only: an LP solved by HiGHS).
     loss : {"hinge", "logistic"}
         Loss ("logistic" is base-2 and needs ``B_a2``: its infimum is not attained on separable features).
+    maxiter : int
+        L-BFGS-B iterations per stage of the ball problem, >= 1 (more iterations, a smaller ``gap``).
 
     Returns
     -------
@@ -656,19 +695,19 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge"):
     value : float
         The sample loss at ``a``.
     gap : float
-        ``value - dual``, an upper bound on ``value - OPT`` (0 for the LP, which HiGHS solves to optimality).
+        An upper bound on ``value - OPT`` from weak duality (0 for the LP, which HiGHS solves to optimality).
 
     Notes
     -----
-    Regime: a convex program in ``a`` (Theorem 3.4's comparator). The ball problem is solved through its
-    box-constrained dual (``l*`` the convex conjugate: hinge ``-u`` on ``[0, 1]``, base-2 logistic
-    ``c[t ln t + (1-t) ln(1-t)]``, ``t = u/c``, on ``[0, c]``, ``c = 1/ln 2``) by L-BFGS-B, and ``a = B v/||v||``
-    from the dual vector ``v`` (hinge: only when the LP optimum lies outside the ball, and the LP optimum shrunk
-    into the ball is kept when it is better; logistic: only when the unconstrained L-BFGS fit leaves the ball,
-    its gap otherwise the Frank-Wolfe bound); check ``gap`` against the accuracy you need: the dual converges
-    slowly when the optimum is near 0 (``v -> 0``, where its norm term is not smooth). The LP has ``n + M``
-    variables and a dense ``n x (n + M)`` constraint matrix (:func:`popdyn.models.emergence.optimal_second_layer`):
-    keep ``n`` to a few thousand.
+    Regime: a convex program in ``a`` (Theorem 3.4's comparator). Hinge: a sparse LP (HiGHS, ``n + M``
+    variables), exact when its optimum lies in the ball. Otherwise the ball problem goes through its box-constrained
+    dual (``l*`` the convex conjugate: hinge ``-u`` on ``[0, 1]``, base-2 logistic ``c[t ln t + (1-t) ln(1-t)]``,
+    ``t = u/c``, on ``[0, c]``, ``c = 1/ln 2``), maximised by L-BFGS-B with the norm smoothed to
+    ``sqrt(||v||^2 + mu^2)``, ``mu = 1e-2, 1e-4, 1e-6``, and ``a = B v/sqrt(||v||^2 + mu^2)``; the best of the
+    feasible candidates is returned (hinge also: the LP on the inscribed box ``|a_j| <= B/sqrt(M)`` and the LP
+    optimum shrunk into the ball; logistic: the unconstrained L-BFGS fit when it lies in the ball, with its
+    Frank-Wolfe gap). Check ``gap`` against the accuracy you need: it is an honest certificate, not a
+    tolerance met; the dual is slowest when the ball is barely active.
 
     References
     ----------
@@ -689,22 +728,23 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge"):
         raise InvalidParameterError(f"The 'y' parameter of {owner} must be a non-empty array of +-1 labels.")
     loss = check(owner, "loss", loss, Options(_LOSSES))
     B_a2 = check(owner, "B_a2", B_a2, Either((Options((None,)), _POS)))
+    maxiter = as_int(owner, "maxiter", maxiter, 1)
     F = np.maximum(X @ W.T - b, 0.0)
     if loss == "hinge":
-        a, value = optimal_second_layer(F, np.full(X.shape[0], 1.0 / X.shape[0]), y)
+        a, value = _hinge_lp(F, y, None)
         if B_a2 is None or np.linalg.norm(a) <= B_a2:
             return a, value, 0.0
+        shrunk = a * (B_a2 / np.linalg.norm(a))
+        feasible = [_hinge_lp(F, y, B_a2 / math.sqrt(F.shape[1])),            # the inscribed box: an exact LP
+                    (shrunk, float(np.mean(_loss_value(y * (F @ shrunk), loss))))]
     elif B_a2 is None:
         raise InvalidParameterError(f"The 'B_a2' parameter of {owner} must be a float in (0, inf) for "
                                     f"loss='logistic' (the unconstrained infimum is not attained). Got None.")
-    else:                                      # an interior optimum (non-separable features) has v = 0 in the dual
-        a, value, gap = _logistic_free(F, y, B_a2)
+    else:
+        a, value, gap = _logistic_free(F, y, B_a2, maxiter)
         if np.linalg.norm(a) <= B_a2:
             return a, value, gap
-    a_dual, value, gap = _ball_dual(F, y, B_a2, loss)
-    if loss == "hinge":                        # the LP optimum shrunk into the ball is feasible too: keep the better
-        a_in = a * (B_a2 / np.linalg.norm(a))
-        v_in = float(np.mean(_loss_value(y * (F @ a_in), loss)))
-        if v_in < value:
-            return a_in, v_in, max(gap - (value - v_in), 0.0)
-    return a_dual, value, max(gap, 0.0)       # weak duality: gap >= 0 up to rounding
+        feasible = []
+    a, value, dual = _ball_dual(F, y, B_a2, loss, maxiter)
+    a, value = min(feasible + [(a, value)], key=lambda cand: cand[1])
+    return a, value, max(value - dual, 0.0)    # weak duality: value - dual >= 0 up to rounding

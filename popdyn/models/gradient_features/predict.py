@@ -98,8 +98,9 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
         uniform-parity init mixes bias signs and uses the signed infinity-norm cone); ``opt_gstar``: exact ``L_D(g*)``;
         ``opt_frozen``, ``opt_frozen_gap``: ``OPT_{W^(1), b, B_a2}`` on ``n`` samples and its certificate;
         ``opt_frozen_test``, ``opt_frozen_error``: the risk and 0-1 error of that optimum (``n_test`` samples);
-        ``good_network_loss``, ``good_network_coverage``: Lemma B.6's network (risk, fraction of g*'s neurons
-        with a non-empty ``Lambda_j``); ``good_network_bound`` (B.25, constants 1; l2 cases); ``bayes_error``
+        ``good_network_loss``, ``good_network_coverage``, ``good_network_bound``: Lemma B.6's network (risk,
+        fraction of g*'s neurons with a non-empty ``Lambda_j``, the B.25 bound with constants 1; l2 cases only: the
+        infinity-norm construction of Lemma B.54 for uniform parity is not implemented); ``bayes_error``
         (XOR; 0 for the parities, whose labels are functions of x); ``theorem_*``: ``m_min, T, n_min, eta,
         error_bound, error_bound_population`` of :func:`~popdyn.models.gradient_features.main_theorem` at the
         case parameters (orders of magnitude; not for uniform parity).
@@ -147,25 +148,24 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
     risk = lambda a, kind: population_loss(model, a, W1, b, kind, n_test, problem.seed + 4)
     c = problem.case
     p_use = float(min(p_hat.min(), 1.0)) if p_hat.min() > 0 else float(p_ci[:, 1].min())
-    args = (p_use, B_G, c["B_b"], c["Bx1"], problem.m, c["r"], c["B_a1"], c["B_a2"], problem.b_tilde or 1.0)
-    scales = good_network_scales(*args, B_eps=B_eps)
-    regime = []
-    if not scales["B_eps"] < c["B_b"]:
-        regime.append({"condition": "B_eps < B_b (Lemma B.6)", "value": scales["B_eps"], "bound": c["B_b"],
-                       "source": "seed 001 L5674"})
-        if B_eps is None:                     # the paper's minimiser is outside the lemma: use the middle of (0, B_b)
-            scales = good_network_scales(*args, B_eps=c["B_b"] / 2.0)
-    a_t, sets = good_second_layer(W1, a0, b, problem.gstar, gamma, B_G, scales["B_eps"], scales["eps_a"], eta1,
-                                  loss, norm)
     obs = {"a1": a1, "W1": W1, "cos_features": cos, "nice_fraction": nice / problem.m, "p_hat": p_hat,
            "p_ci": p_ci, "opt_gstar": opt_g, "opt_frozen": opt_v, "opt_frozen_gap": gap,
            "opt_frozen_test": risk(a_opt, loss)[0], "opt_frozen_error": risk(a_opt, "error")[0],
-           "good_network_loss": risk(a_t, loss)[0],
-           "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
            "bayes_error": model.bayes_error() if problem.data == "xor" else 0.0}
-    if norm == "l2":
-        obs["good_network_bound"] = good_network_bound(p_use, gamma, B_G, c["r"], c["B_a1"], c["B_b"], c["Bx1"],
-                                                       problem.m, B_eps=scales["B_eps"], OPT=opt_g)
+    regime, scales = [], None
+    if norm == "l2":                          # Lemma B.6 and Thm 3.12 are the l2 framework (uniform parity: B.54)
+        args = (p_use, B_G, c["B_b"], c["Bx1"], problem.m, c["r"], c["B_a1"], c["B_a2"], problem.b_tilde)
+        scales = good_network_scales(*args, B_eps=B_eps)
+        if not scales["B_eps"] < c["B_b"]:
+            regime.append({"condition": "B_eps < B_b (Lemma B.6)", "value": scales["B_eps"], "bound": c["B_b"],
+                           "source": "seed 001 L5674"})
+            if B_eps is None:                 # the paper's minimiser is outside the lemma: the middle of (0, B_b)
+                scales = good_network_scales(*args, B_eps=c["B_b"] / 2.0)
+        a_t, sets = good_second_layer(W1, a0, b, problem.gstar, gamma, B_G, scales["B_eps"], scales["eps_a"], eta1,
+                                      loss)
+        obs |= {"good_network_loss": risk(a_t, loss)[0], "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
+                "good_network_bound": good_network_bound(p_use, gamma, B_G, c["r"], c["B_a1"], c["B_b"], c["Bx1"],
+                                                         problem.m, B_eps=scales["B_eps"], OPT=opt_g)}
         obs |= _theorem(problem, eps, delta, regime)
     meta = dict(problem=repr(problem), source=_SRC,
                 options=dict(n=n, n_mc=n_mc, n_test=n_test, n_G=n_G, B_a2=B_a2, B_eps=B_eps, eps=eps, delta=delta),

@@ -60,7 +60,7 @@ class Problem:
         Scale of ``a^(0)``, > 0; None gives Lemma B.6's ``b~/(|l'(0)| eta1 B_G B_eps)`` with ``B_eps = B_b``
         (so that ``(B_b/b~)||w^(1)|| ~ 1`` for typical neurons), and 1 for uniform parity (``a ~ U{+-1}``).
     sigma_w : float
-        Scale of ``w^(0)``, > 0 (free, Remark B.12; only ``b~/sigma_w`` enters ``G``).
+        Scale of ``w^(0)``, > 0 (free, Remark B.12; only ``b~/sigma_w`` enters ``G``); 1 for uniform parity.
     gamma : float or None
         Cone width of the nice sets and of ``p``; None gives the case's value (spec §2.13; the infinity-norm
         ``gamma_inf`` for uniform parity).
@@ -122,6 +122,9 @@ class Problem:
 
     def __post_init__(self):
         validate(self)
+        if self.data == "uniform_parity" and self.sigma_w != 1.0:
+            raise InvalidParameterError(f"The 'sigma_w' parameter of gradient_features.Problem must be 1.0 for "
+                                        f"data='uniform_parity' (w in {{+-1}}^d, B.479). Got {self.sigma_w!r} instead.")
         self.model                                          # the data model validates its own parameters
         g = self.cone[0]
         if self.cone[2] == "l2" and not 0.0 < g < 1.0:
