@@ -320,7 +320,9 @@ def test_problem_constructors_and_validation():
 def test_predict_xor_quick_and_reproducible():
     P = Problem.xor(d=12, m=16)
     opts = dict(n=300, n_mc=500, n_test=3000)
-    pred = popdyn.predict(P, **opts)
+    with pytest.warns(popdyn.RegimeWarning, match="m >= m_min"):     # the theorem's width is ~1e11 here
+        pred = popdyn.predict(P, **opts)
+    assert any("main_theorem" in r["source"] for r in pred.meta["regime"])
     a1, W1 = first_step(P.model, *P.params0, P.step_size)
     assert np.array_equal(pred["W1"], W1) and np.array_equal(pred["a1"], a1)
     assert pred["cos_features"].shape == (64, 4) and pred["p_ci"].shape == (4, 2)

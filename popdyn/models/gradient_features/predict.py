@@ -110,7 +110,7 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
     Regime: exact population step (3.9) for the mixtures and uniform parity (d odd, k even) and, by enumeration,
     for tiny structured parity; the frozen optimum, the risks and ``p`` are Monte Carlo (seeded; standard errors in
     ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0); ``meta["regime"]`` lists
-    their failed conditions.
+    their failed conditions, warned once per call as :class:`popdyn.RegimeWarning`.
 
     References
     ----------
@@ -167,6 +167,9 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
                 "good_network_bound": good_network_bound(p_use, gamma, B_G, c["r"], c["B_a1"], c["B_b"], c["Bx1"],
                                                          problem.m, B_eps=scales["B_eps"], OPT=opt_g)}
         obs |= _theorem(problem, eps, delta, regime)
+    if regime:
+        warnings.warn(f"{owner}: outside the regime of the bounds ({len(regime)} conditions, see meta['regime']): "
+                      + "; ".join(str(r["condition"]) for r in regime), RegimeWarning, stacklevel=3)
     meta = dict(problem=repr(problem), source=_SRC,
                 options=dict(n=n, n_mc=n_mc, n_test=n_test, n_G=n_G, B_a2=B_a2, B_eps=B_eps, eps=eps, delta=delta),
                 cone={"gamma": gamma, "B_G": B_G, "norm": norm, "B_G1": B_G1}, features_sign=s.tolist(),
