@@ -108,9 +108,9 @@ def test_discovery_registers_every_claim_module():
     import pkgutil
     reg = claims_pkg.discover()
     modules = {info.name for info in pkgutil.iter_modules(claims_pkg.__path__)}
-    for name in modules:  # every module registers claims whose id starts with its model (lora_figures -> lora)
-        model = name.split("_")[0]
-        assert any(c.model == model and c.run.__module__ == f"validation.claims.{name}" for c in reg.values()), name
+    for name in modules:  # every module registers claims of its model (lora_figures -> lora, gradient_features)
+        assert any(c.run.__module__ == f"validation.claims.{name}" and (name == c.model or name.startswith(c.model + "_"))
+                   for c in reg.values()), name
     for c in reg.values():
         assert c.id.startswith(c.model + ".") and c.tolerance > 0 and c.source and c.metric and c.tolerance_origin
         assert ("seed" in c.source or "derived" in c.source) and "spec" in c.source
