@@ -395,6 +395,12 @@ def test_simulate_with_random_inits_gives_the_binomial_nice_fraction_of_predicts
     assert np.all(np.abs(nice - p / 2) < 4 * se) and np.all(np.abs(nice - p) > 4 * se)
 
 
+def test_simulate_random_inits_of_uniform_parity_follow_b479():
+    sim = popdyn.simulate(Problem.uniform_parity(d=11, k=4, m=8), n=64, seeds=3, init="random", test=10)
+    assert set(np.unique(sim["W0"])) == {-1.0, 1.0} and set(np.unique(sim["a0"])) == {-1.0, 1.0}
+    assert np.all(np.isin(np.round(sim["b0"] * 4), np.arange(-3, 4))) and not np.array_equal(*sim["W0"][:2])
+
+
 @pytest.mark.parametrize("name, value", [("method", "alg7"), ("steps", 0), ("n", 0), ("seeds", 0)])
 def test_simulate_rejects_bad_options(name, value):
     with pytest.raises(InvalidParameterError, match=repr(name)):
