@@ -379,6 +379,28 @@ def test_missing_step_sizes_and_wrong_losses_are_named():
         sg.train(XOR, m=2, steps=1, n=10, eta1=0.1, init=(np.ones(8), np.ones((8, 3)), np.ones(8)))
 
 
+@pytest.mark.filterwarnings("ignore::popdyn._validate.RegimeWarning")
+def test_simulate_with_random_inits_gives_the_binomial_nice_fraction_of_predicts_p():
+    """init="random": a fresh init (3.9) per seed at the problem's scales; the nice count over 40 seeds x m = 32 is
+    Binomial(1280, p/2) (Lemma B.5) with p from predict's feature_probability (20000 draws): per feature
+    z = (mean - p^/2) / sqrt(q(1-q)/1280 + p^(1-p^)/(4 * 20000)) within 4 (measured |z| <= 1.9; the sample step at
+    n = 5000 moves only neurons at the cone and norm thresholds); p instead of p/2 fails (z ~ -7)."""
+    problem = Problem.xor(d=16, m=32)
+    pred = popdyn.predict(problem, n=100, n_mc=20_000, n_test=500)
+    sim = popdyn.simulate(problem, n=5000, seeds=40, init="random", test=10)
+    assert len({w.tobytes() for w in sim["W0"]}) == 40 and np.all(np.abs(sim["b0"]) == problem.b_tilde)
+    N, p = 40 * problem.m, pred["p_hat"]
+    se = np.sqrt(p / 2 * (1 - p / 2) / N + p * (1 - p) / (4 * 20_000))
+    nice = sim["nice_fraction"].mean(0)
+    assert np.all(np.abs(nice - p / 2) < 4 * se) and np.all(np.abs(nice - p) > 4 * se)
+
+
+def test_simulate_random_inits_of_uniform_parity_follow_b479():
+    sim = popdyn.simulate(Problem.uniform_parity(d=11, k=4, m=8), n=64, seeds=3, init="random", test=10)
+    assert set(np.unique(sim["W0"])) == {-1.0, 1.0} and set(np.unique(sim["a0"])) == {-1.0, 1.0}
+    assert np.all(np.isin(np.round(sim["b0"] * 4), np.arange(-3, 4))) and not np.array_equal(*sim["W0"][:2])
+
+
 @pytest.mark.parametrize("name, value", [("method", "alg7"), ("steps", 0), ("n", 0), ("seeds", 0)])
 def test_simulate_rejects_bad_options(name, value):
     with pytest.raises(InvalidParameterError, match=repr(name)):

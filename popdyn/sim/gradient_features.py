@@ -498,16 +498,17 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
 
 
 @_api_simulate.register(Problem)
-def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=None, test=10_000, record_every=None,
-             record_params=True, device="cpu", dtype=None, chunk=None, progress_bar=False):
+def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=None, init="problem", test=10_000,
+             record_every=None, record_params=True, device="cpu", dtype=None, chunk=None, progress_bar=False):
     r"""``popdyn.simulate`` for :class:`~popdyn.models.gradient_features.Problem`: the first step on n samples from
     the problem's own init, with ``popdyn.predict``'s names, then (``steps > 1``) the training of ``method``.
 
     .. math:: \mathbf w_i^{(1)} = \eta^{(1)}|\ell'(0)|\,a_i^{(0)}\tilde G(\mathbf w_i^{(0)}, b_i),\qquad
               \frac{|G_{(D,s),\rm Nice}|}{m}\ \text{of}\ \mathbf W^{(1)}
 
-    Every seed starts at ``problem.params0`` (the init of ``predict``) with ``eta1 = problem.step_size`` and the
-    problem's loss; the seeds vary the samples only, so the spread over seeds is the finite-n noise of the step.
+    By default every seed starts at ``problem.params0`` (the init of ``predict``) with ``eta1 =
+    problem.step_size`` and the problem's loss; the seeds then vary the samples only, so the spread over seeds is
+    the finite-n noise of the step. ``init="random"`` draws a fresh init per seed at the problem's scales.
 
     Parameters
     ----------
@@ -524,6 +525,10 @@ def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=No
         T ``>= 1`` (1: the first step only).
     eta : float, optional
         Step size of the later steps (needed when ``steps > 1``).
+    init : {"problem", "random"}
+        ``problem.params0`` for every seed, or a fresh symmetric init per seed (3.9 with ``problem.init_scale``,
+        ``problem.sigma_w``, ``problem.b_tilde``; B.479 for uniform parity): the nice fraction over seeds is then
+        Binomial(m, p/2)/m (Lemma B.5).
     test, record_every, record_params, device, dtype, chunk, progress_bar
         As in :func:`train`.
 
@@ -561,11 +566,17 @@ def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=No
                                     f"Got {problem!r} instead.")
     method = check(owner, "method", method, Options(("alg1", "alg4", "rf", "ntk")))
     steps = as_int(owner, "steps", steps, 1)
+    init = check(owner, "init", init, Options(("problem", "random")))
+    if init == "problem":
+        law = dict(init=problem.params0)
+    elif problem.data == "uniform_parity":
+        law = dict(init="parity")                    # a, w in {+-1} (sigma_a = sigma_w = 1 for uniform parity)
+    else:
+        law = dict(init="gauss", sigma_a=problem.init_scale, sigma_w=problem.sigma_w, b_tilde=problem.b_tilde)
     sim = train(problem.model, m=problem.m, method=method, steps=steps, n=n, eta1=problem.step_size, eta=eta,
-                loss=problem.loss, init=problem.params0, seeds=seeds, seed=seed, test=test, record_every=record_every,
-                record_params=True, device=device, dtype=dtype, chunk=chunk, progress_bar=progress_bar)
+                loss=problem.loss, seeds=seeds, seed=seed, test=test, record_every=record_every, record_params=True,
+                device=device, dtype=dtype, chunk=chunk, progress_bar=progress_bar, **law)
     obs = dict(sim.observables)
-    a0, _, b = problem.params0
     tag = "1" if METHODS[method].step1 is not None else "0"
     W1 = obs[f"W{tag}"]
     D, s = problem.features
@@ -573,10 +584,11 @@ def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=No
     nw = np.linalg.norm(W1, axis=-1, keepdims=True)
     new = {"a1": obs[f"a{tag}"], "W1": W1, "cos_features": (W1 @ D.T) / np.where(nw > 0, nw, 1.0),
            "nice_fraction": np.array([[len(nice_set(W, a0, b, Df, sf, gamma, B_G, problem.step_size, problem.loss,
-                                                    norm)) / problem.m for Df, sf in zip(D, s)] for W in W1])}
+                                                    norm)) / problem.m for Df, sf in zip(D, s)]
+                                      for W, a0, b in zip(W1, obs["a0"], obs["b0"])])}
     keep = ("loss", "error", "train_loss", "a_t") + (tuple(k for k in obs if k[0] in "aWb" and k[1:] in "01T")
                                                      if record_params else ())
     new |= {k: obs[k] for k in keep if k not in new}
-    meta = sim.meta | {"problem": repr(problem), "cone": {"gamma": gamma, "B_G": B_G, "norm": norm}}
+    meta = sim.meta | {"problem": repr(problem), "init": init, "cone": {"gamma": gamma, "B_G": B_G, "norm": norm}}
     return Simulation(t=None, observables=new, status=sim.status, message=sim.message, meta=meta,
                       coords={"step": sim.t})
