@@ -209,7 +209,8 @@ MODELS = {
         predict={"n": 100, "n_mc": 100, "n_test": 500},
         bad_predict=(("n_mc", 1), ("eps", 1.5)),
         functions=((lambda p: p.model.E_yx(), {}),
-                   (lambda p: gradient_features.first_step(p.model, *p.params0, p.step_size, p.loss)[1], {}))),
+                   (lambda p: gradient_features.first_step(p.model, *p.params0, p.step_size, p.loss)[1], {})),
+        simulate={"n": 200, "seeds": 2, "steps": 3, "eta": 1e-3, "test": 200}),
     "multitask": ModelSpec(
         multitask_problems(),
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
