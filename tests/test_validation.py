@@ -194,7 +194,7 @@ def test_interrupted_run_resumes_without_rerunning_finished_claims(tmp_path):
     import sys
     import time
     script = ("import sys; from tests import fake_claims; from validation import claims, runner\n"
-              "cs = [fake_claims.make(f'c{i}', fake_claims.run_pass, sleep=0.3) for i in range(6)]\n"
+              "cs = [fake_claims.make(f'c{i}', fake_claims.run_pass, sleep=0.8) for i in range(6)]\n"
               "[claims.register(c) for c in cs]\n"
               "sys.exit(runner.main(['fake', '--quick', '--out', sys.argv[1]] + sys.argv[2:]))\n")
     log = tmp_path / "ran.log"
