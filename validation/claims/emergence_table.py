@@ -127,7 +127,8 @@ def _table(name, model, variant, size, device, outdir, judged=("network", "two_s
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        details=details | {"gaps": gaps, "lr": {k_: list(v) for k_, v in _LR.items()}},
                        message="test accuracy sim/theory/paper: " + ", ".join(
-                           f"{r['method']} {r['test']:.3f}/{_fmt(r['theory_test'])}/{r['paper_test']:.3f}" for r in rows))
+                           f"{r['method']} {r['test']:.3f}/{_fmt(r['theory_test'])}/{r['paper_test']:.3f}"
+                           for r in rows))
 
 
 def _fmt(v):
