@@ -10,8 +10,12 @@ frozen first layer (Thm 3.4 = B.2, Lemma B.78)
     :func:`theorem_B2_bound`, :func:`smoothness_constant`, :func:`rademacher_bound`
 finite samples (Lemma B.18)
     :func:`gradient_concentration`
+parameter sizes after the first step (Lemma B.8)
+    :func:`lemma_B8_bounds`
 drift of the weights during training (Lemma B.9)
     :func:`lemma_B9_h` (the recursion B.71 in closed form, B.72-B.74), :func:`lemma_B9_bounds`
+loss gap under the drift and the a-gradient (Lemma B.10)
+    :func:`lemma_B10_bounds`
 case studies (spec §2.13)
     :func:`case_parameters` ("linear", "mixture", "xor", "parity", "uniform_parity"),
     :func:`uniform_parity_requirements` (Lemma B.54 / Thm B.56)
@@ -45,7 +49,8 @@ __all__ = ["main_theorem", "average_loss_bound", "good_network_bound", "good_net
            "theorem_B2_bound", "smoothness_constant", "rademacher_bound", "lemma_B9_h", "lemma_B9_bounds",
            "case_parameters", "fixed_feature_lower_bound_parity", "max_gaussian_tail_bound",
            "chi2_tail_bound", "mills_bounds", "tail_expectation_bound", "uniform_parity_requirements", "oco_bound",
-           "gradient_concentration", "LPRIME0", "MAIN_CONSTS"]
+           "gradient_concentration", "lemma_B8_bounds", "lemma_B10_bounds", "LPRIME0", "MAIN_CONSTS",
+           "B8_CONSTS", "B8_SUFFICIENT", "LIPSCHITZ"]
 
 _POS = Interval(0.0, np.inf, "neither")
 _NONNEG = Interval(0.0, np.inf, "left")
@@ -858,6 +863,169 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
     cosh_m1, sinh = _b9_powers(t - 2.0, rho)
     a_bound = (rho * a1 + Z / Bx1) * sinh + (a1 + eta * Z) * (1.0 + cosh_m1)
     return a_bound, rho * _b9_h(t - 2.0, a1, Z, eta, Bx1, rho)
+
+
+# ------------------------------------------------------------------ Lemmas B.8 and B.10 --------------------------
+
+#: The hidden constants of :func:`lemma_B8_bounds` (multipliers, default 1).
+B8_CONSTS = ("C_a0", "C_w0", "C_a1", "C_w1")
+#: Constants with which Lemma B.8 holds with probability >= 1 - 1/m^2 for every m >= 2 and d >= log m (derived:
+#: Mills for max|a^(0)|, Laurent-Massart B.54 for ||w^(0)||, then the deterministic B.56 / B.58).
+B8_SUFFICIENT = {"C_a0": math.sqrt(6.0), "C_w0": math.sqrt(13.0), "C_a1": math.sqrt(13.0), "C_w1": math.sqrt(6.0)}
+#: sup |l'| of the framework's losses: the hinge is 1-Lipschitz, the base-2 logistic 1/ln 2-Lipschitz.
+LIPSCHITZ = {"hinge": 1.0, "logistic": 1.0 / math.log(2.0)}
+
+
+def lemma_B8_bounds(m, d, sigma_w, b_tilde, eta1, B_G, B_eps, Bx1, *, delta=0.0, loss="hinge", consts=None):
+    r"""Lemma B.8: sizes of the initial and first-step parameters (sup over the 4m neurons), orders of magnitude.
+
+    .. math::
+        \|\mathbf a^{(0)}\|_\infty &= C_{a0}\frac{\tilde b\sqrt{\log m}}{|\ell'(0)|\eta^{(1)}B_GB_\epsilon},\qquad
+        \max_i\|\mathbf w_i^{(0)}\|_2 = C_{w0}\,\sigma_w\sqrt d,\\
+        \|\mathbf a^{(1)}\|_\infty &= C_{a1}\,\eta^{(1)}|\ell'(0)|\big(B_{x1}\sigma_w\sqrt d+\tilde b\big),\qquad
+        \max_i\|\mathbf w_i^{(1)}\|_2 = C_{w1}\frac{\tilde b\sqrt{\log m}\,B_{x1}}{B_GB_\epsilon}
+
+    with probability at least ``1 - delta - 1/m^2`` over the symmetric init (3.9) at
+    ``sigma_a = b~/(|l'(0)| eta1 B_G B_eps)`` (B.95 with ``C_sigma_a = 1`` and B_eps of Lemma B.6), so that the
+    first bound is ``C_a0 sigma_a sqrt(log m)``.
+
+    Parameters
+    ----------
+    m : int
+        Base width (the network has 4m neurons), ``>= 2``.
+    d : int
+        Input dimension, ``>= 1`` (the lemma needs ``d >= log m``).
+    sigma_w, b_tilde, eta1 : float
+        Init scale of W, bias scale and first step size, ``> 0``.
+    B_G, B_eps : float
+        Gradient-norm bound of the feature set and Lemma B.6's tolerance, ``> 0``.
+    Bx1 : float
+        ``E||x|| <= Bx1``, ``> 0``.
+    delta : float
+        Failure probability of Lemma B.6's events, in [0, 1) (added to the 1/m^2 of this lemma).
+    loss : {"hinge", "logistic"}
+        Sets |l'(0)| (:data:`LPRIME0`).
+    consts : dict or None
+        Multipliers of the four O(.), keys :data:`B8_CONSTS`, default 1; :data:`B8_SUFFICIENT` makes the
+        statement true (derived, see Notes).
+
+    Returns
+    -------
+    dict
+        ``a0_inf, w0_norm, a1_inf, w1_norm`` (floats), ``sigma_a`` (the init scale they assume),
+        ``probability`` (``1 - delta - 1/m^2``), ``assumed_constants``, ``regime`` (``d >= log m``) and
+        ``order_of_magnitude`` (True).
+
+    Notes
+    -----
+    Regime: the symmetric init with Gaussian a, w (3.9), biases +-b~, population first step with
+    ``lambda = 1/eta1``, ``d >= log m`` (warned as :class:`popdyn.RegimeWarning` otherwise); orders of magnitude
+    (hidden constants). Derived constants (spec §2.12): ``P(max_i |a_i^(0)| >= sigma_a sqrt(6 log m))
+    <= 2m Q(sqrt(6 log m)) <= 1/(2m^2)`` (Mills, m >= 2); B.54 (Laurent-Massart at z = 4 log m, union over the
+    m distinct norms) gives ``||w_i^(0)||^2 <= sigma_w^2 (d + 4 sqrt(d log m) + 8 log m) <= 13 sigma_w^2 d``
+    with probability ``>= 1 - m^-3``; then ``|a_i^(1)| <= eta1 |l'(0)| (||w_i^(0)|| Bx1 + b~)`` (B.56) and
+    ``||w_i^(1)|| = eta1 |l'(0)| |a_i^(0)| ||G|| <= eta1 |l'(0)| ||a^(0)||_inf Bx1`` (B.58, ``||G|| <= Bx1``)
+    hold for every draw. Hence :data:`B8_SUFFICIENT`.
+
+    References
+    ----------
+    .. [src] seed 001 L5764 (Lemma B.8), L5766-5784 (proof, B.54-B.59); specs/gradient_features.md §2.12.
+
+    Examples
+    --------
+    >>> out = lemma_B8_bounds(100, 50, 1.0, 2.0, 0.1, 1.0, 0.5, 8.0)
+    >>> round(out["a0_inf"], 4), round(out["w0_norm"], 4), round(out["a1_inf"], 4), round(out["probability"], 4)
+    (85.8386, 7.0711, 5.8569, 0.9999)
+    """
+    owner = _own("lemma_B8_bounds")
+    m, d = as_int(owner, "m", m, 2), as_int(owner, "d", d, 1)
+    sigma_w, b_tilde, eta1, B_G, B_eps, Bx1 = _pos(owner, sigma_w=sigma_w, b_tilde=b_tilde, eta1=eta1, B_G=B_G,
+                                                    B_eps=B_eps, Bx1=Bx1)
+    delta = check(owner, "delta", delta, Interval(0.0, 1.0, "left"))
+    lp, C = _lprime(owner, loss), _consts(owner, consts, B8_CONSTS)
+    log_m = math.sqrt(math.log(m))
+    sigma_a = b_tilde / (lp * eta1 * B_G * B_eps)
+    regime = _regime(owner, [("d >= log m", d, math.log(m), "Lemma B.8, B.54", d >= math.log(m))])
+    return dict(a0_inf=C["C_a0"] * sigma_a * log_m, w0_norm=C["C_w0"] * sigma_w * math.sqrt(d),
+                a1_inf=C["C_a1"] * eta1 * lp * (Bx1 * sigma_w * math.sqrt(d) + b_tilde),
+                w1_norm=C["C_w1"] * b_tilde * log_m * Bx1 / (B_G * B_eps), sigma_a=sigma_a,
+                probability=1.0 - delta - 1.0 / m**2, assumed_constants=C, regime=regime, order_of_magnitude=True)
+
+
+def lemma_B10_bounds(a_tilde, W_t, W_1, b, Bx1, *, loss="hinge", convention="corrected"):
+    r"""Lemma B.10: the loss change of g(a~, W, b) when W drifts from W^(1) to W^(t), and the bound on d L / d a_i.
+
+    .. math::
+        \big|\mathcal L_{\mathcal D}(g_{(\tilde{\mathbf a},\mathbf W^{(t)},\mathbf b)})
+        - \mathcal L_{\mathcal D}(g_{(\tilde{\mathbf a},\mathbf W^{(1)},\mathbf b)})\big|
+        &\le \mathrm{Lip}(\ell)\,B_{x1}\|\tilde{\mathbf a}\|_2\sqrt{\|\tilde{\mathbf a}\|_0}\,
+             \max_{i}\|\mathbf w_i^{(t)}-\mathbf w_i^{(1)}\|_2 \qquad (\text{B.85})\\
+        \Big|\frac{\partial\mathcal L_{\mathcal D}(g_{(\mathbf a,\mathbf W^{(t)},\mathbf b)})}{\partial a_i}\Big|
+        &\le \mathrm{Lip}(\ell)\Big(B_{x1}\big(\|\mathbf w_i^{(t)}-\mathbf w_i^{(1)}\|_2+\|\mathbf w_i^{(1)}\|_2\big)
+             + |b_i|\Big) \qquad (\text{B.86}, \text{ any } \mathbf a)
+
+    with ``Lip(l) = sup|l'|`` (:data:`LIPSCHITZ`): 1 for the hinge, ``1/ln 2`` for the base-2 logistic.
+
+    Parameters
+    ----------
+    a_tilde : array_like of shape (M,)
+        The second layer of the comparison network (Lemma B.6's a~; any vector).
+    W_t, W_1 : array_like of shape (M, d)
+        First layers at step t and after the first step (rows are neurons).
+    b : float or array_like of shape (M,)
+        Biases (the paper's ``|b_i| = b~``).
+    Bx1 : float
+        ``E||x|| <= Bx1``, ``> 0``.
+    loss : {"hinge", "logistic"}
+        Sets ``Lip(l)``.
+    convention : {"corrected", "paper"}
+        "paper" drops ``Lip(l)`` (Assumption 3.1 takes l 1-Lipschitz, which the base-2 logistic is not).
+
+    Returns
+    -------
+    dict
+        ``loss_gap`` (float, B.85), ``grad_a`` (ndarray (M,), B.86), ``lipschitz`` (the factor used).
+
+    Notes
+    -----
+    Regime: any data law with ``E||x|| <= Bx1``, any ``a~, W_t, W_1, b`` and any a in B.86; no hidden constant.
+    B.85 is Lipschitz continuity of l, Cauchy-Schwarz over supp(a~) and ``|sigma(u) - sigma(v)| <= |u - v|``;
+    B.86 is ``E[sigma(w.x - b_i)] <= ||w|| E||x|| + |b_i|`` and the triangle inequality. The hinge satisfies
+    Assumption 3.1 (1-Lipschitz); the base-2 logistic that makes l(0) = 1 is ``1/ln 2``-Lipschitz, and both
+    inequalities fail by up to that factor without it (derived; the tests exhibit the violation).
+
+    References
+    ----------
+    .. [src] seed 001 L5856-5860 (Lemma B.10, B.85-B.86), L5862-5870 (proof, B.87-B.90), L831 (Assumption 3.1);
+       specs/gradient_features.md §2.12.
+
+    Examples
+    --------
+    >>> out = lemma_B10_bounds([3.0, 0.0, 4.0], [[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]],
+    ...                        [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]], 0.5, 2.0)
+    >>> round(out["loss_gap"], 6), out["grad_a"].tolist()   # 2 * 5 * sqrt(2) * 1
+    (14.142136, [2.5, 0.5, 4.5])
+    """
+    owner = _own("lemma_B10_bounds")
+    W_t = _finite(owner, "W_t", W_t, 2)
+    W_1 = _finite(owner, "W_1", W_1, 2)
+    a = _finite(owner, "a_tilde", a_tilde, 1)
+    M = W_1.shape[0]
+    if W_t.shape != W_1.shape or a.shape != (M,):
+        raise InvalidParameterError(f"The 'W_t' and 'a_tilde' parameters of {owner} must have shapes {W_1.shape} "
+                                    f"and ({M},) like W_1. Got {W_t.shape} and {a.shape}.")
+    b = np.asarray(b, dtype=np.float64)
+    if b.shape not in ((), (M,)) or not np.all(np.isfinite(b)):
+        raise InvalidParameterError(f"The 'b' parameter of {owner} must be a finite float or a finite array of "
+                                    f"shape ({M},). Got {b!r}.")
+    Bx1 = check(owner, "Bx1", Bx1, _POS)
+    lip = LIPSCHITZ[check(owner, "loss", loss, Options(tuple(LIPSCHITZ)))]
+    if check(owner, "convention", convention, Options(("corrected", "paper"))) == "paper":
+        lip = 1.0
+    drift = np.linalg.norm(W_t - W_1, axis=1)
+    gap = lip * Bx1 * float(np.linalg.norm(a)) * math.sqrt(np.count_nonzero(a)) * float(drift.max())
+    grad = lip * (Bx1 * (drift + np.linalg.norm(W_1, axis=1)) + np.abs(b))
+    return dict(loss_gap=gap, grad_a=grad, lipschitz=lip)
 
 
 # ------------------------------------------------------------------ case studies (§2.13) ------------------------
