@@ -1,10 +1,11 @@
-"""Gradient-feature bounds: main theorem, average-loss bound, Lemma B.6 / B.9, Theorem B.2, case tables,
-Prop 3.23 and the auxiliary inequalities (specs/gradient_features.md §2.9-2.14, §6 items 9-11).
+"""Gradient-feature bounds: main theorem, average-loss bound, Lemmas B.6 / B.8 / B.9 / B.10, Theorem B.2, case
+tables, Prop 3.23 and the auxiliary inequalities (specs/gradient_features.md §2.9-2.14, §6 items 9-11).
 
 Oracles: the spec's worked numbers (§2.13.3), exact rational iteration (Lemma B.9), full-batch GD trajectories
-(Lemma B.9, Theorem B.2), exact first steps on
-symmetric-init draws and exact tail probabilities (Lemma B.8), per-sample loss differences (Lemma B.10), brute force over the hypercube (uniform parity), explicit ground-truth networks (parity),
-exact tail functions (scipy ndtr / chi2.sf), finite-difference gradients, seeded Monte Carlo with a stated z.
+(Lemma B.9, Theorem B.2), symmetric-init draws with the exact first step and exact tail probabilities (Lemma B.8),
+per-sample loss differences and a tight one-neuron case (Lemma B.10), brute force over the hypercube (uniform
+parity), explicit ground-truth networks (parity), exact tail functions (scipy ndtr / chi2.sf), finite-difference
+gradients, seeded Monte Carlo with a stated z.
 """
 import itertools
 import math
@@ -704,7 +705,8 @@ def test_lemma_B8_formulas():
     for loss, lp in (("hinge", 1.0), ("logistic", 1 / (2 * math.log(2)))):
         out = lemma_B8_bounds(**B8, loss=loss, consts=C, delta=0.01)
         want = dict(a0_inf=1.5 * bt * math.log(m) ** 0.5 / (lp * e1 * BG * Be), w0_norm=2.0 * sw * d**0.5,
-                    a1_inf=3.0 * e1 * lp * (Bx1 * sw * d**0.5 + bt), w1_norm=5.0 * bt * math.log(m) ** 0.5 * Bx1 / (BG * Be),
+                    a1_inf=3.0 * e1 * lp * (Bx1 * sw * d**0.5 + bt),
+                    w1_norm=5.0 * bt * math.log(m) ** 0.5 * Bx1 / (BG * Be),
                     sigma_a=bt / (lp * e1 * BG * Be), probability=0.99 - m**-2.0)
         for k, v in want.items():
             assert out[k] == pytest.approx(v, rel=REL), k
