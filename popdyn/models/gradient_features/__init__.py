@@ -23,11 +23,11 @@ Spec: specs/gradient_features.md. Conventions (issue 11 §5): W is (M, d), one r
   inequalities.
 * :class:`Problem` and ``popdyn.predict`` (``problem.py``, ``predict.py``).
 """
-from .bounds import (LPRIME0, MAIN_CONSTS, average_loss_bound, case_parameters, chi2_tail_bound,
-                     fixed_feature_lower_bound_parity, good_network_bound, good_network_scales, gradient_concentration,
-                     lemma_B9_bounds, lemma_B9_h, main_theorem, max_gaussian_tail_bound, mills_bounds, oco_bound,
-                     rademacher_bound, smoothness_constant, tail_expectation_bound, theorem_B2_bound,
-                     uniform_parity_requirements)
+from .bounds import (B8_CONSTS, B8_SUFFICIENT, LIPSCHITZ, LPRIME0, MAIN_CONSTS, average_loss_bound, case_parameters,
+                     chi2_tail_bound, fixed_feature_lower_bound_parity, good_network_bound, good_network_scales,
+                     gradient_concentration, lemma_B8_bounds, lemma_B9_bounds, lemma_B9_h, lemma_B10_bounds,
+                     main_theorem, max_gaussian_tail_bound, mills_bounds, oco_bound, rademacher_bound,
+                     smoothness_constant, tail_expectation_bound, theorem_B2_bound, uniform_parity_requirements)
 from .data import (LOSSES, Bounds, DataModel, GaussianMixture, LinearSeparable, hinge, logistic2, relu_moment,
                    xor_mixture)
 from .framework import (cone_membership, feature_probability, first_step, good_second_layer, loss_slope, nice_set,
@@ -42,7 +42,8 @@ __all__ = ["DataModel", "Bounds", "GaussianMixture", "xor_mixture", "LinearSepar
            "MonteCarloGradient", "symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
            "good_second_layer", "opt_frozen", "population_loss", "loss_slope", "Problem",
            "main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales", "theorem_B2_bound",
-           "smoothness_constant", "rademacher_bound", "lemma_B9_h", "lemma_B9_bounds", "case_parameters",
+           "smoothness_constant", "rademacher_bound", "lemma_B8_bounds", "lemma_B9_h", "lemma_B9_bounds",
+           "lemma_B10_bounds", "B8_CONSTS", "B8_SUFFICIENT", "LIPSCHITZ", "case_parameters",
            "fixed_feature_lower_bound_parity", "max_gaussian_tail_bound", "chi2_tail_bound", "mills_bounds",
            "tail_expectation_bound", "uniform_parity_requirements", "oco_bound", "gradient_concentration", "LPRIME0",
            "MAIN_CONSTS"]
