@@ -1,0 +1,842 @@
+r"""Correlation kernels on the uniform hypercube {±1}^d: exact level eigenvalues, KRR, Parseval test error.
+
+Spec: specs/resnet_kernels.md §2.7-2.8 (seed 004 Prop. E.1 L1106-1118, Lemma E.2 L1129-1151, program (3.1)
+L124-129). Conventions (issue 12 §5): x in {±1}^d (rows of ``X``, entries exactly ±1); a dot-product kernel is
+given by its *profile* :math:`\kappa_t = K(x,y)` at Hamming distance :math:`t=0..d` (shape ``(d+1,)``); a target
+is a list with one Walsh expansion per output, a dict from a sorted 0-based coordinate tuple (``()`` for the
+constant) to its coefficient. Points of the whole cube are enumerated by :func:`hypercube_points` (row ``i`` has
+:math:`x_j=(-1)^{\text{bit } j \text{ of } i}`), so that :func:`fwht` puts the coefficient of
+:math:`\chi_S` at index :func:`walsh_index` ``(S)``.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from popdyn._validate import FiniteArray, Integer, InvalidParameterError, Interval, check
+
+__all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_ck",
+           "relu_ntk_hidden", "relu_ntk_full", "gaussian", "arcsin", "polynomial", "hypercube_points",
+           "hamming_matrix", "kernel_matrix", "krr_fit", "exact_test_error", "captured_coefficients",
+           "lemma_e2_bound", "walsh_index", "fwht", "D_MAX", "FWHT_D_MAX"]
+
+D_MAX = 60  # float64 level eigenvalues: Krawtchouk entries up to C(60,30) ~ 1.2e17 stay exact in int64
+FWHT_D_MAX = 22  # 2^22 points: 32 MiB per output column
+
+
+def _d(owner, d, high=D_MAX):
+    return check(owner, "d", d, Integer(1, high))
+
+
+def _profile(owner, kappa, d=None):
+    kappa = check(owner, "kappa", kappa, FiniteArray(1))
+    if kappa.size < 2 or (d is not None and kappa.size != d + 1):
+        want = "d+1 entries" if d is None else f"{d + 1} entries (d+1)"
+        raise InvalidParameterError(f"The 'kappa' parameter of {owner} must be a Hamming profile with "
+                                    f"{want}, d >= 1. Got shape {kappa.shape} instead.")
+    _d(owner, kappa.size - 1)
+    return kappa
+
+
+def _points(owner, X, d=None, name="X"):
+    X = check(owner, name, X, FiniteArray(2))
+    if X.shape[0] < 1 or X.shape[1] < 1 or not np.all(np.abs(X) == 1.0) or (d is not None and X.shape[1] != d):
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must be an (N, d) array of ±1 entries, "
+                                    f"N >= 1" + (f", d = {d}" if d is not None else "") + f". Got shape {X.shape}.")
+    return X
+
+
+def _beta(owner, beta, N):
+    beta = check(owner, "beta", beta, FiniteArray(np.ndim(beta) if np.ndim(beta) in (1, 2) else 2))
+    if beta.shape[0] != N:
+        raise InvalidParameterError(f"The 'beta' parameter of {owner} must have {N} rows (one per sample). "
+                                    f"Got shape {beta.shape} instead.")
+    return beta.reshape(N, -1)
+
+
+def _sets(owner, sets, d, name="sets"):
+    out = []
+    for S in sets:
+        try:
+            S = tuple(int(j) for j in S)
+        except TypeError:
+            S = None
+        if S is None or list(S) != sorted(set(S)) or any(j < 0 or j >= d for j in S):
+            raise InvalidParameterError(f"The {name!r} parameter of {owner} must hold sorted tuples of distinct "
+                                        f"coordinates in [0, {d - 1}]. Got {S!r} instead.")
+        out.append(S)
+    return out
+
+
+def _target(owner, target, d):
+    if isinstance(target, dict) or not len(target):
+        raise InvalidParameterError(f"The 'target' parameter of {owner} must be a non-empty list of dicts "
+                                    f"(one Walsh expansion per output). Got {target!r} instead.")
+    out = []
+    for f in target:
+        if not isinstance(f, dict):
+            raise InvalidParameterError(f"The 'target' parameter of {owner} must be a list of dicts. Got "
+                                        f"{f!r} as an output.")
+        sets = _sets(owner, f.keys(), d, "target")
+        coef = check(owner, "target", list(f.values()), FiniteArray(1))
+        out.append((sets, coef))
+    return out
+
+
+# ---- Krawtchouk polynomials and level eigenvalues ---------------------------------------------------------
+
+def krawtchouk(d):
+    r"""Binary Krawtchouk table :math:`\mathcal K_\ell(t)`, exact integers, ``K[l, t]`` for ``l, t = 0..d``.
+
+    .. math::
+
+        \mathcal K_\ell(t)=\sum_j(-1)^j\binom tj\binom{d-t}{\ell-j}
+        =\sum_{|S|=\ell}\chi_S(x)\chi_S(y)\quad(t=d_H(x,y)),
+
+    built by the three-term recurrence
+    :math:`(\ell+1)\mathcal K_{\ell+1}(t)=(d-2t)\mathcal K_\ell(t)-(d-\ell+1)\mathcal K_{\ell-1}(t)` in Python
+    integers (exact; no alternating float sums).
+
+    Parameters
+    ----------
+    d : int
+        Dimension, 1 <= d <= 60 (the entries then fit int64).
+
+    Returns
+    -------
+    ndarray of int64, shape (d+1, d+1)
+
+    Notes
+    -----
+    Regime: exact for every d <= 60. Orthogonality :math:`\sum_t\binom dt\mathcal K_\ell(t)\mathcal K_m(t)
+    =2^d\binom d\ell\delta_{\ell m}`, symmetry :math:`\binom dt\mathcal K_\ell(t)=\binom d\ell\mathcal K_t(\ell)`
+    and :math:`\mathcal K^2=2^dI` hold exactly.
+
+    References
+    ----------
+    .. [src] seed 004 L1106-1118 (Prop. E.1); specs/resnet_kernels.md §2.7, §7 item 4.
+
+    Examples
+    --------
+    >>> krawtchouk(2)
+    array([[ 1,  1,  1],
+           [ 2,  0, -2],
+           [ 1, -1,  1]])
+    """
+    d = _d("resnet.krawtchouk", d)
+    rows = [[1] * (d + 1), [d - 2 * t for t in range(d + 1)]]
+    for ell in range(1, d):
+        rows.append([((d - 2 * t) * a - (d - ell + 1) * b) // (ell + 1)
+                     for t, (a, b) in enumerate(zip(rows[ell], rows[ell - 1]))])
+    return np.array(rows[:d + 1], dtype=np.int64)
+
+
+def level_eigenvalues(kappa, d=None):
+    r"""Level eigenvalues :math:`\lambda_\ell^2` of a dot-product kernel on {±1}^d from its Hamming profile.
+
+    .. math::
+
+        \lambda_\ell^2=\mathbb E_{x,y}[K(x,y)\chi_S(x)\chi_S(y)]
+        =\frac{1}{2^d\binom d\ell}\sum_{t=0}^d\binom dt\kappa_t\mathcal K_\ell(t)
+        =2^{-d}\sum_{t=0}^d\mathcal K_t(\ell)\,\kappa_t\qquad(|S|=\ell),
+
+    so that :math:`K(x,y)=\sum_S\lambda_{|S|}^2\chi_S(x)\chi_S(y)` (Prop. E.1). The last form (Krawtchouk
+    symmetry) needs no binomials; the sum is taken with ``math.fsum`` (one rounding per product).
+
+    Parameters
+    ----------
+    kappa : array_like, shape (d+1,)
+        :math:`\kappa_t=K(x,y)` at Hamming distance ``t``.
+    d : int, optional
+        Dimension; checked against ``len(kappa) - 1`` when given.
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+        :math:`\lambda_\ell^2` per set of size :math:`\ell` (not summed over the :math:`\binom d\ell` sets).
+
+    Notes
+    -----
+    Regime: any kernel that depends on x, y only through the Hamming distance (every correlation kernel on the
+    cube with a dot-product form), d <= 60. The result is >= 0 up to rounding iff the kernel is PSD on the cube.
+
+    References
+    ----------
+    .. [src] seed 004 L1106-1118 (Prop. E.1); specs/resnet_kernels.md §2.7.
+
+    Examples
+    --------
+    >>> level_eigenvalues([1.0, 0.0, 0.0])  # the delta kernel 1[x = y] is flat: 2^-d on every level
+    array([0.25, 0.25, 0.25])
+    """
+    kappa = _profile("resnet.level_eigenvalues", kappa, None if d is None else _d("resnet.level_eigenvalues", d))
+    d = kappa.size - 1
+    K = krawtchouk(d)
+    return np.array([math.fsum(float(K[t, ell]) * kappa[t] for t in range(d + 1)) for ell in range(d + 1)]) / 2.0 ** d
+
+
+def profile_from_eigenvalues(lambda2):
+    r"""The Hamming profile of the kernel with level eigenvalues :math:`\lambda_\ell^2` (inverse of
+    :func:`level_eigenvalues`).
+
+    .. math::
+
+        \kappa_t=\sum_{\ell=0}^d\lambda_\ell^2\,\mathcal K_\ell(t).
+
+    Parameters
+    ----------
+    lambda2 : array_like, shape (d+1,)
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: d <= 60. With ``lambda2**2`` it gives the radial profile
+    :math:`m_t=\mathbb E_x[K(x,a)K(x,b)]` (:math:`t=d_H(a,b)`) used by :func:`exact_test_error`.
+
+    References
+    ----------
+    .. [src] seed 004 L1106-1118; specs/resnet_kernels.md §2.7.
+
+    Examples
+    --------
+    >>> profile_from_eigenvalues([0.25, 0.25, 0.25])
+    array([1., 0., 0.])
+    """
+    lambda2 = _profile("resnet.profile_from_eigenvalues", lambda2)
+    K = krawtchouk(lambda2.size - 1)
+    return np.array([math.fsum(lambda2 * K[:, t]) for t in range(lambda2.size)])
+
+
+# ---- kernel profiles ---------------------------------------------------------------------------------------
+
+def dot_product_profile(fn, d, bias=False):
+    r"""Hamming profile of :math:`K(x,y)=f(\rho)` with :math:`\rho` the cosine of the (bias-augmented) inputs.
+
+    .. math::
+
+        \rho_t=1-\frac{2t}{d}\ \text{(no bias)},\qquad
+        \rho_t=\frac{d-2t+1}{d+1}\ \text{(bias: }\tilde x=(x,1)/\sqrt{d+1}\text{)}.
+
+    Parameters
+    ----------
+    fn : callable
+        Vectorized :math:`f:[-1,1]\to\mathbb R`.
+    d : int
+        Dimension, 1 <= d <= 60.
+    bias : bool
+        Append a constant input 1 before normalizing (the paper's networks take (x, 1)).
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: any f; the kernel is PSD on every sphere iff f has non-negative Taylor coefficients (Schoenberg).
+
+    References
+    ----------
+    .. [src] seed 004 L131-137 (correlation kernels); specs/resnet_kernels.md §2.8, §7 item 14.
+    """
+    d = _d("resnet.dot_product_profile", d)
+    t = np.arange(d + 1.0)
+    rho = (d - 2.0 * t + 1.0) / (d + 1.0) if bias else 1.0 - 2.0 * t / d
+    out = np.asarray(fn(rho), dtype=np.float64)
+    if out.shape != rho.shape or not np.all(np.isfinite(out)):
+        raise InvalidParameterError(f"The 'fn' parameter of resnet.dot_product_profile must map a ({d + 1},) "
+                                    "array of cosines to finite values of the same shape.")
+    return out
+
+
+def _kappa0(rho):
+    return (np.pi - np.arccos(np.clip(rho, -1.0, 1.0))) / (2.0 * np.pi)
+
+
+def _kappa1(rho):
+    rho = np.clip(rho, -1.0, 1.0)
+    return (np.sqrt(1.0 - rho * rho) + (np.pi - np.arccos(rho)) * rho) / (2.0 * np.pi)
+
+
+def relu_ck(d, bias=True):
+    r"""ReLU conjugate kernel (infinite width, unit-variance Gaussian weights) as a Hamming profile.
+
+    .. math::
+
+        K(x,y)=\mathbb E_{w\sim N(0,I)}[\sigma(\langle w,\tilde x\rangle)\sigma(\langle w,\tilde y\rangle)]
+        =\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}.
+
+    Parameters
+    ----------
+    d : int
+    bias : bool
+        Use :math:`\tilde x=(x,1)/\sqrt{d+1}` (default; removes the zero odd levels, spec §7 item 6).
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: unit-norm inputs (:math:`\|\tilde x\|=1`); other scales multiply the kernel by
+    :math:`\|\tilde x\|\|\tilde y\|`. Without bias :math:`\lambda_\ell^2=0` for odd :math:`\ell\ge3`.
+
+    References
+    ----------
+    .. [src] seed 004 L131-137, footnote 5 L151; specs/resnet_kernels.md §2.8.
+
+    Examples
+    --------
+    >>> float(relu_ck(4)[0])  # rho = 1: E[relu(g)^2] = 1/2
+    0.5
+    """
+    return dot_product_profile(_kappa1, d, bias)
+
+
+def relu_ntk_hidden(d, bias=True):
+    r"""NTK of a two-layer ReLU net w.r.t. the hidden weights only, as a Hamming profile.
+
+    .. math::
+
+        K(x,y)=\rho\,\frac{\pi-\arccos\rho}{2\pi}.
+
+    Parameters
+    ----------
+    d : int
+    bias : bool
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: unit-norm inputs, infinite width. Without bias :math:`\lambda_\ell^2=0` for odd :math:`\ell\ge3`.
+
+    References
+    ----------
+    .. [src] seed 004 footnote 5 L151; specs/resnet_kernels.md §2.8.
+    """
+    return dot_product_profile(lambda r: r * _kappa0(r), d, bias)
+
+
+def relu_ntk_full(d, bias=True):
+    r"""NTK of a two-layer ReLU net, both layers trained (hidden NTK + conjugate kernel), as a Hamming profile.
+
+    .. math::
+
+        K(x,y)=\rho\,\frac{\pi-\arccos\rho}{2\pi}+\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}.
+
+    Parameters
+    ----------
+    d : int
+    bias : bool
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: unit-norm inputs, infinite width, equal learning rates of the two layers.
+
+    References
+    ----------
+    .. [src] seed 004 footnote 5 L151; specs/resnet_kernels.md §2.8.
+    """
+    return dot_product_profile(lambda r: r * _kappa0(r) + _kappa1(r), d, bias)
+
+
+def arcsin(d, bias=False):
+    r"""Arcsine kernel :math:`K(x,y)=\arcsin\rho` as a Hamming profile.
+
+    .. math::
+
+        \kappa_t=\arcsin\rho_t.
+
+    Parameters
+    ----------
+    d : int
+    bias : bool
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: unit-norm inputs. Without bias the kernel is odd in :math:`\rho`, so :math:`\lambda_\ell^2=0` for
+    every even :math:`\ell`.
+
+    References
+    ----------
+    .. [src] seed 004 L131-137 ("arcsin kernel"); specs/resnet_kernels.md §2.7.
+    """
+    return dot_product_profile(lambda r: np.arcsin(np.clip(r, -1.0, 1.0)), d, bias)
+
+
+def gaussian(d, h=None):
+    r"""Gaussian kernel :math:`e^{-\|x-y\|^2/h}` on :math:`x,y\in\{\pm1\}^d` as a Hamming profile.
+
+    .. math::
+
+        \kappa_t=e^{-4t/h}\qquad(\|x-y\|^2=4t).
+
+    Parameters
+    ----------
+    d : int
+    h : float, optional
+        Bandwidth > 0; default ``d`` (spec §2.7's "Gaussian (h=d)").
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: inputs in {±1}^d (for the paper's :math:`\{\pm1/\sqrt d\}^d` use ``h/d``).
+
+    References
+    ----------
+    .. [src] seed 004 L131-137; specs/resnet_kernels.md §2.7.
+
+    Examples
+    --------
+    >>> gaussian(2, h=4.0)
+    array([1.        , 0.36787944, 0.13533528])
+    """
+    d = _d("resnet.gaussian", d)
+    h = float(d) if h is None else check("resnet.gaussian", "h", h, Interval(0.0, np.inf, "neither"))
+    return np.exp(-4.0 * np.arange(d + 1.0) / h)
+
+
+def polynomial(d, q, c=1.0, bias=False):
+    r"""Polynomial kernel :math:`(\rho+c)^q` as a Hamming profile.
+
+    .. math::
+
+        \kappa_t=(\rho_t+c)^q.
+
+    Parameters
+    ----------
+    d : int
+    q : int
+        Degree, 0 <= q <= 60.
+    c : float
+        Offset >= 0 (PSD for every c >= 0).
+    bias : bool
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: unit-norm inputs. Without bias and with c = 0, :math:`\lambda_\ell^2=0` for :math:`\ell>q` and for
+    :math:`\ell\not\equiv q \pmod 2`.
+
+    References
+    ----------
+    .. [src] specs/resnet_kernels.md §2.8 (standard; not in seed 004).
+    """
+    q = check("resnet.polynomial", "q", q, Integer(0, 60))
+    c = check("resnet.polynomial", "c", c, Interval(0.0, np.inf))
+    return dot_product_profile(lambda r: (r + c) ** q, d, bias)
+
+
+# ---- points, Hamming distances, Walsh transform ------------------------------------------------------------
+
+def hypercube_points(d):
+    r"""All :math:`2^d` points of {±1}^d; row ``i`` has :math:`x_j=(-1)^{\lfloor i/2^j\rfloor\bmod 2}`.
+
+    Parameters
+    ----------
+    d : int
+        1 <= d <= 22.
+
+    Returns
+    -------
+    ndarray, shape (2^d, d), float64
+
+    Notes
+    -----
+    Regime: enumeration; with this order :math:`\chi_S(x_i)=(-1)^{|i\wedge\mathrm{mask}(S)|}`, the Hadamard
+    matrix of :func:`fwht`.
+
+    References
+    ----------
+    .. [src] specs/resnet_kernels.md §5 (``fwht``), §7 item 13.
+
+    Examples
+    --------
+    >>> hypercube_points(2)
+    array([[ 1.,  1.],
+           [-1.,  1.],
+           [ 1., -1.],
+           [-1., -1.]])
+    """
+    d = _d("resnet.hypercube_points", d, FWHT_D_MAX)
+    i = np.arange(2 ** d)[:, None]
+    return 1.0 - 2.0 * ((i >> np.arange(d)) & 1)
+
+
+def _pack(X):
+    bits = np.packbits(X < 0, axis=1, bitorder="little")
+    pad = (-bits.shape[1]) % 8
+    bits = np.pad(bits, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(bits).view(np.uint64)
+
+
+_M1, _M2, _M4, _H01 = (np.uint64(0x5555555555555555), np.uint64(0x3333333333333333),
+                       np.uint64(0x0F0F0F0F0F0F0F0F), np.uint64(0x0101010101010101))
+
+
+@numba.njit(cache=True)
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return (x * _H01) >> np.uint64(56)
+
+
+@numba.njit(cache=True, parallel=True)
+def _hamming(A, B, out):
+    for i in numba.prange(A.shape[0]):
+        for j in range(B.shape[0]):
+            s = np.uint64(0)
+            for w in range(A.shape[1]):
+                s += _popcount(A[i, w] ^ B[j, w])
+            out[i, j] = s
+
+
+def hamming_matrix(X, Y=None):
+    r"""Hamming distances :math:`t_{ij}=|\{l: X_{il}\ne Y_{jl}\}|=(d-\langle x_i,y_j\rangle)/2` (numba,
+    bit-packed 64-bit words and popcount).
+
+    Parameters
+    ----------
+    X : array_like, shape (N, d), entries ±1
+    Y : array_like, shape (M, d), entries ±1, optional (default ``X``)
+
+    Returns
+    -------
+    ndarray of int64, shape (N, M)
+
+    Notes
+    -----
+    Regime: any N, M, d; memory N·M int64.
+
+    References
+    ----------
+    .. [src] specs/resnet_kernels.md §5 (numba candidates), §7 item 5.
+
+    Examples
+    --------
+    >>> hamming_matrix([[1, 1, -1]], [[1, -1, 1], [1, 1, -1]])
+    array([[2, 0]])
+    """
+    X = _points("resnet.hamming_matrix", X)
+    Y = X if Y is None else _points("resnet.hamming_matrix", Y, X.shape[1], "Y")
+    out = np.empty((X.shape[0], Y.shape[0]), dtype=np.int64)
+    _hamming(_pack(X), _pack(Y), out)
+    return out
+
+
+def walsh_index(S):
+    r"""Index :math:`\sum_{j\in S}2^j` of :math:`\chi_S` in the output of :func:`fwht`.
+
+    Parameters
+    ----------
+    S : iterable of int
+        Distinct 0-based coordinates.
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Regime: bookkeeping.
+
+    References
+    ----------
+    .. [src] specs/resnet_kernels.md §5.
+
+    Examples
+    --------
+    >>> walsh_index((0, 2))
+    5
+    """
+    return sum(1 << int(j) for j in S)
+
+
+@numba.njit(cache=True)
+def _fwht(a):
+    n = a.shape[0]
+    h = 1
+    while h < n:
+        for i in range(0, n, 2 * h):
+            for j in range(i, i + h):
+                for c in range(a.shape[1]):
+                    x = a[j, c]
+                    y = a[j + h, c]
+                    a[j, c] = x + y
+                    a[j + h, c] = x - y
+        h *= 2
+
+
+def fwht(values):
+    r"""Walsh coefficients of a function tabulated on :func:`hypercube_points` (fast Walsh-Hadamard, numba).
+
+    .. math::
+
+        \hat f_S=2^{-d}\sum_{i}f(x_i)\chi_S(x_i)\quad\text{at index } \mathrm{mask}(S)=\sum_{j\in S}2^j.
+
+    Parameters
+    ----------
+    values : array_like, shape (2^d,) or (2^d, k)
+        Values on the points of :func:`hypercube_points` ``(d)``, d <= 22; columns are transformed separately.
+
+    Returns
+    -------
+    ndarray, same shape as ``values``
+
+    Notes
+    -----
+    Regime: exact up to rounding, O(d 2^d) per column.
+
+    References
+    ----------
+    .. [src] specs/resnet_kernels.md §2.9, §5.
+
+    Examples
+    --------
+    >>> X = hypercube_points(3)
+    >>> c = fwht(X[:, 0] * X[:, 2] + 0.5)
+    >>> float(c[walsh_index((0, 2))]), float(c[0])
+    (1.0, 0.5)
+    """
+    v = check("resnet.fwht", "values", values, FiniteArray(np.ndim(values) if np.ndim(values) in (1, 2) else 1))
+    n = v.shape[0]
+    if n < 2 or n & (n - 1) or n > 2 ** FWHT_D_MAX:
+        raise InvalidParameterError(f"The 'values' parameter of resnet.fwht must have 2^d rows, "
+                                    f"1 <= d <= {FWHT_D_MAX}. Got {n} rows instead.")
+    a = np.array(v.reshape(n, -1), dtype=np.float64)
+    _fwht(a)
+    return (a / n).reshape(v.shape)
+
+
+# ---- kernel ridge regression and its exact population error -------------------------------------------------
+
+def kernel_matrix(kappa, X, Y=None):
+    r"""Gram matrix :math:`K_{ij}=\kappa_{t(x_i,y_j)}` of a Hamming profile.
+
+    Parameters
+    ----------
+    kappa : array_like, shape (d+1,)
+    X : array_like, shape (N, d), entries ±1
+    Y : array_like, shape (M, d), optional
+
+    Returns
+    -------
+    ndarray, shape (N, M)
+
+    Notes
+    -----
+    Regime: any dot-product kernel on the cube.
+
+    References
+    ----------
+    .. [src] seed 004 L124-129; specs/resnet_kernels.md §2.7.
+    """
+    kappa = _profile("resnet.kernel_matrix", kappa)
+    X = _points("resnet.kernel_matrix", X, kappa.size - 1)
+    return kappa[hamming_matrix(X, Y)]
+
+
+def krr_fit(kappa, X, Y, lam):
+    r"""Kernel ridge regression weights, the minimizer of program (3.1).
+
+    .. math::
+
+        \min_\beta\frac1N\sum_i\Big\|\sum_jK(x^{(i)},x^{(j)})\beta_j-y^{(i)}\Big\|^2+\lambda\,\mathrm{Tr}(\beta K
+        \beta^\top)\ \Longrightarrow\ \beta=(K+N\lambda I)^{-1}Y.
+
+    Parameters
+    ----------
+    kappa : array_like, shape (d+1,)
+        Hamming profile of a PSD kernel.
+    X : array_like, shape (N, d), entries ±1
+    Y : array_like, shape (N,) or (N, k)
+    lam : float or array_like of floats
+        Ridge :math:`\lambda>0`; an array gives one fit per value (one ``eigh``).
+
+    Returns
+    -------
+    ndarray
+        Shape of ``Y``, with a leading axis over ``lam`` when ``lam`` is an array.
+
+    Notes
+    -----
+    Regime: any PSD kernel and :math:`\lambda>0`; the ridge is :math:`N\lambda` because (3.1) averages the loss.
+
+    References
+    ----------
+    .. [src] seed 004 L124-129 (program 3.1); specs/resnet_kernels.md §1.6.
+
+    Examples
+    --------
+    >>> X = hypercube_points(3)
+    >>> beta = krr_fit(gaussian(3), X, X[:, 0], 1e-3)
+    >>> bool(np.allclose(kernel_matrix(gaussian(3), X) @ beta, X[:, 0], atol=1e-2))
+    True
+    """
+    owner = "resnet.krr_fit"
+    kappa = _profile(owner, kappa)
+    X = _points(owner, X, kappa.size - 1)
+    N = X.shape[0]
+    Yc = check(owner, "Y", Y, FiniteArray(np.ndim(Y) if np.ndim(Y) in (1, 2) else 2))
+    if Yc.shape[0] != N:
+        raise InvalidParameterError(f"The 'Y' parameter of {owner} must have {N} rows. Got shape {Yc.shape}.")
+    lams = np.atleast_1d(np.asarray(lam, dtype=object))
+    if lams.ndim != 1 or not lams.size:
+        raise InvalidParameterError(f"The 'lam' parameter of {owner} must be a float > 0 or a 1-d array of them. "
+                                    f"Got {lam!r} instead.")
+    lams = np.array([check(owner, "lam", v, Interval(0.0, np.inf, "neither")) for v in lams])
+    w, V = np.linalg.eigh(kappa[hamming_matrix(X)])
+    if w.min() < -1e-8 * max(w.max(), 1.0):
+        raise InvalidParameterError(f"The 'kappa' parameter of {owner} must be a PSD kernel on the cube. "
+                                    f"Got a Gram eigenvalue {w.min():.3g}.")
+    proj = V.T @ Yc.reshape(N, -1)
+    beta = np.stack([V @ (proj / (w + N * lv)[:, None]) for lv in lams]).reshape((lams.size,) + Yc.shape)
+    return beta if np.ndim(lam) else beta[0]
+
+
+def captured_coefficients(kappa, X, beta, sets):
+    r"""Walsh coefficients :math:`c_S` of the kernel predictor :math:`\mathfrak K(x)=\sum_j\beta_jK(x,x^{(j)})`.
+
+    .. math::
+
+        c_S=\langle\mathfrak K,\chi_S\rangle=\lambda_{|S|}^2\sum_j\beta_j\chi_S(x^{(j)})=\lambda_{|S|}u_S.
+
+    Parameters
+    ----------
+    kappa : array_like, shape (d+1,)
+    X : array_like, shape (N, d), entries ±1
+    beta : array_like, shape (N,) or (N, k)
+    sets : list of tuples
+        Sorted 0-based coordinate tuples.
+
+    Returns
+    -------
+    ndarray, shape (len(sets),) or (len(sets), k)
+
+    Notes
+    -----
+    Regime: any dot-product kernel on the uniform cube; :math:`u_S` is Prop. E.1's reparameterization.
+
+    References
+    ----------
+    .. [src] seed 004 L1106-1118, L1250-1268; specs/resnet_kernels.md §2.7.
+    """
+    owner = "resnet.captured_coefficients"
+    kappa = _profile(owner, kappa)
+    d = kappa.size - 1
+    X = _points(owner, X, d)
+    b = _beta(owner, beta, X.shape[0])
+    sets = _sets(owner, sets, d)
+    lambda2 = level_eigenvalues(kappa)
+    chi = np.stack([np.prod(X[:, list(S)], axis=1) for S in sets], axis=0) if sets else np.zeros((0, X.shape[0]))
+    c = lambda2[[len(S) for S in sets]][:, None] * (chi @ b)
+    return c if np.ndim(beta) == 2 else c[:, 0]
+
+
+def exact_test_error(kappa, X, beta, target):
+    r"""Exact population squared error of the kernel predictor per output (Parseval; no 1/2, no sampling).
+
+    .. math::
+
+        \mathbb E_x(f-\mathfrak K)^2=\sum_S\hat f_S^2-2\sum_j\beta_j\sum_S\hat f_S\lambda_{|S|}^2\chi_S(x^{(j)})
+        +\beta^\top M\beta,\qquad M_{jl}=m_{t(x^{(j)},x^{(l)})},\ m_t=\sum_\ell\lambda_\ell^4\mathcal K_\ell(t).
+
+    Parameters
+    ----------
+    kappa : array_like, shape (d+1,)
+    X : array_like, shape (N, d), entries ±1
+    beta : array_like, shape (N,) or (N, k)
+        Column ``i`` for output ``i``.
+    target : list of dict
+        One Walsh expansion per output (``{(): c0, (0, 3): c, ...}``), ``k`` of them.
+
+    Returns
+    -------
+    ndarray, shape (k,)
+
+    Notes
+    -----
+    Regime: x uniform on {±1}^d, any dot-product kernel; O(N^2) after an O(d^2) table (the radial profile
+    :math:`m_t`, never the (d+1, N, N) array; spec §7 item 5).
+
+    References
+    ----------
+    .. [src] seed 004 L1106-1151 (Prop. E.1, Lemma E.2); specs/resnet_kernels.md §2.7.
+    """
+    owner = "resnet.exact_test_error"
+    kappa = _profile(owner, kappa)
+    d = kappa.size - 1
+    X = _points(owner, X, d)
+    b = _beta(owner, beta, X.shape[0])
+    target = _target(owner, target, d)
+    if b.shape[1] != len(target):
+        raise InvalidParameterError(f"The 'beta' parameter of {owner} must have one column per target output "
+                                    f"({len(target)}). Got shape {np.shape(beta)} instead.")
+    lambda2 = level_eigenvalues(kappa)
+    M = profile_from_eigenvalues(lambda2 ** 2)[hamming_matrix(X)]
+    err = np.empty(len(target))
+    for i, (sets, coef) in enumerate(target):
+        proj = np.zeros(X.shape[0])
+        for S, c in zip(sets, coef):
+            proj += c * lambda2[len(S)] * np.prod(X[:, list(S)], axis=1)
+        err[i] = math.fsum(coef ** 2) - 2.0 * b[:, i] @ proj + b[:, i] @ M @ b[:, i]
+    return err
+
+
+def lemma_e2_bound(kappa, X, beta, target):
+    r"""Lemma E.2's Parseval lower bound on the test error: only the target's own Walsh sets are kept.
+
+    .. math::
+
+        \mathbb E_x(f-\mathfrak K)^2\ \ge\ \sum_{S:\hat f_S\ne0}(c_S-\hat f_S)^2,
+        \qquad\text{Theorem 2 target: }(c_{\{i\}}-1)^2+(c_{S^*}-\alpha)^2.
+
+    Parameters
+    ----------
+    kappa, X, beta, target
+        As in :func:`exact_test_error`.
+
+    Returns
+    -------
+    ndarray, shape (k,)
+
+    Notes
+    -----
+    Regime: as :func:`exact_test_error`; equality iff the predictor has no Walsh mass off the target's sets.
+
+    References
+    ----------
+    .. [src] seed 004 L1129-1151 (Lemma E.2); specs/resnet_kernels.md §2.7.
+    """
+    owner = "resnet.lemma_e2_bound"
+    kappa = _profile(owner, kappa)
+    X = _points(owner, X, kappa.size - 1)
+    target = _target(owner, target, kappa.size - 1)
+    b = _beta(owner, beta, X.shape[0])
+    if b.shape[1] != len(target):
+        raise InvalidParameterError(f"The 'beta' parameter of {owner} must have one column per target output "
+                                    f"({len(target)}). Got shape {np.shape(beta)} instead.")
+    return np.array([np.sum((captured_coefficients(kappa, X, b[:, i], sets) - coef) ** 2)
+                     for i, (sets, coef) in enumerate(target)])
