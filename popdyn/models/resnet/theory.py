@@ -104,7 +104,7 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     --------
     >>> s = theorem1_schedule(2, 1, 1.0, 1, 1.0, 0.1, 0.05, 10**8)
     >>> s["tau_w"], round(s["tau_v"], 12), round(s["T"]), s["admissible"], all(r["holds"] for r in s["regime"])
-    (2.0, 0.2, 6400, True, True)
+    (2.0, 0.2, 1600, True, True)
     """
     owner = "resnet.theorem1_schedule"
     k = as_int(owner, "k", k, 1)
