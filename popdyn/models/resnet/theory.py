@@ -1,0 +1,359 @@
+r"""Theorem 1 / Corollary 7.1 schedule calculator and Theorem 2's lower bound and sample range (seed 004).
+
+Public names
+------------
+:func:`theorem1_schedule`
+    Table 1 / Theorem 1 (L277-330, L988-1098): alpha_max, tau_w, tau_v, sigma_w, sigma_v, T, eta_w, eta_v, the
+    error floor delta_0 (L1056-1060) and the regime checks.
+:func:`regret_bound`
+    The averaged-risk bound from (D.4) (L1040-1050) with tau_w^2/eta_w = tau_v^2/eta_v.
+:func:`corollary71`
+    The complexities of the normalized Theorem 2 target (L1328-1338) and Cor. 7.1's N ~ d/alpha^8, risk ~ alpha^4.
+:func:`thm2_lower_bound`, :func:`thm2_N_range`, :func:`thm2_alpha_min`
+    alpha^2/4 (L366), N <= (d/(20k^2 log^2 d))^{k/2} (L1302), alpha^2 > 6400 k N/(d/5)^k (L1187, corrected).
+
+Every O(.)/Theta~(.) constant the paper leaves unspecified is an explicit multiplier (default 1, keys
+:data:`THEOREM1_CONSTS`, :data:`COROLLARY71_CONSTS`) and ``polylog`` stands for the hidden polylog(m) factors; the
+results are orders of magnitude only (spec §2.3, §7 item 1). Logs are natural.
+"""
+from __future__ import annotations
+
+import math
+
+from ..._validate import Interval, Options, as_int, check
+from ..gradient_features.bounds import _consts, _regime
+
+__all__ = ["theorem1_schedule", "regret_bound", "corollary71", "thm2_lower_bound", "thm2_N_range", "thm2_alpha_min",
+           "THEOREM1_CONSTS", "COROLLARY71_CONSTS"]
+
+#: Multipliers of the hidden constants of :func:`theorem1_schedule` (each default 1).
+THEOREM1_CONSTS = ("C_alpha", "C_tau_w", "C_tau_v", "C_T", "C_eta_w", "C_eta_v", "C_delta0")
+#: Multipliers of the hidden constants of :func:`corollary71` (each default 1).
+COROLLARY71_CONSTS = ("C_N", "C_risk")
+
+_POS = Interval(0.0, math.inf, "neither")
+_NONNEG = Interval(0.0, math.inf, "left")
+_ONE_UP = Interval(1.0, math.inf, "left")
+
+
+def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_G=None, OPT=0.0, polylog=1.0,
+                      consts=None, eta_v_convention="proof"):
+    r"""Parameter schedule, error floor and regime of Theorem 1 (Table 1), orders of magnitude only.
+
+    .. math::
+        \alpha_{\max}&=\frac{C_\alpha}{\mathrm{pl}\,k p_G\mathfrak C_s(G)},\quad
+        \tilde\alpha=\frac{\alpha}{k(p_F\mathfrak C_s(F)+p_G\mathfrak C_s(G))},\quad
+        \tau_w=C_{\tau_w}\mathrm{pl}\,kp_F\mathfrak C_s(F),\quad
+        \tau_v=C_{\tau_v}\mathrm{pl}\,\alpha kp_G\mathfrak C_s(G),\\
+        \sigma_w&=m^{-1/8},\quad\sigma_v=1/\tau_v^2,\quad
+        T=C_T\,\mathrm{pl}\frac{(kp_F\mathfrak C_s(F))^2}{\min\{1,\delta^2\}},\quad \eta_w=C_{\eta_w}\min\{1,\delta\},\\
+        \eta_v&=\eta_w\frac{\tau_v^2}{\tau_w^2}\ (\text{proof, L1084})\quad\text{or}\quad
+        C_{\eta_v}\eta_w\Big(\frac{p_G\mathfrak C_s(G)}{p_F\mathfrak C_s(F)}\Big)^2\ (\text{statement, L284}),\\
+        \delta_0&=C_{\delta_0}\big(\tilde\alpha^2+\tau_v^2(1+\mathfrak B_F)+\alpha\tau_v\mathfrak L_G(\mathfrak B_F+1)\big)^2
+        \quad(\text{L1056-1060}),
+
+    with pl = ``polylog``.
+
+    Parameters
+    ----------
+    k : int
+        Output dimension, k >= 1.
+    p_F, C_s_F, p_G, C_s_G : float
+        Number of terms and complexity C_s of F and G (Concept 1), all > 0 (p_F, p_G >= 1).
+    alpha : float
+        Weight of G(F), > 0.
+    delta : float
+        Target average risk, > 0.
+    m : int
+        Width, m >= 1.
+    B_F : float
+        Bound on ||F(x)|| (1 under Concept 1), >= 0.
+    L_G : float or None
+        Lipschitz constant of G, > 0; None uses the paper's sqrt(k p_G C_s(G)) (L217).
+    OPT : float
+        Best achievable risk in the class, >= 0.
+    polylog : float
+        Stand-in for the polylog(m) factors hidden in Theta~, >= 1.
+    consts : dict or None
+        Multipliers of the hidden constants, keys :data:`THEOREM1_CONSTS` (each default 1).
+    eta_v_convention : {"proof", "statement"}
+        "proof" keeps tau_w^2/eta_w = tau_v^2/eta_v (L1084; includes alpha^2); "statement" is L284 as printed
+        (spec §8 item 6).
+
+    Returns
+    -------
+    dict
+        ``alpha_max, alpha_tilde, tau_w, tau_v, sigma_w, sigma_v, T, eta_w, eta_v, L_G, delta0, delta_min``
+        (= OPT + delta0), ``admissible`` (alpha <= alpha_max and delta >= delta_min), ``regime`` (list of dicts:
+        condition, value, bound, source, holds; a RegimeWarning names those that fail) and
+        ``order_of_magnitude`` (True).
+
+    Notes
+    -----
+    Regime: Theorem 1 needs m >= poly(C_alpha(F), C_alpha(G), p_F, 1/alpha) with the polynomial unspecified
+    (L277, L743), which is not checked; the conditions checked are alpha <= alpha_max (L277), delta >= OPT + delta_0
+    (L277, L1064), 1 <= tau_w < sqrt(m) sigma_w (L321), sigma_v (k/m)^{3/8} <= tau_v <= sigma_v (L321, polylog
+    dropped) and eta_w + eta_v tau_w^2 <= 0.1 (L1031). With C* = 1e4 the complexities are astronomically large
+    and alpha_max tiny (spec §7 item 1).
+
+    References
+    ----------
+    .. [src] seed 004 L277-297, L311-330, L1031, L1056-1067, L1084; specs/resnet_kernels.md §1.5, §2.3
+
+    Examples
+    --------
+    >>> s = theorem1_schedule(2, 1, 1.0, 1, 1.0, 0.1, 0.05, 10**8)
+    >>> s["tau_w"], round(s["tau_v"], 12), round(s["T"]), s["admissible"], all(r["holds"] for r in s["regime"])
+    (2.0, 0.2, 1600, True, True)
+    """
+    owner = "resnet.theorem1_schedule"
+    k = as_int(owner, "k", k, 1)
+    p_F, p_G = (check(owner, n, v, _ONE_UP) for n, v in (("p_F", p_F), ("p_G", p_G)))
+    C_s_F, C_s_G, alpha, delta = (check(owner, n, v, _POS) for n, v in
+                                  (("C_s_F", C_s_F), ("C_s_G", C_s_G), ("alpha", alpha), ("delta", delta)))
+    m = as_int(owner, "m", m, 1)
+    B_F, OPT = check(owner, "B_F", B_F, _NONNEG), check(owner, "OPT", OPT, _NONNEG)
+    polylog = check(owner, "polylog", polylog, _ONE_UP)
+    conv = check(owner, "eta_v_convention", eta_v_convention, Options(("proof", "statement")))
+    C = _consts(owner, consts, THEOREM1_CONSTS)
+    cF, cG = k * p_F * C_s_F, k * p_G * C_s_G
+    L_G = math.sqrt(cG) if L_G is None else check(owner, "L_G", L_G, _POS)
+    alpha_max = C["C_alpha"] / (polylog * cG)
+    alpha_tilde = alpha / (k * (p_F * C_s_F + p_G * C_s_G))
+    tau_w = C["C_tau_w"] * polylog * cF
+    tau_v = C["C_tau_v"] * polylog * alpha * cG
+    sigma_w, sigma_v = m ** -0.125, tau_v ** -2
+    T = C["C_T"] * polylog * cF ** 2 / min(1.0, delta ** 2)
+    eta_w = C["C_eta_w"] * min(1.0, delta)
+    eta_v = eta_w * (tau_v / tau_w) ** 2 if conv == "proof" else C["C_eta_v"] * eta_w * (p_G * C_s_G / (p_F * C_s_F)) ** 2
+    delta0 = C["C_delta0"] * (alpha_tilde ** 2 + tau_v ** 2 * (1 + B_F) + alpha * tau_v * L_G * (B_F + 1)) ** 2
+    delta_min = OPT + delta0
+    regime = _regime(owner, [
+        ("alpha <= alpha_max", alpha, alpha_max, "L277", alpha <= alpha_max),
+        ("delta >= OPT + delta0", delta, delta_min, "L277, L1064", delta >= delta_min),
+        ("tau_w >= 1", tau_w, 1.0, "L321", tau_w >= 1.0),
+        ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "L321", tau_w < math.sqrt(m) * sigma_w),
+        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, sigma_v * (k / m) ** 0.375, "L321", tau_v >= sigma_v * (k / m) ** 0.375),
+        ("tau_v <= sigma_v", tau_v, sigma_v, "L321", tau_v <= sigma_v),
+        ("eta_w + eta_v tau_w^2 <= 0.1", eta_w + eta_v * tau_w ** 2, 0.1, "L1031", eta_w + eta_v * tau_w ** 2 <= 0.1),
+    ])
+    return dict(alpha_max=alpha_max, alpha_tilde=alpha_tilde, tau_w=tau_w, tau_v=tau_v, sigma_w=sigma_w,
+                sigma_v=sigma_v, T=T, eta_w=eta_w, eta_v=eta_v, L_G=L_G, delta0=delta0, delta_min=delta_min,
+                admissible=bool(alpha <= alpha_max and delta >= delta_min), regime=regime, order_of_magnitude=True)
+
+
+def regret_bound(T, eta_w, tau_w, OPT=0.0, delta0=0.0, C=1.0):
+    r"""Average population risk after T online SGD steps from the regret inequality (D.4).
+
+    .. math::
+        \frac1T\sum_{t<T}\mathbb E\|\mathcal H-\mathrm{out}_t\|^2\le\frac{0.04\,\tau_w^2}{\eta_wT}+C(\mathrm{OPT}+\delta_0),
+
+    from (1/4T) sum <= ||W*||^2/(2 eta_w T) + ||V*||^2/(2 eta_v T) + O(OPT + delta_0) with ||W*|| <= tau_w/10,
+    ||V*|| <= tau_v/10 and tau_w^2/eta_w = tau_v^2/eta_v.
+
+    Parameters
+    ----------
+    T : float
+        Number of SGD steps (= samples), > 0.
+    eta_w, tau_w : float
+        Step size and radius of W, > 0.
+    OPT, delta0 : float
+        Best risk in the class and the error floor of :func:`theorem1_schedule`, >= 0.
+    C : float
+        The unspecified O(.) constant on OPT + delta0, > 0.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: step sizes with O(eta_w + eta_v tau_w^2) <= 0.1 (L1031) and the "proof" convention for eta_v;
+    the 0.04 is derived from L1040-1050 (spec §2.3), the O(.) on OPT + delta0 is C.
+
+    References
+    ----------
+    .. [src] seed 004 L1040-1050, L1084; derived; specs/resnet_kernels.md §2.3
+
+    Examples
+    --------
+    >>> round(regret_bound(100.0, 0.5, 1.0, OPT=0.01), 12)
+    0.0108
+    """
+    owner = "resnet.regret_bound"
+    T, eta_w, tau_w, C = (check(owner, n, v, _POS) for n, v in (("T", T), ("eta_w", eta_w), ("tau_w", tau_w), ("C", C)))
+    OPT, delta0 = check(owner, "OPT", OPT, _NONNEG), check(owner, "delta0", delta0, _NONNEG)
+    return 0.04 * tau_w ** 2 / (eta_w * T) + C * (OPT + delta0)
+
+
+def corollary71(d, k, alpha, *, C_star=1e4, polylog=1.0, consts=None):
+    r"""Concept-1 complexities of the normalized Theorem 2 target and Cor. 7.1's sample count and risk.
+
+    .. math::
+        p_F=1,\ \mathfrak C_s(F)=2C^*\sqrt{2d/k}\ (F_i=\sqrt{2d/k}\,\langle e_i/\sqrt2,x\rangle),\qquad
+        p_G=2^k,\ \mathfrak C_s(G)=C^*(k+1)2^{k/2}\ (\text{polarization, activation }(\sqrt2t)^k),\\
+        N=C_N\,\mathrm{pl}\,\frac d{\alpha^8},\qquad \text{risk}=C_{\mathrm{risk}}\,\alpha^4 .
+
+    Parameters
+    ----------
+    d : int
+        Dimension, d >= k.
+    k : int
+        Degree, k >= 2 (L372).
+    alpha : float
+        Weight of G(F), > 0 (L372: alpha in (0, 1/Theta(1))).
+    C_star : float
+        The constant C* of the complexity measure (L183), > 0.
+    polylog : float
+        Stand-in for the hidden polylog factors, >= 1.
+    consts : dict or None
+        Multipliers, keys :data:`COROLLARY71_CONSTS` (each default 1).
+
+    Returns
+    -------
+    dict
+        ``p_F, C_s_F, p_G, C_s_G`` (inputs for :func:`theorem1_schedule`), ``a_star_max`` (max |a*_s| of the
+        polarization, <= 1 needed by Concept 1), ``alpha_max`` (= 1/(k p_G C_s(G)), Theorem 1's admissible alpha
+        with constants 1), ``N``, ``risk`` and ``order_of_magnitude`` (True).
+
+    Notes
+    -----
+    Regime: constant k (the Theta~ hides k- and C*-dependent factors: with delta = alpha^4 Theorem 1 gives
+    T = (k p_F C_s(F))^2/alpha^8 = 8 k d C*^2/alpha^8); Theorem 1's alpha_max is astronomically small at C* = 1e4.
+
+    References
+    ----------
+    .. [src] seed 004 L372-381, L1326-1340; specs/resnet_kernels.md §1.7, §2.1, §2.3
+
+    Examples
+    --------
+    >>> c = corollary71(100, 4, 0.5, C_star=1.0)
+    >>> c["p_G"], c["C_s_G"], c["N"], c["risk"]
+    (16, 20.0, 25600.0, 0.0625)
+    """
+    owner = "resnet.corollary71"
+    k = as_int(owner, "k", k, 2)
+    d = as_int(owner, "d", d, k)
+    alpha = check(owner, "alpha", alpha, _POS)
+    C_star = check(owner, "C_star", C_star, _POS)
+    polylog = check(owner, "polylog", polylog, _ONE_UP)
+    C = _consts(owner, consts, COROLLARY71_CONSTS)
+    C_s_F = 2.0 * C_star * math.sqrt(2.0 * d / k)
+    p_G, C_s_G = 2 ** k, C_star * (k + 1) * 2.0 ** (k / 2)
+    return dict(p_F=1, C_s_F=C_s_F, p_G=p_G, C_s_G=C_s_G,
+                a_star_max=k ** k / (math.sqrt(k) * math.factorial(k) * 2 ** k),
+                alpha_max=1.0 / (k * p_G * C_s_G), N=C["C_N"] * polylog * d / alpha ** 8,
+                risk=C["C_risk"] * alpha ** 4, order_of_magnitude=True)
+
+
+def thm2_lower_bound(alpha):
+    r"""Theorem 2's lower bound on the test error of every correlation-kernel KRR: alpha^2/4.
+
+    .. math::
+        \mathbb E_x\|\mathcal H(x)-\mathfrak K(x)\|_2^2>\alpha^2/4 .
+
+    Parameters
+    ----------
+    alpha : float
+        Weight of G(F), >= 0.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: k >= 4, d large, N <= :func:`thm2_N_range` and alpha >= :func:`thm2_alpha_min`, with probability
+    0.99 over S* and X (L362-366); vacuous at simulable d (spec §7 item 7). In practice the exact kernel error sits
+    near k alpha^2 (spec §2.7 V6).
+
+    References
+    ----------
+    .. [src] seed 004 L362-366, L1169-1187; specs/resnet_kernels.md §2.7
+
+    Examples
+    --------
+    >>> thm2_lower_bound(0.3)
+    0.0225
+    """
+    alpha = check("resnet.thm2_lower_bound", "alpha", alpha, _NONNEG)
+    return alpha * alpha / 4
+
+
+def thm2_N_range(d, k):
+    r"""Largest N of Theorem 2's sample range, from Lemma E.3's condition (natural log).
+
+    .. math::
+        N\le\Big(\frac{d}{20k^2\log^2 d}\Big)^{k/2} .
+
+    Parameters
+    ----------
+    d : int
+        Dimension, d >= 2.
+    k : int
+        Degree, 1 <= k <= d.
+
+    Returns
+    -------
+    float
+        The bound on N; below 1 the range is empty (e.g. 6.6e-5 at d = 30, k = 4).
+
+    Notes
+    -----
+    Regime: the constant is the one of L1302 (L1157 prints a garbled version, spec §8 item 18); the statement's
+    O(d^{k/2}/log^k d) (L362) hides it. C(d, k) >= (d/5)^k, used alongside, needs k <= 11 (spec §8 item 19).
+
+    References
+    ----------
+    .. [src] seed 004 L362, L1302; specs/resnet_kernels.md §2.7
+
+    Examples
+    --------
+    >>> f"{thm2_N_range(30, 4):.1e}"
+    '6.6e-05'
+    """
+    owner = "resnet.thm2_N_range"
+    d = as_int(owner, "d", d, 2)
+    k = as_int(owner, "k", k, 1, d)
+    return (d / (20 * k * k * math.log(d) ** 2)) ** (k / 2)
+
+
+def thm2_alpha_min(d, k, N):
+    r"""Smallest alpha for which the proof of Theorem 2 closes (L1187 with "alpha <=" read as "alpha >=").
+
+    .. math::
+        \alpha^2>\frac{6400\,kN}{(d/5)^k}\iff \frac{4kN}{(d/5)^k}\frac{400}{\lambda_{S^*}^2}<\frac{\alpha^2}{4\lambda_{S^*}^2} .
+
+    Parameters
+    ----------
+    d : int
+        Dimension, d >= 1.
+    k : int
+        Degree, 1 <= k <= d.
+    N : int
+        Number of samples, N >= 1.
+
+    Returns
+    -------
+    float
+        80 sqrt(k N / (d/5)^k); Theorem 2 needs alpha above it (its Omega(d^{-k/4}), L362).
+
+    Notes
+    -----
+    Regime: only with N in :func:`thm2_N_range` does the norm bound of Lemma E.3 hold (L1302); the printed
+    "alpha <= 40/(d/5)^{k/4}" (L1187) is the lower end of the alpha range (spec §8 item 17).
+
+    References
+    ----------
+    .. [src] seed 004 L1169-1187; specs/resnet_kernels.md §2.7, §8 item 17
+
+    Examples
+    --------
+    >>> thm2_alpha_min(5, 4, 1)
+    160.0
+    """
+    owner = "resnet.thm2_alpha_min"
+    d = as_int(owner, "d", d, 1)
+    k = as_int(owner, "k", k, 1, d)
+    N = as_int(owner, "N", N, 1)
+    return 80.0 * math.sqrt(k * N / (d / 5) ** k)
