@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from popdyn.models import emergence, gradient_features, icl, looped, lora, modular, multitask
+from popdyn.models import emergence, gradient_features, icl, looped, lora, modular, multitask, resnet
 
 __all__ = ["ModelSpec", "MODELS", "EXAMPLES", "lora_problems", "unit_rows"]
 
@@ -150,6 +150,16 @@ def gradient_features_problems(draw):
     return gradient_features.Problem.uniform_parity(d=draw(st.sampled_from([5, 7, 9])), k=2, m=m, seed=seed)
 
 
+@st.composite
+def resnet_problems(draw):
+    """Kernel ridge regression of the Theorem 2 target: d <= 12, k <= min(d, 4), N <= 60, any kernel."""
+    d = draw(st.integers(1, 12))
+    return resnet.Problem(kernel=draw(st.sampled_from(sorted(resnet.KERNELS))), d=d, k=draw(st.integers(1, min(d, 4))),
+                          alpha=draw(st.floats(0.0, 1.0)), N=draw(st.integers(1, 60)),
+                          lam=draw(st.floats(1e-6, 1.0)), normalized=draw(st.booleans()),
+                          seed=draw(st.integers(0, 9)))
+
+
 MODELS = {
     "lora": ModelSpec(
         lora_problems(),
@@ -211,6 +221,14 @@ MODELS = {
         functions=((lambda p: p.model.E_yx(), {}),
                    (lambda p: gradient_features.first_step(p.model, *p.params0, p.step_size, p.loss)[1], {})),
         simulate={"n": 200, "seeds": 2, "steps": 3, "eta": 1e-3, "test": 200}),
+    "resnet": ModelSpec(
+        resnet_problems(),
+        edges=(lambda: resnet.Problem(d=8, k=2, N=40),
+               lambda: resnet.Problem(kernel="arcsin", d=1, k=1, N=1),                             # d = k = N = 1
+               lambda: resnet.Problem(kernel="gaussian", d=10, k=4, alpha=0.0, N=30, normalized=True)),  # alpha = 0
+        functions=((lambda p: resnet.level_eigenvalues(p.kappa, p.d), {}),
+                   (lambda p: resnet.thm2_lower_bound(p.alpha), {})),
+        simulate={"test": 500, "seeds": 2}),
     "multitask": ModelSpec(
         multitask_problems(),
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
@@ -234,6 +252,7 @@ EXAMPLES = {
     "looped": [lambda: looped.Problem.fig8_1(16), lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 0.5, 2.0]))],
     "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
     "modular": lambda: modular.Problem(p=11, k=3),
+    "resnet": [lambda: resnet.Problem(d=12, k=3, N=100), lambda: resnet.Problem.thm2(d=14, N=200)],
     "multitask": [lambda: multitask.Problem.e1(), lambda: multitask.Problem(10, 2, 4, tasks=np.array([[1.0, -1.0, 1.0, -1.0]]),
                                                                            lam_w=1.1, seed=2),
                   lambda: multitask.Problem.paper(50, 3, 8, T=100)],
