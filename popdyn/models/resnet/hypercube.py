@@ -11,6 +11,7 @@ constant) to its coefficient. Points of the whole cube are enumerated by :func:`
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numba
 import numpy as np
@@ -133,6 +134,12 @@ def krawtchouk(d):
     return np.array(rows[:d + 1], dtype=np.int64)
 
 
+def _exact_matvec(K, v):
+    """``K.T @ v`` in exact rational arithmetic (integer K, float v), rounded once per entry."""
+    v = [Fraction(x) for x in v]
+    return np.array([float(sum(int(K[t, ell]) * v[t] for t in range(len(v)))) for ell in range(K.shape[1])])
+
+
 def level_eigenvalues(kappa, d=None):
     r"""Level eigenvalues :math:`\lambda_\ell^2` of a dot-product kernel on {±1}^d from its Hamming profile.
 
@@ -143,7 +150,8 @@ def level_eigenvalues(kappa, d=None):
         =2^{-d}\sum_{t=0}^d\mathcal K_t(\ell)\,\kappa_t\qquad(|S|=\ell),
 
     so that :math:`K(x,y)=\sum_S\lambda_{|S|}^2\chi_S(x)\chi_S(y)` (Prop. E.1). The last form (Krawtchouk
-    symmetry) needs no binomials; the sum is taken with ``math.fsum`` (one rounding per product).
+    symmetry) needs no binomials; it is summed in exact rational arithmetic and rounded once, so the result is
+    exact for the float64 profile given (the alternating sum cancels up to :math:`\binom{d}{d/2}2^{-d}`).
 
     Parameters
     ----------
@@ -173,8 +181,7 @@ def level_eigenvalues(kappa, d=None):
     """
     kappa = _profile("resnet.level_eigenvalues", kappa, None if d is None else _d("resnet.level_eigenvalues", d))
     d = kappa.size - 1
-    K = krawtchouk(d)
-    return np.array([math.fsum(float(K[t, ell]) * kappa[t] for t in range(d + 1)) for ell in range(d + 1)]) / 2.0 ** d
+    return _exact_matvec(krawtchouk(d), kappa) / 2.0 ** d
 
 
 def profile_from_eigenvalues(lambda2):
@@ -208,8 +215,7 @@ def profile_from_eigenvalues(lambda2):
     array([1., 0., 0.])
     """
     lambda2 = _profile("resnet.profile_from_eigenvalues", lambda2)
-    K = krawtchouk(lambda2.size - 1)
-    return np.array([math.fsum(lambda2 * K[:, t]) for t in range(lambda2.size)])
+    return _exact_matvec(krawtchouk(lambda2.size - 1), lambda2)
 
 
 # ---- kernel profiles ---------------------------------------------------------------------------------------
