@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numba
 import numpy as np
+import scipy.linalg
 
 from popdyn._validate import FiniteArray, Integer, InvalidParameterError, Interval, check
 
@@ -679,7 +680,7 @@ def krr_fit(kappa, X, Y, lam):
     X : array_like, shape (N, d), entries ±1
     Y : array_like, shape (N,) or (N, k)
     lam : float or array_like of floats
-        Ridge :math:`\lambda>0`; an array gives one fit per value (one ``eigh``).
+        Ridge :math:`\lambda>0`; a float is solved by Cholesky, an array by one ``eigh`` for all values.
 
     Returns
     -------
@@ -713,13 +714,19 @@ def krr_fit(kappa, X, Y, lam):
         raise InvalidParameterError(f"The 'lam' parameter of {owner} must be a float > 0 or a 1-d array of them. "
                                     f"Got {lam!r} instead.")
     lams = np.array([check(owner, "lam", v, Interval(0.0, np.inf, "neither")) for v in lams])
-    w, V = np.linalg.eigh(kappa[hamming_matrix(X)])
+    K = kappa[hamming_matrix(X)]
+    if not np.ndim(lam):  # one ridge: Cholesky (about 3x cheaper than eigh)
+        try:
+            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(K + N * lams[0] * np.eye(N)), Yc)
+        except np.linalg.LinAlgError:
+            raise InvalidParameterError(f"The 'kappa' parameter of {owner} must be a PSD kernel on the cube "
+                                        f"(K + N lam I is not positive definite).") from None
+    w, V = np.linalg.eigh(K)
     if w.min() < -1e-8 * max(w.max(), 1.0):
         raise InvalidParameterError(f"The 'kappa' parameter of {owner} must be a PSD kernel on the cube. "
                                     f"Got a Gram eigenvalue {w.min():.3g}.")
     proj = V.T @ Yc.reshape(N, -1)
-    beta = np.stack([V @ (proj / (w + N * lv)[:, None]) for lv in lams]).reshape((lams.size,) + Yc.shape)
-    return beta if np.ndim(lam) else beta[0]
+    return np.stack([V @ (proj / (w + N * lv)[:, None]) for lv in lams]).reshape((lams.size,) + Yc.shape)
 
 
 def captured_coefficients(kappa, X, beta, sets):
