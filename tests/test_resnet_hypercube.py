@@ -130,6 +130,16 @@ def test_zero_levels_of_bias_free_kernels(d):
         assert level_eigenvalues(arcsin(d, bias=True))[2] > 0
 
 
+@given(d=st.integers(1, 40), fn=st.sampled_from([np.arcsin, np.exp, lambda r: (1.0 + r) ** 3,
+                                                  lambda r: (np.sqrt(1 - np.clip(r, -1, 1) ** 2)
+                                                             + (np.pi - np.arccos(np.clip(r, -1, 1))) * r)]))
+def test_bias_levels_are_sums_of_adjacent_levels(d, fn):
+    """The bias input is coordinate d+1 fixed to 1, so lambda_l^2(bias, d) = lambda_l^2(d+1) + lambda_{l+1}^2(d+1)."""
+    with_bias = level_eigenvalues(dot_product_profile(fn, d, bias=True))
+    lifted = level_eigenvalues(dot_product_profile(fn, d + 1, bias=False))
+    assert np.allclose(with_bias, lifted[:-1] + lifted[1:], rtol=1e-12, atol=1e-15 * abs(with_bias[0]))
+
+
 @given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 30))
 def test_profile_eigenvalue_round_trip(seed, d):
     lam2 = np.random.default_rng(seed).exponential(size=d + 1) / 2.0 ** d
@@ -338,6 +348,7 @@ K4 = relu_ck(4)
     (lambda: exact_test_error(K4, X4, np.ones(2), [{(1, 0): 1.0}]), "target"),
     (lambda: exact_test_error(K4, X4, np.ones(2), [{(4,): 1.0}]), "target"),
     (lambda: exact_test_error(K4, X4, np.ones(2), {(0,): 1.0}), "target"),
+    (lambda: exact_test_error(K4, X4, np.ones(2), 5), "target"), (lambda: exact_test_error(K4, X4, np.ones(2), []), "target"),
     (lambda: exact_test_error(K4, X4, np.ones(2), [{(0,): np.nan}]), "target"),
     (lambda: captured_coefficients(K4, X4, np.ones(2), [(2, 2)]), "sets"),
     (lambda: lemma_e2_bound(K4, X4, np.ones((2, 2)), [{(0,): 1.0}]), "beta"),

@@ -73,7 +73,7 @@ def _sets(owner, sets, d, name="sets"):
 
 
 def _target(owner, target, d):
-    if isinstance(target, dict) or not len(target):
+    if not isinstance(target, (list, tuple)) or not target:
         raise InvalidParameterError(f"The 'target' parameter of {owner} must be a non-empty list of dicts "
                                     f"(one Walsh expansion per output). Got {target!r} instead.")
     out = []
