@@ -1,4 +1,4 @@
-"""ResNet targets and theory calculators (specs/resnet_kernels.md §1.7, §1.8, §2.3, §2.7, §2.9; §6 items 6, 13, 17).
+"""ResNet targets and theory calculators (specs/resnet_kernels.md §1.7-§1.8, §2.3, §2.7, §2.9; §6 items 6, 13, 17).
 
 Oracles: enumeration of all 2^d inputs and a Walsh-Hadamard butterfly written here (independent of the package),
 the polarization sum against the monomial, direct recomputation of the regret inequality (D.4), the spec's

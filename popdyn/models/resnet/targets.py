@@ -262,7 +262,8 @@ def thm2_target(d, k, alpha, S=None, normalized=False, rng=None):
     Notes
     -----
     Regime: the distribution of Theorem 2 (x uniform on {±1/sqrt(d)}^d, L362) after the rescaling of L1102;
-    any d >= k here (the theorem's N-range is empty at simulable d, see :func:`popdyn.models.resnet.theory.thm2_N_range`).
+    any d >= k here (the theorem's N-range is empty at simulable d, see
+    :func:`popdyn.models.resnet.theory.thm2_N_range`).
 
     References
     ----------

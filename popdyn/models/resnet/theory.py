@@ -49,7 +49,8 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
         T=C_T\,\mathrm{pl}\frac{(kp_F\mathfrak C_s(F))^2}{\min\{1,\delta^2\}},\quad \eta_w=C_{\eta_w}\min\{1,\delta\},\\
         \eta_v&=\eta_w\frac{\tau_v^2}{\tau_w^2}\ (\text{proof, L1084})\quad\text{or}\quad
         C_{\eta_v}\eta_w\Big(\frac{p_G\mathfrak C_s(G)}{p_F\mathfrak C_s(F)}\Big)^2\ (\text{statement, L284}),\\
-        \delta_0&=C_{\delta_0}\big(\tilde\alpha^2+\tau_v^2(1+\mathfrak B_F)+\alpha\tau_v\mathfrak L_G(\mathfrak B_F+1)\big)^2
+        \delta_0&=C_{\delta_0}\big(\tilde\alpha^2+\tau_v^2(1+\mathfrak B_F)
+        +\alpha\tau_v\mathfrak L_G(\mathfrak B_F+1)\big)^2
         \quad(\text{L1056-1060}),
 
     with pl = ``polylog``.
@@ -125,15 +126,19 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     sigma_w, sigma_v = m ** -0.125, tau_v ** -2
     T = C["C_T"] * polylog * cF ** 2 / min(1.0, delta ** 2)
     eta_w = C["C_eta_w"] * min(1.0, delta)
-    eta_v = eta_w * (tau_v / tau_w) ** 2 if conv == "proof" else C["C_eta_v"] * eta_w * (p_G * C_s_G / (p_F * C_s_F)) ** 2
+    if conv == "proof":
+        eta_v = eta_w * (tau_v / tau_w) ** 2
+    else:
+        eta_v = C["C_eta_v"] * eta_w * (p_G * C_s_G / (p_F * C_s_F)) ** 2
     delta0 = C["C_delta0"] * (alpha_tilde ** 2 + tau_v ** 2 * (1 + B_F) + alpha * tau_v * L_G * (B_F + 1)) ** 2
     delta_min = OPT + delta0
+    tau_v_min = sigma_v * (k / m) ** 0.375
     regime = _regime(owner, [
         ("alpha <= alpha_max", alpha, alpha_max, "L277", alpha <= alpha_max),
         ("delta >= OPT + delta0", delta, delta_min, "L277, L1064", delta >= delta_min),
         ("tau_w >= 1", tau_w, 1.0, "L321", tau_w >= 1.0),
         ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "L321", tau_w < math.sqrt(m) * sigma_w),
-        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, sigma_v * (k / m) ** 0.375, "L321", tau_v >= sigma_v * (k / m) ** 0.375),
+        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, tau_v_min, "L321", tau_v >= tau_v_min),
         ("tau_v <= sigma_v", tau_v, sigma_v, "L321", tau_v <= sigma_v),
         ("eta_w + eta_v tau_w^2 <= 0.1", eta_w + eta_v * tau_w ** 2, 0.1, "L1031", eta_w + eta_v * tau_w ** 2 <= 0.1),
     ])
@@ -146,7 +151,8 @@ def regret_bound(T, eta_w, tau_w, OPT=0.0, delta0=0.0, C=1.0):
     r"""Average population risk after T online SGD steps from the regret inequality (D.4).
 
     .. math::
-        \frac1T\sum_{t<T}\mathbb E\|\mathcal H-\mathrm{out}_t\|^2\le\frac{0.04\,\tau_w^2}{\eta_wT}+C(\mathrm{OPT}+\delta_0),
+        \frac1T\sum_{t<T}\mathbb E\|\mathcal H-\mathrm{out}_t\|^2
+        \le\frac{0.04\,\tau_w^2}{\eta_wT}+C(\mathrm{OPT}+\delta_0),
 
     from (1/4T) sum <= ||W*||^2/(2 eta_w T) + ||V*||^2/(2 eta_v T) + O(OPT + delta_0) with ||W*|| <= tau_w/10,
     ||V*|| <= tau_v/10 and tau_w^2/eta_w = tau_v^2/eta_v.
@@ -322,7 +328,8 @@ def thm2_alpha_min(d, k, N):
     r"""Smallest alpha for which the proof of Theorem 2 closes (L1187 with "alpha <=" read as "alpha >=").
 
     .. math::
-        \alpha^2>\frac{6400\,kN}{(d/5)^k}\iff \frac{4kN}{(d/5)^k}\frac{400}{\lambda_{S^*}^2}<\frac{\alpha^2}{4\lambda_{S^*}^2} .
+        \alpha^2>\frac{6400\,kN}{(d/5)^k}\iff
+        \frac{4kN}{(d/5)^k}\frac{400}{\lambda_{S^*}^2}<\frac{\alpha^2}{4\lambda_{S^*}^2} .
 
     Parameters
     ----------
