@@ -155,6 +155,7 @@ def test_polarization_identity(k, zs):
 def test_polarization_coefficients_match_spec_v10():
     got = [float(np.max(np.abs(polarization_G(k)[0]))) for k in (2, 3, 4, 6)]
     np.testing.assert_allclose(got, [0.354, 0.325, 0.333, 0.413], atol=6e-4)   # spec §3 V10 (3 digits)
+    assert corollary71(20, 10, 0.5)["a_star_max"] < 1 < corollary71(20, 11, 0.5)["a_star_max"]  # L207 fails, k = 11
     for k in range(1, 9):
         a, V = polarization_G(k)
         assert a.shape == (2 ** k,) and np.all(np.abs(a) <= 1) and np.allclose(np.sum(V ** 2, 1), 1.0)

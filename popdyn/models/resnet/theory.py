@@ -219,7 +219,8 @@ def corollary71(d, k, alpha, *, C_star=1e4, polylog=1.0, consts=None):
     -------
     dict
         ``p_F, C_s_F, p_G, C_s_G`` (inputs for :func:`theorem1_schedule`), ``a_star_max`` (max |a*_s| of the
-        polarization, <= 1 needed by Concept 1), ``alpha_max`` (= 1/(k p_G C_s(G)), Theorem 1's admissible alpha
+        polarization; Concept 1 needs <= 1, L207, true for
+        k <= 10 only), ``alpha_max`` (= 1/(k p_G C_s(G)), Theorem 1's admissible alpha
         with constants 1), ``N``, ``risk`` and ``order_of_magnitude`` (True).
 
     Notes
