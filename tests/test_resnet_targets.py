@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 
 from popdyn import InvalidParameterError, RegimeWarning
 from popdyn.models.resnet.targets import CompositionTarget, fig2_target, polarization_G, thm2_target
-from popdyn.models.resnet.theory import (corollary71, regret_bound, theorem1_schedule, thm2_alpha_min,
+from popdyn.models.resnet.theory import (corollary71, coupling_bounds, regret_bound, theorem1_schedule, thm2_alpha_min,
                                          thm2_lower_bound, thm2_N_range)
 
 
@@ -244,6 +244,36 @@ def test_regret_bound_recomputed_from_D4():
     assert regret_bound(T, s["eta_w"], s["tau_w"], OPT=0.1, delta0=0.2, C=3) == pytest.approx(direct + 0.9, rel=1e-12)
 
 
+def test_coupling_sign_changes_match_worst_case_monte_carlo():
+    """Lemma D.1 (a), (d) with C = (6/pi)^(1/3) equal the exact worst-case flip count of one draw (greedy on the
+    smallest |pre-activations|, spec §2.4) for small perturbations. The count is a binomial-like order statistic with
+    relative s.d. <= 1/sqrt(s) ~ 0.5% at s ~ 4e4; tolerance 2.5% (5 s.d.)."""
+    rng = np.random.default_rng(5)
+    m, c = 10 ** 6, (6 / math.pi) ** (1 / 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RegimeWarning)
+        for tau_w, tau_v, sigma_v in [(1.0, 0.02, 1.0), (2.0, 0.2, 25.0)]:
+            b = coupling_bounds(m, 2, tau_w, tau_v, sigma_v, consts={"C_a": c, "C_d": c})
+            sw, xt2, zt2 = m ** -0.125, 2.0, 1.0 + 4.0           # ||(x,1)||^2 = 2; ||(out1,1)||^2 for ||out1|| = 2
+            for key, sd, budget in [("a", sw * math.sqrt(xt2), tau_w ** 2 * xt2),
+                                    ("d", sigma_v * math.sqrt(zt2 / m), tau_v ** 2 * zt2)]:
+                g0 = rng.standard_normal(m) * sd                    # W0 (x,1) or V0 (out1,1), one neuron per entry
+                s = np.searchsorted(np.cumsum(np.sort(g0 ** 2)), budget, side="right")
+                assert s == pytest.approx(b[key], rel=0.025), key
+
+
+def test_coupling_bounds_forms():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RegimeWarning)
+        b = coupling_bounds(10 ** 8, 2, 2.0, 0.2, 25.0, out1_norm=3.0, polylog=2.0)
+    rw, rv = 2.0 / 0.1, 0.2 / 25.0
+    assert b["b"] == pytest.approx(2 * (2 * rw ** (1 / 3) / 1e8 ** (1 / 6) + 0.1), rel=1e-12)
+    assert b["e"] == pytest.approx(2 * 0.2 * rv ** (1 / 3) * 4.0, rel=1e-12) and b["f"] * 4 == pytest.approx(b["e"])
+    assert b["g"] == pytest.approx(2 * 0.2 * 4.0, rel=1e-12) and b["c"] == 2.0
+    with pytest.warns(RegimeWarning, match="tau_v <= sigma_v"):
+        coupling_bounds(10 ** 8, 2, 2.0, 30.0, 25.0)
+
+
 def test_corollary71():
     d, k, alpha = 100, 4, 0.5
     c = corollary71(d, k, alpha)
@@ -304,6 +334,8 @@ def test_thm2_alpha_min_closes_the_proof(d, k, N, lam2):
     (lambda: theorem1_schedule(2, 1, 1.0, 1, 1.0, 0.1, 0.1, 100, eta_v_convention="x"), "'eta_v_convention'"),
     (lambda: theorem1_schedule(2, 1, 1.0, 1, 1.0, 0.1, 0.1, 100, polylog=0.5), "'polylog'"),
     (lambda: regret_bound(0, 0.1, 1.0), "'T'"),
+    (lambda: coupling_bounds(100, 2, 1.0, 0.1, -1.0), "'sigma_v'"),
+    (lambda: coupling_bounds(100, 2, 1.0, 0.1, 1.0, out1_norm=-1.0), "'out1_norm'"),
     (lambda: corollary71(10, 1, 0.1), "'k'"),
     (lambda: thm2_N_range(3, 4), "'k'"),
     (lambda: thm2_alpha_min(30, 4, 0), "'N'"),
