@@ -75,7 +75,7 @@ class TaylorSeries:
 
     @classmethod
     def _family(cls, name, c, n):
-        c = check(_OWNER, "c", c, Interval())
+        c = check(_OWNER, "c", c, Interval(-np.inf, np.inf, "neither"))
         if n is not None:
             n = as_int(_OWNER, "n", n, 1)
             return cls(*_family_terms(name, c, 0, n))

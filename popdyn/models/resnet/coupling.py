@@ -76,9 +76,10 @@ def worst_case_flips(g0, delta):
 
     Notes
     -----
-    Regime: any :math:`g^{(0)}`. Flipping j costs :math:`|g'_j| \ge |g^{(0)}_j|` (C.1), strictly for
-    :math:`g^{(0)}_j \ge 0`; the count is the supremum over the ball, attained except on the null event
-    :math:`\sum_{j\le s}|g^{(0)}|_{(j)}^2 = \delta^2` exactly. Prop. C.4 bounds it by :math:`O(m\delta^{2/3})`.
+    Regime: any :math:`g^{(0)}`, exact. Flipping j costs :math:`|g'_j| \ge |g^{(0)}_j|` (C.1), attained for
+    :math:`g^{(0)}_j < 0` (the new value 0 counts as :math:`\ge 0`) and strict for :math:`g^{(0)}_j \ge 0`; so the
+    cheapest s coordinates (negatives first among ties) flip iff their cost is :math:`< \delta^2`, or
+    :math:`= \delta^2` with all of them negative. Prop. C.4 bounds the count by :math:`O(m\delta^{2/3})`.
 
     References
     ----------
@@ -91,8 +92,14 @@ def worst_case_flips(g0, delta):
     """
     g0 = check("resnet.worst_case_flips", "g0", g0, FiniteArray(1))
     delta = check("resnet.worst_case_flips", "delta", delta, _DELTA)
-    cost = np.cumsum(np.sort(g0 * g0))
-    return int(np.searchsorted(cost, delta * delta, side="right"))
+    if g0.size == 0:
+        return 0
+    order = np.lexsort((g0 >= 0, np.abs(g0)))           # by |g0|, negatives first among ties
+    norm = np.hypot.accumulate(np.abs(g0[order]))       # sqrt of the cumulative cost: no under/overflow
+    strict = int(np.searchsorted(norm, delta, side="left"))            # cost < delta^2
+    tie = int(np.searchsorted(norm, delta, side="right"))              # cost == delta^2 for strict <= s < tie
+    negatives = int(np.searchsorted(np.cumsum(g0[order] >= 0), 1))   # leading negative coordinates
+    return max(strict, min(tie, negatives))
 
 
 def worst_case_flip_fraction(delta, method="exact"):
@@ -117,7 +124,7 @@ def worst_case_flip_fraction(delta, method="exact"):
     Notes
     -----
     Regime: m -> inf (law of large numbers over the order statistics, derived); relative error of "small_delta"
-    is :math:`O(\delta^{2/3})`. It turns Prop. C.4's :math:`O(m\delta^{2/3})` into :math:`1.2407\,\delta^{2/3}m`.
+    is :math:`O(\delta^{4/3})`. It turns Prop. C.4's :math:`O(m\delta^{2/3})` into :math:`1.2407\,\delta^{2/3}m`.
 
     References
     ----------
