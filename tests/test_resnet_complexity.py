@@ -52,6 +52,20 @@ def test_closed_forms_equal_series(name, c):
                                                                      rel=1e-12)
 
 
+@given(st.sampled_from(["exp_minus_one", "sin", "cos"]), st.floats(1e-300, 5.0), st.booleans(),
+       st.floats(1e-3, 1e4))
+def test_closed_forms_all_scales(name, c, negative, C_star):
+    """Closed forms stay accurate from c = 1e-300 (cancellation in e^a - 1, sinh a) to C* c = 5e4."""
+    c = -c if negative else c
+    inf = getattr(TaylorSeries, name)(c)
+    a = C_star * abs(c)
+    fin = getattr(TaylorSeries, name)(c, n=int(a + 40 * math.sqrt(a) + 60))   # 40 Poisson widths past i ~ a
+    # 1e-12 in log: logsumexp of <= 3000 terms; C_s compared at C* = 1 (its series peaks at i ~ |c| <= 5)
+    assert log_C_s(inf, C_star=1.0) == pytest.approx(log_C_s(fin, C_star=1.0), rel=1e-12, abs=1e-12)
+    assert log_C_eps_parts(inf, log_inv_eps=0.0, C_star=C_star)[0] == pytest.approx(
+        log_C_eps_parts(fin, log_inv_eps=0.0, C_star=C_star)[0], rel=1e-12, abs=1e-12)
+
+
 def test_eps_free_part_reference_values():
     """Spec §3 V1: log sum (C*)^i |c_i| = 10000 (exp - 1) and 9999.30685282 (sin, cos) at C* = 1e4, c = 1."""
     got = [log_C_eps_parts(getattr(TaylorSeries, n)(1.0), log_inv_eps=0.0)[0] for n in ("exp_minus_one", "sin", "cos")]

@@ -204,22 +204,22 @@ def _log_sum(series, log_weight):
 
 
 def _closed_eps_free(name, a):
-    """log sum_i a^i |c_i| for the families (c = 1 after rescaling into a = C* R |c|)."""
+    """log sum_i a^i |c_i| at |c| = 1: log(e^a - 1), log sinh a, log cosh a (stable for a -> 0 and a -> inf)."""
     if name == "exp-1":
         return a + math.log(-math.expm1(-a))
     if name == "sin":
-        return a - math.log(2.0) + math.log1p(-math.exp(-2 * a))
+        return a - math.log(2.0) + math.log(-math.expm1(-2 * a))
     return a - math.log(2.0) + math.log1p(math.exp(-2 * a))
 
 
 def _closed_log_cs(name, a):
-    """log sum_i (i+1) a^i |c_i| for the families at |c| = a."""
-    e = math.exp(-2 * a)
+    """log sum_i (i+1) a^i |c_i| at |c| = a: (1+a)e^a - 1, a cosh a + sinh a, a sinh a + cosh a."""
+    e, one_minus_e = math.exp(-2 * a), -math.expm1(-2 * a)
     if name == "exp-1":
-        return a + math.log(1 + a - math.exp(-a))
+        return a + math.log(a - math.expm1(-a))
     if name == "sin":
-        return a - math.log(2.0) + math.log(a * (1 + e) + 1 - e)
-    return a - math.log(2.0) + math.log(a * (1 - e) + 1 + e)
+        return a - math.log(2.0) + math.log(a * (1 + e) + one_minus_e)
+    return a - math.log(2.0) + math.log(a * one_minus_e + 1 + e)
 
 
 def _check_common(owner, series, C_star, R):
