@@ -1,4 +1,4 @@
-r"""Complexity functionals of a Taylor series: :math:`\mathfrak C_\varepsilon(\phi,R)` and :math:`\mathfrak C_s(\phi,R)`.
+r"""Complexity functionals :math:`\mathfrak C_\varepsilon(\phi,R)`, :math:`\mathfrak C_s(\phi,R)` of a Taylor series.
 
 Coefficients are held in log space (``log|c_i|`` and signs): with :math:`C^* = 10^4` the weights
 :math:`(C^*)^i` overflow and :math:`|c_i| = 1/i!` underflow long before the peak of
@@ -28,7 +28,7 @@ _OWNER = "resnet.TaylorSeries"
 
 
 class TaylorSeries:
-    r"""A power series :math:`\phi(z) = \sum_{i\ge0} c_i z^i` stored as :math:`\log|c_i|` and :math:`\mathrm{sign}\,c_i`.
+    r"""A power series :math:`\phi(z) = \sum_{i\ge0} c_i z^i`, stored as :math:`\log|c_i|` and signs.
 
     .. math:: c_i = \mathrm{sign}_i\, e^{\log|c_i|}
 
@@ -165,7 +165,8 @@ class TaylorSeries:
 
     def __repr__(self):
         if self.family is not None:
-            return f"TaylorSeries.{ {'exp-1': 'exp_minus_one'}.get(self.family[0], self.family[0])}({self.family[1]!r})"
+            name = {"exp-1": "exp_minus_one"}.get(self.family[0], self.family[0])
+            return f"TaylorSeries.{name}({self.family[1]!r})"
         return f"TaylorSeries(degree={self.degree}, nonzero={int(np.isfinite(self.log_abs).sum())})"
 
 
@@ -224,14 +225,15 @@ def _closed_log_cs(name, a):
 
 def _check_common(owner, series, C_star, R):
     if not isinstance(series, TaylorSeries):
-        raise InvalidParameterError(f"The 'series' parameter of {owner} must be a TaylorSeries. Got {series!r} instead.")
+        raise InvalidParameterError(f"The 'series' parameter of {owner} must be a TaylorSeries. "
+                                    f"Got {series!r} instead.")
     C_star = check(owner, "C_star", C_star, Interval(0.0, np.inf, "neither"))
     R = check(owner, "R", R, Interval(0.0, np.inf, "neither"))
     return series.rescale(R) if R != 1.0 else series, C_star
 
 
 def log_C_eps_parts(series, eps=None, log_inv_eps=None, C_star=1e4, R=1.0):
-    r"""The two parts of :math:`\log\mathfrak C_\varepsilon(\phi,R)`: the :math:`\varepsilon`-free and the :math:`\varepsilon` part.
+    r"""The two parts of :math:`\log\mathfrak C_\varepsilon(\phi,R)`: the eps-free part and the eps part.
 
     .. math:: P_0 = \sum_{i\ge0}(C^*R)^i|c_i|,\qquad
               P_\varepsilon = |c_0| + \sum_{i\ge1}\Big(C^*R\sqrt{\log(1/\varepsilon)/i}\Big)^i|c_i|,\qquad
@@ -297,8 +299,8 @@ def log_C_eps_parts(series, eps=None, log_inv_eps=None, C_star=1e4, R=1.0):
 def log_C_eps(series, eps=None, log_inv_eps=None, C_star=1e4, R=1.0):
     r"""Logarithm of the complexity :math:`\mathfrak C_\varepsilon(\phi,R)`.
 
-    .. math:: \mathfrak C_\varepsilon(\phi,R) = \sum_{i\ge0}\Big((C^*R)^i + \Big(\frac{\sqrt{\log(1/\varepsilon)}}{\sqrt i}
-              C^*R\Big)^i\Big)|c_i|
+    .. math:: \mathfrak C_\varepsilon(\phi,R) = \sum_{i\ge0}\Big((C^*R)^i
+              + \Big(\frac{\sqrt{\log(1/\varepsilon)}}{\sqrt i}C^*R\Big)^i\Big)|c_i|
 
     Parameters
     ----------

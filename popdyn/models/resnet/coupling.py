@@ -56,7 +56,7 @@ def sign_flips(g0, g_prime):
 
 
 def worst_case_flips(g0, delta):
-    r"""Exact maximum of :math:`\|D'\|_0` over all perturbations :math:`\|g'\|_2 \le \delta` for a given :math:`g^{(0)}`.
+    r"""Exact maximum of :math:`\|D'\|_0` over all :math:`\|g'\|_2 \le \delta` for a given :math:`g^{(0)}`.
 
     .. math:: s_{\max}(g^{(0)},\delta) = \max\Big\{s : \sum_{j\le s} |g^{(0)}|_{(j)}^2 \le \delta^2\Big\}
 

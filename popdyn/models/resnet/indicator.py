@@ -1,10 +1,11 @@
-r"""Indicator to function (Lemma F.2, Claim F.3): exact :math:`p'_i`, the untruncated :math:`h` and :math:`\mathbb E[h^2]`.
+r"""Indicator to function (Lemma F.2, Claim F.3): exact :math:`p'_i`, untruncated :math:`h`, :math:`\mathbb E[h^2]`.
 
 For :math:`\alpha, \beta \sim N(0,1)` independent and :math:`\alpha_1 = \alpha x_1 + \sqrt{1-x_1^2}\,\beta`,
 Mehler's formula gives :math:`\mathbb E[\mathrm{He}_i(\alpha_1)1[\alpha\ge0]] = x_1^i p'_i` with
 :math:`p'_i = \mathbb E_{g\sim N(0,1)}[\mathrm{He}_i(g)1[g\ge0]]`, zero for even :math:`i \ge 2`: only degree-0 and
 odd terms of :math:`\phi` can be reproduced by a bias-free indicator, which is why Concept 2 keeps only those.
-Hermite polynomials are the probabilists' :math:`\mathrm{He}_i` (:math:`\mathbb E[\mathrm{He}_i\mathrm{He}_j] = i!\delta_{ij}`).
+Hermite polynomials are the probabilists' :math:`\mathrm{He}_i`
+(:math:`\mathbb E[\mathrm{He}_i\mathrm{He}_j] = i!\delta_{ij}`).
 
 Public names: :func:`p_prime`, :func:`log_abs_p_prime`, :func:`h_coefficients`, :func:`h`, :func:`h_second_moment`.
 """
