@@ -95,6 +95,17 @@ def test_eps_part_no_overflow_and_stirling(L):
     assert log_eps / L ** (1 / 3) == pytest.approx(stirling, rel=3e-4)
 
 
+@pytest.mark.parametrize("name", ["exp_minus_one", "sin", "cos"])
+def test_example_41_o_one_over_eps_only_past_1e4(name):
+    """Example 4.1 says C_eps = o(1/eps); at C* = 1e4 the inequality C_eps < 1/eps starts only at
+    log(1/eps) = L_x with L_x = 498.88 L_x^(1/3) (Stirling), i.e. L_x ~ 1.114e4 (spec §2.1)."""
+    f = getattr(TaylorSeries, name)(1.0)
+    Lx = brentq(lambda L: log_C_eps(f, log_inv_eps=L) - L, 1e3, 1e6, xtol=1e-6)
+    stirling = (1.5 * math.exp(-1 / 3) * 1e4 ** (2 / 3)) ** 1.5
+    assert Lx == pytest.approx(stirling, rel=1e-3)       # 1e-3: next Stirling term, 3e-4 in the exponent x 1.5
+    assert log_C_eps(f, log_inv_eps=1.1e4) > 1.1e4 and log_C_eps(f, log_inv_eps=1.12e4) < 1.12e4
+
+
 @given(coeffs, st.floats(0.0, 20.0), st.floats(0.5, 30.0))
 def test_log_space_equals_linear_space(c, L, C_star):
     """Log-space C_eps and C_s equal math.fsum sums in float64 where nothing overflows (degree <= 11, C* <= 30)."""
