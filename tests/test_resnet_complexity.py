@@ -302,11 +302,12 @@ def test_any_perturbation_flips_at_most_worst_case(m, seed, delta):
         assert sign_flips(g0, gp) <= smax
         D = (g0 + gp >= 0).astype(float) - (g0 >= 0)
         assert np.linalg.norm(D * g0) <= np.linalg.norm(gp) * (1 + 1e-15)
+    # attained: for s = smax, the radius just above the cost of the s smallest |g0_j| admits g' = -(1 + 1e-9) g0 there
     order = np.argsort(np.abs(g0))[:smax]
     greedy = np.zeros(m)
-    greedy[order] = -g0[order] * (1 + 1e-9) - np.sign(g0[order] + (g0[order] == 0)) * 1e-300
-    greedy *= min(1.0, delta / max(np.linalg.norm(greedy), 1e-300))   # back inside the ball if the 1e-9 pushed out
-    assert sign_flips(g0, greedy) >= smax - 1                          # -1: the rescaled boundary coordinate
+    greedy[order] = -(1 + 1e-9) * g0[order]
+    assert sign_flips(g0, greedy) == smax
+    assert worst_case_flips(g0, np.linalg.norm(greedy)) == smax      # and no more: delta' < delta
 
 
 def test_worst_case_flips_ties_and_tiny_values():
