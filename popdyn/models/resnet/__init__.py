@@ -10,6 +10,10 @@ tuple to its coefficient).
   :func:`hypercube_points`, :func:`hamming_matrix` (numba popcount), :func:`kernel_matrix`, :func:`walsh_index`,
   :func:`fwht` (numba); KRR :func:`krr_fit`, the exact Parseval error :func:`exact_test_error`,
   :func:`captured_coefficients` and :func:`lemma_e2_bound`.
+* Complexity (``complexity.py``): :class:`TaylorSeries` in log space, :func:`log_C_eps`, :func:`log_C_eps_parts`,
+  :func:`C_s`, :func:`log_C_s`; sign flips (``coupling.py``, Prop. C.4): :func:`sign_flips`, :func:`worst_case_flips`,
+  :func:`worst_case_flip_fraction`, :func:`random_flip_fraction`; indicator to function (``indicator.py``, Lemma F.2):
+  :func:`p_prime`, :func:`log_abs_p_prime`, :func:`h_coefficients`, :func:`h`, :func:`h_second_moment`.
 * Targets (``targets.py``): :class:`CompositionTarget`, :func:`thm2_target`, :func:`fig2_target`,
   :func:`polarization_G`; theorem calculators (``theory.py``).
 * :class:`Problem` (``problem.py``) and ``popdyn.predict`` (``predict.py``): the exact kernel test error.
@@ -18,9 +22,13 @@ from .hypercube import (D_MAX, FWHT_D_MAX, arcsin, captured_coefficients, dot_pr
                         gaussian, hamming_matrix, hypercube_points, kernel_matrix, krawtchouk, krr_fit, lemma_e2_bound,
                         level_eigenvalues, polynomial, profile_from_eigenvalues, relu_ck, relu_ntk_full,
                         relu_ntk_hidden, walsh_index)
+from .complexity import C_s, TaylorSeries, log_C_eps, log_C_eps_parts, log_C_s
+from .coupling import random_flip_fraction, sign_flips, worst_case_flip_fraction, worst_case_flips
+from .indicator import h, h_coefficients, h_second_moment, log_abs_p_prime, p_prime
 from .problem import KERNELS, Problem
 from .targets import CompositionTarget, fig2_target, polarization_G, thm2_target
-from .theory import corollary71, regret_bound, theorem1_schedule, thm2_alpha_min, thm2_lower_bound, thm2_N_range
+from .theory import (COROLLARY71_CONSTS, COUPLING_CONSTS, THEOREM1_CONSTS, corollary71, coupling_bounds, regret_bound,
+                     theorem1_schedule, thm2_alpha_min, thm2_lower_bound, thm2_N_range)
 from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
 
 __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_ck",
@@ -28,4 +36,7 @@ __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_p
            "hamming_matrix", "kernel_matrix", "krr_fit", "exact_test_error", "captured_coefficients",
            "lemma_e2_bound", "walsh_index", "fwht", "D_MAX", "FWHT_D_MAX", "Problem", "KERNELS", "CompositionTarget",
            "thm2_target", "fig2_target", "polarization_G", "theorem1_schedule", "regret_bound", "corollary71",
-           "thm2_lower_bound", "thm2_N_range", "thm2_alpha_min"]
+           "thm2_lower_bound", "thm2_N_range", "thm2_alpha_min", "coupling_bounds", "THEOREM1_CONSTS",
+           "COUPLING_CONSTS", "COROLLARY71_CONSTS", "TaylorSeries", "log_C_eps", "log_C_eps_parts", "C_s", "log_C_s",
+           "sign_flips", "worst_case_flips", "worst_case_flip_fraction", "random_flip_fraction", "p_prime",
+           "log_abs_p_prime", "h_coefficients", "h", "h_second_moment"]

@@ -197,7 +197,8 @@ def polarization_G(k):
     Returns
     -------
     a_star : ndarray, shape (2^k,)
-        a*_s = (-1)^{|s|} k^k/(sqrt(k) k! 2^k) (|a*_s| <= 1 for k <= 8, spec V10).
+        a*_s = (-1)^{|s|} k^k/(sqrt(k) k! 2^k). Concept 1 asks |a*| <= 1 (L207), which holds for k <= 10 only
+        (0.851 at k = 10, 1.0523 at k = 11; absorbing a* into the activation fixes it).
     V : ndarray, shape (2^k, k)
         Unit rows v_s = ((-1)^{s_i}/sqrt(k))_i, s in lexicographic order. In Concept 1's normalization
         (||v*|| = 1/sqrt(2), L203) v* = v_s/sqrt(2) with activation t -> (sqrt(2) t)^k, so p_G = 2^k and
@@ -262,7 +263,8 @@ def thm2_target(d, k, alpha, S=None, normalized=False, rng=None):
     Notes
     -----
     Regime: the distribution of Theorem 2 (x uniform on {±1/sqrt(d)}^d, L362) after the rescaling of L1102;
-    any d >= k here (the theorem's N-range is empty at simulable d, see :func:`popdyn.models.resnet.theory.thm2_N_range`).
+    any d >= k here (the theorem's N-range is empty at simulable d, see
+    :func:`popdyn.models.resnet.theory.thm2_N_range`).
 
     References
     ----------

@@ -7,6 +7,8 @@ Public names
     error floor delta_0 (L1056-1060) and the regime checks.
 :func:`regret_bound`
     The averaged-risk bound from (D.4) (L1040-1050) with tau_w^2/eta_w = tau_v^2/eta_v.
+:func:`coupling_bounds`
+    Lemma D.1 (a)-(g) (L626-654): sign-change counts and vanishing terms near the initialization.
 :func:`corollary71`
     The complexities of the normalized Theorem 2 target (L1328-1338) and Cor. 7.1's N ~ d/alpha^8, risk ~ alpha^4.
 :func:`thm2_lower_bound`, :func:`thm2_N_range`, :func:`thm2_alpha_min`
@@ -23,11 +25,13 @@ import math
 from ..._validate import Interval, Options, as_int, check
 from ..gradient_features.bounds import _consts, _regime
 
-__all__ = ["theorem1_schedule", "regret_bound", "corollary71", "thm2_lower_bound", "thm2_N_range", "thm2_alpha_min",
-           "THEOREM1_CONSTS", "COROLLARY71_CONSTS"]
+__all__ = ["theorem1_schedule", "regret_bound", "coupling_bounds", "corollary71", "thm2_lower_bound", "thm2_N_range",
+           "thm2_alpha_min", "THEOREM1_CONSTS", "COUPLING_CONSTS", "COROLLARY71_CONSTS"]
 
 #: Multipliers of the hidden constants of :func:`theorem1_schedule` (each default 1).
 THEOREM1_CONSTS = ("C_alpha", "C_tau_w", "C_tau_v", "C_T", "C_eta_w", "C_eta_v", "C_delta0")
+#: Multipliers of the hidden constants of :func:`coupling_bounds` (each default 1).
+COUPLING_CONSTS = ("C_a", "C_b", "C_c", "C_d", "C_e", "C_f", "C_g")
 #: Multipliers of the hidden constants of :func:`corollary71` (each default 1).
 COROLLARY71_CONSTS = ("C_N", "C_risk")
 
@@ -49,7 +53,8 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
         T=C_T\,\mathrm{pl}\frac{(kp_F\mathfrak C_s(F))^2}{\min\{1,\delta^2\}},\quad \eta_w=C_{\eta_w}\min\{1,\delta\},\\
         \eta_v&=\eta_w\frac{\tau_v^2}{\tau_w^2}\ (\text{proof, L1084})\quad\text{or}\quad
         C_{\eta_v}\eta_w\Big(\frac{p_G\mathfrak C_s(G)}{p_F\mathfrak C_s(F)}\Big)^2\ (\text{statement, L284}),\\
-        \delta_0&=C_{\delta_0}\big(\tilde\alpha^2+\tau_v^2(1+\mathfrak B_F)+\alpha\tau_v\mathfrak L_G(\mathfrak B_F+1)\big)^2
+        \delta_0&=C_{\delta_0}\big(\tilde\alpha^2+\tau_v^2(1+\mathfrak B_F)
+        +\alpha\tau_v\mathfrak L_G(\mathfrak B_F+1)\big)^2
         \quad(\text{L1056-1060}),
 
     with pl = ``polylog``.
@@ -125,15 +130,19 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     sigma_w, sigma_v = m ** -0.125, tau_v ** -2
     T = C["C_T"] * polylog * cF ** 2 / min(1.0, delta ** 2)
     eta_w = C["C_eta_w"] * min(1.0, delta)
-    eta_v = eta_w * (tau_v / tau_w) ** 2 if conv == "proof" else C["C_eta_v"] * eta_w * (p_G * C_s_G / (p_F * C_s_F)) ** 2
+    if conv == "proof":
+        eta_v = eta_w * (tau_v / tau_w) ** 2
+    else:
+        eta_v = C["C_eta_v"] * eta_w * (p_G * C_s_G / (p_F * C_s_F)) ** 2
     delta0 = C["C_delta0"] * (alpha_tilde ** 2 + tau_v ** 2 * (1 + B_F) + alpha * tau_v * L_G * (B_F + 1)) ** 2
     delta_min = OPT + delta0
+    tau_v_min = sigma_v * (k / m) ** 0.375
     regime = _regime(owner, [
         ("alpha <= alpha_max", alpha, alpha_max, "L277", alpha <= alpha_max),
         ("delta >= OPT + delta0", delta, delta_min, "L277, L1064", delta >= delta_min),
         ("tau_w >= 1", tau_w, 1.0, "L321", tau_w >= 1.0),
         ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "L321", tau_w < math.sqrt(m) * sigma_w),
-        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, sigma_v * (k / m) ** 0.375, "L321", tau_v >= sigma_v * (k / m) ** 0.375),
+        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, tau_v_min, "L321", tau_v >= tau_v_min),
         ("tau_v <= sigma_v", tau_v, sigma_v, "L321", tau_v <= sigma_v),
         ("eta_w + eta_v tau_w^2 <= 0.1", eta_w + eta_v * tau_w ** 2, 0.1, "L1031", eta_w + eta_v * tau_w ** 2 <= 0.1),
     ])
@@ -146,7 +155,8 @@ def regret_bound(T, eta_w, tau_w, OPT=0.0, delta0=0.0, C=1.0):
     r"""Average population risk after T online SGD steps from the regret inequality (D.4).
 
     .. math::
-        \frac1T\sum_{t<T}\mathbb E\|\mathcal H-\mathrm{out}_t\|^2\le\frac{0.04\,\tau_w^2}{\eta_wT}+C(\mathrm{OPT}+\delta_0),
+        \frac1T\sum_{t<T}\mathbb E\|\mathcal H-\mathrm{out}_t\|^2
+        \le\frac{0.04\,\tau_w^2}{\eta_wT}+C(\mathrm{OPT}+\delta_0),
 
     from (1/4T) sum <= ||W*||^2/(2 eta_w T) + ||V*||^2/(2 eta_v T) + O(OPT + delta_0) with ||W*|| <= tau_w/10,
     ||V*|| <= tau_v/10 and tau_w^2/eta_w = tau_v^2/eta_v.
@@ -186,6 +196,85 @@ def regret_bound(T, eta_w, tau_w, OPT=0.0, delta0=0.0, C=1.0):
     return 0.04 * tau_w ** 2 / (eta_w * T) + C * (OPT + delta0)
 
 
+def coupling_bounds(m, k, tau_w, tau_v, sigma_v, *, sigma_w=None, out1_norm=None, polylog=1.0, consts=None):
+    r"""The coupling bounds of Lemma D.1 (a)-(g), orders of magnitude only.
+
+    .. math::
+        (a)&\ C_a(\tau_w/\sigma_w)^{2/3}m^{2/3},\quad
+        (b)\ C_b\,\mathrm{pl}\Big(\frac{\tau_w(\tau_w/\sigma_w)^{1/3}}{m^{1/6}}+\sigma_w\Big),\quad
+        (c)\ C_c\tau_w,\quad (d)\ C_d(\tau_v/\sigma_v)^{2/3}m,\\
+        (e)&\ C_e\,\mathrm{pl}\,\tau_v(\tau_v/\sigma_v)^{1/3}(\|\mathrm{out}_1\|+1),\quad
+        (f)\ C_f\,\mathrm{pl}\,\tau_v(\tau_v/\sigma_v)^{1/3},\quad
+        (g)\ C_g\,\mathrm{pl}\,\tau_v(\|\mathrm{out}_1\|+1),
+
+    (a), (d): numbers of sign changes ||D_{W0} - D_W||_0, ||D_{V0,W} - D_{V,W}||_0; (b), (e), (f), (g): norms;
+    pl = ``polylog``.
+
+    Parameters
+    ----------
+    m : int
+        Width, m >= 1.
+    k : int
+        Output dimension, k >= 1.
+    tau_w, tau_v : float
+        Spectral-norm radii of W and V, > 0.
+    sigma_v : float
+        Scale of V0, > 0 (Table 1: 1/tau_v^2).
+    sigma_w : float or None
+        Scale of W0, > 0; None uses m^{-1/8} (the lemma's assumption).
+    out1_norm : float or None
+        ||out_1(x)|| in (e), (g), >= 0; None uses the bound (c).
+    polylog : float
+        Stand-in for the polylog(m) of O~, >= 1.
+    consts : dict or None
+        Multipliers, keys :data:`COUPLING_CONSTS` (each default 1).
+
+    Returns
+    -------
+    dict
+        ``a`` ... ``g``, ``regime`` (list of dicts; a RegimeWarning names the failing ones) and
+        ``order_of_magnitude`` (True).
+
+    Notes
+    -----
+    Regime: sigma_w = m^{-1/8}, 1 <= tau_w < sqrt(m) sigma_w, sigma_v (k/m)^{3/8} <= tau_v <= sigma_v (L628), for
+    one fixed x w.h.p. For (a) and (d) the sharp constant is (6/pi)^{1/3} = 1.2407 as the perturbation shrinks
+    (worst case of Prop. C.4, spec §2.4).
+
+    References
+    ----------
+    .. [src] seed 004 L626-654, L583-610; specs/resnet_kernels.md §2.4
+
+    Examples
+    --------
+    >>> b = coupling_bounds(10**8, 2, 2.0, 0.2, 25.0)
+    >>> round(b["a"]), round(b["d"])
+    (1587401, 4000000)
+    """
+    owner = "resnet.coupling_bounds"
+    m, k = as_int(owner, "m", m, 1), as_int(owner, "k", k, 1)
+    tau_w, tau_v, sigma_v = (check(owner, n, v, _POS) for n, v in
+                             (("tau_w", tau_w), ("tau_v", tau_v), ("sigma_v", sigma_v)))
+    sigma_w = m ** -0.125 if sigma_w is None else check(owner, "sigma_w", sigma_w, _POS)
+    polylog = check(owner, "polylog", polylog, _ONE_UP)
+    C = _consts(owner, consts, COUPLING_CONSTS)
+    out1 = C["C_c"] * tau_w if out1_norm is None else check(owner, "out1_norm", out1_norm, _NONNEG)
+    rw, rv, tau_v_min = tau_w / sigma_w, tau_v / sigma_v, sigma_v * (k / m) ** 0.375
+    regime = _regime(owner, [
+        ("sigma_w = m^(-1/8)", sigma_w, m ** -0.125, "L628", math.isclose(sigma_w, m ** -0.125)),
+        ("tau_w >= 1", tau_w, 1.0, "L628", tau_w >= 1.0),
+        ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "L628", tau_w < math.sqrt(m) * sigma_w),
+        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, tau_v_min, "L628", tau_v >= tau_v_min),
+        ("tau_v <= sigma_v", tau_v, sigma_v, "L628", tau_v <= sigma_v),
+    ])
+    return dict(a=C["C_a"] * rw ** (2 / 3) * m ** (2 / 3),
+                b=C["C_b"] * polylog * (tau_w * rw ** (1 / 3) / m ** (1 / 6) + sigma_w),
+                c=C["C_c"] * tau_w, d=C["C_d"] * rv ** (2 / 3) * m,
+                e=C["C_e"] * polylog * tau_v * rv ** (1 / 3) * (out1 + 1),
+                f=C["C_f"] * polylog * tau_v * rv ** (1 / 3),
+                g=C["C_g"] * polylog * tau_v * (out1 + 1), regime=regime, order_of_magnitude=True)
+
+
 def corollary71(d, k, alpha, *, C_star=1e4, polylog=1.0, consts=None):
     r"""Concept-1 complexities of the normalized Theorem 2 target and Cor. 7.1's sample count and risk.
 
@@ -213,7 +302,8 @@ def corollary71(d, k, alpha, *, C_star=1e4, polylog=1.0, consts=None):
     -------
     dict
         ``p_F, C_s_F, p_G, C_s_G`` (inputs for :func:`theorem1_schedule`), ``a_star_max`` (max |a*_s| of the
-        polarization, <= 1 needed by Concept 1), ``alpha_max`` (= 1/(k p_G C_s(G)), Theorem 1's admissible alpha
+        polarization; Concept 1 needs <= 1, L207, true for
+        k <= 10 only), ``alpha_max`` (= 1/(k p_G C_s(G)), Theorem 1's admissible alpha
         with constants 1), ``N``, ``risk`` and ``order_of_magnitude`` (True).
 
     Notes
@@ -322,7 +412,8 @@ def thm2_alpha_min(d, k, N):
     r"""Smallest alpha for which the proof of Theorem 2 closes (L1187 with "alpha <=" read as "alpha >=").
 
     .. math::
-        \alpha^2>\frac{6400\,kN}{(d/5)^k}\iff \frac{4kN}{(d/5)^k}\frac{400}{\lambda_{S^*}^2}<\frac{\alpha^2}{4\lambda_{S^*}^2} .
+        \alpha^2>\frac{6400\,kN}{(d/5)^k}\iff
+        \frac{4kN}{(d/5)^k}\frac{400}{\lambda_{S^*}^2}<\frac{\alpha^2}{4\lambda_{S^*}^2} .
 
     Parameters
     ----------
