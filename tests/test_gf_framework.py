@@ -1,5 +1,6 @@
 """The gradient-feature framework (seed 001 ch. 3): symmetric init, exact first step, cones, nice sets, the feature
 probability, Lemma B.6's second layer, the frozen optimum, network risks, the Problem and ``popdyn.predict``."""
+import itertools
 import math
 
 import numpy as np
@@ -13,7 +14,8 @@ from popdyn import InvalidParameterError
 from popdyn.models.gradient_features import LOSSES, GaussianMixture, xor_mixture
 from popdyn.models.gradient_features.framework import (cone_membership, feature_probability, first_step,
                                                        good_second_layer, loss_slope, nice_set, opt_frozen,
-                                                       population_loss, symmetric_init)
+                                                       population_loss, symmetric_init,
+                                                       uniform_parity_second_layer)
 from popdyn.models.gradient_features.problem import Problem
 
 from .strategies import gradient_features_problems
@@ -297,6 +299,81 @@ def test_population_loss_against_exact_gstar_risk():
     a, W, b = symmetric_init(16, 2, 1.0, 1.0, 1.0, 0)
     assert population_loss(gm, 0 * a, W, b, "error", 1000)[0] == 0.5   # g = 0: every point a tie
     assert population_loss(gm, 0 * a, W, b, "logistic", 1000) == (1.0, 0.0)
+
+
+# ---- Lemma B.54: uniform parity ---------------------------------------------------------------------------------
+
+def _cube(d):
+    return np.array(list(itertools.product([-1.0, 1.0], repeat=d)))
+
+
+@settings(max_examples=25)
+@given(st.sampled_from([2, 4, 6, 8]), st.floats(0.1, 5.0), st.lists(st.integers(1, 4), min_size=8, max_size=8),
+       st.integers(0, 2))
+def test_uniform_parity_second_layer_is_c_chi_without_noise(k, c, counts, extra):
+    """Noise-free good neurons (w_A = sigma 1_A/(2k), 0 off A), any multiplicity per (sign, bias): enumeration of
+    {+-1}^(k+extra) gives g = c chi_A exactly (1e-12 relative), and the norms obey the formulas (<= 8k, 8k sqrt(k) at
+    c = 2)."""
+    d, h = k + extra, k // 2
+    betas = [-(k - 1) / k] + [j / k for j in range(h)]
+    rows, b = [], []
+    for t, (sg, beta) in enumerate(itertools.product((1.0, -1.0), betas)):
+        w = np.zeros(d)
+        w[:k] = sg / (2 * k)
+        rows += [w] * counts[t % 8]
+        b += [beta] * counts[t % 8]
+    rows.append(np.r_[np.ones(k - 1), -1.0, np.zeros(extra)] / (2 * k))       # mixed signs on A: not good
+    b.append(0.0)
+    W1, b = np.array(rows), np.array(b)
+    a, sets = uniform_parity_second_layer(W1, b, np.arange(k), c)
+    assert all(len(S) for S in sets) and a[-1] == 0.0
+    X = _cube(d)
+    y = np.prod(X[:, :k], axis=1)
+    assert np.allclose(y * _g(a, W1, b, X), c, rtol=1e-12, atol=0)
+    assert np.abs(a).max() <= (2 if k == 2 else 4) * c * k * (1 + 1e-12)
+    assert a @ a <= c**2 * k**2 * (16 * k - 24 + 1 / (2 * (k - 1) ** 2)) * (1 + 1e-12)
+    if c == 2.0:
+        assert np.abs(a).max() <= 8 * k and np.linalg.norm(a) <= 8 * k * math.sqrt(k)
+
+
+@pytest.mark.parametrize("d,k,m,seed", [(15, 2, 24, 1), (13, 2, 24, 0), (13, 4, 240, 1)])
+def test_uniform_parity_second_layer_on_the_exact_first_step(d, k, m, seed):
+    """B.479 init at the lemma's width m >= k 2^k log(k/delta) (delta = 0.1), exact hinge step, enumeration of the
+    cube: every (sign, bias) set is filled, ||a~||_inf <= 8k, ||a~||_2 <= 8k sqrt(k), ||relu(W1 x - b)||_inf <= d + 1,
+    and y g(x) >= 2 - sum_i |a~_i| |nu_i(x)| at every x. At k = 2, d >= 13 the off-A noise is below 1/||a~||_1 on
+    (almost) all x: the exact hinge loss is < 1e-3; at k = 4, d = 13 the lemma's d >= Omega(k^4 log) fails and so
+    does the loss (recorded, not asserted small)."""
+    assert m >= k * 2**k * math.log(k / 0.1)
+    P = Problem.uniform_parity(d=d, k=k, m=m, seed=seed)
+    a0, W0, b = P.params0
+    _, W1 = first_step(P.model, a0, W0, b, P.step_size)
+    A = P.model.subset
+    a, sets = uniform_parity_second_layer(W1, b, A)
+    assert len(sets) == 2 * (k // 2 + 1) and all(len(S) for S in sets)
+    assert np.abs(a).max() <= 8 * k and np.linalg.norm(a) <= 8 * k * math.sqrt(k)
+    X = _cube(d)
+    y = np.prod(X[:, A], axis=1)
+    H = np.maximum(X @ W1.T - b, 0.0)
+    assert H.max() <= d + 1
+    sigma = np.sign(W1[:, A[0]])
+    nu = X @ W1.T - np.outer(X[:, A].sum(1), sigma / (2 * k))
+    margin = y * (H @ a)
+    assert np.all(margin >= 2.0 - np.abs(nu) @ np.abs(a) - 1e-12)
+    loss = np.maximum(0.0, 1.0 - margin).mean()
+    assert loss <= np.maximum(0.0, np.abs(nu) @ np.abs(a) - 1.0).mean() + 1e-12
+    if k == 2:
+        assert loss < 1e-3 and np.all(margin > 0)
+
+
+def test_uniform_parity_second_layer_errors():
+    W1, b = np.zeros((2, 5)), np.zeros(2)
+    for A in ([0], [0, 1, 2], [0, 0], [0, 7], [0.0, 1.0]):
+        with pytest.raises(InvalidParameterError, match="'A'"):
+            uniform_parity_second_layer(W1, b, A)
+    with pytest.raises(InvalidParameterError, match="'margin'"):
+        uniform_parity_second_layer(W1, b, [0, 1], 0.0)
+    with pytest.raises(InvalidParameterError, match="'b'"):
+        uniform_parity_second_layer(W1, np.zeros(3), [0, 1])
 
 
 # ---- Problem and predict ------------------------------------------------------------------------------------------
