@@ -424,6 +424,22 @@ def test_predict_uniform_parity_first_step_is_the_xi_formula():
     assert np.allclose(pred["W1"][:, :2], P.step_size * a0[:, None] * on_A, rtol=1e-12, atol=0)
 
 
+def test_predict_uniform_parity_good_network_and_theorem():
+    """Lemma B.54 in predict (d = 13, k = 2, m = 24): the exact hinge risk of the network by enumeration is < 1e-3
+    (test above), so the Monte Carlo risk is below 1e-3 + 5 SE-scale; every set is filled, the norms are the lemma's,
+    and the theorem numbers are uniform_parity_requirements' (B.56, eps = 0.1)."""
+    P = Problem.uniform_parity(d=13, k=2, m=24)
+    with pytest.warns(popdyn.RegimeWarning, match="d >= d_min"):
+        pred = popdyn.predict(P, n=200, n_mc=300, n_test=4000)
+    assert pred["good_network_coverage"] == 1.0 and pred["good_network_loss"] < 2e-3
+    assert pred["good_network_linf"] <= 16 and pred["good_network_l2"] <= 16 * math.sqrt(2)
+    req = popdyn.models.gradient_features.bounds.uniform_parity_requirements(13, 2, 0.1, m=24)
+    assert all(pred[f"theorem_{k}"] == req[k] for k in ("m_min", "T", "n_min", "eta"))
+    with pytest.warns(popdyn.RegimeWarning, match="hinge step"):
+        popdyn.predict(Problem.uniform_parity(d=13, k=2, m=24, loss="logistic"), n=100, n_mc=100, n_test=500,
+                       B_a2=2.0)
+
+
 def test_predict_sample_first_step_and_logistic_ball():
     """Structured parity (d = 7, enumeration): the n_G-sample step is within 5 SE-scale of the exact one; the
     logistic frozen optimum needs a ball."""
@@ -442,8 +458,9 @@ def test_predict_sample_first_step_and_logistic_ball():
 def test_predict_finite_on_small_problems(problem):
     pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
     assert all(np.all(np.isfinite(v)) for v in pred.observables.values()), repr(problem)
-    has_b6 = "good_network_loss" in pred.observables                   # Lemma B.6: the l2 cases only
-    assert np.all(pred["nice_fraction"] <= 2.0) and has_b6 == (problem.data != "uniform_parity")
+    has_b54 = "good_network_linf" in pred.observables                  # Lemma B.54: uniform parity only
+    assert np.all(pred["nice_fraction"] <= 2.0) and "good_network_loss" in pred.observables
+    assert has_b54 == (problem.data == "uniform_parity")
 
 
 @pytest.mark.parametrize("B,loss", [(1.0, "hinge"), (10.0, "logistic")])
