@@ -73,7 +73,8 @@ def _uniform_parity(problem, W1, b, eps, risk, regime):
     if problem.loss != "hinge" or problem.eta1 is not None:
         regime.append({"condition": "hinge step at eta1 = 1/(k |xi_{k-1}|) (Lemma B.54)", "value": problem.eta1,
                        "source": "seed 001 L7271"})
-    obs = {"good_network_loss": risk(a_t, problem.loss)[0], "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
+    obs = {"good_network_loss": risk(a_t, problem.loss)[0],
+           "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
            "good_network_linf": float(np.abs(a_t).max()), "good_network_l2": float(np.linalg.norm(a_t))}
     if not eps < 0.5:
         regime.append({"condition": "eps < 1/2 (Thm B.56)", "value": eps, "source": "seed 001 L7283"})
