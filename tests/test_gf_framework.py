@@ -16,6 +16,7 @@ from popdyn.models.gradient_features.framework import (cone_membership, feature_
                                                        good_second_layer, loss_slope, nice_set, opt_frozen,
                                                        population_loss, symmetric_init,
                                                        uniform_parity_second_layer)
+from popdyn.models.gradient_features.bounds import main_theorem
 from popdyn.models.gradient_features.problem import Problem
 
 from .strategies import gradient_features_problems
@@ -379,11 +380,13 @@ def test_uniform_parity_second_layer_errors():
 # ---- Problem and predict ------------------------------------------------------------------------------------------
 
 def test_problem_constructors_and_validation():
-    for P in (Problem.xor(d=8, m=4), Problem.structured_parity(d=9, m=4), Problem.uniform_parity(d=9, k=2, m=4)):
+    for P in (Problem.xor(d=8, m=4), Problem.structured_parity(d=9, m=4), Problem.uniform_parity(d=9, k=2, m=4),
+              Problem.linear(d=16, m=4, rho=1.5)):
         a0, W0, b = P.params0
         assert W0.shape == (16, P.d) and repr(P).startswith("gradient_features.Problem(")
         assert np.array_equal(Problem(**{k: getattr(P, k) for k in P._constraints}).params0[1], W0)   # seeded
-    for kw, name in ((dict(data="linear"), "'data'"), (dict(d=2), "'d'"), (dict(m=0), "'m'"),
+    for kw, name in ((dict(data="gauss"), "'data'"), (dict(data="linear", beta=2.0, rho=1.0), "'rho'"),
+                     (dict(data="linear", beta=0.0), "'beta'"), (dict(d=2), "'d'"), (dict(m=0), "'m'"),
                      (dict(loss="mse"), "'loss'"), (dict(sigma_B=-1.0), "'sigma_B'"), (dict(eta1=0.0), "'eta1'")):
         with pytest.raises(InvalidParameterError, match=name):
             Problem(**kw)
@@ -438,6 +441,33 @@ def test_predict_uniform_parity_good_network_and_theorem():
     with pytest.warns(popdyn.RegimeWarning, match="hinge step"):
         popdyn.predict(Problem.uniform_parity(d=13, k=2, m=24, loss="logistic"), n=100, n_mc=100, n_test=500,
                        B_a2=2.0)
+
+
+def test_predict_linear_against_the_always_active_neurons():
+    """Linear data (B.5.1; d = 16, tau = 2: b~ = d^2 B_x1 ~ 1e3 sigma_w, so |<w, x>| < b~ up to ~1e-1000): the
+    negative-bias neurons are linear, G = E[yx] = rho w* and A = rho <w, w*> (written here from B.213, not from the
+    model's Phi/phi closed form), the positive-bias ones are never active (w^(1) = 0); hence cos = sign(a0) on the
+    former, nice fractions = shares of sign(a0) among them, p = 1 for (+-w*, -1) (the paper's p = 1/2 is the bound
+    P[||w|| <= 2 sqrt(d) sigma_w] >= 1/2), OPT(g*) = 0 and the frozen optimum 0 (separable)."""
+    P = Problem.linear(d=16, m=16, beta=1.0, rho=1.5)
+    with pytest.warns(popdyn.RegimeWarning):
+        pred = popdyn.predict(P, n=300, n_mc=500, n_test=3000)
+    a0, W0, b = P.params0
+    rho, m, neg = 1.5, 16, b < 0
+    c = P.step_size * P.model.rho
+    assert np.allclose(pred["W1"][neg], c * a0[neg, None] * np.eye(1, 16), rtol=1e-12, atol=0)
+    assert np.allclose(pred["a1"][neg], c * W0[neg, 0], rtol=1e-12, atol=0) and P.model.rho == rho
+    assert np.all(pred["W1"][~neg] == 0.0) and np.all(pred["a1"][~neg] == 0.0)
+    assert np.array_equal(pred["cos_features"][neg], np.column_stack([np.sign(a0[neg]), -np.sign(a0[neg])]))
+    share = np.mean(a0[m:2 * m] > 0)
+    assert np.allclose(pred["nice_fraction"], [share, 1 - share], rtol=0, atol=1e-15)
+    assert np.all(pred["p_hat"] == 1.0) and pred.meta["features_sign"] == [-1, -1]
+    assert pred["opt_gstar"] == 0.0 and pred["opt_frozen"] == 0.0 and pred["bayes_error"] == 0.0
+    assert pred["good_network_coverage"] == 1.0 and 0.0 <= pred["good_network_loss"] <= pred["good_network_bound"]
+    ref = main_theorem(**P.case["theorem_args"], eps=0.1, delta=0.1, m=16, d=16)
+    assert all(pred[f"theorem_{k}"] == ref[k] for k in ("m_min", "T", "n_min", "eta", "error_bound"))
+    assert Problem.linear(d=16, m=4, loss="logistic").model.ground_truth_loss("logistic") == pytest.approx(
+        math.log2(1 + math.exp(-1.0)), rel=1e-14)                    # s = beta = 1 surely when rho is None
 
 
 def test_predict_sample_first_step_and_logistic_ball():

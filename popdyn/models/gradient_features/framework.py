@@ -476,11 +476,12 @@ def _span_coords(model, D):
     return D_q if np.linalg.norm(Q @ D_q - D) <= _SPAN_TOL else None
 
 
-def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge", norm="l2"):
+def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge", norm="l2", signs=None):
     r"""Lemma B.6's constructive second layer ``a~`` on the first-step features, approximating ``g*``.
 
     For each target neuron ``j`` of ``g* = sum_j a*_j relu(<w*_j, x> - b*_j)`` (unit ``w*_j``), with
-    ``beta_j = |b*_j|`` when ``|b*_j| >= B_eps`` and ``beta_j = B_eps`` otherwise, ``s_j = sign b*_j``:
+    ``beta_j = |b*_j|`` when ``|b*_j| >= B_eps`` and ``beta_j = B_eps`` otherwise, ``s_j`` the bias sign of its
+    feature (``sign b*_j`` by default):
 
     .. math:: \Lambda_j = \Big\{i\in G_{(\mathbf w^*_j,s_j),\rm Nice}: \Big|\frac{\|\mathbf w_i^{(1)}\|\beta_j}{|b_i|}
               - 1\Big|\le\epsilon_a\Big\},\qquad \tilde a_i = \frac{a^*_j\beta_j}{|\Lambda_j|\,|b_i|}\ (i\in\Lambda_j),
@@ -511,6 +512,9 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
         Sets ``|l'(0)|``.
     norm : {"l2", "linf"}
         Cone of the nice sets (:func:`nice_set`).
+    signs : array_like of shape (r,) or None
+        Bias sign ``s_j = +-1`` of each target's feature; None gives ``sign b*_j`` (+1 for ``b*_j = 0``). A zero
+        bias may use either sign; linear data uses -1 (Lemma B.25).
 
     Returns
     -------
@@ -536,10 +540,15 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
         raise InvalidParameterError(f"The 'gstar' parameter of {owner} must be (a* (r,), W* (r, d), b* (r,)). "
                                     f"Got shapes {a_s.shape}, {W_s.shape}, {b_s.shape}.")
     B_eps, eps_a = check(owner, "B_eps", B_eps, _POS), check(owner, "eps_a", eps_a, _POS)
+    if signs is None:
+        signs = np.where(b_s >= 0, 1, -1)
+    signs = check(owner, "signs", signs, FiniteArray(1, (W_s.shape[0],)))
+    if not np.all(np.abs(signs) == 1) or np.any(signs * b_s < 0):
+        raise InvalidParameterError(f"The 'signs' parameter of {owner} must be +-1 with sign(b*_j) where b*_j != 0. "
+                                    f"Got {signs!r} instead.")
     nW = np.linalg.norm(W1, axis=1)
     a_tilde, sets = np.zeros(W1.shape[0]), []
-    for aj, wj, bj in zip(a_s, W_s, b_s):
-        sj = 1 if bj >= 0 else -1
+    for aj, wj, bj, sj in zip(a_s, W_s, b_s, signs.astype(int)):
         beta = abs(bj) if abs(bj) >= B_eps else B_eps
         nice = nice_set(W1, a0, b, wj, sj, gamma, B_G, eta1, loss, norm)
         lam = nice[np.abs(nW[nice] * beta / np.abs(b[nice]) - 1.0) <= eps_a]

@@ -40,7 +40,8 @@ def _first_step(problem, n_G):
 def _gstar_loss(problem):
     """Exact ``L_D(g*)`` (an upper bound on OPT) from the data model."""
     kw = {"tau": problem.case["tau_tilde"]} if problem.data == "xor" else {}
-    return float(problem.model.ground_truth_loss(loss=problem.loss, **kw)[0])
+    out = problem.model.ground_truth_loss(loss=problem.loss, **kw)
+    return float(out if problem.data == "linear" else out[0])      # linear: an exact finite sum, no error
 
 
 def _theorem(problem, eps, delta, regime):
@@ -129,14 +130,15 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
         parity instead Lemma B.54's network (:func:`~popdyn.models.gradient_features.framework.
         uniform_parity_second_layer`: risk, fraction of the ``(sign, bias)`` sets filled, ``good_network_linf``
         and ``good_network_l2`` = ``||a~||``, lemma: ``<= 8k``, ``<= 8k sqrt(k)``); ``bayes_error`` (XOR; 0 for
-        the parities, whose labels are functions of x); ``theorem_*``: ``m_min, T, n_min, eta, error_bound,
+        the parities and linear data, whose labels are functions of x); ``theorem_*``: ``m_min, T, n_min, eta, error_bound,
         error_bound_population`` of :func:`~popdyn.models.gradient_features.main_theorem` at the case parameters
         (orders of magnitude); for uniform parity ``m_min, T, n_min, eta`` of Thm B.56
         (:func:`~popdyn.models.gradient_features.bounds.uniform_parity_requirements` at ``eps``, constants 1).
 
     Notes
     -----
-    Regime: exact population step (3.9) for the mixtures and uniform parity (d odd, k even) and, by enumeration,
+    Regime: exact population step (3.9) for the mixtures, linear data and uniform parity (d odd, k even) and, by
+    enumeration,
     for tiny structured parity; the frozen optimum, the risks and ``p`` are Monte Carlo (seeded; standard errors in
     ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0); ``meta["regime"]`` lists
     their failed conditions, warned once per call as :class:`popdyn.RegimeWarning`.
@@ -191,7 +193,7 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
             if B_eps is None:                 # the paper's minimiser is outside the lemma: the middle of (0, B_b)
                 scales = good_network_scales(*args, B_eps=c["B_b"] / 2.0)
         a_t, sets = good_second_layer(W1, a0, b, problem.gstar, gamma, B_G, scales["B_eps"], scales["eps_a"], eta1,
-                                      loss)
+                                      loss, signs=problem.gstar_signs)
         obs |= {"good_network_loss": risk(a_t, loss)[0], "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
                 "good_network_bound": good_network_bound(p_use, gamma, B_G, c["r"], c["B_a1"], c["B_b"], c["Bx1"],
                                                          problem.m, B_eps=scales["B_eps"], OPT=opt_g)}
