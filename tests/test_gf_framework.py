@@ -470,6 +470,21 @@ def test_predict_linear_against_the_always_active_neurons():
         math.log2(1 + math.exp(-1.0)), rel=1e-14)                    # s = beta = 1 surely when rho is None
 
 
+def test_good_second_layer_signs():
+    """A zero-bias target may use either bias sign (linear data: -1, Lemma B.25); a sign against b* is an error."""
+    P = Problem.linear(d=16, m=8, rho=1.5)
+    a0, W0, b = P.params0
+    _, W1 = first_step(P.model, a0, W0, b, P.step_size)
+    args = (W1, a0, b, P.gstar, 0.3, 0.5, 0.01, 10.0, P.step_size)
+    neg, pos = good_second_layer(*args, signs=[-1, -1])[1], good_second_layer(*args)[1]
+    assert all(len(S) and np.all(b[S] < 0) for S in neg) and all(len(S) == 0 for S in pos)   # +b~: never active
+    for signs in ([1, 0], [1], [-1, 1.5]):
+        with pytest.raises(InvalidParameterError, match="'signs'"):
+            good_second_layer(*args, signs=signs)
+    with pytest.raises(InvalidParameterError, match="'signs'"):
+        good_second_layer(W1, a0, b, (np.ones(1), np.eye(1, 16), -np.ones(1)), 0.3, 0.5, 0.01, 10.0, 1.0, signs=[1])
+
+
 def test_predict_sample_first_step_and_logistic_ball():
     """Structured parity (d = 7, enumeration): the n_G-sample step is within 5 SE-scale of the exact one; the
     logistic frozen optimum needs a ball."""
