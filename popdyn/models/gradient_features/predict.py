@@ -127,20 +127,20 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
         ``opt_frozen_test``, ``opt_frozen_error``: the risk and 0-1 error of that optimum (``n_test`` samples);
         ``good_network_loss``, ``good_network_coverage``, ``good_network_bound``: Lemma B.6's network (risk,
         fraction of g*'s neurons with a non-empty ``Lambda_j``, the B.25 bound with constants 1); for uniform
-        parity instead Lemma B.54's network (:func:`~popdyn.models.gradient_features.framework.
-        uniform_parity_second_layer`: risk, fraction of the ``(sign, bias)`` sets filled, ``good_network_linf``
-        and ``good_network_l2`` = ``||a~||``, lemma: ``<= 8k``, ``<= 8k sqrt(k)``); ``bayes_error`` (XOR; 0 for
-        the parities and linear data, whose labels are functions of x); ``theorem_*``: ``m_min, T, n_min, eta, error_bound,
-        error_bound_population`` of :func:`~popdyn.models.gradient_features.main_theorem` at the case parameters
-        (orders of magnitude); for uniform parity ``m_min, T, n_min, eta`` of Thm B.56
+        parity instead Lemma B.54's network
+        (:func:`~popdyn.models.gradient_features.framework.uniform_parity_second_layer`: risk, fraction of the
+        ``(sign, bias)`` sets filled, and ``good_network_linf``, ``good_network_l2`` = ``||a~||``, which the lemma
+        bounds by ``8k`` and ``8k sqrt(k)``); ``bayes_error`` (XOR; 0 for the parities and linear data, whose labels
+        are functions of x); ``theorem_*``: ``m_min, T, n_min, eta, error_bound, error_bound_population`` of
+        :func:`~popdyn.models.gradient_features.main_theorem` at the case parameters (orders of magnitude); for
+        uniform parity ``m_min, T, n_min, eta`` of Thm B.56
         (:func:`~popdyn.models.gradient_features.bounds.uniform_parity_requirements` at ``eps``, constants 1).
 
     Notes
     -----
     Regime: exact population step (3.9) for the mixtures, linear data and uniform parity (d odd, k even) and, by
-    enumeration,
-    for tiny structured parity; the frozen optimum, the risks and ``p`` are Monte Carlo (seeded; standard errors in
-    ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0); ``meta["regime"]`` lists
+    enumeration, for tiny structured parity; the frozen optimum, the risks and ``p`` are Monte Carlo (seeded;
+    standard errors in ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0); ``meta["regime"]`` lists
     their failed conditions, warned once per call as :class:`popdyn.RegimeWarning`.
 
     References
