@@ -140,8 +140,8 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
     -----
     Regime: exact population step (3.9) for the mixtures, linear data and uniform parity (d odd, k even) and, by
     enumeration, for tiny structured parity; the frozen optimum, the risks and ``p`` are Monte Carlo (seeded;
-    standard errors in ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0); ``meta["regime"]`` lists
-    their failed conditions, warned once per call as :class:`popdyn.RegimeWarning`.
+    standard errors in ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0);
+    ``meta["regime"]`` lists their failed conditions, warned once per call as :class:`popdyn.RegimeWarning`.
 
     References
     ----------
