@@ -366,6 +366,20 @@ def test_uniform_parity_second_layer_on_the_exact_first_step(d, k, m, seed):
         assert loss < 1e-3 and np.all(margin > 0)
 
 
+def test_uniform_parity_second_layer_at_larger_d_by_monte_carlo():
+    """k = 4 beyond enumeration (d = 101, m = 240, seed 1): the off-A noise ~ sqrt(d) (k-1)/(2k(d-k)) now sits well
+    inside the margin: the hinge risk is 0.0023 +- 0.0001 (20000 samples), asserted < 0.005 (> 20 SE); the 0-1 error
+    is 0 on the sample. (At d = 13 the same construction has risk 0.58: the lemma's d >= Omega(k^4 log) matters.)"""
+    P = Problem.uniform_parity(d=101, k=4, m=240, seed=1)
+    a0, W0, b = P.params0
+    _, W1 = first_step(P.model, a0, W0, b, P.step_size)
+    a, sets = uniform_parity_second_layer(W1, b, P.model.subset)
+    assert all(len(S) for S in sets) and np.abs(a).max() <= 32 and np.linalg.norm(a) <= 64
+    loss, se = population_loss(P.model, a, W1, b, "hinge", 20_000, 1)
+    assert loss < 0.005 and se < 5e-4
+    assert population_loss(P.model, a, W1, b, "error", 20_000, 1)[0] == 0.0
+
+
 def test_uniform_parity_second_layer_errors():
     W1, b = np.zeros((2, 5)), np.zeros(2)
     for A in ([0], [0, 1, 2], [0, 0], [0, 7], [0.0, 1.0]):
