@@ -135,9 +135,10 @@ def multitask_problems(draw):
 
 @st.composite
 def gradient_features_problems(draw):
-    """Gradient-feature learning at small sizes: XOR (gamma = sigma_B/sqrt(d) < 1), structured parity (k = 3) and
-    uniform parity (odd d, k = 2), m <= 6 base neurons."""
-    data, seed, m = draw(st.sampled_from(["xor", "structured_parity", "uniform_parity"])), draw(st.integers(0, 9)), \
+    """Gradient-feature learning at small sizes: XOR (gamma = sigma_B/sqrt(d) < 1), structured parity (k = 3),
+    uniform parity (odd d, k = 2) and linear data, m <= 6 base neurons."""
+    data, seed, m = draw(st.sampled_from(["xor", "structured_parity", "uniform_parity", "linear"])), \
+        draw(st.integers(0, 9)), \
         draw(st.integers(1, 6))
     if data == "xor":
         d = draw(st.integers(3, 12))
@@ -147,6 +148,9 @@ def gradient_features_problems(draw):
         return gradient_features.Problem.structured_parity(d=draw(st.integers(5, 8)), k=3,
                                                            p_A=draw(st.floats(0.05, 0.5)), m=m,
                                                            tau=draw(st.floats(2.5, 5.0)), seed=seed)
+    if data == "linear":
+        return gradient_features.Problem.linear(d=draw(st.integers(3, 12)), m=m, rho=draw(st.floats(1.0, 2.0)),
+                                                seed=seed)
     return gradient_features.Problem.uniform_parity(d=draw(st.sampled_from([5, 7, 9])), k=2, m=m, seed=seed)
 
 

@@ -31,7 +31,7 @@ from .bounds import (B8_CONSTS, B8_SUFFICIENT, LIPSCHITZ, LPRIME0, MAIN_CONSTS, 
 from .data import (LOSSES, Bounds, DataModel, GaussianMixture, LinearSeparable, hinge, logistic2, relu_moment,
                    xor_mixture)
 from .framework import (cone_membership, feature_probability, first_step, good_second_layer, loss_slope, nice_set,
-                        opt_frozen, population_loss, symmetric_init)
+                        opt_frozen, population_loss, symmetric_init, uniform_parity_second_layer)
 from .multi_index import MultiIndexPolynomial
 from .parity import MonteCarloGradient, StructuredParity, UniformParity, majority_coefficient
 from .problem import Problem
@@ -40,10 +40,10 @@ from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
 __all__ = ["DataModel", "Bounds", "GaussianMixture", "xor_mixture", "LinearSeparable", "relu_moment", "hinge",
            "logistic2", "LOSSES", "MultiIndexPolynomial", "StructuredParity", "UniformParity", "majority_coefficient",
            "MonteCarloGradient", "symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
-           "good_second_layer", "opt_frozen", "population_loss", "loss_slope", "Problem",
-           "main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales", "theorem_B2_bound",
-           "smoothness_constant", "rademacher_bound", "lemma_B8_bounds", "lemma_B9_h", "lemma_B9_bounds",
-           "lemma_B10_bounds", "B8_CONSTS", "B8_SUFFICIENT", "LIPSCHITZ", "case_parameters",
+           "good_second_layer", "uniform_parity_second_layer", "opt_frozen", "population_loss", "loss_slope",
+           "Problem", "main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales",
+           "theorem_B2_bound", "smoothness_constant", "rademacher_bound", "lemma_B8_bounds", "lemma_B9_h",
+           "lemma_B9_bounds", "lemma_B10_bounds", "B8_CONSTS", "B8_SUFFICIENT", "LIPSCHITZ", "case_parameters",
            "fixed_feature_lower_bound_parity", "max_gaussian_tail_bound", "chi2_tail_bound", "mills_bounds",
            "tail_expectation_bound", "uniform_parity_requirements", "oco_bound", "gradient_concentration", "LPRIME0",
            "MAIN_CONSTS"]

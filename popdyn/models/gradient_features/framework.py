@@ -10,8 +10,8 @@ Conventions (issue 11 §5): ``W`` is (M, d) with one row per neuron, ``g(x) = su
 population first step, ``.simplified_gradient(W, b)`` and ``.A(W, b)``.
 
 Public names: :func:`symmetric_init`, :func:`first_step`, :func:`cone_membership`, :func:`nice_set`,
-:func:`feature_probability`, :func:`good_second_layer`, :func:`opt_frozen`, :func:`population_loss`,
-:func:`loss_slope`.
+:func:`feature_probability`, :func:`good_second_layer`, :func:`uniform_parity_second_layer`, :func:`opt_frozen`,
+:func:`population_loss`, :func:`loss_slope`.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from ...gaussian import mc_mean
 from .data import LOSSES
 
 __all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
-           "good_second_layer", "opt_frozen", "population_loss", "loss_slope"]
+           "good_second_layer", "uniform_parity_second_layer", "opt_frozen", "population_loss", "loss_slope"]
 
 _LN2 = math.log(2.0)
 _LOSSES = ("hinge", "logistic")
@@ -476,11 +476,12 @@ def _span_coords(model, D):
     return D_q if np.linalg.norm(Q @ D_q - D) <= _SPAN_TOL else None
 
 
-def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge", norm="l2"):
+def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hinge", norm="l2", signs=None):
     r"""Lemma B.6's constructive second layer ``a~`` on the first-step features, approximating ``g*``.
 
     For each target neuron ``j`` of ``g* = sum_j a*_j relu(<w*_j, x> - b*_j)`` (unit ``w*_j``), with
-    ``beta_j = |b*_j|`` when ``|b*_j| >= B_eps`` and ``beta_j = B_eps`` otherwise, ``s_j = sign b*_j``:
+    ``beta_j = |b*_j|`` when ``|b*_j| >= B_eps`` and ``beta_j = B_eps`` otherwise, ``s_j`` the bias sign of its
+    feature (``sign b*_j`` by default):
 
     .. math:: \Lambda_j = \Big\{i\in G_{(\mathbf w^*_j,s_j),\rm Nice}: \Big|\frac{\|\mathbf w_i^{(1)}\|\beta_j}{|b_i|}
               - 1\Big|\le\epsilon_a\Big\},\qquad \tilde a_i = \frac{a^*_j\beta_j}{|\Lambda_j|\,|b_i|}\ (i\in\Lambda_j),
@@ -511,6 +512,9 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
         Sets ``|l'(0)|``.
     norm : {"l2", "linf"}
         Cone of the nice sets (:func:`nice_set`).
+    signs : array_like of shape (r,) or None
+        Bias sign ``s_j = +-1`` of each target's feature; None gives ``sign b*_j`` (+1 for ``b*_j = 0``). A zero
+        bias may use either sign; linear data uses -1 (Lemma B.25).
 
     Returns
     -------
@@ -536,16 +540,111 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
         raise InvalidParameterError(f"The 'gstar' parameter of {owner} must be (a* (r,), W* (r, d), b* (r,)). "
                                     f"Got shapes {a_s.shape}, {W_s.shape}, {b_s.shape}.")
     B_eps, eps_a = check(owner, "B_eps", B_eps, _POS), check(owner, "eps_a", eps_a, _POS)
+    if signs is None:
+        signs = np.where(b_s >= 0, 1, -1)
+    signs = check(owner, "signs", signs, FiniteArray(1, (W_s.shape[0],)))
+    if not np.all(np.abs(signs) == 1) or np.any(signs * b_s < 0):
+        raise InvalidParameterError(f"The 'signs' parameter of {owner} must be +-1 with sign(b*_j) where b*_j != 0. "
+                                    f"Got {signs!r} instead.")
     nW = np.linalg.norm(W1, axis=1)
     a_tilde, sets = np.zeros(W1.shape[0]), []
-    for aj, wj, bj in zip(a_s, W_s, b_s):
-        sj = 1 if bj >= 0 else -1
+    for aj, wj, bj, sj in zip(a_s, W_s, b_s, signs.astype(int)):
         beta = abs(bj) if abs(bj) >= B_eps else B_eps
         nice = nice_set(W1, a0, b, wj, sj, gamma, B_G, eta1, loss, norm)
         lam = nice[np.abs(nW[nice] * beta / np.abs(b[nice]) - 1.0) <= eps_a]
         if len(lam):
             a_tilde[lam] += aj * beta / (len(lam) * np.abs(b[lam]))
         sets.append(lam)
+    return a_tilde, sets
+
+
+def _parity_types(k, margin):
+    r"""Lemma B.54's target on the good neurons: ``(beta, coefficient)`` per bias, the same for both signs.
+
+    With ``q = |S|/(2k)`` (``S`` the sum of the parity bits) and ``F(q_j) = margin (-1)^{k/2-j}`` at ``q_j = j/k``:
+    the constant ``relu(t + (k-1)/k) + relu(-t + (k-1)/k) = 2(k-1)/k``, the slope ``relu(t) + relu(-t) = q`` and the
+    knots ``relu(+-t - j/k)``, ``1 <= j < k/2``, interpolate ``F`` exactly.
+    """
+    c, h = margin, k // 2
+    out = [(-(k - 1) / k, c * (-1) ** h * k / (2.0 * (k - 1))), (0.0, -2.0 * c * k * (-1) ** h)]
+    return out + [(j / k, -4.0 * c * k * (-1) ** (h - j)) for j in range(1, h)]
+
+
+def uniform_parity_second_layer(W1, b, A, margin=2.0):
+    r"""Lemma B.54's constructive second layer for uniform parity on the first-step features of (B.479).
+
+    After the exact hinge step with ``eta^(1) = 1/(k|xi_{k-1}|)`` a neuron whose ``w^(0)`` is constant on ``A``
+    (probability ``2^{-(k-1)}``) has ``w^(1)_A = sigma 1_A/(2k)`` (spec §2.6, with the factor 1/2), so
+    ``<w^(1), x> = t + nu`` with ``t = sigma S/(2k)``, ``S = sum_{l in A} x_l`` and an off-A term ``nu`` of order
+    ``sqrt(d) (k-1)/(2k(d-k))``. On ``q = |t| in {0, 1/k, ..., 1/2}`` the parity is
+    ``chi_A(x) = (-1)^{k/2 - kq}``, and with ``c`` the margin
+
+    .. math:: c\,\chi_A = \underbrace{\frac{c(-1)^{k/2}k}{2(k-1)}}_{\beta=-(k-1)/k}\sum_\pm\sigma(\pm t-\beta)
+              \;\underbrace{-\,2ck(-1)^{k/2}}_{\beta=0}\sum_\pm\sigma(\pm t)
+              \;+\sum_{j=1}^{k/2-1}\underbrace{-\,4ck(-1)^{k/2-j}}_{\beta=j/k}\sum_\pm\sigma(\pm t-\beta),
+
+    each coefficient split evenly over the good neurons ``Lambda_(sigma, beta)`` of that sign and bias:
+    ``a~_i = coef_beta/|Lambda_(sigma, beta)|``. Hence ``||a~||_inf <= 4ck`` (``2ck`` for k = 2),
+    ``||a~||_2^2 <= c^2 k^2 (16k - 24 + 1/(2(k-1)^2))``, i.e. ``<= 8k`` and ``<= 8k sqrt(k)`` at ``c = 2``, and for
+    every ``x``: ``y g(x) >= c - sum_i |a~_i| |nu_i(x)|`` (relu is 1-Lipschitz), so the hinge loss is 0 where the
+    off-A noise is below ``(c - 1)/||a~||_1``.
+
+    Parameters
+    ----------
+    W1 : array_like of shape (M, d)
+        First-step weights.
+    b : array_like of shape (M,)
+        Biases (B.479's grid ``j/k``, ``|j| < k``, in mirror pairs).
+    A : array_like of int of shape (k,)
+        The parity's coordinates; ``k`` even.
+    margin : float
+        ``c > 0``: the noise-free network is ``c chi_A`` (2 in the lemma's norms).
+
+    Returns
+    -------
+    a_tilde : ndarray of shape (M,)
+    sets : list of ndarray
+        ``Lambda_(sigma, beta)`` for ``sigma = +1, -1`` and ``beta = -(k-1)/k, 0, 1/k, ..., (k/2-1)/k`` (in this
+        order); an empty set drops its term (the construction then needs a wider network).
+
+    Notes
+    -----
+    Regime: ``k`` even, hinge step at the lemma's ``eta^(1)`` (a neuron is good when its ``A``-coordinates are all
+    within ``1/(4k)`` of ``sigma/(2k)``); the lemma's width ``m >= k 2^k log(k/delta)`` makes every set non-empty
+    with probability ``>= 1 - delta`` and its ``d >= Omega(k^4 log(kd/eps))`` makes ``nu`` small. The seed states the
+    lemma without proof (it rephrases Lemma 5 of Barak et al. 2022); this construction is derived here and uses
+    the corrected gradient (factor 1/2, erratum 9), which halves the paper's ``w^(1)_A = +-1/k``.
+
+    References
+    ----------
+    .. [src] seed 001 L7258-7281 (B.479, Lemma B.54); specs/gradient_features.md §2.6, §2.13.5.
+
+    Examples
+    --------
+    >>> W1 = np.array([[0.25, 0.25, 0.0], [0.25, 0.25, 0.0]])          # k = 2: w_A = 1_A/(2k), t = S/4
+    >>> a, sets = uniform_parity_second_layer(np.vstack([W1, -W1]), np.array([-0.5, 0.0, -0.5, 0.0]), [0, 1])
+    >>> a.tolist()
+    [-2.0, 8.0, -2.0, 8.0]
+    """
+    owner = "gradient_features.uniform_parity_second_layer"
+    W1 = check(owner, "W1", W1, FiniteArray(2))
+    b = check(owner, "b", b, FiniteArray(1, (W1.shape[0],)))
+    A = np.asarray(A)
+    k = A.size
+    if not (A.ndim == 1 and np.issubdtype(A.dtype, np.integer) and k >= 2 and k % 2 == 0
+            and len(set(A.tolist())) == k and np.all((A >= 0) & (A < W1.shape[1]))):
+        raise InvalidParameterError(f"The 'A' parameter of {owner} must be an even number (>= 2) of distinct ints in "
+                                    f"[0, {W1.shape[1]}). Got {A!r} instead.")
+    margin = check(owner, "margin", margin, _POS)
+    WA = W1[:, A] * (2 * k)
+    sigma = np.sign(WA[:, 0])
+    good = np.all(np.abs(WA - sigma[:, None]) < 0.5, axis=1)
+    a_tilde, sets = np.zeros(W1.shape[0]), []
+    for sg in (1.0, -1.0):
+        for beta, coef in _parity_types(k, margin):
+            lam = np.flatnonzero(good & (sigma == sg) & (np.abs(b - beta) <= 1e-9 / k))
+            a_tilde[lam] = coef / max(len(lam), 1)
+            sets.append(lam)
     return a_tilde, sets
 
 

@@ -14,13 +14,16 @@ import numpy as np
 from ..._validate import Either, Integer, Interval, Options, RegimeWarning, check
 from ...api import predict
 from ...results import Prediction
-from .bounds import good_network_bound, good_network_scales, main_theorem
-from .framework import feature_probability, first_step, good_second_layer, nice_set, opt_frozen, population_loss
+from .bounds import good_network_bound, good_network_scales, main_theorem, uniform_parity_requirements
+from .framework import (feature_probability, first_step, good_second_layer, nice_set, opt_frozen, population_loss,
+                        uniform_parity_second_layer)
 from .problem import Problem
 
 __all__ = []
 
-_SRC = "seed 001 L899-939, L5633-5752, L5884-5998, L7672-7678; specs/gradient_features.md §2.1, §2.8-2.11"
+_SRC = ("seed 001 L899-939, L5633-5752, L5884-5998, L7271-7306, L7672-7678; specs/gradient_features.md §2.1, "
+        "§2.8-2.11, §2.13.5")
+_THEOREM_KEYS = ("m_min", "T", "n_min", "eta", "error_bound", "error_bound_population")
 _POS_INT = Either((Options((None,)), Integer(2)))
 _OPEN01 = Interval(0.0, 1.0, "neither")
 
@@ -37,7 +40,8 @@ def _first_step(problem, n_G):
 def _gstar_loss(problem):
     """Exact ``L_D(g*)`` (an upper bound on OPT) from the data model."""
     kw = {"tau": problem.case["tau_tilde"]} if problem.data == "xor" else {}
-    return float(problem.model.ground_truth_loss(loss=problem.loss, **kw)[0])
+    out = problem.model.ground_truth_loss(loss=problem.loss, **kw)
+    return float(out if problem.data == "linear" else out[0])      # linear: an exact finite sum, no error
 
 
 def _theorem(problem, eps, delta, regime):
@@ -53,11 +57,34 @@ def _theorem(problem, eps, delta, regime):
         out = main_theorem(**problem.case["theorem_args"], eps=eps, delta=delta, m=problem.m, d=problem.d,
                            loss=problem.loss)
     regime += [{"condition": str(w.message), "source": "main_theorem"} for w in caught]
-    keys = ("m_min", "T", "n_min", "eta", "error_bound", "error_bound_population")
+    return _finite_theorem(out, _THEOREM_KEYS, "main_theorem", regime)
+
+
+def _finite_theorem(out, keys, source, regime):
+    """``theorem_<key>`` observables; values beyond float64 are named in meta, never an inf observable."""
     over = [k for k in keys if not np.isfinite(out[k])]
-    if over:                                  # beyond float64: named in meta, never an inf observable
-        regime.append({"condition": f"main_theorem {over} overflow float64", "source": "main_theorem"})
+    if over:
+        regime.append({"condition": f"{source} {over} overflow float64", "source": source})
     return {f"theorem_{k}": out[k] for k in keys if k not in over}
+
+
+def _uniform_parity(problem, W1, b, eps, risk, regime):
+    """Lemma B.54's network on the first-step features and Thm B.56's requirements (hinge, eta1 of the lemma)."""
+    a_t, sets = uniform_parity_second_layer(W1, b, problem.model.subset)
+    if problem.loss != "hinge" or problem.eta1 is not None:
+        regime.append({"condition": "hinge step at eta1 = 1/(k |xi_{k-1}|) (Lemma B.54)", "value": problem.eta1,
+                       "source": "seed 001 L7271"})
+    obs = {"good_network_loss": risk(a_t, problem.loss)[0],
+           "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
+           "good_network_linf": float(np.abs(a_t).max()), "good_network_l2": float(np.linalg.norm(a_t))}
+    if not eps < 0.5:
+        regime.append({"condition": "eps < 1/2 (Thm B.56)", "value": eps, "source": "seed 001 L7283"})
+        return obs
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RegimeWarning)
+        out = uniform_parity_requirements(problem.d, problem.k, eps, m=problem.m)
+    regime += [{"condition": str(w.message), "source": "uniform_parity_requirements"} for w in caught]
+    return obs | _finite_theorem(out, ("m_min", "T", "n_min", "eta"), "uniform_parity_requirements", regime)
 
 
 @predict.register(Problem)
@@ -99,18 +126,22 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
         ``opt_frozen``, ``opt_frozen_gap``: ``OPT_{W^(1), b, B_a2}`` on ``n`` samples and its certificate;
         ``opt_frozen_test``, ``opt_frozen_error``: the risk and 0-1 error of that optimum (``n_test`` samples);
         ``good_network_loss``, ``good_network_coverage``, ``good_network_bound``: Lemma B.6's network (risk,
-        fraction of g*'s neurons with a non-empty ``Lambda_j``, the B.25 bound with constants 1; l2 cases only: the
-        infinity-norm construction of Lemma B.54 for uniform parity is not implemented); ``bayes_error``
-        (XOR; 0 for the parities, whose labels are functions of x); ``theorem_*``: ``m_min, T, n_min, eta,
-        error_bound, error_bound_population`` of :func:`~popdyn.models.gradient_features.main_theorem` at the
-        case parameters (orders of magnitude; not for uniform parity).
+        fraction of g*'s neurons with a non-empty ``Lambda_j``, the B.25 bound with constants 1); for uniform
+        parity instead Lemma B.54's network
+        (:func:`~popdyn.models.gradient_features.framework.uniform_parity_second_layer`: risk, fraction of the
+        ``(sign, bias)`` sets filled, and ``good_network_linf``, ``good_network_l2`` = ``||a~||``, which the lemma
+        bounds by ``8k`` and ``8k sqrt(k)``); ``bayes_error`` (XOR; 0 for the parities and linear data, whose labels
+        are functions of x); ``theorem_*``: ``m_min, T, n_min, eta, error_bound, error_bound_population`` of
+        :func:`~popdyn.models.gradient_features.main_theorem` at the case parameters (orders of magnitude); for
+        uniform parity ``m_min, T, n_min, eta`` of Thm B.56
+        (:func:`~popdyn.models.gradient_features.bounds.uniform_parity_requirements` at ``eps``, constants 1).
 
     Notes
     -----
-    Regime: exact population step (3.9) for the mixtures and uniform parity (d odd, k even) and, by enumeration,
-    for tiny structured parity; the frozen optimum, the risks and ``p`` are Monte Carlo (seeded; standard errors in
-    ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0); ``meta["regime"]`` lists
-    their failed conditions, warned once per call as :class:`popdyn.RegimeWarning`.
+    Regime: exact population step (3.9) for the mixtures, linear data and uniform parity (d odd, k even) and, by
+    enumeration, for tiny structured parity; the frozen optimum, the risks and ``p`` are Monte Carlo (seeded;
+    standard errors in ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0);
+    ``meta["regime"]`` lists their failed conditions, warned once per call as :class:`popdyn.RegimeWarning`.
 
     References
     ----------
@@ -162,11 +193,13 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
             if B_eps is None:                 # the paper's minimiser is outside the lemma: the middle of (0, B_b)
                 scales = good_network_scales(*args, B_eps=c["B_b"] / 2.0)
         a_t, sets = good_second_layer(W1, a0, b, problem.gstar, gamma, B_G, scales["B_eps"], scales["eps_a"], eta1,
-                                      loss)
+                                      loss, signs=problem.gstar_signs)
         obs |= {"good_network_loss": risk(a_t, loss)[0], "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
                 "good_network_bound": good_network_bound(p_use, gamma, B_G, c["r"], c["B_a1"], c["B_b"], c["Bx1"],
                                                          problem.m, B_eps=scales["B_eps"], OPT=opt_g)}
         obs |= _theorem(problem, eps, delta, regime)
+    else:                                     # uniform parity: Lemma B.54 / Thm B.56 (infinity-norm features)
+        obs |= _uniform_parity(problem, W1, b, eps, risk, regime)
     if regime:
         warnings.warn(f"{owner}: outside the regime of the bounds ({len(regime)} conditions, see meta['regime']): "
                       + "; ".join(str(r["condition"]) for r in regime), RegimeWarning, stacklevel=3)

@@ -9,14 +9,13 @@ import numpy as np
 
 from ..._validate import Either, Integer, Interval, InvalidParameterError, Options, validate
 from .bounds import case_parameters
-from .data import xor_mixture
+from .data import LinearSeparable, xor_mixture
 from .framework import loss_slope, symmetric_init
 from .parity import StructuredParity, UniformParity
 
 __all__ = ["Problem"]
 
-_DATA = ("xor", "structured_parity", "uniform_parity")
-_CASE = {"xor": "xor", "structured_parity": "parity", "uniform_parity": "uniform_parity"}
+_DATA = ("xor", "structured_parity", "uniform_parity", "linear")
 _POS = Interval(0.0, np.inf, "neither")
 _OPT_POS = Either((Options((None,)), _POS))
 _ROUND = 1e-12      # uniform parity: ||G|| = B_G exactly for every +-1 neuron; the default window is widened by this
@@ -32,9 +31,11 @@ class Problem:
 
     Parameters
     ----------
-    data : {"xor", "structured_parity", "uniform_parity"}
+    data : {"xor", "structured_parity", "uniform_parity", "linear"}
         The data model: ``xor_mixture(d, sigma_B)`` (B.36), ``StructuredParity(d, r, k, p_A, p_o)`` (B.43, identity
-        dictionary) or ``UniformParity(d, k)`` (B.53).
+        dictionary), ``UniformParity(d, k)`` (B.53) or ``LinearSeparable(e_1, (beta, 2 rho - beta))`` (B.5.1: the
+        signal ``s = y<w*, x>`` is ``beta`` or ``2 rho - beta`` with probability 1/2 each, so margin ``beta`` and
+        ``E s = rho``).
     d : int
         Input dimension, >= 3 (odd for uniform parity).
     sigma_B : float
@@ -49,11 +50,16 @@ class Problem:
         Structured parity: weight of each structured component, ``2 r p_A <= 1``.
     p_o : float
         Structured parity: probability of each of +-1 for a noise coordinate, in [0, 1/2].
+    beta : float
+        Linear data: margin ``beta = min y<w*, x>``, > 0.
+    rho : float or None
+        Linear data: signal ``rho = E y<w*, x>``, >= beta; None gives ``beta``.
     m : int
         Base width, >= 1 (``4m`` neurons).
     tau : float
         The paper's bias parameter, > 0: ``b~ = sqrt(tau d log log d) sigma_B sigma_w`` (XOR, B.37) or
-        ``sqrt(tau r k log d) sigma_w`` (structured parity, B.47); unused for uniform parity (B.479's bias grid).
+        ``sqrt(tau r k log d) sigma_w`` (structured parity, B.47) or ``d^tau B_x1 sigma_w`` (linear, B.25); unused for
+        uniform parity (B.479's bias grid).
     eta1 : float or None
         First step size, > 0; None gives 1 (uniform parity: ``1/(k |xi_{k-1}|)``, Lemma B.54).
     sigma_a : float or None
@@ -80,7 +86,7 @@ class Problem:
     References
     ----------
     .. [src] seed 001 L803-827 (3.1, Algorithm 1), L899-903 (3.9), L6713-6910 (XOR), L6952-7232 (structured
-       parity), L7242-7283 (uniform parity); specs/gradient_features.md §1, §2.13.
+       parity), L7242-7283 (uniform parity), L6270-6348 (linear); specs/gradient_features.md §1, §2.4, §2.13.
     """
     data: str = "xor"
     d: int = 32
@@ -90,6 +96,8 @@ class Problem:
     k: int = 3
     p_A: float = 0.25
     p_o: float = 0.5
+    beta: float = 1.0
+    rho: float = None
     m: int = 64
     tau: float = 1.0
     eta1: float = None
@@ -109,6 +117,8 @@ class Problem:
         "k": Integer(1),
         "p_A": Interval(0.0, 0.5),
         "p_o": Interval(0.0, 0.5),
+        "beta": _POS,
+        "rho": _OPT_POS,
         "m": Integer(1),
         "tau": _POS,
         "eta1": _OPT_POS,
@@ -125,6 +135,9 @@ class Problem:
         if self.data == "uniform_parity" and self.sigma_w != 1.0:
             raise InvalidParameterError(f"The 'sigma_w' parameter of gradient_features.Problem must be 1.0 for "
                                         f"data='uniform_parity' (w in {{+-1}}^d, B.479). Got {self.sigma_w!r} instead.")
+        if self.rho is not None and self.rho < self.beta:
+            raise InvalidParameterError(f"The 'rho' parameter of gradient_features.Problem must be >= beta = "
+                                        f"{self.beta!r} (rho = E y<w*, x> >= min y<w*, x>). Got {self.rho!r} instead.")
         self.model                                          # the data model validates its own parameters
         g = self.cone[0]
         if self.cone[2] == "l2" and not 0.0 < g < 1.0:
@@ -135,6 +148,7 @@ class Problem:
     def __repr__(self):
         return (f"gradient_features.Problem(data={self.data!r}, d={self.d!r}, sigma_B={self.sigma_B!r}, "
                 f"tau_tilde={self.tau_tilde!r}, r={self.r!r}, k={self.k!r}, p_A={self.p_A!r}, p_o={self.p_o!r}, "
+                f"beta={self.beta!r}, rho={self.rho!r}, "
                 f"m={self.m!r}, tau={self.tau!r}, eta1={self.eta1!r}, sigma_a={self.sigma_a!r}, "
                 f"sigma_w={self.sigma_w!r}, gamma={self.gamma!r}, B_G={self.B_G!r}, loss={self.loss!r}, "
                 f"seed={self.seed!r})")
@@ -142,9 +156,12 @@ class Problem:
     # ---- derived ------------------------------------------------------------------------------------
     @cached_property
     def model(self):
-        """The data model (``xor_mixture``, ``StructuredParity`` or ``UniformParity``)."""
+        """The data model (``xor_mixture``, ``StructuredParity``, ``UniformParity`` or ``LinearSeparable``)."""
         if self.data == "xor":
             return xor_mixture(self.d, self.sigma_B)
+        if self.data == "linear":
+            rho = self.beta if self.rho is None else self.rho
+            return LinearSeparable(np.eye(1, self.d)[0], (self.beta, 2.0 * rho - self.beta), (0.5, 0.5))
         if self.data == "structured_parity":
             return StructuredParity(self.d, self.r, self.k, self.p_A, self.p_o)
         return UniformParity(self.d, self.k)
@@ -156,6 +173,9 @@ class Problem:
             return case_parameters("xor", d=self.d, sigma_B=self.sigma_B, tau_tilde=self.tau_tilde)
         if self.data == "structured_parity":
             return case_parameters("parity", d=self.d, r=self.r, k=self.k, p_A=self.p_A, tau=self.tau)
+        if self.data == "linear":
+            M, (_, Bx1, Bx2) = self.model, self.model.bounds()
+            return case_parameters("linear", d=self.d, tau=self.tau, rho=M.rho, beta=M.beta, Bx1=Bx1, Bx2=Bx2)
         return case_parameters("uniform_parity", d=self.d, k=self.k)
 
     @cached_property
@@ -171,7 +191,8 @@ class Problem:
 
     @cached_property
     def gstar(self):
-        """The ground-truth network ``(a*, W*, b*)`` of the case (XOR at ``tau_tilde``; parity: positive bias)."""
+        """The ground-truth network ``(a*, W*, b*)`` of the case (XOR at ``tau_tilde``; parity: positive bias;
+        linear: ``(w*, x)/beta`` as two zero-bias neurons, B.226)."""
         if self.data == "xor":
             return self.model.ground_truth(self.case["tau_tilde"])
         return self.model.ground_truth()
@@ -210,10 +231,16 @@ class Problem:
         return symmetric_init(self.d, self.m, self.init_scale, self.sigma_w, self.b_tilde, rng)
 
     @cached_property
+    def gstar_signs(self):
+        """Bias sign ``s_j`` of each neuron of ``g*``: ``sign b*_j``, and for a zero bias +1, except for linear data,
+        whose features are ``(+-w*, -1)`` (Lemma B.25: the always-active negative-bias neurons)."""
+        b = self.gstar[2]
+        return np.where(b > 0.0, 1, np.where(b < 0.0, -1, -1 if self.data == "linear" else 1))
+
+    @cached_property
     def features(self):
         """``(D (F, d), s (F,))``: the distinct (feature, bias sign) pairs of the ground truth ``g*``."""
-        _, W, b = self.gstar
-        s = np.where(b >= 0.0, 1, -1)
+        W, s = self.gstar[1], self.gstar_signs
         _, idx = np.unique(np.column_stack([np.round(W, 12), s]), axis=0, return_index=True)
         idx = np.sort(idx)
         return W[idx], s[idx]
@@ -231,6 +258,14 @@ class Problem:
         """Structured parity of Assumption B.43 with the identity dictionary (``tau > 2`` for the case's gamma)."""
         return cls(data="structured_parity", d=d, r=r, k=k, p_A=p_A, p_o=p_o, m=m, tau=tau, gamma=gamma, eta1=eta1,
                    sigma_a=sigma_a, loss=loss, seed=seed)
+
+    @classmethod
+    def linear(cls, d=16, beta=1.0, rho=None, m=64, tau=2.0, gamma=None, eta1=None, sigma_a=None, loss="hinge",
+               seed=0):
+        """Linear data of B.5.1 (``w* = e_1``, signal ``beta`` or ``2 rho - beta``; ``tau = 2`` keeps the case's
+        ``gamma = sqrt(B_x2)/(rho d^(tau/2 - 1/4))`` below 1 from ``d = 16``)."""
+        return cls(data="linear", d=d, beta=beta, rho=rho, m=m, tau=tau, gamma=gamma, eta1=eta1, sigma_a=sigma_a,
+                   loss=loss, seed=seed)
 
     @classmethod
     def uniform_parity(cls, d=11, k=2, m=64, eta1=None, loss="hinge", seed=0):
