@@ -199,8 +199,11 @@ def test_interrupted_run_resumes_without_rerunning_finished_claims(tmp_path):
               "sys.exit(runner.main(['fake', '--quick', '--out', sys.argv[1]] + sys.argv[2:]))\n")
     log = tmp_path / "ran.log"
     env = {**os.environ, "POPDYN_FAKE_LOG": str(log), "MPLBACKEND": "Agg"}
+    # SIGINT back to its default in the child: an ignored SIGINT (left by an earlier test in this process) would be
+    # inherited through exec, and Python then installs no KeyboardInterrupt handler
     run = lambda out, *extra: subprocess.Popen([sys.executable, "-c", script, str(out), *extra], env=env,
-                                               cwd=os.getcwd(), stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                                               cwd=os.getcwd(), stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     full = run(tmp_path / "full")
     assert full.wait(120) == 0
     log.unlink()
