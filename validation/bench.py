@@ -10,7 +10,8 @@ Measurements (``python -m validation.bench [--quick]``, also ``popdyn bench``):
 3. ``h_kernel``: the drift h(m) of the LoRA overlap on many overlaps with a general Gram matrix,
    ``lora.h`` against :func:`h_numpy`, a plain vectorised numpy evaluation of the same kernel formula.
 4. ``icl_optimum``, ``looped_error``, ``modular_margin``, ``multitask_moments``, ``multitask_predict``,
-   ``emergence_kernel``, ``emergence_steps``, ``gf_mixture_G``, ``gf_parity_mc``: each model's closed form against the training or the plain numpy
+   ``emergence_kernel``, ``emergence_steps``, ``gf_mixture_G``, ``gf_parity_mc``,
+   ``resnet_exact_error``, ``resnet_hamming``: each model's closed form against the training or the plain numpy
    computation it replaces.
 5. ``sweep_pool`` / ``sweep_dask``: a sweep of 32 LoRA simulations inline against a 2-process pool and
    a 2-worker local Dask cluster (the three must give the same numbers; the Dask overhead per task is
@@ -51,18 +52,21 @@ SIZES = {
              "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),),
              "multitask_prompts": 2 ** 18,
              "emergence": {"m": 300, "n": 50_000}, "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
+             "resnet": {"d": 30, "N": 3000, "mc": 100_000, "hamming_N": 10_000},
              "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
               "multitask_prompts": 2 ** 16,
               "emergence": {"m": 60, "n": 10_000}, "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
+              "resnet": {"d": 20, "N": 1000, "mc": 20_000, "hamming_N": 2000},
               "sweep": {"runs": 8, "d": 100, "tau": 5},
               "validate": ("modular.construction_margin", "modular.dft_all_frequencies", "icl.rank_gap")},
 }
 GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "icl_optimum": 1.0,
          "looped_error": 1.0, "modular_margin": 1.0, "multitask_moments": 1.0,
          "multitask_predict": 100.0, "emergence_kernel": 1.0,
-         "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
+         "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "resnet_exact_error": 1.0,
+         "resnet_hamming": 1.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 
@@ -274,6 +278,45 @@ def _bench_gradient_features(sz):
                              "max_abs_diff": float(np.max(np.abs(out["numba"] - out["numpy"])))}}
 
 
+def _bench_resnet(sz):
+    """ResNet vs kernels: the exact KRR test error (Parseval through the level eigenvalues) vs its Monte Carlo estimate
+    over test points (at a far lower accuracy: the ratio is a lower bound at equal accuracy), for a given fit; the
+    numba bit-packed Hamming matrix vs the same distances from a BLAS product in numpy."""
+    from popdyn.models import resnet
+    d, N, n_mc, n_h = (sz["resnet"][key] for key in ("d", "N", "mc", "hamming_N"))
+    p = resnet.Problem.thm2(d=d, k=4, alpha=0.3, N=N)
+    X, target = p.X, p.target
+    beta = resnet.krr_fit(p.kappa, X, target(X), p.lam)
+    resnet.exact_test_error(p.kappa, X[:4], beta[:4], target.walsh())                        # JIT / tables
+    t0 = time.perf_counter()
+    exact = resnet.exact_test_error(p.kappa, X, beta, target.walsh())
+    t_exact = time.perf_counter() - t0
+    rng = np.random.default_rng(5)
+    t0 = time.perf_counter()
+    err = np.zeros(p.k)
+    for i in range(0, n_mc, 5000):
+        Xt = rng.choice([-1.0, 1.0], size=(min(5000, n_mc - i), d))
+        err += ((target(Xt) - resnet.kernel_matrix(p.kappa, Xt, X) @ beta) ** 2).sum(0)
+    t_mc = time.perf_counter() - t0
+    rel = float(np.max(np.abs(err / n_mc - exact) / exact))
+    Xh = np.random.default_rng(6).choice([-1.0, 1.0], size=(n_h, 64))
+    resnet.hamming_matrix(Xh[:8])                                                             # JIT
+    t0 = time.perf_counter()
+    H = resnet.hamming_matrix(Xh)
+    t_nb = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    H_np = np.rint((64 - Xh @ Xh.T) / 2).astype(H.dtype)
+    t_np = time.perf_counter() - t0
+    return {"resnet_exact_error": {"what": f"resnet: exact KRR test error (Theorem 2 target, d = {d}, N = {N}, ReLU "
+                                           f"NTK) vs Monte Carlo over {n_mc} test points (max relative gap "
+                                           f"{rel:.1e}; the exact error has no sampling error)",
+                                   "fast_s": t_exact, "slow_s": t_mc, "ratio": t_mc / t_exact,
+                                   "goal": GOALS["resnet_exact_error"]},
+            "resnet_hamming": {"what": f"resnet: Hamming matrix of {n_h} points in d = 64, numba bit-packed popcount vs "
+                                       f"numpy BLAS", "fast_s": t_nb, "slow_s": t_np, "ratio": t_np / t_nb,
+                               "goal": GOALS["resnet_hamming"], "max_abs_diff": float(np.abs(H - H_np).max())}}
+
+
 def sweep_unit(d, tau, seed):
     """One LoRA online-SGD run (k = 8 ReLU, delta = 0.2, one seed): the unit of the sweep benchmark."""
     problem = lora.Problem.orthonormal(k=8, xi=1.0, activation="relu", seed=0)
@@ -337,7 +380,8 @@ def run(quick=False):
                      ("looped_error", _bench_looped), ("modular_margin", _bench_modular),
                      ("multitask_moments,multitask_predict", _bench_multitask),
                      ("emergence_kernel,emergence_steps", _bench_emergence),
-                     ("gf_mixture_G,gf_parity_mc", _bench_gradient_features), ("sweep_pool,sweep_dask", _bench_sweeps),
+                     ("gf_mixture_G,gf_parity_mc", _bench_gradient_features),
+                     ("resnet_exact_error,resnet_hamming", _bench_resnet), ("sweep_pool,sweep_dask", _bench_sweeps),
                      ("validate_jobs", _bench_validate)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
