@@ -358,7 +358,7 @@ def _inputs(owner, name, X, d, dev, dt):
     X = check(owner, name, X, FiniteArray(2, (None, d)))
     if not np.all(np.abs(X) == 1):
         raise InvalidParameterError(f"The '{name}' parameter of {owner} must have entries ±1. Got other values.")
-    return torch.as_tensor(X, dtype=dt, device=dev)
+    return torch.tensor(X, dtype=dt, device=dev)
 
 
 def _jacobian(net, X, which):
@@ -502,15 +502,14 @@ def ridge_fit(K, Y, lam):
     [0.5, 1.0]
     """
     owner = "resnet_nets.ridge_fit"
-    K = check(owner, "K", K, FiniteArray(None))
-    if K.ndim not in (2, 3) or K.shape[-1] != K.shape[-2]:
+    K = np.asarray(K, dtype=np.float64)
+    K = check(owner, "K", K, FiniteArray(K.ndim if K.ndim in (2, 3) else 2))
+    if K.shape[-1] != K.shape[-2]:
         raise InvalidParameterError(f"The 'K' parameter of {owner} must be square, shape (N, N) or (seeds, N, N). "
                                     f"Got shape {K.shape} instead.")
     N = K.shape[-1]
-    Y = check(owner, "Y", Y, FiniteArray(None))
-    if Y.ndim not in (1, 2) or Y.shape[0] != N:
-        raise InvalidParameterError(f"The 'Y' parameter of {owner} must have shape (N,) or (N, k) with N = {N}. "
-                                    f"Got shape {Y.shape} instead.")
+    Y = np.asarray(Y, dtype=np.float64)
+    Y = check(owner, "Y", Y, FiniteArray(Y.ndim if Y.ndim in (1, 2) else 1, (N,) + (None,) * (Y.ndim - 1)))
     lam = check(owner, "lam", lam, _POS)
     A = K + N * lam * np.eye(N)
     if K.ndim == 2:

@@ -1,0 +1,221 @@
+"""Networks of seed 004 (popdyn.sim.resnet_nets): spec §6 items 14-16, training, finite-width kernels."""
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from popdyn._validate import InvalidParameterError
+from popdyn.models.resnet import (fig2_target, kernel_matrix, krr_fit, relu_ck, relu_ntk_hidden, thm2_target)
+from popdyn.sim.resnet_nets import (ARCHS, Net, conjugate_kernel, empirical_ntk, init_net, ridge_fit, train)
+
+
+def _pm1(rng, n, d):
+    return rng.choice([-1.0, 1.0], size=(n, d))
+
+
+def _T(X):
+    return torch.as_tensor(X, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("arch,width_v", [("resnet", 3), ("resnet_free_u", 9), ("fc3", 9), ("fc2", None)])
+def test_shapes_and_init_scales(arch, width_v):
+    net = init_net(arch, d=5, k=2, m=8, seeds=3, seed=1)
+    assert net.A.shape == (3, 2, 8) and net.W.shape == (3, 8, 6)
+    assert (net.V is None) if width_v is None else net.V.shape == (3, 8, width_v)
+    assert net(_T(_pm1(np.random.default_rng(0), 4, 5))).shape == (3, 4, 2)
+    big = init_net(arch, d=50, k=4, m=2000, seed=2)
+    # experiment init: Var A = 1/m, Var W = 1/d (5 s.e. of the sample variance of ~1e4-1e5 Gaussians)
+    assert abs(big.A.var().item() * 2000 - 1) < 5 * math.sqrt(2 / big.A.numel())
+    assert abs(big.W.var().item() * 50 - 1) < 5 * math.sqrt(2 / big.W.numel())
+    th = init_net(arch, d=50, k=4, m=2000, init="theory", sigma_w=0.3, seed=2)
+    assert abs(th.W.var().item() / 0.09 - 1) < 5 * math.sqrt(2 / th.W.numel())
+
+
+def test_reduction_item14():
+    """V0 + V = 0: the ResNet is the 2-layer net out1; W0 = W = 0: out1 = 0 and out is constant in x."""
+    rng = np.random.default_rng(0)
+    X = _T(_pm1(rng, 20, 7))
+    res, fc2 = init_net("resnet", 7, 3, 16, seeds=2, seed=4), init_net("fc2", 7, 3, 16, seeds=2, seed=4)
+    assert torch.equal(res.W, fc2.W) and torch.equal(res.A, fc2.A)
+    assert not torch.allclose(res(X), fc2(X))
+    res.V.zero_()
+    torch.testing.assert_close(res(X), fc2(X), rtol=0, atol=0)
+    res = init_net("resnet", 7, 3, 16, seeds=2, seed=5)
+    res.W.zero_()
+    out = res(X)
+    expected = torch.einsum("skm,sm->sk", res.A, torch.relu(res.V[:, :, -1]))
+    torch.testing.assert_close(out, expected[:, None, :].expand_as(out), rtol=1e-14, atol=1e-14)
+    assert out.abs().max() > 0
+
+
+def _written_grads(net, x, y):
+    """Fact D.4 / spec §1.4: grad_V = (D_VW A^T e)(out1,1)^T, grad_W = (D_W A^T(e + Vbar^T D_VW A^T e))(x,1)^T."""
+    A, W, V = net.A[0], net.W[0], net.V[0]
+    xt = torch.cat([x, x.new_ones(1)])
+    pre = W @ xt
+    out1 = A @ torch.relu(pre)
+    o1t = torch.cat([out1, out1.new_ones(1)])
+    pv = V @ o1t
+    e = out1 + A @ torch.relu(pv) - y
+    dvw = (pv >= 0).to(x.dtype)
+    back = dvw * (A.T @ e)
+    gV = torch.outer(back, o1t)
+    gW = torch.outer((pre >= 0).to(x.dtype) * (A.T @ (e + V[:, :-1].T @ back)), xt)
+    return gW, gV
+
+
+def test_gradients_item15():
+    """Autograd (what train uses) = written gradient of Fact D.4 = central finite differences."""
+    rng = np.random.default_rng(3)
+    net = init_net("resnet", 6, 3, 12, seed=7)
+    x, y = _T(_pm1(rng, 1, 6))[0], _T(rng.normal(size=3))
+    W, V = net.W.clone().requires_grad_(True), net.V.clone().requires_grad_(True)
+    loss = 0.5 * ((net.forward(x[None], W=W, V=V)[0, 0] - y) ** 2).sum()
+    gW, gV = torch.autograd.grad(loss, [W, V])
+    wW, wV = _written_grads(net, x, y)
+    torch.testing.assert_close(gW[0], wW, rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(gV[0], wV, rtol=1e-12, atol=1e-13)
+
+    def obj(W, V):
+        return 0.5 * ((net.forward(x[None], W=W, V=V)[0, 0] - y) ** 2).sum().item()
+
+    h = 1e-6
+    for P, G in ((net.W, gW), (net.V, gV)):
+        for idx in [tuple(int(rng.integers(s)) for s in P.shape[1:]) for _ in range(12)]:
+            E = torch.zeros_like(P)
+            E[(0,) + idx] = h
+            args = (lambda D: (net.W + D, net.V)) if P is net.W else (lambda D: (net.W, net.V + D))
+            fd = (obj(*args(E)) - obj(*args(-E))) / (2 * h)
+            assert fd == pytest.approx(G[(0,) + idx].item(), abs=1e-7)  # O(h^2) ~ 1e-12 away from kinks
+
+
+@pytest.mark.parametrize("arch", ["resnet", "fc2"])
+@given(c=st.integers(2, 4), s=st.integers(0, 2 ** 16))
+@settings(max_examples=8, deadline=None)
+def test_row_duplication_item16(arch, c, s):
+    """Footnote 13: duplicating hidden rows c times with W, A (and V's rows) / sqrt(c) keeps out, ||W||_F and the
+    NTK w.r.t. W; the Rademacher bound (2/sqrt m) sum_j ||W_j|| <= 2 ||W||_F."""
+    rng = np.random.default_rng(s)
+    net = init_net(arch, 5, 2, 6, seed=s)
+    r = 1 / math.sqrt(c)
+    dup = Net(arch, net.A.repeat_interleave(c, 2) * r, net.W.repeat_interleave(c, 1) * r,
+              None if net.V is None else net.V.repeat_interleave(c, 1) * r, net.W0, net.V0)
+    X = _pm1(rng, 6, 5)
+    torch.testing.assert_close(dup(_T(X)), net(_T(X)), rtol=1e-12, atol=1e-13)
+    assert torch.linalg.norm(dup.W).item() == pytest.approx(torch.linalg.norm(net.W).item(), rel=1e-12)
+    np.testing.assert_allclose(empirical_ntk(dup, X, which=("W",)), empirical_ntk(net, X, which=("W",)),
+                               rtol=1e-10, atol=1e-12)
+    m = dup.W.shape[1]
+    assert 2 / math.sqrt(m) * torch.linalg.norm(dup.W[0], dim=1).sum() <= 2 * torch.linalg.norm(dup.W[0]) + 1e-12
+
+
+def test_reproducible_per_seed():
+    tgt = thm2_target(8, 2, 0.3, rng=1)
+    runs = []
+    for seed in (0, 0, 1):
+        net = init_net("resnet", 8, 2, 16, seeds=2, seed=seed)
+        runs.append(train(net, tgt, steps=50, batch=4, test=500, records=3, seed=seed)["test_error"])
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.allclose(runs[0], runs[2])
+
+
+def test_resnet_learns_thm2_target():
+    """Algorithm 1 at d = 10, k = 2, alpha = 0.3: test error far below the G-not-learned plateau k alpha^2 = 0.18,
+    and c_G near alpha (4 seeds, 2000 test points: MC s.e. of the error ~ 1e-3)."""
+    d, k, alpha = 10, 2, 0.3
+    tgt = thm2_target(d, k, alpha, rng=2)
+    start = time.perf_counter()
+    net = init_net("resnet", d, k, 64, seeds=4, seed=3)
+    sim = train(net, tgt, steps=2000, eta_w=0.1, batch=8, test=2000, records=5, seed=3)
+    assert time.perf_counter() - start < 15
+    assert sim.status == 0
+    err = sim["test_error"]
+    assert err[:, 0].min() > 1.0 and err[:, -1].max() < 0.2 * k * alpha ** 2
+    np.testing.assert_allclose(sim["c_F"][:, -1], 1.0, atol=0.1)
+    np.testing.assert_allclose(sim["c_G"][:, -1], alpha, atol=0.1)
+
+
+def test_minibatch_protocol_and_fig2_target():
+    """Minibatch SGD with momentum on a fixed training set decreases the test error; records at epoch bounds."""
+    tgt = fig2_target(d=8, k=4, alpha=0.3, q=2)
+    net = init_net("fc2", 8, 4, 32, seeds=2, seed=0)
+    sim = train(net, tgt, method="minibatch", N=200, lr=0.05, epochs=(20, 10), minibatch=50, test=1000,
+                records=4, seed=0)
+    assert sim.t.tolist() == [0.0, 40.0, 80.0, 120.0]
+    err = sim["test_error"]
+    assert np.all(err[:, -1] < 0.5 * err[:, 0])
+    assert np.isnan(sim["c_G"]).sum() == 0 and sim["c_G"].shape == (2, 4, 4)
+
+
+def test_divergence_is_flagged():
+    tgt = thm2_target(6, 2, 0.3, rng=0)
+    net = init_net("resnet", 6, 2, 16, seeds=2, seed=0)
+    sim = train(net, tgt, steps=200, eta_w=1e3, batch=4, test=100, records=3)
+    assert sim.status == 1 and "diverged" in sim.message and np.isnan(sim["test_error"][:, -1]).any()
+
+
+def test_empirical_ntk_and_ck_approach_relu_profiles():
+    """fc2 at init, experiment init: NTK wrt W -> (d+1) relu_ntk_hidden(d, bias), CK -> (d+1)/d relu_ck(d, bias);
+    the sup error over the Hamming profile shrinks ~ m^-1/2 (4x at 16x the width; margin for the randomness)."""
+    d = 8
+    X = np.ones((d + 1, d))
+    for t in range(d + 1):
+        X[t, :t] = -1                                  # Hamming distance t from X[0]
+    ntk_exact, ck_exact = (d + 1) * relu_ntk_hidden(d, bias=True), (d + 1) / d * relu_ck(d, bias=True)
+    errs = {}
+    for m in (250, 4000):
+        net = init_net("fc2", d, 1, m, seeds=4, seed=11)
+        ntk = empirical_ntk(net, X[:1], X)[:, 0]
+        ck = conjugate_kernel(net, X[:1], X)[:, 0]
+        errs[m] = (np.abs(ntk - ntk_exact).max() / ntk_exact[0], np.abs(ck - ck_exact).max() / ck_exact[0])
+    assert errs[4000][0] < 0.06 and errs[4000][1] < 0.06
+    assert errs[4000][0] < 0.6 * errs[250][0] and errs[4000][1] < 0.6 * errs[250][1]
+
+
+def test_empirical_ntk_symmetric_psd_and_which():
+    rng = np.random.default_rng(0)
+    X = _pm1(rng, 10, 5)
+    for arch in ARCHS:
+        net = init_net(arch, 5, 2, 12, seed=1)
+        K = empirical_ntk(net, X)[0]
+        np.testing.assert_allclose(K, K.T, rtol=1e-12, atol=1e-14)
+        assert np.linalg.eigvalsh(K).min() > -1e-10
+    net = init_net("resnet", 5, 2, 12, seed=1)
+    np.testing.assert_allclose(empirical_ntk(net, X), empirical_ntk(net, X, which=("W",))
+                               + empirical_ntk(net, X, which=("V",)), rtol=1e-12, atol=1e-14)
+
+
+def test_ridge_fit_matches_krr_fit():
+    rng = np.random.default_rng(1)
+    d, N = 7, 30
+    X, Y = _pm1(rng, N, d), rng.normal(size=(N, 2))
+    kappa = relu_ck(d)
+    K = kernel_matrix(kappa, X)
+    np.testing.assert_allclose(ridge_fit(K, Y, 1e-3), krr_fit(kappa, X, Y, 1e-3), rtol=1e-9)
+    batched = ridge_fit(np.stack([K, 2 * K]), Y[:, 0], 1e-3)
+    np.testing.assert_allclose(batched[1], krr_fit(2 * kappa, X, Y[:, 0], 1e-3), rtol=1e-9)
+
+
+def test_bad_inputs():
+    with pytest.raises(InvalidParameterError, match="arch"):
+        init_net("resnet4", 5, 2, 8)
+    with pytest.raises(InvalidParameterError, match="'m'"):
+        init_net("resnet", 5, 2, 0)
+    with pytest.raises(InvalidParameterError, match="sigma_w"):
+        init_net("resnet", 5, 2, 8, sigma_w=0.5)
+    net = init_net("resnet", 5, 2, 8)
+    with pytest.raises(InvalidParameterError, match="target"):
+        train(net, thm2_target(6, 2, 0.3, rng=0))
+    with pytest.raises(InvalidParameterError, match="eta_w"):
+        train(net, thm2_target(5, 2, 0.3, rng=0), eta_w=-1)
+    with pytest.raises(InvalidParameterError, match="epochs"):
+        train(net, thm2_target(5, 2, 0.3, rng=0), method="minibatch", epochs=(0, 0))
+    with pytest.raises(InvalidParameterError, match="which"):
+        empirical_ntk(init_net("fc2", 5, 2, 8), np.ones((2, 5)), which=("V",))
+    with pytest.raises(InvalidParameterError, match="'X'"):
+        conjugate_kernel(net, np.full((2, 5), 0.5))
+    with pytest.raises(InvalidParameterError, match="lam"):
+        ridge_fit(np.eye(2), [1.0, 2.0], 0.0)
