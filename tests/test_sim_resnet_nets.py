@@ -92,6 +92,36 @@ def test_gradients_item15():
             assert fd == pytest.approx(G[(0,) + idx].item(), abs=1e-7)  # O(h^2) ~ 1e-12 away from kinks
 
 
+def _naive_jacobian(net, X):
+    """d out / d (W, V) flattened, one autograd pass per (point, output): (seeds, n, k, P)."""
+    W, V = net.W.clone().requires_grad_(True), None if net.V is None else net.V.clone().requires_grad_(True)
+    ps = [W] if V is None else [W, V]
+    out = net.forward(X, W=W, V=V)
+    s, n, k = out.shape
+    rows = [torch.cat([g.reshape(s, -1) for g in torch.autograd.grad(out[:, i, a].sum(), ps, retain_graph=True)], 1)
+            for i in range(n) for a in range(k)]
+    return torch.stack(rows, 1).reshape(s, n, k, -1)
+
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_empirical_ntk_is_jacobian_gram_and_linearizes(arch):
+    """Theta = (1/k) sum_a <d out_a(x), d out_a(y)> from per-point autograd; out(theta + t theta') - out(theta)
+    = t <J, theta'> + O(t^2) (item 15, second half)."""
+    rng = np.random.default_rng(5)
+    net = init_net(arch, 5, 3, 7, seeds=2, seed=9)
+    X, Y = _pm1(rng, 6, 5), _pm1(rng, 4, 5)
+    J, JY = _naive_jacobian(net, _T(X)), _naive_jacobian(net, _T(Y))
+    np.testing.assert_allclose(empirical_ntk(net, X, Y), torch.einsum("sikp,sjkp->sij", J, JY).numpy() / 3,
+                               rtol=1e-12, atol=1e-13)
+    D = [torch.as_tensor(rng.normal(size=p.shape)) for p in net.params.values()]
+    lin = torch.einsum("snkp,sp->snk", J, torch.cat([x.reshape(2, -1) for x in D], 1))
+    res = []
+    for t in (1e-4, 1e-5):
+        moved = [p + t * x for p, x in zip(net.params.values(), D)]
+        res.append((net.forward(_T(X), *moved) - net(_T(X)) - t * lin).abs().max().item())
+    assert res[1] <= 1e-2 * res[0] + 1e-13 and res[0] < 1e-6
+
+
 @pytest.mark.parametrize("arch", ["resnet", "fc2"])
 @given(c=st.integers(2, 4), s=st.integers(0, 2 ** 16))
 @settings(max_examples=8, deadline=None)

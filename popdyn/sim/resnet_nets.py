@@ -87,18 +87,23 @@ class Net:
 
     def forward(self, X, W=None, V=None):
         """Outputs (seeds, n, k) on inputs X (n, d) shared by the seeds or (seeds, n, d); W, V override the weights."""
+        return self._layers(X, W, V)[0]
+
+    def _layers(self, X, W=None, V=None):
+        """Outputs and, per trained layer, (its input (z, 1), its pre-activation), each (seeds, n, .)."""
         W = self.W if W is None else W
         V = self.V if V is None else V
         Xt = _tilde(X.to(W.dtype))
         pre = torch.matmul(Xt, W.transpose(1, 2))                     # (s, n, m)
         h = torch.relu(pre)
         out1 = torch.matmul(h, self.A.transpose(1, 2))                # (s, n, k)
-        _, reads_out1, residual = ARCHS[self.arch]
         if V is None:
-            return out1
-        z = torch.relu(torch.matmul(_tilde(out1 if reads_out1 else h), V.transpose(1, 2)))
-        second = torch.matmul(z, self.A.transpose(1, 2))
-        return out1 + second if residual else second
+            return out1, {"W": (Xt, pre)}
+        _, reads_out1, residual = ARCHS[self.arch]
+        Zt = _tilde(out1 if reads_out1 else h)
+        pre_v = torch.matmul(Zt, V.transpose(1, 2))
+        second = torch.matmul(torch.relu(pre_v), self.A.transpose(1, 2))
+        return (out1 + second if residual else second), {"W": (Xt, pre), "V": (Zt, pre_v)}
 
     __call__ = forward
 
@@ -361,22 +366,18 @@ def _inputs(owner, name, X, d, dev, dt):
     return torch.tensor(X, dtype=dt, device=dev)
 
 
-def _jacobian(net, X, which):
-    """Per-seed Jacobian of the outputs w.r.t. the layers in ``which``: (seeds, n, k, P)."""
-    params = net.params
-    flat = []
-    for name in which:
-        p = params[name].detach().clone().requires_grad_(True)
-        flat.append((name, p))
-    kw = dict(flat)
-    out = net.forward(X, **kw)                                        # (s, n, k)
-    s, n, k = out.shape
-    rows = []
-    for i in range(n):
-        for c in range(k):
-            g = torch.autograd.grad(out[:, i, c].sum(), [p for _, p in flat], retain_graph=True)
-            rows.append(torch.cat([gi.reshape(s, -1) for gi in g], 1))
-    return torch.stack(rows, 1).reshape(s, n, k, -1)
+def _ntk_factors(net, X, which):
+    """Per layer in ``which``: its input (seeds, n, p) and d out_a / d pre-activation (seeds, n, k, m).
+
+    d out_a / d theta = (d out_a / d pre) (z, 1)^T for a layer pre = theta (z, 1), and the points do not interact,
+    so k backward passes of the summed outputs give every per-point gradient.
+    """
+    with torch.enable_grad():
+        W, V = net.W.detach().requires_grad_(True), None if net.V is None else net.V.detach().requires_grad_(True)
+        out, layers = net._layers(X, W, V)
+        pres = [layers[name][1] for name in which]
+        grads = [torch.autograd.grad(out[..., a].sum(), pres, retain_graph=True) for a in range(out.shape[-1])]
+    return [(layers[name][0].detach(), torch.stack([g[i] for g in grads], 2)) for i, name in enumerate(which)]
 
 
 def empirical_ntk(net, X, Y=None, which=None):
@@ -402,7 +403,7 @@ def empirical_ntk(net, X, Y=None, which=None):
     -----
     Regime: any width; at init with the experiment init, the fc2 NTK w.r.t. W tends as m -> inf to
     (d+1) relu_ntk_hidden(d, bias=True) (the :math:`\sigma'` indicator is scale free and :math:`E a^2 = 1/m`).
-    Cost: one backward pass per (point, output); meant for n of a few thousand at most.
+    Cost: k backward passes, memory seeds x n x k x m per layer, and O(seeds n n' k m) for the kernel.
 
     References
     ----------
@@ -422,9 +423,11 @@ def empirical_ntk(net, X, Y=None, which=None):
                                     f"arch {net.arch!r}. Got {which!r} instead.")
     d, dev, dt = net.W.shape[2] - 1, net.W.device, net.W.dtype
     Xt = _inputs(owner, "X", X, d, dev, dt)
-    Jx = _jacobian(net, Xt, which)
-    Jy = Jx if Y is None else _jacobian(net, _inputs(owner, "Y", Y, d, dev, dt), which)
-    K = torch.einsum("sikp,sjkp->sij", Jx, Jy) / Jx.shape[2]
+    fx = _ntk_factors(net, Xt, which)
+    fy = fx if Y is None else _ntk_factors(net, _inputs(owner, "Y", Y, d, dev, dt), which)
+    K = sum(torch.matmul(zx, zy.transpose(-1, -2)) * torch.einsum("sikm,sjkm->sij", gx, gy)
+            for (zx, gx), (zy, gy) in zip(fx, fy))
+    K = K / net.A.shape[1]
     return to_numpy(K)
 
 
