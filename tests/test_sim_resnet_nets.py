@@ -188,21 +188,25 @@ def test_divergence_is_flagged():
 
 
 def test_empirical_ntk_and_ck_approach_relu_profiles():
-    """fc2 at init, experiment init: NTK wrt W -> (d+1) relu_ntk_hidden(d, bias), CK -> (d+1)/d relu_ck(d, bias);
-    the sup error over the Hamming profile shrinks ~ m^-1/2 (4x at 16x the width; margin for the randomness)."""
+    """fc2 at init, experiment init: NTK wrt W -> (d+1) relu_ntk_hidden(d, bias), CK -> (d+1)/d relu_ck(d, bias).
+
+    Relative to kappa(0), one seed's entry has s.d. <= sqrt(1.25/m)/0.5 (E g^4 = 3, E relu(g)^4 = 3/2): the mean
+    over 8 seeds at m = 16000 is held within 0.03 (about 5 s.d.), and the RMS error must shrink from m = 250 to
+    m = 16000 like m^-1/2 (factor 8; asserted: at least 3)."""
     d = 8
     X = np.ones((d + 1, d))
     for t in range(d + 1):
         X[t, :t] = -1                                  # Hamming distance t from X[0]
-    ntk_exact, ck_exact = (d + 1) * relu_ntk_hidden(d, bias=True), (d + 1) / d * relu_ck(d, bias=True)
-    errs = {}
-    for m in (250, 4000):
-        net = init_net("fc2", d, 1, m, seeds=4, seed=11)
-        ntk = empirical_ntk(net, X[:1], X)[:, 0]
-        ck = conjugate_kernel(net, X[:1], X)[:, 0]
-        errs[m] = (np.abs(ntk - ntk_exact).max() / ntk_exact[0], np.abs(ck - ck_exact).max() / ck_exact[0])
-    assert errs[4000][0] < 0.06 and errs[4000][1] < 0.06
-    assert errs[4000][0] < 0.6 * errs[250][0] and errs[4000][1] < 0.6 * errs[250][1]
+    exact = {"ntk": (d + 1) * relu_ntk_hidden(d, bias=True), "ck": (d + 1) / d * relu_ck(d, bias=True)}
+    rel = {}
+    for m in (250, 16000):
+        net = init_net("fc2", d, 1, m, seeds=8, seed=11)
+        emp = {"ntk": empirical_ntk(net, X[:1], X)[:, 0], "ck": conjugate_kernel(net, X[:1], X)[:, 0]}
+        rel[m] = {kind: (emp[kind] - exact[kind]) / exact[kind][0] for kind in exact}
+    for kind in exact:
+        assert np.abs(rel[16000][kind].mean(0)).max() < 0.03
+        rms = {m: np.sqrt((rel[m][kind] ** 2).mean()) for m in rel}
+        assert rms[16000] < rms[250] / 3
 
 
 def test_empirical_ntk_symmetric_psd_and_which():

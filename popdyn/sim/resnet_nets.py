@@ -310,7 +310,9 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
         Xtr = _signs((net.seeds, N, d), gen, dev, dt)
         Ytr = _evaluate(walsh, Xtr)
     start, j = time.perf_counter(), 0
-    elements = net.seeds * max(batch if method == "online" else minibatch, test) * net.W.shape[1]
+    elements = net.seeds * (batch if method == "online" else minibatch) * net.W.shape[1]
+    for q in net.params.values():
+        q.requires_grad_(True)
     with serial_if_small(dev, elements):
         for step in range(total + 1):
             if step == at[j]:
@@ -331,9 +333,6 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
                 idx = order[:, b * minibatch:(b + 1) * minibatch]
                 Xb = torch.gather(Xtr, 1, idx[..., None].expand(-1, -1, d))
                 Yb = torch.gather(Ytr, 1, idx[..., None].expand(-1, -1, k))
-            for p in opt.param_groups:
-                for q in p["params"]:
-                    q.requires_grad_(True)
             per_seed = 0.5 * ((net(Xb) - Yb) ** 2).sum(-1).mean(-1)
             alive &= torch.isfinite(per_seed)
             opt.zero_grad(set_to_none=False)
