@@ -152,20 +152,23 @@ def test_reproducible_per_seed():
     assert not np.allclose(runs[0], runs[2])
 
 
-def test_resnet_learns_thm2_target():
-    """Algorithm 1 at d = 10, k = 2, alpha = 0.3: test error far below the G-not-learned plateau k alpha^2 = 0.18,
-    and c_G near alpha (4 seeds, 2000 test points: MC s.e. of the error ~ 1e-3)."""
-    d, k, alpha = 10, 2, 0.3
+@pytest.mark.parametrize("d,k,init,steps,batch", [(10, 2, "experiment", 2000, 8), (10, 2, "theory", 2000, 8),
+                                                    (12, 3, "experiment", 3000, 1)])
+def test_resnet_learns_thm2_target(d, k, init, steps, batch):
+    """Algorithm 1 (batch 1 is the paper's), alpha = 0.3: the test error ends far below the G-not-learned plateau
+    k alpha^2 (kernels sit above it at these N, spec §4.2) and c_G is near alpha (4 seeds, 2000 test points:
+    MC s.e. of the error ~ 1e-3, of c_G ~ 0.02). Measured: errors 0.006-0.03, c_G 0.22-0.33."""
+    alpha = 0.3
     tgt = thm2_target(d, k, alpha, rng=2)
     start = time.perf_counter()
-    net = init_net("resnet", d, k, 64, seeds=4, seed=3)
-    sim = train(net, tgt, steps=2000, eta_w=0.1, batch=8, test=2000, records=5, seed=3)
+    net = init_net("resnet", d, k, 64, seeds=4, seed=3, init=init)
+    sim = train(net, tgt, steps=steps, eta_w=0.1 if batch > 1 else 0.05, batch=batch, test=2000, records=5, seed=3)
     assert time.perf_counter() - start < 15
     assert sim.status == 0
     err = sim["test_error"]
     assert err[:, 0].min() > 1.0 and err[:, -1].max() < 0.2 * k * alpha ** 2
     np.testing.assert_allclose(sim["c_F"][:, -1], 1.0, atol=0.1)
-    np.testing.assert_allclose(sim["c_G"][:, -1], alpha, atol=0.1)
+    assert sim["c_G"][:, -1].mean() > 0.7 * alpha and sim["c_G"][:, -1].max() < 1.2 * alpha
 
 
 def test_minibatch_protocol_and_fig2_target():
