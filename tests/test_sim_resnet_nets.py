@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 from popdyn._validate import InvalidParameterError
 from popdyn.models.resnet import (exact_test_error, fig2_target, hypercube_points, kernel_matrix, krr_fit, relu_ck,
                                   relu_ntk_hidden, thm2_target)
-from popdyn.sim.resnet_nets import (ARCHS, Net, conjugate_kernel, empirical_ntk, init_net, ridge_fit, train)
+from popdyn.sim.resnet_nets import (ARCHS, Net, _evaluate, _walsh_torch, conjugate_kernel, empirical_ntk, init_net,
+                                   ridge_fit, train)
 
 
 def _pm1(rng, n, d):
@@ -170,6 +171,23 @@ def test_resnet_learns_thm2_target(d, k, init, steps, batch):
     assert err[:, 0].min() > 1.0 and err[:, -1].max() < 0.2 * k * alpha ** 2
     np.testing.assert_allclose(sim["c_F"][:, -1], 1.0, atol=0.1)
     assert sim["c_G"][:, -1].mean() > 0.7 * alpha and sim["c_G"][:, -1].max() < 1.2 * alpha
+
+
+@pytest.mark.parametrize("tgt", [thm2_target(9, 3, 0.4, normalized=True, rng=0), fig2_target(d=10, k=4, q=2),
+                                 fig2_target(d=10, k=4, q=2, G="paper_literal", beta=0.5)])
+def test_walsh_evaluation_matches_target(tgt):
+    """train's on-device labels (from .walsh()) equal the target's own numpy evaluation."""
+    X = _pm1(np.random.default_rng(0), 50, tgt.d)
+    np.testing.assert_allclose(_evaluate(_walsh_torch(tgt, torch.device("cpu")), _T(X)).numpy(), tgt(X),
+                               rtol=1e-13, atol=1e-13)
+
+
+def test_float32():
+    net = init_net("resnet", 6, 2, 16, seeds=2, dtype="float32")
+    assert net.W.dtype == torch.float32
+    sim = train(net, thm2_target(6, 2, 0.3, rng=0), steps=20, test=100, records=2)
+    assert np.isfinite(sim["test_error"]).all()
+    assert empirical_ntk(net, np.ones((3, 6))).dtype == np.float64
 
 
 def test_minibatch_protocol_and_fig2_target():

@@ -178,7 +178,7 @@ def init_net(arch, d, k, m, *, seeds=1, seed=0, init="experiment", sigma_w=None,
     return Net(arch, A, W, V, W.clone(), None if V is None else V.clone())
 
 
-def _walsh_torch(target, dev, dt):
+def _walsh_torch(target, dev):
     """Per output, the list of (column index tensor, coefficient) of the target's Walsh expansion."""
     return [[(torch.as_tensor(S, dtype=torch.long, device=dev), float(c)) for S, c in w.items()]
             for w in target.walsh()]
@@ -285,7 +285,7 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
         per_epoch = -(-N // minibatch)
         total = sum(epochs) * per_epoch
         opt = torch.optim.SGD(list(net.params.values()), lr=lr, momentum=momentum, weight_decay=wd)
-    walsh = _walsh_torch(target, dev, dt)
+    walsh = _walsh_torch(target, dev)
     gen = make_generator(seed * 4 + _STREAMS["train"], dev)
     Xtest = _signs((test, d), make_generator(seed * 4 + _STREAMS["test"], dev), dev, dt)
     Ytest = _evaluate(walsh, Xtest)
