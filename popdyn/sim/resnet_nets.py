@@ -339,8 +339,7 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
             per_seed.sum().backward()
             with torch.no_grad():
                 for q in net.params.values():
-                    q.grad[~alive] = 0
-                    q.grad.nan_to_num_(0.0, 0.0, 0.0)
+                    q.grad[~alive] = 0        # a diverged seed stops; a NaN gradient marks its seed at the next step
             opt.step()
     for q in net.params.values():
         q.requires_grad_(False)
