@@ -6,8 +6,8 @@ simulate
     ``popdyn.simulate`` for :class:`popdyn.models.resnet.Problem`: the fitted KRR predictor evaluated on fresh
     uniform test points (Monte Carlo over x), with ``predict``'s observable names.
 
-The network training of the paper (the three-layer ResNet, the fully connected nets, Algorithm 1 and the minibatch
-protocol) is not here yet (issue 12).
+The networks of the paper (the three-layer ResNet, the fully connected nets, Algorithm 1 and the minibatch protocol,
+the finite-width empirical NTK and conjugate kernel) are in :mod:`popdyn.sim.resnet_nets`.
 """
 from __future__ import annotations
 
