@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import numbers
 import operator
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["InvalidParameterError", "RegimeWarning", "Interval", "Integer", "Options",
-           "FiniteArray", "Either", "validate", "check", "as_int"]
+           "FiniteArray", "Either", "validate", "check", "as_int", "hidden_constants", "regime_check"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -142,3 +144,25 @@ def validate(obj, constraints=None):
     owner = f"{type(obj).__module__.replace('popdyn.models.', '').split('.')[0]}.{type(obj).__name__}"
     for name, constraint in constraints.items():
         object.__setattr__(obj, name, constraint.convert(owner, name, getattr(obj, name)))
+
+
+def hidden_constants(owner, consts, names):
+    """The multipliers of a bound's unspecified constants: ``consts`` (a dict with keys among ``names``, values in
+    (0, inf)), each missing one 1."""
+    consts = {} if consts is None else consts
+    if not isinstance(consts, Mapping) or set(consts) - set(names):
+        raise InvalidParameterError(
+            f"The 'consts' parameter of {owner} must be a dict with keys among {list(names)} and values in "
+            f"(0, inf). Got {consts!r} instead.")
+    return {k: check(owner, f"consts[{k!r}]", consts.get(k, 1.0), Interval(0.0, np.inf, "neither")) for k in names}
+
+
+def regime_check(owner, entries, stacklevel=3):
+    """A theorem's conditions as records: ``entries`` are (condition, value, bound, source, holds); one RegimeWarning
+    names those that fail."""
+    out = [dict(condition=c, value=float(v), bound=float(b), source=s, holds=bool(h)) for c, v, b, s, h in entries]
+    failed = [e["condition"] for e in out if not e["holds"]]
+    if failed:
+        warnings.warn(f"{owner}: outside the theorem's regime: {'; '.join(failed)}", RegimeWarning,
+                      stacklevel=stacklevel)
+    return out

@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
+from ..._validate import (Interval, InvalidParameterError, Options, RegimeWarning, as_int, check, hidden_constants,
+                           regime_check)
 from ..emergence.bounds import fixed_feature_lower_bound
 from .parity import majority_coefficient
 
@@ -69,31 +69,12 @@ def _own(name):
     return f"gradient_features.{name}"
 
 
-def _consts(owner, consts, names):
-    consts = {} if consts is None else consts
-    if not isinstance(consts, Mapping) or set(consts) - set(names):
-        raise InvalidParameterError(
-            f"The 'consts' parameter of {owner} must be a dict with keys among {list(names)} and values in "
-            f"(0, inf). Got {consts!r} instead.")
-    return {k: check(owner, f"consts[{k!r}]", consts.get(k, 1.0), _POS) for k in names}
-
-
 def _lprime(owner, loss):
     return LPRIME0[check(owner, "loss", loss, Options(tuple(LPRIME0)))]
 
 
 def _pos(owner, **values):
     return [check(owner, k, v, _POS) for k, v in values.items()]
-
-
-def _regime(owner, entries, stacklevel=3):
-    """entries: (condition, value, bound, source, holds); warn once for those that fail."""
-    out = [dict(condition=c, value=float(v), bound=float(b), source=s, holds=bool(h)) for c, v, b, s, h in entries]
-    failed = [e["condition"] for e in out if not e["holds"]]
-    if failed:
-        warnings.warn(f"{owner}: outside the theorem's regime: {'; '.join(failed)}", RegimeWarning,
-                      stacklevel=stacklevel)
-    return out
 
 
 # ------------------------------------------------------------------ main theorem --------------------------------
@@ -118,7 +99,7 @@ def _main_regime(owner, drift, B_eps, B_b, m, m_min, n, n_min, d):
                ("n >= n_min (B.128)", n, n_min, "B.128", n >= n_min)]
     if d is not None:
         entries.append(("log m <= d", math.log(m), d, "Thm 3.12, B.11", math.log(m) <= d))
-    return _regime(owner, entries, stacklevel=4)
+    return regime_check(owner, entries, stacklevel=4)
 
 
 def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *, m=None, n=None, sigma_w=1.0,
@@ -214,7 +195,7 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
                                                        Bx1=Bx1, Bx2=Bx2, sigma_w=sigma_w)
     eps, delta = (check(owner, k, v, _OPEN01) for k, v in (("eps", eps), ("delta", delta)))
     OPT = check(owner, "OPT", OPT, _NONNEG)
-    lp, C = _lprime(owner, loss), _consts(owner, consts, MAIN_CONSTS)
+    lp, C = _lprime(owner, loss), hidden_constants(owner, consts, MAIN_CONSTS)
     paper = check(owner, "convention", convention, Options(("corrected", "paper"))) == "paper"
     lp_n = 1.0 if paper else lp  # (3.12)/(3.13) drop |l'(0)| (erratum 2)
     d = None if d is None else as_int(owner, "d", d, 1)
@@ -325,7 +306,7 @@ def average_loss_bound(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx1, m, eta, T, b_tild
     B_G, B_a1, B_a2, B_b, Bx1, eta, T, b_tilde = _pos(owner, B_G=B_G, B_a1=B_a1, B_a2=B_a2, B_b=B_b, Bx1=Bx1,
                                                       eta=eta, T=T, b_tilde=b_tilde)
     OPT = check(owner, "OPT", OPT, _NONNEG)
-    lp, C = _lprime(owner, loss), _consts(owner, consts, _AVG_CONSTS)
+    lp, C = _lprime(owner, loss), hidden_constants(owner, consts, _AVG_CONSTS)
     mp4 = (m * p) ** 0.25
     c_n, s_n, sample = 2.0, 0.0, 0.0
     if n is not None:
@@ -942,10 +923,10 @@ def lemma_B8_bounds(m, d, sigma_w, b_tilde, eta1, B_G, B_eps, Bx1, *, delta=0.0,
     sigma_w, b_tilde, eta1, B_G, B_eps, Bx1 = _pos(owner, sigma_w=sigma_w, b_tilde=b_tilde, eta1=eta1, B_G=B_G,
                                                     B_eps=B_eps, Bx1=Bx1)
     delta = check(owner, "delta", delta, Interval(0.0, 1.0, "left"))
-    lp, C = _lprime(owner, loss), _consts(owner, consts, B8_CONSTS)
+    lp, C = _lprime(owner, loss), hidden_constants(owner, consts, B8_CONSTS)
     log_m = math.sqrt(math.log(m))
     sigma_a = b_tilde / (lp * eta1 * B_G * B_eps)
-    regime = _regime(owner, [("d >= log m", d, math.log(m), "Lemma B.8, B.54", d >= math.log(m))])
+    regime = regime_check(owner, [("d >= log m", d, math.log(m), "Lemma B.8, B.54", d >= math.log(m))])
     return dict(a0_inf=C["C_a0"] * sigma_a * log_m, w0_norm=C["C_w0"] * sigma_w * math.sqrt(d),
                 a1_inf=C["C_a1"] * eta1 * lp * (Bx1 * sigma_w * math.sqrt(d) + b_tilde),
                 w1_norm=C["C_w1"] * b_tilde * log_m * Bx1 / (B_G * B_eps), sigma_a=sigma_a,
@@ -1310,7 +1291,7 @@ def uniform_parity_requirements(d, k, eps, *, m=None, consts=None):
     if not (d % 2 == 1 and k % 2 == 0 and k < d):
         raise InvalidParameterError(f"{owner}: needs odd d and even k in [2, d). Got d={d!r}, k={k!r}.")
     eps = check(owner, "eps", eps, Interval(0.0, 0.5, "neither"))
-    C = _consts(owner, consts, _UP_CONSTS)
+    C = hidden_constants(owner, consts, _UP_CONSTS)
     xi = abs(majority_coefficient(d, k - 1))
     m_min = C["C_m"] * k * 2.0**k * math.log(k / eps)
     m = max(1, math.ceil(m_min)) if m is None else as_int(owner, "m", m, 1)
@@ -1322,7 +1303,7 @@ def uniform_parity_requirements(d, k, eps, *, m=None, consts=None):
                 m_min=m_min, m=m, d_min=d_min, n_min=C["C_n"] * (float(first) + k**3 * m * d**2 / eps**2),
                 eta=C["C_eta"] / (d**2 * m), T=C["C_T"] * k**3 * m * d**2 / eps, a_tilde_linf=8.0 * k,
                 a_tilde_l2=8.0 * k**1.5, feature_linf=d + 1.0, assumed_constants=C,
-                regime=_regime(owner, [("d >= d_min", d, d_min, "Thm B.56", d >= d_min)]))
+                regime=regime_check(owner, [("d >= d_min", d, d_min, "Thm B.56", d >= d_min)]))
 
 
 def oco_bound(f_star, theta_star_norm, theta1_norm, grad_norms, eta):

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ..._validate import Interval, Options, as_int, check
-from ..gradient_features.bounds import _consts, _regime
+from ..._validate import Interval, Options, as_int, check, hidden_constants, regime_check
 
 __all__ = ["theorem1_schedule", "regret_bound", "coupling_bounds", "corollary71", "thm2_lower_bound", "thm2_N_range",
            "thm2_alpha_min", "THEOREM1_CONSTS", "COUPLING_CONSTS", "COROLLARY71_CONSTS"]
@@ -120,7 +119,7 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     B_F, OPT = check(owner, "B_F", B_F, _NONNEG), check(owner, "OPT", OPT, _NONNEG)
     polylog = check(owner, "polylog", polylog, _ONE_UP)
     conv = check(owner, "eta_v_convention", eta_v_convention, Options(("proof", "statement")))
-    C = _consts(owner, consts, THEOREM1_CONSTS)
+    C = hidden_constants(owner, consts, THEOREM1_CONSTS)
     cF, cG = k * p_F * C_s_F, k * p_G * C_s_G
     L_G = math.sqrt(cG) if L_G is None else check(owner, "L_G", L_G, _POS)
     alpha_max = C["C_alpha"] / (polylog * cG)
@@ -137,7 +136,7 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     delta0 = C["C_delta0"] * (alpha_tilde ** 2 + tau_v ** 2 * (1 + B_F) + alpha * tau_v * L_G * (B_F + 1)) ** 2
     delta_min = OPT + delta0
     tau_v_min = sigma_v * (k / m) ** 0.375
-    regime = _regime(owner, [
+    regime = regime_check(owner, [
         ("alpha <= alpha_max", alpha, alpha_max, "L277", alpha <= alpha_max),
         ("delta >= OPT + delta0", delta, delta_min, "L277, L1064", delta >= delta_min),
         ("tau_w >= 1", tau_w, 1.0, "L321", tau_w >= 1.0),
@@ -257,10 +256,10 @@ def coupling_bounds(m, k, tau_w, tau_v, sigma_v, *, sigma_w=None, out1_norm=None
                              (("tau_w", tau_w), ("tau_v", tau_v), ("sigma_v", sigma_v)))
     sigma_w = m ** -0.125 if sigma_w is None else check(owner, "sigma_w", sigma_w, _POS)
     polylog = check(owner, "polylog", polylog, _ONE_UP)
-    C = _consts(owner, consts, COUPLING_CONSTS)
+    C = hidden_constants(owner, consts, COUPLING_CONSTS)
     out1 = C["C_c"] * tau_w if out1_norm is None else check(owner, "out1_norm", out1_norm, _NONNEG)
     rw, rv, tau_v_min = tau_w / sigma_w, tau_v / sigma_v, sigma_v * (k / m) ** 0.375
-    regime = _regime(owner, [
+    regime = regime_check(owner, [
         ("sigma_w = m^(-1/8)", sigma_w, m ** -0.125, "L628", math.isclose(sigma_w, m ** -0.125)),
         ("tau_w >= 1", tau_w, 1.0, "L628", tau_w >= 1.0),
         ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "L628", tau_w < math.sqrt(m) * sigma_w),
@@ -327,7 +326,7 @@ def corollary71(d, k, alpha, *, C_star=1e4, polylog=1.0, consts=None):
     alpha = check(owner, "alpha", alpha, _POS)
     C_star = check(owner, "C_star", C_star, _POS)
     polylog = check(owner, "polylog", polylog, _ONE_UP)
-    C = _consts(owner, consts, COROLLARY71_CONSTS)
+    C = hidden_constants(owner, consts, COROLLARY71_CONSTS)
     C_s_F = 2.0 * C_star * math.sqrt(2.0 * d / k)
     p_G, C_s_G = 2 ** k, C_star * (k + 1) * 2.0 ** (k / 2)
     return dict(p_F=1, C_s_F=C_s_F, p_G=p_G, C_s_G=C_s_G,
