@@ -25,25 +25,13 @@ from itertools import product
 import numpy as np
 
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
+from .hypercube import _points
 
 __all__ = ["CompositionTarget", "thm2_target", "fig2_target", "polarization_G"]
 
 _OWNER = "resnet.targets"
 _NONNEG = Interval(0.0, np.inf, "left")
 _REAL = Interval(-np.inf, np.inf, "neither")
-
-
-def _pm1(owner, X, d):
-    """``X`` as a float (n, d) array with every entry ±1, or InvalidParameterError."""
-    try:
-        A = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        A = None
-    if A is None or A.ndim != 2 or A.shape[1] != d or not np.all(np.abs(A) == 1.0):
-        raise InvalidParameterError(
-            f"The 'X' parameter of {owner} must be an (n, {d}) array with entries in {{-1, +1}}. Got "
-            f"{np.shape(X) if A is None else A.shape} with entries outside {{-1, +1}} or a wrong shape instead.")
-    return A
 
 
 def _parity(X, cols):
@@ -142,7 +130,7 @@ class CompositionTarget:
 
     def F(self, X):
         """F(X), shape (n, k), for X in {±1}^(n, d)."""
-        X = _pm1("resnet.CompositionTarget.F", X, self.d)
+        X = _points("resnet.CompositionTarget.F", X, self.d)
         return self.f_scale * np.stack([_parity(X, A) for A in self.F_sets], axis=1)
 
     def G(self, Y):
