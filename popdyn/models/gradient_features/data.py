@@ -96,6 +96,11 @@ def logistic2(z):
 LOSSES = {"hinge": hinge, "logistic": logistic2}
 
 
+def _zero_one(z):
+    """The 0-1 error of a margin, ties counted 1/2: ``1[z < 0] + 1[z = 0]/2``."""
+    return (z < 0.0) + 0.5 * (z == 0.0)
+
+
 def _ndtr_psi(kappa):
     r"""(:math:`\Phi(\kappa)`, :math:`\psi(\kappa)`) to ~1e-15 relative accuracy; see :func:`relu_moment`.
 
@@ -315,10 +320,10 @@ class DataModel:
             First layer (rows).
         b : array_like (M,)
             Biases.
-        loss : {"hinge", "logistic"}
-            The loss (logistic is base 2).
+        loss : {"hinge", "logistic", "error"}
+            The loss (logistic is base 2), or the 0-1 error ``P[y g < 0] + P[g = 0]/2``.
         n : int
-            Samples.
+            Samples, >= 2.
         seed : int
             Seed.
 
@@ -328,7 +333,8 @@ class DataModel:
 
         Notes
         -----
-        Regime: any data model with a sampler; chunked through :func:`popdyn.gaussian.mc_mean`.
+        Regime: any data model with a sampler; chunked through :func:`popdyn.gaussian.mc_mean` (blocks of about
+        2^22 floats, so the stream depends on (seed, M + d)).
 
         References
         ----------
@@ -336,14 +342,16 @@ class DataModel:
         """
         from ...gaussian import mc_mean
         owner = f"{type(self).__name__}.network_loss_mc"
-        W, b, _ = _as_neurons(owner, W, b)
-        a = check(owner, "a", a, FiniteArray(1, (W.shape[0],)))
-        ell = LOSSES[check(owner, "loss", loss, Options(tuple(LOSSES)))]
+        W = check(owner, "W", W, FiniteArray(2))                # zero rows are valid neurons here (no G needed)
+        a, b = check(owner, "a", a, FiniteArray(1, (W.shape[0],))), _as_biases(owner, b, W.shape[0])
+        ell = LOSSES.get(check(owner, "loss", loss, Options(tuple(LOSSES) + ("error",))), _zero_one)
+        n = check(owner, "n", n, Integer(2))
 
         def draw(rng, k):
             X, y = self.sample(k, rng)
             return ell(y * (np.maximum(X @ W.T - b, 0.0) @ a))
-        return mc_mean(draw, n, seed)
+        mean, se = mc_mean(draw, n, seed, chunk=max(1, (1 << 22) // (W.shape[0] + W.shape[1])))
+        return float(mean), float(se)
 
 
 class GaussianMixture(DataModel):

@@ -23,8 +23,7 @@ from scipy.special import expit
 from scipy.stats import beta as _beta_law
 
 from ..._validate import Either, FiniteArray, Interval, InvalidParameterError, Options, as_int, check
-from ...gaussian import mc_mean
-from .data import LOSSES
+from .data import LOSSES, _zero_one
 
 __all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
            "good_second_layer", "uniform_parity_second_layer", "opt_frozen", "population_loss", "loss_slope"]
@@ -39,7 +38,7 @@ _CHUNK = 1 << 22                 # floats per (rows x neurons) block of a Monte 
 
 def _loss_value(z, loss):
     """``l(z)`` of :data:`~popdyn.models.gradient_features.LOSSES`, or for ``"error"`` ``1[z < 0] + 1[z = 0]/2``."""
-    return LOSSES[loss](z) if loss in LOSSES else (z < 0.0) + 0.5 * (z == 0.0)
+    return LOSSES.get(loss, _zero_one)(z)
 
 
 def _loss_deriv(z, loss):
@@ -648,12 +647,6 @@ def uniform_parity_second_layer(W1, b, A, margin=2.0):
     return a_tilde, sets
 
 
-def _network(a, W, b, X):
-    """``g(X) = relu(X W^T - b) a``, chunked over rows."""
-    step = max(1, _CHUNK // max(W.shape[0], 1))
-    return np.concatenate([np.maximum(X[s:s + step] @ W.T - b, 0.0) @ a for s in range(0, X.shape[0], step)])
-
-
 def population_loss(model, a, W, b, loss="hinge", n=100_000, seed=0):
     r"""The risk of a network ``g_(a, W, b)`` under a data model, by Monte Carlo with its standard error.
 
@@ -662,8 +655,8 @@ def population_loss(model, a, W, b, loss="hinge", n=100_000, seed=0):
 
     Parameters
     ----------
-    model : data model
-        Gives ``.sample(n, rng)``.
+    model : DataModel
+        Its :meth:`~popdyn.models.gradient_features.DataModel.network_loss_mc` draws the samples.
     a : array_like of shape (M,)
         Second layer.
     W : array_like of shape (M, d)
@@ -696,12 +689,7 @@ def population_loss(model, a, W, b, loss="hinge", n=100_000, seed=0):
     a, W, b = _params(owner, a, W, b)
     loss = check(owner, "loss", loss, Options(_LOSSES + ("error",)))
     n, seed = as_int(owner, "n", n, 2), as_int(owner, "seed", seed, 0)
-
-    def draw(rng, k):
-        X, y = model.sample(k, rng)
-        return _loss_value(np.asarray(y, float) * _network(a, W, b, np.asarray(X, float)), loss)
-    mean, se = mc_mean(draw, n, seed, chunk=max(1, _CHUNK // (W.shape[0] + W.shape[1])))
-    return float(mean), float(se)
+    return model.network_loss_mc(a, W, b, loss, n, seed)
 
 
 def _logistic_free(F, y, B, maxiter):
