@@ -1,5 +1,5 @@
-r"""Gaussian integrals the models share: arc-cosine kernels and a seeded Monte Carlo mean with its
-standard error. A new integral lands here with its oracle test when a model first needs it.
+r"""Gaussian integrals the models share: the standard normal density, arc-cosine kernels and a seeded Monte Carlo
+mean with its standard error. A new integral lands here with its oracle test when a model first needs it.
 """
 from __future__ import annotations
 
@@ -7,7 +7,38 @@ import numpy as np
 
 from ._validate import InvalidParameterError, as_int
 
-__all__ = ["arccos_kernel", "mc_mean"]
+__all__ = ["normal_pdf", "arccos_kernel", "mc_mean"]
+
+_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+def normal_pdf(t):
+    r"""Standard normal density, accurate to about 1 ulp also far in the tail.
+
+    .. math:: \varphi(t) = e^{-t^2/2}/\sqrt{2\pi},\qquad t = t_h + t_l,\ t_h^2 \text{ exact (Veltkamp split)}
+
+    Parameters
+    ----------
+    t : array_like
+
+    Returns
+    -------
+    ndarray
+
+    Notes
+    -----
+    Regime: any t; ``exp(-t^2/2)`` with ``t^2`` rounded loses ``t^2 eps`` relative (1e-13 at t = 30), the split does
+    not.
+
+    References
+    ----------
+    .. [src] specs/gradient_features.md §7 item 3 (tail evaluation).
+    """
+    t = np.asarray(t, dtype=np.float64)
+    c = 134217729.0 * t
+    th = c - (c - t)
+    tl = t - th
+    return np.exp(-0.5 * th * th) * np.exp(-(th * tl + 0.5 * tl * tl)) * _INV_SQRT_2PI
 
 
 def _theta(rho):

@@ -10,20 +10,14 @@ With ``r_s(u) = E relu(u + sZ) = u Phi(u/s) + s phi(u/s)``:
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from scipy.special import ndtr
 
 from ..._validate import Interval, check
+from ...gaussian import normal_pdf
 
 __all__ = ["trunc_relu", "smooth_trunc_relu", "window", "window_derivs"]
-
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-def _npdf(x):
-    return _INV_SQRT_2PI * np.exp(-0.5 * x * x)
 
 
 def _s(owner, s):
@@ -98,7 +92,7 @@ def smooth_trunc_relu(z, s):
         return trunc_relu(z)
 
     def low(u):   # sigma~_s(u), accurate for u <= 1/2
-        return u * ndtr(u / s) + s * _npdf(u / s) - ((u - 1.0) * ndtr((u - 1.0) / s) + s * _npdf((u - 1.0) / s))
+        return u * ndtr(u / s) + s * normal_pdf(u / s) - ((u - 1.0) * ndtr((u - 1.0) / s) + s * normal_pdf((u - 1.0) / s))
     return np.where(z <= 0.5, low(np.minimum(z, 0.5)), 1.0 - low(np.minimum(1.0 - z, 0.5)))
 
 
@@ -176,4 +170,4 @@ def window_derivs(b, s):
     s = check("emergence.window_derivs", "s", s, Interval(0.0, np.inf, "neither"))
     b = np.asarray(b, dtype=np.float64)
     u0, u1 = b / s, (1.0 - b) / s
-    return window(b, s), (_npdf(u0) - _npdf(u1)) / s, (-u0 * _npdf(u0) - u1 * _npdf(u1)) / (s * s)
+    return window(b, s), (normal_pdf(u0) - normal_pdf(u1)) / s, (-u0 * normal_pdf(u0) - u1 * normal_pdf(u1)) / (s * s)

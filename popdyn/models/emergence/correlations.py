@@ -30,6 +30,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
+from ...gaussian import normal_pdf
 from .activation import smooth_trunc_relu, window
 from .data import ExchangeablePatternModel, GaussianParityMixture, PatternModel
 
@@ -402,7 +403,7 @@ def _enumerate(model, Q, b, s, single, weighted=False):
         TB[i] = (wgt * win).sum(0) @ phB
         beta[i] = piG @ (probs @ window(b[i] + S, s_t[i]))
         if s_t[i] > 0:
-            Dn[i] = (probs[grp] * (_npdf(Z / s_t[i]) - _npdf((1.0 - Z) / s_t[i])) / s_t[i]).sum(1)
+            Dn[i] = (probs[grp] * (normal_pdf(Z / s_t[i]) - normal_pdf((1.0 - Z) / s_t[i])) / s_t[i]).sum(1)
     return _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn)
 
 
@@ -703,13 +704,9 @@ def gmm_correlations(model, w, b, s):
         S = math.sqrt(tau2 * (wi @ wi) + s * s)
         mv = ME @ wi + bi
         win = window(mv, S)
-        dens = (_npdf(mv / S) - _npdf((1.0 - mv) / S)) / S if S > 0 else np.zeros_like(mv)
+        dens = (normal_pdf(mv / S) - normal_pdf((1.0 - mv) / S)) / S if S > 0 else np.zeros_like(mv)
         T = ((y * win) @ ME + tau2 * wi * (y @ dens)) / len(y)
         out.append((T, (y @ win) / len(y), (y @ smooth_trunc_relu(mv, S)) / len(y), float(window(bi, S))))
     T, Tb, Ta, beta = (np.array(x) for x in zip(*out))
     res = NeuronCorr(T, Tb, Ta, beta)
     return NeuronCorr(*(x[0] for x in res)) if single else res
-
-
-def _npdf(x):
-    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)

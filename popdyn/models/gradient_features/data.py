@@ -20,28 +20,18 @@ import numpy as np
 from scipy import integrate, special
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
+from ...gaussian import mc_mean, normal_pdf
 
 __all__ = ["Bounds", "DataModel", "GaussianMixture", "xor_mixture", "LinearSeparable", "relu_moment",
            "hinge", "logistic2", "LOSSES"]
 
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT2PI = 0.5 * math.log(2.0 * math.pi)
-_INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _PSI_SWITCH = 3.0     # relu_moment: erfcx form for -3 <= kappa < 0, Laplace continued fraction below
 _PSI_DEPTH = 120      # continued-fraction depth: relative error < 1e-15 for t >= 3 (tests check against mpmath)
 _SUM_TOL = 1e-12      # |sum p_j - 1| accepted for mixture weights
 _RANK_TOL = 1e-12     # relative singular value below which a mean direction is dependent
 _STRUCT_TOL = 1e-12   # relative tolerance when recognising the XOR structure of a mixture
-
-
-def _npdf(t):
-    """Standard normal density, exact to ~1 ulp for large |t| (Veltkamp split: th^2 is exact, so no
-    rounding of t^2 is amplified by the exponential)."""
-    t = np.asarray(t, dtype=np.float64)
-    c = 134217729.0 * t
-    th = c - (c - t)
-    tl = t - th
-    return np.exp(-0.5 * th * th) * np.exp(-(th * tl + 0.5 * tl * tl)) * _INV_SQRT2PI
 
 
 def hinge(z):
@@ -115,14 +105,14 @@ def _ndtr_psi(kappa):
     pos = k >= 0
     mid = (k < 0) & (k >= -_PSI_SWITCH)
     low = k < -_PSI_SWITCH
-    psi[pos] = k[pos] * Phi[pos] + _npdf(k[pos])
+    psi[pos] = k[pos] * Phi[pos] + normal_pdf(k[pos])
     km = k[mid]
-    psi[mid] = _npdf(km) * (1.0 + km * math.sqrt(math.pi / 2) * special.erfcx(-km / _SQRT2))
+    psi[mid] = normal_pdf(km) * (1.0 + km * math.sqrt(math.pi / 2) * special.erfcx(-km / _SQRT2))
     t = -k[low]
     s = t.copy()
     for n in range(_PSI_DEPTH, 0, -1):
         s = t + (n + 1) / s
-    f = _npdf(t)
+    f = normal_pdf(t)
     psi[low] = f / (t * s + 1.0)
     Phi[low] = f * s / (t * s + 1.0)
     return Phi, psi
@@ -340,7 +330,6 @@ class DataModel:
         ----------
         .. [src] seed 001 L805-809 (3.1); specs/gradient_features.md §1.1
         """
-        from ...gaussian import mc_mean
         owner = f"{type(self).__name__}.network_loss_mc"
         W = check(owner, "W", W, FiniteArray(2))                # zero rows are valid neurons here (no G needed)
         a, b = check(owner, "a", a, FiniteArray(1, (W.shape[0],))), _as_biases(owner, b, W.shape[0])
@@ -712,7 +701,6 @@ class GaussianMixture(DataModel):
             lo, hi = nm - 40 * s, nm + 40 * s
             pts = [p for p in (0.0, nm) if lo < p < hi]
             return float(integrate.quad(f, lo, hi, points=pts or None, epsabs=1e-14, epsrel=1e-12, limit=200)[0])
-        from ...gaussian import mc_mean
         n_mc = check(owner, "n_mc", n_mc, Integer(2))
         return float(mc_mean(lambda rng, k: self._min_posterior(self.sample(k, rng)[0]), n_mc, seed)[0])
 
@@ -1022,7 +1010,7 @@ class LinearSeparable(DataModel):
             kappa = num / npp[:, None]
             unit = perp / npp[:, None]
         Phi = np.where(deg[:, None], (num > 0).astype(float), special.ndtr(kappa))
-        phi = np.where(deg[:, None], 0.0, _npdf(np.where(deg[:, None], 0.0, kappa)))
+        phi = np.where(deg[:, None], 0.0, normal_pdf(np.where(deg[:, None], 0.0, kappa)))
         g_star = (Phi * q * np.abs(ys)).sum(1)
         g_perp = (phi * q * np.sign(ys)).sum(1)
         return np.outer(g_star, self.w_star) + np.where(deg[:, None], 0.0, g_perp[:, None] * unit)

@@ -21,7 +21,8 @@ from scipy import special
 
 from ..._validate import FiniteArray, Integer, InvalidParameterError, check
 from ...hermite import hermite_polys
-from .data import Bounds, DataModel, _as_neurons, _ndtr_psi, _npdf
+from ...gaussian import normal_pdf
+from .data import Bounds, DataModel, _as_neurons, _ndtr_psi
 
 __all__ = ["MultiIndexPolynomial"]
 
@@ -230,7 +231,7 @@ class MultiIndexPolynomial(DataModel):
         c = self._c[self._active]
         deg = self.degrees[self._active]
         He = hermite_polys(self.degree, t) * np.sqrt(special.factorial(np.arange(self.degree + 1)))[:, None]
-        pdf = _npdf(t)
+        pdf = normal_pdf(t)
         e = np.where(deg[:, None] >= 2, pdf * He[np.maximum(deg - 2, 0)], special.ndtr(-t))   # e_{k-1}(t), k=deg
         along = np.einsum("t,tm,mtj->mj", c * (deg >= 1), e, grads) @ self.U
         radial = pdf * np.einsum("t,tm,mt->m", c, He[deg], mono)
@@ -303,6 +304,6 @@ class MultiIndexPolynomial(DataModel):
         deg = self.degrees[self._active]
         He = hermite_polys(self.degree, t) * np.sqrt(special.factorial(np.arange(self.degree + 1)))[:, None]
         psi = _ndtr_psi(-t)[1]
-        e = np.where(deg[:, None] >= 2, _npdf(t) * He[np.maximum(deg - 2, 0)], special.ndtr(-t))
+        e = np.where(deg[:, None] >= 2, normal_pdf(t) * He[np.maximum(deg - 2, 0)], special.ndtr(-t))
         e = np.where(deg[:, None] == 0, psi, e)
         return norms * np.einsum("t,tm,mt->m", c, e, mono)
