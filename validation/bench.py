@@ -287,7 +287,7 @@ def _bench_resnet(sz):
     p = resnet.Problem.thm2(d=d, k=4, alpha=0.3, N=N)
     X, target = p.X, p.target
     beta = resnet.krr_fit(p.kappa, X, target(X), p.lam)
-    resnet.exact_test_error(p.kappa, X[:4], beta[:4], target.walsh())                        # JIT / tables
+    resnet.exact_test_error(p.kappa, X[:4], beta[:4], target.walsh())                        # JIT only (no table cache)
     t0 = time.perf_counter()
     exact = resnet.exact_test_error(p.kappa, X, beta, target.walsh())
     t_exact = time.perf_counter() - t0
