@@ -76,7 +76,7 @@ def lemma51_thm542_mc(size, device, outdir):
     for row in rows:
         row["z"] = (row["formula"] - row["mc"]) / row["se"]
     z = max(abs(row["z"]) for row in rows)
-    fig = plot_curves(np.arange(len(rows)), {"z": [row["z"] for row in rows]}, Path(outdir) / "icl_lemma51_thm542_mc.png",
+    fig = plot_curves(np.arange(len(rows)), {"z": [row["z"] for row in rows]}, Path(outdir) / "icl.lemma51_thm542_mc.png",
                       refs={"+3": 3.0, "-3": -3.0}, xlabel="comparison", ylabel="(formula - MC)/SE",
                       title=f"Lemma 5.1 / Thm 5.4.2 vs MC: max |z| = {z:.2f}")
     return ClaimResult(z, {}, str(fig), rows, f"max |z| = {z:.2f} over {len(rows)} comparisons")
@@ -111,7 +111,7 @@ def trained_optimum(size, device, outdir):
     err = max(row["rel_error"] for row in rows)
     fig = plot_curves([row["r"] for row in rows], {"rel. Frobenius error": [row["rel_error"] for row in rows],
                                                    "relative loss gap": [row["loss_gap"] for row in rows]},
-                      Path(outdir) / "icl_trained_optimum.png", refs={"5 %": 0.05, "0.2 %": 2e-3}, logy=True,
+                      Path(outdir) / "icl.trained_optimum.png", refs={"5 %": 0.05, "0.2 %": 2e-3}, logy=True,
                       xlabel="rank r", ylabel="error", title=f"trained vs U*: max error {err:.3f}")
     return ClaimResult(err, {"loss within 0.2 % of L*_r for every r": all(row["loss_gap"] <= 2e-3 for row in rows)},
                        str(fig), rows, f"max rel. error {err:.3f}; loss gaps "
@@ -155,7 +155,7 @@ def risk_vs_noise(size, device, outdir):
     sig = [row for row in rows if row["kind"] == "sigma2"]
     curves = {f"U*_{r}, Thm 5.4.2": [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
     points = {f"trained r={r}, MC": [row["mc"] for row in sig if row["r"] == r] for r in size["ranks"]}
-    fig = plot_curves(size["sigma2"], curves | points, Path(outdir) / "icl_risk_vs_noise.png", xlabel="noise sigma^2",
+    fig = plot_curves(size["sigma2"], curves | points, Path(outdir) / "icl.risk_vs_noise.png", xlabel="noise sigma^2",
                       ylabel="eval risk", bands={k: [3 * row["se"] for row in sig if f"r={row['r']}," in k]
                                                  for k in points},
                       styles={**{f"U*_{r}, Thm 5.4.2": {"color": f"C{i}"} for i, r in enumerate(size["ranks"])},
@@ -190,7 +190,7 @@ def rank_gap(size, device, outdir):
             rows[-1]["z"] = (rows[-1]["mc"] - gap) / rows[-1]["se"]
     z = max(abs(row["z"]) for row in rows)
     fig = plot_curves(np.arange(len(rows)), {"theory gap": [row["gap"] for row in rows], "MC": [row["mc"] for row in rows]},
-                      Path(outdir) / "icl_rank_gap.png", bands={"MC": [3 * row["se"] for row in rows]},
+                      Path(outdir) / "icl.rank_gap.png", bands={"MC": [3 * row["se"] for row in rows]},
                       xlabel="(r, r', sigma) case", ylabel="risk(r') - risk(r)", title=f"Thm 5.4.3: max |z| = {z:.2f}")
     return ClaimResult(z, {}, str(fig), rows, f"max |z| = {z:.2f}")
 
@@ -227,7 +227,7 @@ def gradient_flow(size, device, outdir):
     saddles = icl.saddle_losses(p.Lambda, p.N, p.r)
     plateaus = icl.flow_plateaus(traj.t, loss, saddles, rtol=0.01, min_duration=1.0)
     order = [q["saddle"] for q in plateaus]
-    fig = plot_curves(np.log10(traj.t[1:]), {"loss": loss[1:]}, Path(outdir) / "icl_gradient_flow.png",
+    fig = plot_curves(np.log10(traj.t[1:]), {"loss": loss[1:]}, Path(outdir) / "icl.gradient_flow.png",
                       refs={f"L*_{k}": v for k, v in enumerate(saddles)}, xlabel="log10 flow time",
                       ylabel="population loss", title=f"flow to U*: rel. error {err:.1e}, plateaus {order}")
     return ClaimResult(err, {"plateaus visit saddles 0..r in order": order == list(range(p.r + 1))}, str(fig),
