@@ -75,7 +75,8 @@ def sign_flips(size, device, outdir):
         worst_ratio = max(worst_ratio, ratio, float((r["flips"] > r["worst"]).any()) * np.inf)
         rows.append({"m": m, "test_error": float(np.mean(err)), "delta_median": float(np.median(r["delta"])),
                      "flip_fraction": float(r["fraction"].mean()), "random_fraction": float(rand.mean() / m),
-                     "worst_fraction_exact": float(r["worst"].mean() / m), "worst_fraction_limit": float(law.mean() / m),
+                     "worst_fraction_exact": float(r["worst"].mean() / m),
+                     "worst_fraction_limit": float(law.mean() / m),
                      "R_min": float(R.min()), "R_max": float(R.max()), "max_flips_over_worst": ratio,
                      "position_in_[random,worst]": float(np.mean((r["flips"] - rand) / (r["worst"] - rand)))})
         ax0.plot(r["delta"].ravel(), r["fraction"].ravel(), ".", ms=2, color=f"C{n}", label=f"m = {m}: measured")

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.integrate import quad
 from scipy.special import gammaln, log_ndtr, logsumexp, ndtr
 
-from popdyn._validate import Either, FiniteArray, Interval, InvalidParameterError, check
+from popdyn._validate import FiniteArray, Interval, InvalidParameterError, check
 from popdyn.gaussian import normal_pdf
 from popdyn.hermite import hermite_polys, log_hermite_abs
 
@@ -384,10 +384,10 @@ def truncation_error(series, x1, eps=None, B=None):
 
     Notes
     -----
-    Regime: adaptive quadrature (relative tolerance 1e-10, absolute 1e-14 before the factor) in :math:`t = |z| - \min_i B_i` with the factor
-    :math:`\varphi(\min_i B_i)` taken out, one panel between consecutive levels. Lemma F.2's proof states
-    :math:`|R'(x_1)| \le \varepsilon/4` at the paper's levels (L1461-1466), from Claim F.4(a) + (b) each
-    :math:`\le \varepsilon/8`.
+    Regime: adaptive quadrature (relative tolerance 1e-10, absolute 1e-14 before the factor) in
+    :math:`t = |z| - \min_i B_i` with the factor :math:`\varphi(\min_i B_i)` taken out, one panel between
+    consecutive levels. Lemma F.2's proof states :math:`|R'(x_1)| \le \varepsilon/4` at the paper's levels
+    (L1461-1466), from Claim F.4(a) + (b) each :math:`\le \varepsilon/8`.
 
     References
     ----------
@@ -469,9 +469,10 @@ def claim_f4_tails(series, eps=None, B=None):
 
     Examples
     --------
-    >>> la, lb = claim_f4_tails(TaylorSeries.from_coeffs([0.0, 1.0]), B=3.0)   # c'_1 = sqrt(2 pi), He_0 = 1, He_1(3) = 3
-    >>> round(float(np.exp(la) / math.exp(-4.5)), 12), round(float(np.exp(lb) / (6 * math.sqrt(2 * math.pi) * ndtr(-3.0))), 12)
-    (2.0, 1.0)
+    >>> la, lb = claim_f4_tails(TaylorSeries.from_coeffs([0.0, 1.0]), B=3.0)   # c'_1 = sqrt(2 pi), He_1(3) = 3
+    >>> Ta, Tb = 2 * math.exp(-4.5), 6 * math.sqrt(2 * math.pi) * ndtr(-3.0)    # 2 c'_1 phi(3), 2 c'_1 3 Phi(-3)
+    >>> round(float(np.exp(la) / Ta), 12), round(float(np.exp(lb) / Tb), 12)
+    (1.0, 1.0)
     """
     owner = "resnet.claim_f4_tails"
     i, _, levels = _levels(owner, series, eps, B)
