@@ -13,6 +13,9 @@ train
     Algorithm 1 (online SGD, a fresh sample per step, separate eta_w, eta_v) or the paper's minibatch protocol
     (momentum 0.9, batch 50, epochs at lr then at lr/10, weight decay) on a target of
     :mod:`popdyn.models.resnet.targets`; test error and the hierarchy coefficients c_F, c_G over time.
+preactivation_flips
+    The ReLU signs of a layer flipped between init and the current weights, per input, with Prop. C.4's exact
+    worst case for the measured perturbation size.
 empirical_ntk, conjugate_kernel, ridge_fit
     Finite-width kernels of a network at its current weights as (seeds, n, n') matrices, and the ridge fit
     beta = (K + N lam I)^{-1} Y of program (3.1) on such a matrix.
@@ -31,10 +34,11 @@ import numpy as np
 import torch
 
 from .._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
+from ..models.resnet.coupling import worst_case_flips
 from ..results import Simulation
 from ._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
 
-__all__ = ["ARCHS", "Net", "init_net", "train", "empirical_ntk", "conjugate_kernel", "ridge_fit"]
+__all__ = ["ARCHS", "Net", "init_net", "train", "preactivation_flips", "empirical_ntk", "conjugate_kernel", "ridge_fit"]
 
 #: architecture -> (trained layers, the second hidden layer reads (out1, 1) (True) or (h, 1) (False), residual)
 ARCHS = {
@@ -362,6 +366,71 @@ def _inputs(owner, name, X, d, dev, dt):
     if not np.all(np.abs(X) == 1):
         raise InvalidParameterError(f"The '{name}' parameter of {owner} must have entries ±1. Got other values.")
     return torch.tensor(X, dtype=dt, device=dev)
+
+
+def preactivation_flips(net, X, layer="W"):
+    r"""Flipped ReLU signs of one layer between init and the current weights, and Prop. C.4's exact worst case.
+
+    .. math:: g^{(0)} = W^{(0)}\tilde x,\quad g' = (W - W^{(0)})\tilde x,\quad
+              \|D'\|_0 = \#\{j: 1[(g^{(0)}+g')_j\ge0]\ne1[g^{(0)}_j\ge0]\},\quad
+              \delta = \frac{\|g'\|_2}{\|g^{(0)}\|_2}
+
+    (layer "V": :math:`g^{(0)} = V^{(0)}(\mathrm{out}_1(x),1)`, :math:`g' = (V-V^{(0)})(\mathrm{out}_1(x),1)` with the
+    current W, i.e. :math:`\|D_{V^{(0)},W} - D_{V,W}\|_0` of Lemma D.1(d)).
+
+    Parameters
+    ----------
+    net : Net
+    X : array_like of shape (n, d)
+        ±1 inputs.
+    layer : {"W", "V"}
+        "V" needs an architecture with a second layer.
+
+    Returns
+    -------
+    dict of ndarray, each (seeds, n)
+        ``flips`` (int), ``fraction`` = flips / m, ``delta`` (:math:`\|g'\|/\|g^{(0)}\|`, the radius of Prop. C.4
+        once :math:`g^{(0)}` is scaled to :math:`N(0, I/m)`, :math:`\mathbb E\|g^{(0)}\|^2 = 1`) and ``worst``
+        (int) = :func:`popdyn.models.resnet.worst_case_flips` :math:`(g^{(0)}, \|g'\|)`, the exact maximum over all
+        perturbations of that norm (scale-free), so ``flips <= worst`` always.
+
+    Notes
+    -----
+    Regime: any net; for a fixed x, :math:`g^{(0)}` is exactly Gaussian with i.i.d. entries under both inits, so
+    :func:`popdyn.models.resnet.worst_case_flip_fraction` (delta) and
+    :func:`popdyn.models.resnet.random_flip_fraction` (delta) are its m -> inf worst-case and random-direction
+    fractions.
+
+    References
+    ----------
+    .. [src] seed 004 L583-610 (Prop. C.4), L614-620, L626-654 (Lemma D.1(a), (d)); specs/resnet_kernels.md §2.4.
+
+    Examples
+    --------
+    >>> net = init_net("resnet", d=4, k=2, m=64, seeds=2)
+    >>> X = np.array([[1.0, -1.0, 1.0, 1.0]])
+    >>> preactivation_flips(net, X)["flips"].tolist()          # nothing trained yet
+    [[0], [0]]
+    >>> net.W += 0.05
+    >>> r = preactivation_flips(net, X)
+    >>> bool((r["flips"] <= r["worst"]).all())
+    True
+    """
+    owner = "resnet_nets.preactivation_flips"
+    if not isinstance(net, Net):
+        raise InvalidParameterError(f"The 'net' parameter of {owner} must be a Net (init_net). Got {net!r} instead.")
+    check(owner, "layer", layer, Options(("W", "V") if net.V is not None else ("W",)))
+    Xt = _inputs(owner, "X", X, net.W.shape[2] - 1, net.W.device, net.W.dtype)
+    with torch.no_grad():
+        z, pre = net._layers(Xt)[1][layer]
+        pre0 = torch.matmul(z, (net.W0 if layer == "W" else net.V0).transpose(1, 2))
+        g0, gp = to_numpy(pre0), to_numpy(pre - pre0)
+        flips = to_numpy(((pre >= 0) != (pre0 >= 0)).sum(-1)).astype(np.int64)
+    size = np.linalg.norm(gp, axis=-1)
+    worst = np.array([[worst_case_flips(g0[s, i], size[s, i]) for i in range(g0.shape[1])]
+                      for s in range(g0.shape[0])], dtype=np.int64)
+    return {"flips": flips, "fraction": flips / g0.shape[-1], "delta": size / np.linalg.norm(g0, axis=-1),
+            "worst": worst}
 
 
 def _ntk_factors(net, X, which):

@@ -1,0 +1,248 @@
+r"""Existential weights of Lemma F.1' (seed 004 L1384-1394, proof L1511-1587): the random-feature construction W*.
+
+A target :math:`\Phi_r(x) = \sum_{i\le p} a^*_{r,i}\,\phi_{r,i}(\langle w^*_{1,r,i},x\rangle/\|x\|)\,
+\langle w^*_{2,r,i},x\rangle` (k outputs, p terms, every :math:`\phi_{r,i}` with only degree-0 and odd terms) is
+reproduced by the pseudo-network :math:`G_r(x;\mathbf W^*) = \sum_j a_{r,j}\langle w^*_j,x\rangle
+1[\langle w^{(0)}_j,x\rangle\ge0]` with :math:`w^{(0)}_j \sim N(0, I/m)`, :math:`a_{r,j}\sim N(0,1)` and the weights
+(F.3), built from the indicator-to-function map :math:`h^{(r,i)}` of Lemma F.2 (:mod:`.indicator`). With the exact
+(untruncated) h, :math:`\mathbb E\,G_r(x) = \Phi_r(x)` exactly for every m and the error is a mean of m i.i.d. terms
+(:math:`O(m^{-1/2})`); :math:`\mathbb E\,m\|\mathbf W^*\|_F^2` has the closed form :meth:`Phi.frobenius_limit`.
+
+Public names: :class:`Phi`, :func:`random_feature_weights`, :func:`G`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import gammaln
+
+from popdyn._validate import FiniteArray, InvalidParameterError, check
+
+from .complexity import TaylorSeries
+from .indicator import _hermite_sum, h_coefficients
+
+__all__ = ["Phi", "random_feature_weights", "G"]
+
+_UNIT_TOL = 1e-9
+
+
+def _unit_rows(owner, name, w, shape):
+    w = check(owner, name, w, FiniteArray(3, shape))
+    if np.abs(np.linalg.norm(w, axis=-1) - 1.0).max(initial=0.0) > _UNIT_TOL:
+        raise InvalidParameterError(f"The '{name}' parameter of {owner} must hold unit vectors (||w||_2 = 1 within "
+                                    f"{_UNIT_TOL}) on its last axis. Got norms {np.linalg.norm(w, axis=-1)!r} instead.")
+    return w
+
+
+class Phi:
+    r"""The target of Lemma F.1' (Concept 2's form on ``x``): k outputs, each a sum of p terms.
+
+    .. math:: \Phi_r(x) = \sum_{i=1}^p a^*_{r,i}\,\phi_{r,i}\Big(\frac{\langle w^*_{1,r,i},x\rangle}{\|x\|_2}\Big)
+              \langle w^*_{2,r,i},x\rangle
+
+    Parameters
+    ----------
+    a_star : array_like of shape (k, p)
+        :math:`a^*_{r,i}` (the lemma assumes :math:`|a^*_{r,i}| \le 1`; any finite value works here).
+    w1, w2 : array_like of shape (k, p, d)
+        Unit vectors :math:`w^*_{1,r,i}`, :math:`w^*_{2,r,i}`.
+    series : sequence of k sequences of p TaylorSeries
+        Finite :math:`\phi_{r,i}` with only degree-0 and odd terms (Lemma F.2).
+
+    Notes
+    -----
+    Regime: any finite sizes; :math:`\Phi` is 1-homogeneous in x, as G is, so the lemma's ||x|| = 1 is no loss.
+
+    References
+    ----------
+    .. [src] seed 004 L1367-1376 (restated Lemma F.1), L1384-1394 (Lemma F.1'); specs/resnet_kernels.md §2.6.
+
+    Examples
+    --------
+    >>> e = np.eye(2)[None, None]                         # k = p = 1, d = 2, w1 = w2 = e_1
+    >>> f = Phi([[1.0]], e[..., 0, :], e[..., 0, :], [[TaylorSeries.from_coeffs([0.5, 1.0])]])
+    >>> f(np.array([[0.6, 0.8]])).round(12).tolist()   # (0.5 + 0.6) * 0.6
+    [[0.66]]
+    """
+
+    def __init__(self, a_star, w1, w2, series):
+        owner = "resnet.Phi"
+        self.a_star = check(owner, "a_star", a_star, FiniteArray(2))
+        k, p = self.a_star.shape
+        self.w1 = _unit_rows(owner, "w1", w1, (k, p, None))
+        self.w2 = _unit_rows(owner, "w2", w2, self.w1.shape)
+        if (len(series) != k or any(len(row) != p for row in series)
+                or not all(isinstance(s, TaylorSeries) for row in series for s in row)):
+            raise InvalidParameterError(f"The 'series' parameter of {owner} must be {k} lists of {p} TaylorSeries "
+                                        f"(one phi_(r,i) per term). Got {series!r} instead.")
+        self.series = [list(row) for row in series]
+        b = [[h_coefficients(s) for s in row] for row in self.series]
+        n = max(len(c) for row in b for c in row)
+        self._b = np.zeros((k, p, n))                          # h^{(r,i)} = sum_n b_n He_n
+        for r in range(k):
+            for i in range(p):
+                self._b[r, i, :len(b[r][i])] = b[r][i]
+
+    k = property(lambda self: self.a_star.shape[0])
+    p = property(lambda self: self.a_star.shape[1])
+    d = property(lambda self: self.w1.shape[2])
+
+    @classmethod
+    def random(cls, d, series, rng=None):
+        r"""A target with :math:`a^*_{r,i}\sim U[-1,1]` and :math:`w^*_{1,r,i}, w^*_{2,r,i}` uniform on the sphere.
+
+        ``series`` is k lists of p TaylorSeries; ``rng`` None, a seed or a numpy Generator.
+        """
+        rng = np.random.default_rng(rng)
+        k, p = len(series), len(series[0])
+        w = rng.standard_normal((2, k, p, d))
+        w /= np.linalg.norm(w, axis=-1, keepdims=True)
+        return cls(rng.uniform(-1.0, 1.0, (k, p)), w[0], w[1], series)
+
+    def __call__(self, X):
+        """:math:`\\Phi(x)` at the rows of X (n, d); returns (n, k)."""
+        X = check("resnet.Phi", "X", X, FiniteArray(2, (None, self.d)))
+        norm = np.linalg.norm(X, axis=1)
+        if (norm == 0).any():
+            raise InvalidParameterError(f"The 'X' parameter of resnet.Phi must have non-zero rows. Got {X!r} instead.")
+        out = np.zeros((X.shape[0], self.k))
+        for r in range(self.k):
+            for i in range(self.p):
+                out[:, r] += self.a_star[r, i] * self.series[r][i](X @ self.w1[r, i] / norm) * (X @ self.w2[r, i])
+        return out
+
+    def h(self, r, i, alpha1):
+        """:math:`h^{(r,i)}` (Lemma F.2, untruncated) at the 1-d points ``alpha1``."""
+        return _hermite_sum(self._b[r, i], np.asarray(alpha1, dtype=np.float64))
+
+    def frobenius_limit(self):
+        r"""The exact :math:`\mathbb E\,m\|\mathbf W^*\|_F^2` (every m) and its :math:`m\to\infty` limit.
+
+        .. math:: \sum_r \mathbb E_{w\sim N(0,I_d)}\Big\|\sum_i a^*_{r,i}h^{(r,i)}(\langle w,w^*_{1,r,i}\rangle)
+                  w^*_{2,r,i}\Big\|^2 = \sum_r\sum_{i,i'} a^*_{r,i}a^*_{r,i'}\langle w^*_{2,r,i},w^*_{2,r,i'}\rangle
+                  \sum_n b^{(r,i)}_n b^{(r,i')}_n\, n!\,\rho_{ii'}^n,\quad \rho_{ii'} = \langle w^*_{1,r,i},
+                  w^*_{1,r,i'}\rangle
+
+        by Mehler's formula :math:`\mathbb E[\mathrm{He}_n(u)\mathrm{He}_{n'}(v)] = n!\rho^n\delta_{nn'}`.
+
+        Returns
+        -------
+        float
+
+        Notes
+        -----
+        Regime: exact. :math:`m\|\mathbf W^*\|_F^2 = \frac1m\sum_j\|m w^*_j\|^2` is a mean of m i.i.d. rows whose
+        expectation is this value for every m (:math:`\mathbb E a_{r,j}a_{r',j} = \delta_{rr'}`, a independent of
+        :math:`W^{(0)}`); it is :math:`\|\mathbf W^*_{\mathrm{main}}\|_F^2` in the main text's scaling, the O(1)
+        quantity :math:`\widetilde O(kp\,\mathfrak C_s)^2` of Lemma F.1' (L1385, L1573-1587).
+
+        References
+        ----------
+        .. [src] seed 004 L1385, L1573-1587 ((F.4)); derived, specs/resnet_kernels.md §2.6 (V3).
+        """
+        beta = self._b * np.exp(0.5 * gammaln(np.arange(self._b.shape[2]) + 1.0))    # b_n sqrt(n!)
+        total = 0.0
+        for r in range(self.k):
+            rho = self.w1[r] @ self.w1[r].T                                         # (p, p)
+            mehler = np.einsum("in,jn,ijn->ij", beta[r], beta[r],
+                               rho[..., None] ** np.arange(beta.shape[2]))
+            total += float(self.a_star[r] @ (mehler * (self.w2[r] @ self.w2[r].T)) @ self.a_star[r])
+        return total
+
+    def __repr__(self):
+        return f"Phi(k={self.k}, p={self.p}, d={self.d})"
+
+
+def _weights(owner, phi, W0, a):
+    if not isinstance(phi, Phi):
+        raise InvalidParameterError(f"The 'phi' parameter of {owner} must be a resnet Phi. Got {phi!r} instead.")
+    W0 = check(owner, "W0", W0, FiniteArray(2, (None, phi.d)))
+    a = check(owner, "a", a, FiniteArray(2, (phi.k, W0.shape[0])))
+    return W0, a
+
+
+def random_feature_weights(phi, W0, a):
+    r"""The construction (F.3) of Lemma F.1': weights :math:`\mathbf W^*` with :math:`G(\cdot;\mathbf W^*)\approx\Phi`.
+
+    .. math:: w^*_j = \frac1m\sum_{r\in[k]} a_{r,j}\sum_{i\in[p]} a^*_{r,i}\,
+              h^{(r,i)}\big(\sqrt m\,\langle w^{(0)}_j, w^*_{1,r,i}\rangle\big)\,w^*_{2,r,i}
+
+    Parameters
+    ----------
+    phi : Phi
+        The target (k outputs, p terms, dimension d).
+    W0 : array_like of shape (m, d)
+        Rows :math:`w^{(0)}_j \sim N(0, I/m)` (Appendix F's scaling).
+    a : array_like of shape (k, m)
+        :math:`a_{r,j} \sim N(0, 1)`.
+
+    Returns
+    -------
+    ndarray of shape (m, d)
+
+    Notes
+    -----
+    Regime: any m; with the exact h of :func:`.indicator.h` (not the paper's truncated one)
+    :math:`\mathbb E\,G_r(x;\mathbf W^*) = \Phi_r(x)` exactly. The index r' of the inner sum (typo in (F.3), L1557,
+    spec §8 item 15) is the outer one. Main-text scaling (A ~ N(0, 1/m)): multiply by :math:`\sqrt m`.
+
+    References
+    ----------
+    .. [src] seed 004 L1515-1565 ((F.2), (F.3)); specs/resnet_kernels.md §2.6 (V3), §8 item 15.
+
+    Examples
+    --------
+    >>> e = np.eye(2)[None, None]
+    >>> f = Phi([[1.0]], e[..., 0, :], e[..., 1, :], [[TaylorSeries.from_coeffs([0.5])]])   # h = 1 (2 c_0)
+    >>> random_feature_weights(f, np.ones((2, 2)), np.array([[1.0, -2.0]])).tolist()      # a_j e_2 / m
+    [[0.0, 0.5], [0.0, -1.0]]
+    """
+    W0, a = _weights("resnet.random_feature_weights", phi, W0, a)
+    m = W0.shape[0]
+    Ws = np.zeros_like(W0)
+    for r in range(phi.k):
+        for i in range(phi.p):
+            coef = a[r] * phi.a_star[r, i] * phi.h(r, i, math.sqrt(m) * (W0 @ phi.w1[r, i]))
+            Ws += np.outer(coef, phi.w2[r, i])
+    return Ws / m
+
+
+def G(X, W_star, W0, a):
+    r"""The pseudo-network of Lemma F.1': :math:`G_r(x;\mathbf W^*) = \sum_j a_{r,j}\langle w^*_j,x\rangle
+    1[\langle w^{(0)}_j,x\rangle\ge0]`.
+
+    .. math:: G(X) = \big((X\mathbf W^{*\top}) \odot 1[X\mathbf W^{(0)\top}\ge0]\big)\,a^\top
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        Inputs.
+    W_star, W0 : array_like of shape (m, d)
+        :math:`\mathbf W^*` and the frozen :math:`\mathbf W^{(0)}` that sets the signs.
+    a : array_like of shape (k, m)
+        Output weights.
+
+    Returns
+    -------
+    ndarray of shape (n, k)
+
+    Notes
+    -----
+    Regime: any sizes; the convention :math:`1[0\ge0]=1` of the paper.
+
+    References
+    ----------
+    .. [src] seed 004 L1376-1380, L1561-1565; specs/resnet_kernels.md §2.6.
+
+    Examples
+    --------
+    >>> G(np.array([[1.0, 0.0]]), np.eye(2), np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([[2.0, 3.0]])).tolist()
+    [[2.0]]
+    """
+    owner = "resnet.G"
+    X = check(owner, "X", X, FiniteArray(2))
+    W_star = check(owner, "W_star", W_star, FiniteArray(2, (None, X.shape[1])))
+    W0 = check(owner, "W0", W0, FiniteArray(2, W_star.shape))
+    a = check(owner, "a", a, FiniteArray(2, (None, W0.shape[0])))
+    return ((X @ W_star.T) * (X @ W0.T >= 0)) @ a.T
