@@ -149,7 +149,7 @@ def training_inputs(problem, seeds=1, *, device="cpu"):
 
     Examples
     --------
-    >>> from popdyn.models.resnet import NetworkProblem
+    >>> from popdyn.models.resnet.problem import NetworkProblem
     >>> training_inputs(NetworkProblem(d=6, k=2, N=5), seeds=2).shape
     (2, 5, 6)
     """
@@ -208,7 +208,7 @@ def simulate_networks(problem, *, seeds=2, test=4000, records=21, device="cpu", 
     Examples
     --------
     >>> import popdyn
-    >>> from popdyn.models.resnet import NetworkProblem
+    >>> from popdyn.models.resnet.problem import NetworkProblem
     >>> sim = popdyn.simulate(NetworkProblem(d=8, k=2, m=16, N=50, epochs=2), seeds=2, test=200, records=3)
     >>> sim["test_error"].shape, sim["c_G"].shape
     ((2, 3), (2, 3, 2))
