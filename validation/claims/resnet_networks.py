@@ -4,8 +4,14 @@
   the exact test error of the infinite-width ReLU NTK and conjugate kernel fitted on the same N training points
   (best ridge), which stay at the "G not learned" plateau k alpha^2.
 * ``resnet.kernel_transition``: at d = 20, k = 3 (C(d, k) = 1140) the exact kernel error vs N: the kernels capture
-  almost none of G(F)'s Walsh coefficient while N << C(d, k), sit above Theorem 2's alpha^2/4 and Lemma E.2's
-  bound, and only start to capture it past C(d, k).
+  almost none of G(F)'s Walsh coefficient while N <= C(d, k)/10, sit above Theorem 2's alpha^2/4 and Lemma E.2's
+  bound, and capture it past C(d, k) (the Gaussian kernel more than half of it by 2 C(d, k)).
+
+  The start is gradual, not a step: with the bias input the ReLU kernels' level eigenvalues pair up,
+  lambda_{2j-1}^2 = lambda_{2j}^2 for j >= 2 [derived: on the face x_{d+1} = 1 of the (d+1)-cube chi_S and
+  chi_{S + {d+1}} coincide, so lambda_l(d) = mu_l + mu_{l+1} with the bias-free kernel's mu_odd = 0 for odd l >= 3;
+  equal to 1e-13 at d = 20], so chi_S (|S| = 3) competes with C(d, 3) + C(d, 4) = 5985 Walsh functions of the same
+  eigenvalue and c_S grows smoothly (about as N^1.5-2) through C(d, k).
 """
 from __future__ import annotations
 
@@ -32,8 +38,9 @@ _RATIO_TOL = 1 / (4 * _K)
 _PLATEAU_FRACTION = 0.9
 #: a fraction c_S/alpha <= 0.1 of G captured leaves >= (1 - 0.1)^2 = 81 % of its error (Lemma E.2): G not learned
 _CAPTURE_TOL = 0.1
-#: past C(d, k) the captured c_S must grow: at the largest N (>= 2 C(d, k)) at least 3x its value at C(d, k)/2
-_GROWTH = 3.0
+#: past C(d, k) the captured c_S must grow: at the largest N (>= 2 C(d, k)) at least 5x its largest value at
+#: N <= C(d, k)/10 (measured 20-50x), and some kernel must capture at least half of alpha by 2 C(d, k)
+_GROWTH = 5.0
 
 
 @claim(id="resnet.thm2_networks", model="resnet",
@@ -114,17 +121,17 @@ def thm2_networks(size, device, outdir):
 
 
 @claim(id="resnet.kernel_transition", model="resnet",
-       title="Exact kernel error vs N at d = 20, k = 3: G(F) is not learned while N << C(d, k) = 1140 and only "
-             "starts to be captured past it",
+       title="Exact kernel error vs N at d = 20, k = 3: G(F) is not learned while N <= C(d, k)/10 = 114 and is "
+             "captured past C(d, k)",
        source="seed 004 (seeds/004_3949d2a174c043cd.txt) L354-366 (Theorem 2), L1129-1163 (Lemma E.2, Lemma E.3), "
               "L1169-1187 (assembly); specs/resnet_kernels.md §2.7, §4.2",
-       metric="max over kernels and N <= C(d, k)/2 of c_S/alpha, the fraction of G(F)'s Walsh coefficient the kernel "
+       metric="max over kernels and N <= C(d, k)/10 of c_S/alpha, the fraction of G(F)'s Walsh coefficient the kernel "
               "predictor captures (largest over the ridges, mean over outputs)",
        tolerance=_CAPTURE_TOL,
        tolerance_origin="c_S/alpha <= 0.1 leaves >= (1 - 0.1)^2 = 81 % of G's error (Lemma E.2): G not learned; a "
                         "kernel that learned G at N ~ d (as the networks do) would show c_S/alpha ~ 1",
        quick={"d": 20, "k": 3, "alpha": 0.3, "N": [57, 114, 285, 570, 1140, 2280], "lams": [1e-8, 1e-4],
-              "kernels": ["relu_ntk", "relu_ck"]},
+              "kernels": ["relu_ntk", "relu_ck", "gaussian"]},
        full={"d": 20, "k": 3, "alpha": 0.3, "N": [57, 114, 285, 570, 1140, 1710, 2280, 3420, 4560],
              "lams": [1e-8, 1e-6, 1e-4], "kernels": ["relu_ntk", "relu_ck", "gaussian"]})
 def kernel_transition(size, device, outdir):
@@ -141,17 +148,19 @@ def kernel_transition(size, device, outdir):
                          "lemma_e2": float(preds[j]["lemma_e2"].sum()),
                          "c_S/alpha": max(float(np.abs(p["captured_G"]).mean()) for p in preds) / alpha})
     plateau, floor = k * alpha ** 2, float(preds[0]["thm2_bound"])
-    below = [r for r in rows if r["N"] <= C / 2]
+    below = [r for r in rows if r["N"] <= C / 10]
     measured = max(r["c_S/alpha"] for r in below)
     growth = {kern: [r["c_S/alpha"] for r in rows if r["kernel"] == kern] for kern in size["kernels"]}
-    at_half = {kern: max(r["c_S/alpha"] for r in below if r["kernel"] == kern) for kern in size["kernels"]}
+    at_tenth = {kern: max(r["c_S/alpha"] for r in below if r["kernel"] == kern) for kern in size["kernels"]}
     checks = {"exact error >= Lemma E.2 bound at every N": all(r["error"] >= r["lemma_e2"] - 1e-12 for r in rows),
               "exact error > alpha^2/4 (Theorem 2) at every N <= C(d, k)":
                   all(r["error"] > floor for r in rows if r["N"] <= C),
               "exact error >= k alpha^2 at every N <= C(d, k)/10": all(r["error"] >= plateau for r in rows
                                                                        if r["N"] <= C / 10),
-              f"c_S grows past C(d, k): >= {_GROWTH}x its N <= C/2 value at the largest N":
-                  size["N"][-1] >= 2 * C and all(growth[kn][-1] >= _GROWTH * at_half[kn] for kn in size["kernels"])}
+              f"c_S grows past C(d, k): >= {_GROWTH}x its N <= C/10 value at the largest N (>= 2 C(d, k))":
+                  size["N"][-1] >= 2 * C and all(growth[kn][-1] >= _GROWTH * at_tenth[kn] for kn in size["kernels"]),
+              "some kernel captures c_S >= alpha/2 by N = 2 C(d, k)":
+                  max(r["c_S/alpha"] for r in rows if r["N"] <= 2 * C) >= 0.5}
 
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     for i, kern in enumerate(size["kernels"]):
@@ -164,15 +173,15 @@ def kernel_transition(size, device, outdir):
     ax1.axhline(_CAPTURE_TOL, color="0.4", ls=":", label=f"tolerance {_CAPTURE_TOL}")
     for ax in (ax0, ax1):
         ax.axvline(C, color="0.2", ls="--", lw=0.8, label=f"C(d, k) = {C}")
-        ax.axvline(C / 2, color="0.6", ls="--", lw=0.8, label="C(d, k)/2")
+        ax.axvline(C / 10, color="0.6", ls="--", lw=0.8, label="C(d, k)/10")
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax0.set(xscale="log", xlabel="training points N", ylabel="test error (sum over outputs)",
             title=f"d = {d}, k = {k}, alpha = {alpha}: best ridge")
     ax1.set(xscale="log", yscale="log", xlabel="training points N", ylabel="captured c_S / alpha",
-            title=f"max c_S/alpha at N <= C/2: {measured:.3g} (tol {_CAPTURE_TOL})")
+            title=f"max c_S/alpha at N <= C/10: {measured:.3g} (tol {_CAPTURE_TOL})")
     fig.tight_layout()
     path = save_figure(fig, outdir / "resnet.kernel_transition.png")
-    msg = (f"max c_S/alpha at N <= C/2 = {C // 2}: {measured:.3g}; at N = {size['N'][-1]}: "
+    msg = (f"max c_S/alpha at N <= C/10 = {C // 10}: {measured:.3g}; at N = {size['N'][-1]}: "
            f"{', '.join(f'{kn} {growth[kn][-1]:.3g}' for kn in size['kernels'])}; min error at N <= C: "
            f"{min(r['error'] for r in rows if r['N'] <= C):.3g} (k alpha^2 = {plateau:.3g}, alpha^2/4 = {floor:.3g})")
     return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, message=msg)
