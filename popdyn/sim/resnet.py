@@ -5,6 +5,11 @@ Public names
 simulate
     ``popdyn.simulate`` for :class:`popdyn.models.resnet.Problem`: the fitted KRR predictor evaluated on fresh
     uniform test points (Monte Carlo over x), with ``predict``'s observable names.
+simulate_networks
+    ``popdyn.simulate`` for :class:`popdyn.models.resnet.NetworkProblem`: ``seeds`` networks trained by
+    :func:`popdyn.sim.resnet_nets.train`; test error and c_F, c_G over epochs.
+training_inputs
+    The training sets those networks are trained on, to fit the kernels of ``popdyn.predict`` on the same points.
 
 The networks of the paper (the three-layer ResNet, the fully connected nets, Algorithm 1 and the minibatch protocol,
 the finite-width empirical NTK and conjugate kernel) are in :mod:`popdyn.sim.resnet_nets`.
@@ -14,14 +19,20 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import torch
 
 from .._validate import InvalidParameterError, as_int
 from ..api import simulate as _api_simulate
 from ..models.resnet.hypercube import kernel_matrix, krr_fit
-from ..models.resnet.problem import Problem
+from ..models.resnet.problem import NetworkProblem, Problem
 from ..results import Simulation
+from ._torch import make_generator, resolve_device, resolve_dtype, to_numpy
+from .resnet_nets import _STREAMS, _signs, init_net, train
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "simulate_networks", "training_inputs"]
+
+#: the minibatch size of the paper's protocol (L424)
+MINIBATCH = 50
 
 
 @_api_simulate.register(Problem)
@@ -98,3 +109,133 @@ def simulate(problem, *, test=20_000, seeds=4, seed=0, chunk=4096, device="cpu")
     meta = {"problem": repr(problem), "test": test, "seeds": seeds, "seed": seed, "device": device, "backend": "numpy",
             "wall_time_s": time.perf_counter() - start, "method": "monte_carlo"}
     return Simulation(t=None, observables=obs, status=0, message="", meta=meta)
+
+
+def _problem(owner, problem):
+    if not isinstance(problem, NetworkProblem):
+        raise InvalidParameterError(f"The 'problem' parameter of {owner} must be a resnet.NetworkProblem. Got "
+                                    f"{problem!r} instead.")
+    return problem
+
+
+def training_inputs(problem, seeds=1, *, device="cpu"):
+    r"""The training inputs of the ``seeds`` networks that ``simulate`` trains on ``problem`` (minibatch protocol).
+
+    .. math:: X^{(s)}\in\{\pm1\}^{N\times d},\quad s=0,\dots,\text{seeds}-1
+
+    the draw of :func:`popdyn.sim.resnet_nets.train` (its training stream of ``problem.seed`` on ``device``),
+    replayed.
+
+    Parameters
+    ----------
+    problem : resnet.NetworkProblem
+    seeds : int
+        Networks trained together, ``>= 1`` (the sets depend on it: one draw of shape (seeds, N, d)).
+    device : str
+        The device of the training ("cpu", "cuda[:N]"): its generator makes the draw.
+
+    Returns
+    -------
+    ndarray, shape (seeds, N, d), float64 ±1
+
+    Notes
+    -----
+    Regime: protocol "minibatch" (online training draws fresh samples instead). Pass ``training_inputs(...)[s]`` as
+    ``X`` to ``popdyn.predict(problem, X=...)`` to fit the kernels on network s's own points.
+
+    References
+    ----------
+    .. [src] seed 004 L241, L424 (one training set of N points); specs/resnet_kernels.md §4.1 item 3, §4.2.
+
+    Examples
+    --------
+    >>> from popdyn.models.resnet.problem import NetworkProblem
+    >>> training_inputs(NetworkProblem(d=6, k=2, N=5), seeds=2).shape
+    (2, 5, 6)
+    """
+    owner = "resnet.training_inputs"
+    problem = _problem(owner, problem)
+    if problem.protocol != "minibatch":
+        raise InvalidParameterError(f"The 'problem' parameter of {owner} must use protocol 'minibatch' (online "
+                                    f"training has no training set). Got {problem!r} instead.")
+    seeds, dev = as_int(owner, "seeds", seeds, 1), resolve_device(device, owner)
+    gen = make_generator(problem.seed * 4 + _STREAMS["train"], dev)
+    return to_numpy(_signs((seeds, problem.N, problem.d), gen, dev, torch.float64))
+
+
+@_api_simulate.register(NetworkProblem)
+def simulate_networks(problem, *, seeds=2, test=4000, records=21, device="cpu", dtype=None):
+    r"""Train ``seeds`` networks of ``problem`` (batched on one device) and record their test error and c_F, c_G.
+
+    .. math:: \widehat{\mathrm{err}}=\frac1n\sum_x\|\mathrm{out}(x)-\mathcal H(x)\|^2,\qquad
+              c_{F,i}=\frac1n\sum_x\mathrm{out}_i(x)\chi_{A_i}(x),\quad
+              c_{G,i}=\frac1n\sum_x\mathrm{out}_i(x)\chi_{B_i}(x)
+
+    (A_i the set of F_i, B_i that of G_i(F); Monte Carlo over ``test`` uniform points).
+
+    Parameters
+    ----------
+    problem : resnet.NetworkProblem
+    seeds : int
+        Independent networks (initial weights and training sets), ``>= 1``.
+    test : int
+        Monte Carlo test points, ``>= 2`` (the standard error of the total error is about
+        sqrt(Var||out - H||^2 / test)).
+    records : int
+        Evaluations along training, evenly spaced, ``>= 2``.
+    device, dtype
+        CPU or CUDA; float64 (default) or float32.
+
+    Returns
+    -------
+    Simulation
+        ``t`` (records,) epochs (minibatch) or samples (online), ``meta["t_unit"]``; ``test_error`` (seeds, records)
+        the total over outputs, ``test_error_output`` (seeds, k) after training, per output (fresh test points of
+        the seed's stream 2 in numpy); ``c_F``, ``c_G`` (seeds, records, k). ``status`` 1 when a seed diverged
+        (its later records NaN).
+
+    Notes
+    -----
+    Regime: any problem; the training is :func:`popdyn.sim.resnet_nets.train` with the experiment init (A, V ~
+    N(0, 1/m), W ~ N(0, 1/d), L422), the init and the training streams of ``problem.seed``; minibatch: batches of 50,
+    momentum 0.9, ``epochs`` at ``lr`` then ``epochs`` at ``lr / 10``; online: N steps of one fresh sample.
+
+    References
+    ----------
+    .. [src] seed 004 L260-275 (Algorithm 1), L420-424 (the experiments); specs/resnet_kernels.md §1.4, §1.8, §4.1,
+       §4.2.
+
+    Examples
+    --------
+    >>> import popdyn
+    >>> from popdyn.models.resnet.problem import NetworkProblem
+    >>> sim = popdyn.simulate(NetworkProblem(d=8, k=2, m=16, N=50, epochs=2), seeds=2, test=200, records=3)
+    >>> sim["test_error"].shape, sim["c_G"].shape
+    ((2, 3), (2, 3, 2))
+    """
+    owner = "resnet.simulate"
+    problem = _problem(owner, problem)
+    seeds, test = as_int(owner, "seeds", seeds, 1), as_int(owner, "test", test, 2)
+    records = as_int(owner, "records", records, 2)
+    dev, dt = resolve_device(device, owner), resolve_dtype(dtype, owner)
+    H = problem.H
+    net = init_net(problem.arch, problem.d, problem.k, problem.m, seeds=seeds, seed=problem.seed, device=dev,
+                   dtype=dt)
+    if problem.protocol == "minibatch":
+        sim = train(net, H, method="minibatch", N=problem.N, lr=problem.lr, wd=problem.wd,
+                    epochs=(problem.epochs, problem.epochs), minibatch=MINIBATCH, test=test, records=records,
+                    seed=problem.seed)
+        t, unit = sim.t / -(-problem.N // MINIBATCH), "epochs"
+    else:
+        sim = train(net, H, method="online", steps=problem.N, eta_w=problem.lr, batch=1, test=test, records=records,
+                    seed=problem.seed)
+        t, unit = sim.t, "samples"
+    Xt = np.random.default_rng([problem.seed, 2]).choice([-1.0, 1.0], size=(test, problem.d))
+    with torch.no_grad():
+        out = to_numpy(net(torch.as_tensor(Xt, dtype=dt, device=dev)))
+    per_output = ((out - H(Xt)) ** 2).mean(1)
+    per_output[~np.isfinite(sim["test_error"][:, -1])] = np.nan
+    obs = {"test_error": sim["test_error"], "test_error_output": per_output, "c_F": sim["c_F"], "c_G": sim["c_G"]}
+    meta = {**sim.meta, "problem": repr(problem), "seeds": seeds, "records": records, "t_unit": unit,
+            "backend": "torch"}
+    return Simulation(t=t, observables=obs, status=sim.status, message=sim.message, meta=meta)
