@@ -305,7 +305,7 @@ def fc2_kernel_limit(kernel, d, w_var=None):
     owner = "resnet_kernels.fc2_kernel_limit"
     check(owner, "kernel", kernel, Options(KERNELS))
     d = check(owner, "d", d, Integer(1, 60))
+    s2 = 1.0 / d if w_var is None else check(owner, "w_var", w_var, Interval(0, np.inf, closed="neither"))
     if kernel == "ntk":
         return (d + 1) * relu_ntk_hidden(d, bias=True)
-    s2 = 1.0 / d if w_var is None else check(owner, "w_var", w_var, Interval(0, np.inf, closed="neither"))
     return s2 * (d + 1) * relu_ck(d, bias=True)
