@@ -23,6 +23,9 @@ from . import ClaimResult, claim
 __all__ = []
 
 _Z = 4.0
+# The ridges: N lam comparable to the top Gram eigenvalues of each kernel (the NTK's profile is ~12x the CK's at
+# d = 10-12), so that the KRR error depends on the kernel's scale (as lam -> 0 KRR is scale free and an init scale
+# error would go unseen); at these ridges a kernel 2x too large moves the exact error by ~0.05.
 _KERNEL_SLOPE_TOL = 0.1
 _SD_SLOPE_Z = 3.0
 
