@@ -4,8 +4,8 @@ Public names
 ------------
 kernel_predictor
     The KRR predictor :math:`\\mathfrak K(x)=\\sum_jK_m(x,x^{(j)})\\beta_j` of a network's finite-width kernel at any
-    points, through the network's linearization (one backward pass per output pair over the training points, one
-    forward-mode pass over the test points) instead of the (test, N) kernel matrix.
+    points, through the network's linearization (backward passes over the training points, forward-mode passes over
+    the test points; for fc2 a closed form in the ReLU masks) instead of the (test, N) kernel matrix.
 cube_krr_error
     Exact population test error on the uniform cube {±1}^d of that predictor fitted on N points (program (3.1) with
     :func:`popdyn.sim.resnet_nets.ridge_fit`): the average over all 2^d points, no test sample.
@@ -28,7 +28,7 @@ from .._validate import Integer, Interval, InvalidParameterError, Options, check
 from ..models.resnet.hypercube import hypercube_points, relu_ck, relu_ntk_hidden
 from ..models.resnet.targets import CompositionTarget
 from ._torch import to_numpy
-from .resnet_nets import ARCHS, Net, conjugate_kernel, empirical_ntk, ridge_fit
+from .resnet_nets import Net, conjugate_kernel, empirical_ntk, ridge_fit
 
 __all__ = ["KERNELS", "kernel_predictor", "cube_krr_error", "fc2_kernel_limit"]
 
@@ -131,7 +131,8 @@ def kernel_predictor(net, kernel, X, beta, Z):
     .. math::
 
         \mathfrak K_i(z)=\sum_jK_m(z,x^{(j)})\beta_{ji},\qquad
-        K_m^{\mathrm{ntk}}(z,x)=\frac1k\sum_a\langle\nabla_\theta\mathrm{out}_a(z),\nabla_\theta\mathrm{out}_a(x)\rangle,
+        K_m^{\mathrm{ntk}}(z,x)=\frac1k\sum_a\langle\nabla_\theta\mathrm{out}_a(z),
+        \nabla_\theta\mathrm{out}_a(x)\rangle,
         \qquad K_m^{\mathrm{ck}}=\frac1m\langle\nabla_{A_a}\mathrm{out}_a(z),\nabla_{A_a}\mathrm{out}_a(x)\rangle,
 
     computed as :math:`\mathfrak K_i(z)=\frac1k\sum_a\partial_\varepsilon\,\mathrm{out}_a(z;\theta+\varepsilon g_{ai})`

@@ -70,7 +70,8 @@ def finite_width_kernels(size, device, outdir):
     for c, kern in enumerate(size["kernels"]):
         lam = size["lam"][kern]
         kappa = resnet_kernels.fc2_kernel_limit(kern, d)
-        e_inf = float(resnet.exact_test_error(kappa, X, resnet.krr_fit(kappa, X, target(X), lam), target.walsh()).mean())
+        beta_inf = resnet.krr_fit(kappa, X, target(X), lam)
+        e_inf = float(resnet.exact_test_error(kappa, X, beta_inf, target.walsh()).mean())
         gaps, kdev = [], []
         for j, m in enumerate(size["m"]):
             net = init_net("fc2", d, k, m, seeds=S, seed=1000 * c + j, device=device)
@@ -117,7 +118,7 @@ def finite_width_kernels(size, device, outdir):
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     path = save_figure(fig, outdir / "resnet.finite_width_kernels.png")
-    msg = "; ".join(f"{kern}: e_inf {v['e_inf']:.4f}, intercept {v['delta']:+.5f} ± {v['delta_se']:.5f} (z {v['z']:+.2f})"
-                    f", sd slope {v['sd_slope']:.2f}, bias b {v['bias_b']:.2f}/m, kernel slope {v['kernel_slope']:.2f}"
+    msg = "; ".join(f"{kern}: e_inf {v['e_inf']:.4f}, intercept {v['delta']:+.5f} ± {v['delta_se']:.5f} "
+                    f"(z {v['z']:+.2f}), sd slope {v['sd_slope']:.2f}, bias b {v['bias_b']:.2f}/m, kernel slope {v['kernel_slope']:.2f}"
                     for kern, v in details.items())
     return ClaimResult(measured=z_worst, checks=checks, figure=str(path), table=rows, message=msg, details=details)
