@@ -119,6 +119,7 @@ def finite_width_kernels(size, device, outdir):
     fig.tight_layout()
     path = save_figure(fig, outdir / "resnet.finite_width_kernels.png")
     msg = "; ".join(f"{kern}: e_inf {v['e_inf']:.4f}, intercept {v['delta']:+.5f} ± {v['delta_se']:.5f} "
-                    f"(z {v['z']:+.2f}), sd slope {v['sd_slope']:.2f}, bias b {v['bias_b']:.2f}/m, kernel slope {v['kernel_slope']:.2f}"
+                    f"(z {v['z']:+.2f}), sd slope {v['sd_slope']:.2f}, bias b {v['bias_b']:.2f}/m, "
+                    f"kernel slope {v['kernel_slope']:.2f}"
                     for kern, v in details.items())
     return ClaimResult(measured=z_worst, checks=checks, figure=str(path), table=rows, message=msg, details=details)
