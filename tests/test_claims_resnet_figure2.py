@@ -15,6 +15,18 @@ _FIG2 = {"N": [2000], "m": 300, "m_fc3": 100, "epochs": [30, 5], "lr": {"resnet"
 _BETA = {"beta": [1.0, 0.2], "N": 2000, "m": 300, "epochs": [30, 5], "lr": [0.5], "wd": 0.0, "records": 11,
          "test": 2000}
 _TRAIN = "validation.claims.resnet_figure2._train"
+_KERNELS = "validation.claims.resnet_figure2._kernel_errors"
+
+
+def _key(a):
+    """Memo key: an array by its bytes (its repr is truncated), anything else by its repr."""
+    return (a.shape, a.tobytes()) if isinstance(a, np.ndarray) else repr(a)
+
+
+def _memo(monkeypatch):
+    """One training (and one exact kernel fit) per configuration across the tests: the theory does not change them."""
+    memoise(monkeypatch, _TRAIN)
+    memoise(monkeypatch, _KERNELS, key=_key)
 
 
 def _plateau(monkeypatch, factor):
@@ -29,7 +41,7 @@ def _plateau(monkeypatch, factor):
 @falsifies("resnet.figure2")
 @pytest.mark.parametrize("factor", [1.0, 0.25, 2.0])
 def test_figure2_fails_a_wrong_plateau(factor, monkeypatch, tmp_path):
-    memoise(monkeypatch, _TRAIN)
+    _memo(monkeypatch)
     if factor != 1.0:
         _plateau(monkeypatch, factor)
     verdict, res = run_claim("resnet.figure2", tmp_path, **_FIG2)
@@ -45,7 +57,7 @@ def test_figure2_fails_a_wrong_plateau(factor, monkeypatch, tmp_path):
 @falsifies("resnet.figure2")
 @pytest.mark.parametrize("broken", ["V at init", "lr 1e-9"])
 def test_figure2_fails_a_broken_training(broken, monkeypatch, tmp_path):
-    memoise(monkeypatch, _TRAIN)
+    _memo(monkeypatch)
     size = dict(_FIG2)
     if broken == "V at init":
         monkeypatch.setattr(resnet_nets.Net, "params", property(lambda self: {"W": self.W}))
@@ -61,12 +73,12 @@ def test_figure2_fails_a_broken_training(broken, monkeypatch, tmp_path):
 @falsifies("resnet.figure2_beta")
 @pytest.mark.parametrize("wrong", [None, "plateau / 4", "lr 1e-9"])
 def test_figure2_beta_fails_a_wrong_plateau_or_no_training(wrong, monkeypatch, tmp_path):
-    memoise(monkeypatch, _TRAIN)
+    _memo(monkeypatch)
     size = dict(_BETA)
     if wrong == "plateau / 4":
         _plateau(monkeypatch, 0.25)
     elif wrong == "lr 1e-9":
-        size["lr"] = [1e-9]
+        size["lr"], size["beta"] = [1e-9], [1.0]
     verdict, res = run_claim("resnet.figure2_beta", tmp_path, **size)
     assert verdict == ("PASS" if wrong is None else "FAIL"), (res.measured, res.checks, res.message)
 
