@@ -146,7 +146,7 @@ def figure2(size, device, outdir):
         ax1.axhline(level, color=colour, ls=":", label=f"target {key} = {level:g}")
     ax1.axvline(t_F, color="C0", ls="--", lw=0.8, label=f"c_F >= 0.9 beta: epoch {t_F:.1f}")
     ax1.axvline(t_G, color="C1", ls="--", lw=0.8, label=f"c_G >= alpha/2: epoch {t_G:.1f}")
-    ax1.set(xscale="symlog", xlabel="epoch", ylabel="Walsh coefficient of out_r",
+    ax1.set(xscale="symlog", xlim=(0, ep[-1]), xlabel="epoch", ylabel="Walsh coefficient of out_r",
             title=f"3resnet, N = {size['N'][-1]}: F before G(F)")
     for ax in (ax0, ax1):
         _legend(ax)
@@ -210,7 +210,8 @@ def figure2_beta(size, device, outdir):
         ax1.plot(s.t / -(-size["N"] // 50), np.nanmean(s["c_G"], axis=(0, 2)), "-", color=f"C{i}",
                  label=f"beta = {beta:g}")
     ax1.axhline(size["alpha"], color="0.3", ls=":", label="alpha (target c_G)")
-    ax1.set(xscale="symlog", xlabel="epoch", ylabel="c_G (mean over outputs)", title="G(F) coefficient along training")
+    ax1.set(xscale="symlog", xlim=(0, size["epochs"][0] + size["epochs"][1]), xlabel="epoch",
+            ylabel="c_G (mean over outputs)", title="G(F) coefficient along training")
     for ax in (ax0, ax1):
         _legend(ax)
     fig.tight_layout()
