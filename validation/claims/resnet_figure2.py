@@ -203,7 +203,7 @@ def figure2_beta(size, device, outdir):
     ax0.axhline(rows[0]["plateau"], color="0.3", ls="--", label="k alpha^2 (G not learned)")
     ax0.axhline(_TOL * rows[0]["plateau"], color="0.3", ls=":", label=f"{_TOL} k alpha^2 (tolerance)")
     ax0.axvline(1.0, color="C3", lw=0.8, label="alpha/beta = 1 (L243)")
-    ax0.set(xscale="log", yscale="log", xlabel="alpha / beta", ylabel="test error (sum over outputs)",
+    ax0.set(yscale="log", xlabel="alpha / beta", ylabel="test error (sum over outputs)",
             title=f"max error / k alpha^2 at alpha/beta <= 1: {measured:.3f} (tol {_TOL})")
     for i, beta in enumerate(size["beta"]):
         s = sims[beta]
