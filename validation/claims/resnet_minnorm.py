@@ -43,8 +43,8 @@ def _frontier(size):
                         "starts (~3 % between starts at quick size); the constructions are existence claims, so only "
                         "an excess counts",
        quick={"d": 6, "m": 200, "lams": [1e-4], "starts": 6, "steps": 5000, "refine_steps": 1500, "seed": 0},
-       full={"d": 6, "m": 200, "lams": [1e-2, 3e-3, 1e-3, 3e-4, 1e-4], "starts": 12, "steps": 20_000,
-             "refine_steps": 5000, "seed": 0})
+       full={"d": 6, "m": 200, "lams": [1e-3, 3e-4, 1e-4], "starts": 8, "steps": 10_000, "refine_steps": 3000,
+             "seed": 0})
 def min_norm_pareto(size, device, outdir):
     r = _frontier(size)
     rows, excess = [], []
@@ -93,7 +93,7 @@ def min_norm_pareto(size, device, outdir):
        tolerance_origin="4 x the Monte Carlo SE of one test MSE near 1 (20000 test points: SE ~ 0.005)",
        quick={"d": 40, "N": 5000, "ms": [200], "lrs": [1.0, 5.0], "wds": [0.0, 1e-4], "epochs": 25, "test": 20_000,
               "pareto": {"d": 6, "m": 200, "lams": [1e-4], "starts": 2, "steps": 3000, "refine_steps": 0}},
-       full={"d": 40, "N": 5000, "ms": [200, 500, 1000], "lrs": [1.0, 5.0], "wds": [0.0, 1e-4, 1e-3], "epochs": 100,
+       full={"d": 40, "N": 5000, "ms": [200, 500, 1000], "lrs": [1.0, 5.0], "wds": [0.0, 1e-4, 1e-3], "epochs": 60,
              "test": 20_000,
              "pareto": {"d": 6, "m": 200, "lams": [1e-4], "starts": 6, "steps": 5000, "refine_steps": 1500}})
 def sgd_not_min_norm(size, device, outdir):
