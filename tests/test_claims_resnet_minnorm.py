@@ -1,4 +1,4 @@
-"""Falsification tests of the Appendix A.1 claims (seed 004): each passes with popdyn's solver and FAILS with a wrong one."""
+"""Falsification tests of the Appendix A.1 claims (seed 004): popdyn's solver passes, a wrong one FAILS."""
 import functools
 
 import numpy as np

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import torch
 
-from .._validate import FiniteArray, Integer, InvalidParameterError, Interval, check
+from .._validate import Integer, InvalidParameterError, Interval, check
 from ..models.resnet.hypercube import hypercube_points
 from ..models.resnet.minnorm import PAPER_POINTS, _support, signs
 from ._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, to_numpy
@@ -88,7 +88,7 @@ def pareto(d=6, m=200, lams=(3e-4, 1e-4), starts=4, steps=10_000, lr=0.025, init
     steps, lr : int, float
         Adam steps and learning rate of the penalized training.
     init_std : float
-        W_ij ~ N(0, init_std^2 / 1) in the paper's units (pre-activations of std init_std).
+        W_ij ~ N(0, init_std^2) in the paper's units (pre-activations of std init_std).
     levels : list of float
         MSE levels in (0, 1) (default: the paper's 0.12, 0.037, 0.011).
     refine_steps, refine_lr : int, float
@@ -285,6 +285,7 @@ def sgd(d=20, N=2000, m=200, lrs=(0.1,), wds=(0.0,), epochs=100, batch=50, momen
         bad = ~torch.isfinite(W.flatten(1)).all(1)
         nan = torch.tensor(math.nan, dtype=dt, device=dev)
         train, err = torch.where(bad, nan, train), torch.where(bad.view(-1, 1), nan, err)
-    return {"diverged": to_numpy(bad).astype(bool), "lr": np.array([p[0] for p in pairs]), "wd": np.array([p[1] for p in pairs]),
-            "norm": to_numpy(torch.where(bad, nan, W.flatten(1).norm(dim=1))) / math.sqrt(d), "train_mse": to_numpy(train),
-            "test_mse": to_numpy(err.mean(1)), "test_se": to_numpy(err.std(1) / math.sqrt(test))}
+        norm = torch.where(bad, nan, W.flatten(1).norm(dim=1)) / math.sqrt(d)
+    return {"diverged": bad.cpu().numpy(), "lr": np.array([p[0] for p in pairs]), "wd": np.array([p[1] for p in pairs]),
+            "norm": to_numpy(norm), "train_mse": to_numpy(train), "test_mse": to_numpy(err.mean(1)),
+            "test_se": to_numpy(err.std(1) / math.sqrt(test))}
