@@ -1,0 +1,1 @@
+from .integrals import Integrals, integrals
