@@ -151,7 +151,9 @@ class Integrals:
         >>> round(float(ig.I2(np.eye(2))), 15), round(float(ig.I2([[1.0, 1.0], [1.0, 1.0]])), 12)  # (2/pi) asin(1/2)
         (0.0, 0.333333333333)
         """
-        C = _cov("committee.integrals.I2", "C", C, 2)
+        return self._I2(_cov("committee.integrals.I2", "C", C, 2), err)
+
+    def _I2(self, C, err=False):
         k = self._kind
         if k == "erf":
             C = 2 * self._r ** 2 * C
@@ -197,7 +199,9 @@ class Integrals:
         >>> round(float(integrals("linear").J2(np.eye(2))), 15)
         1.0
         """
-        C = _cov("committee.integrals.J2", "C", C, 2)
+        return self._J2(_cov("committee.integrals.J2", "C", C, 2), err)
+
+    def _J2(self, C, err=False):
         k = self._kind
         if k == "erf":
             s2 = 2 * self._r ** 2
@@ -250,7 +254,9 @@ class Integrals:
         >>> round(float(integrals("linear").I3(np.eye(3) + 0.5)), 15)   # E[b c] = C23
         0.5
         """
-        C = _cov("committee.integrals.I3", "C", C, 3)
+        return self._I3(_cov("committee.integrals.I3", "C", C, 3), err)
+
+    def _I3(self, C, err=False):
         k = self._kind
         if k == "erf":
             C = 2 * self._r ** 2 * C
@@ -313,7 +319,9 @@ class Integrals:
         >>> round(float(integrals("linear").I4(np.eye(4) + 0.25)), 15)   # E[c d] = C34
         0.25
         """
-        C = _cov("committee.integrals.I4", "C", C, 4)
+        return self._I4(_cov("committee.integrals.I4", "C", C, 4), err)
+
+    def _I4(self, C, err=False):
         k = self._kind
         if k == "erf":
             s2 = 2 * self._r ** 2
