@@ -12,5 +12,7 @@ Modules: ``problem``, ``integrals`` (I2, I3, I4, J2), ``ode`` (drift, ODE, plate
 from .integrals import Integrals, integrals
 from .ode import drift, escape_time, generalisation_error, ode, plateau
 from .problem import Problem
+from .predict import initial_overlaps
 
-__all__ = ["Problem", "Integrals", "integrals", "drift", "generalisation_error", "ode", "plateau", "escape_time"]
+__all__ = ["Problem", "Integrals", "integrals", "drift", "generalisation_error", "ode", "plateau", "escape_time",
+           "initial_overlaps"]

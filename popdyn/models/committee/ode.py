@@ -152,7 +152,7 @@ def drift(problem, Q, R, v=None):
     >>> p = Problem.saad_solla(K=2, M=2)
     >>> dQ, dR, dv = drift(p, 0.5 * np.eye(2), np.zeros((2, 2)))
     >>> bool(np.allclose(dQ, dQ.T)), dv.tolist()
-    (True, [-0.0, -0.0])
+    (True, [0.0, 0.0])
     """
     Q, R, v = _check_state("committee.drift", problem, Q, R, v)
     return _rhs(problem, Q, R, v)
