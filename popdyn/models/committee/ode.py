@@ -25,13 +25,13 @@ from scipy.optimize import root
 from ...dynamics import solve_ode
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
-from .integrals import _gauss_mean, integrals
+from .integrals import _nodes, integrals
 from .problem import Problem
 
 __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 
 _M2_ODE = 32            # Gauss-Hermite nodes per axis (evaluated at 48) of the 2-D integrals inside the ODE
-_FULL_NODES = 2e5       # nodes of the P-dimensional grid of the eta^2 term without a closed I4
+_FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional grid of the eta^2 term without a closed I4
 _cache = weakref.WeakKeyDictionary()
 
 
@@ -106,11 +106,9 @@ def _second_moment(problem, pl, Om, u):
     g, dg = problem.activation, problem.activation.deriv
     s2 = problem.sigma ** 2
 
-    def F(x):                                    # x: (N, P) -> (K*K, N)
-        gp = dg(x[:, :K])
-        w = (g(x) @ u) ** 2 + s2
-        return (gp[:, :, None] * gp[:, None, :] * w[:, None, None]).reshape(x.shape[0], K * K).T
-    return _gauss_mean(Om, F, pl.m_full).reshape(K, K)
+    x, w = _nodes(Om, pl.m_full)
+    gp = dg(x[:, :K]).T                                  # (K, N)
+    return (gp * (((g(x) @ u) ** 2 + s2) * w)) @ gp.T
 
 
 def drift(problem, Q, R, v=None):
