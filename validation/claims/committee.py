@@ -40,9 +40,9 @@ def plateau_erf(size, device, outdir):
     Q, R, eg = committee.plateau(p)
     dQ, dR, _ = committee.drift(p, Q, R)
     res = float(max(np.abs(dQ).max(), np.abs(dR).max()))
-    pred = committee.ode(p, Q + 1e-3 * np.eye(2), R + 1e-3, t=np.linspace(0, 40, 81))
+    pred = committee.ode(p, Q * (1 + 1e-3), R * (1 - 1e-3), t=np.linspace(0, 40, 81))
     fig, (ax,) = subplots(1)
-    plot_curves(pred.t, {"eg from plateau + 1e-3 (symmetric)": pred["eg"]}, ax=ax, refs={"0.014645": _EG_PLATEAU},
+    plot_curves(pred.t, {"eg from (1.001 Q*, 0.999 R*)": pred["eg"]}, ax=ax, refs={"0.014645": _EG_PLATEAU},
                 xlabel="t = steps/d", ylabel="eg", title=f"plateau eg = {eg:.7f}")
     path = save_figure(fig, outdir / "committee.plateau_erf.png")
     back = abs(float(pred["eg"][-1]) - eg)
@@ -68,13 +68,14 @@ def _runs(problem, d, t_max, seeds, n_points, device, init=1.0):
        title="Saad-Solla erf, K = M = 2, eta = 0.5: online SGD follows the overlap ODE started from its own "
              "initial overlaps, with a gap shrinking like 1/sqrt(d)",
        source=_SRC,
-       metric="sqrt(d) x sup over t <= 0.8 t_esc of |mean_seeds(eg_SGD - eg_ODE)| / eg*, max over d "
-              "(eg* the plateau, t_esc the first escape of the ODEs below eg*/2)",
-       tolerance=3.0,
-       tolerance_origin="measured 0.5-1.6 over d in {250, 500, 1000, 2000} (quick and full sizes): the "
-                        "fluctuation of the overlaps at the plateau is O(1/sqrt d) relative; 3 leaves a 2x margin, "
-                        "and a 2 % error in I3 or no eta^2 term give > 3 at d >= 500",
-       quick={"d": [250, 500], "t_max": 150.0, "seeds": 4, "n_points": 151},
+       metric="sqrt(d) x sup over t <= 0.8 t_esc of |mean_seeds(eg_SGD - eg_ODE)| / mean_seeds eg_ODE, max over d "
+              "(t_esc the first escape of the ODEs below eg*/2, eg* the plateau); check: the median over seeds of "
+              "|t_esc,SGD / t_esc,ODE - 1| <= 0.2",
+       tolerance=1.5,
+       tolerance_origin="measured 0.64-0.88 at d in {250, 400, 500} (3-4 seeds): the fluctuation of the overlaps is "
+                        "O(1/sqrt d) relative; 1.5 leaves a 1.7x margin, and I3 5 % too large gives 2.2 at d = 400 "
+                        "growing like sqrt(d)",
+       quick={"d": [250, 500], "t_max": 250.0, "seeds": 4, "n_points": 251},
        full={"d": [500, 1000, 2000], "t_max": 300.0, "seeds": 8, "n_points": 301})
 def ode_vs_sgd(size, device, outdir):
     p = committee.Problem.saad_solla(K=2, M=2, eta=0.5)
@@ -88,7 +89,7 @@ def ode_vs_sgd(size, device, outdir):
         esc_sgd = committee.escape_time(popdyn.results.Prediction(t=t, observables={"eg": sim["eg"]}), eg_star / 2)
         t_cut = 0.8 * np.nanmin(np.where(np.isnan(esc_ode), t[-1], esc_ode))
         w = t <= t_cut
-        gap = np.abs((sim["eg"] - eg_ode).mean(0))[w].max() / eg_star
+        gap = float((np.abs((sim["eg"] - eg_ode).mean(0)) / eg_ode.mean(0))[w].max())
         scaled.append(gap * np.sqrt(d))
         both = ~np.isnan(esc_ode) & ~np.isnan(esc_sgd)
         esc_rel = float(np.median(np.abs(esc_sgd[both] / esc_ode[both] - 1))) if both.any() else float("nan")
@@ -99,10 +100,12 @@ def ode_vs_sgd(size, device, outdir):
                     title=f"d = {d}: sup rel gap {gap:.3g} before 0.8 t_esc")
     path = save_figure(fig, outdir / "committee.ode_vs_sgd.png")
     worst = float(max(scaled))
-    return ClaimResult(measured=worst, checks={"every ODE escapes the plateau": all(r["escaped_both"] > 0 for r in rows)},
+    esc = [r["median_rel_escape_error"] for r in rows]
+    return ClaimResult(measured=worst, checks={"median relative escape-time error <= 0.2 at every d":
+                                               all(e <= 0.2 for e in esc)},
                        figure=str(path), table=rows,
-                       message=f"sqrt(d) x sup relative gap {[round(s, 3) for s in scaled]} (<= 3); median relative "
-                               f"escape-time error {[round(r['median_rel_escape_error'], 3) for r in rows]}",
+                       message=f"sqrt(d) x sup relative gap {[round(float(s), 3) for s in scaled]} (<= 1.5); median relative "
+                               f"escape-time error {[round(float(e), 3) for e in esc]}",
                        details={"eg_plateau": eg_star})
 
 
@@ -110,13 +113,12 @@ def ode_vs_sgd(size, device, outdir):
        title="The order-1 (eta -> 0) ODE differs from the full one by O(eta) at fixed eta t: the plateau gap / eta "
              "tends to a constant",
        source=_SRC + "; Goldt et al. 2019 §3 (the eta^2 term)",
-       metric="|r(eta_1)/r(eta_2) - 1 - (eta_1 - eta_2) s|, r = (eg*_full - eg*_order1)/eta at the three smallest "
-              "etas, s the slope of r fitted on the first two: the third is predicted by a linear r(eta)",
-       tolerance=0.02,
-       tolerance_origin="r(eta) is smooth (the plateau is a regular root): a linear fit leaves an O(eta^2) residual, "
-                        "measured < 0.005 at eta <= 0.2; 0.02 is 4x that, while r proportional to eta^0 or eta^2 "
-                        "(a wrong order) misses by > 0.3",
-       quick={"etas": [0.05, 0.1, 0.2], "K": 2, "M": 2}, full={"etas": [0.025, 0.05, 0.1, 0.2], "K": 2, "M": 2})
+       metric="|r(eta_1)/r(eta_2) - 1| at the two smallest etas, r = (eg*_full - eg*_order1)/eta the plateau gap "
+              "over eta; check: a line through the first two predicts the third r within 2 %",
+       tolerance=0.06,
+       tolerance_origin="r(eta) = r0 + r1 eta + O(eta^2) with r1/r0 ~ 0.55 measured, so r(0.05)/r(0.1) - 1 ~ -0.027; "
+                        "0.06 is twice that, while a gap of order eta^2 (a wrong order) gives 0.5",
+       quick={"etas": [0.05, 0.1, 0.2], "K": 2, "M": 2}, full={"etas": [0.025, 0.05, 0.1], "K": 2, "M": 2})
 def order1(size, device, outdir):
     etas = np.asarray(size["etas"], dtype=float)
     full = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"], eta=e))[2] for e in etas])
@@ -124,16 +126,17 @@ def order1(size, device, outdir):
                     for e in etas])
     r = (full - one) / etas
     slope = (r[1] - r[0]) / (etas[1] - etas[0])
-    pred = r[0] + slope * (etas[2:] - etas[0])
-    miss = float(np.max(np.abs(r[2:] / pred - 1)))
+    miss = float(np.max(np.abs(r[2:] / (r[0] + slope * (etas[2:] - etas[0])) - 1)))
+    ratio = float(abs(r[0] / r[1] - 1))
     fig, (ax,) = subplots(1)
     plot_curves(etas, {"(eg*_full - eg*_order1)/eta": r}, ax=ax, xlabel="eta", ylabel="gap / eta",
-                title=f"linear-in-eta prediction misses by {miss:.3g}")
+                title=f"r(eta_1)/r(eta_2) - 1 = {ratio:.3g}")
     path = save_figure(fig, outdir / "committee.order1.png")
-    return ClaimResult(measured=miss, checks={"the gap is nonzero": bool(np.all(np.abs(r) > 1e-6))}, figure=str(path),
+    return ClaimResult(measured=ratio, checks={"a linear r(eta) predicts the third eta within 2 %": miss <= 0.02},
+                       figure=str(path),
                        table=[{"eta": float(e), "eg_full": float(f), "eg_order1": float(o), "gap_over_eta": float(x)}
                               for e, f, o, x in zip(etas, full, one, r)],
-                       message=f"gap/eta = {np.round(r, 6).tolist()}; linear extrapolation misses by {miss:.3g}")
+                       message=f"gap/eta = {np.round(r, 6).tolist()}; ratio - 1 = {ratio:.3g}; linear miss {miss:.3g}")
 
 
 def _softsign(z):
@@ -149,18 +152,19 @@ def _activation(name):
 
 @claim(id="committee.activations", model="committee",
        title="Activations without closed forms (tanh, a from_callable softsign): online SGD follows the quadrature "
-             "ODE, with a gap shrinking like 1/sqrt(d)",
+             "ODE started from each seed's initial overlaps",
        source=_SRC + "; issue 14 §1 (quadrature for any activation)",
-       metric="sqrt(d) x sup over t of |mean_seeds(eg_SGD - eg_ODE)| / mean eg over the run, max over activations "
-              "and d",
-       tolerance=3.0,
-       tolerance_origin="as committee.ode_vs_sgd: O(1/sqrt d) fluctuations; measured <= 1.5 at the quick size",
-       quick={"activations": ["tanh", "softsign"], "d": [400], "eta": 0.5, "t_max": 20.0, "seeds": 4,
-              "n_points": 41},
+       metric="max over activations, d and t of |mean_seeds(eg_SGD - eg_ODE)| / (3 SE_t + 0.02 mean eg_ODE(t)): the "
+              "gap in units of its allowed error (SE of the seed mean of the per-seed differences)",
+       tolerance=1.0,
+       tolerance_origin="3 standard errors of the seed mean plus 2 % for the O(1/d) finite-size bias (measured "
+                        "<= 1 % at d = 500, tanh, 8 seeds); in those units, pass iff <= 1",
+       quick={"activations": ["tanh", "softsign"], "d": [300], "eta": 0.5, "t_max": 12.0, "seeds": 4,
+              "n_points": 13},
        full={"activations": ["tanh", "softsign"], "d": [500, 2000], "eta": 0.5, "t_max": 60.0, "seeds": 8,
-             "n_points": 121})
+             "n_points": 61})
 def activations_vs_sgd(size, device, outdir):
-    rows, scaled = [], []
+    rows, units = [], []
     fig, axes = subplots(len(size["activations"]) * len(size["d"]))
     axes = iter(axes)
     for name in size["activations"]:
@@ -171,12 +175,16 @@ def activations_vs_sgd(size, device, outdir):
             t = sim.t / d
             eg_ode = np.stack([committee.ode(p, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-7, atol=1e-10)["eg"]
                                for s in range(size["seeds"])])
-            gap = float(np.abs((sim["eg"] - eg_ode).mean(0)).max() / eg_ode.mean())
-            scaled.append(gap * np.sqrt(d))
-            rows.append({"activation": name, "d": d, "sup_gap_rel": gap, "sqrt_d_gap": scaled[-1]})
+            diff = sim["eg"] - eg_ode
+            se = diff.std(0, ddof=1) / np.sqrt(size["seeds"])
+            u = float((np.abs(diff.mean(0)) / (3 * se + 0.02 * eg_ode.mean(0))).max())
+            units.append(u)
+            rel = float((np.abs(diff.mean(0)) / eg_ode.mean(0)).max())
+            rows.append({"activation": name, "d": d, "sup_rel_gap": rel, "error_units": u})
             plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean": eg_ode.mean(0)}, ax=next(axes), logy=True,
-                        xlabel="t = steps/d", ylabel="eg", title=f"{name}, d = {d}: sup rel gap {gap:.3g}")
+                        bands={"SGD mean": 2 * sim["eg"].std(0) / np.sqrt(size["seeds"])},
+                        xlabel="t = steps/d", ylabel="eg", title=f"{name}, d = {d}: sup rel gap {rel:.3g}")
     path = save_figure(fig, outdir / "committee.activations.png")
-    worst = float(max(scaled))
-    return ClaimResult(measured=worst, figure=str(path), table=rows,
-                       message=f"sqrt(d) x sup relative gap {[round(s, 3) for s in scaled]} (<= 3)")
+    return ClaimResult(measured=float(max(units)), figure=str(path), table=rows,
+                       message=f"gap in allowed-error units {[round(u, 3) for u in units]} (<= 1); sup relative gaps "
+                               f"{[round(r['sup_rel_gap'], 4) for r in rows]}")
