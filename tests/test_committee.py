@@ -289,3 +289,16 @@ def test_predict_registers_and_starts_from_initial_overlaps():
     assert pred.t.tolist() == [0, 500, 1000, 1500, 2000] and pred.meta["t_unit"] == "steps"
     with pytest.raises(InvalidParameterError, match="'steps' parameter of committee.predict"):
         popdyn.predict(p, d=200, steps=0)
+
+
+@pytest.mark.parametrize("act", [SS_ERF, "erf", activations.get("erf").rescaled(0.6)])
+def test_compiled_erf_drift_equals_the_vectorised_integrals(act, monkeypatch):
+    import sys
+    ode_mod = sys.modules["popdyn.models.committee.ode"]
+    p = cm.Problem(2, 3, act, eta=0.7, eta_v=0.4, sigma=0.3, wd=0.02, v_star=np.array([1.0, -0.5, 0.8]))
+    Q, R, v = _state(2, 3, 8)
+    fast = cm.drift(p, Q, R, v)
+    monkeypatch.setattr(ode_mod._plan(p), "kernel", False)
+    slow = cm.drift(p, Q, R, v)
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)

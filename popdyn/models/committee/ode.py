@@ -17,8 +17,10 @@ where :math:`\mathbb E[g'(f_k) f_i \Delta] = \sum_j u_j I_3(f_k, f_i, f_j)` and
 from __future__ import annotations
 
 import itertools
+import math
 import weakref
 
+import numba
 import numpy as np
 from scipy.optimize import root
 
@@ -49,6 +51,8 @@ class _Plan:
         self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed else None
         self.j2 = g(range(K), range(K))
         self.m_full = max(4, int(round(_FULL_NODES ** (1 / P))))
+        self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
+        self.s2 = 2 * problem.activation.r ** 2                    # erf(r x) = G(sqrt(2) r x), G = erf(./sqrt 2)
 
 
 def _plan(problem):
@@ -77,8 +81,44 @@ def _check_state(owner, problem, Q, R, v):
     return Q, R, v
 
 
+@numba.njit(cache=True)
+def _erf_kernel(Om, u, K, eta, eta2, sigma2):  # pragma: no cover - compiled
+    """First-layer drift of g(x) = erf(x/sqrt 2) (covariance pre-scaled): the Saad-Solla closed forms in loops."""
+    P = Om.shape[0]
+    A = np.zeros((K, P))                  # A[k, i] = sum_j u_j I3(k, i, j)
+    for k in range(K):
+        a1 = 1.0 + Om[k, k]
+        for j in range(P):
+            lam3 = a1 * (1.0 + Om[j, j]) - Om[k, j] ** 2
+            c = u[j] * (2.0 / math.pi) / math.sqrt(lam3) / a1
+            for i in range(P):
+                A[k, i] += c * (Om[i, j] * a1 - Om[k, i] * Om[k, j])
+    E = np.zeros((K, K))                  # E[k, l] = sum_ij u_i u_j I4(k, l, i, j) + sigma^2 J2(k, l)
+    if eta2 != 0.0:
+        for k in range(K):
+            for l in range(k, K):
+                a1, a2, c12 = 1.0 + Om[k, k], 1.0 + Om[l, l], Om[k, l]
+                lam4 = a1 * a2 - c12 * c12
+                tot = 0.0
+                for i in range(P):
+                    li = lam4 * (1.0 + Om[i, i]) - Om[l, i] ** 2 * a1 - Om[k, i] ** 2 * a2 + 2 * c12 * Om[k, i] * Om[l, i]
+                    for j in range(i, P):
+                        lj = (lam4 * (1.0 + Om[j, j]) - Om[l, j] ** 2 * a1 - Om[k, j] ** 2 * a2
+                              + 2 * c12 * Om[k, j] * Om[l, j])
+                        l0 = (lam4 * Om[i, j] - Om[l, i] * Om[l, j] * a1 - Om[k, i] * Om[k, j] * a2
+                              + c12 * Om[k, i] * Om[l, j] + c12 * Om[k, j] * Om[l, i])
+                        x = min(1.0, max(-1.0, l0 / math.sqrt(li * lj)))
+                        tot += (1.0 if i == j else 2.0) * u[i] * u[j] * math.asin(x)
+                val = (4.0 / math.pi ** 2) / math.sqrt(lam4) * tot + sigma2 * (2.0 / math.pi) / math.sqrt(lam4)
+                E[k, l] = val
+                E[l, k] = val
+    return A, E
+
+
 def _rhs(problem, Q, R, v):
     pl = _plan(problem)
+    if pl.kernel:
+        return _rhs_erf(problem, pl, Q, R, v)
     Om = np.block([[Q, R], [R.T, problem.T]])
     u = np.concatenate([v, -problem.v_star])
     K, P, eta = pl.K, pl.P, problem.eta
@@ -91,6 +131,23 @@ def _rhs(problem, Q, R, v):
     dv = np.zeros(K)
     if problem.trains_v:
         dv = -problem.eta_v * (pl.ig._I2(_sub(Om, pl.i2[:K * P])).reshape(K, P) @ u)
+    return dQ, dR, dv
+
+
+def _rhs_erf(problem, pl, Q, R, v):
+    """The drift of an erf activation through the compiled kernel (same equations as the vectorised path)."""
+    K, eta, s2 = pl.K, problem.eta, pl.s2
+    Om = s2 * np.block([[Q, R], [R.T, problem.T]])
+    u = np.concatenate([v, -problem.v_star])
+    A, E = _erf_kernel(Om, u, K, eta, eta ** 2 if problem.order == 2 else 0.0, problem.sigma ** 2)
+    dR = -eta * v[:, None] * A[:, K:] - eta * problem.wd * R
+    first = v[:, None] * A[:, :K]
+    dQ = -eta * (first + first.T) - 2 * eta * problem.wd * Q
+    if problem.order == 2:
+        dQ = dQ + eta ** 2 * s2 * np.outer(v, v) * E
+    dv = np.zeros(K)
+    if problem.trains_v:
+        dv = -problem.eta_v * (pl.ig._I2(_sub(Om / s2, pl.i2[:K * pl.P])).reshape(K, pl.P) @ u)
     return dQ, dR, dv
 
 
