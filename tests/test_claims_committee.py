@@ -20,6 +20,19 @@ def _verdict(claim_id, tmp_path, wrong, **size):
     return res
 
 
+KERNEL = "popdyn.models.committee.ode._erf_kernel"   # the compiled erf drift: A = sum_j u_j I3, E = E[g'g' Delta^2]
+
+
+def _wrong_kernel(scale_A=1.0, times_eta=False):
+    """The erf kernel with its I3 sums scaled by ``scale_A``, or its eta^2 term multiplied by another eta."""
+    def wrong(f):
+        def g(Om, u, K, eta, eta2, sigma2):
+            A, E = f(Om, u, K, eta, eta2, sigma2)
+            return scale_A * A, (eta * E if times_eta else E)
+        return g
+    return wrong
+
+
 def _order_one(monkeypatch, target):
     """Every call of ``target(problem, ...)`` answers with the order-1 problem (no eta^2 term)."""
     def wrong(f):
@@ -37,7 +50,7 @@ def test_plateau_fails_without_the_eta2_term_or_with_a_perturbed_I3(wrong, monke
     if wrong == "order1":      # the order-1 plateau: eg* = 0.01457 (measured), 7e-5 off
         _order_one(monkeypatch, "popdyn.models.committee.plateau")
     elif wrong == "I3":        # I3 1 % too large: eg* moves by ~4e-5 (0.1 % moves it by 4.2e-6, measured)
-        monkeypatch.setattr(Integrals, "_I3", scaled(1.01)(Integrals._I3))
+        perturb(monkeypatch, KERNEL, _wrong_kernel(scale_A=1.01))
     _verdict("committee.plateau_erf", tmp_path, wrong is not None)
 
 
@@ -46,7 +59,7 @@ def test_plateau_fails_without_the_eta2_term_or_with_a_perturbed_I3(wrong, monke
 def test_ode_vs_sgd_fails_with_a_perturbed_I3(wrong, monkeypatch, tmp_path):
     memoise(monkeypatch, "popdyn.simulate")
     if wrong == "I3":          # I3 5 % too large: the ODE learns too fast (sqrt(d) gap 2.2 > 1.5 at d = 400)
-        monkeypatch.setattr(Integrals, "_I3", scaled(1.05)(Integrals._I3))
+        perturb(monkeypatch, KERNEL, _wrong_kernel(scale_A=1.05))
     _verdict("committee.ode_vs_sgd", tmp_path, wrong is not None, d=[400], t_max=200.0, seeds=3, n_points=201)
 
 
@@ -54,8 +67,7 @@ def test_ode_vs_sgd_fails_with_a_perturbed_I3(wrong, monkeypatch, tmp_path):
 @pytest.mark.parametrize("wrong", [False, True])
 def test_order1_fails_when_the_second_order_term_is_of_order_eta_cubed(wrong, monkeypatch, tmp_path):
     if wrong:                  # eta^3 instead of eta^2: the gap is O(eta^2), r(0.05)/r(0.1) - 1 = -0.5
-        perturb(monkeypatch, "popdyn.models.committee.ode._second_moment",
-                lambda f: lambda problem, *a: problem.eta * f(problem, *a))
+        perturb(monkeypatch, KERNEL, _wrong_kernel(times_eta=True))
     _verdict("committee.order1", tmp_path, wrong)
 
 
