@@ -302,3 +302,19 @@ def test_compiled_erf_drift_equals_the_vectorised_integrals(act, monkeypatch):
     slow = cm.drift(p, Q, R, v)
     for a, b in zip(fast, slow):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_relu_second_moment_is_continuous_and_matches_monte_carlo():
+    import sys
+    ode_mod = sys.modules["popdyn.models.committee.ode"]
+    Om = _random_cov(4, 0)
+    u = np.array([1.0, 0.8, -1.0, -0.6])
+    x = np.random.default_rng(2).multivariate_normal(np.zeros(4), Om, size=1_000_000)
+    gp, W = x[:, :2] > 0, (np.maximum(x, 0) @ u) ** 2 + 0.09
+    mc = np.einsum("nk,nl,n->kl", gp, gp, W) / len(x)
+    se = np.sqrt(np.einsum("nk,nl,n->kl", gp, gp, W ** 2) / len(x) - mc ** 2) / np.sqrt(len(x))
+    v = ode_mod._relu_second_moment(Om, u, 2, 1.0, 0.09, 27)
+    assert np.all(np.abs(v - mc) < 5 * se + 1e-4)                                   # z = 5, n = 1e6, seed 2
+    # continuity: a 1e-9 change of Omega changes the value by O(1e-9), not by a node's weight (~1e-3)
+    v2 = ode_mod._relu_second_moment(Om + 1e-9 * np.eye(4), u, 2, 1.0, 0.09, 27)
+    assert np.abs(v2 - v).max() < 1e-7

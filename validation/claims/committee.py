@@ -151,7 +151,7 @@ def _activation(name):
 
 
 @claim(id="committee.activations", model="committee",
-       title="Activations without closed forms (tanh, a from_callable softsign): online SGD follows the quadrature "
+       title="Activations without a closed I4 (ReLU at full size, tanh, a from_callable softsign): online SGD follows the quadrature "
              "ODE started from each seed's initial overlaps",
        source=_SRC + "; issue 14 §1 (quadrature for any activation)",
        metric="max over activations, d and t of |mean_seeds(eg_SGD - eg_ODE)| / (3 SE_t + 0.02 mean eg_ODE(t)): the "
@@ -161,7 +161,7 @@ def _activation(name):
                         "<= 1 % at d = 500, tanh, 8 seeds); in those units, pass iff <= 1",
        quick={"activations": ["tanh", "softsign"], "d": [300], "eta": 0.5, "t_max": 12.0, "seeds": 4,
               "n_points": 13},
-       full={"activations": ["tanh", "softsign"], "d": [500, 2000], "eta": 0.5, "t_max": 60.0, "seeds": 8,
+       full={"activations": ["relu", "tanh", "softsign"], "d": [500, 2000], "eta": 0.5, "t_max": 60.0, "seeds": 8,
              "n_points": 61})
 def activations_vs_sgd(size, device, outdir):
     rows, units = [], []

@@ -24,7 +24,10 @@ import numba
 import numpy as np
 from scipy.optimize import root
 
+from scipy.special import ndtr
+
 from ...dynamics import solve_ode
+from ...gaussian import normal_pdf
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
 from .integrals import _nodes, integrals
@@ -34,6 +37,7 @@ __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 
 _M2_ODE = 32            # Gauss-Hermite nodes per axis (evaluated at 48) of the 2-D integrals inside the ODE
 _FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional grid of the eta^2 term without a closed I4
+_RELU_NODES = 2e4      # outer nodes (before pruning) of the ReLU eta^2 term (one direction integrated exactly)
 _cache = weakref.WeakKeyDictionary()
 
 
@@ -51,6 +55,7 @@ class _Plan:
         self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed else None
         self.j2 = g(range(K), range(K))
         self.m_full = max(4, int(round(_FULL_NODES ** (1 / P))))
+        self.m_relu = max(4, int(round(_RELU_NODES ** (1 / max(P - 1, 1)))))
         self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
         self.s2 = 2 * problem.activation.r ** 2                    # erf(r x) = G(sqrt(2) r x), G = erf(./sqrt 2)
 
@@ -162,10 +167,47 @@ def _second_moment(problem, pl, Om, u):
         return out
     g, dg = problem.activation, problem.activation.deriv
     s2 = problem.sigma ** 2
-
+    if problem.activation._family.name == "relu":
+        return _relu_second_moment(Om, u, K, problem.activation.r, s2, pl.m_relu)
     x, w = _nodes(Om, pl.m_full)
     gp = dg(x[:, :K]).T                                  # (K, N)
     return (gp * (((g(x) @ u) ** 2 + s2) * w)) @ gp.T
+
+
+def _relu_second_moment(Om, u, K, r, s2, m):
+    r""":math:`\mathbb E[g'_kg'_l(\Delta^2+\sigma^2)]` for :math:`g = \mathrm{relu}(r\,\cdot)`, continuous in Omega.
+
+    The fields are :math:`f = \alpha + \beta t` along the top eigen-direction t of Omega; on each interval
+    between their kinks the integrand is :math:`s_ks_l[(a + bt)^2 + \sigma^2]`, integrated exactly against
+    :math:`\varphi(t)`; Gauss-Hermite (m per axis) over the other P - 1 directions.
+    """
+    P = Om.shape[0]
+    lam, U = np.linalg.eigh(Om)
+    A = U * np.sqrt(np.maximum(lam, 0.0))
+    beta = A[:, -1]
+    if P > 1:
+        x, w = _nodes(np.diag(np.maximum(lam[:-1], 0.0)), m)    # outer directions, independent
+        alpha = x @ U[:, :-1].T                                  # (N, P)
+    else:
+        alpha, w = np.zeros((1, 1)), np.ones(1)
+    safe = np.where(np.abs(beta) > 1e-300, beta, 1e-300)
+    cuts = np.sort(np.clip(-alpha / safe, -40.0, 40.0), axis=1)   # (N, P) kinks in t (beyond 40 all weight is out)
+    lo = np.concatenate([np.full((len(w), 1), -np.inf), cuts], 1)
+    hi = np.concatenate([cuts, np.full((len(w), 1), np.inf)], 1)
+    mid = np.where(np.isinf(lo), hi - 1, np.where(np.isinf(hi), lo + 1, 0.5 * (lo + hi)))
+    sgn = (alpha[:, None, :] + beta * mid[:, :, None]) > 0          # (N, P + 1, P)
+    us = u * sgn
+    a = (us * alpha[:, None, :]).sum(-1)
+    b = us @ beta
+    fin_lo, fin_hi = np.where(np.isinf(lo), 0.0, lo), np.where(np.isinf(hi), 0.0, hi)
+    phi_lo = np.where(np.isinf(lo), 0.0, normal_pdf(fin_lo))      # phi and t phi vanish at +-inf
+    phi_hi = np.where(np.isinf(hi), 0.0, normal_pdf(fin_hi))
+    M0 = ndtr(hi) - ndtr(lo)
+    M1 = phi_lo - phi_hi
+    M2 = M0 + fin_lo * phi_lo - fin_hi * phi_hi
+    val = (r ** 2 * (a * a) + s2) * M0 + r ** 2 * (2 * a * b * M1 + b * b * M2)     # (N, P + 1)
+    sk = sgn[:, :, :K] * (val * w[:, None])[:, :, None]
+    return r ** 2 * np.einsum("nik,nil->kl", sk, sgn[:, :, :K].astype(np.float64))
 
 
 def drift(problem, Q, R, v=None):
