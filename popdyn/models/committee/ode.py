@@ -1,0 +1,488 @@
+r"""The overlap ODE of online SGD for the soft committee machine, any activation (Saad & Solla 1995; Goldt et al. 2019).
+
+With :math:`u = (v, -v^*)` over the :math:`P = K + M` fields :math:`f = (\lambda, \nu)` of covariance
+:math:`\Omega = [[Q, R], [R^T, T]]` and :math:`\Delta = \sum_j u_j g(f_j)`:
+
+.. math:: \frac{dR_{kn}}{dt} = -\eta v_k\,\mathbb E[g'(\lambda_k)\nu_n\Delta] - \eta\,\mathrm{wd}\,R_{kn}
+
+.. math:: \frac{dQ_{kl}}{dt} = -\eta v_k\,\mathbb E[g'(\lambda_k)\lambda_l\Delta] - \eta v_l\,\mathbb E[g'(\lambda_l)\lambda_k\Delta]
+          + \eta^2 v_kv_l\,\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)] - 2\eta\,\mathrm{wd}\,Q_{kl}
+
+.. math:: \frac{dv_k}{dt} = -\eta_v\,\mathbb E[g(\lambda_k)\Delta],\qquad
+          \epsilon_g = \tfrac12\,\mathbb E[\Delta^2] = \tfrac12 u^T I_2(\Omega) u
+
+where :math:`\mathbb E[g'(f_k) f_i \Delta] = \sum_j u_j I_3(f_k, f_i, f_j)` and
+:math:`\mathbb E[g'g'\Delta^2] = \sum_{jj'}u_ju_{j'}I_4(f_k, f_l, f_j, f_{j'})`.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import weakref
+
+import numba
+import numpy as np
+from scipy.optimize import root
+
+from scipy.special import ndtr
+
+from ...dynamics import solve_ode
+from ...gaussian import normal_pdf
+from ..._validate import FiniteArray, Interval, InvalidParameterError, check
+from ...results import Prediction
+from .integrals import _nodes, integrals
+from .problem import Problem
+
+__all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
+
+_M2_ODE = 32            # Gauss-Hermite nodes per axis (evaluated at 48) of the 2-D integrals inside the ODE
+_FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional grid of the eta^2 term without a closed I4
+_RELU_NODES = 2e4      # outer nodes (before pruning) of the ReLU eta^2 term (one direction integrated exactly)
+_cache = weakref.WeakKeyDictionary()
+
+
+class _Plan:
+    """Index tables and integrals of one problem's drift (cached per problem)."""
+
+    def __init__(self, problem):
+        K, M = problem.K, problem.M
+        P = K + M
+        self.K, self.M, self.P = K, M, P
+        self.ig = integrals(problem.activation, m2=_M2_ODE)
+        g = lambda *r: np.array(list(itertools.product(*r)))
+        self.i2 = g(range(P), range(P))
+        self.i3 = g(range(K), range(P), range(P))
+        self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed else None
+        self.j2 = g(range(K), range(K))
+        self.m_full = max(4, int(round(_FULL_NODES ** (1 / P))))
+        self.m_relu = max(4, int(round(_RELU_NODES ** (1 / max(P - 1, 1)))))
+        self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
+        self.s2 = 2 * problem.activation.r ** 2                    # erf(r x) = G(sqrt(2) r x), G = erf(./sqrt 2)
+
+
+def _plan(problem):
+    try:
+        return _cache[problem]
+    except KeyError:
+        _cache[problem] = p = _Plan(problem)
+        return p
+
+
+def _sub(Omega, idx):
+    return Omega[idx[:, :, None], idx[:, None, :]]
+
+
+def _check_state(owner, problem, Q, R, v):
+    K, M = problem.K, problem.M
+    Q = check(owner, "Q", Q, FiniteArray(2, (K, K)))
+    R = check(owner, "R", R, FiniteArray(2, (K, M)))
+    v = np.ones(K) if v is None else check(owner, "v", v, FiniteArray(1, (K,)))
+    Om = np.block([[Q, R], [R.T, problem.T]])
+    if not np.allclose(Q, Q.T, rtol=0, atol=1e-10 * (1 + np.abs(Q).max())) or \
+            np.linalg.eigvalsh((Om + Om.T) / 2)[0] < -1e-9 * (1 + np.abs(Om).max()):
+        raise InvalidParameterError(
+            f"The 'Q' parameter of {owner} must make [[Q, R], [R^T, T]] symmetric positive semi-definite "
+            f"(overlaps of real weights). Got Q={Q!r}, R={R!r} instead.")
+    return Q, R, v
+
+
+@numba.njit(cache=True)
+def _erf_kernel(Om, u, K, eta, eta2, sigma2):  # pragma: no cover - compiled
+    """First-layer drift of g(x) = erf(x/sqrt 2) (covariance pre-scaled): the Saad-Solla closed forms in loops."""
+    P = Om.shape[0]
+    A = np.zeros((K, P))                  # A[k, i] = sum_j u_j I3(k, i, j)
+    for k in range(K):
+        a1 = 1.0 + Om[k, k]
+        for j in range(P):
+            lam3 = a1 * (1.0 + Om[j, j]) - Om[k, j] ** 2
+            c = u[j] * (2.0 / math.pi) / math.sqrt(lam3) / a1
+            for i in range(P):
+                A[k, i] += c * (Om[i, j] * a1 - Om[k, i] * Om[k, j])
+    E = np.zeros((K, K))                  # E[k, l] = sum_ij u_i u_j I4(k, l, i, j) + sigma^2 J2(k, l)
+    if eta2 != 0.0:
+        for k in range(K):
+            for l in range(k, K):
+                a1, a2, c12 = 1.0 + Om[k, k], 1.0 + Om[l, l], Om[k, l]
+                lam4 = a1 * a2 - c12 * c12
+                tot = 0.0
+                for i in range(P):
+                    li = lam4 * (1.0 + Om[i, i]) - Om[l, i] ** 2 * a1 - Om[k, i] ** 2 * a2 + 2 * c12 * Om[k, i] * Om[l, i]
+                    for j in range(i, P):
+                        lj = (lam4 * (1.0 + Om[j, j]) - Om[l, j] ** 2 * a1 - Om[k, j] ** 2 * a2
+                              + 2 * c12 * Om[k, j] * Om[l, j])
+                        l0 = (lam4 * Om[i, j] - Om[l, i] * Om[l, j] * a1 - Om[k, i] * Om[k, j] * a2
+                              + c12 * Om[k, i] * Om[l, j] + c12 * Om[k, j] * Om[l, i])
+                        x = min(1.0, max(-1.0, l0 / math.sqrt(li * lj)))
+                        tot += (1.0 if i == j else 2.0) * u[i] * u[j] * math.asin(x)
+                val = (4.0 / math.pi ** 2) / math.sqrt(lam4) * tot + sigma2 * (2.0 / math.pi) / math.sqrt(lam4)
+                E[k, l] = val
+                E[l, k] = val
+    return A, E
+
+
+def _rhs(problem, Q, R, v):
+    pl = _plan(problem)
+    if pl.kernel:
+        return _rhs_erf(problem, pl, Q, R, v)
+    Om = np.block([[Q, R], [R.T, problem.T]])
+    u = np.concatenate([v, -problem.v_star])
+    K, P, eta = pl.K, pl.P, problem.eta
+    A = pl.ig._I3(_sub(Om, pl.i3)).reshape(K, P, P) @ u            # A[k, i] = E[g'(f_k) f_i Delta]
+    dR = -eta * v[:, None] * A[:, K:] - eta * problem.wd * R
+    first = v[:, None] * A[:, :K]
+    dQ = -eta * (first + first.T) - 2 * eta * problem.wd * Q
+    if problem.order == 2:
+        dQ = dQ + eta ** 2 * np.outer(v, v) * _second_moment(problem, pl, Om, u)
+    dv = np.zeros(K)
+    if problem.trains_v:
+        dv = -problem.eta_v * (pl.ig._I2(_sub(Om, pl.i2[:K * P])).reshape(K, P) @ u)
+    return dQ, dR, dv
+
+
+def _rhs_erf(problem, pl, Q, R, v):
+    """The drift of an erf activation through the compiled kernel (same equations as the vectorised path)."""
+    K, eta, s2 = pl.K, problem.eta, pl.s2
+    Om = s2 * np.block([[Q, R], [R.T, problem.T]])
+    u = np.concatenate([v, -problem.v_star])
+    A, E = _erf_kernel(Om, u, K, eta, eta ** 2 if problem.order == 2 else 0.0, problem.sigma ** 2)
+    dR = -eta * v[:, None] * A[:, K:] - eta * problem.wd * R
+    first = v[:, None] * A[:, :K]
+    dQ = -eta * (first + first.T) - 2 * eta * problem.wd * Q
+    if problem.order == 2:
+        dQ = dQ + eta ** 2 * s2 * np.outer(v, v) * E
+    dv = np.zeros(K)
+    if problem.trains_v:
+        dv = -problem.eta_v * (pl.ig._I2(_sub(Om / s2, pl.i2[:K * pl.P])).reshape(K, pl.P) @ u)
+    return dQ, dR, dv
+
+
+def _second_moment(problem, pl, Om, u):
+    r""":math:`\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)]`, shape (K, K)."""
+    K, P = pl.K, pl.P
+    if pl.i4 is not None:
+        I4 = pl.ig._I4(_sub(Om, pl.i4)).reshape(K, K, P, P)
+        out = np.einsum("klij,i,j->kl", I4, u, u)
+        if problem.sigma > 0:
+            out = out + problem.sigma ** 2 * pl.ig._J2(_sub(Om, pl.j2)).reshape(K, K)
+        return out
+    g, dg = problem.activation, problem.activation.deriv
+    s2 = problem.sigma ** 2
+    if problem.activation._family.name == "relu":
+        return _relu_second_moment(Om, u, K, problem.activation.r, s2, pl.m_relu)
+    x, w = _nodes(Om, pl.m_full)
+    gp = dg(x[:, :K]).T                                  # (K, N)
+    return (gp * (((g(x) @ u) ** 2 + s2) * w)) @ gp.T
+
+
+def _relu_second_moment(Om, u, K, r, s2, m):
+    r""":math:`\mathbb E[g'_kg'_l(\Delta^2+\sigma^2)]` for :math:`g = \mathrm{relu}(r\,\cdot)`, continuous in Omega.
+
+    The fields are :math:`f = \alpha + \beta t` along the top eigen-direction t of Omega; on each interval
+    between their kinks the integrand is :math:`s_ks_l[(a + bt)^2 + \sigma^2]`, integrated exactly against
+    :math:`\varphi(t)`; Gauss-Hermite (m per axis) over the other P - 1 directions.
+    """
+    P = Om.shape[0]
+    lam, U = np.linalg.eigh(Om)
+    A = U * np.sqrt(np.maximum(lam, 0.0))
+    beta = A[:, -1]
+    if P > 1:
+        x, w = _nodes(np.diag(np.maximum(lam[:-1], 0.0)), m)    # outer directions, independent
+        alpha = x @ U[:, :-1].T                                  # (N, P)
+    else:
+        alpha, w = np.zeros((1, 1)), np.ones(1)
+    safe = np.where(np.abs(beta) > 1e-300, beta, 1e-300)
+    cuts = np.sort(np.clip(-alpha / safe, -40.0, 40.0), axis=1)   # (N, P) kinks in t (beyond 40 all weight is out)
+    lo = np.concatenate([np.full((len(w), 1), -np.inf), cuts], 1)
+    hi = np.concatenate([cuts, np.full((len(w), 1), np.inf)], 1)
+    mid = np.where(np.isinf(lo), hi - 1, np.where(np.isinf(hi), lo + 1, 0.5 * (lo + hi)))
+    sgn = (alpha[:, None, :] + beta * mid[:, :, None]) > 0          # (N, P + 1, P)
+    us = u * sgn
+    a = (us * alpha[:, None, :]).sum(-1)
+    b = us @ beta
+    fin_lo, fin_hi = np.where(np.isinf(lo), 0.0, lo), np.where(np.isinf(hi), 0.0, hi)
+    phi_lo = np.where(np.isinf(lo), 0.0, normal_pdf(fin_lo))      # phi and t phi vanish at +-inf
+    phi_hi = np.where(np.isinf(hi), 0.0, normal_pdf(fin_hi))
+    M0 = ndtr(hi) - ndtr(lo)
+    M1 = phi_lo - phi_hi
+    M2 = M0 + fin_lo * phi_lo - fin_hi * phi_hi
+    val = (r ** 2 * (a * a) + s2) * M0 + r ** 2 * (2 * a * b * M1 + b * b * M2)     # (N, P + 1)
+    sk = sgn[:, :, :K] * (val * w[:, None])[:, :, None]
+    return r ** 2 * np.einsum("nik,nil->kl", sk, sgn[:, :, :K].astype(np.float64))
+
+
+def drift(problem, Q, R, v=None):
+    r"""Right-hand side of the overlap ODE at one state: :math:`(dQ/dt, dR/dt, dv/dt)`.
+
+    .. math:: \dot R_{kn} = -\eta v_k\sum_j u_jI_3(\lambda_k,\nu_n,f_j),\quad
+              \dot Q_{kl} = -\eta\sum_j u_j\big[v_kI_3(\lambda_k,\lambda_l,f_j) + v_lI_3(\lambda_l,\lambda_k,f_j)\big]
+              + \eta^2v_kv_l\Big[\sum_{jj'}u_ju_{j'}I_4(\lambda_k,\lambda_l,f_j,f_{j'}) + \sigma^2J_2(\lambda_k,\lambda_l)\Big]
+
+    (minus :math:`\eta\,\mathrm{wd}\,R` and :math:`2\eta\,\mathrm{wd}\,Q`), :math:`\dot v_k = -\eta_v\sum_j u_jI_2(\lambda_k, f_j)`,
+    :math:`u = (v, -v^*)`; ``order=1`` drops the :math:`\eta^2` term.
+
+    Parameters
+    ----------
+    problem : Problem
+    Q : ndarray of shape (K, K)
+        Student overlaps (symmetric; [[Q, R], [R^T, T]] PSD).
+    R : ndarray of shape (K, M)
+        Student-teacher overlaps.
+    v : ndarray of shape (K,) or None
+        Student second layer; None for ones.
+
+    Returns
+    -------
+    dQ, dR, dv : ndarray of shapes (K, K), (K, M), (K,)
+
+    Notes
+    -----
+    Regime: d -> infinity at fixed t = steps/d (Saad & Solla's thermodynamic limit). I4 without a closed
+    form (any activation but erf and linear) is a tensor Gauss-Hermite mean over the P = K + M fields with
+    about 2e5 nodes; I2, I3 without one are 2-D quadratures with 48 nodes per axis.
+
+    References
+    ----------
+    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9) and (S11)-(S14); issue 14 §1.
+
+    Examples
+    --------
+    >>> p = Problem.saad_solla(K=2, M=2)
+    >>> dQ, dR, dv = drift(p, 0.5 * np.eye(2), np.zeros((2, 2)))
+    >>> bool(np.allclose(dQ, dQ.T)), dv.tolist()
+    (True, [0.0, 0.0])
+    """
+    Q, R, v = _check_state("committee.drift", problem, Q, R, v)
+    return _rhs(problem, Q, R, v)
+
+
+def generalisation_error(problem, Q, R, v=None):
+    r"""Generalisation error :math:`\epsilon_g = \frac12\mathbb E[(\hat y - y^*)^2]` of the noise-free teacher.
+
+    .. math:: \epsilon_g = \tfrac12\Big[\sum_{kl}v_kv_lI_2(Q_{kk}, Q_{kl}, Q_{ll}) - 2\sum_{kn}v_kv^*_nI_2(Q_{kk}, R_{kn}, T_{nn})
+              + \sum_{nm}v^*_nv^*_mI_2(T_{nn}, T_{nm}, T_{mm})\Big]
+
+    Parameters
+    ----------
+    problem : Problem
+    Q : ndarray of shape (..., K, K)
+    R : ndarray of shape (..., K, M)
+    v : ndarray of shape (..., K) or None
+        None for ones.
+
+    Returns
+    -------
+    ndarray of shape Q.shape[:-2]
+
+    Notes
+    -----
+    Regime: any overlaps of real weights; >= 0 up to rounding (it is half a second moment), clipped at 0.
+
+    References
+    ----------
+    .. [src] Saad & Solla 1995 eq. (4); Goldt et al. 2019 eq. (6); issue 14 §1.
+
+    Examples
+    --------
+    >>> p = Problem.saad_solla(K=2, M=2)
+    >>> float(generalisation_error(p, np.eye(2), np.eye(2)))
+    0.0
+    >>> round(float(generalisation_error(p, np.zeros((2, 2)), np.zeros((2, 2)))), 12)   # (2/pi) asin(1/2)
+    0.333333333333
+    """
+    owner = "committee.generalisation_error"
+    K, M = problem.K, problem.M
+    Q = check(owner, "Q", Q, FiniteArray(np.ndim(Q)))
+    R = check(owner, "R", R, FiniteArray(np.ndim(R)))
+    if Q.shape[-2:] != (K, K) or R.shape[-2:] != (K, M) or Q.shape[:-2] != R.shape[:-2]:
+        raise InvalidParameterError(f"The 'Q' parameter of {owner} must have shape (..., {K}, {K}) and 'R' "
+                                    f"(..., {K}, {M}) with equal leading axes. Got {Q.shape} and {R.shape} instead.")
+    lead = Q.shape[:-2]
+    v = np.broadcast_to(np.ones(K) if v is None else check(owner, "v", v, FiniteArray(np.ndim(v))), lead + (K,))
+    pl = _plan(problem)
+    T = np.broadcast_to(problem.T, lead + (M, M))
+    Om = np.concatenate([np.concatenate([Q, R], -1), np.concatenate([np.swapaxes(R, -1, -2), T], -1)], -2)
+    I2 = pl.ig._I2(Om[..., pl.i2[:, :, None], pl.i2[:, None, :]]).reshape(lead + (pl.P, pl.P))
+    u = np.concatenate([v, np.broadcast_to(-problem.v_star, lead + (M,))], -1)
+    return np.maximum(0.5 * np.einsum("...i,...ij,...j->...", u, I2, u), 0.0)
+
+
+def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=1e-10, atol=1e-12):
+    r"""Integrate the overlap ODE from :math:`(Q_0, R_0, v_0)` and record eg, Q, R (and v) at the times t.
+
+    .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\qquad t = \text{steps}/d
+
+    Parameters
+    ----------
+    problem : Problem
+    Q0 : ndarray of shape (K, K)
+    R0 : ndarray of shape (K, M)
+    v0 : ndarray of shape (K,) or None
+        Initial second layer; None for ones.
+    t : ndarray of shape (n,)
+        Strictly increasing times, ``t[0]`` the initial one.
+    rtol, atol : float
+        Tolerances of scipy's DOP853, in (0, 1).
+
+    Returns
+    -------
+    Prediction
+        ``t`` (in units of d steps), observables ``"eg"`` (n,), ``"Q"`` (n, K, K), ``"R"`` (n, K, M) and,
+        when the second layer trains, ``"v"`` (n, K); ``status = -1`` with a message if the solver stopped.
+
+    Notes
+    -----
+    Regime: see :func:`drift`. The state is the full Q (not its triangle), so the test that the drift keeps Q
+    symmetric is a real one.
+
+    References
+    ----------
+    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9); issue 14 §1, §5.
+
+    Examples
+    --------
+    >>> p = Problem.saad_solla(K=1, M=1)
+    >>> pred = ode(p, [[0.25]], [[0.0]], t=[0.0, 50.0])
+    >>> bool(pred["eg"][-1] < 1e-3 < pred["eg"][0])
+    True
+    """
+    owner = "committee.ode"
+    Q0, R0, v0 = _check_state(owner, problem, Q0, R0, v0)
+    rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
+    atol = check(owner, "atol", atol, Interval(0, 1, closed="neither"))
+    t = check(owner, "t", t, FiniteArray(1))
+    if t.size < 1 or np.any(np.diff(t) <= 0):
+        raise InvalidParameterError(f"The 't' parameter of {owner} must be a non-empty strictly increasing array. "
+                                    f"Got {t!r} instead.")
+    K, M = problem.K, problem.M
+    nq, nr = K * K, K * M
+
+    def f(_, y):
+        dQ, dR, dv = _rhs(problem, y[:nq].reshape(K, K), y[nq:nq + nr].reshape(K, M), y[nq + nr:])
+        return np.concatenate([dQ.ravel(), dR.ravel(), dv])
+
+    sol = solve_ode(f, np.concatenate([Q0.ravel(), R0.ravel(), v0]), t, rtol=rtol, atol=atol)
+    y = sol.y
+    Q, R, v = y[:, :nq].reshape(-1, K, K), y[:, nq:nq + nr].reshape(-1, K, M), y[:, nq + nr:]
+    obs = {"eg": generalisation_error(problem, Q, R, v), "Q": Q, "R": R}
+    if problem.trains_v:
+        obs["v"] = v
+    meta = dict(problem=repr(problem), t_unit="steps/d", rtol=rtol, atol=atol, nfev=sol.nfev,
+                source=["Saad & Solla 1995 eqs. (5)-(7)", "Goldt et al. 2019 eqs. (7)-(9)", "issue 14 §1"])
+    return Prediction(t=sol.t, observables=obs, status=sol.status, message=sol.message, meta=meta)
+
+
+def _symmetric(problem, theta, v):
+    """(Q, R) of the unspecialised state: Q_kk = q, Q_kl = c (k != l), R_kn = r_n."""
+    K = problem.K
+    q, c, r = theta[0], theta[1], theta[2:]
+    Q = np.full((K, K), c) + (q - c) * np.eye(K)
+    return Q, np.tile(r, (K, 1)), np.full(K, v)
+
+
+def _reduced(problem, theta, v):
+    Q, R, vv = _symmetric(problem, theta, v)
+    dQ, dR, _ = _rhs(problem, Q, R, vv)
+    return np.concatenate([[dQ[0, 0], dQ[0, 1] if problem.K > 1 else 0.0], dR[0]])
+
+
+def plateau(problem, v=1.0, t_relax=2000.0):
+    r"""The unspecialised symmetric fixed point (the plateau): Q, R and its eg.
+
+    .. math:: Q_{kk} = q,\ Q_{k\ne l} = c,\ R_{kn} = r_n,\qquad \dot Q = 0,\ \dot R = 0
+
+    found by integrating the ODE inside the permutation-symmetric subspace (invariant, and the plateau
+    attracts there) from a small symmetric state, then a root solve of the reduced drift.
+
+    Parameters
+    ----------
+    problem : Problem
+    v : float
+        The students' common second-layer weight (held fixed), finite.
+    t_relax : float
+        Time of the relaxation inside the symmetric subspace, > 0.
+
+    Returns
+    -------
+    Q : ndarray of shape (K, K)
+    R : ndarray of shape (K, M)
+    eg : float
+
+    Notes
+    -----
+    Regime: a plateau exists when the symmetric subspace has an attracting fixed point away from the
+    teacher (K <= M; for K > M or large eta the relaxation may reach another point, checked by the residual).
+    Raises if the root solve does not converge to a drift below 1e-12.
+
+    References
+    ----------
+    .. [src] Saad & Solla 1995 §IV (the symmetric phase, eq. (10)); Biehl, Riegler & Wöhler 1996; issue 14 §1.
+
+    Examples
+    --------
+    >>> Q, R, eg = plateau(Problem.saad_solla(K=2, M=2, eta=0.5))
+    >>> round(eg, 6)
+    0.014645
+    """
+    owner = "committee.plateau"
+    v = check(owner, "v", v, Interval(-np.inf, np.inf, closed="neither"))
+    t_relax = check(owner, "t_relax", t_relax, Interval(0, np.inf, closed="neither"))
+    M = problem.M
+    theta0 = np.concatenate([[0.01, 0.0], np.full(M, 1e-3)])
+    if problem.K == 1:
+        theta0[1] = 0.0
+    sol = solve_ode(lambda _, th: _reduced(problem, th, v), theta0, np.array([0.0, t_relax]), rtol=1e-9, atol=1e-12)
+    fit = root(lambda th: _reduced(problem, th, v), sol.y[-1], method="hybr", tol=1e-14)
+    res = float(np.abs(_reduced(problem, fit.x, v)).max())
+    if not (sol.success and res < 1e-12):
+        raise InvalidParameterError(
+            f"committee.plateau found no symmetric fixed point for {problem!r} (residual {res:.3g}); "
+            "the 'problem' parameter must have an unspecialised plateau (K <= M, moderate eta).")
+    Q, R, vv = _symmetric(problem, fit.x, v)
+    return Q, R, float(generalisation_error(problem, Q, R, vv))
+
+
+def escape_time(prediction, level):
+    r"""First time at which eg falls to ``level`` (the end of the plateau), linearly interpolated; None if never.
+
+    .. math:: t_{\rm esc} = \min\{t : \epsilon_g(t) \le \mathrm{level}\}
+
+    Parameters
+    ----------
+    prediction : Prediction or Simulation
+        With an ``"eg"`` observable (a Simulation's seed axis gives one time per seed).
+    level : float
+        Threshold, > 0; below the plateau height to measure the escape.
+
+    Returns
+    -------
+    float or None, or ndarray of shape (seeds,) (NaN where never) for a Simulation
+
+    Notes
+    -----
+    Regime: the recorded grid fine enough that eg is monotone between neighbouring samples.
+
+    References
+    ----------
+    .. [src] derived; Saad & Solla 1995 §IV (plateau length); issue 14 §1, §3.
+
+    Examples
+    --------
+    >>> from popdyn.results import Prediction
+    >>> escape_time(Prediction(t=np.array([0.0, 1.0, 2.0]), observables={"eg": np.array([0.3, 0.2, 0.0])}), 0.1)
+    1.5
+    """
+    level = check("committee.escape_time", "level", level, Interval(0, np.inf, closed="neither"))
+    t, eg = np.asarray(prediction.t, dtype=np.float64), np.asarray(prediction["eg"], dtype=np.float64)
+    if eg.ndim == 2:
+        return np.array([np.nan if (e := _first(t, row, level)) is None else e for row in eg])
+    return _first(t, eg, level)
+
+
+def _first(t, eg, level):
+    hit = np.flatnonzero(eg <= level)
+    if hit.size == 0:
+        return None
+    i = hit[0]
+    if i == 0:
+        return float(t[0])
+    return float(t[i - 1] + (eg[i - 1] - level) / (eg[i - 1] - eg[i]) * (t[i] - t[i - 1]))

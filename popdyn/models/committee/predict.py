@@ -1,0 +1,125 @@
+"""popdyn.predict for the committee problem: the overlap ODE from the initial overlaps of a finite-d draw."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._validate import FiniteArray, Integer, Interval, check
+from ...api import predict
+from ...results import Prediction
+from .ode import ode
+from .problem import Problem
+
+__all__ = ["initial_overlaps"]
+
+
+def initial_overlaps(problem, d, init=1.0, seed=0):
+    r"""Overlaps :math:`(Q_0, R_0)` of one random student :math:`J = \mathrm{init}\,G/\sqrt d` at dimension d.
+
+    .. math:: R_0 = \frac{\mathrm{init}}{\sqrt d}ZL^T,\quad Q_0 = \frac{\mathrm{init}^2}{d}(ZZ^T + HH^T),\quad
+              LL^T = T,\ Z \in \mathbb R^{K\times M},\ H\in\mathbb R^{K\times(d-M)} \text{ standard Gaussian}
+
+    Parameters
+    ----------
+    problem : Problem
+    d : int
+        Input dimension, >= M + 1.
+    init : float
+        Student scale, > 0.
+    seed : int
+        numpy seed, >= 0.
+
+    Returns
+    -------
+    Q0 : ndarray of shape (K, K)
+    R0 : ndarray of shape (K, M)
+
+    Notes
+    -----
+    Regime: exact in law for the simulation's initialisation (the teacher in the first M coordinates);
+    not the same draw as a torch seed: to compare one run, start the ODE from its recorded overlaps.
+
+    References
+    ----------
+    .. [src] derived (rotation invariance of G); issue 14 §3.
+
+    Examples
+    --------
+    >>> Q0, R0 = initial_overlaps(Problem.saad_solla(K=2, M=2), d=10_000, seed=0)
+    >>> bool(np.allclose(Q0, np.eye(2), atol=0.05)), bool(np.abs(R0).max() < 0.05)
+    (True, True)
+    """
+    owner = "committee.initial_overlaps"
+    K, M = problem.K, problem.M
+    d = check(owner, "d", d, Integer(M + 1))
+    init = check(owner, "init", init, Interval(0, np.inf, closed="neither"))
+    rng = np.random.default_rng(check(owner, "seed", seed, Integer(0)))
+    lam, U = np.linalg.eigh(problem.T)
+    L = U * np.sqrt(np.maximum(lam, 0.0))
+    Z, H = rng.standard_normal((K, M)), rng.standard_normal((K, d - M))
+    return init ** 2 / d * (Z @ Z.T + H @ H.T), init / np.sqrt(d) * Z @ L.T
+
+
+@predict.register(Problem)
+def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init=1.0, seed=0, rtol=1e-10,
+             atol=1e-12):
+    r"""The overlap ODE of online SGD on the committee at dimension d, recorded at step numbers.
+
+    .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\quad t = \text{steps}/d,\quad
+              \epsilon_g = \tfrac12u^TI_2(\Omega)u
+
+    Parameters
+    ----------
+    problem : Problem
+    d : int
+        Input dimension, >= M + 1 (sets the time unit and the default initial overlaps).
+    steps : int
+        SGD steps, >= 1.
+    n_points : int
+        Recorded step numbers on [0, steps], >= 2.
+    Q0, R0 : ndarray or None
+        Initial overlaps; None for :func:`initial_overlaps` (d, init, seed).
+    v0 : ndarray of shape (K,) or None
+        Initial second layer; None for ones.
+    init : float
+        Student scale of the default initial overlaps, > 0.
+    seed : int
+        Their numpy seed, >= 0.
+    rtol, atol : float
+        Tolerances of the integration, in (0, 1).
+
+    Returns
+    -------
+    Prediction
+        ``t`` in steps; ``"eg"``, ``"Q"``, ``"R"`` and (second layer trained) ``"v"``.
+
+    Notes
+    -----
+    Regime: d -> infinity at fixed steps/d; see :func:`~popdyn.models.committee.ode`.
+
+    References
+    ----------
+    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9); issue 14 §1.
+
+    Examples
+    --------
+    >>> import popdyn
+    >>> pred = popdyn.predict(Problem.saad_solla(K=2, M=2), d=100, steps=1000, n_points=3)
+    >>> pred.t.tolist(), sorted(pred.observables)
+    ([0, 500, 1000], ['Q', 'R', 'eg'])
+    """
+    owner = "committee.predict"
+    d = check(owner, "d", d, Integer(problem.M + 1))
+    steps = check(owner, "steps", steps, Integer(1))
+    n_points = check(owner, "n_points", n_points, Integer(2))
+    if Q0 is None or R0 is None:
+        dQ, dR = initial_overlaps(problem, d, init, seed)
+        Q0 = dQ if Q0 is None else Q0
+        R0 = dR if R0 is None else R0
+    Q0 = check(owner, "Q0", Q0, FiniteArray(2, (problem.K, problem.K)))
+    R0 = check(owner, "R0", R0, FiniteArray(2, (problem.K, problem.M)))
+    t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
+    pred = ode(problem, Q0, R0, v0, t=t / d, rtol=rtol, atol=atol)
+    meta = dict(pred.meta, t_unit="steps", options=dict(d=d, steps=steps, n_points=n_points, init=init, seed=seed,
+                                                        rtol=rtol, atol=atol), Q0=Q0, R0=R0)
+    return Prediction(t=t[:pred.t.size], observables=pred.observables, status=pred.status, message=pred.message,
+                      meta=meta)

@@ -1,0 +1,88 @@
+"""Falsification tests of the committee claims (issue 14 §3): each claim PASSES with popdyn's theory and FAILS
+with a deliberately wrong one. SGD runs are memoised (they do not depend on the theory), so the wrong run reuses
+the right run's simulations. Sizes below the quick ones keep each test short.
+"""
+import numpy as np
+import pytest
+
+import popdyn
+from popdyn.models import committee
+from popdyn.models.committee import Integrals
+from tests.falsify import falsifies, memoise, perturb, run_claim, scaled
+
+pytest.importorskip("torch")
+
+
+def _verdict(claim_id, tmp_path, wrong, **size):
+    verdict, res = run_claim(claim_id, tmp_path, **size)
+    print(f"{claim_id} wrong={wrong}: measured {res.measured:.4g}, checks {res.checks}")
+    assert verdict == ("FAIL" if wrong else "PASS"), f"{claim_id}: measured {res.measured:.4g}; {res.message}"
+    return res
+
+
+KERNEL = "popdyn.models.committee.ode._erf_kernel"   # the compiled erf drift: A = sum_j u_j I3, E = E[g'g' Delta^2]
+
+
+def _wrong_kernel(scale_A=1.0, times_eta=False):
+    """The erf kernel with its I3 sums scaled by ``scale_A``, or its eta^2 term multiplied by another eta."""
+    def wrong(f):
+        def g(Om, u, K, eta, eta2, sigma2):
+            A, E = f(Om, u, K, eta, eta2, sigma2)
+            return scale_A * A, (eta * E if times_eta else E)
+        return g
+    return wrong
+
+
+def _order_one(monkeypatch, target):
+    """Every call of ``target(problem, ...)`` answers with the order-1 problem (no eta^2 term)."""
+    def wrong(f):
+        def g(problem, *a, **k):
+            p = committee.Problem(problem.K, problem.M, problem.activation, problem.T, problem.v_star, problem.eta,
+                                  problem.eta_v, problem.sigma, 1, problem.wd)
+            return f(p, *a, **k)
+        return g
+    perturb(monkeypatch, target, wrong)
+
+
+@falsifies("committee.plateau_erf")
+@pytest.mark.parametrize("wrong", [None, "order1", "I3"])
+def test_plateau_fails_without_the_eta2_term_or_with_a_perturbed_I3(wrong, monkeypatch, tmp_path):
+    if wrong == "order1":      # the order-1 plateau: eg* = 0.01457 (measured), 7e-5 off
+        _order_one(monkeypatch, "popdyn.models.committee.plateau")
+    elif wrong == "I3":        # I3 1 % too large: eg* moves by ~4e-5 (0.1 % moves it by 4.2e-6, measured)
+        perturb(monkeypatch, KERNEL, _wrong_kernel(scale_A=1.01))
+    _verdict("committee.plateau_erf", tmp_path, wrong is not None)
+
+
+@falsifies("committee.ode_vs_sgd")
+@pytest.mark.parametrize("wrong", [None, "I3"])
+def test_ode_vs_sgd_fails_with_a_perturbed_I3(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate")
+    if wrong == "I3":          # I3 5 % too large: the ODE learns too fast (sqrt(d) gap 2.2 > 1.5 at d = 400)
+        perturb(monkeypatch, KERNEL, _wrong_kernel(scale_A=1.05))
+    _verdict("committee.ode_vs_sgd", tmp_path, wrong is not None, d=[400], t_max=200.0, seeds=3, n_points=201)
+
+
+@falsifies("committee.order1")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_order1_fails_when_the_second_order_term_is_of_order_eta_cubed(wrong, monkeypatch, tmp_path):
+    if wrong:                  # eta^3 instead of eta^2: the gap is O(eta^2), r(0.05)/r(0.1) - 1 = -0.5
+        perturb(monkeypatch, KERNEL, _wrong_kernel(times_eta=True))
+    _verdict("committee.order1", tmp_path, wrong)
+
+
+@falsifies("committee.activations")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_activations_fail_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate")
+    if wrong:                  # the quadrature I3 10 % too large: the ODE runs 10 % fast
+        monkeypatch.setattr(Integrals, "_I3", scaled(1.1)(Integrals._I3))
+    _verdict("committee.activations", tmp_path, wrong, activations=["tanh"], d=[300], t_max=8.0, seeds=4,
+             n_points=9)
+
+
+def test_claim_measures_do_not_depend_on_numpy_scalars_in_messages(tmp_path):
+    # the plateau claim's table and message are plain numbers (JSON-serialisable report)
+    verdict, res = run_claim("committee.plateau_erf", tmp_path)
+    assert verdict == "PASS" and isinstance(res.table[0]["eg"], float) and np.isfinite(res.measured)
+    assert popdyn.results.Prediction  # the claims use only public names

@@ -1,0 +1,320 @@
+"""Committee machine: the Gaussian averages, the drift, the ODE, the plateau (issue 14 §4).
+
+Every closed form is checked against an independent 4-D Gauss-Hermite rule written here (numpy's
+``hermegauss`` on a Cholesky factor, not popdyn's eigen-factor rule) and against seeded Monte Carlo with a
+stated z; the drift against Monte Carlo of its defining expectations.
+"""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from popdyn import activations
+from popdyn._validate import InvalidParameterError
+from popdyn.models import committee as cm
+from popdyn.results import Prediction
+
+SS_ERF = activations.get("erf").rescaled(1 / np.sqrt(2))
+
+
+def _random_cov(n, seed, scale=1.0):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, n))
+    return scale * (A @ A.T / n + 0.05 * np.eye(n))
+
+
+def _gh_chol(C, F, m):
+    """E[F(x)], x ~ N(0, C), by an m-point-per-axis tensor Gauss-Hermite rule on the Cholesky factor of C."""
+    x, w = np.polynomial.hermite_e.hermegauss(m)
+    w = w / np.sqrt(2 * np.pi)
+    n = C.shape[0]
+    z = np.array(list(itertools.product(x, repeat=n)))
+    wz = np.prod(np.array(list(itertools.product(w, repeat=n))), axis=1)
+    f = z @ np.linalg.cholesky(C).T
+    return float(F(f) @ wz)
+
+
+def _fields(g):
+    d = g.deriv
+    return {"I2": (2, lambda x: g(x[:, 0]) * g(x[:, 1])),
+            "J2": (2, lambda x: d(x[:, 0]) * d(x[:, 1])),
+            "I3": (3, lambda x: d(x[:, 0]) * x[:, 1] * g(x[:, 2])),
+            "I4": (4, lambda x: d(x[:, 0]) * d(x[:, 1]) * g(x[:, 2]) * g(x[:, 3]))}
+
+
+def _mc(C, F, n, seed):
+    """Seeded Monte Carlo mean and standard error of F(x), x ~ N(0, C)."""
+    x = np.random.default_rng(seed).multivariate_normal(np.zeros(C.shape[0]), C, size=n)
+    f = F(x)
+    return f.mean(), f.std() / np.sqrt(n)
+
+
+# ---- the integrals ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("act", [SS_ERF, "erf", activations.get("erf").rescaled(0.6), "linear"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_closed_forms_match_cholesky_gauss_hermite(act, seed):
+    ig = cm.integrals(act)
+    for name, (n, F) in _fields(ig.activation).items():
+        C = _random_cov(4, seed, scale=0.5)[:n, :n]
+        # 1e-8 (2-D, 3-D; 40 nodes per axis), 1e-7 (4-D; 20 nodes): an entire integrand of variance <~ 1.5
+        assert abs(float(getattr(ig, name)(C)) - _gh_chol(C, F, 40 if n < 4 else 20)) < (1e-8 if n < 4 else 1e-7), name
+
+
+@pytest.mark.parametrize("act", [SS_ERF, "relu", "tanh"])
+def test_integrals_match_monte_carlo(act):
+    ig = cm.integrals(act)
+    C = _random_cov(4, 5)
+    for name, (n, F) in _fields(ig.activation).items():
+        m, se = _mc(C[:n, :n], F, 400_000, seed=11)
+        value, err = getattr(ig, name)(C[:n, :n], err=True)
+        assert abs(float(value) - m) < 5 * se + float(err), name           # z = 5, n = 4e5, seed 11
+
+
+def test_relu_closed_forms_at_a_singular_covariance_match_monte_carlo():
+    # I3(k, n, k): the first and third fields are the same student field (a singular 3x3 covariance)
+    ig = cm.integrals("relu")
+    C = np.array([[1.3, 0.4, 1.3], [0.4, 1.0, 0.4], [1.3, 0.4, 1.3]])
+    m, se = _mc(C, _fields(ig.activation)["I3"][1], 400_000, seed=3)
+    assert abs(float(ig.I3(C)) - m) < 5 * se                                 # z = 5
+    # E[1(a>0) b relu(a)] = C12 E[a 1(a>0)] / C11 * ... = C12 / 2 exactly
+    assert np.isclose(float(ig.I3(C)), 0.2, rtol=1e-14)
+
+
+def test_quadrature_error_estimate_bounds_the_error_of_erf_from_a_callable():
+    from scipy.special import erf
+    ig_q = cm.integrals(activations.Activation.from_callable(lambda z: erf(z / np.sqrt(2)), name="sserf",
+                                                             deriv=lambda z: np.sqrt(2 / np.pi) * np.exp(-z * z / 2)))
+    ig_c = cm.integrals(SS_ERF)
+    assert not ig_q.closed and ig_c.closed == {"I2", "I3", "I4", "J2"}
+    for seed in range(3):
+        C = _random_cov(4, seed)
+        for name, n in (("I2", 2), ("J2", 2), ("I3", 3), ("I4", 4)):
+            v, e = getattr(ig_q, name)(C[:n, :n], err=True)
+            exact = float(getattr(ig_c, name)(C[:n, :n]))
+            assert abs(v - exact) <= max(e, 1e-13), (name, v - exact, e)   # the estimate is an upper bound here
+            assert abs(v - exact) < (1e-10 if n < 4 else 1e-5), name
+
+
+def test_integrals_are_batched():
+    ig = cm.integrals(SS_ERF)
+    Cs = np.stack([_random_cov(4, s) for s in range(5)])
+    batch = ig.I4(Cs)
+    assert batch.shape == (5,)
+    np.testing.assert_allclose(batch, [float(ig.I4(C)) for C in Cs], rtol=1e-15)
+
+
+cov = st.integers(0, 10_000).map(lambda s: _random_cov(4, s, scale=np.random.default_rng(s).uniform(0.1, 3)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(C=cov, act=st.sampled_from([SS_ERF, "relu", "linear", "erf"]))
+def test_integrals_are_symmetric_in_exchangeable_arguments(C, act):
+    ig = cm.integrals(act)
+    swap = lambda A, p: A[np.ix_(p, p)]
+    assert np.isclose(ig.I2(C[:2, :2]), ig.I2(swap(C[:2, :2], [1, 0])), rtol=1e-13, atol=1e-15)
+    assert np.isclose(ig.J2(C[:2, :2]), ig.J2(swap(C[:2, :2], [1, 0])), rtol=1e-13, atol=1e-15)
+    if "I4" in ig.closed:
+        v = ig.I4(C)
+        for p in ([1, 0, 2, 3], [0, 1, 3, 2], [1, 0, 3, 2]):
+            assert np.isclose(v, ig.I4(swap(C, p)), rtol=1e-12, atol=1e-15)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 6), act=st.sampled_from([SS_ERF, "relu", "linear"]))
+def test_I2_is_a_gram_matrix(seed, n, act):
+    C = _random_cov(n, seed)
+    idx = np.array(list(itertools.product(range(n), range(n))))
+    G = cm.integrals(act).I2(C[idx[:, :, None], idx[:, None, :]]).reshape(n, n)
+    assert np.linalg.eigvalsh(G)[0] > -1e-12 * np.abs(G).max()
+
+
+@pytest.mark.parametrize("bad", [np.array([[1.0, 2.0], [2.0, 1.0]]), np.array([[1.0, 0.1], [0.0, 1.0]]),
+                                 np.eye(3), np.array([[np.nan, 0], [0, 1.0]])])
+def test_bad_covariances_are_refused(bad):
+    with pytest.raises(InvalidParameterError, match="'C' parameter of committee.integrals.I2"):
+        cm.integrals("tanh").I2(bad)
+
+
+def test_integrals_options_are_validated():
+    with pytest.raises(InvalidParameterError, match="'m2'"):
+        cm.integrals("tanh", m2=1)
+    with pytest.raises(InvalidParameterError, match="'name'"):
+        cm.integrals("nope")
+
+
+# ---- the problem ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw, name", [(dict(K=0), "K"), (dict(eta=0.0), "eta"), (dict(eta=-1.0), "eta"),
+                                      (dict(T=np.array([[1.0, 2.0], [2.0, 1.0]])), "T"),
+                                      (dict(T=np.array([[1.0, 0.5], [0.0, 1.0]])), "T"), (dict(T=np.eye(3)), "T"),
+                                      (dict(v_star=np.ones(3)), "v_star"), (dict(sigma=-0.1), "sigma"),
+                                      (dict(order=3), "order"), (dict(eta_v=-1.0), "eta_v"), (dict(wd=np.nan), "wd")])
+def test_bad_problems_name_the_parameter(kw, name):
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of committee.Problem"):
+        cm.Problem(**kw)
+
+
+def test_repr_round_trips_with_a_rescaled_activation():
+    p = cm.Problem.saad_solla(K=3, M=2, eta=0.3, eta_v=0.2, sigma=0.1)
+    q = eval(repr(p), {"np": np, "committee": cm})
+    assert repr(q) == repr(p) and q.activation == SS_ERF
+
+
+# ---- eg and the drift -------------------------------------------------------------------------------------
+
+def _state(K, M, seed, T=None):
+    """Overlaps of random weights in d = K + M + 3 dimensions (a valid Omega)."""
+    rng = np.random.default_rng(seed)
+    d = K + M + 3
+    J = rng.standard_normal((K, d)) / np.sqrt(d) * rng.uniform(0.3, 1.5)
+    B = np.linalg.cholesky(np.eye(M) if T is None else T) @ np.eye(M, d)
+    return J @ J.T, J @ B.T, rng.uniform(0.5, 1.5, K)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), K=st.integers(1, 3), M=st.integers(1, 3), act=st.sampled_from([SS_ERF, "relu"]))
+def test_eg_is_nonnegative_and_zero_at_the_teacher(seed, K, M, act):
+    p = cm.Problem(K, M, act, v_star=np.linspace(0.5, 1.5, M))
+    Q, R, v = _state(K, M, seed)
+    assert cm.generalisation_error(p, Q, R, v) >= 0
+    if K == M:
+        assert abs(float(cm.generalisation_error(p, p.T, p.T, p.v_star))) < 1e-15
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), K=st.integers(1, 3), M=st.integers(1, 3),
+       act=st.sampled_from([SS_ERF, "relu", "linear"]), order=st.sampled_from([1, 2]))
+def test_drift_keeps_Q_symmetric(seed, K, M, act, order):
+    p = cm.Problem(K, M, act, eta=0.7, eta_v=0.3, sigma=0.2, order=order, wd=0.01)
+    dQ, dR, dv = cm.drift(p, *_state(K, M, seed))
+    assert np.allclose(dQ, dQ.T, rtol=1e-12, atol=1e-15)
+    assert dR.shape == (K, M) and dv.shape == (K,)
+
+
+def _mc_drift(p, Q, R, v, n, seed):
+    """Monte Carlo of the drift's expectations (the fields sampled from Omega); means and standard errors."""
+    K = p.K
+    Om = np.block([[Q, R], [R.T, p.T]])
+    f = np.random.default_rng(seed).multivariate_normal(np.zeros(len(Om)), Om, size=n)
+    g, dg = p.activation(f), p.activation.deriv(f[:, :K])
+    delta = g @ np.concatenate([v, -p.v_star])
+    zeta = np.random.default_rng(seed + 1).standard_normal(n)
+    c = v * dg * delta[:, None]                                               # (n, K)
+    dR = -p.eta * c[:, :, None] * f[:, None, K:]
+    lam = f[:, :K]
+    cn = v * dg * (delta - p.sigma * zeta)[:, None]
+    dQ = (-p.eta * (c[:, :, None] * lam[:, None, :] + lam[:, :, None] * c[:, None, :])
+          + p.eta ** 2 * cn[:, :, None] * cn[:, None, :])
+    dv = -p.eta_v * g[:, :K] * delta[:, None]
+    return [(x.mean(0), x.std(0) / np.sqrt(n)) for x in (dQ, dR, dv)]
+
+
+@pytest.mark.parametrize("act", [SS_ERF, "relu", "tanh"])
+def test_drift_matches_monte_carlo(act):
+    p = cm.Problem(2, 2, act, eta=0.8, eta_v=0.5, sigma=0.3, T=np.array([[1.0, 0.3], [0.3, 0.8]]),
+                   v_star=np.array([1.0, -0.7]))
+    Q, R, v = _state(2, 2, 4, p.T)
+    for (mean, se), theory in zip(_mc_drift(p, Q, R, v, 300_000, seed=9), cm.drift(p, Q, R, v)):
+        # z = 5 (n = 3e5, seed 9), plus 1e-4 for the quadrature of the eta^2 term without a closed I4 (ReLU, tanh)
+        assert np.all(np.abs(theory - mean) < 5 * se + (0 if act is SS_ERF else 1e-4)), (theory, mean, se)
+
+
+def test_order_one_drops_exactly_the_eta_squared_term():
+    Q, R, v = _state(2, 2, 1)
+    p2, p1 = cm.Problem.saad_solla(eta=0.5), cm.Problem.saad_solla(eta=0.5, order=1)
+    q2, q1 = cm.Problem.saad_solla(eta=0.25), cm.Problem.saad_solla(eta=0.25, order=1)
+    gap = lambda a, b: cm.drift(a, Q, R, v)[0] - cm.drift(b, Q, R, v)[0]
+    np.testing.assert_allclose(gap(p2, p1), 4 * gap(q2, q1), rtol=1e-12)      # the gap is eta^2 times a matrix
+    np.testing.assert_array_equal(cm.drift(p2, Q, R, v)[1], cm.drift(p1, Q, R, v)[1])
+
+
+# ---- the ODE, the plateau, the escape --------------------------------------------------------------------
+
+def test_plateau_of_saad_solla_k2_m2():
+    Q, R, eg = cm.plateau(cm.Problem.saad_solla(K=2, M=2, eta=0.5))
+    assert abs(eg - 0.014645) < 5e-7                      # issue 14 §3: 0.014645 (to the printed digits)
+    assert np.allclose(R, R[0, 0]) and np.allclose(np.diag(Q), Q[0, 0])
+    dQ, dR, _ = cm.drift(cm.Problem.saad_solla(K=2, M=2, eta=0.5), Q, R)
+    assert np.abs(dQ).max() < 1e-12 and np.abs(dR).max() < 1e-12
+    # order 1 has another plateau (the eta^2 term moves it): the test can fail
+    assert abs(cm.plateau(cm.Problem.saad_solla(K=2, M=2, eta=0.5, order=1))[2] - eg) > 1e-4
+
+
+def test_ode_of_one_neuron_learns_and_matches_sim_initial_overlaps():
+    p = cm.Problem.saad_solla(K=1, M=1)
+    pred = cm.ode(p, [[0.25]], [[0.0]], t=np.linspace(0, 50, 51))
+    assert pred.success and pred["eg"][-1] < 1e-3 and pred["Q"].shape == (51, 1, 1)
+    assert np.all(np.diff(pred["eg"][5:]) < 0)
+
+
+def test_ode_preserves_symmetric_Q_and_records_v_when_trained():
+    p = cm.Problem(3, 1, "tanh", eta=0.4, eta_v=0.2, sigma=0.1)
+    Q, R, v = _state(3, 1, 2)
+    pred = cm.ode(p, Q, R, v, t=np.linspace(0, 2, 3), rtol=1e-6, atol=1e-9)
+    assert pred.success and pred["v"].shape == (3, 3)
+    assert np.allclose(pred["Q"], np.swapaxes(pred["Q"], 1, 2), rtol=0, atol=1e-14)
+
+
+def test_escape_time_is_interpolated_and_per_seed():
+    pred = Prediction(t=np.array([0.0, 1.0, 2.0, 3.0]), observables={"eg": np.array([0.3, 0.2, 0.1, 0.0])})
+    assert cm.escape_time(pred, 0.15) == pytest.approx(1.5) and cm.escape_time(pred, -0.0 + 1e-9) == pytest.approx(3.0, abs=1e-6)
+    assert cm.escape_time(pred, 0.5) == 0.0
+    sim = Prediction(t=np.array([0.0, 1.0]), observables={"eg": np.array([[0.3, 0.1], [0.3, 0.25]])})
+    out = cm.escape_time(sim, 0.2)
+    assert out[0] == pytest.approx(0.5) and np.isnan(out[1])
+    with pytest.raises(InvalidParameterError, match="'level'"):
+        cm.escape_time(pred, 0.0)
+
+
+def test_ode_rejects_bad_state_and_times():
+    p = cm.Problem.saad_solla()
+    with pytest.raises(InvalidParameterError, match="'Q' parameter of committee.ode"):
+        cm.ode(p, -np.eye(2), np.zeros((2, 2)))
+    with pytest.raises(InvalidParameterError, match="'R' parameter of committee.ode"):
+        cm.ode(p, np.eye(2), np.zeros((2, 3)))
+    with pytest.raises(InvalidParameterError, match="'t' parameter of committee.ode"):
+        cm.ode(p, np.eye(2), np.zeros((2, 2)), t=[1.0, 0.0])
+
+
+def test_predict_registers_and_starts_from_initial_overlaps():
+    import popdyn
+    p = cm.Problem.saad_solla(K=2, M=2)
+    pred = popdyn.predict(p, d=200, steps=2000, n_points=5)
+    Q0, R0 = cm.initial_overlaps(p, 200)
+    np.testing.assert_array_equal(pred["Q"][0], Q0)
+    np.testing.assert_array_equal(pred["R"][0], R0)
+    assert pred.t.tolist() == [0, 500, 1000, 1500, 2000] and pred.meta["t_unit"] == "steps"
+    with pytest.raises(InvalidParameterError, match="'steps' parameter of committee.predict"):
+        popdyn.predict(p, d=200, steps=0)
+
+
+@pytest.mark.parametrize("act", [SS_ERF, "erf", activations.get("erf").rescaled(0.6)])
+def test_compiled_erf_drift_equals_the_vectorised_integrals(act, monkeypatch):
+    import sys
+    ode_mod = sys.modules["popdyn.models.committee.ode"]
+    p = cm.Problem(2, 3, act, eta=0.7, eta_v=0.4, sigma=0.3, wd=0.02, v_star=np.array([1.0, -0.5, 0.8]))
+    Q, R, v = _state(2, 3, 8)
+    fast = cm.drift(p, Q, R, v)
+    monkeypatch.setattr(ode_mod._plan(p), "kernel", False)
+    slow = cm.drift(p, Q, R, v)
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_relu_second_moment_is_continuous_and_matches_monte_carlo():
+    import sys
+    ode_mod = sys.modules["popdyn.models.committee.ode"]
+    Om = _random_cov(4, 0)
+    u = np.array([1.0, 0.8, -1.0, -0.6])
+    x = np.random.default_rng(2).multivariate_normal(np.zeros(4), Om, size=1_000_000)
+    gp, W = x[:, :2] > 0, (np.maximum(x, 0) @ u) ** 2 + 0.09
+    mc = np.einsum("nk,nl,n->kl", gp, gp, W) / len(x)
+    se = np.sqrt(np.einsum("nk,nl,n->kl", gp, gp, W ** 2) / len(x) - mc ** 2) / np.sqrt(len(x))
+    v = ode_mod._relu_second_moment(Om, u, 2, 1.0, 0.09, 27)
+    assert np.all(np.abs(v - mc) < 5 * se + 1e-4)                                   # z = 5, n = 1e6, seed 2
+    # continuity: a 1e-9 change of Omega changes the value by O(1e-9), not by a node's weight (~1e-3)
+    v2 = ode_mod._relu_second_moment(Om + 1e-9 * np.eye(4), u, 2, 1.0, 0.09, 27)
+    assert np.abs(v2 - v).max() < 1e-7

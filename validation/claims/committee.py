@@ -1,0 +1,190 @@
+"""Committee-machine claims (issue 14 §3): the Saad-Solla plateau, the ODE against online SGD, order 1 vs 2.
+
+* ``committee.plateau_erf``: the unspecialised fixed point of erf(x/sqrt 2), K = M = 2, eta = 0.5 has
+  eg = 0.014645 (Saad & Solla 1995 §IV; Goldt et al. 2019 Fig. 1's plateau).
+* ``committee.ode_vs_sgd``: online SGD at d in {500, 1000, 2000} follows the ODE started from each seed's
+  exact initial overlaps; the gap shrinks like 1/sqrt(d).
+* ``committee.order1``: the order-1 (eta -> 0) ODE differs from the full one by O(eta) in the rescaled time
+  eta t: the plateau gap over eta tends to a constant.
+* ``committee.activations``: tanh and a ``from_callable`` activation (no closed forms) against SGD.
+
+Only popdyn's public API is used for the theory; the torch SGD is the independent check.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import popdyn
+from popdyn import activations
+from popdyn.models import committee
+from popdyn.plot import plot_curves, save_figure, subplots
+
+from . import ClaimResult, claim
+
+__all__ = []
+
+_SRC = "Saad & Solla 1995 (PRE 52, 4225) §IV; Goldt et al. 2019 (arXiv 1906.08632) eqs. (7)-(9); issue 14 §3"
+_EG_PLATEAU = 0.014645          # issue 14 §3: erf(x/sqrt 2), K = M = 2, eta = 0.5, T = I, v = v* = 1
+
+
+@claim(id="committee.plateau_erf", model="committee",
+       title="Saad-Solla erf, K = M = 2, eta = 0.5: the symmetric plateau has eg = 0.014645",
+       source=_SRC,
+       metric="|eg(plateau) - 0.014645|, the plateau found by committee.plateau (relaxation in the symmetric "
+              "subspace, then a root solve)",
+       tolerance=1e-5,
+       tolerance_origin="issue 14 §3: to 1e-5 (the value is printed to 6 decimals, rounding <= 5e-7)",
+       quick={"eta": 0.5}, full={"eta": 0.5})
+def plateau_erf(size, device, outdir):
+    p = committee.Problem.saad_solla(K=2, M=2, eta=size["eta"])
+    Q, R, eg = committee.plateau(p)
+    dQ, dR, _ = committee.drift(p, Q, R)
+    res = float(max(np.abs(dQ).max(), np.abs(dR).max()))
+    pred = committee.ode(p, Q * (1 + 1e-3), R * (1 - 1e-3), t=np.linspace(0, 40, 81))
+    fig, (ax,) = subplots(1)
+    plot_curves(pred.t, {"eg from (1.001 Q*, 0.999 R*)": pred["eg"]}, ax=ax, refs={"0.014645": _EG_PLATEAU},
+                xlabel="t = steps/d", ylabel="eg", title=f"plateau eg = {eg:.7f}")
+    path = save_figure(fig, outdir / "committee.plateau_erf.png")
+    back = abs(float(pred["eg"][-1]) - eg)
+    return ClaimResult(measured=abs(eg - _EG_PLATEAU),
+                       checks={"drift at the plateau <= 1e-12": res <= 1e-12,
+                               "a symmetric perturbation relaxes back (|eg(40) - eg*| <= 1e-6)": back <= 1e-6},
+                       figure=str(path),
+                       table=[{"eta": size["eta"], "eg": eg, "Q11": Q[0, 0], "Q12": Q[0, 1], "R": R[0, 0],
+                               "residual": res, "relaxed_gap": back}],
+                       message=f"plateau eg = {eg:.8f} (0.014645 expected); drift residual {res:.2g}")
+
+
+def _runs(problem, d, t_max, seeds, n_points, device, init=1.0):
+    """SGD at d and the ODE from each seed's recorded initial overlaps, on the same step grid."""
+    sim = popdyn.simulate(problem, d=d, steps=int(round(t_max * d)), seeds=seeds, n_points=n_points, init=init,
+                          seed=d, device=device)
+    t = sim.t / d
+    odes = [committee.ode(problem, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-9, atol=1e-11) for s in range(seeds)]
+    return t, sim, np.stack([o["eg"] for o in odes])
+
+
+@claim(id="committee.ode_vs_sgd", model="committee",
+       title="Saad-Solla erf, K = M = 2, eta = 0.5: online SGD follows the overlap ODE started from its own "
+             "initial overlaps, with a gap shrinking like 1/sqrt(d)",
+       source=_SRC,
+       metric="sqrt(d) x sup over t <= 0.8 t_esc of |mean_seeds(eg_SGD - eg_ODE)| / mean_seeds eg_ODE, max over d "
+              "(t_esc the first escape of the ODEs below eg*/2, eg* the plateau); check: the median over seeds of "
+              "|t_esc,SGD / t_esc,ODE - 1| <= 0.2",
+       tolerance=1.5,
+       tolerance_origin="measured 0.64-0.88 at d in {250, 400, 500} (3-4 seeds): the fluctuation of the overlaps is "
+                        "O(1/sqrt d) relative; 1.5 leaves a 1.7x margin, and I3 5 % too large gives 2.2 at d = 400 "
+                        "growing like sqrt(d)",
+       quick={"d": [250, 500], "t_max": 250.0, "seeds": 4, "n_points": 251},
+       full={"d": [500, 1000, 2000], "t_max": 300.0, "seeds": 8, "n_points": 301})
+def ode_vs_sgd(size, device, outdir):
+    p = committee.Problem.saad_solla(K=2, M=2, eta=0.5)
+    eg_star = committee.plateau(p)[2]
+    fig, axes = subplots(len(size["d"]))
+    rows, scaled = [], []
+    for ax, d in zip(axes, size["d"]):
+        t, sim, eg_ode = _runs(p, d, size["t_max"], size["seeds"], size["n_points"], device)
+        pred = popdyn.results.Prediction(t=t, observables={"eg": eg_ode})
+        esc_ode = committee.escape_time(pred, eg_star / 2)
+        esc_sgd = committee.escape_time(popdyn.results.Prediction(t=t, observables={"eg": sim["eg"]}), eg_star / 2)
+        t_cut = 0.8 * np.nanmin(np.where(np.isnan(esc_ode), t[-1], esc_ode))
+        w = t <= t_cut
+        gap = float((np.abs((sim["eg"] - eg_ode).mean(0)) / eg_ode.mean(0))[w].max())
+        scaled.append(gap * np.sqrt(d))
+        both = ~np.isnan(esc_ode) & ~np.isnan(esc_sgd)
+        esc_rel = float(np.median(np.abs(esc_sgd[both] / esc_ode[both] - 1))) if both.any() else float("nan")
+        rows.append({"d": d, "seeds": size["seeds"], "sup_gap_rel": float(gap), "sqrt_d_gap": float(scaled[-1]),
+                     "t_cut": float(t_cut), "median_rel_escape_error": esc_rel, "escaped_both": int(both.sum())})
+        plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean (from each seed's overlaps)": eg_ode.mean(0)}, ax=ax,
+                    refs={"plateau": eg_star}, logy=True, xlabel="t = steps/d", ylabel="eg",
+                    title=f"d = {d}: sup rel gap {gap:.3g} before 0.8 t_esc")
+    path = save_figure(fig, outdir / "committee.ode_vs_sgd.png")
+    worst = float(max(scaled))
+    esc = [r["median_rel_escape_error"] for r in rows]
+    return ClaimResult(measured=worst, checks={"median relative escape-time error <= 0.2 at every d":
+                                               all(e <= 0.2 for e in esc)},
+                       figure=str(path), table=rows,
+                       message=f"sqrt(d) x sup relative gap {[round(float(s), 3) for s in scaled]} (<= 1.5); median relative "
+                               f"escape-time error {[round(float(e), 3) for e in esc]}",
+                       details={"eg_plateau": eg_star})
+
+
+@claim(id="committee.order1", model="committee",
+       title="The order-1 (eta -> 0) ODE differs from the full one by O(eta) at fixed eta t: the plateau gap / eta "
+             "tends to a constant",
+       source=_SRC + "; Goldt et al. 2019 §3 (the eta^2 term)",
+       metric="|r(eta_1)/r(eta_2) - 1| at the two smallest etas, r = (eg*_full - eg*_order1)/eta the plateau gap "
+              "over eta; check: a line through the first two predicts the third r within 2 %",
+       tolerance=0.06,
+       tolerance_origin="r(eta) = r0 + r1 eta + O(eta^2) with r1/r0 ~ 0.55 measured, so r(0.05)/r(0.1) - 1 ~ -0.027; "
+                        "0.06 is twice that, while a gap of order eta^2 (a wrong order) gives 0.5",
+       quick={"etas": [0.05, 0.1, 0.2], "K": 2, "M": 2}, full={"etas": [0.025, 0.05, 0.1], "K": 2, "M": 2})
+def order1(size, device, outdir):
+    etas = np.asarray(size["etas"], dtype=float)
+    full = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"], eta=e))[2] for e in etas])
+    one = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"], eta=e, order=1))[2]
+                    for e in etas])
+    r = (full - one) / etas
+    slope = (r[1] - r[0]) / (etas[1] - etas[0])
+    miss = float(np.max(np.abs(r[2:] / (r[0] + slope * (etas[2:] - etas[0])) - 1)))
+    ratio = float(abs(r[0] / r[1] - 1))
+    fig, (ax,) = subplots(1)
+    plot_curves(etas, {"(eg*_full - eg*_order1)/eta": r}, ax=ax, xlabel="eta", ylabel="gap / eta",
+                title=f"r(eta_1)/r(eta_2) - 1 = {ratio:.3g}")
+    path = save_figure(fig, outdir / "committee.order1.png")
+    return ClaimResult(measured=ratio, checks={"a linear r(eta) predicts the third eta within 2 %": miss <= 0.02},
+                       figure=str(path),
+                       table=[{"eta": float(e), "eg_full": float(f), "eg_order1": float(o), "gap_over_eta": float(x)}
+                              for e, f, o, x in zip(etas, full, one, r)],
+                       message=f"gap/eta = {np.round(r, 6).tolist()}; ratio - 1 = {ratio:.3g}; linear miss {miss:.3g}")
+
+
+def _softsign(z):
+    return z / (1 + np.abs(z))
+
+
+def _activation(name):
+    if name == "softsign":
+        return activations.Activation.from_callable(_softsign, deriv=lambda z: 1 / (1 + np.abs(z)) ** 2,
+                                                    name="softsign")
+    return activations.get(name)
+
+
+@claim(id="committee.activations", model="committee",
+       title="Activations without a closed I4 (ReLU at full size, tanh, a from_callable softsign): online SGD follows the quadrature "
+             "ODE started from each seed's initial overlaps",
+       source=_SRC + "; issue 14 §1 (quadrature for any activation)",
+       metric="max over activations, d and t of |mean_seeds(eg_SGD - eg_ODE)| / (3 SE_t + 0.02 mean eg_ODE(t)): the "
+              "gap in units of its allowed error (SE of the seed mean of the per-seed differences)",
+       tolerance=1.0,
+       tolerance_origin="3 standard errors of the seed mean plus 2 % for the O(1/d) finite-size bias (measured "
+                        "<= 1 % at d = 500, tanh, 8 seeds); in those units, pass iff <= 1",
+       quick={"activations": ["tanh", "softsign"], "d": [300], "eta": 0.5, "t_max": 12.0, "seeds": 4,
+              "n_points": 13},
+       full={"activations": ["relu", "tanh", "softsign"], "d": [500, 2000], "eta": 0.5, "t_max": 60.0, "seeds": 8,
+             "n_points": 61})
+def activations_vs_sgd(size, device, outdir):
+    rows, units = [], []
+    fig, axes = subplots(len(size["activations"]) * len(size["d"]))
+    axes = iter(axes)
+    for name in size["activations"]:
+        p = committee.Problem(2, 2, _activation(name), eta=size["eta"])
+        for d in size["d"]:
+            sim = popdyn.simulate(p, d=d, steps=int(size["t_max"] * d), seeds=size["seeds"], n_points=size["n_points"],
+                                  seed=d, device=device)
+            t = sim.t / d
+            eg_ode = np.stack([committee.ode(p, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-7, atol=1e-10)["eg"]
+                               for s in range(size["seeds"])])
+            diff = sim["eg"] - eg_ode
+            se = diff.std(0, ddof=1) / np.sqrt(size["seeds"])
+            u = float((np.abs(diff.mean(0)) / (3 * se + 0.02 * eg_ode.mean(0))).max())
+            units.append(u)
+            rel = float((np.abs(diff.mean(0)) / eg_ode.mean(0)).max())
+            rows.append({"activation": name, "d": d, "sup_rel_gap": rel, "error_units": u})
+            plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean": eg_ode.mean(0)}, ax=next(axes), logy=True,
+                        bands={"SGD mean": 2 * sim["eg"].std(0) / np.sqrt(size["seeds"])},
+                        xlabel="t = steps/d", ylabel="eg", title=f"{name}, d = {d}: sup rel gap {rel:.3g}")
+    path = save_figure(fig, outdir / "committee.activations.png")
+    return ClaimResult(measured=float(max(units)), figure=str(path), table=rows,
+                       message=f"gap in allowed-error units {[round(u, 3) for u in units]} (<= 1); sup relative gaps "
+                               f"{[round(r['sup_rel_gap'], 4) for r in rows]}")
