@@ -20,12 +20,16 @@ optima (``optimum``)
 probing (``bounds``)
     :func:`probe_norm`, :func:`rademacher_exact`, :func:`rademacher_jensen`, :func:`risk_bound`,
     :func:`leading_term_ratio`, :func:`cr_bound_factor`
+theory (``predict``)
+    ``popdyn.predict(problem, m=None, loss="logistic")``: column norms, probe norms and Rademacher terms of the
+    universal, CR-fine-tuned and specific representations (registered in ``predict.py``, imported here)
 """
 from .bounds import cr_bound_factor, leading_term_ratio, probe_norm, rademacher_exact, rademacher_jensen, risk_bound
 from .loss import LOSSES, chi2_expect, contrastive_loss_reduced, contrastive_loss_W, pca_identity
 from .optimum import (cr_finetune_beta, optimal_representation, optimal_representation_even,
                       project_spectral_frobenius, representation_matrix)
 from .problem import MultiTaskLinearModel, Problem
+from . import predict  # noqa: F401,E402  (registers popdyn.predict for Problem)
 
 __all__ = ["MultiTaskLinearModel", "Problem", "LOSSES", "chi2_expect", "contrastive_loss_reduced",
            "contrastive_loss_W", "pca_identity", "optimal_representation", "optimal_representation_even",

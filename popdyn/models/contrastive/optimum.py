@@ -232,7 +232,8 @@ def cr_finetune_beta(T, s, gamma, convention="corrected"):
     T : int
         Number of pre-training tasks (>= 1).
     s : int
-        Shared features (= private features per task, r = 2s), >= 1.
+        Shared features (= private features per task, r = 2s), >= 1. For r != 2s pass the private count r - s: with
+        the even optimum (1, 1/T) the same chord argument holds with gamma / sqrt(r - s) (derived).
     gamma : float
         Frobenius radius ||W - W*||_F <= gamma, >= 0.
     convention : {"corrected", "paper"}
@@ -268,5 +269,10 @@ def cr_finetune_beta(T, s, gamma, convention="corrected"):
     g = gamma / np.sqrt(s)
     if convention == "paper":
         return float(min(1.0, T**-0.5 + g) ** 2)
-    theta0 = np.arccos(T**-0.5)
+    return _chord_beta(1.0 / T, g)
+
+
+def _chord_beta(beta0, g):
+    """beta reached from the private norm sqrt(beta0) by a chord of length g on the unit budget circle (derived)."""
+    theta0 = np.arccos(np.sqrt(beta0))
     return float(np.cos(max(0.0, theta0 - 2 * np.arcsin(min(1.0, g / 2)))) ** 2)

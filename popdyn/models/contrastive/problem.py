@@ -149,7 +149,7 @@ class MultiTaskLinearModel:
             y.shape)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Problem(MultiTaskLinearModel):
     r"""Pre-train (universal, task-specific, CR-fine-tuned), then probe task t with a norm-bounded linear head.
 
