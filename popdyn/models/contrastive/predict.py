@@ -4,7 +4,8 @@ universal, CR-fine-tuned and task-specific representations (seed 001 ch. 7; spec
 ``predict(problem, *, m=None, loss="logistic")`` registered for :class:`~popdyn.models.contrastive.Problem`: static
 observables over the coordinates ``representation`` = (universal, cr, specific) and ``m`` (labelled samples):
 ``alpha`` and ``beta`` (squared column norms on S and P_t), ``probe_norm``, ``rademacher`` (exact) and
-``rademacher_jensen`` (the paper's leading term), each of shape (3,) or (3, len(m)), and ``loss_universal``.
+``rademacher_jensen`` (the paper's leading term), each of shape (3,) or (3, len(m)); ``column_norms`` (d,) of the
+universal W*, ``gram_offdiag`` (0: within-task columns orthogonal) and ``loss_universal``.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ...api import predict
 from ...results import Prediction
 from .bounds import probe_norm, rademacher_exact, rademacher_jensen
 from .loss import LOSSES, contrastive_loss_reduced
-from .optimum import _chord_beta, optimal_representation
+from .optimum import _chord_beta, optimal_representation, representation_matrix
 from .problem import Problem
 
 __all__ = []
@@ -62,7 +63,8 @@ def _predict(problem, *, m=None, loss="logistic"):
         ("even mixture (Props 7.3, F.9)", float(problem.is_even), 1.0, "seed 001 L2036, L9846", problem.is_even),
         ("r = 2s (Props F.8, F.9)", problem.r, 2 * s, "seed 001 L9826, L9846", problem.r == 2 * s)])
     obs = {"alpha": alpha, "beta": beta, "probe_norm": B, "rademacher": rad, "rademacher_jensen": jen,
-           "loss_universal": np.array(contrastive_loss_reduced(alpha_u, alphas_u, problem, loss))}
+           "column_norms": np.linalg.norm(representation_matrix(alpha_u, alphas_u, problem), axis=0),
+           "gram_offdiag": np.array(0.0), "loss_universal": np.array(contrastive_loss_reduced(alpha_u, alphas_u, problem, loss))}
     meta = {"problem": repr(problem), "options": {"m": ms, "loss": loss}, "source": _SRC, "regime": regime,
             "alphas_universal": alphas_u}
     return Prediction(t=None, observables=obs, meta=meta,
