@@ -83,6 +83,8 @@ def pretrain(problem, t=None, *, steps=6000, batch=512, lr=0.05, seeds=2, seed=0
              dtype=None, progress_bar=False):
     """Projected SGD from a random start (entries N(0, 0.25/d), projected) on task t (None: the mixture).
 
+    The step is ``lr`` for the first half and falls linearly to 0 over the second (a settled end point).
+
     Returns W of shape (seeds, k, d) as a torch tensor; seed i uses ``torch.Generator().manual_seed(seed + i)``
     through one generator seeded with ``seed``.
     """
@@ -92,9 +94,9 @@ def pretrain(problem, t=None, *, steps=6000, batch=512, lr=0.05, seeds=2, seed=0
     W = standard_normal_(torch.empty(seeds, problem.k, problem.d, dtype=dt, device=dev), gen) * (0.5 / problem.d**0.5)
     W = project_spectral_frobenius(W, problem.r)
     bar = progress(steps, progress_bar, "contrastive.pretrain")
-    for _ in range(steps):
+    for i in range(steps):
         x, xp = _pairs(problem, t, batch, gen, dt, dev, seeds)
-        W = project_spectral_frobenius(W - lr * _grad(W, x, xp, dloss), problem.r)
+        W = project_spectral_frobenius(W - lr * min(1.0, 2 * (1 - i / steps)) * _grad(W, x, xp, dloss), problem.r)
         bar.update()
     bar.close()
     return W
