@@ -61,7 +61,7 @@ def _pairs(problem, t, n, gen, dt, dev, seeds):
     """(x, x^+) of shape (seeds, n, d): task t, or tasks drawn from the weights when t is None."""
     scales = torch.as_tensor(np.stack([problem.feature_scales(j) for j in range(problem.T)]), dtype=dt, device=dev)
     if t is None:
-        task = torch.multinomial(torch.as_tensor(problem.weights, device=dev), seeds * n, True, generator=gen)
+        task = torch.multinomial(torch.tensor(problem.weights, device=dev), seeds * n, True, generator=gen)
         sc = scales[task].reshape(seeds, n, -1)
     else:
         sc = scales[t].expand(seeds, n, -1)
@@ -152,8 +152,8 @@ def probe_excess_risk(problem, W, m, probes, gen):
     S, P, _, _ = problem.index_sets()
     Rt = np.concatenate([S, P[problem.t]])
     target = torch.zeros(problem.d, dtype=dt, device=dev)
-    target[Rt] = torch.as_tensor(problem.u_star, dtype=dt, device=dev)
     u_star = torch.as_tensor(problem.u_star, dtype=dt, device=dev)
+    target[Rt] = u_star
     B = (torch.linalg.pinv(W[:, :, Rt].mT) @ u_star).norm(dim=-1)            # (seeds,): only R_t is seen on task t
     scale = torch.as_tensor(problem.feature_scales(problem.t), dtype=dt, device=dev)
     x = standard_normal_(torch.empty(seeds, probes, m, problem.d, dtype=dt, device=dev), gen) * scale
