@@ -31,7 +31,8 @@ def _chi2_dblquad(f, a, b, s, q):
 
 # ---- chi-square quadrature -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("a,b,s,q", [(1, 0.25, 3, 3), (0.05, 0.02, 1, 1), (1, 1, 10, 10), (1, 0.1, 1, 9), (0.3, 0.7, 2, 5)])
+@pytest.mark.parametrize("a,b,s,q", [(1, 0.25, 3, 3), (0.05, 0.02, 1, 1), (1, 1, 10, 10), (1, 0.1, 1, 9),
+                                     (0.3, 0.7, 2, 5)])
 def test_chi2_expect_logistic_matches_dblquad(a, b, s, q):
     ref, err = _chi2_dblquad(ELL1, a, b, s, q)
     assert abs(c.chi2_expect(ELL, a, b, s, q) - ref) < 1e-11 + 10 * err  # 1e-11: 64-node rule vs dblquad (its err)
@@ -41,7 +42,8 @@ def test_chi2_expect_logistic_matches_dblquad(a, b, s, q):
 @given(a=st.floats(0, 3), b=st.floats(0, 3), s=st.integers(0, 12), q=st.integers(0, 12))
 def test_chi2_expect_matches_the_mgf_and_the_mean(a, b, s, q):
     # E e^{-aZ} = (1 + 2a)^{-s/2} (chi^2 MGF): e^{-2ax} is entire; the 64-node rule is off by < 1e-15 (abs) for
-    # a, b <= 3 (measured; relative error grows where the MGF itself is tiny); E Z = s: a degree-1 polynomial, exact up to round-off
+    # a, b <= 3 (measured; relative error grows where the MGF itself is tiny); E Z = s: a degree-1 polynomial,
+    # exact up to round-off
     mgf = (1 + 2 * a) ** (-s / 2) * (1 + 2 * b) ** (-q / 2)
     assert c.chi2_expect(lambda t: np.exp(-t), a, b, s, q) == pytest.approx(mgf, rel=1e-10, abs=1e-14)
     assert c.chi2_expect(lambda t: t, a, b, s, q) == pytest.approx(a * s + b * q, rel=1e-12, abs=1e-12)

@@ -33,7 +33,8 @@ from ._torch import make_generator, progress, resolve_device, resolve_dtype, ser
 __all__ = ["project_spectral_frobenius", "pretrain", "cr_finetune", "probe_excess_risk", "simulate"]
 
 _OWNER = "contrastive.simulate"
-_DLOSS = {"logistic": lambda u: -torch.sigmoid(-u), "exp": lambda u: -torch.exp(-u), "linear": lambda u: -torch.ones_like(u)}
+_DLOSS = {"logistic": lambda u: -torch.sigmoid(-u), "exp": lambda u: -torch.exp(-u),
+          "linear": lambda u: -torch.ones_like(u)}
 
 
 def project_spectral_frobenius(W, r):
@@ -183,8 +184,8 @@ def _check(problem, steps, batch, lr, ft_steps, m, probes, seeds, seed):
     ms = default_m(problem) if m is None else check(o, "m", m, FiniteArray(1)).astype(np.int64)
     for v in ms:
         as_int(o, "m", int(v), low=1)
-    return (as_int(o, "steps", steps, 1), as_int(o, "batch", batch, 1), check(o, "lr", lr, Interval(0, np.inf, "neither")),
-            as_int(o, "ft_steps", ft_steps, 0), ms, as_int(o, "probes", probes, 1), as_int(o, "seeds", seeds, 1),
+    return (as_int(o, "steps", steps, 1), as_int(o, "batch", batch, 1),
+            check(o, "lr", lr, Interval(0, np.inf, "neither")), as_int(o, "ft_steps", ft_steps, 0), ms, as_int(o, "probes", probes, 1), as_int(o, "seeds", seeds, 1),
             as_int(o, "seed", seed))
 
 

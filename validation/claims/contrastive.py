@@ -32,7 +32,8 @@ def _expected_norms(problem):
     """Theory column norms of the universal (all of R) and specific (R_t) optima, from the public optimum."""
     alpha, alphas, _ = contrastive.optimal_representation(problem)
     S, P, _, _ = problem.index_sets()
-    univ = np.concatenate([np.full(problem.s, np.sqrt(alpha))] + [np.full(p.size, np.sqrt(a)) for p, a in zip(P, alphas)])
+    univ = np.concatenate([np.full(problem.s, np.sqrt(alpha))]
+                          + [np.full(p.size, np.sqrt(a)) for p, a in zip(P, alphas)])
     return univ, np.concatenate([S, *P]), np.concatenate([S, P[problem.t]])
 
 
@@ -95,7 +96,8 @@ def cr_beta(size, device, outdir):
                      "alpha_learned": float(sim["alpha"][:, 1].mean())})
     measured = float(max(errs))
     gam = np.array(size["gammas"])
-    path = plot_curves(gam, {"learned": [r["beta_learned"] for r in rows], "corrected": [r["beta_corrected"] for r in rows],
+    path = plot_curves(gam, {"learned": [r["beta_learned"] for r in rows],
+                             "corrected": [r["beta_corrected"] for r in rows],
                              "paper (F.105 drops ||W||_F)": [r["beta_paper"] for r in rows]},
                        outdir / "contrastive.cr_beta.png", xlabel="gamma", ylabel="beta_CR",
                        styles={"learned": {"ls": "", "marker": "o"}}, title=f"T = {T}, s = {s}, r = 2s")
@@ -105,8 +107,10 @@ def cr_beta(size, device, outdir):
 
 
 @claim(id="contrastive.tradeoff", model="contrastive",
-       title="Universality costs labels: excess risk universal > CR-fine-tuned > specific at small m, fading at large m",
-       source=f"{_SEED} L2036-2054 (Props 7.3, 7.4), L9682 (Lemma F.5), L9886-9892; spec B.2 (7-g), (7-h), B.3, B.4 (3)",
+       title="Universality costs labels: excess risk universal > CR-fine-tuned > specific at small m, fading at "
+             "large m",
+       source=f"{_SEED} L2036-2054 (Props 7.3, 7.4), L9682 (Lemma F.5), L9886-9892; spec B.2 (7-g), (7-h), B.3, "
+              "B.4 (3)",
        metric="number of pairs of representations, at the two smallest m, whose mean excess risk (over seeds and "
               "probes) is not in the order of the exact Rademacher terms (rademacher_exact x probe_norm)",
        tolerance=0, tolerance_origin="an ordering claim: every predicted pair must hold (spec B.4 (3))",
@@ -122,8 +126,8 @@ def tradeoff(size, device, outdir):
     betas = {"universal": alphas[problem.t], "cr": contrastive.cr_finetune_beta(T, s, size["gamma"]), "specific": 1.0}
     alphas_rep = {"universal": alpha, "cr": 1.0, "specific": 1.0}
     B = {k: contrastive.probe_norm(alphas_rep[k], betas[k], problem.v1, problem.v2) for k in _REPS}
-    rad = {k: np.array([contrastive.rademacher_exact(alphas_rep[k], betas[k], s, problem.r, int(mm), B[k]) for mm in ms])
-           for k in _REPS}
+    rad = {k: np.array([contrastive.rademacher_exact(alphas_rep[k], betas[k], s, problem.r, int(mm), B[k])
+                        for mm in ms]) for k in _REPS}
     sim = popdyn.simulate(problem, steps=size["steps"], batch=size["batch"], ft_steps=size["ft_steps"], m=ms,
                           probes=size["probes"], seeds=size["seeds"], device=device)
     risk = sim["excess_risk"].mean(0)                                        # (3, len m)

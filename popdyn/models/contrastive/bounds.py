@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import betaln, gammaln, roots_jacobi
+from scipy.special import gammaln, roots_jacobi
 
 from ..._validate import Interval, InvalidParameterError, as_int, check
 
@@ -74,7 +74,8 @@ def _mean_sqrt_chi2(k):
 def _args(owner, alpha, alpha_t, s, r, m, B, sigma_S, sigma_R):
     s, r = as_int(owner, "s", s, 1), as_int(owner, "r", r, 1)
     if s > r:
-        raise InvalidParameterError(f"The 's' parameter of {owner} must be an int in [1, r] (r = {r}). Got {s} instead.")
+        raise InvalidParameterError(f"The 's' parameter of {owner} must be an int in [1, r] (r = {r}). "
+                                    f"Got {s} instead.")
     return (check(owner, "alpha", alpha, _NONNEG) * check(owner, "sigma_S", sigma_S, _POS) ** 2,
             check(owner, "alpha_t", alpha_t, _NONNEG) * check(owner, "sigma_R", sigma_R, _POS) ** 2,
             s, r - s, as_int(owner, "m", m, 1), check(owner, "B", B, _NONNEG))
@@ -85,7 +86,8 @@ def rademacher_exact(alpha, alpha_t, s, r, m, B, sigma_S=1.0, sigma_R=1.0):
 
     .. math:: \mathcal R_m = \frac{B}{\sqrt m}\,\mathbb E\sqrt{a Z + b Z_1}
               = \frac{B}{\sqrt m}\,\mathbb E\sqrt{\chi^2_{r}}\ \mathbb E\sqrt{b + (a - b)\,\mathcal B},\quad
-              a = \alpha\sigma_S^2,\ b = \alpha_t\sigma_R^2,\ \mathcal B\sim\mathrm{Beta}\big(\tfrac s2, \tfrac{r-s}2\big)
+              a = \alpha\sigma_S^2,\ b = \alpha_t\sigma_R^2,\
+              \mathcal B\sim\mathrm{Beta}\big(\tfrac s2, \tfrac{r-s}2\big)
 
     Parameters
     ----------

@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import expit, gammaln, roots_genlaguerre
 
-from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, as_int, check
+from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 
 __all__ = ["LOSSES", "chi2_expect", "contrastive_loss_reduced", "contrastive_loss_W", "pca_identity"]
 
@@ -249,7 +249,7 @@ def contrastive_loss_W(W, model, loss="logistic", method="exact", n=100_000, see
 
 
 def pca_identity(h, pR, pU):
-    r"""Both sides of Thm 7.1 for a finite representation table: the linear-loss contrastive loss is PCA on E[phi | z_R].
+    r"""Both sides of Thm 7.1 on a finite table: the linear-loss contrastive loss is PCA on E[phi | z_R].
 
     .. math:: \mathbb E\big[-\phi(x)^\top(\phi(x^+) - \phi(x^-))\big] = -\mathbb E\lVert\phi_{z_R} - \phi_0\rVert^2,
               \qquad \phi_{z_R} = \mathbb E[\phi(x)\mid z_R],\ \phi_0 = \mathbb E\phi(x)

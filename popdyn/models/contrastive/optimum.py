@@ -23,7 +23,7 @@ _CONVENTIONS = Options(("corrected", "paper"))
 
 
 def representation_matrix(alpha, alphas, model):
-    r"""The representation W = [A, 0] in R^{k x d} with A diagonal: sqrt(alpha) on S, sqrt(alpha_t) on P_t (Q = I, M = I).
+    r"""The representation W = [A, 0] in R^{k x d}, A diagonal: sqrt(alpha) on S, sqrt(alpha_t) on P_t (Q = M = I).
 
     .. math:: W^* = [QA^*, 0]M^{-1},\qquad A^*_{jj} = \sqrt\alpha\ (j\in S),\quad \sqrt{\alpha_t}\ (j\in P_t)
 
@@ -155,7 +155,8 @@ def optimal_representation_even(T, s, r, loss="logistic"):
     owner = "contrastive.optimal_representation_even"
     T, s, r = as_int(owner, "T", T, 1), as_int(owner, "s", s, 1), as_int(owner, "r", r, 1)
     if s > r:
-        raise InvalidParameterError(f"The 's' parameter of {owner} must be an int in [1, r] (r = {r}). Got {s} instead.")
+        raise InvalidParameterError(f"The 's' parameter of {owner} must be an int in [1, r] (r = {r}). "
+                                    f"Got {s} instead.")
     _loss(owner, loss)
     if r == s:
         return 1.0, 1.0
@@ -174,7 +175,8 @@ def project_spectral_frobenius(W, r):
     r"""Euclidean projection of W onto {||W|| <= 1, ||W||_F <= sqrt r}: a projection of the singular values.
 
     .. math:: W = U\,\mathrm{diag}(\sigma)V^\top\ \mapsto\ U\,\mathrm{diag}(\sigma')V^\top,\quad
-              \sigma'_i = \min\Big(1, \frac{\sigma_i}{1+\mu}\Big),\quad \mu = \min\{\mu\ge0:\ \textstyle\sum\sigma'^2_i\le r\}
+              \sigma'_i = \min\Big(1, \frac{\sigma_i}{1+\mu}\Big),\quad
+              \mu = \min\{\mu\ge0:\ \textstyle\sum\sigma'^2_i\le r\}
 
     Parameters
     ----------
@@ -224,7 +226,8 @@ def cr_finetune_beta(T, s, gamma, convention="corrected"):
     r"""beta_CR after contrastive-regularised fine-tuning of the universal representation within Frobenius radius gamma.
 
     .. math:: \text{paper: }\sqrt{\beta_{CR}} = \min\big(1, T^{-1/2} + \gamma/\sqrt s\big);\qquad
-              \text{corrected: }\sqrt{\beta_{CR}} = \cos\big(\max(0,\ \theta_0 - 2\arcsin\min(1, \gamma/(2\sqrt s)))\big),
+              \text{corrected: }\sqrt{\beta_{CR}} = \cos\big(\max(0,\
+              \theta_0 - 2\arcsin\min(1, \gamma/(2\sqrt s)))\big),
               \ \theta_0 = \arccos T^{-1/2}
 
     Parameters
@@ -255,7 +258,8 @@ def cr_finetune_beta(T, s, gamma, convention="corrected"):
 
     References
     ----------
-    .. [src] seed 001 L9846-9880 (Prop. F.9, F.104-F.112); derived (corrected); specs/looped_contrastive_dg.md B.2 (7-i).
+    .. [src] seed 001 L9846-9880 (Prop. F.9, F.104-F.112); derived (corrected);
+       specs/looped_contrastive_dg.md B.2 (7-i).
 
     Examples
     --------

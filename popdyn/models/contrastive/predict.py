@@ -64,7 +64,8 @@ def _predict(problem, *, m=None, loss="logistic"):
         ("r = 2s (Props F.8, F.9)", problem.r, 2 * s, "seed 001 L9826, L9846", problem.r == 2 * s)])
     obs = {"alpha": alpha, "beta": beta, "probe_norm": B, "rademacher": rad, "rademacher_jensen": jen,
            "column_norms": np.linalg.norm(representation_matrix(alpha_u, alphas_u, problem), axis=0),
-           "gram_offdiag": np.array(0.0), "loss_universal": np.array(contrastive_loss_reduced(alpha_u, alphas_u, problem, loss))}
+           "gram_offdiag": np.array(0.0),
+           "loss_universal": np.array(contrastive_loss_reduced(alpha_u, alphas_u, problem, loss))}
     meta = {"problem": repr(problem), "options": {"m": ms, "loss": loss}, "source": _SRC, "regime": regime,
             "alphas_universal": alphas_u}
     return Prediction(t=None, observables=obs, meta=meta,
