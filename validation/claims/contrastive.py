@@ -81,7 +81,7 @@ def column_norms(size, device, outdir):
        tolerance=0.01, tolerance_origin="same SGD budget as contrastive.column_norms (1 %); the paper's form is "
                                         "9.5 % above at gamma = 0.2, T = 3, s = 2",
        quick={"T": 3, "s": 2, "gammas": [0.1, 0.2, 0.4], "ft_steps": 1000, "batch": 512, "seeds": 2},
-       full={"T": 5, "s": 5, "gammas": [0.1, 0.3, 0.6, 1.2], "ft_steps": 3000, "batch": 1024, "seeds": 4})
+       full={"T": 5, "s": 5, "gammas": [0.1, 0.3, 0.6, 1.2], "ft_steps": 1500, "batch": 512, "seeds": 2})
 def cr_beta(size, device, outdir):
     T, s = size["T"], size["s"]
     rows, errs = [], []
