@@ -323,3 +323,14 @@ def test_bad_function_inputs_name_the_parameter():
                        (lambda: c.pca_identity(np.ones((2, 1, 1)), np.array([0.5, 0.6]), np.ones(1)), "pR")]:
         with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
             call()
+
+
+def test_sample_labeled_has_the_target_variance():
+    problem = c.Problem(3, 2, 5, 12, v1=0.3, v2=0.9, noise=0.5, t=2)
+    x, y = problem.sample_labeled(2, 40_000, problem.u_star, problem.noise, 0)
+    S, P, _, _ = problem.index_sets()
+    assert np.all(x[:, P[0]] == 0) and np.all(x[:, P[1]] == 0)
+    var = 0.3 + 0.9 + 0.25  # v1 + v2 + noise^2 with unit sigmas
+    assert abs(y.var() - var) < 5 * var * np.sqrt(2 / 40_000)  # 5 SE of a Gaussian sample variance
+    resid = y - x[:, np.r_[S, P[2]]] @ problem.u_star
+    assert abs(resid.std() - 0.5) < 5 * 0.5 / np.sqrt(2 * 40_000)

@@ -140,8 +140,8 @@ class MultiTaskLinearModel:
 
     def sample_labeled(self, t, m, u_star, noise, rng):
         """``(x, y)``: m labelled points of task t, ``y = <u_star, z_{R_t}> + noise * eps`` (u_star of shape (r,))."""
+        rng = np.random.default_rng(rng)  # one stream: a Generator passes through default_rng unchanged
         x, _, _ = self.sample_pairs(t, m, rng)
-        rng = np.random.default_rng(rng)
         u = check("contrastive.sample_labeled", "u_star", u_star, FiniteArray(1, (self.r,)))
         S, P, _, _ = self.index_sets()
         y = x[:, np.concatenate([S, P[t]])] @ u
