@@ -1,0 +1,197 @@
+r"""Moment generating functions of the margin W = w.z and the contour integrals that give its exact expectations.
+
+Every coordinate of z is a ``D_g`` variable (the invariant ones are ``D_{1/2} = U[0, 1]``), so the margin's moment
+generating function is a product of closed forms, entire in z:
+
+.. math:: M(z) = \mathbb E e^{zW} = \prod_k M_{\mathcal D_{g_k}}(a_k z)^{n_k},\qquad
+          M_{\mathcal D_g}(t) = \frac{e^t-1}{t}\big(\tfrac12+g + (\tfrac12-g)e^{-t}\big)
+
+A block is ``(a, g, n)``: n coordinates of weight a and mean g. Expectations are Bromwich/Mellin-Barnes integrals
+along a vertical line Re z = c through the saddle point, evaluated by the trapezoidal rule (spectrally accurate
+for analytic integrands), which keeps full relative precision however small the result:
+
+.. math:: \mathbb E\,\ln(1+e^{-W}) = \frac1{2\pi i}\int_{c-i\infty}^{c+i\infty} M(z)\frac{\pi}{z\sin\pi z}dz\
+          (-1<c<0),\qquad \Pr[W>0] = \frac1{2\pi i}\int_{c-i\infty}^{c+i\infty}\frac{M(z)}{z}dz\ (c>0).
+
+(derived; specs/looped_contrastive_dg.md C.2 (6-b), (6-f) compute the same numbers on an FFT grid, which floors at
+1e-14.)
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+__all__ = []
+
+_SMALL = 0.1  # |t| below which the series of the derivatives of log M_U are used (truncation < 1e-19)
+
+
+def _log_mu(t):
+    """log((e^t - 1)/t), stable for every complex t (0 at t = 0)."""
+    t = np.asarray(t, dtype=complex)
+    out = np.zeros_like(t)
+    nz = t != 0
+    tp = np.where(nz & (t.real >= 0), t, 1.0)
+    tn = np.where(nz & (t.real < 0), t, -1.0)
+    pos = tp + np.log(-np.expm1(-tp)) - np.log(tp)
+    neg = np.log(np.expm1(tn)) - np.log(tn)
+    return np.where(nz, np.where(t.real >= 0, pos, neg), out)
+
+
+def _dlog_mu(t):
+    """d/dt log M_U(t) = 1/(1 - e^{-t}) - 1/t (series for |t| < 0.1)."""
+    t = np.asarray(t, dtype=complex)
+    small = np.abs(t) < _SMALL
+    ts = np.where(small, 1.0, t)
+    big = np.where(ts.real >= 0, -1.0 / np.expm1(-ts), np.exp(ts) / np.expm1(ts)) - 1.0 / ts
+    ser = 0.5 + t / 12 - t ** 3 / 720 + t ** 5 / 30240 - t ** 7 / 1209600
+    return np.where(small, ser, big)
+
+
+def _d2log_mu(t):
+    """d^2/dt^2 log M_U(t) = 1/t^2 - e^{-t}/(1 - e^{-t})^2, even in t (series for |t| < 0.1)."""
+    t = np.asarray(t, dtype=complex)
+    small = np.abs(t) < _SMALL
+    ts = np.where(small, 1.0, t)
+    s = np.where(ts.real >= 0, ts, -ts)
+    big = 1.0 / ts ** 2 - np.exp(-s) / np.expm1(-s) ** 2
+    x2 = (t / 2) ** 2
+    ser = (1 / 3 - x2 / 15 + 2 * x2 ** 2 / 189 - x2 ** 3 / 675 + 2 * x2 ** 4 / 10395) / 4
+    return np.where(small, ser, big)
+
+
+def _log_mgf_block(t, g):
+    """log M_{D_g}(t) and its first two t-derivatives (every exponential taken of a non-positive real part)."""
+    p, q = 0.5 + g, 0.5 - g
+    t = np.asarray(t, dtype=complex)
+    tr = t.real >= 0
+    e = np.exp(np.where(tr, -t, t))  # e^{-|Re t|} with its phase
+    mix = np.where(tr, np.log(p + q * e), -t + np.log(q + p * e))
+    d1 = -q * np.where(tr, e / (p + q * e), 1.0 / (p * e + q))
+    d2 = q * p * e / np.where(tr, p + q * e, p * e + q) ** 2
+    return _log_mu(t) + mix, _dlog_mu(t) + d1, _d2log_mu(t) + d2
+
+
+def log_mgf(z, blocks, order=0):
+    r"""log M(z) of W = sum_k a_k (sum of n_k D_{g_k} coordinates), and (order >= 1) d/da_k, (order 2) d^2/da_k^2.
+
+    Returns ``logM`` (shape of z) and, if ``order``, arrays of shape (len(blocks),) + z.shape with
+    ``d logM / d a_k`` and ``(d^2 M / d a_k^2)/M``.
+    """
+    z = np.asarray(z, dtype=complex)
+    logm = np.zeros_like(z)
+    d1, d2 = [], []
+    for a, g, n in blocks:
+        lm, l1, l2 = _log_mgf_block(a * z, g)
+        logm = logm + n * lm
+        if order:
+            d1.append(n * z * l1)
+            d2.append(n * z * z * l2)
+    if not order:
+        return logm
+    d1, d2 = np.array(d1), np.array(d2)
+    return logm, d1, d2 + d1 ** 2
+
+
+def log_mgf_real(c, blocks):
+    """log M(c) for real c (float)."""
+    return float(log_mgf(np.array([c], dtype=float), blocks)[0].real)
+
+
+def tilted_sd(c, blocks):
+    """Standard deviation of W under the exponential tilt e^{cW}/M(c) (the width of the saddle)."""
+    v = sum(n * a * a * _log_mgf_block(np.array([a * c]), g)[2][0].real for a, g, n in blocks)
+    return float(np.sqrt(max(v, 1e-300)))
+
+
+def _saddle(f, lo, hi):
+    """argmin of a real convex-ish function of c on (lo, hi) (bounded Brent, tolerance 1e-10 of the width)."""
+    res = minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10 * (hi - lo)})
+    return float(res.x)
+
+
+def line_integral(blocks, c, kernel, order=0, rtol=1e-13, max_points=2 ** 20):
+    r"""(1/2 pi) int Re[M(c + iy) k(c + iy) X(c + iy)] dy / M(c) over y in R by the trapezoidal rule with step halving.
+
+    ``X`` is 1, or (order 1) the stack [1, dlogM/da_k], or (order 2) [1, dlogM/da_k, M''/M]. Returns
+    (log M(c), integral / M(c)) with the integral an array of length 1, 1 + K or 1 + 2K.
+    """
+    c = float(c)
+    lmc = log_mgf_real(c, blocks)
+    sd = tilted_sd(c, blocks)
+    width = min(1.0 / sd, abs(c), 1.0 - abs(c)) if kernel is _logistic_kernel else min(1.0 / sd, abs(c))
+
+    def integrand(y):
+        z = c + 1j * y
+        if order:
+            lm, d1, d2 = log_mgf(z, blocks, order=1 if order == 1 else 2)
+            X = np.concatenate([np.ones((1,) + z.shape), d1] + ([d2] if order == 2 else []))
+        else:
+            lm, X = log_mgf(z, blocks), np.ones((1,) + z.shape)
+        return (np.exp(lm - lmc) * kernel(z) * X).real
+
+    # truncation: grow Y geometrically until the integrand (first component) is negligible
+    f0 = abs(integrand(np.zeros(1))[0, 0])
+    Y = 8.0 * width
+    while abs(integrand(np.array([Y]))[0, 0]) > 1e-20 * f0 or abs(integrand(np.array([1.5 * Y]))[0, 0]) > 1e-20 * f0:
+        Y *= 2.0
+        if Y > max_points * width:
+            break
+    h = width / 2.0
+    y = np.arange(0.0, Y + h / 2, h)
+    vals = integrand(y)
+    total = h * (2 * vals.sum(1) - vals[:, 0])
+    while True:
+        h /= 2
+        y_new = np.arange(h, Y, 2 * h)
+        if 2 * (len(y) + len(y_new)) > max_points:
+            break
+        new = h * (total / (2 * h) + 2 * integrand(y_new).sum(1))
+        done = np.all(np.abs(new - total) <= rtol * np.abs(new[0]) + 1e-300)
+        total, y = new, np.concatenate([y, y_new])
+        if done:
+            break
+    return lmc, total / (2 * np.pi)
+
+
+def _logistic_kernel(z):
+    """Two-sided Laplace transform of ln(1 + e^{-w}): pi / (z sin(pi z)), valid for -1 < Re z < 0."""
+    return np.pi / (z * np.sin(np.pi * z))
+
+
+def _step_kernel(z):
+    """Two-sided Laplace transform of the step 1{w > 0} (Re z > 0), or minus that of 1{w < 0} (Re z < 0): 1/z."""
+    return 1.0 / z
+
+
+def expected_logistic(blocks, order=0):
+    r"""E ln(1 + e^{-W}) and (order 1, 2) its derivatives in the block weights a_k.
+
+    Returns an array [value, d/da_k ..., d^2/da_k^2 ...] (length 1, 1 + K or 1 + 2K): the integral along the
+    saddle line c* = argmin_{-1<c<0} M(c) pi/(c sin(pi c)).
+    """
+    f = lambda c: log_mgf_real(c, blocks) + np.log(np.pi / (c * np.sin(np.pi * c)))
+    c = _saddle(f, -1 + 1e-9, -1e-9)
+    lmc, I = line_integral(blocks, c, _logistic_kernel, order)
+    return np.exp(lmc) * I
+
+
+def log_tail(blocks, side):
+    r"""ln Pr[W > 0] (side = +1) or ln Pr[W < 0] (side = -1) with full relative precision.
+
+    The saddle line is c* = argmin over side*c > 0 of M(c)/|c|; a side whose probability is 0 (W on the other
+    side almost surely) returns -inf.
+    """
+    wmin = sum(n * (min(0.0, a) if g >= 0.5 else -abs(a)) for a, g, n in blocks if a != 0)
+    wmax = sum(n * (max(0.0, a) if g >= 0.5 else abs(a)) for a, g, n in blocks if a != 0)
+    if (side > 0 and wmax <= 0) or (side < 0 and wmin >= 0):
+        return -np.inf
+    # bracket the saddle: log M(c) - log|c| is convex on side*c > 0 and -> inf at both ends
+    f = lambda c: log_mgf_real(c, blocks) - np.log(abs(c))
+    span = 1.0
+    while f(side * 2 * span) < f(side * span):
+        span *= 2
+    c = _saddle(f, *sorted((side * 1e-12 * span, side * 2 * span)))
+    lmc, I = line_integral(blocks, c, _step_kernel)
+    val = side * I[0]
+    return lmc + np.log(val) if val > 0 else -np.inf
