@@ -73,10 +73,11 @@ def _log_mgf_block(t, g):
 
 
 def log_mgf(z, blocks, order=0):
-    r"""log M(z) of W = sum_k a_k (sum of n_k D_{g_k} coordinates), and (order >= 1) d/da_k, (order 2) d^2/da_k^2.
+    r"""log M(z) of W = sum_k a_k (sum of n_k D_{g_k} coordinates), with (order >= 1) d logM/da_k and (order 2)
+    (d^2 M/da_k da_l)/M.
 
-    Returns ``logM`` (shape of z) and, if ``order``, arrays of shape (len(blocks),) + z.shape with
-    ``d logM / d a_k`` and ``(d^2 M / d a_k^2)/M``.
+    Returns ``logM`` (shape of z), or ``(logM, D1, H)`` with D1 of shape (K,) + z.shape and H of shape
+    (K, K) + z.shape (zeros unless order 2).
     """
     z = np.asarray(z, dtype=complex)
     logm = np.zeros_like(z)
@@ -89,8 +90,13 @@ def log_mgf(z, blocks, order=0):
             d2.append(n * z * z * l2)
     if not order:
         return logm
-    d1, d2 = np.array(d1), np.array(d2)
-    return logm, d1, d2 + d1 ** 2
+    d1 = np.array(d1)
+    H = np.zeros((len(blocks),) + d1.shape)
+    if order == 2:
+        H = d1[:, None] * d1[None, :]
+        for k, v in enumerate(d2):
+            H[k, k] = H[k, k] + v
+    return logm, d1, H
 
 
 def log_mgf_real(c, blocks):
@@ -113,19 +119,19 @@ def _saddle(f, lo, hi):
 def line_integral(blocks, c, kernel, order=0, rtol=1e-13, max_points=2 ** 20):
     r"""(1/2 pi) int Re[M(c + iy) k(c + iy) X(c + iy)] dy / M(c) over y in R by the trapezoidal rule with step halving.
 
-    ``X`` is 1, or (order 1) the stack [1, dlogM/da_k], or (order 2) [1, dlogM/da_k, M''/M]. Returns
-    (log M(c), integral / M(c)) with the integral an array of length 1, 1 + K or 1 + 2K.
+    ``X`` is 1, or (order 1) the stack [1, dlogM/da_k], or (order 2) [1, dlogM/da_k, (d^2M/da_k da_l)/M]. Returns
+    (log M(c), integral / M(c)) with the integral an array of length 1, 1 + K or 1 + K + K^2.
     """
     c = float(c)
     lmc = log_mgf_real(c, blocks)
     sd = tilted_sd(c, blocks)
-    width = min(1.0 / sd, abs(c), 1.0 - abs(c)) if kernel is _logistic_kernel else min(1.0 / sd, abs(c))
+    width = min(1.0 / sd, abs(c), 1.0 - abs(c)) if kernel is not _step_kernel else min(1.0 / sd, abs(c))
 
     def integrand(y):
         z = c + 1j * y
         if order:
-            lm, d1, d2 = log_mgf(z, blocks, order=1 if order == 1 else 2)
-            X = np.concatenate([np.ones((1,) + z.shape), d1] + ([d2] if order == 2 else []))
+            lm, d1, H = log_mgf(z, blocks, order=order)
+            X = np.concatenate([np.ones((1,) + z.shape), d1] + ([H.reshape((-1,) + z.shape)] if order == 2 else []))
         else:
             lm, X = log_mgf(z, blocks), np.ones((1,) + z.shape)
         return (np.exp(lm - lmc) * kernel(z) * X).real
@@ -141,13 +147,16 @@ def line_integral(blocks, c, kernel, order=0, rtol=1e-13, max_points=2 ** 20):
     y = np.arange(0.0, Y + h / 2, h)
     vals = integrand(y)
     total = h * (2 * vals.sum(1) - vals[:, 0])
+    mag = 2 * h * np.abs(vals).sum(1)  # L1 size of each component: the scale its rounding error is relative to
     while True:
         h /= 2
         y_new = np.arange(h, Y, 2 * h)
         if 2 * (len(y) + len(y_new)) > max_points:
             break
-        new = h * (total / (2 * h) + 2 * integrand(y_new).sum(1))
-        done = np.all(np.abs(new - total) <= rtol * np.abs(new[0]) + 1e-300)
+        fresh = integrand(y_new)
+        new = total / 2 + 2 * h * fresh.sum(1)
+        mag = mag / 2 + 2 * h * np.abs(fresh).sum(1)
+        done = np.all(np.abs(new - total) <= rtol * mag + 1e-300)
         total, y = new, np.concatenate([y, y_new])
         if done:
             break
@@ -164,15 +173,26 @@ def _step_kernel(z):
     return 1.0 / z
 
 
-def expected_logistic(blocks, order=0):
-    r"""E ln(1 + e^{-W}) and (order 1, 2) its derivatives in the block weights a_k.
+def _sigmoid_kernel(z):
+    """Two-sided Laplace transform of 1/(1 + e^w) = -l'(w): -pi / sin(pi z), valid for -1 < Re z < 0."""
+    return -np.pi / np.sin(np.pi * z)
 
-    Returns an array [value, d/da_k ..., d^2/da_k^2 ...] (length 1, 1 + K or 1 + 2K): the integral along the
-    saddle line c* = argmin_{-1<c<0} M(c) pi/(c sin(pi c)).
+
+_KERNELS = {"logistic": _logistic_kernel, "sigmoid": _sigmoid_kernel}
+
+
+def expected(blocks, fn="logistic", order=0):
+    r"""E f(W) for f = ln(1 + e^{-w}) ("logistic") or 1/(1 + e^w) ("sigmoid"), and (order 1, 2) its derivatives
+    in the block weights a_k.
+
+    Returns an array [value, d/da_k (K), d^2/da_k da_l (K^2, row-major)] of length 1, 1 + K or 1 + K + K^2: the
+    integral along the saddle line c* = argmin_{-1<c<0} M(c) k(c).
     """
-    f = lambda c: log_mgf_real(c, blocks) + np.log(np.pi / (c * np.sin(np.pi * c)))
+    blocks = [b for b in blocks if b[0] != 0 and b[2] > 0] if not order else list(blocks)
+    kernel = _KERNELS[fn]
+    f = lambda c: log_mgf_real(c, blocks) + np.log(kernel(np.array(c)).real)
     c = _saddle(f, -1 + 1e-9, -1e-9)
-    lmc, I = line_integral(blocks, c, _logistic_kernel, order)
+    lmc, I = line_integral(blocks, c, kernel, order)
     return np.exp(lmc) * I
 
 
