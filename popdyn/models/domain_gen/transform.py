@@ -60,15 +60,21 @@ def _d2log_mu(t):
     return np.where(small, ser, big)
 
 
-def _log_mgf_block(t, g):
-    """log M_{D_g}(t) and its first two t-derivatives (every exponential taken of a non-positive real part)."""
+def _log_mgf_block(t, g, order=2):
+    """log M_{D_g}(t) and (order > 0) its first two t-derivatives (every exponential taken of a non-positive real
+    part)."""
     p, q = 0.5 + g, 0.5 - g
     t = np.asarray(t, dtype=complex)
     tr = t.real >= 0
     e = np.exp(np.where(tr, -t, t))  # e^{-|Re t|} with its phase
     mix = np.where(tr, np.log(p + q * e), -t + np.log(q + p * e))
-    d1 = -q * np.where(tr, e / (p + q * e), 1.0 / (p * e + q))
-    d2 = q * p * e / np.where(tr, p + q * e, p * e + q) ** 2
+    if not order:
+        return _log_mu(t) + mix, None, None
+    if q == 0:  # U[0, 1]: no mixture term
+        return _log_mu(t) + mix, _dlog_mu(t), _d2log_mu(t)
+    den = np.where(tr, p + q * e, p * e + q)  # >= q > 0 in modulus up to the phase: no underflow to 0
+    d1 = -q * np.where(tr, e, 1.0) / den
+    d2 = q * p * e / den ** 2
     return _log_mu(t) + mix, _dlog_mu(t) + d1, _d2log_mu(t) + d2
 
 
@@ -83,7 +89,7 @@ def log_mgf(z, blocks, order=0):
     logm = np.zeros_like(z)
     d1, d2 = [], []
     for a, g, n in blocks:
-        lm, l1, l2 = _log_mgf_block(a * z, g)
+        lm, l1, l2 = _log_mgf_block(a * z, g, order)
         logm = logm + n * lm
         if order:
             d1.append(n * z * l1)
