@@ -27,15 +27,16 @@ _SMALL = 0.1  # |t| below which the series of the derivatives of log M_U are use
 
 
 def _log_mu(t):
-    """log((e^t - 1)/t), stable for every complex t (0 at t = 0)."""
+    """log((e^t - 1)/t), stable for every complex t (series t/2 + log(sinh(x)/x), x = t/2, for |t| < 0.1)."""
     t = np.asarray(t, dtype=complex)
-    out = np.zeros_like(t)
-    nz = t != 0
-    tp = np.where(nz & (t.real >= 0), t, 1.0)
-    tn = np.where(nz & (t.real < 0), t, -1.0)
+    small = np.abs(t) < _SMALL
+    tp = np.where(~small & (t.real >= 0), t, 1.0)
+    tn = np.where(~small & (t.real < 0), t, -1.0)
     pos = tp + np.log(-np.expm1(-tp)) - np.log(tp)
     neg = np.log(np.expm1(tn)) - np.log(tn)
-    return np.where(nz, np.where(t.real >= 0, pos, neg), out)
+    x2 = (t / 2) ** 2
+    ser = t / 2 + x2 / 6 - x2 ** 2 / 180 + x2 ** 3 / 2835 - x2 ** 4 / 37800
+    return np.where(small, ser, np.where(t.real >= 0, pos, neg))
 
 
 def _dlog_mu(t):
