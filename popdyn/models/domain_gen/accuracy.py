@@ -71,8 +71,8 @@ def _log_chernoff(blocks):
     if not live:
         return 0.0
     f = lambda s: log_mgf_real(s, live)
-    span = 1.0
-    while f(2 * span) < f(span) and span < 1e12:
+    span, cap = 1.0, 1e6 / max(abs(a) for a, _, _ in live)
+    while f(2 * span) < f(span) and span < cap:
         span *= 2
     s = _saddle(f, 0.0, 2 * span)
     return float(min(0.0, f(s)))

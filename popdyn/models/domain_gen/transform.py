@@ -26,6 +26,16 @@ __all__ = []
 _SMALL = 0.1  # |t| below which the series of the derivatives of log M_U are used (truncation < 1e-19)
 
 
+def _quiet(f):
+    """Run ``f`` with floating-point warnings off: its ``np.where`` evaluates the branches it discards too."""
+    def g(*a, **k):
+        with np.errstate(all="ignore"):
+            return f(*a, **k)
+    g.__doc__, g.__name__ = f.__doc__, f.__name__
+    return g
+
+
+@_quiet
 def _log_mu(t):
     """log((e^t - 1)/t), stable for every complex t (series t/2 + log(sinh(x)/x), x = t/2, for |t| < 0.1)."""
     t = np.asarray(t, dtype=complex)
@@ -39,6 +49,7 @@ def _log_mu(t):
     return np.where(small, ser, np.where(t.real >= 0, pos, neg))
 
 
+@_quiet
 def _dlog_mu(t):
     """d/dt log M_U(t) = 1/(1 - e^{-t}) - 1/t (series for |t| < 0.1)."""
     t = np.asarray(t, dtype=complex)
@@ -49,6 +60,7 @@ def _dlog_mu(t):
     return np.where(small, ser, big)
 
 
+@_quiet
 def _d2log_mu(t):
     """d^2/dt^2 log M_U(t) = 1/t^2 - e^{-t}/(1 - e^{-t})^2, even in t (series for |t| < 0.1)."""
     t = np.asarray(t, dtype=complex)
@@ -61,6 +73,7 @@ def _d2log_mu(t):
     return np.where(small, ser, big)
 
 
+@_quiet
 def _log_mgf_block(t, g, order=2):
     """log M_{D_g}(t) and (order > 0) its first two t-derivatives (every exponential taken of a non-positive real
     part)."""
@@ -68,7 +81,7 @@ def _log_mgf_block(t, g, order=2):
     t = np.asarray(t, dtype=complex)
     tr = t.real >= 0
     e = np.exp(np.where(tr, -t, t))  # e^{-|Re t|} with its phase
-    mix = np.where(tr, np.log(p + q * e), -t + np.log(q + p * e))
+    mix = np.where(tr, np.log(p + q * e), -t + np.log(q + p * e)) if q > 0 else np.log(p) + 0 * t
     if not order:
         return _log_mu(t) + mix, None, None
     if q == 0:  # U[0, 1]: no mixture term
@@ -90,6 +103,11 @@ def log_mgf(z, blocks, order=0):
     logm = np.zeros_like(z)
     d1, d2 = [], []
     for a, g, n in blocks:
+        if n == 0 or a == 0:  # M = 1: no contribution (and no 0 * inf)
+            if order:
+                d1.append(n * z * _dlog_mu(0 * z))
+                d2.append(n * z * z * _d2log_mu(0 * z))
+            continue
         lm, l1, l2 = _log_mgf_block(a * z, g, order)
         logm = logm + n * lm
         if order:
@@ -215,8 +233,8 @@ def log_tail(blocks, side):
         return -np.inf
     # bracket the saddle: log M(c) - log|c| is convex on side*c > 0 and -> inf at both ends
     f = lambda c: log_mgf_real(c, blocks) - np.log(abs(c))
-    span = 1.0
-    while f(side * 2 * span) < f(side * span):
+    span, cap = 1.0, 1e6 / max(abs(a) for a, _, _ in blocks)  # any c on the side is exact; the saddle conditions it
+    while f(side * 2 * span) < f(side * span) and span < cap:
         span *= 2
     c = _saddle(f, *sorted((side * 1e-12 * span, side * 2 * span)))
     lmc, I = line_integral(blocks, c, _step_kernel)
