@@ -16,8 +16,12 @@ risks and optima (``risk``)
 accuracy (``accuracy``)
     :func:`accuracy` (exact, fft, chernoff, normal), :func:`sum_pmf`, :func:`toy2d_accuracy`, :func:`stable_rank`,
     :func:`prop63_assumptions`
+theory along a lambda path (``predict``)
+    :func:`feature_stable_rank`; ``popdyn.predict(model, lam=..., penalty="l2"|"nuclear"|"rank", B_rank=None)``
+    (registered in ``predict.py``, imported here)
 """
 from .accuracy import accuracy, prop63_assumptions, stable_rank, sum_pmf, toy2d_accuracy
+from .predict import feature_stable_rank
 from .problem import SpuriousFeatureModel
 from .risk import (erm_l2, erm_nuclear, erm_rank, nu_constants, nuclear_norm_pop, nuclear_norm_pop_w, population_grad,
                    population_loss, population_loss_w)
@@ -25,4 +29,4 @@ from .risk import (erm_l2, erm_nuclear, erm_rank, nu_constants, nuclear_norm_pop
 __all__ = ["SpuriousFeatureModel",
            "population_loss", "population_grad", "population_loss_w", "nuclear_norm_pop", "nuclear_norm_pop_w",
            "erm_l2", "erm_rank", "erm_nuclear", "nu_constants",
-           "accuracy", "sum_pmf", "toy2d_accuracy", "stable_rank", "prop63_assumptions"]
+           "accuracy", "sum_pmf", "toy2d_accuracy", "stable_rank", "prop63_assumptions", "feature_stable_rank"]
