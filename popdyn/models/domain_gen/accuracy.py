@@ -308,6 +308,6 @@ def prop63_assumptions(r, d, gamma, lam, B_rank=1, C_lambda=1.0, C=20):
     C_lambda = check(owner, "C_lambda", C_lambda, Interval(0, np.inf, "neither"))
     C = check(owner, "C", C, Interval(0, np.inf, "left"))
     out = {"B_rank": 1 <= B <= r, "lam": lam > C_lambda * np.sqrt(r) * np.exp(-np.sqrt(r) / 5),
-           "d": gamma != 0 and d > r / gamma ** 2 + r, "r": r > C, "gamma": 3 / np.sqrt(r) < gamma < 0.5}
+           "d": gamma ** 2 > 0 and d > r / gamma ** 2 + r, "r": r > C, "gamma": 3 / np.sqrt(r) < gamma < 0.5}
     out["all"] = all(out.values())
     return out
