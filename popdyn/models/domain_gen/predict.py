@@ -84,7 +84,7 @@ def _predict(model, *, lam, penalty="l2", B_rank=None):
         raise InvalidParameterError(f"The 'lam' parameter of {owner} must be an array of floats in (0, inf). "
                                     f"Got {lam!r} instead.")
     penalty = check(owner, "penalty", penalty, Options(("l2", "nuclear", "rank")))
-    if penalty == "rank":
+    if B_rank is not None or penalty == "rank":  # used by "rank" only, validated whenever given
         B_rank = check(owner, "B_rank", model.r if B_rank is None else B_rank, Integer(1, model.r))
     obs = {k: [] for k in ("alpha", "beta", "acc_id", "acc_ood", "log10_acc_ood", "nuclear_norm", "stable_rank",
                            "rho")}
