@@ -56,3 +56,18 @@ def test_toy2d_fails_swapped_domains(wrong, monkeypatch, tmp_path):
     verdict, measured, _ = measure("domain_gen.toy2d", tmp_path, lam=[1.0, 0.1], steps=2000, seeds=1)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 20) if wrong else (measured < 4)
+
+
+# wrong theory: the paper's unnormalised penalty (spec C.7): its code adds lambda * sum(svd(features)), i.e. a
+# population weight lambda sqrt(n); at n = 4096, lambda = 0.1 that is 6.4 > r/(4 c_R) = 0.93, so alpha_NU = 0 and the
+# relative gap is 100 %, against the tolerance 5 % and the true theory's 0.2 %.
+@falsifies("domain_gen.nu_finite_sample")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_nu_finite_sample_fails_the_unnormalised_penalty(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate", key=_key)
+    if wrong:
+        perturb(monkeypatch, "popdyn.models.domain_gen.predict.erm_nuclear",
+                lambda f: lambda m, lam: f(m, lam * np.sqrt(4096)))
+    verdict, measured, _ = measure("domain_gen.nu_finite_sample", tmp_path, steps=200)
+    assert verdict == ("FAIL" if wrong else "PASS"), measured
+    assert (measured > 0.5) if wrong else (measured < 0.02)
