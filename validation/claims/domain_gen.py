@@ -50,7 +50,7 @@ def _predict(model, lam, penalty, **kw):
                                          "plus optimisation; measured 0.3 % at n = 4096",
        quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n": 4096, "steps": 300, "lr": 0.25, "seeds": 2,
               "test": 4000, "seed": 0},
-       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [1.0, 0.3, 0.1, 0.05], "n": 4096, "steps": 1500, "lr": 0.25,
+       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.6, 0.3, 0.1, 0.05], "n": 4096, "steps": 1500, "lr": 0.25,
              "seeds": 4, "test": 20000, "seed": 0})
 def erm_l2_finite_sample(size, device, outdir):
     model = DG.SpuriousFeatureModel(size["r"], size["d"], size["gamma"])
@@ -104,7 +104,7 @@ def erm_l2_finite_sample(size, device, outdir):
                                          "measured 0.2 % at n = 4096, lambda = 0.1",
        quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.1], "n": 4096, "steps": 300, "seeds": 1, "test": 2000,
               "seed": 0},
-       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1, 0.03], "n": 4096, "steps": 600, "seeds": 3,
+       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n": 4096, "steps": 300, "seeds": 2,
              "test": 20000, "seed": 0})
 def nu_finite_sample(size, device, outdir):
     model = DG.SpuriousFeatureModel(size["r"], size["d"], size["gamma"])
