@@ -122,6 +122,9 @@ def simulate(model, *, lam, penalty="l2", n=4096, steps=1500, lr=0.25, seeds=2, 
         w = None
         for x in lam:
             w = train(Z, float(x), penalty, steps, lr, w, method)
+            if not bool(torch.isfinite(w).all()):
+                raise InvalidParameterError(f"The 'lr' parameter of {_OWNER} = {lr!r} made GD diverge at lam = {x!r} "
+                                            f"(stable for lr < 2/(lam + L), L <= (r/4 + (d-r) gamma^2)/4); lower lr.")
             with torch.no_grad():
                 sv = torch.linalg.svdvals(Zid * w.unsqueeze(-2))
                 row = {"alpha": w[:, :model.r].mean(-1), "beta": w[:, model.r:].mean(-1) if model.m else 0 * w[:, 0],

@@ -189,7 +189,7 @@ def accuracy(size, device, outdir):
        tolerance=5.0, tolerance_origin="5 standard errors of a binomial proportion over the test samples",
        quick={"gamma": 0.2, "lam": [1.0, 0.1, 0.01], "n": 2000, "steps": 3000, "lr": 0.5, "seeds": 2,
               "test": 100_000, "seed": 0},
-       full={"gamma": 0.2, "lam": [10.0, 1.0, 0.1, 0.01, 0.001], "n": 20000, "steps": 20000, "lr": 0.5, "seeds": 4,
+       full={"gamma": 0.2, "lam": [1.0, 0.1, 0.01, 0.001], "n": 20000, "steps": 20000, "lr": 0.5, "seeds": 4,
              "test": 1_000_000, "seed": 0})
 def toy2d(size, device, outdir):
     g = size["gamma"]
