@@ -43,7 +43,8 @@ def test_d_gamma_moments_monte_carlo():
 
 @pytest.mark.parametrize("kw, name", [(dict(r=5, d=3, gamma=0.1), "r"), (dict(r=0, d=3, gamma=0.1), "r"),
                                       (dict(r=1, d=3, gamma=0.5), "gamma"), (dict(r=1, d=3, gamma=-0.5), "gamma"),
-                                      (dict(r=1, d=3, gamma=float("nan")), "gamma"), (dict(r=1.5, d=3, gamma=0.1), "r")])
+                                      (dict(r=1, d=3, gamma=float("nan")), "gamma"),
+                                      (dict(r=1.5, d=3, gamma=0.1), "r")])
 def test_bad_model(kw, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}'"):
         S(**kw)
@@ -364,8 +365,8 @@ def test_chernoff_bounds_exact_and_ood_below_id(m, a, b):
 
 def test_normal_approximation_improves_with_size_and_fails_in_the_tail():
     # C.6 (6): exact vs normal: close at moderate probabilities, off by orders of magnitude in the far tail
-    e1 = abs(DG.accuracy(0.3, 0.3, S(5, 20, 0.45), "ood") - DG.accuracy(0.3, 0.3, S(5, 20, 0.45), "ood", method="normal"))
-    e2 = abs(DG.accuracy(0.1, 0.1, S(50, 200, 0.05), "ood") - DG.accuracy(0.1, 0.1, S(50, 200, 0.05), "ood", method="normal"))
+    gap = lambda w, m: abs(DG.accuracy(w, w, m, "ood") - DG.accuracy(w, w, m, "ood", method="normal"))
+    e1, e2 = gap(0.3, S(5, 20, 0.45)), gap(0.1, S(50, 200, 0.05))
     assert e2 < e1
     m = S(40, 207, 0.49)
     assert DG.accuracy(0.046703, 0.045726, m, "ood", method="normal", log10=True) < \

@@ -45,7 +45,8 @@ def test_same_seed_same_numbers():
         np.testing.assert_array_equal(a[k], b[k])
 
 
-@pytest.mark.parametrize("kw, name", [(dict(lam=[-1.0]), "lam"), (dict(lam=[10.0], lr=5.0, steps=400), "lr"), (dict(lam=[0.1], penalty="rank"), "penalty"),
+@pytest.mark.parametrize("kw, name", [(dict(lam=[-1.0]), "lam"), (dict(lam=[10.0], lr=5.0, steps=400), "lr"),
+                                      (dict(lam=[0.1], penalty="rank"), "penalty"),
                                       (dict(lam=[0.1], n=5), "n"), (dict(lam=[0.1], lr=0.0), "lr"),
                                       (dict(lam=[0.1], steps=0), "steps"), (dict(lam=[0.1], device="tpu"), "device")])
 def test_bad_options_name_themselves(kw, name):

@@ -3,7 +3,7 @@ ERM-NU (derived), the population nuclear norm (derived); seed 001 section 6.4, A
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
+from scipy.optimize import minimize
 
 from ..._validate import Integer, Interval, Options, check
 from .problem import DOMAINS, SpuriousFeatureModel
@@ -38,7 +38,8 @@ def population_loss(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
     r"""Population logistic loss of the symmetric weights w = (alpha 1_R, beta 1_U), plus an optional penalty.
 
     .. math:: \mathcal L^\lambda(\alpha,\beta) = \mathbb E\ln\big(1+e^{-(\alpha S_R+\beta S_U)}\big) + \lambda P,\quad
-              P = \tfrac12(r\alpha^2+(d-r)\beta^2)\ (\text{"l2"}),\ N(\alpha,\beta)\ (\text{"nuclear"}),\ 0\ (\text{None})
+              P = \tfrac12(r\alpha^2+(d-r)\beta^2)\ (\text{"l2"}),\ N(\alpha,\beta)\ (\text{"nuclear"}),
+              \ 0\ (\text{None})
 
     Parameters
     ----------
@@ -155,7 +156,8 @@ def population_loss_w(w, model, domain="id"):
 def _nuclear_parts(alpha, beta, model):
     gam, r, m = model.gamma, model.r, model.m
     s_u = np.sqrt(1 / 3 - gam ** 2)
-    A, Bc, D0 = 1 / 12 + r / 4, 1 / 3 - gam ** 2 + m * gam ** 2, (1 / 12) * (1 / 3 - gam ** 2 + m * gam ** 2) + r / 4 * (1 / 3 - gam ** 2)
+    A, Bc = 1 / 12 + r / 4, 1 / 3 - gam ** 2 + m * gam ** 2
+    D0 = Bc / 12 + r / 4 * (1 / 3 - gam ** 2)
     return s_u, A, Bc, max(D0, 0.0)
 
 
@@ -183,7 +185,8 @@ def nuclear_norm_pop(alpha, beta, model):
 
     References
     ----------
-    .. [src] derived; seed 001 L1652-1656 (6.2-6.3, the batch nuclear norm); specs/looped_contrastive_dg.md C.2 (6-g), R10.
+    .. [src] derived; seed 001 L1652-1656 (6.2-6.3, the batch nuclear norm);
+       specs/looped_contrastive_dg.md C.2 (6-g), R10.
 
     Examples
     --------
