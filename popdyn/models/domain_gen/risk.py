@@ -1,0 +1,447 @@
+"""Population risks of the diagonal feature model and their optima: ERM-l2 (Lemma 6.1), ERM-rank (Lemma 6.2),
+ERM-NU (derived), the population nuclear norm (derived); seed 001 section 6.4, App. E; spec C.2."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ..._validate import Integer, Interval, Options, check
+from .problem import DOMAINS, SpuriousFeatureModel
+from .transform import expected
+
+__all__ = ["population_loss", "population_grad", "population_loss_w", "nuclear_norm_pop", "nuclear_norm_pop_w",
+           "erm_l2", "erm_rank", "erm_nuclear", "nu_constants"]
+
+_PENALTIES = (None, "l2", "nuclear")
+_REAL = Interval(-np.inf, np.inf, "neither")
+_LAM = Interval(0.0, np.inf, "left")
+
+
+def _model(owner, model):
+    if not isinstance(model, SpuriousFeatureModel):
+        raise check(owner, "model", model, Options(("a domain_gen.SpuriousFeatureModel",)))
+    return model
+
+
+def _blocks(alpha, beta, model, domain):
+    """The margin W = alpha S_R + beta S_U as blocks (weight, mean, count)."""
+    return [(alpha, 0.5, model.r), (beta, model.g(domain), model.m)]
+
+
+def _args(owner, alpha, beta, model, lam=0.0, penalty=None, domain="id"):
+    return (check(owner, "alpha", alpha, _REAL), check(owner, "beta", beta, _REAL), _model(owner, model),
+            check(owner, "lam", lam, _LAM), check(owner, "penalty", penalty, Options(_PENALTIES)),
+            check(owner, "domain", domain, Options(DOMAINS)))
+
+
+def population_loss(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
+    r"""Population logistic loss of the symmetric weights w = (alpha 1_R, beta 1_U), plus an optional penalty.
+
+    .. math:: \mathcal L^\lambda(\alpha,\beta) = \mathbb E\ln\big(1+e^{-(\alpha S_R+\beta S_U)}\big) + \lambda P,\quad
+              P = \tfrac12(r\alpha^2+(d-r)\beta^2)\ (\text{"l2"}),\ N(\alpha,\beta)\ (\text{"nuclear"}),
+              \ 0\ (\text{None})
+
+    Parameters
+    ----------
+    alpha, beta : float
+        Weights on the invariant and spurious coordinates.
+    model : SpuriousFeatureModel
+    lam : float
+        Penalty weight lambda >= 0.
+    penalty : {None, "l2", "nuclear"}
+        "l2" is (6.4)'s weight decay; "nuclear" the population nuclear norm :func:`nuclear_norm_pop` (ID).
+    domain : {"id", "ood"}
+        Spurious coordinates ``D_gamma`` (ID) or ``D_{-gamma}`` (OOD).
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: any weights. The expectation is the Mellin-Barnes integral of the margin's moment generating function
+    along its saddle line (``transform``), with relative accuracy 1e-12 (tested against mpmath and Monte Carlo);
+    the spec's FFT grid (R8) reaches about 1e-6.
+
+    References
+    ----------
+    .. [src] seed 001 L1797-1799 (6.4), L9116-9136 (Lemma E.5, E.10); specs/looped_contrastive_dg.md C.2 (6-b), (6-g).
+
+    Examples
+    --------
+    >>> m = SpuriousFeatureModel(20, 300, 0.3)
+    >>> round(population_loss(0.0, 0.0, m), 12) == round(float(np.log(2)), 12)  # w = 0: ln 2
+    True
+    """
+    alpha, beta, model, lam, penalty, domain = _args("domain_gen.population_loss", alpha, beta, model, lam, penalty,
+                                                     domain)
+    val = float(expected(_blocks(alpha, beta, model, domain))[0])
+    if penalty == "l2":
+        val += lam / 2 * (model.r * alpha ** 2 + model.m * beta ** 2)
+    elif penalty == "nuclear":
+        val += lam * nuclear_norm_pop(alpha, beta, model)
+    return val
+
+
+def population_grad(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
+    r"""Gradient in (alpha, beta) of :func:`population_loss` (Lemma E.2 summed over each block).
+
+    .. math:: \partial_\alpha = \mathbb E[\ell'(W)S_R] + \lambda\partial_\alpha P,\qquad
+              \partial_\beta = \mathbb E[\ell'(W)S_U] + \lambda\partial_\beta P,\qquad \ell'(t) = -1/(1+e^t)
+
+    Parameters
+    ----------
+    alpha, beta : float
+    model : SpuriousFeatureModel
+    lam : float
+    penalty : {None, "l2", "nuclear"}
+    domain : {"id", "ood"}
+
+    Returns
+    -------
+    ndarray of shape (2,)
+
+    Notes
+    -----
+    Regime: any weights; the nuclear penalty is not differentiable at beta = 0 or alpha = 0 (its one-sided
+    derivative for the positive side is returned there).
+
+    References
+    ----------
+    .. [src] seed 001 L9086 (Lemma E.2), L9116-9136 (E.12); specs/looped_contrastive_dg.md C.2 (6-a), (6-b).
+    """
+    alpha, beta, model, lam, penalty, domain = _args("domain_gen.population_grad", alpha, beta, model, lam, penalty,
+                                                     domain)
+    g = np.asarray(expected(_blocks(alpha, beta, model, domain), order=1)[1:3], dtype=float)
+    if penalty == "l2":
+        g = g + lam * np.array([model.r * alpha, model.m * beta])
+    elif penalty == "nuclear":
+        g = g + lam * _nuclear_grad(alpha, beta, model)
+    return g
+
+
+def population_loss_w(w, model, domain="id"):
+    r"""Population logistic loss of a general (asymmetric) weight vector w of length d.
+
+    .. math:: \mathcal L(w) = \mathbb E\ln(1+e^{-w^\top z}),\qquad \mathbb E e^{zw^\top z} = \prod_j M_j(w_jz)
+
+    Parameters
+    ----------
+    w : array_like of shape (d,)
+    model : SpuriousFeatureModel
+    domain : {"id", "ood"}
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: any w; same contour integral as :func:`population_loss` with one block per coordinate.
+
+    References
+    ----------
+    .. [src] seed 001 L1797 (6.4); specs/looped_contrastive_dg.md C.5 (population_loss_w).
+    """
+    owner = "domain_gen.population_loss_w"
+    model = _model(owner, model)
+    domain = check(owner, "domain", domain, Options(DOMAINS))
+    w = np.asarray(w, dtype=float)
+    if w.shape != (model.d,) or not np.all(np.isfinite(w)):
+        check(owner, "w", w, Options((f"a finite array of shape ({model.d},)",)))
+    g = model.g(domain)
+    return float(expected([(wj, 0.5 if j < model.r else g, 1) for j, wj in enumerate(w)])[0])
+
+
+def _nuclear_parts(alpha, beta, model):
+    gam, r, m = model.gamma, model.r, model.m
+    s_u = np.sqrt(1 / 3 - gam ** 2)
+    A, Bc = 1 / 12 + r / 4, 1 / 3 - gam ** 2 + m * gam ** 2
+    D0 = Bc / 12 + r / 4 * (1 / 3 - gam ** 2)
+    return s_u, A, Bc, max(D0, 0.0)
+
+
+def nuclear_norm_pop(alpha, beta, model):
+    r"""Population nuclear norm N(alpha, beta) = lim n^{-1/2} ||Phi(X)||_* of the batch features (ID).
+
+    .. math:: N = \frac{(r-1)|\alpha|}{\sqrt{12}} + (d-r-1)|\beta|\sqrt{\tfrac13-\gamma^2}
+              + \sqrt{m_{11}+m_{22}+2\sqrt{m_{11}m_{22}-m_{12}^2}},\quad
+              m_{11} = \alpha^2(\tfrac1{12}+\tfrac r4),\ m_{22} = \beta^2(\tfrac13-\gamma^2+(d-r)\gamma^2),\
+              m_{12} = \tfrac12\sqrt{r(d-r)}\alpha\beta\gamma
+
+    Parameters
+    ----------
+    alpha, beta : float
+    model : SpuriousFeatureModel
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: any weights; equals tr((D_w Sigma D_w)^{1/2}) with Sigma = E[z z^T] (derived). Convex, even in beta,
+    positively 1-homogeneous. With r = 1 or d - r <= 1 the terms with factor (r - 1) or (d - r - 1) vanish.
+
+    References
+    ----------
+    .. [src] derived; seed 001 L1652-1656 (6.2-6.3, the batch nuclear norm);
+       specs/looped_contrastive_dg.md C.2 (6-g), R10.
+
+    Examples
+    --------
+    >>> m = SpuriousFeatureModel(3, 5, 0.2)
+    >>> w = np.array([0.3] * 3 + [0.1] * 2)
+    >>> ev = np.linalg.eigvalsh(np.diag(w) @ m.second_moment() @ np.diag(w))
+    >>> bool(abs(nuclear_norm_pop(0.3, 0.1, m) - np.sqrt(np.clip(ev, 0, None)).sum()) < 1e-12)
+    True
+    """
+    owner = "domain_gen.nuclear_norm_pop"
+    alpha, beta, model = check(owner, "alpha", alpha, _REAL), check(owner, "beta", beta, _REAL), _model(owner, model)
+    s_u, A, Bc, D0 = _nuclear_parts(alpha, beta, model)
+    r, m = model.r, model.m
+    m11, m22 = alpha ** 2 * A, (beta ** 2 * Bc if m else 0.0)
+    cross = abs(alpha * beta) * np.sqrt(D0) if m else 0.0  # sqrt(m11 m22 - m12^2) = |alpha beta| sqrt(D0)
+    return float((r - 1) * abs(alpha) / np.sqrt(12) + max(m - 1, 0) * abs(beta) * s_u
+                 + np.sqrt(m11 + m22 + 2 * cross))
+
+
+def _nuclear_grad(alpha, beta, model):
+    """Gradient of N for alpha, beta >= 0 (one-sided at 0)."""
+    s_u, A, Bc, D0 = _nuclear_parts(alpha, beta, model)
+    r, m = model.r, model.m
+    if m == 0:
+        return np.array([(r - 1) / np.sqrt(12) + np.sqrt(A), 0.0])
+    a, b = abs(alpha), abs(beta)
+    root = np.sqrt(a * a * A + b * b * Bc + 2 * a * b * np.sqrt(D0))
+    if root == 0:
+        return np.array([(r - 1) / np.sqrt(12) + np.sqrt(A), max(m - 1, 0) * s_u + np.sqrt(Bc)])
+    ga = (r - 1) / np.sqrt(12) + (a * A + b * np.sqrt(D0)) / root
+    gb = max(m - 1, 0) * s_u + (b * Bc + a * np.sqrt(D0)) / root
+    return np.array([ga * np.sign(alpha or 1.0), gb * np.sign(beta or 1.0)])
+
+
+def nuclear_norm_pop_w(w, model):
+    r"""Population nuclear norm of general weights: tr((D_w Sigma D_w)^{1/2}), Sigma = E[z z^T] (ID).
+
+    .. math:: N(w) = \lVert\Sigma^{1/2}D_w\rVert_* = \sum_i\sqrt{\lambda_i(D_w\Sigma D_w)}
+
+    Parameters
+    ----------
+    w : array_like of shape (d,)
+    model : SpuriousFeatureModel
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Regime: any w (eigenvalues clipped at 0 against rounding).
+
+    References
+    ----------
+    .. [src] derived; specs/looped_contrastive_dg.md C.2 (6-g), R10.
+    """
+    model = _model("domain_gen.nuclear_norm_pop_w", model)
+    w = np.asarray(w, dtype=float)
+    if w.shape != (model.d,) or not np.all(np.isfinite(w)):
+        check("domain_gen.nuclear_norm_pop_w", "w", w, Options((f"a finite array of shape ({model.d},)",)))
+    ev = np.linalg.eigvalsh(w[:, None] * model.second_moment() * w[None, :])
+    return float(np.sqrt(np.clip(ev, 0, None)).sum())
+
+
+def _newton(f_grad_hess, x0, tol=1e-13, max_iter=60):
+    """Damped Newton for a smooth strictly convex function of a few variables; stops when the Newton step is below
+    ``tol`` relative (the objective is known to about 1e-13 relative, so descent is accepted up to that noise)."""
+    x = np.asarray(x0, dtype=float)
+    f, g, H = f_grad_hess(x)
+    for _ in range(max_iter):
+        step = np.linalg.solve(H, -g)
+        if np.max(np.abs(step)) <= tol * max(1e-3, np.max(np.abs(x))):
+            break
+        t = 1.0
+        while True:
+            fn, gn, Hn = f_grad_hess(x + t * step)
+            if fn <= f + 1e-4 * t * (g @ step) + 1e-13 * abs(f) or t < 1e-6:
+                break
+            t /= 2
+        x, f, g, H = x + t * step, fn, gn, Hn
+    return x, g
+
+
+def erm_l2(model, lam):
+    r"""ERM-l2 optimum (alpha, beta) of the population objective (6.4) on the ID task (Lemma 6.1, E.12).
+
+    .. math:: \lambda\alpha = -\mathbb E[\ell'(W)z_k]\ (k\in R),\qquad \lambda\beta = -\mathbb E[\ell'(W)z_l]\
+              (l\in U),\qquad W = \alpha S_R+\beta S_U
+
+    Parameters
+    ----------
+    model : SpuriousFeatureModel
+    lam : float
+        Weight decay lambda > 0 (without it the infimum is not attained).
+
+    Returns
+    -------
+    alpha, beta : float
+
+    Notes
+    -----
+    Regime: any lam > 0; the objective is smooth and strictly convex and Newton's method on the exact gradient and
+    Hessian is run to a KKT residual below 1e-15. Lemma 6.1's conclusions (0 < beta < alpha < 1/sqrt(r),
+    alpha/beta < 3/(4 gamma)) need gamma in (3/sqrt(r), 1/2) and lam above an unspecified Omega-bound.
+
+    References
+    ----------
+    .. [src] seed 001 L1803 (Lemma 6.1), L9116-9228 (E.10-E.37); specs/looped_contrastive_dg.md C.2 (6-b), (6-c), C.3.
+    """
+    owner = "domain_gen.erm_l2"
+    model, lam = _model(owner, model), check(owner, "lam", lam, Interval(0.0, np.inf, "neither"))
+    r, m = model.r, model.m
+
+    def fgh(x):
+        v = expected(_blocks(x[0], x[1], model, "id"), order=2)
+        f = v[0] + lam / 2 * (r * x[0] ** 2 + m * x[1] ** 2)
+        g = v[1:3] + lam * np.array([r * x[0], m * x[1]])
+        H = v[3:].reshape(2, 2) + lam * np.diag([r, max(m, 1)])
+        return f, g, H
+    x, _ = _newton(fgh, [0.5 / (r * lam + 1), 0.0])
+    return float(x[0]), float(x[1]) if m else 0.0
+
+
+def nu_constants(model):
+    r"""Kink slopes of the population nuclear norm on the line beta = 0 (derived).
+
+    .. math:: c_R = \frac{r-1}{\sqrt{12}}+\sqrt{\tfrac1{12}+\tfrac r4},\qquad
+              \kappa_\beta = (d-r-1)\sqrt{\tfrac13-\gamma^2}+\sqrt{D_0/(\tfrac1{12}+\tfrac r4)},\quad
+              D_0 = \tfrac1{12}(\tfrac13-\gamma^2+(d-r)\gamma^2)+\tfrac r4(\tfrac13-\gamma^2)
+
+    Parameters
+    ----------
+    model : SpuriousFeatureModel
+
+    Returns
+    -------
+    c_R, kappa_beta : float
+
+    Notes
+    -----
+    Regime: any model with d > r (kappa_beta = 0 when d = r: there is no spurious block).
+
+    References
+    ----------
+    .. [src] derived; specs/looped_contrastive_dg.md C.2 (6-h).
+    """
+    model = _model("domain_gen.nu_constants", model)
+    s_u, A, Bc, D0 = _nuclear_parts(1.0, 1.0, model)
+    c_R = (model.r - 1) / np.sqrt(12) + np.sqrt(A)
+    kappa = max(model.m - 1, 0) * s_u + np.sqrt(D0 / A) if model.m else 0.0
+    return float(c_R), float(kappa)
+
+
+def _alpha_line(model, lam, c_R):
+    """alpha_0 = argmin_{alpha >= 0} E l(alpha S_R) + lam c_R alpha (0 when lam >= r/(4 c_R))."""
+    if lam * c_R >= model.r / 4:
+        return 0.0
+    blocks = lambda a: [(a, 0.5, model.r)]
+
+    def fgh(x):
+        v = expected(blocks(x[0]), order=2)
+        return v[0] + lam * c_R * x[0], v[1:2] + lam * c_R, v[2:].reshape(1, 1)
+    return float(_newton(fgh, [1.0 / (model.r * (lam + 0.25))])[0][0])
+
+
+def erm_nuclear(model, lam):
+    r"""ERM-NU population optimum (derived): the logistic loss plus lam times the population nuclear norm.
+
+    .. math:: \min_{\alpha,\beta}\ \mathbb E\,\ell(\alpha S_R+\beta S_U)+\lambda N(\alpha,\beta),\qquad
+              \beta^* = 0 \iff \rho(\lambda) = \frac{(d-r)|\gamma|\,\mathbb E[-\ell'(\alpha_0S_R)]}{\lambda\kappa_\beta}
+              \le 1
+
+    where alpha_0 minimises the objective on the line beta = 0 (alpha_0 > 0 iff lam < r/(4 c_R), see
+    :func:`nu_constants`).
+
+    Parameters
+    ----------
+    model : SpuriousFeatureModel
+    lam : float
+        Nuclear-norm weight lambda > 0.
+
+    Returns
+    -------
+    alpha, beta, rho : float
+        The optimum and the selection ratio rho (beta = 0 exactly when rho <= 1).
+
+    Notes
+    -----
+    Regime: any model and lam > 0. The objective is convex and block-exchangeable, so the optimum is symmetric
+    (Lemma E.5's argument). When rho > 1 the smooth problem on beta > 0 (sign of gamma) is solved by L-BFGS-B on the
+    exact gradient. An extension, not a result of the paper.
+
+    References
+    ----------
+    .. [src] derived; seed 001 L1652-1656 (6.2-6.3), L9116-9136 (Lemma E.5); specs/looped_contrastive_dg.md C.2 (6-h).
+    """
+    owner = "domain_gen.erm_nuclear"
+    model, lam = _model(owner, model), check(owner, "lam", lam, Interval(0.0, np.inf, "neither"))
+    c_R, kappa = nu_constants(model)
+    a0 = _alpha_line(model, lam, c_R)
+    if model.m == 0 or model.gamma == 0:
+        return a0, 0.0, 0.0
+    e_sig = float(expected([(a0, 0.5, model.r)], fn="sigmoid")[0]) if a0 > 0 else 0.5
+    rho = model.m * abs(model.gamma) * e_sig / (lam * kappa)
+    if rho <= 1:
+        return a0, 0.0, float(rho)
+    sgn = np.sign(model.gamma)
+
+    def fg(x):
+        v = expected(_blocks(x[0], sgn * x[1], model, "id"), order=1)
+        g = np.array([v[1], sgn * v[2]]) + lam * _nuclear_grad(x[0], x[1], model)
+        return v[0] + lam * nuclear_norm_pop(x[0], x[1], model), g
+    res = minimize(fg, [max(a0, 1e-3), 1e-3], jac=True, method="L-BFGS-B", bounds=[(0, None), (0, None)],
+                   options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 500})
+    return float(res.x[0]), float(sgn * res.x[1]), float(rho)
+
+
+def erm_rank(model, B_rank, lam=0.0):
+    r"""ERM-rank optimum (Lemma 6.2): support any B_rank invariant coordinates, weight alpha_rank on them.
+
+    .. math:: \lambda\alpha = -\mathbb E[\ell'(\alpha S_B)z_k],\quad S_B = \sum_{k\in R_{\rm rank}}z_k
+
+    Parameters
+    ----------
+    model : SpuriousFeatureModel
+    B_rank : int
+        Rank budget, ``1 <= B_rank <= r``.
+    lam : float
+        Ridge on the support, ``>= 0``. With lam = 0 the infimum of (6.5) is 0 and is not attained (alpha -> inf):
+        ``inf`` is returned for alpha.
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+        alpha_rank on the first B_rank coordinates, 0 elsewhere.
+
+    Notes
+    -----
+    Regime: any model; the OOD accuracy of w is 1 (every z_k >= 0 on R).
+
+    References
+    ----------
+    .. [src] seed 001 L1807 (Lemma 6.2), L9232 (Lemma E.7); specs/looped_contrastive_dg.md C.2 (6-d), Appendix T.
+    """
+    owner = "domain_gen.erm_rank"
+    model = _model(owner, model)
+    B = check(owner, "B_rank", B_rank, Integer(1, model.r))
+    lam = check(owner, "lam", lam, _LAM)
+    w = np.zeros(model.d)
+    if lam == 0:
+        w[:B] = np.inf
+        return w
+
+    def fgh(x):
+        v = expected([(x[0], 0.5, B)], order=2)
+        return v[0] + lam / 2 * B * x[0] ** 2, v[1:2] + lam * B * x[0], v[2:].reshape(1, 1) + lam * B
+    w[:B] = _newton(fgh, [1.0 / (B * (lam + 0.25))])[0][0]
+    return w
