@@ -37,18 +37,19 @@ _FIELDS = "fields"
 def problem_classes():
     """``{name: Problem class}`` for every problem ``popdyn.predict`` has a theory for.
 
-    The name is the model's (``lora``) for a class named ``Problem``, else ``model.<prefix>`` from
-    the class name (``ParityProblem`` of ``icl`` -> ``icl.parity``).
+    The name is the model's (``lora``) for a class exported as ``Problem``, else ``model.<prefix>`` from
+    the exported name (``ParityProblem`` of ``icl`` -> ``icl.parity``); an alias (``domain_gen.Problem`` for
+    ``SpuriousFeatureModel``) counts by the name it is exported under.
     """
     from . import models
     from .api import predict
     out = {}
     for info in pkgutil.iter_modules(models.__path__):
         mod = importlib.import_module(f"{models.__name__}.{info.name}")
-        for obj in vars(mod).values():
-            if (inspect.isclass(obj) and dataclasses.is_dataclass(obj) and obj.__name__.endswith("Problem")
+        for name, obj in vars(mod).items():
+            if (inspect.isclass(obj) and dataclasses.is_dataclass(obj) and name.endswith("Problem")
                     and predict.dispatch(obj) is not predict.dispatch(object)):
-                prefix = obj.__name__[:-len("Problem")].lower()
+                prefix = name[:-len("Problem")].lower()
                 out[info.name + (f".{prefix}" if prefix else "")] = obj
     return dict(sorted(out.items()))
 

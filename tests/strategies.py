@@ -11,10 +11,11 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from hypothesis import strategies as st
+from hypothesis import assume, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from popdyn.models import emergence, gradient_features, icl, looped, lora, modular, multitask, resnet
+from popdyn.models import (committee, contrastive, domain_gen, emergence, gradient_features, icl, looped, lora, modular,
+                           multitask, resnet)
 
 __all__ = ["ModelSpec", "MODELS", "EXAMPLES", "lora_problems", "unit_rows"]
 
@@ -164,6 +165,63 @@ def resnet_problems(draw):
                           seed=draw(st.integers(0, 9)))
 
 
+@st.composite
+def resnet_network_problems(draw):
+    """Networks of seed 004 at tiny sizes: the Theorem 2 target (d <= 10, k <= min(d, 4)) or Figure 2's (k = 4,
+    d in [8, 10]), N <= 40, m <= 16, either protocol (online without weight decay)."""
+    target = draw(st.sampled_from(["thm2", "fig2"]))
+    d = draw(st.integers(8, 10)) if target == "fig2" else draw(st.integers(1, 10))
+    k = 4 if target == "fig2" else draw(st.integers(1, min(d, 4)))
+    protocol = draw(st.sampled_from(["minibatch", "online"]))
+    return resnet.NetworkProblem(arch=draw(st.sampled_from(sorted(resnet.NETWORK_ARCHS))), target=target, d=d, k=k,
+                                 alpha=draw(st.floats(0.0, 1.0)),
+                                 beta=draw(st.floats(0.2, 1.0)) if target == "fig2" else 1.0,
+                                 m=draw(st.integers(1, 16)), N=draw(st.integers(1, 40)), protocol=protocol,
+                                 lr=draw(st.floats(1e-3, 0.5)), wd=0.0 if protocol == "online" else 1e-4,
+                                 epochs=draw(st.integers(1, 3)), seed=draw(st.integers(0, 9)))
+
+
+@st.composite
+def committee_problems(draw):
+    """Soft committee machines: K, M <= 2 (K + M <= 4 keeps ReLU's quadrature cheap); erf (plain or Saad-Solla
+    scale), linear, relu; T = B B^T random PSD."""
+    K, M = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    act = draw(st.sampled_from(["erf", "erf(r=0.7071067811865475)", "linear", "relu"]))
+    B = draw(hnp.arrays(np.float64, (M, M + 1), elements=st.floats(-1, 1)))
+    v_star = draw(hnp.arrays(np.float64, (M,), elements=st.floats(-2, 2)))
+    return committee.Problem(K, M, act, T=B @ B.T, v_star=v_star, eta=draw(st.floats(0.05, 1.0)),
+                             eta_v=draw(st.sampled_from([0.0, 0.3])), sigma=draw(st.floats(0.0, 0.5)),
+                             order=draw(st.sampled_from([1, 2])), wd=draw(st.floats(0.0, 0.1)))
+
+
+@st.composite
+def contrastive_problems(draw):
+    """Multi-task linear contrastive model: T in [1, 4], 1 <= s <= r <= s + 3, d in [k, k + 3], drawn weights, sigmas;
+    only mixtures whose universal optimum keeps every task's private features."""
+    T = draw(st.integers(1, 4))
+    s = draw(st.integers(1, 4))
+    r = draw(st.integers(s, s + 3))
+    k = s + T * (r - s)
+    w = draw(hnp.arrays(np.float64, T, elements=st.floats(0.2, 1.0)))
+    sig = [draw(st.one_of(st.floats(0.5, 2.0), hnp.arrays(np.float64, T, elements=st.floats(0.5, 2.0))))
+           for _ in range(3)]
+    p = contrastive.Problem(T, s, r, draw(st.integers(k, k + 3)), w / w.sum(), *sig, draw(st.integers(0, T - 1)),
+                            draw(st.floats(0.1, 1.0)), draw(st.floats(0.0, 1.0)), draw(st.floats(0.0, 1.0)),
+                            draw(st.floats(0.0, 2.0)))
+    # the trade-off's regime: the universal optimum keeps every task's private features (a task it drops has no
+    # finite probe: predict's probe_norm is then inf, correctly)
+    assume(r == s or min(contrastive.optimal_representation(p)[1]) > 1e-3)
+    return p
+
+
+@st.composite
+def domain_gen_problems(draw):
+    """Spurious-feature models: r in [1, 20], d in [r, 3 r + 30], gamma in [-0.49, 0.49] (either sign)."""
+    r = draw(st.integers(1, 20))
+    return domain_gen.SpuriousFeatureModel(r, draw(st.integers(r, 3 * r + 30)),
+                                           draw(st.floats(-0.49, 0.49, allow_subnormal=False)))
+
+
 MODELS = {
     "lora": ModelSpec(
         lora_problems(),
@@ -233,6 +291,46 @@ MODELS = {
         functions=((lambda p: resnet.level_eigenvalues(p.kappa, p.d), {}),
                    (lambda p: resnet.thm2_lower_bound(p.alpha), {})),
         simulate={"test": 500, "seeds": 2}),
+    "resnet.network": ModelSpec(
+        resnet_network_problems(),
+        edges=(lambda: resnet.NetworkProblem.thm2(d=8, k=2, m=8, N=20, epochs=2),
+               lambda: resnet.NetworkProblem(arch="fc2", d=1, k=1, m=1, N=1, epochs=1),              # d = k = m = N = 1
+               lambda: resnet.NetworkProblem.fig2(d=8, k=4, m=8, N=20, epochs=1, beta=0.3)),          # fig2 target
+        predict={"kernels": ["relu_ck"], "lams": [1e-4]},
+        bad_predict=(("kernels", ["nope"]), ("lams", [-1.0])),
+        simulate={"seeds": 2, "test": 64, "records": 2}),
+    "committee": ModelSpec(
+        committee_problems(),
+        edges=(lambda: committee.Problem.saad_solla(K=2, M=2),                                   # Saad-Solla plateau setting
+               lambda: committee.Problem(1, 1, "tanh", eta=0.1),                                  # quadrature, K = M = 1
+               lambda: committee.Problem(1, 2, "relu", T=np.ones((2, 2)), eta_v=0.2, sigma=0.1)),  # singular T
+        predict={"d": 100, "steps": 200, "n_points": 5, "rtol": 1e-6, "atol": 1e-9},
+        bad_predict=(("d", 0), ("steps", 0), ("n_points", 1), ("init", 0.0), ("rtol", 2.0)),
+        functions=((lambda p: committee.generalisation_error(p, 0.5 * np.eye(p.K), np.zeros((p.K, p.M))), {}),
+                   (lambda p: committee.drift(p, 0.5 * np.eye(p.K), np.zeros((p.K, p.M)))[0], {})),
+        simulate={"d": 10, "steps": 20, "seeds": 2, "n_points": 3}),
+    "contrastive": ModelSpec(
+        contrastive_problems(),
+        edges=(lambda: contrastive.Problem.tradeoff(),
+               lambda: contrastive.Problem(1, 2, 5, 5),                                   # T = 1, d = k
+               lambda: contrastive.Problem(3, 3, 3, 4, v2=0.0),                           # r = s: no private features
+               lambda: contrastive.Problem(3, 3, 6, 12, np.array([0.5, 0.3, 0.2]), sigma_S=2.0,
+                                           sigma_R=np.array([0.5, 1.0, 1.5]))),           # uneven, per-task sigma
+        bad_predict=(("m", [0]), ("loss", "nope")),
+        functions=((lambda p: contrastive.optimal_representation(p)[1], {}),
+                   (lambda p: contrastive.contrastive_loss_W(contrastive.optimal_representation(p)[2], p), {})),
+        simulate={"steps": 5, "batch": 16, "ft_steps": 2, "probes": 2, "seeds": 2}),
+    "domain_gen": ModelSpec(
+        domain_gen_problems(),
+        edges=(lambda: domain_gen.SpuriousFeatureModel(1, 1, 0.0),                    # d = r = 1: no spurious block
+               lambda: domain_gen.SpuriousFeatureModel(1, 2, 0.2),                    # the 2-D toy
+               lambda: domain_gen.SpuriousFeatureModel(40, 207, 0.49)),               # table C.3: OOD acc ~ 1e-40
+        predict={"lam": [0.3, 0.03], "penalty": "l2"},
+        bad_predict=(("lam", -1.0), ("lam", 0.0), ("penalty", "l1"), ("B_rank", 0)),
+        functions=((lambda p: domain_gen.erm_nuclear(p, 0.1), {}),
+                   (lambda p: domain_gen.accuracy(*domain_gen.erm_l2(p, 0.3), p, "ood", log10=True), {}),
+                   (lambda p: domain_gen.nuclear_norm_pop(0.1, 0.05, p), {})),
+        simulate={"lam": [0.3], "n": 400, "steps": 5, "seeds": 2, "test": 200}),
     "multitask": ModelSpec(
         multitask_problems(),
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
@@ -256,7 +354,16 @@ EXAMPLES = {
     "looped": [lambda: looped.Problem.fig8_1(16), lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 0.5, 2.0]))],
     "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
     "modular": lambda: modular.Problem(p=11, k=3),
-    "resnet": [lambda: resnet.Problem(d=12, k=3, N=100), lambda: resnet.Problem.thm2(d=14, N=200)],
+    "resnet": [lambda: resnet.Problem(d=12, k=3, N=100), lambda: resnet.Problem.thm2(d=14, N=200),
+               lambda: resnet.NetworkProblem.thm2(d=10, k=3, m=16, N=50, epochs=2)],
+    "committee": [lambda: committee.Problem.saad_solla(K=2, M=2),
+                  lambda: committee.Problem(3, 2, "tanh", T=np.array([[1.0, 0.2], [0.2, 0.5]]),
+                                            v_star=np.array([1.0, -0.5]), eta=0.3, eta_v=0.1, sigma=0.1, wd=0.01)],
+    "contrastive": [lambda: contrastive.Problem.tradeoff(),
+                    lambda: contrastive.Problem(3, 3, 6, 12, np.array([0.5, 0.3, 0.2]),
+                                                sigma_S=np.array([1.0, 0.5, 2.0]))],
+    "domain_gen": [lambda: domain_gen.SpuriousFeatureModel(20, 300, 0.3),
+                   lambda: domain_gen.SpuriousFeatureModel(1, 2, 0.2)],
     "multitask": [lambda: multitask.Problem.e1(), lambda: multitask.Problem(10, 2, 4, tasks=np.array([[1.0, -1.0, 1.0, -1.0]]),
                                                                            lam_w=1.1, seed=2),
                   lambda: multitask.Problem.paper(50, 3, 8, T=100)],

@@ -22,9 +22,10 @@ import numpy as np
 import torch
 
 from .._validate import InvalidParameterError, as_int
-from ..api import simulate as _api_simulate
+from ..api import predict as _api_predict, simulate as _api_simulate
 from ..models.resnet.hypercube import kernel_matrix, krr_fit
-from ..models.resnet.problem import NetworkProblem, Problem
+from ..models.resnet.predict import NETWORK_LAMS
+from ..models.resnet.problem import KERNELS, NetworkProblem, Problem
 from ..results import Simulation
 from ._torch import make_generator, resolve_device, resolve_dtype, to_numpy
 from .resnet_nets import _STREAMS, _signs, init_net, train
@@ -164,7 +165,8 @@ def training_inputs(problem, seeds=1, *, device="cpu"):
 
 
 @_api_simulate.register(NetworkProblem)
-def simulate_networks(problem, *, seeds=2, test=4000, records=21, device="cpu", dtype=None):
+def simulate_networks(problem, *, seeds=2, test=4000, records=21, kernels=("relu_ntk", "relu_ck"),
+                      lams=NETWORK_LAMS, device="cpu", dtype=None):
     r"""Train ``seeds`` networks of ``problem`` (batched on one device) and record their test error and c_F, c_G.
 
     .. math:: \widehat{\mathrm{err}}=\frac1n\sum_x\|\mathrm{out}(x)-\mathcal H(x)\|^2,\qquad
@@ -183,6 +185,10 @@ def simulate_networks(problem, *, seeds=2, test=4000, records=21, device="cpu", 
         sqrt(Var||out - H||^2 / test)).
     records : int
         Evaluations along training, evenly spaced, ``>= 2``.
+    kernels, lams
+        The kernels of ``predict``'s ``kernel_error`` and its ridges: each kernel is fitted on ``problem.X`` at the
+        ridge ``predict`` selects, and its error is measured on each seed's test points (the Monte Carlo twin of
+        ``predict``'s exact Parseval error).
     device, dtype
         CPU or CUDA; float64 (default) or float32.
 
@@ -191,8 +197,8 @@ def simulate_networks(problem, *, seeds=2, test=4000, records=21, device="cpu", 
     Simulation
         ``t`` (records,) epochs (minibatch) or samples (online), ``meta["t_unit"]``; ``test_error`` (seeds, records)
         the total over outputs, ``test_error_output`` (seeds, k) after training, per output (fresh test points of
-        the seed's stream 2 in numpy); ``c_F``, ``c_G`` (seeds, records, k). ``status`` 1 when a seed diverged
-        (its later records NaN).
+        the seed's stream 2 in numpy); ``c_F``, ``c_G`` (seeds, records, k); ``kernel_error`` (seeds, kernels),
+        ``coords["kernel"]``. ``status`` 1 when a seed diverged (its later records NaN).
 
     Notes
     -----
@@ -235,7 +241,23 @@ def simulate_networks(problem, *, seeds=2, test=4000, records=21, device="cpu", 
         out = to_numpy(net(torch.as_tensor(Xt, dtype=dt, device=dev)))
     per_output = ((out - H(Xt)) ** 2).mean(1)
     per_output[~np.isfinite(sim["test_error"][:, -1])] = np.nan
-    obs = {"test_error": sim["test_error"], "test_error_output": per_output, "c_F": sim["c_F"], "c_G": sim["c_G"]}
+    obs = {"test_error": sim["test_error"], "test_error_output": per_output, "c_F": sim["c_F"], "c_G": sim["c_G"],
+           "kernel_error": _kernel_errors(problem, seeds, test, kernels, lams)}
     meta = {**sim.meta, "problem": repr(problem), "seeds": seeds, "records": records, "t_unit": unit,
             "backend": "torch"}
-    return Simulation(t=t, observables=obs, status=sim.status, message=sim.message, meta=meta)
+    return Simulation(t=t, observables=obs, status=sim.status, message=sim.message, meta=meta,
+                      coords={"kernel": np.array(kernels)})
+
+
+def _kernel_errors(problem, seeds, test, kernels, lams):
+    """(seeds, kernels): Monte Carlo test error of each kernel's KRR fit on ``problem.X`` at ``predict``'s ridge."""
+    ridge = _api_predict(problem, kernels=kernels, lams=lams)["kernel_lam"]
+    H, X = problem.H, problem.X
+    out = np.empty((seeds, len(kernels)))
+    for j, name in enumerate(kernels):
+        kappa = KERNELS[name](problem.d)
+        beta = krr_fit(kappa, X, H(X), float(ridge[j]))
+        for s in range(seeds):
+            Xt = np.random.default_rng([problem.seed, 3, s]).choice([-1.0, 1.0], size=(test, problem.d))
+            out[s, j] = ((H(Xt) - kernel_matrix(kappa, Xt, X) @ beta) ** 2).sum(1).mean()
+    return out

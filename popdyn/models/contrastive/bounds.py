@@ -31,7 +31,8 @@ def probe_norm(alpha, alpha_t, v1, v2):
     Parameters
     ----------
     alpha, alpha_t : float
-        Squared column norms on S and P_t, > 0.
+        Squared column norms on S and P_t, >= 0 (a zero norm costs nothing where the target has no weight, and
+        makes the probe infinite where it has).
     v1, v2 : float
         Target weights on S and P_t, >= 0.
 
@@ -54,9 +55,10 @@ def probe_norm(alpha, alpha_t, v1, v2):
     1.5811388300841898
     """
     owner = "contrastive.probe_norm"
-    alpha, alpha_t = check(owner, "alpha", alpha, _POS), check(owner, "alpha_t", alpha_t, _POS)
+    alpha, alpha_t = check(owner, "alpha", alpha, _NONNEG), check(owner, "alpha_t", alpha_t, _NONNEG)
     v1, v2 = check(owner, "v1", v1, _NONNEG), check(owner, "v2", v2, _NONNEG)
-    return float(np.sqrt(v1 / alpha + v2 / alpha_t))
+    terms = [0.0 if v == 0 else (np.inf if a == 0 else v / a) for a, v in ((alpha, v1), (alpha_t, v2))]
+    return float(np.sqrt(sum(terms)))
 
 
 @lru_cache(maxsize=64)

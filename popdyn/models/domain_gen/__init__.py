@@ -9,7 +9,8 @@ generating function, exact to rounding (no FFT floor), so OOD accuracies of 1e-9
 Public names
 ------------
 model (``problem``)
-    :class:`SpuriousFeatureModel` (``mean``, ``second_moment``, ``sample``)
+    :class:`SpuriousFeatureModel` (``mean``, ``second_moment``, ``sample``), also exported as ``Problem`` (the name
+    ``popdyn predict domain_gen`` and the property suite use)
 risks and optima (``risk``)
     :func:`population_loss`, :func:`population_grad`, :func:`population_loss_w`, :func:`nuclear_norm_pop`,
     :func:`nuclear_norm_pop_w`, :func:`erm_l2`, :func:`erm_rank`, :func:`erm_nuclear`, :func:`nu_constants`
@@ -23,10 +24,11 @@ theory along a lambda path (``predict``)
 from .accuracy import accuracy, prop63_assumptions, stable_rank, sum_pmf, toy2d_accuracy
 from .predict import feature_stable_rank
 from .problem import SpuriousFeatureModel
+from .problem import SpuriousFeatureModel as Problem
 from .risk import (erm_l2, erm_nuclear, erm_rank, nu_constants, nuclear_norm_pop, nuclear_norm_pop_w, population_grad,
                    population_loss, population_loss_w)
 
-__all__ = ["SpuriousFeatureModel",
+__all__ = ["SpuriousFeatureModel", "Problem",
            "population_loss", "population_grad", "population_loss_w", "nuclear_norm_pop", "nuclear_norm_pop_w",
            "erm_l2", "erm_rank", "erm_nuclear", "nu_constants",
            "accuracy", "sum_pmf", "toy2d_accuracy", "stable_rank", "prop63_assumptions", "feature_stable_rank"]

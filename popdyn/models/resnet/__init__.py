@@ -16,7 +16,14 @@ tuple to its coefficient).
   :func:`p_prime`, :func:`log_abs_p_prime`, :func:`h_coefficients`, :func:`h`, :func:`h_second_moment`.
 * Targets (``targets.py``): :class:`CompositionTarget`, :func:`thm2_target`, :func:`fig2_target`,
   :func:`polarization_G`; theorem calculators (``theory.py``).
-* :class:`Problem` (``problem.py``) and ``popdyn.predict`` (``predict.py``): the exact kernel test error.
+* Claim F.4 (``indicator.py``): :func:`truncation_levels`, :func:`h_truncated`, :func:`truncation_error`,
+  :func:`claim_f4_tails`; Lemma F.1' (``existential.py``): :class:`Phi`, :func:`random_feature_weights`,
+  ``existential.G`` (the pseudo-network G(x; W*)).
+* Appendix A.1 (``minnorm.py``, used as ``resnet.minnorm``): the two-layer parity network, exact population MSE,
+  ray-minimal norms, footnote 13's maps, the Rademacher bound.
+* :class:`Problem` (``problem.py``) and ``popdyn.predict`` (``predict.py``): the exact kernel test error;
+  :class:`NetworkProblem` (``popdyn predict resnet.network``): a trained network of the paper against the exact
+  kernels fitted on its training set.
 """
 from .hypercube import (D_MAX, FWHT_D_MAX, arcsin, captured_coefficients, dot_product_profile, exact_test_error, fwht,
                         gaussian, hamming_matrix, hypercube_points, kernel_matrix, krawtchouk, krr_fit, lemma_e2_bound,
@@ -24,8 +31,11 @@ from .hypercube import (D_MAX, FWHT_D_MAX, arcsin, captured_coefficients, dot_pr
                         relu_ntk_hidden, walsh_index)
 from .complexity import C_s, TaylorSeries, log_C_eps, log_C_eps_parts, log_C_s
 from .coupling import random_flip_fraction, sign_flips, worst_case_flip_fraction, worst_case_flips
-from .indicator import h, h_coefficients, h_second_moment, log_abs_p_prime, p_prime
-from .problem import KERNELS, Problem
+from .indicator import (claim_f4_tails, h, h_coefficients, h_second_moment, h_truncated, log_abs_p_prime, p_prime,
+                        truncation_error, truncation_levels)
+from .existential import Phi, random_feature_weights
+from .problem import KERNELS, NETWORK_ARCHS, NetworkProblem, Problem
+from . import existential, minnorm
 from .targets import CompositionTarget, fig2_target, polarization_G, thm2_target
 from .theory import (COROLLARY71_CONSTS, COUPLING_CONSTS, THEOREM1_CONSTS, corollary71, coupling_bounds, regret_bound,
                      theorem1_schedule, thm2_alpha_min, thm2_lower_bound, thm2_N_range)
@@ -39,4 +49,5 @@ __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_p
            "thm2_lower_bound", "thm2_N_range", "thm2_alpha_min", "coupling_bounds", "THEOREM1_CONSTS",
            "COUPLING_CONSTS", "COROLLARY71_CONSTS", "TaylorSeries", "log_C_eps", "log_C_eps_parts", "C_s", "log_C_s",
            "sign_flips", "worst_case_flips", "worst_case_flip_fraction", "random_flip_fraction", "p_prime",
-           "log_abs_p_prime", "h_coefficients", "h", "h_second_moment"]
+           "log_abs_p_prime", "h_coefficients", "h", "h_second_moment", "truncation_levels", "h_truncated", "truncation_error",
+           "claim_f4_tails", "Phi", "random_feature_weights", "existential", "minnorm", "NetworkProblem", "NETWORK_ARCHS"]
