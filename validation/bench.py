@@ -59,6 +59,7 @@ SIZES = {
               "multitask_prompts": 2 ** 16,
               "emergence": {"m": 60, "n": 10_000}, "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
               "resnet": {"d": 20, "N": 1000, "mc": 20_000, "hamming_N": 2000},
+              "contrastive_steps": 1500, "committee_t": 20.0,
               "sweep": {"runs": 8, "d": 100, "tau": 5},
               "validate": ("modular.construction_margin", "modular.dft_all_frequencies", "icl.rank_gap")},
 }
@@ -66,7 +67,8 @@ GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "icl_
          "looped_error": 1.0, "modular_margin": 1.0, "multitask_moments": 1.0,
          "multitask_predict": 100.0, "emergence_kernel": 1.0,
          "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "resnet_exact_error": 1.0,
-         "resnet_hamming": 1.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
+         "resnet_hamming": 1.0, "contrastive_optimum": 1.0, "dg_accuracy": 1.0, "dg_optimum": 1.0,
+         "committee_erf_ode": 10.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 
@@ -317,6 +319,90 @@ def _bench_resnet(sz):
                                "goal": GOALS["resnet_hamming"], "max_abs_diff": float(np.abs(H - H_np).max())}}
 
 
+def _bench_contrastive(sz):
+    """Contrastive pre-training: the population optimum (convex program in T + 1 scalars) vs projected SGD reaching
+    the same column norms (its remaining relative error is reported)."""
+    from validation.claims.contrastive import bench_contrastive
+    out = bench_contrastive(steps=sz["contrastive_steps"])
+    return {"what": f"contrastive: population optimal representation (T = 3, s = 2, r = 4) vs projected SGD on "
+                    f"{sz['contrastive_steps']} x 512 pairs (SGD still {out['max_rel_error']:.2%} off)",
+            "fast_s": out["theory_s"], "slow_s": out["simulation_s"], "ratio": out["ratio"],
+            "goal": GOALS["contrastive_optimum"]}
+
+
+def _bench_domain_gen(sz):
+    """Domain generalisation: the exact OOD accuracy (contour integral) vs Monte Carlo to the same relative accuracy
+    (extrapolated from the binomial SE), and the population ERM-l2 optimum vs finite-sample GD."""
+    from validation.claims.domain_gen import bench_domain_gen
+    out = bench_domain_gen()
+    return {"dg_accuracy": {"what": "domain_gen: exact OOD accuracy vs Monte Carlo to 1e-12 relative accuracy "
+                                    "(extrapolated from the per-sample cost)", "fast_s": out["exact_accuracy_s"],
+                            "slow_s": out["mc_to_1e-12_s"], "ratio": out["mc_to_1e-12_s"] / out["exact_accuracy_s"],
+                            "goal": GOALS["dg_accuracy"]},
+            "dg_optimum": {"what": "domain_gen: population ERM-l2 optimum vs finite-sample GD (n = 4096, 1500 steps, "
+                                   "0.4 % from it)", "fast_s": out["population_optimum_s"],
+                           "slow_s": out["gd_n4096_1500_steps_s"],
+                           "ratio": out["gd_n4096_1500_steps_s"] / out["population_optimum_s"],
+                           "goal": GOALS["dg_optimum"]}}
+
+
+def _saad_solla_plain(Q0, R0, eta, t):
+    """The Saad-Solla erf equations (K = M = 2, T = I, v = v* = 1) element by element in plain numpy/scipy: the form
+    of public implementations (StatPhys-ML's OnlineCommitteeEquations), the baseline of the committee benchmark."""
+    from scipy.integrate import solve_ivp
+    K, M = Q0.shape[0], R0.shape[1]
+    u, P = [1.0] * K + [-1.0] * M, K + M
+
+    def I3(C):
+        l3 = (1 + C[0][0]) * (1 + C[2][2]) - C[0][2] ** 2
+        return 2 / np.pi / np.sqrt(l3) * (C[1][2] * (1 + C[0][0]) - C[0][1] * C[0][2]) / (1 + C[0][0])
+
+    def I4(C):
+        l4 = (1 + C[0][0]) * (1 + C[1][1]) - C[0][1] ** 2
+        l0 = (l4 * C[2][3] - C[1][2] * C[1][3] * (1 + C[0][0]) - C[0][2] * C[0][3] * (1 + C[1][1])
+              + C[0][1] * C[0][2] * C[1][3] + C[0][1] * C[0][3] * C[1][2])
+        l1 = l4 * (1 + C[2][2]) - C[1][2] ** 2 * (1 + C[0][0]) - C[0][2] ** 2 * (1 + C[1][1]) + 2 * C[0][1] * C[0][2] * C[1][2]
+        l2 = l4 * (1 + C[3][3]) - C[1][3] ** 2 * (1 + C[0][0]) - C[0][3] ** 2 * (1 + C[1][1]) + 2 * C[0][1] * C[0][3] * C[1][3]
+        return 4 / np.pi ** 2 / np.sqrt(l4) * np.arcsin(l0 / np.sqrt(l1 * l2))
+
+    def f(_, y):
+        Q, R = y[:K * K].reshape(K, K), y[K * K:].reshape(K, M)
+        Om = np.block([[Q, R], [R.T, np.eye(M)]])
+        sub = lambda idx: [[Om[a][b] for b in idx] for a in idx]
+        dQ, dR = np.zeros((K, K)), np.zeros((K, M))
+        for k in range(K):
+            for n in range(M):
+                dR[k, n] = -eta * sum(u[j] * I3(sub([k, K + n, j])) for j in range(P))
+            for l in range(K):
+                dQ[k, l] = (-eta * sum(u[j] * (I3(sub([k, l, j])) + I3(sub([l, k, j]))) for j in range(P))
+                            + eta ** 2 * sum(u[i] * u[j] * I4(sub([k, l, i, j])) for i in range(P) for j in range(P)))
+        return np.concatenate([dQ.ravel(), dR.ravel()])
+
+    return solve_ivp(f, (t[0], t[-1]), np.concatenate([Q0.ravel(), R0.ravel()]), t_eval=t, rtol=1e-10, atol=1e-12,
+                     method="DOP853")
+
+
+def _bench_committee(sz):
+    """Committee machine: popdyn's erf overlap ODE (numba kernel) vs the same Saad-Solla equations element by
+    element in plain scipy, K = M = 2, eta = 0.5, to the same tolerances (max difference reported)."""
+    from popdyn.models import committee as cm
+    p = cm.Problem.saad_solla(K=2, M=2, eta=0.5)
+    Q0, R0 = cm.initial_overlaps(p, 1000, seed=0)
+    t = np.linspace(0.0, sz["committee_t"], 101)
+    cm.ode(p, Q0, R0, t=t[:3] * 1e-3)                                                            # JIT only
+    t0 = time.perf_counter()
+    pr = cm.ode(p, Q0, R0, t=t)
+    t_pd = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    plain = _saad_solla_plain(Q0, R0, 0.5, t)
+    t_pl = time.perf_counter() - t0
+    diff = max(float(np.abs(plain.y[:4].T.reshape(-1, 2, 2) - pr["Q"]).max()),
+               float(np.abs(plain.y[4:].T.reshape(-1, 2, 2) - pr["R"]).max()))
+    return {"what": f"committee: erf overlap ODE (K = M = 2, eta = 0.5, t = {sz['committee_t']:g}), popdyn vs the same "
+                    f"equations element by element in scipy (max diff {diff:.1e})", "fast_s": t_pd, "slow_s": t_pl,
+            "ratio": t_pl / t_pd, "goal": GOALS["committee_erf_ode"], "max_abs_diff": diff}
+
+
 def sweep_unit(d, tau, seed):
     """One LoRA online-SGD run (k = 8 ReLU, delta = 0.2, one seed): the unit of the sweep benchmark."""
     problem = lora.Problem.orthonormal(k=8, xi=1.0, activation="relu", seed=0)
@@ -381,7 +467,9 @@ def run(quick=False):
                      ("multitask_moments,multitask_predict", _bench_multitask),
                      ("emergence_kernel,emergence_steps", _bench_emergence),
                      ("gf_mixture_G,gf_parity_mc", _bench_gradient_features),
-                     ("resnet_exact_error,resnet_hamming", _bench_resnet), ("sweep_pool,sweep_dask", _bench_sweeps),
+                     ("resnet_exact_error,resnet_hamming", _bench_resnet),
+                     ("contrastive_optimum", _bench_contrastive), ("dg_accuracy,dg_optimum", _bench_domain_gen),
+                     ("committee_erf_ode", _bench_committee), ("sweep_pool,sweep_dask", _bench_sweeps),
                      ("validate_jobs", _bench_validate)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
