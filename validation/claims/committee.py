@@ -23,7 +23,7 @@ from . import ClaimResult, claim
 
 __all__ = []
 
-_SRC = "Saad & Solla 1995 (PRE 52, 4225) §IV; Goldt et al. 2019 (arXiv 1906.08632) eqs. (7)-(9); issue 14 §3"
+_SRC = "Saad & Solla 1995 (PRE 52, 4225) §IV; Goldt et al. 2019 (arXiv 1906.08632) eqs. (7)-(9); docs/committee.md"
 _EG_PLATEAU = 0.014645          # issue 14 §3: erf(x/sqrt 2), K = M = 2, eta = 0.5, T = I, v = v* = 1
 
 

@@ -113,7 +113,8 @@ def cr_beta(size, device, outdir):
               "B.4 (3)",
        metric="number of pairs of representations, at the two smallest m, whose mean excess risk (over seeds and "
               "probes) is not in the order of the exact Rademacher terms (rademacher_exact x probe_norm)",
-       tolerance=0, tolerance_origin="an ordering claim: every predicted pair must hold (spec B.4 (3))",
+       tolerance=0.5, tolerance_origin="an ordering claim: every predicted pair must hold (spec B.4 (3)); the "
+                                       "violations are counted, so <= 0.5 means none",
        quick={"T": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 3000, "batch": 512, "lr": 0.5, "ft_steps": 1000,
               "probes": 400, "seeds": 2},
        full={"T": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 4000, "batch": 512, "lr": 0.5, "ft_steps": 1000,
