@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_comparison", "plot_curves", "subplots", "save_figure"]
+__all__ = ["plot_comparison", "plot_curves", "subplots", "save_figure", "sample_axis"]
 
 _INSTALL = "plotting needs matplotlib: pip install 'popdyn[plot]'"
 
@@ -165,3 +165,14 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
     a.set_title(title, fontsize=9)
     a.legend(fontsize=8)
     return save_figure(fig, path) if path is not None else fig
+
+
+def sample_axis(ax, values, axis="x"):
+    """A log axis of sample sizes ticked exactly at ``values`` (plain integers, no minor labels)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator, ScalarFormatter
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    a.set_major_locator(FixedLocator(sorted(set(values))))
+    a.set_major_formatter(ScalarFormatter())
+    a.set_minor_locator(NullLocator())
+    a.set_minor_formatter(NullFormatter())

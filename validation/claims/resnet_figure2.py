@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from popdyn.models import resnet
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import sample_axis, save_figure, subplots
 from popdyn.sim import resnet_nets
 
 from . import ClaimResult, claim
@@ -138,8 +138,9 @@ def figure2(size, device, outdir):
         ax0.plot(size["N"], errs, "-", color=colour, label=label)
     ax0.axhline(plateau, color="0.3", ls="--", label=f"k alpha^2 = {plateau:.2f} (G not learned)")
     ax0.axhline(zero, color="0.6", ls=":", label=f"k(beta^2 + alpha^2) = {zero:.2f} (nothing)")
-    ax0.set(xscale="log", yscale="log", xlabel="training points N", ylabel="test error (sum over outputs)",
+    ax0.set(yscale="log", xlabel="training points N", ylabel="test error (sum over outputs)",
             title=f"3resnet / k alpha^2 = {measured:.3f} (tol {_TOL})")
+    sample_axis(ax0, size["N"])
     ep = last.t / per_epoch
     for key, level, colour in (("c_F", target.beta, "C0"), ("c_G", target.alpha, "C1")):
         ax1.plot(ep, np.nanmean(last[key], axis=(0, 2)), "-", color=colour, label=f"{key} (mean over outputs)")

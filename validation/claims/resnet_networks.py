@@ -22,7 +22,7 @@ import numpy as np
 import popdyn
 from popdyn.models import resnet
 from popdyn.models.resnet.problem import NetworkProblem
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import sample_axis, save_figure, subplots
 from popdyn.sim.resnet import training_inputs
 
 from . import ClaimResult, claim
@@ -103,8 +103,9 @@ def thm2_networks(size, device, outdir):
                  label=f"{k} (exact, best ridge)")
     ax0.axhline(plateau, color="0.4", ls=":", label="k alpha^2 (G not learned)")
     ax0.axhline(floor, color="0.4", ls="--", label="alpha^2/4 (Theorem 2)")
-    ax0.set(xscale="log", yscale="log", xlabel="training points N", ylabel="test error (sum over outputs)",
+    ax0.set(yscale="log", xlabel="training points N", ylabel="test error (sum over outputs)",
             title=f"ResNet / best kernel: {measured:.3g} (tol {_RATIO_TOL:.3g})")
+    sample_axis(ax0, size["N"])
     N_top = size["N"][-1]
     sim = curves[N_top]
     for j, (name, ls) in enumerate((("c_F", "-"), ("c_G", "--"))):
