@@ -71,3 +71,19 @@ def test_nu_finite_sample_fails_the_unnormalised_penalty(wrong, monkeypatch, tmp
     verdict, measured, _ = measure("domain_gen.nu_finite_sample", tmp_path, steps=200)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.5) if wrong else (measured < 0.02)
+
+
+# wrong theory: the paper's printed stable rank ||M||_F^2 / ||M||_2 (L1753) of M = Sigma^{1/2} D_w, i.e. the standard
+# one times ||M||_2 = sqrt(tr(D_w Sigma D_w) / srank). At lambda = 0.3, ||M||_2 = 0.21 (l2) and 0.27 (NU), so it is
+# 0.60 and 0.35 against the trained 2.84 and 1.31: a relative gap of 3.8 (|2.84 - 0.60| / 0.60) against the
+# tolerance 0.05 and the true theory's 0.004.
+@falsifies("domain_gen.lambda_path")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_lambda_path_fails_the_printed_stable_rank(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate", key=_key)
+    if wrong:
+        perturb(monkeypatch, "popdyn.models.domain_gen.predict.feature_stable_rank",
+                lambda f: lambda a, b, m: np.sqrt(f(a, b, m) * (m.r * a ** 2 + m.m * b ** 2) / 3))
+    verdict, measured, _ = measure("domain_gen.lambda_path", tmp_path, lam=[0.3])
+    assert verdict == ("FAIL" if wrong else "PASS"), measured
+    assert (measured > 0.5) if wrong else (measured < 0.02)
