@@ -254,7 +254,7 @@ def k_greater_m(size, device, outdir):
 @claim(id="committee.gap_scaling", model="committee",
        title="tanh, K = M = 2 (ReLU at full size): the sim-minus-ODE gap at fixed eta t shrinks like sqrt(eta / d), "
              "with eta and with 1/sqrt(d)",
-       source=_SRC + "; issue 14 §3; derived: each step adds O(eta/d) noise to the overlaps, d tau / eta steps "
+       source=_SRC + "; derived: each step adds O(eta/d) noise to the overlaps, d tau / eta steps "
                      "reach tau = eta t, so the variance is O(eta tau / d)",
        metric="max / min over (eta, d) of g / sqrt(eta / d), g the RMS over seeds and recorded times 0 < eta t <= tau "
                "of the per-seed relative gap (eg_SGD - eg_ODE) / eg_ODE (the ODE from each seed's initial overlaps); "
