@@ -7,6 +7,9 @@
 * ``committee.order1``: the order-1 (eta -> 0) ODE differs from the full one by O(eta) in the rescaled time
   eta t: the plateau gap over eta tends to a constant.
 * ``committee.activations``: tanh and a ``from_callable`` activation (no closed forms) against SGD.
+* ``committee.k_greater_m``: K = 3 > M = 2, both layers trained, output noise 0.1: SGD follows
+  ``popdyn.predict`` in eg(t) down to the noise floor and in the sum of the second layer.
+* ``committee.gap_scaling``: the sim-minus-ODE gap at fixed eta t scales like sqrt(eta / d) (tanh quick, ReLU full).
 
 Only popdyn's public API is used for the theory; the torch SGD is the independent check.
 """
