@@ -86,3 +86,26 @@ def test_claim_measures_do_not_depend_on_numpy_scalars_in_messages(tmp_path):
     verdict, res = run_claim("committee.plateau_erf", tmp_path)
     assert verdict == "PASS" and isinstance(res.table[0]["eg"], float) and np.isfinite(res.measured)
     assert popdyn.results.Prediction  # the claims use only public names
+
+
+def _without_noise(f):
+    """The erf kernel with the output-noise term sigma^2 J2 of the eta^2 drift dropped."""
+    return lambda Om, u, K, eta, eta2, sigma2: f(Om, u, K, eta, eta2, 0.0)
+
+
+@falsifies("committee.k_greater_m")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_k_greater_m_fails_without_the_noise_term(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate")
+    if wrong:                  # no sigma^2 J2: the ODE sinks below the noise floor (44 error units at d = 250)
+        perturb(monkeypatch, KERNEL, _without_noise)
+    _verdict("committee.k_greater_m", tmp_path, wrong, d=[250], t_max=240.0, seeds=4, n_points=61)
+
+
+@falsifies("committee.gap_scaling")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_gap_scaling_fails_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate")
+    if wrong:                  # the quadrature I3 10 % too large: a bias that shrinks with neither eta nor d
+        monkeypatch.setattr(Integrals, "_I3", scaled(1.1)(Integrals._I3))
+    _verdict("committee.gap_scaling", tmp_path, wrong, seeds=8, n_points=5)

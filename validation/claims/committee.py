@@ -7,6 +7,9 @@
 * ``committee.order1``: the order-1 (eta -> 0) ODE differs from the full one by O(eta) in the rescaled time
   eta t: the plateau gap over eta tends to a constant.
 * ``committee.activations``: tanh and a ``from_callable`` activation (no closed forms) against SGD.
+* ``committee.k_greater_m``: K = 3 > M = 2, both layers trained, output noise 0.1: SGD follows
+  ``popdyn.predict`` in eg(t) down to the noise floor and in the sum of the second layer.
+* ``committee.gap_scaling``: the sim-minus-ODE gap at fixed eta t scales like sqrt(eta / d) (tanh quick, ReLU full).
 
 Only popdyn's public API is used for the theory; the torch SGD is the independent check.
 """
@@ -188,3 +191,113 @@ def activations_vs_sgd(size, device, outdir):
     return ClaimResult(measured=float(max(units)), figure=str(path), table=rows,
                        message=f"gap in allowed-error units {[round(u, 3) for u in units]} (<= 1); sup relative gaps "
                                f"{[round(r['sup_rel_gap'], 4) for r in rows]}")
+
+
+@claim(id="committee.k_greater_m", model="committee",
+       title="Saad-Solla erf, K = 3 > M = 2, both layers trained (eta = eta_v = 1), output noise sigma = 0.1: online "
+             "SGD follows popdyn.predict's ODE in eg(t) and in the second layer v(t), down to the noise floor",
+       source=_SRC + "; Goldt et al. 2019 §4 (K > M, noise: the asymptotic error eg ~ eta sigma^2)",
+       metric="max over d and t of |mean_seeds(eg_SGD - eg_ODE)| / (3 SE_t + 0.05 mean eg_ODE(t)), SE the standard "
+              "error of the seed mean of the per-seed differences (the ODE from each seed's initial overlaps); checks: "
+              "sqrt(d) x sup_t |mean_seeds(sum_k v_k,SGD - sum_k v_k,ODE)| / mean sum_k v_k,ODE <= 1.5, and the "
+              "ODE's final eg above the noise-free ODE's by > 2x (the noise floor is reached)",
+       tolerance=1.0,
+       tolerance_origin="the sup relative gap x sqrt(d) of committee.ode_vs_sgd is not the measure here: K > M "
+                        "specialises at a seed-dependent time (per-seed sqrt(d) x sup gap 2-36 measured), so the gap "
+                        "is held to 3 SE of the 8-seed mean plus 5 % (measured 0.51 at d = 250, 0.37 at d = 500); "
+                        "without the noise term the ODE falls below the floor (44 at d = 250, 21 at d = 500, 4 seeds)",
+       quick={"d": [250, 500], "t_max": 240.0, "seeds": 8, "n_points": 121},
+       full={"d": [500, 1000, 2000], "t_max": 300.0, "seeds": 16, "n_points": 151})
+def k_greater_m(size, device, outdir):
+    p = committee.Problem.saad_solla(K=3, M=2, eta=1.0, eta_v=1.0, sigma=0.1)
+    S = size["seeds"]
+    fig, axes = subplots(2 * len(size["d"]))
+    axes = iter(axes)
+    rows, units, v_gaps = [], [], []
+    for d in size["d"]:
+        steps = int(round(size["t_max"] * d))
+        sim = popdyn.simulate(p, d=d, steps=steps, seeds=S, n_points=size["n_points"], seed=d, device=device)
+        preds = [popdyn.predict(p, d=d, steps=steps, n_points=size["n_points"], Q0=sim["Q"][s, 0], R0=sim["R"][s, 0],
+                                rtol=1e-9, atol=1e-11) for s in range(S)]
+        t = sim.t / d
+        eg_ode, v_ode = np.stack([x["eg"] for x in preds]), np.stack([x["v"] for x in preds])
+        diff = sim["eg"] - eg_ode
+        se = diff.std(0, ddof=1) / np.sqrt(S)
+        u = float((np.abs(diff.mean(0)) / (3 * se + 0.05 * eg_ode.mean(0))).max())
+        sum_ode = v_ode.sum(-1)
+        v_gap = float((np.abs((sim["v"].sum(-1) - sum_ode).mean(0)) / np.abs(sum_ode.mean(0))).max() * np.sqrt(d))
+        eg_rel = np.abs(diff.mean(0)) / eg_ode.mean(0)
+        units.append(u)
+        v_gaps.append(v_gap)
+        rows.append({"d": d, "seeds": S, "error_units": u, "sqrt_d_sup_rel_gap_eg": float(eg_rel.max() * np.sqrt(d)),
+                     "sqrt_d_sup_rel_gap_sum_v": v_gap, "eg_ODE_end": float(eg_ode.mean(0)[-1]),
+                     "eg_SGD_end": float(sim["eg"].mean(0)[-1])})
+        plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean (from each seed's overlaps)": eg_ode.mean(0)},
+                    ax=next(axes), logy=True, bands={"SGD mean": 2 * sim["eg"].std(0) / np.sqrt(S)},
+                    xlabel="t = steps/d", ylabel="eg", title=f"K = 3, M = 2, sigma = 0.1, d = {d}: {u:.3g} error units")
+        plot_curves(t, {**{f"v_{k} SGD": sim["v"][0, :, k] for k in range(p.K)},
+                        **{f"v_{k} ODE": v_ode[0, :, k] for k in range(p.K)}}, ax=next(axes),
+                    xlabel="t = steps/d", ylabel="v (seed 0)", title=f"d = {d}: second layer, seed 0")
+    path = save_figure(fig, outdir / "committee.k_greater_m.png")
+    Q0, R0 = sim["Q"][0, 0], sim["R"][0, 0]
+    quiet = popdyn.predict(committee.Problem.saad_solla(K=3, M=2, eta=1.0, eta_v=1.0), d=d, steps=steps, n_points=2,
+                           Q0=Q0, R0=R0, rtol=1e-9, atol=1e-11)["eg"][-1]
+    floor = float(preds[0]["eg"][-1] / quiet)
+    return ClaimResult(measured=float(max(units)),
+                       checks={"sqrt(d) x sup relative gap of sum_k v_k <= 1.5": max(v_gaps) <= 1.5,
+                               "the noise floor is reached: eg_ODE(t_max) > 2 x the noise-free ODE's": floor > 2},
+                       figure=str(path), table=rows,
+                       message=f"eg gap in allowed-error units {[round(x, 3) for x in units]} (<= 1); sqrt(d) x sup "
+                               f"relative gap of sum v {[round(x, 3) for x in v_gaps]} (<= 1.5); final eg with / "
+                               f"without noise {floor:.3g}",
+                       details={"note": "the individual v_k drift along the flat direction of the K > M solution "
+                                        "manifold (two students share a teacher unit), so their sum is compared"})
+
+
+@claim(id="committee.gap_scaling", model="committee",
+       title="tanh, K = M = 2 (ReLU at full size): the sim-minus-ODE gap at fixed eta t shrinks like sqrt(eta / d), "
+             "with eta and with 1/sqrt(d)",
+       source=_SRC + "; derived: each step adds O(eta/d) noise to the overlaps, d tau / eta steps "
+                     "reach tau = eta t, so the variance is O(eta tau / d)",
+       metric="max / min over (eta, d) of g / sqrt(eta / d), g the RMS over seeds and recorded times 0 < eta t <= tau "
+               "of the per-seed relative gap (eg_SGD - eg_ODE) / eg_ODE (the ODE from each seed's initial overlaps); "
+               "checks: g falls as d grows at every eta and as eta falls at every d",
+       tolerance=2.5,
+       tolerance_origin="g is an RMS over 12 seeds (about 20 % standard error per cell): measured 1.29 (tanh), "
+                        "while a gap that does not scale (a wrong ODE's bias) gives "
+                        "(eta_max d_max / (eta_min d_min))^(1/2) = 4 (4.09 measured, I3 10 % too large)",
+       quick={"activation": "tanh", "etas": [0.1, 0.4], "d": [250, 1000], "tau": 2.0, "seeds": 12, "n_points": 9},
+       full={"activation": "relu", "etas": [0.05, 0.1, 0.4], "d": [500, 2000], "tau": 2.0, "seeds": 16,
+             "n_points": 9})
+def gap_scaling(size, device, outdir):
+    rows, norm = [], {}
+    fig, (ax,) = subplots(1)
+    for eta in size["etas"]:
+        p = committee.Problem(2, 2, _activation(size["activation"]), eta=eta)
+        for d in size["d"]:
+            sim = popdyn.simulate(p, d=d, steps=int(round(size["tau"] * d / eta)), seeds=size["seeds"],
+                                  n_points=size["n_points"], seed=d, device=device)
+            t = sim.t / d
+            eg_ode = np.stack([committee.ode(p, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-6, atol=1e-9)["eg"]
+                               for s in range(size["seeds"])])
+            rel = (sim["eg"] - eg_ode)[:, 1:] / eg_ode[:, 1:]
+            g = float(np.sqrt((rel ** 2).mean()))
+            norm[eta, d] = g / np.sqrt(eta / d)
+            rows.append({"activation": size["activation"], "eta": eta, "d": d, "rms_rel_gap": g,
+                         "gap_over_sqrt_eta_over_d": float(norm[eta, d])})
+    gaps = {(r["eta"], r["d"]): r["rms_rel_gap"] for r in rows}
+    etas, ds = sorted(size["etas"]), sorted(size["d"])
+    for d in ds:
+        ax.plot(etas, [gaps[e, d] for e in etas], "o-", label=f"d = {d}")
+        ax.plot(etas, [norm[etas[0], ds[0]] * np.sqrt(e / d) for e in etas], "k:", lw=0.8)
+    ax.set(xscale="log", yscale="log", xlabel="eta", ylabel="RMS relative gap", title="dotted: sqrt(eta / d)")
+    ax.legend()
+    path = save_figure(fig, outdir / "committee.gap_scaling.png")
+    spread = float(max(norm.values()) / min(norm.values()))
+    with_d = all(gaps[e, a] > gaps[e, b] for e in etas for a, b in zip(ds, ds[1:]))
+    with_eta = all(gaps[a, d] < gaps[b, d] for d in ds for a, b in zip(etas, etas[1:]))
+    return ClaimResult(measured=spread, checks={"the gap falls as d grows, at every eta": with_d,
+                                                "the gap falls as eta falls, at every d": with_eta},
+                       figure=str(path), table=rows,
+                       message=f"RMS relative gap / sqrt(eta/d) = {[round(float(x), 3) for x in norm.values()]} "
+                               f"(max/min {spread:.3g} <= 2.5)")
