@@ -318,3 +318,17 @@ def test_relu_second_moment_is_continuous_and_matches_monte_carlo():
     # continuity: a 1e-9 change of Omega changes the value by O(1e-9), not by a node's weight (~1e-3)
     v2 = ode_mod._relu_second_moment(Om + 1e-9 * np.eye(4), u, 2, 1.0, 0.09, 27)
     assert np.abs(v2 - v).max() < 1e-7
+
+
+def test_simulation_records_the_second_layer_over_time():
+    """With eta_v > 0 the recorded v is each record's own value (not a view of the final weights): it moves between
+    records, its first record is v0, and eg at the last record is the population error of the last overlaps."""
+    import popdyn
+    pytest.importorskip("torch")
+    p = cm.Problem(2, 1, "erf", eta=0.5, eta_v=0.5)
+    sim = popdyn.simulate(p, d=50, steps=400, seeds=2, n_points=5, v0=np.array([0.3, -0.2]))
+    v = sim["v"]
+    np.testing.assert_allclose(v[:, 0], np.broadcast_to([0.3, -0.2], v[:, 0].shape), atol=0)
+    assert np.all(np.abs(np.diff(v, axis=1)).max(axis=(1, 2)) > 1e-6)
+    eg = cm.generalisation_error(p, sim["Q"][0, -1], sim["R"][0, -1], v[0, -1])
+    np.testing.assert_allclose(sim["eg"][0, -1], eg, rtol=1e-10)

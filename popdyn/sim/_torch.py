@@ -250,5 +250,6 @@ def progress(total, enabled, desc):
 
 
 def to_numpy(x):
-    """A tensor (any device) as a float64 numpy array."""
-    return x.detach().to("cpu", torch.float64).numpy()
+    """A tensor (any device) as a float64 numpy array of its own: never a view of a live CPU float64 tensor, so a
+    record taken during training keeps its value while the weights move on."""
+    return x.detach().to("cpu", torch.float64).numpy().copy()
