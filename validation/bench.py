@@ -53,6 +53,7 @@ SIZES = {
              "multitask_prompts": 2 ** 18,
              "emergence": {"m": 300, "n": 50_000}, "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
              "resnet": {"d": 30, "N": 3000, "mc": 100_000, "hamming_N": 10_000},
+             "contrastive_steps": 6000, "committee_t": 100.0,
              "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
