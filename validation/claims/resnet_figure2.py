@@ -23,6 +23,7 @@ import torch
 from popdyn.models import resnet
 from popdyn.plot import sample_axis, save_figure, subplots
 from popdyn.sim import resnet_nets
+from popdyn.sim.resnet import training_inputs
 
 from . import ClaimResult, claim
 
@@ -37,11 +38,10 @@ _KERNEL_STYLE = {"relu_ntk_hidden": ("NTK (hidden, exact)", "C3"), "relu_ntk": (
                  "relu_ck": ("CK = last (exact)", "C5")}
 
 
-def _training_set(N, d, seeds, seed):
-    """The training inputs that ``resnet_nets.train(method="minibatch", seed=seed)`` draws: the first draw of its
-    training stream (seed * 4 + 1), (seeds, N, d) signs (tests/test_claims_resnet_figure2.py holds the two equal)."""
-    gen = torch.Generator().manual_seed(seed * 4 + 1)
-    return torch.randint(0, 2, (seeds, N, d), generator=gen).to(torch.float64).mul_(2).sub_(1).numpy()
+def _training_set(N, d, seeds, seed, device="cpu"):
+    """The training inputs that ``resnet_nets.train(method="minibatch", seed=seed)`` draws, (seeds, N, d) signs
+    (popdyn's replay of that draw, :func:`popdyn.sim.resnet.training_inputs`)."""
+    return training_inputs(resnet.NetworkProblem.fig2(d=d, N=N, seed=seed), seeds, device=device)
 
 
 def _train(arch, target, N, size, lr, device):
@@ -111,7 +111,7 @@ def figure2(size, device, outdir):
     rows, nets, kerns = [], {a: [] for a in _METHODS}, {n: [] for n in size["kernels"]}
     last = None
     for N in size["N"]:
-        X = _training_set(N, size["d"], size["seeds"], size["seed"])
+        X = _training_set(N, size["d"], size["seeds"], size["seed"], device)
         row = {"N": N}
         for arch in _METHODS:
             sim, lr, err = _best(arch, target, N, size, device)
