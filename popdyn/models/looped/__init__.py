@@ -16,12 +16,15 @@ exact curves, bounds, limits (``error``)
     :func:`exact_error`, :func:`exact_sq_dist`, :func:`mean_error_over_task`, :func:`bound_paper`,
     :func:`bound_tight`, :func:`loops_needed`, :func:`gatmiry_bound`, :func:`gatmiry_condition`,
     :func:`mp_error_curve`, :func:`mp_kappa`
+finite-(n, d) curve (``finite``)
+    :func:`wishart_trace_moments`, :func:`lambda_max_mean`, :func:`finite_error_curve`
 theory (``theory``, ``predict``)
-    :func:`optimal_schedule`; ``popdyn.predict(problem, T=..., eta=..., method="exact"|"mp", prompts=...)``
+    :func:`optimal_schedule`; ``popdyn.predict(problem, T=..., eta=..., method="exact"|"mp"|"finite", prompts=...)``
     (registered in ``predict.py``, imported here)
 """
 from .error import (bound_paper, bound_tight, exact_error, exact_sq_dist, gatmiry_bound, gatmiry_condition,
                     loops_needed, mean_error_over_task, mp_error_curve, mp_kappa)
+from .finite import finite_error_curve, lambda_max_mean, wishart_trace_moments
 from .problem import Problem, sample_prompts
 from .theory import optimal_schedule
 from .transformer import (attention_weights_gd, build_prompt, condition_number, forward, gd, linear_attention,
@@ -33,4 +36,5 @@ __all__ = ["Problem", "sample_prompts",
            "condition_number", "step_schedule",
            "exact_error", "exact_sq_dist", "mean_error_over_task", "bound_paper", "bound_tight", "loops_needed",
            "gatmiry_bound", "gatmiry_condition", "mp_error_curve", "mp_kappa",
+           "wishart_trace_moments", "lambda_max_mean", "finite_error_curve",
            "optimal_schedule"]

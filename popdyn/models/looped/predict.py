@@ -1,9 +1,10 @@
 """``popdyn.predict`` for the looped transformer: mean error curves over loops t = 0..T (seed 001 ch. 8;
 specs/looped_contrastive_dg.md A.2, A.4).
 
-``predict(problem, *, T, eta="1/L", method="exact"|"mp", prompts, seed)`` registered for
+``predict(problem, *, T, eta="1/L", method="exact"|"mp"|"finite", prompts, seed)`` registered for
 :class:`~popdyn.models.looped.Problem`: observables ``error`` (mean signed error), ``abs_error`` and ``sq_dist``,
-from the exact formula (8-g) on a seeded sample of prompts, or from the Marchenko-Pastur limit (8-i).
+from the exact formula (8-g) on a seeded sample of prompts, from the Marchenko-Pastur limit (8-i), or from the
+finite-(n, d) curve of exact real-Wishart moments (``finite.py``).
 """
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from ..._validate import Integer, InvalidParameterError, Options, RegimeWarning,
 from ...api import predict
 from ...results import Prediction
 from .error import exact_error, exact_sq_dist, mp_error_curve, mp_kappa
+from .finite import finite_error_curve, lambda_max_mean
 from .problem import Problem, sample_prompts
 from .transformer import condition_number, step_schedule
 
 __all__ = []
 
 _SRC = ["seed 001 L2337-2345 (Thm 8.16)", "seed 001 L2476-2488 (Fig. 8.1)",
-        "specs/looped_contrastive_dg.md A.2 (8-g, 8-h, 8-i), A.4"]
+        "specs/looped_contrastive_dg.md A.2 (8-g, 8-h, 8-i), A.4", "issue 15 item 4 (finite-(n, d) curve)"]
 
 
 def _regime(problem, eta, method):
@@ -33,7 +35,7 @@ def _regime(problem, eta, method):
         out.append(("noise = 0 (realizable)", problem.noise, 0.0, "seed 001 L2198 (Def 8.3)"))
     if eta != "1/L":
         out.append(("eta = 1/L", str(eta), "1/L", "seed 001 L2437-2447 (Thm 8.25)"))
-    if method == "mp" and not problem.isotropic:
+    if method in ("mp", "finite") and not problem.isotropic:
         out.append(("isotropic rows (Marchenko-Pastur)", "cov not constant", "cov = c 1", "spec A.2 (8-i)"))
     for cond, value, bound, src in out:
         warnings.warn(f"looped.predict: {cond} fails ({value} vs {bound}; {src}); computed outside the theorem.",
@@ -41,18 +43,26 @@ def _regime(problem, eta, method):
     return out
 
 
-def _mp_curves(problem, T, eta):
-    """Marchenko-Pastur observables at gamma = d/n; a float eta enters as eta n / cov."""
+def _spectral_curves(problem, T, eta, method):
+    """Marchenko-Pastur ("mp", gamma = d/n; a float eta enters as eta n cov) or finite-(n, d) ("finite", exact
+    Wishart moments; eta = 1/L as 1/E lambda_max) observables of isotropic realizable problems."""
     if not problem.isotropic or problem.noise > 0 or not problem.n > problem.d or eta == "2/(L+mu)" \
             or not isinstance(eta, (str, float, int)):
-        raise InvalidParameterError("The 'method' parameter of looped.predict may be 'mp' only for isotropic, "
-                                    "realizable problems with n > d and eta '1/L' or a float. Got 'mp' instead.")
-    eta_n = None if eta == "1/L" else float(eta) * problem.n * problem.cov[0]
-    e1, e2 = mp_error_curve(problem.gamma, T, 1, eta_n=eta_n), mp_error_curve(problem.gamma, T, 2, eta_n=eta_n)
+        raise InvalidParameterError(f"The 'method' parameter of looped.predict may be '{method}' only for isotropic, "
+                                    f"realizable problems with n > d and eta '1/L' or a float. Got {method!r} instead.")
+    c = problem.cov[0]
+    if method == "mp":
+        eta_n = None if eta == "1/L" else float(eta) * problem.n * c
+        e1, e2 = mp_error_curve(problem.gamma, T, 1, eta_n=eta_n), mp_error_curve(problem.gamma, T, 2, eta_n=eta_n)
+        extra = {"kappa": mp_kappa(problem.gamma)}
+    else:
+        step = None if eta == "1/L" else float(eta) * c
+        e1, e2 = (finite_error_curve(problem.n, problem.d, T, p, eta=step) for p in (1, 2))
+        extra = {"lambda_max_mean": c * lambda_max_mean(problem.n, problem.d)}
     obs = {"error": -problem.alpha * e1, "sq_dist": e2}
     if eta == "1/L":
         obs["abs_error"] = abs(problem.alpha) * e1  # the product is PSD: |err| = -sign(alpha) err (spec 8-h)
-    return obs, {"kappa": mp_kappa(problem.gamma)}
+    return obs, extra
 
 
 def _exact_curves(problem, T, eta, prompts, seed):
@@ -69,14 +79,15 @@ def _exact_curves(problem, T, eta, prompts, seed):
 
 @predict.register(Problem)
 def _predict(problem, *, T, eta="1/L", method="exact", prompts=2000, seed=0):
-    """Mean error curves over prompts, t = 0..T loops: seeded exact formula ("exact") or the MP limit ("mp")."""
+    """Mean error curves over prompts, t = 0..T loops: seeded exact formula ("exact"), the MP limit ("mp") or the
+    finite-(n, d) curve ("finite")."""
     owner = "looped.predict"
     T = check(owner, "T", T, Integer(0))
-    method = check(owner, "method", method, Options(("exact", "mp")))
+    method = check(owner, "method", method, Options(("exact", "mp", "finite")))
     step_schedule(np.ones(1), T, eta, owner)  # validates eta
     regime = _regime(problem, eta, method)
-    if method == "mp":
-        obs, extra = _mp_curves(problem, T, eta)
+    if method in ("mp", "finite"):
+        obs, extra = _spectral_curves(problem, T, eta, method)
     else:
         obs, extra = _exact_curves(problem, T, eta, as_int(owner, "prompts", prompts, 1), seed)
     meta = {"problem": repr(problem), "options": {"T": T, "eta": eta if isinstance(eta, str) else np.asarray(eta),
