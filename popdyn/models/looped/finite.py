@@ -133,7 +133,7 @@ def lambda_max_mean(n, d):
     Examples
     --------
     >>> round(lambda_max_mean(800, 200) / 800, 4)  # MP edge x_+ = 2.25
-    2.2179
+    2.2178
     """
     owner = "looped.lambda_max_mean"
     n, d = as_int(owner, "n", n, low=2), as_int(owner, "d", d, low=1)
