@@ -5,7 +5,7 @@ seed 001 ch. 8, specs/looped_contrastive_dg.md A.2 (8-h), (8-i), A.3, A.4 (d)).
   :func:`popdyn.models.looped.finite_error_curve` (exact real-Wishart moments, eta = 1 / E lambda_max from
   Tracy-Widom) at d = 50..400, n = 4 d, t <= 30; the Marchenko-Pastur limit is shown beside it.
 
-:func:`theta_averages` (the sampled side, shared with ``looped.mp_limit``) draws the prompts of one d.
+:func:`theta_averages` (the sampled side) and :func:`gap_figure` are shared with ``looped.mp_limit``.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from popdyn.plot import plot_curves, save_figure, subplots
 
 from . import ClaimResult, claim
 
-__all__ = ["theta_averages"]
+__all__ = ["theta_averages", "gap_figure"]
 
 _TOL = 0.05  # spec A.4 (d): 5 % relative for t <= 30
 
@@ -41,6 +41,27 @@ def theta_averages(d, gamma, T, prompts, seed, chunk_floats=4_000_000):
             "sq_se": se(sq), "lmax": float(lmax.mean()), "lmax_se": float(se(lmax))}
 
 
+def gap_figure(panels, mp, path, title, tol=_TOL):
+    """Two panels, one colour per d: (a) the simulation (markers) and the finite-(n, d) curve (lines) divided by
+    the MP limit; (b) |simulation / theory - 1| for the finite curve (solid) and the MP limit (dashed)."""
+    fig, axes = subplots(2)
+    for i, (d, sim, F) in enumerate(panels):
+        t, c = np.arange(len(mp)), {"color": f"C{i}"}
+        plot_curves(t, {f"d={d} simulation": sim["err"] / mp, f"d={d} finite (n, d)": F / mp}, ax=axes[0],
+                    styles={f"d={d} simulation": {**c, "ls": "", "marker": "o", "ms": 3},
+                            f"d={d} finite (n, d)": {**c, "ls": "-"}})
+        plot_curves(t, {f"d={d} finite (n, d)": np.abs(sim["err"] / F - 1), f"d={d} MP limit": np.abs(sim["err"] / mp - 1)},
+                    ax=axes[1], styles={f"d={d} finite (n, d)": {**c, "ls": "-"}, f"d={d} MP limit": {**c, "ls": "--"}})
+    plot_curves(t, {}, ax=axes[0], refs={"MP limit": 1.0}, xlabel="loop t",
+                ylabel="(1/d) tr (I - A/L)^t / E_gamma(t)", title="ratio to the MP limit (gamma = d/n)")
+    plot_curves(t, {}, ax=axes[1], refs={f"tolerance {tol:g}": tol}, xlabel="loop t",
+                ylabel="|simulation / theory - 1|", title=title)
+    for ax in axes:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
 def _prompts(size, d):
     """Prompts at dimension d: the per-prompt spread of the curves falls like 1/d, so prompts ~ 1/d^2 gives
     every d the same standard error (cost ~ d)."""
@@ -56,14 +77,13 @@ def _prompts(size, d):
               "finite_error_curve(n, d, t) - 1|; checks: the squared distance (power 2t) within the same 5 %, and "
               "the finite curve closer to the simulation than the MP curve at every d",
        tolerance=_TOL, tolerance_origin="spec A.4 (d): 5 % relative for t <= 30 (the target mp_limit misses at d = 200)",
-       quick={"ds": [50, 100, 200], "gamma": 0.25, "T": 30, "prompts_x_d2": 4_000_000, "seed": 0},
+       quick={"ds": [50, 100, 200], "gamma": 0.25, "T": 30, "prompts_x_d2": 8_000_000, "seed": 0},
        full={"ds": [50, 100, 200, 400], "gamma": 0.25, "T": 30, "prompts_x_d2": 16_000_000, "seed": 0})
 def finite_size(size, device, outdir):
     T, g = size["T"], size["gamma"]
     t = np.arange(T + 1)
     mp, mp_sq = looped.mp_error_curve(g, T, 1), looped.mp_error_curve(g, T, 2)
-    fig, axes = subplots(2)
-    rows, worst, worst_sq, closer = [], 0.0, 0.0, True
+    rows, worst, worst_sq, closer, panels = [], 0.0, 0.0, True, []
     for i, d in enumerate(size["ds"]):
         sim = theta_averages(d, g, T, _prompts(size, d), size["seed"] + i)
         n = sim["n"]
@@ -72,28 +92,20 @@ def finite_size(size, device, outdir):
         rel_mp = np.abs(sim["err"] / mp - 1)
         worst, worst_sq = max(worst, float(rel.max())), max(worst_sq, float(rel_sq.max()))
         closer &= bool(rel.max() < rel_mp.max())
-        rows.append({"d": d, "n": n, "prompts": _prompts(size, d), "rel_gap_finite": float(rel.max()),
+        rows.append({"d": d, "n": n, "prompts": sim["prompts"], "rel_gap_finite": float(rel.max()),
                      "rel_gap_finite_sq": float(rel_sq.max()), "rel_gap_mp": float(rel_mp.max()),
                      "rel_gap_mp_sq": float(np.max(np.abs(sim["sq"] / mp_sq - 1))),
                      "rel_se_t30": float(sim["err_se"][-1] / sim["err"][-1]),
                      "lmax_over_n": sim["lmax"] / n, "lmax_tw_over_n": looped.lambda_max_mean(n, d) / n,
                      "mp_edge_x_plus": (1 + g**0.5) ** 2})
-        c = {"color": f"C{i}"}
-        plot_curves(t, {f"d={d} simulation": sim["err"], f"d={d} finite (n, d)": F}, ax=axes[0], logy=True,
-                    styles={f"d={d} simulation": {**c, "ls": "", "marker": "o", "ms": 3},
-                            f"d={d} finite (n, d)": {**c, "ls": "-"}})
-        plot_curves(t, {f"d={d} finite (n, d)": rel, f"d={d} MP limit": rel_mp}, ax=axes[1],
-                    styles={f"d={d} finite (n, d)": {**c, "ls": "-"}, f"d={d} MP limit": {**c, "ls": "--"}})
-    plot_curves(t, {"MP limit": mp}, ax=axes[0], logy=True, styles={"MP limit": {"color": "k", "ls": "--"}},
-                xlabel="loop t", ylabel="(1/d) tr (I - A/L)^t", title=f"n = d/{g:g}: simulation vs finite (n, d)")
-    plot_curves(t, {}, ax=axes[1], refs={"tolerance 5 %": _TOL}, xlabel="loop t",
-                ylabel="|simulation / theory - 1|",
-                title=f"finite (n, d): max {worst:.3f} vs tol {_TOL} (MP: {max(r['rel_gap_mp'] for r in rows):.3f})")
-    save_figure(fig, outdir / "looped.finite_size.png")
+        panels.append((d, sim, F))
+    path = outdir / "looped.finite_size.png"
+    gap_figure(panels, mp, path, f"finite (n, d): max {worst:.3f} vs tol {_TOL} "
+                                 f"(MP: {max(r['rel_gap_mp'] for r in rows):.3f})")
     ds = ", ".join(str(r["d"]) for r in rows)
     seq = lambda k: ", ".join(f"{r[k]:.3f}" for r in rows)
     return ClaimResult(
-        measured=worst, figure=str(outdir / "looped.finite_size.png"), table=rows,
+        measured=worst, figure=str(path), table=rows,
         checks={"squared distance within 5 %": worst_sq <= _TOL, "finite curve closer than MP at every d": closer},
         message=f"max rel. gap over t <= {T} at d = {ds}: finite (n, d) curve {seq('rel_gap_finite')} (error), "
                 f"{seq('rel_gap_finite_sq')} (squared distance); MP limit {seq('rel_gap_mp')} (error), "

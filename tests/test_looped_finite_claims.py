@@ -1,0 +1,43 @@
+"""Falsification tests of ``looped.finite_size`` (validation/claims/looped_finite.py): the claim passes with the
+finite-(n, d) curve and FAILS when either of its two ingredients is replaced by the large-d limit."""
+import numpy as np
+import pytest
+
+from popdyn.models import looped as L
+
+from .falsify import falsifies, measure, perturb
+
+_SIZE = {"ds": [50, 100], "prompts_x_d2": 8_000_000}  # 3200 and 800 prompts, seed 0: about 4 s
+
+
+def _mp_as_finite(f):
+    """Wrong theory: the Marchenko-Pastur limit E_gamma(power t), gamma = d/n, used as the finite-(n, d) curve."""
+    return lambda n, d, T, power=1, **kw: L.mp_error_curve(d / n, T, power)
+
+
+def _mp_bulk_tw_step(f):
+    """Wrong theory: the MP bulk with the Tracy-Widom step (eta n = n / E lambda_max): the edge is right, the
+    bulk's 1/d correction is missing (the first fix tried for issue 15 item 4)."""
+    return lambda n, d, T, power=1, **kw: L.mp_error_curve(d / n, T, power, eta_n=n / L.lambda_max_mean(n, d))
+
+
+def _mp_edge(f):
+    """Wrong theory: E lambda_max at the MP edge (sqrt n + sqrt d)^2 instead of its Tracy-Widom mean."""
+    return lambda n, d: (np.sqrt(n) + np.sqrt(d)) ** 2
+
+
+# wrong theories, measured at this size (true theory: 0.005; tolerance 0.05): the MP curve as the finite-size
+# prediction 0.087 (at d = 50; the gap looped.mp_limit measures); the MP bulk with the Tracy-Widom step 0.116 (the
+# edge alone overshoots at small d); the exact bulk with the step at the MP edge 0.175. Each fails the metric
+# and both checks (squared distance within 5 %, closer than MP).
+@falsifies("looped.finite_size")
+@pytest.mark.parametrize("wrong", [None, "mp_as_finite", "mp_bulk_tw_step", "mp_edge"])
+def test_finite_size_fails_without_either_finite_size_ingredient(wrong, monkeypatch, tmp_path):
+    if wrong == "mp_edge":
+        perturb(monkeypatch, "popdyn.models.looped.finite.lambda_max_mean", _mp_edge)
+    elif wrong:
+        perturb(monkeypatch, "popdyn.models.looped.finite_error_curve",
+                {"mp_as_finite": _mp_as_finite, "mp_bulk_tw_step": _mp_bulk_tw_step}[wrong])
+    verdict, measured, checks = measure("looped.finite_size", tmp_path, **_SIZE)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > 0.07 and not any(checks.values())) if wrong else (measured < 0.025)
