@@ -5,7 +5,8 @@
 * ``looped.fig8_1``: Fig. 8.1 in four panels (spec A.4): GD vs the exact curve, the torch transformer in float32,
   both bounds, and the large-d panel; the paper's "gap narrowing as n increases" (L2486) is measured three ways:
   it widens on the plotted log axis, narrows in loops needed to reach 1e-3 / 1e-6 and on a linear axis.
-* ``looped.mp_limit``: the Marchenko-Pastur curve against the finite-d theta-average at d = 200 (spec 8-i).
+* ``looped.mp_limit``: the Marchenko-Pastur curve as the d -> infinity limit of the finite-d theta-average: the gap
+  at d = 50..400 (800 full size) shrinks like d^(-2/3) (spec 8-i); the finite-d curve is ``looped.finite_size``.
 * ``looped.trained``: beyond the paper, a looped transformer with tied (Q, P) and per-loop steps trained on random
   prompts, against the GD construction, the best constant step and the optimal per-loop schedule.
 
@@ -204,33 +205,43 @@ def fig8_1(size, device, outdir):
 
 
 @claim(id="looped.mp_limit", model="looped",
-       title="Marchenko-Pastur limit E_gamma(t) of the mean error curve at gamma = 1/4 against finite d = 200",
-       source="derived; spec A.2 (8-i), A.3, Appendix R3",
-       metric="max over t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts) / E_gamma(t) - 1|, d = 200",
-       tolerance=0.05, tolerance_origin="spec A.4 (d): 5 % finite-size gap (lambda_max above n x_+; 1-4 % at d = 400)",
-       quick={"d": 200, "gamma": 0.25, "T": 30, "prompts": 4, "seed": 0},
-       full={"d": 200, "gamma": 0.25, "T": 30, "prompts": 32, "seed": 0})
+       title="Marchenko-Pastur E_gamma(t) is the d -> infinity limit of the mean error curve (gamma = 1/4): its "
+             "finite-d gap shrinks like d^(-2/3) and is within 5 % at d = 400",
+       source="derived; spec A.2 (8-i), A.3 (1-4 % at d = 400), Appendix R3; issue 15 item 4 (5.5 % at d = 200)",
+       metric="max over t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts, n = 4 d) / E_gamma(t) - 1| at "
+              "the largest d; check: that gap at most half the gap at the smallest d (d^(-2/3) predicts 1/4 over "
+              "8-fold d). Reported per d: the gap, gap d^(2/3), gap d, the gap of the finite-(n, d) curve to MP",
+       tolerance=0.05, tolerance_origin="spec A.4 (d): 5 % relative for t <= 30, reached by MP from d ~ 300 "
+                                        "(at d = 200 the gap is 4-6 %; the finite-d curve: looped.finite_size)",
+       quick={"ds": [50, 100, 200, 400], "gamma": 0.25, "T": 30, "prompts_x_d2": 8_000_000, "seed": 0},
+       full={"ds": [50, 100, 200, 400, 800], "gamma": 0.25, "T": 30, "prompts_x_d2": 16_000_000, "seed": 0})
 def mp_limit(size, device, outdir):
-    problem = looped.Problem.from_gamma(size["d"], size["gamma"])
-    X = looped.sample_prompts(problem, size["prompts"], size["seed"])[0]
-    T = size["T"]
-    fin = -looped.mean_error_over_task(X, 1.0, T, "1/L")
-    fin_sq = looped.mean_error_over_task(X, 1.0, T, "1/L", squared=True)
-    mp, mp_sq = looped.mp_error_curve(size["gamma"], T, 1), looped.mp_error_curve(size["gamma"], T, 2)
-    rel, rel_sq = np.abs(fin.mean(0) / mp - 1), np.abs(fin_sq.mean(0) / mp_sq - 1)
-    t = np.arange(T + 1)
-    fig = plot_curves(t, {"finite d, error": fin.mean(0), "MP E(t)": mp, "finite d, sq. dist.": fin_sq.mean(0),
-                          "MP E(2t)": mp_sq}, outdir / "looped.mp_limit.png", logy=True, xlabel="loop t",
-                      ylabel="(1/d) tr (I - A/L)^t", title=f"d = {size['d']}: max rel. gap {rel.max():.3f} (error)")
-    worst = float(rel.max())
-    table = [{"t": int(k), "finite_d": float(fin.mean(0)[k]), "mp": float(mp[k]), "rel_gap": float(rel[k]),
-              "finite_d_sq": float(fin_sq.mean(0)[k]), "mp_sq": float(mp_sq[k]), "rel_gap_sq": float(rel_sq[k])}
-             for k in (1, 3, 10, 20, 30)]
-    return ClaimResult(measured=worst, figure=str(fig), table=table,
-                       message=f"error curve: max rel. gap {worst:.3f} for t <= {T}; squared distance (E(2t)): "
-                               f"{rel_sq.max():.3f} (the finite-size gap grows with the power of t).",
-                       details={"kappa_mean": float(np.mean(looped.condition_number(X))),
-                                "kappa_mp": looped.mp_kappa(size["gamma"])})
+    from .looped_finite import gap_figure, theta_averages
+    T, g = size["T"], size["gamma"]
+    mp = looped.mp_error_curve(g, T, 1)
+    rows, panels = [], []
+    for i, d in enumerate(size["ds"]):
+        sim = theta_averages(d, g, T, max(2, int(np.ceil(size["prompts_x_d2"] / d**2))), size["seed"] + i)
+        F = looped.finite_error_curve(sim["n"], d, T, 1)
+        gap = float(np.max(np.abs(sim["err"] / mp - 1)))
+        rows.append({"d": d, "n": sim["n"], "prompts": sim["prompts"], "rel_gap": gap, "gap_x_d^(2/3)": gap * d ** (2 / 3),
+                     "gap_x_d": gap * d, "finite_curve_gap_to_mp": float(np.max(np.abs(F / mp - 1))),
+                     "rel_gap_t30": float(sim["err"][-1] / mp[-1] - 1),
+                     "rel_se_t30": float(sim["err_se"][-1] / sim["err"][-1])})
+        panels.append((d, sim, F))
+    worst, first = rows[-1]["rel_gap"], rows[0]["rel_gap"]
+    slope = float(-np.polyfit(np.log([r["d"] for r in rows]), np.log([r["rel_gap"] for r in rows]), 1)[0])
+    path = outdir / "looped.mp_limit.png"
+    gap_figure(panels, mp, path, f"MP gap at d = {rows[-1]['d']}: {worst:.3f} vs tol 0.05 (d^-{slope:.2f})")
+    seq = lambda k, f=".3f": ", ".join(format(r[k], f) for r in rows)
+    return ClaimResult(
+        measured=worst, figure=str(path), table=rows,
+        checks={"gap shrinks with d (largest d: at most half the smallest d's)": worst <= first / 2},
+        message=f"max rel. gap of MP over t <= {T} at d = {seq('d', 'd')}: {seq('rel_gap')} (fitted d^-{slope:.2f}; "
+                f"gap d^(2/3) = {seq('gap_x_d^(2/3)', '.2f')}, gap d = {seq('gap_x_d', '.1f')}); the finite-(n, d) "
+                f"curve differs from MP by {seq('finite_curve_gap_to_mp')}: the gap is finite-size (lambda_max "
+                f"below n x_+ by a Tracy-Widom shift, and the bulk's 1/d correction), the MP curve is the limit.",
+        details={"fitted_exponent": slope})
 
 
 # ---- beyond the paper: training ---------------------------------------------------------------------------
