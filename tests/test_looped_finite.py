@@ -150,6 +150,8 @@ def test_predict_finite():
 @pytest.mark.parametrize("call, name", [
     (lambda: L.wishart_trace_moments(0, 2, 3), "n"),
     (lambda: L.wishart_trace_moments(3, 2, -1), "K"),
+    (lambda: L.wishart_trace_moments(3, 2, 121), "K"),
+    (lambda: L.finite_error_curve(10, 2, 61, 2), "T"),
     (lambda: L.finite_error_curve(10, 2, 3, 3), "power"),
     (lambda: L.finite_error_curve(10, 2, 3, eta=0.0), "eta"),
     (lambda: L.finite_error_curve(10, 2, 3, eta=float("nan")), "eta"),
