@@ -32,7 +32,7 @@ from scipy.optimize import minimize, nnls
 from scipy.special import expit
 
 from ..._validate import Interval, InvalidParameterError, as_int, check
-from .parity import ParityProblem, _check_problem, pattern_probs, population_hinge, task_sets
+from .parity import ParityProblem, _check_problem, pattern_probs, task_sets
 
 __all__ = ["HeadFit", "query_design", "fit_heads", "four_head_min_norm"]
 
@@ -53,7 +53,8 @@ class HeadFit:
     V : ndarray of shape (m, d) or (m, d, d)
         Head diagonals, or full heads (``full=True``).
     loss : float
-        Exact N -> inf population hinge loss (:func:`popdyn.models.icl.population_hinge`).
+        Exact N -> inf population hinge loss, the weighted sum of :func:`query_design` (equal to
+        :func:`popdyn.models.icl.population_hinge` when S2 is not empty).
     norm : float
         ``sum_n ||V^(n)||_F^2``.
     objective : float
@@ -102,7 +103,8 @@ def query_design(problem, *, full=False):
     Notes
     -----
     Regime: N -> inf (B.4.1). An independent re-statement of :func:`popdyn.models.icl.population_hinge`,
-    which the tests hold it against.
+    which the tests hold it against. When S2 is empty (k = d) every task is from S1 whatever pT (as in the
+    parity samplers); ``population_hinge`` then weights the S1 loss by 1 - pT.
 
     References
     ----------
@@ -276,8 +278,9 @@ def _fit(problem, X, y, w, s, V, kkt, runs, lam, full):
     d, m = problem.d, s.size
     a = s.astype(float)
     V = V.reshape((m, d, d) if full else (m, d))
-    loss, norm = population_hinge(problem, a, V), float(np.sum(V * V))
-    margin = _margins(X, y, a, V.reshape(m, -1), 2 * problem.gamma)[w > 0].min()
+    margins = _margins(X, y, a, V.reshape(m, -1), 2 * problem.gamma)
+    loss, norm = float(w @ np.maximum(1.0 - margins, 0.0)), float(np.sum(V * V))
+    margin = margins[w > 0].min()
     return HeadFit(a=a, V=V, loss=loss, norm=norm, objective=norm if lam is None else loss + lam * norm,
                    min_margin=float(margin), kkt_residual=float(kkt), runs=np.asarray(runs, float))
 
@@ -435,14 +438,7 @@ def four_head_min_norm(problem):
     neg = [(c1, c2) for c1 in range(len(sig)) for c2 in range(c1 + 1, len(sig))
            if np.all(sig[c1, half:] == -sig[c2, half:])]
     if problem.pT > 0 or problem.k == d:  # one first positive chamber per orbit of S_d x {+-1}
-        seen, reps = set(), set()
-        for c in range(len(sig)):
-            if c in seen:
-                continue
-            reps.add(c)
-            for perm in itertools.permutations(range(d)):
-                for sgn in (1.0, -1.0):
-                    seen.add(_chamber_of(N, sig, sgn * pts[c][list(perm)]))
+        reps = _orbit_representatives(N, sig, pts)
         pos = [pc for pc in pos if pc[0] in reps]
     s = np.array([1.0, 1.0, -1.0, -1.0])
     rows, along = _query_rows(N, X)
@@ -462,6 +458,20 @@ def four_head_min_norm(problem):
             best = (x, kkt)
     fit = _fit(problem, X, y, w, s, best[0], best[1], runs, None, False)
     return fit
+
+
+def _orbit_representatives(N, sig, pts):
+    """One chamber per orbit of the coordinate permutations and ``v -> -v``."""
+    d = N.shape[1]
+    seen, reps = set(), set()
+    for c in range(len(sig)):
+        if c in seen:
+            continue
+        reps.add(c)
+        for perm in itertools.permutations(range(d)):
+            for sgn in (1.0, -1.0):
+                seen.add(_chamber_of(N, sig, sgn * pts[c][list(perm)]))
+    return reps
 
 
 def _chamber_of(N, sig, v):
