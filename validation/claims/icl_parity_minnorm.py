@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from popdyn.models import icl
-from popdyn.models.icl.parity_minnorm import fit_heads, four_head_min_norm
+from popdyn.models.icl import parity_minnorm
 from popdyn.plot import plot_curves, save_figure, subplots
 
 from . import ClaimResult, claim
@@ -60,8 +60,8 @@ def _problem(size):
 def parity_minnorm_six_heads(size, device, outdir):
     p, m = _problem(size), size["m"]
     paper = icl.frobenius_cost(icl.paper_construction(size["nu2"], size["gamma"])[1])
-    fits = {"diagonal": fit_heads(p, m, restarts=size["restarts"]),
-            "full": fit_heads(p, m, restarts=size["restarts_full"], full=True)}
+    fits = {"diagonal": parity_minnorm.fit_heads(p, m, restarts=size["restarts"]),
+            "full": parity_minnorm.fit_heads(p, m, restarts=size["restarts_full"], full=True)}
     rows = []
     for form, f in fits.items():
         ok = np.isfinite(f.runs[:, 1])
@@ -110,11 +110,11 @@ def parity_minnorm_four_heads(size, device, outdir):
     loss_g1, norm_g1 = icl.population_hinge(p, *g1), icl.frobenius_cost(g1[1])
     four = icl.four_head_counterexample(p.d, size["gamma"])
     norm_four = icl.frobenius_cost(four[1])
-    enum = four_head_min_norm(p)
-    search = fit_heads(p, 4, restarts=size["restarts"])
+    enum = parity_minnorm.four_head_min_norm(p)
+    search = parity_minnorm.fit_heads(p, 4, restarts=size["restarts"])
     rows = []
     for lam in size["lams"]:
-        f = fit_heads(p, 4, lam=lam, restarts=size["restarts"])
+        f = parity_minnorm.fit_heads(p, 4, lam=lam, restarts=size["restarts"])
         loss = icl.population_hinge(p, f.a, f.V)  # exact, independent of the solver
         rows.append({"lam": lam, "loss": loss, "norm": f.norm, "objective": loss + lam * f.norm,
                      "loss_S2": icl.population_hinge(p, f.a, f.V, split=True)[1],

@@ -279,6 +279,9 @@ def _fit(problem, X, y, w, s, V, kkt, runs, lam, full):
     a = s.astype(float)
     V = V.reshape((m, d, d) if full else (m, d))
     margins = _margins(X, y, a, V.reshape(m, -1), 2 * problem.gamma)
+    if lam is None and margins[w > 0].min() < 1:  # rounding: rescale (1-homogeneous) so every margin is >= 1
+        V = V * (1 + 4 * np.finfo(float).eps) / margins[w > 0].min()
+        margins = _margins(X, y, a, V.reshape(m, -1), 2 * problem.gamma)
     loss, norm = float(w @ np.maximum(1.0 - margins, 0.0)), float(np.sum(V * V))
     margin = margins[w > 0].min()
     return HeadFit(a=a, V=V, loss=loss, norm=norm, objective=norm if lam is None else loss + lam * norm,
@@ -334,7 +337,7 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
     --------
     >>> p = ParityProblem(d=2, k=2, gamma=0.1, pT=0.0)
     >>> fit = fit_heads(p, 4, restarts=4)
-    >>> round(fit.norm, 6), fit.loss  # the closed form 1/(2 gamma^2) of d = 2
+    >>> round(fit.norm, 9), fit.loss  # the closed form 1/(2 gamma^2) of d = 2
     (50.0, 0.0)
     """
     owner = "icl.fit_heads"
@@ -442,22 +445,24 @@ def four_head_min_norm(problem):
         pos = [pc for pc in pos if pc[0] in reps]
     s = np.array([1.0, 1.0, -1.0, -1.0])
     rows, along = _query_rows(N, X)
-    two_gamma = 2 * problem.gamma
+    # per (chamber, head sign): the head's block of the margin rows; per chamber: its closed-chamber rows
+    margin = {(c, sn): (y * sn * (sig[c][rows] * along > 0) * 2 * problem.gamma)[:, None] * X
+              for c in range(len(sig)) for sn in (1.0, -1.0)}
+    cone = sig[:, :, None] * N[None]
+    C = np.zeros((4 * len(N), 4 * d))
+    h = np.r_[np.ones(len(X)), np.zeros(4 * len(N))]
     best, runs = None, []
-    for (p1, p2), (n1, n2) in itertools.product(pos, neg):
-        act = np.stack([sig[c][rows] * along > 0 for c in (p1, p2, n1, n2)], 1)
-        x0 = np.concatenate([pts[c] for c in (p1, p2, n1, n2)])
-        M, C = _region_rows(X, y, s, act, two_gamma)
-        out = _qp(M, C, w, None, x0 * (2.0 / (two_gamma * np.abs(x0).max())))
-        if out is None:
-            runs.append([np.nan] * 3)
-            continue
-        x, _, _, kkt = out
-        runs.append([x @ x, x @ x, 0.0])
-        if best is None or x @ x < best[0] @ best[0]:
-            best = (x, kkt)
-    fit = _fit(problem, X, y, w, s, best[0], best[1], runs, None, False)
-    return fit
+    for heads in itertools.product(pos, neg):
+        heads = heads[0] + heads[1]
+        for n, c in enumerate(heads):
+            C[n * len(N):(n + 1) * len(N), n * d:(n + 1) * d] = cone[c]
+        G = np.vstack([np.hstack([margin[c, sn] for c, sn in zip(heads, s)]), C])
+        x = _ldp(G, h)
+        runs.append([np.nan] * 3 if x is None else [x @ x, x @ x, 0.0])
+        if x is not None and (best is None or x @ x < best[0] @ best[0]):
+            best = (x, G)
+    kkt = _kkt(2 * best[0], best[1], best[1] @ best[0] - h)[1]
+    return _fit(problem, X, y, w, s, best[0], kkt, runs, None, False)
 
 
 def _orbit_representatives(N, sig, pts):
