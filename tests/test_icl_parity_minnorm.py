@@ -196,3 +196,21 @@ def test_three_heads_cannot_fit_and_bad_input_names_the_parameter():
         pm.query_design(icl.ParityProblem(d=11, k=2, gamma=0.1, pT=0.1), full=True)
     with pytest.raises(InvalidParameterError, match="'problem'"):
         pm.fit_heads("not a problem", 4)
+
+
+def test_six_head_optimum_is_rational_and_exact():
+    # The best 6-head diagonal network found has V = K / (48 gamma) with an integer matrix K (the QP's vertex
+    # is rational); in integers, every margin is f_i f_j sum_n a_n ReLU((K_ni f_i + K_nj f_j) / 24) (gamma
+    # cancels) and is >= 1, with equality somewhere, and the norm is sum K^2 / (48 gamma)^2 = 269 / (144 gamma^2)
+    # (186.81 at gamma = 0.1 against 300 for g2*): checked in exact rational arithmetic.
+    from fractions import Fraction
+    gamma = 0.1
+    fit = pm.fit_heads(icl.ParityProblem.paper(1, 2, gamma), 6, restarts=10)
+    K = np.rint(fit.V * 48 * gamma).astype(int)
+    np.testing.assert_allclose(fit.V * 48 * gamma, K, atol=1e-9)
+    a = [int(x) for x in fit.a]
+    margins = [Fraction(fi * fj) * sum(an * max(Fraction(int(k[i]) * fi + int(k[j]) * fj, 24), 0) for an, k in zip(a, K))
+               for i in range(4) for j in range(i + 1, 4) for fi in (1, -1) for fj in (1, -1)]
+    assert min(margins) == 1
+    assert Fraction(int(np.sum(K**2)), 48**2) == Fraction(269, 144)
+    assert fit.norm == pytest.approx(269 / (144 * gamma**2), rel=1e-12)
