@@ -185,6 +185,9 @@ def test_three_heads_cannot_fit_and_bad_input_names_the_parameter():
     p = icl.ParityProblem.paper(1, 2, 0.1)
     with pytest.raises(InvalidParameterError, match="'m'"):
         pm.fit_heads(p, 3, restarts=3)   # zero loss needs 2 positive and 2 negative heads
+    assert pm.fit_heads(p, 3, lam=1e-4, restarts=2).loss >= 0.15 - 1e-12  # any m with lam; 3 heads: L >= 1/4 - gamma
+    with pytest.raises(InvalidParameterError, match="'restarts'"):
+        pm.fit_heads(p, 4, restarts=1, seed=0)   # this seed's single restart ends in a region that misses a query
     for kwargs, name in [({"m": 0}, "m"), ({"m": 4, "lam": 0.0}, "lam"), ({"m": 4, "restarts": 0}, "restarts"),
                          ({"m": 4, "lam_search": -1.0}, "lam_search"), ({"m": 4, "betas": (5.0, -1.0)}, "betas"),
                          ({"m": 4, "seed": -1}, "seed")]:

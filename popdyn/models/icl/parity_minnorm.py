@@ -250,7 +250,7 @@ def _qp(M, C, w, lam, x0):
 
 def _polish(X, y, w, s, act, two_gamma, lam, x0):
     """Solve the region QP, then cross tight activation constraints with positive multipliers while the
-    objective falls. Returns ``(x, act, kkt)`` or None when the first region is infeasible."""
+    objective falls. Returns ``(x, act, kkt, objective)`` or None when the first region is infeasible."""
     m, P = s.size, X.shape[0]
     best = None
     for _ in range(_MAX_MOVES):
@@ -300,7 +300,8 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
     ----------
     problem : ParityProblem
     m : int
-        Number of heads, >= 1 (the minimum-norm problem is feasible iff m >= 4).
+        Number of heads: >= 4 for the minimum-norm problem (zero loss needs two heads of each sign, spec
+        B.5.3(a)), >= 1 with ``lam``.
     lam : float or None
         None: minimum loss (0), then minimum norm, the limit of the argmins of ``L^lambda`` as lambda -> 0+.
         Else the weight-decay coefficient, > 0.
@@ -342,7 +343,7 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
     """
     owner = "icl.fit_heads"
     problem = _check_problem(problem, owner)
-    m = as_int(owner, "m", m, 1)
+    m = as_int(owner, "m", m, 1 if lam is not None else 4)  # zero loss needs 2 positive and 2 negative heads
     restarts, seed = as_int(owner, "restarts", restarts, 1), as_int(owner, "seed", seed, 0)
     if lam is not None:
         lam = check(owner, "lam", lam, Interval(0, np.inf, closed="neither"))
@@ -368,8 +369,8 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
             best = fit
     if best is None:
         raise InvalidParameterError(
-            f"The 'm' parameter of {owner} must allow zero loss (m >= 4) for the minimum-norm problem; no restart "
-            f"of {restarts} found a feasible region with m = {m}.")
+            f"The 'restarts' parameter of {owner} must be large enough for one restart to reach a zero-loss region; "
+            f"none of {restarts} did (m = {m}, seed = {seed}).")
     return HeadFit(**{**best.__dict__, "runs": np.array(runs)})
 
 
