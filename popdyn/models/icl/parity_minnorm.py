@@ -289,7 +289,7 @@ def _fit(problem, X, y, w, s, V, kkt, runs, lam, full):
 
 
 def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5.0, 50.0, 500.0),
-              lam_search=1e-5):
+              lam_search=(1e-5, 1e-6)):
     r"""Minimum-norm zero-loss heads (``lam=None``), or the minimiser of the regularised loss at ``lam``.
 
     .. math:: \min_{a\in[-1,1]^m,V}\ \sum_n\lVert V^{(n)}\rVert_F^2\ \ \text{s.t.}\ \ y_qg\ge1\ \text{on every
@@ -313,8 +313,10 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
         Full heads ``V^(n)`` (d <= 10) instead of diagonal ones.
     betas : sequence of float
         Softplus sharpness of the annealed search, each > 0.
-    lam_search : float
-        Weight decay of the smoothed search for the minimum-norm problem (queries weighted uniformly), > 0.
+    lam_search : float or sequence of float
+        Weight decay of the smoothed search for the minimum-norm problem (queries weighted uniformly), each > 0;
+        restart r uses ``lam_search[r % len(lam_search)]``. A larger value lands nearer small norms, a smaller one
+        fits every query more often (m = 4 at d = 8 needs 1e-6).
 
     Returns
     -------
@@ -347,7 +349,7 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
     restarts, seed = as_int(owner, "restarts", restarts, 1), as_int(owner, "seed", seed, 0)
     if lam is not None:
         lam = check(owner, "lam", lam, Interval(0, np.inf, closed="neither"))
-    lam_search = check(owner, "lam_search", lam_search, Interval(0, np.inf, closed="neither"))
+    lam_search = [check(owner, "lam_search", v, Interval(0, np.inf, closed="neither")) for v in np.atleast_1d(lam_search)]
     betas = [check(owner, "betas", b, Interval(0, np.inf, closed="neither")) for b in np.atleast_1d(betas)]
     X, y, w = query_design(problem, full=full)
     if lam is None:  # the support alone, weighted uniformly in the search
@@ -355,9 +357,9 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
     two_gamma = 2 * problem.gamma
     w_search = np.full(len(w), 1.0 / len(w)) if lam is None else w
     best, runs = None, []
-    for child in np.random.SeedSequence(seed).spawn(restarts):
-        a, V = _smooth_search(X, y, w_search, m, two_gamma, lam_search if lam is None else lam, betas,
-                              np.random.default_rng(child))
+    for r, child in enumerate(np.random.SeedSequence(seed).spawn(restarts)):
+        a, V = _smooth_search(X, y, w_search, m, two_gamma, lam_search[r % len(lam_search)] if lam is None else lam,
+                              betas, np.random.default_rng(child))
         s = np.where(a < 0, -1.0, 1.0)
         out = _polish(X, y, w, s, two_gamma * X @ V.T > 0, two_gamma, lam, V.ravel())
         if out is None:
