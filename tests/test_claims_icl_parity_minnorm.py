@@ -21,9 +21,9 @@ def _as_fit(problem, a, V, lam):
                    runs=np.array([[norm if lam is None else loss + lam * norm, norm, loss]]))
 
 
-@falsifies("icl.parity_minnorm_six_heads")
+@falsifies("icl.parity_minnorm_g2")
 @pytest.mark.parametrize("wrong", [False, "paper_g2", "short_margin"])
-def test_six_heads_fails_the_paper_optimum_and_a_short_solver(wrong, monkeypatch, tmp_path):
+def test_g2_fails_the_paper_optimum_and_a_short_solver(wrong, monkeypatch, tmp_path):
     # paper_g2 (Thm 5.5.1 as printed: g2* is the optimum): the "solver" returns g2* (norm 300) for both head
     # forms: loss 0 (the metric passes), but the check "norm < 300" fails.
     # short_margin (a solver whose QP asks margins >= 0.98, a wrong constant): V x 0.98 has margins 0.98 on the
@@ -31,14 +31,14 @@ def test_six_heads_fails_the_paper_optimum_and_a_short_solver(wrong, monkeypatch
     from popdyn.models.icl import parity_minnorm
     original = parity_minnorm.fit_heads
     if wrong == "paper_g2":
-        monkeypatch.setattr(parity_minnorm, "fit_heads", lambda p, m, **k: _as_fit(p, *icl.paper_construction(2, 0.1),
-                                                                                    None))
+        monkeypatch.setattr(parity_minnorm, "fit_heads",
+                            lambda p, m, **k: _as_fit(p, *icl.paper_construction(p.nu2, p.gamma), None))
     elif wrong == "short_margin":
         def short(p, m, **k):
             f = original(p, m, **k)
             return HeadFit(**{**f.__dict__, "V": 0.98 * f.V})
         monkeypatch.setattr(parity_minnorm, "fit_heads", short)
-    verdict, res = run_claim("icl.parity_minnorm_six_heads", tmp_path, restarts=6, restarts_full=2)
+    verdict, res = run_claim("icl.parity_minnorm_g2", tmp_path, restarts=6, restarts_full=2)
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
     if wrong == "paper_g2":
         assert res.measured == 0.0 and not all(res.checks.values())
