@@ -106,7 +106,8 @@ def test_two_features_closed_form(gamma, m):
 def test_four_head_enumeration_is_a_lower_bound_and_is_reached(pT):
     # d = 3: the enumeration's optimum is feasible (exact loss 0, margin 1), no search restart goes below it,
     # and the search reaches it. With pT = 0.1 every pair is a task (symmetry reduction on); with pT = 0 and
-    # k = 2 only the pair (0, 1) is, so the optimum is the d = 2 one, 1/(2 gamma^2) = 50.
+    # k = 2 only the pair (0, 1) is (the sign conditions hold on it alone: 41 472 regions), so the optimum is the
+    # d = 2 one, 1/(2 gamma^2) = 50.
     p = icl.ParityProblem(d=3, k=2, gamma=0.1, pT=pT)
     enum = pm.four_head_min_norm(p)
     assert enum.loss <= 1e-12 and abs(enum.min_margin - 1) <= 1e-9
@@ -197,6 +198,8 @@ def test_three_heads_cannot_fit_and_bad_input_names_the_parameter():
         pm.four_head_min_norm(icl.ParityProblem(d=6, k=2, gamma=0.1, pT=0.1))
     with pytest.raises(InvalidParameterError, match="'problem'"):
         pm.query_design(icl.ParityProblem(d=11, k=2, gamma=0.1, pT=0.1), full=True)
+    with pytest.raises(InvalidParameterError, match="'full'"):
+        pm.fit_heads(p, 4, full="yes")
     with pytest.raises(InvalidParameterError, match="'problem'"):
         pm.fit_heads("not a problem", 4)
 

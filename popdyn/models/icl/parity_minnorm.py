@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import minimize, nnls
 from scipy.special import expit
 
-from ..._validate import Interval, InvalidParameterError, as_int, check
+from ..._validate import Interval, InvalidParameterError, Options, as_int, check
 from .parity import ParityProblem, _check_problem, pattern_probs, task_sets
 
 __all__ = ["HeadFit", "query_design", "fit_heads", "four_head_min_norm"]
@@ -117,6 +117,7 @@ def query_design(problem, *, full=False):
     ((24, 4), 1.0)
     """
     problem = _check_problem(problem, "icl.query_design")
+    full = check("icl.query_design", "full", full, Options((True, False)))
     d = problem.d
     if full and d > 10:
         raise InvalidParameterError(
@@ -415,8 +416,8 @@ def four_head_min_norm(problem):
     Regime: N -> inf, diagonal heads, 2 <= d <= 5. Proof of completeness: with at most one head of ``a_n > 0``,
     a query and its negation (same label, opposite pre-activations) cannot both have ``y g > 0``, so a zero-loss
     4-head network has two positive and two negative heads with ``|a_n| = 1``. A positive head active on
-    ``(1, 1)`` of a pair is inactive on ``(-1, -1)``, so the two positive heads have ``v_i + v_j`` of opposite
-    non-zero signs on every pair, and the two negative heads ``v_i - v_j`` of opposite signs. Each head lies in
+    ``(1, 1)`` of a task pair is inactive on ``(-1, -1)``, so the two positive heads have ``v_i + v_j`` of
+    opposite non-zero signs on every task pair, and the two negative heads ``v_i - v_j`` of opposite signs. Each head lies in
     a closed chamber of the arrangement ``{v_i = +- v_j}``, where every pre-activation has a fixed sign, so the
     margins are linear and the problem is a QP per chamber quadruple. When every pair is a task (pT > 0 or
     k = d), the coordinate permutations and ``V -> -V`` act freely on the chambers and the first positive head
@@ -438,16 +439,16 @@ def four_head_min_norm(problem):
     X, y, w = query_design(problem)
     X, y, w = X[w > 0], y[w > 0], w[w > 0]
     N, sig, pts = _chambers(d)
-    half = N.shape[0] // 2
+    rows, along = _query_rows(N, X)
+    sums, diffs = np.unique(rows[y > 0]), np.unique(rows[y < 0])  # the rows of the task pairs (support only)
     pos = [(c1, c2) for c1 in range(len(sig)) for c2 in range(len(sig))
-           if np.all(sig[c1, :half] == -sig[c2, :half])]
+           if np.all(sig[c1, sums] == -sig[c2, sums])]
     neg = [(c1, c2) for c1 in range(len(sig)) for c2 in range(c1 + 1, len(sig))
-           if np.all(sig[c1, half:] == -sig[c2, half:])]
+           if np.all(sig[c1, diffs] == -sig[c2, diffs])]
     if problem.pT > 0 or problem.k == d:  # one first positive chamber per orbit of S_d x {+-1}
         reps = _orbit_representatives(N, sig, pts)
         pos = [pc for pc in pos if pc[0] in reps]
     s = np.array([1.0, 1.0, -1.0, -1.0])
-    rows, along = _query_rows(N, X)
     # per (chamber, head sign): the head's block of the margin rows; per chamber: its closed-chamber rows
     margin = {(c, sn): (y * sn * (sig[c][rows] * along > 0) * 2 * problem.gamma)[:, None] * X
               for c in range(len(sig)) for sn in (1.0, -1.0)}
