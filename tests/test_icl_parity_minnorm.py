@@ -215,7 +215,7 @@ def test_six_head_optimum_is_rational_and_exact():
     K = np.rint(fit.V * 48 * gamma).astype(int)
     np.testing.assert_allclose(fit.V * 48 * gamma, K, atol=1e-9)
     a = [int(x) for x in fit.a]
-    margins = [Fraction(fi * fj) * sum(an * max(Fraction(int(k[i]) * fi + int(k[j]) * fj, 24), 0) for an, k in zip(a, K))
+    margins = [fi * fj * sum(an * max(Fraction(int(k[i]) * fi + int(k[j]) * fj, 24), 0) for an, k in zip(a, K))
                for i in range(4) for j in range(i + 1, 4) for fi in (1, -1) for fj in (1, -1)]
     assert min(margins) == 1
     assert Fraction(int(np.sum(K**2)), 48**2) == Fraction(269, 144)

@@ -135,7 +135,8 @@ def parity_minnorm_four_heads(size, device, outdir):
     fig, axes = subplots(2)
     plot_curves([r["norm"] for r in rows], {"4-head optimum at lambda (exact)": [r["loss"] for r in rows]}, ax=axes[0],
                 styles={"4-head optimum at lambda (exact)": {"ls": "none", "marker": "o"}},
-                refs={f"spec Z.7, lambda = 1e-5 ({_SPEC_Z7['four_heads_loss_1e-5']:g})": _SPEC_Z7["four_heads_loss_1e-5"]},
+                refs={f"spec Z.7, lambda = 1e-5 ({_SPEC_Z7['four_heads_loss_1e-5']:g})":
+                      _SPEC_Z7["four_heads_loss_1e-5"]},
                 xlabel="sum_n ||V^(n)||_F^2", ylabel="N->inf hinge loss",
                 title=f"4 heads: lambda path; g1* ({loss_g1:.4f}, {norm_g1:g}) is dominated")
     for r in rows:

@@ -32,7 +32,7 @@ from scipy.optimize import minimize, nnls
 from scipy.special import expit
 
 from ..._validate import Interval, InvalidParameterError, Options, as_int, check
-from .parity import ParityProblem, _check_problem, pattern_probs, task_sets
+from .parity import ParityProblem, _check_problem, pattern_probs, task_sets  # noqa: F401 (doctests)
 
 __all__ = ["HeadFit", "query_design", "fit_heads", "four_head_min_norm"]
 
@@ -350,8 +350,9 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
     restarts, seed = as_int(owner, "restarts", restarts, 1), as_int(owner, "seed", seed, 0)
     if lam is not None:
         lam = check(owner, "lam", lam, Interval(0, np.inf, closed="neither"))
-    lam_search = [check(owner, "lam_search", v, Interval(0, np.inf, closed="neither")) for v in np.atleast_1d(lam_search)]
-    betas = [check(owner, "betas", b, Interval(0, np.inf, closed="neither")) for b in np.atleast_1d(betas)]
+    positive = Interval(0, np.inf, closed="neither")
+    lam_search = [check(owner, "lam_search", v, positive) for v in np.atleast_1d(lam_search)]
+    betas = [check(owner, "betas", b, positive) for b in np.atleast_1d(betas)]
     X, y, w = query_design(problem, full=full)
     if lam is None:  # the support alone, weighted uniformly in the search
         X, y, w = X[w > 0], y[w > 0], w[w > 0]
@@ -417,11 +418,11 @@ def four_head_min_norm(problem):
     a query and its negation (same label, opposite pre-activations) cannot both have ``y g > 0``, so a zero-loss
     4-head network has two positive and two negative heads with ``|a_n| = 1``. A positive head active on
     ``(1, 1)`` of a task pair is inactive on ``(-1, -1)``, so the two positive heads have ``v_i + v_j`` of
-    opposite non-zero signs on every task pair, and the two negative heads ``v_i - v_j`` of opposite signs. Each head lies in
-    a closed chamber of the arrangement ``{v_i = +- v_j}``, where every pre-activation has a fixed sign, so the
-    margins are linear and the problem is a QP per chamber quadruple. When every pair is a task (pT > 0 or
-    k = d), the coordinate permutations and ``V -> -V`` act freely on the chambers and the first positive head
-    runs over one chamber per orbit.
+    opposite non-zero signs on every task pair, and the two negative heads ``v_i - v_j`` of opposite signs. Each
+    head lies in a closed chamber of the arrangement ``{v_i = +- v_j}``, where every pre-activation has a fixed
+    sign, so the margins are linear and the problem is a QP per chamber quadruple. When every pair is a task
+    (pT > 0 or k = d), the coordinate permutations and ``V -> -V`` act freely on the chambers (a subgroup of the
+    Weyl group of D_d, which acts simply transitively) and the first positive head runs over one chamber per orbit.
 
     References
     ----------
