@@ -398,3 +398,15 @@ def test_bad_heads_and_options_name_the_parameter():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RegimeWarning)
             popdyn.predict(icl.ParityProblem(d=6, k=2, gamma=0.1, pT=0.01))
+
+
+def test_population_hinge_with_k_equal_d_is_the_S1_loss_that_the_sampler_draws():
+    # k = d leaves S2 empty: every task is drawn from S1 (mc_population_hinge's sampler), so the loss is L_S1 for any
+    # pT; weighting L_S1 by 1 - pT (the old form) would be 0.7 L_S1 here and fail the Monte Carlo at > 50 SE
+    rng = np.random.default_rng(11)
+    p = icl.ParityProblem(d=4, k=4, gamma=0.1, pT=0.3)
+    a, V = rng.uniform(-1, 1, 5), rng.standard_normal((5, 4)) * 3
+    l1, l2 = icl.population_hinge(p, a, V, split=True)
+    assert l2 == 0.0 and icl.population_hinge(p, a, V) == pytest.approx(l1, rel=1e-14)
+    mean, se = icl.mc_population_hinge(p, a, V, prompts=100_000, seed=5)
+    assert abs(mean - l1) <= 5 * se and l1 > 0.05

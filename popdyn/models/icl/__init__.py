@@ -5,6 +5,7 @@ Two parts: the rank-r in-context linear regression (``regression``, ``regression
 with ``popdyn.predict``. Each part adds its public names here (one import line and its names in ``__all__``).
 """
 from .parity import (ParityProblem, four_head_counterexample, frobenius_cost, margins, mc_eval, mc_population_hinge, noise_energy, noise_energy_ratio, paper_construction, pattern_probs, population_hinge, pT_max, small_model_heads, task_sets)  # noqa: E501
+from .parity_minnorm import HeadFit, fit_heads, four_head_min_norm, query_design
 from .regression import (ICLOptimum, Problem, excess_loss, factor_gradient, full_rank_optimum, gamma_matrix,
                          optimal_loss, optimum, population_gradient, population_loss, rank_r_optimum, spectrum)
 from .regression_flow import flow_parameters, flow_plateaus, gradient_flow, initial_factors, saddle_losses
@@ -18,3 +19,4 @@ __all__ = ["Problem", "ICLOptimum", "spectrum", "gamma_matrix", "population_loss
            "large_n_eval_risk", "rank_gap",
            "initial_factors", "gradient_flow", "flow_parameters", "saddle_losses", "flow_plateaus"]
 __all__ += ["ParityProblem", "task_sets", "pattern_probs", "pT_max", "population_hinge", "mc_population_hinge", "margins", "frobenius_cost", "paper_construction", "small_model_heads", "four_head_counterexample", "noise_energy", "noise_energy_ratio", "mc_eval"]  # noqa: E501
+__all__ += ["HeadFit", "query_design", "fit_heads", "four_head_min_norm"]

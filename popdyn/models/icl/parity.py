@@ -359,7 +359,8 @@ def population_hinge(problem, a, V, *, split=False):
         l2 = _full_task_losses(a, V, S2, pats, 2 * problem.gamma).mean() if len(S2) else 0.0
     if split:
         return float(l1), float(l2)
-    return float((1 - problem.pT) * l1 + problem.pT * l2)
+    pT = problem.pT if len(S2) else 0.0  # k = d: S2 is empty and every task is drawn from S1 (_sample_tasks)
+    return float((1 - pT) * l1 + pT * l2)
 
 
 def mc_population_hinge(problem, a, V, *, prompts=100_000, seed=0, chunk=1 << 14):
