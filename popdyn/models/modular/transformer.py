@@ -224,10 +224,15 @@ def attention_matrices(E, WQ, WK):
 
 
 def attention_diagnostics(E, WQ, WK):
-    r"""Per-head 2-D Fourier diagnostics of the attention matrices (Fig. 4.3): max power, dominant frequency pair.
+    r"""Per-head 2-D Fourier diagnostics of the attention matrices (Fig. 4.3), softmax-invariant part removed.
 
-    .. math:: \mathrm{power}_h = \max_{j_1, j_2} P_{M_h}(j_1, j_2),\qquad
-              (\zeta_h, \zeta'_h) = \arg\max_{(j_1, j_2) \ne (0, 0)} P_{M_h}(j_1, j_2)
+    .. math:: \bar M_h(a, b) = M_h(a, b) - \frac1p\sum_{a'} M_h(a', b),\qquad
+              \mathrm{power}_h = \max_{j_1, j_2} P_{\bar M_h}(j_1, j_2),\qquad
+              \mathrm{frequency\_power}_h = \max_{\zeta \ge 1}\big(P_{\bar M_h}(\zeta, 0) + P_{\bar M_h}(\zeta, \zeta)\big)
+
+    A constant over the keys a (for each query b) does not change the softmax over the keys, so it is removed.
+    A head that computes with one frequency zeta scores ``alpha cos(2 pi zeta a/p + phi) + beta cos(2 pi zeta a/p
+    + phi') cos(2 pi zeta b/p + psi)``: all its power lies in the bins (zeta, 0) and (zeta, zeta).
 
     Parameters
     ----------
@@ -238,10 +243,11 @@ def attention_diagnostics(E, WQ, WK):
     Returns
     -------
     dict
-        ``matrices`` (heads, p, p) from :func:`attention_matrices`; ``spectrum`` (heads, p//2+1, p//2+1) from
-        :func:`power_spectrum_2d`; ``max_power`` (heads,) (1 for a 2-D cosine); ``dominant_pair`` (heads, 2)
-        folded frequencies (key, query), bin (0, 0) excluded; ``diagonal_fraction`` the fraction of heads with
-        zeta = zeta'.
+        ``matrices`` (heads, p, p), the centred matrices ``M_h - mean over keys``; ``spectrum`` (heads, p//2+1,
+        p//2+1) from :func:`power_spectrum_2d` (key frequency first); ``max_power`` (heads,), 1 for a 2-D
+        cosine at one frequency pair; ``frequency_power`` (heads,), 1 for a head with one frequency;
+        ``dominant_frequency`` (heads,) that frequency (key side, 1..p//2); ``dominant_pair`` (heads, 2), the
+        argmax bin.
 
     Notes
     -----
@@ -256,17 +262,18 @@ def attention_diagnostics(E, WQ, WK):
     >>> a = np.arange(5)
     >>> E = np.stack([np.cos(2 * np.pi * a / 5), np.sin(2 * np.pi * a / 5)], 1)
     >>> d = attention_diagnostics(E, np.eye(2)[None], np.eye(2)[None])   # M(a, b) = cos(2 pi (a - b)/5)
-    >>> round(float(d["max_power"][0]), 12), d["dominant_pair"].tolist()
-    (1.0, [[1, 1]])
+    >>> round(float(d["max_power"][0]), 12), d["dominant_pair"].tolist(), round(float(d["frequency_power"][0]), 12)
+    (1.0, [[1, 1]], 1.0)
     """
     E, WQ, WK = _check_weights("modular.attention_diagnostics", E, WQ, WK)
     M = attention_matrices(E, WQ, WK)
+    M = M - M.mean(axis=1, keepdims=True)
     P = power_spectrum_2d(M)
-    flat = P.reshape(len(P), -1).copy()
-    flat[:, 0] = -1.0
-    pair = np.stack(np.unravel_index(flat.argmax(axis=1), P.shape[1:]), axis=1)
-    return {"matrices": M, "spectrum": P, "max_power": P.max(axis=(1, 2)), "dominant_pair": pair,
-            "diagonal_fraction": float(np.mean(pair[:, 0] == pair[:, 1]))}
+    z = np.arange(1, P.shape[1])
+    single = P[:, z, 0] + P[:, z, z]                                             # (heads, p//2)
+    pair = np.stack(np.unravel_index(P.reshape(len(P), -1).argmax(axis=1), P.shape[1:]), axis=1)
+    return {"matrices": M, "spectrum": P, "max_power": P.max(axis=(1, 2)), "frequency_power": single.max(axis=1),
+            "dominant_frequency": 1 + single.argmax(axis=1), "dominant_pair": pair}
 
 
 def embedding_spectrum(E):
