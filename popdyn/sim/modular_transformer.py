@@ -36,7 +36,8 @@ from .modular import _batches, _optimizer, _record_steps, _split
 __all__ = ["simulate", "forward"]
 
 _OWNER = "modular.TransformerProblem simulate"
-_EVAL_ELEMENTS = 2**23   # evaluation chunk: seeds x points x max(heads d_head k, d_mlp) activations (64 MB float64)
+_EVAL_ELEMENTS = {"cpu": 2**23, "cuda": 2**28}   # evaluation chunk: seeds x points x per-point activations
+                                                 # (64 MB float64 on CPU; 1-2 GB on a GPU: D_p of Fig. 4.3 in ~70 chunks)
 _SINGLE_FREQ = 0.9       # a neuron / head is single-frequency above this max normalized power (as popdyn.sim.modular)
 _POSITIVE = Interval(0, np.inf, closed="neither")
 _NAMES = ("E", "P", "WQ", "WK", "WV", "WO", "W_in", "W_out", "W_U")
@@ -176,7 +177,7 @@ def _run(problem, weights, data, opts, t, gen, bar):
     A, y, tr, _ = data
     opt, sched = _optimizer(list(weights.values()), opts)
     per_point = max(problem.heads * problem.d_head * problem.k, problem.d_mlp, problem.d_model * problem.k)
-    chunk = max(1, _EVAL_ELEMENTS // (tr.shape[0] * per_point))
+    chunk = max(1, _EVAL_ELEMENTS[A.device.type] // (tr.shape[0] * per_point))
     rec, slot, maps = [], set(int(s) for s in t), None
     batches = _batches(tr, opts["batch"], gen)
     for step in range(opts["steps"] + 1):

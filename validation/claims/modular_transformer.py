@@ -33,7 +33,7 @@ _ARCH = ("layers", "heads", "d_model", "d_head", "d_mlp")
 _QUICK = {"p": 23, "k": 2, "layers": 1, "heads": 4, "d_model": 64, "d_head": 16, "d_mlp": 128, "train_fraction": 1.0,
           "steps": 1500, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
 _FULL = {"p": 31, "k": 4, "layers": 1, "heads": 160, "d_model": 128, "d_head": 32, "d_mlp": 512, "train_fraction": 0.5,
-         "steps": 6000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
+         "steps": 20000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
 _RUNS = {}
 
 
@@ -139,7 +139,8 @@ def _attention_figure(sim, path, title):
     b.set(xlabel="query frequency", ylabel="key frequency",
           title=f"head {h}: {d['frequency_power'][h]:.2f} of the power on zeta = {d['dominant_frequency'][h]}")
     power = sim["attention_power"][0]
-    plot_curves(sim.t, {f"head {i}": power[:, i] for i in range(power.shape[1])}, ax=c,
+    curves = {"best head": power.max(1), "median over heads": np.median(power, 1), "least head": power.min(1)}
+    plot_curves(sim.t, curves, ax=c,
                 refs={"predicted": 1.0}, xlabel="step", ylabel="share of the power on one frequency", title=title)
     c.set_ylim(0, 1.05)
     c.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
