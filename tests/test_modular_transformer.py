@@ -122,7 +122,7 @@ def test_attention_diagnostics_on_planted_single_frequency_heads():
     for h in range(3):                                                 # head h: M(a, b) = cos(2 pi z_h (a - b)/p) ...
         WQ[h, 2 * h:2 * h + 2] = np.eye(2)
         WK[h, 2 * h:2 * h + 2] = np.eye(2)
-    WK[2, 0, 0] = 0.5                                                  # ... head 2 also reads frequency 1 on the key side
+    WK[2, 0, 0] = 0.5                                                  # ... head 2's key also reads frequency 1
     d = attention_diagnostics(E, WQ, WK)
     np.testing.assert_allclose(d["frequency_power"][:2], 1.0, atol=_EXACT)
     assert d["dominant_frequency"].tolist() == [1, 3, 4]

@@ -12,7 +12,7 @@ pytest.importorskip("torch")
 
 
 def _two_sided(name, value):
-    """Wrong theory: the prediction ``name`` under the paper's two-sided spectrum (L1207) instead of the one-sided one."""
+    """Wrong theory: the prediction ``name`` under the paper's two-sided spectrum (L1207), not the one-sided one."""
     def wrong(f):
         def predict(problem, **kw):
             pred = f(problem, **kw)

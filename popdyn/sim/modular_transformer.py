@@ -37,7 +37,7 @@ __all__ = ["simulate", "forward"]
 
 _OWNER = "modular.TransformerProblem simulate"
 _EVAL_ELEMENTS = {"cpu": 2**23, "cuda": 2**28}   # evaluation chunk: seeds x points x per-point activations
-                                                 # (64 MB float64 on CPU; 1-2 GB on a GPU: D_p of Fig. 4.3 in ~70 chunks)
+                                                 # (64 MB float64 on CPU; 1-2 GB on a GPU: Fig. 4.3's D_p in ~70)
 _SINGLE_FREQ = 0.9       # a neuron / head is single-frequency above this max normalized power (as popdyn.sim.modular)
 _POSITIVE = Interval(0, np.inf, closed="neither")
 _NAMES = ("E", "P", "WQ", "WK", "WV", "WO", "W_in", "W_out", "W_U")
@@ -301,7 +301,8 @@ def simulate(problem, *, steps, lr=1e-3, weight_decay=1e-3, betas=(0.9, 0.98), w
             bar.close()
         obs.update({name: to_numpy(w) for name, w in weights.items()}, U=U, W=W)
         if te.shape[1]:
-            obs["train_mask"] = torch.zeros((S, len(y)), dtype=torch.bool, device=dev).scatter_(1, tr, True).cpu().numpy()
+            mask = torch.zeros((S, len(y)), dtype=torch.bool, device=dev).scatter_(1, tr, True)
+            obs["train_mask"] = mask.cpu().numpy()
     wall = time.perf_counter() - start
     ok = all(np.all(np.isfinite(v)) for v in obs.values())
     meta = {"problem": repr(problem), "options": opts, "t_unit": "steps", "device": str(dev),

@@ -57,7 +57,8 @@ def _title(claim_text, measured, tolerance):
 # ---- (a) the MLP neurons are single-frequency (4.2) neurons ------------------------------------------
 
 def _neuron_figure(sim, theory, path, title):
-    """Neuron spectra heat map (seed 0), power histograms at init and end, neurons and embedding energy per frequency."""
+    """Neuron spectra heat map (seed 0), power histograms at init and end, neurons and embedding energy per
+    frequency."""
     fig, (a, b, c) = subplots(3, panel_size=(5.0, 3.8))
     U, W = sim["U"][0], sim["W"][0]
     d = modular.fourier_diagnostics(U, W)
@@ -82,7 +83,8 @@ def _neuron_figure(sim, theory, path, title):
 
 
 @claim(id="modular.transformer_neurons", model="modular",
-       title="A trained transformer's MLP neurons are single-frequency (4.2) neurons, as the max-margin theory predicts",
+       title="A trained transformer's MLP neurons are single-frequency (4.2) neurons, as the max-margin theory "
+             "predicts",
        source=f"{_SEED} L1235-1247 (Fig. 4.3: 'a learning mechanism similar to neural networks'), L1182-1198 "
               "(Thm 4.9, Lemma 4.10), L8671-8699 (training); specs/modular_and_icl.md §A.2.7, §A.3 E4.3",
        metric="|predicted max_power - median over MLP neurons of the trained max_power|, the max normalized one-sided "
@@ -122,7 +124,8 @@ def transformer_neurons(size, device, outdir):
                                f"end {min(r['median_power_end'] for r in rows):.3f} (predicted "
                                f"{float(theory['max_power']):g}); additive share {r0['additive_fraction']:.3f}; "
                                f"frequencies used {r0['frequencies_used']} (coverage {r0['coverage']:.2f}: fewer than "
-                               f"the (4.2) theory's all); embedding energy on them {r0['embedding_energy_on_used']:.2f}.")
+                               f"the (4.2) theory's all); embedding energy on them "
+                               f"{r0['embedding_energy_on_used']:.2f}.")
 
 
 # ---- (b) the attention matrices are one-frequency 2-D cosines (Fig. 4.3) ------------------------------

@@ -228,7 +228,8 @@ def attention_diagnostics(E, WQ, WK):
 
     .. math:: \bar M_h(a, b) = M_h(a, b) - \frac1p\sum_{a'} M_h(a', b),\qquad
               \mathrm{power}_h = \max_{j_1, j_2} P_{\bar M_h}(j_1, j_2),\qquad
-              \mathrm{frequency\_power}_h = \max_{\zeta \ge 1}\big(P_{\bar M_h}(\zeta, 0) + P_{\bar M_h}(\zeta, \zeta)\big)
+              \mathrm{frequency\_power}_h = \max_{\zeta \ge 1}\big(P_{\bar M_h}(\zeta, 0)
+              + P_{\bar M_h}(\zeta, \zeta)\big)
 
     A constant over the keys a (for each query b) does not change the softmax over the keys, so it is removed.
     A head that computes with one frequency zeta scores ``alpha cos(2 pi zeta a/p + phi) + beta cos(2 pi zeta a/p
