@@ -220,7 +220,7 @@ def attention_matrices(E, WQ, WK):
     [[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]
     """
     E, WQ, WK = _check_weights("modular.attention_matrices", E, WQ, WK)
-    return np.einsum("ad,hde,hfe,bf->hab", E, WK, WQ, E)
+    return np.matmul(E @ WK, np.swapaxes(E @ WQ, 1, 2))                 # (heads, p, d_head) x (heads, d_head, p)
 
 
 def attention_diagnostics(E, WQ, WK):
