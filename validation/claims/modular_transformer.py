@@ -123,8 +123,8 @@ def transformer_neurons(size, device, outdir):
                        message=f"median max normalized power of the MLP neurons: init {r0['median_power_init']:.2f} -> "
                                f"end {min(r['median_power_end'] for r in rows):.3f} (predicted "
                                f"{float(theory['max_power']):g}); additive share {r0['additive_fraction']:.3f}; "
-                               f"frequencies used {r0['frequencies_used']} (coverage {r0['coverage']:.2f}: fewer than "
-                               f"the (4.2) theory's all); embedding energy on them "
+                               f"frequencies used {r0['frequencies_used']} (coverage {r0['coverage']:.2f}; the (4.2) "
+                               f"network at the construction width: 1); embedding energy on them "
                                f"{r0['embedding_energy_on_used']:.2f}.")
 
 
