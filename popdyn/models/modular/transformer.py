@@ -32,11 +32,14 @@ __all__ = ["TransformerProblem", "attention_matrices", "power_spectrum_2d", "att
            "embedding_spectrum", "neuron_maps"]
 
 _SRC = "seed 001 L1235-1255 (Figs. 4.3, 4.4), L8671-8699, L8713-8742 (App. C.10); specs/modular_and_icl.md §A.3"
-#: The paper's transformer runs (p, k, layers): Fig. 4.3 / C.5 / C.6 one layer, Fig. 4.4 two layers; m = 160 heads,
-#: hidden dimension 128 (L1243, L1251); "cpu" is the CPU analogue used by the quick claims.
-_SETTINGS = {"fig4.3": (31, 4, 1, 160), "figC.5": (61, 3, 1, 160), "figC.6": (17, 5, 1, 160),
-             "fig4.4-k2": (97, 2, 2, 160), "fig4.4-k3": (31, 3, 2, 160), "fig4.4-k4": (11, 4, 2, 160),
-             "fig4.4-k5": (5, 5, 2, 160), "cpu": (23, 2, 1, 4)}
+#: The paper's transformer runs: Fig. 4.3 / C.5 / C.6 one layer, Fig. 4.4 two layers; m = 160 heads, hidden dimension
+#: 128 (L1243, L1251); "cpu" is the CPU analogue used by the quick claims.
+_PAPER = {"heads": 160, "d_model": 128}
+_SETTINGS = {"fig4.3": dict(p=31, k=4, layers=1, **_PAPER), "figC.5": dict(p=61, k=3, layers=1, **_PAPER),
+             "figC.6": dict(p=17, k=5, layers=1, **_PAPER), "fig4.4-k2": dict(p=97, k=2, layers=2, **_PAPER),
+             "fig4.4-k3": dict(p=31, k=3, layers=2, **_PAPER), "fig4.4-k4": dict(p=11, k=4, layers=2, **_PAPER),
+             "fig4.4-k5": dict(p=5, k=5, layers=2, **_PAPER),
+             "cpu": dict(p=23, k=2, layers=1, heads=4, d_model=64, d_head=16, d_mlp=128)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,12 +118,12 @@ class TransformerProblem:
     def setting(cls, name="cpu", **architecture):
         """A transformer run of the paper: "fig4.3" (p=31, k=4), "figC.5" (61, 3), "figC.6" (17, 5), one layer;
         "fig4.4-k2" (97, 2), "fig4.4-k3" (31, 3), "fig4.4-k4" (11, 4), "fig4.4-k5" (5, 5), two layers; all with
-        160 heads and d_model 128; or "cpu" (23, 2, one layer, 4 heads). ``architecture`` overrides fields."""
+        160 heads and d_model 128; or "cpu" (23, 2, one layer, 4 heads, d_model 64, d_head 16, d_mlp 128: the quick
+        size of the transformer claims). ``architecture`` overrides fields."""
         if name not in _SETTINGS:
             raise InvalidParameterError(f"The 'name' parameter of modular.TransformerProblem.setting must be one "
                                         f"of {sorted(_SETTINGS)}. Got {name!r} instead.")
-        p, k, layers, heads = _SETTINGS[name]
-        return cls(**{"p": p, "k": k, "layers": layers, "heads": heads, **architecture})
+        return cls(**{**_SETTINGS[name], **architecture})
 
 
 def _fold_matrix(p):
