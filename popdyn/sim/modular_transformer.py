@@ -240,7 +240,8 @@ def simulate(problem, *, steps, lr=1e-3, weight_decay=1e-3, betas=(0.9, 0.98), w
     spacing : {"linear", "log"}
         Recorded steps evenly spaced, or log-spaced after step 0 (for grokking curves).
     seed : int
-        Seed of the run's ``torch.Generator``: same seed, same numbers (same device and dtype).
+        Seed of the run's ``torch.Generator``: same seed, same numbers on CPU (same dtype); on CUDA the embedding's
+        backward and the evaluation's sums use atomic adds, so runs agree only up to round-off.
     progress_bar : bool
         Show a tqdm bar (when tqdm is installed).
 
