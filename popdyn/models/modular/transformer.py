@@ -1,0 +1,412 @@
+"""The one-layer transformer of the modular-addition chapter (seed 001 L1235-1247, Fig. 4.3, App. C.10.3) and the
+Fourier diagnostics of its weights; training is in :mod:`popdyn.sim.modular_transformer` (torch).
+
+Public names
+------------
+TransformerProblem
+    k-input modular addition learned by a transformer: the task (p, k) and the architecture (layers, heads,
+    d_model, d_head, d_mlp, activation); ``popdyn.predict`` gives the theory values of its diagnostics.
+attention_matrices, power_spectrum_2d, attention_diagnostics
+    Token-space attention matrices ``E^T W^K_h W^Q_h^T E`` of every head (Fig. 4.3) and their folded 2-D spectra.
+embedding_spectrum
+    Share of the embedding's energy per frequency (Fourier sparsity of ``E``).
+neuron_maps
+    First-order maps ``u_{i,j}(a)`` of MLP pre-activations over D_p: the network (4.2) form of the MLP, so that
+    :func:`~popdyn.models.modular.fourier_diagnostics` and :func:`~popdyn.models.modular.circuit_table` apply.
+
+Spec: specs/modular_and_icl.md §A.3 E4.3 and E4.4 (the paper gives the attention formula, m = 160 heads and hidden
+dimension 128; tokenisation, read-out, MLP and norms are not given and are chosen here, see TransformerProblem).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ..._validate import FiniteArray, Integer, InvalidParameterError, Options, check, validate
+from ...api import predict
+from ...results import Prediction
+from .problem import _check_pk
+
+__all__ = ["TransformerProblem", "attention_matrices", "power_spectrum_2d", "attention_diagnostics",
+           "embedding_spectrum", "neuron_maps"]
+
+_SRC = "seed 001 L1235-1255 (Figs. 4.3, 4.4), L8671-8699, L8713-8742 (App. C.10); specs/modular_and_icl.md §A.3"
+#: The paper's transformer runs: Fig. 4.3 / C.5 / C.6 one layer, Fig. 4.4 two layers; m = 160 heads, hidden dimension
+#: 128 (L1243, L1251); "cpu" is the CPU analogue used by the quick claims.
+_PAPER = {"heads": 160, "d_model": 128}
+_SETTINGS = {"fig4.3": dict(p=31, k=4, layers=1, **_PAPER), "figC.5": dict(p=61, k=3, layers=1, **_PAPER),
+             "figC.6": dict(p=17, k=5, layers=1, **_PAPER), "fig4.4-k2": dict(p=97, k=2, layers=2, **_PAPER),
+             "fig4.4-k3": dict(p=31, k=3, layers=2, **_PAPER), "fig4.4-k4": dict(p=11, k=4, layers=2, **_PAPER),
+             "fig4.4-k5": dict(p=5, k=5, layers=2, **_PAPER),
+             "cpu": dict(p=23, k=2, layers=1, heads=4, d_model=64, d_head=16, d_mlp=128)}
+
+
+@dataclass(frozen=True, eq=False)
+class TransformerProblem:
+    r"""k-input modular addition learned by a transformer with ``heads`` attention heads per layer (Fig. 4.3).
+
+    .. math:: x^{(0)}_t = E_{a_t} + P_t,\quad
+              x^{(l)} = x' + W_{out}^{\top}\sigma(W_{in}^{\top}x'),\quad
+              x' = x^{(l-1)} + \sum_{h} W^{O}_h W^{V\top}_h x^{(l-1)}\,
+              \mathrm{softmax}\Big(\frac{x^{(l-1)\top} W^K_h W^{Q\top}_h x^{(l-1)}}{\sqrt{d_{head}}}\Big),\quad
+              f(\mathbf a) = W_U^{\top} x^{(L)}_k
+
+    The attention is the paper's (L1237: ``W^P (W_h^{V T} E softmax(E^T W_h^K W_h^{Q T} E))_h``). Choices the
+    paper leaves open (spec §A.3 E4.3: "the tokenisation and the read-out position are not given"): the tokens
+    are the k summands (vocabulary ``Z_p``, no operator or "=" token), learned positions ``P``, causal
+    attention, the logits read at the last position (which attends to every summand, so the token-space matrix
+    ``E^T W^K W^{Q T} E`` is the score the read-out actually uses), a bias-free MLP of width ``d_mlp`` after each
+    attention layer, no layer norm, an untied unembedding ``W_U``.
+
+    Parameters
+    ----------
+    p : int
+        Modulus, an odd prime >= 3.
+    k : int
+        Number of summands (sequence length), >= 2.
+    layers : int
+        Transformer blocks, >= 1 (Fig. 4.3: 1; Fig. 4.4: 2).
+    heads : int
+        Attention heads per layer, >= 1 (the paper's m = 160).
+    d_model : int
+        Residual width, >= 1 (the paper's "hidden dimension 128").
+    d_head : int
+        Width of each head's queries, keys and values, >= 1 (32 in the Sea-Snell/grokking code base, L8675).
+    d_mlp : int
+        MLP neurons per layer, >= 1 (512 in that code base).
+    activation : {"relu", "gelu"}
+        MLP nonlinearity.
+
+    References
+    ----------
+    .. [src] seed 001 L1235-1247 (the attention, Fig. 4.3), L1251-1255 (Fig. 4.4), L8671-8699 (training);
+       specs/modular_and_icl.md §A.3 E4.3, E4.4.
+    """
+    p: int
+    k: int
+    layers: int = 1
+    heads: int = 4
+    d_model: int = 128
+    d_head: int = 32
+    d_mlp: int = 512
+    activation: str = "relu"
+
+    _constraints = {"p": Integer(3), "k": Integer(2), "layers": Integer(1), "heads": Integer(1),
+                    "d_model": Integer(1), "d_head": Integer(1), "d_mlp": Integer(1),
+                    "activation": Options(("relu", "gelu"))}
+
+    def __post_init__(self):
+        validate(self)
+        _check_pk("modular.TransformerProblem", self.p, self.k)
+
+    def __repr__(self):
+        args = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        return f"modular.TransformerProblem({args})"
+
+    @property
+    def n_inputs(self):
+        """Size ``p^k`` of the full data set D_p."""
+        return self.p ** self.k
+
+    @property
+    def n_frequencies(self):
+        """Number ``(p-1)/2`` of non-zero frequencies up to sign."""
+        return (self.p - 1) // 2
+
+    @classmethod
+    def setting(cls, name="cpu", **architecture):
+        """A transformer run of the paper: "fig4.3" (p=31, k=4), "figC.5" (61, 3), "figC.6" (17, 5), one layer;
+        "fig4.4-k2" (97, 2), "fig4.4-k3" (31, 3), "fig4.4-k4" (11, 4), "fig4.4-k5" (5, 5), two layers; all with
+        160 heads and d_model 128; or "cpu" (23, 2, one layer, 4 heads, d_model 64, d_head 16, d_mlp 128: the quick
+        size of the transformer claims). ``architecture`` overrides fields."""
+        if name not in _SETTINGS:
+            raise InvalidParameterError(f"The 'name' parameter of modular.TransformerProblem.setting must be one "
+                                        f"of {sorted(_SETTINGS)}. Got {name!r} instead.")
+        return cls(**{**_SETTINGS[name], **architecture})
+
+
+def _fold_matrix(p):
+    """(p//2 + 1, p) 0/1 matrix summing the DFT bins j and p - j into the folded bin min(j, p - j)."""
+    j = np.arange(p)
+    Q = np.zeros((p // 2 + 1, p))
+    Q[np.minimum(j, p - j), j] = 1.0
+    return Q
+
+
+def power_spectrum_2d(M):
+    r"""Folded 2-D power spectrum of real matrices over ``Z_p x Z_p``, bins ``(0..p//2)^2``, normalised to sum 1.
+
+    .. math:: P_M(j_1, j_2) = \frac{\sum_{\pm,\pm}|\hat M(\pm j_1, \pm j_2)|^2}{\sum_{l_1, l_2}|\hat M(l_1, l_2)|^2},
+              \qquad \hat M(j_1, j_2) = \sum_{a, b} M(a, b)\,e^{-2\pi i (j_1 a + j_2 b)/p}
+
+    (the sum runs over the distinct sign choices). ``max P_M`` is 1 exactly when M is a 2-D cosine at one
+    frequency pair, e.g. ``cos(2 pi zeta a/p + phi) cos(2 pi zeta' b/p + psi)`` or ``cos(2 pi zeta (a + b)/p)``.
+
+    Parameters
+    ----------
+    M : ndarray of shape (..., p, p)
+        Real square matrices (e.g. the attention matrices of :func:`attention_matrices`).
+
+    Returns
+    -------
+    ndarray of shape (..., p//2 + 1, p//2 + 1)
+        Energy shares (Parseval: each bin is the energy of M in that frequency pair); 0 for M = 0.
+
+    Notes
+    -----
+    Regime: any real matrices. The two-sided definition (the 2-D analogue of L1207) caps a product of cosines at
+    1/4; folding the four sign bins is the 2-D analogue of the one-sided ``power_spectrum`` (spec §A.2.7).
+
+    References
+    ----------
+    .. [src] seed 001 L1202-1207 (normalized power), L1243-1247 (Fig. 4.3: "2-dim Fourier power spectrum");
+       specs/modular_and_icl.md §A.3 E4.3.
+
+    Examples
+    --------
+    >>> a = np.arange(7)
+    >>> M = np.outer(np.cos(2 * np.pi * 2 * a / 7 + 0.4), np.sin(2 * np.pi * 3 * a / 7))
+    >>> P = power_spectrum_2d(M)
+    >>> P.shape, round(float(P[2, 3]), 12)
+    ((4, 4), 1.0)
+    """
+    M = np.asarray(M, dtype=np.float64)
+    if M.ndim < 2 or M.shape[-1] != M.shape[-2] or M.shape[-1] < 2 or not np.all(np.isfinite(M)):
+        raise InvalidParameterError("The 'M' parameter of modular.power_spectrum_2d must be a finite float array "
+                                    f"of shape (..., p, p), p >= 2. Got shape {M.shape} instead.")
+    Q = _fold_matrix(M.shape[-1])
+    P = Q @ (np.abs(np.fft.fft2(M)) ** 2) @ Q.T
+    tot = P.sum(axis=(-2, -1), keepdims=True)
+    return np.divide(P, tot, out=np.zeros_like(P), where=tot > 0)
+
+
+def _check_weights(owner, E, WQ, WK):
+    E = check(owner, "E", E, FiniteArray(2))
+    WQ = check(owner, "WQ", WQ, FiniteArray(3, (None, E.shape[1], None)))
+    WK = check(owner, "WK", WK, FiniteArray(3, WQ.shape))
+    return E, WQ, WK
+
+
+def attention_matrices(E, WQ, WK):
+    r"""Token-space attention matrices of every head: ``M_h = E W^K_h W^{Q T}_h E^T`` (key token x query token).
+
+    .. math:: M_h(a, b) = E_a^{\top}\,W^{KQ}_h\,E_b,\qquad W^{KQ}_h = W^K_h W^{Q\top}_h
+
+    Parameters
+    ----------
+    E : ndarray of shape (p, d_model)
+        Token embeddings (one row per residue).
+    WQ : ndarray of shape (heads, d_model, d_head)
+        Query maps of one layer.
+    WK : ndarray of shape (heads, d_model, d_head)
+        Key maps of the same layer.
+
+    Returns
+    -------
+    ndarray of shape (heads, p, p)
+        ``M_h(a, b)``: the pre-softmax score (times sqrt(d_head), without positions) that a query token b gives
+        a key token a; Fig. 4.3 plots it for random heads.
+
+    Notes
+    -----
+    Regime: any weights; for the first layer (later layers see mixed residuals, not tokens).
+
+    References
+    ----------
+    .. [src] seed 001 L1237-1243 (W^{KQ}, Fig. 4.3); specs/modular_and_icl.md §A.3 E4.3.
+
+    Examples
+    --------
+    >>> E = np.eye(3)
+    >>> attention_matrices(E, np.ones((1, 3, 1)), np.ones((1, 3, 1))).tolist()
+    [[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]
+    """
+    E, WQ, WK = _check_weights("modular.attention_matrices", E, WQ, WK)
+    return np.matmul(E @ WK, np.swapaxes(E @ WQ, 1, 2))                 # (heads, p, d_head) x (heads, d_head, p)
+
+
+def attention_diagnostics(E, WQ, WK):
+    r"""Per-head 2-D Fourier diagnostics of the attention matrices (Fig. 4.3), softmax-invariant part removed.
+
+    .. math:: \bar M_h(a, b) = M_h(a, b) - \frac1p\sum_{a'} M_h(a', b),\qquad
+              \mathrm{power}_h = \max_{j_1, j_2} P_{\bar M_h}(j_1, j_2),\qquad
+              \mathrm{frequency\_power}_h = \max_{\zeta \ge 1}\big(P_{\bar M_h}(\zeta, 0)
+              + P_{\bar M_h}(\zeta, \zeta)\big)
+
+    A constant over the keys a (for each query b) does not change the softmax over the keys, so it is removed.
+    A head that computes with one frequency zeta scores ``alpha cos(2 pi zeta a/p + phi) + beta cos(2 pi zeta a/p
+    + phi') cos(2 pi zeta b/p + psi)``: all its power lies in the bins (zeta, 0) and (zeta, zeta).
+
+    Parameters
+    ----------
+    E : ndarray of shape (p, d_model)
+    WQ : ndarray of shape (heads, d_model, d_head)
+    WK : ndarray of shape (heads, d_model, d_head)
+
+    Returns
+    -------
+    dict
+        ``matrices`` (heads, p, p), the centred matrices ``M_h - mean over keys``; ``spectrum`` (heads, p//2+1,
+        p//2+1) from :func:`power_spectrum_2d` (key frequency first); ``max_power`` (heads,), 1 for a 2-D
+        cosine at one frequency pair; ``frequency_power`` (heads,), 1 for a head with one frequency;
+        ``dominant_frequency`` (heads,) that frequency (key side, 1..p//2); ``dominant_pair`` (heads, 2), the
+        argmax bin.
+
+    Notes
+    -----
+    Regime: any weights. Fig. 4.3 reports 2-D cosines ("an apparent 2-dim cosine shape") without a number.
+
+    References
+    ----------
+    .. [src] seed 001 L1237-1247 (Fig. 4.3), L8713-8742 (Figs. C.5, C.6); specs/modular_and_icl.md §A.3 E4.3.
+
+    Examples
+    --------
+    >>> a = np.arange(5)
+    >>> E = np.stack([np.cos(2 * np.pi * a / 5), np.sin(2 * np.pi * a / 5)], 1)
+    >>> d = attention_diagnostics(E, np.eye(2)[None], np.eye(2)[None])   # M(a, b) = cos(2 pi (a - b)/5)
+    >>> round(float(d["max_power"][0]), 12), d["dominant_pair"].tolist(), round(float(d["frequency_power"][0]), 12)
+    (1.0, [[1, 1]], 1.0)
+    """
+    E, WQ, WK = _check_weights("modular.attention_diagnostics", E, WQ, WK)
+    M = attention_matrices(E, WQ, WK)
+    M = M - M.mean(axis=1, keepdims=True)
+    P = power_spectrum_2d(M)
+    z = np.arange(1, P.shape[1])
+    single = P[:, z, 0] + P[:, z, z]                                             # (heads, p//2)
+    pair = np.stack(np.unravel_index(P.reshape(len(P), -1).argmax(axis=1), P.shape[1:]), axis=1)
+    return {"matrices": M, "spectrum": P, "max_power": P.max(axis=(1, 2)), "frequency_power": single.max(axis=1),
+            "dominant_frequency": 1 + single.argmax(axis=1), "dominant_pair": pair}
+
+
+def embedding_spectrum(E):
+    r"""Share of the embedding's energy in each frequency, summed over the embedding directions (Parseval).
+
+    .. math:: S(j) = \frac{c_j \sum_{d}|\hat E_d(j)|^2}{p\,\|E\|_F^2},\qquad c_0 = 1,\ c_j = 2\ (1 \le j \le
+              \tfrac{p-1}{2}),\qquad \hat E_d(j) = \sum_a E_{a,d}\,e^{-2\pi i j a/p}
+
+    Parameters
+    ----------
+    E : ndarray of shape (p, d_model)
+        Token embeddings, one row per residue; p odd.
+
+    Returns
+    -------
+    ndarray of shape ((p+1)//2,)
+        ``S(0..(p-1)/2)``, summing to 1 (0 for E = 0). A Fourier-sparse embedding puts its energy in a few
+        bins; a random one spreads it as ``2/p`` per non-zero bin on average.
+
+    Notes
+    -----
+    Regime: any real embedding with p odd (no Nyquist bin).
+
+    References
+    ----------
+    .. [src] seed 001 L1202-1207 (Fourier power of embeddings), L1247 (Fig. 4.3); specs/modular_and_icl.md §A.2.7.
+
+    Examples
+    --------
+    >>> a = np.arange(7)
+    >>> E = np.stack([np.cos(2 * np.pi * 3 * a / 7), 0.5 + 0 * a], 1)
+    >>> embedding_spectrum(E).round(12).tolist()
+    [0.333333333333, 0.0, 0.0, 0.666666666667]
+    """
+    E = check("modular.embedding_spectrum", "E", E, FiniteArray(2))
+    p = E.shape[0]
+    if p < 3 or p % 2 == 0:
+        raise InvalidParameterError("The 'E' parameter of modular.embedding_spectrum must have an odd number "
+                                    f"p >= 3 of rows (one per residue). Got shape {E.shape} instead.")
+    P = (np.abs(np.fft.rfft(E, axis=0)) ** 2).sum(axis=1)
+    P[1:] *= 2.0
+    tot = P.sum()
+    return P / tot if tot > 0 else P
+
+
+def neuron_maps(preactivation, p, k):
+    r"""First-order maps of neurons' pre-activations over D_p, in the form ``U`` (m, k, p) of the network (4.2).
+
+    .. math:: u_{i,j}(a) = \mathbb E[h_i(\mathbf a)\mid a_j = a] - \mathbb E[h_i],\qquad
+              \rho_i = \frac{\sum_j \mathrm{Var}\,u_{i,j}(a_j)}{\mathrm{Var}\,h_i(\mathbf a)}
+
+    with ``a`` uniform on D_p. On the full grid the maps are orthogonal (ANOVA), so ``rho_i`` in [0, 1] is the
+    share of the neuron's variance that is additive over the summands: ``h_i = sum_j u_{i,j}(a_j) + const`` when
+    ``rho_i = 1``, which is the pre-activation of (4.2). With the output map ``w_i = W_out[i] W_U`` the pair
+    ``(U, W)`` goes into :func:`~popdyn.models.modular.fourier_diagnostics` and ``circuit_table``.
+
+    Parameters
+    ----------
+    preactivation : ndarray of shape (p**k, m)
+        ``h_i(a)`` at every input, in :func:`~popdyn.models.modular.all_inputs` order.
+    p : int
+        Modulus, an odd prime.
+    k : int
+        Number of summands, >= 2.
+
+    Returns
+    -------
+    U : ndarray of shape (m, k, p)
+    rho : ndarray of shape (m,)
+        Additive share of the variance (NaN where a neuron's pre-activation is constant).
+
+    Notes
+    -----
+    Regime: any function on the full D_p. For a transformer whose read-out attends uniformly to the k summands
+    the MLP pre-activation is exactly additive (rho = 1), and the MLP is the network (4.2) with sigma for x^k.
+
+    References
+    ----------
+    .. [src] seed 001 L1107-1111 (eq. 4.2), L1243-1247 ("a learning mechanism similar to neural networks");
+       derived; specs/modular_and_icl.md §A.3 E4.3.
+
+    Examples
+    --------
+    >>> from popdyn.models.modular import all_inputs
+    >>> A = all_inputs(5, 2)
+    >>> U, rho = neuron_maps((np.cos(2 * np.pi * A[:, 0] / 5) + A[:, 1] ** 2)[:, None], 5, 2)
+    >>> U.shape, round(float(rho[0]), 12)
+    ((1, 2, 5), 1.0)
+    """
+    p, k = _check_pk("modular.neuron_maps", p, k)
+    H = check("modular.neuron_maps", "preactivation", preactivation, FiniteArray(2, (p ** k, None)))
+    m = H.shape[1]
+    T = (H - H.mean(axis=0)).reshape((p,) * k + (m,))
+    U = np.stack([T.mean(axis=tuple(i for i in range(k) if i != j)) for j in range(k)], axis=1)   # (p, k, m)
+    var = T.reshape(-1, m).var(axis=0)
+    add = (U ** 2).mean(axis=0).sum(axis=0)
+    rho = np.divide(add, var, out=np.full(m, np.nan), where=var > 1e-300)
+    return np.ascontiguousarray(U.transpose(2, 1, 0)), rho
+
+
+@predict.register(TransformerProblem)
+def _predict(problem):
+    r"""Theory values of the transformer's Fourier diagnostics: single-frequency neurons and 2-D cosine heads.
+
+    .. math:: \mathrm{max\_power} = 1,\qquad \mathrm{attention\_power} = 1,\qquad \mathrm{coverage} = 1
+
+    Parameters
+    ----------
+    problem : TransformerProblem
+
+    Returns
+    -------
+    Prediction
+        ``t = None``; scalars ``max_power`` (one-sided max normalized power of an MLP neuron's maps, Lemma 4.10),
+        ``attention_power`` (folded 2-D max power of a head's attention matrix, Fig. 4.3), ``coverage``
+        (fraction of the frequencies 1..(p-1)/2 used, Lemma C.20), ``additive_fraction`` (1: the MLP is the
+        network (4.2) when the read-out attends uniformly).
+
+    Notes
+    -----
+    Regime: the max-margin theory is for the one-hidden-layer network (4.2) (Thm 4.9); for the transformer the
+    paper's statements are empirical ("similar results", L1243-1247). No theorem covers coverage for a
+    transformer: the values are what the (4.2) theory gives its neurons.
+
+    References
+    ----------
+    .. [src] seed 001 L1182-1198 (Thm 4.9), L1237-1247 (Fig. 4.3), L8455-8603 (Lemma C.20);
+       specs/modular_and_icl.md §A.2.7, §A.3 E4.3.
+    """
+    obs = {"max_power": 1.0, "attention_power": 1.0, "coverage": 1.0, "additive_fraction": 1.0}
+    return Prediction(t=None, observables=obs, status=0, message="single-frequency circuit (Thm 4.9, Fig. 4.3)",
+                      meta=dict(problem=repr(problem), options={}, source=_SRC))

@@ -1,0 +1,141 @@
+"""Training the modular-addition transformer (popdyn.sim.modular_transformer): the batched torch forward against a
+per-example loop, the recorded diagnostics against the numpy diagnostics of the returned weights, shapes,
+reproducibility and bad input."""
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import popdyn  # noqa: E402
+from popdyn._validate import InvalidParameterError  # noqa: E402
+from popdyn.models import modular  # noqa: E402
+from popdyn.models.modular.transformer import (TransformerProblem, attention_diagnostics,  # noqa: E402
+                                               embedding_spectrum, neuron_maps)
+from popdyn.sim import modular_transformer as mt  # noqa: E402
+
+_SMALL = dict(p=5, k=3, heads=2, d_model=8, d_head=4, d_mlp=12)
+_F64 = 1e-10   # float64 einsum/softmax vs the loop below on O(1) numbers: round-off ~1e-14
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return popdyn.simulate(TransformerProblem(**_SMALL), steps=30, lr=1e-2, weight_decay=0.1, n_points=3, seeds=2,
+                           train_fraction=0.6, seed=4)
+
+
+def _loop_forward(w, a, activation):
+    """One example, one position at a time: x_t = E[a_t] + P_t; causal softmax attention per head; MLP; logits."""
+    act = {"relu": lambda z: np.maximum(z, 0), "gelu": lambda z: 0.5 * z * (1 + np.vectorize(math.erf)(z / 2 ** .5))}
+    x = np.stack([w["E"][t] + w["P"][i] for i, t in enumerate(a)])
+    L, H, _, dh = w["WQ"].shape
+    for l in range(L):
+        out = []
+        for t in range(len(a)):
+            z = x[t].copy()
+            for h in range(H):
+                q, keys, vals = x[t] @ w["WQ"][l, h], x[:t + 1] @ w["WK"][l, h], x[:t + 1] @ w["WV"][l, h]
+                s = keys @ q / math.sqrt(dh)
+                att = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+                z = z + (att @ vals) @ w["WO"][l, h]
+            pre = z @ w["W_in"][l]
+            out.append((z + act[activation](pre) @ w["W_out"][l], pre))
+        x = np.stack([o[0] for o in out])
+    return x[-1] @ w["W_U"], out[-1][1]
+
+
+@pytest.mark.parametrize("layers, activation", [(1, "relu"), (2, "gelu")])
+def test_forward_matches_a_per_example_loop(layers, activation):
+    pb = TransformerProblem(**{**_SMALL, "layers": layers, "activation": activation})
+    gen = torch.Generator().manual_seed(0)
+    w = mt._init_weights(pb, 2, 1.0, gen, torch.float64, torch.device("cpu"))
+    A = torch.randint(0, pb.p, (2, 6, pb.k), generator=gen)
+    with torch.no_grad():
+        logits, h = mt.forward(w, A, activation)
+    wn = {n: v.detach().numpy() for n, v in w.items()}
+    for s in range(2):
+        for i in range(6):
+            ref, pre = _loop_forward({n: v[s] for n, v in wn.items()}, A[s, i].numpy(), activation)
+            np.testing.assert_allclose(logits[s, i].numpy(), ref, atol=_F64)
+            np.testing.assert_allclose(h[s, i].numpy(), pre, atol=_F64)
+
+
+def test_shapes_and_split(sim):
+    p, k, H, D, dh, M = (_SMALL[n] for n in ("p", "k", "heads", "d_model", "d_head", "d_mlp"))
+    assert sim.t.tolist() == [0, 15, 30] and sim.status == 0
+    T = 3
+    shapes = {"loss": (2, T), "train_acc": (2, T), "test_acc": (2, T), "max_power": (2, T, M), "coverage": (2, T),
+              "single_freq_fraction": (2, T), "additive_fraction": (2, T, M), "attention_power": (2, T, H),
+              "embedding_power": (2, T, (p + 1) // 2), "E": (2, p, D), "P": (2, k, D), "WQ": (2, 1, H, D, dh),
+              "WO": (2, 1, H, dh, D), "W_in": (2, 1, D, M), "W_out": (2, 1, M, D), "W_U": (2, D, p),
+              "U": (2, M, k, p), "W": (2, M, p), "train_mask": (2, p ** k)}
+    assert {n: sim[n].shape for n in shapes} == shapes
+    assert sim["train_mask"].sum(1).tolist() == [round(0.6 * p ** k)] * 2
+    assert not np.array_equal(sim["train_mask"][0], sim["train_mask"][1])      # each seed its own split
+
+
+def test_recorded_diagnostics_are_those_of_the_returned_weights(sim):
+    """The final U, W and the recorded spectra equal the numpy diagnostics of the returned weights: U from
+    neuron_maps on a fresh forward over D_p, W = W_out W_U centred over the classes."""
+    pb = TransformerProblem(**_SMALL)
+    A = torch.as_tensor(modular.all_inputs(pb.p, pb.k))
+    w = {n: torch.as_tensor(sim[n]) for n in mt._NAMES}
+    with torch.no_grad():
+        logits, h = mt.forward(w, A.expand(2, -1, -1), pb.activation)
+    y = (A.sum(1) % pb.p).numpy()
+    for s in range(2):
+        U, rho = neuron_maps(h[s].numpy(), pb.p, pb.k)
+        np.testing.assert_allclose(sim["U"][s], U, atol=1e-9)
+        np.testing.assert_allclose(sim["additive_fraction"][s, -1], rho, atol=1e-9)
+        Wc = sim["W_out"][s, -1] @ sim["W_U"][s]
+        np.testing.assert_allclose(sim["W"][s], Wc - Wc.mean(1, keepdims=True), atol=1e-12)
+        d = modular.fourier_diagnostics(sim["U"][s], sim["W"][s])
+        np.testing.assert_allclose(sim["max_power"][s, -1], d["max_power"], atol=1e-12)
+        assert sim["coverage"][s, -1] == d["coverage_fraction"]
+        att = attention_diagnostics(sim["E"][s], sim["WQ"][s, 0], sim["WK"][s, 0])["frequency_power"]
+        np.testing.assert_allclose(sim["attention_power"][s, -1], att, atol=1e-12)
+        np.testing.assert_allclose(sim["embedding_power"][s, -1], embedding_spectrum(sim["E"][s]), atol=1e-12)
+        ok = logits[s].argmax(1).numpy() == y
+        mask = sim["train_mask"][s]
+        assert sim["train_acc"][s, -1] == pytest.approx(ok[mask].mean(), abs=1e-12)
+        assert sim["test_acc"][s, -1] == pytest.approx(ok[~mask].mean(), abs=1e-12)
+
+
+def test_reproducible_and_seeded():
+    pb = TransformerProblem(**_SMALL)
+    run = lambda seed: popdyn.simulate(pb, steps=5, n_points=2, seed=seed, batch=16)
+    a, b, c = run(1), run(1), run(2)
+    for name in ("loss", "E", "U", "attention_power"):
+        assert np.array_equal(a[name], b[name]), name
+    assert not np.array_equal(a["E"], c["E"])
+
+
+def test_training_fits_a_small_task():
+    """Full data, p = 5, k = 2: AdamW fits all 25 points (a sanity check that the loop trains)."""
+    pb = TransformerProblem(p=5, k=2, heads=2, d_model=16, d_head=8, d_mlp=32)
+    out = popdyn.simulate(pb, steps=300, lr=1e-2, weight_decay=0.0, n_points=2, dtype="float32")
+    assert out["loss"][0, -1] < 0.1 * out["loss"][0, 0] and out["train_acc"][0, -1] == 1.0
+    assert out.meta["dtype"] == "float32" and "test_acc" not in out.observables
+
+
+@pytest.mark.parametrize("option, value", [
+    ("steps", 0), ("lr", 0.0), ("weight_decay", -1.0), ("betas", (0.9,)), ("betas", (1.0, 0.9)),
+    ("train_fraction", 0.0), ("train_fraction", 1e-9), ("init_scale", 0.0), ("seeds", 0), ("n_points", 1),
+    ("spacing", "cubic"), ("seed", -1), ("batch", 0), ("warmup", -1), ("dtype", "float16"), ("device", "tpu")])
+def test_bad_options_name_the_parameter(option, value):
+    with pytest.raises(InvalidParameterError, match=f"'{option}' parameter"):
+        mt.simulate(TransformerProblem(**_SMALL), **{"steps": 2, option: value})
+
+
+def test_bad_problem():
+    with pytest.raises(InvalidParameterError, match="'problem' parameter"):
+        mt.simulate(modular.Problem(5, 2), steps=2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_runs_the_same_code():
+    pb = TransformerProblem(**_SMALL)
+    cpu = popdyn.simulate(pb, steps=3, n_points=2, device="cpu")
+    gpu = popdyn.simulate(pb, steps=3, n_points=2, device="cuda")
+    assert gpu.meta["device"].startswith("cuda") and gpu["U"].shape == cpu["U"].shape
