@@ -106,6 +106,15 @@ def looped_problems(draw):
 
 
 @st.composite
+def modular_transformer_problems(draw):
+    """Small transformers on k-input modular addition (every architecture field drawn)."""
+    return modular.TransformerProblem(p=draw(st.sampled_from([3, 5, 7])), k=draw(st.integers(2, 3)),
+                                      layers=draw(st.integers(1, 2)), heads=draw(st.integers(1, 3)),
+                                      d_model=draw(st.integers(1, 8)), d_head=draw(st.integers(1, 4)),
+                                      d_mlp=draw(st.integers(1, 16)), activation=draw(st.sampled_from(["relu", "gelu"])))
+
+
+@st.composite
 def modular_problems(draw):
     """k-input modular addition with a small odd prime p (exhaustive kernels stay cheap)."""
     return modular.Problem(p=draw(st.sampled_from([3, 5, 7, 11])), k=draw(st.integers(2, 3)),
@@ -264,6 +273,13 @@ MODELS = {
         bad_predict=(("method", "nope"),),
         functions=((lambda p: modular.max_margin(p.p, p.k), {}),),
         simulate={"steps": 5, "m": 8, "seeds": 2, "n_points": 2}),
+    "modular.transformer": ModelSpec(
+        modular_transformer_problems(),
+        edges=(lambda: modular.TransformerProblem(3, 2, heads=1, d_model=1, d_head=1, d_mlp=1),
+               lambda: modular.TransformerProblem.setting("cpu", d_model=8, d_mlp=16)),
+        functions=((lambda p: modular.embedding_spectrum(np.cos(2 * np.pi * np.outer(np.arange(p.p), [1, 2]) / p.p)),
+                    {}),),
+        simulate={"steps": 3, "seeds": 2, "n_points": 2}),
     "emergence": ModelSpec(
         emergence_problems(),
         edges=(lambda: emergence.Problem.parity(D=12, k=3, m=4, T=4),
@@ -353,7 +369,7 @@ EXAMPLES = {
             lambda: icl.ParityProblem.paper(1, 3, gamma=0.1)],
     "looped": [lambda: looped.Problem.fig8_1(16), lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 0.5, 2.0]))],
     "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
-    "modular": lambda: modular.Problem(p=11, k=3),
+    "modular": [lambda: modular.Problem(p=11, k=3), lambda: modular.TransformerProblem.setting("cpu")],
     "resnet": [lambda: resnet.Problem(d=12, k=3, N=100), lambda: resnet.Problem.thm2(d=14, N=200),
                lambda: resnet.NetworkProblem.thm2(d=10, k=3, m=16, N=50, epochs=2)],
     "committee": [lambda: committee.Problem.saad_solla(K=2, M=2),

@@ -358,3 +358,6 @@ def simulate(problem, *, steps, m=None, optimizer="adamw", lr=None, weight_decay
     message = "" if ok else (f"non-finite values: the run diverged at lr={opts['lr']} ({meta['dtype']}); "
                              "lower lr or init_scale")
     return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
+
+
+from . import modular_transformer  # noqa: E402,F401  (registers popdyn.simulate for modular.TransformerProblem)

@@ -17,10 +17,14 @@ from .fourier import (construction_logit, construction_margin, margin_dft, max_m
                       single_neuron_margin)
 from .network import all_inputs, class_weighted_margin, logits, margin, norm, normalized_margin, point_margins
 from .problem import Problem, construction_width, max_margin
+from .transformer import (TransformerProblem, attention_diagnostics, attention_matrices, embedding_spectrum,
+                          neuron_maps, power_spectrum_2d)
 from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
 
 __all__ = ["Problem", "max_margin", "construction_width",
            "all_inputs", "norm", "logits", "point_margins", "margin", "normalized_margin", "class_weighted_margin",
            "single_neuron_margin", "optimal_neuron", "max_margin_network", "construction_logit",
            "construction_margin", "margin_dft",
-           "power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostics"]
+           "power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostics",
+           "TransformerProblem", "attention_matrices", "power_spectrum_2d", "attention_diagnostics",
+           "embedding_spectrum", "neuron_maps"]
