@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from ..._validate import Interval, InvalidParameterError, as_int, check
-from .problem import check_overlap, overlaps
+from .problem import _cached, check_overlap, overlaps
 
 __all__ = ["h", "h0", "h_bound", "h_series_coeffs", "T_table", "orthonormal_stats",
            "population_loss", "population_gradient"]
@@ -34,26 +34,28 @@ _UNIT_TOL = 1e-10  # 1e-10: unit-norm check of u, u_hat; far above float64 round
 # numba kernels: sum_ij W_ij K'(rho_ij(m)) for every m, without forming the (M, k, k) array
 # ---------------------------------------------------------------------------------------------
 @numba.njit(cache=True)  # serial: the ODE calls h at one m at a time; threads cost 10-100x there
-def _relu_sum(m, Wt, E, R, d1m, d1p, d2m, d2p):  # pragma: no cover - compiled
-    """ReLU K'(rho) = 1/2 - asin(sqrt((1-rho)/2))/pi = asin(sqrt((1+rho)/2))/pi from exact gaps 1 -+ rho."""
+def _relu_sum(m, W, ER, gaps):  # pragma: no cover - compiled
+    """sum_p W_p (pi K'(rho_p(m))) for ReLU from the half gaps g-+ = (1 -+ rho)/2, whichever is smaller exact.
+
+    ``pi K' = pi/2 - asin(sqrt(g-))`` when g- <= g+, else ``asin(sqrt(g+))``. Everything that depends only
+    on (G, c, c_hat) is in the per-pair arrays (see :func:`_relu_pairs`): g-, g+ are ``gaps[0] + ER dm``,
+    ``gaps[1] - ER dm`` with ``dm = 1 - m`` for m >= 0, and ``gaps[2] - ER dm``, ``gaps[3] + ER dm`` with
+    ``dm = 1 + m`` below, so the loop over pairs is two fused multiply-adds, one sqrt and one asin.
+    """
     out = np.empty(m.size)
-    k1, k2 = Wt.shape
-    for t in numba.prange(m.size):
+    for t in range(m.size):
         mt = m[t]
+        if mt >= 0.0:
+            lo, hi, x = gaps[0], gaps[1], 1.0 - mt
+        else:
+            lo, hi, x = gaps[2], gaps[3], -(1.0 + mt)
         acc = 0.0
-        for i in range(k1):
-            for j in range(k2):
-                if mt >= 0.0:
-                    omr = (d1m[i, j] + E[i, j] * (1.0 - mt)) / R[i, j]
-                    opr = (d1p[i, j] - E[i, j] * (1.0 - mt)) / R[i, j]
-                else:
-                    omr = (d2m[i, j] - E[i, j] * (1.0 + mt)) / R[i, j]
-                    opr = (d2p[i, j] + E[i, j] * (1.0 + mt)) / R[i, j]
-                if omr <= 1.0:
-                    kp = 0.5 - math.asin(math.sqrt(max(omr, 0.0) / 2.0)) / math.pi
-                else:
-                    kp = math.asin(math.sqrt(min(max(opr, 0.0), 2.0) / 2.0)) / math.pi
-                acc += Wt[i, j] * kp
+        for p in range(W.size):
+            gm, gp = lo[p] + ER[p] * x, hi[p] - ER[p] * x
+            if gm <= gp:
+                acc += W[p] * (0.5 * math.pi - math.asin(math.sqrt(max(gm, 0.0))))
+            else:
+                acc += W[p] * math.asin(math.sqrt(min(max(gp, 0.0), 1.0)))
         out[t] = acc
     return out
 
@@ -114,6 +116,19 @@ def _pairs(problem):
     return Wt, E, R, gaps
 
 
+def _relu_pairs(problem):
+    r"""Per-pair constants of :func:`_relu_sum`, cached per problem: ``W = Wt/pi``, ``ER = E/(2R)`` and the
+    four m-independent half gaps ``gaps/(2R)``; pairs with equal constants are merged (their W added), so
+    structured problems (G = I, quantised c) keep a handful of pairs out of k^2."""
+    def make():
+        Wt, E, R, gaps = _pairs(problem)
+        rows = np.c_[(E / (2 * R)).ravel(), *(g.ravel() / (2 * R.ravel()) for g in gaps)]
+        rows, inv = np.unique(rows, axis=0, return_inverse=True)
+        W = np.bincount(inv.reshape(-1), weights=Wt.ravel(), minlength=len(rows)) / math.pi
+        return W, np.ascontiguousarray(rows[:, 0]), np.ascontiguousarray(rows[:, 1:].T)
+    return _cached(problem, "relu_pairs", make)
+
+
 def _relu_scale(problem):
     """K' of sigma(r z) over K' of sigma for ReLU: r^2 in N0 (ReLU is positively homogeneous), else 1."""
     return 1 + problem.xi**2 / problem.k if problem.convention == "N0" else 1.0
@@ -163,10 +178,10 @@ def _chunked(fn, m, k):
 # ---------------------------------------------------------------------------------------------
 def _h_kernel(problem, m, tol, P):
     """Kernel form: numba closed form (ReLU), numba Horner series (P from the tail bound), else numpy K'."""
-    Wt, E, R, gaps = _pairs(problem)
     flat = np.ascontiguousarray(m.reshape(-1))
     if _is_relu(problem):
-        return _relu_scale(problem) * _relu_sum(flat, Wt, E, R, *gaps)
+        return _relu_scale(problem) * _relu_sum(flat, *_relu_pairs(problem))
+    Wt, E, R, _ = _pairs(problem)
     sigma = problem.sigma
     P = _series_degree(sigma, _rho_max(problem, m), tol) if P is None else P
     if P is not None:
