@@ -565,13 +565,25 @@ def population_loss(problem, m):
     0.0
     """
     m = check_overlap(m)
-    sigma, lam, xi2 = problem.sigma, problem.lam, problem.xi**2
-    c, ch, r, rh, G = problem.c, problem.c_hat, problem.r, problem.r_hat, problem.G
-    S = np.clip((G + xi2 * np.outer(ch, ch)) / np.outer(rh, rh), -1, 1)
-    T = np.clip((G + xi2 * np.outer(c, c)) / np.outer(r, r), -1, 1)
-    const = lam @ sigma.K(S) @ lam + lam @ sigma.K(T) @ lam
-    cross = _chunked(lambda mm: np.einsum("i,nij,j->n", lam, sigma.K(overlaps(problem, mm)), lam), m, problem.k)
+    c, ch = problem.c, problem.c_hat
+    const = _kernel_sum(problem, "ss", ch, ch, np.ones(1)) + _kernel_sum(problem, "tt", c, c, np.ones(1))
+    cross = _chunked(lambda mm: _kernel_sum(problem, "ts", c, ch, mm), m, problem.k)
     return _as_output(m, np.maximum(const - 2 * cross, 0.0))
+
+
+def _kernel_sum(problem, key, a, b, m):
+    """``sum_ij lam_i lam_j K((G_ij + xi^2 m a_i b_j)/(|v_i| |v_j|))`` over the pairs with distinct
+    ``(G_ij, a_i b_j, |v_i||v_j|)`` (cached per problem and key; a handful for G = I and quantised c), so
+    the three terms of Phi go through the same arithmetic (Phi(+-1) = 0 exactly when c_hat = +-c)."""
+    def make():
+        ra, rb = np.sqrt(1 + problem.xi**2 * a**2), np.sqrt(1 + problem.xi**2 * b**2)
+        rows = np.c_[problem.G.ravel(), np.outer(a, b).ravel(), np.outer(ra, rb).ravel()]
+        rows, inv = np.unique(rows, axis=0, return_inverse=True)
+        lam = problem.lam
+        return rows.T.copy(), np.bincount(inv.reshape(-1), weights=np.outer(lam, lam).ravel(), minlength=len(rows))
+    (G, E, R), w = _cached(problem, ("kernel_sum", key), make)
+    rho = np.clip((G + problem.xi**2 * np.multiply.outer(m, E)) / R, -1.0, 1.0)
+    return problem.sigma.K(rho) @ w
 
 
 def population_gradient(problem, u, u_hat):
