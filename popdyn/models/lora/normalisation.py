@@ -156,28 +156,30 @@ def _x2y2(K):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def _pl_fourth_moment(a, t, va, vb, ia, ib, params, S, sa, sb):  # pragma: no cover - compiled
-    """F(a, t) = E[X^2 Y^2 | a, t] for the piecewise-linear family at the nodes (a, t).
+    """F(a, t) + F(-a, -t), F = E[X^2 Y^2 | a, t], for the piecewise-linear family at the nodes (a, t).
 
     ``X = f* - f_hat = sum_i lam_i D_i``, ``Y = g = sum_i lam_i gamma_i G_i`` with independent neurons
     (G = I): joint cumulants add over neurons and scale with ``lam_i^(i+j) gamma_i^j`` (``S``), one
-    evaluation per class of equal (c_i, c_hat_i) (``params`` rows: xi c, xi c_hat, r, r_hat; class c
-    has ``xi |c| = va[ia[c]]``, ``xi |c_hat| = vb[ib[c]]``, so Phi and phi are computed once per value).
+    evaluation per class of equal (c_i, c_hat_i) (``params`` rows: xi c, xi c_hat, r, r_hat). Class c has
+    ``xi |c| = va[ia[c]]``, ``xi |c_hat| = vb[ib[c]]``: Phi and phi are computed once per value and node,
+    and serve the antipode too (Phi(-x) = 1 - Phi(x)).
     """
-    out = np.empty(a.size)
+    out = np.zeros(a.size)
     mom, K = np.empty(8), np.empty(8)
     cdf_a, pdf_a, cdf_b, pdf_b = np.empty(va.size), np.empty(va.size), np.empty(vb.size), np.empty(vb.size)
     for n in range(a.size):
         _normal_at(va, a[n], cdf_a, pdf_a)
         _normal_at(vb, t[n], cdf_b, pdf_b)
-        K[:] = 0.0
-        for c in range(params.shape[0]):
-            xc, xch = params[c, 0], params[c, 1]
-            ca = cdf_a[ia[c]] if xc >= 0 else 1.0 - cdf_a[ia[c]]
-            cb = cdf_b[ib[c]] if xch >= 0 else 1.0 - cdf_b[ib[c]]
-            _pl_neuron(xc * a[n], xch * t[n], params[c, 2], params[c, 3], sa, sb, ca, pdf_a[ia[c]], cb,
-                       pdf_b[ib[c]], mom)
-            _add_cumulants(K, S[c], mom)
-        out[n] = _x2y2(K)
+        for side in (1.0, -1.0):
+            K[:] = 0.0
+            for c in range(params.shape[0]):
+                xc, xch = side * params[c, 0], side * params[c, 1]
+                ca = cdf_a[ia[c]] if xc >= 0 else 1.0 - cdf_a[ia[c]]
+                cb = cdf_b[ib[c]] if xch >= 0 else 1.0 - cdf_b[ib[c]]
+                _pl_neuron(xc * a[n], xch * t[n], params[c, 2], params[c, 3], sa, sb, ca, pdf_a[ia[c]], cb,
+                           pdf_b[ib[c]], mom)
+                _add_cumulants(K, S[c], mom)
+            out[n] += _x2y2(K)
     return out
 
 
@@ -222,23 +224,24 @@ def _classes(problem):
 
 
 def _polar_nodes(m, lines, n_theta, n_rho):
-    """Nodes (a, t, e) and weights of the polar rule for (t, e) i.i.d. N(0, 1), a = m t + sqrt(1-m^2) e.
+    """Half of the nodes (a, t, e) and their weights of the polar rule for (t, e) i.i.d. N(0, 1),
+    ``a = m t + sqrt(1-m^2) e``: the other half are the antipodes (-a, -t, -e), with equal weights.
 
     The angular circle is cut at the directions of the lines ``c a = c_hat t`` (``lines``: rows
-    (c, c_hat)), Gauss-Legendre on each panel; without lines, the trapezoid rule (periodic). Shapes (M, N).
+    (c, c_hat)), each line giving two antipodal cuts, Gauss-Legendre on each panel; without lines, the
+    trapezoid rule (periodic). Shapes (M, N).
     """
     s = np.sqrt(np.clip(1 - m * m, 0.0, None))
     rho, w_rho = _radial_rule(n_rho)
     if len(lines):
         dt, de = lines[:, 0] * s[:, None], lines[:, 1] - lines[:, 0] * m[:, None]  # (M, L): direction in (t, e)
-        phi = np.where((dt == 0) & (de == 0), 0.0, np.arctan2(de, dt)) % np.pi
-        edges = np.sort(np.concatenate([phi, phi + np.pi], axis=1), axis=1)
-        width = np.diff(np.concatenate([edges, edges[:, :1] + 2 * np.pi], axis=1), axis=1)
+        phi = np.sort(np.where((dt == 0) & (de == 0), 0.0, np.arctan2(de, dt)) % np.pi, axis=1)
+        width = np.diff(np.concatenate([phi, phi[:, :1] + np.pi], axis=1), axis=1)
         x, w = roots_legendre(n_theta)
-        theta = (edges[..., None] + 0.5 * width[..., None] * (x + 1)).reshape(m.size, -1)
+        theta = (phi[..., None] + 0.5 * width[..., None] * (x + 1)).reshape(m.size, -1)
         w_theta = (0.5 * width[..., None] * w).reshape(m.size, -1) / (2 * np.pi)
     else:
-        theta = np.broadcast_to(2 * np.pi * np.arange(4 * n_theta) / (4 * n_theta), (m.size, 4 * n_theta))
+        theta = np.broadcast_to(np.pi * np.arange(2 * n_theta) / (2 * n_theta), (m.size, 2 * n_theta))
         w_theta = np.full(theta.shape, 1 / (4 * n_theta))
     t = (np.cos(theta)[..., None] * rho).reshape(m.size, -1)
     e = (np.sin(theta)[..., None] * rho).reshape(m.size, -1)
@@ -263,12 +266,13 @@ def _quadrature(problem, m, rule):
     classes = _classes(problem)
     params, S, pl, shared = classes
     a, t, e, w = _polar_nodes(m, _kink_lines(classes), rule[0], rule[1])
+    a, t = a.ravel(), t.ravel()
     if pl is not None:
-        F = _pl_fourth_moment(a.ravel(), t.ravel(), *shared, params, S, *pl)
+        F = _pl_fourth_moment(a, t, *shared, params, S, *pl)
     else:
-        mu = np.array([_smooth_moments(problem.sigma, xc * a.ravel(), xch * t.ravel(), r, rh, rule[2])
-                       for xc, xch, r, rh in params])
-        F = _fourth_moment(mu, S)
+        a, t = np.r_[a, -a], np.r_[t, -t]
+        mu = np.array([_smooth_moments(problem.sigma, xc * a, xch * t, r, rh, rule[2]) for xc, xch, r, rh in params])
+        F = _fourth_moment(mu, S).reshape(2, -1).sum(axis=0)
     F = F.reshape(w.shape) * w
     b0, b1 = F.sum(axis=1), (F * e * e).sum(axis=1)
     return b0, np.where(np.abs(m) == 1, b0, b1)
