@@ -79,7 +79,7 @@ def test_piecewise_linear_neuron_moments_against_1d_quad(sa, sb):
         cdf = lambda x: 0.5 * (1 + __import__("math").erf(x / np.sqrt(2)))
         pdf = lambda x: np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
         nz._pl_neuron(A, B, r, rh, sa, sb, cdf(-A), pdf(-A), cdf(-B), pdf(-B), mom)
-        for row, (i, j) in enumerate([(1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (2, 1), (1, 2), (2, 2)]):
+        for row, (i, j) in enumerate(nz._POWERS):
             f = lambda z: (sig((z + A) / r) - sig((z + B) / rh)) ** i * dsig((z + B) / rh) ** j * pdf(z)
             ref = integrate.quad(f, -12, 12, points=sorted({-A, -B}), epsabs=1e-14, epsrel=1e-13, limit=200)[0]
             assert mom[row] == pytest.approx(ref, abs=1e-12)
@@ -95,7 +95,7 @@ def test_cumulant_combination_against_enumeration():
         X = sum(lam[i] * vals[i, o[i], 0] for i in range(3))
         Y = sum(lam[i] * gam[i] * vals[i, o[i], 1] for i in range(3))
         ref += X**2 * Y**2 / 27
-    powers = [(1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (2, 1), (1, 2), (2, 2)]
+    powers = nz._POWERS
     mu = np.array([[[np.mean(vals[i, :, 0] ** a * vals[i, :, 1] ** b)] for a, b in powers] for i in range(3)])
     S = np.array([[lam[i] ** (a + b) * gam[i] ** b for a, b in powers] for i in range(3)])
     assert nz._fourth_moment(mu, S)[0] == pytest.approx(ref, rel=1e-13)
@@ -118,6 +118,9 @@ def test_error_estimate_bounds_the_error_and_table_rule_is_accurate(case):
     assert np.all(np.abs(est[:, 0] - ref) <= est[:, 1] + 1e-14)
     table = np.array(nz._quadrature(p, _GRID, nz._TABLE_RULE))
     assert np.max(np.abs(table - ref)) <= 1e-3 * np.max(np.abs(ref))  # 1e-3: 5x the measured worst 2e-4
+    # the ODE's table: _N_CHEB points in theta = arccos m, interpolated onto the 41-point grid
+    ref = np.array(nz._quadrature(p, nz._M_TABLE, (16, 24, 96)))
+    assert np.max(np.abs(np.array(nz._table(p, 2, 0)) - ref)) <= 1e-3 * np.max(np.abs(ref))  # measured <= 8e-4
 
 
 def test_zero_when_c_hat_equals_c_at_m_one_and_b1_equals_b0_at_ends():

@@ -29,6 +29,7 @@ import math
 
 import numba
 import numpy as np
+from scipy.interpolate import barycentric_interpolate
 from scipy.special import ndtri, roots_legendre
 from scipy.stats import qmc
 
@@ -48,7 +49,9 @@ _M_TABLE = np.linspace(-1.0, 1.0, 41)  # B0/B1 table grid; linear interpolation 
 _RULE = (8, 12, 48)  # public B0/B1: 1e-9 (relu k = 8, xi = 1) to 6e-6 (relu k = 5, non-quantised c)
 _TABLE_RULE = (6, 6, 32)  # the ODE's table: 2e-7 (relu k = 8) to 2e-4, below its interpolation error ~1e-3
 _COARSE = _TABLE_RULE  # its difference from _RULE is the error estimate
+_N_CHEB = 13  # the table's quadrature nodes, Chebyshev-Lobatto in theta = arccos m (B0 is analytic in theta)
 _METHODS = ("auto", "quadrature", "rqmc")
+_POWERS = ((1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (2, 1), (1, 2), (2, 2))  # (i, j) of E[D^i G^j], kernel order
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 _PL_PROBES = np.array([-4.3, -1.91, -0.37, 0.37, 1.91, 4.3])  # test points of the piecewise-linear check
@@ -208,11 +211,12 @@ def _piecewise_linear(sigma):
 def _classes(problem):
     """Neuron classes of equal (c_i, c_hat_i): rows (xi c, xi c_hat, r, r_hat) and the sums S (see _fourth_moment)."""
     def make():
-        keys, inv = np.unique(np.c_[problem.c, problem.c_hat], axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        pairs, first, inv = np.unique(problem.c + 1j * problem.c_hat, return_index=True, return_inverse=True)
+        keys = np.c_[problem.c[first], problem.c_hat[first]]
         lam, gamma = problem.lam, problem.xi * problem.c_hat / problem.r_hat
-        powers = [(1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (2, 1), (1, 2), (2, 2)]
-        S = np.array([[np.sum((lam**(i + j) * gamma**j)[inv == c]) for i, j in powers] for c in range(len(keys))])
+        i, j = np.array(_POWERS).T
+        S = np.zeros((len(pairs), 8))
+        np.add.at(S, inv.reshape(-1), lam[:, None] ** (i + j) * gamma[:, None] ** j)
         xi = problem.xi
         params = np.c_[xi * keys[:, 0], xi * keys[:, 1], np.sqrt(1 + xi**2 * keys[:, 0] ** 2),
                        np.sqrt(1 + xi**2 * keys[:, 1] ** 2)]
@@ -252,7 +256,7 @@ def _polar_nodes(m, lines, n_theta, n_rho):
 def _kink_lines(classes):
     """Distinct lines ``c a = c_hat t`` (unit rows (c, c_hat) up to sign) where F has kinks (ReLU family only)."""
     params, _, pl, _ = classes
-    if pl is None:
+    if pl is None or pl[0] == -pl[1]:  # smooth, or linear (sa relu(z) - sa relu(-z) = sa z)
         return np.zeros((0, 2))
     v = params[:, :2][np.any(params[:, :2] != 0, axis=1)]  # a neuron with c_i = c_hat_i = 0 has no kink line
     v = np.r_[v, np.eye(2)]  # also a = 0 and t = 0, where Phi(xi c a), Phi(xi c_hat t) are steepest
@@ -287,7 +291,7 @@ def _smooth_moments(sigma, A, B, r, rh, n_z):
         q = (z + B[s:s + step, None]) / rh
         D = sigma((z + A[s:s + step, None]) / r) - sigma(q)
         G = sigma.deriv(q)
-        for row, (i, j) in enumerate([(1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (2, 1), (1, 2), (2, 2)]):
+        for row, (i, j) in enumerate(_POWERS):
             out[row, s:s + step] = (D**i * G**j) @ wz
     return out
 
@@ -518,10 +522,26 @@ def gradient_second_moment(problem, m, *, d, n=1 << 16, seed=0, method="auto"):
     return mean[0], se[0]
 
 
+@functools.lru_cache(maxsize=1)
+def _table_interpolation():
+    """Chebyshev-Lobatto nodes in theta = arccos m (``_N_CHEB``) and the matrix of barycentric interpolation
+    from them to ``_M_TABLE`` (problem independent, computed once)."""
+    theta = 0.5 * np.pi * (1 - np.cos(np.pi * np.arange(_N_CHEB) / (_N_CHEB - 1)))
+    return np.cos(theta), barycentric_interpolate(theta, np.eye(_N_CHEB), np.arccos(_M_TABLE))
+
+
 def _table(problem, n, seed):
-    """B0 and B1 on the fixed grid ``_M_TABLE``, cached per problem: quadrature when G = I (``n``, ``seed``
-    unused), else RQMC (the same sample for both)."""
+    """B0 and B1 on the fixed grid ``_M_TABLE``, cached per problem (the same sample/nodes for both).
+
+    G = I: quadrature at ``_N_CHEB`` Chebyshev-Lobatto points in ``theta = arccos m`` and barycentric
+    interpolation in theta (``n``, ``seed`` unused). B0 is analytic in m inside (-1, 1) and its endpoint
+    terms are half-integer powers of ``1 -+ m`` (the ReLU kinks), i.e. powers of ``sin(theta/2)``,
+    ``cos(theta/2)``: analytic in theta, so 13 points reach the rule's own error (tests). Else RQMC.
+    """
     if _identity_gram(problem):
-        return _cached(problem, ("B", "quadrature"), lambda: tuple(_quadrature(problem, _M_TABLE, _TABLE_RULE)))
+        def make():
+            m, interp = _table_interpolation()
+            return tuple(np.array(_quadrature(problem, m, _TABLE_RULE)) @ interp.T)
+        return _cached(problem, ("B", "quadrature"), make)
     return _cached(problem, ("B", n, seed),
                    lambda: tuple(_moments(problem, _M_TABLE, n, seed, [[1.0, 0.0], [0.0, 1.0]])[0]))
