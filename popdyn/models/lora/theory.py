@@ -574,7 +574,7 @@ def population_loss(problem, m):
 def _kernel_sum(problem, key, a, b, m):
     """``sum_ij lam_i lam_j K((G_ij + xi^2 m a_i b_j)/(|v_i| |v_j|))`` over the pairs with distinct
     ``(G_ij, a_i b_j, |v_i||v_j|)`` (cached per problem and key; a handful for G = I and quantised c), so
-    the three terms of Phi go through the same arithmetic (Phi(+-1) = 0 exactly when c_hat = +-c)."""
+    the three terms of Phi go through the same arithmetic (Phi(1) = 0 exactly when c_hat = c)."""
     def make():
         ra, rb = np.sqrt(1 + problem.xi**2 * a**2), np.sqrt(1 + problem.xi**2 * b**2)
         rows = np.c_[problem.G.ravel(), np.outer(a, b).ravel(), np.outer(ra, rb).ravel()]
