@@ -6,7 +6,8 @@ Public names
 ``-(lr^2/2) m E||L_t||^2`` to the overlap (the mean of the normalisation error Q_t that the paper's
 population recursion ignores, seed 003 L600-604); the finite-delta ("corrected") ODE of
 :mod:`popdyn.models.lora.dynamics` interpolates B0 and B1 from a table on 41 overlaps, cached per problem
-(``_table``).
+(``_table``: for G = I the quadrature below at 13 Chebyshev points in ``theta = arccos m``, interpolated in
+theta; RQMC otherwise).
 
 Two methods
 -----------
@@ -16,10 +17,11 @@ Two methods
 class of equal ``(c_i, c_hat_i)`` (cumulants of independent sums add; per-neuron cumulants scale with
 ``lam_i``). One neuron's moments are 1-d Gaussian integrals over z_i: closed forms for the piecewise-linear
 ReLU family (relu, abs, leaky_relu: truncated normal moments between the two kinks), Gauss-Hermite for
-other activations. The outer 2-d integral over (a, t) is a polar Gauss rule whose angular panels are split
-on the lines ``c_i a = c_hat_i t`` where the conditional moments have kinks (there the teacher and student
-kinks of one neuron coincide), so it converges geometrically; its error estimate is the difference from a
-coarser rule. "rqmc" (any G): randomised quasi-Monte Carlo over the (k+2)-dim Gaussian of the
+other activations. The outer 2-d integral over (a, t) is a polar Gauss rule (radial Gauss rule of the
+weight ``rho exp(-rho^2/2)``, Gauss-Legendre in the angle) whose angular panels are cut on the lines
+``c_i a = c_hat_i t``, where the conditional moments have kinks (there the teacher and student kinks of one
+neuron coincide), and on ``a = 0``, ``t = 0``; so it converges geometrically. Antipodal nodes share their
+Phi and phi evaluations. The error estimate is the difference from a coarser rule. "rqmc" (any G): randomised quasi-Monte Carlo over the (k+2)-dim Gaussian of the
 pre-activations (16 scrambled Sobol replicates, the same points for every overlap; SE from their spread).
 """
 from __future__ import annotations
