@@ -153,3 +153,15 @@ def test_auto_uses_rqmc_for_general_gram_and_quadrature_needs_identity():
     assert a == B0(p, 0.2, n=1 << 10, method="rqmc")[0]
     with pytest.raises(InvalidParameterError, match="'method'"):
         B0(p, 0.2, method="quadrature")
+
+
+@pytest.mark.parametrize("case", [(1, 5.0, "relu", 0, True), (2, 3.0, "relu", 1, True), (1, 3.0, "tanh", 0, True)])
+def test_steep_problems_get_more_nodes_and_an_honest_estimate(case):
+    # xi |c| up to 5: Phi(xi c a) turns over on 1/5; the rules scale with it and the estimate still bounds the
+    # error against a 4x finer rule
+    p = _problem(*case)
+    m = np.array([-1, -0.9, -0.3, 0.0, 0.4, 0.8, 0.99, 1.0])
+    ref = np.array(nz._quadrature(p, m, (32, 40, 160)))
+    est = np.array([B0(p, m), B1(p, m)])
+    assert np.all(np.abs(est[:, 0] - ref) <= est[:, 1])
+    assert np.max(est[:, 1]) <= 1e-4 * np.max(ref)  # measured <= 1.5e-5 relative
