@@ -143,9 +143,10 @@ def kprime_floor(gaps, m):
 
     .. math:: \sum_{p=1}^{k^2} \arcsin\sqrt{g_p (1 - 10^{-3}|m|)}
 
-    ``gaps`` are k^2 numbers in [0, 1] (the half gaps of the pairs); the factor in m keeps the compiler from
-    hoisting the evaluations out of the loop over overlaps. Nothing else is computed, so no kernel form of h
-    that evaluates K' once per pair and overlap can be faster.
+    ``gaps`` are k^2 numbers in [0, 1/2] (the smaller half gap ``min(1 - rho, 1 + rho)/2`` of each pair,
+    the argument :func:`popdyn.models.lora.h` evaluates); the factor in m keeps the compiler from hoisting
+    the evaluations out of the loop over overlaps. Nothing else is computed, so no kernel form of h that
+    evaluates K' once per pair and overlap can be faster.
     """
     out = np.empty(m.size)
     for t in range(m.size):
@@ -192,7 +193,7 @@ def _bench_h(sz):
     m = np.linspace(-1.0, 1.0, n)
     t_pop, t_warm, h_pop = _cold_warm(make, lambda p: lora.h(p, m), sz["repeats"])
     t_np, h_np = _median_time(lambda: h_numpy(make(), m), sz["repeats"])
-    gaps = np.random.default_rng(0).uniform(0.0, 1.0, k * k)
+    gaps = np.random.default_rng(0).uniform(0.0, 0.5, k * k)  # the smaller half gap of a pair is <= 1/2
     t_floor, _ = _median_time(lambda: kprime_floor(gaps, m), sz["repeats"])
     per = f"{t_pop / n * 1e6:.1f} us/overlap, {t_pop / (n * k * k) * 1e9:.1f} ns/pair"
     floor = f"{t_floor / (n * k * k) * 1e9:.1f} ns/pair"
