@@ -290,7 +290,7 @@ def _quadrature(problem, m, rule):
 
 
 def _smooth_moments(sigma, A, B, r, rh, n_z):
-    """The eight moments of :func:`_pl_moments` for any sigma, by an n_z-point Gauss-Hermite rule in z."""
+    """The eight moments of :func:`_pl_neuron` for any sigma, by an n_z-point Gauss-Hermite rule in z."""
     z, wz = gauss_hermite(n_z)
     out = np.empty((8, A.size))
     step = max(1, _BLOCK // (8 * n_z))
