@@ -267,7 +267,8 @@ def _kink_lines(classes):
     v = np.r_[v, np.eye(2)]  # also a = 0 and t = 0, where Phi(xi c a), Phi(xi c_hat t) are steepest
     v = v / np.linalg.norm(v, axis=1, keepdims=True)
     v *= np.where(v[:, :1] < 0, -1.0, 1.0) * np.where((v[:, :1] == 0) & (v[:, 1:] < 0), -1.0, 1.0)
-    return np.unique(v.round(14), axis=0)
+    z = np.unique((v[:, 0] + 1j * v[:, 1]).round(14))
+    return np.c_[z.real, z.imag]
 
 
 def _quadrature(problem, m, rule):
