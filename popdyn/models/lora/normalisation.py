@@ -208,8 +208,8 @@ def _piecewise_linear(sigma):
     """(sa, sb) when sigma = sa relu(z) + sb relu(-z), sigma' to match (relu, abs, leaky_relu, rescaled); else None."""
     z = _PL_PROBES
     sa, sb = float(sigma(1.0)), float(sigma(-1.0))
-    ok = (np.allclose(sigma(z), np.where(z > 0, sa * z, -sb * z), rtol=1e-14, atol=0)
-          and np.allclose(sigma.deriv(z), np.where(z > 0, sa, -sb), rtol=1e-14, atol=0))
+    close = lambda x, y: bool(np.all(np.abs(x - y) <= 1e-14 * np.abs(y)))
+    ok = close(sigma(z), np.where(z > 0, sa * z, -sb * z)) and close(sigma.deriv(z), np.where(z > 0, sa, -sb))
     return (sa, sb) if ok else None
 
 
@@ -217,14 +217,14 @@ def _classes(problem):
     """Neuron classes of equal (c_i, c_hat_i): rows (xi c, xi c_hat, r, r_hat) and the sums S (see _fourth_moment)."""
     def make():
         pairs, first, inv = np.unique(problem.c + 1j * problem.c_hat, return_index=True, return_inverse=True)
-        keys = np.c_[problem.c[first], problem.c_hat[first]]
+        keys = np.stack([problem.c[first], problem.c_hat[first]], axis=1)
         lam, gamma = problem.lam, problem.xi * problem.c_hat / problem.r_hat
         i, j = np.array(_POWERS).T
         S = np.zeros((len(pairs), 8))
         np.add.at(S, inv.reshape(-1), lam[:, None] ** (i + j) * gamma[:, None] ** j)
         xi = problem.xi
-        params = np.c_[xi * keys[:, 0], xi * keys[:, 1], np.sqrt(1 + xi**2 * keys[:, 0] ** 2),
-                       np.sqrt(1 + xi**2 * keys[:, 1] ** 2)]
+        params = np.stack([xi * keys[:, 0], xi * keys[:, 1], np.sqrt(1 + xi**2 * keys[:, 0] ** 2),
+                           np.sqrt(1 + xi**2 * keys[:, 1] ** 2)], axis=1)
         va, ia = np.unique(np.abs(params[:, 0]), return_inverse=True)
         vb, ib = np.unique(np.abs(params[:, 1]), return_inverse=True)
         shared = (va, vb, ia.reshape(-1), ib.reshape(-1))
@@ -264,11 +264,11 @@ def _kink_lines(classes):
     if pl is None or pl[0] == -pl[1]:  # smooth, or linear (sa relu(z) - sa relu(-z) = sa z)
         return np.zeros((0, 2))
     v = params[:, :2][np.any(params[:, :2] != 0, axis=1)]  # a neuron with c_i = c_hat_i = 0 has no kink line
-    v = np.r_[v, np.eye(2)]  # also a = 0 and t = 0, where Phi(xi c a), Phi(xi c_hat t) are steepest
+    v = np.concatenate([v, np.eye(2)])  # also a = 0 and t = 0, where Phi(xi c a), Phi(xi c_hat t) are steepest
     v = v / np.linalg.norm(v, axis=1, keepdims=True)
     v *= np.where(v[:, :1] < 0, -1.0, 1.0) * np.where((v[:, :1] == 0) & (v[:, 1:] < 0), -1.0, 1.0)
     z = np.unique((v[:, 0] + 1j * v[:, 1]).round(14))
-    return np.c_[z.real, z.imag]
+    return np.stack([z.real, z.imag], axis=1)
 
 
 def _quadrature(problem, m, rule):
@@ -282,7 +282,7 @@ def _quadrature(problem, m, rule):
     if pl is not None:
         F = _pl_fourth_moment(a, t, *shared, params, S, *pl)
     else:
-        a, t = np.r_[a, -a], np.r_[t, -t]
+        a, t = np.concatenate([a, -a]), np.concatenate([t, -t])
         mu = np.array([_smooth_moments(problem.sigma, xc * a, xch * t, r, rh, rule[2]) for xc, xch, r, rh in params])
         F = _fourth_moment(mu, S).reshape(2, -1).sum(axis=0)
     F = F.reshape(w.shape) * w

@@ -122,11 +122,23 @@ def _relu_pairs(problem):
     structured problems (G = I, quantised c) keep a handful of pairs out of k^2."""
     def make():
         Wt, E, R, gaps = _pairs(problem)
-        rows = np.c_[(E / (2 * R)).ravel(), *(g.ravel() / (2 * R.ravel()) for g in gaps)]
-        rows, inv = np.unique(rows, axis=0, return_inverse=True)
-        W = np.bincount(inv.reshape(-1), weights=Wt.ravel(), minlength=len(rows)) / math.pi
+        rows, inv = _distinct_rows([(E / (2 * R)).ravel(), *(g.ravel() / (2 * R.ravel()) for g in gaps)])
+        W = np.bincount(inv, weights=Wt.ravel(), minlength=len(rows)) / math.pi
         return W, np.ascontiguousarray(rows[:, 0]), np.ascontiguousarray(rows[:, 1:].T)
     return _cached(problem, "relu_pairs", make)
+
+
+def _distinct_rows(columns):
+    """The distinct rows of ``np.stack(columns, 1)`` (lexicographic order) and the index of each row's
+    distinct row (``np.unique(axis=0)`` without its structured-dtype overhead)."""
+    rows = np.stack(columns, axis=1)
+    order = np.lexsort(columns[::-1])
+    srt = rows[order]
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = np.any(srt[1:] != srt[:-1], axis=1)
+    inv = np.empty(len(rows), dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv
 
 
 def _relu_scale(problem):
@@ -577,10 +589,9 @@ def _kernel_sum(problem, key, a, b, m):
     the three terms of Phi go through the same arithmetic (Phi(1) = 0 exactly when c_hat = c)."""
     def make():
         ra, rb = np.sqrt(1 + problem.xi**2 * a**2), np.sqrt(1 + problem.xi**2 * b**2)
-        rows = np.c_[problem.G.ravel(), np.outer(a, b).ravel(), np.outer(ra, rb).ravel()]
-        rows, inv = np.unique(rows, axis=0, return_inverse=True)
+        rows, inv = _distinct_rows([problem.G.ravel(), np.outer(a, b).ravel(), np.outer(ra, rb).ravel()])
         lam = problem.lam
-        return rows.T.copy(), np.bincount(inv.reshape(-1), weights=np.outer(lam, lam).ravel(), minlength=len(rows))
+        return rows.T.copy(), np.bincount(inv, weights=np.outer(lam, lam).ravel(), minlength=len(rows))
     (G, E, R), w = _cached(problem, ("kernel_sum", key), make)
     rho = np.clip((G + problem.xi**2 * np.multiply.outer(m, E)) / R, -1.0, 1.0)
     return problem.sigma.K(rho) @ w
