@@ -113,3 +113,10 @@ def test_saad_solla_baseline_solves_the_same_ode():
     plain, pr = bench._saad_solla_plain(Q0, R0, 0.5, t), cm.ode(p, Q0, R0, t=t)
     np.testing.assert_allclose(plain.y[:4].T.reshape(-1, 2, 2), pr["Q"], rtol=0, atol=1e-8)
     np.testing.assert_allclose(plain.y[4:].T.reshape(-1, 2, 2), pr["R"], rtol=0, atol=1e-8)
+
+
+def test_kprime_floor_is_k2_arcsin_sqrt_per_overlap():
+    # the limit row of h_kernel: exactly k^2 arcsin(sqrt(.)) per overlap, as numpy computes them
+    gaps, m = np.random.default_rng(2).uniform(0, 0.5, 49), np.linspace(-1, 1, 7)
+    ref = np.arcsin(np.sqrt(gaps[None, :] * (1 - 1e-3 * np.abs(m))[:, None])).sum(axis=1)
+    np.testing.assert_allclose(bench.kprime_floor(gaps, m), ref, rtol=1e-13)

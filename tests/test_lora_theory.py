@@ -333,3 +333,29 @@ def test_claim1_sign_of_the_paired_terms(problem, m):
         assert np.sign(m) * pair >= -1e-14 * lora.h_bound(problem)  # rounding; termwise statement of the proof
         total += pair
     assert np.sign(m) * total >= -1e-13 * lora.h_bound(problem)
+
+
+@pytest.mark.parametrize("make", [lambda: lora.Problem.orthonormal(k=8, xi=1.0, seed=3),
+                                  lambda: lora.Problem.random_features(k=12, xi=2.0, seed=1),
+                                  lambda: lora.Problem.orthonormal(k=6, xi=1.2, seed=2, convention="N0")])
+def test_relu_kernel_with_merged_pairs_matches_plain_numpy(make):
+    # the numba kernel (per-pair constants hoisted, equal pairs merged) against the plain (M, k, k) numpy
+    # kernel form with arccos K'; 1e-8: arccos near rho = +-1 turns 1e-16 input rounding into ~1e-8 (spec §7)
+    p = make()
+    m = np.linspace(-1, 1, 201)
+    assert len(theory._relu_pairs(p)[0]) <= p.k**2
+    np.testing.assert_allclose(lora.h(p, m), theory._h_kernel_numpy(p, m), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("act", ["relu", "erf", "tanh"])
+def test_population_loss_over_distinct_pairs_matches_full_sum(act):
+    # Phi over merged pairs against the plain lam^T K(rho(m)) lam with the full (k, k) overlap matrices
+    for p in (lora.Problem.orthonormal(k=8, xi=1.0, seed=3, activation=act),
+              lora.Problem.random_features(k=5, xi=1.5, seed=2, activation=act)):
+        m = np.linspace(-1, 1, 11)
+        sig, lam, xi2 = p.sigma, p.lam, p.xi**2
+        S = np.clip((p.G + xi2 * np.outer(p.c_hat, p.c_hat)) / np.outer(p.r_hat, p.r_hat), -1, 1)
+        T = np.clip((p.G + xi2 * np.outer(p.c, p.c)) / np.outer(p.r, p.r), -1, 1)
+        cross = np.einsum("i,nij,j->n", lam, sig.K(lora.overlaps(p, m)), lam)
+        ref = lam @ sig.K(S) @ lam + lam @ sig.K(T) @ lam - 2 * cross
+        np.testing.assert_allclose(lora.population_loss(p, m), np.maximum(ref, 0), rtol=1e-12, atol=1e-14)

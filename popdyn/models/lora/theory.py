@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from ..._validate import Interval, InvalidParameterError, as_int, check
-from .problem import check_overlap, overlaps
+from .problem import _cached, check_overlap, overlaps
 
 __all__ = ["h", "h0", "h_bound", "h_series_coeffs", "T_table", "orthonormal_stats",
            "population_loss", "population_gradient"]
@@ -34,26 +34,28 @@ _UNIT_TOL = 1e-10  # 1e-10: unit-norm check of u, u_hat; far above float64 round
 # numba kernels: sum_ij W_ij K'(rho_ij(m)) for every m, without forming the (M, k, k) array
 # ---------------------------------------------------------------------------------------------
 @numba.njit(cache=True)  # serial: the ODE calls h at one m at a time; threads cost 10-100x there
-def _relu_sum(m, Wt, E, R, d1m, d1p, d2m, d2p):  # pragma: no cover - compiled
-    """ReLU K'(rho) = 1/2 - asin(sqrt((1-rho)/2))/pi = asin(sqrt((1+rho)/2))/pi from exact gaps 1 -+ rho."""
+def _relu_sum(m, W, ER, gaps):  # pragma: no cover - compiled
+    """sum_p W_p (pi K'(rho_p(m))) for ReLU from the half gaps g-+ = (1 -+ rho)/2, whichever is smaller exact.
+
+    ``pi K' = pi/2 - asin(sqrt(g-))`` when g- <= g+, else ``asin(sqrt(g+))``. Everything that depends only
+    on (G, c, c_hat) is in the per-pair arrays (see :func:`_relu_pairs`): g-, g+ are ``gaps[0] + ER dm``,
+    ``gaps[1] - ER dm`` with ``dm = 1 - m`` for m >= 0, and ``gaps[2] - ER dm``, ``gaps[3] + ER dm`` with
+    ``dm = 1 + m`` below, so the loop over pairs is two fused multiply-adds, one sqrt and one asin.
+    """
     out = np.empty(m.size)
-    k1, k2 = Wt.shape
-    for t in numba.prange(m.size):
+    for t in range(m.size):
         mt = m[t]
+        if mt >= 0.0:
+            lo, hi, x = gaps[0], gaps[1], 1.0 - mt
+        else:
+            lo, hi, x = gaps[2], gaps[3], -(1.0 + mt)
         acc = 0.0
-        for i in range(k1):
-            for j in range(k2):
-                if mt >= 0.0:
-                    omr = (d1m[i, j] + E[i, j] * (1.0 - mt)) / R[i, j]
-                    opr = (d1p[i, j] - E[i, j] * (1.0 - mt)) / R[i, j]
-                else:
-                    omr = (d2m[i, j] - E[i, j] * (1.0 + mt)) / R[i, j]
-                    opr = (d2p[i, j] + E[i, j] * (1.0 + mt)) / R[i, j]
-                if omr <= 1.0:
-                    kp = 0.5 - math.asin(math.sqrt(max(omr, 0.0) / 2.0)) / math.pi
-                else:
-                    kp = math.asin(math.sqrt(min(max(opr, 0.0), 2.0) / 2.0)) / math.pi
-                acc += Wt[i, j] * kp
+        for p in range(W.size):
+            gm, gp = lo[p] + ER[p] * x, hi[p] - ER[p] * x
+            if gm <= gp:
+                acc += W[p] * (0.5 * math.pi - math.asin(math.sqrt(max(gm, 0.0))))
+            else:
+                acc += W[p] * math.asin(math.sqrt(min(max(gp, 0.0), 1.0)))
         out[t] = acc
     return out
 
@@ -114,6 +116,31 @@ def _pairs(problem):
     return Wt, E, R, gaps
 
 
+def _relu_pairs(problem):
+    r"""Per-pair constants of :func:`_relu_sum`, cached per problem: ``W = Wt/pi``, ``ER = E/(2R)`` and the
+    four m-independent half gaps ``gaps/(2R)``; pairs with equal constants are merged (their W added), so
+    structured problems (G = I, quantised c) keep a handful of pairs out of k^2."""
+    def make():
+        Wt, E, R, gaps = _pairs(problem)
+        rows, inv = _distinct_rows([(E / (2 * R)).ravel(), *(g.ravel() / (2 * R.ravel()) for g in gaps)])
+        W = np.bincount(inv, weights=Wt.ravel(), minlength=len(rows)) / math.pi
+        return W, np.ascontiguousarray(rows[:, 0]), np.ascontiguousarray(rows[:, 1:].T)
+    return _cached(problem, "relu_pairs", make)
+
+
+def _distinct_rows(columns):
+    """The distinct rows of ``np.stack(columns, 1)`` (lexicographic order) and the index of each row's
+    distinct row (``np.unique(axis=0)`` without its structured-dtype overhead)."""
+    rows = np.stack(columns, axis=1)
+    order = np.lexsort(columns[::-1])
+    srt = rows[order]
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = np.any(srt[1:] != srt[:-1], axis=1)
+    inv = np.empty(len(rows), dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv
+
+
 def _relu_scale(problem):
     """K' of sigma(r z) over K' of sigma for ReLU: r^2 in N0 (ReLU is positively homogeneous), else 1."""
     return 1 + problem.xi**2 / problem.k if problem.convention == "N0" else 1.0
@@ -163,10 +190,10 @@ def _chunked(fn, m, k):
 # ---------------------------------------------------------------------------------------------
 def _h_kernel(problem, m, tol, P):
     """Kernel form: numba closed form (ReLU), numba Horner series (P from the tail bound), else numpy K'."""
-    Wt, E, R, gaps = _pairs(problem)
     flat = np.ascontiguousarray(m.reshape(-1))
     if _is_relu(problem):
-        return _relu_scale(problem) * _relu_sum(flat, Wt, E, R, *gaps)
+        return _relu_scale(problem) * _relu_sum(flat, *_relu_pairs(problem))
+    Wt, E, R, _ = _pairs(problem)
     sigma = problem.sigma
     P = _series_degree(sigma, _rho_max(problem, m), tol) if P is None else P
     if P is not None:
@@ -550,13 +577,24 @@ def population_loss(problem, m):
     0.0
     """
     m = check_overlap(m)
-    sigma, lam, xi2 = problem.sigma, problem.lam, problem.xi**2
-    c, ch, r, rh, G = problem.c, problem.c_hat, problem.r, problem.r_hat, problem.G
-    S = np.clip((G + xi2 * np.outer(ch, ch)) / np.outer(rh, rh), -1, 1)
-    T = np.clip((G + xi2 * np.outer(c, c)) / np.outer(r, r), -1, 1)
-    const = lam @ sigma.K(S) @ lam + lam @ sigma.K(T) @ lam
-    cross = _chunked(lambda mm: np.einsum("i,nij,j->n", lam, sigma.K(overlaps(problem, mm)), lam), m, problem.k)
+    c, ch = problem.c, problem.c_hat
+    const = _kernel_sum(problem, "ss", ch, ch, np.ones(1)) + _kernel_sum(problem, "tt", c, c, np.ones(1))
+    cross = _chunked(lambda mm: _kernel_sum(problem, "ts", c, ch, mm), m, problem.k)
     return _as_output(m, np.maximum(const - 2 * cross, 0.0))
+
+
+def _kernel_sum(problem, key, a, b, m):
+    """``sum_ij lam_i lam_j K((G_ij + xi^2 m a_i b_j)/(|v_i| |v_j|))`` over the pairs with distinct
+    ``(G_ij, a_i b_j, |v_i||v_j|)`` (cached per problem and key; a handful for G = I and quantised c), so
+    the three terms of Phi go through the same arithmetic (Phi(1) = 0 exactly when c_hat = c)."""
+    def make():
+        ra, rb = np.sqrt(1 + problem.xi**2 * a**2), np.sqrt(1 + problem.xi**2 * b**2)
+        rows, inv = _distinct_rows([problem.G.ravel(), np.outer(a, b).ravel(), np.outer(ra, rb).ravel()])
+        lam = problem.lam
+        return rows.T.copy(), np.bincount(inv, weights=np.outer(lam, lam).ravel(), minlength=len(rows))
+    (G, E, R), w = _cached(problem, ("kernel_sum", key), make)
+    rho = np.clip((G + problem.xi**2 * np.multiply.outer(m, E)) / R, -1.0, 1.0)
+    return problem.sigma.K(rho) @ w
 
 
 def population_gradient(problem, u, u_hat):
