@@ -94,7 +94,7 @@ def save_figure(fig, path, *, title=None):
     return path
 
 
-def claim_title(claim, measured, *, what="measured"):
+def claim_title(claim, measured, *, what="measured", note=""):
     """Title of a claim's figure: the claim (``id: title``) and its measured number against the tolerance.
 
     Parameters
@@ -105,6 +105,8 @@ def claim_title(claim, measured, *, what="measured"):
         The number the claim reports (its ``ClaimResult.measured``).
     what : str
         A short name of that number (e.g. ``"max |GD - exact|"``).
+    note : str
+        Further measured values, appended after the tolerance (``"; "``-separated).
 
     Returns
     -------
@@ -121,7 +123,7 @@ def claim_title(claim, measured, *, what="measured"):
     """
     m, tol = float(measured), float(claim.tolerance)
     sign = "<=" if m <= tol else ("> " if m > tol else "vs")
-    return f"{claim.id}: {claim.title}\n{what} = {m:.3g} {sign} {tol:.3g} (tolerance)"
+    return f"{claim.id}: {claim.title}\n{what} = {m:.3g} {sign} {tol:.3g} (tolerance)" + (f"; {note}" if note else "")
 
 
 LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
@@ -256,6 +258,11 @@ def discrete_axis(ax, values, axis="x", *, labels=None):
     a.set_major_formatter(FixedFormatter([str(v) for v in labels]) if labels is not None
                           else StrMethodFormatter("{x:g}"))
     a.set_minor_locator(NullLocator())
+    if labels is not None and max(map(len, map(str, labels)), default=0) > 4:
+        ax.tick_params(axis=axis, labelrotation=30 if axis == "x" else 0)
+        if axis == "x":
+            for t in ax.get_xticklabels():
+                t.set_horizontalalignment("right")
     half = 0.5 * (np.min(np.diff(vals)) if len(vals) > 1 else 1.0)
     (ax.set_xlim if axis == "x" else ax.set_ylim)(vals[0] - half, vals[-1] + half)
 
@@ -312,7 +319,7 @@ def plot_comparison(comp, path=None, *, ax=None, observables=None):
 
 
 def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel="", ylabel="",
-                title="", logy=False, styles=None, discrete=False, legend="right"):
+                title="", logy=False, styles=None, discrete=False, labels=None, legend="right"):
     """Named curves on one axes, with optional +- bands and horizontal reference lines.
 
     Parameters
@@ -337,7 +344,10 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
         Label -> extra keyword arguments for ``Axes.plot`` (e.g. ``{"ls": "--"}``, or ``key(value, method)``
         of a :class:`Key`, which keeps one colour per parameter value across panels).
     discrete : bool
-        ``x`` is discrete (ranks, counts): points drawn as markers, ticks at the integers of ``x``.
+        ``x`` is discrete (ranks, counts, cases): points drawn as markers, bands as error bars, ticks at
+        the values of ``x``.
+    labels : sequence of str, optional
+        Tick labels of a discrete ``x`` (one per value, e.g. the cases compared).
     legend : {"right", "below"} or False
         Where the legend goes, outside the data (False: none, e.g. when a :class:`Key` labels the figure).
 
@@ -354,7 +364,10 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
         a.plot(x, y, label=label, **kw)
         if bands and label in bands:
             w = np.asarray(bands[label], dtype=float)
-            a.fill_between(x, y - w, y + w, color=kw["color"], alpha=0.2, lw=0)
+            if discrete:
+                a.errorbar(x, y, yerr=w, fmt="none", ecolor=kw["color"], capsize=3, lw=1.0)
+            else:
+                a.fill_between(x, y - w, y + w, color=kw["color"], alpha=0.2, lw=0)
     for label, y in (refs or {}).items():
         a.axhline(y, color="k", ls=":", lw=1.0, label=label)
     if logy:
@@ -363,7 +376,7 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
     a.set_ylabel(ylabel)
     a.set_title(title, fontsize=9)
     if discrete:
-        discrete_axis(a, x)
+        discrete_axis(a, x, labels=labels)
     if legend:
         legend_outside(a, loc=legend)
     return save_figure(fig, path) if path is not None else fig
