@@ -335,7 +335,8 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
     bands : dict of str -> array_like of shape (n,), optional
         Label (of a curve) -> half-width of a shaded band around that curve.
     refs : dict of str -> float, optional
-        Label -> y value of a dotted horizontal reference line.
+        Label -> y value of a dotted horizontal reference line (black, then greys; a label starting
+        with ``_`` stays out of the legend).
     xlabel, ylabel, title : str
         Axis labels (symbols and units) and title (put the metric here).
     logy : bool
@@ -368,8 +369,8 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
                 a.errorbar(x, y, yerr=w, fmt="none", ecolor=kw["color"], capsize=3, lw=1.0)
             else:
                 a.fill_between(x, y - w, y + w, color=kw["color"], alpha=0.2, lw=0)
-    for label, y in (refs or {}).items():
-        a.axhline(y, color="k", ls=":", lw=1.0, label=label)
+    for i, (label, y) in enumerate((refs or {}).items()):
+        a.axhline(y, color=("k", "0.45", "0.7")[i % 3], ls=":", lw=1.2, label=label)
     if logy:
         a.set_yscale("log")
     a.set_xlabel(xlabel)
