@@ -76,8 +76,8 @@ def tf_equals_gd(size, device, outdir):
                       outdir / "looped.tf_equals_gd.png", refs={"tolerance": _TOL_TF}, logy=True,
                       styles={k: {"ls": "", "marker": "."} for k in ("numpy fast path", "numpy full attention",
                                                                       "torch module")},
-                      xlabel="prompt x schedule", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)",
-                      title=f"TF = alpha GD: max {worst:.1e}")
+                      xlabel="case (prompt x schedule)", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)  (0 at 1e-18)",
+                      title=claim_title(REGISTRY["looped.tf_equals_gd"], worst, what="max deviation"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows[:30],
                        message=f"{len(rows)} (prompt, schedule) pairs: max deviation {worst:.2e} "
                                f"(median {np.median(vals):.1e}).")
@@ -229,7 +229,11 @@ def mp_limit(size, device, outdir):
     t = np.arange(T + 1)
     fig = plot_curves(t, {"finite d, error": fin.mean(0), "MP E(t)": mp, "finite d, sq. dist.": fin_sq.mean(0),
                           "MP E(2t)": mp_sq}, outdir / "looped.mp_limit.png", logy=True, xlabel="loop t",
-                      ylabel="(1/d) tr (I - A/L)^t", title=f"d = {size['d']}: max rel. gap {rel.max():.3f} (error)")
+                      ylabel="(1/d) tr (I - A/L)^t", styles={"MP E(t)": {"color": "C0", "ls": "--"},
+                                                              "finite d, sq. dist.": {"color": "C1"},
+                                                              "MP E(2t)": {"color": "C1", "ls": "--"}},
+                      title=claim_title(REGISTRY["looped.mp_limit"], rel.max(), what=f"max rel. gap (error, d = {size['d']})",
+                                        note=f"squared distance {rel_sq.max():.3f}"))
     worst = float(rel.max())
     table = [{"t": int(k), "finite_d": float(fin.mean(0)[k]), "mp": float(mp[k]), "rel_gap": float(rel[k]),
               "finite_d_sq": float(fin_sq.mean(0)[k]), "mp_sq": float(mp_sq[k]), "rel_gap_sq": float(rel_sq[k])}
@@ -286,10 +290,11 @@ def trained(size, device, outdir):
     eff = np.sort(model.eta.detach().cpu().numpy() * w["Q_scale"] * w["P_scale"] * problem.n)
     fig, axes = subplots(2)
     plot_curves(np.arange(T + 1), curves, ax=axes[0], logy=True, xlabel="loop t", ylabel="mean ||theta_t - theta*||^2",
-                title=f"trained / optimal at T = {T}: {ratio:.2f}")
+                discrete=True, legend="below", title=f"trained / optimal at T = {T}: {ratio:.2f}")
     plot_curves(np.arange(1, len(losses) + 1), {"training loss": losses}, ax=axes[1], logy=True, xlabel="Adam step",
-                ylabel="batch loss at loop T")
-    save_figure(fig, outdir / "looped.trained.png")
+                ylabel="batch loss at loop T", legend=False)
+    save_figure(fig, outdir / "looped.trained.png", title=claim_title(REGISTRY["looped.trained"], max(ratio, 1 / ratio),
+                                                                       what="max(r, 1/r), r = trained / optimal"))
     table = [{"method": k, **{f"t{t}": float(v[t]) for t in range(T + 1)}} for k, v in curves.items()]
     return ClaimResult(
         measured=max(ratio, 1 / ratio), figure=str(outdir / "looped.trained.png"), table=table,
