@@ -207,7 +207,7 @@ class Key:
         return [h for h, _ in out], [lab for _, lab in out]
 
     def legend(self, where, *, extra=()):
-        """One legend outside the data: to the right of the figure's panels (a Figure) or of one Axes.
+        """One legend outside the data: below the figure's panels (a Figure) or right of one Axes.
 
         ``extra`` adds ``(handle, label)`` pairs (a reference line drawn in every panel ...).
         """
@@ -218,8 +218,9 @@ class Key:
 
 
 def legend_outside(where, handles=None, labels=None, *, loc="right", fontsize=8):
-    """A legend outside the data: right of (``loc="right"``) or below (``"below"``) an Axes or a Figure.
+    """A legend outside the data: right of (``loc="right"``) or below (``"below"``) an Axes; below a Figure's panels.
 
+    Without ``handles``, one entry per distinct label drawn on the axes (of every panel, for a Figure).
     For a Figure with constrained layout (:func:`subplots`), the panels shrink to make room. Returns
     the legend, or None when there is nothing to label.
     """
@@ -233,15 +234,16 @@ def legend_outside(where, handles=None, labels=None, *, loc="right", fontsize=8)
         labels, handles = list(seen), list(seen.values())
     if not handles:
         return None
-    if isinstance(where, FigureBase):
-        if loc == "right":
-            return where.legend(handles, labels, loc="outside right upper", fontsize=fontsize)
+    if isinstance(where, FigureBase):  # below the panels: clear of the suptitle, whatever its length
         return where.legend(handles, labels, loc="outside lower center", fontsize=fontsize,
-                            ncols=min(len(labels), 4))
+                            ncols=min(len(labels), 5))
     if loc == "right":
         return where.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
                             fontsize=fontsize)
-    return where.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0,
+    from matplotlib.transforms import offset_copy
+    below = 1.8 * (where.xaxis.get_ticklabels()[0].get_fontsize() if where.xaxis.get_ticklabels() else 10) + 22
+    return where.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=0.0,
+                        bbox_transform=offset_copy(where.transAxes, where.figure, y=-below, units="points"),
                         fontsize=fontsize, ncols=min(len(labels), 3))
 
 

@@ -66,6 +66,13 @@ def test_key_legend_has_one_entry_per_value_and_per_method_outside_every_panel()
     assert all(_overlap(box, a.get_window_extent(r)) == 0 for a in axes)
 
 
+def test_figure_legend_clears_a_long_suptitle(tmp_path):
+    fig, axes, key = _three_panels()
+    fig.suptitle(claim_title(SimpleNamespace(id="m.c", title="a long statement " * 20, tolerance=1.0), 0.5), fontsize=9)
+    r = _drawn(fig)
+    assert _overlap(fig.legends[0].get_window_extent(r), fig.get_suptitle() and fig._suptitle.get_window_extent(r)) == 0
+
+
 @pytest.mark.parametrize("loc", ["right", "below"])
 def test_plot_curves_legend_lies_outside_the_data(loc):
     fig, (a,) = subplots(1)

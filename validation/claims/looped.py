@@ -187,7 +187,7 @@ def fig8_1(size, device, outdir):
     X = looped.sample_prompts(large, size["prompts_large"], rng)[0]
     fin, mp = looped.mean_error_over_task(X, 1.0, 30, "1/L", squared=True).mean(0), looped.mp_error_curve(0.25, 30, 2)
     plot_curves(t[:31], {f"theta-average, d = {size['d_large']}": fin, "MP E(2t)": mp}, ax=axes[3], logy=True,
-                styles={"MP E(2t)": {"color": "k", "ls": "--"}}, legend="below")
+                styles={"MP E(2t)": {"color": "k", "ls": "--"}})
     for ax, title in zip(axes, ("(a) GD vs exact (8-g), d = 4", "(b) torch looped TF, float32, d = 4",
                                 "(c) bounds, d = 4", f"(d) d = {size['d_large']}, n = {4 * size['d_large']} vs MP")):
         ax.set_title(title, fontsize=9)
@@ -290,7 +290,7 @@ def trained(size, device, outdir):
     eff = np.sort(model.eta.detach().cpu().numpy() * w["Q_scale"] * w["P_scale"] * problem.n)
     fig, axes = subplots(2)
     plot_curves(np.arange(T + 1), curves, ax=axes[0], logy=True, xlabel="loop t", ylabel="mean ||theta_t - theta*||^2",
-                discrete=True, legend="below", title=f"trained / optimal at T = {T}: {ratio:.2f}")
+                discrete=True, title=f"trained / optimal at T = {T}: {ratio:.2f}")
     plot_curves(np.arange(1, len(losses) + 1), {"training loss": losses}, ax=axes[1], logy=True, xlabel="Adam step",
                 ylabel="batch loss at loop T", legend=False)
     save_figure(fig, outdir / "looped.trained.png", title=claim_title(REGISTRY["looped.trained"], max(ratio, 1 / ratio),

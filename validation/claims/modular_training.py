@@ -45,7 +45,8 @@ def _spectra_figure(sims, path, title):
     d = modular.fourier_diagnostics(U, W)
     order = np.argsort(d["dominant_frequency"], kind="stable")
     spec = modular.power_spectrum(np.concatenate([U, W[:, None]], 1)).mean(1)[order]   # (m, (p+1)/2)
-    a.imshow(spec.T, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+    im = a.imshow(spec.T, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+    fig.colorbar(im, ax=a, label="normalized power")
     a.set(xlabel="neuron (sorted by dominant frequency)", ylabel="frequency bin j",
           title=f"p={p}, k={k}: normalized power, mean over u_1..u_k, w")
     bins = np.linspace(0, 1, 21)
@@ -54,7 +55,7 @@ def _spectra_figure(sims, path, title):
         b.hist(init, bins=bins, alpha=0.4, color=color, ls="--", histtype="stepfilled", label=f"{pk} init")
         b.hist(s["max_power"][0, -1], bins=bins, color=color, histtype="step", lw=1.6, label=f"{pk} end")
     b.set(xlabel="max normalized power (least over components)", ylabel="neurons", title="Fig. 4.2(b, c)")
-    legend_outside(b, loc="below")
+    legend_outside(b)
     c.bar(np.arange(1, len(d["coverage"]) + 1), d["coverage"], color="C0")
     c.set(xlabel=r"dominant frequency $\zeta$", ylabel="neurons", title=f"Fig. 4.2(a), p={p}, k={k}: coverage")
     discrete_axis(c, np.arange(1, len(d["coverage"]) + 1))
