@@ -229,11 +229,7 @@ def mp_limit(size, device, outdir):
     t = np.arange(T + 1)
     fig = plot_curves(t, {"finite d, error": fin.mean(0), "MP E(t)": mp, "finite d, sq. dist.": fin_sq.mean(0),
                           "MP E(2t)": mp_sq}, outdir / "looped.mp_limit.png", logy=True, xlabel="loop t",
-                      ylabel="(1/d) tr (I - A/L)^t", styles={"MP E(t)": {"color": "C0", "ls": "--"},
-                                                              "finite d, sq. dist.": {"color": "C1"},
-                                                              "MP E(2t)": {"color": "C1", "ls": "--"}},
-                      title=claim_title(REGISTRY["looped.mp_limit"], rel.max(), what=f"max rel. gap (error, d = {size['d']})",
-                                        note=f"squared distance {rel_sq.max():.3f}"))
+                      ylabel="(1/d) tr (I - A/L)^t", title=f"d = {size['d']}: max rel. gap {rel.max():.3f} (error)")
     worst = float(rel.max())
     table = [{"t": int(k), "finite_d": float(fin.mean(0)[k]), "mp": float(mp[k]), "rel_gap": float(rel[k]),
               "finite_d_sq": float(fin_sq.mean(0)[k]), "mp_sq": float(mp_sq[k]), "rel_gap_sq": float(rel_sq[k])}
