@@ -250,13 +250,16 @@ def legend_outside(where, handles=None, labels=None, *, loc="right", fontsize=8)
 def discrete_axis(ax, values, axis="x", *, labels=None):
     """A discrete axis: ticks exactly at ``values`` (integers print as integers), half a step of margin.
 
+    More than 12 unlabelled integers (neuron indices ...) get a few integer ticks instead of one each.
+
     Draw the data on it with markers (``Key(..., discrete=True)`` or ``plot_curves(..., discrete=True)``);
     ``labels`` names the ticks (e.g. method names on a categorical axis).
     """
-    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator, StrMethodFormatter
+    from matplotlib.ticker import FixedFormatter, FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
     vals = np.unique(np.asarray(values, dtype=float))
     a = ax.xaxis if axis == "x" else ax.yaxis
-    a.set_major_locator(FixedLocator(vals))
+    many = labels is None and len(vals) > 12 and np.all(vals == np.round(vals))
+    a.set_major_locator(MaxNLocator(integer=True) if many else FixedLocator(vals))
     a.set_major_formatter(FixedFormatter([str(v) for v in labels]) if labels is not None
                           else StrMethodFormatter("{x:g}"))
     a.set_minor_locator(NullLocator())

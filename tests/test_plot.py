@@ -137,3 +137,12 @@ def test_legend_outside_with_nothing_to_label_draws_none():
     fig, (a,) = subplots(1)
     a.plot([0, 1], [0, 1])
     assert legend_outside(a) is None and a.get_legend() is None
+
+
+def test_discrete_axis_with_many_integers_ticks_integers_only():
+    fig, (a,) = subplots(1)
+    a.plot(np.arange(40), np.arange(40.0), "o")
+    discrete_axis(a, np.arange(40))
+    _drawn(fig)
+    ticks = [t for t in a.get_xticks() if a.get_xlim()[0] <= t <= a.get_xlim()[1]]
+    assert 2 <= len(ticks) <= 12 and all(float(t).is_integer() for t in ticks)

@@ -25,7 +25,7 @@ import numpy as np
 import popdyn
 from popdyn.models import multitask as mt
 from popdyn.models.multitask import bounds
-from popdyn.plot import claim_title, legend_outside, save_figure, subplots
+from popdyn.plot import claim_title, discrete_axis, legend_outside, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim
 
@@ -96,6 +96,7 @@ def one_step_map(size, device, outdir):
     ax0.set(xlabel="w+_par, exact population map", ylabel="w+_par, torch (seed mean)", title="ground-truth part")
     ax1.axhline(_Z, color="k", ls=":", label=f"tolerance {_Z:g} SE")
     ax1.set(xlabel="neuron j", ylabel="||W+_sim - W+_pop|| / SE", title=f"per-neuron gap: max {worst:.2f} SE")
+    discrete_axis(ax1, np.arange(m))
     for a in (ax0, ax1):
         legend_outside(a)
     path = save_figure(fig, outdir / "multitask.one_step_map.png", title=claim_title(

@@ -21,7 +21,7 @@ import numpy as np
 
 from popdyn.models import multitask as mt
 from popdyn.models.multitask import bounds, downstream
-from popdyn.plot import claim_title, legend_outside, save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim
 
@@ -143,6 +143,9 @@ def downstream_probe(size, device, outdir):
     axes[3].loglog(size["d"], [i["rel_bound"] for i in infos], "s--", color="0.5")
     axes[3].axhline(_TOL_DIST, color="k", lw=0.8, ls="-.")
     axes[3].set(xlabel="d", ylabel="max_v ||g - g~|| / mean ||g~||", title="learned vs purified embedding")
+    for ax in axes[:3]:
+        sample_axis(ax, size["n"])
+    sample_axis(axes[3], size["d"])
     handles = ([axes[3].plot([], [], color=f"C{i}", label=f"d = {d}")[0] for i, d in enumerate(size["d"])]
                + [axes[3].plot([], [], ls, color="0.3", label=method)[0] for method, ls in _METHODS.items()]
                + [axes[3].plot([], [], "o-", color="k", label="distance (d on the x axis)")[0],
