@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from popdyn.models.emergence import activation, bounds, classifier, correlations, data, network, schedule, steps
-from popdyn.plot import claim_title, legend_outside, save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim
 
@@ -224,6 +224,7 @@ def step2_cosine(size, device, outdir):
     ax.loglog(ns, [r["obs_step1"] for r in rows], "s--", ms=3, color="C1", label="torch step 1")
     ax.axhline(1 - 0.997, color="C3", ls=":", label="paper Table 1: 1 - 0.997")
     ax.set(xlabel="n", ylabel="1 - max_i |cos(w_i, sum_A M_j)|", title=f"C3 step-2 cosine: max rel. error {worst:.1%}")
+    sample_axis(ax, ns)
     _legend(ax)
     path = save_figure(fig, outdir / "emergence.step2_cosine.png", title=claim_title(
         REGISTRY["emergence.step2_cosine"], worst, what="max rel. error"))

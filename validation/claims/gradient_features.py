@@ -33,7 +33,7 @@ import numpy as np
 from scipy import special
 
 from popdyn.models.gradient_features import bounds, data, framework, multi_index, parity
-from popdyn.plot import claim_title, legend_outside, save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim
 
@@ -146,6 +146,7 @@ def first_step_rate(size, device, outdir):
     ax0.loglog(ns, ref, "k--", lw=0.8, label="slope -1/2")
     ax0.loglog(ns, med[0] * (ns / ns[0]) ** (-1 / 3), "k-.", lw=0.8, label="slope -1/3 (Lemma B.18)")
     ax0.set(xlabel="n", ylabel="median ||w_sim - w_pred|| / ||w_pred||", title="E1: first step vs population")
+    sample_axis(ax0, ns)
     _legend(ax0, ax1)
     path = save_figure(fig, outdir / "gradient_features.first_step_rate.png", title=claim_title(
         REGISTRY["gradient_features.first_step_rate"], worst, what="max fraction outside the spec tolerance"))
@@ -395,6 +396,7 @@ def beyond_fixed_features(size, device, outdir):
     ax.axhline(0.5, color="k", ls=":", lw=0.8, label="chance")
     ax.set(xlabel="width 4m", ylabel="test error",
            title=f"E3 XOR d = {d}, sigma_B = {sigma:g}, n = {size['n']}: |learned - Bayes| = {gap:.4f}")
+    sample_axis(ax, N)
     _legend(ax)
     path = save_figure(fig, outdir / "gradient_features.beyond_fixed_features.png", title=claim_title(
         REGISTRY["gradient_features.beyond_fixed_features"], gap, what="|learned - Bayes|"))
@@ -461,6 +463,8 @@ def multi_index_step(size, device, outdir):
     ax1.loglog(ns, [s[0] for s in sines], "o-", color="C0", label="torch W^(1)")
     ax1.loglog(ns, [s[1] for s in sines], "k--", label="population W^(1) (Hermite closed form)")
     ax1.set(xlabel="n", ylabel="sin of the largest principal angle", title="span(W^(1)) vs span(U)")
+    sample_axis(ax0, ns)
+    sample_axis(ax1, ns)
     _legend(ax0, ax1)
     path = save_figure(fig, outdir / "gradient_features.multi_index_step.png", title=claim_title(
         REGISTRY["gradient_features.multi_index_step"], abs(slope + 0.5), what="|slope + 1/2|"))
@@ -553,6 +557,7 @@ def good_network(size, device, outdir):
     ax.loglog(W, [r["bound_B25"] for r in rows], "^:", color="C3", label="B.25 bound (vacuous)")
     ax.axhline(rows[0]["OPT_bound_B41"], color="C3", ls="-.", lw=0.8, label="B.41 OPT bound")
     ax.set(xlabel="width 4m", ylabel="hinge loss", title=f"E2 good network, XOR d = {size['d']}: gap {gap:.1e}")
+    sample_axis(ax, W)
     _legend(ax)
     path = save_figure(fig, outdir / "gradient_features.good_network.png", title=claim_title(
         REGISTRY["gradient_features.good_network"], gap, what="gap"))

@@ -12,7 +12,7 @@ import numpy as np
 
 import popdyn
 from popdyn.models import resnet
-from popdyn.plot import claim_title, legend_outside, save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim
 
@@ -63,6 +63,8 @@ def exact_kernel_error(size, device, outdir):
     ax1.axhline(size["alpha"], color="0.5", ls=":", label="alpha (the target's c_S)")
     ax1.axvline(C, color="0.3", ls="--", label=f"C(d, k) = {C}")
     ax1.set(xscale="log", xlabel="training points N", ylabel="captured c_S of G(F)", title="Walsh coefficient on S")
+    sample_axis(ax0, size["N"])
+    sample_axis(ax1, [*size["N"], C])
     for ax in (ax0, ax1):
         legend_outside(ax)
     path = save_figure(fig, outdir / "resnet.exact_kernel_error.png", title=claim_title(

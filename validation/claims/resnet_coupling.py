@@ -18,7 +18,7 @@ import torch
 from popdyn.models import resnet
 from popdyn.models.resnet import existential, indicator
 from popdyn.models.resnet.complexity import TaylorSeries
-from popdyn.plot import claim_title, legend_outside, save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 from popdyn.sim import resnet_nets
 
 from . import REGISTRY, ClaimResult, claim
@@ -90,6 +90,7 @@ def sign_flips(size, device, outdir):
             title=f"first layer: max |R - 1| = {worst_R:.3f} (tol {_RANDOM_TOL})")
     ax1.set(xscale="log", yscale="log", xlabel="width m", ylabel="mean flipped fraction",
             title=f"max flips / worst case = {worst_ratio:.2f} (<= 1)")
+    sample_axis(ax1, size["m"])
     for ax in (ax0, ax1):
         legend_outside(ax)
     path = save_figure(fig, outdir / "resnet.sign_flips.png", title=claim_title(
