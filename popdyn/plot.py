@@ -5,6 +5,17 @@ comparison computes, this module draws); ``plot_curves`` draws named curves with
 reference lines, so that validation claims do not repeat matplotlib boilerplate. Every function
 creates a figure only when ``ax`` is None, returns the ``Figure`` (or the saved path when ``path`` is
 given) and closes the figure it saved. No ``plt.show()``.
+
+One figure style for the validation report:
+
+* one colour per parameter value and one line style per method, the same in every panel
+  (:class:`Key`; :func:`palette` for the colours), with one legend per figure;
+* discrete axes (ranks, cases, loop counts) drawn as markers with ticks at the values
+  (``plot_curves(..., discrete=True)``, :func:`discrete_axis`); sample sizes on a log axis ticked at
+  the sizes run (:func:`sample_axis`);
+* legends outside the data (:func:`legend_outside`: right of an axes, below a figure's panels);
+* the title states the claim and its measured number against the tolerance (:func:`claim_title`,
+  passed to ``save_figure(..., title=...)`` or to ``plot_curves(..., title=...)``).
 """
 from __future__ import annotations
 
