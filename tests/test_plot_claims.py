@@ -5,7 +5,6 @@ drawn artists can be inspected (colours per parameter value, tick positions, leg
 """
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
