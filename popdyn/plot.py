@@ -75,12 +75,13 @@ def _wrap(text, width_in, fontsize):
 
 
 def _wrap_titles(fig):
-    """Wrap the figure's suptitle and every axes title to the width they have (long claim titles)."""
+    """Wrap the figure's suptitle and every axes title (at most 10 pt) to the width they have (long claim titles)."""
     w, _ = fig.get_size_inches()
     if fig._suptitle is not None and fig._suptitle.get_text():
         fig._suptitle.set_text(_wrap(fig._suptitle.get_text(), w, fig._suptitle.get_fontsize()))
     for a in fig.axes:
         t = a.title
+        t.set_fontsize(min(t.get_fontsize(), 10))  # panel titles one size below the axis labels, in every figure
         if t.get_text():
             t.set_text(_wrap(t.get_text(), w * a.get_position().width, t.get_fontsize()))
 
