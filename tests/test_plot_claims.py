@@ -3,12 +3,12 @@
 ``save_figure`` of the claim's module is replaced by one that lays the figure out and keeps it, so that the
 drawn artists can be inspected (colours per parameter value, tick positions, legend placement, title).
 """
+import re
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("matplotlib")
-pytest.importorskip("torch")
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
 import popdyn.plot  # noqa: E402
@@ -40,7 +40,17 @@ def _overlap(a, b):
     return max(min(a.x1, b.x1) - max(a.x0, b.x0), 0.0) * max(min(a.y1, b.y1) - max(a.y0, b.y0), 0.0)
 
 
+def test_every_figure_is_named_after_its_claim():
+    """One naming scheme in the report: ``<claim id>.png`` (issue 15 item 6: ``icl_x.png`` next to ``icl.x.png``)."""
+    from validation.claims import discover
+    ids = set(discover())
+    folder = Path(__file__).parent.parent / "validation" / "claims"
+    names = {n for f in folder.glob("*.py") for n in re.findall(r'"([\w.]+)\.png"', f.read_text())}
+    assert names and names <= ids, sorted(names - ids)
+
+
 def test_looped_fig8_1_one_colour_per_n_and_legend_clear_of_the_panels(kept, monkeypatch, tmp_path):
+    pytest.importorskip("torch")
     from validation.claims import REGISTRY, discover, looped
     discover()
     monkeypatch.setattr(looped, "save_figure", kept.keep)  # imported by name into the claim's module
@@ -63,6 +73,7 @@ def test_looped_fig8_1_one_colour_per_n_and_legend_clear_of_the_panels(kept, mon
 
 
 def test_icl_trained_optimum_rank_axis_is_discrete(kept, tmp_path):
+    pytest.importorskip("torch")
     from validation.claims import REGISTRY, discover
     discover()
     size = {"d": 4, "N": 10, "M": 8, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 20, "batch": 64}
