@@ -86,6 +86,24 @@ def _wrap_titles(fig):
             t.set_text(_wrap(t.get_text(), w * a.get_position().width, t.get_fontsize()))
 
 
+def _make_room(fig):
+    """Grow a constrained-layout figure by the size of its legends outside the axes, so panels keep their size.
+
+    A legend to the right of an axes adds its width, a figure legend below the panels its height.
+    """
+    engine = fig.get_layout_engine()
+    if engine is None or type(engine).__name__ != "ConstrainedLayoutEngine":
+        return
+    fig.draw_without_rendering()
+    r = fig._get_renderer()
+    extra_w = sum(a.get_legend().get_window_extent(r).width + 8 for a in fig.axes if a.get_legend() is not None
+                  and a.get_legend().get_window_extent(r).x0 >= a.get_window_extent(r).x1)
+    extra_h = sum(lg.get_window_extent(r).height + 8 for lg in fig.legends)
+    if extra_w or extra_h:
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(w + extra_w / fig.dpi, h + extra_h / fig.dpi)
+
+
 def save_figure(fig, path, *, title=None):
     """Save ``fig`` as an image at ``path`` atomically (parent folders created), close it, return the ``Path``.
 
@@ -97,6 +115,7 @@ def save_figure(fig, path, *, title=None):
     path = Path(path)
     fmt = path.suffix.lstrip(".") or "png"
     try:
+        _make_room(fig)
         if title:
             fig.suptitle(title, fontsize=9)
         _wrap_titles(fig)

@@ -146,3 +146,17 @@ def test_discrete_axis_with_many_integers_ticks_integers_only():
     _drawn(fig)
     ticks = [t for t in a.get_xticks() if a.get_xlim()[0] <= t <= a.get_xlim()[1]]
     assert 2 <= len(ticks) <= 12 and all(float(t).is_integer() for t in ticks)
+
+
+def test_save_figure_makes_room_for_a_legend_outside(tmp_path):
+    """The panel keeps (about) its size: the figure grows by the legend instead of squeezing the axes."""
+    widths = []
+    for labels in ([], [f"a long label number {i}" for i in range(4)]):
+        fig, (a,) = subplots(1)
+        for lab in labels or ["_nolegend_"]:
+            a.plot([0, 1], [0, 1], label=lab)
+        if labels:
+            legend_outside(a)
+        save_figure(fig, tmp_path / "f.png")
+        widths.append(a.get_window_extent(fig._get_renderer()).width)
+    assert widths[1] >= 0.9 * widths[0]
