@@ -20,7 +20,7 @@ import numpy as np
 import popdyn
 from popdyn import activations
 from popdyn.models import committee
-from popdyn.plot import Key, claim_title, legend_outside, plot_curves, save_figure, subplots
+from popdyn.plot import Key, claim_title, legend_outside, plot_curves, sample_axis, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim
 
@@ -305,6 +305,7 @@ def gap_scaling(size, device, outdir):
         ax.plot(etas, [norm[etas[0], ds[0]] * np.sqrt(e / d) for e in etas],
                 **key(d, "c sqrt(eta / d), c from the first cell"))
     ax.set(xscale="log", yscale="log", xlabel="eta", ylabel="RMS relative gap")
+    sample_axis(ax, etas)
     key.legend(ax)
     spread = float(max(norm.values()) / min(norm.values()))
     path = save_figure(fig, outdir / "committee.gap_scaling.png", title=claim_title(

@@ -18,7 +18,7 @@ import numpy as np
 
 import popdyn
 from popdyn.models import contrastive
-from popdyn.plot import claim_title, discrete_axis, legend_outside, plot_curves, save_figure, subplots
+from popdyn.plot import claim_title, discrete_axis, legend_outside, plot_curves, sample_axis, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim
 
@@ -149,10 +149,13 @@ def tradeoff(size, device, outdir):
                      **{f"risk_m{mm}": float(risk[i, j]) for j, mm in enumerate(ms)},
                      **{f"rademacher_m{mm}": float(rad[k][j]) for j, mm in enumerate(ms)}})
     fig, axes = subplots(2)
-    plot_curves(ms, {k: risk[i] for i, k in enumerate(_REPS)}, ax=axes[0], logy=True, xlabel="m",
+    dots = {k: {"marker": "o"} for k in _REPS}
+    plot_curves(ms, {k: risk[i] for i, k in enumerate(_REPS)}, ax=axes[0], logy=True, xlabel="m", styles=dots,
                 ylabel="excess risk", title="norm-bounded probes", legend=False)
-    plot_curves(ms, {k: rad[k] for k in _REPS}, ax=axes[1], logy=True, xlabel="m", ylabel="R_m (exact)",
+    plot_curves(ms, {k: rad[k] for k in _REPS}, ax=axes[1], logy=True, xlabel="m", ylabel="R_m (exact)", styles=dots,
                 title="exact Rademacher term", legend=False)
+    for ax in axes:
+        sample_axis(ax, ms)
     legend_outside(fig)
     path = save_figure(fig, outdir / "contrastive.tradeoff.png", title=claim_title(
         REGISTRY["contrastive.tradeoff"], violations, what="ordering violations"))
