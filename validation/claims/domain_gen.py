@@ -79,7 +79,7 @@ def erm_l2_finite_sample(size, device, outdir):
     fig, axes = subplots(2)
     plot_curves(lam, {"alpha (population)": th["alpha"], "beta (population)": th["beta"],
                       "alpha (GD, mean)": sim["alpha"].mean(0), "beta (GD, mean)": sim["beta"].mean(0),
-                      "alpha NU": nu["alpha"], "beta NU": nu["beta"]}, ax=axes[0], xlabel="lambda",
+                      "alpha NU": nu["alpha"], "beta NU": nu["beta"]}, ax=axes[0], xlabel="lambda", discrete=True,
                 ylabel="block weight", title=f"ERM-l2 vs GD: max rel. gap {measured:.2%}",
                 styles={"alpha (population)": {"color": "C0"}, "beta (population)": {"color": "C1"},
                         "alpha (GD, mean)": {"ls": "", "marker": "o", "color": "C0"},
@@ -88,7 +88,7 @@ def erm_l2_finite_sample(size, device, outdir):
     plot_curves(lam, {"log10 OOD acc, ERM-l2 (exact)": th["log10_acc_ood"],
                       "log10 OOD acc, normal approx.": np.array([DG.accuracy(a, b, model, "ood", "normal", log10=True)
                                                                for a, b in zip(th["alpha"], th["beta"])]),
-                      "log10 OOD acc, NU / rank": nu["log10_acc_ood"]}, ax=axes[1], xlabel="lambda",
+                      "log10 OOD acc, NU / rank": nu["log10_acc_ood"]}, ax=axes[1], xlabel="lambda", discrete=True,
                 ylabel="log10 accuracy", title="OOD accuracy of the population optima")
     fig_path = save_figure(fig, outdir / "domain_gen.erm_l2_finite_sample.png", title=claim_title(
         REGISTRY["domain_gen.erm_l2_finite_sample"], measured, what="max rel. gap (GD vs population)"))
@@ -130,9 +130,11 @@ def nu_finite_sample(size, device, outdir):
     checks = {"|beta_sim|/alpha_sim < 0.01": bool(np.all(ratio < 0.01)), "beta_NU = 0": bool(np.all(th["beta"] == 0))}
     fig = plot_curves(lam, {"alpha NU (population)": th["alpha"], "alpha NU (L-BFGS, mean)": sim["alpha"].mean(0),
                             "beta NU (L-BFGS, mean)": sim["beta"].mean(0), "beta l2 (population)": l2["beta"]},
-                      outdir / "domain_gen.nu_finite_sample.png", xlabel="lambda", ylabel="block weight",
-                      styles={"alpha NU (L-BFGS, mean)": {"ls": "", "marker": "o"},
-                              "beta NU (L-BFGS, mean)": {"ls": "", "marker": "o"}},
+                      outdir / "domain_gen.nu_finite_sample.png", xlabel="lambda", ylabel="block weight", discrete=True,
+                      styles={"alpha NU (population)": {"color": "C0", "marker": "_", "ms": 16, "mew": 2},
+                              "alpha NU (L-BFGS, mean)": {"color": "C0", "ls": "", "marker": "o"},
+                              "beta NU (L-BFGS, mean)": {"color": "C1", "ls": "", "marker": "o"},
+                              "beta l2 (population)": {"color": "C1", "ls": "--", "marker": "_", "ms": 16, "mew": 2}},
                       title=claim_title(REGISTRY["domain_gen.nu_finite_sample"], ea.max(), what="max alpha gap"))
     return ClaimResult(measured=float(ea.max()), checks=checks, figure=str(fig), table=rows,
                        message=f"ERM-NU (n = {size['n']}, L-BFGS) vs population at lambda = {lam.tolist()}: alpha gap "
