@@ -256,6 +256,9 @@ def legend_outside(where, handles=None, labels=None, *, loc="right", fontsize=8)
     the legend, or None when there is nothing to label.
     """
     from matplotlib.figure import FigureBase
+
+    from ._validate import Options, check
+    check("plot.legend_outside", "loc", loc, Options(("right", "below")))
     if handles is None:
         axes = where.axes if isinstance(where, FigureBase) else [where]
         seen = {}
@@ -287,6 +290,9 @@ def discrete_axis(ax, values, axis="x", *, labels=None):
     ``labels`` names the ticks (e.g. method names on a categorical axis).
     """
     from matplotlib.ticker import FixedFormatter, FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
+
+    from ._validate import Options, check
+    check("plot.discrete_axis", "axis", axis, Options(("x", "y")))
     vals = np.unique(np.asarray(values, dtype=float))
     a = ax.xaxis if axis == "x" else ax.yaxis
     many = labels is None and len(vals) > 12 and np.all(vals == np.round(vals))

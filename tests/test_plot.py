@@ -160,3 +160,13 @@ def test_save_figure_makes_room_for_a_legend_outside(tmp_path):
         save_figure(fig, tmp_path / "f.png")
         widths.append(a.get_window_extent(fig._get_renderer()).width)
     assert widths[1] >= 0.9 * widths[0]
+
+
+def test_bad_placement_names_the_parameter():
+    from popdyn._validate import InvalidParameterError
+    fig, (a,) = subplots(1)
+    a.plot([0, 1], [0, 1], label="x")
+    with pytest.raises(InvalidParameterError, match="'loc'.*below"):
+        legend_outside(a, loc="inside")
+    with pytest.raises(InvalidParameterError, match="'axis'"):
+        discrete_axis(a, [1, 2], axis="z")
