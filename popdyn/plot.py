@@ -391,8 +391,9 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
         the values of ``x``.
     labels : sequence of str, optional
         Tick labels of a discrete ``x`` (one per value, e.g. the cases compared).
-    legend : {"right", "below"} or False
-        Where the legend goes, outside the data (False: none, e.g. when a :class:`Key` labels the figure).
+    legend : {"right", "below"} or bool
+        Where the legend goes, outside the data (True: right; False: none, e.g. when a :class:`Key` or a
+        figure legend labels the curves).
 
     Returns
     -------
@@ -421,7 +422,7 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
     if discrete:
         discrete_axis(a, x, labels=labels)
     if legend:
-        legend_outside(a, loc=legend)
+        legend_outside(a, loc="right" if legend is True else legend)
     return save_figure(fig, path) if path is not None else fig
 
 
