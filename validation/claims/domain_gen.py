@@ -81,10 +81,12 @@ def erm_l2_finite_sample(size, device, outdir):
                       "alpha (GD, mean)": sim["alpha"].mean(0), "beta (GD, mean)": sim["beta"].mean(0),
                       "alpha NU": nu["alpha"], "beta NU": nu["beta"]}, ax=axes[0], xlabel="lambda", discrete=True,
                 ylabel="block weight", title=f"ERM-l2 vs GD: max rel. gap {measured:.2%}",
-                styles={"alpha (population)": {"color": "C0"}, "beta (population)": {"color": "C1"},
+                styles={"alpha (population)": {"color": "C0", "marker": "_", "ms": 16, "mew": 2},
+                        "beta (population)": {"color": "C1", "marker": "_", "ms": 16, "mew": 2},
                         "alpha (GD, mean)": {"ls": "", "marker": "o", "color": "C0"},
                         "beta (GD, mean)": {"ls": "", "marker": "o", "color": "C1"},
-                        "alpha NU": {"ls": ":", "color": "C0"}, "beta NU": {"ls": ":", "color": "C1"}})
+                        "alpha NU": {"ls": ":", "marker": "x", "color": "C0"},
+                        "beta NU": {"ls": ":", "marker": "x", "color": "C1"}})
     plot_curves(lam, {"log10 OOD acc, ERM-l2 (exact)": th["log10_acc_ood"],
                       "log10 OOD acc, normal approx.": np.array([DG.accuracy(a, b, model, "ood", "normal", log10=True)
                                                                for a, b in zip(th["alpha"], th["beta"])]),
