@@ -157,7 +157,7 @@ def claim_title(claim, measured, *, what="measured", note=""):
     return f"{claim.id}: {claim.title}\n{what} = {m:.3g} {sign} {tol:.3g} (tolerance)" + (f"; {note}" if note else "")
 
 
-LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+LINESTYLES = ("-", "--", ":", "-.", (0, (10, 3)), (0, (3, 1, 1, 1, 1, 1)))  # solid, dashed, dotted, dash-dot, long dash, dash-dot-dot
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
@@ -269,16 +269,16 @@ def legend_outside(where, handles=None, labels=None, *, loc="right", fontsize=8)
     if not handles:
         return None
     if isinstance(where, FigureBase):  # below the panels: clear of the suptitle, whatever its length
-        return where.legend(handles, labels, loc="outside lower center", fontsize=fontsize,
+        return where.legend(handles, labels, loc="outside lower center", fontsize=fontsize, handlelength=3.2,
                             ncols=min(len(labels), 5))
     if loc == "right":
         return where.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
-                            fontsize=fontsize)
+                            fontsize=fontsize, handlelength=3.2)
     from matplotlib.transforms import offset_copy
     below = 1.8 * (where.xaxis.get_ticklabels()[0].get_fontsize() if where.xaxis.get_ticklabels() else 10) + 22
     return where.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=0.0,
                         bbox_transform=offset_copy(where.transAxes, where.figure, y=-below, units="points"),
-                        fontsize=fontsize, ncols=min(len(labels), 3))
+                        fontsize=fontsize, handlelength=3.2, ncols=min(len(labels), 3))
 
 
 def discrete_axis(ax, values, axis="x", *, labels=None):
