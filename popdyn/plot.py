@@ -5,14 +5,27 @@ comparison computes, this module draws); ``plot_curves`` draws named curves with
 reference lines, so that validation claims do not repeat matplotlib boilerplate. Every function
 creates a figure only when ``ax`` is None, returns the ``Figure`` (or the saved path when ``path`` is
 given) and closes the figure it saved. No ``plt.show()``.
+
+One figure style for the validation report:
+
+* one colour per parameter value and one line style per method, the same in every panel
+  (:class:`Key`; :func:`palette` for the colours), with one legend per figure;
+* discrete axes (ranks, cases, loop counts) drawn as markers with ticks at the values
+  (``plot_curves(..., discrete=True)``, :func:`discrete_axis`); sample sizes on a log axis ticked at
+  the sizes run (:func:`sample_axis`);
+* legends outside the data (:func:`legend_outside`: right of an axes, below a figure's panels);
+* the title states the claim and its measured number against the tolerance (:func:`claim_title`,
+  passed to ``save_figure(..., title=...)`` or to ``plot_curves(..., title=...)``).
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_comparison", "plot_curves", "subplots", "save_figure", "sample_axis"]
+__all__ = ["plot_comparison", "plot_curves", "subplots", "save_figure", "sample_axis", "claim_title", "palette", "Key",
+           "legend_outside", "discrete_axis", "LINESTYLES", "MARKERS"]
 
 _INSTALL = "plotting needs matplotlib: pip install 'popdyn[plot]'"
 
@@ -30,18 +43,19 @@ def _axes(ax, n, saving, *, panel_size=(4.8, 3.4)):
     """``n`` axes: a new figure with ``n`` panels in a row when ``ax`` is None, else the given axes.
 
     A figure made only to be saved is a bare ``matplotlib.figure.Figure`` (drawn by Agg, never
-    registered with pyplot, so no GUI backend is touched); otherwise ``pyplot.subplots``.
+    registered with pyplot, so no GUI backend is touched); otherwise ``pyplot.subplots``. New figures
+    use matplotlib's constrained layout, which makes room for legends placed outside the axes.
     """
     _matplotlib()
     if ax is None:
         size = (panel_size[0] * n, panel_size[1])
         if saving:
             from matplotlib.figure import Figure
-            fig = Figure(figsize=size)
+            fig = Figure(figsize=size, layout="constrained")
             axes = fig.subplots(1, n, squeeze=False)
         else:
             import matplotlib.pyplot as plt
-            fig, axes = plt.subplots(1, n, figsize=size, squeeze=False)
+            fig, axes = plt.subplots(1, n, figsize=size, squeeze=False, layout="constrained")
         return fig, list(axes[0])
     axes = list(np.atleast_1d(ax).ravel())
     if len(axes) != n:
@@ -54,17 +68,245 @@ def subplots(n, *, saving=True, panel_size=(4.8, 3.4)):
     return _axes(None, n, saving, panel_size=panel_size)
 
 
-def save_figure(fig, path):
-    """Save ``fig`` as an image at ``path`` atomically (parent folders created), close it, return the ``Path``."""
+def _wrap(text, width_in, fontsize):
+    """``text`` re-wrapped line by line to about ``width_in`` inches at ``fontsize`` points."""
+    chars = max(20, int(width_in * 72 / (0.55 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) if line else line for line in text.split("\n"))
+
+
+def _wrap_titles(fig):
+    """Wrap the figure's suptitle and every axes title (at most 10 pt) to the width they have (long claim titles)."""
+    w, _ = fig.get_size_inches()
+    if fig._suptitle is not None and fig._suptitle.get_text():
+        fig._suptitle.set_text(_wrap(fig._suptitle.get_text(), w, fig._suptitle.get_fontsize()))
+    for a in fig.axes:
+        t = a.title
+        t.set_fontsize(min(t.get_fontsize(), 10))  # panel titles one size below the axis labels, in every figure
+        if t.get_text():
+            t.set_text(_wrap(t.get_text(), w * a.get_position().width, t.get_fontsize()))
+
+
+def _make_room(fig):
+    """Grow a constrained-layout figure by the size of its legends outside the axes, so panels keep their size.
+
+    A legend to the right of an axes adds its width, a figure legend below the panels its height.
+    """
+    engine = fig.get_layout_engine()
+    if engine is None or type(engine).__name__ != "ConstrainedLayoutEngine":
+        return
+    fig.draw_without_rendering()
+    r = fig._get_renderer()
+    extra_w = sum(a.get_legend().get_window_extent(r).width + 8 for a in fig.axes if a.get_legend() is not None
+                  and a.get_legend().get_window_extent(r).x0 >= a.get_window_extent(r).x1)
+    extra_h = sum(lg.get_window_extent(r).height + 8 for lg in fig.legends)
+    if extra_w or extra_h:
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(w + extra_w / fig.dpi, h + extra_h / fig.dpi)
+
+
+def save_figure(fig, path, *, title=None):
+    """Save ``fig`` as an image at ``path`` atomically (parent folders created), close it, return the ``Path``.
+
+    ``title`` (e.g. from :func:`claim_title`) becomes the figure's suptitle; long titles are wrapped to the
+    figure's width.
+    """
     import matplotlib.pyplot as plt
     from .results import atomic_write
     path = Path(path)
     fmt = path.suffix.lstrip(".") or "png"
     try:
+        _make_room(fig)
+        if title:
+            fig.suptitle(title, fontsize=9)
+        _wrap_titles(fig)
         atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110, bbox_inches="tight"))
     finally:
         plt.close(fig)
     return path
+
+
+def claim_title(claim, measured, *, what="measured", note=""):
+    """Title of a claim's figure: the claim (``id: title``) and its measured number against the tolerance.
+
+    Parameters
+    ----------
+    claim : object with attributes ``id``, ``title``, ``tolerance``
+        The claim (a ``validation.claims.Claim``, e.g. ``REGISTRY["looped.fig8_1"]``).
+    measured : float
+        The number the claim reports (its ``ClaimResult.measured``).
+    what : str
+        A short name of that number (e.g. ``"max |GD - exact|"``).
+    note : str
+        Further measured values, appended after the tolerance (``"; "``-separated).
+
+    Returns
+    -------
+    str
+        ``"<id>: <title>\n<what> = <measured> <= <tolerance> (tolerance)"``, with ``>`` when the number
+        exceeds the tolerance (the verdict also needs the claim's sub-checks).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> print(claim_title(SimpleNamespace(id="m.c", title="x equals y", tolerance=0.05), 0.0312, what="gap"))
+    m.c: x equals y
+    gap = 0.0312 <= 0.05 (tolerance)
+    """
+    m, tol = float(measured), float(claim.tolerance)
+    sign = "<=" if m <= tol else ("> " if m > tol else "vs")
+    return f"{claim.id}: {claim.title}\n{what} = {m:.3g} {sign} {tol:.3g} (tolerance)" + (f"; {note}" if note else "")
+
+
+LINESTYLES = ("-", "--", ":", "-.", (0, (10, 3)), (0, (3, 1, 1, 1, 1, 1)))  # solid, dashed, dotted, dash-dot, long dash, dash-dot-dot
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
+def palette(values, cmap="viridis"):
+    """One colour per parameter value, the same in every panel: ``{value: colour}``.
+
+    Numbers get ordered colours of a sequential map (smallest value darkest; the light yellow end is
+    left out), other values (names) the qualitative ``tab10`` colours in the order given.
+
+    Examples
+    --------
+    >>> c = palette([64, 16, 32])
+    >>> list(c) == [16, 32, 64] and len(set(c.values())) == 3
+    True
+    """
+    mpl = _matplotlib()
+    vals = list(dict.fromkeys(values))
+    if all(isinstance(v, (int, float, np.integer, np.floating)) for v in vals):
+        vals = sorted(vals)
+        cm = mpl.colormaps[cmap]
+        pos = np.linspace(0.0, 0.85, len(vals)) if len(vals) > 1 else [0.35]
+        return {v: mpl.colors.to_hex(cm(p)) for v, p in zip(vals, pos)}
+    tab = mpl.colormaps["tab10"]
+    return {v: mpl.colors.to_hex(tab(i % 10)) for i, v in enumerate(vals)}
+
+
+class Key:
+    """The styles of a figure's curves: one colour per parameter value, one line style per method.
+
+    ``key(value, method)`` gives ``Axes.plot`` keyword arguments (``color``, ``ls``, ``marker``), the
+    same in every panel; :meth:`legend` draws one legend for the whole figure, outside the data, with
+    one entry per value (colour) and one per method (line style), instead of one per curve.
+
+    Parameters
+    ----------
+    param : str
+        Name of the parameter (``"n"``); value labels read ``"n = 16"``.
+    values : sequence
+        The parameter's values (colours by :func:`palette`).
+    methods : sequence of str
+        The methods (theory, simulation, a bound ...), in the order of :data:`LINESTYLES`.
+    discrete : bool
+        Mark every point (for a discrete abscissa).
+
+    Examples
+    --------
+    >>> key = Key("n", [16, 32], ["exact", "GD"])
+    >>> key(32, "GD")["ls"], key(32, "GD")["color"] == key(32, "exact")["color"]
+    ('--', True)
+    """
+
+    def __init__(self, param="", values=(), methods=(), *, discrete=False):
+        self.param, self.discrete = param, discrete
+        self.colors = palette(values) if len(values) else {}
+        self.methods = {m: i for i, m in enumerate(dict.fromkeys(methods))}
+
+    def label(self, value):
+        return f"{self.param} = {value:g}" if self.param and isinstance(value, (int, float, np.number)) else (
+            f"{self.param} = {value}" if self.param else str(value))
+
+    def __call__(self, value=None, method=None):
+        i = self.methods.get(method, 0)
+        kw = {"color": self.colors.get(value, "k" if value is None else "C0"), "ls": LINESTYLES[i % len(LINESTYLES)],
+              "lw": 1.4}
+        if self.discrete:
+            kw.update(marker=MARKERS[i % len(MARKERS)], ms=5)
+        return kw
+
+    def handles(self):
+        """Legend proxies and labels: the values' colours (solid), then the methods' line styles (grey)."""
+        from matplotlib.lines import Line2D
+        out = [(Line2D([], [], color=c, lw=2), self.label(v)) for v, c in self.colors.items()]
+        if len(self.methods) > 1 or not self.colors:
+            grey = "0.35" if self.colors else "C0"
+            out += [(Line2D([], [], color=grey, lw=1.4, ls=LINESTYLES[i % len(LINESTYLES)],
+                            marker=MARKERS[i % len(MARKERS)] if self.discrete else None), m)
+                    for m, i in self.methods.items()]
+        return [h for h, _ in out], [lab for _, lab in out]
+
+    def legend(self, where, *, extra=()):
+        """One legend outside the data: below the figure's panels (a Figure) or right of one Axes.
+
+        ``extra`` adds ``(handle, label)`` pairs (a reference line drawn in every panel ...).
+        """
+        h, lab = self.handles()
+        h += [e[0] for e in extra]
+        lab += [e[1] for e in extra]
+        return legend_outside(where, h, lab)
+
+
+def legend_outside(where, handles=None, labels=None, *, loc="right", fontsize=8):
+    """A legend outside the data: right of (``loc="right"``) or below (``"below"``) an Axes; below a Figure's panels.
+
+    Without ``handles``, one entry per distinct label drawn on the axes (of every panel, for a Figure).
+    For a Figure with constrained layout (:func:`subplots`), the panels shrink to make room. Returns
+    the legend, or None when there is nothing to label.
+    """
+    from matplotlib.figure import FigureBase
+
+    from ._validate import Options, check
+    check("plot.legend_outside", "loc", loc, Options(("right", "below")))
+    if handles is None:
+        axes = where.axes if isinstance(where, FigureBase) else [where]
+        seen = {}
+        for a in axes:
+            for h, lab in zip(*a.get_legend_handles_labels()):
+                seen.setdefault(lab, h)
+        labels, handles = list(seen), list(seen.values())
+    if not handles:
+        return None
+    if isinstance(where, FigureBase):  # below the panels: clear of the suptitle, whatever its length
+        return where.legend(handles, labels, loc="outside lower center", fontsize=fontsize, handlelength=3.2,
+                            ncols=min(len(labels), 5))
+    if loc == "right":
+        return where.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                            fontsize=fontsize, handlelength=3.2)
+    from matplotlib.transforms import offset_copy
+    below = 1.8 * (where.xaxis.get_ticklabels()[0].get_fontsize() if where.xaxis.get_ticklabels() else 10) + 22
+    return where.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=0.0,
+                        bbox_transform=offset_copy(where.transAxes, where.figure, y=-below, units="points"),
+                        fontsize=fontsize, handlelength=3.2, ncols=min(len(labels), 3))
+
+
+def discrete_axis(ax, values, axis="x", *, labels=None):
+    """A discrete axis: ticks exactly at ``values`` (integers print as integers), half a step of margin.
+
+    More than 12 unlabelled integers (neuron indices ...) get a few integer ticks instead of one each.
+
+    Draw the data on it with markers (``Key(..., discrete=True)`` or ``plot_curves(..., discrete=True)``);
+    ``labels`` names the ticks (e.g. method names on a categorical axis).
+    """
+    from matplotlib.ticker import FixedFormatter, FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
+
+    from ._validate import Options, check
+    check("plot.discrete_axis", "axis", axis, Options(("x", "y")))
+    vals = np.unique(np.asarray(values, dtype=float))
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    many = labels is None and len(vals) > 12 and np.all(vals == np.round(vals))
+    a.set_major_locator(MaxNLocator(integer=True) if many else FixedLocator(vals))
+    a.set_major_formatter(FixedFormatter([str(v) for v in labels]) if labels is not None
+                          else StrMethodFormatter("{x:g}"))
+    a.set_minor_locator(NullLocator())
+    if labels is not None and max(map(len, map(str, labels)), default=0) > 4:
+        ax.tick_params(axis=axis, labelrotation=30 if axis == "x" else 0)
+        if axis == "x":
+            for t in ax.get_xticklabels():
+                t.set_horizontalalignment("right")
+    half = 0.5 * (np.min(np.diff(vals)) if len(vals) > 1 else 1.0)
+    (ax.set_xlim if axis == "x" else ax.set_ylim)(vals[0] - half, vals[-1] + half)
 
 
 def _label(meta, name):
@@ -114,12 +356,12 @@ def plot_comparison(comp, path=None, *, ax=None, observables=None):
         a.set_title(f"sup gap {m['sup_gap']:.3g}, in band {m['in_band']:.0%}, max z {m['max_z']:.3g}", fontsize=9)
         a.set_xlabel(_label(meta, "t") if comp.t is not None else "index")
         a.set_ylabel(_label(meta, name))
-        a.legend(fontsize=8)
+    legend_outside(axes[-1])
     return save_figure(fig, path) if path is not None else fig
 
 
 def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel="", ylabel="",
-                title="", logy=False, styles=None):
+                title="", logy=False, styles=None, discrete=False, labels=None, legend="right"):
     """Named curves on one axes, with optional +- bands and horizontal reference lines.
 
     Parameters
@@ -135,13 +377,23 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
     bands : dict of str -> array_like of shape (n,), optional
         Label (of a curve) -> half-width of a shaded band around that curve.
     refs : dict of str -> float, optional
-        Label -> y value of a dotted horizontal reference line.
+        Label -> y value of a dotted horizontal reference line (black, then greys; a label starting
+        with ``_`` stays out of the legend).
     xlabel, ylabel, title : str
         Axis labels (symbols and units) and title (put the metric here).
     logy : bool
         Logarithmic y axis.
     styles : dict of str -> dict, optional
-        Label -> extra keyword arguments for ``Axes.plot`` (e.g. ``{"ls": "--"}``).
+        Label -> extra keyword arguments for ``Axes.plot`` (e.g. ``{"ls": "--"}``, or ``key(value, method)``
+        of a :class:`Key`, which keeps one colour per parameter value across panels).
+    discrete : bool
+        ``x`` is discrete (ranks, counts, cases): points drawn as markers, bands as error bars, ticks at
+        the values of ``x``.
+    labels : sequence of str, optional
+        Tick labels of a discrete ``x`` (one per value, e.g. the cases compared).
+    legend : {"right", "below"} or bool
+        Where the legend goes, outside the data (True: right; False: none, e.g. when a :class:`Key` or a
+        figure legend labels the curves).
 
     Returns
     -------
@@ -151,19 +403,26 @@ def plot_curves(x, curves, path=None, *, ax=None, bands=None, refs=None, xlabel=
     x = np.asarray(x, dtype=float)
     for i, (label, y) in enumerate(curves.items()):
         y = np.asarray(y, dtype=float)
-        kw = {"color": f"C{i}", "lw": 1.4, **(styles or {}).get(label, {})}
+        kw = {"color": f"C{i}", "lw": 1.4, **({"marker": MARKERS[i % len(MARKERS)], "ms": 5} if discrete else {}),
+              **(styles or {}).get(label, {})}
         a.plot(x, y, label=label, **kw)
         if bands and label in bands:
             w = np.asarray(bands[label], dtype=float)
-            a.fill_between(x, y - w, y + w, color=kw["color"], alpha=0.2, lw=0)
-    for label, y in (refs or {}).items():
-        a.axhline(y, color="k", ls=":", lw=1.0, label=label)
+            if discrete:
+                a.errorbar(x, y, yerr=w, fmt="none", ecolor=kw["color"], capsize=3, lw=1.0)
+            else:
+                a.fill_between(x, y - w, y + w, color=kw["color"], alpha=0.2, lw=0)
+    for i, (label, y) in enumerate((refs or {}).items()):
+        a.axhline(y, color=("k", "0.45", "0.7")[i % 3], ls=":", lw=1.2, label=label)
     if logy:
         a.set_yscale("log")
     a.set_xlabel(xlabel)
     a.set_ylabel(ylabel)
     a.set_title(title, fontsize=9)
-    a.legend(fontsize=8)
+    if discrete:
+        discrete_axis(a, x, labels=labels)
+    if legend:
+        legend_outside(a, loc="right" if legend is True else legend)
     return save_figure(fig, path) if path is not None else fig
 
 

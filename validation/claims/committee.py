@@ -20,9 +20,9 @@ import numpy as np
 import popdyn
 from popdyn import activations
 from popdyn.models import committee
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import Key, claim_title, legend_outside, plot_curves, sample_axis, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -46,8 +46,9 @@ def plateau_erf(size, device, outdir):
     pred = committee.ode(p, Q * (1 + 1e-3), R * (1 - 1e-3), t=np.linspace(0, 40, 81))
     fig, (ax,) = subplots(1)
     plot_curves(pred.t, {"eg from (1.001 Q*, 0.999 R*)": pred["eg"]}, ax=ax, refs={"0.014645": _EG_PLATEAU},
-                xlabel="t = steps/d", ylabel="eg", title=f"plateau eg = {eg:.7f}")
-    path = save_figure(fig, outdir / "committee.plateau_erf.png")
+                xlabel="t = steps/d", ylabel="eg")
+    path = save_figure(fig, outdir / "committee.plateau_erf.png", title=claim_title(
+        REGISTRY["committee.plateau_erf"], abs(eg - _EG_PLATEAU), what="|eg* - 0.014645|", note=f"eg* = {eg:.7f}"))
     back = abs(float(pred["eg"][-1]) - eg)
     return ClaimResult(measured=abs(eg - _EG_PLATEAU),
                        checks={"drift at the plateau <= 1e-12": res <= 1e-12,
@@ -99,10 +100,13 @@ def ode_vs_sgd(size, device, outdir):
         rows.append({"d": d, "seeds": size["seeds"], "sup_gap_rel": float(gap), "sqrt_d_gap": float(scaled[-1]),
                      "t_cut": float(t_cut), "median_rel_escape_error": esc_rel, "escaped_both": int(both.sum())})
         plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean (from each seed's overlaps)": eg_ode.mean(0)}, ax=ax,
-                    refs={"plateau": eg_star}, logy=True, xlabel="t = steps/d", ylabel="eg",
+                    refs={"plateau": eg_star}, logy=True, xlabel="t = steps/d", ylabel="eg", legend=False,
+                    styles={"ODE mean (from each seed's overlaps)": {"color": "k", "ls": "--"}},
                     title=f"d = {d}: sup rel gap {gap:.3g} before 0.8 t_esc")
-    path = save_figure(fig, outdir / "committee.ode_vs_sgd.png")
     worst = float(max(scaled))
+    legend_outside(fig)
+    path = save_figure(fig, outdir / "committee.ode_vs_sgd.png", title=claim_title(
+        REGISTRY["committee.ode_vs_sgd"], worst, what="max sqrt(d) x sup relative gap"))
     esc = [r["median_rel_escape_error"] for r in rows]
     return ClaimResult(measured=worst, checks={"median relative escape-time error <= 0.2 at every d":
                                                all(e <= 0.2 for e in esc)},
@@ -133,8 +137,9 @@ def order1(size, device, outdir):
     ratio = float(abs(r[0] / r[1] - 1))
     fig, (ax,) = subplots(1)
     plot_curves(etas, {"(eg*_full - eg*_order1)/eta": r}, ax=ax, xlabel="eta", ylabel="gap / eta",
-                title=f"r(eta_1)/r(eta_2) - 1 = {ratio:.3g}")
-    path = save_figure(fig, outdir / "committee.order1.png")
+                styles={"(eg*_full - eg*_order1)/eta": {"marker": "o"}})
+    path = save_figure(fig, outdir / "committee.order1.png", title=claim_title(
+        REGISTRY["committee.order1"], ratio, what="r(eta_1)/r(eta_2) - 1"))
     return ClaimResult(measured=ratio, checks={"a linear r(eta) predicts the third eta within 2 %": miss <= 0.02},
                        figure=str(path),
                        table=[{"eta": float(e), "eg_full": float(f), "eg_order1": float(o), "gap_over_eta": float(x)}
@@ -184,10 +189,13 @@ def activations_vs_sgd(size, device, outdir):
             units.append(u)
             rel = float((np.abs(diff.mean(0)) / eg_ode.mean(0)).max())
             rows.append({"activation": name, "d": d, "sup_rel_gap": rel, "error_units": u})
-            plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean": eg_ode.mean(0)}, ax=next(axes), logy=True,
-                        bands={"SGD mean": 2 * sim["eg"].std(0) / np.sqrt(size["seeds"])},
+            plot_curves(t, {"SGD mean +- 2 SE": sim["eg"].mean(0), "ODE mean": eg_ode.mean(0)}, ax=next(axes),
+                        logy=True, bands={"SGD mean +- 2 SE": 2 * sim["eg"].std(0) / np.sqrt(size["seeds"])},
+                        styles={"ODE mean": {"color": "k", "ls": "--"}}, legend=False,
                         xlabel="t = steps/d", ylabel="eg", title=f"{name}, d = {d}: sup rel gap {rel:.3g}")
-    path = save_figure(fig, outdir / "committee.activations.png")
+    legend_outside(fig)
+    path = save_figure(fig, outdir / "committee.activations.png", title=claim_title(
+        REGISTRY["committee.activations"], max(units), what="max gap in allowed-error units"))
     return ClaimResult(measured=float(max(units)), figure=str(path), table=rows,
                        message=f"gap in allowed-error units {[round(u, 3) for u in units]} (<= 1); sup relative gaps "
                                f"{[round(r['sup_rel_gap'], 4) for r in rows]}")
@@ -234,11 +242,15 @@ def k_greater_m(size, device, outdir):
                      "eg_SGD_end": float(sim["eg"].mean(0)[-1])})
         plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean (from each seed's overlaps)": eg_ode.mean(0)},
                     ax=next(axes), logy=True, bands={"SGD mean": 2 * sim["eg"].std(0) / np.sqrt(S)},
+                    styles={"ODE mean (from each seed's overlaps)": {"color": "k", "ls": "--"}}, legend="below",
                     xlabel="t = steps/d", ylabel="eg", title=f"K = 3, M = 2, sigma = 0.1, d = {d}: {u:.3g} error units")
+        key = Key("", [f"v_{k}" for k in range(p.K)], ["SGD", "ODE"])
         plot_curves(t, {**{f"v_{k} SGD": sim["v"][0, :, k] for k in range(p.K)},
-                        **{f"v_{k} ODE": v_ode[0, :, k] for k in range(p.K)}}, ax=next(axes),
+                        **{f"v_{k} ODE": v_ode[0, :, k] for k in range(p.K)}}, ax=next(axes), legend="below",
+                    styles={f"v_{k} {m}": key(f"v_{k}", m) for k in range(p.K) for m in ("SGD", "ODE")},
                     xlabel="t = steps/d", ylabel="v (seed 0)", title=f"d = {d}: second layer, seed 0")
-    path = save_figure(fig, outdir / "committee.k_greater_m.png")
+    path = save_figure(fig, outdir / "committee.k_greater_m.png", title=claim_title(
+        REGISTRY["committee.k_greater_m"], max(units), what="max eg gap in allowed-error units"))
     Q0, R0 = sim["Q"][0, 0], sim["R"][0, 0]
     quiet = popdyn.predict(committee.Problem.saad_solla(K=3, M=2, eta=1.0, eta_v=1.0), d=d, steps=steps, n_points=2,
                            Q0=Q0, R0=R0, rtol=1e-9, atol=1e-11)["eg"][-1]
@@ -287,13 +299,17 @@ def gap_scaling(size, device, outdir):
                          "gap_over_sqrt_eta_over_d": float(norm[eta, d])})
     gaps = {(r["eta"], r["d"]): r["rms_rel_gap"] for r in rows}
     etas, ds = sorted(size["etas"]), sorted(size["d"])
+    key = Key("d", ds, ["RMS gap (SGD vs ODE)", "c sqrt(eta / d), c from the first cell"])
     for d in ds:
-        ax.plot(etas, [gaps[e, d] for e in etas], "o-", label=f"d = {d}")
-        ax.plot(etas, [norm[etas[0], ds[0]] * np.sqrt(e / d) for e in etas], "k:", lw=0.8)
-    ax.set(xscale="log", yscale="log", xlabel="eta", ylabel="RMS relative gap", title="dotted: sqrt(eta / d)")
-    ax.legend()
-    path = save_figure(fig, outdir / "committee.gap_scaling.png")
+        ax.plot(etas, [gaps[e, d] for e in etas], **key(d, "RMS gap (SGD vs ODE)"), marker="o")
+        ax.plot(etas, [norm[etas[0], ds[0]] * np.sqrt(e / d) for e in etas],
+                **key(d, "c sqrt(eta / d), c from the first cell"))
+    ax.set(xscale="log", yscale="log", xlabel="eta", ylabel="RMS relative gap")
+    sample_axis(ax, etas)
+    key.legend(ax)
     spread = float(max(norm.values()) / min(norm.values()))
+    path = save_figure(fig, outdir / "committee.gap_scaling.png", title=claim_title(
+        REGISTRY["committee.gap_scaling"], spread, what="max / min of gap / sqrt(eta / d)"))
     with_d = all(gaps[e, a] > gaps[e, b] for e in etas for a, b in zip(ds, ds[1:]))
     with_eta = all(gaps[a, d] < gaps[b, d] for d in ds for a, b in zip(etas, etas[1:]))
     return ClaimResult(measured=spread, checks={"the gap falls as d grows, at every eta": with_d,

@@ -18,9 +18,9 @@ import numpy as np
 
 import popdyn
 from popdyn.models import contrastive
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import claim_title, discrete_axis, legend_outside, plot_curves, sample_axis, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["bench_contrastive"]
 
@@ -62,8 +62,12 @@ def column_norms(size, device, outdir):
     plot_curves(np.arange(problem.d), {"theory (universal)": np.concatenate([univ, np.zeros(problem.d - problem.k)]),
                                        **{f"seed {i}": learned[i] for i in range(len(learned))}}, ax=ax,
                 xlabel="column j of W", ylabel="||W e_j||", title="universal column norms",
-                styles={f"seed {i}": {"ls": "", "marker": "o"} for i in range(len(learned))})
-    path = save_figure(fig, outdir / "contrastive.column_norms.png")
+                styles={"theory (universal)": {"color": "k", "ls": "none", "marker": "_", "ms": 14, "mew": 2},
+                        **{f"seed {i}": {"ls": "", "marker": "o", "ms": 4} for i in range(len(learned))}})
+    if problem.d <= 20:
+        discrete_axis(ax, np.arange(problem.d))
+    path = save_figure(fig, outdir / "contrastive.column_norms.png", title=claim_title(
+        REGISTRY["contrastive.column_norms"], measured, what="max rel. error"))
     table = [{"column": int(j), "theory": float(u), **{f"seed{i}": float(learned[i, j]) for i in range(len(learned))}}
              for j, u in zip(R, univ)]
     return ClaimResult(measured=measured, figure=str(path), table=table,
@@ -100,7 +104,9 @@ def cr_beta(size, device, outdir):
                              "corrected": [r["beta_corrected"] for r in rows],
                              "paper (F.105 drops ||W||_F)": [r["beta_paper"] for r in rows]},
                        outdir / "contrastive.cr_beta.png", xlabel="gamma", ylabel="beta_CR",
-                       styles={"learned": {"ls": "", "marker": "o"}}, title=f"T = {T}, s = {s}, r = 2s")
+                       styles={"learned": {"ls": "", "marker": "o"}},
+                       title=claim_title(REGISTRY["contrastive.cr_beta"], measured, what="max rel. error",
+                                         note=f"T = {T}, s = {s}, r = 2s"))
     return ClaimResult(measured=measured, figure=str(path), table=rows,
                        checks={"alpha stays 1 (within 1e-3)": all(abs(r["alpha_learned"] - 1) < 1e-3 for r in rows)},
                        message=f"max relative error of beta_CR {measured:.1e} over gamma = {size['gammas']}")
@@ -143,11 +149,16 @@ def tradeoff(size, device, outdir):
                      **{f"risk_m{mm}": float(risk[i, j]) for j, mm in enumerate(ms)},
                      **{f"rademacher_m{mm}": float(rad[k][j]) for j, mm in enumerate(ms)}})
     fig, axes = subplots(2)
-    plot_curves(ms, {k: risk[i] for i, k in enumerate(_REPS)}, ax=axes[0], logy=True, xlabel="m",
-                ylabel="excess risk", title="norm-bounded probes")
-    plot_curves(ms, {k: rad[k] for k in _REPS}, ax=axes[1], logy=True, xlabel="m", ylabel="R_m (exact)",
-                title="exact Rademacher term")
-    path = save_figure(fig, outdir / "contrastive.tradeoff.png")
+    dots = {k: {"marker": "o"} for k in _REPS}
+    plot_curves(ms, {k: risk[i] for i, k in enumerate(_REPS)}, ax=axes[0], logy=True, xlabel="m", styles=dots,
+                ylabel="excess risk", title="norm-bounded probes", legend=False)
+    plot_curves(ms, {k: rad[k] for k in _REPS}, ax=axes[1], logy=True, xlabel="m", ylabel="R_m (exact)", styles=dots,
+                title="exact Rademacher term", legend=False)
+    for ax in axes:
+        sample_axis(ax, ms)
+    legend_outside(fig)
+    path = save_figure(fig, outdir / "contrastive.tradeoff.png", title=claim_title(
+        REGISTRY["contrastive.tradeoff"], violations, what="ordering violations"))
     return ClaimResult(measured=violations, figure=str(path), table=rows,
                        checks={"the universal/specific gap fades: ratio at 3r closer to 1 than at r/3":
                                abs(ratio[-1] - 1) < abs(ratio[0] - 1)},

@@ -27,9 +27,9 @@ import numpy as np
 import popdyn
 from popdyn.gaussian import mc_mean
 from popdyn.models import domain_gen as DG
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import claim_title, plot_curves, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["bench_domain_gen"]
 
@@ -79,15 +79,21 @@ def erm_l2_finite_sample(size, device, outdir):
     fig, axes = subplots(2)
     plot_curves(lam, {"alpha (population)": th["alpha"], "beta (population)": th["beta"],
                       "alpha (GD, mean)": sim["alpha"].mean(0), "beta (GD, mean)": sim["beta"].mean(0),
-                      "alpha NU": nu["alpha"], "beta NU": nu["beta"]}, ax=axes[0], xlabel="lambda",
+                      "alpha NU": nu["alpha"], "beta NU": nu["beta"]}, ax=axes[0], xlabel="lambda", discrete=True,
                 ylabel="block weight", title=f"ERM-l2 vs GD: max rel. gap {measured:.2%}",
-                styles={"alpha (GD, mean)": {"ls": "", "marker": "o"}, "beta (GD, mean)": {"ls": "", "marker": "o"}})
+                styles={"alpha (population)": {"color": "C0", "marker": "_", "ms": 16, "mew": 2},
+                        "beta (population)": {"color": "C1", "marker": "_", "ms": 16, "mew": 2},
+                        "alpha (GD, mean)": {"ls": "", "marker": "o", "color": "C0"},
+                        "beta (GD, mean)": {"ls": "", "marker": "o", "color": "C1"},
+                        "alpha NU": {"ls": ":", "marker": "x", "color": "C0"},
+                        "beta NU": {"ls": ":", "marker": "x", "color": "C1"}})
     plot_curves(lam, {"log10 OOD acc, ERM-l2 (exact)": th["log10_acc_ood"],
                       "log10 OOD acc, normal approx.": np.array([DG.accuracy(a, b, model, "ood", "normal", log10=True)
                                                                for a, b in zip(th["alpha"], th["beta"])]),
-                      "log10 OOD acc, NU / rank": nu["log10_acc_ood"]}, ax=axes[1], xlabel="lambda",
+                      "log10 OOD acc, NU / rank": nu["log10_acc_ood"]}, ax=axes[1], xlabel="lambda", discrete=True,
                 ylabel="log10 accuracy", title="OOD accuracy of the population optima")
-    fig_path = save_figure(fig, outdir / "domain_gen.erm_l2_finite_sample.png")
+    fig_path = save_figure(fig, outdir / "domain_gen.erm_l2_finite_sample.png", title=claim_title(
+        REGISTRY["domain_gen.erm_l2_finite_sample"], measured, what="max rel. gap (GD vs population)"))
     return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows,
                        message=f"GD (n = {size['n']}, {size['seeds']} seeds) vs population ERM-l2 at lambda = "
                                f"{lam.tolist()}: max relative gap {measured:.2%} (alpha {ea.max():.2%}, beta "
@@ -126,10 +132,12 @@ def nu_finite_sample(size, device, outdir):
     checks = {"|beta_sim|/alpha_sim < 0.01": bool(np.all(ratio < 0.01)), "beta_NU = 0": bool(np.all(th["beta"] == 0))}
     fig = plot_curves(lam, {"alpha NU (population)": th["alpha"], "alpha NU (L-BFGS, mean)": sim["alpha"].mean(0),
                             "beta NU (L-BFGS, mean)": sim["beta"].mean(0), "beta l2 (population)": l2["beta"]},
-                      outdir / "domain_gen.nu_finite_sample.png", xlabel="lambda", ylabel="block weight",
-                      styles={"alpha NU (L-BFGS, mean)": {"ls": "", "marker": "o"},
-                              "beta NU (L-BFGS, mean)": {"ls": "", "marker": "o"}},
-                      title=f"ERM-NU finite sample: max alpha gap {ea.max():.2%}")
+                      outdir / "domain_gen.nu_finite_sample.png", xlabel="lambda", ylabel="block weight", discrete=True,
+                      styles={"alpha NU (population)": {"color": "C0", "marker": "_", "ms": 16, "mew": 2},
+                              "alpha NU (L-BFGS, mean)": {"color": "C0", "ls": "", "marker": "o"},
+                              "beta NU (L-BFGS, mean)": {"color": "C1", "ls": "", "marker": "o"},
+                              "beta l2 (population)": {"color": "C1", "ls": "--", "marker": "_", "ms": 16, "mew": 2}},
+                      title=claim_title(REGISTRY["domain_gen.nu_finite_sample"], ea.max(), what="max alpha gap"))
     return ClaimResult(measured=float(ea.max()), checks=checks, figure=str(fig), table=rows,
                        message=f"ERM-NU (n = {size['n']}, L-BFGS) vs population at lambda = {lam.tolist()}: alpha gap "
                                f"{ea.max():.2%}, |beta|/alpha <= {ratio.max():.1e} (ERM-l2: beta/alpha = "
@@ -176,9 +184,12 @@ def accuracy(size, device, outdir):
     fig = plot_curves(np.arange(len(rows)), {"exact": col("exact"), "Monte Carlo": col("mc"),
                                              "normal approx.": col("normal"),
                                              "Chernoff bound": np.minimum(1, col("chernoff"))},
-                      outdir / "domain_gen.accuracy.png", styles={"Monte Carlo": {"ls": "", "marker": "o"}},
-                      xlabel="case (" + "; ".join(labels) + ")", ylabel="accuracy",
-                      title=f"exact vs MC: max {worst:.2f} SE")
+                      outdir / "domain_gen.accuracy.png", discrete=True, labels=labels,
+                      styles={"exact": {"ls": "none", "marker": "_", "ms": 14, "mew": 2, "color": "k"},
+                              "Monte Carlo": {"ls": "none"}, "normal approx.": {"ls": "none"},
+                              "Chernoff bound": {"ls": "none"}},
+                      xlabel="case (r, d, gamma, domain)", ylabel="accuracy",
+                      title=claim_title(REGISTRY["domain_gen.accuracy"], worst, what="max |exact - MC| / SE"))
     return ClaimResult(measured=float(worst), checks={"Chernoff >= exact": bool(chern_ok)}, figure=str(fig), table=rows,
                        message=f"{len(rows)} cases: exact vs Monte Carlo within {worst:.2f} SE (n = {size['n']}); "
                                f"normal approximation off by up to {normal_err:.2e}.")
@@ -252,22 +263,26 @@ def lambda_path(size, device, outdir):
               # 5 % in beta/alpha (spec C.4's tolerance) moves log10 acc_ood by 0.35-0.39 decades at these optima
               "log10 OOD accuracy of the trained block means within 0.4 decades (l2)": dlog < 0.4}
     fig, axes = subplots(2)
-    sty = {"dot": {"ls": "", "marker": "o"}}
+    sty = {"dot": {"ls": "", "marker": "o"}, "l2": {"color": "C0"}, "nu": {"color": "C1"}}
     plot_curves(np.log10(lam), {"ERM-l2 (population)": th["l2"]["stable_rank"],
                                 "ERM-NU (population)": th["nuclear"]["stable_rank"],
                                 "ERM-l2 (trained, mean)": sim["l2"]["stable_rank"].mean(0),
                                 "ERM-NU (trained, mean)": sim["nuclear"]["stable_rank"].mean(0)}, ax=axes[0],
                 xlabel="log10 lambda", ylabel="stable rank of the features",
-                styles={"ERM-l2 (trained, mean)": sty["dot"], "ERM-NU (trained, mean)": sty["dot"]},
+                styles={"ERM-l2 (population)": sty["l2"], "ERM-NU (population)": sty["nu"],
+                        "ERM-l2 (trained, mean)": sty["dot"] | sty["l2"], "ERM-NU (trained, mean)": sty["dot"] | sty["nu"]},
                 title=f"stable rank: max rel. gap {measured:.2%}")
     plot_curves(np.log10(lam), {"ERM-l2 (population)": th["l2"]["log10_acc_ood"],
                                 "ERM-NU (population)": th["nuclear"]["log10_acc_ood"],
                                 "ERM-l2 (trained w, exact)": log_sim["l2"].mean(0),
                                 "ERM-NU (trained w, exact)": log_sim["nuclear"].mean(0)}, ax=axes[1],
                 xlabel="log10 lambda", ylabel="log10 OOD accuracy",
-                styles={"ERM-l2 (trained w, exact)": sty["dot"], "ERM-NU (trained w, exact)": sty["dot"]},
+                styles={"ERM-l2 (population)": sty["l2"], "ERM-NU (population)": sty["nu"],
+                        "ERM-l2 (trained w, exact)": sty["dot"] | sty["l2"],
+                        "ERM-NU (trained w, exact)": sty["dot"] | sty["nu"]},
                 title="OOD accuracy along lambda")
-    fig_path = save_figure(fig, outdir / "domain_gen.lambda_path.png")
+    fig_path = save_figure(fig, outdir / "domain_gen.lambda_path.png", title=claim_title(
+        REGISTRY["domain_gen.lambda_path"], measured, what="max rel. gap of the stable rank"))
     return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows,
                        message=f"lambda = {lam.tolist()} (n = {size['n']}, {size['seeds']} seed(s), test = "
                                f"{size['test']}): stable rank of the trained features within {measured:.2%} of the "
@@ -319,7 +334,8 @@ def toy2d(size, device, outdir):
     acc = np.array([DG.toy2d_accuracy(c, g) for c in cs])
     fig = plot_curves(cs, {"ID (6-i)": acc[:, 0], "OOD (6-i)": acc[:, 1]}, outdir / "domain_gen.toy2d.png",
                       refs={"paper OOD 0.76": 0.76, "paper OOD 0.94": 0.94}, xlabel="c = beta/alpha",
-                      ylabel="accuracy", title=f"2-D toy: trained vs closed form, max {worst:.2f} SE")
+                      ylabel="accuracy", title=claim_title(REGISTRY["domain_gen.toy2d"], worst,
+                                                           what="max |trained - closed form| / SE"))
     return ClaimResult(measured=float(worst), checks=checks, figure=str(fig), table=rows,
                        message=f"2-D toy (gamma = {g}): trained classifiers match (6-i) within {worst:.2f} SE; "
                                f"population c in [{c_pop.min():.3f}, {c_pop.max():.3f}] < 2 gamma, OOD accuracy "

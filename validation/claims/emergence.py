@@ -23,9 +23,9 @@ import math
 import numpy as np
 
 from popdyn.models.emergence import activation, bounds, classifier, correlations, data, network, schedule, steps
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -54,7 +54,7 @@ def _theory_vs_sim_panels(ax0, ax1, xlabel, ylabel, title, zlabel, worst):
 
 def _legend(*axes):
     for ax in axes:
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        legend_outside(ax)
 
 
 def _model(size, p_o=None):
@@ -125,9 +125,8 @@ def step1_correlations(size, device, outdir):
         ax1.hist(z.ravel(), bins=40, density=True, histtype="step", color=f"C{i}", label=f"p_o = {p_o}: z")
     _theory_vs_sim_panels(ax0, ax1, "T_j, exact (Fourier)", "T-hat_j, torch step 1", "step-1 correlations",
                           "z = (T-hat - T) / SE", worst)
-    fig.suptitle(f"C1 step-1 correlations vs torch: max |z| {worst:.2f} (tolerance {_Z_MAX:g})")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.step1_correlations.png")
+    path = save_figure(fig, outdir / "emergence.step1_correlations.png", title=claim_title(
+        REGISTRY["emergence.step1_correlations"], worst, what="max |z|"))
     checks = {f"sum z^2 per neuron within D +- {_CHI_Z:g} sqrt(2D)": chi_worst <= _CHI_Z}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message=f"max |z| {worst:.2f}, max |sum z^2 - D|/sqrt(2D) {chi_worst:.2f}; T_A = "
@@ -177,8 +176,8 @@ def step1_cosine(size, device, outdir):
     ax.set(xlabel="neuron (sorted)", ylabel="1 - |cos(w_i^(1), sum_A M_j)|",
            title=f"C2 step-1 population cosine: median 1 - cos = {measured:.1e} at p_o = 1/2")
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.step1_cosine.png")
+    path = save_figure(fig, outdir / "emergence.step1_cosine.png", title=claim_title(
+        REGISTRY["emergence.step1_cosine"], measured, what="median 1 - cos"))
     checks = {"every neuron at every p_o: 1 - cos <= 1e-2 (the paper's One Step: 0.152)": worst_all <= 1e-2}
     return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows,
                        message="median 1 - cos: " + ", ".join(f"p_o={p}: {g:.1e}" for p, g in med.items())
@@ -225,9 +224,10 @@ def step2_cosine(size, device, outdir):
     ax.loglog(ns, [r["obs_step1"] for r in rows], "s--", ms=3, color="C1", label="torch step 1")
     ax.axhline(1 - 0.997, color="C3", ls=":", label="paper Table 1: 1 - 0.997")
     ax.set(xlabel="n", ylabel="1 - max_i |cos(w_i, sum_A M_j)|", title=f"C3 step-2 cosine: max rel. error {worst:.1%}")
+    sample_axis(ax, ns)
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.step2_cosine.png")
+    path = save_figure(fig, outdir / "emergence.step2_cosine.png", title=claim_title(
+        REGISTRY["emergence.step2_cosine"], worst, what="max rel. error"))
     checks = {"hinge indicator certified on the sample: max |g^(1)| < 1": all(r["g1_max"] < 1 for r in rows)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message="1 - cos observed/predicted: " + ", ".join(
@@ -295,8 +295,8 @@ def step2_bias_shift(size, device, outdir):
     ax.set(xlabel="a^(1) h(b^(1)) Ê[y] (theory)", ylabel="b^(2) - b^(1) (torch)",
            title=f"C4 step-2 bias shift: 1 - corr = {1 - corr:.1e}, balanced |b2 - b0| <= {bal_shift:.1e}")
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.step2_bias_shift.png")
+    path = save_figure(fig, outdir / "emergence.step2_bias_shift.png", title=claim_title(
+        REGISTRY["emergence.step2_bias_shift"], 1.0 - corr, what="1 - corr"))
     checks = {"norm ratio within 1 %": abs(ratio - 1) <= 0.01, "balanced classes: max |b^(2) - b^(0)| <= 1e-6":
               bal_shift <= 1e-6}
     return ClaimResult(measured=1.0 - corr, checks=checks, figure=str(path), table=rows,
@@ -364,8 +364,8 @@ def two_step_separability(size, device, outdir):
     ax.set_xticks(x, [r["method"] for r in rows])
     ax.set(ylabel="test accuracy", ylim=(0.4, 1.05), title=f"C5 frozen features + best classifier: max gap {worst:.3f}")
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.two_step_separability.png")
+    path = save_figure(fig, outdir / "emergence.two_step_separability.png", title=claim_title(
+        REGISTRY["emergence.two_step_separability"], worst, what="max gap"))
     checks = {"two-step features separable on the population (LP loss <= 1e-9)": lp2 <= 1e-9,
               "two step: torch test accuracy >= 99 % on every seed": min(acc["two step"]) >= 0.99}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
@@ -422,9 +422,8 @@ def reduced_gd(size, device, outdir):
     ax1.axhline(_TOL_C6, color="k", ls=":", label=f"tolerance {_TOL_C6:g}")
     ax1.set(xlabel="stage-3 step", ylabel="gap", title=f"max gap {worst:.1e}")
     _legend(ax0, ax1)
-    fig.suptitle(f"C6 reduced population GD vs full-batch GD: max loss gap {worst:.1e} (tolerance {_TOL_C6:g})")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.reduced_gd.png")
+    path = save_figure(fig, outdir / "emergence.reduced_gd.png", title=claim_title(
+        REGISTRY["emergence.reduced_gd"], worst, what="max loss gap"))
     checks = {"the loss moves by > 0.05 over the run (a non-trivial curve)": float(pop.loss[0] - pop.loss[-1]) > 0.05}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message=f"max |L_sim - L_pop| = {worst:.1e} over t <= {T}; loss {pop.loss[0]:.3f} -> "
@@ -495,9 +494,8 @@ def gmm_stein(size, device, outdir):
         ax1.hist(z.ravel(), bins=30, density=True, histtype="step", color=f"C{i}", label=label)
     _theory_vs_sim_panels(ax0, ax1, "E[y x win], Stein (exact)", "torch autograd, n samples", "correlations",
                           "z", worst)
-    fig.suptitle(f"C7 Gaussian-mixture parity, Stein vs autograd: max |z| {worst:.2f} (tolerance {_Z_C7:g})")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.gmm_stein.png")
+    path = save_figure(fig, outdir / "emergence.gmm_stein.png", title=claim_title(
+        REGISTRY["emergence.gmm_stein"], worst, what="max |z|"))
     checks = {"sum z^2 within N +- 4 sqrt(2N) per setting": chi_worst <= 4.0}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message=f"max |z| {worst:.2f}, max chi z {chi_worst:.2f} over " + ", ".join(
@@ -558,8 +556,8 @@ def fixed_feature_bound(size, device, outdir):
     ax.set(xlabel="B = ||a|| of the trained second layer", ylabel="hinge loss",
            title=f"C8 fixed features (N = {N}): failure rate {worst:.2f} (tolerance {_TOL_C8:g})")
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.fixed_feature_bound.png")
+    path = save_figure(fig, outdir / "emergence.fixed_feature_bound.png", title=claim_title(
+        REGISTRY["emergence.fixed_feature_bound"], worst, what="failure rate"))
     checks = {"the bound is not vacuous (> 0) on every draw": all(r["bound_mix"] > 0 for r in rows)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message=f"failure rate D^(0) {fail0:.2f}, D^mix {fail_mix:.2f}; B median {np.median(Bs):.1f}, "
@@ -610,8 +608,8 @@ def no_structure_signal(size, device, outdir):
     ax.set(xlabel="pattern j (A = first k)", ylabel="mean over neurons",
            title=f"C9 no structure: max chi z {worst:.2f}; signal z with structure >= {zsig.min():.0f}")
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.no_structure_signal.png")
+    path = save_figure(fig, outdir / "emergence.no_structure_signal.png", title=claim_title(
+        REGISTRY["emergence.no_structure_signal"], worst, what="max chi z"))
     checks = {"with structure the step-1 signal is significant (z > 20) for every neuron": bool(np.all(zsig > 20)),
               "population no-structure ||T_A|| < 1e-3 ||T_A|| with structure": bool(np.all(
                   np.linalg.norm(T0[:, :model.k], axis=1) < 1e-3 * np.linalg.norm(T1[:, :model.k], axis=1)))}

@@ -12,9 +12,9 @@ import math
 import numpy as np
 
 from popdyn.models.emergence import correlations, data, network, steps
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 from .emergence import _sched, _theory_vs_sim_panels, _train
 
 __all__ = []
@@ -62,9 +62,8 @@ def incoherent_steps(size, device, outdir):
     ax1.hist(z.ravel(), bins=40, density=True, histtype="step", color="C0", label="z")
     _theory_vs_sim_panels(ax0, ax1, "(rho^-1 Q^(1))_j / (eta a), exact", "same from the torch step in R^d",
                           "step-1 pattern gradient", "z", worst)
-    fig.suptitle(f"incoherent M (mu = {data.incoherence(M):.2f}): max |z| {worst:.2f} (tolerance {_Z_MAX:g})")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "emergence.incoherent_steps.png")
+    path = save_figure(fig, outdir / "emergence.incoherent_steps.png", title=claim_title(
+        REGISTRY["emergence.incoherent_steps"], worst, what="max |z|"))
     checks = {"sum z^2 per neuron within D +- 4 sqrt(2D)": chi <= 4.0,
               f"step 2: median cos(q-hat^(2), q^(2)) >= {_COS2}": float(np.median(cos2)) >= _COS2}
     rows = [{"mu": data.incoherence(M), "d": size["d"], "D": model.D, "max_abs_z": worst, "max_chi_z": chi,

@@ -12,9 +12,9 @@ import numpy as np
 
 import popdyn
 from popdyn.models import emergence as em
-from popdyn.plot import plot_curves
+from popdyn.plot import claim_title, plot_curves
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 _TOL = 0.02
 
@@ -50,7 +50,7 @@ def pipeline(size, device, outdir):
                       refs={"count-threshold ceiling (error)": ceiling},
                       styles={"population theory": {"ls": "--", "color": "k"}},
                       xlabel="step t", ylabel="test error",
-                      title=f"three-stage pipeline: |sim - theory| = {gap:.3f} at t = {int(t[-1])} (balanced)")
+                      title=claim_title(REGISTRY["emergence.pipeline"], gap, what=f"|sim - theory| at t = {int(t[-1])} (balanced)"))
     rows = [{"sampling": "balanced" if b else "iid", "seed_errors": sim[b][:, -1].tolist(),
              "mean_error": float(sim[b][:, -1].mean()), "predicted": float(theory[-1])} for b in (True, False)]
     return ClaimResult(measured=gap, figure=str(fig), table=rows,

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from popdyn.models.emergence import bounds, classifier, data, network, schedule, steps
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -115,9 +115,9 @@ def _table(name, model, variant, size, device, outdir, judged=("network", "two_s
     ax1.set_xticks(x, [r["method"] for r in rows], rotation=30)
     ax1.set(ylabel="test accuracy", ylim=(0.4, 1.05), title=f"{name}: max |sim - theory| = {worst:.3f}")
     for ax in (ax0, ax1):
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / f"emergence.{name}.png")
+        legend_outside(ax)
+    path = save_figure(fig, outdir / f"emergence.{name}.png", title=claim_title(
+        REGISTRY[f"emergence.{name}"], worst, what="max |sim - theory| (judged methods)"))
     net = by["network"]["test"]
     checks = {f"rf test <= network test - {_GAP}": by["rf"]["test"] <= net - _GAP,
               f"ntk test <= network test - {_GAP}": by["ntk"]["test"] <= net - _GAP,

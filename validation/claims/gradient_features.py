@@ -33,9 +33,9 @@ import numpy as np
 from scipy import special
 
 from popdyn.models.gradient_features import bounds, data, framework, multi_index, parity
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -51,7 +51,7 @@ def _sim():
 
 def _legend(*axes):
     for ax in axes:
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        legend_outside(ax)
 
 
 def _b_tilde(d, sigma_B, tau):
@@ -146,10 +146,10 @@ def first_step_rate(size, device, outdir):
     ax0.loglog(ns, ref, "k--", lw=0.8, label="slope -1/2")
     ax0.loglog(ns, med[0] * (ns / ns[0]) ** (-1 / 3), "k-.", lw=0.8, label="slope -1/3 (Lemma B.18)")
     ax0.set(xlabel="n", ylabel="median ||w_sim - w_pred|| / ||w_pred||", title="E1: first step vs population")
+    sample_axis(ax0, ns)
     _legend(ax0, ax1)
-    fig.suptitle(f"E1 first step: max fraction outside the spec tolerance {worst:.3f} (tolerance {_TOL_E1:g})")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.first_step_rate.png")
+    path = save_figure(fig, outdir / "gradient_features.first_step_rate.png", title=claim_title(
+        REGISTRY["gradient_features.first_step_rate"], worst, what="max fraction outside the spec tolerance"))
     checks = {f"median error slope in n within {_SLOPE_BAND:g} of -1/2 in every setting":
               all(abs(s + 0.5) <= _SLOPE_BAND for s in slopes.values())}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, details={"slopes": slopes},
@@ -207,8 +207,8 @@ def nice_fraction(size, device, outdir):
     ax.set_xticks(x, [f"(D_{j + 1}, +1)" for j in x])
     ax.set(ylabel="|G_Nice|", title=f"E1 nice sets, XOR d = {d}, m = {m}: max |z| {worst:.2f}")
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.nice_fraction.png")
+    path = save_figure(fig, outdir / "gradient_features.nice_fraction.png", title=claim_title(
+        REGISTRY["gradient_features.nice_fraction"], worst, what="max |z|"))
     checks = {"every feature expects >= 20 nice neurons (a non-trivial count)": all(r["expected"] >= 20 for r in rows)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message=f"max |z| {worst:.2f}; nice counts " + ", ".join(
@@ -309,8 +309,8 @@ def uniform_parity_step(size, device, outdir):
     ax1.set(xlabel="z = (w_torch - w_theory) / SE", ylabel="density",
             title=f"max |z| {np.abs(z).max():.2f}; cone count {count} vs m 2^-(k-1) = {expected:.0f}")
     _legend(ax0, ax1)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.uniform_parity_step.png")
+    path = save_figure(fig, outdir / "gradient_features.uniform_parity_step.png", title=claim_title(
+        REGISTRY["gradient_features.uniform_parity_step"], worst, what="max rel. diff"))
     checks = {f"finite-n step: max |z| below the {_P_E5:g} Bonferroni threshold": float(np.abs(z).max()) <= z_max,
               f"cone count within {_Z_P:g} sd of m 2^-(k-1)": abs(z_p) <= _Z_P,
               "Monte Carlo p of the exact G within 0.01 of 2^-(k-1)": abs(p_mc - case["p"]) <= 0.01}
@@ -396,9 +396,10 @@ def beyond_fixed_features(size, device, outdir):
     ax.axhline(0.5, color="k", ls=":", lw=0.8, label="chance")
     ax.set(xlabel="width 4m", ylabel="test error",
            title=f"E3 XOR d = {d}, sigma_B = {sigma:g}, n = {size['n']}: |learned - Bayes| = {gap:.4f}")
+    sample_axis(ax, N)
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.beyond_fixed_features.png")
+    path = save_figure(fig, outdir / "gradient_features.beyond_fixed_features.png", title=claim_title(
+        REGISTRY["gradient_features.beyond_fixed_features"], gap, what="|learned - Bayes|"))
     checks = {f"random features at least {_GAP_E3:g} worse at every width":
               all(r["random_error"] - r["learned_error"] >= _GAP_E3 for r in rows),
               "learned error not below the Bayes error (3 SE of the test set)": all(
@@ -462,9 +463,11 @@ def multi_index_step(size, device, outdir):
     ax1.loglog(ns, [s[0] for s in sines], "o-", color="C0", label="torch W^(1)")
     ax1.loglog(ns, [s[1] for s in sines], "k--", label="population W^(1) (Hermite closed form)")
     ax1.set(xlabel="n", ylabel="sin of the largest principal angle", title="span(W^(1)) vs span(U)")
+    sample_axis(ax0, ns)
+    sample_axis(ax1, ns)
     _legend(ax0, ax1)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.multi_index_step.png")
+    path = save_figure(fig, outdir / "gradient_features.multi_index_step.png", title=claim_title(
+        REGISTRY["gradient_features.multi_index_step"], abs(slope + 0.5), what="|slope + 1/2|"))
     checks = {"the torch subspace angle decreases with n": all(np.diff([s[0] for s in sines]) < 0),
               "at the largest n the torch angle is within 0.05 of the population one":
               abs(sines[-1][0] - sines[-1][1]) <= 0.05}
@@ -554,9 +557,10 @@ def good_network(size, device, outdir):
     ax.loglog(W, [r["bound_B25"] for r in rows], "^:", color="C3", label="B.25 bound (vacuous)")
     ax.axhline(rows[0]["OPT_bound_B41"], color="C3", ls="-.", lw=0.8, label="B.41 OPT bound")
     ax.set(xlabel="width 4m", ylabel="hinge loss", title=f"E2 good network, XOR d = {size['d']}: gap {gap:.1e}")
+    sample_axis(ax, W)
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.good_network.png")
+    path = save_figure(fig, outdir / "gradient_features.good_network.png", title=claim_title(
+        REGISTRY["gradient_features.good_network"], gap, what="gap"))
     checks = {"L(a~) below the B.25 bound at every width": all(r["L_torch"] <= r["bound_B25"] for r in rows),
               "L(a~) decreases from the smallest to the largest width": rows[-1]["L_torch"] < rows[0]["L_torch"],
               "torch and population features give the same loss at the largest width (within 2e-3)":
@@ -609,8 +613,8 @@ def lottery_ticket(size, device, outdir):
     ax.axhline(model.ground_truth_loss(size["tau_tilde"])[0], color="k", ls="--", label="L(g*)")
     ax.set(ylabel=f"test hinge after T = {size['T']} steps", title=f"E7 lottery ticket: gap {gap:+.4f}")
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.lottery_ticket.png")
+    path = save_figure(fig, outdir / "gradient_features.lottery_ticket.png", title=claim_title(
+        REGISTRY["gradient_features.lottery_ticket"], gap, what="gap"))
     checks = {"the ticket is sparse (< 10 % of the neurons)": len(ticket) < 0.1 * len(a1),
               "the ticket learns (test hinge < 0.2)": loss_t < 0.2}
     return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows,
@@ -676,8 +680,8 @@ def algorithm1_curve(size, device, outdir):
     ax1.axhline(bayes, color="k", ls=":", label=f"Bayes error {bayes:.4f}")
     ax1.set(xlabel="step t", ylabel="test error", title=f"error at T - Bayes = {gap:+.4f}")
     _legend(ax0, ax1)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.algorithm1_curve.png")
+    path = save_figure(fig, outdir / "gradient_features.algorithm1_curve.png", title=claim_title(
+        REGISTRY["gradient_features.algorithm1_curve"], max(ratio_a, ratio_w), what="max Lemma B.9 ratio"))
     checks = {"W trained and W frozen end within 0.01 in test hinge":
               abs(sim["loss"][0][-1] - frozen["loss"][0][-1]) <= 0.01,
               f"test error at T within {_GAP_E4:g} of the Bayes error": gap <= _GAP_E4,
@@ -761,8 +765,8 @@ def simplicity_bias(size, device, outdir):
     ax.set_xticks(x, [f"mu_{r['cluster']} (||mu|| = {r['norm_mu']:.1f})" for r in rows], fontsize=7)
     ax.set(ylabel="mean margin y g(x) on the cluster", title=f"E8 simplicity bias: max rel. error {worst:.3f}")
     _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "gradient_features.simplicity_bias.png")
+    path = save_figure(fig, outdir / "gradient_features.simplicity_bias.png", title=claim_title(
+        REGISTRY["gradient_features.simplicity_bias"], worst, what="max rel. error"))
     checks = {"strong clusters ahead: every strong-cluster margin > 1.5 x every weak-cluster margin":
               strong > 1.5 * weak,
               "linear phase: < 5 % of the test points of any cluster at margin >= 1":

@@ -13,9 +13,9 @@ import numpy as np
 import popdyn
 from popdyn.gaussian import mc_mean
 from popdyn.models import icl
-from popdyn.plot import plot_curves
+from popdyn.plot import claim_title, plot_curves
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["bench_icl"]
 
@@ -77,8 +77,9 @@ def lemma51_thm542_mc(size, device, outdir):
         row["z"] = (row["formula"] - row["mc"]) / row["se"]
     z = max(abs(row["z"]) for row in rows)
     fig = plot_curves(np.arange(len(rows)), {"z": [row["z"] for row in rows]}, Path(outdir) / "icl.lemma51_thm542_mc.png",
-                      refs={"+3": 3.0, "-3": -3.0}, xlabel="comparison", ylabel="(formula - MC)/SE",
-                      title=f"Lemma 5.1 / Thm 5.4.2 vs MC: max |z| = {z:.2f}")
+                      refs={"|z| = 3 (tolerance)": 3.0, "_-3": -3.0}, xlabel="comparison", ylabel="(formula - MC) / SE",
+                      styles={"z": {"ls": "none"}}, discrete=True, labels=[row["quantity"] for row in rows],
+                      title=claim_title(REGISTRY["icl.lemma51_thm542_mc"], z, what="max |z|"))
     return ClaimResult(z, {}, str(fig), rows, f"max |z| = {z:.2f} over {len(rows)} comparisons")
 
 
@@ -111,8 +112,9 @@ def trained_optimum(size, device, outdir):
     err = max(row["rel_error"] for row in rows)
     fig = plot_curves([row["r"] for row in rows], {"rel. Frobenius error": [row["rel_error"] for row in rows],
                                                    "relative loss gap": [row["loss_gap"] for row in rows]},
-                      Path(outdir) / "icl.trained_optimum.png", refs={"5 %": 0.05, "0.2 %": 2e-3}, logy=True,
-                      xlabel="rank r", ylabel="error", title=f"trained vs U*: max error {err:.3f}")
+                      Path(outdir) / "icl.trained_optimum.png", refs={"5 % (tolerance)": 0.05, "0.2 % (loss check)": 2e-3},
+                      logy=True, xlabel="rank r", ylabel="relative error", discrete=True,
+                      title=claim_title(REGISTRY["icl.trained_optimum"], err, what="max rel. Frobenius error"))
     return ClaimResult(err, {"loss within 0.2 % of L*_r for every r": all(row["loss_gap"] <= 2e-3 for row in rows)},
                        str(fig), rows, f"max rel. error {err:.3f}; loss gaps "
                        + ", ".join(f"{row['loss_gap']:.1e}" for row in rows))
@@ -161,7 +163,8 @@ def risk_vs_noise(size, device, outdir):
                       styles={**{f"U*_{r}, Thm 5.4.2": {"color": f"C{i}"} for i, r in enumerate(size["ranks"])},
                               **{f"trained r={r}, MC": {"ls": "none", "marker": "o", "color": f"C{i}"}
                                  for i, r in enumerate(size["ranks"])}},
-                      title=f"Thm 5.4.2 at trained U vs MC: max |z| = {z:.2f}; trained vs R(U*): {100 * near:.2f} %")
+                      title=claim_title(REGISTRY["icl.risk_vs_noise"], z, what="max |z|",
+                                        note=f"trained vs R(U*): {100 * near:.2f} %"))
     crossing = {r: [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
     return ClaimResult(z, {f"trained risk within {100 * _RISK_NEAR_OPT:g} % of R(U*) everywhere": near <= _RISK_NEAR_OPT},
                        str(fig), rows, f"formula vs MC at the trained U: max |z| = {z:.2f} over {len(rows)} points; "
@@ -191,7 +194,11 @@ def rank_gap(size, device, outdir):
     z = max(abs(row["z"]) for row in rows)
     fig = plot_curves(np.arange(len(rows)), {"theory gap": [row["gap"] for row in rows], "MC": [row["mc"] for row in rows]},
                       Path(outdir) / "icl.rank_gap.png", bands={"MC": [3 * row["se"] for row in rows]},
-                      xlabel="(r, r', sigma) case", ylabel="risk(r') - risk(r)", title=f"Thm 5.4.3: max |z| = {z:.2f}")
+                      xlabel="case (r, r', sigma)", ylabel="risk(r') - risk(r)", discrete=True,
+                      labels=[f"({row['r']}, {row['r2']}, {row['sigma']:g})" for row in rows],
+                      styles={"theory gap": {"ls": "none", "marker": "_", "ms": 16, "mew": 2, "color": "k", "zorder": 3},
+                              "MC": {"ls": "none", "ms": 4}},
+                      title=claim_title(REGISTRY["icl.rank_gap"], z, what="max |z|"))
     return ClaimResult(z, {}, str(fig), rows, f"max |z| = {z:.2f}")
 
 
@@ -229,7 +236,9 @@ def gradient_flow(size, device, outdir):
     order = [q["saddle"] for q in plateaus]
     fig = plot_curves(np.log10(traj.t[1:]), {"loss": loss[1:]}, Path(outdir) / "icl.gradient_flow.png",
                       refs={f"L*_{k}": v for k, v in enumerate(saddles)}, xlabel="log10 flow time",
-                      ylabel="population loss", title=f"flow to U*: rel. error {err:.1e}, plateaus {order}")
+                      ylabel="population loss", styles={"loss": {"color": "k"}},
+                      title=claim_title(REGISTRY["icl.gradient_flow"], err, what="rel. error to U*",
+                                        note=f"plateaus at saddles {order}"))
     return ClaimResult(err, {"plateaus visit saddles 0..r in order": order == list(range(p.r + 1))}, str(fig),
                        plateaus, f"rel. error {err:.1e}; plateaus at saddles {order}")
 

@@ -15,9 +15,9 @@ import numpy as np
 
 import popdyn
 from popdyn.models import icl
-from popdyn.plot import plot_curves
+from popdyn.plot import Key, claim_title, plot_curves, sample_axis, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -48,9 +48,11 @@ def parity_construction(size, device, outdir):
     fig = plot_curves(x, {"L(g2*)": [r["loss_g2"] + 1e-18 for r in rows],
                           "L(0.99 V of g2*)": [r["loss_0.99V"] for r in rows],
                           "pT L_S2(g1*)": [r["loss_g1_S2_weighted"] for r in rows]},
-                      outdir / "icl.parity_construction.png", logy=True,
-                      xlabel="(nu1, nu2) = " + ", ".join(f"({r['nu1']},{r['nu2']})" for r in rows),
-                      ylabel="N->inf hinge loss", title="Thm 5.5.1 construction: zero loss, tight margins")
+                      outdir / "icl.parity_construction.png", logy=True, discrete=True,
+                      labels=[f"({r['nu1']}, {r['nu2']})" for r in rows], xlabel="(nu1, nu2)",
+                      ylabel="N->inf hinge loss (0 drawn at 1e-18)",
+                      title=claim_title(REGISTRY["icl.parity_construction"], worst, what="max(loss, |margin - 1|)",
+                                        note=f"0.99 V: loss >= {tight:.2e} > 0 (tight)"))
     return ClaimResult(measured=worst, checks={"0.99 V has positive loss (margin is tight)": tight > 0},
                        figure=str(fig), table=rows,
                        message=f"zero loss up to {worst:.1e}; min margin 1; 0.99 V gives loss >= {tight:.2e} (tight).")
@@ -81,8 +83,12 @@ def parity_noise_ratio(size, device, outdir):
     worst = max(abs(r["z"]) for r in rows)
     fig = plot_curves(np.arange(len(rows)), {"MC ratio": [r["ratio_mc"] for r in rows],
                                              "(nu1+1)/(nu2+1)": [r["theory"] for r in rows]},
-                      outdir / "icl.parity_noise_ratio.png", xlabel="setting (nu1, nu2, M), table order",
-                      ylabel="noise-energy ratio", title=f"Thm 5.5.2 noise ratio: max |z| = {worst:.2f}")
+                      outdir / "icl.parity_noise_ratio.png", xlabel="setting (nu1, nu2, M)", discrete=True,
+                      labels=[f"({r['nu1']}, {r['nu2']}, {r['M']})" for r in rows],
+                      styles={"MC ratio": {"ls": "none"}, "(nu1+1)/(nu2+1)": {"ls": "none", "marker": "_", "ms": 14,
+                                                                              "mew": 2, "color": "k"}},
+                      ylabel="noise-energy ratio", title=claim_title(REGISTRY["icl.parity_noise_ratio"], worst,
+                                                                     what="max |z|"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"{len(rows)} settings, max |z| = {worst:.2f}; e.g. {rows[0]['ratio_mc']:.4f} "
                                f"vs {rows[0]['theory']:.4f}.")
@@ -121,9 +127,18 @@ def parity_robustness(size, device, outdir):
                        f"g1* theory, flip {flip}": pred["hinge_small"], f"g2* theory, flip {flip}": pred["hinge_large"]})
     worst = max(max(abs(r["z_small"]), abs(r["z_large"])) for r in rows)
     order = min(r["z_order"] for r in rows)
-    fig = plot_curves(np.array(size["M"], float), curves, outdir / "icl.parity_robustness.png", logy=True,
-                      xlabel="M (in-context examples)", ylabel="hinge loss on S1 prompts",
-                      title=f"g1* vs g2* at finite M: sim vs theory max |z| = {worst:.2f}")
+    key = Key("", list(dict.fromkeys(k.replace(" sim", "").replace(" theory", "") for k in curves)),
+              ["sim", "theory"], discrete=True)
+    fig, (ax,) = subplots(1, panel_size=(6.0, 4.0))
+    plot_curves(np.array(size["M"], float), curves, ax=ax, logy=True, legend=False,
+                styles={k: key(k.replace(" sim", "").replace(" theory", ""), "sim" if " sim" in k else "theory")
+                        for k in curves},
+                xlabel="M (in-context examples)", ylabel="hinge loss on S1 prompts")
+    sample_axis(ax, size["M"])
+    key.legend(ax)
+    fig = save_figure(fig, outdir / "icl.parity_robustness.png", title=claim_title(
+        REGISTRY["icl.parity_robustness"], worst, what="sim vs theory max |z|",
+        note=f"g1* below g2* by >= {order:.1f} SE"))
     return ClaimResult(measured=worst, checks={f"g1* hinge below g2* by >= {_ORDER_SE:g} SE at every M and flip "
                                                "(simulation)": order >= _ORDER_SE},
                        figure=str(fig), table=rows,
@@ -153,8 +168,9 @@ def parity_width_counterexample(size, device, outdir):
     worst = max(max(r["loss_S1"], r["loss_S2"]) for r in rows)
     fig = plot_curves(np.array(size["d"], float), {"4-head loss (S1 u S2)": [max(r["loss_S1"], r["loss_S2"]) + 1e-18 for r in rows],
                                                    "4-head min margin": [r["min_margin"] for r in rows]},
-                      outdir / "icl.parity_width_counterexample.png", logy=True, xlabel="d",
-                      ylabel="loss / margin", title="4 heads fit every task: the minimal-width claim fails")
+                      outdir / "icl.parity_width_counterexample.png", logy=True, xlabel="d", discrete=True,
+                      ylabel="loss (0 drawn at 1e-18) / margin",
+                      title=claim_title(REGISTRY["icl.parity_width_counterexample"], worst, what="max 4-head loss"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"4 heads: loss {worst:.1e} on all tasks for d = {size['d']} (paper: needs 2(nu2+1) "
                                f"= {[r['paper_min_heads'] for r in rows]}); the paper's statement fails.")
@@ -191,7 +207,9 @@ def parity_trained(size, device, outdir):
     worst = max(r["score"] for r in rows)
     fig = plot_curves(tr.t.astype(float), {f"seed {s}": tr["train_loss"][s] for s in range(size["seeds"])},
                       outdir / "icl.parity_trained.png", logy=True, xlabel="Adam steps",
-                      ylabel="batch hinge + wd penalty", title=f"training {size['m']} heads, N = {size['N']}",
+                      ylabel="batch hinge + wd penalty",
+                      title=claim_title(REGISTRY["icl.parity_trained"], worst, what="worst score",
+                                        note=f"training {size['m']} heads, N = {size['N']}"),
                       refs={"population hinge, seed 0": icl.population_hinge(p, tr["a"][0], tr["V"][0])})
     r1, r2 = rows[0], rows[1]
     return ClaimResult(measured=worst, figure=str(fig), table=rows,

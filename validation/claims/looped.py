@@ -20,9 +20,9 @@ import numpy as np
 
 import popdyn
 from popdyn.models import looped
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import Key, claim_title, plot_curves, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["bench_looped"]
 
@@ -77,8 +77,8 @@ def tf_equals_gd(size, device, outdir):
                       outdir / "looped.tf_equals_gd.png", refs={"tolerance": _TOL_TF}, logy=True,
                       styles={k: {"ls": "", "marker": "."} for k in ("numpy fast path", "numpy full attention",
                                                                       "torch module")},
-                      xlabel="prompt x schedule", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)",
-                      title=f"TF = alpha GD: max {worst:.1e}")
+                      xlabel="case (prompt x schedule)", ylabel="|TF - alpha theta_GD| / max(1, |alpha|)  (0 at 1e-18)",
+                      title=claim_title(REGISTRY["looped.tf_equals_gd"], worst, what="max deviation"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows[:30],
                        message=f"{len(rows)} (prompt, schedule) pairs: max deviation {worst:.2e} "
                                f"(median {np.median(vals):.1e}).")
@@ -167,7 +167,11 @@ def _narrows(rows, key):
 def fig8_1(size, device, outdir):
     rng = np.random.default_rng(size["seed"])
     t = np.arange(size["T"] + 1)
-    fig, axes = subplots(4)
+    fig, axes = subplots(4, panel_size=(4.2, 3.6))
+    key = Key("n", size["ns"], ["exact (8-g)", "GD (iterated)", "torch fp32", "-t/kappa (paper bound)",
+                                "(1-1/kappa)^(2t) (tight)"])
+    panel = lambda a, x, curves: plot_curves(x, {f"n={n} {m}": y for m, y in curves.items()}, ax=a, legend=False,
+                                             styles={f"n={n} {m}": key(n, m) for m in curves})
     rows, gap, tf_gap = [], 0.0, 0.0
     for n in size["ns"]:
         kappa, exact, gd, tf32 = _fig_panel_data(n, size, rng)
@@ -175,22 +179,26 @@ def fig8_1(size, device, outdir):
         tf_gap = max(tf_gap, float(np.max(np.abs(np.sqrt(tf32) - np.sqrt(exact)))))
         rows.append(_panel_row(n, t, kappa, exact, gd))
         k_bar, emp = rows[-1]["kappa_mean"], np.log(exact).mean(0)
-        plot_curves(t, {f"n={n} exact": emp, f"n={n} GD (iterated)": np.log(np.maximum(gd, 1e-300)).mean(0),
-                        f"n={n} -t/kappa": -t / k_bar}, ax=axes[0])
-        plot_curves(t[:60], {f"n={n} torch fp32": np.log(np.maximum(tf32, 1e-45)).mean(0)[:60],
-                             f"n={n} exact": emp[:60]}, ax=axes[1])
-        plot_curves(t[:60], {f"n={n} paper e^(-t/k)": -t[:60] / k_bar, f"n={n} tight (1-1/k)^(2t)":
-                             2 * t[:60] * np.log1p(-1 / k_bar), f"n={n} exact": emp[:60]}, ax=axes[2])
+        panel(axes[0], t, {"exact (8-g)": emp, "GD (iterated)": np.log(np.maximum(gd, 1e-300)).mean(0),
+                           "-t/kappa (paper bound)": -t / k_bar})
+        panel(axes[1], t[:60], {"exact (8-g)": emp[:60], "torch fp32": np.log(np.maximum(tf32, 1e-45)).mean(0)[:60]})
+        panel(axes[2], t[:60], {"exact (8-g)": emp[:60], "-t/kappa (paper bound)": -t[:60] / k_bar,
+                                "(1-1/kappa)^(2t) (tight)": 2 * t[:60] * np.log1p(-1 / k_bar)})
     large = looped.Problem.isotropic_gaussian(4 * size["d_large"], size["d_large"])
     X = looped.sample_prompts(large, size["prompts_large"], rng)[0]
     fin, mp = looped.mean_error_over_task(X, 1.0, 30, "1/L", squared=True).mean(0), looped.mp_error_curve(0.25, 30, 2)
-    plot_curves(t[:31], {"theta-average, d = 200": fin, "MP E(2t)": mp}, ax=axes[3], logy=True)
-    for ax, title in zip(axes, ("(a) GD vs exact (8-g)", "(b) torch looped TF, float32", "(c) bounds (ln)",
-                                "(d) d = 200, n = 800 vs MP")):
-        ax.set_title(title)
+    plot_curves(t[:31], {f"theta-average, d = {size['d_large']}": fin, "MP E(2t)": mp}, ax=axes[3], logy=True,
+                styles={"MP E(2t)": {"color": "k", "ls": "--"}})
+    for ax, title in zip(axes, ("(a) GD vs exact (8-g), d = 4", "(b) torch looped TF, float32, d = 4",
+                                "(c) bounds, d = 4", f"(d) d = {size['d_large']}, n = {4 * size['d_large']} vs MP")):
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("loop t")
-    axes[0].set_ylabel("ln ||theta_t - theta*||^2")
-    save_figure(fig, outdir / "looped.fig8_1.png")
+    for ax in axes[:3]:
+        ax.set_ylabel(r"mean $\ln\|\theta_t - \theta^*\|^2$")
+    axes[3].set_ylabel(r"$(1/d)\, \mathrm{tr}\, (I - A/L)^{2t}$")
+    key.legend(fig)
+    save_figure(fig, outdir / "looped.fig8_1.png", title=claim_title(REGISTRY["looped.fig8_1"], gap,
+                                                                      what="max |GD - exact| (distance)"))
     below = all(r["below_paper_line"] for r in rows)
     return ClaimResult(
         measured=gap, checks={"every curve below -t/kappa": below, "torch fp32 TF within 1e-5 of GD": tf_gap <= 1e-5},
@@ -289,10 +297,11 @@ def trained(size, device, outdir):
     eff = np.sort(model.eta.detach().cpu().numpy() * w["Q_scale"] * w["P_scale"] * problem.n)
     fig, axes = subplots(2)
     plot_curves(np.arange(T + 1), curves, ax=axes[0], logy=True, xlabel="loop t", ylabel="mean ||theta_t - theta*||^2",
-                title=f"trained / optimal at T = {T}: {ratio:.2f}")
+                discrete=True, title=f"trained / optimal at T = {T}: {ratio:.2f}")
     plot_curves(np.arange(1, len(losses) + 1), {"training loss": losses}, ax=axes[1], logy=True, xlabel="Adam step",
-                ylabel="batch loss at loop T")
-    save_figure(fig, outdir / "looped.trained.png")
+                ylabel="batch loss at loop T", legend=False)
+    save_figure(fig, outdir / "looped.trained.png", title=claim_title(REGISTRY["looped.trained"], max(ratio, 1 / ratio),
+                                                                       what="max(r, 1/r), r = trained / optimal"))
     table = [{"method": k, **{f"t{t}": float(v[t]) for t in range(T + 1)}} for k, v in curves.items()]
     return ClaimResult(
         measured=max(ratio, 1 / ratio), figure=str(outdir / "looped.trained.png"), table=table,

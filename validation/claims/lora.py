@@ -26,9 +26,9 @@ import popdyn
 from popdyn import activations
 from popdyn.gaussian import mc_mean
 from popdyn.models import lora
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import Key, claim_title, legend_outside, plot_curves, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["mc_gradient_loss", "paper_glm_h"]
 
@@ -97,10 +97,11 @@ def prop4_gradient(size, device, outdir):
     z = np.array([[r["z_grad"], r["z_loss"]] for r in rows])
     worst = float(np.abs(z).max())
     fig = plot_curves(np.arange(len(rows)), {"z, gradient u-component": z[:, 0], "z, loss": z[:, 1]},
-                      outdir / "lora.prop4_gradient.png", refs={"+4 SE": 4.0, "-4 SE": -4.0},
+                      outdir / "lora.prop4_gradient.png", refs={"|z| = 4 (tolerance)": 4.0, "_-4": -4.0},
                       styles={k: {"ls": "", "marker": "o"} for k in ("z, gradient u-component", "z, loss")},
                       xlabel="setting (activation x features x xi x m, table order)",
-                      ylabel="(MC - theory) / SE", title=f"Prop. 4, n = {size['n']:.0e}: max |z| = {worst:.2f}")
+                      ylabel="(MC - theory) / SE", title=claim_title(REGISTRY["lora.prop4_gradient"], worst,
+                                                                     what="max |z|", note=f"n = {size['n']:.0e}"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"{len(rows)} settings x (gradient, loss): max |z| = {worst:.2f}, "
                                f"median |z| = {np.median(np.abs(z)):.2f}.")
@@ -162,12 +163,16 @@ def ode_vs_sgd(size, device, outdir):
         tau = np.asarray(corr.t, dtype=float) / d
         plot_curves(tau, {"SGD mean": corr.mean["m"], "finite-delta ODE": corr.theory["m"],
                                 "paper, delta -> 0 (L604)": paper.theory["m"]},
-                    ax=ax, bands={"SGD mean": 2 * corr.sd["m"]}, styles={"paper, delta -> 0 (L604)": {"ls": ":"}},
+                    ax=ax, bands={"SGD mean": 2 * corr.sd["m"]}, legend=False,
+                    styles={"SGD mean": {"color": "C0"}, "finite-delta ODE": {"color": "k", "ls": "--"},
+                            "paper, delta -> 0 (L604)": {"color": "C3", "ls": ":"}},
                     xlabel=r"$\tau = t/d$", ylabel=r"$m_t = \langle u_t, u\rangle$",
                     title=f"d = {d}: sup gap finite-delta ODE {rows[-1]['sup_gap_corrected']:.3g}, "
                           f"delta -> 0 ODE {rows[-1]['sup_gap_paper']:.3g}")
     worst = max(e for e, d in zip(excess, size["d"]) if d >= 1000)  # R1 acceptance: d >= 1000
-    path = save_figure(fig, outdir / "lora.ode_vs_sgd.png")
+    legend_outside(fig)
+    path = save_figure(fig, outdir / "lora.ode_vs_sgd.png", title=claim_title(
+        REGISTRY["lora.ode_vs_sgd"], worst, what="worst excess over 3 SE (d >= 1000)"))
     return ClaimResult(measured=worst, checks={"every seed ends on the side sign(h(0))": signs_ok},
                        figure=str(path), table=rows,
                        message=f"finite-delta ODE: worst excess over 3 SE {worst:.4f} (<= 0.01 required); "
@@ -211,7 +216,7 @@ def _fixed_point(problem, lr, d, n_mc, table_seeds):
 def plateau(size, device, outdir):
     problem = lora.Problem.orthonormal(size["k"], size["xi"], size["activation"], size["seed"])
     d, sign = size["d"], lora.limit_sign(problem)
-    rows, curves, bands, refs = [], {}, {}, {}
+    rows, curves, bands = [], {}, {}
     for delta in size["delta"]:
         lr = delta / d
         sim = popdyn.simulate(problem, d=d, lr=lr, steps=int(round(size["tau"] * d)), m0=sign * 0.5 / np.sqrt(d),
@@ -228,11 +233,14 @@ def plateau(size, device, outdir):
         tau = np.asarray(sim.t, dtype=float) / d
         curves[f"SGD, delta={delta}"] = 1 - np.abs(sim.observables["m"]).mean(axis=0)
         bands[f"SGD, delta={delta}"] = 2 * np.abs(sim.observables["m"]).std(axis=0, ddof=1)
-        refs[f"1-|m*|, delta={delta}"] = gap
+        curves[f"1-|m*| (finite-delta theory), delta={delta}"] = np.full_like(curves[f"SGD, delta={delta}"], gap)
     worst = max(r["error"] / r["allowed"] for r in rows)
-    path = plot_curves(tau, curves, outdir / "lora.plateau.png", bands=bands, refs=refs, logy=True,
+    key = Key("delta", size["delta"], ["SGD", "1-|m*| (finite-delta theory)"])
+    path = plot_curves(tau, curves, outdir / "lora.plateau.png", bands=bands, logy=True,
+                       styles={k: key(float(k.split("=")[-1]), k.split(", delta")[0]) for k in curves},
                        xlabel=r"$\tau = t/d$", ylabel=r"$1 - |m_t|$",
-                       title=f"plateau, d = {d}: worst error / allowed = {worst:.2f} (delta -> 0 ODE: 1-|m|->0)")
+                       title=claim_title(REGISTRY["lora.plateau"], worst, what="worst error / allowed",
+                                         note=f"d = {d}; the delta -> 0 ODE has 1-|m| -> 0"))
     return ClaimResult(measured=worst, figure=str(path), table=rows,
                        message="1-|m_SGD| vs 1-|m*|: " + ", ".join(
                            f"delta={r['delta']}: {r['one_minus_m_sgd']:.4f} vs {r['one_minus_m_star']:.4f}, error "
@@ -303,13 +311,16 @@ def glm_limit(size, device, outdir):
             curves[f"2K'(m), {act}"] = glm
             curves[f"h(m), xi={size['xi'][-1]:g}, {act}"] = lora.h(_glm_problem(act, k, size["xi"][-1]), m)
             curves[f"paper L588, {act}"] = paper_glm_h(act, m)
-            styles[f"h(m), xi={size['xi'][-1]:g}, {act}"] = {"ls": "--"}
-            styles[f"paper L588, {act}"] = {"ls": ":"}
+            key = Key("", ("relu", "he3"), ["2K'(m)", "h(m)", "paper L588"])
+            styles[f"2K'(m), {act}"] = key(act, "2K'(m)")
+            styles[f"h(m), xi={size['xi'][-1]:g}, {act}"] = key(act, "h(m)")
+            styles[f"paper L588, {act}"] = key(act, "paper L588")
     last = [r for r in rows if r["xi"] == size["xi"][-1]]
     worst = max(r["rel_error"] / r["bound"] for r in last)
     paper_ok = all(r["paper_L588_rel_error"] > 100 * r["bound"] for r in last)
     path = plot_curves(m, curves, outdir / "lora.glm_limit.png", styles=styles, xlabel="$m$", ylabel="$h(m)$",
-                       title=f"GLM limit: error/bound at xi={size['xi'][-1]:g} is {worst:.2g}; L588 visibly off")
+                       title=claim_title(REGISTRY["lora.glm_limit"], worst, what=f"error / bound at xi = {size['xi'][-1]:g}",
+                                         note="the paper's L588 form visibly off"))
     return ClaimResult(measured=worst, checks={"paper L588 form misses by > 100 bounds": paper_ok},
                        figure=str(path), table=rows,
                        message=f"at xi = {size['xi'][-1]:g}: max error/bound {worst:.3g}; worst relative error "

@@ -35,9 +35,9 @@ from scipy.special import ndtri
 import popdyn
 from popdyn import dynamics
 from popdyn.models import lora
-from popdyn.plot import plot_curves
+from popdyn.plot import Key, claim_title, plot_curves
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["NOT_REPRODUCED", "joint_frozen_ratio"]
 
@@ -111,12 +111,12 @@ def fig2b_overlap_ode(size, device, outdir):
         bands[f"SGD #{inst}"] = 2 * sd
         curves[f"finite-delta ODE #{inst}"] = _on_grid(preds["corrected"], sim.t)
         curves[f"delta -> 0 ODE #{inst}"] = _on_grid(preds["paper"], sim.t)
-    styles = {k: {"ls": "--" if "finite" in k else ":", "color": "k" if "finite" in k else "0.5"}
-              for k in curves if "ODE" in k}
+    key = Key("instance", range(size["instances"]), ["SGD", "finite-delta ODE", "delta -> 0 ODE"])
+    styles = {k: key(int(k.split("#")[1]), k.split(" #")[0]) for k in curves}
     fig = plot_curves(tau, curves, Path(outdir) / "lora.fig2b_overlap_ode.png", bands=bands, styles=styles,
                       xlabel=r"$\tau = t/d$", ylabel=r"$m_t = \langle u_t, u\rangle$",
-                      title=f"ReLU k={size['k']} xi={size['xi']} d={d} delta={size['delta']}: "
-                            f"max gap/allowed = {worst:.3g}")
+                      title=claim_title(REGISTRY["lora.fig2b_overlap_ode"], worst, what="max gap / allowed",
+                                        note=f"ReLU k={size['k']} xi={size['xi']} d={d} delta={size['delta']}"))
     paper_gap = max(r["sup_gap_paper"] for r in rows)
     msg = (f"finite-delta ODE within {worst:.3g} of the allowed band (<= 1 passes); paper's delta -> 0 ODE sup gap "
            f"{paper_gap:.3g} vs corrected {max(r['sup_gap_corrected'] for r in rows):.3g}")
@@ -238,7 +238,10 @@ def fig6_he3_plateau(size, device, outdir):
     fig = plot_curves(np.log2(size["xis"]), {"He3 theory (median)": med["he3"], "ReLU theory (median)": med["relu"]},
                       Path(outdir) / "lora.fig6_he3_plateau.png", refs={f"GLM h=2K'(m): {glm:.3g}": glm},
                       logy=True, xlabel=r"$\log_2 \xi$", ylabel=r"escape time $\tau(m_0\to0.1)\cdot\max|h|$",
-                      title=f"k={k}, d={d}, m0=1/sqrt(d); SGD ratio {ratio:.3g}")
+                      styles={"He3 theory (median)": {"marker": "o"}, "ReLU theory (median)": {"marker": "s"}},
+                      title=claim_title(REGISTRY["lora.fig6_he3_plateau"], measured, what="SGD / ODE escape-time ratio",
+                                        note=f"k={k}, d={d}, m0=1/sqrt(d); inf unless the He3 plateau grows and ReLU "
+                                             "has none"))
     he3 = med["he3"]
     msg = (f"He3 medians {he3[0]:.3g} (xi={size['xis'][0]:.3g}) -> {he3[-1]:.3g} (xi={size['xis'][-1]:.3g}), "
            f"GLM {glm:.3g}; slowdown m0->m0/10: He3 {slow['he3'][0]:.3g} -> {slow['he3'][-1]:.3g}, ReLU max "
@@ -296,8 +299,9 @@ def fig3a_lazy_floor(size, device, outdir):
     fig = plot_curves(t / d, {"SGD loss (mean)": mean, "theory Phi(m_t), finite-delta ODE": theory},
                       Path(outdir) / "lora.fig3a_lazy_floor.png", bands={"SGD loss (mean)": 3 * se},
                       refs={f"lazy floor {floor:.3g}": floor}, logy=True, xlabel=r"$\tau = t/d$",
-                      ylabel=r"loss $\Phi$", title=f"ReLU k={k}, xi=sqrt(k), c_hat=c: max gap/allowed "
-                                                   f"{gap.max():.3g}, final/floor = {below:.3g}")
+                      ylabel=r"loss $\Phi$", styles={"theory Phi(m_t), finite-delta ODE": {"color": "k", "ls": "--"}},
+                      title=claim_title(REGISTRY["lora.fig3a_lazy_floor"], gap.max(), what="max gap / allowed",
+                                        note=f"final / floor = {below:.3g} (< 1 needed); ReLU k={k}, xi=sqrt(k)"))
     j = int(np.argmax(gap))
     msg = (f"SGD loss vs Phi(m_t) of the finite-delta ODE: max gap/allowed {gap.max():.3g} at tau = {t[j] / d:.3g} "
            f"(gap {abs(mean[j] - theory[j]):.3g}, allowed {allowed[j]:.3g}); final SGD loss {tail.mean():.3g} vs "
@@ -391,8 +395,10 @@ def fig2_joint_speedup(size, device, outdir):
     best = min(rows, key=lambda r: r["upper"])
     fig = plot_curves(frozen.t / d, curves, Path(outdir) / "lora.fig2_joint_speedup.png", refs={"level": level},
                       xlabel=r"$\tau = t/d$", ylabel=r"$|m_t|$ (mean over seeds)",
-                      title=f"ReLU k={size['k']} xi={size['xi']}: joint/frozen time {best['ratio']:.3g} "
-                            f"+ {z:.2f} SE = {best['upper']:.3g} (paper ~0.5)")
+                      styles={"frozen c_hat": {"color": "k", "ls": "--"}},
+                      title=claim_title(REGISTRY["lora.fig2_joint_speedup"], best["upper"],
+                                        what=f"joint / frozen time + {z:.2f} SE",
+                                        note=f"ratio {best['ratio']:.3g} (paper ~0.5); ReLU k={size['k']} xi={size['xi']}"))
     msg = (f"best joint/frozen time to |m| >= {level}: {best['ratio']:.3g} +- {best['se']:.2g} (SE) at lr_c = "
            f"{best['lr_c_over_lr']:g} lr; upper bound r + {z:.2f} SE = {best['upper']:.3g} (< 1 needed; paper: "
            f"'roughly twice' as fast, ~0.5); all: " + ", ".join(f"{r['lr_c_over_lr']:g} lr: {r['ratio']:.3g} "

@@ -23,9 +23,9 @@ import numpy as np
 from scipy import optimize
 
 from popdyn.models import modular
-from popdyn.plot import plot_curves
+from popdyn.plot import claim_title, plot_curves
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["psi_direct", "maximise_single_neuron", "margin_numpy", "bench_modular"]
 
@@ -65,9 +65,9 @@ def construction_margin(size, device, outdir):
                                              "1 - (p-1)/p (paper's '0 otherwise')": [1 - r["paper_ratio"] for r in rows]},
                       outdir / "modular.construction_margin.png", refs={"tolerance": _TOL_CONSTRUCTION}, logy=True,
                       styles={"|ratio - 1| (construction)": {"ls": "", "marker": "o"}},
-                      xlabel="(p, k): " + ", ".join(f"({r['p']},{r['k']})" for r in rows),
-                      ylabel="|normalized margin / gamma* - 1|",
-                      title=f"explicit max-margin network: max |ratio - 1| = {worst:.1e}")
+                      xlabel="(p, k)", discrete=True, labels=[f"({r['p']}, {r['k']})" for r in rows],
+                      ylabel="|normalized margin / gamma* - 1|  (0 at 1e-17)",
+                      title=claim_title(REGISTRY["modular.construction_margin"], worst, what="max |ratio - 1|"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"{len(rows)} (p, k) pairs: measured normalized margin = gamma* = analytic "
                                f"construction margin within {worst:.1e}; the paper's wrong logit 0 would give (p-1)/p.")
@@ -149,8 +149,10 @@ def single_neuron_optimum(size, device, outdir):
                                              "amplitude error": [max(r["amp_error"], 1e-17) for r in rows]},
                       outdir / "modular.single_neuron_optimum.png", refs={"tolerance": _TOL_NEURON}, logy=True,
                       styles={k: {"ls": "", "marker": "o"} for k in ("|Psi/gamma* - 1|", "1 - min power", "amplitude error")},
-                      xlabel="(p, k): " + ", ".join(f"({r['p']},{r['k']})" for r in rows), ylabel="error",
-                      title=f"BFGS maximiser of Psi on the unit sphere: worst error {worst:.1e}")
+                      xlabel="(p, k)", discrete=True, labels=[f"({r['p']}, {r['k']})" for r in rows],
+                      ylabel="error  (0 at 1e-17)",
+                      title=claim_title(REGISTRY["modular.single_neuron_optimum"], worst, what="worst error",
+                                        note="BFGS maximiser of Psi on the unit sphere"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"{len(rows)} (p, k): best Psi/gamma* in [{min(r['ratio'] for r in rows):.10f}, "
                                f"{max(r['ratio'] for r in rows):.10f}], one-frequency components, worst error {worst:.1e}.")
@@ -190,8 +192,9 @@ def dft_all_frequencies(size, device, outdir):
                                              "max other |F|/(h p^k)": [max(r["off_support"], 1e-17) for r in rows]},
                       outdir / "modular.dft_all_frequencies.png", refs={"tolerance": _TOL_DFT}, logy=True,
                       styles={k: {"ls": "", "marker": "o"} for k in ("max_j |F(j..j,-j)/(h p^k) - 1|", "max other |F|/(h p^k)")},
-                      xlabel="(p, k): " + ", ".join(f"({r['p']},{r['k']})" for r in rows), ylabel="relative DFT error",
-                      title=f"DFT of the max-margin logits: worst error {worst:.1e}, all frequencies used")
+                      xlabel="(p, k)", discrete=True, labels=[f"({r['p']}, {r['k']})" for r in rows],
+                      ylabel="relative DFT error  (0 at 1e-17)",
+                      title=claim_title(REGISTRY["modular.dft_all_frequencies"], worst, what="worst error"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"{len(rows)} (p, k): F(j,..,j,-j) = h p^k for every j != 0 within {worst:.1e}; "
                                f"coverage {min(r['coverage'] for r in rows):.0%}.")

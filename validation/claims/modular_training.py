@@ -19,9 +19,9 @@ import numpy as np
 
 import popdyn
 from popdyn.models import modular
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import claim_title, discrete_axis, legend_outside, plot_curves, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -37,7 +37,7 @@ def _train(p, k, size, **options):
 
 # ---- (a) single-frequency neurons and full coverage --------------------------------------------------
 
-def _spectra_figure(sims, path):
+def _spectra_figure(sims, path, title):
     """Neuron spectra heat map (first run, seed 0), max-power histograms at init and end, frequency counts."""
     fig, (a, b, c) = subplots(3, panel_size=(5.0, 3.8))
     (p, k), sim = next(iter(sims.items()))
@@ -45,7 +45,8 @@ def _spectra_figure(sims, path):
     d = modular.fourier_diagnostics(U, W)
     order = np.argsort(d["dominant_frequency"], kind="stable")
     spec = modular.power_spectrum(np.concatenate([U, W[:, None]], 1)).mean(1)[order]   # (m, (p+1)/2)
-    a.imshow(spec.T, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+    im = a.imshow(spec.T, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+    fig.colorbar(im, ax=a, label="normalized power")
     a.set(xlabel="neuron (sorted by dominant frequency)", ylabel="frequency bin j",
           title=f"p={p}, k={k}: normalized power, mean over u_1..u_k, w")
     bins = np.linspace(0, 1, 21)
@@ -54,10 +55,11 @@ def _spectra_figure(sims, path):
         b.hist(init, bins=bins, alpha=0.4, color=color, ls="--", histtype="stepfilled", label=f"{pk} init")
         b.hist(s["max_power"][0, -1], bins=bins, color=color, histtype="step", lw=1.6, label=f"{pk} end")
     b.set(xlabel="max normalized power (least over components)", ylabel="neurons", title="Fig. 4.2(b, c)")
-    b.legend(fontsize=7)
+    legend_outside(b)
     c.bar(np.arange(1, len(d["coverage"]) + 1), d["coverage"], color="C0")
     c.set(xlabel=r"dominant frequency $\zeta$", ylabel="neurons", title=f"Fig. 4.2(a), p={p}, k={k}: coverage")
-    return save_figure(fig, path)
+    discrete_axis(c, np.arange(1, len(d["coverage"]) + 1))
+    return save_figure(fig, path, title=title)
 
 
 @claim(id="modular.trained_circuit", model="modular",
@@ -95,7 +97,9 @@ def trained_circuit(size, device, outdir):
                          "margin_ratio": float(sim["margin_ratio"][s, -1])})
     worst = max(r["power_gap"] for r in rows)
     covered = all(r["coverage"] == r["predicted_coverage"] for r in rows)
-    path = _spectra_figure(sims, outdir / "modular.trained_circuit.png")
+    path = _spectra_figure(sims, outdir / "modular.trained_circuit.png",
+                           claim_title(REGISTRY["modular.trained_circuit"], worst, what="max |predicted - median power|",
+                                       note=f"coverage as predicted: {covered}"))
     return ClaimResult(measured=worst, checks={"coverage as predicted in every run": covered}, figure=str(path),
                        table=rows,
                        message=f"median max normalized power: init {min(r['median_power_init'] for r in rows):.2f}"
@@ -147,7 +151,8 @@ def margin_ratio(size, device, outdir):
     path = plot_curves(sim.t[1:], curves, outdir / "modular.margin_ratio.png", bands=bands,
                        refs={"gamma* (R = 1)": 1.0, "spec: 0.894 at 20k (wd 0.1)": 0.894},
                        xlabel="step", ylabel=r"$R = h(\theta)/(\|\theta\|_{2,k+1}^{k+1}\gamma^*)$",
-                       title=f"p={size['p']}, k={size['k']}, full data, AdamW: best final R = {best:.3f}")
+                       title=claim_title(REGISTRY["modular.margin_ratio"], 1 - best, what="1 - best final R (AdamW)",
+                                         note=f"p={size['p']}, k={size['k']}, full data"))
     return ClaimResult(measured=1 - best, checks={"R <= 1 at every step": bound_ok}, figure=str(path),
                        table=rows,
                        message="final R " + ", ".join(
@@ -206,13 +211,15 @@ def grokking(size, device, outdir):
                      "step_train_99": _first_step(sim.t, tr, 0.99), "step_test_90": _first_step(sim.t, te, 0.9),
                      "final_R_train": float(sim["margin_ratio_train"][:, -1].mean())})
         t = np.maximum(sim.t, 1)
-        plot_curves(t, {"train": tr, "test": te}, ax=ax,
+        plot_curves(t, {"train": tr, "test": te}, ax=ax, legend=False,
                     bands={"train": sim["train_acc"].std(0), "test": sim["test_acc"].std(0)},
                     xlabel="step (log)", ylabel="accuracy",
                     title=f"wd = {wd:g}: test {te[-1]:.2f}, agrees with the circuit on {agree.mean():.2f}")
         ax.set_xscale("log")
-    path = save_figure(fig, outdir / "modular.grokking.png")
     best = max(r["held_out_agreement"] for r in rows)
+    legend_outside(fig)
+    path = save_figure(fig, outdir / "modular.grokking.png", title=claim_title(
+        REGISTRY["modular.grokking"], 1 - best, what="1 - best held-out agreement with the circuit"))
     return ClaimResult(measured=1 - best, figure=str(path), table=rows,
                        message="held-out agreement with the max-margin circuit (test accuracy) " + ", ".join(
                            f"wd {r['weight_decay']:g}: {r['held_out_agreement']:.3f} ({r['final_test_acc']:.3f}; "

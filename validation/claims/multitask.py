@@ -25,9 +25,9 @@ import numpy as np
 import popdyn
 from popdyn.models import multitask as mt
 from popdyn.models.multitask import bounds
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, discrete_axis, legend_outside, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["sim_stats", "quad_moments_numpy", "bench_multitask"]
 
@@ -96,11 +96,11 @@ def one_step_map(size, device, outdir):
     ax0.set(xlabel="w+_par, exact population map", ylabel="w+_par, torch (seed mean)", title="ground-truth part")
     ax1.axhline(_Z, color="k", ls=":", label=f"tolerance {_Z:g} SE")
     ax1.set(xlabel="neuron j", ylabel="||W+_sim - W+_pop|| / SE", title=f"per-neuron gap: max {worst:.2f} SE")
+    discrete_axis(ax1, np.arange(m))
     for a in (ax0, ax1):
-        a.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"one-step map vs torch training: max per-neuron gap {worst:.2f} SE (tolerance {_Z:g})")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "multitask.one_step_map.png")
+        legend_outside(a)
+    path = save_figure(fig, outdir / "multitask.one_step_map.png", title=claim_title(
+        REGISTRY["multitask.one_step_map"], worst, what="max per-neuron gap (SE)"))
     checks = {"kappa_sim within 5 SE of the exact map": all(r_["kappa_z"] <= _Z for r_ in rows),
               "the paper's kappa eta^2 2^-r-2 is > 10 SE from kappa_sim": all(r_["paper_kappa_z"] > 10 for r_ in rows)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
@@ -149,9 +149,9 @@ def kappa_vs_r(size, device, outdir):
                 fmt="s", color="C1", capsize=3, label="torch training (d = 20), +- 2 SE")
     ax.set(xlabel="r", ylabel="kappa 2^r / eta^2", ylim=(0.1, 0.3),
            title=f"kappa 2^r/eta^2 flat at 1/(2 pi): max rel. error {worst:.1e}")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "multitask.kappa_vs_r.png")
+    legend_outside(ax)
+    path = save_figure(fig, outdir / "multitask.kappa_vs_r.png", title=claim_title(
+        REGISTRY["multitask.kappa_vs_r"], worst, what="max rel. error"))
     checks = {"simulated kappa within 5 SE of the exact map": all(s["z"] <= _Z for s in sims),
               "simulated kappa > 10 SE from the paper's": all(s["paper_z"] > 10 for s in sims)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows + sims,
@@ -202,9 +202,9 @@ def ratio_vs_d(size, device, outdir):
     ax.plot([], [], "k--", lw=1, label="Thm 4.2 shape (r^3.5 + log^3.5 m)/d^1.5, C = 1")
     ax.set(xlabel="d", ylabel="||Pi_perp W+||_2 / sigma_r(Pi_par W+)",
            title=f"Thm 4.2 ratio vs d: max |slope + 1.5| = {worst:.2f}")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "multitask.ratio_vs_d.png")
+    legend_outside(ax)
+    path = save_figure(fig, outdir / "multitask.ratio_vs_d.png", title=claim_title(
+        REGISTRY["multitask.ratio_vs_d"], worst, what="max |slope + 1.5|"))
     checks = {"r = 1 ratio <= 1e-12 at every d": max(r1) <= 1e-12}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message="slopes " + ", ".join(f"r={r}: {s:.3f}" for r, s in slopes.items())
@@ -250,9 +250,9 @@ def ratio_vs_T(size, device, outdir):
                   label=f"d = {d}: adaptive lambda_w")
     ax.set(xlabel="T (random labelings)", ylabel="||Pi_perp W+||_2 / sigma_r(Pi_par W+)",
            title=f"ratio vs T: Walsh map within {worst:.1%}; slopes " + ", ".join(f"{s:.2f}" for s in slopes.values()))
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "multitask.ratio_vs_T.png")
+    legend_outside(ax)
+    path = save_figure(fig, outdir / "multitask.ratio_vs_T.png", title=claim_title(
+        REGISTRY["multitask.ratio_vs_T"], worst, what="max rel. error of the Walsh map"))
     checks = {"slope in T within [-0.65, -0.35]": all(-0.65 <= s <= -0.35 for s in slopes.values()),
               "adaptive lambda_w lowers the ratio at every (d, T)": all(row["ratio_adaptive"] < row["ratio_exact"]
                                                                        for row in rows)}
@@ -317,10 +317,9 @@ def task_structure(size, device, outdir):
     ax1.set_xticks(x, list(_FAMILIES), fontsize=7)
     ax1.set(ylabel="kappa", title=f"r = {r}, d = {d}, m = {m}")
     for a in (ax0, ax1):
-        a.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"task structure: Walsh map within {worst:.1e} kappa_par; simulation max {max(s['z'] for s in sims):.1f} SE")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "multitask.task_structure.png")
+        legend_outside(a)
+    path = save_figure(fig, outdir / "multitask.task_structure.png", title=claim_title(
+        REGISTRY["multitask.task_structure"], worst, what="max gap / kappa_par"))
     checks = {"simulated kappa within 5 SE of the exact map for every family": all(s["z"] <= _Z for s in sims),
               "degree >= 2 parities: learned part < 5 % of the universe's": abs(learned["degree >= 2 parities"]) < 0.05}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows + sims,

@@ -21,9 +21,9 @@ import numpy as np
 
 from popdyn.models import multitask as mt
 from popdyn.models.multitask import bounds, downstream
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["downstream_errors", "parity_table"]
 
@@ -143,16 +143,18 @@ def downstream_probe(size, device, outdir):
     axes[3].loglog(size["d"], [i["rel_bound"] for i in infos], "s--", color="0.5")
     axes[3].axhline(_TOL_DIST, color="k", lw=0.8, ls="-.")
     axes[3].set(xlabel="d", ylabel="max_v ||g - g~|| / mean ||g~||", title="learned vs purified embedding")
+    for ax in axes[:3]:
+        sample_axis(ax, size["n"])
+    sample_axis(axes[3], size["d"])
     handles = ([axes[3].plot([], [], color=f"C{i}", label=f"d = {d}")[0] for i, d in enumerate(size["d"])]
                + [axes[3].plot([], [], ls, color="0.3", label=method)[0] for method, ls in _METHODS.items()]
                + [axes[3].plot([], [], "o-", color="k", label="distance (d on the x axis)")[0],
                   axes[3].plot([], [], "s--", color="0.5", label="Lemma B.3 chain (79)")[0],
                   axes[3].plot([], [], "k-.", lw=0.8, label="tolerances")[0]])
-    axes[3].legend(handles=handles, fontsize=6, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle(f"E6 (Thm 4.3 vs Thm 4.6): learned/purified max test error {worst:.3f} (tolerance {_TOL_ERR}); "
-                 f"random features on the parity >= {min(rf_parity):.2f}")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "multitask.downstream_probe.png")
+    legend_outside(axes[3], handles, [h.get_label() for h in handles])
+    path = save_figure(fig, outdir / "multitask.downstream_probe.png", title=claim_title(
+        REGISTRY["multitask.downstream_probe"], worst, what="learned/purified max test error",
+        note=f"random features on the parity >= {min(rf_parity):.2f}"))
     checks = {f"random features on the parity at chance (test error >= {_CHANCE})": min(rf_parity) >= _CHANCE,
               f"learned embedding within {_TOL_DIST:.0%} of the purified one (Lemma B.3)": max(dists) <= _TOL_DIST,
               "distance to the purified embedding decreases with d (Lemma B.3)": bool(np.all(np.diff(dists) < 0)),
@@ -243,11 +245,10 @@ def parity_lower_bound(size, device, outdir):
                + [axb.plot([], [], "k-", lw=2, alpha=0.3, label="1 - B/sqrt(binom) (Bessel, thm46_bessel)")[0],
                   axb.plot([], [], color="0.4", ls="-.", lw=1,
                            label=f"paper 1 - sqrt(m_hat) B/sqrt(binom), m_hat = {size['m_hat']}")[0]])
-    axb.legend(handles=handles, fontsize=6, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle(f"E7 (Thm 4.6) by enumeration of {{-1, 1}}^d: max(bound - certified loss, tightness gap) = "
-                 f"{worst:.1e} (tolerance {_TOL_BOUND:g})")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "multitask.parity_lower_bound.png")
+    legend_outside(axb, handles, [h.get_label() for h in handles])
+    path = save_figure(fig, outdir / "multitask.parity_lower_bound.png", title=claim_title(
+        REGISTRY["multitask.parity_lower_bound"], worst, what="max(bound - certified loss, tightness gap)",
+        note="by enumeration of {-1, 1}^d"))
     checks = {"Bessel: sum_u ||E chi_u Psi||^2 <= E||Psi||^2 <= 1": all(
                   b["bessel_sum"] <= b["mean_sq_norm"] + 1e-12 and b["mean_sq_norm"] <= 1 + 1e-12 for b in bessel),
               "paper's bound 1 - sqrt(m_hat B^2/binom) holds": all(row["loss_lower"] >= row["thm46_lower"] - 1e-12

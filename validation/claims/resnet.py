@@ -12,9 +12,9 @@ import numpy as np
 
 import popdyn
 from popdyn.models import resnet
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -63,10 +63,12 @@ def exact_kernel_error(size, device, outdir):
     ax1.axhline(size["alpha"], color="0.5", ls=":", label="alpha (the target's c_S)")
     ax1.axvline(C, color="0.3", ls="--", label=f"C(d, k) = {C}")
     ax1.set(xscale="log", xlabel="training points N", ylabel="captured c_S of G(F)", title="Walsh coefficient on S")
+    sample_axis(ax0, size["N"])
+    sample_axis(ax1, [*size["N"], C])
     for ax in (ax0, ax1):
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "resnet.exact_kernel_error.png")
+        legend_outside(ax)
+    path = save_figure(fig, outdir / "resnet.exact_kernel_error.png", title=claim_title(
+        REGISTRY["resnet.exact_kernel_error"], worst, what="max |z|"))
     relu_below = [r["captured_G"] for r in rows if r["kernel"].startswith("relu") and r["N"] < C]
     checks = {"error >= Lemma E.2 bound everywhere": all(r["exact_error"] >= r["lemma_e2"] - 1e-12 for r in rows),
               "ReLU kernels capture < alpha/10 of G below C(d, k) samples": max(relu_below) < size["alpha"] / 10}

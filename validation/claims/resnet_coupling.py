@@ -18,10 +18,10 @@ import torch
 from popdyn.models import resnet
 from popdyn.models.resnet import existential, indicator
 from popdyn.models.resnet.complexity import TaylorSeries
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 from popdyn.sim import resnet_nets
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -90,10 +90,11 @@ def sign_flips(size, device, outdir):
             title=f"first layer: max |R - 1| = {worst_R:.3f} (tol {_RANDOM_TOL})")
     ax1.set(xscale="log", yscale="log", xlabel="width m", ylabel="mean flipped fraction",
             title=f"max flips / worst case = {worst_ratio:.2f} (<= 1)")
+    sample_axis(ax1, size["m"])
     for ax in (ax0, ax1):
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "resnet.sign_flips.png")
+        legend_outside(ax)
+    path = save_figure(fig, outdir / "resnet.sign_flips.png", title=claim_title(
+        REGISTRY["resnet.sign_flips"], worst_R, what="max |R - 1|"))
     checks = {"flips <= Prop. C.4's exact worst case for every seed and input": worst_ratio <= 1.0,
               f"exact worst case on W0 x~ within {_LAW_TOL:.0%} of its m -> inf law, every seed": worst_law <= _LAW_TOL}
     ms = np.log([r["m"] for r in rows])
@@ -172,9 +173,9 @@ def indicator_construction(size, device, outdir):
     ax1.axhline(limit, color="C1", ls="--", label=f"closed form {limit:.3f}")
     ax1.set(xscale="log", xlabel="width m", ylabel="m ||W*||_F^2", title=f"max |z| = {zfro:.2f}")
     for ax in (ax0, ax1):
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "resnet.indicator_construction.png")
+        legend_outside(ax)
+    path = save_figure(fig, outdir / "resnet.indicator_construction.png", title=claim_title(
+        REGISTRY["resnet.indicator_construction"], zmax, what="max |z|"))
     checks = {"RMS error slope in log m within 0.1 of -1/2": abs(slope + 0.5) <= 0.1,
               f"m ||W*||_F^2 within {_Z} s.e. of its closed form at every m": zfro <= _Z,
               "Claim F.4(a), (b) <= eps/8 at the paper's levels B_i": max(max(t) for t in tails) <= log_eps8}

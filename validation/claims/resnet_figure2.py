@@ -21,11 +21,11 @@ import numpy as np
 import torch
 
 from popdyn.models import resnet
-from popdyn.plot import sample_axis, save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 from popdyn.sim import resnet_nets
 from popdyn.sim.resnet import training_inputs
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -83,7 +83,7 @@ def _first_epoch(sim, key, level, per_epoch):
 
 
 def _legend(ax):
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    legend_outside(ax)
 
 
 @claim(id="resnet.figure2", model="resnet",
@@ -151,8 +151,8 @@ def figure2(size, device, outdir):
             title=f"3resnet, N = {size['N'][-1]}: F before G(F)")
     for ax in (ax0, ax1):
         _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "resnet.figure2.png")
+    path = save_figure(fig, outdir / "resnet.figure2.png", title=claim_title(
+        REGISTRY["resnet.figure2"], measured, what="3resnet error / k alpha^2"))
     checks = {"exact kernel errors >= k alpha^2 at every N": all(min(v) >= plateau for v in kerns.values()),
               "exact kernels capture c_G < alpha/10": all(r[f"{n}_c_G"] < target.alpha / 10 for r in rows
                                                           for n in size["kernels"]),
@@ -215,8 +215,8 @@ def figure2_beta(size, device, outdir):
             ylabel="c_G (mean over outputs)", title="G(F) coefficient along training")
     for ax in (ax0, ax1):
         _legend(ax)
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "resnet.figure2_beta.png")
+    path = save_figure(fig, outdir / "resnet.figure2_beta.png", title=claim_title(
+        REGISTRY["resnet.figure2_beta"], measured, what="max error / k alpha^2 at alpha/beta <= 1"))
     checks = {"every beta run finite": all(np.isfinite(r["error"]) for r in rows)}
     msg = ("error / k alpha^2 by alpha/beta: " + ", ".join(f"{r['alpha_over_beta']:.2f}: {r['ratio']:.3f} "
                                                              f"(lr {r['lr']:g}, c_G {r['c_G']:.3f})" for r in rows)

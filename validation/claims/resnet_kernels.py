@@ -14,11 +14,11 @@ import math
 import numpy as np
 
 from popdyn.models import resnet
-from popdyn.plot import save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, save_figure, subplots
 from popdyn.sim import resnet_kernels
 from popdyn.sim.resnet_nets import conjugate_kernel, empirical_ntk, init_net
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -115,9 +115,9 @@ def finite_width_kernels(size, device, outdir):
     for ax in (ax0, ax1):
         ax.set_xticks(ms, [str(m) for m in size["m"]])
         ax.set_xticks([], minor=True)
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "resnet.finite_width_kernels.png")
+        legend_outside(ax)
+    path = save_figure(fig, outdir / "resnet.finite_width_kernels.png", title=claim_title(
+        REGISTRY["resnet.finite_width_kernels"], z_worst, what="max |z| of the m -> inf intercept"))
     msg = "; ".join(f"{kern}: e_inf {v['e_inf']:.4f}, intercept {v['delta']:+.5f} ± {v['delta_se']:.5f} "
                     f"(z {v['z']:+.2f}), sd slope {v['sd_slope']:.2f}, bias b {v['bias_b']:.2f}/m, "
                     f"kernel slope {v['kernel_slope']:.2f}"

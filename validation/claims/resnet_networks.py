@@ -22,10 +22,10 @@ import numpy as np
 import popdyn
 from popdyn.models import resnet
 from popdyn.models.resnet.problem import NetworkProblem
-from popdyn.plot import sample_axis, save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
 from popdyn.sim.resnet import training_inputs
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -114,9 +114,9 @@ def thm2_networks(size, device, outdir):
     ax1.axhline(kernel_rows[-1]["kernel_c_G"], color="C3", ls="-.", label="kernels' |c_G| (max)")
     ax1.set(xlabel="epoch", ylabel="Walsh coefficient", title=f"hierarchy at N = {N_top}")
     for ax in (ax0, ax1):
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "resnet.thm2_networks.png")
+        legend_outside(ax)
+    path = save_figure(fig, outdir / "resnet.thm2_networks.png", title=claim_title(
+        REGISTRY["resnet.thm2_networks"], measured, what="ResNet / best kernel"))
     msg = (f"ResNet {', '.join(f'{e:.3g}' for e in resnet_err)} vs best kernel "
            f"{', '.join(f'{e:.3g}' for e in best)} at N = {size['N']}; "
            f"plateau {plateau:.3g}, Theorem 2 floor {floor:.3g}")
@@ -178,13 +178,13 @@ def kernel_transition(size, device, outdir):
     for ax in (ax0, ax1):
         ax.axvline(C, color="0.2", ls="--", lw=0.8, label=f"C(d, k) = {C}")
         ax.axvline(C / 10, color="0.6", ls="--", lw=0.8, label="C(d, k)/10")
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        legend_outside(ax)
     ax0.set(xscale="log", xlabel="training points N", ylabel="test error (sum over outputs)",
             title=f"d = {d}, k = {k}, alpha = {alpha}: best ridge")
     ax1.set(xscale="log", yscale="log", xlabel="training points N", ylabel="captured c_S / alpha",
             title=f"max c_S/alpha at N <= C/10: {measured:.3g} (tol {_CAPTURE_TOL})")
-    fig.tight_layout()
-    path = save_figure(fig, outdir / "resnet.kernel_transition.png")
+    path = save_figure(fig, outdir / "resnet.kernel_transition.png", title=claim_title(
+        REGISTRY["resnet.kernel_transition"], measured, what="max c_S / alpha at N <= C/10"))
     msg = (f"max c_S/alpha at N <= C/10 = {C // 10}: {measured:.3g}; at N = {size['N'][-1]}: "
            f"{', '.join(f'{kn} {growth[kn][-1]:.3g}' for kn in size['kernels'])}; min error at N <= C: "
            f"{min(r['error'] for r in rows if r['N'] <= C):.3g} (k alpha^2 = {plateau:.3g}, alpha^2/4 = {floor:.3g})")

@@ -1,0 +1,87 @@
+"""The report's figures as drawn by claims (at tiny sizes): the named defects of issue 15 item 6 stay fixed.
+
+``save_figure`` of the claim's module is replaced by one that lays the figure out and keeps it, so that the
+drawn artists can be inspected (colours per parameter value, tick positions, legend placement, title).
+"""
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+
+import popdyn.plot  # noqa: E402
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """Figures the claims save, laid out and drawn instead of written (plot_curves' own saves included)."""
+    figs = _Kept()
+
+    def keep(fig, path, *, title=None):
+        if title:
+            fig.suptitle(title, fontsize=9)
+        popdyn.plot._wrap_titles(fig)
+        FigureCanvasAgg(fig).draw()
+        figs.append(fig)
+        return Path(path)
+
+    monkeypatch.setattr(popdyn.plot, "save_figure", keep)  # plot_curves(..., path) saves through this
+    figs.keep = keep
+    return figs
+
+
+class _Kept(list):
+    keep = None
+
+
+def _overlap(a, b):
+    return max(min(a.x1, b.x1) - max(a.x0, b.x0), 0.0) * max(min(a.y1, b.y1) - max(a.y0, b.y0), 0.0)
+
+
+def test_every_figure_is_named_after_its_claim():
+    """One naming scheme in the report: ``<claim id>.png`` (issue 15 item 6: ``icl_x.png`` next to ``icl.x.png``)."""
+    from validation.claims import discover
+    ids = set(discover())
+    folder = Path(__file__).parent.parent / "validation" / "claims"
+    names = {n for f in folder.glob("*.py") for n in re.findall(r'"([\w.]+)\.png"', f.read_text())}
+    assert names and names <= ids, sorted(names - ids)
+
+
+def test_looped_fig8_1_one_colour_per_n_and_legend_clear_of_the_panels(kept, monkeypatch, tmp_path):
+    pytest.importorskip("torch")
+    from validation.claims import REGISTRY, discover, looped
+    discover()
+    monkeypatch.setattr(looped, "save_figure", kept.keep)  # imported by name into the claim's module
+    size = {"ns": [16, 32, 64], "T": 30, "prompts": 2, "seed": 0, "d_large": 20, "prompts_large": 1}
+    res = REGISTRY["looped.fig8_1"].run(size, "cpu", tmp_path)
+    (fig,) = kept
+    panels = fig.axes[:3]
+    colour = {}
+    for a in panels:
+        for line in a.lines:
+            n = int(line.get_label().split()[0][2:])
+            colour.setdefault(n, set()).add(line.get_color())
+    assert sorted(colour) == [16, 32, 64] and all(len(c) == 1 for c in colour.values())
+    assert len({next(iter(c)) for c in colour.values()}) == 3
+    r = fig.canvas.get_renderer()
+    boxes = [lg.get_window_extent(r) for lg in fig.legends] + [a.get_legend().get_window_extent(r)
+                                                               for a in fig.axes if a.get_legend()]
+    assert boxes and all(_overlap(b, a.get_window_extent(r)) == 0 for b in boxes for a in fig.axes)
+    assert "looped.fig8_1" in fig.get_suptitle() and f"{res.measured:.3g} <= 1e-12 (tolerance)" in fig.get_suptitle()
+
+
+def test_icl_trained_optimum_rank_axis_is_discrete(kept, tmp_path):
+    pytest.importorskip("torch")
+    from validation.claims import REGISTRY, discover
+    discover()
+    size = {"d": 4, "N": 10, "M": 8, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 20, "batch": 64}
+    REGISTRY["icl.trained_optimum"].run(size, "cpu", tmp_path)
+    (fig,) = kept
+    (a,) = fig.axes
+    lo, hi = a.get_xlim()
+    assert [t for t in a.get_xticks() if lo <= t <= hi] == [1, 2, 4]
+    assert [t.get_text() for t in a.get_xticklabels()] == ["1", "2", "4"]
+    assert all(line.get_marker() not in (None, "None", "") for line in a.lines if not line.get_label().startswith(("5", "0.2")))
+    assert "0.05 (tolerance)" in a.get_title()
