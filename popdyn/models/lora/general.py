@@ -28,18 +28,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtri
+from scipy.stats import qmc
 
-from ... import activations
-from ..._validate import Interval, InvalidParameterError, check
+from ... import activations, dynamics
+from ..._validate import Integer, Interval, InvalidParameterError, Options, check
+from ...api import predict
+from ...results import Prediction
 from ...gaussian import arccos_kernel
 from ...hermite import gauss_hermite
 from .problem import Problem, _cached, check_overlap
 
 __all__ = ["GeneralProblem", "pair_moments", "general_loss", "general_gradient", "general_drift",
-           "gradient_second_moment_general"]
+           "gradient_second_moment_general", "q_norm"]
 
 _OWNER = "lora.GeneralProblem"
 _N_GH = 48  # 2-D Gauss-Hermite nodes per axis: exact for polynomials of degree <= 95; sigmoid/tanh/erf to ~1e-12
+_N_MC = 1 << 12  # scrambled-Sobol points of the normalisation term: ~1 % spread over scrambles (relu, k = 8), on an O(delta) term
 _RANK_TOL = 1e-10  # eigenvalues of the Gram of (W, u, u_hat) below this (times its scale) are rank deficiency
 
 
@@ -361,10 +366,13 @@ def _projected_inner(gp, g, Gam, m, q):
 
 # ---- normalisation drift --------------------------------------------------------------------------------
 def _normal_draws(n_mc, seed, dim):
-    return np.random.default_rng(seed).standard_normal((n_mc, dim))
+    """Scrambled-Sobol normal points (n_mc, dim) and their squares (common random numbers, cached per problem)."""
+    u = qmc.Sobol(dim, scramble=True, seed=seed).random(n_mc)
+    eps = ndtri(np.clip(u, 2**-60, 1 - 2**-53))
+    return eps, eps * eps
 
 
-def gradient_second_moment_general(gp, m, q=None, c_hat=None, *, d, n_mc=1 << 13, seed=0):
+def gradient_second_moment_general(gp, m, q=None, c_hat=None, *, d, n_mc=_N_MC, seed=0):
     r"""Monte Carlo of :math:`\mathbb E\lVert L_t\rVert^2`, the squared norm of one projected SGD gradient.
 
     .. math:: \mathbb E\lVert L_t\rVert^2 = (d - \mathrm{rank}\,\Gamma)\,\mathbb E[F^2]
@@ -403,28 +411,59 @@ def gradient_second_moment_general(gp, m, q=None, c_hat=None, *, d, n_mc=1 << 13
     return _second_moment(gp, m, q, c_hat, d, n_mc, seed)
 
 
+def _factor(gp):
+    """F (k, r) with F F^T = G, r = rank G, and a = F^+ p (u's coordinates in span W), cached."""
+    def make():
+        vals, vecs = np.linalg.eigh(gp.problem.G)
+        keep = vals > _RANK_TOL * max(1.0, vals[-1])
+        F = vecs[:, keep] * np.sqrt(vals[keep])
+        return F, np.linalg.lstsq(F, gp.p, rcond=None)[0]
+    return _cached(gp.problem, ("general_factor", gp.p.tobytes()), make)
+
+
+def _root(gp, m, q):
+    """Rows (w_1..w_k, u, u_hat) of a root of Gamma in R^(r+2), continuous in (m, q), and its rank.
+
+    ``w_i = (F_i, 0, 0)``, ``u = (a, s, 0)`` with ``s = sqrt(1 - alpha^2)``, ``u_hat = (b, t_1, t_2)`` with
+    ``F b = q``, ``t_1 = (m - a.b)/s``, ``t_2 = sqrt(1 - |b|^2 - t_1^2)``: the geometry of the simulation.
+    """
+    F, a = _factor(gp)
+    k, r = F.shape
+    b = np.linalg.lstsq(F, q, rcond=None)[0] if np.any(q) else np.zeros(r)
+    s = np.sqrt(max(1.0 - a @ a, 0.0))
+    t1 = (m - a @ b) / s
+    t2sq = 1.0 - b @ b - t1 * t1
+    if t2sq < -1e-9:
+        raise InvalidParameterError(f"lora.general: (m, q) = ({m!r}, {q!r}) is not the overlap of a unit u_hat "
+                                    f"(|Pi_W u_hat|^2 + t_1^2 = {1 - t2sq!r} > 1).")
+    R = np.zeros((k + 2, r + 2))
+    R[:k, :r] = F
+    R[k, :r], R[k, r] = a, s
+    R[k + 1, :r], R[k + 1, r], R[k + 1, r + 1] = b, t1, np.sqrt(max(t2sq, 0.0))
+    return R, r
+
+
 def _second_moment(gp, m, q, c_hat, d, n_mc, seed):
     k, P = gp.k, gp.problem
-    Gam = _gram(gp, m, q)
     C, r_hat = _neurons(gp, c_hat)
-    ev, Q = np.linalg.eigh(Gam)
-    keep = ev > _RANK_TOL * max(1.0, ev[-1])
-    eps = _cached(P, ("general_draws", n_mc, seed), lambda: _normal_draws(n_mc, seed, k + 2))
-    z = eps[:, keep] @ (Q[:, keep] * np.sqrt(ev[keep])).T          # <basis_l, x>, covariance Gamma
-    y2 = np.sum(eps[:, keep] ** 2, axis=1)                          # ||y||^2
-    pre = z @ C.T
+    R, r = _root(gp, m, q)
+    eps, eps2 = _cached(P, ("general_draws", n_mc, seed, r), lambda: _normal_draws(n_mc, seed, r + 2))
+    rank = r + 1 + int(R[k + 1, r + 1] > 1e-12)
+    # einsum, not BLAS: these products are small and a threaded BLAS on busy cores costs more than it saves
+    z = np.einsum("nl,al->na", eps, R)                              # <basis_a, x>, covariance Gamma
+    y2 = np.sum(eps2[:, :rank], axis=1)                             # ||y||^2, y = part of x in the span
+    pre = np.einsum("na,ja->nj", z, C)
     sig, lam = P.activation, P.lam
-    res = sig(pre[:, :k]) @ lam - sig(pre[:, k:]) @ lam
-    F2 = 4 * res**2 * (sig.deriv(pre[:, k:]) @ (lam * P.xi * c_hat / r_hat)) ** 2
+    res = np.einsum("nj,j->n", sig(pre[:, :k]) - sig(pre[:, k:]), lam)
+    F2 = 4 * res**2 * np.einsum("nj,j->n", sig.deriv(pre[:, k:]), lam * P.xi * c_hat / r_hat) ** 2
     Py2 = y2 - z[:, k + 1] ** 2
-    if gp.project:
-        zw = z[:, :k]
-        Py2 = Py2 - np.einsum("ni,ij,nj->n", zw, gp.G_pinv, zw)
-    return float((d - keep.sum()) * F2.mean() + (F2 * Py2).mean())
+    if gp.project:                                                  # u_hat is in span W^perp already
+        Py2 = Py2 - np.sum(eps2[:, :r], axis=1)
+    return float((d - rank) * F2.mean() + (F2 * Py2).mean())
 
 
 # ---- the drift of the order parameters -----------------------------------------------------------------
-def general_drift(gp, m, q=None, c_hat=None, *, lr, d=None, lr_c=None, convention="corrected", n_mc=1 << 13,
+def general_drift(gp, m, q=None, c_hat=None, *, lr, d=None, lr_c=None, convention="corrected", n_mc=_N_MC,
                   seed=0):
     r"""Mean change per SGD step of the order parameters ``(m, q, c_hat)``.
 
@@ -492,3 +531,128 @@ def general_drift(gp, m, q=None, c_hat=None, *, lr, d=None, lr_c=None, conventio
                                     f"('corrected', 'paper'). Got {convention!r} instead.")
     dc = np.zeros(gp.k) if lr_c is None else -lr_c * grad_c
     return dm, dq, dc
+
+
+# ---- popdyn.predict ---------------------------------------------------------------------------------------
+def q_norm(gp, q):
+    r""":math:`\lVert\Pi_W\hat u\rVert = \sqrt{q^\top G^+ q}`: how far u_hat has moved into span W."""
+    q = np.asarray(q, dtype=np.float64)
+    return np.sqrt(np.clip(np.einsum("...i,ij,...j->...", q, gp.G_pinv, q), 0.0, None))
+
+
+def _layout(gp, joint):
+    """Slices of the ODE state [m, q (unprojected only), c_hat (joint only)]."""
+    k = gp.k
+    nq = 0 if gp.project else k
+    return slice(1, 1 + nq), slice(1 + nq, 1 + nq + (k if joint else 0))
+
+
+@predict.register(GeneralProblem)
+def _predict(gp, *, d, lr, steps, m0=None, q0=None, joint=False, lr_c=None, convention="corrected",
+             n_points=200, n_mc=_N_MC, seed=0, rtol=1e-6):
+    r"""Theory of online SGD outside A2: the order parameters (m, q, c_hat) and the population loss.
+
+    .. math:: \frac{d(m, q, \hat c)}{dt} = \text{general\_drift}(m, q, \hat c),\qquad
+              \mathrm{loss}(t) = \Phi(m(t), q(t), \hat c(t))
+
+    Parameters
+    ----------
+    gp : GeneralProblem
+    d : int
+        Input dimension, >= k + 3.
+    lr : float
+        Step eta > 0 (``delta = lr d``).
+    steps : int
+        SGD steps, >= 1.
+    m0 : float, optional
+        Initial ``<u, u_hat>``; default ``s 0.5/sqrt(d)`` with s the sign of dm/dt at (m, q) = 0.
+        With ``project`` ``|m0| <= sqrt(1 - alpha^2)``.
+    q0 : ndarray of shape (k,), optional
+        Initial ``W u_hat`` (unprojected only); default 0.
+    joint : bool
+        Train c_hat too (plain SGD, step ``lr_c``, default ``lr``), as ``simulate(joint=True)``.
+    lr_c : float, optional
+        Step of c_hat when ``joint``.
+    convention : {"corrected", "paper"}
+        With or without the normalisation drift (see :func:`general_drift`).
+    n_points : int
+        Recorded step numbers on [0, steps] (>= 2).
+    n_mc, seed
+        Draws of the normalisation term (:func:`gradient_second_moment_general`).
+    rtol : float
+        Relative tolerance of the ODE solver (RK45), in (0, 1); ``atol = 1e-3 rtol``.
+
+    Returns
+    -------
+    Prediction
+        ``t`` (steps) and observables ``m``, ``loss``, ``q_norm`` (``||Pi_W u_hat||``), and with ``joint``
+        ``c_overlap`` (``<c_hat, c>/||c_hat||``); ``meta["alpha"]``, ``meta["m_max"]`` (the reachable
+        ``sqrt(1 - alpha^2)`` when projected, else 1).
+
+    Notes
+    -----
+    Regime: online SGD with ``lr = delta/d``, d large, delta small (as the A2 theory, spec §2.6). The
+    projected, frozen-c_hat case is a scalar ODE; otherwise the state has k + 1 (+ k) dimensions.
+
+    References
+    ----------
+    .. [src] seed 003 L529-557 (Figs 4-5), L598-617, L1228-1230; specs/lora.md §2.6, §4 R5.
+
+    Examples
+    --------
+    >>> from popdyn.models import lora
+    >>> gp = GeneralProblem.from_alpha(lora.Problem.orthonormal(4, 1.0, seed=0), 0.5, seed=1)
+    >>> pred = predict(gp, d=200, lr=0.1 / 200, steps=2000, n_points=3, convention="paper")
+    >>> bool(abs(pred["m"][-1]) <= np.sqrt(1 - 0.25) + 1e-9)
+    True
+    """
+    owner = "lora.predict(GeneralProblem)"
+    k = gp.k
+    d = check(owner, "d", d, Integer(k + 3))
+    lr = check(owner, "lr", lr, Interval(0, np.inf, closed="neither"))
+    steps = check(owner, "steps", steps, Integer(1))
+    n_points = check(owner, "n_points", n_points, Integer(2))
+    convention = check(owner, "convention", convention, Options(("corrected", "paper")))
+    rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
+    n_mc = check(owner, "n_mc", n_mc, Integer(2))
+    seed = check(owner, "seed", seed, Integer(0))
+    if not isinstance(joint, (bool, np.bool_)):
+        raise InvalidParameterError(f"The 'joint' parameter of {owner} must be a bool. Got {joint!r} instead.")
+    if lr_c is not None and not joint:
+        raise InvalidParameterError(f"The 'lr_c' parameter of {owner} needs joint=True. Got {lr_c!r} instead.")
+    lr_c = (lr if lr_c is None else check(owner, "lr_c", lr_c, Interval(0, np.inf))) if joint else None
+    m_max = float(np.sqrt(1 - gp.alpha**2)) if gp.project else 1.0
+    if q0 is not None and gp.project:
+        raise InvalidParameterError(f"The 'q0' parameter of {owner} must be None when project=True. Got {q0!r}.")
+    q0 = np.zeros(k) if q0 is None else np.asarray(q0, dtype=np.float64)
+    if m0 is None:
+        s = np.sign(general_drift(gp, 0.0, None if gp.project else np.zeros(k), lr=1.0, convention="paper")[0]) or 1.0
+        m0 = s * 0.5 / np.sqrt(d)
+    m0 = check(owner, "m0", m0, Interval(-m_max, m_max))
+    sq, sc = _layout(gp, joint)
+    y0 = np.r_[m0, q0[:sq.stop - sq.start], gp.problem.c_hat[:sc.stop - sc.start]]
+
+    def unpack(y):
+        return (min(max(y[0], -m_max), m_max), None if gp.project else y[sq],
+                y[sc] if joint else gp.problem.c_hat)
+
+    def rhs(t, y):
+        m, q, c = unpack(y)
+        dm, dq, dc = general_drift(gp, m, q, c, lr=lr, d=d, lr_c=lr_c, convention=convention, n_mc=n_mc,
+                                   seed=seed)
+        return np.r_[dm, dq[:sq.stop - sq.start], dc[:sc.stop - sc.start]]
+
+    t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
+    sol = dynamics.solve_ode(rhs, y0, t.astype(np.float64), rtol=rtol, atol=1e-3 * rtol, method="RK45")
+    t = t[:sol.t.size]
+    states = [unpack(y) for y in sol.y]
+    obs = {"m": np.array([s[0] for s in states]),
+           "loss": np.array([max(general_loss(gp, *s), 0.0) for s in states]),
+           "q_norm": np.array([0.0 if s[1] is None else float(q_norm(gp, s[1])) for s in states])}
+    if joint:
+        obs["c_overlap"] = np.array([s[2] @ gp.problem.c / np.linalg.norm(s[2]) for s in states])
+    options = dict(d=d, lr=lr, steps=steps, m0=float(m0), q0=q0.tolist(), joint=bool(joint), lr_c=lr_c,
+                   convention=convention, n_points=n_points, n_mc=n_mc, seed=seed, rtol=rtol)
+    meta = dict(problem=repr(gp), options=options, t_unit="steps", delta=lr * d, alpha=gp.alpha, m_max=m_max,
+                nfev=sol.nfev, source=["seed 003 L529-557 (Figs 4-5)", "specs/lora.md §2.6, §4 R5 (derived)"])
+    return Prediction(t=t, observables=obs, status=sol.status, message=sol.message, meta=meta)
