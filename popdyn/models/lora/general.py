@@ -190,7 +190,7 @@ def pair_moments(activation, s_aa, s_bb, s_ab, n=_N_GH):
     if act.name == "relu":
         return (sa * sb * arccos_kernel(rho, 1), arccos_kernel(rho, 0),
                 (sa / sb) * np.sqrt(1.0 - rho * rho) / (2 * np.pi))
-    x, w = gauss_hermite(n)
+    x, w = gauss_hermite(min(n, _poly_nodes(act)))
     x1, x2, ww = x[:, None], x[None, :], w[:, None] * w[None, :]
     A = sa[..., None, None] * x1
     B = sb[..., None, None] * (rho[..., None, None] * x1 + np.sqrt(1.0 - rho * rho)[..., None, None] * x2)
@@ -199,6 +199,14 @@ def pair_moments(activation, s_aa, s_bb, s_ab, n=_N_GH):
     k1 = np.sum(ww * act.deriv(A) * dfb, axis=(-2, -1))
     k2 = (np.sum(ww * fa * dfb * B, axis=(-2, -1)) - s_ab * k1) / s_bb
     return k0, k1, k2
+
+
+def _poly_nodes(act):
+    """deg + 1 Gauss-Hermite nodes for a polynomial sigma of degree deg <= 16 (the rule is then exact for the
+    degree-2 deg integrands), else a large number; read off the Hermite coefficients (cached by the activation)."""
+    mu = act.hermite_coeffs(24)
+    big = np.nonzero(np.abs(mu) > 1e-13 * np.abs(mu).max())[0]
+    return int(big[-1]) + 1 if big[-1] <= 16 else 1 << 30
 
 
 # ---- geometry -------------------------------------------------------------------------------------------
