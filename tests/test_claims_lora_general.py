@@ -57,5 +57,6 @@ def test_fig4_fails_without_the_normalisation_drift(wrong, monkeypatch, tmp_path
     # |m| = 1 where SGD plateaus at 0.91 (measured ratio 6.6 vs 1; right theory 0.67)
     memoise(monkeypatch, "popdyn.simulate")
     if wrong:
-        perturb(monkeypatch, "popdyn.predict", lambda f: lambda problem, **kw: f(problem, **{**kw, "convention": "paper"}))
+        perturb(monkeypatch, "popdyn.predict",
+                lambda f: lambda problem, **kw: f(problem, **{**kw, "convention": "paper"}))
     _verdict("lora.fig4_activations", tmp_path, wrong, activations=["relu"], panels=[["sqrt_k", 0.02, 30.0]])

@@ -218,7 +218,8 @@ def _run(consts, state, q, opts, t, window, gen, bar, draws=None, record=None, e
     dev, dt = state.U.device, state.U.dtype
     C = max(1, min(_CHUNK_STEPS, _CHUNK_ELEMENTS // (S * B * d)))  # not a function of steps: longer runs
                                                                     # extend shorter ones with the same seed
-    rec = {name: torch.empty((S, len(t)), dtype=dt, device=dev) for name in ("m", "c_overlap")[:1 + joint] + tuple(extra)}
+    names = ("m", "c_overlap")[:1 + joint] + tuple(extra)
+    rec = {name: torch.empty((S, len(t)), dtype=dt, device=dev) for name in names}
     loss_sum = torch.zeros((S, len(t)), dtype=dt, device=dev)
     window_t = torch.as_tensor(window, device=dev)
     slot = {int(s): j for j, s in enumerate(t)}
@@ -358,7 +359,8 @@ def _general_draws(a, s, project):
             Wx = X[..., :q] @ consts.FT
             ux = torch.addcmul(X[..., :q] @ a, X[..., q], torch.full_like(X[..., q], s))
             pre = torch.addcmul(Wx, ux.unsqueeze(-1), consts.c_t) * consts.scale_t
-            yield (X[..., q:] if project else X), consts.act.f(pre) @ consts.lam, Wx if joint else Wx * state.scale.unsqueeze(0)
+            fstar = consts.act.f(pre) @ consts.lam
+            yield (X[..., q:] if project else X), fstar, Wx if joint else Wx * state.scale.unsqueeze(0)
     return draws
 
 

@@ -75,7 +75,8 @@ def _figure(outdir, name, tau, series, title, ax=None, refs=None):
         curves[f"theory {label}"] = theory
         styles[f"SGD {label}"] = {"color": f"C{i}", "ls": "-"}
         styles[f"theory {label}"] = {"color": f"C{i}", "ls": "--"}
-    return plot_curves(tau, curves, None if ax is not None else Path(outdir) / f"{name}.png", ax=ax, bands=bands, styles=styles, refs=refs,
+    path = None if ax is not None else Path(outdir) / f"{name}.png"
+    return plot_curves(tau, curves, path, ax=ax, bands=bands, styles=styles, refs=refs,
                        xlabel=r"$\tau = t/d$", ylabel=r"$m_t = \langle \hat u_t, u\rangle$", title=title)
 
 

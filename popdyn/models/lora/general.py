@@ -44,7 +44,7 @@ __all__ = ["GeneralProblem", "pair_moments", "general_loss", "general_gradient",
 
 _OWNER = "lora.GeneralProblem"
 _N_GH = 48  # 2-D Gauss-Hermite nodes per axis: exact for polynomials of degree <= 95; sigmoid/tanh/erf to ~1e-12
-_N_MC = 1 << 12  # scrambled-Sobol points of the normalisation term: ~1 % spread over scrambles (relu, k = 8), on an O(delta) term
+_N_MC = 1 << 12  # scrambled-Sobol points of the normalisation term: ~1 % spread over scrambles (relu, k = 8)
 _RANK_TOL = 1e-10  # eigenvalues of the Gram of (W, u, u_hat) below this (times its scale) are rank deficiency
 
 
@@ -124,10 +124,35 @@ class GeneralProblem:
 
     @classmethod
     def from_alpha(cls, problem, alpha, seed=0, *, project=True):
-        r"""u = alpha u_1 + sqrt(1 - alpha^2) u_2, u_1 uniform on the unit sphere of span W (L544-549).
+        r"""Fig. 5's teacher: u = alpha u_1 + sqrt(1 - alpha^2) u_2, u_1 uniform on the unit sphere of span W.
 
-        ``p = alpha W u_1``: with ``g ~ N(0, I_d)``, ``W g ~ N(0, G)`` and ``||Pi_W g||^2 = (Wg)^T G^+ (Wg)``,
-        so ``p = alpha z / sqrt(z^T G^+ z)`` with ``z ~ N(0, G)``. The same seed gives the same p.
+        .. math:: p = W u = \alpha\,\frac{z}{\sqrt{z^\top G^+ z}},\qquad z \sim N(0, G)
+
+        (with ``g ~ N(0, I_d)``, ``W g ~ N(0, G)`` and ``||Pi_W g||^2 = (Wg)^T G^+ (Wg)``).
+
+        Parameters
+        ----------
+        problem : Problem
+        alpha : float
+            ``||Pi_W u||`` in [0, 1).
+        seed : int
+            Seed of u_1; the same seed gives the same p.
+        project : bool
+            As the class parameter.
+
+        Returns
+        -------
+        GeneralProblem
+
+        References
+        ----------
+        .. [src] seed 003 L544-549.
+
+        Examples
+        --------
+        >>> from popdyn.models import lora
+        >>> round(GeneralProblem.from_alpha(lora.Problem.orthonormal(3, 1.0), 0.5, seed=2).alpha, 12)
+        0.5
         """
         alpha = check(f"{_OWNER}.from_alpha", "alpha", alpha, Interval(0.0, 1.0, closed="left"))
         vals, vecs = np.linalg.eigh(problem.G)
@@ -136,7 +161,8 @@ class GeneralProblem:
         return cls(problem, alpha * z / np.sqrt(z @ pinv @ z), project)
 
     def __repr__(self):
-        return (f"lora.GeneralProblem(problem={self.problem!r}, p=np.array({np.array2string(self.p, separator=', ', precision=17, max_line_width=10**6)}), "
+        p = np.array2string(self.p, separator=", ", precision=17, max_line_width=10**6)
+        return (f"lora.GeneralProblem(problem={self.problem!r}, p=np.array({p}), "
                 f"project={bool(self.project)!r})")
 
 
@@ -145,7 +171,8 @@ def pair_moments(activation, s_aa, s_bb, s_ab, n=_N_GH):
     r"""Gaussian pair expectations of any covariance: the building blocks of the general-position theory.
 
     .. math:: \kappa = \mathbb E[\sigma(A)\sigma(B)],\quad \kappa_1 = \mathbb E[\sigma'(A)\sigma'(B)],\quad
-              \kappa_2 = \mathbb E[\sigma(A)\sigma''(B)] = \frac{\mathbb E[\sigma(A)\sigma'(B)B] - S_{AB}\kappa_1}{S_{BB}},
+              \kappa_2 = \mathbb E[\sigma(A)\sigma''(B)]
+              = \frac{\mathbb E[\sigma(A)\sigma'(B)B] - S_{AB}\kappa_1}{S_{BB}},
               \qquad (A, B) \sim N\Big(0, \begin{pmatrix}S_{AA} & S_{AB}\\ S_{AB} & S_{BB}\end{pmatrix}\Big)
 
     (``kappa_2`` by Stein's lemma, so only sigma and sigma' are evaluated). By Stein's lemma
@@ -324,9 +351,11 @@ def general_gradient(gp, m, q=None, c_hat=None):
     r"""Population gradient of Phi with respect to u_hat (r_hat held fixed, as in SGD) and to c_hat.
 
     .. math:: \nabla_{\hat u}\Phi = \sum_j \frac{\xi\hat c_j}{\hat r_j} D_j,\qquad
-              D_j = 2\lambda_j\sum_i\lambda_i\big[\kappa_1(\hat v_i,\hat v_j)\hat v_i + \kappa_2(\hat v_i,\hat v_j)\hat v_j
+              D_j = 2\lambda_j\sum_i\lambda_i\big[\kappa_1(\hat v_i,\hat v_j)\hat v_i
+              + \kappa_2(\hat v_i,\hat v_j)\hat v_j
               - \kappa_1(v_i,\hat v_j)v_i - \kappa_2(v_i,\hat v_j)\hat v_j\big],\qquad
-              \partial_{\hat c_j}\Phi = \Big\langle D_j, \frac{\xi\hat u}{\hat r_j} - \frac{\xi^2\hat c_j}{\hat r_j^2}\hat v_j\Big\rangle
+              \partial_{\hat c_j}\Phi
+              = \Big\langle D_j, \frac{\xi\hat u}{\hat r_j} - \frac{\xi^2\hat c_j}{\hat r_j^2}\hat v_j\Big\rangle
 
     Parameters
     ----------
@@ -475,7 +504,8 @@ def general_drift(gp, m, q=None, c_hat=None, *, lr, d=None, lr_c=None, conventio
                   seed=0):
     r"""Mean change per SGD step of the order parameters ``(m, q, c_hat)``.
 
-    .. math:: \frac{dm}{dt} = -\eta\langle P\nabla_{\hat u}\Phi, u\rangle - \frac{\eta^2}{2}\,m\,\mathbb E\lVert L_t\rVert^2,
+    .. math:: \frac{dm}{dt} = -\eta\langle P\nabla_{\hat u}\Phi, u\rangle
+              - \frac{\eta^2}{2}\,m\,\mathbb E\lVert L_t\rVert^2,
               \quad \frac{dq}{dt} = -\eta\,W P\nabla_{\hat u}\Phi - \frac{\eta^2}{2}\,q\,\mathbb E\lVert L_t\rVert^2,
               \quad \frac{d\hat c}{dt} = -\eta_c\,\partial_{\hat c}\Phi
 
@@ -543,7 +573,34 @@ def general_drift(gp, m, q=None, c_hat=None, *, lr, d=None, lr_c=None, conventio
 
 # ---- popdyn.predict ---------------------------------------------------------------------------------------
 def q_norm(gp, q):
-    r""":math:`\lVert\Pi_W\hat u\rVert = \sqrt{q^\top G^+ q}`: how far u_hat has moved into span W."""
+    r"""How far u_hat has moved into span W, from its overlaps ``q = W u_hat``.
+
+    .. math:: \lVert\Pi_W\hat u\rVert = \sqrt{q^\top G^+ q}
+
+    Parameters
+    ----------
+    gp : GeneralProblem
+    q : ndarray of shape (..., k)
+
+    Returns
+    -------
+    ndarray of shape (...)
+
+    Notes
+    -----
+    Regime: q in the range of G (true for any ``W u_hat``).
+
+    References
+    ----------
+    .. [src] derived (``Pi_W = W^T G^+ W``); seed 003 L544-549 (the same norm for u, Fig. 5's alpha).
+
+    Examples
+    --------
+    >>> from popdyn.models import lora
+    >>> gp = GeneralProblem(lora.Problem.orthonormal(2, 1.0, seed=0), np.zeros(2))
+    >>> float(q_norm(gp, np.array([0.6, 0.0])))
+    0.6
+    """
     q = np.asarray(q, dtype=np.float64)
     return np.sqrt(np.clip(np.einsum("...i,ij,...j->...", q, gp.G_pinv, q), 0.0, None))
 
