@@ -25,6 +25,7 @@ gradient is a combination of the neuron vectors with pair expectations as coeffi
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,7 @@ from scipy.special import ndtri
 from scipy.stats import qmc
 
 from ... import activations, dynamics
-from ..._validate import Integer, Interval, InvalidParameterError, Options, check
+from ..._validate import Integer, Interval, InvalidParameterError, Options, RegimeWarning, check
 from ...api import predict
 from ...results import Prediction
 from ...gaussian import arccos_kernel
@@ -718,6 +719,16 @@ def _predict(gp, *, d, lr, steps, m0=None, q0=None, joint=False, lr_c=None, conv
         obs["c_overlap"] = np.array([s[2] @ gp.problem.c / np.linalg.norm(s[2]) for s in states])
     options = dict(d=d, lr=lr, steps=steps, m0=float(m0), q0=q0.tolist(), joint=bool(joint), lr_c=lr_c,
                    convention=convention, n_points=n_points, n_mc=n_mc, seed=seed, rtol=rtol)
+    regime = [dict(condition="delta = lr*d <= 1 (first order in delta, as the A2 corrected ODE)", value=lr * d,
+                   bound=1.0, holds=bool(lr * d <= 1), source="specs/lora.md §2.6, §3.6")]
+    if joint:
+        regime.append(dict(condition="joint c_hat: its per-step noise (no 1/d) is small; not checked, see docs/lora.md",
+                           value=lr_c, bound=None, holds=None, source="docs/lora.md, General position"))
+    for e in regime:
+        if e["holds"] is False:
+            warnings.warn(f"{owner}: regime condition not met: {e['condition']} (value {e['value']!r})",
+                          RegimeWarning, stacklevel=3)
     meta = dict(problem=repr(gp), options=options, t_unit="steps", delta=lr * d, alpha=gp.alpha, m_max=m_max,
-                nfev=sol.nfev, source=["seed 003 L529-557 (Figs 4-5)", "specs/lora.md §2.6, §4 R5 (derived)"])
+                nfev=sol.nfev, regime=regime,
+                source=["seed 003 L529-557 (Figs 4-5)", "specs/lora.md §2.6, §4 R5 (derived)"])
     return Prediction(t=t, observables=obs, status=sol.status, message=sol.message, meta=meta)
