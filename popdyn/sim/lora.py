@@ -6,6 +6,9 @@ simulate
     ``simulate(problem, *, d, lr, steps, ...)`` -> :class:`popdyn.results.Simulation` with observables
     ``m`` (the overlap <u_t, u>), ``loss`` (online estimate of the population loss) and, with
     ``joint=True``, ``c_overlap``. All seeds run batched on one device in one loop.
+simulate_general
+    The same for :class:`popdyn.models.lora.general.GeneralProblem` (u not orthogonal to span W, Figs 4-5),
+    u_hat projected on span(W)^perp or not; adds the observable ``q_norm``.
 
 Geometry. Since x ~ N(0, I_d) is isotropic, any orthonormal frame gives the same law of the
 trajectories, so W is placed in the first q = rank(G) coordinates (``W = [F, 0]`` with ``F F^T = G``
@@ -24,11 +27,12 @@ import torch
 from .._validate import Interval, InvalidParameterError, as_int, check
 from ..api import simulate as _api_simulate
 from ..models.lora import Problem
+from ..models.lora.general import GeneralProblem
 from ..results import Simulation
 from ._torch import (make_generator, progress, resolve_device, resolve_dtype, serial_if_small,
                      standard_normal_, to_numpy, torch_activation)
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "simulate_general"]
 
 _OWNER = "lora.simulate"
 _RANK_TOL = 1e-10  # 1e-10: eigenvalues of a unit-diagonal Gram below this are rank-deficiency, not signal
@@ -204,22 +208,27 @@ def _draws(consts, state, q, opts, gen, C):
         yield X[..., q:], fstar, Wx if joint else Wx * state.scale.unsqueeze(0)
 
 
-def _run(consts, state, q, opts, t, window, gen, bar):
-    """The SGD loop over steps 0..steps (the last one only evaluates the loss); returns recorded tensors."""
+def _run(consts, state, q, opts, t, window, gen, bar, draws=None, record=None, extra=()):
+    """The SGD loop over steps 0..steps (the last one only evaluates the loss); returns recorded tensors.
+
+    ``draws`` and ``record`` replace :func:`_draws` and :func:`_record` (general position, :func:`simulate_general`);
+    ``extra`` names further recorded observables."""
+    draws, record = draws or _draws, record or _record
     S, B, d, steps, joint = opts["seeds"], opts["batch"], opts["d"], opts["steps"], opts["joint"]
     dev, dt = state.U.device, state.U.dtype
     C = max(1, min(_CHUNK_STEPS, _CHUNK_ELEMENTS // (S * B * d)))  # not a function of steps: longer runs
                                                                     # extend shorter ones with the same seed
-    rec = {name: torch.empty((S, len(t)), dtype=dt, device=dev) for name in ("m", "c_overlap")[:1 + joint]}
+    names = ("m", "c_overlap")[:1 + joint] + tuple(extra)
+    rec = {name: torch.empty((S, len(t)), dtype=dt, device=dev) for name in names}
     loss_sum = torch.zeros((S, len(t)), dtype=dt, device=dev)
     window_t = torch.as_tensor(window, device=dev)
     slot = {int(s): j for j, s in enumerate(t)}
-    for ci, (Y, fstar, Wxs) in enumerate(_draws(consts, state, q, opts, gen, C)):
+    for ci, (Y, fstar, Wxs) in enumerate(draws(consts, state, q, opts, gen, C)):
         s0, nc = ci * C, min(C, steps + 1 - ci * C)
         res = torch.empty((nc, S, B, 1), dtype=dt, device=dev)
         for i, (y, f, w, r) in enumerate(zip(Y.unbind(0), fstar.unbind(0), Wxs.unbind(0), res.unbind(0))):
             if s0 + i in slot:
-                _record(consts, state, rec, slot[s0 + i])
+                record(consts, state, rec, slot[s0 + i])
             w = w * state.scale if joint else w
             _sgd_step(consts, state, y, w, f, opts["lr"], opts["lr_c"], s0 + i < steps, r)
         loss_sum.index_add_(1, window_t[s0:s0 + nc], res.square().mean((2, 3)).T)
@@ -336,3 +345,136 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
     message = "" if ok else (f"non-finite values: the run diverged or overflowed at lr={opts['lr']} "
                              f"({meta['dtype']}); lower lr, or use float64")
     return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
+
+
+# ---- general position: u (and u_hat) not orthogonal to span W (Figs 4-5) ----------------------------------
+def _general_draws(a, s, project):
+    """Like :func:`_draws`, with ``<u, x> = a . x_W + s x_q`` (u has the part ``a`` in span W) and, unprojected,
+    u_hat in all d coordinates (``y = x``)."""
+    def draws(consts, state, q, opts, gen, C):
+        S, B, d, joint = opts["seeds"], opts["batch"], opts["d"], opts["joint"]
+        X = torch.empty((C, S, B, d), dtype=state.U.dtype, device=state.U.device)
+        for _ in range(-(-(opts["steps"] + 1) // C)):
+            standard_normal_(X, gen)
+            Wx = X[..., :q] @ consts.FT
+            ux = torch.addcmul(X[..., :q] @ a, X[..., q], torch.full_like(X[..., q], s))
+            pre = torch.addcmul(Wx, ux.unsqueeze(-1), consts.c_t) * consts.scale_t
+            fstar = consts.act.f(pre) @ consts.lam
+            yield (X[..., q:] if project else X), fstar, Wx if joint else Wx * state.scale.unsqueeze(0)
+    return draws
+
+
+def _general_record(a, s, project, q):
+    """Like :func:`_record`, with ``m = <u_hat, u>`` for the general u and ``q_norm = ||Pi_W u_hat||``."""
+    def record(consts, state, rec, j):
+        _record(consts, state, rec, j)
+        U = state.U[:, 0]
+        if project:
+            rec["m"][:, j] = s * U[:, 0]
+            rec["q_norm"][:, j] = 0.0
+        else:
+            rec["m"][:, j] = U[:, :q] @ a + s * U[:, q]
+            rec["q_norm"][:, j] = torch.linalg.vector_norm(U[:, :q], dim=1)
+    return record
+
+
+def simulate_general(gp, *, d, lr, steps, m0=None, q0=None, seeds=4, device="cpu", dtype=None, record_every=None,
+                     n_points=200, batch=1, joint=False, lr_c=None, seed=0, progress_bar=False):
+    r"""Online SGD with u in general position (``p = W u`` not 0), projected (Eq. 4) or not (Fig. 4).
+
+    .. math:: u = \alpha u_1 + \sqrt{1-\alpha^2}\,u_2,\quad u_1 \in \mathrm{span}\,W,\ u_2 \perp W;\qquad
+              u_{t+1} = \frac{u_t - \eta P\nabla_{\hat u} L}{\lVert u_t - \eta P\nabla_{\hat u} L\rVert}
+
+    with P = (I - u_t u_t^T) Pi_W^perp (``gp.project``, the paper's algorithm) or (I - u_t u_t^T) (Fig. 4).
+
+    Parameters
+    ----------
+    gp : lora.general.GeneralProblem
+    d, lr, steps, seeds, device, dtype, record_every, n_points, batch, joint, lr_c, seed, progress_bar
+        As :func:`simulate`.
+    m0 : float, optional
+        Initial ``<u_hat, u>``, exact on every seed; default ``s 0.5/sqrt(d)``, s the sign of the
+        population dm/dt at (m, q) = 0. Projected: ``|m0| < sqrt(1 - alpha^2)``.
+    q0 : ndarray of shape (k,), optional
+        Initial ``W u_hat`` (unprojected only; default 0), exact on every seed.
+
+    Returns
+    -------
+    Simulation
+        As :func:`simulate`, plus the observable ``q_norm`` = ``||Pi_W u_hat||``; ``meta["alpha"]``.
+
+    Notes
+    -----
+    Regime: any d >= rank G + 2. Geometry: W in the first q = rank G coordinates, u = (a, s, 0, ...) with
+    ``F a = p``, ``s = sqrt(1 - alpha^2)``; projected, u_hat lives in coordinates q.. (exact projection).
+
+    References
+    ----------
+    .. [src] seed 003 L529-557 (Figs 4-5), L167-185 (Eq. 4); specs/lora.md §4 R5.
+
+    Examples
+    --------
+    >>> from popdyn.models import lora
+    >>> from popdyn.models.lora.general import GeneralProblem
+    >>> gp = GeneralProblem.from_alpha(lora.Problem.orthonormal(k=2, xi=1.0, seed=0), 0.5, seed=0)
+    >>> sim = simulate_general(gp, d=16, lr=0.01, steps=10, seeds=2, m0=0.25, n_points=3)
+    >>> [round(v, 12) for v in sim["m"][:, 0].tolist()]   # m0 is exact on every seed
+    [0.25, 0.25]
+    """
+    from ..models.lora.general import general_drift
+    if not isinstance(gp, GeneralProblem):
+        raise InvalidParameterError(f"The 'gp' parameter of {_OWNER} must be a lora.general.GeneralProblem. "
+                                    f"Got {gp!r} instead.")
+    P, project = gp.problem, bool(gp.project)
+    F = _factor(P.G)
+    qr = F.shape[1]
+    a = np.linalg.lstsq(F, gp.p, rcond=None)[0]
+    s = float(np.sqrt(max(1.0 - a @ a, 0.0)))
+    d = as_int(_OWNER, "d", d, qr + 2)
+    if m0 is None:
+        sgn = np.sign(general_drift(gp, 0.0, None if project else np.zeros(P.k), lr=1.0, convention="paper")[0]) or 1.0
+        m0 = sgn * 0.5 / np.sqrt(d)
+    if q0 is not None and project:
+        raise InvalidParameterError(f"The 'q0' parameter of {_OWNER} must be None when project=True. Got {q0!r}.")
+    b = np.zeros(qr) if q0 is None else np.linalg.lstsq(F, np.asarray(q0, dtype=np.float64), rcond=None)[0]
+    m0 = check(_OWNER, "m0", m0, Interval(-s, s) if project else Interval(-1, 1))
+    t1 = m0 / s if project else (m0 - a @ b) / s
+    rest2 = 1.0 - b @ b - t1 * t1
+    if not (-1 <= t1 <= 1) or rest2 < 0:
+        raise InvalidParameterError(f"The 'm0', 'q0' parameters of {_OWNER} must be the overlaps of a unit u_hat: "
+                                    f"||Pi_W u_hat||^2 + t^2 <= 1. Got m0={m0!r}, q0={q0!r} instead.")
+    opts = _check(P, d, lr, steps, float(np.clip(t1, -1, 1)), seeds, batch, joint, lr_c, seed)
+    dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
+    t, window = _record_grid(opts["steps"], record_every, n_points)
+    gen = make_generator(opts["seed"], dev)
+    start = time.perf_counter()
+    as_t = lambda v: torch.tensor(np.asarray(v, dtype=np.float64), dtype=dt, device=dev)
+    with torch.inference_mode(), serial_if_small(dev, opts["seeds"] * opts["batch"] * d):
+        consts, state, q = _init(P, opts, dev, dt, gen)       # u_hat in span(W)^perp with <u_hat, e_q> = t1
+        if not project:                                        # add the span-W part b, keep the unit norm
+            U = state.U
+            if 1 - t1 * t1 > 0:
+                U[..., 1:] *= float(np.sqrt(max(rest2, 0.0) / (1 - t1 * t1)))
+            state.U = torch.cat([as_t(b).expand(U.shape[0], 1, qr), U], dim=2).contiguous()
+        bar = progress(opts["steps"] + 1, progress_bar, "lora.simulate")
+        try:
+            rec = _run(consts, state, q, opts, t, window, gen, bar, draws=_general_draws(as_t(a), s, project),
+                       record=_general_record(as_t(a), s, project, q), extra=("q_norm",))
+        finally:
+            bar.close()
+        obs = {name: to_numpy(v) for name, v in rec.items()}
+    wall = time.perf_counter() - start
+    ok = all(np.all(np.isfinite(v)) for v in obs.values())
+    opts["m0"] = m0
+    meta = {"problem": repr(gp), "options": {**opts, "q0": None if q0 is None else list(map(float, q0)),
+                                             "record_every": record_every, "n_points": n_points},
+            "t_unit": "steps", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
+            "torch_version": torch.__version__, "seeds": opts["seeds"], "seed": opts["seed"], "wall_time_s": wall,
+            "steps_per_s": (opts["steps"] + 1) / wall, "rank_G": q, "alpha": gp.alpha, "project": project,
+            "activation_native": consts.act.native}
+    message = "" if ok else (f"non-finite values: the run diverged or overflowed at lr={opts['lr']} "
+                             f"({meta['dtype']}); lower lr, or use float64")
+    return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
+
+
+_api_simulate.register(GeneralProblem)(simulate_general)
