@@ -8,6 +8,7 @@ bounds and the paper's limits and constructions. Modules: ``problem``, ``theory`
 """
 from .bounds import claim1_condition, condition3, signal_noise, theorem16_schedule, theorem_schedule
 from .dynamics import limit_sign, overlap_ode, overlap_recursion, plateau_overlap, time_to_overlap
+from .general import GeneralProblem, general_drift, general_gradient, general_loss, pair_moments
 from .limits import (claim2_instance, example_f1, glm_h, lazy_floor, lazy_h, lazy_solution, refit_error,
                      separation_instance, thm36_bound)
 from .normalisation import B0, B1, gradient_second_moment
@@ -24,3 +25,4 @@ __all__ = ["Problem", "overlaps",
            "B0", "B1", "gradient_second_moment", "overlap_ode", "overlap_recursion", "time_to_overlap",
            "plateau_overlap", "limit_sign",
            "condition3", "claim1_condition", "signal_noise", "theorem16_schedule", "theorem_schedule"]
+__all__ += ["GeneralProblem", "pair_moments", "general_loss", "general_gradient", "general_drift"]
