@@ -244,6 +244,18 @@ MODELS = {
         functions=((lora.h, {"m": np.array([-1.0, 0.0, 1.0])}), (lora.population_loss, {"m": np.array([-1.0, 1.0])}),
                    (lora.h0, {}), (lora.limit_sign, {})),
         simulate={"d": 20, "lr": 1e-2, "steps": 30, "seeds": 2, "n_points": 5}),
+    "lora.general": ModelSpec(
+        st.builds(lambda p, a, proj: lora.GeneralProblem.from_alpha(p, a, seed=1, project=proj),
+                  lora_problems(activations=("relu", "tanh"), orthonormal=True, k_max=6).filter(lambda p: p.k >= 2),
+                  st.floats(0.0, 0.9), st.booleans()),
+        edges=(lambda: lora.GeneralProblem.from_alpha(lora.Problem.orthonormal(k=2, xi=1.0, activation="relu"), 0.0),
+               lambda: lora.GeneralProblem.from_alpha(lora.Problem.orthonormal(k=4, xi=1.0, activation="tanh"), 0.9,
+                                                      project=False)),
+        predict={"d": 200, "lr": 1e-3, "steps": 400, "n_points": 20, "n_mc": 512},
+        bad_predict=(("lr", -1.0), ("steps", 0), ("convention", "nope")),
+        functions=((lora.general_loss, {"m": 0.3}),
+                   (lambda p: np.concatenate([np.ravel(g) for g in lora.general_gradient(p, 0.3)]), {})),
+        simulate={"d": 20, "lr": 1e-2, "steps": 30, "seeds": 2, "n_points": 5}),
     "icl": ModelSpec(
         icl_problems(),
         edges=(lambda: icl.Problem.from_spectrum([1.0], 1, 1),                           # d = 1, N = 1
@@ -368,7 +380,8 @@ EXAMPLES = {
             lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1),
             lambda: icl.ParityProblem.paper(1, 3, gamma=0.1)],
     "looped": [lambda: looped.Problem.fig8_1(16), lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 0.5, 2.0]))],
-    "lora": lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
+    "lora": [lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
+             lambda: lora.GeneralProblem.from_alpha(lora.Problem.orthonormal(k=4, xi=1.0, activation="relu"), 0.5)],
     "modular": [lambda: modular.Problem(p=11, k=3), lambda: modular.TransformerProblem.setting("cpu")],
     "resnet": [lambda: resnet.Problem(d=12, k=3, N=100), lambda: resnet.Problem.thm2(d=14, N=200),
                lambda: resnet.NetworkProblem.thm2(d=10, k=3, m=16, N=50, epochs=2)],

@@ -33,7 +33,7 @@ from scipy.special import ndtri
 from scipy.stats import qmc
 
 from ... import activations, dynamics
-from ..._validate import Integer, Interval, InvalidParameterError, Options, RegimeWarning, check
+from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, RegimeWarning, check
 from ...api import predict
 from ...results import Prediction
 from ...gaussian import arccos_kernel
@@ -79,6 +79,9 @@ class GeneralProblem:
     ----------
     .. [src] seed 003 L529-557 (Figs 4-5, u not orthogonal to W), L80 (A2); specs/lora.md §4 R5, §7.
     """
+    #: what the CLI and the property suite read; ``__post_init__`` checks them (and p's range and norm)
+    _constraints = {"p": FiniteArray(1), "project": Options((True, False))}
+
     problem: Problem
     p: np.ndarray
     project: bool = True
