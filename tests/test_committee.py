@@ -269,6 +269,27 @@ def test_escape_time_is_interpolated_and_per_seed():
         cm.escape_time(pred, 0.0)
 
 
+def test_escape_time_is_located_on_the_continuous_solution():
+    """Event location: on a coarse grid the crossing lies between samples; the located time equals the crossing of an
+    ODE recorded every 2e-4 (linear interpolation there errs by ~h^2 eg''/eg' ~ 1e-8) to 1e-6, while the coarse linear
+    interpolation misses it by > 1e-2."""
+    import popdyn
+    p = cm.Problem.saad_solla(K=1, M=1)
+    coarse = cm.ode(p, [[0.25]], [[0.0]], t=[0.0, 5.0, 10.0, 20.0])
+    located = cm.escape_time(coarse, 0.01)
+    hand = cm.escape_time(Prediction(t=coarse.t, observables=coarse.observables), 0.01)   # no flow: interpolated
+    i = int(np.flatnonzero(coarse["eg"] <= 0.01)[0])
+    fine = cm.ode(p, [[0.25]], [[0.0]], t=np.concatenate([[0.0], np.arange(coarse.t[i - 1], coarse.t[i] + 1e-9, 2e-4)]))
+    ref = cm.escape_time(Prediction(t=fine.t, observables=fine.observables), 0.01)
+    assert coarse.t[i - 1] < located < coarse.t[i]
+    assert abs(located - ref) < 1e-6 and abs(hand - ref) > 1e-2
+    # popdyn.predict reports the located time in steps
+    pred = popdyn.predict(p, d=100, steps=2000, n_points=5, Q0=[[0.25]], R0=[[0.0]])
+    dense = cm.ode(p, [[0.25]], [[0.0]], t=np.linspace(0, 20, 100_001))
+    ref_steps = 100 * cm.escape_time(Prediction(t=dense.t, observables=dense.observables), 0.01)
+    assert abs(cm.escape_time(pred, 0.01) - ref_steps) < 1e-4
+
+
 def test_ode_rejects_bad_state_and_times():
     p = cm.Problem.saad_solla()
     with pytest.raises(InvalidParameterError, match="'Q' parameter of committee.ode"):

@@ -22,8 +22,8 @@ import weakref
 
 import numba
 import numpy as np
-from scipy.optimize import root
-
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq, root
 from scipy.special import ndtr
 
 from ...dynamics import solve_ode
@@ -39,6 +39,7 @@ _M2_ODE = 32            # Gauss-Hermite nodes per axis (evaluated at 48) of the 
 _FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional grid of the eta^2 term without a closed I4
 _RELU_NODES = 2e4      # outer nodes (before pruning) of the ReLU eta^2 term (one direction integrated exactly)
 _cache = weakref.WeakKeyDictionary()
+_EPS = np.finfo(np.float64).eps
 
 
 class _Plan:
@@ -368,7 +369,36 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=1e-10, at
         obs["v"] = v
     meta = dict(problem=repr(problem), t_unit="steps/d", rtol=rtol, atol=atol, nfev=sol.nfev,
                 source=["Saad & Solla 1995 eqs. (5)-(7)", "Goldt et al. 2019 eqs. (7)-(9)", "issue 14 §1"])
-    return Prediction(t=sol.t, observables=obs, status=sol.status, message=sol.message, meta=meta)
+    pred = Prediction(t=sol.t, observables=obs, status=sol.status, message=sol.message, meta=meta)
+    pred._flow = _Flow(problem, f, sol.t, y, rtol, atol)
+    return pred
+
+
+class _Flow:
+    """The continuous solution behind an ODE Prediction: its vector field and recorded states, so that
+    :func:`escape_time` can locate a crossing between grid points (``scale``: recorded time per ODE time unit)."""
+
+    def __init__(self, problem, f, t, y, rtol, atol, scale=1.0):
+        self.problem, self.f, self.t, self.y, self.rtol, self.atol, self.scale = problem, f, t, y, rtol, atol, scale
+
+    def rescaled(self, scale):
+        return _Flow(self.problem, self.f, self.t, self.y, self.rtol, self.atol, scale)
+
+    def eg(self, y):
+        K, M = self.problem.K, self.problem.M
+        nq, nr = K * K, K * M
+        return float(generalisation_error(self.problem, y[:nq].reshape(K, K), y[nq:nq + nr].reshape(K, M),
+                                          y[nq + nr:]))
+
+    def crossing(self, i, level):
+        """The time in (t[i-1], t[i]] where eg = level, on the dense output of one DOP853 segment."""
+        a, b = self.t[i - 1], self.t[i]
+        seg = solve_ivp(self.f, (a, b), self.y[i - 1], method="DOP853", rtol=self.rtol, atol=self.atol,
+                        dense_output=True)
+        h = lambda s: self.eg(seg.sol(s)) - level
+        if not (seg.success and h(a) > 0 >= h(b)):
+            return None
+        return self.scale * brentq(h, a, b, xtol=1e-14 * max(1.0, abs(b)), rtol=4 * _EPS)
 
 
 def _symmetric(problem, theta, v):
@@ -442,9 +472,16 @@ def plateau(problem, v=1.0, t_relax=2000.0):
 
 
 def escape_time(prediction, level):
-    r"""First time at which eg falls to ``level`` (the end of the plateau), linearly interpolated; None if never.
+    r"""First time at which eg falls to ``level`` (the end of the plateau); None if never.
 
-    .. math:: t_{\rm esc} = \min\{t : \epsilon_g(t) \le \mathrm{level}\}
+    .. math:: t_{\rm esc} = \min\{t : \epsilon_g(t) = \mathrm{level}\},\qquad
+              \epsilon_g(t_{i-1}) > \mathrm{level} \ge \epsilon_g(t_i)
+
+    The recorded grid brackets the first crossing. For a Prediction of :func:`ode` (or of
+    ``popdyn.predict`` on a committee problem) the crossing is then located on the continuous solution: one
+    DOP853 segment from the recorded state at :math:`t_{i-1}`, with dense output and the ODE's tolerances, and
+    Brent's method on :math:`\epsilon_g(t) - \mathrm{level}` (event location). For any other result (a
+    Simulation, a Prediction built by hand) eg is linearly interpolated between the two samples.
 
     Parameters
     ----------
@@ -459,7 +496,9 @@ def escape_time(prediction, level):
 
     Notes
     -----
-    Regime: the recorded grid fine enough that eg is monotone between neighbouring samples.
+    Regime: the first crossing lies in the first recorded interval whose end is at or below ``level``
+    (a dip below ``level`` and back up between two samples is not seen). Event location is exact to the
+    ODE's tolerances; interpolation is exact when eg is linear between samples.
 
     References
     ----------
@@ -470,19 +509,30 @@ def escape_time(prediction, level):
     >>> from popdyn.results import Prediction
     >>> escape_time(Prediction(t=np.array([0.0, 1.0, 2.0]), observables={"eg": np.array([0.3, 0.2, 0.0])}), 0.1)
     1.5
+    >>> pred = ode(Problem.saad_solla(K=1, M=1), [[0.25]], [[0.0]], t=[0.0, 5.0, 10.0, 20.0])
+    >>> t_esc = escape_time(pred, 0.01)          # located on the continuous solution, not interpolated
+    >>> bool(5.0 < t_esc < 20.0), t_esc == escape_time(Prediction(t=pred.t, observables=pred.observables), 0.01)
+    (True, False)
     """
     level = check("committee.escape_time", "level", level, Interval(0, np.inf, closed="neither"))
     t, eg = np.asarray(prediction.t, dtype=np.float64), np.asarray(prediction["eg"], dtype=np.float64)
     if eg.ndim == 2:
         return np.array([np.nan if (e := _first(t, row, level)) is None else e for row in eg])
-    return _first(t, eg, level)
+    flow = getattr(prediction, "_flow", None)
+    if flow is not None and len(flow.t) != t.size:
+        flow = None
+    return _first(t, eg, level, flow)
 
 
-def _first(t, eg, level):
+def _first(t, eg, level, flow=None):
     hit = np.flatnonzero(eg <= level)
     if hit.size == 0:
         return None
     i = hit[0]
     if i == 0:
         return float(t[0])
+    if flow is not None:
+        located = flow.crossing(i, level)
+        if located is not None:
+            return float(located)
     return float(t[i - 1] + (eg[i - 1] - level) / (eg[i - 1] - eg[i]) * (t[i] - t[i - 1]))

@@ -121,5 +121,7 @@ def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init
     pred = ode(problem, Q0, R0, v0, t=t / d, rtol=rtol, atol=atol)
     meta = dict(pred.meta, t_unit="steps", options=dict(d=d, steps=steps, n_points=n_points, init=init, seed=seed,
                                                         rtol=rtol, atol=atol), Q0=Q0, R0=R0)
-    return Prediction(t=t[:pred.t.size], observables=pred.observables, status=pred.status, message=pred.message,
-                      meta=meta)
+    out = Prediction(t=t[:pred.t.size], observables=pred.observables, status=pred.status, message=pred.message,
+                     meta=meta)
+    out._flow = pred._flow.rescaled(d)          # escape_time locates crossings on the ODE, reported in steps
+    return out
