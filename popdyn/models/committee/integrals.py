@@ -47,14 +47,14 @@ def _diag(C, i):
 # --------------------------------------------------------------------------- quadrature
 
 @functools.lru_cache(maxsize=16)
-def _tensor_rule(n, m):
+def _tensor_rule(n, m, prune=_PRUNE):
     """Tensor product of the probability-normalised m-point Gauss-Hermite rule in n dimensions, pruned of its
-    negligible corner nodes."""
+    negligible corner nodes (weight below ``prune`` x the largest; C-contiguous, read-only)."""
     x, w = hermite.gauss_hermite(m)
-    z = np.array(list(itertools.product(x, repeat=n)))
-    wz = np.prod(np.array(list(itertools.product(w, repeat=n))), axis=1)
-    keep = wz > _PRUNE * wz.max()
-    z, wz = z[keep], wz[keep]
+    z = np.array(list(itertools.product(x, repeat=n))).reshape(-1, n)
+    wz = np.prod(np.array(list(itertools.product(w, repeat=n))).reshape(-1, n), axis=1)
+    keep = wz > prune * wz.max()
+    z, wz = np.ascontiguousarray(z[keep]), np.ascontiguousarray(wz[keep])
     z.setflags(write=False)
     wz.setflags(write=False)
     return z, wz
