@@ -98,6 +98,23 @@ def test_quadrature_error_estimate_bounds_the_error_of_erf_from_a_callable():
             assert abs(v - exact) < (1e-10 if n < 4 else 1e-5), name
 
 
+def test_relu_I4_error_and_its_estimate_are_as_documented():
+    """ReLU's I4 is a quadrature converging like 1/m4: at m4 = 12 its error against a 140-node rule of the same
+    exact-direction method (independent nodes) is below 2.5 % relative and 3x its estimate (the documented
+    behaviour: the estimate is a heuristic), and the 140-node value agrees with 4e5-sample Monte Carlo (z = 5)."""
+    import sys
+    ii = sys.modules["popdyn.models.committee.integrals"]
+    ig = cm.integrals("relu")
+    F = _fields(ig.activation)["I4"][1]
+    for seed in (1, 3):
+        C = _random_cov(4, seed, scale=np.random.default_rng(seed).uniform(0.3, 3))
+        v, e = ig.I4(C, err=True)
+        ref = float(ii._relu_I4(C, 1.0, 140))
+        assert abs(v - ref) < 0.025 * abs(ref) and abs(v - ref) < 3 * e, (seed, v - ref, e)
+        m, se = _mc(C, F, 400_000, seed=seed)
+        assert abs(ref - m) < 5 * se
+
+
 def test_integrals_are_batched():
     ig = cm.integrals(SS_ERF)
     Cs = np.stack([_random_cov(4, s) for s in range(5)])

@@ -28,7 +28,7 @@ from scipy.optimize import brentq, root
 from ...dynamics import solve_ode
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
-from .integrals import _tensor_rule, integrals
+from .integrals import _relu_second_moment, _tensor_rule, integrals
 from .problem import Problem
 
 __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
@@ -207,7 +207,7 @@ def _second_moment(problem, pl, Om, u):
     g, dg = problem.activation, problem.activation.deriv
     s2 = problem.sigma ** 2
     if problem.activation._family.name == "relu":
-        return _relu_second_moment(Om, u, K, problem.activation.r, s2, pl.m_relu)
+        return _relu_second_moment(Om, u, K, problem.activation.r, s2, pl.m_relu, _PRUNE_ODE)
     z, w = _tensor_rule(P, pl.m_full, _PRUNE_ODE)
     lam, U = np.linalg.eigh(Om)
     x = _map_nodes(z, np.ascontiguousarray((U * np.sqrt(np.maximum(lam, 0.0))) @ U.T))   # principal square root:
@@ -247,82 +247,6 @@ def _eta2_reduce(G, D, w, u, s2):  # pragma: no cover - compiled
         for l in range(k):
             out[k, l] = out[l, k]
     return out
-
-
-def _relu_second_moment(Om, u, K, r, s2, m):
-    r""":math:`\mathbb E[g'_kg'_l(\Delta^2+\sigma^2)]` for :math:`g = \mathrm{relu}(r\,\cdot)`, continuous in Omega.
-
-    The fields are :math:`f = \alpha + \beta t` along the top eigen-direction t of Omega; on each interval
-    between their kinks the integrand is :math:`s_ks_l[(a + bt)^2 + \sigma^2]`, integrated exactly against
-    :math:`\varphi(t)`; Gauss-Hermite (m per axis) over the other P - 1 directions, in a numba kernel.
-    """
-    P = Om.shape[0]
-    lam, U = np.linalg.eigh(Om)
-    A = U * np.sqrt(np.maximum(lam, 0.0))
-    if P > 1:
-        z, w = _tensor_rule(P - 1, m, _PRUNE_ODE)
-    else:
-        z, w = np.zeros((1, 0)), np.ones(1)
-    return _relu_kernel(z, w, np.ascontiguousarray(A[:, :-1]), np.ascontiguousarray(A[:, -1]),
-                        np.ascontiguousarray(u, dtype=np.float64), K, float(r) ** 2, float(s2))
-
-
-@numba.njit(cache=True)
-def _relu_kernel(Zo, w, Bo, beta, u, K, r2, s2):  # pragma: no cover - compiled
-    """The loops of :func:`_relu_second_moment`: fields alpha + beta t at each outer node, kinks sorted, the
-    Gaussian moments M0, M1, M2 of each interval in closed form."""
-    N, P, D = Zo.shape[0], beta.shape[0], Zo.shape[1]
-    out = np.zeros((K, K))
-    alpha, cuts = np.empty(P), np.empty(P + 2)
-    Phi, phi, on = np.empty(P + 2), np.empty(P + 2), np.empty(P, dtype=np.bool_)
-    rt2, c0 = math.sqrt(2.0), 1.0 / math.sqrt(2.0 * math.pi)
-    for n in range(N):
-        for i in range(P):
-            acc = 0.0
-            for j in range(D):
-                acc += Bo[i, j] * Zo[n, j]
-            alpha[i] = acc
-        cuts[0], cuts[P + 1] = -np.inf, np.inf
-        for i in range(P):                 # kinks in t; beyond 40 the Gaussian weight is nil
-            if abs(beta[i]) > 1e-300:
-                cuts[i + 1] = min(40.0, max(-40.0, -alpha[i] / beta[i]))
-            else:
-                cuts[i + 1] = 40.0 if alpha[i] > 0 else -40.0
-        for i in range(2, P + 1):          # insertion sort of the P kinks
-            x, q = cuts[i], i - 1
-            while q >= 1 and cuts[q] > x:
-                cuts[q + 1] = cuts[q]
-                q -= 1
-            cuts[q + 1] = x
-        for i in range(P + 2):
-            c = cuts[i]
-            if math.isinf(c):
-                Phi[i], phi[i] = (1.0 if c > 0 else 0.0), 0.0
-            else:
-                Phi[i], phi[i] = 0.5 * math.erfc(-c / rt2), c0 * math.exp(-0.5 * c * c)
-        for q in range(P + 1):
-            lo, hi = cuts[q], cuts[q + 1]
-            M0 = Phi[q + 1] - Phi[q]
-            if M0 <= 0.0:
-                continue
-            mid = hi - 1.0 if math.isinf(lo) else (lo + 1.0 if math.isinf(hi) else 0.5 * (lo + hi))
-            a, b = 0.0, 0.0
-            for i in range(P):
-                on[i] = alpha[i] + beta[i] * mid > 0
-                if on[i]:
-                    a += u[i] * alpha[i]
-                    b += u[i] * beta[i]
-            flo = 0.0 if math.isinf(lo) else lo
-            fhi = 0.0 if math.isinf(hi) else hi
-            M1 = phi[q] - phi[q + 1]
-            M2 = M0 + flo * phi[q] - fhi * phi[q + 1]
-            val = w[n] * ((r2 * a * a + s2) * M0 + r2 * (2 * a * b * M1 + b * b * M2))
-            for k in range(K):
-                if on[k]:
-                    for l in range(K):
-                        if on[l]:
-                            out[k, l] += val
-    return r2 * out
 
 
 def drift(problem, Q, R, v=None):
