@@ -86,7 +86,7 @@ def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init
         Their numpy seed, >= 0.
     rtol, atol : float or None
         Tolerances of the integration, in (0, 1); None for the defaults of :func:`~popdyn.models.committee.ode`
-        (1e-10, 1e-12 with closed forms; 1e-6, 1e-9 with a quadrature).
+        (1e-10, 1e-12 with closed forms; 1e-5, 1e-8 with a quadrature).
 
     Returns
     -------
