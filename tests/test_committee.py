@@ -277,7 +277,8 @@ def test_ode_preserves_symmetric_Q_and_records_v_when_trained():
 
 def test_escape_time_is_interpolated_and_per_seed():
     pred = Prediction(t=np.array([0.0, 1.0, 2.0, 3.0]), observables={"eg": np.array([0.3, 0.2, 0.1, 0.0])})
-    assert cm.escape_time(pred, 0.15) == pytest.approx(1.5) and cm.escape_time(pred, -0.0 + 1e-9) == pytest.approx(3.0, abs=1e-6)
+    assert cm.escape_time(pred, 0.15) == pytest.approx(1.5)
+    assert cm.escape_time(pred, -0.0 + 1e-9) == pytest.approx(3.0, abs=1e-6)
     assert cm.escape_time(pred, 0.5) == 0.0
     sim = Prediction(t=np.array([0.0, 1.0]), observables={"eg": np.array([[0.3, 0.1], [0.3, 0.25]])})
     out = cm.escape_time(sim, 0.2)

@@ -69,7 +69,8 @@ GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "icl_
          "multitask_predict": 100.0, "emergence_kernel": 1.0,
          "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "resnet_exact_error": 1.0,
          "resnet_hamming": 1.0, "contrastive_optimum": 1.0, "dg_accuracy": 1.0, "dg_optimum": 1.0,
-         "committee_erf_ode": 10.0, "committee_relu_ode": 5.0, "committee_tanh_ode": 5.0, "sweep_pool": 1.0, "sweep_dask": 1.0, "validate_jobs": 1.0}
+         "committee_erf_ode": 10.0, "committee_relu_ode": 5.0, "committee_tanh_ode": 5.0, "sweep_pool": 1.0,
+         "sweep_dask": 1.0, "validate_jobs": 1.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 

@@ -111,7 +111,8 @@ def _erf_kernel(Om, u, K, eta, eta2, sigma2):  # pragma: no cover - compiled
                 lam4 = a1 * a2 - c12 * c12
                 tot = 0.0
                 for i in range(P):
-                    li = lam4 * (1.0 + Om[i, i]) - Om[l, i] ** 2 * a1 - Om[k, i] ** 2 * a2 + 2 * c12 * Om[k, i] * Om[l, i]
+                    li = (lam4 * (1.0 + Om[i, i]) - Om[l, i] ** 2 * a1 - Om[k, i] ** 2 * a2
+                          + 2 * c12 * Om[k, i] * Om[l, i])
                     for j in range(i, P):
                         lj = (lam4 * (1.0 + Om[j, j]) - Om[l, j] ** 2 * a1 - Om[k, j] ** 2 * a2
                               + 2 * c12 * Om[k, j] * Om[l, j])
@@ -533,7 +534,8 @@ def escape_time(prediction, level):
 
     The recorded grid brackets the first crossing. For a Prediction of :func:`ode` (or of
     ``popdyn.predict`` on a committee problem) the crossing is then located on the continuous solution: one
-    segment of the ODE's solver from the recorded state at :math:`t_{i-1}`, with dense output and the ODE's tolerances, and
+    segment of the ODE's solver from the recorded state at :math:`t_{i-1}`, with dense output and the ODE's
+    tolerances, and
     Brent's method on :math:`\epsilon_g(t) - \mathrm{level}` (event location). For any other result (a
     Simulation, a Prediction built by hand) eg is linearly interpolated between the two samples.
 
