@@ -75,11 +75,72 @@ def _nodes(C, m):
     return x, w
 
 
+@functools.lru_cache(maxsize=16)
+def _radial_rule(n):
+    r"""n-point Gauss rule of the weight :math:`r e^{-r^2/2}` on :math:`[0, \infty)` (the radius of a 2-D standard
+    Gaussian): its recurrence by the discretised Stieltjes procedure on 400 Gauss-Legendre points of [0, 15]
+    (the weight beyond is e^-112; exact for the degree <= 2n < 400 it needs), then Golub-Welsch."""
+    x, w = np.polynomial.legendre.leggauss(400)
+    r = 7.5 * (x + 1)
+    wr = 7.5 * w * r * np.exp(-r * r / 2)
+    a, b = np.zeros(n), np.zeros(n)
+    p_prev, p, norm_prev = np.zeros_like(r), np.ones_like(r), 1.0
+    for k in range(n):
+        norm = wr @ (p * p)
+        a[k] = wr @ (r * p * p) / norm
+        b[k] = norm / norm_prev
+        p_prev, p, norm_prev = p, (r - a[k]) * p - (b[k] * p_prev if k else 0.0), norm
+    off = np.sqrt(b[1:])
+    nodes, V = np.linalg.eigh(np.diag(a) + np.diag(off, 1) + np.diag(off, -1))
+    weights = V[0] ** 2
+    weights = weights / weights.sum()
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
+def _sqrt2x2(C):
+    """Principal square roots of PSD 2x2 matrices (..., 2, 2): (C + s I) / sqrt(tr C + 2 s), s = sqrt(det C)."""
+    s = np.sqrt(np.maximum(C[..., 0, 0] * C[..., 1, 1] - C[..., 0, 1] ** 2, 0.0))
+    t = np.sqrt(np.maximum(C[..., 0, 0] + C[..., 1, 1] + 2 * s, 0.0))
+    out = C + s[..., None, None] * np.eye(2)
+    return np.divide(out, t[..., None, None], out=np.zeros_like(out), where=t[..., None, None] > 0)
+
+
+def _polar_nodes(C, m):
+    r"""Nodes (..., N, 2) and weights (..., N) of :math:`N(0, C)`, C (..., 2, 2), in polar coordinates of the
+    principal square root S: :math:`x = S(r\cos\theta, r\sin\theta)`, the circle split at the four angles where a
+    field vanishes (kinks of g at 0 lie there), m/4 Gauss-Legendre angles per arc, m/2 radii of :func:`_radial_rule`.
+
+    Along each ray and arc the integrand of an activation smooth away from 0 is smooth, so the rule converges
+    exponentially where tensor Gauss-Hermite converges like a power of m (softsign, whose g' has a cusp at 0:
+    E g'(z) off by 3 % at 48 nodes).
+    """
+    S = _sqrt2x2(C)
+    th = np.stack([np.arctan2(-S[..., 0, 0], S[..., 0, 1]), np.arctan2(-S[..., 1, 0], S[..., 1, 1])], -1)
+    th = np.sort(np.mod(np.concatenate([th, th + np.pi], -1), 2 * np.pi), -1)            # (..., 4)
+    arc = np.diff(np.concatenate([th, th[..., :1] + 2 * np.pi], -1), axis=-1)
+    xg, wg = np.polynomial.legendre.leggauss(max(2, m // 4))
+    ang = (th[..., :, None] + arc[..., :, None] * (xg + 1) / 2).reshape(th.shape[:-1] + (-1,))
+    wa = (arc[..., :, None] * wg / (4 * np.pi)).reshape(ang.shape)
+    r, wr = _radial_rule(max(2, m // 2))
+    z1 = (np.cos(ang)[..., :, None] * r).reshape(ang.shape[:-1] + (-1,))
+    z2 = (np.sin(ang)[..., :, None] * r).reshape(z1.shape)
+    w = (wa[..., :, None] * wr).reshape(z1.shape)
+    x = np.stack([S[..., 0, 0, None] * z1 + S[..., 0, 1, None] * z2, S[..., 1, 0, None] * z1 + S[..., 1, 1, None] * z2],
+                 -1)
+    return x, w
+
+
 def _gauss_mean(C, F, m):
-    r"""Tensor Gauss-Hermite :math:`\mathbb E[F(x)]`, :math:`x\sim N(0, C)`, on the eigen-factor of C.
+    r""":math:`\mathbb E[F(x)]`, :math:`x\sim N(0, C)`: the polar rule of :func:`_polar_nodes` in 2-D, tensor
+    Gauss-Hermite on the eigen-factor of C otherwise (m nodes per axis).
 
     ``F`` maps fields of shape (..., N, n) to values (..., N); batched over C's leading axes.
     """
+    if C.shape[-1] == 2:
+        x, w = _polar_nodes(C, m)
+        return (F(x) * w).sum(-1)
     x, w = _nodes(C, m)
     return F(x) @ w
 

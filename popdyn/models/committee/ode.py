@@ -28,12 +28,12 @@ from scipy.optimize import brentq, root
 from ...dynamics import solve_ode
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
-from .integrals import _relu_second_moment, _tensor_rule, integrals
+from .integrals import _polar_nodes, _relu_second_moment, _tensor_rule, integrals
 from .problem import Problem
 
 __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 
-_M2_ODE = 32            # Gauss-Hermite nodes per axis (evaluated at 48) of the 2-D integrals inside the ODE
+_M2_ODE = 28            # 2-D integrals inside the ODE: polar rule at 42 (10 angles per arc x 21 radii)
 _FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional grid of the eta^2 term without a closed I4
 _RELU_NODES = 8e3       # outer nodes (before pruning) of the ReLU eta^2 term (one direction integrated exactly)
 _cache = weakref.WeakKeyDictionary()
@@ -61,7 +61,6 @@ class _Plan:
         self.generic = not self.ig.closed                          # quadrature for I2, I3 and the eta^2 term
         if self.generic:                                           # the (k, j) pairs of the Stein-reduced I3
             self.pairs = g(range(K), range(P))
-            self.z2, self.w2 = _tensor_rule(2, (3 * _M2_ODE) // 2)
         self.s2 = 2 * problem.activation.r ** 2                    # erf(r x) = G(sqrt(2) r x), G = erf(./sqrt 2)
 
 
@@ -148,14 +147,6 @@ def _rhs(problem, Q, R, v):
     return dQ, dR, dv
 
 
-def _sqrt2x2(C):
-    """Principal square roots of PSD 2x2 matrices (..., 2, 2): (C + s I) / sqrt(tr C + 2 s), s = sqrt(det C)."""
-    s = np.sqrt(np.maximum(C[..., 0, 0] * C[..., 1, 1] - C[..., 0, 1] ** 2, 0.0))
-    t = np.sqrt(np.maximum(C[..., 0, 0] + C[..., 1, 1] + 2 * s, 0.0))
-    out = C + s[..., None, None] * np.eye(2)
-    return np.divide(out, t[..., None, None], out=np.zeros_like(out), where=t[..., None, None] > 0)
-
-
 def _pair_moments(g, pl, Om, u):
     r"""Without closed forms: :math:`A_{ki} = \sum_ju_jI_3(f_k, f_i, f_j)` and :math:`\mathbb E[g(f_k)\Delta]` from
     one 2-D Gauss-Hermite rule per pair (k, j) (K P pairs, not K P^2 triples: Stein's lemma on the middle field,
@@ -163,17 +154,14 @@ def _pair_moments(g, pl, Om, u):
     .. math:: I_3(f_k, f_i, f_j) = \frac{\Omega_{ki}}{\Omega_{kk}}\big(\mathbb E[f_kg'(f_k)g(f_j)]
               - \Omega_{kj}\mathbb E[g'(f_k)g'(f_j)]\big) + \Omega_{ij}\mathbb E[g'(f_k)g'(f_j)]),
 
-    the rule mapped by the principal square root of each pair's covariance (smooth in Omega)."""
+    the polar rule of each pair's covariance, split where a field vanishes: smooth in Omega)."""
     K, P = pl.K, pl.P
-    C = _sub(Om, pl.pairs)                                          # (K P, 2, 2)
-    S, z0, z1 = _sqrt2x2(C), pl.z2[:, 0], pl.z2[:, 1]
-    a = S[:, 0, 0, None] * z0 + S[:, 0, 1, None] * z1                 # (K P, N): the nodes of N(0, C)
-    c = S[:, 1, 0, None] * z0 + S[:, 1, 1, None] * z1
+    x, w = _polar_nodes(_sub(Om, pl.pairs), (3 * _M2_ODE) // 2)     # (K P, N, 2) nodes of each pair's N(0, C)
+    a, c = x[..., 0], x[..., 1]
     ga, da, gc, dc = g(a), g.deriv(a), g(c), g.deriv(c)
-    w = pl.w2
-    e_agc = ((a * da * gc) @ w).reshape(K, P)                        # E[f_k g'(f_k) g(f_j)]
-    e_dd = ((da * dc) @ w).reshape(K, P)                             # E[g'(f_k) g'(f_j)]
-    e_gg = ((ga * gc) @ w).reshape(K, P)                             # E[g(f_k) g(f_j)]
+    e_agc = (a * da * gc * w).sum(-1).reshape(K, P)                  # E[f_k g'(f_k) g(f_j)]
+    e_dd = (da * dc * w).sum(-1).reshape(K, P)                       # E[g'(f_k) g'(f_j)]
+    e_gg = (ga * gc * w).sum(-1).reshape(K, P)                       # E[g(f_k) g(f_j)]
     dk = np.diag(Om)[:K]
     alpha = np.divide(Om[:K], dk[:, None], out=np.zeros((K, P)), where=dk[:, None] > 0)
     A = alpha * ((e_agc - Om[:K] * e_dd) @ u)[:, None] + (e_dd * u) @ Om
