@@ -5,8 +5,9 @@ r"""Gaussian averages of the committee-machine ODE: :math:`I_2, I_3, I_4, J_2` f
 
 with the fields :math:`(a, b, \dots) \sim N(0, C)`. Closed forms: erf of any scale (Saad & Solla's arcsin
 forms), linear, and ReLU (:math:`I_2, I_3, J_2`); ReLU's :math:`I_4` integrates the top eigen-direction
-exactly (a numba kernel) and the others by Gauss-Hermite; any other activation by tensor Gauss-Hermite
-quadrature on the eigen-factor of C, with :math:`I_3` reduced to a 2-D integral by Stein's lemma.
+exactly (a numba kernel) and the others by Gauss-Hermite; any other activation by quadrature: the 2-D
+integrals (:math:`I_2, J_2`, and :math:`I_3` reduced to 2-D by Stein's lemma) by a polar rule split where a field
+vanishes, :math:`I_4` by tensor Gauss-Hermite on the eigen-factor of C.
 """
 from __future__ import annotations
 
@@ -254,7 +255,8 @@ class Integrals:
     closed : frozenset of str
         The integrals with a closed form for this activation (the others use quadrature).
     m2, m4 : int
-        Gauss-Hermite nodes per axis of the 2-D (I2, I3, J2) and 4-D (I4) quadratures.
+        Resolution of the 2-D polar rule (I2, I3, J2: m2/4 angles per arc, m2/2 radii) and Gauss-Hermite nodes per
+        axis of the 4-D rule (I4).
     """
 
     def __init__(self, activation, m2, m4):
@@ -298,8 +300,8 @@ class Integrals:
 
         Notes
         -----
-        Regime: any PSD C; closed forms for erf, linear and ReLU, else Gauss-Hermite on the
-        eigen-factor (error estimate: the change from m2 to 3 m2/2 nodes per axis).
+        Regime: any PSD C; closed forms for erf, linear and ReLU, else the polar rule at 3 m2/2 (error
+        estimate: the change from m2), exponentially convergent for g smooth away from 0.
 
         References
         ----------
@@ -536,8 +538,9 @@ def integrals(activation, m2=64, m4=12):
         A name for :func:`popdyn.activations.get` or an ``Activation`` (Saad & Solla's erf is
         ``activations.get("erf").rescaled(1/sqrt(2))``).
     m2 : int
-        Gauss-Hermite nodes per axis of the 2-D quadratures (I2, I3, J2 without closed form), >= 2;
-        evaluated at ``3 m2 / 2``, the error estimate is the change from ``m2``.
+        Resolution of the 2-D quadratures (I2, I3, J2 without closed form), >= 2: a polar rule with m2/4
+        Gauss-Legendre angles on each of the four arcs between the lines where a field vanishes and m2/2 Gauss
+        radii; evaluated at ``3 m2 / 2``, the error estimate is the change from ``m2``.
     m4 : int
         The same for the 4-D quadrature of I4, >= 2.
 
