@@ -329,6 +329,8 @@ def test_escape_time_is_located_on_the_continuous_solution():
     ref = cm.escape_time(Prediction(t=fine.t, observables=fine.observables), 0.01)
     assert coarse.t[i - 1] < located < coarse.t[i]
     assert abs(located - ref) < 1e-6 and abs(hand - ref) > 1e-2
+    import pickle
+    assert cm.escape_time(pickle.loads(pickle.dumps(coarse)), 0.01) == hand          # unpickled: interpolation
     # popdyn.predict reports the located time in steps
     pred = popdyn.predict(p, d=100, steps=2000, n_points=5, Q0=[[0.25]], R0=[[0.0]])
     dense = cm.ode(p, [[0.25]], [[0.0]], t=np.linspace(0, 20, 100_001))

@@ -431,6 +431,11 @@ class _Flow:
     def rescaled(self, scale):
         return _Flow(self.problem, self.f, self.t, self.y, self.method, self.rtol, self.atol, scale)
 
+    def __reduce__(self):
+        """Pickled (a sweep's worker, a copy) it becomes None: the vector field is a closure, and an unpickled
+        Prediction falls back to interpolation like one loaded from disk."""
+        return type(None), ()
+
     def eg(self, y):
         K, M = self.problem.K, self.problem.M
         nq, nr = K * K, K * M
@@ -529,7 +534,8 @@ def escape_time(prediction, level):
     segment of the ODE's solver from the recorded state at :math:`t_{i-1}`, with dense output and the ODE's
     tolerances, and
     Brent's method on :math:`\epsilon_g(t) - \mathrm{level}` (event location). For any other result (a
-    Simulation, a Prediction built by hand) eg is linearly interpolated between the two samples.
+    Simulation, a Prediction built by hand, saved and loaded, or pickled) eg is linearly interpolated between
+    the two samples.
 
     Parameters
     ----------
