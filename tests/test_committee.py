@@ -102,27 +102,22 @@ def test_quadrature_error_estimate_bounds_the_error_of_erf_from_a_callable():
             assert abs(v - exact) < (1e-10 if n < 4 else 1e-5), name
 
 
-def test_relu_I4_orthant_form_matches_the_quadrature_and_monte_carlo():
-    """ReLU's I4 by Tallis' orthant moments: equal to the ODE's exact-direction quadrature at 140 nodes per axis (error
-    ~1/m, 5e-6 measured) to 1e-5, to Monte Carlo (z = 5, n = 4e5), within its error estimate of both; at a singular C
-    (c = a) equal to the three-field moment E[a+ 1(b>0) d+] of the reduced covariance to 1e-7; and all four fields
-    equal gives E[a^2 1(a>0)] = 1/2."""
-    import sys
-    ii = sys.modules["popdyn.models.committee.integrals"]
+def test_relu_I4_orthant_form_matches_monte_carlo_and_its_reductions():
+    """ReLU's I4 by Tallis' orthant moments: Monte Carlo at random C (z = 5, n = 4e5) within its error estimate (< 1e-6);
+    with repeated fields it must reduce to the arc-cosine closed form I2: (a, a, a, d) -> E[relu(a) relu(d)],
+    (a, b, a, b) -> E[relu(a) relu(b)] (to 1e-8); all four fields equal gives E[a^2 1(a>0)] = 1/2; I4 is linear in C."""
     ig = cm.integrals("relu")
     F = _fields(ig.activation)["I4"][1]
     for seed in (1, 3):
         C = _random_cov(4, seed, scale=np.random.default_rng(seed).uniform(0.3, 3))
         v, e = ig.I4(C, err=True)
-        assert e < 1e-6 and abs(v - float(ii._relu_I4_quadrature(C, 1.0, 140))) < 1e-5
         m, se = _mc(C, F, 400_000, seed=seed)
-        assert abs(v - m) < 5 * se
-    C3 = _random_cov(3, 7)
-    M = np.array([[1, 0, 0], [0, 1, 0], [1, 0, 0], [0, 0, 1.0]])                     # (a, b, c, d) = (a, b, a, d)
-    reduced = ii._orthant_second(C3, 0, 2, [0, 1, 2])
-    v, e = ig.I4(M @ C3 @ M.T, err=True)
-    assert abs(v - reduced) < 1e-7 and abs(v - reduced) < e
-    assert abs(float(ig.I4(np.ones((4, 4)))) - 0.5) < 1e-7
+        assert e < 1e-6 and abs(v - m) < 5 * se
+        assert abs(float(ig.I4(2.5 * C)) - 2.5 * v) < 1e-12
+    C2 = _random_cov(2, 9)
+    for rows in ([0, 0, 0, 1], [0, 1, 0, 1]):
+        assert abs(float(ig.I4(C2[np.ix_(rows, rows)])) - float(ig.I2(C2))) < 1e-8, rows
+    assert abs(float(ig.I4(np.ones((4, 4)))) - 0.5) < 1e-8
 
 
 def test_polar_rule_is_exact_for_a_cusp_at_zero():
@@ -373,20 +368,26 @@ def test_compiled_erf_drift_equals_the_vectorised_integrals(act, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
 
 
-def test_relu_second_moment_is_continuous_and_matches_monte_carlo():
+def test_relu_eta2_term_is_continuous_and_matches_monte_carlo_and_I4():
+    """The ODE's ReLU eta^2 term E[g'_k g'_l (Delta^2 + sigma^2)] from the orthant moments: Monte Carlo (z = 5,
+    n = 1e6, seed 2), the sum of the public I4 and J2 (same moments, another path: 4-field covariances with equal
+    fields merged) to 1e-10, and continuity (a 1e-9 change of Omega moves it by O(1e-9))."""
     import sys
-    ode_mod = sys.modules["popdyn.models.committee.ode"]
+    ii = sys.modules["popdyn.models.committee.integrals"]
+    ig = cm.integrals("relu")
     Om = _random_cov(4, 0)
     u = np.array([1.0, 0.8, -1.0, -0.6])
     x = np.random.default_rng(2).multivariate_normal(np.zeros(4), Om, size=1_000_000)
     gp, W = x[:, :2] > 0, (np.maximum(x, 0) @ u) ** 2 + 0.09
     mc = np.einsum("nk,nl,n->kl", gp, gp, W) / len(x)
     se = np.sqrt(np.einsum("nk,nl,n->kl", gp, gp, W ** 2) / len(x) - mc ** 2) / np.sqrt(len(x))
-    v = ode_mod._relu_second_moment(Om, u, 2, 1.0, 0.09, 27)
-    assert np.all(np.abs(v - mc) < 5 * se + 1e-4)                                   # z = 5, n = 1e6, seed 2
-    # continuity: a 1e-9 change of Omega changes the value by O(1e-9), not by a node's weight (~1e-3)
-    v2 = ode_mod._relu_second_moment(Om + 1e-9 * np.eye(4), u, 2, 1.0, 0.09, 27)
-    assert np.abs(v2 - v).max() < 1e-7
+    v = ii._relu_eta2(Om, u, 2, 1.0, 0.09)
+    assert np.all(np.abs(v - mc) < 5 * se)
+    idx = np.array(list(itertools.product(range(2), range(2), range(4), range(4))))
+    I4 = ig.I4(Om[idx[:, :, None], idx[:, None, :]]).reshape(2, 2, 4, 4)
+    J2 = ig.J2(np.stack([[Om[np.ix_([k, l], [k, l])] for l in range(2)] for k in range(2)]))
+    np.testing.assert_allclose(v, np.einsum("klij,i,j->kl", I4, u, u) + 0.09 * J2, rtol=0, atol=1e-10)
+    assert np.abs(ii._relu_eta2(Om + 1e-9 * np.eye(4), u, 2, 1.0, 0.09) - v).max() < 1e-7
 
 
 def test_simulation_records_the_second_layer_over_time():

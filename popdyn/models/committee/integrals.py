@@ -153,95 +153,11 @@ def _two_orders(C, F, m):
     return hi, np.abs(hi - lo)
 
 
-def _relu_second_moment(Om, u, K, r, s2, m, prune=_PRUNE):
-    r""":math:`\mathbb E[g'_kg'_l(\Delta^2+\sigma^2)]` for :math:`g = \mathrm{relu}(r\,\cdot)`, continuous in Omega.
+# --------------------------------------------------------------------------- ReLU: orthant moments
 
-    The fields are :math:`f = \alpha + \beta t` along the top eigen-direction t of Omega; on each interval
-    between their kinks the integrand is :math:`s_ks_l[(a + bt)^2 + \sigma^2]`, integrated exactly against
-    :math:`\varphi(t)`; Gauss-Hermite (m per axis) over the other P - 1 directions, in a numba kernel.
-    """
-    P = Om.shape[0]
-    lam, U = np.linalg.eigh(Om)
-    A = U * np.sqrt(np.maximum(lam, 0.0))
-    if P > 1:
-        z, w = _tensor_rule(P - 1, m, prune)
-    else:
-        z, w = np.zeros((1, 0)), np.ones(1)
-    return _relu_kernel(z, w, np.ascontiguousarray(A[:, :-1]), np.ascontiguousarray(A[:, -1]),
-                        np.ascontiguousarray(u, dtype=np.float64), K, float(r) ** 2, float(s2))
-
-
-@numba.njit(cache=True)
-def _relu_kernel(Zo, w, Bo, beta, u, K, r2, s2):  # pragma: no cover - compiled
-    """The loops of :func:`_relu_second_moment`: fields alpha + beta t at each outer node, kinks sorted, the
-    Gaussian moments M0, M1, M2 of each interval in closed form."""
-    N, P, D = Zo.shape[0], beta.shape[0], Zo.shape[1]
-    out = np.zeros((K, K))
-    alpha, cuts = np.empty(P), np.empty(P + 2)
-    Phi, phi, on = np.empty(P + 2), np.empty(P + 2), np.empty(P, dtype=np.bool_)
-    rt2, c0 = math.sqrt(2.0), 1.0 / math.sqrt(2.0 * math.pi)
-    for n in range(N):
-        for i in range(P):
-            acc = 0.0
-            for j in range(D):
-                acc += Bo[i, j] * Zo[n, j]
-            alpha[i] = acc
-        cuts[0], cuts[P + 1] = -np.inf, np.inf
-        for i in range(P):                 # kinks in t; beyond 40 the Gaussian weight is nil
-            if abs(beta[i]) > 1e-300:
-                cuts[i + 1] = min(40.0, max(-40.0, -alpha[i] / beta[i]))
-            else:
-                cuts[i + 1] = 40.0 if alpha[i] > 0 else -40.0
-        for i in range(2, P + 1):          # insertion sort of the P kinks
-            x, q = cuts[i], i - 1
-            while q >= 1 and cuts[q] > x:
-                cuts[q + 1] = cuts[q]
-                q -= 1
-            cuts[q + 1] = x
-        for i in range(P + 2):
-            c = cuts[i]
-            if math.isinf(c):
-                Phi[i], phi[i] = (1.0 if c > 0 else 0.0), 0.0
-            else:
-                Phi[i], phi[i] = 0.5 * math.erfc(-c / rt2), c0 * math.exp(-0.5 * c * c)
-        for q in range(P + 1):
-            lo, hi = cuts[q], cuts[q + 1]
-            M0 = Phi[q + 1] - Phi[q]
-            if M0 <= 0.0:
-                continue
-            mid = hi - 1.0 if math.isinf(lo) else (lo + 1.0 if math.isinf(hi) else 0.5 * (lo + hi))
-            a, b = 0.0, 0.0
-            for i in range(P):
-                on[i] = alpha[i] + beta[i] * mid > 0
-                if on[i]:
-                    a += u[i] * alpha[i]
-                    b += u[i] * beta[i]
-            flo = 0.0 if math.isinf(lo) else lo
-            fhi = 0.0 if math.isinf(hi) else hi
-            M1 = phi[q] - phi[q + 1]
-            M2 = M0 + flo * phi[q] - fhi * phi[q + 1]
-            val = w[n] * ((r2 * a * a + s2) * M0 + r2 * (2 * a * b * M1 + b * b * M2))
-            for k in range(K):
-                if on[k]:
-                    for l in range(K):
-                        if on[l]:
-                            out[k, l] += val
-    return r2 * out
-
-
-
-def _relu_I4_quadrature(C, r, m):
-    r"""ReLU's :math:`I_4` by polarisation of the exact-direction kernel (m outer nodes per axis):
-    :math:`\tfrac14\big(\mathbb E[g'_ag'_b(g_c + g_d)^2] - \mathbb E[g'_ag'_b(g_c - g_d)^2]\big)`; the ODE's method,
-    kept as an independent check of the closed form."""
-    flat = C.reshape(-1, 4, 4)
-    plus, minus = np.array([0.0, 0.0, 1.0, 1.0]), np.array([0.0, 0.0, 1.0, -1.0])
-    out = [(_relu_second_moment(c, plus, 2, r, 0.0, m)[0, 1] - _relu_second_moment(c, minus, 2, r, 0.0, m)[0, 1]) / 4
-           for c in flat]
-    return np.array(out).reshape(C.shape[:-2])
-
-
-_JITTER = 1e-14         # ridge on C / max C_ii before the orthant moments (singular C: error <= 4e-8, measured)
+_RIDGE = 1e-14          # ridge on C / max C_ii before the orthant moments (two equal fields: error ~1e-9, measured)
+_PLACKETT = 32          # Gauss-Legendre nodes of Plackett's integral (24 already reach 1e-16 at regular C)
+_SAME = 1e-12           # fields with C_aa + C_bb - 2 C_ab <= 1e-12 x max C_ii are one field
 
 
 @functools.lru_cache(maxsize=4)
@@ -250,72 +166,181 @@ def _plackett_nodes(n):
     1/sqrt(1 - s) of a correlation +-1 at the end)."""
     x, w = np.polynomial.legendre.leggauss(n)
     u, wu = (x + 1) / 2, w / 2
-    return 1 - (1 - u) ** 2, 2 * (1 - u) * wu
+    s, ws = 1 - (1 - u) ** 2, 2 * (1 - u) * wu
+    s.setflags(write=False)
+    ws.setflags(write=False)
+    return s, ws
 
 
-def _orthant(C, idx, n=32):
-    r"""Orthant probability :math:`P(x_i > 0,\ i\in\mathrm{idx})`, :math:`x\sim N(0, C)`, up to 4 fields: closed
-    forms to 3 (Sheppard), Plackett's identity :math:`\partial P_4/\partial\rho_{kl} = \varphi_2(0, 0;\rho_{kl})
-    P_2(\text{rest} > 0 \mid x_k = x_l = 0)` integrated from the identity for 4 (n nodes)."""
-    k = len(idx)
-    corr = lambda i, j: np.clip(C[i, j] / np.sqrt(C[i, i] * C[j, j]), -1.0, 1.0)
-    if k <= 1:
-        return 0.5 ** k
-    if k == 2:
-        return 0.25 + np.arcsin(corr(*idx)) / (2 * np.pi)
-    if k == 3:
-        return 0.125 + sum(np.arcsin(corr(i, j)) for i, j in itertools.combinations(idx, 2)) / (4 * np.pi)
-    d = np.sqrt(np.diag(C)[idx])
-    R = C[np.ix_(idx, idx)] / np.outer(d, d)
-    s, ws = _plackett_nodes(n)
-    tot = 1 / 16
-    for a, b in itertools.combinations(range(4), 2):
-        p, q = [i for i in range(4) if i not in (a, b)]
-        rab = s * R[a, b]
-        det = 1 - rab ** 2
-        proj = lambda x1, x2, y1, y2: (x1 * y1 - rab * (x1 * y2 + x2 * y1) + x2 * y2) / det    # x^T R_ab^-1 y
-        spp = 1 - proj(s * R[p, a], s * R[p, b], s * R[p, a], s * R[p, b])
-        sqq = 1 - proj(s * R[q, a], s * R[q, b], s * R[q, a], s * R[q, b])
-        spq = s * R[p, q] - proj(s * R[p, a], s * R[p, b], s * R[q, a], s * R[q, b])
-        rho = np.clip(spq / np.sqrt(np.maximum(spp * sqq, 1e-300)), -1.0, 1.0)
-        tot += R[a, b] * np.sum(ws / (2 * np.pi * np.sqrt(det)) * (0.25 + np.arcsin(rho) / (2 * np.pi)))
-    return tot
+@numba.njit(cache=True)
+def _corr_nb(C, a, b):  # pragma: no cover - compiled
+    return min(1.0, max(-1.0, C[a, b] / math.sqrt(C[a, a] * C[b, b])))
 
 
-def _given_zero(C, m):
+@numba.njit(cache=True)
+def _given_zero(C, m):  # pragma: no cover - compiled
     """Covariance given x_m = 0."""
-    return C - np.outer(C[:, m], C[m, :]) / C[m, m]
-
-
-def _orthant_first(C, j, idx, n):
-    r""":math:`\mathbb E[x_j 1(x_{idx} > 0)] = \sum_{m} C_{jm}\varphi_m(0) P(x_{idx\setminus m} > 0 \mid x_m = 0)`."""
-    return sum(C[j, m] / np.sqrt(2 * np.pi * C[m, m]) * _orthant(_given_zero(C, m), [i for i in idx if i != m], n)
-               for m in idx)
-
-
-def _orthant_second(C, i, j, idx, n=32):
-    r""":math:`\mathbb E[x_ix_j 1(x_{idx} > 0)]` by Stein's lemma on :math:`x_i` (Tallis 1961):
-    :math:`C_{ij}P(x_{idx} > 0) + \sum_{m\ne j}C_{im}\varphi_m(0)\,\mathbb E[x_j 1(x_{idx\setminus m} > 0)\mid x_m = 0]`."""
-    out = C[i, j] * _orthant(C, idx, n)
-    for m in idx:
-        if m != j:
-            out += C[i, m] / np.sqrt(2 * np.pi * C[m, m]) * _orthant_first(_given_zero(C, m), j,
-                                                                            [k for k in idx if k != m], n)
+    P = C.shape[0]
+    out = np.empty((P, P))
+    for a in range(P):
+        for b in range(P):
+            out[a, b] = C[a, b] - C[a, m] * C[m, b] / C[m, m]
     return out
 
 
-def _relu_I4(C, r, n=32):
-    r"""ReLU's :math:`I_4 = r^4\,\mathbb E[cd\,1(a, b, c, d > 0)]` in closed form up to one smooth 1-D integral (the
-    4-field orthant probability); C ridged by 1e-14 of its largest variance so that singular C (a field repeated)
-    have their limit."""
+@numba.njit(cache=True)
+def _orthant(C, idx, n, s, ws):  # pragma: no cover - compiled
+    r"""Orthant probability :math:`P(x_i > 0,\ i \in \mathrm{idx}[:n])`, n <= 4: Sheppard's closed forms up to 3;
+    for 4, Plackett's identity :math:`\partial P_4/\partial\rho_{ab} = \varphi_2(0,0;\rho_{ab})P_2(\text{rest} > 0
+    \mid x_a = x_b = 0)` integrated along :math:`R(s) = (1 - s)I + sR` on the nodes (s, ws)."""
+    if n == 0:
+        return 1.0
+    if n == 1:
+        return 0.5
+    if n == 2:
+        return 0.25 + math.asin(_corr_nb(C, idx[0], idx[1])) / (2 * math.pi)
+    if n == 3:
+        return 0.125 + (math.asin(_corr_nb(C, idx[0], idx[1])) + math.asin(_corr_nb(C, idx[0], idx[2]))
+                        + math.asin(_corr_nb(C, idx[1], idx[2]))) / (4 * math.pi)
+    R = np.empty((4, 4))
+    for a in range(4):
+        for b in range(4):
+            R[a, b] = C[idx[a], idx[b]] / math.sqrt(C[idx[a], idx[a]] * C[idx[b], idx[b]])
+    tot = 1.0 / 16
+    for a in range(4):
+        for b in range(a + 1, 4):
+            p, q = -1, -1
+            for c in range(4):
+                if c != a and c != b:
+                    if p < 0:
+                        p = c
+                    else:
+                        q = c
+            acc = 0.0
+            for t in range(s.shape[0]):         # partial correlation of (p, q) given (a, b) under R(s)
+                sv = s[t]
+                rab = sv * R[a, b]
+                det = 1 - rab * rab
+                xa, xb, ya, yb = sv * R[p, a], sv * R[p, b], sv * R[q, a], sv * R[q, b]
+                spp = 1 - (xa * xa - 2 * rab * xa * xb + xb * xb) / det
+                sqq = 1 - (ya * ya - 2 * rab * ya * yb + yb * yb) / det
+                spq = sv * R[p, q] - (xa * ya - rab * (xa * yb + xb * ya) + xb * yb) / det
+                rho = min(1.0, max(-1.0, spq / math.sqrt(max(spp * sqq, 1e-300))))
+                acc += ws[t] / (2 * math.pi * math.sqrt(det)) * (0.25 + math.asin(rho) / (2 * math.pi))
+            tot += R[a, b] * acc
+    return tot
+
+
+@numba.njit(cache=True)
+def _without(idx, n, m):  # pragma: no cover - compiled
+    out = np.empty(4, dtype=np.int64)
+    c = 0
+    for a in range(n):
+        if idx[a] != m:
+            out[c] = idx[a]
+            c += 1
+    return out, c
+
+
+@numba.njit(cache=True)
+def _orthant_second(C, i, j, idx, n, s, ws):  # pragma: no cover - compiled
+    r""":math:`\mathbb E[x_ix_j 1(x_{idx} > 0)]` (i, j in idx[:n], distinct fields) by Stein's lemma twice (Tallis 1961):
+    :math:`C_{ij}P(\mathrm{idx}) + \sum_{m\ne j}C_{im}\varphi_m(0)\sum_q C'_{jq}\varphi'_q(0)P''(\mathrm{idx}\setminus
+    \{m, q\})`, primes the covariances given :math:`x_m = 0`, then :math:`x_q = 0`."""
+    out = C[i, j] * _orthant(C, idx, n, s, ws)
+    for a in range(n):
+        m = idx[a]
+        if m == j:
+            continue
+        Cm = _given_zero(C, m)
+        sub, ns = _without(idx, n, m)
+        first = 0.0
+        for b in range(ns):
+            q = sub[b]
+            if Cm[q, q] <= 0.0:
+                continue
+            sub2, n2 = _without(sub, ns, q)
+            first += Cm[j, q] / math.sqrt(2 * math.pi * Cm[q, q]) * _orthant(_given_zero(Cm, q), sub2, n2, s, ws)
+        out += C[i, m] / math.sqrt(2 * math.pi * C[m, m]) * first
+    return out
+
+
+@numba.njit(cache=True)
+def _relu_moments(Om, fields, u, K, r2, s2, s, ws):  # pragma: no cover - compiled
+    r""":math:`E_{kl} = r^4\sum_{ij}u_iu_j\mathbb E[f_if_j 1(f_k, f_l, f_i, f_j > 0)] + r^2\sigma^2P(f_k, f_l > 0)`
+    for g = relu(r .), k, l < K, the fields' covariance Om (P x P); ``fields[i]`` labels equal fields alike."""
+    P = Om.shape[0]
+    scale = 0.0
+    for a in range(P):
+        scale = max(scale, Om[a, a])
+    out = np.zeros((K, K))
+    if scale <= 0.0:
+        return out
+    C = Om / scale
+    for a in range(P):
+        C[a, a] += _RIDGE
+    idx = np.empty(4, dtype=np.int64)
+    for k in range(K):
+        for l in range(k, K):
+            tot = 0.0
+            for i in range(P):
+                for j in range(i, P):
+                    if u[i] == 0.0 or u[j] == 0.0:
+                        continue
+                    n = 0
+                    for x in (fields[k], fields[l], fields[i], fields[j]):
+                        new = True
+                        for y in range(n):
+                            new = new and idx[y] != x
+                        if new:
+                            idx[n] = x
+                            n += 1
+                    tot += (1.0 if i == j else 2.0) * u[i] * u[j] * _orthant_second(C, fields[i], fields[j], idx, n,
+                                                                                    s, ws)
+            idx[0], idx[1] = fields[k], fields[l]
+            val = r2 * r2 * scale * tot + r2 * s2 * _orthant(C, idx, 1 if fields[k] == fields[l] else 2, s, ws)
+            out[k, l] = val
+            out[l, k] = val
+    return out
+
+
+def _same_fields(C):
+    """Labels of the fields of C (P x P) with equal fields (C_aa + C_bb - 2 C_ab ~ 0) labelled alike."""
+    P = C.shape[0]
+    tol = _SAME * max(float(np.max(np.diag(C))), np.finfo(np.float64).tiny)
+    lab = np.arange(P)
+    for b in range(P):
+        for a in range(b):
+            if lab[a] == a and C[a, a] + C[b, b] - 2 * C[a, b] <= tol:
+                lab[b] = a
+                break
+    return lab
+
+
+def _relu_eta2(Om, u, K, r, s2):
+    r"""The ReLU :math:`\eta^2` term :math:`\mathbb E[g'(f_k)g'(f_l)(\Delta^2 + \sigma^2)]`, (K, K), from the
+    orthant moments of :func:`_orthant_second` (exact up to Plackett's smooth 1-D integral)."""
+    s, ws = _plackett_nodes(_PLACKETT)
+    return _relu_moments(np.ascontiguousarray(Om, dtype=np.float64), _same_fields(Om),
+                         np.ascontiguousarray(u, dtype=np.float64), K, float(r) ** 2, float(s2), s, ws)
+
+
+def _relu_I4(C, r, n=_PLACKETT):
+    r"""ReLU's :math:`I_4 = r^4\,\mathbb E[cd\,1(a, b, c, d > 0)]` by :func:`_orthant_second` (equal fields merged,
+    C ridged by 1e-14 of its largest variance: a zero-variance field counts as the limit of a small one)."""
+    s, ws = _plackett_nodes(n)
     out = []
     for c in C.reshape(-1, 4, 4):
-        scale = np.max(np.diag(c))      # I4 is linear in C (ReLU is positively homogeneous): work at unit scale
-        out.append(0.0 if scale <= 0 else scale * _orthant_second(c / scale + _JITTER * np.eye(4), 2, 3, [0, 1, 2, 3], n))
+        scale = np.max(np.diag(c))       # I4 is linear in C (ReLU is positively homogeneous): work at unit scale
+        if scale <= 0:
+            out.append(0.0)
+            continue
+        cn = np.ascontiguousarray(c / scale + _RIDGE * np.eye(4))
+        lab = _same_fields(cn)
+        idx = np.array(list(dict.fromkeys(lab.tolist())) + [0] * 4, dtype=np.int64)[:4]
+        out.append(scale * _orthant_second(cn, lab[2], lab[3], idx, len(set(lab.tolist())), s, ws))
     return r ** 4 * np.array(out).reshape(C.shape[:-2])
 
-
-# --------------------------------------------------------------------------- the object
 
 class Integrals:
     r"""The four Gaussian averages of one activation g, vectorised over leading axes of C.
@@ -341,7 +366,7 @@ class Integrals:
         self._kind = fam if fam in ("erf", "linear", "relu") else "generic"
         self._r = r
         self.closed = frozenset({"erf": ("I2", "I3", "I4", "J2"), "linear": ("I2", "I3", "I4", "J2"),
-                                 "relu": ("I2", "I3", "J2")}.get(self._kind, ()))
+                                 "relu": ("I2", "I3", "I4", "J2")}.get(self._kind, ()))
 
     def __repr__(self):
         return f"committee.integrals({self.activation.name!r})"
@@ -588,8 +613,8 @@ class Integrals:
             v = self._r ** 4 * C[..., 2, 3]
         elif k == "relu":
             v = _relu_I4(C, self._r)
-            if err:       # the Plackett integral at 16 vs 32 nodes, plus the ridge's error (<= 4e-8 x scale measured)
-                ridge = 1e-7 * self._r ** 4 * np.max(np.diagonal(C, axis1=-2, axis2=-1), axis=-1)
+            if err:       # the Plackett integral at 16 vs 32 nodes, plus the ridge's error (~1e-9 x scale measured)
+                ridge = 1e-8 * self._r ** 4 * np.max(np.diagonal(C, axis1=-2, axis2=-1), axis=-1)
                 return v, np.abs(v - _relu_I4(C, self._r, 16)) + ridge
             return v
         else:
@@ -634,7 +659,7 @@ def integrals(activation, m2=64, m4=12):
     Notes
     -----
     Regime: :math:`\mathbb E g(a)^2 < \infty`. Closed forms: erf at any scale (all four), linear (all
-    four), ReLU (I2, I3, J2). Cached per (activation, m2, m4).
+    four), ReLU (I2, I3, J2; I4 up to Plackett's smooth 1-D integral). Cached per (activation, m2, m4).
 
     References
     ----------
@@ -644,7 +669,7 @@ def integrals(activation, m2=64, m4=12):
     --------
     >>> ig = integrals("relu")
     >>> sorted(ig.closed)
-    ['I2', 'I3', 'J2']
+    ['I2', 'I3', 'I4', 'J2']
     >>> round(float(ig.I2(np.eye(2))), 12)     # (E relu)^2 = 1/(2 pi)
     0.159154943092
     """

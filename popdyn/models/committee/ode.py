@@ -28,14 +28,13 @@ from scipy.optimize import brentq, root
 from ...dynamics import solve_ode
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
-from .integrals import _polar_nodes, _relu_second_moment, _tensor_rule, integrals
+from .integrals import _polar_nodes, _relu_eta2, _tensor_rule, integrals
 from .problem import Problem
 
 __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 
 _M2_ODE = 28            # 2-D integrals inside the ODE: polar rule at 42 (10 angles per arc x 21 radii)
 _FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional grid of the eta^2 term without a closed I4
-_RELU_NODES = 8e3       # outer nodes (before pruning) of the ReLU eta^2 term (one direction integrated exactly)
 _cache = weakref.WeakKeyDictionary()
 _EPS = np.finfo(np.float64).eps
 _PRUNE_ODE = 1e-10      # ODE rules drop nodes of weight < 1e-10 x the largest (total < 1e-8)
@@ -53,10 +52,10 @@ class _Plan:
         self.i2 = g(range(P), range(P))
         self.upper = self.i2[self.i2[:, 0] <= self.i2[:, 1]]
         self.i3 = g(range(K), range(P), range(P))
-        self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed else None
+        self.relu = self.ig._kind == "relu"                        # the eta^2 term from the orthant moments
+        self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed and not self.relu else None
         self.j2 = g(range(K), range(K))
         self.m_full = max(4, int(round(_FULL_NODES ** (1 / P))))
-        self.m_relu = max(4, int(round(_RELU_NODES ** (1 / max(P - 1, 1)))))
         self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
         self.generic = not self.ig.closed                          # quadrature for I2, I3 and the eta^2 term
         if self.generic:                                           # the (k, j) pairs of the Stein-reduced I3
@@ -188,6 +187,8 @@ def _rhs_erf(problem, pl, Q, R, v):
 def _second_moment(problem, pl, Om, u):
     r""":math:`\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)]`, shape (K, K)."""
     K, P = pl.K, pl.P
+    if pl.relu:
+        return _relu_eta2(Om, u, K, problem.activation.r, problem.sigma ** 2)
     if pl.i4 is not None:
         I4 = pl.ig._I4(_sub(Om, pl.i4)).reshape(K, K, P, P)
         out = np.einsum("klij,i,j->kl", I4, u, u)
@@ -196,8 +197,6 @@ def _second_moment(problem, pl, Om, u):
         return out
     g, dg = problem.activation, problem.activation.deriv
     s2 = problem.sigma ** 2
-    if problem.activation._family.name == "relu":
-        return _relu_second_moment(Om, u, K, problem.activation.r, s2, pl.m_relu, _PRUNE_ODE)
     z, w = _tensor_rule(P, pl.m_full, _PRUNE_ODE)
     lam, U = np.linalg.eigh(Om)
     x = _map_nodes(z, np.ascontiguousarray((U * np.sqrt(np.maximum(lam, 0.0))) @ U.T))   # principal square root:
