@@ -6,7 +6,7 @@
   exact initial overlaps; the gap shrinks like 1/sqrt(d).
 * ``committee.order1``: the order-1 (eta -> 0) ODE differs from the full one by O(eta) in the rescaled time
   eta t: the plateau gap over eta tends to a constant.
-* ``committee.activations``: tanh and a ``from_callable`` activation (no closed forms) against SGD.
+* ``committee.activations``: ReLU, tanh and a ``from_callable`` softsign (no closed forms) against SGD.
 * ``committee.k_greater_m``: K = 3 > M = 2, both layers trained, output noise 0.1: SGD follows
   ``popdyn.predict`` in eg(t) down to the noise floor and in the sum of the second layer.
 * ``committee.gap_scaling``: the sim-minus-ODE gap at fixed eta t scales like sqrt(eta / d) (tanh quick, ReLU full).
@@ -155,16 +155,15 @@ def _activation(name):
 
 
 @claim(id="committee.activations", model="committee",
-       title="Activations without a closed I4 (ReLU at full size, tanh, a from_callable softsign): online SGD "
-             "follows the quadrature "
-             "ODE started from each seed's initial overlaps",
+       title="Activations beyond erf (ReLU by orthant moments; tanh and a from_callable softsign by quadrature): "
+             "online SGD follows the ODE started from each seed's initial overlaps",
        source=_SRC + "; issue 14 §1 (quadrature for any activation)",
        metric="max over activations, d and t of |mean_seeds(eg_SGD - eg_ODE)| / (3 SE_t + 0.02 mean eg_ODE(t)): the "
               "gap in units of its allowed error (SE of the seed mean of the per-seed differences)",
        tolerance=1.0,
        tolerance_origin="3 standard errors of the seed mean plus 2 % for the O(1/d) finite-size bias (measured "
                         "<= 1 % at d = 500, tanh, 8 seeds); in those units, pass iff <= 1",
-       quick={"activations": ["tanh", "softsign"], "d": [300], "eta": 0.5, "t_max": 12.0, "seeds": 4,
+       quick={"activations": ["relu", "tanh", "softsign"], "d": [300], "eta": 0.5, "t_max": 12.0, "seeds": 4,
               "n_points": 13},
        full={"activations": ["relu", "tanh", "softsign"], "d": [500, 2000], "eta": 0.5, "t_max": 60.0, "seeds": 8,
              "n_points": 61})
