@@ -34,7 +34,7 @@ from .problem import Problem
 __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 
 _M2_ODE = 28            # 2-D integrals inside the ODE: polar rule at 42 (10 angles per arc x 21 radii)
-_FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional grid of the eta^2 term without a closed I4
+_FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional rule of a quadrature eta^2 term
 _cache = weakref.WeakKeyDictionary()
 _EPS = np.finfo(np.float64).eps
 _PRUNE_ODE = 1e-10      # ODE rules drop nodes of weight < 1e-10 x the largest (total < 1e-8)
@@ -269,8 +269,8 @@ def drift(problem, Q, R, v=None):
     a field vanishes: exponential for g smooth away from 0) and the eta^2 term from one Gauss-Hermite rule over
     the P = K + M fields on the principal square root of Omega (15 nodes per axis at P = 4, 2e4 after pruning;
     for tanh it moves eg by 0.5 % by t = 60 at eta = 0.5 against 25 or 38 nodes, which agree to 4e-4). ReLU: I2,
-    I3, J2 closed, its eta^2 term integrated exactly along the top eigen-direction of Omega between the kinks and by
-    20-node Gauss-Hermite over the others (a numba kernel; 0.2-0.5 % of the term, converging like 1/m).
+    I3, J2 closed, its eta^2 term from Tallis' orthant moments (Plackett's smooth 1-D integral for four fields) in
+    one numba call, exact to ~1e-12 (1e-9 near equal fields).
 
     References
     ----------
@@ -355,10 +355,10 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         Strictly increasing times, ``t[0]`` the initial one.
     rtol, atol : float or None
         Tolerances of the integrator, in (0, 1). None: ``rtol=1e-10, atol=1e-12`` (DOP853) when every
-        integral has a closed form (erf of any scale, linear); ``rtol=1e-6, atol=1e-9`` (RK45) when the drift
-        holds a quadrature (ReLU's eta^2 term, any other activation), whose own error (1e-4 to 1e-2 relative in
-        the eta^2 term) a tighter tolerance cannot reduce: eg is then within 3e-5 relative of a rtol = 1e-8 run
-        (ReLU and tanh, K = M = 2, eta = 0.5, t <= 20).
+        integral has a closed form (erf of any scale, linear, ReLU); ``rtol=1e-5, atol=1e-8`` (RK45) when the
+        drift holds a quadrature (any other activation), whose own error (1e-6 to 1e-2 relative in the eta^2
+        term) a tighter tolerance cannot reduce: eg is then within 3e-5 relative of a rtol = 1e-8 run (tanh,
+        K = M = 2, eta = 0.5, t <= 20).
 
     Returns
     -------
@@ -369,9 +369,9 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     Notes
     -----
     Regime: see :func:`drift`. The state is the full Q (not its triangle), so the test that the drift keeps Q
-    symmetric is a real one. A quadrature drift is continuous but only piecewise smooth in the state (kinks
-    cross the nodes), which makes DOP853's error estimate reject steps; RK45 takes 2-6x fewer evaluations there
-    (ReLU, K = M = 2, t = 20, rtol 1e-5: 164 evaluations vs 485; eg within 1.4e-5 of a rtol = 1e-8 run).
+    symmetric is a real one. A quadrature drift is only piecewise smooth in the state where the integrand has
+    kinks crossing the nodes, which makes DOP853's error estimate reject steps; RK45 took 1.4-3x fewer
+    evaluations there (tanh, K = M = 2, t = 20, rtol 1e-5: 116 vs 161; ReLU by the former quadrature: 164 vs 485).
 
     References
     ----------
