@@ -89,6 +89,16 @@ def test_activations_fail_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_pa
              n_points=9)
 
 
+@falsifies("committee.activations")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_activations_fail_with_the_relu_eta2_term_dropped(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate")
+    if wrong:                  # ReLU's orthant-moment eta^2 term dropped: 13 allowed-error units (0.29 right)
+        perturb(monkeypatch, "popdyn.models.committee.ode._relu_eta2", lambda f: lambda *a: 0.0 * f(*a))
+    _verdict("committee.activations", tmp_path, wrong, activations=["relu"], d=[300], t_max=8.0, seeds=4,
+             n_points=9)
+
+
 def test_claim_measures_do_not_depend_on_numpy_scalars_in_messages(tmp_path):
     # the plateau claim's table and message are plain numbers (JSON-serialisable report)
     verdict, res = run_claim("committee.plateau_erf", tmp_path)
