@@ -7,8 +7,7 @@ import pytest
 
 import popdyn
 from popdyn.models import committee
-from popdyn.models.committee import Integrals
-from tests.falsify import falsifies, memoise, perturb, run_claim, scaled
+from tests.falsify import falsifies, memoise, perturb, run_claim
 
 pytest.importorskip("torch")
 
@@ -21,6 +20,15 @@ def _verdict(claim_id, tmp_path, wrong, **size):
 
 
 KERNEL = "popdyn.models.committee.ode._erf_kernel"   # the compiled erf drift: A = sum_j u_j I3, E = E[g'g' Delta^2]
+PAIRS = "popdyn.models.committee.ode._pair_moments"  # the quadrature drift: A = sum_j u_j I3, E[g(f_k) Delta]
+
+
+def _wrong_pairs(f):
+    """The quadrature I3 sums 10 % too large (the ODE runs 10 % fast)."""
+    def g(*a):
+        A, gD = f(*a)
+        return 1.1 * A, gD
+    return g
 
 
 def _wrong_kernel(scale_A=1.0, times_eta=False):
@@ -76,8 +84,18 @@ def test_order1_fails_when_the_second_order_term_is_of_order_eta_cubed(wrong, mo
 def test_activations_fail_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_path):
     memoise(monkeypatch, "popdyn.simulate")
     if wrong:                  # the quadrature I3 10 % too large: the ODE runs 10 % fast
-        monkeypatch.setattr(Integrals, "_I3", scaled(1.1)(Integrals._I3))
+        perturb(monkeypatch, PAIRS, _wrong_pairs)
     _verdict("committee.activations", tmp_path, wrong, activations=["tanh"], d=[300], t_max=8.0, seeds=4,
+             n_points=9)
+
+
+@falsifies("committee.activations")
+@pytest.mark.parametrize("wrong", [False, True])
+def test_activations_fail_with_the_relu_eta2_term_dropped(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.simulate")
+    if wrong:                  # ReLU's orthant-moment eta^2 term dropped: 13 allowed-error units (0.29 right)
+        perturb(monkeypatch, "popdyn.models.committee.ode._relu_eta2", lambda f: lambda *a: 0.0 * f(*a))
+    _verdict("committee.activations", tmp_path, wrong, activations=["relu"], d=[300], t_max=8.0, seeds=4,
              n_points=9)
 
 
@@ -107,5 +125,5 @@ def test_k_greater_m_fails_without_the_noise_term(wrong, monkeypatch, tmp_path):
 def test_gap_scaling_fails_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_path):
     memoise(monkeypatch, "popdyn.simulate")
     if wrong:                  # the quadrature I3 10 % too large: a bias that shrinks with neither eta nor d
-        monkeypatch.setattr(Integrals, "_I3", scaled(1.1)(Integrals._I3))
+        perturb(monkeypatch, PAIRS, _wrong_pairs)
     _verdict("committee.gap_scaling", tmp_path, wrong, seeds=8, n_points=5)

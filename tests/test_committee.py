@@ -63,7 +63,11 @@ def test_closed_forms_match_cholesky_gauss_hermite(act, seed):
         assert abs(float(getattr(ig, name)(C)) - _gh_chol(C, F, 40 if n < 4 else 20)) < (1e-8 if n < 4 else 1e-7), name
 
 
-@pytest.mark.parametrize("act", [SS_ERF, "relu", "tanh"])
+SOFTSIGN = activations.Activation.from_callable(lambda z: z / (1 + np.abs(z)), deriv=lambda z: 1 / (1 + np.abs(z)) ** 2,
+                                                name="softsign")
+
+
+@pytest.mark.parametrize("act", [SS_ERF, "relu", "tanh", SOFTSIGN])
 def test_integrals_match_monte_carlo(act):
     ig = cm.integrals(act)
     C = _random_cov(4, 5)
@@ -96,6 +100,42 @@ def test_quadrature_error_estimate_bounds_the_error_of_erf_from_a_callable():
             exact = float(getattr(ig_c, name)(C[:n, :n]))
             assert abs(v - exact) <= max(e, 1e-13), (name, v - exact, e)   # the estimate is an upper bound here
             assert abs(v - exact) < (1e-10 if n < 4 else 1e-5), name
+
+
+def test_relu_I4_orthant_form_matches_monte_carlo_and_its_reductions():
+    """ReLU's I4 by Tallis' orthant moments: Monte Carlo at random C (z = 5, n = 4e5) within its error estimate (< 1e-6);
+    with repeated fields it must reduce to the arc-cosine closed form I2: (a, a, a, d) -> E[relu(a) relu(d)],
+    (a, b, a, b) -> E[relu(a) relu(b)] (to 1e-8); all four fields equal gives E[a^2 1(a>0)] = 1/2; I4 is linear in C."""
+    ig = cm.integrals("relu")
+    F = _fields(ig.activation)["I4"][1]
+    for seed in (1, 3):
+        C = _random_cov(4, seed, scale=np.random.default_rng(seed).uniform(0.3, 3))
+        v, e = ig.I4(C, err=True)
+        m, se = _mc(C, F, 400_000, seed=seed)
+        assert e < 1e-6 and abs(v - m) < 5 * se
+        assert abs(float(ig.I4(2.5 * C)) - 2.5 * v) < 1e-12
+    C2 = _random_cov(2, 9)
+    for rows in ([0, 0, 0, 1], [0, 1, 0, 1]):
+        assert abs(float(ig.I4(C2[np.ix_(rows, rows)])) - float(ig.I2(C2))) < 1e-8, rows
+    assert abs(float(ig.I4(np.ones((4, 4)))) - 0.5) < 1e-8
+
+
+def test_polar_rule_is_exact_for_a_cusp_at_zero():
+    """softsign's g' = 1/(1+|z|)^2 has a cusp at 0, where tensor Gauss-Hermite errs by 3 % at 48 nodes. The 2-D polar
+    rule, split where a field vanishes, gives Stein's identities E[g'(a)] C11 = E[a g(a)] (a singular pair) and
+    E[a g(c)] = C12 E[g'(c)] to 1e-9, and converges (96 vs 192 nodes agree to 1e-10)."""
+    import sys
+    ii = sys.modules["popdyn.models.committee.integrals"]
+    g = SOFTSIGN
+    C = np.array([[0.7, 0.3], [0.3, 1.4]])
+    one = ii._gauss_mean(np.full((2, 2), 0.7), lambda x: 0.7 * g.deriv(x[..., 0]) - x[..., 0] * g(x[..., 1]), 96)
+    two = ii._gauss_mean(C, lambda x: x[..., 0] * g(x[..., 1]) - 0.3 * g.deriv(x[..., 1]), 96)
+    assert abs(one) < 1e-9 and abs(two) < 1e-9
+    F = lambda x: g.deriv(x[..., 0]) * g.deriv(x[..., 1])
+    assert abs(ii._gauss_mean(C, F, 96) - ii._gauss_mean(C, F, 192)) < 1e-10
+    x, w = np.polynomial.hermite_e.hermegauss(48)
+    stein = ii._gauss_mean(np.ones((2, 2)), lambda x: x[..., 0] * g(x[..., 1]), 96)       # E[z g(z)] = E[g'(z)]
+    assert abs(g.deriv(x) @ w / np.sqrt(2 * np.pi) - stein) > 1e-2                       # 48-node GH is 3 % off
 
 
 def test_integrals_are_batched():
@@ -260,13 +300,37 @@ def test_ode_preserves_symmetric_Q_and_records_v_when_trained():
 
 def test_escape_time_is_interpolated_and_per_seed():
     pred = Prediction(t=np.array([0.0, 1.0, 2.0, 3.0]), observables={"eg": np.array([0.3, 0.2, 0.1, 0.0])})
-    assert cm.escape_time(pred, 0.15) == pytest.approx(1.5) and cm.escape_time(pred, -0.0 + 1e-9) == pytest.approx(3.0, abs=1e-6)
+    assert cm.escape_time(pred, 0.15) == pytest.approx(1.5)
+    assert cm.escape_time(pred, -0.0 + 1e-9) == pytest.approx(3.0, abs=1e-6)
     assert cm.escape_time(pred, 0.5) == 0.0
     sim = Prediction(t=np.array([0.0, 1.0]), observables={"eg": np.array([[0.3, 0.1], [0.3, 0.25]])})
     out = cm.escape_time(sim, 0.2)
     assert out[0] == pytest.approx(0.5) and np.isnan(out[1])
     with pytest.raises(InvalidParameterError, match="'level'"):
         cm.escape_time(pred, 0.0)
+
+
+def test_escape_time_is_located_on_the_continuous_solution():
+    """Event location: on a coarse grid the crossing lies between samples; the located time equals the crossing of an
+    ODE recorded every 2e-4 (linear interpolation there errs by ~h^2 eg''/eg' ~ 1e-8) to 1e-6, while the coarse linear
+    interpolation misses it by > 1e-2."""
+    import popdyn
+    p = cm.Problem.saad_solla(K=1, M=1)
+    coarse = cm.ode(p, [[0.25]], [[0.0]], t=[0.0, 5.0, 10.0, 20.0])
+    located = cm.escape_time(coarse, 0.01)
+    hand = cm.escape_time(Prediction(t=coarse.t, observables=coarse.observables), 0.01)   # no flow: interpolated
+    i = int(np.flatnonzero(coarse["eg"] <= 0.01)[0])
+    fine = cm.ode(p, [[0.25]], [[0.0]], t=np.concatenate([[0.0], np.arange(coarse.t[i - 1], coarse.t[i] + 1e-9, 2e-4)]))
+    ref = cm.escape_time(Prediction(t=fine.t, observables=fine.observables), 0.01)
+    assert coarse.t[i - 1] < located < coarse.t[i]
+    assert abs(located - ref) < 1e-6 and abs(hand - ref) > 1e-2
+    import pickle
+    assert cm.escape_time(pickle.loads(pickle.dumps(coarse)), 0.01) == hand          # unpickled: interpolation
+    # popdyn.predict reports the located time in steps
+    pred = popdyn.predict(p, d=100, steps=2000, n_points=5, Q0=[[0.25]], R0=[[0.0]])
+    dense = cm.ode(p, [[0.25]], [[0.0]], t=np.linspace(0, 20, 100_001))
+    ref_steps = 100 * cm.escape_time(Prediction(t=dense.t, observables=dense.observables), 0.01)
+    assert abs(cm.escape_time(pred, 0.01) - ref_steps) < 1e-4
 
 
 def test_ode_rejects_bad_state_and_times():
@@ -304,20 +368,26 @@ def test_compiled_erf_drift_equals_the_vectorised_integrals(act, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
 
 
-def test_relu_second_moment_is_continuous_and_matches_monte_carlo():
+def test_relu_eta2_term_is_continuous_and_matches_monte_carlo_and_I4():
+    """The ODE's ReLU eta^2 term E[g'_k g'_l (Delta^2 + sigma^2)] from the orthant moments: Monte Carlo (z = 5,
+    n = 1e6, seed 2), the sum of the public I4 and J2 (same moments, another path: 4-field covariances with equal
+    fields merged) to 1e-10, and continuity (a 1e-9 change of Omega moves it by O(1e-9))."""
     import sys
-    ode_mod = sys.modules["popdyn.models.committee.ode"]
+    ii = sys.modules["popdyn.models.committee.integrals"]
+    ig = cm.integrals("relu")
     Om = _random_cov(4, 0)
     u = np.array([1.0, 0.8, -1.0, -0.6])
     x = np.random.default_rng(2).multivariate_normal(np.zeros(4), Om, size=1_000_000)
     gp, W = x[:, :2] > 0, (np.maximum(x, 0) @ u) ** 2 + 0.09
     mc = np.einsum("nk,nl,n->kl", gp, gp, W) / len(x)
     se = np.sqrt(np.einsum("nk,nl,n->kl", gp, gp, W ** 2) / len(x) - mc ** 2) / np.sqrt(len(x))
-    v = ode_mod._relu_second_moment(Om, u, 2, 1.0, 0.09, 27)
-    assert np.all(np.abs(v - mc) < 5 * se + 1e-4)                                   # z = 5, n = 1e6, seed 2
-    # continuity: a 1e-9 change of Omega changes the value by O(1e-9), not by a node's weight (~1e-3)
-    v2 = ode_mod._relu_second_moment(Om + 1e-9 * np.eye(4), u, 2, 1.0, 0.09, 27)
-    assert np.abs(v2 - v).max() < 1e-7
+    v = ii._relu_eta2(Om, u, 2, 1.0, 0.09)
+    assert np.all(np.abs(v - mc) < 5 * se)
+    idx = np.array(list(itertools.product(range(2), range(2), range(4), range(4))))
+    I4 = ig.I4(Om[idx[:, :, None], idx[:, None, :]]).reshape(2, 2, 4, 4)
+    J2 = ig.J2(np.stack([[Om[np.ix_([k, l], [k, l])] for l in range(2)] for k in range(2)]))
+    np.testing.assert_allclose(v, np.einsum("klij,i,j->kl", I4, u, u) + 0.09 * J2, rtol=0, atol=1e-10)
+    assert np.abs(ii._relu_eta2(Om + 1e-9 * np.eye(4), u, 2, 1.0, 0.09) - v).max() < 1e-7
 
 
 def test_simulation_records_the_second_layer_over_time():

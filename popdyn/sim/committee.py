@@ -100,7 +100,7 @@ def simulate(problem, *, d, steps, seeds=4, init=1.0, v0=None, n_points=200, see
     W[:, :K] = standard_normal_(torch.empty(S, K, d, dtype=torch.float64, device=dev), gen).to(dt) * (init / np.sqrt(d))
     W[:, K:, :M] = L
     J = W[:, :K]
-    u = torch.cat([torch.as_tensor(v0, dtype=dt, device=dev), -vstar]).expand(S, K + M).clone()   # (v, -v*)
+    u = torch.cat([torch.tensor(v0, dtype=dt, device=dev), -vstar]).expand(S, K + M).clone()      # (v, -v*)
     v = u[:, :K]
     eta, eta_v, sigma, wd = problem.eta / d, problem.eta_v / d, problem.sigma, problem.wd
     chunk = max(1, min(steps, _CHUNK_ELEMENTS // (S * (d + 1))))

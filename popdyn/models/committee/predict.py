@@ -60,8 +60,8 @@ def initial_overlaps(problem, d, init=1.0, seed=0):
 
 
 @predict.register(Problem)
-def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init=1.0, seed=0, rtol=1e-10,
-             atol=1e-12):
+def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init=1.0, seed=0, rtol=None,
+             atol=None):
     r"""The overlap ODE of online SGD on the committee at dimension d, recorded at step numbers.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\quad t = \text{steps}/d,\quad
@@ -84,8 +84,9 @@ def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init
         Student scale of the default initial overlaps, > 0.
     seed : int
         Their numpy seed, >= 0.
-    rtol, atol : float
-        Tolerances of the integration, in (0, 1).
+    rtol, atol : float or None
+        Tolerances of the integration, in (0, 1); None for the defaults of :func:`~popdyn.models.committee.ode`
+        (1e-10, 1e-12 with closed forms; 1e-5, 1e-8 with a quadrature).
 
     Returns
     -------
@@ -120,6 +121,9 @@ def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
     pred = ode(problem, Q0, R0, v0, t=t / d, rtol=rtol, atol=atol)
     meta = dict(pred.meta, t_unit="steps", options=dict(d=d, steps=steps, n_points=n_points, init=init, seed=seed,
-                                                        rtol=rtol, atol=atol), Q0=Q0, R0=R0)
-    return Prediction(t=t[:pred.t.size], observables=pred.observables, status=pred.status, message=pred.message,
-                      meta=meta)
+                                                        rtol=pred.meta["rtol"], atol=pred.meta["atol"]), Q0=Q0,
+                R0=R0)
+    out = Prediction(t=t[:pred.t.size], observables=pred.observables, status=pred.status, message=pred.message,
+                     meta=meta)
+    out._flow = pred._flow.rescaled(d)          # escape_time locates crossings on the ODE, reported in steps
+    return out

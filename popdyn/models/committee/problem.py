@@ -101,7 +101,8 @@ class Problem:
         T = np.eye(M) if self.T is None else FiniteArray(2, (M, M)).convert(owner, "T", self.T)
         v_star = np.ones(M) if self.v_star is None else FiniteArray(1, (M,)).convert(owner, "v_star", self.v_star)
         if not np.allclose(T, T.T, rtol=0, atol=1e-12 * (1 + np.abs(T).max())):
-            raise InvalidParameterError(f"The 'T' parameter of {owner} must be symmetric (T = B B^T). Got {T!r} instead.")
+            raise InvalidParameterError(
+                f"The 'T' parameter of {owner} must be symmetric (T = B B^T). Got {T!r} instead.")
         if np.linalg.eigvalsh(T)[0] < -1e-10 * (1 + np.abs(T).max()):
             raise InvalidParameterError(
                 f"The 'T' parameter of {owner} must be positive semi-definite (T = B B^T). Got {T!r} instead.")
