@@ -585,7 +585,8 @@ def get(name):
     ----------
     name : str or Activation
         One of :func:`names`: relu, abs, leaky_relu, linear, quadratic, sign, erf, tanh,
-        sigmoid, gelu, softplus, exp, he1, he2, ... (normalized Hermite polynomial h_K).
+        sigmoid, gelu, softplus, exp, he1, he2, ... (normalized Hermite polynomial h_K), or a rescaled
+        name ``"<name>(r=<float>)"`` as :attr:`Activation.name` writes it (``get(name).rescaled(r)``).
 
     Returns
     -------
@@ -604,6 +605,8 @@ def get(name):
     --------
     >>> float(get("he3").K(0.5))                           # h_3: K = rho^3
     0.125
+    >>> get("tanh(r=1.5)").name == get("tanh").rescaled(1.5).name == "tanh(r=1.5)"  # rescaled names round-trip
+    True
     """
     if isinstance(name, Activation):
         return name
@@ -611,4 +614,12 @@ def get(name):
         raise InvalidParameterError(
             f"The 'name' parameter of activations.get must be one of {names()} or an Activation. "
             f"Got {name!r} instead.")
+    scaled = re.fullmatch(r"(.+)\(r=([^)]+)\)", name)
+    if scaled:
+        try:
+            r = float(scaled.group(2))
+        except ValueError:
+            r = None
+        if r is not None:
+            return _named(scaled.group(1)).rescaled(r)
     return _named(name)

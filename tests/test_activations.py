@@ -287,3 +287,18 @@ def test_gram_matrices_are_psd(u, name, r):
         lam = np.linalg.eigvalsh(0.5 * (M + M.T))
         # 1e-12 * trace: float64 eigenvalue error of a 6x6 symmetric matrix
         assert lam.min() >= -1e-12 * max(1.0, np.trace(M))
+
+
+
+@pytest.mark.parametrize("base, r", [("tanh", 1.5), ("erf", 2 ** -0.5), ("relu", 0.3)])
+def test_get_reads_rescaled_names(base, r):
+    scaled = A.get(base).rescaled(r)
+    again = A.get(scaled.name)  # "tanh(r=1.5)": the name a rescaled activation carries
+    z = np.linspace(-2, 2, 9)
+    assert again.name == scaled.name and np.array_equal(again(z), scaled(z))
+    assert again.K(0.3) == scaled.K(0.3) and not np.array_equal(again(z), A.get(base)(z))
+
+
+def test_get_rejects_a_bad_rescaled_name():
+    with pytest.raises(InvalidParameterError, match="'name' parameter"):
+        A.get("tanh(r=abc)")

@@ -1,7 +1,6 @@
 """The soft-committee teacher-student problem of online SGD (Saad & Solla 1995; Goldt et al. 2019)."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -12,20 +11,6 @@ from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, 
 __all__ = ["Problem"]
 
 _SAAD_SOLLA_R = 1 / np.sqrt(2)          # g(x) = erf(x / sqrt 2): popdyn's erf rescaled by 1/sqrt(2)
-
-
-def _activation(value):
-    """An Activation from a name, a rescaled name ``"erf(r=0.707...)"`` or an Activation."""
-    if isinstance(value, str):
-        m = re.fullmatch(r"(.+)\(r=([^)]+)\)", value)
-        if m:
-            try:
-                r = float(m.group(2))
-            except ValueError:
-                r = None
-            if r is not None:
-                return activations.get(m.group(1)).rescaled(r)
-    return activations.get(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,7 +81,7 @@ class Problem:
     def __post_init__(self):
         validate(self)
         owner = "committee.Problem"
-        object.__setattr__(self, "activation", _activation(self.activation))
+        object.__setattr__(self, "activation", activations.get(self.activation))
         M = self.M
         T = np.eye(M) if self.T is None else FiniteArray(2, (M, M)).convert(owner, "T", self.T)
         v_star = np.ones(M) if self.v_star is None else FiniteArray(1, (M,)).convert(owner, "v_star", self.v_star)
