@@ -16,6 +16,8 @@ with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.integrate import quad
 from scipy.interpolate import CubicSpline
@@ -30,7 +32,7 @@ from .theory import h, h0, population_loss
 __all__ = ["overlap_ode", "overlap_recursion", "time_to_overlap", "plateau_overlap", "limit_sign"]
 
 _N_GRID = 8193  # nodes cos(pi j/8192) of method "grid": error <= ~1e-7 in m, O(n_grid^-2) (tests)
-_N_EXACT = 513  # exact h, Phi at theta = pi j/512, cubic splines in theta: rel. error <= 2e-10 (xi <= 3, O(N^-4))
+_N_EXACT = 513  # exact h at theta = pi j/512, cubic spline in theta: rel. error <= 2e-10 (xi <= 3, O(N^-4))
 _ODE_METHODS = ("grid", "DOP853", "RK45", "RK23", "LSODA", "Radau", "BDF")
 
 
@@ -49,26 +51,49 @@ def _drift(problem, lr, d, convention, n_mc, seed):
     return lambda t, m: _drift_values(problem, m, h(problem, m), lr, d, convention, n_mc, seed)
 
 
-def _splines(problem):
-    """Cubic splines in ``theta = arccos m`` of h and Phi through _N_EXACT exact values, cached.
+def _h_spline(problem):
+    """Cubic spline in ``theta = arccos m`` of h through _N_EXACT exact values, cached.
 
     ``1 - m = 2 sin^2(theta/2)``, so ``h(1) - C sqrt(1 - m) + ...`` (ReLU, spec §2.5) is smooth in theta:
     the spline error falls like N^-4 at both ends too (tests/test_lora_dynamics.py).
     """
     def make():
         theta = np.linspace(0.0, np.pi, _N_EXACT)
-        m = np.cos(theta)
-        return CubicSpline(theta, h(problem, m)), CubicSpline(theta, population_loss(problem, m))
-    return _cached(problem, "splines", make)
+        return CubicSpline(theta, h(problem, np.cos(theta)))
+    return _cached(problem, "h_spline", make)
 
 
-def _nodes(problem, n_grid):
+@functools.lru_cache(maxsize=4)
+def _grid(n_grid):
     """Nodes ``cos(pi j/(n_grid-1))`` (dense where h ~ sqrt(1-|m|)) plus the B0/B1 table points (kinks of
-    the interpolated drift), rounded to 1e-15 to merge coincident ones; h there from the spline, cached."""
+    the interpolated drift), rounded to 1e-15 to merge coincident ones, increasing; their ``arccos`` and
+    the index of the node 0 (problem independent, computed once per n_grid)."""
+    m = np.unique(np.r_[np.cos(np.linspace(np.pi, 0.0, n_grid)), _M_TABLE, 0.0].round(15))
+    m.flags.writeable = False
+    return m, np.arccos(m), int(np.searchsorted(m, 0.0))
+
+
+def _half_nodes(problem, n_grid, side):
+    """The nodes of :func:`_grid` with ``side m >= 0`` (both halves hold 0) and h there from the spline,
+    cached per problem and half: a flow that never crosses 0 reads one half only."""
     def make():
-        m = np.unique(np.r_[np.cos(np.linspace(np.pi, 0.0, n_grid)), _M_TABLE].round(15))
-        return m, _splines(problem)[0](np.arccos(m))
-    return _cached(problem, ("grid", n_grid), make)
+        m, theta, zero = _grid(n_grid)
+        part = slice(zero, None) if side > 0 else slice(0, zero + 1)
+        return m[part], _h_spline(problem)(theta[part])
+    return _cached(problem, ("grid", n_grid, side), make)
+
+
+def _grid_flow(problem, m0, t, lr, d, convention, n_mc, seed, n_grid):
+    """The exact flow of the drift interpolated on the nodes, read on the half of m0 and on the other
+    half too when the drift at m0 points towards it (a scalar flow is monotone, so nothing else is read)."""
+    side = 1 if m0 >= 0 else -1
+    m, hm = _half_nodes(problem, n_grid, side)
+    f = _drift_values(problem, m, hm, lr, d, convention, n_mc, seed)
+    if side * np.interp(m0, m, f) < 0:
+        other, h_other = _half_nodes(problem, n_grid, -side)
+        f_other = _drift_values(problem, other, h_other, lr, d, convention, n_mc, seed)
+        (m, f) = (np.r_[other[:-1], m], np.r_[f_other[:-1], f]) if side > 0 else (np.r_[m, other[1:]], np.r_[f, f_other[1:]])
+    return dynamics.scalar_flow(m, f, m0, t)
 
 
 def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
@@ -154,8 +179,7 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     m0 = float(check_overlap(check(owner, "m0", m0, Interval(-1, 1)), "m0"))
     method = check(owner, "method", method, Options(_ODE_METHODS))
     if method == "grid":
-        m, hm = _nodes(problem, check(owner, "n_grid", n_grid, Integer(3)))
-        return dynamics.scalar_flow(m, _drift_values(problem, m, hm, lr, d, convention, n_mc, seed), m0, t)
+        return _grid_flow(problem, m0, t, lr, d, convention, n_mc, seed, check(owner, "n_grid", n_grid, Integer(3)))
     f = _drift(problem, lr, d, convention, n_mc, seed)
     return dynamics.solve_ode(f, m0, t, rtol=rtol, atol=atol, method=method, bounds=(-1.0, 1.0))
 

@@ -14,7 +14,7 @@ from ..._validate import Integer, Interval, Options, RegimeWarning, check
 from ...api import predict
 from ...results import Prediction
 from .bounds import condition3
-from .dynamics import _N_GRID, _check_dynamics, _splines, limit_sign, overlap_ode
+from .dynamics import _N_GRID, _check_dynamics, limit_sign, overlap_ode
 from .normalisation import _N_TABLE
 from .problem import Problem, _cached
 from .theory import population_loss
@@ -136,9 +136,5 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
                    seed=seed, method=method, n_grid=n_grid, rtol=rtol)
     meta = dict(problem=_cached(problem, "repr", lambda: repr(problem)), options=options, t_unit="steps", delta=lr * d, nfev=sol.nfev,
                 source=_SRC, regime=_regime(problem, lr, d, m0, convention))
-    if method == "grid":
-        loss = np.maximum(_splines(problem)[1](np.arccos(sol.y)), 0.0)
-    else:
-        loss = population_loss(problem, sol.y)
-    return Prediction(t=t, observables={"m": sol.y, "loss": loss},
+    return Prediction(t=t, observables={"m": sol.y, "loss": population_loss(problem, sol.y)},
                       status=sol.status, message=sol.message, meta=meta)
