@@ -327,7 +327,7 @@ def test_grid_method_reuses_the_tables():
 @pytest.mark.parametrize("case", [_GRID_CASES[0], _GRID_CASES[3], _GRID_CASES[1]])
 def test_grid_flow_on_half_the_nodes_equals_the_flow_on_all(case):
     # a scalar flow is monotone: reading the half of m0 (and the other one only when the drift at m0 points
-    # there: the tanh case starting on the wrong side, and delta = 1000 relaxing through 0) changes nothing
+    # there: the tanh case starting on the wrong side) changes nothing; delta = 1000 relaxes towards 0
     p, kw = _grid_case(*case)
     t = np.linspace(0, kw["steps"], 101)
     args = dict(lr=kw["lr"], d=kw["d"], convention=kw["convention"], n_mc=2, seed=0)

@@ -107,7 +107,7 @@ class Problem:
     def quantised(self):
         """True when c and c_hat lie in {+-1/sqrt(k)}^k (Assumption A3)."""
         q = 1 / np.sqrt(self.k)
-        return bool(np.allclose(np.abs(self.c), q, atol=_UNIT_TOL) and np.allclose(np.abs(self.c_hat), q, atol=_UNIT_TOL))
+        return bool(np.all(np.abs(np.abs(self.c) - q) <= _UNIT_TOL) and np.all(np.abs(np.abs(self.c_hat) - q) <= _UNIT_TOL))
 
     @property
     def r(self):
