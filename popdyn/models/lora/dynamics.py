@@ -10,9 +10,10 @@ The normalisation drift (B0, B1) is in :mod:`popdyn.models.lora.normalisation`; 
 :func:`popdyn.predict` is assembled in :mod:`popdyn.models.lora.predict`.
 
 Time is counted in SGD steps ``t``; the paper's ODE time is ``lr * t`` and the spec's is ``tau = t / d``
-with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, cubic splines in
-``theta = arccos m`` of h and Phi, h on the nodes of ``method="grid"`` and the regime checks; a warm
-``predict`` then costs well under a millisecond (validation/bench.py).
+with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, a cubic spline in
+``theta = arccos m`` of h, h on each half (m >= 0, m <= 0) of the nodes of ``method="grid"`` and the
+regime checks; a cold ``predict`` (a new problem) builds them in about a millisecond and a warm one
+reuses them (validation/bench.py).
 """
 from __future__ import annotations
 
@@ -133,11 +134,12 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
         "paper": ``dm/dt = lr h(m)(1-m^2)`` (L604, ODE time ``lr t``), the population recursion the paper
         derives "ignoring the error terms" E_t, Q_t (L602). "corrected" (an extension, the default): adds
         the mean of the normalisation error Q_t, the (Ito-type) drift above, with B0, B1 tabulated by
-        randomised quasi-Monte Carlo on 41 points in m and interpolated linearly.
+        quadrature (G = I, 13 points in arccos m, interpolated) or randomised quasi-Monte Carlo
+        (general G), on 41 points in m and interpolated linearly.
     n_mc : int
-        Monte Carlo size of the B0/B1 table (>= 2).
+        Monte Carlo size of the B0/B1 table (>= 2; general G only, unused by the quadrature of G = I).
     seed : int
-        Seed of the table (>= 0).
+        Seed of the table (>= 0; general G only).
     rtol, atol : float
         Tolerances of :func:`popdyn.dynamics.solve_ode` (not used by "grid").
     method : {"DOP853", "RK45", "RK23", "LSODA", "Radau", "BDF", "grid"}
@@ -146,7 +148,9 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
         piecewise-linear field by :func:`popdyn.dynamics.scalar_flow` (error O(n_grid^-2), any stiffness).
     n_grid : int
         Nodes ``m = cos(pi j/(n_grid - 1))`` of "grid" (>= 3), plus the 41 table points; h on them
-        is cached per problem. The default 8193 keeps the error below ~1e-7 in m.
+        is read off a cubic spline in arccos m through 513 exact values and cached per problem and half
+        (m >= 0, m <= 0): the flow is monotone, so it reads the half of m0, and the other half only when
+        the drift at m0 points there. The default 8193 keeps the error below ~1e-7 in m.
 
     Returns
     -------
@@ -330,9 +334,9 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
         "root": the outermost sign change of the drift on ``s [0, 1]``, refined by brentq (xtol 1e-15).
         "first_order": the first-order formula above, ``s = sign(h(0))``.
     n_mc : int
-        Monte Carlo size of the B0/B1 table (>= 2).
+        Monte Carlo size of the B0/B1 table (>= 2; general G only, unused by the quadrature of G = I).
     seed : int
-        Seed of the table (>= 0).
+        Seed of the table (>= 0; general G only).
 
     Returns
     -------
