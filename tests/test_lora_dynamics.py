@@ -336,3 +336,19 @@ def test_grid_flow_on_half_the_nodes_equals_the_flow_on_all(case):
     full = scalar_flow(m, f, kw["m0"], t)
     half = overlap_ode(p, kw["m0"], t, method="grid", **args)
     np.testing.assert_array_equal(half.y, full.y)
+
+
+_HALF_PROBLEMS = {act: Problem.orthonormal(4, 1.0, act, 1) for act in ("relu", "tanh")}
+
+
+@given(st.sampled_from(sorted(_HALF_PROBLEMS)), st.one_of(st.floats(-1, 1), st.sampled_from([-1.0, -0.0, 0.0, 1.0])),
+       st.sampled_from([0.01, 0.3, 50.0]), st.sampled_from(["corrected", "paper"]))
+@settings(max_examples=40, deadline=None)
+def test_grid_flow_on_half_the_nodes_equals_the_flow_on_all_property(act, m0, delta, convention):
+    # any start, either sign of the drift at m0 (delta = 50 pulls every start towards 0): the same flow
+    p = _HALF_PROBLEMS[act]
+    t = np.linspace(0, 20_000, 41)
+    args = dict(lr=delta / 2000, d=2000, convention=convention, n_mc=2, seed=0)
+    m, theta, _ = lora_dynamics._grid(8193)
+    f = lora_dynamics._drift_values(p, m, lora_dynamics._h_spline(p)(theta), **args)
+    np.testing.assert_array_equal(overlap_ode(p, m0, t, method="grid", **args).y, scalar_flow(m, f, m0, t).y)
