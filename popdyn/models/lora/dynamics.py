@@ -93,7 +93,8 @@ def _grid_flow(problem, m0, t, lr, d, convention, n_mc, seed, n_grid):
     if side * np.interp(m0, m, f) < 0:
         other, h_other = _half_nodes(problem, n_grid, -side)
         f_other = _drift_values(problem, other, h_other, lr, d, convention, n_mc, seed)
-        (m, f) = (np.r_[other[:-1], m], np.r_[f_other[:-1], f]) if side > 0 else (np.r_[m, other[1:]], np.r_[f, f_other[1:]])
+        lo, hi = ((other, f_other), (m, f)) if side > 0 else ((m, f), (other, f_other))
+        m, f = np.r_[lo[0][:-1], hi[0]], np.r_[lo[1][:-1], hi[1]]  # the node 0 ends lo and starts hi: once
     return dynamics.scalar_flow(m, f, m0, t)
 
 
