@@ -303,13 +303,13 @@ def test_grid_error_is_second_order_in_n_grid():
 @pytest.mark.parametrize("act", ["relu", "tanh", "erf", "he3"])
 def test_theta_spline_matches_exact_h(act):
     # h is smooth in theta = arccos m even where h ~ h(1) - C sqrt(1-m) (ReLU, spec §2.5), so the cubic
-    # spline through 513 nodes errs by O(N^-4): measured <= 1.5e-10 of the maximum (he3, xi = 3)
+    # spline through 257 nodes errs by O(N^-4): measured <= 2.4e-9 of the maximum (he3, xi = 3; 1.5e-10 at 513)
     m = np.r_[np.random.default_rng(0).uniform(-1, 1, 200), 1 - np.geomspace(1e-12, 1e-2, 20),
               -1 + np.geomspace(1e-12, 1e-2, 20), -1.0, 1.0]
     for xi in (0.1, 1.0, 3.0):
         p = Problem.orthonormal(8, xi, act, 0)
         fit, exact = lora_dynamics._h_spline(p)(np.arccos(m)), h(p, m)
-        assert np.max(np.abs(fit - exact)) < 1e-9 * np.max(np.abs(exact))  # 1e-9: 6x the measured 1.5e-10
+        assert np.max(np.abs(fit - exact)) < 1e-8 * np.max(np.abs(exact))  # 1e-8: 4x the measured 2.4e-9
 
 
 def test_grid_method_reuses_the_tables():
