@@ -165,7 +165,7 @@ def _sgd_escape(problem, d, delta, tau, seeds, level, device):
     t_sgd = [esc(sim.t, row) for row in np.asarray(sim["m"], dtype=float)]  # progress toward sign(h0) only
     t_th = {c: esc(p.t, p["m"]) for c, p in preds.items()}
     tau_esc = (t_th["corrected"] or np.inf) / d
-    eps = 2 * delta * math.sqrt(float(lora.B0(problem, 0.0, n=1 << 13)[0]) * tau_esc / d) / m0  # B0 to ~1 %
+    eps = 2 * delta * math.sqrt(float(lora.B0(problem, 0.0, n=1 << 13)[0]) * tau_esc / d) / m0  # exact: G = I
     conv = lambda t: None if t is None else t * unit
     return [conv(t) for t in t_sgd], {c: conv(t) for c, t in t_th.items()}, eps
 

@@ -130,9 +130,10 @@ def signal_noise(problem, *, n=1 << 16, seed=0):
     ----------
     problem : Problem
     n : int
-        Monte Carlo size of B0(0) (>= 2).
+        Monte Carlo size of B0(0) (>= 2; general G only: for G = I, B0(0) is computed by quadrature
+        and ``n``, ``seed`` are unused, the standard error is the quadrature's error estimate).
     seed : int
-        Seed (>= 0).
+        Seed (>= 0; general G only).
 
     Returns
     -------

@@ -10,11 +10,14 @@ The normalisation drift (B0, B1) is in :mod:`popdyn.models.lora.normalisation`; 
 :func:`popdyn.predict` is assembled in :mod:`popdyn.models.lora.predict`.
 
 Time is counted in SGD steps ``t``; the paper's ODE time is ``lr * t`` and the spec's is ``tau = t / d``
-with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, cubic splines in
-``theta = arccos m`` of h and Phi, h on the nodes of ``method="grid"`` and the regime checks; a warm
-``predict`` then costs well under a millisecond (validation/bench.py).
+with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, a cubic spline in
+``theta = arccos m`` of h, h on each half (m >= 0, m <= 0) of the nodes of ``method="grid"`` and the
+regime checks. A cold ``predict`` (a new problem: ReLU, k = 8) builds them in ~1.5 ms of CPU, 0.6 ms of it
+the B0/B1 table; a warm one reuses them (~0.3 ms; validation/bench.py).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from scipy.integrate import quad
@@ -30,7 +33,8 @@ from .theory import h, h0, population_loss
 __all__ = ["overlap_ode", "overlap_recursion", "time_to_overlap", "plateau_overlap", "limit_sign"]
 
 _N_GRID = 8193  # nodes cos(pi j/8192) of method "grid": error <= ~1e-7 in m, O(n_grid^-2) (tests)
-_N_EXACT = 513  # exact h, Phi at theta = pi j/512, cubic splines in theta: rel. error <= 2e-10 (xi <= 3, O(N^-4))
+_N_EXACT = 257  # exact h at theta = pi j/256, cubic spline in theta: rel. error <= 2.4e-9 (xi <= 3, O(N^-4)),
+# which moves m by <= 5e-12 (measured: relu, tanh, erf, he3 at xi = 0.1, 1, 3), far below the grid's ~1e-7
 _ODE_METHODS = ("grid", "DOP853", "RK45", "RK23", "LSODA", "Radau", "BDF")
 
 
@@ -49,26 +53,50 @@ def _drift(problem, lr, d, convention, n_mc, seed):
     return lambda t, m: _drift_values(problem, m, h(problem, m), lr, d, convention, n_mc, seed)
 
 
-def _splines(problem):
-    """Cubic splines in ``theta = arccos m`` of h and Phi through _N_EXACT exact values, cached.
+def _h_spline(problem):
+    """Cubic spline in ``theta = arccos m`` of h through _N_EXACT exact values, cached.
 
     ``1 - m = 2 sin^2(theta/2)``, so ``h(1) - C sqrt(1 - m) + ...`` (ReLU, spec §2.5) is smooth in theta:
     the spline error falls like N^-4 at both ends too (tests/test_lora_dynamics.py).
     """
     def make():
         theta = np.linspace(0.0, np.pi, _N_EXACT)
-        m = np.cos(theta)
-        return CubicSpline(theta, h(problem, m)), CubicSpline(theta, population_loss(problem, m))
-    return _cached(problem, "splines", make)
+        return CubicSpline(theta, h(problem, np.cos(theta)))
+    return _cached(problem, "h_spline", make)
 
 
-def _nodes(problem, n_grid):
+@functools.lru_cache(maxsize=4)
+def _grid(n_grid):
     """Nodes ``cos(pi j/(n_grid-1))`` (dense where h ~ sqrt(1-|m|)) plus the B0/B1 table points (kinks of
-    the interpolated drift), rounded to 1e-15 to merge coincident ones; h there from the spline, cached."""
+    the interpolated drift), rounded to 1e-15 to merge coincident ones, increasing; their ``arccos`` and
+    the index of the node 0 (problem independent, computed once per n_grid)."""
+    m = np.unique(np.r_[np.cos(np.linspace(np.pi, 0.0, n_grid)), _M_TABLE, 0.0].round(15))
+    m.flags.writeable = False
+    return m, np.arccos(m), int(np.searchsorted(m, 0.0))
+
+
+def _half_nodes(problem, n_grid, side):
+    """The nodes of :func:`_grid` with ``side m >= 0`` (both halves hold 0) and h there from the spline,
+    cached per problem and half: a flow that never crosses 0 reads one half only."""
     def make():
-        m = np.unique(np.r_[np.cos(np.linspace(np.pi, 0.0, n_grid)), _M_TABLE].round(15))
-        return m, _splines(problem)[0](np.arccos(m))
-    return _cached(problem, ("grid", n_grid), make)
+        m, theta, zero = _grid(n_grid)
+        part = slice(zero, None) if side > 0 else slice(0, zero + 1)
+        return m[part], _h_spline(problem)(theta[part])
+    return _cached(problem, ("grid", n_grid, side), make)
+
+
+def _grid_flow(problem, m0, t, lr, d, convention, n_mc, seed, n_grid):
+    """The exact flow of the drift interpolated on the nodes, read on the half of m0 and on the other
+    half too when the drift at m0 points towards it (a scalar flow is monotone, so nothing else is read)."""
+    side = 1 if m0 >= 0 else -1
+    m, hm = _half_nodes(problem, n_grid, side)
+    f = _drift_values(problem, m, hm, lr, d, convention, n_mc, seed)
+    if side * np.interp(m0, m, f) < 0:
+        other, h_other = _half_nodes(problem, n_grid, -side)
+        f_other = _drift_values(problem, other, h_other, lr, d, convention, n_mc, seed)
+        lo, hi = ((other, f_other), (m, f)) if side > 0 else ((m, f), (other, f_other))
+        m, f = np.r_[lo[0][:-1], hi[0]], np.r_[lo[1][:-1], hi[1]]  # the node 0 ends lo and starts hi: once
+    return dynamics.scalar_flow(m, f, m0, t)
 
 
 def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
@@ -108,11 +136,12 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
         "paper": ``dm/dt = lr h(m)(1-m^2)`` (L604, ODE time ``lr t``), the population recursion the paper
         derives "ignoring the error terms" E_t, Q_t (L602). "corrected" (an extension, the default): adds
         the mean of the normalisation error Q_t, the (Ito-type) drift above, with B0, B1 tabulated by
-        randomised quasi-Monte Carlo on 41 points in m and interpolated linearly.
+        quadrature (G = I, 13 points in arccos m, interpolated) or randomised quasi-Monte Carlo
+        (general G), on 41 points in m and interpolated linearly.
     n_mc : int
-        Monte Carlo size of the B0/B1 table (>= 2).
+        Monte Carlo size of the B0/B1 table (>= 2; general G only, unused by the quadrature of G = I).
     seed : int
-        Seed of the table (>= 0).
+        Seed of the table (>= 0; general G only).
     rtol, atol : float
         Tolerances of :func:`popdyn.dynamics.solve_ode` (not used by "grid").
     method : {"DOP853", "RK45", "RK23", "LSODA", "Radau", "BDF", "grid"}
@@ -121,7 +150,9 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
         piecewise-linear field by :func:`popdyn.dynamics.scalar_flow` (error O(n_grid^-2), any stiffness).
     n_grid : int
         Nodes ``m = cos(pi j/(n_grid - 1))`` of "grid" (>= 3), plus the 41 table points; h on them
-        is cached per problem. The default 8193 keeps the error below ~1e-7 in m.
+        is read off a cubic spline in arccos m through 257 exact values and cached per problem and half
+        (m >= 0, m <= 0): the flow is monotone, so it reads the half of m0, and the other half only when
+        the drift at m0 points there. The default 8193 keeps the error below ~1e-7 in m.
 
     Returns
     -------
@@ -154,8 +185,7 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     m0 = float(check_overlap(check(owner, "m0", m0, Interval(-1, 1)), "m0"))
     method = check(owner, "method", method, Options(_ODE_METHODS))
     if method == "grid":
-        m, hm = _nodes(problem, check(owner, "n_grid", n_grid, Integer(3)))
-        return dynamics.scalar_flow(m, _drift_values(problem, m, hm, lr, d, convention, n_mc, seed), m0, t)
+        return _grid_flow(problem, m0, t, lr, d, convention, n_mc, seed, check(owner, "n_grid", n_grid, Integer(3)))
     f = _drift(problem, lr, d, convention, n_mc, seed)
     return dynamics.solve_ode(f, m0, t, rtol=rtol, atol=atol, method=method, bounds=(-1.0, 1.0))
 
@@ -306,9 +336,9 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
         "root": the outermost sign change of the drift on ``s [0, 1]``, refined by brentq (xtol 1e-15).
         "first_order": the first-order formula above, ``s = sign(h(0))``.
     n_mc : int
-        Monte Carlo size of the B0/B1 table (>= 2).
+        Monte Carlo size of the B0/B1 table (>= 2; general G only, unused by the quadrature of G = I).
     seed : int
-        Seed of the table (>= 0).
+        Seed of the table (>= 0; general G only).
 
     Returns
     -------

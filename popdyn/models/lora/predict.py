@@ -14,7 +14,7 @@ from ..._validate import Integer, Interval, Options, RegimeWarning, check
 from ...api import predict
 from ...results import Prediction
 from .bounds import condition3
-from .dynamics import _N_GRID, _check_dynamics, _splines, limit_sign, overlap_ode
+from .dynamics import _N_GRID, _check_dynamics, limit_sign, overlap_ode
 from .normalisation import _N_TABLE
 from .problem import Problem, _cached
 from .theory import population_loss
@@ -81,13 +81,16 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     n_points : int
         Number of recorded step numbers on [0, steps] (>= 2; fewer when steps is small).
     n_mc : int
-        Monte Carlo size of the cached B0/B1 table (>= 2).
+        Monte Carlo size of the cached B0/B1 table (>= 2). B0, B1 are tabulated by quadrature (G = I,
+        13 points in arccos m, interpolated) or randomised quasi-Monte Carlo (general G), on 41 points;
+        ``n_mc`` and ``seed`` apply to general G only.
     seed : int
-        Seed of that table (>= 0).
+        Seed of that table (>= 0; general G only).
     method : {"grid", "solve_ivp"}
-        "grid": the drift on ``n_grid`` nodes clustered at +-1, flowed exactly as a piecewise-linear
-        field (:func:`popdyn.dynamics.scalar_flow`; ~1e-7 in m, a fraction of a millisecond once h on
-        the nodes is cached). "solve_ivp": scipy's LSODA on the exact drift (one scalar h per call).
+        "grid": the drift on ``n_grid`` nodes clustered at +-1 (the half the flow visits), flowed
+        exactly as a piecewise-linear field (:func:`popdyn.dynamics.scalar_flow`; ~1e-7 in m, a fraction
+        of a millisecond once h on the nodes is cached). "solve_ivp": scipy's LSODA on the exact drift
+        (one scalar h per call).
     n_grid : int
         Nodes of "grid" (>= 3); see :func:`overlap_ode`.
     rtol : float
@@ -97,7 +100,8 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     Returns
     -------
     Prediction
-        ``t`` step numbers (int), observables ``"m"`` and ``"loss"``; ``meta`` holds the problem
+        ``t`` step numbers (int), observables ``"m"`` and ``"loss"`` (:func:`population_loss`, exact at
+        every recorded m); ``meta`` holds the problem
         repr, options, ``t_unit = "steps"``, ``delta``, sources and ``regime`` entries.
 
     Notes
@@ -136,9 +140,5 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
                    seed=seed, method=method, n_grid=n_grid, rtol=rtol)
     meta = dict(problem=_cached(problem, "repr", lambda: repr(problem)), options=options, t_unit="steps", delta=lr * d, nfev=sol.nfev,
                 source=_SRC, regime=_regime(problem, lr, d, m0, convention))
-    if method == "grid":
-        loss = np.maximum(_splines(problem)[1](np.arccos(sol.y)), 0.0)
-    else:
-        loss = population_loss(problem, sol.y)
-    return Prediction(t=t, observables={"m": sol.y, "loss": loss},
+    return Prediction(t=t, observables={"m": sol.y, "loss": population_loss(problem, sol.y)},
                       status=sol.status, message=sol.message, meta=meta)

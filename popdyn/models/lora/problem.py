@@ -92,7 +92,7 @@ class Problem:
                 f"The 'convention' parameter of {owner} may be 'N0' only with c, c_hat in {{+-1/sqrt(k)}}^k. Got 'N0' instead.")
 
     def __repr__(self):
-        f = lambda a: np.array2string(a, separator=", ", precision=17, max_line_width=10**6)
+        f = lambda a: repr(a.tolist())  # shortest round-trip repr of each float; 10x array2string(precision=17)
         return (f"lora.Problem(G=np.array({f(self.G)}), lam=np.array({f(self.lam)}), c=np.array({f(self.c)}), "
                 f"c_hat=np.array({f(self.c_hat)}), xi={self.xi!r}, activation={self.activation.name!r}, "
                 f"convention={self.convention!r})")
@@ -107,7 +107,7 @@ class Problem:
     def quantised(self):
         """True when c and c_hat lie in {+-1/sqrt(k)}^k (Assumption A3)."""
         q = 1 / np.sqrt(self.k)
-        return bool(np.allclose(np.abs(self.c), q, atol=_UNIT_TOL) and np.allclose(np.abs(self.c_hat), q, atol=_UNIT_TOL))
+        return bool(np.all(np.abs(np.abs(self.c) - q) <= _UNIT_TOL) and np.all(np.abs(np.abs(self.c_hat) - q) <= _UNIT_TOL))
 
     @property
     def r(self):
