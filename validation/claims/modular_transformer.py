@@ -37,8 +37,8 @@ _ARCH = ("layers", "heads", "d_model", "d_head", "d_mlp")
 #: circuit at these step counts (docs/modular.md).
 _QUICK = {"p": 23, "k": 2, "layers": 1, "heads": 4, "d_model": 64, "d_head": 16, "d_mlp": 128, "train_fraction": 1.0,
           "steps": 1500, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
-_FULL = {"p": 31, "k": 4, "layers": 1, "heads": 160, "d_model": 128, "d_head": 32, "d_mlp": 512, "train_fraction": 0.5,
-         "steps": 20000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
+_FULL = {"p": 17, "k": 4, "layers": 1, "heads": 8, "d_model": 128, "d_head": 32, "d_mlp": 512, "train_fraction": 0.5,
+         "steps": 2000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
 _RUNS = {}
 
 
