@@ -119,6 +119,23 @@ def test_training_fits_a_small_task():
     assert out.meta["dtype"] == "float32" and "test_acc" not in out.observables
 
 
+@pytest.mark.parametrize("heads", [1, 160])
+def test_init_scale_does_not_depend_on_the_head_count(heads):
+    """W_O's fan-in is heads * d_head, so the attention output, the MLP input and the logits keep their scale at init
+    however many heads there are (Fig. 4.3's 160 heads: heads * d_head = 5120 >> d_model). Against 4 heads, over 8
+    inits: the std of the logits and of the MLP pre-activations within a factor 1.5 (here 0.89 and 0.98 at 160 heads;
+    at p = 11, k = 3, d_model 128: 0.15 and 0.15 at 4 heads, 0.18 and 0.15 at 160); a W_O init with fan-in d_model
+    (the bug suspected in the full-size run) gives 3.4 and 3.3 at 160 heads and fails it."""
+    def spread(h):
+        pb = TransformerProblem(p=7, k=3, heads=h, d_model=16, d_head=4, d_mlp=32)
+        gen = torch.Generator().manual_seed(3)
+        A = torch.as_tensor(modular.all_inputs(7, 3))[None].expand(8, -1, -1)
+        with torch.no_grad():
+            out, pre = mt.forward(mt._init_weights(pb, 8, 1.0, gen, torch.float64, "cpu"), A)
+        return np.array([float(out.std()), float(pre.std())])
+    ratio = spread(heads) / spread(4)
+    assert np.all((ratio > 1 / 1.5) & (ratio < 1.5)), ratio
+
 @pytest.mark.parametrize("option, value", [
     ("steps", 0), ("lr", 0.0), ("weight_decay", -1.0), ("betas", (0.9,)), ("betas", (1.0, 0.9)),
     ("train_fraction", 0.0), ("train_fraction", 1e-9), ("init_scale", 0.0), ("seeds", 0), ("n_points", 1),
