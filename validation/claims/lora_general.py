@@ -145,8 +145,8 @@ def fig5b_instances(size, device, outdir):
                                                      seeds=size["seeds"], device=device)
         worst = max(worst, ratio)
         rows.append({"instance": inst, **row})
-        series.append((inst, mean, sd, theory))
-    key = Key("instance", range(size["instances"]), [_SGD, _ODE])
+        series.append((f"#{inst}", mean, sd, theory))
+    key = Key("instance", [f"#{i}" for i in range(size["instances"])], [_SGD, _ODE])
     fig, ax = _one_panel(key, tau, series)
     key.legend(ax)
     fig = save_figure(fig, Path(outdir) / "lora.fig5b_instances.png",
