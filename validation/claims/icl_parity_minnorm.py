@@ -142,7 +142,8 @@ def parity_minnorm_four_heads(size, device, outdir):
     axes[0].plot([norm_g1], [loss_g1], "s", color="k", ms=7, label=f"paper g1* ({norm_g1:g}, {loss_g1:.4f})")
     axes[0].axhline(_SPEC_Z7["four_heads_loss_1e-5"], color="0.45", ls=":", lw=1.2,
                     label=f"spec Z.7, λ = 1e-5 ({_SPEC_Z7['four_heads_loss_1e-5']:g})")
-    axes[0].set(xlim=(0, 1.25 * max(r["norm"] for r in rows)), xlabel=_NORM, ylabel=r"exact hinge loss ($N \to \infty$)",
+    axes[0].set(xlim=(0, 1.25 * max(r["norm"] for r in rows)), xlabel=_NORM,
+                ylabel=r"exact hinge loss ($N \to \infty$)",
                 title=f"(a) 4-head optimum at each λ (dots): g1* is dominated")
     _restart_panel(axes[1], search.runs[:, 1], "search restart (polished)",
                    {f"minimum by enumeration ({enum.norm:.4f})": enum.norm},

@@ -151,7 +151,8 @@ def fig5b_instances(size, device, outdir):
     key.legend(ax)
     fig = save_figure(fig, Path(outdir) / "lora.fig5b_instances.png",
                       title=claim_title(REGISTRY["lora.fig5b_instances"], worst, what="max gap / allowed",
-                                        note=f"ReLU, alpha = 1/2, k = {size['k']}, xi = {size['xi']:g}, d = {size['d']}"))
+                                        note=f"ReLU, alpha = 1/2, k = {size['k']}, xi = {size['xi']:g}, "
+                                             f"d = {size['d']}"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"general-position ODE within {worst:.3g} of the allowed band on every instance")
 
