@@ -109,8 +109,8 @@ def fig5_nonorthogonal(size, device, outdir):
         worst = max(worst, ratio)
         rows.append(row)
         series.append((alpha, mean, sd, theory))
-    refs = {r["alpha"]: math.copysign(r["m_max"], r["final_theory"])
-            for r in rows if r["alpha"] > 0 and r["m_max"] - abs(r["final_theory"]) < 0.3}
+    refs = {alpha: math.copysign(r["m_max"], r["final_theory"])  # keyed by the size's alpha (r["alpha"] is rounded)
+            for alpha, r in zip(size["alphas"], rows) if alpha > 0 and r["m_max"] - abs(r["final_theory"]) < 0.3}
     key = Key(r"$\alpha$", size["alphas"], [_SGD, _ODE] + ([_REACH] if refs else []))
     fig, ax = _one_panel(key, tau, series)
     for alpha, m_max in refs.items():
