@@ -85,3 +85,53 @@ def test_icl_trained_optimum_rank_axis_is_discrete(kept, tmp_path):
     assert [t.get_text() for t in a.get_xticklabels()] == ["1", "2", "4"]
     assert all(line.get_marker() not in (None, "None", "") for line in a.lines if not line.get_label().startswith(("5", "0.2")))
     assert "0.05 (tolerance)" in a.get_title()
+
+
+def _one_colour_per_value(fig, value_of):
+    """{value: colours} of the labelled data lines of every panel (``value_of(label)``), each value one colour."""
+    colour = {}
+    for a in fig.axes:
+        for line in a.lines:
+            if not line.get_label().startswith("_"):
+                colour.setdefault(value_of(line.get_label()), set()).add(line.get_color())
+    assert all(len(c) == 1 for c in colour.values()), colour
+    assert len({next(iter(c)) for c in colour.values()}) == len(colour)
+    return colour
+
+
+def _legends_clear_of_panels(fig):
+    r = fig.canvas.get_renderer()
+    boxes = [lg.get_window_extent(r) for lg in fig.legends] + [a.get_legend().get_window_extent(r)
+                                                               for a in fig.axes if a.get_legend()]
+    assert len(boxes) == 1 and all(_overlap(b, a.get_window_extent(r)) == 0 for b in boxes for a in fig.axes)
+
+
+def test_looped_finite_size_one_colour_per_d_one_legend_claim_title(kept, monkeypatch, tmp_path):
+    import warnings
+
+    from validation.claims import REGISTRY, discover, looped_finite
+    discover()
+    monkeypatch.setattr(looped_finite, "save_figure", kept.keep)
+    size = {"ds": [8, 16], "gamma": 0.25, "T": 6, "prompts_x_d2": 20_000, "seed": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no layout-engine clash (tight_layout on constrained layout)
+        res = REGISTRY["looped.finite_size"].run(size, "cpu", tmp_path)
+    (fig,) = kept
+    assert sorted(_one_colour_per_value(fig, lambda lab: int(lab.split()[0][2:]))) == [8, 16]
+    _legends_clear_of_panels(fig)
+    assert fig.get_suptitle().startswith("looped.finite_size: ") and f"{res.measured:.3g} " in fig.get_suptitle()
+
+
+def test_lora_fig4_one_colour_per_activation_across_panels(kept, monkeypatch, tmp_path):
+    pytest.importorskip("torch")
+    from validation.claims import REGISTRY, discover, lora_general
+    discover()
+    monkeypatch.setattr(lora_general, "save_figure", kept.keep)
+    size = {"k": 4, "d": 60, "seeds": 2, "activations": ["relu", "sigmoid"], "panels": [[1.0, 0.1, 1.0],
+                                                                                      ["sqrt_k", 0.02, 1.0]]}
+    res = REGISTRY["lora.fig4_activations"].run(size, "cpu", tmp_path)
+    (fig,) = kept
+    assert sorted(_one_colour_per_value(fig, lambda lab: lab.split()[-1])) == ["relu", "sigmoid"]
+    _legends_clear_of_panels(fig)
+    assert fig.get_suptitle().startswith("lora.fig4_activations: ") and "(tolerance)" in fig.get_suptitle()
+    assert f"{res.measured:.3g}" in fig.get_suptitle()

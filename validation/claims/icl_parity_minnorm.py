@@ -15,9 +15,9 @@ import numpy as np
 
 from popdyn.models import icl
 from popdyn.models.icl import parity_minnorm
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import Key, claim_title, legend_outside, plot_curves, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -27,19 +27,20 @@ _KKT_TOL = 1e-8     # stationarity residual of an exact region QP (float64: ~1e-
 _MARGIN_TOL = 1e-9  # a minimum-norm solution has its smallest margin exactly 1
 
 
+_NORM = r"$\Sigma_n \|V^{(n)}\|_F^2$"
+
+
 def _restart_panel(ax, runs, label, refs, ylabel, title):
-    """Each feasible restart's polished norm as a marker (sorted), reference values as distinct lines, the
-    legend below the axes."""
-    from matplotlib.ticker import MaxNLocator
+    """Each feasible restart's polished norm as a marker on a discrete axis (sorted), reference values as lines
+    (colour and style by their order, so that equal labels look the same in every panel); no legend (the figure
+    has one, :func:`popdyn.plot.legend_outside`)."""
     runs = np.sort(runs[np.isfinite(runs)])
-    plot_curves(np.arange(1, runs.size + 1), {label: runs}, ax=ax, styles={label: {"ls": "none", "marker": "o",
-                                                                                   "ms": 4}},
+    plot_curves(np.arange(1, runs.size + 1), {label: runs}, ax=ax, discrete=True, legend=False,
+                styles={label: {"ls": "none", "color": "C0", "ms": 4}},
                 xlabel="restart (sorted by norm)", ylabel=ylabel, title=title)
     for i, (name, value) in enumerate(refs.items()):
         ax.axhline(value, color=f"C{i + 1}", ls=("--", ":", "-.")[i % 3], lw=1.2, label=name)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.ticklabel_format(axis="y", useOffset=False)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
 
 
 def _problem(size):
@@ -75,14 +76,16 @@ def parity_minnorm_g2(size, device, outdir):
     worst = max(r["loss"] for r in rows)
     fig, axes = subplots(len(rows))
     for ax, row, f in zip(axes, rows, fits):
-        refs = {f"paper g2* ({row['norm_g2']:g})": row["norm_g2"]}
+        refs = {"paper g2*": row["norm_g2"]}
         if row["d"] == 4:
-            refs[f"spec Z.7 ({_SPEC_Z7['six_heads_norm']})"] = _SPEC_Z7["six_heads_norm"]
-        _restart_panel(ax, f.runs[:, 1], f"{row['form']} heads, each restart (polished)", refs,
-                       "sum_n ||V^(n)||_F^2 at zero loss",
+            refs[f"spec Z.7, d = 4 ({_SPEC_Z7['six_heads_norm']})"] = _SPEC_Z7["six_heads_norm"]
+        _restart_panel(ax, f.runs[:, 1], "solver, each restart (polished)", refs, f"{_NORM} at zero loss",
                        f"d = {row['d']}, {row['heads']} {row['form']} heads: best {row['norm']:.2f} < "
-                       f"{row['norm_g2']:g} (g2*)\nexact loss {row['loss']:.0e} (tol 1e-12)")
-    fig = save_figure(fig, outdir / "icl.parity_minnorm_g2.png")
+                       f"{row['norm_g2']:g} (g2*)")
+    legend_outside(fig)
+    fig = save_figure(fig, outdir / "icl.parity_minnorm_g2.png",
+                      title=claim_title(REGISTRY["icl.parity_minnorm_g2"], worst,
+                                        what="max exact hinge loss of the smallest-norm network"))
     checks = {"norm of the best network < norm of g2* at every d and head form (spec B.5.3(b))":
                   all(r["norm"] < r["norm_g2"] for r in rows),
               "full heads reach a norm no larger than diagonal ones":
@@ -133,23 +136,23 @@ def parity_minnorm_four_heads(size, device, outdir):
     small = rows[int(np.argmin(size["lams"]))]
     beats = [r for r in rows if r["loss"] < loss_g1 and r["norm"] < norm_g1]
     fig, axes = subplots(2)
-    plot_curves([r["norm"] for r in rows], {"4-head optimum at lambda (exact)": [r["loss"] for r in rows]}, ax=axes[0],
-                styles={"4-head optimum at lambda (exact)": {"ls": "none", "marker": "o"}},
-                refs={f"spec Z.7, lambda = 1e-5 ({_SPEC_Z7['four_heads_loss_1e-5']:g})":
-                      _SPEC_Z7["four_heads_loss_1e-5"]},
-                xlabel="sum_n ||V^(n)||_F^2", ylabel="N->inf hinge loss",
-                title=f"4 heads: lambda path; g1* ({loss_g1:.4f}, {norm_g1:g}) is dominated")
+    key = Key("λ", size["lams"], discrete=True)
     for r in rows:
-        axes[0].annotate(f"lambda={r['lam']:g}", (r["norm"], r["loss"]), fontsize=7, xytext=(5, -10),
-                         textcoords="offset points")
-    axes[0].plot([norm_g1], [loss_g1], "s", color="C1", ms=7, label="paper g1*")
-    axes[0].set_xlim(0, 1.25 * max(r["norm"] for r in rows))
-    axes[0].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))
-    _restart_panel(axes[1], search.runs[:, 1], "search, each feasible restart (polished)",
-                   {f"global minimum by enumeration ({enum.norm:.4f})": enum.norm},
-                   "zero-loss norm, 4 diagonal heads", f"search vs enumeration: rel. gap {gap:.1e} (tol 1e-9)")
+        axes[0].plot([r["norm"]], [r["loss"]], **{**key(r["lam"]), "ms": 7}, label=key.label(r["lam"]))
+    axes[0].plot([norm_g1], [loss_g1], "s", color="k", ms=7, label=f"paper g1* ({norm_g1:g}, {loss_g1:.4f})")
+    axes[0].axhline(_SPEC_Z7["four_heads_loss_1e-5"], color="0.45", ls=":", lw=1.2,
+                    label=f"spec Z.7, λ = 1e-5 ({_SPEC_Z7['four_heads_loss_1e-5']:g})")
+    axes[0].set(xlim=(0, 1.25 * max(r["norm"] for r in rows)), xlabel=_NORM,
+                ylabel=r"exact hinge loss ($N \to \infty$)",
+                title=f"(a) 4-head optimum at each λ (dots): g1* is dominated")
+    _restart_panel(axes[1], search.runs[:, 1], "search restart (polished)",
+                   {f"minimum by enumeration ({enum.norm:.4f})": enum.norm},
+                   "zero-loss norm, 4 diagonal heads", f"(b) search vs enumeration: rel. gap {gap:.1e}")
     axes[1].set_ylim(0.9 * enum.norm, 1.1 * max(enum.norm, np.nanmax(search.runs[:, 1])))
-    fig = save_figure(fig, outdir / "icl.parity_minnorm_four_heads.png")
+    legend_outside(fig)
+    fig = save_figure(fig, outdir / "icl.parity_minnorm_four_heads.png",
+                      title=claim_title(REGISTRY["icl.parity_minnorm_four_heads"], gap,
+                                        what="|search - enumeration| / enumeration (min norm)"))
     checks = {"the smallest lambda's optimum fits every task (loss 0) at the enumerated minimum norm":
                   small["loss"] <= 1e-12 and abs(small["norm"] - enum.norm) <= 1e-6 * enum.norm,
               f"some lambda gives lower loss than g1* ({loss_g1:.4g}) with a norm below its {norm_g1:g}": bool(beats),

@@ -240,7 +240,9 @@ def mp_limit(size, device, outdir):
     worst, first = rows[-1]["rel_gap"], rows[0]["rel_gap"]
     slope = float(-np.polyfit(np.log([r["d"] for r in rows]), np.log([r["rel_gap"] for r in rows]), 1)[0])
     path = outdir / "looped.mp_limit.png"
-    gap_figure(panels, mp, path, f"MP gap at d = {rows[-1]['d']}: {worst:.3f} vs tol 0.05 (d^-{slope:.2f})")
+    gap_figure(panels, mp, path, claim_title(REGISTRY["looped.mp_limit"], worst,
+                                             what=f"max |simulation / MP - 1| at d = {rows[-1]['d']}",
+                                             note=f"gap ~ d^-{slope:.2f}"))
     seq = lambda k, f=".3f": ", ".join(format(r[k], f) for r in rows)
     return ClaimResult(
         measured=worst, figure=str(path), table=rows,

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from popdyn.models import looped
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import Key, claim_title, plot_curves, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["theta_averages", "gap_figure"]
 
@@ -42,24 +42,28 @@ def theta_averages(d, gamma, T, prompts, seed, chunk_floats=4_000_000):
 
 
 def gap_figure(panels, mp, path, title, tol=_TOL):
-    """Two panels, one colour per d: (a) the simulation (markers) and the finite-(n, d) curve (lines) divided by
-    the MP limit; (b) |simulation / theory - 1| for the finite curve (solid) and the MP limit (dashed)."""
+    """Two panels, one colour per d (:class:`~popdyn.plot.Key`): (a) the simulation (markers) and the finite-(n, d)
+    curve (solid) divided by the MP limit; (b) |simulation / theory - 1| for the finite curve (solid) and the MP
+    limit (dashed), with the tolerance. ``title``: the claim's (:func:`~popdyn.plot.claim_title`)."""
+    from matplotlib.lines import Line2D
     fig, axes = subplots(2)
-    for i, (d, sim, F) in enumerate(panels):
-        t, c = np.arange(len(mp)), {"color": f"C{i}"}
-        plot_curves(t, {f"d={d} simulation": sim["err"] / mp, f"d={d} finite (n, d)": F / mp}, ax=axes[0],
-                    styles={f"d={d} simulation": {**c, "ls": "", "marker": "o", "ms": 3},
-                            f"d={d} finite (n, d)": {**c, "ls": "-"}})
-        plot_curves(t, {f"d={d} finite (n, d)": np.abs(sim["err"] / F - 1), f"d={d} MP limit": np.abs(sim["err"] / mp - 1)},
-                    ax=axes[1], styles={f"d={d} finite (n, d)": {**c, "ls": "-"}, f"d={d} MP limit": {**c, "ls": "--"}})
-    plot_curves(t, {}, ax=axes[0], refs={"MP limit": 1.0}, xlabel="loop t",
-                ylabel="(1/d) tr (I - A/L)^t / E_gamma(t)", title="ratio to the MP limit (gamma = d/n)")
-    plot_curves(t, {}, ax=axes[1], refs={f"tolerance {tol:g}": tol}, xlabel="loop t",
-                ylabel="|simulation / theory - 1|", title=title)
-    for ax in axes:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    save_figure(fig, path)
+    key = Key("d", [d for d, _, _ in panels], ["finite (n, d) curve", "MP limit"])
+    t = np.arange(len(mp))
+    for d, sim, F in panels:
+        sim_style = {**key(d), "ls": "", "marker": "o", "ms": 3}
+        plot_curves(t, {f"d={d} simulation": sim["err"] / mp, f"d={d} finite": F / mp}, ax=axes[0], legend=False,
+                    styles={f"d={d} simulation": sim_style, f"d={d} finite": key(d, "finite (n, d) curve")})
+        plot_curves(t, {f"d={d} finite": np.abs(sim["err"] / F - 1), f"d={d} MP": np.abs(sim["err"] / mp - 1)},
+                    ax=axes[1], legend=False, styles={f"d={d} finite": key(d, "finite (n, d) curve"),
+                                                      f"d={d} MP": key(d, "MP limit")})
+    axes[0].axhline(1.0, color="k", ls="--", lw=1.2)
+    axes[1].axhline(tol, color="k", ls=":", lw=1.2)
+    axes[0].set(xlabel="loop t", ylabel=r"$(1/d)\,\mathrm{tr}\,(I - A/L)^t \;/\; E_\gamma(t)$",
+                title="(a) ratio to the MP limit (dashed), γ = d/n")
+    axes[1].set(xlabel="loop t", ylabel="|simulation / theory - 1|", title="(b) relative gap of each theory")
+    key.legend(fig, extra=[(Line2D([], [], color="0.35", ls="", marker="o", ms=3), "simulation (mean over prompts)"),
+                           (Line2D([], [], color="k", ls=":", lw=1.2), f"tolerance {tol:g}")])
+    save_figure(fig, path, title=title)
 
 
 def _prompts(size, d):
@@ -100,8 +104,9 @@ def finite_size(size, device, outdir):
                      "mp_edge_x_plus": (1 + g**0.5) ** 2})
         panels.append((d, sim, F))
     path = outdir / "looped.finite_size.png"
-    gap_figure(panels, mp, path, f"finite (n, d): max {worst:.3f} vs tol {_TOL} "
-                                 f"(MP: {max(r['rel_gap_mp'] for r in rows):.3f})")
+    gap_figure(panels, mp, path, claim_title(REGISTRY["looped.finite_size"], worst,
+                                             what="max |simulation / finite curve - 1|",
+                                             note=f"MP limit {max(r['rel_gap_mp'] for r in rows):.3f}"))
     ds = ", ".join(str(r["d"]) for r in rows)
     seq = lambda k: ", ".join(f"{r[k]:.3f}" for r in rows)
     return ClaimResult(

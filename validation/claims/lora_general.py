@@ -30,9 +30,9 @@ import numpy as np
 import popdyn
 from popdyn.models import lora
 from popdyn.models.lora.general import GeneralProblem
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import Key, claim_title, plot_curves, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -67,17 +67,24 @@ def _compare(gp, *, d, delta, tau, seeds, device, n_points=101):
     return ratio, sim.t / d, mean, sd, theory, row
 
 
-def _figure(outdir, name, tau, series, title, ax=None, refs=None):
-    """One colour per setting, solid = SGD mean (+- 2 SD band), dashed = theory (on ``ax`` when given)."""
+_SGD, _ODE, _REACH = "SGD mean (band ± 2 SD)", "general-position ODE", "reachable ±sqrt(1 - α²)"
+
+
+def _draw(ax, key, tau, series):
+    """One colour per setting (``key``), solid = SGD mean with a ± 2 SD band, dashed = theory; no legend."""
     curves, bands, styles = {}, {}, {}
-    for i, (label, mean, sd, theory) in enumerate(series):
-        curves[f"SGD {label}"], bands[f"SGD {label}"] = mean, 2 * sd
-        curves[f"theory {label}"] = theory
-        styles[f"SGD {label}"] = {"color": f"C{i}", "ls": "-"}
-        styles[f"theory {label}"] = {"color": f"C{i}", "ls": "--"}
-    path = None if ax is not None else Path(outdir) / f"{name}.png"
-    return plot_curves(tau, curves, path, ax=ax, bands=bands, styles=styles, refs=refs,
-                       xlabel=r"$\tau = t/d$", ylabel=r"$m_t = \langle \hat u_t, u\rangle$", title=title)
+    for value, mean, sd, theory in series:
+        curves[f"SGD {value}"], bands[f"SGD {value}"], styles[f"SGD {value}"] = mean, 2 * sd, key(value, _SGD)
+        curves[f"theory {value}"], styles[f"theory {value}"] = theory, key(value, _ODE)
+    plot_curves(tau, curves, ax=ax, bands=bands, styles=styles, legend=False, xlabel=r"$\tau = t/d$",
+                ylabel=r"$m_t = \langle \hat u_t, u\rangle$")
+
+
+def _one_panel(key, tau, series):
+    """A one-panel figure of ``series`` (:func:`_draw`): ``(fig, ax)``."""
+    fig, (ax,) = subplots(1, panel_size=(6.0, 4.0))
+    _draw(ax, key, tau, series)
+    return fig, ax
 
 
 # ---- Fig. 5a: several alpha = ||Pi_W u||, projected algorithm ------------------------------------------------
@@ -101,12 +108,17 @@ def fig5_nonorthogonal(size, device, outdir):
                                                      seeds=size["seeds"], device=device)
         worst = max(worst, ratio)
         rows.append(row)
-        series.append((f"alpha={alpha:g}", mean, sd, theory))
-    refs = {f"reachable sqrt(1-alpha^2), alpha={r['alpha']:.2g}": math.copysign(r["m_max"], r["final_theory"])
-            for r in rows if r["alpha"] > 0 and r["m_max"] - abs(r["final_theory"]) < 0.3}
-    fig = _figure(outdir, "lora.fig5_nonorthogonal", tau, series,
-                  f"Fig. 5a, ReLU k={size['k']} xi={size['xi']} d={size['d']}: max gap/allowed = {worst:.3g} (tol 1)",
-                  refs=refs)
+        series.append((alpha, mean, sd, theory))
+    refs = {alpha: math.copysign(r["m_max"], r["final_theory"])  # keyed by the size's alpha (r["alpha"] is rounded)
+            for alpha, r in zip(size["alphas"], rows) if alpha > 0 and r["m_max"] - abs(r["final_theory"]) < 0.3}
+    key = Key(r"$\alpha$", size["alphas"], [_SGD, _ODE] + ([_REACH] if refs else []))
+    fig, ax = _one_panel(key, tau, series)
+    for alpha, m_max in refs.items():
+        ax.axhline(m_max, **key(alpha, _REACH))
+    key.legend(ax)
+    fig = save_figure(fig, Path(outdir) / "lora.fig5_nonorthogonal.png",
+                      title=claim_title(REGISTRY["lora.fig5_nonorthogonal"], worst, what="max gap / allowed",
+                                        note=f"ReLU, k = {size['k']}, xi = {size['xi']:g}, d = {size['d']}"))
     frac = ", ".join(f"alpha={r['alpha']:.2g}: {r['final_fraction_of_reachable']:.3f}" for r in rows)
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"general-position ODE within {worst:.3g} of the allowed band (<= 1 passes); "
@@ -134,9 +146,13 @@ def fig5b_instances(size, device, outdir):
         worst = max(worst, ratio)
         rows.append({"instance": inst, **row})
         series.append((f"#{inst}", mean, sd, theory))
-    fig = _figure(outdir, "lora.fig5b_instances", tau, series,
-                  f"Fig. 5b, ReLU alpha=1/2, {size['instances']} instances, d={size['d']}: "
-                  f"max gap/allowed = {worst:.3g} (tol 1)")
+    key = Key("instance", [f"#{i}" for i in range(size["instances"])], [_SGD, _ODE])
+    fig, ax = _one_panel(key, tau, series)
+    key.legend(ax)
+    fig = save_figure(fig, Path(outdir) / "lora.fig5b_instances.png",
+                      title=claim_title(REGISTRY["lora.fig5b_instances"], worst, what="max gap / allowed",
+                                        note=f"ReLU, alpha = 1/2, k = {size['k']}, xi = {size['xi']:g}, "
+                                             f"d = {size['d']}"))
     return ClaimResult(measured=worst, figure=str(fig), table=rows,
                        message=f"general-position ODE within {worst:.3g} of the allowed band on every instance")
 
@@ -161,6 +177,7 @@ def fig4_activations(size, device, outdir):
     """
     rows, worst, k = [], 0.0, size["k"]
     fig, axes = subplots(len(size["panels"]), panel_size=(5.6, 3.8))
+    key = Key("", size["activations"], [_SGD, _ODE])
     for ax, (xi, delta, tau_end) in zip(axes, size["panels"]):
         xi = math.sqrt(k) if xi == "sqrt_k" else float(xi)
         series = []
@@ -172,9 +189,12 @@ def fig4_activations(size, device, outdir):
             worst = max(worst, ratio)
             rows.append({**row, "delta": delta})
             series.append((act, mean, sd, theory))
-        _figure(None, None, tau, series, f"xi = {xi:.3g}, delta = {delta:g}", ax=ax)
-    fig.suptitle(f"Fig. 4, u_hat not projected, k={k} d={size['d']}: max gap/allowed = {worst:.3g} (tol 1)")
-    path = save_figure(fig, Path(outdir) / "lora.fig4_activations.png")
+        _draw(ax, key, tau, series)
+        ax.set_title(f"ξ = {xi:.3g}{' = √k' if xi != 1 else ''}, δ = {delta:g}")
+    key.legend(fig)
+    path = save_figure(fig, Path(outdir) / "lora.fig4_activations.png",
+                       title=claim_title(REGISTRY["lora.fig4_activations"], worst, what="max gap / allowed",
+                                         note=f"k = {k}, d = {size['d']}"))
     qn = max(r["final_q_norm_theory"] for r in rows)
     return ClaimResult(measured=worst, figure=str(path), table=rows,
                        message=f"(m, q) ODE within {worst:.3g} of the allowed band (<= 1 passes); u_hat moves "
