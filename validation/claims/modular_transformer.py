@@ -23,9 +23,9 @@ import numpy as np
 import popdyn
 from popdyn.models import modular
 from popdyn.models.modular.transformer import TransformerProblem, attention_diagnostics, embedding_spectrum
-from popdyn.plot import plot_curves, save_figure, subplots
+from popdyn.plot import claim_title, legend_outside, plot_curves, save_figure, subplots
 
-from . import ClaimResult, claim
+from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
@@ -56,10 +56,6 @@ def _train(size, device):
     return _RUNS[key]
 
 
-def _title(claim_text, measured, tolerance):
-    return f"{claim_text}: {measured:.3f} (tolerance {tolerance:g})"
-
-
 # ---- (a) the MLP neurons are single-frequency (4.2) neurons ------------------------------------------
 
 def _neuron_figure(sim, theory, path, title):
@@ -77,15 +73,15 @@ def _neuron_figure(sim, theory, path, title):
     b.hist(sim["max_power"][0, 0], bins=bins, color="C0", alpha=0.4, label="init")
     b.hist(sim["max_power"][0, -1], bins=bins, color="C1", histtype="step", lw=1.6, label=f"step {sim.t[-1]}")
     b.axvline(theory, color="k", ls=":", label="predicted (Lemma 4.10)")
-    b.set(xlabel="max normalized power (least over u_1..u_k, w)", ylabel="neurons", title=title)
-    b.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+    b.set(xlabel="max normalized power (least over u_1..u_k, w)", ylabel="neurons", title="neurons' power")
+    legend_outside(b, loc="below")
     z = np.arange(1, len(d["coverage"]) + 1)
     c.bar(z - 0.2, d["coverage"] / d["coverage"].sum(), width=0.4, color="C0", label="neurons (dominant frequency)")
     c.bar(z + 0.2, embedding_spectrum(sim["E"][0])[1:], width=0.4, color="C2", label="embedding energy")
     c.set(xlabel=r"frequency $\zeta$", ylabel="share", title="frequencies used")
     c.set_xticks(z)
-    c.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    return save_figure(fig, path)
+    legend_outside(c, loc="below")
+    return save_figure(fig, path, title=title)
 
 
 @claim(id="modular.transformer_neurons", model="modular",
@@ -122,7 +118,7 @@ def transformer_neurons(size, device, outdir):
     gap = max(abs(float(theory["max_power"]) - r["median_power_end"]) for r in rows)
     additive = max(abs(float(theory["additive_fraction"]) - r["additive_fraction"]) for r in rows)
     path = _neuron_figure(sim, float(theory["max_power"]), outdir / "modular.transformer_neurons.png",
-                          _title("|1 - median power|", gap, 0.1))
+                          claim_title(REGISTRY["modular.transformer_neurons"], gap, what="|1 - median power|"))
     r0 = rows[0]
     return ClaimResult(measured=gap, checks={"additive share within 0.1 of the predicted 1": additive <= 0.1},
                        figure=str(path), table=rows,
@@ -150,10 +146,10 @@ def _attention_figure(sim, path, title):
     power = sim["attention_power"][0]
     curves = {"best head": power.max(1), "median over heads": np.median(power, 1), "least head": power.min(1)}
     plot_curves(sim.t, curves, ax=c,
-                refs={"predicted": 1.0}, xlabel="step", ylabel="share of the power on one frequency", title=title)
+                refs={"predicted": 1.0}, xlabel="step", ylabel="share of the power on one frequency", title="heads over training")
     c.set_ylim(0, 1.05)
-    c.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
-    return save_figure(fig, path)
+    legend_outside(c, loc="below")
+    return save_figure(fig, path, title=title)
 
 
 @claim(id="modular.transformer_attention", model="modular",
@@ -183,7 +179,8 @@ def transformer_attention(size, device, outdir):
                      "head_frequencies": " ".join(map(str, d["dominant_frequency"]))})
     left = max(r["gap_left"] for r in rows)
     path = _attention_figure(sim, outdir / "modular.transformer_attention.png",
-                             _title("gap left to the prediction", left, 0.5))
+                             claim_title(REGISTRY["modular.transformer_attention"], left,
+                                         what="gap left to the prediction"))
     r0 = rows[0]
     return ClaimResult(measured=left, figure=str(path), table=rows,
                        message=f"median share of a head's attention matrix on one frequency: init "
@@ -243,14 +240,14 @@ def transformer_grokking(size, device, outdir):
         t = np.maximum(sim.t, 1)
         plot_curves(t, {"train": tr, "test": te}, ax=ax, bands={"train": sim["train_acc"].std(0),
                                                                "test": sim["test_acc"].std(0)},
-                    xlabel="step (log)", ylabel="accuracy",
+                    xlabel="step (log)", ylabel="accuracy", legend=False,
                     title=f"k={k}, p={p}: width {rows[-1]['width']}, "
                           + (f"delay {gen - fit:g} steps" if np.isfinite(gen) else "test never reaches 0.9"))
         ax.set_xscale("log")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    legend_outside(fig, loc="below")
     measured = _discordant([r["width"] for r in rows], [r["delay"] for r in rows])
-    fig.suptitle(_title("grokking delay falls as the width grows: discordant pairs", measured, 0.2), fontsize=9)
-    path = save_figure(fig, outdir / "modular.transformer_grokking.png")
+    path = save_figure(fig, outdir / "modular.transformer_grokking.png",
+                       title=claim_title(REGISTRY["modular.transformer_grokking"], measured, what="discordant pairs"))
     fitted = all(np.isfinite(r["step_train_99"]) for r in rows)
     return ClaimResult(measured=measured, checks={"every run fits its train set": fitted}, figure=str(path),
                        table=rows,
