@@ -135,8 +135,11 @@ def _grid_flow(problem, m0, t, lr, d, convention, n_mc, seed, n_grid):
         other, h_other = _half_nodes(problem, n_grid, -side)
         f_other = _drift_values(problem, other, h_other, lr, d, convention, n_mc, seed)
         lo, hi = ((other, f_other), (m, f)) if side > 0 else ((m, f), (other, f_other))
-        m, f = np.r_[lo[0][:-1], hi[0]], np.r_[lo[1][:-1], hi[1]]  # the node 0 ends lo and starts hi: once
-    return dynamics.scalar_flow(m, f, m0, t)
+        m, f = np.concatenate((lo[0][:-1], hi[0])), np.concatenate((lo[1][:-1], hi[1]))  # node 0 ends lo, starts hi
+    if not np.all(np.isfinite(f)):  # overflow of lr^2 d B0 for an absurd lr; the nodes are increasing by construction
+        raise InvalidParameterError(f"The 'lr' parameter of lora.overlap_ode must keep the drift finite. Got {lr!r} "
+                                    f"(d = {d!r}) instead.")
+    return dynamics._scalar_flow(m, f, m0, dynamics._flow_times("lora.overlap_ode", t))
 
 
 def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
