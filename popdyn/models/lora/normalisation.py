@@ -147,25 +147,26 @@ def _normal_at(v, x, cdf, pdf):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _cumulants(m, out):  # pragma: no cover - compiled
-    """out = joint cumulants of one neuron from its moments m (order as :func:`_pl_neuron`)."""
+def _cumulants(m, out, j):  # pragma: no cover - compiled
+    """out[j] = joint cumulants of one neuron from its moments m (order as :func:`_pl_neuron`)."""
     m10, m01, m20, m11, m02, m21, m12, m22 = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
-    out[0] = m10
-    out[1] = m01
-    out[2] = m20 - m10 * m10
-    out[3] = m11 - m10 * m01
-    out[4] = m02 - m01 * m01
-    out[5] = m21 - 2 * m10 * m11 - m20 * m01 + 2 * m10 * m10 * m01
-    out[6] = m12 - 2 * m01 * m11 - m02 * m10 + 2 * m01 * m01 * m10
-    out[7] = (m22 - 2 * m10 * m12 - 2 * m01 * m21 - m20 * m02 - 2 * m11 * m11
+    out[j, 0] = m10
+    out[j, 1] = m01
+    out[j, 2] = m20 - m10 * m10
+    out[j, 3] = m11 - m10 * m01
+    out[j, 4] = m02 - m01 * m01
+    out[j, 5] = m21 - 2 * m10 * m11 - m20 * m01 + 2 * m10 * m10 * m01
+    out[j, 6] = m12 - 2 * m01 * m11 - m02 * m10 + 2 * m01 * m01 * m10
+    out[j, 7] = (m22 - 2 * m10 * m12 - 2 * m01 * m21 - m20 * m02 - 2 * m11 * m11
               + 2 * (m20 * m01 * m01 + m02 * m10 * m10 + 4 * m10 * m01 * m11) - 6 * m10 * m10 * m01 * m01)
 
 
 @numba.njit(cache=True)
-def _add_scaled(K, S, kappa):  # pragma: no cover - compiled
-    """K += S * kappa (one neuron class's cumulants, weighted by its sums S)."""
+def _add_scaled(K, S, c, kappa, j):  # pragma: no cover - compiled
+    """K += S[c] * kappa[j] (one neuron class's cumulants, weighted by its sums S[c]; indices, not views,
+    in the hot loop)."""
     for i in range(8):
-        K[i] += S[i] * kappa[i]
+        K[i] += S[c, i] * kappa[j, i]
 
 
 @numba.njit(cache=True)
@@ -200,11 +201,11 @@ def _pl_fourth_moment(a, t, va, vb, signed, sv, side_of, S, sa, sb):  # pragma: 
             ca = cdf_a[ja] if xc >= 0 else 1.0 - cdf_a[ja]
             cb = cdf_b[jb] if xch >= 0 else 1.0 - cdf_b[jb]
             _pl_neuron(xc * a[n], xch * t[n], signed[j, 2], signed[j, 3], sa, sb, ca, pdf_a[ja], cb, pdf_b[jb], mom)
-            _cumulants(mom, kappa[j])
+            _cumulants(mom, kappa, j)
         for side in range(2):
             K[:] = 0.0
             for c in range(S.shape[0]):
-                _add_scaled(K, S[c], kappa[side_of[side, c]])
+                _add_scaled(K, S, c, kappa, side_of[side, c])
             out[n] += _x2y2(K)
     return out
 
@@ -213,12 +214,12 @@ def _pl_fourth_moment(a, t, va, vb, signed, sv, side_of, S, sa, sb):  # pragma: 
 def _fourth_moment(mu, S):  # pragma: no cover - compiled
     """F = E[X^2 Y^2 | a, t] from per-class moments ``mu`` of shape (classes, 8, nodes) (any activation)."""
     out = np.empty(mu.shape[2])
-    K, kappa = np.empty(8), np.empty(8)
+    K, kappa = np.empty(8), np.empty((1, 8))
     for n in range(mu.shape[2]):
         K[:] = 0.0
         for c in range(mu.shape[0]):
-            _cumulants(mu[c, :, n], kappa)
-            _add_scaled(K, S[c], kappa)
+            _cumulants(mu[c, :, n], kappa, 0)
+            _add_scaled(K, S, c, kappa, 0)
         out[n] = _x2y2(K)
     return out
 
