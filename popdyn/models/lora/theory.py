@@ -356,7 +356,7 @@ def h0(problem):
     >>> round(lora.h0(p), 12)  # spec A.5 golden value
     -0.08497918195
     """
-    return h(problem, 0.0)
+    return _cached(problem, "h0", lambda: h(problem, 0.0))  # read by limit_sign and the regime checks
 
 
 def h_bound(problem):
