@@ -12,8 +12,8 @@ The normalisation drift (B0, B1) is in :mod:`popdyn.models.lora.normalisation`; 
 Time is counted in SGD steps ``t``; the paper's ODE time is ``lr * t`` and the spec's is ``tau = t / d``
 with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, a cubic spline in
 ``theta = arccos m`` of h, h on each half (m >= 0, m <= 0) of the nodes of ``method="grid"`` and the
-regime checks. A cold ``predict`` (a new problem: ReLU, k = 8) builds them in ~1.5 ms of CPU, 0.6 ms of it
-the B0/B1 table; a warm one reuses them (~0.3 ms; validation/bench.py).
+regime checks. A cold ``predict`` (a new problem: ReLU, k = 8) builds them in ~1.0 ms of CPU, 0.4 ms of it
+the B0/B1 table; a warm one reuses them (~0.25 ms; validation/bench.py).
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ other activations. The outer 2-d integral over (a, t) is a polar Gauss rule (rad
 weight ``rho exp(-rho^2/2)``, Gauss-Legendre in the angle) whose angular panels are cut on the lines
 ``c_i a = c_hat_i t``, where the conditional moments have kinks (there the teacher and student kinks of one
 neuron coincide), and on ``a = 0``, ``t = 0``; so it converges geometrically. Antipodal nodes share their
-Phi and phi evaluations; the node counts grow with ``xi max|c_i|`` beyond 2 (the steepest Phi). The error
+Phi and phi evaluations, and the one-neuron cumulants of the classes (c, c_hat) and (-c, -c_hat); the node counts grow with ``xi max|c_i|`` beyond 2 (the steepest Phi). The error
 estimate is the larger difference from two coarser rules.
 
 "rqmc" (any G): randomised quasi-Monte Carlo over the (k+2)-dim Gaussian of the pre-activations (16
