@@ -234,13 +234,17 @@ def scalar_flow(y_nodes, f_nodes, y0, t_eval):
     >>> bool(np.allclose(traj.y, 1 - np.exp(-traj.t), rtol=1e-14, atol=0))
     True
     """
-    y_nodes, f_nodes, y0, t_eval = _flow_input(y_nodes, f_nodes, y0, t_eval)
+    return _scalar_flow(*_flow_input(y_nodes, f_nodes, y0, t_eval))
+
+
+def _scalar_flow(y_nodes, f_nodes, y0, t_eval):
+    """:func:`scalar_flow` on checked input (float arrays, increasing nodes, y0 a float on them)."""
     f0 = float(np.interp(y0, y_nodes, f_nodes))
     s = 1.0 if f0 >= 0 else -1.0  # a decreasing flow is the increasing flow of the mirrored field
     if s < 0:
         y_nodes, f_nodes, y0, f0 = -y_nodes[::-1], -f_nodes[::-1], -y0, -f0
     j = np.searchsorted(y_nodes, y0, side="right")
-    y, f = np.r_[y0, y_nodes[j:]], np.r_[f0, f_nodes[j:]]
+    y, f = np.concatenate(([y0], y_nodes[j:])), np.concatenate(([f0], f_nodes[j:]))
     stop = np.flatnonzero(f <= 0)
     if stop.size and stop[0] == 0 or y.size == 1:  # at rest (f(y0) = 0) or already at the last node
         return Trajectory(t_eval, np.full(t_eval.shape, s * y0), 0, "success", y_nodes.size)
@@ -248,8 +252,8 @@ def scalar_flow(y_nodes, f_nodes, y0, t_eval):
     y, f = y[:q + 1], f[:q + 1]
     dy, fa, fb = np.diff(y), f[:-1], f[1:]
     n = dy.size - (stop.size > 0)  # cells crossed in finite time; the one holding the zero takes forever
-    cell = np.r_[dy[:n] / fa[:n] * _log_ratio(fb[:n] / fa[:n] - 1), np.full(dy.size - n, np.inf)]
-    T = np.r_[0.0, np.cumsum(cell)]
+    cell = np.concatenate((dy[:n] / fa[:n] * _log_ratio(fb[:n] / fa[:n] - 1), np.full(dy.size - n, np.inf)))
+    T = np.concatenate(([0.0], np.cumsum(cell)))
     tau = t_eval - t_eval[0]
     i = np.minimum(np.searchsorted(T, tau, side="right") - 1, dy.size - 1)
     tau = np.minimum(tau - T[i], cell[i])  # past the last node (f > 0 to the end): stay there
@@ -275,18 +279,24 @@ def _flow_input(y_nodes, f_nodes, y0, t_eval):
     owner = "scalar_flow"
     y_nodes = check(owner, "y_nodes", y_nodes, FiniteArray(1))
     f_nodes = check(owner, "f_nodes", f_nodes, FiniteArray(1))
-    t_eval = check(owner, "t_eval", t_eval, FiniteArray(1))
+    t_eval = _flow_times(owner, t_eval)
     if y_nodes.size < 2 or np.any(np.diff(y_nodes) <= 0):
         raise InvalidParameterError(f"The 'y_nodes' parameter of {owner} must be a strictly increasing array of "
                                     f"at least 2 nodes. Got {y_nodes!r} instead.")
     if f_nodes.shape != y_nodes.shape:
         raise InvalidParameterError(f"The 'f_nodes' parameter of {owner} must have the shape of y_nodes "
                                     f"{y_nodes.shape}. Got shape {f_nodes.shape} instead.")
+    y0 = check(owner, "y0", y0, Interval(float(y_nodes[0]), float(y_nodes[-1])))
+    return y_nodes, f_nodes, float(y0), t_eval
+
+
+def _flow_times(owner, t_eval):
+    """``t_eval`` as a finite, non-empty, strictly increasing float array (else InvalidParameterError)."""
+    t_eval = check(owner, "t_eval", t_eval, FiniteArray(1))
     if t_eval.size < 1 or np.any(np.diff(t_eval) <= 0):
         raise InvalidParameterError(f"The 't_eval' parameter of {owner} must be a non-empty strictly "
                                     f"increasing array. Got {t_eval!r} instead.")
-    y0 = check(owner, "y0", y0, Interval(float(y_nodes[0]), float(y_nodes[-1])))
-    return y_nodes, f_nodes, float(y0), t_eval
+    return t_eval
 
 
 def escape_time(t, y, level):

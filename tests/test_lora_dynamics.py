@@ -312,6 +312,18 @@ def test_theta_spline_matches_exact_h(act):
         assert np.max(np.abs(fit - exact)) < 1e-8 * np.max(np.abs(exact))  # 1e-8: 4x the measured 2.4e-9
 
 
+@pytest.mark.parametrize("act", ["relu", "he3"])
+def test_theta_spline_is_scipys_not_a_knot_cubic_spline(act):
+    # the Hermite form (knot slopes by one precomputed matrix, weights at fixed angles) is the same cubic as
+    # scipy's CubicSpline through the same 257 values: equal to rounding (1e-13 of max |h|), ends included
+    from scipy.interpolate import CubicSpline
+    p = Problem.orthonormal(8, 1.5, act, 2)
+    knots = np.linspace(0.0, np.pi, 257)
+    theta = np.r_[np.random.default_rng(1).uniform(0, np.pi, 500), knots, 1e-9, np.pi - 1e-9]
+    ref = CubicSpline(knots, h(p, np.cos(knots)))(theta)
+    assert np.max(np.abs(lora_dynamics._h_spline(p)(theta) - ref)) < 1e-13 * np.max(np.abs(ref))
+
+
 def test_grid_method_reuses_the_tables():
     p = Problem.orthonormal(k=4, xi=1.0, activation="relu", seed=0)
     kw = dict(d=500, lr=0.1 / 500, steps=5000, n_points=50)

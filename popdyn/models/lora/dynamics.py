@@ -12,8 +12,8 @@ The normalisation drift (B0, B1) is in :mod:`popdyn.models.lora.normalisation`; 
 Time is counted in SGD steps ``t``; the paper's ODE time is ``lr * t`` and the spec's is ``tau = t / d``
 with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, a cubic spline in
 ``theta = arccos m`` of h, h on each half (m >= 0, m <= 0) of the nodes of ``method="grid"`` and the
-regime checks. A cold ``predict`` (a new problem: ReLU, k = 8) builds them in ~1.5 ms of CPU, 0.6 ms of it
-the B0/B1 table; a warm one reuses them (~0.3 ms; validation/bench.py).
+regime checks. A cold ``predict`` (a new problem: ReLU, k = 8) builds them in ~1.0 ms of CPU, 0.4 ms of it
+the B0/B1 table; a warm one reuses them (~0.25 ms; validation/bench.py).
 """
 from __future__ import annotations
 
@@ -44,8 +44,7 @@ def _drift_values(problem, m, hm, lr, d, convention, n_mc, seed):
         return lr * hm * (1 - m * m)
     b0, b1 = _table(problem, n_mc, seed)
     c0, c1 = 2 * lr**2 * (d - problem.k - 2), 2 * lr**2
-    norm = c0 * np.interp(m, _M_TABLE, b0) + c1 * np.interp(m, _M_TABLE, b1)
-    return lr * hm * (1 - m * m) - m * norm
+    return lr * hm * (1 - m * m) - m * np.interp(m, _M_TABLE, c0 * b0 + c1 * b1)  # linear: one interpolation
 
 
 def _drift(problem, lr, d, convention, n_mc, seed):
@@ -53,16 +52,48 @@ def _drift(problem, lr, d, convention, n_mc, seed):
     return lambda t, m: _drift_values(problem, m, h(problem, m), lr, d, convention, n_mc, seed)
 
 
+@functools.lru_cache(maxsize=1)
+def _spline_knots():
+    """Knots ``theta_j = pi j/(_N_EXACT - 1)`` and the matrix taking the values there to the slopes of their
+    not-a-knot cubic spline (linear in the values; problem independent, computed once)."""
+    theta = np.linspace(0.0, np.pi, _N_EXACT)
+    return theta, CubicSpline(theta, np.eye(_N_EXACT)).derivative()(theta)
+
+
+def _hermite_basis(theta):
+    """Cell index and the four cubic Hermite weights (value left, value right, slope left, slope right) of
+    the knots of :func:`_spline_knots` at the angles theta (problem independent)."""
+    knots, _ = _spline_knots()
+    step = knots[1]
+    i = np.minimum((np.asarray(theta) / step).astype(np.int64), _N_EXACT - 2)
+    u = (theta - knots[i]) / step
+    v = 1.0 - u
+    return i, (v * v * (1.0 + 2.0 * u), u * u * (1.0 + 2.0 * v), step * u * v * v, -step * u * u * v)
+
+
 def _h_spline(problem):
-    """Cubic spline in ``theta = arccos m`` of h through _N_EXACT exact values, cached.
+    """Cubic spline in ``theta = arccos m`` of h through _N_EXACT exact values, as a function of theta.
 
     ``1 - m = 2 sin^2(theta/2)``, so ``h(1) - C sqrt(1 - m) + ...`` (ReLU, spec §2.5) is smooth in theta:
-    the spline error falls like N^-4 at both ends too (tests/test_lora_dynamics.py).
+    the spline error falls like N^-4 at both ends too (tests/test_lora_dynamics.py). The values and slopes
+    at the knots are cached per problem; the spline is read in cubic Hermite form, whose weights at fixed
+    angles (the grid nodes) are problem independent.
     """
+    knots = _h_knots(problem)
+    return lambda theta: _hermite_eval(_hermite_basis(theta), *knots)
+
+
+def _h_knots(problem):
     def make():
-        theta = np.linspace(0.0, np.pi, _N_EXACT)
-        return CubicSpline(theta, h(problem, np.cos(theta)))
+        theta, slopes = _spline_knots()
+        y = h(problem, np.cos(theta))
+        return y, slopes @ y
     return _cached(problem, "h_spline", make)
+
+
+def _hermite_eval(basis, y, dy):
+    i, (w0, w1, w2, w3) = basis
+    return w0 * y[i] + w1 * y[i + 1] + w2 * dy[i] + w3 * dy[i + 1]
 
 
 @functools.lru_cache(maxsize=4)
@@ -75,13 +106,21 @@ def _grid(n_grid):
     return m, np.arccos(m), int(np.searchsorted(m, 0.0))
 
 
+@functools.lru_cache(maxsize=8)
+def _half_grid(n_grid, side):
+    """The nodes of :func:`_grid` with ``side m >= 0`` (both halves hold 0) and the Hermite weights of
+    :func:`_h_spline` there (problem independent)."""
+    m, theta, zero = _grid(n_grid)
+    part = slice(zero, None) if side > 0 else slice(0, zero + 1)
+    return m[part], _hermite_basis(theta[part])
+
+
 def _half_nodes(problem, n_grid, side):
-    """The nodes of :func:`_grid` with ``side m >= 0`` (both halves hold 0) and h there from the spline,
-    cached per problem and half: a flow that never crosses 0 reads one half only."""
+    """The nodes of :func:`_half_grid` and h there from the spline, cached per problem and half: a flow
+    that never crosses 0 reads one half only."""
     def make():
-        m, theta, zero = _grid(n_grid)
-        part = slice(zero, None) if side > 0 else slice(0, zero + 1)
-        return m[part], _h_spline(problem)(theta[part])
+        m, basis = _half_grid(n_grid, side)
+        return m, _hermite_eval(basis, *_h_knots(problem))
     return _cached(problem, ("grid", n_grid, side), make)
 
 
@@ -95,8 +134,11 @@ def _grid_flow(problem, m0, t, lr, d, convention, n_mc, seed, n_grid):
         other, h_other = _half_nodes(problem, n_grid, -side)
         f_other = _drift_values(problem, other, h_other, lr, d, convention, n_mc, seed)
         lo, hi = ((other, f_other), (m, f)) if side > 0 else ((m, f), (other, f_other))
-        m, f = np.r_[lo[0][:-1], hi[0]], np.r_[lo[1][:-1], hi[1]]  # the node 0 ends lo and starts hi: once
-    return dynamics.scalar_flow(m, f, m0, t)
+        m, f = np.concatenate((lo[0][:-1], hi[0])), np.concatenate((lo[1][:-1], hi[1]))  # node 0 ends lo, starts hi
+    if not np.all(np.isfinite(f)):  # overflow of lr^2 d B0 for an absurd lr; the nodes are increasing by construction
+        raise InvalidParameterError(f"The 'lr' parameter of lora.overlap_ode must keep the drift finite. Got {lr!r} "
+                                    f"(d = {d!r}) instead.")
+    return dynamics._scalar_flow(m, f, m0, dynamics._flow_times("lora.overlap_ode", t))
 
 
 def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):

@@ -21,7 +21,7 @@ other activations. The outer 2-d integral over (a, t) is a polar Gauss rule (rad
 weight ``rho exp(-rho^2/2)``, Gauss-Legendre in the angle) whose angular panels are cut on the lines
 ``c_i a = c_hat_i t``, where the conditional moments have kinks (there the teacher and student kinks of one
 neuron coincide), and on ``a = 0``, ``t = 0``; so it converges geometrically. Antipodal nodes share their
-Phi and phi evaluations; the node counts grow with ``xi max|c_i|`` beyond 2 (the steepest Phi). The error
+Phi and phi evaluations, and the one-neuron cumulants of the classes (c, c_hat) and (-c, -c_hat); the node counts grow with ``xi max|c_i|`` beyond 2 (the steepest Phi). The error
 estimate is the larger difference from two coarser rules.
 
 "rqmc" (any G): randomised quasi-Monte Carlo over the (k+2)-dim Gaussian of the pre-activations (16
@@ -41,6 +41,7 @@ from scipy.stats import qmc
 from ..._validate import Integer, InvalidParameterError, Options, check
 from ...hermite import gauss_hermite
 from .problem import Problem, _cached, check_overlap
+from .theory import _distinct_rows
 
 __all__ = ["B0", "B1", "gradient_second_moment"]
 
@@ -86,6 +87,12 @@ def _radial_rule(n):
             q_prev, q = q, nxt / beta[j + 1]
     nodes, vecs = np.linalg.eigh(np.diag(alpha) + np.diag(beta[1:], 1) + np.diag(beta[1:], -1))
     return nodes, W.sum() * vecs[0] ** 2
+
+
+@functools.lru_cache(maxsize=16)
+def _legendre_rule(n):
+    """Gauss-Legendre nodes and weights on [-1, 1] (problem independent, computed once per n)."""
+    return roots_legendre(n)
 
 
 @numba.njit(cache=True)
@@ -140,18 +147,26 @@ def _normal_at(v, x, cdf, pdf):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _add_cumulants(K, S, m):  # pragma: no cover - compiled
-    """K += S * (joint cumulants of one neuron from its moments m, order as :func:`_pl_neuron`)."""
+def _cumulants(m, out, j):  # pragma: no cover - compiled
+    """out[j] = joint cumulants of one neuron from its moments m (order as :func:`_pl_neuron`)."""
     m10, m01, m20, m11, m02, m21, m12, m22 = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
-    K[0] += S[0] * m10
-    K[1] += S[1] * m01
-    K[2] += S[2] * (m20 - m10 * m10)
-    K[3] += S[3] * (m11 - m10 * m01)
-    K[4] += S[4] * (m02 - m01 * m01)
-    K[5] += S[5] * (m21 - 2 * m10 * m11 - m20 * m01 + 2 * m10 * m10 * m01)
-    K[6] += S[6] * (m12 - 2 * m01 * m11 - m02 * m10 + 2 * m01 * m01 * m10)
-    K[7] += S[7] * (m22 - 2 * m10 * m12 - 2 * m01 * m21 - m20 * m02 - 2 * m11 * m11
-                    + 2 * (m20 * m01 * m01 + m02 * m10 * m10 + 4 * m10 * m01 * m11) - 6 * m10 * m10 * m01 * m01)
+    out[j, 0] = m10
+    out[j, 1] = m01
+    out[j, 2] = m20 - m10 * m10
+    out[j, 3] = m11 - m10 * m01
+    out[j, 4] = m02 - m01 * m01
+    out[j, 5] = m21 - 2 * m10 * m11 - m20 * m01 + 2 * m10 * m10 * m01
+    out[j, 6] = m12 - 2 * m01 * m11 - m02 * m10 + 2 * m01 * m01 * m10
+    out[j, 7] = (m22 - 2 * m10 * m12 - 2 * m01 * m21 - m20 * m02 - 2 * m11 * m11
+              + 2 * (m20 * m01 * m01 + m02 * m10 * m10 + 4 * m10 * m01 * m11) - 6 * m10 * m10 * m01 * m01)
+
+
+@numba.njit(cache=True)
+def _add_scaled(K, S, c, kappa, j):  # pragma: no cover - compiled
+    """K += S[c] * kappa[j] (one neuron class's cumulants, weighted by its sums S[c]; indices, not views,
+    in the hot loop)."""
+    for i in range(8):
+        K[i] += S[c, i] * kappa[j, i]
 
 
 @numba.njit(cache=True)
@@ -163,30 +178,34 @@ def _x2y2(K):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _pl_fourth_moment(a, t, va, vb, ia, ib, params, S, sa, sb):  # pragma: no cover - compiled
+def _pl_fourth_moment(a, t, va, vb, signed, sv, side_of, S, sa, sb):  # pragma: no cover - compiled
     """F(a, t) + F(-a, -t), F = E[X^2 Y^2 | a, t], for the piecewise-linear family at the nodes (a, t).
 
     ``X = f* - f_hat = sum_i lam_i D_i``, ``Y = g = sum_i lam_i gamma_i G_i`` with independent neurons
     (G = I): joint cumulants add over neurons and scale with ``lam_i^(i+j) gamma_i^j`` (``S``), one
-    evaluation per class of equal (c_i, c_hat_i) (``params`` rows: xi c, xi c_hat, r, r_hat). Class c has
-    ``xi |c| = va[ia[c]]``, ``xi |c_hat| = vb[ib[c]]``: Phi and phi are computed once per value and node,
-    and serve the antipode too (Phi(-x) = 1 - Phi(x)).
+    evaluation per class of equal (c_i, c_hat_i). The antipode (-a, -t) of class (c, c_hat) is the node
+    (a, t) of the signed class (-c, -c_hat): the one-neuron cumulants are computed once per distinct signed
+    class (``signed`` rows: xi c, xi c_hat, r, r_hat; ``side_of[s, c]`` the row of class c on side s), so a
+    quantised problem evaluates at most 4 neurons per node. Signed class j has ``xi |c| = va[sv[0, j]]``,
+    ``xi |c_hat| = vb[sv[1, j]]``: Phi and phi are computed once per value and node (Phi(-x) = 1 - Phi(x)).
     """
     out = np.zeros(a.size)
     mom, K = np.empty(8), np.empty(8)
+    kappa = np.empty((signed.shape[0], 8))
     cdf_a, pdf_a, cdf_b, pdf_b = np.empty(va.size), np.empty(va.size), np.empty(vb.size), np.empty(vb.size)
     for n in range(a.size):
         _normal_at(va, a[n], cdf_a, pdf_a)
         _normal_at(vb, t[n], cdf_b, pdf_b)
-        for side in (1.0, -1.0):
+        for j in range(signed.shape[0]):
+            xc, xch, ja, jb = signed[j, 0], signed[j, 1], sv[0, j], sv[1, j]
+            ca = cdf_a[ja] if xc >= 0 else 1.0 - cdf_a[ja]
+            cb = cdf_b[jb] if xch >= 0 else 1.0 - cdf_b[jb]
+            _pl_neuron(xc * a[n], xch * t[n], signed[j, 2], signed[j, 3], sa, sb, ca, pdf_a[ja], cb, pdf_b[jb], mom)
+            _cumulants(mom, kappa, j)
+        for side in range(2):
             K[:] = 0.0
-            for c in range(params.shape[0]):
-                xc, xch = side * params[c, 0], side * params[c, 1]
-                ca = cdf_a[ia[c]] if xc >= 0 else 1.0 - cdf_a[ia[c]]
-                cb = cdf_b[ib[c]] if xch >= 0 else 1.0 - cdf_b[ib[c]]
-                _pl_neuron(xc * a[n], xch * t[n], params[c, 2], params[c, 3], sa, sb, ca, pdf_a[ia[c]], cb,
-                           pdf_b[ib[c]], mom)
-                _add_cumulants(K, S[c], mom)
+            for c in range(S.shape[0]):
+                _add_scaled(K, S, c, kappa, side_of[side, c])
             out[n] += _x2y2(K)
     return out
 
@@ -195,17 +214,21 @@ def _pl_fourth_moment(a, t, va, vb, ia, ib, params, S, sa, sb):  # pragma: no co
 def _fourth_moment(mu, S):  # pragma: no cover - compiled
     """F = E[X^2 Y^2 | a, t] from per-class moments ``mu`` of shape (classes, 8, nodes) (any activation)."""
     out = np.empty(mu.shape[2])
-    K = np.empty(8)
+    K, kappa = np.empty(8), np.empty((1, 8))
     for n in range(mu.shape[2]):
         K[:] = 0.0
         for c in range(mu.shape[0]):
-            _add_cumulants(K, S[c], mu[c, :, n])
+            _cumulants(mu[c, :, n], kappa, 0)
+            _add_scaled(K, S, c, kappa, 0)
         out[n] = _x2y2(K)
     return out
 
 
+@functools.lru_cache(maxsize=128)
 def _piecewise_linear(sigma):
-    """(sa, sb) when sigma = sa relu(z) + sb relu(-z), sigma' to match (relu, abs, leaky_relu, rescaled); else None."""
+    """(sa, sb) when sigma = sa relu(z) + sb relu(-z), sigma' to match (relu, abs, leaky_relu, rescaled); else None.
+
+    Cached per activation (frozen, hashable; problem independent)."""
     z = _PL_PROBES
     sa, sb = float(sigma(1.0)), float(sigma(-1.0))
     close = lambda x, y: bool(np.all(np.abs(x - y) <= 1e-14 * np.abs(y)))
@@ -225,9 +248,12 @@ def _classes(problem):
         xi = problem.xi
         params = np.stack([xi * keys[:, 0], xi * keys[:, 1], np.sqrt(1 + xi**2 * keys[:, 0] ** 2),
                            np.sqrt(1 + xi**2 * keys[:, 1] ** 2)], axis=1)
-        va, ia = np.unique(np.abs(params[:, 0]), return_inverse=True)
-        vb, ib = np.unique(np.abs(params[:, 1]), return_inverse=True)
-        shared = (va, vb, ia.reshape(-1), ib.reshape(-1))
+        # the classes on both sides, (xi c, xi c_hat) and (-xi c, -xi c_hat), merged where they coincide
+        both = np.concatenate([params, params * np.array([-1.0, -1.0, 1.0, 1.0])])
+        signed, side_of = _distinct_rows(list(both.T))
+        va, ia = np.unique(np.abs(signed[:, 0]), return_inverse=True)
+        vb, ib = np.unique(np.abs(signed[:, 1]), return_inverse=True)
+        shared = (va, vb, signed, np.stack([ia.reshape(-1), ib.reshape(-1)]), side_of.reshape(2, -1))
         return params, np.ascontiguousarray(S), _piecewise_linear(problem.sigma), shared
     return _cached(problem, "classes", make)
 
@@ -246,7 +272,7 @@ def _polar_nodes(m, lines, n_theta, n_rho):
         dt, de = lines[:, 0] * s[:, None], lines[:, 1] - lines[:, 0] * m[:, None]  # (M, L): direction in (t, e)
         phi = np.sort(np.where((dt == 0) & (de == 0), 0.0, np.arctan2(de, dt)) % np.pi, axis=1)
         width = np.diff(np.concatenate([phi, phi[:, :1] + np.pi], axis=1), axis=1)
-        x, w = roots_legendre(n_theta)
+        x, w = _legendre_rule(n_theta)
         theta = (phi[..., None] + 0.5 * width[..., None] * (x + 1)).reshape(m.size, -1)
         w_theta = (0.5 * width[..., None] * w).reshape(m.size, -1) / (2 * np.pi)
     else:
@@ -280,7 +306,7 @@ def _quadrature(problem, m, rule):
     a, t, e, w = _polar_nodes(m, _kink_lines(classes), math.ceil(rule[0] * scale), math.ceil(rule[1] * scale))
     a, t = a.ravel(), t.ravel()
     if pl is not None:
-        F = _pl_fourth_moment(a, t, *shared, params, S, *pl)
+        F = _pl_fourth_moment(a, t, *shared, S, *pl)
     else:
         a, t = np.concatenate([a, -a]), np.concatenate([t, -t])
         mu = np.array([_smooth_moments(problem.sigma, xc * a, xch * t, r, rh, rule[2]) for xc, xch, r, rh in params])

@@ -356,7 +356,7 @@ def h0(problem):
     >>> round(lora.h0(p), 12)  # spec A.5 golden value
     -0.08497918195
     """
-    return h(problem, 0.0)
+    return _cached(problem, "h0", lambda: h(problem, 0.0))  # read by limit_sign and the regime checks
 
 
 def h_bound(problem):
@@ -577,24 +577,34 @@ def population_loss(problem, m):
     0.0
     """
     m = check_overlap(m)
+    return _as_output(m, np.maximum(_chunked(lambda mm: _loss_terms(problem, mm), m, problem.k), 0.0))
+
+
+def _loss_terms(problem, m):
+    """``lam^T K(S) lam + lam^T K(T) lam - 2 lam^T K(rho(m)) lam`` at the flat overlaps m, the kernel of the
+    three terms evaluated in one call over their distinct pairs (:func:`_kernel_rows`); every term goes
+    through the same arithmetic (Phi(1) = 0 exactly when c_hat = c)."""
     c, ch = problem.c, problem.c_hat
-    const = _kernel_sum(problem, "ss", ch, ch, np.ones(1)) + _kernel_sum(problem, "tt", c, c, np.ones(1))
-    cross = _chunked(lambda mm: _kernel_sum(problem, "ts", c, ch, mm), m, problem.k)
-    return _as_output(m, np.maximum(const - 2 * cross, 0.0))
+    terms = [(_kernel_rows(problem, "ss", ch, ch), np.ones(1)), (_kernel_rows(problem, "tt", c, c), np.ones(1)),
+             (_kernel_rows(problem, "ts", c, ch), m)]
+    xi2 = problem.xi**2
+    rho = [((G + xi2 * np.multiply.outer(mm, E)) / R).ravel() for ((G, E, R), _), mm in terms]
+    K = problem.sigma.K(np.clip(np.concatenate(rho), -1.0, 1.0))
+    ends = np.cumsum([0] + [r.size for r in rho])
+    ss, tt, ts = (K[a:b].reshape(mm.size, -1) @ w for ((_, w), mm), a, b in zip(terms, ends[:-1], ends[1:]))
+    return ss + tt - 2 * ts
 
 
-def _kernel_sum(problem, key, a, b, m):
-    """``sum_ij lam_i lam_j K((G_ij + xi^2 m a_i b_j)/(|v_i| |v_j|))`` over the pairs with distinct
-    ``(G_ij, a_i b_j, |v_i||v_j|)`` (cached per problem and key; a handful for G = I and quantised c), so
-    the three terms of Phi go through the same arithmetic (Phi(1) = 0 exactly when c_hat = c)."""
+def _kernel_rows(problem, key, a, b):
+    """The pairs of ``sum_ij lam_i lam_j K((G_ij + xi^2 m a_i b_j)/(|v_i| |v_j|))`` with distinct
+    ``(G_ij, a_i b_j, |v_i||v_j|)`` as rows (G, E, R) and their summed weights, cached per problem and key
+    (a handful for G = I and quantised c)."""
     def make():
         ra, rb = np.sqrt(1 + problem.xi**2 * a**2), np.sqrt(1 + problem.xi**2 * b**2)
         rows, inv = _distinct_rows([problem.G.ravel(), np.outer(a, b).ravel(), np.outer(ra, rb).ravel()])
         lam = problem.lam
         return rows.T.copy(), np.bincount(inv, weights=np.outer(lam, lam).ravel(), minlength=len(rows))
-    (G, E, R), w = _cached(problem, ("kernel_sum", key), make)
-    rho = np.clip((G + problem.xi**2 * np.multiply.outer(m, E)) / R, -1.0, 1.0)
-    return problem.sigma.K(rho) @ w
+    return _cached(problem, ("kernel_sum", key), make)
 
 
 def population_gradient(problem, u, u_hat):
