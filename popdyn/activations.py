@@ -403,11 +403,13 @@ def _relu_family(name, a, b, fn, deriv):
         sign = np.where(np.arange(P + 1) % 2 == 0, 1.0, -1.0)
         return r * (a + sign * b) * _relu_coeffs(P)
 
-    def K(rho, r):
-        return r * r * ((a * a + b * b) * gaussian.arccos_kernel(rho, 1) + 2 * a * b * gaussian.arccos_kernel(-rho, 1))
+    def K(rho, r):  # the antipodal term only where its weight 2ab is nonzero (not relu)
+        out = (a * a + b * b) * gaussian.arccos_kernel(rho, 1)
+        return r * r * (out + 2 * a * b * gaussian.arccos_kernel(-rho, 1) if a * b else out)
 
     def Kp(rho, r):
-        return r * r * ((a * a + b * b) * gaussian.arccos_kernel(rho, 0) - 2 * a * b * gaussian.arccos_kernel(-rho, 0))
+        out = (a * a + b * b) * gaussian.arccos_kernel(rho, 0)
+        return r * r * (out - 2 * a * b * gaussian.arccos_kernel(-rho, 0) if a * b else out)
 
     def tail(P, a_rho, r):      # p mu_p^2 decreases over even p; odd p >= 3 vanish
         if P < 1:

@@ -41,7 +41,7 @@ from scipy.stats import qmc
 from ..._validate import Integer, InvalidParameterError, Options, check
 from ...hermite import gauss_hermite
 from .problem import Problem, _cached, check_overlap
-from .theory import _distinct_rows
+from .theory import _unique_rows
 
 __all__ = ["B0", "B1", "gradient_second_moment"]
 
@@ -239,23 +239,37 @@ def _piecewise_linear(sigma):
 def _classes(problem):
     """Neuron classes of equal (c_i, c_hat_i): rows (xi c, xi c_hat, r, r_hat) and the sums S (see _fourth_moment)."""
     def make():
-        pairs, first, inv = np.unique(problem.c + 1j * problem.c_hat, return_index=True, return_inverse=True)
-        keys = np.stack([problem.c[first], problem.c_hat[first]], axis=1)
-        lam, gamma = problem.lam, problem.xi * problem.c_hat / problem.r_hat
-        i, j = np.array(_POWERS).T
-        S = np.zeros((len(pairs), 8))
-        np.add.at(S, inv.reshape(-1), lam[:, None] ** (i + j) * gamma[:, None] ** j)
-        xi = problem.xi
-        params = np.stack([xi * keys[:, 0], xi * keys[:, 1], np.sqrt(1 + xi**2 * keys[:, 0] ** 2),
-                           np.sqrt(1 + xi**2 * keys[:, 1] ** 2)], axis=1)
-        # the classes on both sides, (xi c, xi c_hat) and (-xi c, -xi c_hat), merged where they coincide
-        both = np.concatenate([params, params * np.array([-1.0, -1.0, 1.0, 1.0])])
-        signed, side_of = _distinct_rows(list(both.T))
-        va, ia = np.unique(np.abs(signed[:, 0]), return_inverse=True)
-        vb, ib = np.unique(np.abs(signed[:, 1]), return_inverse=True)
-        shared = (va, vb, signed, np.stack([ia.reshape(-1), ib.reshape(-1)]), side_of.reshape(2, -1))
-        return params, np.ascontiguousarray(S), _piecewise_linear(problem.sigma), shared
+        params, S, shared = _class_tables(problem.c, problem.c_hat, problem.lam, problem.r_hat, problem.xi)
+        return params, S, _piecewise_linear(problem.sigma), shared
     return _cached(problem, "classes", make)
+
+
+_POWER_TABLE = np.array(_POWERS, dtype=np.float64)
+
+
+@numba.njit(cache=True)
+def _class_tables(c, c_hat, lam, r_hat, xi):  # pragma: no cover - compiled
+    """The tables of :func:`_classes` in one pass: class rows (xi c, xi c_hat, r, r_hat) in lexicographic
+    order of (c, c_hat), the sums ``S[class, (i, j)] = sum lam^(i+j) gamma^j`` (gamma = xi c_hat / r_hat) and
+    the shared tables of :func:`_pl_fourth_moment`."""
+    keys, inv = _unique_rows(np.stack((c, c_hat), axis=1))
+    S = np.zeros((keys.shape[0], 8))
+    for n in range(c.size):
+        gamma = xi * c_hat[n] / r_hat[n]
+        for p in range(8):
+            i, j = _POWER_TABLE[p, 0], _POWER_TABLE[p, 1]
+            S[inv[n], p] += lam[n] ** (i + j) * gamma ** j
+    params = np.empty((keys.shape[0], 4))
+    params[:, 0], params[:, 1] = xi * keys[:, 0], xi * keys[:, 1]
+    params[:, 2] = np.sqrt(1 + xi**2 * keys[:, 0] ** 2)
+    params[:, 3] = np.sqrt(1 + xi**2 * keys[:, 1] ** 2)
+    # the classes on both sides, (xi c, xi c_hat) and (-xi c, -xi c_hat), merged where they coincide
+    both = np.concatenate((params, params))
+    both[keys.shape[0]:, :2] *= -1.0
+    signed, side_of = _unique_rows(both)
+    va, ia = _unique_rows(np.abs(signed[:, :1]))
+    vb, ib = _unique_rows(np.abs(signed[:, 1:2]))
+    return params, S, (va[:, 0].copy(), vb[:, 0].copy(), signed, np.stack((ia, ib)), side_of.reshape(2, -1))
 
 
 def _polar_nodes(m, lines, n_theta, n_rho):
@@ -266,22 +280,41 @@ def _polar_nodes(m, lines, n_theta, n_rho):
     (c, c_hat)), each line giving two antipodal cuts, Gauss-Legendre on each panel; without lines, the
     trapezoid rule (periodic). Shapes (M, N).
     """
-    s = np.sqrt(np.clip(1 - m * m, 0.0, None))
     rho, w_rho = _radial_rule(n_rho)
-    if len(lines):
-        dt, de = lines[:, 0] * s[:, None], lines[:, 1] - lines[:, 0] * m[:, None]  # (M, L): direction in (t, e)
-        phi = np.sort(np.where((dt == 0) & (de == 0), 0.0, np.arctan2(de, dt)) % np.pi, axis=1)
-        width = np.diff(np.concatenate([phi, phi[:, :1] + np.pi], axis=1), axis=1)
-        x, w = _legendre_rule(n_theta)
-        theta = (phi[..., None] + 0.5 * width[..., None] * (x + 1)).reshape(m.size, -1)
-        w_theta = (0.5 * width[..., None] * w).reshape(m.size, -1) / (2 * np.pi)
-    else:
-        theta = np.broadcast_to(np.pi * np.arange(2 * n_theta) / (2 * n_theta), (m.size, 2 * n_theta))
-        w_theta = np.full(theta.shape, 1 / (4 * n_theta))
-    t = (np.cos(theta)[..., None] * rho).reshape(m.size, -1)
-    e = (np.sin(theta)[..., None] * rho).reshape(m.size, -1)
-    w = (w_theta[..., None] * w_rho).reshape(m.size, -1)
-    return m[:, None] * t + s[:, None] * e, t, e, w
+    x, w = _legendre_rule(n_theta)
+    return _polar_grid(m, np.ascontiguousarray(lines, dtype=np.float64), x, w, rho, w_rho)
+
+
+@numba.njit(cache=True)
+def _polar_grid(m, lines, x, wx, rho, w_rho):  # pragma: no cover - compiled
+    """The nodes of :func:`_polar_nodes` in one pass (Legendre rule ``x, wx``, radial rule ``rho, w_rho``)."""
+    n_lines, n_x, n_rho = lines.shape[0], x.size, rho.size
+    n_ang = n_lines * n_x if n_lines else 2 * n_x
+    a, t, e, w = np.empty((m.size, n_ang * n_rho)), np.empty((m.size, n_ang * n_rho)), np.empty((m.size, n_ang * n_rho)), np.empty((m.size, n_ang * n_rho))
+    theta, w_theta, phi = np.empty(n_ang), np.empty(n_ang), np.empty(n_lines)
+    for i in range(m.size):
+        s = math.sqrt(max(1 - m[i] * m[i], 0.0))
+        if n_lines:
+            for j in range(n_lines):  # the cut of line j: its direction in (t, e), modulo pi
+                dt, de = lines[j, 0] * s, lines[j, 1] - lines[j, 0] * m[i]
+                phi[j] = 0.0 if dt == 0 and de == 0 else math.atan2(de, dt) % math.pi
+            phi.sort()
+            for j in range(n_lines):
+                half = 0.5 * ((phi[j + 1] if j + 1 < n_lines else phi[0] + math.pi) - phi[j])
+                for q in range(n_x):
+                    theta[j * n_x + q] = phi[j] + half * (x[q] + 1)
+                    w_theta[j * n_x + q] = half * wx[q] / (2 * math.pi)
+        else:
+            for q in range(n_ang):
+                theta[q] = math.pi * q / n_ang
+                w_theta[q] = 1 / (4 * n_x)
+        for q in range(n_ang):
+            ct, st = math.cos(theta[q]), math.sin(theta[q])
+            for r in range(n_rho):
+                n = q * n_rho + r
+                t[i, n], e[i, n], w[i, n] = ct * rho[r], st * rho[r], w_theta[q] * w_rho[r]
+                a[i, n] = m[i] * t[i, n] + s * e[i, n]
+    return a, t, e, w
 
 
 def _kink_lines(classes):
@@ -289,12 +322,25 @@ def _kink_lines(classes):
     params, _, pl, _ = classes
     if pl is None or pl[0] == -pl[1]:  # smooth, or linear (sa relu(z) - sa relu(-z) = sa z)
         return np.zeros((0, 2))
-    v = params[:, :2][np.any(params[:, :2] != 0, axis=1)]  # a neuron with c_i = c_hat_i = 0 has no kink line
-    v = np.concatenate([v, np.eye(2)])  # also a = 0 and t = 0, where Phi(xi c a), Phi(xi c_hat t) are steepest
-    v = v / np.linalg.norm(v, axis=1, keepdims=True)
-    v *= np.where(v[:, :1] < 0, -1.0, 1.0) * np.where((v[:, :1] == 0) & (v[:, 1:] < 0), -1.0, 1.0)
-    z = np.unique((v[:, 0] + 1j * v[:, 1]).round(14))
-    return np.stack([z.real, z.imag], axis=1)
+    return _line_rows(params)
+
+
+@numba.njit(cache=True)
+def _line_rows(params):  # pragma: no cover - compiled
+    """The lines of :func:`_kink_lines` from the class rows: each (xi c, xi c_hat) != 0 and the axes a = 0,
+    t = 0 (where Phi(xi c a), Phi(xi c_hat t) are steepest), scaled to unit length with a nonnegative first
+    nonzero coordinate, rounded to 1e-14, distinct."""
+    pts = np.concatenate((params[:, :2], np.eye(2)))
+    v, n = np.empty_like(pts), 0
+    for row in range(pts.shape[0]):
+        x, y = pts[row, 0], pts[row, 1]
+        if x == 0 and y == 0:  # a neuron with c_i = c_hat_i = 0 has no kink line
+            continue
+        norm = np.sqrt(x * x + y * y)
+        sign = -1.0 if x < 0 or (x == 0 and y < 0) else 1.0
+        v[n, 0], v[n, 1] = np.round(sign * (x / norm), 14), np.round(sign * (y / norm), 14)
+        n += 1
+    return _unique_rows(v[:n])[0]
 
 
 def _quadrature(problem, m, rule):

@@ -131,14 +131,24 @@ def _relu_pairs(problem):
 def _distinct_rows(columns):
     """The distinct rows of ``np.stack(columns, 1)`` (lexicographic order) and the index of each row's
     distinct row (``np.unique(axis=0)`` without its structured-dtype overhead)."""
-    rows = np.stack(columns, axis=1)
-    order = np.lexsort(columns[::-1])
-    srt = rows[order]
-    new = np.ones(len(rows), dtype=bool)
-    new[1:] = np.any(srt[1:] != srt[:-1], axis=1)
-    inv = np.empty(len(rows), dtype=np.int64)
-    inv[order] = np.cumsum(new) - 1
-    return srt[new], inv
+    return _unique_rows(np.stack(columns, axis=1))
+
+
+@numba.njit(cache=True)
+def _unique_rows(rows):  # pragma: no cover - compiled
+    """:func:`_distinct_rows` of the 2-d array ``rows``: stable sorts from the last column to the first
+    (``np.lexsort``), then one pass marking the rows that differ from their predecessor."""
+    n, n_col = rows.shape
+    order = np.arange(n)
+    for j in range(n_col - 1, -1, -1):
+        order = order[np.argsort(rows[order, j], kind="mergesort")]
+    keep, inv = np.zeros(n, dtype=np.bool_), np.empty(n, dtype=np.int64)
+    count = -1
+    for q in range(n):
+        keep[q] = q == 0 or np.any(rows[order[q]] != rows[order[q - 1]])
+        count += keep[q]
+        inv[order[q]] = count
+    return rows[order[keep]], inv
 
 
 def _relu_scale(problem):
