@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy.integrate import solve_ivp
 
@@ -243,36 +244,40 @@ def _scalar_flow(y_nodes, f_nodes, y0, t_eval):
     s = 1.0 if f0 >= 0 else -1.0  # a decreasing flow is the increasing flow of the mirrored field
     if s < 0:
         y_nodes, f_nodes, y0, f0 = -y_nodes[::-1], -f_nodes[::-1], -y0, -f0
-    j = np.searchsorted(y_nodes, y0, side="right")
-    y, f = np.concatenate(([y0], y_nodes[j:])), np.concatenate(([f0], f_nodes[j:]))
-    stop = np.flatnonzero(f <= 0)
-    if stop.size and stop[0] == 0 or y.size == 1:  # at rest (f(y0) = 0) or already at the last node
-        return Trajectory(t_eval, np.full(t_eval.shape, s * y0), 0, "success", y_nodes.size)
-    q = stop[0] if stop.size else y.size - 1
-    y, f = y[:q + 1], f[:q + 1]
-    dy, fa, fb = np.diff(y), f[:-1], f[1:]
-    n = dy.size - (stop.size > 0)  # cells crossed in finite time; the one holding the zero takes forever
-    cell = np.concatenate((dy[:n] / fa[:n] * _log_ratio(fb[:n] / fa[:n] - 1), np.full(dy.size - n, np.inf)))
-    T = np.concatenate(([0.0], np.cumsum(cell)))
-    tau = t_eval - t_eval[0]
-    i = np.minimum(np.searchsorted(T, tau, side="right") - 1, dy.size - 1)
-    tau = np.minimum(tau - T[i], cell[i])  # past the last node (f > 0 to the end): stay there
-    b = (fb[i] - fa[i]) / dy[i]
-    y_t = np.clip(y[i] + fa[i] * tau * _expm1_ratio(b * tau), y[i], y[i + 1])
+    y_t = _increasing_flow(np.ascontiguousarray(y_nodes), np.ascontiguousarray(f_nodes), y0, f0, t_eval - t_eval[0])
     return Trajectory(t_eval, s * y_t, 0, "success", y_nodes.size)
 
 
-def _log_ratio(x):
-    """log(1 + x)/x for x >= -1 (inf at -1: f_b underflowed to 0), 1 at x = 0 (series below 1e-8)."""
-    small = np.abs(x) < 1e-8
-    with np.errstate(divide="ignore"):
-        return np.where(small, 1 - x / 2, np.log1p(x) / np.where(small, 1.0, x))
-
-
-def _expm1_ratio(x):
-    """(exp(x) - 1)/x, 1 at x = 0; x <= 0 or bounded by the cell crossing time, so no overflow."""
-    small = np.abs(x) < 1e-8
-    return np.where(small, 1 + x / 2, np.expm1(x) / np.where(small, 1.0, x))
+@numba.njit(cache=True)
+def _increasing_flow(y_nodes, f_nodes, y0, f0, tau):  # pragma: no cover - compiled
+    """y(tau) of :func:`_scalar_flow` for ``f(y0) = f0 >= 0``, in one pass: the crossing time of each cell
+    from y0 up to the first node with f <= 0 (``dy/fa log(fb/fa)/(fb/fa - 1)``; the cell holding the
+    zero takes forever), their running sum T, then the exact solution inside the cell of each tau."""
+    j = np.searchsorted(y_nodes, y0, side="right")
+    y, f = np.empty(1 + y_nodes.size - j), np.empty(1 + y_nodes.size - j)
+    y[0], f[0], y[1:], f[1:] = y0, f0, y_nodes[j:], f_nodes[j:]
+    q, stopped = y.size - 1, False
+    for i in range(y.size):
+        if f[i] <= 0:
+            q, stopped = i, True
+            break
+    if q == 0:  # at rest (f(y0) = 0) or already at the last node
+        return np.full(tau.size, y0)
+    cell, T = np.empty(q), np.zeros(q + 1)
+    for c in range(q):
+        if c < q - stopped:
+            x = f[c + 1] / f[c] - 1  # log(1 + x)/x, inf at x = -1 (f_b underflowed to 0), series below 1e-8
+            cell[c] = (y[c + 1] - y[c]) / f[c] * (1 - x / 2 if abs(x) < 1e-8 else np.log1p(x) / x)
+        else:
+            cell[c] = np.inf
+        T[c + 1] = T[c] + cell[c]
+    out = np.empty(tau.size)
+    for n in range(tau.size):
+        i = min(np.searchsorted(T, tau[n], side="right") - 1, q - 1)
+        dt = min(tau[n] - T[i], cell[i])  # past the last node (f > 0 to the end): stay there
+        x = (f[i + 1] - f[i]) / (y[i + 1] - y[i]) * dt  # (exp(x) - 1)/x, 1 at x = 0; x <= 0 or bounded by the cell time
+        out[n] = min(max(y[i] + f[i] * dt * (1 + x / 2 if abs(x) < 1e-8 else np.expm1(x) / x), y[i]), y[i + 1])
+    return out
 
 
 def _flow_input(y_nodes, f_nodes, y0, t_eval):
