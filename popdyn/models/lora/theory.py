@@ -609,12 +609,25 @@ def _kernel_rows(problem, key, a, b):
     """The pairs of ``sum_ij lam_i lam_j K((G_ij + xi^2 m a_i b_j)/(|v_i| |v_j|))`` with distinct
     ``(G_ij, a_i b_j, |v_i||v_j|)`` as rows (G, E, R) and their summed weights, cached per problem and key
     (a handful for G = I and quantised c)."""
-    def make():
-        ra, rb = np.sqrt(1 + problem.xi**2 * a**2), np.sqrt(1 + problem.xi**2 * b**2)
-        rows, inv = _distinct_rows([problem.G.ravel(), np.outer(a, b).ravel(), np.outer(ra, rb).ravel()])
-        lam = problem.lam
-        return rows.T.copy(), np.bincount(inv, weights=np.outer(lam, lam).ravel(), minlength=len(rows))
-    return _cached(problem, ("kernel_sum", key), make)
+    return _cached(problem, ("kernel_sum", key), lambda: _kernel_table(problem.G, a, b, problem.lam, problem.xi))
+
+
+@numba.njit(cache=True)
+def _kernel_table(G, a, b, lam, xi):  # pragma: no cover - compiled
+    """:func:`_kernel_rows` in one pass: the rows ``(G_ij, a_i b_j, r_i r_j)`` (``r = sqrt(1 + xi^2 a^2)``,
+    likewise b), their distinct rows (transposed) and the summed weights ``lam_i lam_j`` of each."""
+    k = a.size
+    full = np.empty((k * k, 3))
+    for i in range(k):
+        ra = np.sqrt(1 + xi**2 * a[i] ** 2)
+        for j in range(k):
+            full[i * k + j, 0], full[i * k + j, 1] = G[i, j], a[i] * b[j]
+            full[i * k + j, 2] = ra * np.sqrt(1 + xi**2 * b[j] ** 2)
+    rows, inv = _unique_rows(full)
+    weights = np.zeros(rows.shape[0])
+    for n in range(k * k):
+        weights[inv[n]] += lam[n // k] * lam[n % k]
+    return rows.T.copy(), weights
 
 
 def population_gradient(problem, u, u_hat):
