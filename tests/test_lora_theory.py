@@ -359,3 +359,16 @@ def test_population_loss_over_distinct_pairs_matches_full_sum(act):
         cross = np.einsum("i,nij,j->n", lam, sig.K(lora.overlaps(p, m)), lam)
         ref = lam @ sig.K(S) @ lam + lam @ sig.K(T) @ lam - 2 * cross
         np.testing.assert_allclose(lora.population_loss(p, m), np.maximum(ref, 0), rtol=1e-12, atol=1e-14)
+
+
+@given(st.lists(st.lists(st.sampled_from([-1.5, -0.0, 0.0, 0.25, 1.0, 2.0]), min_size=3, max_size=3),
+                min_size=1, max_size=40),
+       st.integers(1, 3))
+def test_distinct_rows_is_numpy_unique(rows, n_col):
+    """_distinct_rows (numba stable sorts) = np.unique(axis=0): the same rows, order and inverse (-0.0 == 0.0)."""
+    rows = np.array(rows)[:, :n_col]
+    got, inv = theory._distinct_rows(list(rows.T))
+    want, want_inv = np.unique(rows, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(inv, want_inv.reshape(-1))
+    np.testing.assert_array_equal(got[inv], rows)
