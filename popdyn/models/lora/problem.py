@@ -191,7 +191,7 @@ def overlaps(problem, m):
 def check_overlap(m, name="m"):
     """Return ``m`` as a float array, raising when it is not finite or outside [-1, 1]."""
     a = np.asarray(m, dtype=np.float64)
-    if not np.all(np.isfinite(a)) or np.any(np.abs(a) > 1):
+    if not (np.abs(a) <= 1).all():  # also False for NaN and inf
         raise InvalidParameterError(f"The {name!r} parameter must be finite overlaps in [-1, 1]. Got {m!r} instead.")
     return a
 
