@@ -105,14 +105,23 @@ def _pairs(problem):
     is exactly 0 when ``c_i = +-c_hat_j``, so a gap that vanishes is computed as 0, not 1e-16 (whose
     square root would cost 1e-8 in the ReLU K', spec §7).
     """
-    xi2, c, ch = problem.xi**2, problem.c, problem.c_hat
-    R = np.outer(problem.r, problem.r_hat)
-    E = xi2 * np.outer(c, ch)
-    a_minus = xi2 * np.subtract.outer(c, ch)**2 / (R + 1 + E)  # R - 1 - E
-    a_plus = xi2 * np.add.outer(c, ch)**2 / (R + 1 - E)  # R - 1 + E
-    G = problem.G
-    gaps = (a_minus + (1 - G), a_plus + (1 + G), a_plus + (1 - G), a_minus + (1 + G))
-    Wt = 2 * np.outer(problem.lam, problem.lam) * E / R
+    Wt, E, R, gaps = _pair_tables(problem.xi, problem.c, problem.c_hat, problem.r, problem.r_hat, problem.G, problem.lam)
+    return Wt, E, R, tuple(gaps)
+
+
+@numba.njit(cache=True)
+def _pair_tables(xi, c, ch, r, rh, G, lam):  # pragma: no cover - compiled
+    """The arrays of :func:`_pairs` in one pass over the pairs (gaps stacked: shape (4, k, k))."""
+    k, xi2 = c.size, xi**2
+    Wt, E, R, gaps = np.empty((k, k)), np.empty((k, k)), np.empty((k, k)), np.empty((4, k, k))
+    for i in range(k):
+        for j in range(k):
+            R[i, j], E[i, j] = r[i] * rh[j], xi2 * (c[i] * ch[j])
+            a_minus = xi2 * (c[i] - ch[j]) ** 2 / (R[i, j] + 1 + E[i, j])  # R - 1 - E
+            a_plus = xi2 * (c[i] + ch[j]) ** 2 / (R[i, j] + 1 - E[i, j])  # R - 1 + E
+            gaps[0, i, j], gaps[1, i, j] = a_minus + (1 - G[i, j]), a_plus + (1 + G[i, j])
+            gaps[2, i, j], gaps[3, i, j] = a_plus + (1 - G[i, j]), a_minus + (1 + G[i, j])
+            Wt[i, j] = 2 * (lam[i] * lam[j]) * E[i, j] / R[i, j]
     return Wt, E, R, gaps
 
 
