@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 
+import numba
 import numpy as np
 from scipy.integrate import quad
 from scipy.interpolate import CubicSpline
@@ -92,8 +93,20 @@ def _h_knots(problem):
 
 
 def _hermite_eval(basis, y, dy):
-    i, (w0, w1, w2, w3) = basis
-    return w0 * y[i] + w1 * y[i + 1] + w2 * dy[i] + w3 * dy[i + 1]
+    """The spline at the angles of ``basis`` (:func:`_hermite_basis`) from the knot values y and slopes dy,
+    shaped as the angles (a float for a scalar angle)."""
+    i, w = basis
+    flat = (np.ascontiguousarray(x, dtype=np.float64).reshape(-1) for x in w)
+    return _hermite_sum(np.ascontiguousarray(i).reshape(-1), *flat, y, dy).reshape(np.shape(i))[()]
+
+
+@numba.njit(cache=True)
+def _hermite_sum(i, w0, w1, w2, w3, y, dy):  # pragma: no cover - compiled
+    """``w0 y[i] + w1 y[i+1] + w2 dy[i] + w3 dy[i+1]`` in one pass over the (flat) angles."""
+    out = np.empty(i.size)
+    for n in range(i.size):
+        out[n] = w0[n] * y[i[n]] + w1[n] * y[i[n] + 1] + w2[n] * dy[i[n]] + w3[n] * dy[i[n] + 1]
+    return out
 
 
 @functools.lru_cache(maxsize=4)
