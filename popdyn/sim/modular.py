@@ -191,23 +191,29 @@ def _check(problem, opts):
     for name in ("lr", "weight_decay"):
         value = _DEFAULTS[o["optimizer"]][name] if opts[name] is None else opts[name]
         o[name] = check(_OWNER, name, value, _POSITIVE if name == "lr" else _NONNEG)
+    o["momentum"] = check(_OWNER, "momentum", opts["momentum"], Interval(0, 1, closed="left"))
+    o["m"] = construction_width(problem.p, problem.k) if opts["m"] is None else as_int(_OWNER, "m", opts["m"], 1)
+    return o | check_protocol(_OWNER, opts, problem.p ** problem.k)
+
+
+def check_protocol(owner, opts, n):
+    """The training protocol's options shared by the network and the transformer (betas, train split,
+    init scale, record spacing, step/batch/seed counts), validated for ``owner`` on a data set of ``n`` points;
+    ``n_train`` added."""
     betas = opts["betas"]
     if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
-        raise InvalidParameterError(f"The 'betas' parameter of {_OWNER} must be a pair of floats in [0, 1). "
+        raise InvalidParameterError(f"The 'betas' parameter of {owner} must be a pair of floats in [0, 1). "
                                     f"Got {betas!r} instead.")
-    o["betas"] = tuple(check(_OWNER, "betas", b, Interval(0, 1, closed="left")) for b in betas)
-    o["momentum"] = check(_OWNER, "momentum", opts["momentum"], Interval(0, 1, closed="left"))
-    o["train_fraction"] = check(_OWNER, "train_fraction", opts["train_fraction"], Interval(0, 1, closed="right"))
-    o["init_scale"] = check(_OWNER, "init_scale", opts["init_scale"], _POSITIVE)
-    o["spacing"] = check(_OWNER, "spacing", opts["spacing"], Options(("linear", "log")))
+    o = {"betas": tuple(check(owner, "betas", b, Interval(0, 1, closed="left")) for b in betas),
+         "train_fraction": check(owner, "train_fraction", opts["train_fraction"], Interval(0, 1, closed="right")),
+         "init_scale": check(owner, "init_scale", opts["init_scale"], _POSITIVE),
+         "spacing": check(owner, "spacing", opts["spacing"], Options(("linear", "log")))}
     for name, low in (("steps", 1), ("warmup", 0), ("batch", 1), ("seeds", 1), ("n_points", 2)):
-        o[name] = as_int(_OWNER, name, opts[name], low)
-    o["seed"] = as_int(_OWNER, "seed", opts["seed"], 0, 2**63 - 1)
-    o["m"] = construction_width(problem.p, problem.k) if opts["m"] is None else as_int(_OWNER, "m", opts["m"], 1)
-    n = problem.p ** problem.k
+        o[name] = as_int(owner, name, opts[name], low)
+    o["seed"] = as_int(owner, "seed", opts["seed"], 0, 2**63 - 1)
     o["n_train"] = int(round(o["train_fraction"] * n))
     if not (1 <= o["n_train"] <= n):
-        raise InvalidParameterError(f"The 'train_fraction' parameter of {_OWNER} must leave at least one of the "
+        raise InvalidParameterError(f"The 'train_fraction' parameter of {owner} must leave at least one of the "
                                     f"{n} points in the train set. Got {opts['train_fraction']!r} instead.")
     return o
 

@@ -25,13 +25,13 @@ import time
 import numpy as np
 import torch
 
-from .._validate import Interval, InvalidParameterError, Options, as_int, check
+from .._validate import Interval, InvalidParameterError, check
 from ..api import simulate as _api_simulate
 from ..models.modular import all_inputs, fourier_diagnostics
 from ..models.modular.transformer import TransformerProblem, attention_diagnostics, embedding_spectrum
 from ..results import Simulation
 from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
-from .modular import _batches, _optimizer, _record_steps, _split
+from .modular import _batches, _optimizer, _record_steps, _split, check_protocol
 
 __all__ = ["simulate", "forward"]
 
@@ -153,23 +153,7 @@ def _check(problem, opts):
     o = {"optimizer": "adamw", "momentum": 0.0,
          "lr": check(_OWNER, "lr", opts["lr"], _POSITIVE),
          "weight_decay": check(_OWNER, "weight_decay", opts["weight_decay"], Interval(0, np.inf))}
-    betas = opts["betas"]
-    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
-        raise InvalidParameterError(f"The 'betas' parameter of {_OWNER} must be a pair of floats in [0, 1). "
-                                    f"Got {betas!r} instead.")
-    o["betas"] = tuple(check(_OWNER, "betas", b, Interval(0, 1, closed="left")) for b in betas)
-    o["train_fraction"] = check(_OWNER, "train_fraction", opts["train_fraction"], Interval(0, 1, closed="right"))
-    o["init_scale"] = check(_OWNER, "init_scale", opts["init_scale"], _POSITIVE)
-    o["spacing"] = check(_OWNER, "spacing", opts["spacing"], Options(("linear", "log")))
-    for name, low in (("steps", 1), ("warmup", 0), ("batch", 1), ("seeds", 1), ("n_points", 2)):
-        o[name] = as_int(_OWNER, name, opts[name], low)
-    o["seed"] = as_int(_OWNER, "seed", opts["seed"], 0, 2**63 - 1)
-    n = problem.n_inputs
-    o["n_train"] = int(round(o["train_fraction"] * n))
-    if not (1 <= o["n_train"] <= n):
-        raise InvalidParameterError(f"The 'train_fraction' parameter of {_OWNER} must leave at least one of the "
-                                    f"{n} points in the train set. Got {opts['train_fraction']!r} instead.")
-    return o
+    return o | check_protocol(_OWNER, opts, problem.n_inputs)
 
 
 def _run(problem, weights, data, opts, t, gen, bar):
