@@ -27,8 +27,22 @@ def _check_pk(owner, p, k):
     return p, k
 
 
+class Task:
+    """The task both model classes train on: k-input addition mod p (the data set D_p of all p^k inputs)."""
+
+    @property
+    def n_inputs(self):
+        """Size ``p^k`` of the full data set D_p."""
+        return self.p ** self.k
+
+    @property
+    def n_frequencies(self):
+        """Number ``(p-1)/2`` of non-zero frequencies up to sign."""
+        return (self.p - 1) // 2
+
+
 @dataclass(frozen=True, eq=False)
-class Problem:
+class Problem(Task):
     r"""k-input modular addition on the full data set ``D_p = Z_p^k`` with labels ``(a_1+...+a_k) mod p``.
 
     .. math:: f(\theta, \mathbf a)[c] = \sum_{i=1}^m \Big(\sum_{j=1}^k u_{i,j}(a_j)\Big)^k w_i(c),\qquad
@@ -78,16 +92,6 @@ class Problem:
     def width(self):
         """Width ``2^(2k-2) (p-1)`` of the explicit max-margin construction (Lemma C.18)."""
         return construction_width(self.p, self.k)
-
-    @property
-    def n_inputs(self):
-        """Size ``p^k`` of the full data set D_p."""
-        return self.p ** self.k
-
-    @property
-    def n_frequencies(self):
-        """Number ``(p-1)/2`` of non-zero frequencies up to sign."""
-        return (self.p - 1) // 2
 
     @property
     def amplitude(self):

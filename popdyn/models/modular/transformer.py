@@ -26,7 +26,7 @@ import numpy as np
 from ..._validate import FiniteArray, Integer, InvalidParameterError, Options, check, validate
 from ...api import predict
 from ...results import Prediction
-from .problem import _check_pk
+from .problem import Task, _check_pk
 
 __all__ = ["TransformerProblem", "attention_matrices", "power_spectrum_2d", "attention_diagnostics",
            "embedding_spectrum", "neuron_maps"]
@@ -43,7 +43,7 @@ _SETTINGS = {"fig4.3": dict(p=31, k=4, layers=1, **_PAPER), "figC.5": dict(p=61,
 
 
 @dataclass(frozen=True, eq=False)
-class TransformerProblem:
+class TransformerProblem(Task):
     r"""k-input modular addition learned by a transformer with ``heads`` attention heads per layer (Fig. 4.3).
 
     .. math:: x^{(0)}_t = E_{a_t} + P_t,\quad
@@ -103,16 +103,6 @@ class TransformerProblem:
     def __repr__(self):
         args = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
         return f"modular.TransformerProblem({args})"
-
-    @property
-    def n_inputs(self):
-        """Size ``p^k`` of the full data set D_p."""
-        return self.p ** self.k
-
-    @property
-    def n_frequencies(self):
-        """Number ``(p-1)/2`` of non-zero frequencies up to sign."""
-        return (self.p - 1) // 2
 
     @classmethod
     def setting(cls, name="cpu", **architecture):
