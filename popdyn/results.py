@@ -19,12 +19,21 @@ import numpy as np
 __all__ = ["Prediction", "Simulation", "Comparison", "load", "read_meta", "atomic_write"]
 
 
+def _umask():
+    """The process's umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path, write):
-    """Call ``write(fileobj)`` on a temporary file beside ``path``, then ``os.replace`` it there."""
+    """Call ``write(fileobj)`` on a temporary file beside ``path``, then ``os.replace`` it there; the file gets
+    the mode a plain ``open`` would give (0644 under umask 022)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a saved result is as readable as any new file
         with os.fdopen(fd, "wb") as f:
             write(f)
         os.replace(tmp, path)
@@ -146,6 +155,7 @@ class Comparison:
     sd: dict
     metrics: dict
     band_sd: float = 2.0
+    compared_at: float | None = None
 
     def __repr__(self):
         rows = [f"  {k}: " + ", ".join(f"{m}={v:.4g}" for m, v in d.items()) for k, d in self.metrics.items()]
