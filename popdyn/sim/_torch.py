@@ -238,15 +238,16 @@ class _NoBar:
         pass
 
 
-def progress(total, enabled, desc):
-    """A tqdm progress bar over ``total`` steps when ``enabled`` and tqdm is installed, else a no-op."""
+def progress(total, enabled, desc, unit="step"):
+    """A tqdm progress bar over ``total`` units ("step", "seed", "lambda", ...) when ``enabled`` and tqdm is
+    installed, else a no-op; the bar stays on screen when done."""
     if not enabled:
         return _NoBar()
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return _NoBar()
-    return tqdm(total=total, desc=desc, unit="step", leave=False)
+    return tqdm(total=total, desc=desc, unit=unit, leave=True)
 
 
 def to_numpy(x):
