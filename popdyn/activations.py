@@ -574,8 +574,17 @@ def _named(name):
         return leaky_relu()
     elif name in _BUILDERS:
         return _make(_BUILDERS[name](), 1.0)
+    _unknown(name)
+
+
+def _unknown(name):
+    """The error for an activation nobody knows: the valid names, and the closest one."""
+    import difflib
+    close = difflib.get_close_matches(str(name).lower(), names(), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise InvalidParameterError(
-        f"The 'name' parameter of activations.get must be one of {names()}. Got {name!r} instead.")
+        f"activation {name!r} is not known{hint}; choose one of {', '.join(names())}, a rescaled "
+        f"'<name>(r=<float>)' or an Activation (the 'activation' parameter).")
 
 
 def get(name):
@@ -613,9 +622,7 @@ def get(name):
     if isinstance(name, Activation):
         return name
     if not isinstance(name, str):
-        raise InvalidParameterError(
-            f"The 'name' parameter of activations.get must be one of {names()} or an Activation. "
-            f"Got {name!r} instead.")
+        _unknown(name)
     scaled = re.fullmatch(r"(.+)\(r=([^)]+)\)", name)
     if scaled:
         try:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_comparison", "plot_curves", "subplots", "save_figure", "sample_axis", "claim_title", "palette", "Key",
+__all__ = ["plot_comparison", "plot_result", "problem_title", "plot_curves", "subplots", "save_figure", "sample_axis", "claim_title", "palette", "Key",
            "legend_outside", "discrete_axis", "LINESTYLES", "MARKERS"]
 
 _INSTALL = "plotting needs matplotlib: pip install 'popdyn[plot]'"
@@ -309,26 +309,210 @@ def discrete_axis(ax, values, axis="x", *, labels=None):
     (ax.set_xlim if axis == "x" else ax.set_ylim)(vals[0] - half, vals[-1] + half)
 
 
-def _label(meta, name):
-    """Axis label of ``name`` from ``meta['symbols']`` / ``meta['units']`` (``meta['t_unit']`` for t)."""
-    symbol = (meta.get("symbols") or {}).get(name, name)
-    unit = (meta.get("units") or {}).get(name, meta.get("t_unit") if name == "t" else None)
-    return f"{symbol} [{unit}]" if unit else symbol
+def _spec(meta, name):
+    """The ``Observable`` a result's problem class declares for ``name`` (None when it declares none)."""
+    from .api import _problem_class
+    cls = _problem_class(meta)
+    return (getattr(cls, "observables", None) or {}).get(name)
 
 
-def _band(ax, x, mean, sd, *, width, color, label):
-    ax.plot(x, mean, color=color, lw=1.4, label=label)
-    ax.fill_between(x, mean - width * sd, mean + width * sd, color=color, alpha=0.25, lw=0,
-                    label=f"$\\pm{width:g}$ SD")
+def _ylabel(meta, name):
+    spec = _spec(meta, name)
+    return spec.axis_label() if spec is not None else name.replace("_", " ")
+
+
+def _tlabel(meta):
+    unit = meta.get("t_unit", "steps")
+    return "training time" + (f" ({unit})" if unit else "")
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v[:4]) + (", ...]" if len(v) > 4 else "]")
+    return str(v)
+
+
+def problem_title(meta, *, width=110):
+    """A few words naming a result's problem: model, its scalar fields, then the options that define the run.
+
+    >>> problem_title({"model": "lora", "problem_fields": {"k": 4, "xi": 1.0, "G": [[1.0]]},
+    ...                "call_options": {"d": 200, "lr": 0.001}})
+    'lora: k=4, xi=1 | d=200, lr=0.001'
+    """
+    fields = meta.get("problem_fields") or {}
+    opts = meta.get("call_options") or {}
+    keep = lambda v: isinstance(v, (int, float, str, bool)) and not (isinstance(v, str) and len(v) > 24)
+    left = ", ".join(f"{k}={_fmt(v)}" for k, v in fields.items() if keep(v))
+    right = ", ".join(f"{k}={_fmt(v)}" for k, v in opts.items() if keep(v) and v is not None
+                      and k not in ("seed", "seeds", "dtype", "n_points"))
+    text = f"{meta.get('model', 'result')}: {left}" + (f" | {right}" if right else "")
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _entries(shape, spec):
+    """Labels of the entries of an array of ``shape`` (after time): '' for a scalar, 'Q[1,2]'-style otherwise."""
+    if not shape:
+        return [""]
+    names = spec.axes if spec is not None and len(spec.axes) == len(shape) else None
+    out = []
+    for idx in np.ndindex(*shape):
+        out.append("[" + ",".join(str(i + 1) for i in idx) + "]" if names is None else
+                   ", ".join(f"{n}={i + 1}" for n, i in zip(names, idx)))
+    return out
+
+
+def _span_decades(*arrays):
+    vals = np.concatenate([np.ravel(np.asarray(a, dtype=float)) for a in arrays if a is not None])
+    vals = vals[np.isfinite(vals)]
+    return vals.size > 0 and np.all(vals > 0) and vals.max() / vals.min() > 100
+
+
+def _static_x(result, name, n):
+    """The abscissa of a static observable with ``n`` rows: its declared coordinate if the result has it."""
+    spec = _spec(result.meta, name)
+    coord = spec.coord if spec is not None else None
+    if coord is None:
+        coords = [k for k, v in result.coords.items() if v.ndim == 1 and v.size == n]
+        coord = coords[0] if len(coords) == 1 else None
+    if coord is not None and coord in result.coords and result.coords[coord].size == n:
+        x = np.asarray(result.coords[coord])
+        if x.dtype.kind in "fiu":
+            return x.astype(float), coord, None
+        return np.arange(n, dtype=float), coord, [str(v) for v in x]
+    return None, None, None
+
+
+def _draw_observable(a, name, *, t, theory, mean, sd, n_seeds, band_sd, result):
+    """One panel: theory (dashed) and simulation (solid, band) of one observable, whatever its shape."""
+    spec = _spec(result.meta, name)
+    arrays = [x for x in (theory, mean) if x is not None]
+    ref = arrays[0]
+    if t is not None:                               # over time: one line per entry
+        x, xlabel, labels = np.asarray(t, dtype=float), _tlabel(result.meta), None
+        rows = ref.reshape(ref.shape[0], -1)
+        entry_names = _entries(ref.shape[1:], spec)
+    else:
+        x, xlabel, labels = _static_x(result, name, ref.shape[0] if ref.ndim else 0)
+        if x is not None:                           # over a coordinate: one line per remaining entry
+            rows = ref.reshape(ref.shape[0], -1)
+            entry_names = _entries(ref.shape[1:], spec)
+        else:                                       # entries on a discrete axis (a scalar: one point)
+            x = np.arange(max(ref.size, 1), dtype=float)
+            xlabel = "entry" if ref.size > 1 else ""
+            labels = _entries(ref.shape, spec) if 1 < ref.size <= 12 else None
+            rows, entry_names = None, [""]
+    points = rows is None or x.size == 1
+    n_entries = 1 if rows is None else rows.shape[1]
+    colors = palette(list(range(n_entries)), cmap="tab10" if n_entries <= 10 else "viridis") \
+        if n_entries > 1 else {0: "C0"}
+    if n_entries <= 10 and n_entries > 1:
+        import matplotlib as mpl
+        colors = {j: mpl.colors.to_hex(mpl.colormaps["tab10"](j)) for j in range(n_entries)}
+
+    def flat(v):
+        v = np.asarray(v, dtype=float)
+        return v.reshape(1, -1) if rows is None else v.reshape(v.shape[0], -1)
+
+    th, mu, sg = (flat(v) if v is not None else None for v in (theory, mean, sd))
+    if rows is None:
+        th, mu, sg = (v.T if v is not None else None for v in (th, mu, sg))  # (entries, 1) -> x along entries
+    for j in range(n_entries):
+        c = colors[j]
+        lab = entry_names[j] if n_entries > 1 and n_entries <= 10 else None
+        if mu is not None:
+            m, s = mu[:, j], sg[:, j] if sg is not None else np.zeros_like(mu[:, j])
+            if points:
+                a.errorbar(x, m, yerr=band_sd * s, fmt="o", color=c, ms=5, capsize=4, lw=1.2)
+            else:
+                a.plot(x, m, color=c, lw=1.4, ls="-")
+                a.fill_between(x, m - band_sd * s, m + band_sd * s, color=c, alpha=0.22, lw=0)
+        if th is not None:
+            if points:
+                a.plot(x, th[:, j], ls="none", marker="_", ms=16, mew=2.2, color="k" if n_entries == 1 else c)
+            else:
+                a.plot(x, th[:, j], color="k" if n_entries == 1 else c, lw=1.6, ls="--")
+        if lab:
+            a.plot([], [], color=c, lw=6, alpha=0.6, label=lab)
+    a.set_xlabel(xlabel)
+    a.set_ylabel(_ylabel(result.meta, name))
+    if (spec is not None and spec.log) or _span_decades(theory, mean):
+        a.set_yscale("log")
+    if labels is not None:
+        discrete_axis(a, x, labels=labels)
+    elif points:
+        discrete_axis(a, x)
+        if x.size == 1:
+            a.set_xticks([])
+    else:
+        if x.size > 1 and np.all(x > 0) and x.max() / x.min() > 100 and t is None:
+            a.set_xscale("log")
+        from matplotlib.ticker import MaxNLocator
+        if a.get_xscale() == "linear":
+            a.xaxis.set_major_locator(MaxNLocator(nbins=5))
+    if n_entries > 10:
+        a.text(0.02, 0.98, f"{n_entries} entries (one colour each)", transform=a.transAxes, va="top", fontsize=7)
+    return points
+
+
+def _method_legend(fig, has_theory, has_sim, n_seeds, band_sd, points):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    handles = []
+    if has_theory:
+        handles.append(Line2D([], [], color="k", ls="none" if points else "--", marker="_" if points else None,
+                              ms=14, mew=2, lw=1.6, label="theory"))
+    if has_sim:
+        handles.append(Line2D([], [], color="0.3", lw=1.4, marker="o" if points else None,
+                              label=f"simulation mean ({n_seeds} seeds)"))
+        handles.append(Patch(color="0.3", alpha=0.3, label=f"mean +- {band_sd:g} SD"))
+    extra = {}
+    for a in fig.axes:
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            extra.setdefault(lab, h)
+    labels = [h.get_label() for h in handles] + list(extra)
+    fig.legend(handles + list(extra.values()), labels, loc="outside lower center", fontsize=8, handlelength=3.0,
+               ncols=min(len(labels), 5))
+
+
+def _grid(n):
+    cols = min(n, 3)
+    return (n + cols - 1) // cols, cols
+
+
+def _figure(n, ax, saving):
+    if ax is not None:
+        return _axes(ax, n, saving)
+    _matplotlib()
+    rows, cols = _grid(n)
+    size = (4.6 * cols, 3.3 * rows + 0.6)
+    if saving:
+        from matplotlib.figure import Figure
+        fig = Figure(figsize=size, layout="constrained")
+        axes = fig.subplots(rows, cols, squeeze=False)
+    else:
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(rows, cols, figsize=size, squeeze=False, layout="constrained")
+    axes = list(axes.ravel())
+    for extra in axes[n:]:
+        extra.remove()
+    return fig, axes[:n]
 
 
 def plot_comparison(comp, path=None, *, ax=None, observables=None):
-    """Theory (line) over the simulation mean with a +- ``band_sd`` SD seed band, one panel per observable.
+    """Theory over the simulation, one panel per observable, whatever its shape.
+
+    Observables over time are lines (theory dashed, simulation mean solid with a +- ``band_sd`` SD seed band),
+    one colour per entry of a vector or matrix observable; observables over a coordinate (ridge, lambda,
+    context length) are drawn on that coordinate, named, on a log axis where it spans decades; scalars are
+    points with error bars (theory a bar). Y labels come from the problem's declared observables, the figure
+    title names the problem and each panel title gives the comparison's metrics.
 
     Parameters
     ----------
     comp : Comparison
-        From :func:`popdyn.compare`; its metrics go into each panel's title.
+        From :func:`popdyn.compare`.
     path : str or Path, optional
         Where to save a PNG; the figure is then closed and the path returned.
     ax : Axes or sequence of Axes, optional
@@ -343,20 +527,56 @@ def plot_comparison(comp, path=None, *, ax=None, observables=None):
     names = list(comp.metrics) if observables is None else [k for k in observables if k in comp.metrics]
     if not names:
         raise ValueError(f"The 'observables' parameter must name some of {sorted(comp.metrics)}. Got {observables!r}.")
-    fig, axes = _axes(ax, len(names), path is not None)
-    meta = {**comp.prediction.meta, **comp.simulation.meta}
+    fig, axes = _figure(len(names), ax, path is not None)
+    n = comp.simulation.n_seeds
+    points = False
     for a, name in zip(axes, names):
-        mean = np.asarray(comp.mean[name], dtype=float)
-        x = comp.t if comp.t is not None and mean.ndim == 1 else np.arange(mean.shape[0] if mean.ndim else 1)
-        n = comp.simulation.observables[name].shape[0]
-        _band(a, x, np.atleast_1d(mean), np.atleast_1d(comp.sd[name]), width=comp.band_sd,
-              color="C0", label=f"simulation mean ({n} seeds)")
-        a.plot(x, np.atleast_1d(comp.theory[name]), color="C3", lw=1.4, ls="--", label="theory")
+        points |= _draw_observable(a, name, t=comp.t, theory=comp.theory[name], mean=comp.mean[name],
+                                   sd=comp.sd[name], n_seeds=n, band_sd=comp.band_sd, result=comp.simulation)
         m = comp.metrics[name]
-        a.set_title(f"sup gap {m['sup_gap']:.3g}, in band {m['in_band']:.0%}, max z {m['max_z']:.3g}", fontsize=9)
-        a.set_xlabel(_label(meta, "t") if comp.t is not None else "index")
-        a.set_ylabel(_label(meta, name))
-    legend_outside(axes[-1])
+        a.set_title(f"{name}: sup gap {m['sup_gap']:.3g}, in band {m['in_band']:.0%}, max z {m['max_z']:.3g}")
+    title = problem_title(comp.prediction.meta)
+    if comp.compared_at is not None:
+        title += f" (simulation at t = {comp.compared_at:g})"
+    _method_legend(fig, True, True, n, comp.band_sd, points)
+    if ax is None:
+        fig.suptitle(title, fontsize=10)
+    return save_figure(fig, path) if path is not None else fig
+
+
+def plot_result(result, path=None, *, ax=None, observables=None, band_sd=2.0):
+    """A prediction (theory lines) or a simulation (mean with a seed band) alone, one panel per observable,
+    drawn as :func:`plot_comparison` draws it. ``*_se`` observables are drawn as bands of their observable."""
+    from .results import Simulation
+    names = [k for k in result.observables if not k.endswith("_se")]
+    if observables is not None:
+        unknown = [k for k in observables if k not in names]
+        if unknown:
+            raise ValueError(f"The 'observables' parameter must name some of {names}. Got {list(observables)!r}.")
+        names = [k for k in names if k in observables]
+    if not names:
+        raise ValueError("the result has no observable to draw")
+    fig, axes = _figure(len(names), ax, path is not None)
+    is_sim = isinstance(result, Simulation)
+    points = False
+    for a, name in zip(axes, names):
+        v = np.asarray(result.observables[name], dtype=float)
+        if is_sim:
+            mean = v.mean(axis=0)
+            sd = v.std(axis=0, ddof=1) if v.shape[0] > 1 else np.zeros_like(mean)
+            points |= _draw_observable(a, name, t=result.t, theory=None, mean=mean, sd=sd, n_seeds=v.shape[0],
+                                       band_sd=band_sd, result=result)
+        else:
+            se = result.observables.get(f"{name}_se")
+            points |= _draw_observable(a, name, t=result.t, theory=v, mean=None, sd=None, n_seeds=0,
+                                       band_sd=band_sd, result=result)
+            if se is not None and result.t is not None and v.ndim == 1:
+                x = np.asarray(result.t, dtype=float)
+                a.fill_between(x, v - band_sd * se, v + band_sd * se, color="0.5", alpha=0.25, lw=0)
+        a.set_title(name)
+    _method_legend(fig, not is_sim, is_sim, result.n_seeds if is_sim else 0, band_sd, points)
+    if ax is None:
+        fig.suptitle(problem_title(result.meta), fontsize=10)
     return save_figure(fig, path) if path is not None else fig
 
 

@@ -111,6 +111,11 @@ class _Result:
 class Prediction(_Result):
     """Theory: ``t`` (may be None for static results), ``observables`` name -> array."""
 
+    def plot(self, path=None, *, ax=None, observables=None):
+        """The theory, one panel per observable (see :func:`popdyn.plot.plot_result`)."""
+        from .plot import plot_result
+        return plot_result(self, path=path, ax=ax, observables=observables)
+
 
 class Simulation(_Result):
     """Finite-sample training: observables have a leading seed axis of length ``n_seeds``."""
@@ -118,6 +123,12 @@ class Simulation(_Result):
     @property
     def n_seeds(self):
         return next(iter(self.observables.values())).shape[0]
+
+    def plot(self, path=None, *, ax=None, observables=None, band_sd=2.0):
+        """The seed mean with a +- ``band_sd`` SD band, one panel per observable (see
+        :func:`popdyn.plot.plot_result`)."""
+        from .plot import plot_result
+        return plot_result(self, path=path, ax=ax, observables=observables, band_sd=band_sd)
 
 
 def load(path):
@@ -162,6 +173,7 @@ class Comparison:
         return "Comparison(\n" + "\n".join(rows) + ")"
 
     def plot(self, path=None, *, ax=None, observables=None):
-        """Theory line over simulation mean with a seed band, one panel per observable."""
+        """Theory over the simulation, one panel per observable of any shape (see
+        :func:`popdyn.plot.plot_comparison`)."""
         from .plot import plot_comparison
         return plot_comparison(self, path=path, ax=ax, observables=observables)

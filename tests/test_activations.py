@@ -48,8 +48,13 @@ def test_get_names_and_identity():
 
 @pytest.mark.parametrize("bad", ["ReLU", "he0", "he", "swish", 3, None])
 def test_unknown_names_raise_listing_valid_ones(bad):
-    with pytest.raises(InvalidParameterError, match="'name' parameter of activations.get.*relu.*tanh"):
+    with pytest.raises(InvalidParameterError, match="activation .* is not known.*relu.*tanh.*'activation' parameter"):
         A.get(bad)
+
+
+def test_a_misspelt_activation_suggests_the_name():
+    with pytest.raises(InvalidParameterError, match="did you mean 'relu'"):
+        A.get("Relu")
 
 
 @pytest.mark.parametrize("call", [
