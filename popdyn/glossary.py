@@ -5,7 +5,7 @@ Every option that a ``Problem`` declares (``popdyn._options.Option``) and that t
 listed here, with this meaning; a paper letter that clashes (``T`` is loops in one paper, tasks in another,
 steps in a third) never appears as a name in code: the docstring gives the paper's letter. ``RETIRED`` lists
 the old names and what replaced them, so a call with an old name gets an error that says the new one.
-``docs/glossary.md`` is written from this table (``python -m popdyn.glossary``).
+``docs/glossary.md`` is written from this table (``python -m popdyn.glossary > docs/glossary.md``).
 """
 from __future__ import annotations
 
@@ -82,15 +82,28 @@ RETIRED = {
 }
 
 
+_INTRO = """# Glossary
+
+One meaning per name, in every model: the run options of `popdyn.predict` / `popdyn.simulate` and the problem
+fields that several models share. Where a paper's letter clashes with another paper's (`T` is the number of
+loops in one chapter, of tasks in another, of steps in a third), the code uses the name below and the
+docstring gives the paper's letter. Letters that belong to one model only (LoRA's `k`, `xi`; modular's `p`)
+keep the paper's name and are explained in that problem's docstring; `popdyn models MODEL` lists each
+problem's options with their help, constraint and default.
+
+This page is written by `python -m popdyn.glossary` from `popdyn/glossary.py` (a test keeps the two equal).
+"""
+
+
 def markdown():
-    """The glossary as a Markdown table (the text of docs/glossary.md's table)."""
-    rows = ["| name | meaning | the papers' letters | values |", "|---|---|---|---|"]
+    """docs/glossary.md: the glossary as Markdown tables."""
+    rows = [_INTRO, "| name | meaning | the papers' letters | values |", "|---|---|---|---|"]
     rows += [f"| `{k}` | {t.meaning} | {t.symbols} | {t.rule} |" for k, t in TERMS.items()]
     rows += ["", "Retired names (an option given under one of these gets an error naming its replacement):", "",
              "| old | new |", "|---|---|"]
     rows += [f"| `{k}` | {v} |" for k, v in RETIRED.items()]
-    return "\n".join(rows)
+    return "\n".join(rows) + "\n"
 
 
 if __name__ == "__main__":  # pragma: no cover
-    print(markdown())
+    print(markdown(), end="")

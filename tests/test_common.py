@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 import popdyn
 import popdyn.models
 from popdyn._validate import Either, FiniteArray, Integer, Interval, InvalidParameterError, Options
-from popdyn.api import _simulate, predict
 
 from .strategies import EXAMPLES, MODELS
 
@@ -97,13 +96,13 @@ def test_repr_round_trips(model):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_predict_and_simulate_registered(model):
-    problems = _examples(model)
-    for problem in problems:
-        assert predict.dispatch(type(problem)) is not predict.dispatch(object)
-    pytest.importorskip("torch")
-    importlib.import_module(f"popdyn.sim.{model}")
-    for problem in problems:
-        assert _simulate.dispatch(type(problem)) is not _simulate.dispatch(object)
+    from popdyn.api import entry
+    for problem in _examples(model):
+        reg = entry(type(problem))
+        assert reg is not None and callable(reg.predict), type(problem)
+        assert reg.simulate.startswith(f"popdyn.sim.{model}")  # the mirrored twin package
+        pytest.importorskip("torch")
+        assert callable(reg.simulate_function())
 
 
 def test_import_keeps_torch_and_matplotlib_out():

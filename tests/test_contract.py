@@ -202,3 +202,10 @@ def test_no_model_uses_the_legacy_registration():
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if ".register(" in p.read_text() and p.name != "api.py"]
     assert not offenders, f"singledispatch registration left in {offenders}"
+
+
+def test_docs_glossary_is_the_table_in_code():
+    import pathlib
+    from popdyn.glossary import markdown
+    doc = pathlib.Path(__file__).parents[1] / "docs" / "glossary.md"
+    assert doc.read_text() == markdown(), "regenerate: python -m popdyn.glossary > docs/glossary.md"
