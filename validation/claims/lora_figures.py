@@ -283,7 +283,7 @@ def fig3a_lazy_floor(size, device, outdir):
     k, d = size["k"], size["d"]
     steps = int(round(size["tau"] * d))
     base = lora.Problem.orthonormal(k, math.sqrt(k), "relu", seed=0)
-    problem = lora.Problem(base.G, base.lam, base.c, base.c, base.xi, "relu", convention="N0")
+    problem = lora.Problem(base.G, base.lam, base.c, base.c, base.xi, "relu", normalisation="N0")
     floor = float(lora.lazy_floor(problem))
     sim = popdyn.simulate(problem, d=d, lr=size["delta"] / d, steps=steps, seeds=size["seeds"], device=device,
                           n_points=size["n_points"])
