@@ -118,7 +118,7 @@ class Problem:
         Option("n_grid", Integer(3), _N_GRID, "nodes of method grid, clustered at m = +-1", calls=("predict",)),
         Option("joint", _BOOL, False, "also train c_hat by plain SGD with step lr_c (Figs 2-4); predict "
                "describes frozen c_hat (lora.general predicts joint training)", calls=("simulate",)),
-        Option("lr_c", Interval(0, np.inf), None, "step size of c_hat when joint; None is lr, 0 keeps c_hat "
+        Option("lr_c", Interval(0, np.inf, closed="left"), None, "step size of c_hat when joint; None is lr, 0 keeps c_hat "
                "frozen", calls=("simulate",)),
         n_mc=_N_TABLE, n_mc_help="Monte Carlo size of the B0/B1 table for G other than I (G = I uses quadrature)",
         rtol=(1e-8, "relative tolerance of method solve_ivp (atol = 1e-3 rtol)"))
@@ -274,7 +274,7 @@ class GeneralProblem:
         Option("q0", FiniteArray(1), None, "initial W u_hat, exact on every seed (project=False only); None is 0",
                match=True),
         Option("joint", _BOOL, False, "also train c_hat by plain SGD with step lr_c (Fig. 4)", match=True),
-        Option("lr_c", Interval(0, np.inf), None, "step size of c_hat when joint; None is lr, 0 keeps c_hat "
+        Option("lr_c", Interval(0, np.inf, closed="left"), None, "step size of c_hat when joint; None is lr, 0 keeps c_hat "
                "frozen", match=True),
         n_mc=_N_MC, n_mc_help="Monte Carlo size of the normalisation term (scrambled Sobol draws)",
         rtol=(1e-6, "relative tolerance of the ODE solver (RK45; atol = 1e-3 rtol)"))
