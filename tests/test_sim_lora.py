@@ -247,8 +247,8 @@ def test_overflow_sets_status():
     ({"d": 5}, "d"), ({"d": 10.5}, "d"), ({"lr": 0.0}, "lr"), ({"lr": -1.0}, "lr"), ({"lr": np.nan}, "lr"),
     ({"lr": np.inf}, "lr"), ({"steps": 0}, "steps"), ({"seeds": 0}, "seeds"), ({"batch": 0}, "batch"),
     ({"m0": 1.5}, "m0"), ({"m0": np.nan}, "m0"), ({"device": "tpu"}, "device"), ({"device": 3.0}, "device"),
-    ({"dtype": "float16"}, "dtype"), ({"n_points": 1}, "n_points"), ({"joint": "yes"}, "joint"), ({"lr_c": 0.1}, "lr_c"),
-    ({"joint": True, "lr_c": -0.1}, "lr_c"), ({"seed": -1}, "seed")])
+    ({"dtype": "float16"}, "dtype"), ({"n_points": 1}, "n_points"), ({"joint": "yes"}, "joint"),
+    ({"lr_c": 0.1}, "lr_c"), ({"joint": True, "lr_c": -0.1}, "lr_c"), ({"seed": -1}, "seed")])
 def test_bad_input_names_the_parameter(kw, name):
     p = lora.Problem.orthonormal(k=4, xi=1.0, seed=0)
     args = {"d": 10, "lr": 0.1, "steps": 10, "m0": 0.1, **kw}

@@ -437,8 +437,9 @@ def lazy_floor(problem):
     True
     """
     if problem.normalisation != "N0":
-        raise InvalidParameterError("The 'normalisation' parameter of lora.Problem must be 'N0' for lora.lazy_floor "
-                                    f"(the linearisation of the main-text model). Got {problem.normalisation!r} instead.")
+        raise InvalidParameterError("The 'normalisation' parameter of lora.Problem must be 'N0' for "
+                                    "lora.lazy_floor (the linearisation of the main-text model). "
+                                    f"Got {problem.normalisation!r} instead.")
     lam, G, xi, c = problem.lam, problem.G, problem.xi, problem.c
     r = math.sqrt(1 + xi**2 / problem.k)
     Kx, Kpx = _mixed_kernels(problem, G / r)  # teacher neuron i against base neuron j

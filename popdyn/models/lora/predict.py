@@ -136,7 +136,8 @@ def _predict(problem, *, d, lr, steps, m0, convention, n_points, n_mc, seed, met
     t = t[:sol.t.size]
     options = dict(d=d, lr=lr, steps=steps, m0=m0, convention=convention, n_points=n_points, n_mc=n_mc,
                    seed=seed, method=method, n_grid=n_grid, rtol=rtol)
-    meta = dict(problem=_cached(problem, "repr", lambda: repr(problem)), options=options, t_unit="steps", delta=lr * d, nfev=sol.nfev,
+    meta = dict(problem=_cached(problem, "repr", lambda: repr(problem)), options=options, t_unit="steps",
+                delta=lr * d, nfev=sol.nfev,
                 source=_SRC, regime=_regime(problem, lr, d, m0, convention))
     return Prediction(t=t, observables={"m": sol.y, "loss": population_loss(problem, sol.y)},
                       status=sol.status, message=sol.message, meta=meta)

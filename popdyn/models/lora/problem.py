@@ -29,6 +29,7 @@ _RANK_TOL = 1e-10  # eigenvalues of the Gram of (W, u, u_hat) below this (times 
 _OWNER = "lora.GeneralProblem"
 _POSITIVE = Interval(0, np.inf, closed="neither")
 _BOOL = Options((True, False))
+_LR_C_HELP = "step size of c_hat when joint; None is lr, 0 keeps c_hat frozen"
 
 
 def _run_options(m0_help, *extra, n_mc, n_mc_help, rtol):
@@ -83,11 +84,12 @@ class Problem:
     activation : str or Activation
         sigma; a name for :func:`popdyn.activations.get` or an ``Activation``.
     normalisation : {"N1", "N0"}
-        How the neurons are normalised. "N1": unit-normalised neurons ``s(<v_i, x>)``,
-        ``v_i = (w_i + xi c_i u)/r_i``, the paper's "normalized" fine-tuned features of all proofs (Prop. 4,
-        seed 003 L752-756). "N0": unnormalised neurons ``s(<w_i + xi c_i u, x>)`` (main text, Eq. 2-3,
-        L62-66), which equals N1 with ``s(r z)``; it needs quantised c, c_hat so that every ``r_i`` is equal
-        (specs/lora.md §1.2).
+        How the fine-tuned neurons are scaled (not the SGD step's normalisation of u_hat). "N1": unit
+        neurons ``s(<v_i, x>)`` with ``v_i = (w_i + xi c_i u)/||w_i + xi c_i u||`` (the paper's target model
+        (11) of Appendix D.1, used by every proof and Prop. 4; seed 003 L752-756). "N0": the rows of
+        ``W* = W + xi c u^T`` as they stand, ``s(<w_i + xi c_i u, x>)`` (main text, Eq. 2-3, L62-66), which
+        equals N1 with ``s(r z)``; it needs quantised c, c_hat so that every ``r_i`` is equal (specs/lora.md
+        §1.2).
 
     References
     ----------
@@ -118,8 +120,7 @@ class Problem:
         Option("n_grid", Integer(3), _N_GRID, "nodes of method grid, clustered at m = +-1", calls=("predict",)),
         Option("joint", _BOOL, False, "also train c_hat by plain SGD with step lr_c (Figs 2-4); predict "
                "describes frozen c_hat (lora.general predicts joint training)", calls=("simulate",)),
-        Option("lr_c", Interval(0, np.inf, closed="left"), None, "step size of c_hat when joint; None is lr, 0 keeps c_hat "
-               "frozen", calls=("simulate",)),
+        Option("lr_c", Interval(0, np.inf, closed="left"), None, _LR_C_HELP, calls=("simulate",)),
         n_mc=_N_TABLE, n_mc_help="Monte Carlo size of the B0/B1 table for G other than I (G = I uses quadrature)",
         rtol=(1e-8, "relative tolerance of method solve_ivp (atol = 1e-3 rtol)"))
     observables: ClassVar[dict] = _OBSERVABLES
@@ -274,8 +275,7 @@ class GeneralProblem:
         Option("q0", FiniteArray(1), None, "initial W u_hat, exact on every seed (project=False only); None is 0",
                match=True),
         Option("joint", _BOOL, False, "also train c_hat by plain SGD with step lr_c (Fig. 4)", match=True),
-        Option("lr_c", Interval(0, np.inf, closed="left"), None, "step size of c_hat when joint; None is lr, 0 keeps c_hat "
-               "frozen", match=True),
+        Option("lr_c", Interval(0, np.inf, closed="left"), None, _LR_C_HELP, match=True),
         n_mc=_N_MC, n_mc_help="Monte Carlo size of the normalisation term (scrambled Sobol draws)",
         rtol=(1e-6, "relative tolerance of the ODE solver (RK45; atol = 1e-3 rtol)"))
     observables: ClassVar[dict] = {**_OBSERVABLES, "q_norm": Observable("norm of u_hat in span W")}
