@@ -258,7 +258,7 @@ class Activation:
 
         References
         ----------
-        .. [src] specs/lora.md §7 (convention N0: use sigma(r z)).
+        .. [src] specs/lora.md §7 (normalisation N0: use sigma(r z)).
 
         Examples
         --------

@@ -14,7 +14,7 @@ from popdyn import activations
 from popdyn.models import lora
 from validation import bench
 
-# specs/lora.md App. A.5: k = 4, xi = 1.5, convention N1, m = (-1, -0.5, 0, 0.5, 1).
+# specs/lora.md App. A.5: k = 4, xi = 1.5, normalisation N1, m = (-1, -0.5, 0, 0.5, 1).
 GOLDEN_ARGS = dict(lam=np.array([1.0, -0.5, 0.8, 1.2]), c=np.array([1.0, 1, -1, 1]) / 2,
                    c_hat=np.array([1.0, -1, -1, -1]) / 2, xi=1.5)
 GOLDEN_M = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import popdyn
-from popdyn.models.lora.general import GeneralProblem
+from popdyn.models.lora import GeneralProblem
 from tests.falsify import falsifies, memoise, perturb, run_claim
 
 pytest.importorskip("torch")

@@ -12,8 +12,9 @@ from hypothesis import given, settings, strategies as st
 import popdyn
 from popdyn import InvalidParameterError
 from popdyn.models import lora
-from popdyn.models.lora.general import (GeneralProblem, general_drift, general_gradient, general_loss,
-                                        gradient_second_moment_general, pair_moments, q_norm)
+from popdyn.models.lora import GeneralProblem
+from popdyn.models.lora.general import (general_drift, general_gradient, general_loss, gradient_second_moment_general,
+                                        pair_moments, q_norm)
 from popdyn.models.lora.general import _gram
 
 pytestmark = pytest.mark.filterwarnings("ignore::popdyn.RegimeWarning")  # the A2 paper ODE at delta = 0.1
@@ -227,7 +228,7 @@ def test_invalid_parameters():
     with pytest.raises(InvalidParameterError, match="'alpha'"):
         GeneralProblem.from_alpha(P, 1.0)
     with pytest.raises(InvalidParameterError, match="'problem'"):
-        GeneralProblem(lora.Problem.orthonormal(3, 1.0, "relu", seed=0, convention="N0"), np.zeros(3))
+        GeneralProblem(lora.Problem.orthonormal(3, 1.0, "relu", seed=0, normalisation="N0"), np.zeros(3))
     with pytest.raises(InvalidParameterError, match="'problem'"):
         GeneralProblem(lora.Problem.orthonormal(3, 1.0, "abs", seed=0), np.zeros(3))
     gp = GeneralProblem(P, np.zeros(3))

@@ -185,7 +185,7 @@ def _mc_floor(problem, n=400_000, seed=0):
 @pytest.mark.parametrize("act, xi", [("relu", 1.0), ("relu", math.sqrt(6)), ("tanh", 1.0)])
 def test_lazy_floor_monte_carlo(act, xi):
     """Linearised-model floor (N0, G = I) against MC least squares of f* - f0 on s'(w_j x)<u, x>."""
-    p = lora.Problem.orthonormal(k=4, xi=xi, seed=0, activation=act, convention="N0")
+    p = lora.Problem.orthonormal(k=4, xi=xi, seed=0, activation=act, normalisation="N0")
     floor = lora.lazy_floor(p)
     mc, se, gap = _mc_floor(p, seed=1)
     assert abs(mc - floor) <= 5 * se  # 5 SE, n = 4e5, seed 1; in-sample LS bias k/n * floor = 1e-5 of it

@@ -13,9 +13,9 @@ from popdyn.models.lora import normalisation as nz
 _GRID = np.array([-1.0, -0.6, 0.0, 0.5, 0.95, 1.0])
 
 
-def _problem(k, xi, act, seed, quantised=True, convention="N1"):
+def _problem(k, xi, act, seed, quantised=True, normalisation="N1"):
     if quantised:
-        return Problem.orthonormal(k=k, xi=xi, activation=act, seed=seed, convention=convention,
+        return Problem.orthonormal(k=k, xi=xi, activation=act, seed=seed, normalisation=normalisation,
                                    lam=np.random.default_rng(seed).uniform(0.5, 1.5, k))
     rng = np.random.default_rng(seed)
     c, ch = rng.standard_normal((2, k))
@@ -42,7 +42,7 @@ def test_quadrature_agrees_with_rqmc(case):
 
 def test_n0_relu_is_r4_times_n1():
     # N0 = N1 with sigma(r z); ReLU is homogeneous, so D and g both scale by r: B0 by r^4
-    p0, p1 = (_problem(4, 1.2, "relu", 3, convention=c) for c in ("N0", "N1"))
+    p0, p1 = (_problem(4, 1.2, "relu", 3, normalisation=c) for c in ("N0", "N1"))
     r4 = (1 + 1.2**2 / 4) ** 2
     np.testing.assert_allclose(B0(p0, _GRID)[0], r4 * B0(p1, _GRID)[0], rtol=1e-13)
 

@@ -207,11 +207,11 @@ def test_h_bound(problem, m):
 @given(lora_problems(activations=("relu",)), st.floats(-1, 1))
 def test_n0_is_r2_times_n1_for_relu(problem, m):
     """Property 12: ReLU is homogeneous, so h_N0 = (1 + xi^2/k) h_N1."""
-    n0 = lora.Problem(problem.G, problem.lam, problem.c, problem.c_hat, problem.xi, "relu", convention="N0")
+    n0 = lora.Problem(problem.G, problem.lam, problem.c, problem.c_hat, problem.xi, "relu", normalisation="N0")
     r2 = 1 + problem.xi**2 / problem.k
     assert abs(lora.h(n0, m) - r2 * lora.h(problem, m)) <= 1e-12 * r2 * max(1.0, lora.h_bound(problem))  # rounding
     # N0 for a non-homogeneous sigma is not a rescaling of N1 (tanh), and uses sigma(r z): kernel = series
-    t0 = lora.Problem(problem.G, problem.lam, problem.c, problem.c_hat, problem.xi, "tanh", convention="N0")
+    t0 = lora.Problem(problem.G, problem.lam, problem.c, problem.c_hat, problem.xi, "tanh", normalisation="N0")
     assert abs(lora.h(t0, m) - lora.h(t0, m, method="series")) <= 1e-10 * max(1.0, lora.h_bound(t0))
 
 
@@ -337,7 +337,7 @@ def test_claim1_sign_of_the_paired_terms(problem, m):
 
 @pytest.mark.parametrize("make", [lambda: lora.Problem.orthonormal(k=8, xi=1.0, seed=3),
                                   lambda: lora.Problem.random_features(k=12, xi=2.0, seed=1),
-                                  lambda: lora.Problem.orthonormal(k=6, xi=1.2, seed=2, convention="N0")])
+                                  lambda: lora.Problem.orthonormal(k=6, xi=1.2, seed=2, normalisation="N0")])
 def test_relu_kernel_with_merged_pairs_matches_plain_numpy(make):
     # the numba kernel (per-pair constants hoisted, equal pairs merged) against the plain (M, k, k) numpy
     # kernel form with arccos K'; 1e-8: arccos near rho = +-1 turns 1e-16 input rounding into ~1e-8 (spec §7)

@@ -19,7 +19,7 @@ G_CORR = np.array([[1, .3, -.2, .1], [.3, 1, .25, -.4], [-.2, .25, 1, .05], [.1,
 G_RANK2 = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # w_1 = w_2: rank 2
 
 
-def _problem(G, act="relu", convention="N1", seed=0, quantised=True):
+def _problem(G, act="relu", normalisation="N1", seed=0, quantised=True):
     k = G.shape[0]
     rng = np.random.default_rng(seed)
     lam = rng.uniform(0.5, 1.5, k) * rng.choice([-1.0, 1.0], k)
@@ -28,14 +28,14 @@ def _problem(G, act="relu", convention="N1", seed=0, quantised=True):
     else:
         c, c_hat = rng.standard_normal((2, k))
         c, c_hat = c / np.linalg.norm(c), c_hat / np.linalg.norm(c_hat)
-    return lora.Problem(G, lam, c, c_hat, 1.3, act, convention)
+    return lora.Problem(G, lam, c, c_hat, 1.3, act, normalisation)
 
 
 def _numpy_step(problem, W, u, U, X, eta, s, ds, c_hat=None):
     """Spec A.3 for one step, per-neuron norms: QR/SVD projector on span(W)^perp, then on u_hat^perp."""
     xi, lam, c = problem.xi, problem.lam, problem.c
     c_hat = problem.c_hat if c_hat is None else c_hat
-    n1 = problem.convention == "N1"
+    n1 = problem.normalisation == "N1"
     r = np.sqrt(1 + xi**2 * c**2) if n1 else np.ones_like(c)
     rh = np.sqrt(1 + xi**2 * c_hat**2) if n1 else np.ones_like(c)
     Q = scipy.linalg.orth(W.T)                              # orthonormal basis of span W (any rank)
@@ -71,11 +71,11 @@ def test_factor_reproduces_gram_and_rank(G):
     np.testing.assert_allclose(F @ F.T, G, atol=1e-13)  # 1e-13: eigh reconstruction of a unit-diagonal Gram, k <= 4
 
 
-@pytest.mark.parametrize("G,act,convention,batch", [
+@pytest.mark.parametrize("G,act,normalisation,batch", [
     (np.eye(4), "relu", "N1", 1), (G_CORR, "tanh", "N1", 3), (G_RANK2, "erf", "N1", 2),
     (G_CORR, "relu", "N0", 1), (np.eye(4), "he3", "N0", 2)])
-def test_one_step_matches_numpy_reference(G, act, convention, batch):
-    p = _problem(G, act, convention)
+def test_one_step_matches_numpy_reference(G, act, normalisation, batch):
+    p = _problem(G, act, normalisation)
     d, S, eta = 11, 3, 0.07
     consts, state, q, W, u = _setup(p, d, S)
     U0 = _full(state.U.numpy().copy(), q)
@@ -155,7 +155,7 @@ def test_mean_drift_follows_population_recursion(m0):
     p = lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=3)
     d, S, T, delta = 200, 1000, 200, 0.005
     eta = delta / d
-    sim = popdyn.simulate(p, d=d, lr=eta, steps=T, m0=m0, seeds=S, record_every=T, seed=11)
+    sim = popdyn.simulate(p, d=d, lr=eta, steps=T, m0=m0, seeds=S, n_points=2, seed=11)
     dm = sim["m"][:, -1] - sim["m"][:, 0]
     se = dm.std(ddof=1) / np.sqrt(S)
     m = m0
@@ -169,11 +169,11 @@ def test_mean_drift_follows_population_recursion(m0):
     assert abs(m - m0) > 4 * (4 * se + bias)                  # the test resolves the drift itself
 
 
-@pytest.mark.parametrize("convention,act", [("N1", "relu"), ("N0", "relu"), ("N1", "erf"), ("N0", "tanh")])
-def test_online_loss_matches_population_loss(convention, act):
-    p = lora.Problem.orthonormal(k=4, xi=1.5, activation=act, seed=1, convention=convention)
+@pytest.mark.parametrize("normalisation,act", [("N1", "relu"), ("N0", "relu"), ("N1", "erf"), ("N0", "tanh")])
+def test_online_loss_matches_population_loss(normalisation, act):
+    p = lora.Problem.orthonormal(k=4, xi=1.5, activation=act, seed=1, normalisation=normalisation)
     S, m0 = 40, 0.4
-    sim = popdyn.simulate(p, d=30, lr=1e-12, steps=99, m0=m0, seeds=S, batch=50, record_every=99, seed=4)
+    sim = popdyn.simulate(p, d=30, lr=1e-12, steps=99, m0=m0, seeds=S, batch=50, n_points=2, seed=4)
     per_seed = sim["loss"].mean(axis=1)                      # both windows hold 50 of the 100 steps
     se = per_seed.std(ddof=1) / np.sqrt(S)
     assert abs(sim["m"][:, -1] - m0).max() < 1e-9            # lr = 1e-12: u_hat is fixed
@@ -192,9 +192,9 @@ def test_same_seed_same_numbers_and_seeds_differ():
 
 def test_result_shapes_meta_and_default_m0():
     p = lora.Problem.orthonormal(k=3, xi=1.0, activation="tanh", seed=2)
-    sim = popdyn.simulate(p, d=25, lr=0.02, steps=50, seeds=2, record_every=20)
+    sim = popdyn.simulate(p, d=25, lr=0.02, steps=50, seeds=2, n_points=4)
     assert isinstance(sim, popdyn.Simulation) and sim.status == 0
-    np.testing.assert_array_equal(sim.t, [0, 20, 40, 50])
+    np.testing.assert_array_equal(sim.t, [0, 17, 33, 50])
     assert sim["m"].shape == sim["loss"].shape == (2, 4)
     m0 = np.sign(lora.h0(p)) * 0.5 / np.sqrt(25)
     np.testing.assert_allclose(sim["m"][:, 0], m0, rtol=1e-14)  # 1e-14: m0 e_0 + sqrt(1-m0^2) e in float64
@@ -203,17 +203,17 @@ def test_result_shapes_meta_and_default_m0():
     assert sim.meta["t_unit"] == "steps" and sim.meta["dtype"] == "float64"
 
 
-def test_progress_bar_does_not_change_the_numbers(capsys):
+def test_progress_does_not_change_the_numbers(capsys):
     pytest.importorskip("tqdm")
     p = lora.Problem.orthonormal(k=2, xi=1.0, seed=0)
     kw = dict(d=10, lr=0.05, steps=300, seeds=2, m0=0.1, seed=1)
-    a, b = popdyn.simulate(p, progress_bar=True, **kw), popdyn.simulate(p, **kw)
+    a, b = popdyn.simulate(p, progress=True, **kw), popdyn.simulate(p, progress=False, **kw)
     np.testing.assert_array_equal(a["m"], b["m"])
     assert "lora.simulate" in capsys.readouterr().err
 
 
 def test_joint_records_c_overlap():
-    p = _problem(np.eye(4), "relu", convention="N0")
+    p = _problem(np.eye(4), "relu", normalisation="N0")
     sim = popdyn.simulate(p, d=20, lr=0.01, steps=30, seeds=2, joint=True, lr_c=0.05, n_points=4)
     assert sim["c_overlap"].shape == (2, 4)
     np.testing.assert_allclose(sim["c_overlap"][:, 0], p.c @ p.c_hat, atol=1e-14)  # 1e-14: unit vectors, k = 4
@@ -237,7 +237,7 @@ def test_float32_and_rank_deficient_run():
 
 
 def test_overflow_sets_status():
-    p = lora.Problem.orthonormal(k=2, xi=3000.0, activation="exp", convention="N0")
+    p = lora.Problem.orthonormal(k=2, xi=3000.0, activation="exp", normalisation="N0")
     with np.errstate(all="ignore"):
         sim = popdyn.simulate(p, d=6, lr=0.1, steps=3, seeds=1, n_points=2)
     assert sim.status == -1 and "lr" in sim.message
@@ -247,14 +247,20 @@ def test_overflow_sets_status():
     ({"d": 5}, "d"), ({"d": 10.5}, "d"), ({"lr": 0.0}, "lr"), ({"lr": -1.0}, "lr"), ({"lr": np.nan}, "lr"),
     ({"lr": np.inf}, "lr"), ({"steps": 0}, "steps"), ({"seeds": 0}, "seeds"), ({"batch": 0}, "batch"),
     ({"m0": 1.5}, "m0"), ({"m0": np.nan}, "m0"), ({"device": "tpu"}, "device"), ({"device": 3.0}, "device"),
-    ({"dtype": "float16"}, "dtype"), ({"record_every": 0}, "record_every"), ({"record_every": 11}, "record_every"),
-    ({"n_points": 1}, "n_points"), ({"joint": "yes"}, "joint"), ({"lr_c": 0.1}, "lr_c"),
-    ({"joint": True, "lr_c": -0.1}, "lr_c"), ({"seed": -1}, "seed")])
+    ({"dtype": "float16"}, "dtype"), ({"n_points": 1}, "n_points"), ({"joint": "yes"}, "joint"),
+    ({"lr_c": 0.1}, "lr_c"), ({"joint": True, "lr_c": -0.1}, "lr_c"), ({"seed": -1}, "seed")])
 def test_bad_input_names_the_parameter(kw, name):
     p = lora.Problem.orthonormal(k=4, xi=1.0, seed=0)
     args = {"d": 10, "lr": 0.1, "steps": 10, "m0": 0.1, **kw}
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of lora.simulate"):
         popdyn.simulate(p, **args)
+
+
+@pytest.mark.parametrize("old,new", [("record_every", "n_points"), ("progress_bar", "progress")])
+def test_retired_option_names_the_new_one(old, new):
+    p = lora.Problem.orthonormal(k=4, xi=1.0, seed=0)
+    with pytest.raises(InvalidParameterError, match=f"lora.simulate has no option '{old}': it is now {new}"):
+        popdyn.simulate(p, d=10, lr=0.1, steps=10, **{old: 1})
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])
@@ -293,10 +299,9 @@ def test_callable_activation_falls_back_to_numpy(name):
     assert popdyn.simulate(p, d=8, lr=0.05, steps=5, seeds=2, m0=0.2).meta["activation_native"] is False
 
 
-@given(steps=st.integers(1, 400), every=st.one_of(st.none(), st.integers(1, 400)), n=st.integers(2, 300))
-def test_record_grid_windows_are_nearest_and_nonempty(steps, every, n):
-    every = None if every is None else min(every, steps)
-    t, window = sim_lora._record_grid(steps, every, n)
+@given(steps=st.integers(1, 400), n=st.integers(2, 300))
+def test_record_grid_windows_are_nearest_and_nonempty(steps, n):
+    t, window = sim_lora._record_grid(steps, n)
     assert t[0] == 0 and t[-1] == steps and np.all(np.diff(t) > 0)
     s = np.arange(steps + 1)
     assert np.all(np.abs(s - t[window]) <= np.abs(s[:, None] - t[None, :]).min(axis=1))
@@ -305,8 +310,8 @@ def test_record_grid_windows_are_nearest_and_nonempty(steps, every, n):
 
 def test_longer_run_extends_shorter_one():
     p = _problem(np.eye(4), "tanh")
-    kw = dict(d=30, lr=0.02, seeds=2, record_every=10, seed=5)
-    short, long = popdyn.simulate(p, steps=50, **kw), popdyn.simulate(p, steps=100, **kw)
+    kw = dict(d=30, lr=0.02, seeds=2, seed=5)
+    short, long = popdyn.simulate(p, steps=50, n_points=6, **kw), popdyn.simulate(p, steps=100, n_points=11, **kw)
     np.testing.assert_array_equal(long["m"][:, :6], short["m"])
     np.testing.assert_array_equal(long["loss"][:, :5], short["loss"][:, :5])  # the last window is cut at 50
 

@@ -19,7 +19,7 @@ Figs 4 and 5 (outside A2) are reproduced against the general-position theory in 
 and the polynomial activations at xi = sqrt(k) are simulation-only (docs/lora.md, General position).
 
 Common setting (unlike the paper's N2 scaling and unit-sphere c, which the theory does not cover):
-convention N1, orthonormal features, c and c_hat in {+-1/sqrt k}^k, lambda = 1, step size
+normalisation N1, orthonormal features, c and c_hat in {+-1/sqrt k}^k, lambda = 1, step size
 ``lr = delta / d``, time in ``tau = t / d``; m0 = sign(h(0)) * 0.5 / sqrt(d) unless said otherwise.
 """
 from __future__ import annotations
@@ -279,11 +279,11 @@ def _window_means(pred, t, steps, name):
        quick={"k": 8, "d": 1000, "delta": 0.02, "tau": 16.0, "seeds": 8, "n_points": 33},
        full={"k": 8, "d": 2000, "delta": 0.02, "tau": 24.0, "seeds": 8, "n_points": 49})
 def fig3a_lazy_floor(size, device, outdir):
-    """R3: c_hat = c (so Phi(1) = 0), xi = sqrt(k), convention N0 (the model the linearisation expands)."""
+    """R3: c_hat = c (so Phi(1) = 0), xi = sqrt(k), normalisation N0 (the model the linearisation expands)."""
     k, d = size["k"], size["d"]
     steps = int(round(size["tau"] * d))
     base = lora.Problem.orthonormal(k, math.sqrt(k), "relu", seed=0)
-    problem = lora.Problem(base.G, base.lam, base.c, base.c, base.xi, "relu", convention="N0")
+    problem = lora.Problem(base.G, base.lam, base.c, base.c, base.xi, "relu", normalisation="N0")
     floor = float(lora.lazy_floor(problem))
     sim = popdyn.simulate(problem, d=d, lr=size["delta"] / d, steps=steps, seeds=size["seeds"], device=device,
                           n_points=size["n_points"])

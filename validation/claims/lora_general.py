@@ -3,8 +3,8 @@
 Outside Assumption A2 the population dynamics is no longer a function of m = <u, u_hat> alone; the
 order parameters are (m, q = W u_hat) with the teacher's fixed overlaps p = W u
 (:mod:`popdyn.models.lora.general`, derived). These claims hold that theory against online SGD
-(``popdyn.simulate`` on a :class:`~popdyn.models.lora.general.GeneralProblem`), in the setting of the
-other LoRA figure claims: convention N1, c, c_hat in {+-1/sqrt k}^k, lambda = 1, frozen c_hat,
+(``popdyn.simulate`` on a :class:`~popdyn.models.lora.GeneralProblem`), in the setting of the
+other LoRA figure claims: normalisation N1, c, c_hat in {+-1/sqrt k}^k, lambda = 1, frozen c_hat,
 ``lr = delta/d``, time ``tau = t/d``.
 
 - ``lora.fig5_nonorthogonal`` (Fig. 5a): u = alpha u_1 + sqrt(1 - alpha^2) u_2 for several alpha, the
@@ -29,7 +29,7 @@ import numpy as np
 
 import popdyn
 from popdyn.models import lora
-from popdyn.models.lora.general import GeneralProblem
+from popdyn.models.lora import GeneralProblem
 from popdyn.plot import Key, claim_title, plot_curves, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim

@@ -3,19 +3,21 @@
 The population spherical gradient is ``-h(m) (u - m u_hat)`` with ``m = <u, u_hat>`` (Prop. 4), so the
 population dynamics is the scalar ODE ``dm/dt = h(m)(1 - m^2)``. This package holds the problem, the
 closed forms of ``h`` and the loss, the normalisation drift B0, the dynamics of the overlap, the
-bounds and the paper's limits and constructions. Modules: ``problem``, ``theory``, ``limits``,
-``normalisation``, ``dynamics``, ``bounds``, and ``predict`` (registers :func:`popdyn.predict`).
+bounds and the paper's limits and constructions, and the theory outside Assumption A2 (Figs 4-5).
+Modules: ``problem`` (:class:`Problem`, :class:`GeneralProblem`), ``theory``, ``limits``,
+``normalisation``, ``dynamics``, ``bounds``, ``general``, and ``predict`` (the theory of each problem,
+registered with :func:`popdyn.api.register`).
 """
 from .bounds import claim1_condition, condition3, signal_noise, theorem16_schedule, theorem_schedule
 from .dynamics import limit_sign, overlap_ode, overlap_recursion, plateau_overlap, time_to_overlap
-from .general import GeneralProblem, general_drift, general_gradient, general_loss, pair_moments
+from .general import general_drift, general_gradient, general_loss, pair_moments
 from .limits import (claim2_instance, example_f1, glm_h, lazy_floor, lazy_h, lazy_solution, refit_error,
                      separation_instance, thm36_bound)
 from .normalisation import B0, B1, gradient_second_moment
-from .problem import Problem, overlaps
+from .problem import GeneralProblem, Problem, overlaps
 from .theory import (T_table, h, h0, h_bound, h_series_coeffs, orthonormal_stats, population_gradient,
                      population_loss)
-from . import predict as _predict  # noqa: F401, E402  (registers popdyn.predict for Problem)
+from . import predict  # noqa: F401, E402  (the theory of each problem class, registered with popdyn.api)
 
 __all__ = ["Problem", "overlaps",
            "h", "h0", "h_bound", "h_series_coeffs", "T_table", "orthonormal_stats", "population_loss",

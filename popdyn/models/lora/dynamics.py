@@ -27,13 +27,12 @@ from scipy.optimize import brentq
 
 from ... import dynamics
 from ..._validate import Integer, Interval, InvalidParameterError, Options, check
-from .normalisation import _M_TABLE, _N_TABLE, _table
-from .problem import Problem, _cached, check_overlap
+from .normalisation import _M_TABLE, _table
+from .problem import _N_GRID, _N_TABLE, Problem, _cached, check_overlap
 from .theory import h, h0, population_loss
 
 __all__ = ["overlap_ode", "overlap_recursion", "time_to_overlap", "plateau_overlap", "limit_sign"]
 
-_N_GRID = 8193  # nodes cos(pi j/8192) of method "grid": error <= ~1e-7 in m, O(n_grid^-2) (tests)
 _N_EXACT = 257  # exact h at theta = pi j/256, cubic spline in theta: rel. error <= 2.4e-9 (xi <= 3, O(N^-4)),
 # which moves m by <= 5e-12 (measured: relu, tanh, erf, he3 at xi = 0.1, 1, 3), far below the grid's ~1e-7
 _ODE_METHODS = ("grid", "DOP853", "RK45", "RK23", "LSODA", "Radau", "BDF")

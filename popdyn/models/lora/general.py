@@ -1,10 +1,12 @@
 r"""LoRA outside Assumption A2: u (and u_hat) in general position with respect to span W (Figs 4-5).
 
+The problem is :class:`~popdyn.models.lora.GeneralProblem` (in ``problem.py``): a
+:class:`~popdyn.models.lora.Problem` plus the teacher's overlaps ``p = W u`` with the features and the
+algorithm's choice ``project`` (the paper's Eq. 4 projects u_hat on span(W)^perp; Fig. 4 does not); its
+``popdyn.predict`` is in ``predict.py``.
+
 Public names
 ------------
-:class:`GeneralProblem`
-    A :class:`~popdyn.models.lora.Problem` plus the teacher's overlaps ``p = W u`` with the features
-    and the algorithm's choice ``project`` (the paper's Eq. 4 projects u_hat on span(W)^perp; Fig. 4 does not).
 :func:`pair_moments`
     ``E[s(A)s(B)]``, ``E[s'(A)s'(B)]``, ``E[s(A)s''(B)]`` for a centred Gaussian pair of any covariance.
 :func:`general_loss`, :func:`general_gradient`, :func:`general_drift`
@@ -25,149 +27,20 @@ gradient is a combination of the neuron vectors with pair expectations as coeffi
 """
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.special import ndtri
 from scipy.stats import qmc
 
-from ... import activations, dynamics
-from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, RegimeWarning, check
-from ...api import predict
-from ...results import Prediction
+from ... import activations
+from ..._validate import InvalidParameterError
 from ...gaussian import arccos_kernel
 from ...hermite import gauss_hermite
-from .problem import Problem, _cached, check_overlap
+from .problem import _N_MC, _RANK_TOL, _cached, check_overlap
 
-__all__ = ["GeneralProblem", "pair_moments", "general_loss", "general_gradient", "general_drift",
+__all__ = ["pair_moments", "general_loss", "general_gradient", "general_drift",
            "gradient_second_moment_general", "q_norm"]
 
-_OWNER = "lora.GeneralProblem"
 _N_GH = 48  # 2-D Gauss-Hermite nodes per axis: exact for polynomials of degree <= 95; sigmoid/tanh/erf to ~1e-12
-_N_MC = 1 << 12  # scrambled-Sobol points of the normalisation term: ~1 % spread over scrambles (relu, k = 8)
-_RANK_TOL = 1e-10  # eigenvalues of the Gram of (W, u, u_hat) below this (times its scale) are rank deficiency
-
-
-@dataclass(frozen=True, eq=False)
-class GeneralProblem:
-    r"""A LoRA problem whose teacher direction u has overlaps ``p = W u`` with the features (A2 fails).
-
-    .. math:: \alpha = \lVert\Pi_W u\rVert = \sqrt{p^\top G^{+} p},\qquad
-              v_i = \frac{w_i + \xi c_i u}{r_i},\quad \hat v_j = \frac{w_j + \xi\hat c_j\hat u}{\hat r_j}
-
-    The scales ``r_i = sqrt(1 + xi^2 c_i^2)`` of convention N1 are kept (as in the simulation), so the
-    neurons are no longer unit vectors when ``p`` or ``q = W u_hat`` is not 0.
-
-    Parameters
-    ----------
-    problem : Problem
-        G, lam, c, c_hat, xi, activation; convention "N1".
-    p : ndarray of shape (k,)
-        ``<w_i, u>``; must lie in the range of G with ``p^T G^+ p < 1`` (u keeps a part orthogonal to W).
-    project : bool
-        True: the paper's algorithm (Eq. 4, L180) projects the gradient on span(W)^perp, u_hat stays
-        orthogonal to W (``q = 0``) and ``|m| <= sqrt(1 - alpha^2)``. False: Fig. 4's variant
-        (L529-540), u_hat moves on the whole sphere.
-
-    Notes
-    -----
-    Regime: any ``alpha`` in [0, 1); ``p = 0`` is Assumption A2, where every quantity reduces to
-    :mod:`popdyn.models.lora.theory` (tests).
-
-    References
-    ----------
-    .. [src] seed 003 L529-557 (Figs 4-5, u not orthogonal to W), L80 (A2); specs/lora.md §4 R5, §7.
-    """
-    #: what the CLI and the property suite read; ``__post_init__`` checks them (and p's range and norm)
-    _constraints = {"p": FiniteArray(1), "project": Options((True, False))}
-
-    problem: Problem
-    p: np.ndarray
-    project: bool = True
-
-    def __post_init__(self):
-        if not isinstance(self.problem, Problem):
-            raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must be a lora.Problem. "
-                                        f"Got {self.problem!r} instead.")
-        if self.problem.convention != "N1":
-            raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must have convention 'N1'. "
-                                        f"Got {self.problem.convention!r} instead.")
-        p = np.asarray(self.p, dtype=np.float64)
-        if p.shape != (self.problem.k,) or not np.all(np.isfinite(p)):
-            raise InvalidParameterError(f"The 'p' parameter of {_OWNER} must be a finite array of shape "
-                                        f"({self.problem.k},). Got {self.p!r} instead.")
-        object.__setattr__(self, "p", p)
-        if not isinstance(self.project, (bool, np.bool_)):
-            raise InvalidParameterError(f"The 'project' parameter of {_OWNER} must be a bool. Got {self.project!r}.")
-        G = self.problem.G
-        resid = float(np.linalg.norm(G @ (self.G_pinv @ p) - p))
-        if resid > 1e-8 * (1 + np.linalg.norm(p)) or not self.alpha < 1:
-            raise InvalidParameterError(
-                f"The 'p' parameter of {_OWNER} must be W u for a unit u with a part outside span W: p in the "
-                f"range of G and alpha^2 = p^T G^+ p in [0, 1). Got alpha = {self.alpha!r} "
-                f"(range residual {resid:.3g}) instead.")
-        act = self.problem.activation
-        if act.name != "relu" and act._family.kinks:
-            raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must have relu or a smooth "
-                                        f"activation (2-D Gauss-Hermite). Got {act.name!r} instead.")
-
-    @property
-    def k(self):
-        return self.problem.k
-
-    @property
-    def G_pinv(self):
-        """Pseudo-inverse of G (cached)."""
-        return _cached(self.problem, "G_pinv", lambda: np.linalg.pinv(self.problem.G, hermitian=True))
-
-    @property
-    def alpha(self):
-        r""":math:`\alpha = \lVert\Pi_W u\rVert = \sqrt{p^\top G^+ p}` (Fig. 5's parameter, L544-549)."""
-        return float(np.sqrt(max(self.p @ self.G_pinv @ self.p, 0.0)))
-
-    @classmethod
-    def from_alpha(cls, problem, alpha, seed=0, *, project=True):
-        r"""Fig. 5's teacher: u = alpha u_1 + sqrt(1 - alpha^2) u_2, u_1 uniform on the unit sphere of span W.
-
-        .. math:: p = W u = \alpha\,\frac{z}{\sqrt{z^\top G^+ z}},\qquad z \sim N(0, G)
-
-        (with ``g ~ N(0, I_d)``, ``W g ~ N(0, G)`` and ``||Pi_W g||^2 = (Wg)^T G^+ (Wg)``).
-
-        Parameters
-        ----------
-        problem : Problem
-        alpha : float
-            ``||Pi_W u||`` in [0, 1).
-        seed : int
-            Seed of u_1; the same seed gives the same p.
-        project : bool
-            As the class parameter.
-
-        Returns
-        -------
-        GeneralProblem
-
-        References
-        ----------
-        .. [src] seed 003 L544-549.
-
-        Examples
-        --------
-        >>> from popdyn.models import lora
-        >>> round(GeneralProblem.from_alpha(lora.Problem.orthonormal(3, 1.0), 0.5, seed=2).alpha, 12)
-        0.5
-        """
-        alpha = check(f"{_OWNER}.from_alpha", "alpha", alpha, Interval(0.0, 1.0, closed="left"))
-        vals, vecs = np.linalg.eigh(problem.G)
-        z = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ np.random.default_rng(seed).standard_normal(problem.k)
-        pinv = np.linalg.pinv(problem.G, hermitian=True)
-        return cls(problem, alpha * z / np.sqrt(z @ pinv @ z), project)
-
-    def __repr__(self):
-        p = np.array2string(self.p, separator=", ", precision=17, max_line_width=10**6)
-        return (f"lora.GeneralProblem(problem={self.problem!r}, p=np.array({p}), "
-                f"project={bool(self.project)!r})")
 
 
 # ---- pair expectations ------------------------------------------------------------------------------
@@ -329,7 +202,7 @@ def general_loss(gp, m, q=None, c_hat=None):
     --------
     >>> from popdyn.models import lora
     >>> P = lora.Problem.orthonormal(4, 1.0, seed=0)
-    >>> gp = GeneralProblem(P, np.zeros(4))
+    >>> gp = lora.GeneralProblem(P, np.zeros(4))
     >>> bool(abs(general_loss(gp, 0.3) - float(lora.population_loss(P, 0.3))) < 1e-12)
     True
     """
@@ -372,7 +245,7 @@ def general_gradient(gp, m, q=None, c_hat=None):
     g : ndarray of shape (k + 2,)
         Coefficients of :math:`\nabla_{\hat u}\Phi` on the basis ``(w_1..w_k, u, u_hat)``.
     grad_c : ndarray of shape (k,)
-        :math:`\partial\Phi/\partial\hat c` (convention N1, ``r_hat_j = sqrt(1 + xi^2 c_hat_j^2)`` follows c_hat).
+        :math:`\partial\Phi/\partial\hat c` (normalisation N1, ``r_hat_j = sqrt(1 + xi^2 c_hat_j^2)`` follows c_hat).
     gram : ndarray of shape (k + 2, k + 2)
         The basis Gram :math:`\Gamma`, so that ``gram @ g`` are the inner products with the basis.
 
@@ -554,7 +427,7 @@ def general_drift(gp, m, q=None, c_hat=None, *, lr, d=None, lr_c=None, conventio
     --------
     >>> from popdyn.models import lora
     >>> P = lora.Problem.orthonormal(4, 1.0, seed=0)
-    >>> dm, dq, dc = general_drift(GeneralProblem(P, np.zeros(4)), 0.3, lr=1.0, convention="paper")
+    >>> dm, dq, dc = general_drift(lora.GeneralProblem(P, np.zeros(4)), 0.3, lr=1.0, convention="paper")
     >>> bool(abs(dm - float(lora.h(P, 0.3)) * (1 - 0.09)) < 1e-10)
     True
     """
@@ -575,7 +448,7 @@ def general_drift(gp, m, q=None, c_hat=None, *, lr, d=None, lr_c=None, conventio
     return dm, dq, dc
 
 
-# ---- popdyn.predict ---------------------------------------------------------------------------------------
+# ---- the reachable part of span W --------------------------------------------------------------------------
 def q_norm(gp, q):
     r"""How far u_hat has moved into span W, from its overlaps ``q = W u_hat``.
 
@@ -601,137 +474,9 @@ def q_norm(gp, q):
     Examples
     --------
     >>> from popdyn.models import lora
-    >>> gp = GeneralProblem(lora.Problem.orthonormal(2, 1.0, seed=0), np.zeros(2))
+    >>> gp = lora.GeneralProblem(lora.Problem.orthonormal(2, 1.0, seed=0), np.zeros(2))
     >>> float(q_norm(gp, np.array([0.6, 0.0])))
     0.6
     """
     q = np.asarray(q, dtype=np.float64)
     return np.sqrt(np.clip(np.einsum("...i,ij,...j->...", q, gp.G_pinv, q), 0.0, None))
-
-
-def _layout(gp, joint):
-    """Slices of the ODE state [m, q (unprojected only), c_hat (joint only)]."""
-    k = gp.k
-    nq = 0 if gp.project else k
-    return slice(1, 1 + nq), slice(1 + nq, 1 + nq + (k if joint else 0))
-
-
-@predict.register(GeneralProblem)
-def _predict(gp, *, d, lr, steps, m0=None, q0=None, joint=False, lr_c=None, convention="corrected",
-             n_points=200, n_mc=_N_MC, seed=0, rtol=1e-6):
-    r"""Theory of online SGD outside A2: the order parameters (m, q, c_hat) and the population loss.
-
-    .. math:: \frac{d(m, q, \hat c)}{dt} = \text{general\_drift}(m, q, \hat c),\qquad
-              \mathrm{loss}(t) = \Phi(m(t), q(t), \hat c(t))
-
-    Parameters
-    ----------
-    gp : GeneralProblem
-    d : int
-        Input dimension, >= k + 3.
-    lr : float
-        Step eta > 0 (``delta = lr d``).
-    steps : int
-        SGD steps, >= 1.
-    m0 : float, optional
-        Initial ``<u, u_hat>``; default ``s 0.5/sqrt(d)`` with s the sign of dm/dt at (m, q) = 0.
-        With ``project`` ``|m0| <= sqrt(1 - alpha^2)``.
-    q0 : ndarray of shape (k,), optional
-        Initial ``W u_hat`` (unprojected only); default 0.
-    joint : bool
-        Train c_hat too (plain SGD, step ``lr_c``, default ``lr``), as ``simulate(joint=True)``.
-    lr_c : float, optional
-        Step of c_hat when ``joint``.
-    convention : {"corrected", "paper"}
-        With or without the normalisation drift (see :func:`general_drift`).
-    n_points : int
-        Recorded step numbers on [0, steps] (>= 2).
-    n_mc, seed
-        Draws of the normalisation term (:func:`gradient_second_moment_general`).
-    rtol : float
-        Relative tolerance of the ODE solver (RK45), in (0, 1); ``atol = 1e-3 rtol``.
-
-    Returns
-    -------
-    Prediction
-        ``t`` (steps) and observables ``m``, ``loss``, ``q_norm`` (``||Pi_W u_hat||``), and with ``joint``
-        ``c_overlap`` (``<c_hat, c>/||c_hat||``); ``meta["alpha"]``, ``meta["m_max"]`` (the reachable
-        ``sqrt(1 - alpha^2)`` when projected, else 1).
-
-    Notes
-    -----
-    Regime: online SGD with ``lr = delta/d``, d large, delta small (as the A2 theory, spec §2.6). The
-    projected, frozen-c_hat case is a scalar ODE; otherwise the state has k + 1 (+ k) dimensions.
-
-    References
-    ----------
-    .. [src] seed 003 L529-557 (Figs 4-5), L598-617, L1228-1230; specs/lora.md §2.6, §4 R5.
-
-    Examples
-    --------
-    >>> from popdyn.models import lora
-    >>> gp = GeneralProblem.from_alpha(lora.Problem.orthonormal(4, 1.0, seed=0), 0.5, seed=1)
-    >>> pred = predict(gp, d=200, lr=0.1 / 200, steps=2000, n_points=3, convention="paper")
-    >>> bool(abs(pred["m"][-1]) <= np.sqrt(1 - 0.25) + 1e-9)
-    True
-    """
-    owner = "lora.predict(GeneralProblem)"
-    k = gp.k
-    d = check(owner, "d", d, Integer(k + 3))
-    lr = check(owner, "lr", lr, Interval(0, np.inf, closed="neither"))
-    steps = check(owner, "steps", steps, Integer(1))
-    n_points = check(owner, "n_points", n_points, Integer(2))
-    convention = check(owner, "convention", convention, Options(("corrected", "paper")))
-    rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
-    n_mc = check(owner, "n_mc", n_mc, Integer(2))
-    seed = check(owner, "seed", seed, Integer(0))
-    if not isinstance(joint, (bool, np.bool_)):
-        raise InvalidParameterError(f"The 'joint' parameter of {owner} must be a bool. Got {joint!r} instead.")
-    if lr_c is not None and not joint:
-        raise InvalidParameterError(f"The 'lr_c' parameter of {owner} needs joint=True. Got {lr_c!r} instead.")
-    lr_c = (lr if lr_c is None else check(owner, "lr_c", lr_c, Interval(0, np.inf))) if joint else None
-    m_max = float(np.sqrt(1 - gp.alpha**2)) if gp.project else 1.0
-    if q0 is not None and gp.project:
-        raise InvalidParameterError(f"The 'q0' parameter of {owner} must be None when project=True. Got {q0!r}.")
-    q0 = np.zeros(k) if q0 is None else np.asarray(q0, dtype=np.float64)
-    if m0 is None:
-        s = np.sign(general_drift(gp, 0.0, None if gp.project else np.zeros(k), lr=1.0, convention="paper")[0]) or 1.0
-        m0 = s * 0.5 / np.sqrt(d)
-    m0 = check(owner, "m0", m0, Interval(-m_max, m_max))
-    sq, sc = _layout(gp, joint)
-    y0 = np.r_[m0, q0[:sq.stop - sq.start], gp.problem.c_hat[:sc.stop - sc.start]]
-
-    def unpack(y):
-        return (min(max(y[0], -m_max), m_max), None if gp.project else y[sq],
-                y[sc] if joint else gp.problem.c_hat)
-
-    def rhs(t, y):
-        m, q, c = unpack(y)
-        dm, dq, dc = general_drift(gp, m, q, c, lr=lr, d=d, lr_c=lr_c, convention=convention, n_mc=n_mc,
-                                   seed=seed)
-        return np.r_[dm, dq[:sq.stop - sq.start], dc[:sc.stop - sc.start]]
-
-    t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
-    sol = dynamics.solve_ode(rhs, y0, t.astype(np.float64), rtol=rtol, atol=1e-3 * rtol, method="RK45")
-    t = t[:sol.t.size]
-    states = [unpack(y) for y in sol.y]
-    obs = {"m": np.array([s[0] for s in states]),
-           "loss": np.array([max(general_loss(gp, *s), 0.0) for s in states]),
-           "q_norm": np.array([0.0 if s[1] is None else float(q_norm(gp, s[1])) for s in states])}
-    if joint:
-        obs["c_overlap"] = np.array([s[2] @ gp.problem.c / np.linalg.norm(s[2]) for s in states])
-    options = dict(d=d, lr=lr, steps=steps, m0=float(m0), q0=q0.tolist(), joint=bool(joint), lr_c=lr_c,
-                   convention=convention, n_points=n_points, n_mc=n_mc, seed=seed, rtol=rtol)
-    regime = [dict(condition="delta = lr*d <= 1 (first order in delta, as the A2 corrected ODE)", value=lr * d,
-                   bound=1.0, holds=bool(lr * d <= 1), source="specs/lora.md §2.6, §3.6")]
-    if joint:
-        regime.append(dict(condition="joint c_hat: its per-step noise (no 1/d) is small; not checked, see docs/lora.md",
-                           value=lr_c, bound=None, holds=None, source="docs/lora.md, General position"))
-    for e in regime:
-        if e["holds"] is False:
-            warnings.warn(f"{owner}: regime condition not met: {e['condition']} (value {e['value']!r})",
-                          RegimeWarning, stacklevel=3)
-    meta = dict(problem=repr(gp), options=options, t_unit="steps", delta=lr * d, alpha=gp.alpha, m_max=m_max,
-                nfev=sol.nfev, regime=regime,
-                source=["seed 003 L529-557 (Figs 4-5)", "specs/lora.md §2.6, §4 R5 (derived)"])
-    return Prediction(t=t, observables=obs, status=sol.status, message=sol.message, meta=meta)

@@ -403,7 +403,7 @@ def _mixed_kernels(problem, rho):
 
 
 def lazy_floor(problem):
-    r"""Best loss of the model linearised in Delta (the lazy / NTK-like baseline of Fig. 3a), N0 convention.
+    r"""Best loss of the model linearised in Delta (the lazy / NTK-like baseline of Fig. 3a), N0 normalisation.
 
     .. math:: \min_{a}\mathbb E(f^* - f_{\rm lin})^2 = \mathbb E(f^*-f_0)^2 - q^\top N^{+}q,\quad
               N_{jj'} = \lambda_j\lambda_{j'}K'(G_{jj'}),\quad
@@ -432,13 +432,14 @@ def lazy_floor(problem):
     Examples
     --------
     >>> from popdyn.models import lora
-    >>> p = lora.Problem.orthonormal(k=4, xi=1.0, seed=0, convention="N0", activation="linear")
+    >>> p = lora.Problem.orthonormal(k=4, xi=1.0, seed=0, normalisation="N0", activation="linear")
     >>> bool(lora.lazy_floor(p) < 1e-12)   # a linear network is its own linearisation
     True
     """
-    if problem.convention != "N0":
-        raise InvalidParameterError("The 'convention' parameter of lora.Problem must be 'N0' for lora.lazy_floor "
-                                    f"(the linearisation of the main-text model). Got {problem.convention!r} instead.")
+    if problem.normalisation != "N0":
+        raise InvalidParameterError("The 'normalisation' parameter of lora.Problem must be 'N0' for "
+                                    "lora.lazy_floor (the linearisation of the main-text model). "
+                                    f"Got {problem.normalisation!r} instead.")
     lam, G, xi, c = problem.lam, problem.G, problem.xi, problem.c
     r = math.sqrt(1 + xi**2 / problem.k)
     Kx, Kpx = _mixed_kernels(problem, G / r)  # teacher neuron i against base neuron j

@@ -48,7 +48,6 @@ __all__ = ["B0", "B1", "gradient_second_moment"]
 _CHUNK = 1 << 14  # quasi-Monte Carlo rows drawn at once (a power of 2, so Sobol stays balanced)
 _N_SCRAMBLES = 16  # independent scrambles of the Sobol sequence; their spread gives the SE (15 dof)
 _BLOCK = 1 << 21  # floats of an (M, chunk, k) pre-activation block held at once (16 MiB)
-_N_TABLE = 1 << 13  # RQMC size of the B0/B1 table of the corrected ODE when G != I: B0 rel. SE ~ 1 % (relu, k = 8)
 _M_TABLE = np.linspace(-1.0, 1.0, 41)  # B0/B1 table grid; linear interpolation error <= 0.05^2/8 |B0''|
 # quadrature rules (Gauss-Legendre nodes per angular panel, radial nodes, inner Gauss-Hermite nodes in z);
 # relative errors measured against (24, 24, 96) in tests/test_lora_normalisation.py:

@@ -1,8 +1,11 @@
-"""popdyn.predict for the LoRA problem: the overlap ODE of online SGD and the loss along it.
+"""The theory of each LoRA problem, registered with :func:`popdyn.api.register`.
 
-Registers ``predict(problem, *, d, lr, steps, ...)`` for :class:`~popdyn.models.lora.Problem` on
-:func:`popdyn.predict`; the theory is :func:`~popdyn.models.lora.overlap_ode` (corrected or paper
-convention) and :func:`~popdyn.models.lora.population_loss`, with the regime checks of the theorems.
+``lora`` (:class:`~popdyn.models.lora.Problem`): the overlap ODE of online SGD
+(:func:`~popdyn.models.lora.overlap_ode`, corrected or paper convention) and the population loss along it
+(:func:`~popdyn.models.lora.population_loss`), with the regime checks of the theorems.
+``lora.general`` (:class:`~popdyn.models.lora.GeneralProblem`): the order parameters ``(m, q, c_hat)``
+outside Assumption A2 (:func:`~popdyn.models.lora.general_drift`) and the loss along them. The options
+are the problems' tables (``Problem.options``); ``popdyn.predict`` resolves them before these run.
 """
 from __future__ import annotations
 
@@ -10,13 +13,14 @@ import warnings
 
 import numpy as np
 
-from ..._validate import Integer, Interval, Options, RegimeWarning, check
-from ...api import predict
+from ... import dynamics
+from ..._validate import Integer, Interval, InvalidParameterError, RegimeWarning, check
+from ...api import register
 from ...results import Prediction
 from .bounds import condition3
-from .dynamics import _N_GRID, _check_dynamics, limit_sign, overlap_ode
-from .normalisation import _N_TABLE
-from .problem import Problem, _cached
+from .dynamics import limit_sign, overlap_ode
+from .general import general_drift, general_loss, q_norm
+from .problem import GeneralProblem, Problem, _cached
 from .theory import population_loss
 
 __all__ = []
@@ -45,7 +49,7 @@ def _regime(problem, lr, d, m0, convention):
     for e in out:
         if not e["holds"]:
             warnings.warn(f"lora.predict: regime condition not met: {e['condition']} "
-                          f"(value {e['value']!r}, bound {e['bound']!r}; {e['source']})", RegimeWarning, stacklevel=3)
+                          f"(value {e['value']!r}, bound {e['bound']!r}; {e['source']})", RegimeWarning)
     return out
 
 
@@ -57,9 +61,7 @@ def _problem_regime(problem):
     return problem.quantised, off, sep, bool(condition3(problem)[0])
 
 
-@predict.register(Problem)
-def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points=200, n_mc=_N_TABLE,
-             seed=0, method="grid", n_grid=_N_GRID, rtol=1e-8):
+def _predict(problem, *, d, lr, steps, m0, convention, n_points, n_mc, seed, method, n_grid, rtol):
     r"""Theory of online SGD on the LoRA problem: overlap m(t) and population loss Phi(m(t)).
 
     .. math:: \frac{dm}{dt} = \eta h(m)(1-m^2) - 2\eta^2 m\big[(d-k-2)B_0(m) + B_1(m)\big],\qquad
@@ -69,13 +71,14 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     ----------
     problem : Problem
     d : int
-        Input dimension, >= k + 3.
+        Input dimension, >= k + 3 (the normalisation drift has ``d - k - 2 >= 1`` free directions; the
+        simulation takes the same bound).
     lr : float
         Step size eta, > 0 (``delta = lr d``).
     steps : int
         Number of SGD steps, >= 1.
     m0 : float or None
-        Initial overlap in [-1, 1]; default ``sign(h(0)) 0.5/sqrt(d)`` (spec §3.6; +1 if h(0) = 0).
+        Initial overlap in [-1, 1]; None is ``sign(h(0)) 0.5/sqrt(d)`` (spec §3.6; +1 if h(0) = 0).
     convention : {"corrected", "paper"}
         ODE of :func:`overlap_ode`.
     n_points : int
@@ -122,15 +125,9 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     >>> sorted(pred.observables), pred.t[:3].tolist()
     (['loss', 'm'], [0, 100, 200])
     """
-    owner = "lora.predict"
-    lr, d, convention = _check_dynamics(owner, problem, lr, d, convention, n_mc, seed)
-    steps = check(owner, "steps", steps, Integer(1))
-    n_points = check(owner, "n_points", n_points, Integer(2))
-    rtol = check(owner, "rtol", rtol, Interval(0, 1, closed="neither"))
-    method = check(owner, "method", method, Options(("grid", "solve_ivp")))
+    d = check("lora.predict", "d", d, Integer(problem.k + 3))
     if m0 is None:
         m0 = (limit_sign(problem) or 1) * 0.5 / np.sqrt(d)
-    m0 = check(owner, "m0", m0, Interval(-1, 1))
     t = np.rint(np.linspace(0, steps, n_points)).astype(np.int64)  # non-decreasing: drop the repeats
     t = t[np.concatenate(([True], t[1:] != t[:-1]))]
     sol = overlap_ode(problem, m0, t.astype(np.float64), lr=lr, d=d, convention=convention, n_mc=n_mc,
@@ -139,7 +136,136 @@ def _predict(problem, *, d, lr, steps, m0=None, convention="corrected", n_points
     t = t[:sol.t.size]
     options = dict(d=d, lr=lr, steps=steps, m0=m0, convention=convention, n_points=n_points, n_mc=n_mc,
                    seed=seed, method=method, n_grid=n_grid, rtol=rtol)
-    meta = dict(problem=_cached(problem, "repr", lambda: repr(problem)), options=options, t_unit="steps", delta=lr * d, nfev=sol.nfev,
+    meta = dict(problem=_cached(problem, "repr", lambda: repr(problem)), options=options, t_unit="steps",
+                delta=lr * d, nfev=sol.nfev,
                 source=_SRC, regime=_regime(problem, lr, d, m0, convention))
     return Prediction(t=t, observables={"m": sol.y, "loss": population_loss(problem, sol.y)},
                       status=sol.status, message=sol.message, meta=meta)
+
+
+def _layout(gp, joint):
+    """Slices of the ODE state [m, q (unprojected only), c_hat (joint only)]."""
+    k = gp.k
+    nq = 0 if gp.project else k
+    return slice(1, 1 + nq), slice(1 + nq, 1 + nq + (k if joint else 0))
+
+
+def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_points, n_mc, seed, rtol):
+    r"""Theory of online SGD outside A2: the order parameters (m, q, c_hat) and the population loss.
+
+    .. math:: \frac{d(m, q, \hat c)}{dt} = \text{general\_drift}(m, q, \hat c),\qquad
+              \mathrm{loss}(t) = \Phi(m(t), q(t), \hat c(t))
+
+    Parameters
+    ----------
+    gp : GeneralProblem
+    d : int
+        Input dimension, >= k + 3.
+    lr : float
+        Step eta > 0 (``delta = lr d``).
+    steps : int
+        SGD steps, >= 1.
+    m0 : float, optional
+        Initial ``<u, u_hat>``; default ``s 0.5/sqrt(d)`` with s the sign of dm/dt at (m, q) = 0.
+        With ``project`` ``|m0| <= sqrt(1 - alpha^2)``.
+    q0 : ndarray of shape (k,), optional
+        Initial ``W u_hat`` (unprojected only); default 0.
+    joint : bool
+        Train c_hat too (plain SGD, step ``lr_c``, default ``lr``), as ``simulate(joint=True)``.
+    lr_c : float, optional
+        Step of c_hat when ``joint``.
+    convention : {"corrected", "paper"}
+        With or without the normalisation drift (see :func:`general_drift`).
+    n_points : int
+        Recorded step numbers on [0, steps] (>= 2).
+    n_mc, seed
+        Draws of the normalisation term (:func:`gradient_second_moment_general`).
+    rtol : float
+        Relative tolerance of the ODE solver (RK45), in (0, 1); ``atol = 1e-3 rtol``.
+
+    Returns
+    -------
+    Prediction
+        ``t`` (steps) and observables ``m``, ``loss``, ``q_norm`` (``||Pi_W u_hat||``), and with ``joint``
+        ``c_overlap`` (``<c_hat, c>/||c_hat||``); ``meta["alpha"]``, ``meta["m_max"]`` (the reachable
+        ``sqrt(1 - alpha^2)`` when projected, else 1).
+
+    Notes
+    -----
+    Regime: online SGD with ``lr = delta/d``, d large, delta small (as the A2 theory, spec §2.6). The
+    projected, frozen-c_hat case is a scalar ODE; otherwise the state has k + 1 (+ k) dimensions.
+
+    References
+    ----------
+    .. [src] seed 003 L529-557 (Figs 4-5), L598-617, L1228-1230; specs/lora.md §2.6, §4 R5.
+
+    Examples
+    --------
+    >>> from popdyn.models import lora
+    >>> gp = lora.GeneralProblem.from_alpha(lora.Problem.orthonormal(4, 1.0, seed=0), 0.5, seed=1)
+    >>> import popdyn
+    >>> pred = popdyn.predict(gp, d=200, lr=0.1 / 200, steps=2000, n_points=3, convention="paper")
+    >>> bool(abs(pred["m"][-1]) <= np.sqrt(1 - 0.25) + 1e-9)
+    True
+    """
+    owner = "lora.general.predict"
+    k = gp.k
+    d = check(owner, "d", d, Integer(k + 3))
+    joint = bool(joint)
+    if lr_c is not None and not joint:
+        raise InvalidParameterError(f"The 'lr_c' parameter of {owner} needs joint=True. Got {lr_c!r} instead.")
+    lr_c = (lr if lr_c is None else lr_c) if joint else None
+    m_max = float(np.sqrt(1 - gp.alpha**2)) if gp.project else 1.0
+    if q0 is not None and gp.project:
+        raise InvalidParameterError(f"The 'q0' parameter of {owner} must be None when project=True. Got {q0!r}.")
+    if q0 is not None and np.shape(q0) != (k,):
+        raise InvalidParameterError(f"The 'q0' parameter of {owner} must have shape ({k},). "
+                                    f"Got shape {np.shape(q0)} instead.")
+    q0 = np.zeros(k) if q0 is None else np.asarray(q0, dtype=np.float64)
+    if m0 is None:
+        s = np.sign(general_drift(gp, 0.0, None if gp.project else np.zeros(k), lr=1.0, convention="paper")[0]) or 1.0
+        m0 = s * 0.5 / np.sqrt(d)
+    m0 = check(owner, "m0", m0, Interval(-m_max, m_max))
+    sq, sc = _layout(gp, joint)
+    y0 = np.r_[m0, q0[:sq.stop - sq.start], gp.problem.c_hat[:sc.stop - sc.start]]
+
+    def unpack(y):
+        return (min(max(y[0], -m_max), m_max), None if gp.project else y[sq],
+                y[sc] if joint else gp.problem.c_hat)
+
+    def rhs(t, y):
+        m, q, c = unpack(y)
+        dm, dq, dc = general_drift(gp, m, q, c, lr=lr, d=d, lr_c=lr_c, convention=convention, n_mc=n_mc,
+                                   seed=seed)
+        return np.r_[dm, dq[:sq.stop - sq.start], dc[:sc.stop - sc.start]]
+
+    t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
+    sol = dynamics.solve_ode(rhs, y0, t.astype(np.float64), rtol=rtol, atol=1e-3 * rtol, method="RK45")
+    t = t[:sol.t.size]
+    states = [unpack(y) for y in sol.y]
+    obs = {"m": np.array([s[0] for s in states]),
+           "loss": np.array([max(general_loss(gp, *s), 0.0) for s in states]),
+           "q_norm": np.array([0.0 if s[1] is None else float(q_norm(gp, s[1])) for s in states])}
+    if joint:
+        obs["c_overlap"] = np.array([s[2] @ gp.problem.c / np.linalg.norm(s[2]) for s in states])
+    options = dict(d=d, lr=lr, steps=steps, m0=float(m0), q0=q0.tolist(), joint=bool(joint), lr_c=lr_c,
+                   convention=convention, n_points=n_points, n_mc=n_mc, seed=seed, rtol=rtol)
+    regime = [dict(condition="delta = lr*d <= 1 (first order in delta, as the A2 corrected ODE)", value=lr * d,
+                   bound=1.0, holds=bool(lr * d <= 1), source="specs/lora.md §2.6, §3.6")]
+    if joint:
+        regime.append(dict(condition="joint c_hat: its per-step noise (no 1/d) is small; not checked, see docs/lora.md",
+                           value=lr_c, bound=None, holds=None, source="docs/lora.md, General position"))
+    for e in regime:
+        if e["holds"] is False:
+            warnings.warn(f"{owner}: regime condition not met: {e['condition']} (value {e['value']!r})",
+                          RegimeWarning)
+    meta = dict(problem=repr(gp), options=options, t_unit="steps", delta=lr * d, alpha=gp.alpha, m_max=m_max,
+                nfev=sol.nfev, regime=regime,
+                source=["seed 003 L529-557 (Figs 4-5)", "specs/lora.md §2.6, §4 R5 (derived)"])
+    return Prediction(t=t, observables=obs, status=sol.status, message=sol.message, meta=meta)
+
+
+register(Problem, name="lora", predict=_predict, simulate="popdyn.sim.lora:simulate",
+         summary="overlap ODE of online SGD on the LoRA student and the population loss along it")
+register(GeneralProblem, name="lora.general", predict=_predict_general, simulate="popdyn.sim.lora.general:simulate",
+         summary="order parameters (m, q, c_hat) of online SGD with u not orthogonal to span W, and the loss")

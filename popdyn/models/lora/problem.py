@@ -1,18 +1,62 @@
-"""The LoRA fine-tuning problem (Dayi & Chen, seed 003): base features G, head lam, teacher c, student c_hat."""
+"""The LoRA fine-tuning problems (Dayi & Chen, seed 003): base features G, head lam, teacher c, student c_hat.
+
+:class:`Problem` is the paper's setting (u and u_hat orthogonal to span W, Assumption A2);
+:class:`GeneralProblem` adds the teacher's overlaps ``p = W u`` with the features (Figs 4-5). Each declares
+its run options (``options``: what ``popdyn.predict`` and ``popdyn.simulate`` accept), its observables and
+a small ``example()``.
+"""
 from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from ... import activations
-from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, validate
+from ..._options import Observable, Option, OptionTable, common, options_table
+from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, as_int, check, validate
 
-__all__ = ["Problem", "overlaps"]
+__all__ = ["Problem", "GeneralProblem", "overlaps"]
 
 _cache = weakref.WeakKeyDictionary()  # problem -> {key: value}: B0/B1 tables, splines, grid nodes, regime pieces
 _UNIT_TOL = 1e-10  # 1e-10: unit-norm check for c, c_hat, diag(G); far above float64 rounding
+_N_TABLE = 1 << 13  # RQMC size of the B0/B1 table of the corrected ODE when G != I: B0 rel. SE ~ 1 % (relu, k = 8)
+_N_GRID = 8193  # nodes cos(pi j/8192) of predict's method "grid": error <= ~1e-7 in m, O(n_grid^-2) (tests)
+_N_MC = 1 << 12  # scrambled-Sobol points of the general normalisation term: ~1 % spread over scrambles (relu, k = 8)
+_RANK_TOL = 1e-10  # eigenvalues of the Gram of (W, u, u_hat) below this (times its scale) are rank deficiency
+
+_OWNER = "lora.GeneralProblem"
+_POSITIVE = Interval(0, np.inf, closed="neither")
+_BOOL = Options((True, False))
+_LR_C_HELP = "step size of c_hat when joint; None is lr, 0 keeps c_hat frozen"
+
+
+def _run_options(m0_help, *extra, n_mc, n_mc_help, rtol):
+    """The options both LoRA problems share (``extra`` after the matched ones), then the common run options."""
+    return options_table(
+        Option("d", Integer(1), help="input dimension d, at least k + 3", match=True),
+        Option("lr", _POSITIVE, help="SGD step size eta (the paper's delta/d)", match=True),
+        Option("steps", Integer(1), help="number of online SGD steps", match=True),
+        Option("m0", Interval(-1, 1), None, m0_help, match=True),
+        *extra,
+        Option("convention", Options(("corrected", "paper")), "corrected",
+               "corrected adds the normalisation drift of finite lr*d to the paper's ODE (L604), paper drops it",
+               calls=("predict",)),
+        Option("n_points", Integer(2), 200, "number of recorded step numbers on [0, steps]"),
+        Option("n_mc", Integer(2), n_mc, n_mc_help, calls=("predict",)),
+        Option("seed", Integer(0), 0, "first seed of the simulation's runs, and of predict's Monte Carlo draws"),
+        Option("rtol", Interval(0, 1, closed="neither"), rtol[0], rtol[1], calls=("predict",)),
+        Option("batch", Integer(1), 1, "fresh samples per SGD step (gradient averaged); 1 is the paper's online "
+               "SGD, which predict describes", calls=("simulate",)),
+        *common("seeds", "device", "dtype", "progress"))
+
+
+_OBSERVABLES = {
+    "m": Observable("overlap <u_hat, u>"),
+    "loss": Observable("population loss"),
+    "c_overlap": Observable("cosine of c_hat and c"),
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,10 +83,13 @@ class Problem:
         Scale of the rank-one update ``Delta = xi c u^T``, in (0, inf).
     activation : str or Activation
         sigma; a name for :func:`popdyn.activations.get` or an ``Activation``.
-    convention : {"N1", "N0"}
-        "N1": unit-normalised neurons (all proofs, Prop. 4, seed 003 L752-756). "N0": unnormalised
-        neurons ``s(<w_i + xi c_i u, x>)`` (main text, L62-66), which equals N1 with ``s(r z)``; it
-        needs quantised c, c_hat so that every ``r_i`` is equal (specs/lora.md §1.2).
+    normalisation : {"N1", "N0"}
+        How the fine-tuned neurons are scaled (not the SGD step's normalisation of u_hat). "N1": unit
+        neurons ``s(<v_i, x>)`` with ``v_i = (w_i + xi c_i u)/||w_i + xi c_i u||`` (the paper's target model
+        (11) of Appendix D.1, used by every proof and Prop. 4; seed 003 L752-756). "N0": the rows of
+        ``W* = W + xi c u^T`` as they stand, ``s(<w_i + xi c_i u, x>)`` (main text, Eq. 2-3, L62-66), which
+        equals N1 with ``s(r z)``; it needs quantised c, c_hat so that every ``r_i`` is equal (specs/lora.md
+        §1.2).
 
     References
     ----------
@@ -54,7 +101,7 @@ class Problem:
     c_hat: np.ndarray
     xi: float
     activation: object = "relu"
-    convention: str = "N1"
+    normalisation: str = "N1"
 
     _constraints = {
         "G": FiniteArray(2),
@@ -62,8 +109,24 @@ class Problem:
         "c": FiniteArray(1),
         "c_hat": FiniteArray(1),
         "xi": Interval(0, np.inf, closed="neither"),
-        "convention": Options(("N1", "N0")),
+        "normalisation": Options(("N1", "N0")),
     }
+
+    options: ClassVar[OptionTable] = _run_options(
+        "initial overlap <u_hat_0, u>, exact on every seed; None is sign(h(0)) 0.5/sqrt(d)",
+        Option("method", Options(("grid", "solve_ivp")), "grid",
+               "grid flows the drift tabulated on n_grid nodes exactly; solve_ivp integrates the exact drift "
+               "(LSODA)", calls=("predict",)),
+        Option("n_grid", Integer(3), _N_GRID, "nodes of method grid, clustered at m = +-1", calls=("predict",)),
+        Option("joint", _BOOL, False, "also train c_hat by plain SGD with step lr_c (Figs 2-4); predict "
+               "describes frozen c_hat (lora.general predicts joint training)", calls=("simulate",)),
+        Option("lr_c", Interval(0, np.inf, closed="left"), None, _LR_C_HELP, calls=("simulate",)),
+        n_mc=_N_TABLE, n_mc_help="Monte Carlo size of the B0/B1 table for G other than I (G = I uses quadrature)",
+        rtol=(1e-8, "relative tolerance of method solve_ivp (atol = 1e-3 rtol)"))
+    observables: ClassVar[dict] = _OBSERVABLES
+    # measured with example() and simulate(seeds=2, seed=0 or 2): m sup_gap 0.041, 0.039; loss mean_gap 0.106,
+    # 0.104 (the online loss of single samples is noisy: mean, not sup); bounds about 2x the worst
+    example_agreement: ClassVar[dict] = {"m": ("sup_gap", 0.08), "loss": ("mean_gap", 0.2)}
 
     def __post_init__(self):
         validate(self)
@@ -87,15 +150,15 @@ class Problem:
                 f"The 'G' parameter of {owner} must be symmetric with unit diagonal (A1: ||w_i|| = 1). Got {G!r} instead.")
         if np.linalg.eigvalsh((G + G.T) / 2)[0] < -1e-8 * k:  # 1e-8 k: eigvalsh rounding of a Gram matrix
             raise InvalidParameterError(f"The 'G' parameter of {owner} must be positive semi-definite (a Gram matrix).")
-        if self.convention == "N0" and not self.quantised:
+        if self.normalisation == "N0" and not self.quantised:
             raise InvalidParameterError(
-                f"The 'convention' parameter of {owner} may be 'N0' only with c, c_hat in {{+-1/sqrt(k)}}^k. Got 'N0' instead.")
+                f"The 'normalisation' parameter of {owner} may be 'N0' only with c, c_hat in {{+-1/sqrt(k)}}^k. Got 'N0' instead.")
 
     def __repr__(self):
         f = lambda a: repr(a.tolist())  # shortest round-trip repr of each float; 10x array2string(precision=17)
         return (f"lora.Problem(G=np.array({f(self.G)}), lam=np.array({f(self.lam)}), c=np.array({f(self.c)}), "
                 f"c_hat=np.array({f(self.c_hat)}), xi={self.xi!r}, activation={self.activation.name!r}, "
-                f"convention={self.convention!r})")
+                f"normalisation={self.normalisation!r})")
 
     # ---- derived quantities -------------------------------------------------------------------
     @property
@@ -122,13 +185,13 @@ class Problem:
     @property
     def sigma(self):
         """The activation of the N1 formulas: sigma itself (N1), or ``sigma(r z)`` (N0)."""
-        if self.convention == "N0":
+        if self.normalisation == "N0":
             return self.activation.rescaled(float(np.sqrt(1 + self.xi**2 / self.k)))
         return self.activation
 
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
-    def orthonormal(cls, k, xi, activation="relu", seed=0, *, lam=None, convention="N1"):
+    def orthonormal(cls, k, xi, activation="relu", seed=0, *, lam=None, normalisation="N1"):
         """Orthonormal features (A4, G = I_k), c and c_hat drawn from Unif{+-1/sqrt(k)}^k (A3).
 
         ``lam`` defaults to all ones. The same ``seed`` gives the same problem.
@@ -137,10 +200,10 @@ class Problem:
         rng = np.random.default_rng(seed)
         c, c_hat = rng.choice([-1.0, 1.0], size=(2, k)) / np.sqrt(k)
         lam = np.ones(k) if lam is None else lam
-        return cls(np.eye(k), lam, c, c_hat, xi, activation, convention)
+        return cls(np.eye(k), lam, c, c_hat, xi, activation, normalisation)
 
     @classmethod
-    def random_features(cls, k, xi, activation="relu", seed=0, *, d_w=None, lam=None, convention="N1"):
+    def random_features(cls, k, xi, activation="relu", seed=0, *, d_w=None, lam=None, normalisation="N1"):
         """Features w_i uniform on the sphere of R^{d_w} (d_w = 4k by default): near-orthogonal G."""
         k = as_int("lora.Problem.random_features", "k", k, low=1)
         d_w = 4 * k if d_w is None else as_int("lora.Problem.random_features", "d_w", d_w, low=1)
@@ -151,7 +214,173 @@ class Problem:
         np.fill_diagonal(G, 1.0)
         c, c_hat = rng.choice([-1.0, 1.0], size=(2, k)) / np.sqrt(k)
         lam = np.ones(k) if lam is None else lam
-        return cls(G, lam, c, c_hat, xi, activation, convention)
+        return cls(G, lam, c, c_hat, xi, activation, normalisation)
+
+    @classmethod
+    def example(cls):
+        """A small instance and options that ``popdyn.predict`` and ``popdyn.simulate`` both take: ReLU,
+        orthonormal k = 4, xi = 1, d = 200, delta = lr d = 0.2, 10 d steps (m from 0.035 to 0.82 in size),
+        21 recorded steps (100 online losses per recorded step).
+
+        Examples
+        --------
+        >>> problem, options = Problem.example()
+        >>> problem.k, options["d"]
+        (4, 200)
+        """
+        return (cls.orthonormal(k=4, xi=1.0, activation="relu", seed=0),
+                dict(d=200, lr=0.2 / 200, steps=2000, n_points=21))
+
+
+@dataclass(frozen=True, eq=False)
+class GeneralProblem:
+    r"""A LoRA problem whose teacher direction u has overlaps ``p = W u`` with the features (A2 fails).
+
+    .. math:: \alpha = \lVert\Pi_W u\rVert = \sqrt{p^\top G^{+} p},\qquad
+              v_i = \frac{w_i + \xi c_i u}{r_i},\quad \hat v_j = \frac{w_j + \xi\hat c_j\hat u}{\hat r_j}
+
+    The scales ``r_i = sqrt(1 + xi^2 c_i^2)`` of normalisation N1 are kept (as in the simulation), so the
+    neurons are no longer unit vectors when ``p`` or ``q = W u_hat`` is not 0.
+
+    Parameters
+    ----------
+    problem : Problem
+        G, lam, c, c_hat, xi, activation; normalisation "N1".
+    p : ndarray of shape (k,)
+        ``<w_i, u>``; must lie in the range of G with ``p^T G^+ p < 1`` (u keeps a part orthogonal to W).
+    project : bool
+        True: the paper's algorithm (Eq. 4, L180) projects the gradient on span(W)^perp, u_hat stays
+        orthogonal to W (``q = 0``) and ``|m| <= sqrt(1 - alpha^2)``. False: Fig. 4's variant
+        (L529-540), u_hat moves on the whole sphere.
+
+    Notes
+    -----
+    Regime: any ``alpha`` in [0, 1); ``p = 0`` is Assumption A2, where every quantity reduces to
+    :mod:`popdyn.models.lora.theory` (tests).
+
+    References
+    ----------
+    .. [src] seed 003 L529-557 (Figs 4-5, u not orthogonal to W), L80 (A2); specs/lora.md §4 R5, §7.
+    """
+    #: what the CLI and the property suite read; ``__post_init__`` checks them (and p's range and norm)
+    _constraints = {"p": FiniteArray(1), "project": Options((True, False))}
+
+    problem: Problem
+    p: np.ndarray
+    project: bool = True
+
+    options: ClassVar[OptionTable] = _run_options(
+        "initial <u_hat_0, u>, exact on every seed; None is s 0.5/sqrt(d), s the sign of the population "
+        "dm/dt at (m, q) = 0 (projected: |m0| <= sqrt(1 - alpha^2))",
+        Option("q0", FiniteArray(1), None, "initial W u_hat, exact on every seed (project=False only); None is 0",
+               match=True),
+        Option("joint", _BOOL, False, "also train c_hat by plain SGD with step lr_c (Fig. 4)", match=True),
+        Option("lr_c", Interval(0, np.inf, closed="left"), None, _LR_C_HELP, match=True),
+        n_mc=_N_MC, n_mc_help="Monte Carlo size of the normalisation term (scrambled Sobol draws)",
+        rtol=(1e-6, "relative tolerance of the ODE solver (RK45; atol = 1e-3 rtol)"))
+    observables: ClassVar[dict] = {**_OBSERVABLES, "q_norm": Observable("norm of u_hat in span W")}
+    # measured with example() and simulate(seeds=2, seed=0 or 2): m sup_gap 0.038, 0.027; loss mean_gap 0.118,
+    # 0.120 (the online loss of single samples is noisy: mean, not sup); bounds about 2x the worst
+    example_agreement: ClassVar[dict] = {"m": ("sup_gap", 0.08), "loss": ("mean_gap", 0.25)}
+
+    def __post_init__(self):
+        if not isinstance(self.problem, Problem):
+            raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must be a lora.Problem. "
+                                        f"Got {self.problem!r} instead.")
+        if self.problem.normalisation != "N1":
+            raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must have normalisation 'N1'. "
+                                        f"Got {self.problem.normalisation!r} instead.")
+        p = np.asarray(self.p, dtype=np.float64)
+        if p.shape != (self.problem.k,) or not np.all(np.isfinite(p)):
+            raise InvalidParameterError(f"The 'p' parameter of {_OWNER} must be a finite array of shape "
+                                        f"({self.problem.k},). Got {self.p!r} instead.")
+        object.__setattr__(self, "p", p)
+        if not isinstance(self.project, (bool, np.bool_)):
+            raise InvalidParameterError(f"The 'project' parameter of {_OWNER} must be a bool. Got {self.project!r}.")
+        G = self.problem.G
+        resid = float(np.linalg.norm(G @ (self.G_pinv @ p) - p))
+        if resid > 1e-8 * (1 + np.linalg.norm(p)) or not self.alpha < 1:
+            raise InvalidParameterError(
+                f"The 'p' parameter of {_OWNER} must be W u for a unit u with a part outside span W: p in the "
+                f"range of G and alpha^2 = p^T G^+ p in [0, 1). Got alpha = {self.alpha!r} "
+                f"(range residual {resid:.3g}) instead.")
+        act = self.problem.activation
+        if act.name != "relu" and act._family.kinks:
+            raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must have relu or a smooth "
+                                        f"activation (2-D Gauss-Hermite). Got {act.name!r} instead.")
+
+    @property
+    def k(self):
+        return self.problem.k
+
+    @property
+    def G_pinv(self):
+        """Pseudo-inverse of G (cached)."""
+        return _cached(self.problem, "G_pinv", lambda: np.linalg.pinv(self.problem.G, hermitian=True))
+
+    @property
+    def alpha(self):
+        r""":math:`\alpha = \lVert\Pi_W u\rVert = \sqrt{p^\top G^+ p}` (Fig. 5's parameter, L544-549)."""
+        return float(np.sqrt(max(self.p @ self.G_pinv @ self.p, 0.0)))
+
+    @classmethod
+    def from_alpha(cls, problem, alpha, seed=0, *, project=True):
+        r"""Fig. 5's teacher: u = alpha u_1 + sqrt(1 - alpha^2) u_2, u_1 uniform on the unit sphere of span W.
+
+        .. math:: p = W u = \alpha\,\frac{z}{\sqrt{z^\top G^+ z}},\qquad z \sim N(0, G)
+
+        (with ``g ~ N(0, I_d)``, ``W g ~ N(0, G)`` and ``||Pi_W g||^2 = (Wg)^T G^+ (Wg)``).
+
+        Parameters
+        ----------
+        problem : Problem
+        alpha : float
+            ``||Pi_W u||`` in [0, 1).
+        seed : int
+            Seed of u_1; the same seed gives the same p.
+        project : bool
+            As the class parameter.
+
+        Returns
+        -------
+        GeneralProblem
+
+        References
+        ----------
+        .. [src] seed 003 L544-549.
+
+        Examples
+        --------
+        >>> from popdyn.models import lora
+        >>> round(GeneralProblem.from_alpha(lora.Problem.orthonormal(3, 1.0), 0.5, seed=2).alpha, 12)
+        0.5
+        """
+        alpha = check(f"{_OWNER}.from_alpha", "alpha", alpha, Interval(0.0, 1.0, closed="left"))
+        vals, vecs = np.linalg.eigh(problem.G)
+        z = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ np.random.default_rng(seed).standard_normal(problem.k)
+        pinv = np.linalg.pinv(problem.G, hermitian=True)
+        return cls(problem, alpha * z / np.sqrt(z @ pinv @ z), project)
+
+    @classmethod
+    def example(cls):
+        """A small instance and options that ``popdyn.predict`` and ``popdyn.simulate`` both take: ReLU,
+        orthonormal k = 4, xi = 1, alpha = 1/2 (projected, Fig. 5), d = 200, delta = lr d = 0.2, 10 d steps,
+        21 recorded steps.
+
+        Examples
+        --------
+        >>> problem, options = GeneralProblem.example()
+        >>> round(problem.alpha, 12), options["d"]
+        (0.5, 200)
+        """
+        base = Problem.orthonormal(k=4, xi=1.0, activation="relu", seed=0)
+        return cls.from_alpha(base, 0.5, seed=1), dict(d=200, lr=0.2 / 200, steps=2000, n_points=21)
+
+    def __repr__(self):
+        p = np.array2string(self.p, separator=", ", precision=17, max_line_width=10**6)
+        return (f"lora.GeneralProblem(problem={self.problem!r}, p=np.array({p}), "
+                f"project={bool(self.project)!r})")
+
 
 
 def overlaps(problem, m):

@@ -10,7 +10,7 @@ loss and gradient
     :func:`population_loss`, :func:`population_gradient`
 
 Every function takes the :class:`~popdyn.models.lora.Problem` first and reads the activation of the
-N1 formulas from ``problem.sigma`` (so convention N0 is N1 with ``sigma(r z)``, spec §1.2).
+N1 formulas from ``problem.sigma`` (so normalisation N0 is N1 with ``sigma(r z)``, spec §1.2).
 """
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def _unique_rows(rows):  # pragma: no cover - compiled
 
 def _relu_scale(problem):
     """K' of sigma(r z) over K' of sigma for ReLU: r^2 in N0 (ReLU is positively homogeneous), else 1."""
-    return 1 + problem.xi**2 / problem.k if problem.convention == "N0" else 1.0
+    return 1 + problem.xi**2 / problem.k if problem.normalisation == "N0" else 1.0
 
 
 def _is_relu(problem):

@@ -1,14 +1,15 @@
-"""Finite-sample online SGD for LoRA fine-tuning (seed 003, Eq. 4), in torch; registers ``popdyn.simulate``.
+"""Finite-sample online SGD for LoRA fine-tuning (seed 003, Eq. 4), in torch: the twin of ``lora.predict``.
 
 Public names
 ------------
 simulate
     ``simulate(problem, *, d, lr, steps, ...)`` -> :class:`popdyn.results.Simulation` with observables
     ``m`` (the overlap <u_t, u>), ``loss`` (online estimate of the population loss) and, with
-    ``joint=True``, ``c_overlap``. All seeds run batched on one device in one loop.
-simulate_general
-    The same for :class:`popdyn.models.lora.general.GeneralProblem` (u not orthogonal to span W, Figs 4-5),
-    u_hat projected on span(W)^perp or not; adds the observable ``q_norm``.
+    ``joint=True``, ``c_overlap``. All seeds run batched on one device in one loop. ``popdyn.simulate``
+    calls it for a :class:`popdyn.models.lora.Problem` (registered by path in ``popdyn.models.lora.predict``).
+
+:mod:`popdyn.sim.lora.general` runs the same loop for :class:`popdyn.models.lora.GeneralProblem` (u not
+orthogonal to span W, Figs 4-5), u_hat projected on span(W)^perp or not.
 
 Geometry. Since x ~ N(0, I_d) is isotropic, any orthonormal frame gives the same law of the
 trajectories, so W is placed in the first q = rank(G) coordinates (``W = [F, 0]`` with ``F F^T = G``
@@ -24,15 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import Interval, InvalidParameterError, as_int, check
-from ..api import simulate as _api_simulate
-from ..models.lora import Problem
-from ..models.lora.general import GeneralProblem
-from ..results import Simulation
-from ._torch import (make_generator, progress, resolve_device, resolve_dtype, serial_if_small,
-                     standard_normal_, to_numpy, torch_activation)
+from ..._validate import Integer, InvalidParameterError, check
+from ...models.lora import h0
+from ...results import Simulation
+from .. import _torch
+from .._torch import (make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy,
+                      torch_activation)
 
-__all__ = ["simulate", "simulate_general"]
+__all__ = ["simulate"]
 
 _OWNER = "lora.simulate"
 _RANK_TOL = 1e-10  # 1e-10: eigenvalues of a unit-diagonal Gram below this are rank-deficiency, not signal
@@ -48,7 +48,7 @@ class _Consts:
     c_t: torch.Tensor       # (k,): xi c_i (teacher)
     scale_t: torch.Tensor   # (k,): 1/r_i (N1) or 1 (N0)
     xi: float
-    n1: bool                # convention N1 (unit-normalised neurons) or N0
+    n1: bool                # normalisation N1 (unit-normalised neurons) or N0
     act: object             # TorchActivation
 
 
@@ -128,61 +128,34 @@ def _sgd_step(consts, state, y, Wxs, fstar, lr, lr_c=None, update=True, out=None
     return res
 
 
-def _record_grid(steps, record_every, n_points):
+def _record_grid(steps, n_points):
     """Recorded steps t (int64, from 0 to ``steps``) and, for s = 0..steps, the index of the nearest t."""
-    if record_every is not None:
-        every = as_int(_OWNER, "record_every", record_every, 1, steps)
-        t = np.unique(np.append(np.arange(0, steps + 1, every), steps))
-    else:
-        n = as_int(_OWNER, "n_points", n_points, 2)
-        t = np.unique(np.round(np.linspace(0, steps, min(n, steps + 1))).astype(np.int64))
+    t = np.unique(np.round(np.linspace(0, steps, min(n_points, steps + 1))).astype(np.int64))
     window = np.searchsorted((t[:-1] + t[1:]) / 2, np.arange(steps + 1), side="right")
     return t, window
 
 
 def _default_m0(problem, d):
     """``sign(h(0)) * 0.5 / sqrt(d)`` (specs/lora.md §3.6): start on the side the population flow goes to."""
-    from ..models.lora import h0
     return (1.0 if h0(problem) >= 0 else -1.0) * 0.5 / np.sqrt(d)
 
 
-def _check(problem, d, lr, steps, m0, seeds, batch, joint, lr_c, seed):
-    """Validated options, or InvalidParameterError naming the parameter and its valid range."""
-    if not isinstance(problem, Problem):
-        raise InvalidParameterError(
-            f"The 'problem' parameter of {_OWNER} must be a lora.Problem. Got {problem!r} instead.")
-    opts = {"d": as_int(_OWNER, "d", d, problem.k + 2), "lr": check(_OWNER, "lr", lr, _POSITIVE),
-            "steps": as_int(_OWNER, "steps", steps, 1), "seeds": as_int(_OWNER, "seeds", seeds, 1),
-            "batch": as_int(_OWNER, "batch", batch, 1), "seed": as_int(_OWNER, "seed", seed, 0, 2**63 - 1),
-            "joint": check(_OWNER, "joint", joint, _BOOL)}
-    opts["m0"] = _default_m0(problem, opts["d"]) if m0 is None else check(_OWNER, "m0", m0, Interval(-1, 1))
-    if lr_c is not None and not opts["joint"]:
-        raise InvalidParameterError(f"The 'lr_c' parameter of {_OWNER} needs joint=True. Got {lr_c!r} instead.")
-    opts["lr_c"] = (opts["lr"] if lr_c is None else check(_OWNER, "lr_c", lr_c, _NONNEGATIVE)) if opts["joint"] else None
-    return opts
-
-
-_POSITIVE = Interval(0, np.inf, closed="neither")
-_NONNEGATIVE = Interval(0, np.inf, closed="left")
-
-
-class _Bool:
-    """A bool (numpy bools accepted)."""
-
-    def convert(self, owner, name, value):
-        if not isinstance(value, (bool, np.bool_)):
-            raise InvalidParameterError(f"The {name!r} parameter of {owner} must be a bool. Got {value!r} instead.")
-        return bool(value)
-
-
-_BOOL = _Bool()
+def _check(problem, d, lr, steps, m0, seeds, batch, joint, lr_c, seed, owner=_OWNER):
+    """The run's options (resolved by ``popdyn.simulate``) with the checks that involve the problem:
+    ``d >= k + 3`` (as ``lora.predict``), the default m0 and ``lr_c`` (None: lr; only with ``joint``)."""
+    d = check(owner, "d", d, Integer(problem.k + 3))
+    if lr_c is not None and not joint:
+        raise InvalidParameterError(f"The 'lr_c' parameter of {owner} needs joint=True. Got {lr_c!r} instead.")
+    return {"d": d, "lr": float(lr), "steps": steps, "seeds": seeds, "batch": batch, "seed": seed,
+            "joint": bool(joint), "m0": _default_m0(problem, d) if m0 is None else float(m0),
+            "lr_c": (float(lr) if lr_c is None else float(lr_c)) if joint else None}
 
 
 def _init(problem, opts, device, dtype, gen):
     """Constants, initial state (u_0 with overlap exactly m0 with u = first perp coordinate) and q."""
     F = _factor(problem.G)
     q, k, S = F.shape[1], problem.k, opts["seeds"]
-    n1 = problem.convention == "N1"
+    n1 = problem.normalisation == "N1"
     as_t = lambda a: torch.tensor(np.array(a, dtype=np.float64), dtype=dtype, device=device)
     consts = _Consts(FT=as_t(F.T), lam=as_t(problem.lam[:, None]), c_t=as_t(problem.xi * problem.c),
                      scale_t=as_t(1 / problem.r if n1 else np.ones(k)), xi=float(problem.xi), n1=n1,
@@ -211,7 +184,8 @@ def _draws(consts, state, q, opts, gen, C):
 def _run(consts, state, q, opts, t, window, gen, bar, draws=None, record=None, extra=()):
     """The SGD loop over steps 0..steps (the last one only evaluates the loss); returns recorded tensors.
 
-    ``draws`` and ``record`` replace :func:`_draws` and :func:`_record` (general position, :func:`simulate_general`);
+    ``draws`` and ``record`` replace :func:`_draws` and :func:`_record` (general position,
+    :func:`popdyn.sim.lora.general.simulate`);
     ``extra`` names further recorded observables."""
     draws, record = draws or _draws, record or _record
     S, B, d, steps, joint = opts["seeds"], opts["batch"], opts["d"], opts["steps"], opts["joint"]
@@ -245,9 +219,7 @@ def _record(consts, state, rec, j):
         rec["c_overlap"][:, j] = (c @ consts.c_t) / (torch.linalg.vector_norm(c, dim=1) * consts.xi)
 
 
-@_api_simulate.register(Problem)
-def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=None, record_every=None,
-             n_points=200, batch=1, joint=False, lr_c=None, seed=0, progress_bar=False):
+def simulate(problem, *, d, lr, steps, m0, n_points, seed, batch, joint, lr_c, seeds, device, dtype, progress):
     r"""Online SGD on the LoRA student, all seeds batched: the finite-d twin of the overlap dynamics.
 
     .. math:: u_{t+1} = \frac{u_t - \eta \hat\nabla L(u_t; x_t)}{\lVert u_t - \eta \hat\nabla L(u_t; x_t)\rVert},
@@ -257,10 +229,10 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
     Parameters
     ----------
     problem : lora.Problem
-        The teacher and student; ``problem.convention`` picks N1 (unit-normalised neurons
+        The teacher and student; ``problem.normalisation`` picks N1 (unit-normalised neurons
         ``s(<w_j + xi c_j u, x> / r_j)``) or N0 (unnormalised, main text).
     d : int
-        Input dimension, ``d >= k + 2``.
+        Input dimension, ``d >= k + 3`` (as ``lora.predict``).
     lr : float
         Step size eta in (0, inf); the theory's regime is ``eta = delta / d`` with small delta.
     steps : int
@@ -274,10 +246,8 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
         "cpu", "cuda" or "cuda:N".
     dtype : {None, "float64", "float32"}
         Working precision; None is float64 (on every device).
-    record_every : int, optional
-        Record every ``record_every`` steps (and at ``steps``); overrides ``n_points``.
     n_points : int
-        Number of recorded steps, evenly spaced from 0 to ``steps`` (``>= 2``).
+        Number of recorded steps, evenly spaced from 0 to ``steps`` (``>= 2``; fewer when steps is small).
     batch : int
         Fresh samples per step; the gradient is their mean (1 is online SGD, the paper's algorithm).
     joint : bool
@@ -289,8 +259,8 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
         numbers as ``joint=False`` (and ``c_overlap`` recorded).
     seed : int
         Seed of the run's ``torch.Generator``: same seed, same numbers (on the same device and dtype).
-    progress_bar : bool
-        Show a tqdm bar (when tqdm is installed).
+    progress : bool
+        Show a tqdm bar over the steps (when tqdm is installed).
 
     Returns
     -------
@@ -303,7 +273,7 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
 
     Notes
     -----
-    Regime: any d >= k + 2; the population recursion ``m_{t+1} = m_t + eta h(m_t)(1 - m_t^2)`` holds
+    Regime: any d >= k + 3; the population recursion ``m_{t+1} = m_t + eta h(m_t)(1 - m_t^2)`` holds
     for ``eta d -> 0``; at ``eta = delta / d`` the normalisation adds a drift ``-2 delta^2 m B0(m)`` in
     ``tau = t / d`` (spec §2.6). W is placed in the first rank(G) coordinates (exact, x is isotropic),
     so Pi_W^perp is a coordinate restriction. In N1, ``r_hat`` is treated as constant in the u_hat
@@ -316,21 +286,22 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
 
     Examples
     --------
+    >>> import popdyn
     >>> from popdyn.models import lora
     >>> p = lora.Problem.orthonormal(k=2, xi=1.0, seed=0)
-    >>> sim = simulate(p, d=16, lr=0.01, steps=10, seeds=2, m0=0.25, n_points=3)
+    >>> sim = popdyn.simulate(p, d=16, lr=0.01, steps=10, seeds=2, m0=0.25, n_points=3)
     >>> sim.t.tolist(), sim["m"][:, 0].tolist()  # m0 is exact on every seed
     ([0, 5, 10], [0.25, 0.25])
     """
     opts = _check(problem, d, lr, steps, m0, seeds, batch, joint, lr_c, seed)
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
-    t, window = _record_grid(opts["steps"], record_every, n_points)
+    t, window = _record_grid(opts["steps"], n_points)
     gen = make_generator(opts["seed"], dev)
     start = time.perf_counter()
     work = opts["seeds"] * opts["batch"] * opts["d"]
     with torch.inference_mode(), serial_if_small(dev, work):
         consts, state, q = _init(problem, opts, dev, dt, gen)
-        bar = progress(opts["steps"] + 1, progress_bar, "lora.simulate")
+        bar = _torch.progress(opts["steps"] + 1, progress, "lora.simulate", unit="step")
         try:
             rec = _run(consts, state, q, opts, t, window, gen, bar)
         finally:
@@ -338,143 +309,10 @@ def simulate(problem, *, d, lr, steps, m0=None, seeds=4, device="cpu", dtype=Non
         obs = {name: to_numpy(v) for name, v in rec.items()}
     wall = time.perf_counter() - start
     ok = all(np.all(np.isfinite(v)) for v in obs.values())
-    meta = {"problem": repr(problem), "options": {**opts, "record_every": record_every, "n_points": n_points},
+    meta = {"problem": repr(problem), "options": {**opts, "n_points": n_points},
             "t_unit": "steps", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
             "torch_version": torch.__version__, "seeds": opts["seeds"], "seed": opts["seed"], "wall_time_s": wall,
             "steps_per_s": (opts["steps"] + 1) / wall, "rank_G": q, "activation_native": consts.act.native}
     message = "" if ok else (f"non-finite values: the run diverged or overflowed at lr={opts['lr']} "
                              f"({meta['dtype']}); lower lr, or use float64")
     return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
-
-
-# ---- general position: u (and u_hat) not orthogonal to span W (Figs 4-5) ----------------------------------
-def _general_draws(a, s, project):
-    """Like :func:`_draws`, with ``<u, x> = a . x_W + s x_q`` (u has the part ``a`` in span W) and, unprojected,
-    u_hat in all d coordinates (``y = x``)."""
-    def draws(consts, state, q, opts, gen, C):
-        S, B, d, joint = opts["seeds"], opts["batch"], opts["d"], opts["joint"]
-        X = torch.empty((C, S, B, d), dtype=state.U.dtype, device=state.U.device)
-        for _ in range(-(-(opts["steps"] + 1) // C)):
-            standard_normal_(X, gen)
-            Wx = X[..., :q] @ consts.FT
-            ux = torch.addcmul(X[..., :q] @ a, X[..., q], torch.full_like(X[..., q], s))
-            pre = torch.addcmul(Wx, ux.unsqueeze(-1), consts.c_t) * consts.scale_t
-            fstar = consts.act.f(pre) @ consts.lam
-            yield (X[..., q:] if project else X), fstar, Wx if joint else Wx * state.scale.unsqueeze(0)
-    return draws
-
-
-def _general_record(a, s, project, q):
-    """Like :func:`_record`, with ``m = <u_hat, u>`` for the general u and ``q_norm = ||Pi_W u_hat||``."""
-    def record(consts, state, rec, j):
-        _record(consts, state, rec, j)
-        U = state.U[:, 0]
-        if project:
-            rec["m"][:, j] = s * U[:, 0]
-            rec["q_norm"][:, j] = 0.0
-        else:
-            rec["m"][:, j] = U[:, :q] @ a + s * U[:, q]
-            rec["q_norm"][:, j] = torch.linalg.vector_norm(U[:, :q], dim=1)
-    return record
-
-
-def simulate_general(gp, *, d, lr, steps, m0=None, q0=None, seeds=4, device="cpu", dtype=None, record_every=None,
-                     n_points=200, batch=1, joint=False, lr_c=None, seed=0, progress_bar=False):
-    r"""Online SGD with u in general position (``p = W u`` not 0), projected (Eq. 4) or not (Fig. 4).
-
-    .. math:: u = \alpha u_1 + \sqrt{1-\alpha^2}\,u_2,\quad u_1 \in \mathrm{span}\,W,\ u_2 \perp W;\qquad
-              u_{t+1} = \frac{u_t - \eta P\nabla_{\hat u} L}{\lVert u_t - \eta P\nabla_{\hat u} L\rVert}
-
-    with P = (I - u_t u_t^T) Pi_W^perp (``gp.project``, the paper's algorithm) or (I - u_t u_t^T) (Fig. 4).
-
-    Parameters
-    ----------
-    gp : lora.general.GeneralProblem
-    d, lr, steps, seeds, device, dtype, record_every, n_points, batch, joint, lr_c, seed, progress_bar
-        As :func:`simulate`.
-    m0 : float, optional
-        Initial ``<u_hat, u>``, exact on every seed; default ``s 0.5/sqrt(d)``, s the sign of the
-        population dm/dt at (m, q) = 0. Projected: ``|m0| < sqrt(1 - alpha^2)``.
-    q0 : ndarray of shape (k,), optional
-        Initial ``W u_hat`` (unprojected only; default 0), exact on every seed.
-
-    Returns
-    -------
-    Simulation
-        As :func:`simulate`, plus the observable ``q_norm`` = ``||Pi_W u_hat||``; ``meta["alpha"]``.
-
-    Notes
-    -----
-    Regime: any d >= rank G + 2. Geometry: W in the first q = rank G coordinates, u = (a, s, 0, ...) with
-    ``F a = p``, ``s = sqrt(1 - alpha^2)``; projected, u_hat lives in coordinates q.. (exact projection).
-
-    References
-    ----------
-    .. [src] seed 003 L529-557 (Figs 4-5), L167-185 (Eq. 4); specs/lora.md §4 R5.
-
-    Examples
-    --------
-    >>> from popdyn.models import lora
-    >>> from popdyn.models.lora.general import GeneralProblem
-    >>> gp = GeneralProblem.from_alpha(lora.Problem.orthonormal(k=2, xi=1.0, seed=0), 0.5, seed=0)
-    >>> sim = simulate_general(gp, d=16, lr=0.01, steps=10, seeds=2, m0=0.25, n_points=3)
-    >>> [round(v, 12) for v in sim["m"][:, 0].tolist()]   # m0 is exact on every seed
-    [0.25, 0.25]
-    """
-    from ..models.lora.general import general_drift
-    if not isinstance(gp, GeneralProblem):
-        raise InvalidParameterError(f"The 'gp' parameter of {_OWNER} must be a lora.general.GeneralProblem. "
-                                    f"Got {gp!r} instead.")
-    P, project = gp.problem, bool(gp.project)
-    F = _factor(P.G)
-    qr = F.shape[1]
-    a = np.linalg.lstsq(F, gp.p, rcond=None)[0]
-    s = float(np.sqrt(max(1.0 - a @ a, 0.0)))
-    d = as_int(_OWNER, "d", d, qr + 2)
-    if m0 is None:
-        sgn = np.sign(general_drift(gp, 0.0, None if project else np.zeros(P.k), lr=1.0, convention="paper")[0]) or 1.0
-        m0 = sgn * 0.5 / np.sqrt(d)
-    if q0 is not None and project:
-        raise InvalidParameterError(f"The 'q0' parameter of {_OWNER} must be None when project=True. Got {q0!r}.")
-    b = np.zeros(qr) if q0 is None else np.linalg.lstsq(F, np.asarray(q0, dtype=np.float64), rcond=None)[0]
-    m0 = check(_OWNER, "m0", m0, Interval(-s, s) if project else Interval(-1, 1))
-    t1 = m0 / s if project else (m0 - a @ b) / s
-    rest2 = 1.0 - b @ b - t1 * t1
-    if not (-1 <= t1 <= 1) or rest2 < 0:
-        raise InvalidParameterError(f"The 'm0', 'q0' parameters of {_OWNER} must be the overlaps of a unit u_hat: "
-                                    f"||Pi_W u_hat||^2 + t^2 <= 1. Got m0={m0!r}, q0={q0!r} instead.")
-    opts = _check(P, d, lr, steps, float(np.clip(t1, -1, 1)), seeds, batch, joint, lr_c, seed)
-    dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
-    t, window = _record_grid(opts["steps"], record_every, n_points)
-    gen = make_generator(opts["seed"], dev)
-    start = time.perf_counter()
-    as_t = lambda v: torch.tensor(np.asarray(v, dtype=np.float64), dtype=dt, device=dev)
-    with torch.inference_mode(), serial_if_small(dev, opts["seeds"] * opts["batch"] * d):
-        consts, state, q = _init(P, opts, dev, dt, gen)       # u_hat in span(W)^perp with <u_hat, e_q> = t1
-        if not project:                                        # add the span-W part b, keep the unit norm
-            U = state.U
-            if 1 - t1 * t1 > 0:
-                U[..., 1:] *= float(np.sqrt(max(rest2, 0.0) / (1 - t1 * t1)))
-            state.U = torch.cat([as_t(b).expand(U.shape[0], 1, qr), U], dim=2).contiguous()
-        bar = progress(opts["steps"] + 1, progress_bar, "lora.simulate")
-        try:
-            rec = _run(consts, state, q, opts, t, window, gen, bar, draws=_general_draws(as_t(a), s, project),
-                       record=_general_record(as_t(a), s, project, q), extra=("q_norm",))
-        finally:
-            bar.close()
-        obs = {name: to_numpy(v) for name, v in rec.items()}
-    wall = time.perf_counter() - start
-    ok = all(np.all(np.isfinite(v)) for v in obs.values())
-    opts["m0"] = m0
-    meta = {"problem": repr(gp), "options": {**opts, "q0": None if q0 is None else list(map(float, q0)),
-                                             "record_every": record_every, "n_points": n_points},
-            "t_unit": "steps", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
-            "torch_version": torch.__version__, "seeds": opts["seeds"], "seed": opts["seed"], "wall_time_s": wall,
-            "steps_per_s": (opts["steps"] + 1) / wall, "rank_G": q, "alpha": gp.alpha, "project": project,
-            "activation_native": consts.act.native}
-    message = "" if ok else (f"non-finite values: the run diverged or overflowed at lr={opts['lr']} "
-                             f"({meta['dtype']}); lower lr, or use float64")
-    return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
-
-
-_api_simulate.register(GeneralProblem)(simulate_general)
