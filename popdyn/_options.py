@@ -148,13 +148,13 @@ def common(*names, **defaults):
 
     ``defaults`` overrides a default (``common("seeds", seeds=2)``); the constraint and help come from here.
     """
-    from ._validate import Integer, Options
+    from ._validate import Integer, Options  # noqa: F401 (Options: progress)
     table = {
         "seeds": Option("seeds", Integer(1), 4, TERMS["seeds"].meaning, calls=("simulate",)),
         "seed": Option("seed", Integer(0), 0, TERMS["seed"].meaning, calls=("simulate",)),
         "device": Option("device", None, "cpu", "torch device of the simulation: 'cpu', 'cuda' or 'cuda:N'",
                          calls=("simulate",), cli=False),
-        "dtype": Option("dtype", Options(("float64", "float32", None)), None, TERMS["dtype"].meaning,
+        "dtype": Option("dtype", None, None, TERMS["dtype"].meaning + " (checked by the simulation)",
                         calls=("simulate",), cli=False),
         "progress": Option("progress", Options((True, False, None)), None, TERMS["progress"].meaning,
                            calls=("simulate",), cli=False),

@@ -2,7 +2,7 @@
 
 A model registers each of its problem classes once, in its ``predict.py``::
 
-    register(Problem, name="lora", predict=_predict, simulate="popdyn.sim.lora.simulate:simulate",
+    register(Problem, name="lora", predict=_predict, simulate="popdyn.sim.lora:simulate",
              summary="overlap ODE of online SGD and the population loss along it")
 
 ``simulate`` is named as ``"module:function"`` and imported on the first simulation, so torch is loaded

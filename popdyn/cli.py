@@ -88,16 +88,17 @@ def _param_help(fn):
     return out
 
 
-def _add_constructor_flags(parser, fn, taken):
-    """One flag per parameter of a constructor; a name a run option takes becomes ``--problem-NAME``."""
-    helps, dests = _param_help(fn), {}
+def _add_constructor_flags(parser, fn, taken, cls):
+    """One flag per parameter of a constructor (help from its docstring, else the class's); a name a run option
+    takes becomes ``--problem-NAME``."""
+    helps, dests = _param_help(cls) | _param_help(fn), {}
     grp = parser.add_argument_group("problem")
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         flag = f"problem-{p.name}" if p.name in taken else p.name
         required = p.default is inspect.Parameter.empty
-        kw = {"dest": "problem__" + p.name, "required": required,
+        kw = {"dest": "problem__" + p.name, "required": required, "metavar": p.name.upper(),
               "help": helps.get(p.name, "") + ("" if required else f" (default: {p.default!r})")}
         kw.update(type=_typed(p.default) if not required else _literal)
         if not required:
@@ -116,7 +117,7 @@ def _add_option_flags(parser, cls, command):
     for o in (table.for_call(command) if table is not None else []):
         if not o.cli:
             continue
-        kw = {"dest": "option__" + o.name, "required": o.required, "help": o.describe()}
+        kw = {"dest": "option__" + o.name, "required": o.required, "help": o.describe(), "metavar": o.name.upper()}
         kw["type"] = _literal if o.default is REQUIRED or o.default is None else _typed(o.default)
         if not o.required:
             kw["default"] = argparse.SUPPRESS
@@ -140,7 +141,7 @@ def _model_parser(command, model, constructor, cls):
                                             + _plain((inspect.getdoc(make) or "").split("\n")[0]))
     table = getattr(cls, "options", None)
     taken = {o.name for o in table.for_call(command)} if table is not None else set()
-    ctor = _add_constructor_flags(p, make, taken)
+    ctor = _add_constructor_flags(p, make, taken, cls)
     run = _add_option_flags(p, cls, command)
     p.add_argument("--out", required=True, help="output path (.npz, metadata inside as JSON); checked first")
     if command == "simulate":
@@ -224,6 +225,9 @@ def _constructor_list(model, cls):
 
 
 def _trajectory(args, parser):
+    args.want_help = args.want_help or any(a in ("-h", "--help") for a in args.rest[:1])
+    if args.want_help and args.rest[:1] and args.rest[0] in ("-h", "--help"):
+        args.rest = args.rest[1:]
     if args.model is None:
         if args.want_help:
             parser.print_help()

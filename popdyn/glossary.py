@@ -53,8 +53,7 @@ TERMS = {
                   "int >= 1"),
     "seed": Term("first random seed of a run (simulation) or of a theory's Monte Carlo", "", "int >= 0"),
     "device": Term("torch device of a simulation", "", '"cpu" or "cuda"'),
-    "dtype": Term("torch dtype of a simulation; None is float64 on CPU, float32 on CUDA", "",
-                  '"float64", "float32" or None'),
+    "dtype": Term("torch dtype of a simulation (None: float64)", "", '"float64", "float32", a torch dtype or None'),
     "progress": Term("show a progress bar; None shows it when stderr is a terminal", "", "bool or None"),
     "n_points": Term("number of recorded times on [0, steps]", "", "int >= 2"),
     # theory

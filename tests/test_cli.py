@@ -30,15 +30,65 @@ def test_every_model_is_reachable_from_the_command_line():
     assert names["icl.parity"].__name__ == "ParityProblem" and names["lora"].__name__ == "Problem"
 
 
-def test_flags_are_generated_from_constructor_and_predict_signatures():
+def test_flags_are_generated_from_constructor_and_the_option_table():
     from popdyn.models import lora
     p, make, ctor, run = cli._model_parser("predict", "lora", "orthonormal", lora.Problem)
     assert make == lora.Problem.orthonormal
-    assert {"k", "xi", "activation", "seed", "lam", "convention"} <= set(ctor.values())
-    assert {"d", "lr", "steps", "m0", "convention", "seed"} <= set(run.values())
-    assert run["predict_seed"] == "seed" and run["predict_convention"] == "convention"  # clash: prefixed
+    assert {"k", "xi", "activation", "seed", "lam", "normalisation"} <= set(ctor.values())
+    assert set(run.values()) == {o.name for o in lora.Problem.options.for_call("predict") if o.cli}
+    flags = {a.option_strings[0] for a in p._actions if a.option_strings}
+    assert "--problem-seed" in flags and "--seed" in flags  # the constructor's seed yields to the run option's
     ns = p.parse_args(["--k", "8", "--xi", "1", "--d", "100", "--lr", "1e-3", "--steps", "10", "--out", "x"])
-    assert (ns.k, ns.xi, ns.d, ns.lr) == (8, 1, 100, 1e-3) and not hasattr(ns, "m0")  # defaults left to the API
+    assert (ns.problem__k, ns.problem__xi, ns.option__d, ns.option__lr) == (8, 1, 100, 1e-3)
+    assert not hasattr(ns, "option__m0")  # defaults are the table's, applied by the API
+    helps = {a.dest: a.help for a in p._actions}
+    assert helps["option__lr"] == lora.Problem.options["lr"].describe()  # help from the one table
+    assert all("``" not in (h or "") and ":math:" not in (h or "") for h in helps.values())  # no RST
+
+
+def test_models_lists_the_catalogue(capsys):
+    assert cli.main(["models"]) == 0
+    out = capsys.readouterr().out
+    from popdyn.models import catalogue
+    assert all(f"{e.name}: " in out for e in catalogue())
+    assert cli.main(["models", "lora"]) == 0 and "predict options: d*, lr*, steps*" in capsys.readouterr().out
+
+
+def test_predict_model_help_lists_the_constructors(capsys):
+    assert cli.main(["predict", "lora", "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "orthonormal" in out and "random_features" in out and "fields" in out
+
+
+def test_an_unwritable_out_fails_before_the_work(tmp_path, capsys, monkeypatch):
+    import popdyn
+    monkeypatch.setattr(popdyn, "predict", lambda *a, **k: pytest.fail("the work started"))
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit) as e:
+        cli.main(["predict", "lora", "orthonormal", "--k", "4", "--xi", "1", "--d", "100", "--lr", "1e-3",
+                  "--steps", "10", "--out", str(tmp_path / "file" / "x.npz")])
+    assert e.value.code == 2 and "cannot write" in capsys.readouterr().err
+
+
+def test_compare_and_plot_saved_results(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    common = ["orthonormal", "--k", "4", "--xi", "1", "--d", "100", "--lr", "2e-3", "--steps", "200",
+              "--n_points", "11"]
+    assert cli.main(["predict", "lora", *common, "--out", str(tmp_path / "p.npz")]) == 0
+    assert cli.main(["simulate", "lora", *common, "--seeds", "2", "--out", str(tmp_path / "s.npz")]) == 0
+    capsys.readouterr()
+    assert cli.main(["compare", str(tmp_path / "p.npz"), str(tmp_path / "s.npz"), "--plot",
+                     str(tmp_path / "c.png")]) == 0
+    out = capsys.readouterr().out
+    assert "sup_gap=" in out and (tmp_path / "c.png").stat().st_size > 0
+    assert cli.main(["plot", str(tmp_path / "p.npz"), "--out", str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "p.png").stat().st_size > 0
+    assert cli.main(["simulate", "lora", *common[:4], "2", *common[5:], "--seeds", "2", "--out",
+                     str(tmp_path / "s2.npz")]) == 0  # xi = 2: another problem
+    with pytest.raises(SystemExit) as e:
+        cli.main(["compare", str(tmp_path / "p.npz"), str(tmp_path / "s2.npz")])
+    assert e.value.code == 2 and "problem field 'xi'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["predict", "lora", "orthonormal", "--k", "4", "--xi", "1",
@@ -49,7 +99,7 @@ def test_flags_are_generated_from_constructor_and_predict_signatures():
                                    "--lr", "1e-3", "--steps", "10", "--out", "x"],
                                   ["validate", "--device", "tpu"],
                                   ["predict", "lora", "orthonormal", "--k", "4", "--xi", "1", "--d", "100", "--lr",
-                                   "1e-3", "--steps", "10", "--predict-convention", "x", "--out", "y"]])
+                                   "1e-3", "--steps", "10", "--convention", "x", "--out", "y"]])
 def test_bad_arguments_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
@@ -66,7 +116,7 @@ def test_invalid_value_is_usage_error_naming_parameter(tmp_path, capsys):
 def test_predict_writes_loadable_prediction(tmp_path, capsys):
     out = tmp_path / "traj.npz"
     status = cli.main(["predict", "lora", "orthonormal", "--k", "4", "--xi", "1", "--activation", "relu",
-                       "--d", "200", "--lr", "4e-5", "--steps", "500", "--predict-convention", "paper",
+                       "--d", "200", "--lr", "4e-5", "--steps", "500", "--convention", "paper",
                        "--out", str(out)])
     assert status == 0 and str(out) in capsys.readouterr().out
     pred = popdyn.load(out)

@@ -41,7 +41,7 @@ def _run_options(m0_help, *extra, n_mc, n_mc_help, rtol):
         Option("m0", Interval(-1, 1), None, m0_help, match=True),
         *extra,
         Option("convention", Options(("corrected", "paper")), "corrected",
-               "corrected adds the normalisation drift of finite lr*d to the paper's ODE (L604), paper drops it",
+               "corrected adds the normalisation drift of finite lr*d to the paper's population recursion (Section C.1), paper drops it",
                calls=("predict",)),
         Option("n_points", Integer(2), 200, "number of recorded step numbers on [0, steps]"),
         Option("n_mc", Integer(2), n_mc, n_mc_help, calls=("predict",)),
