@@ -204,7 +204,7 @@ def committee_problems(draw):
 
 @st.composite
 def contrastive_problems(draw):
-    """Multi-task linear contrastive model: T in [1, 4], 1 <= s <= r <= s + 3, d in [k, k + 3], drawn weights, sigmas;
+    """Multi-task linear contrastive model: n_tasks in [1, 4], 1 <= s <= r <= s + 3, d in [k, k + 3], drawn weights, sigmas;
     only mixtures whose universal optimum keeps every task's private features."""
     T = draw(st.integers(1, 4))
     s = draw(st.integers(1, 4))
@@ -339,11 +339,11 @@ MODELS = {
     "contrastive": ModelSpec(
         contrastive_problems(),
         edges=(lambda: contrastive.Problem.tradeoff(),
-               lambda: contrastive.Problem(1, 2, 5, 5),                                   # T = 1, d = k
+               lambda: contrastive.Problem(1, 2, 5, 5),                                   # n_tasks = 1, d = k
                lambda: contrastive.Problem(3, 3, 3, 4, v2=0.0),                           # r = s: no private features
                lambda: contrastive.Problem(3, 3, 6, 12, np.array([0.5, 0.3, 0.2]), sigma_S=2.0,
                                            sigma_R=np.array([0.5, 1.0, 1.5]))),           # uneven, per-task sigma
-        bad_predict=(("m", [0]), ("loss", "nope")),
+        bad_predict=(("n_labelled", [0]), ("loss", "nope")),
         functions=((lambda p: contrastive.optimal_representation(p)[1], {}),
                    (lambda p: contrastive.contrastive_loss_W(contrastive.optimal_representation(p)[2], p), {})),
         simulate={"steps": 5, "batch": 16, "ft_steps": 2, "probes": 2, "seeds": 2}),

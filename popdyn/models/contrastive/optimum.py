@@ -56,7 +56,7 @@ def representation_matrix(alpha, alphas, model):
     """
     owner = "contrastive.representation_matrix"
     alpha = check(owner, "alpha", alpha, Interval(0, 1))
-    a = np.broadcast_to(check(owner, "alphas", alphas, FiniteArray(np.ndim(alphas))), (model.T,))
+    a = np.broadcast_to(check(owner, "alphas", alphas, FiniteArray(np.ndim(alphas))), (model.n_tasks,))
     if not np.all((a >= 0) & (a <= 1)):
         raise InvalidParameterError(f"The 'alphas' parameter of {owner} must lie in [0, 1]. Got {alphas!r} instead.")
     diag = np.concatenate([np.full(model.s, np.sqrt(alpha))] + [np.full(model.r - model.s, np.sqrt(v)) for v in a])
@@ -104,7 +104,7 @@ def optimal_representation(model, loss="logistic"):
         raise InvalidParameterError(f"The 'model' parameter of {owner} must be a MultiTaskLinearModel. "
                                     f"Got {model!r} instead.")
     _loss(owner, loss)
-    T, s, q = model.T, model.s, model.r - model.s
+    T, s, q = model.n_tasks, model.s, model.r - model.s
     if q == 0:
         return 1.0, np.ones(T), representation_matrix(1.0, np.ones(T), model)
     fun = lambda v: _reduced(v[0], v[1:], model, loss)  # noqa: E731
