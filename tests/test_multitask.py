@@ -12,10 +12,10 @@ import warnings
 import mpmath
 import numpy as np
 import pytest
-import popdyn
 from hypothesis import example, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
+import popdyn
 from popdyn._validate import InvalidParameterError, RegimeWarning
 from popdyn.gaussian import mc_mean
 from popdyn.models import multitask as mt
