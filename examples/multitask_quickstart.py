@@ -1,6 +1,6 @@
 """Multi-task ReLU pretraining (seed 000): the exact one-step map against the paper's algorithm in torch.
 
-Run ``python examples/multitask_quickstart.py [figure.png]``. Two sign bits (r = 2), d = 20, m = 16 neurons,
+Run ``python examples/multitask_quickstart.py [figure.png]``. Two sign bits (r = 2), d = 20, width 16 (m neurons),
 the 4 Hadamard tasks (beta_bar = I, the T = infinity algorithm): ``predict`` gives W+ neuron by neuron in
 milliseconds; ``simulate`` runs one head step and one first-layer step on 2^18 stratified Gaussian samples,
 4 times; ``compare`` measures the gap in standard errors of the seed mean; the figure plots every entry of W+.
@@ -16,11 +16,11 @@ from popdyn.plot import save_figure, subplots
 __all__ = ["main"]
 
 
-def main(path="multitask_quickstart.png", prompts=2 ** 18):
+def main(path="multitask_quickstart.png", n_train=2 ** 18):
     """Predict, simulate, compare and plot the E1 problem; returns the Comparison."""
     problem = multitask.Problem.e1()
     theory = popdyn.predict(problem)                              # exact population map, milliseconds
-    sim = popdyn.simulate(problem, prompts=prompts, seeds=4)      # the paper's algorithm, torch float64
+    sim = popdyn.simulate(problem, n_train=n_train, seeds=4)      # the paper's algorithm, torch float64
     comparison = popdyn.compare(theory, sim, observables=["kappa", "loss"])
     print(comparison)
     print(f"kappa 2^r/eta^2: exact map {theory['kappa'] * 4:.4f}, simulation {np.mean(sim['kappa']) * 4:.4f}, "

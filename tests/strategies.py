@@ -133,14 +133,13 @@ def emergence_problems(draw):
 
 @st.composite
 def multitask_problems(draw):
-    """Multi-task pretraining in the paper's regime: r in [1, 4], d in [r + 1, 60], even m in [2r, 16], any task set."""
+    """Multi-task pretraining in the paper's regime: r in [1, 4], d in [r + 1, 60], even width in [2r, 16], any task set."""
     r = draw(st.integers(1, 4))
     d = draw(st.integers(r + 1, 60))
     tasks = draw(st.one_of(st.just("hadamard"), st.integers(1, 40),
                            hnp.arrays(np.float64, (draw(st.integers(1, 6)), 2 ** r), elements=st.sampled_from([-1.0, 1.0]))))
     lam_w = draw(st.one_of(st.sampled_from(["paper", "adaptive"]), st.floats(0.5, 2.0)))
-    return multitask.Problem(d, r, 2 * draw(st.integers(r, 8)), tasks, draw(st.floats(0.25, 2.0)), None, lam_w,
-                             draw(st.integers(0, 9)))
+    return multitask.Problem(d, r, 2 * draw(st.integers(r, 8)), tasks, None, lam_w, draw(st.integers(0, 9)))
 
 
 @st.composite
@@ -205,7 +204,7 @@ def committee_problems(draw):
 
 @st.composite
 def contrastive_problems(draw):
-    """Multi-task linear contrastive model: T in [1, 4], 1 <= s <= r <= s + 3, d in [k, k + 3], drawn weights, sigmas;
+    """Multi-task linear contrastive model: n_tasks in [1, 4], 1 <= s <= r <= s + 3, d in [k, k + 3], drawn weights, sigmas;
     only mixtures whose universal optimum keeps every task's private features."""
     T = draw(st.integers(1, 4))
     s = draw(st.integers(1, 4))
@@ -340,11 +339,11 @@ MODELS = {
     "contrastive": ModelSpec(
         contrastive_problems(),
         edges=(lambda: contrastive.Problem.tradeoff(),
-               lambda: contrastive.Problem(1, 2, 5, 5),                                   # T = 1, d = k
+               lambda: contrastive.Problem(1, 2, 5, 5),                                   # n_tasks = 1, d = k
                lambda: contrastive.Problem(3, 3, 3, 4, v2=0.0),                           # r = s: no private features
                lambda: contrastive.Problem(3, 3, 6, 12, np.array([0.5, 0.3, 0.2]), sigma_S=2.0,
                                            sigma_R=np.array([0.5, 1.0, 1.5]))),           # uneven, per-task sigma
-        bad_predict=(("m", [0]), ("loss", "nope")),
+        bad_predict=(("n_labelled", [0]), ("loss", "nope")),
         functions=((lambda p: contrastive.optimal_representation(p)[1], {}),
                    (lambda p: contrastive.contrastive_loss_W(contrastive.optimal_representation(p)[2], p), {})),
         simulate={"steps": 5, "batch": 16, "ft_steps": 2, "probes": 2, "seeds": 2}),
@@ -361,14 +360,14 @@ MODELS = {
         simulate={"lam": [0.3], "n": 400, "steps": 5, "seeds": 2, "test": 200}),
     "multitask": ModelSpec(
         multitask_problems(),
-        edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
+        edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, width = 2
                lambda: multitask.Problem(30, 6, 12, tasks=5, seed=3),                               # quadrature (r > 3)
                lambda: multitask.Problem(12, 2, 4, tasks=np.array([[1.0, 1.0, 1.0, 1.0]]), nu_w=1.0)),  # outside regime
-        bad_predict=(("method", "nope"), ("delta", 0.0), ("delta", 1.5)),
-        functions=((lambda p: multitask.one_step_map(p.W0, p.r, p.task_set, p.eta, p.lam_w, method="leading"), {}),
-                   (lambda p: multitask.post_head_loss(p.W0, p.task_set, p.eta), {}),
+        bad_predict=(("method", "nope"), ("delta", 0.0), ("delta", 1.5), ("lr", 0.0)),
+        functions=((lambda p: multitask.one_step_map(p.W0, p.r, p.task_set, 1.0, p.lam_w, method="leading"), {}),
+                   (lambda p: multitask.post_head_loss(p.W0, p.task_set, 1.0), {}),
                    (lambda p: multitask.A_matrix(p.W0[0], p.r), {})),
-        simulate={"prompts": 256, "seeds": 2, "chunk": 128}),
+        simulate={"n_train": 256, "seeds": 2, "chunk": 128}),
 }
 
 # One or more valid examples per model (the constraint and repr checks of test_common.py).
@@ -395,5 +394,5 @@ EXAMPLES = {
                    lambda: domain_gen.SpuriousFeatureModel(1, 2, 0.2)],
     "multitask": [lambda: multitask.Problem.e1(), lambda: multitask.Problem(10, 2, 4, tasks=np.array([[1.0, -1.0, 1.0, -1.0]]),
                                                                            lam_w=1.1, seed=2),
-                  lambda: multitask.Problem.paper(50, 3, 8, T=100)],
+                  lambda: multitask.Problem.paper(50, 3, 8, n_tasks=100)],
 }

@@ -12,7 +12,7 @@ from .falsify import falsifies, measure, memoise, perturb, scaled
 
 pytest.importorskip("torch")
 
-_SIM = {"prompts": 2 ** 16, "seeds": 3}
+_SIM = {"n_train": 2 ** 16, "seeds": 3}
 
 
 def _papers_kappa_map(f):
@@ -78,7 +78,7 @@ def _universe_walsh(f):
 def test_ratio_vs_T_fails_the_infinite_T_walsh_map(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.multitask.onestep.leading_order_map", _universe_walsh)
-    verdict, measured, checks = measure("multitask.ratio_vs_T", tmp_path, d=[100], T=[100, 1000, 10000], draws=6)
+    verdict, measured, checks = measure("multitask.ratio_vs_T", tmp_path, d=[100], n_tasks=[100, 1000, 10000], draws=6)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.5) if wrong else (measured < 0.05)
 

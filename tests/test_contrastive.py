@@ -297,11 +297,13 @@ def test_index_sets_and_samplers():
 
 
 @pytest.mark.parametrize("kwargs,name", [
-    (dict(T=2, s=5, r=4, d=20), "s"), (dict(T=2, s=2, r=4, d=5), "d"), (dict(T=0, s=1, r=2, d=4), "T"),
-    (dict(T=2, s=1, r=2, d=4, weights=np.array([0.5, 0.6])), "weights"),
-    (dict(T=2, s=1, r=2, d=4, weights=np.array([1.0])), "weights"),
-    (dict(T=2, s=1, r=2, d=4, sigma_S=-1.0), "sigma_S"), (dict(T=2, s=1, r=2, d=4, sigma_R=np.ones(3)), "sigma_R"),
-    (dict(T=2, s=1, r=2, d=4, sigma_U=np.nan), "sigma_U")])
+    (dict(n_tasks=2, s=5, r=4, d=20), "s"), (dict(n_tasks=2, s=2, r=4, d=5), "d"),
+    (dict(n_tasks=0, s=1, r=2, d=4), "n_tasks"),
+    (dict(n_tasks=2, s=1, r=2, d=4, weights=np.array([0.5, 0.6])), "weights"),
+    (dict(n_tasks=2, s=1, r=2, d=4, weights=np.array([1.0])), "weights"),
+    (dict(n_tasks=2, s=1, r=2, d=4, sigma_S=-1.0), "sigma_S"),
+    (dict(n_tasks=2, s=1, r=2, d=4, sigma_R=np.ones(3)), "sigma_R"),
+    (dict(n_tasks=2, s=1, r=2, d=4, sigma_U=np.nan), "sigma_U")])
 def test_bad_model_inputs_name_the_parameter(kwargs, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
         c.MultiTaskLinearModel(**kwargs)

@@ -16,7 +16,7 @@ from popdyn.sim import contrastive as sc  # noqa: E402
 def test_predict_observables_match_the_closed_forms():
     problem = c.Problem.tradeoff(gamma=0.5)
     pred = popdyn.predict(problem)
-    np.testing.assert_array_equal(pred.coords["m"], [4, 10, 30])
+    np.testing.assert_array_equal(pred.coords["n_labelled"], [4, 10, 30])
     assert list(pred.coords["representation"]) == ["universal", "cr", "specific"]
     np.testing.assert_allclose(pred["alpha"], 1.0, atol=1e-8)
     np.testing.assert_allclose(pred["beta"], [0.2, c.cr_finetune_beta(5, 5, 0.5), 1.0], atol=1e-8)
@@ -81,18 +81,18 @@ def test_probe_is_the_norm_constrained_least_squares_and_its_risk_is_exact():
 
 def test_simulate_is_reproducible_and_shaped():
     problem = c.Problem(2, 1, 2, 4, gamma=0.2)
-    kw = dict(steps=20, batch=32, ft_steps=5, m=[1, 4], probes=3, seeds=2)
+    kw = dict(steps=20, batch=32, ft_steps=5, n_labelled=[1, 4], probes=3, seeds=2)
     a, b = popdyn.simulate(problem, **kw), popdyn.simulate(problem, **kw)
     for k, v in a.observables.items():
         np.testing.assert_array_equal(v, b[k])
     assert a["alpha"].shape == (2, 3) and a["excess_risk"].shape == (2, 3, 2) and a["column_norms"].shape == (2, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RegimeWarning)
-        cmp = popdyn.compare(popdyn.predict(problem, m=[1, 4]), a)
+        cmp = popdyn.compare(popdyn.predict(problem, n_labelled=[1, 4]), a)
     assert cmp is not None
 
 
-@pytest.mark.parametrize("option,value", [("steps", 0), ("lr", -1.0), ("m", [0]), ("probes", 0), ("seeds", 0),
+@pytest.mark.parametrize("option,value", [("steps", 0), ("lr", -1.0), ("n_labelled", [0]), ("probes", 0), ("seeds", 0),
                                           ("device", "tpu"), ("loss", "hinge")])
 def test_simulate_bad_options_name_the_parameter(option, value):
     with pytest.raises(InvalidParameterError, match=f"'{option}' parameter"):

@@ -29,5 +29,5 @@ def test_sweep_lora_dask(tmp_path):
 
 def test_multitask_quickstart(tmp_path):
     pytest.importorskip("torch")
-    comp = _load("multitask_quickstart").main(tmp_path / "m.png", prompts=2 ** 14)
+    comp = _load("multitask_quickstart").main(tmp_path / "m.png", n_train=2 ** 14)
     assert (tmp_path / "m.png").exists() and comp.metrics["kappa"]["max_z"] < 5  # 5 SE of the seed mean

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
+import popdyn
 from popdyn._validate import InvalidParameterError, RegimeWarning
 from popdyn.gaussian import mc_mean
 from popdyn.models import multitask as mt
@@ -43,14 +44,14 @@ def test_hadamard_is_the_parity_table_with_identity_kernel(r):
     U = list(itertools.product([-1, 1], repeat=r))
     F = [[math.prod(u[k] for k in range(r) if (S >> k) & 1) for u in U] for S in range(2 ** r)]
     assert np.array_equal(ts.F, F) and np.array_equal(ts.beta_bar(), np.eye(2 ** r))
-    assert ts.diversity_deviation() == 0.0 and (ts.T, ts.r) == (2 ** r, r)
+    assert ts.diversity_deviation() == 0.0 and (ts.n_tasks, ts.r) == (2 ** r, r)
 
 
 @pytest.mark.parametrize("r", range(1, 5))
 def test_all_labelings_count_and_universe_stats(r):
     """2^(2^r) distinct labelings; the universe has B = 2^-r, K = 2^-r I, c = 0, C2 = 0, beta_bar = I (exact)."""
     ts = mt.TaskSet.all_labelings(r)
-    assert ts.T == 2 ** 2 ** r and len({tuple(row) for row in ts.F}) == ts.T
+    assert ts.n_tasks == 2 ** 2 ** r and len({tuple(row) for row in ts.F}) == ts.n_tasks
     st_ = ts.stats()
     assert st_["B"] == 2.0 ** -r and np.array_equal(st_["K"], 2.0 ** -r * np.eye(r))
     assert not st_["c"].any() and not st_["C2"].any()
@@ -120,7 +121,7 @@ def test_diversity_deviation_by_brute_force(r, T):
     (lambda: mt.TaskSet([1.0, -1.0]), "F"),
     (lambda: mt.TaskSet([[1.0]]), "F"),
     (lambda: mt.TaskSet.all_labelings(5), "r"),
-    (lambda: mt.TaskSet.random_labelings(2, 0), "T"),
+    (lambda: mt.TaskSet.random_labelings(2, 0), "n_tasks"),
     (lambda: mt.TaskSet.parities(2, (5,)), "degrees"),
 ])
 def test_taskset_bad_input(call, name):
@@ -131,35 +132,39 @@ def test_taskset_bad_input(call, name):
 # ---- Problem validation ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kw, name", [
-    (dict(d=3, r=3, m=4), "r"),
-    (dict(d=3, r=5, m=4), "r"),
-    (dict(d=10, r=0, m=4), "r"),
-    (dict(d=10, r=2, m=5), "m"),
-    (dict(d=10, r=2, m=4, tasks=[[1.0, 0.5, 1.0, -1.0]]), "tasks"),
-    (dict(d=10, r=2, m=4, tasks=[[1.0, -1.0]]), "tasks"),
-    (dict(d=10, r=5, m=10, tasks="all"), "tasks"),
-    (dict(d=10, r=2, m=4, tasks="some"), "tasks"),
-    (dict(d=10, r=2, m=4, tasks=0), "tasks"),
-    (dict(d=10, r=2, m=4, nu_w=0.0), "nu_w"),
-    (dict(d=10, r=2, m=4, nu_w=-1.0), "nu_w"),
-    (dict(d=10, r=2, m=4, eta=0.0), "eta"),
-    (dict(d=10, r=2, m=4, lam_w="big"), "lam_w"),
+    (dict(d=3, r=3, width=4), "r"),
+    (dict(d=3, r=5, width=4), "r"),
+    (dict(d=10, r=0, width=4), "r"),
+    (dict(d=10, r=2, width=5), "width"),
+    (dict(d=10, r=2, width=4, tasks=[[1.0, 0.5, 1.0, -1.0]]), "tasks"),
+    (dict(d=10, r=2, width=4, tasks=[[1.0, -1.0]]), "tasks"),
+    (dict(d=10, r=5, width=10, tasks="all"), "tasks"),
+    (dict(d=10, r=2, width=4, tasks="some"), "tasks"),
+    (dict(d=10, r=2, width=4, tasks=0), "tasks"),
+    (dict(d=10, r=2, width=4, nu_w=0.0), "nu_w"),
+    (dict(d=10, r=2, width=4, nu_w=-1.0), "nu_w"),
+    (dict(d=10, r=2, width=4, lam_w="big"), "lam_w"),
 ])
 def test_problem_bad_input(kw, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}'"):
         mt.Problem(**kw)
 
 
+def test_step_size_is_a_run_option():
+    with pytest.raises(InvalidParameterError, match="'lr'"):
+        popdyn.predict(mt.Problem(d=10, r=2, width=4), lr=0.0)
+
+
 def test_problem_defaults_and_symmetric_init():
-    p = mt.Problem(d=16, r=2, m=6, tasks=[[1.0, -1.0, -1.0, 1.0]])
-    assert p.nu_w == 16 ** -1.25 and p.task_set.T == 1
+    p = mt.Problem(d=16, r=2, width=6, tasks=[[1.0, -1.0, -1.0, 1.0]])
+    assert p.nu_w == 16 ** -1.25 and p.task_set.n_tasks == 1
     assert np.array_equal(p.W0[:3], p.W0[3:]) and np.array_equal(p.A0[:, :3], -p.A0[:, 3:])
-    assert mt.Problem(d=16, r=2, m=6, tasks=9, seed=4).task_set.T == 9
+    assert mt.Problem(d=16, r=2, width=6, tasks=9, seed=4).task_set.n_tasks == 9
 
 
 def test_problem_accepts_ndarray_task_table():
     F = mt.TaskSet.random_labelings(2, 3, seed=0).F
-    assert np.array_equal(mt.Problem(d=10, r=2, m=4, tasks=F).task_set.F, F)
+    assert np.array_equal(mt.Problem(d=10, r=2, width=4, tasks=F).task_set.F, F)
 
 
 @pytest.mark.parametrize("call, name", [
@@ -203,7 +208,7 @@ def test_head_names_W0_when_too_narrow_for_tasks():
 def _mc_step(W0, ts, eta, A0, lam_a, heads, n, seed):
     """Seeded MC of eq. (7)'s head step (explicit hinge subgradient at (W0, A0)), of the hinge loss at the given heads
     and of the fixed-head W gradient of (1/T) sum_i E[hinge] (eq. (8)), all from the same x ~ N(0, I_d)."""
-    T, m, d = ts.T, W0.shape[0], W0.shape[1]
+    T, m, d = ts.n_tasks, W0.shape[0], W0.shape[1]
 
     def sample(rng, k):
         X = rng.standard_normal((k, d))
@@ -544,7 +549,7 @@ def test_margin_bound_holds_and_is_not_loose():
     """The Laurent-Massart certificate bounds the sampled max y f over 2e5 Gaussian inputs (delta = 1e-9), yet is
     within 4x of it: Cauchy-Schwarz and the chi-square tail lose little at the E1 problem."""
     p = mt.Problem.e1()
-    heads = mt.head_after_step(p.W0, p.task_set, p.eta)
+    heads = mt.head_after_step(p.W0, p.task_set, 1.0)
     X = np.random.default_rng(0).standard_normal((200_000, p.d))
     yf = p.task_set.labels(X) * (heads @ np.maximum(X @ p.W0.T, 0).T)
     bound = mt.margin_bound(p.W0, heads, 1e-9)

@@ -55,14 +55,14 @@ REPORT = Path("validation") / "report" / "bench.json"  # under the current direc
 SIZES = {
     "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5,
              "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),),
-             "multitask_prompts": 2 ** 18,
+             "multitask_n_train": 2 ** 18,
              "emergence": {"m": 300, "n": 50_000}, "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
              "resnet": {"d": 30, "N": 3000, "mc": 100_000, "hamming_N": 10_000},
              "contrastive_steps": 6000, "committee_t": 100.0,
              "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
-              "multitask_prompts": 2 ** 16,
+              "multitask_n_train": 2 ** 16,
               "emergence": {"m": 60, "n": 10_000}, "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
               "resnet": {"d": 20, "N": 1000, "mc": 20_000, "hamming_N": 2000},
               "contrastive_steps": 1500, "committee_t": 20.0,
@@ -259,14 +259,14 @@ def _bench_modular(sz):
 
 def _bench_multitask(sz):
     from .claims.multitask import bench_multitask
-    r = bench_multitask(prompts=sz["multitask_prompts"])
+    r = bench_multitask(n_train=sz["multitask_n_train"])
     return {"multitask_moments": {"what": "multitask sign-conditioned moments, (r, d, m) = (6, 300, 64): numba "
                                           "prefix/suffix kernel vs the same quadrature in vectorised numpy",
                                   "fast_s": r["moments_numba_s"], "slow_s": r["moments_numpy_s"],
                                   "ratio": r["numba_speedup"], "goal": GOALS["multitask_moments"],
                                   "max_abs_diff": r["max_abs_diff"]},
             "multitask_predict": {"what": f"multitask one-step map (E1: r=2, d=20, m=16): predict vs simulate at "
-                                          f"n = {r['prompts']} (median per-neuron error {r['median_rel_err']:.1%})",
+                                          f"n = {r['n_train']} (median per-neuron error {r['median_rel_err']:.1%})",
                                   "fast_s": r["predict_s"], "slow_s": r["simulate_s"],
                                   "ratio": r["simulate_over_predict"], "goal": GOALS["multitask_predict"]}}
 

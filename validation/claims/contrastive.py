@@ -45,12 +45,12 @@ def _expected_norms(problem):
        metric="max over seeds and invariant columns of |learned column norm - theory| / theory (universal on R, "
               "specific on R_t)",
        tolerance=0.01, tolerance_origin="spec B.4 (1): 1 % at 6000 x 512 samples (R7 measured 0.4 %)",
-       quick={"T": 3, "s": 2, "r": 4, "d": 10, "steps": 6000, "batch": 512, "lr": 0.05, "seeds": 2},
-       full={"T": 3, "s": 2, "r": 4, "d": 10, "steps": 12000, "batch": 1024, "lr": 0.05, "seeds": 4})
+       quick={"n_tasks": 3, "s": 2, "r": 4, "d": 10, "steps": 6000, "batch": 512, "lr": 0.05, "seeds": 2},
+       full={"n_tasks": 3, "s": 2, "r": 4, "d": 10, "steps": 12000, "batch": 1024, "lr": 0.05, "seeds": 4})
 def column_norms(size, device, outdir):
-    problem = contrastive.Problem(size["T"], size["s"], size["r"], size["d"])
-    sim = popdyn.simulate(problem, steps=size["steps"], batch=size["batch"], lr=size["lr"], ft_steps=0, m=[problem.r],
-                          probes=1, seeds=size["seeds"], device=device)
+    problem = contrastive.Problem(size["n_tasks"], size["s"], size["r"], size["d"])
+    sim = popdyn.simulate(problem, steps=size["steps"], batch=size["batch"], lr=size["lr"], ft_steps=0,
+                          n_labelled=[problem.r], probes=1, seeds=size["seeds"], device=device)
     univ, R, Rt = _expected_norms(problem)
     learned = sim["column_norms"]
     err_u = np.abs(learned[:, R] - univ) / univ
@@ -84,15 +84,17 @@ def column_norms(size, device, outdir):
        metric="max over gamma and seeds of |beta learned - cr_finetune_beta(T, s, gamma)| / cr_finetune_beta",
        tolerance=0.01, tolerance_origin="same SGD budget as contrastive.column_norms (1 %); the paper's form is "
                                         "9.5 % above at gamma = 0.2, T = 3, s = 2",
-       quick={"T": 3, "s": 2, "gammas": [0.1, 0.2, 0.4], "ft_steps": 1000, "batch": 512, "lr": 0.05, "seeds": 2},
-       full={"T": 5, "s": 5, "gammas": [0.1, 0.3, 0.6, 1.2], "ft_steps": 1500, "batch": 512, "lr": 0.5, "seeds": 2})
+       quick={"n_tasks": 3, "s": 2, "gammas": [0.1, 0.2, 0.4], "ft_steps": 1000, "batch": 512, "lr": 0.05,
+              "seeds": 2},
+       full={"n_tasks": 5, "s": 5, "gammas": [0.1, 0.3, 0.6, 1.2], "ft_steps": 1500, "batch": 512, "lr": 0.5,
+             "seeds": 2})
 def cr_beta(size, device, outdir):
-    T, s = size["T"], size["s"]
+    T, s = size["n_tasks"], size["s"]
     rows, errs = [], []
     for g in size["gammas"]:
         problem = contrastive.Problem(T, s, 2 * s, s + T * s + 2, gamma=g)
         sim = popdyn.simulate(problem, steps=1, ft_steps=size["ft_steps"], batch=size["batch"], lr=size["lr"],
-                              m=[problem.r], probes=1, seeds=size["seeds"], device=device)
+                              n_labelled=[problem.r], probes=1, seeds=size["seeds"], device=device)
         theory, paper = contrastive.cr_finetune_beta(T, s, g), contrastive.cr_finetune_beta(T, s, g, "paper")
         learned = sim["beta"][:, 1]
         errs.append(np.max(np.abs(learned - theory)) / theory)
@@ -121,12 +123,12 @@ def cr_beta(size, device, outdir):
               "probes) is not in the order of the exact Rademacher terms (rademacher_exact x probe_norm)",
        tolerance=0.5, tolerance_origin="an ordering claim: every predicted pair must hold (spec B.4 (3)); the "
                                        "violations are counted, so <= 0.5 means none",
-       quick={"T": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 3000, "batch": 512, "lr": 0.5, "ft_steps": 1000,
-              "probes": 400, "seeds": 2},
-       full={"T": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 4000, "batch": 512, "lr": 0.5, "ft_steps": 1000,
-             "probes": 1000, "seeds": 3})
+       quick={"n_tasks": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 3000, "batch": 512, "lr": 0.5,
+              "ft_steps": 1000, "probes": 400, "seeds": 2},
+       full={"n_tasks": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 4000, "batch": 512, "lr": 0.5,
+             "ft_steps": 1000, "probes": 1000, "seeds": 3})
 def tradeoff(size, device, outdir):
-    T, s = size["T"], size["s"]
+    T, s = size["n_tasks"], size["s"]
     problem = contrastive.Problem(T, s, 2 * s, s + T * s + 5, noise=size["noise"], gamma=size["gamma"])
     ms = np.array([max(1, -(-problem.r // 3)), problem.r, 3 * problem.r])
     alpha, alphas, _ = contrastive.optimal_representation(problem)
@@ -136,7 +138,7 @@ def tradeoff(size, device, outdir):
     rad = {k: np.array([contrastive.rademacher_exact(alphas_rep[k], betas[k], s, problem.r, int(mm), B[k])
                         for mm in ms]) for k in _REPS}
     sim = popdyn.simulate(problem, steps=size["steps"], batch=size["batch"], lr=size["lr"], ft_steps=size["ft_steps"],
-                          m=ms, probes=size["probes"], seeds=size["seeds"], device=device)
+                          n_labelled=ms, probes=size["probes"], seeds=size["seeds"], device=device)
     risk = sim["excess_risk"].mean(0)                                        # (3, len m)
     violations, rows = 0, []
     for j in range(2):
@@ -150,10 +152,10 @@ def tradeoff(size, device, outdir):
                      **{f"rademacher_m{mm}": float(rad[k][j]) for j, mm in enumerate(ms)}})
     fig, axes = subplots(2)
     dots = {k: {"marker": "o"} for k in _REPS}
-    plot_curves(ms, {k: risk[i] for i, k in enumerate(_REPS)}, ax=axes[0], logy=True, xlabel="m", styles=dots,
-                ylabel="excess risk", title="norm-bounded probes", legend=False)
-    plot_curves(ms, {k: rad[k] for k in _REPS}, ax=axes[1], logy=True, xlabel="m", ylabel="R_m (exact)", styles=dots,
-                title="exact Rademacher term", legend=False)
+    plot_curves(ms, {k: risk[i] for i, k in enumerate(_REPS)}, ax=axes[0], logy=True, xlabel="labelled samples m",
+                styles=dots, ylabel="excess risk", title="norm-bounded probes", legend=False)
+    plot_curves(ms, {k: rad[k] for k in _REPS}, ax=axes[1], logy=True, xlabel="labelled samples m",
+                ylabel="R_m (exact)", styles=dots, title="exact Rademacher term", legend=False)
     for ax in axes:
         sample_axis(ax, ms)
     legend_outside(fig)
@@ -167,13 +169,13 @@ def tradeoff(size, device, outdir):
                                f"{contrastive.leading_term_ratio(problem.v1, problem.v2, s, problem.r, T):.3f})")
 
 
-def bench_contrastive(T=3, s=2, r=4, d=10, steps=6000, batch=512, seeds=1, device="cpu"):
+def bench_contrastive(n_tasks=3, s=2, r=4, d=10, steps=6000, batch=512, seeds=1, device="cpu"):
     """Seconds for the population optimum (the convex program, then the column norms) against projected-SGD
     pre-training of ``steps`` x ``batch`` pairs that reaches the same column norms within about 1 %, and the
     reached relative error; returns a dict."""
     import torch
     from popdyn.sim import contrastive as sim
-    problem = contrastive.Problem(T, s, r, d)
+    problem = contrastive.Problem(n_tasks, s, r, d)
     t0 = time.perf_counter()
     univ, R, _ = _expected_norms(problem)
     t_theory = time.perf_counter() - t0

@@ -37,6 +37,7 @@ _TOL_KAPPA = 0.02   # kappa_vs_r: exact map vs eta^2 2^-r/(2 pi), relative (spec
 _TOL_SLOPE_D = 0.3  # ratio_vs_d: |slope + 1.5|
 _TOL_WALSH = 0.10   # ratio_vs_T: leading-order Walsh ratio vs the exact map (spec §4: E3/E4 within 10 %)
 _TOL_STRUCT = 0.05  # task_structure: |kappa_exact - kappa_LO| / kappa_par
+_LR = 1.0           # the step size eta of every claim (the paper's Theta(1); simulate's default lr)
 
 
 def sim_stats(sim):
@@ -53,7 +54,7 @@ def sim_stats(sim):
 
 
 def _simulate(problem, size, device):
-    return popdyn.simulate(problem, prompts=size["prompts"], seeds=size["seeds"], device=device)
+    return popdyn.simulate(problem, n_train=size["n_train"], seeds=size["seeds"], lr=_LR, device=device)
 
 
 # ---- E1: the one-step map against the simulation ---------------------------------------------------------------
@@ -68,27 +69,27 @@ def _simulate(problem, size, device):
        tolerance_origin="spec §4 E1 ('relative error < 5 bootstrap s.e.'): under the correct map the ratio is about 1 "
                         "(a chi distribution over d coordinates); the paper's kappa = eta^2 2^-r-2 is 57 % off in the "
                         "ground-truth part, tens of standard errors at these n",
-       quick={"settings": [[1, 20, 8, "hadamard"], [2, 20, 16, "hadamard"]], "prompts": 2 ** 17, "seeds": 12},
+       quick={"settings": [[1, 20, 8, "hadamard"], [2, 20, 16, "hadamard"]], "n_train": 2 ** 17, "seeds": 12},
        full={"settings": [[1, 20, 8, "hadamard"], [2, 20, 16, "hadamard"], [2, 50, 16, 20], [3, 20, 16, "hadamard"]],
-             "prompts": 2 ** 20, "seeds": 24})
+             "n_train": 2 ** 20, "seeds": 24})
 def one_step_map(size, device, outdir):
     rows, worst = [], 0.0
     fig, (ax0, ax1) = subplots(2, panel_size=(5.2, 4.0))
     for i, (r, d, m, tasks) in enumerate(size["settings"]):
         problem = mt.Problem(d, r, m, tasks, seed=i)
         W0 = problem.W0
-        W_pop = mt.one_step_map(W0, r, problem.task_set, problem.eta, problem.lam_w)
+        W_pop = mt.one_step_map(W0, r, problem.task_set, _LR, problem.lam_w)
         W_sim, sigma, k_sim, k_se = sim_stats(_simulate(problem, size, device))
         gap = np.linalg.norm(W_sim - W_pop, axis=1)
         z = gap / sigma
         rel = gap / np.linalg.norm(W_pop, axis=1)
-        k_pop, k_paper = mt.kappa_hat(W0, W_pop, r), mt.kappa_par(r, problem.eta, corrected=False)
+        k_pop, k_paper = mt.kappa_hat(W0, W_pop, r), mt.kappa_par(r, _LR, corrected=False)
         worst = max(worst, float(z.max()))
-        rows.append({"r": r, "d": d, "m": m, "tasks": str(tasks), "n": size["prompts"], "seeds": size["seeds"],
+        rows.append({"r": r, "d": d, "width": m, "tasks": str(tasks), "n": size["n_train"], "seeds": size["seeds"],
                      "max_z": float(z.max()), "median_rel_err": float(np.median(rel)), "kappa_pop": k_pop,
                      "kappa_sim": k_sim, "kappa_se": k_se, "kappa_z": abs(k_sim - k_pop) / k_se,
                      "paper_kappa_z": abs(k_sim - k_paper) / k_se})
-        label = f"r={r}, d={d}, T={problem.task_set.T}"
+        label = f"r={r}, d={d}, T={problem.task_set.n_tasks}"
         ax0.plot(W_pop[:, :r].ravel(), W_sim[:, :r].ravel(), "o", ms=3, color=f"C{i}", label=label)
         ax1.plot(np.arange(m), z, "o-", ms=3, color=f"C{i}", label=label)
     lo, hi = ax0.get_xlim()
@@ -119,14 +120,14 @@ def one_step_map(size, device, outdir):
        tolerance=_TOL_KAPPA,
        tolerance_origin="spec §3 C5: the exact map is within O(eps^2) of the leading constant, 0.3 % at r = 6, "
                         "d = 200 (measured 0.4 %); the paper's 1/4 is 57 % off",
-       quick={"r": [1, 2, 3, 4, 5, 6], "d": 200, "m": 40, "sim": [[1, 20, 8], [2, 20, 16]], "prompts": 2 ** 17,
+       quick={"r": [1, 2, 3, 4, 5, 6], "d": 200, "width": 40, "sim": [[1, 20, 8], [2, 20, 16]], "n_train": 2 ** 17,
               "seeds": 12},
-       full={"r": [1, 2, 3, 4, 5, 6, 7, 8], "d": 200, "m": 40, "sim": [[1, 20, 8], [2, 20, 16], [3, 20, 16]],
-             "prompts": 2 ** 20, "seeds": 24})
+       full={"r": [1, 2, 3, 4, 5, 6, 7, 8], "d": 200, "width": 40, "sim": [[1, 20, 8], [2, 20, 16], [3, 20, 16]],
+             "n_train": 2 ** 20, "seeds": 24})
 def kappa_vs_r(size, device, outdir):
     rows = []
     for r in size["r"]:
-        problem = mt.Problem(size["d"], r, size["m"])
+        problem = mt.Problem(size["d"], r, size["width"])
         k = mt.kappa_hat(problem.W0, mt.one_step_map(problem.W0, r), r)
         rows.append({"r": r, "kappa_exact_2r": k * 2 ** r, "kappa_par_2r": mt.kappa_par(r, 1.0) * 2 ** r,
                      "paper_2r": mt.kappa_par(r, 1.0, corrected=False) * 2 ** r,
@@ -174,14 +175,14 @@ def _slope(x, y):
        tolerance_origin="spec §3 C9c: ratio/(r/d)^1.5 in [0.16, 0.67] over d = 50..800, i.e. the prefactor wanders "
                         "by 4x: a slope error up to ~0.2 over a 32x range of d (measured 0.08-0.12); a leakage of 1 % "
                         "of kappa left by a wrong weight decay gives a slope near 0",
-       quick={"r": [2, 3], "d": [50, 100, 200, 400, 800, 1600], "m": 80, "draws": 7},
-       full={"r": [2, 3, 4, 6], "d": [50, 100, 200, 400, 800, 1600, 3200], "m": 80, "draws": 15})
+       quick={"r": [2, 3], "d": [50, 100, 200, 400, 800, 1600], "width": 80, "draws": 7},
+       full={"r": [2, 3, 4, 6], "d": [50, 100, 200, 400, 800, 1600, 3200], "width": 80, "draws": 15})
 def ratio_vs_d(size, device, outdir):
     rows, slopes, r1 = [], {}, []
     for r in [1] + list(size["r"]):
         med = []
         for d in size["d"]:
-            ratios = [mt.subspace_ratio(mt.one_step_map(mt.symmetric_init(d, size["m"], d ** -1.25, s), r), r)
+            ratios = [mt.subspace_ratio(mt.one_step_map(mt.symmetric_init(d, size["width"], d ** -1.25, s), r), r)
                       for s in range(size["draws"])]
             med.append(float(np.median(ratios)))
             rows.append({"r": r, "d": d, "median_ratio": med[-1], "prefactor": med[-1] / (r / d) ** 1.5})
@@ -196,7 +197,7 @@ def ratio_vs_d(size, device, outdir):
         y = [row["median_ratio"] for row in rows if row["r"] == r]
         ax.loglog(d, y, "o-", color=f"C{i}", label=f"r = {r}: exact map, slope {slopes[r]:.2f}")
         ax.loglog(d, y[0] * (d / d[0]) ** -1.5, ":", color=f"C{i}", lw=1)
-        ax.loglog(d, [bounds.thm42_rhs(r, dd, size["m"], math.inf) for dd in size["d"]], "--", color=f"C{i}", lw=1)
+        ax.loglog(d, [bounds.thm42_rhs(r, dd, size["width"], math.inf) for dd in size["d"]], "--", color=f"C{i}", lw=1)
     ax.loglog(d, np.maximum(r1, 1e-18), "x-", color="0.5", label="r = 1 (exact zero: rounding)")
     ax.plot([], [], "k:", lw=1, label="slope -1.5 (Thm 4.2)")
     ax.plot([], [], "k--", lw=1, label="Thm 4.2 shape (r^3.5 + log^3.5 m)/d^1.5, C = 1")
@@ -220,26 +221,26 @@ def ratio_vs_d(size, device, outdir):
        tolerance=_TOL_WALSH,
        tolerance_origin="spec §4 (E3/E4: exact map vs leading order within 10 %); the leading-order error is O(eps) "
                         "(spec C8), measured 0.1-7 % per draw (C9)",
-       quick={"r": 2, "d": [100, 400], "T": [100, 1000, 10000, 100000], "m": 40, "draws": 12},
-       full={"r": 2, "d": [50, 100, 400, 1000], "T": [100, 300, 1000, 3000, 10000, 30000, 100000], "m": 40,
+       quick={"r": 2, "d": [100, 400], "n_tasks": [100, 1000, 10000, 100000], "width": 40, "draws": 12},
+       full={"r": 2, "d": [50, 100, 400, 1000], "n_tasks": [100, 300, 1000, 3000, 10000, 30000, 100000], "width": 40,
              "draws": 32})
 def ratio_vs_T(size, device, outdir):
     r, rows = size["r"], []
     for d in size["d"]:
-        for T in size["T"]:
+        for T in size["n_tasks"]:
             ex, lo, ad = [], [], []
             for s in range(size["draws"]):
-                problem = mt.Problem(d, r, size["m"], T, seed=s)
+                problem = mt.Problem(d, r, size["width"], T, seed=s)
                 ts, W0 = problem.task_set, problem.W0
                 ex.append(mt.subspace_ratio(mt.one_step_map(W0, r, ts), r))
                 lo.append(mt.subspace_ratio(mt.one_step_map(W0, r, ts, method="leading"), r))
                 ad.append(mt.subspace_ratio(mt.one_step_map(W0, r, ts, lam_w="adaptive"), r))
-            rows.append({"d": d, "T": T, "ratio_exact": float(np.mean(ex)), "ratio_walsh": float(np.mean(lo)),
+            rows.append({"d": d, "n_tasks": T, "ratio_exact": float(np.mean(ex)), "ratio_walsh": float(np.mean(lo)),
                          "ratio_adaptive": float(np.mean(ad)), "rel_err": abs(np.mean(lo) / np.mean(ex) - 1),
-                         "heuristic": math.sqrt(2 / T) * (math.sqrt(size["m"] / 2) + math.sqrt(d))
-                         / (math.sqrt(size["m"] / 2) - math.sqrt(r))})
+                         "heuristic": math.sqrt(2 / T) * (math.sqrt(size["width"] / 2) + math.sqrt(d))
+                         / (math.sqrt(size["width"] / 2) - math.sqrt(r))})
     worst = max(row["rel_err"] for row in rows)
-    Ts = np.asarray(size["T"], float)
+    Ts = np.asarray(size["n_tasks"], float)
     slopes = {d: _slope(Ts, [row["ratio_exact"] for row in rows if row["d"] == d]) for d in size["d"]}
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
     for i, d in enumerate(size["d"]):
@@ -277,17 +278,17 @@ _FAMILIES = {"universe": lambda r: mt.TaskSet.hadamard(r), "dictators": lambda r
        tolerance_origin="leading-order error O(eps^2) relative for these families (spec C8: exact to 1e-14 for "
                         "dictators, 4e-3 for the universe at d = 200); the universe's kappa applied to every family "
                         "is off by 2 for degree >= 2 parities",
-       quick={"r": [2, 3], "d": 400, "m": 40, "sim": [2, 20, 16], "prompts": 2 ** 17, "seeds": 12},
-       full={"r": [2, 3, 4], "d": 1000, "m": 40, "sim": [2, 20, 16], "prompts": 2 ** 20, "seeds": 24})
+       quick={"r": [2, 3], "d": 400, "width": 40, "sim": [2, 20, 16], "n_train": 2 ** 17, "seeds": 12},
+       full={"r": [2, 3, 4], "d": 1000, "width": 40, "sim": [2, 20, 16], "n_train": 2 ** 20, "seeds": 24})
 def task_structure(size, device, outdir):
     rows = []
     for r in size["r"]:
-        W0 = mt.symmetric_init(size["d"], size["m"], size["d"] ** -1.25, 0)
+        W0 = mt.symmetric_init(size["d"], size["width"], size["d"] ** -1.25, 0)
         for name, make in _FAMILIES.items():
             ts = make(r)
             k_ex = mt.kappa_hat(W0, mt.one_step_map(W0, r, ts), r)
             k_lo = mt.kappa_hat(W0, mt.one_step_map(W0, r, ts, method="leading"), r)
-            rows.append({"r": r, "family": name, "T": ts.T, "kappa_exact": k_ex, "kappa_walsh": k_lo,
+            rows.append({"r": r, "family": name, "n_tasks": ts.n_tasks, "kappa_exact": k_ex, "kappa_walsh": k_lo,
                          "kappa_par": mt.kappa_par(r, 1.0), "decay": mt.decay_factor(r, 1.0),
                          "err": abs(k_ex - k_lo) / mt.kappa_par(r, 1.0),
                          "ratio": mt.subspace_ratio(mt.one_step_map(W0, r, ts), r)})
@@ -343,10 +344,10 @@ def quad_moments_numpy(w_par, s):
     return q, p
 
 
-def bench_multitask(repeat=5, prompts=2 ** 18):
+def bench_multitask(repeat=5, n_train=2 ** 18):
     """The exact map's kernel at (r, d, m) = (6, 300, 64): numba sign moments vs :func:`quad_moments_numpy` (the
     same formula in vectorised numpy), and ``predict`` vs ``simulate`` of the one-step map of ``Problem.e1()`` at
-    ``prompts`` samples (one seed; 2^18 gives about 10 % median per-neuron error), with that error. ``predict`` is
+    ``n_train`` samples (one seed; 2^18 gives about 10 % median per-neuron error), with that error. ``predict`` is
     timed on ``repeat`` fresh problems (new W0: nothing cached but the JIT), the median reported."""
     r, d, m = 6, 300, 64
     W0 = mt.symmetric_init(d, m, d ** -1.25, 0)
@@ -359,15 +360,15 @@ def bench_multitask(repeat=5, prompts=2 ** 18):
     popdyn.predict(mt.Problem.e1(seed=6))              # warm-up
     t_pred = float(np.median([_timed(lambda: popdyn.predict(mt.Problem.e1(seed=7 + i))) for i in range(repeat)]))
     problem = mt.Problem.e1(seed=7)
-    popdyn.simulate(mt.Problem.e1(seed=8), prompts=2 ** 10)   # torch warm-up
+    popdyn.simulate(mt.Problem.e1(seed=8), n_train=2 ** 10, seeds=1)   # torch warm-up
     t0 = time.perf_counter()
-    sim = popdyn.simulate(problem, prompts=prompts, seeds=1)
+    sim = popdyn.simulate(problem, n_train=n_train, seeds=1)
     t_sim = time.perf_counter() - t0
     W_pop = mt.one_step_map(problem.W0, problem.r)
     rel = np.linalg.norm(sim["W_plus"][0] - W_pop, axis=1) / np.linalg.norm(W_pop, axis=1)
     return {"moments_numba_s": t_nb, "moments_numpy_s": t_np, "numba_speedup": t_np / t_nb, "max_abs_diff": diff,
             "exact_map_s": t_map, "predict_s": t_pred, "simulate_s": t_sim, "simulate_over_predict": t_sim / t_pred,
-            "prompts": prompts, "median_rel_err": float(np.median(rel))}
+            "n_train": n_train, "median_rel_err": float(np.median(rel))}
 
 
 def _timed(fn):

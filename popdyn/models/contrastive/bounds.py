@@ -232,7 +232,7 @@ def risk_bound(alpha, alpha_t, s, r, m, v1, v2, L=1.0, delta=0.05, O_const=0.0):
     return float(lead + 8 * np.sqrt(2 * np.log(4 / delta) / m))
 
 
-def leading_term_ratio(v1, v2, s, r, T):
+def leading_term_ratio(v1, v2, s, r, n_tasks):
     r"""Ratio of the leading risk terms, universal (alpha = 1, beta = 1/T) over task-specific (alpha = beta = 1).
 
     .. math:: \frac{\sqrt{(v_1 + T v_2)(s + (r - s)/T)}}{\sqrt{r(v_1 + v_2)}}
@@ -243,8 +243,8 @@ def leading_term_ratio(v1, v2, s, r, T):
         Target weights on S and P_t, >= 0, v1 + v2 > 0.
     s, r : int
         Shared and per-task features, 1 <= s <= r.
-    T : int
-        Number of tasks (>= 1).
+    n_tasks : int
+        Number T of tasks (>= 1).
 
     Returns
     -------
@@ -269,7 +269,7 @@ def leading_term_ratio(v1, v2, s, r, T):
     if not v1 + v2 > 0:
         raise InvalidParameterError(f"The 'v2' parameter of {owner} must make v1 + v2 > 0. Got {v2!r} instead.")
     _, _, s, q, _, _ = _args(owner, 1.0, 1.0, s, r, 1, 1.0, 1.0, 1.0)
-    T = as_int(owner, "T", T, 1)
+    T = as_int(owner, "n_tasks", n_tasks, 1)
     return float(np.sqrt((v1 + T * v2) * (s + q / T) / ((s + q) * (v1 + v2))))
 
 

@@ -152,7 +152,7 @@ def contrastive_loss_reduced(alpha, alphas, model, loss="logistic"):
     owner = "contrastive.contrastive_loss_reduced"
     alpha = check(owner, "alpha", alpha, _NONNEG)
     _loss(owner, loss)
-    return _reduced(alpha, _alphas(owner, alphas, model.T), model, loss)[0]
+    return _reduced(alpha, _alphas(owner, alphas, model.n_tasks), model, loss)[0]
 
 
 def _quadratic_form(W, model, t):
@@ -239,7 +239,7 @@ def contrastive_loss_W(W, model, loss="logistic", method="exact", n=100_000, see
     n = as_int(owner, "n", n, low=2)
     n_nodes = as_int(owner, "n_nodes", n_nodes, low=1)
     out = 0.0
-    for t in range(model.T):
+    for t in range(model.n_tasks):
         if method == "exact":
             out += model.weights[t] * _exact_task(_quadratic_form(W, model, t), loss, n_nodes)
         else:

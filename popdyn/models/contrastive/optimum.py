@@ -56,7 +56,7 @@ def representation_matrix(alpha, alphas, model):
     """
     owner = "contrastive.representation_matrix"
     alpha = check(owner, "alpha", alpha, Interval(0, 1))
-    a = np.broadcast_to(check(owner, "alphas", alphas, FiniteArray(np.ndim(alphas))), (model.T,))
+    a = np.broadcast_to(check(owner, "alphas", alphas, FiniteArray(np.ndim(alphas))), (model.n_tasks,))
     if not np.all((a >= 0) & (a <= 1)):
         raise InvalidParameterError(f"The 'alphas' parameter of {owner} must lie in [0, 1]. Got {alphas!r} instead.")
     diag = np.concatenate([np.full(model.s, np.sqrt(alpha))] + [np.full(model.r - model.s, np.sqrt(v)) for v in a])
@@ -104,7 +104,7 @@ def optimal_representation(model, loss="logistic"):
         raise InvalidParameterError(f"The 'model' parameter of {owner} must be a MultiTaskLinearModel. "
                                     f"Got {model!r} instead.")
     _loss(owner, loss)
-    T, s, q = model.T, model.s, model.r - model.s
+    T, s, q = model.n_tasks, model.s, model.r - model.s
     if q == 0:
         return 1.0, np.ones(T), representation_matrix(1.0, np.ones(T), model)
     fun = lambda v: _reduced(v[0], v[1:], model, loss)  # noqa: E731
@@ -115,7 +115,7 @@ def optimal_representation(model, loss="logistic"):
     return float(v[0]), v[1:], representation_matrix(float(v[0]), v[1:], model)
 
 
-def optimal_representation_even(T, s, r, loss="logistic"):
+def optimal_representation_even(n_tasks, s, r, loss="logistic"):
     r"""Optimal (alpha, beta) of the even mixture (sigmas 1, w_t = 1/T): a 1-D search on the binding budget (Prop. 7.3).
 
     .. math:: \min_{\alpha\in[\alpha_-, 1]}\ \mathbb E\,\ell(\alpha Z + \beta(\alpha) Z_1),\quad
@@ -124,8 +124,8 @@ def optimal_representation_even(T, s, r, loss="logistic"):
 
     Parameters
     ----------
-    T : int
-        Number of tasks (>= 1).
+    n_tasks : int
+        Number T of tasks (>= 1).
     s : int
         Shared features, 1 <= s <= r.
     r : int
@@ -153,7 +153,7 @@ def optimal_representation_even(T, s, r, loss="logistic"):
     (1.0, 1.0)
     """
     owner = "contrastive.optimal_representation_even"
-    T, s, r = as_int(owner, "T", T, 1), as_int(owner, "s", s, 1), as_int(owner, "r", r, 1)
+    T, s, r = as_int(owner, "n_tasks", n_tasks, 1), as_int(owner, "s", s, 1), as_int(owner, "r", r, 1)
     if s > r:
         raise InvalidParameterError(f"The 's' parameter of {owner} must be an int in [1, r] (r = {r}). "
                                     f"Got {s} instead.")
@@ -222,7 +222,7 @@ def project_spectral_frobenius(W, r):
     return (U * sv_new) @ Vt
 
 
-def cr_finetune_beta(T, s, gamma, convention="corrected"):
+def cr_finetune_beta(n_tasks, s, gamma, convention="corrected"):
     r"""beta_CR after contrastive-regularised fine-tuning of the universal representation within Frobenius radius gamma.
 
     .. math:: \text{paper: }\sqrt{\beta_{CR}} = \min\big(1, T^{-1/2} + \gamma/\sqrt s\big);\qquad
@@ -232,8 +232,8 @@ def cr_finetune_beta(T, s, gamma, convention="corrected"):
 
     Parameters
     ----------
-    T : int
-        Number of pre-training tasks (>= 1).
+    n_tasks : int
+        Number T of pre-training tasks (>= 1).
     s : int
         Shared features (= private features per task, r = 2s), >= 1. For r != 2s pass the private count r - s: with
         the even optimum (1, 1/T) the same chord argument holds with gamma / sqrt(r - s) (derived).
@@ -267,7 +267,7 @@ def cr_finetune_beta(T, s, gamma, convention="corrected"):
     (0.25, 1.0)
     """
     owner = "contrastive.cr_finetune_beta"
-    T, s = as_int(owner, "T", T, 1), as_int(owner, "s", s, 1)
+    T, s = as_int(owner, "n_tasks", n_tasks, 1), as_int(owner, "s", s, 1)
     gamma = check(owner, "gamma", gamma, Interval(0, np.inf))
     convention = check(owner, "convention", convention, _CONVENTIONS)
     g = gamma / np.sqrt(s)

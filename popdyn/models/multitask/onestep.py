@@ -70,7 +70,7 @@ def _heads(owner, S, ts, eta, lam_a, A0):
     if A0 is None:
         raise InvalidParameterError(f"The 'A0' parameter of {owner} must be the (T, m) initial heads when lam_a is "
                                     f"given (lam_a = 1/eta, the paper's choice, is lam_a=None). Got None instead.")
-    A0 = check(owner, "A0", A0, FiniteArray(2, (ts.T, S.shape[0])))
+    A0 = check(owner, "A0", A0, FiniteArray(2, (ts.n_tasks, S.shape[0])))
     return (1.0 - eta * lam_a) * A0 + plus
 
 
@@ -246,7 +246,7 @@ def post_head_loss(W0, tasks, eta, lam_a=None, A0=None):
     owner = "multitask.post_head_loss"
     ts, S, eta = _head_inputs(owner, W0, tasks, eta)
     a = _heads(owner, S, ts, eta, lam_a, A0)
-    return float(1.0 - np.sum(a * (ts.F @ S.T)) / (ts.T * ts.F.shape[1]))
+    return float(1.0 - np.sum(a * (ts.F @ S.T)) / (ts.n_tasks * ts.F.shape[1]))
 
 
 def _gradient_parts(owner, W0, ts, r, eta, lam_a, A0, method, r_from_tasks=False):
@@ -258,7 +258,7 @@ def _gradient_parts(owner, W0, ts, r, eta, lam_a, A0, method, r_from_tasks=False
         V = eta * (S if ts is None else S @ ts.beta_bar()) / P
     else:
         ts = TaskSet.hadamard(r) if ts is None else ts
-        V = (_heads(owner, S, ts, eta, lam_a, A0).T @ ts.F) / ts.T
+        V = (_heads(owner, S, ts, eta, lam_a, A0).T @ ts.F) / ts.n_tasks
     g_par = -np.einsum("mp,mpk->mk", V, M_par) / P
     g_perp = -np.einsum("mp,mp->m", V, m_perp) / P
     return W0, r, w_par, s, g_par, g_perp
@@ -697,6 +697,6 @@ def check_linear_regime(W0, tasks, eta, lam_a=None, A0=None, n_mc=100_000, seed=
     bound = float(np.abs(a).sum(1).max() * np.linalg.norm(W0, axis=1).max() * (math.sqrt(W0.shape[1]) + 6.0))
     if top >= 1.0:
         warnings.warn(f"{owner}: the hinge reaches its threshold (max y f = {top:.3g} >= 1 on {hits} of "
-                      f"{n_mc * ts.T} pairs): the closed forms miss the threshold term (seed 000 L369-370); use a "
+                      f"{n_mc * ts.n_tasks} pairs): the closed forms miss the threshold term (seed 000 L369-370); use a "
                       f"smaller nu_w (the paper: d^-1.25) or width.", RegimeWarning, stacklevel=2)
-    return {"max_margin": top, "frac_active": hits / (n_mc * ts.T), "bound": bound}
+    return {"max_margin": top, "frac_active": hits / (n_mc * ts.n_tasks), "bound": bound}

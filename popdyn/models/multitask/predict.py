@@ -1,17 +1,15 @@
 """``popdyn.predict`` for multi-task ReLU pretraining: the exact one-step population map (seed 000; specs/multitask.md §2).
 
-``predict(problem, *, method="exact"|"leading", delta=1e-9)`` registered for
-:class:`~popdyn.models.multitask.Problem`: the heads after one step, the post-head loss, the first layer after
+``popdyn.predict(problem, lr=1.0, method="exact"|"leading", delta=1e-9)`` for
+:class:`~popdyn.models.multitask.Problem` (registered here, catalogue name ``multitask``): the heads after one step, the post-head loss, the first layer after
 the W step, the measured kappa and Thm 4.2's subspace ratio, with the linear-regime certificate.
 """
 from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
-from ..._validate import Interval, Options, RegimeWarning, check
-from ...api import predict
+from ..._validate import RegimeWarning
+from ...api import register
 from ...results import Prediction
 from .onestep import (head_after_step, kappa_hat, kappa_par, margin_bound, one_step_map, post_head_loss,
                       subspace_ratio)
@@ -22,8 +20,7 @@ __all__ = []
 _SRC = "seed 000 L101-113, L149, L349-455, L706-769; specs/multitask.md §2.1-2.6"
 
 
-@predict.register(Problem)
-def _predict(problem, *, method="exact", delta=1e-9):
+def _predict(problem, *, lr, method, delta):
     r"""One-step theory of multi-task pretraining at the problem's W0 and task set.
 
     .. math:: a^+ = \eta F S^\top/2^r,\quad \mathcal L = 1 - \eta 4^{-r}\sum_j S_j^\top\bar\beta S_j,\quad
@@ -32,6 +29,8 @@ def _predict(problem, *, method="exact", delta=1e-9):
     Parameters
     ----------
     problem : Problem
+    lr : float
+        Step size eta of both steps, > 0.
     method : {"exact", "leading"}
         The exact sign-pattern map, or the leading-order Walsh map (spec §2.6.3) for ``W_plus``.
     delta : float
@@ -41,7 +40,7 @@ def _predict(problem, *, method="exact", delta=1e-9):
     Returns
     -------
     Prediction
-        ``t = None``; observables ``W_plus`` (m, d), ``heads`` (T, m), ``loss``, ``kappa`` (least-squares scale
+        ``t = None``; observables ``W_plus`` (width, d), ``heads`` (T, width), ``loss``, ``kappa`` (least-squares scale
         of the ground-truth parts, :func:`kappa_hat`), ``ratio`` (Thm 4.2, :func:`subspace_ratio`),
         ``kappa_par`` and ``kappa_paper`` (the corrected and the paper's leading constants), ``margin_bound``.
 
@@ -57,14 +56,11 @@ def _predict(problem, *, method="exact", delta=1e-9):
     Examples
     --------
     >>> import popdyn
-    >>> pred = popdyn.predict(Problem(d=40, r=1, m=8))
+    >>> pred = popdyn.predict(Problem(d=40, r=1, width=8))
     >>> round(float(pred["kappa"] / pred["kappa_par"]), 12)       # r = 1: exact for every d
     1.0
     """
-    owner = "multitask.predict"
-    method = check(owner, "method", method, Options(("exact", "leading")))
-    delta = check(owner, "delta", delta, Interval(0, 1, closed="neither"))
-    ts, W0, r, eta = problem.task_set, problem.W0, problem.r, problem.eta
+    ts, W0, r, eta = problem.task_set, problem.W0, problem.r, lr
     universe = isinstance(problem.tasks, str) and problem.tasks == "hadamard"   # beta_bar = I, handled analytically
     W_plus = one_step_map(W0, r, None if universe else ts, eta, problem.lam_w, method=method)
     heads = head_after_step(W0, ts, eta)
@@ -73,9 +69,13 @@ def _predict(problem, *, method="exact", delta=1e-9):
     if bound >= 1.0:
         status, message = 1, f"linear regime not certified: margin bound {bound:.3g} >= 1 (seed 000 L369-370)"
         warnings.warn(f"multitask.predict: {message}; the closed forms may miss the hinge threshold term. Use the "
-                      f"paper's nu_w = d^-1.25 and m = O(d).", RegimeWarning, stacklevel=3)
+                      f"paper's nu_w = d^-1.25 and width = O(d).", RegimeWarning)
     obs = {"W_plus": W_plus, "heads": heads, "loss": post_head_loss(W0, ts, eta),
            "kappa": kappa_hat(W0, W_plus, r), "ratio": subspace_ratio(W_plus, r),
            "kappa_par": kappa_par(r, eta), "kappa_paper": kappa_par(r, eta, corrected=False), "margin_bound": bound}
-    meta = dict(problem=repr(problem), options={"method": method, "delta": delta}, source=_SRC)
-    return Prediction(t=None, observables=obs, status=status, message=message, meta=meta)
+    return Prediction(t=None, observables=obs, status=status, message=message, meta={"source": _SRC})
+
+
+register(Problem, name="multitask", predict=_predict, simulate="popdyn.sim.multitask:simulate",
+         summary="one head step and one shared first-layer step of multi-task ReLU pretraining: W+, heads, loss, "
+                 "kappa and Thm 4.2's ratio")

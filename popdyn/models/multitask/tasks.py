@@ -95,7 +95,7 @@ class TaskSet:
     Examples
     --------
     >>> ts = TaskSet.hadamard(2)
-    >>> ts.T, ts.r, bool(np.array_equal(ts.beta_bar(), np.eye(4)))
+    >>> ts.n_tasks, ts.r, bool(np.array_equal(ts.beta_bar(), np.eye(4)))
     (4, 2, True)
     """
 
@@ -104,8 +104,8 @@ class TaskSet:
         self.F.setflags(write=False)
 
     @property
-    def T(self):
-        """Number of tasks."""
+    def n_tasks(self):
+        """Number of tasks (T in the paper)."""
         return self.F.shape[0]
 
     @property
@@ -114,7 +114,7 @@ class TaskSet:
         return int(round(np.log2(self.F.shape[1])))
 
     def __repr__(self):
-        return f"TaskSet(T={self.T}, r={self.r})"
+        return f"TaskSet(n_tasks={self.n_tasks}, r={self.r})"
 
     # ---- constructors ----------------------------------------------------------------------------
     @classmethod
@@ -129,12 +129,12 @@ class TaskSet:
         return cls(F)
 
     @classmethod
-    def random_labelings(cls, r, T, seed=0):
-        """``T`` labelings drawn i.i.d. uniformly from all ``2^(2^r)`` (the paper's universe, L75)."""
+    def random_labelings(cls, r, n_tasks, seed=0):
+        """``n_tasks`` labelings drawn i.i.d. uniformly from all ``2^(2^r)`` (the paper's universe, L75)."""
         r = as_int("multitask.TaskSet.random_labelings", "r", r, low=1, high=24)
-        T = as_int("multitask.TaskSet.random_labelings", "T", T, low=1)
+        n_tasks = as_int("multitask.TaskSet.random_labelings", "n_tasks", n_tasks, low=1)
         rng = np.random.default_rng(seed)
-        return cls(rng.choice([-1.0, 1.0], size=(T, 2 ** r)))
+        return cls(rng.choice([-1.0, 1.0], size=(n_tasks, 2 ** r)))
 
     @classmethod
     def all_labelings(cls, r):
@@ -167,7 +167,7 @@ class TaskSet:
     # ---- statistics -------------------------------------------------------------------------------
     def beta_bar(self):
         r"""Task kernel :math:`\bar\beta = F^\top F / T` (L211, with the paper's ``1/n`` read as ``1/T``)."""
-        return self.F.T @ self.F / self.T
+        return self.F.T @ self.F / self.n_tasks
 
     def walsh(self):
         r"""Walsh coefficients of degree <= 2 of every task.
@@ -196,7 +196,7 @@ class TaskSet:
         satisfying Assumption 2.1, ``E B = 2^-r`` and ``E K = 2^-r I``.
         """
         a0, a1, A2 = self.walsh()
-        T = self.T
+        T = self.n_tasks
         return {"B": float(a0 @ a0 / T), "K": a1.T @ a1 / T, "c": a0 @ a1 / T,
                 "C2": np.einsum("t,tkl->kl", a0, A2) / T}
 

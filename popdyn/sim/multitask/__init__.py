@@ -1,16 +1,17 @@
-"""One-step multi-task pretraining with finite samples (seed 000, eqs. (6)-(8)) in torch; registers ``popdyn.simulate``.
+"""One-step multi-task pretraining with finite samples (seed 000, eqs. (6)-(8)) in torch.
 
 Public names
 ------------
 simulate
-    ``simulate(problem, *, prompts, seeds, stratified, ...)`` -> :class:`popdyn.results.Simulation` with
+    ``popdyn.simulate(problem, n_train=..., seeds=..., stratified=..., lr=...)`` ->
+    :class:`popdyn.results.Simulation` with
     observables ``W_plus``, ``heads``, ``loss``, ``kappa``, ``ratio`` (the names of ``popdyn.predict``) and
     ``threshold_hits``, ``pattern_counts``; one row per seed.
 downstream
     The random two-layer embedding on top of ``alpha W_bar^+`` and a linear probe fitted by L-BFGS on
     hypercube data (App. B): test 0-1 error and hinge loss.
 
-The algorithm is the paper's with empirical means over ``n = prompts`` Gaussian samples, shared by every
+The algorithm is the paper's with empirical means over ``n = n_train`` Gaussian samples, shared by every
 task and by both steps (spec §7): the head step (7) with ``lambda_a = 1/eta``, then the first-layer step (8)
 with the heads held fixed at ``a^+`` and the weight decay ``1 - eta lambda_w`` formed analytically
 (:func:`popdyn.models.multitask.decay_factor`). The hinge subgradients carry their threshold indicators.
@@ -34,17 +35,15 @@ import warnings
 import numpy as np
 import torch
 
-from .._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
-from ..api import simulate as _api_simulate
-from ..models.multitask import Problem, decay_factor, kappa_hat, sign_patterns, subspace_ratio
-from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, standard_normal_, to_numpy
+from ..._validate import FiniteArray, Interval, InvalidParameterError, as_int, check
+from ...models.multitask import decay_factor, kappa_hat, sign_patterns, subspace_ratio
+from ...results import Simulation
+from .._torch import make_generator, progress as _progress, resolve_device, resolve_dtype, standard_normal_, to_numpy
 
 __all__ = ["simulate", "downstream"]
 
 _OWNER = "multitask.simulate"
 _SLACK = 1e-9      # a row is screened when its bound is >= 1 - 1e-9: rounding of y f (1e-16 relative) stays clear
-_BOOL = Options((True, False))
 _POS = Interval(0, np.inf, closed="neither")
 _NONNEG = Interval(0, np.inf, closed="left")
 
@@ -83,7 +82,7 @@ def _sample(gen, U, rows, d, stratified, dtype):
 
 def _chunks(opts, replicate, U, d, dtype):
     """The chunks of one replicate, in order: (P, nb, d) blocks and their pattern counts."""
-    n, C = opts["prompts"], opts["chunk"]
+    n, C = opts["n_train"], opts["chunk"]
     for c in range(-(-n // C)):
         gen = _chunk_generator(opts["seed"], replicate, c, U.device)
         yield _sample(gen, U, min(C, n - c * C), d, opts["stratified"], dtype)
@@ -94,20 +93,20 @@ def _chunks(opts, replicate, U, d, dtype):
 class _Net:
     """Constants of one problem on the device: distinct rows of W0, the grouping of neurons, tasks, patterns.
 
-    ``Vd`` (g, d) are the distinct rows, ``group`` (m,) maps neuron j to its row, ``E`` (m, g) is the one-hot
+    ``Vd`` (g, d) are the distinct rows, ``group`` (width,) maps neuron j to its row, ``E`` (width, g) is the one-hot
     membership, so ``f_i(x) = (a_i E) . relu(Vd x)`` exactly; ``F`` (T, P) and ``U`` (P, r) the tasks and patterns.
     """
 
-    def __init__(self, problem, device, dtype):
+    def __init__(self, problem, lr, device, dtype):
         Vd, group = np.unique(problem.W0, axis=0, return_inverse=True)
         group = group.reshape(-1)
-        E = np.zeros((problem.m, len(Vd)))
-        E[np.arange(problem.m), group] = 1.0
+        E = np.zeros((problem.width, len(Vd)))
+        E[np.arange(problem.width), group] = 1.0
         as_t = lambda a, dt=torch.float64: torch.as_tensor(np.array(a), dtype=dt, device=device)
         self.Vd, self.U = as_t(Vd, dtype), as_t(sign_patterns(problem.r), dtype)
         self.group, self.E = as_t(group, torch.int64), as_t(E)
         self.F, self.W0, self.A0 = as_t(problem.task_set.F), as_t(problem.W0), as_t(problem.A0)
-        self.eta, self.r, self.d = problem.eta, problem.r, problem.d
+        self.eta, self.r, self.d = lr, problem.r, problem.d
 
 
 def _screen(H, A_eff):
@@ -176,7 +175,7 @@ def _second_pass(net, opts, replicate, heads):
 
 def _replicate(net, opts, replicate, dec, bar):
     """Both steps on one sample set: heads (T, m), W+ (m, d), post-head loss, threshold hits, counts, bound."""
-    n, eta, F, T = opts["prompts"], net.eta, net.F, net.F.shape[0]
+    n, eta, F, T = opts["n_train"], net.eta, net.F, net.F.shape[0]
     Hsum, Q, hmax, G0, hits, counts = _first_pass(net, opts, replicate, bar)
     FH = F @ Hsum                                                    # sum_x y_i(x) relu(Vd x), (T, g)
     # head step (7): (1 - eta lam_a) a0 = 0 exactly with lam_a = 1/eta, and grad_a L_i = -(FH - G0)_i / n
@@ -195,28 +194,21 @@ def _replicate(net, opts, replicate, dec, bar):
 
 # ---- options and the public entry point ---------------------------------------------------------------------------
 
-def _check(problem, prompts, seeds, stratified, chunk, seed, progress_bar):
-    """Validated options: chunk rounded up to a multiple of 2^r, and prompts too when stratified (with a warning)."""
-    if not isinstance(problem, Problem):
-        raise InvalidParameterError(
-            f"The 'problem' parameter of {_OWNER} must be a multitask.Problem. Got {problem!r} instead.")
+def _run_options(problem, n_train, stratified, chunk, seed):
+    """The sampling options of one run: chunk rounded up to a multiple of 2^r, and n_train too when stratified
+    (with a warning)."""
     P = 2 ** problem.r
-    opts = {"prompts": as_int(_OWNER, "prompts", prompts, 1), "seeds": as_int(_OWNER, "seeds", seeds, 1),
-            "stratified": bool(check(_OWNER, "stratified", stratified, _BOOL)),
-            "chunk": as_int(_OWNER, "chunk", chunk, 1), "seed": as_int(_OWNER, "seed", seed, 0, 2**63 - 1),
-            "progress_bar": bool(check(_OWNER, "progress_bar", progress_bar, _BOOL))}
-    opts["chunk"] = -(-opts["chunk"] // P) * P   # whole patterns per chunk (the non-stratified block too)
-    if opts["stratified"] and opts["prompts"] % P:
-        rounded = -(-opts["prompts"] // P) * P
-        warnings.warn(f"{_OWNER}: prompts={opts['prompts']} is not a multiple of 2^r = {P} (equal counts per sign "
-                      f"pattern); rounded up to {rounded}.", UserWarning, stacklevel=3)
-        opts["prompts_requested"], opts["prompts"] = opts["prompts"], rounded
+    opts = {"n_train": n_train, "stratified": stratified, "seed": seed,
+            "chunk": -(-chunk // P) * P}   # whole patterns per chunk (the non-stratified block too)
+    if stratified and n_train % P:
+        rounded = -(-n_train // P) * P
+        warnings.warn(f"{_OWNER}: n_train={n_train} is not a multiple of 2^r = {P} (equal counts per sign "
+                      f"pattern); rounded up to {rounded}.", UserWarning)
+        opts["n_train_requested"], opts["n_train"] = n_train, rounded
     return opts
 
 
-@_api_simulate.register(Problem)
-def simulate(problem, *, prompts=2**18, seeds=1, stratified=True, seed=0, device="cpu", dtype=None, chunk=2**16,
-             progress_bar=False):
+def simulate(problem, *, lr, n_train, stratified, chunk, seeds, seed, device, dtype, progress):
     r"""Multi-task pretraining on finite samples: the head step, then one first-layer step with fixed heads.
 
     .. math:: a_i^+ = (1-\eta\lambda_a)a_i^0 - \eta\nabla_a\hat{\mathcal L}_i(W^0, a_i^0),\qquad
@@ -228,8 +220,10 @@ def simulate(problem, *, prompts=2**18, seeds=1, stratified=True, seed=0, device
     Parameters
     ----------
     problem : multitask.Problem
-        W0 (symmetric init), the initial heads A0, the task table, eta and lambda_w (every seed shares them).
-    prompts : int
+        W0 (symmetric init), the initial heads A0, the task table and lambda_w (every seed shares them).
+    lr : float
+        Step size eta of both steps.
+    n_train : int
         Samples n per seed, shared by all tasks and by both steps. With ``stratified`` a multiple of 2^r
         (rounded up, with a warning).
     seeds : int
@@ -247,13 +241,13 @@ def simulate(problem, *, prompts=2**18, seeds=1, stratified=True, seed=0, device
     chunk : int
         Samples per chunk (rounded up to a multiple of 2^r): the memory bound, about ``chunk * (d + 2 m)``
         numbers.
-    progress_bar : bool
+    progress : bool
         A tqdm bar over the chunks of the first pass (when tqdm is installed).
 
     Returns
     -------
     Simulation
-        ``t = None``; observables with a leading seed axis: ``W_plus`` (seeds, m, d), ``heads`` (seeds, T, m),
+        ``t = None``; observables with a leading seed axis: ``W_plus`` (seeds, width, d), ``heads`` (seeds, T, width),
         ``loss`` (seeds,) the post-head multi-task hinge loss ``(1/T) sum_i L_i(W0, a_i^+)`` without
         regularisers, ``kappa`` (:func:`~popdyn.models.multitask.kappa_hat`), ``ratio``
         (:func:`~popdyn.models.multitask.subspace_ratio`, Thm 4.2), ``threshold_hits`` (pairs (x, i) with
@@ -275,22 +269,23 @@ def simulate(problem, *, prompts=2**18, seeds=1, stratified=True, seed=0, device
 
     Examples
     --------
+    >>> import popdyn
     >>> from popdyn.models import multitask
-    >>> sim = simulate(multitask.Problem(d=8, r=1, m=4), prompts=2**12, seeds=2)
+    >>> sim = popdyn.simulate(multitask.Problem(d=8, r=1, width=4), n_train=2**12, seeds=2)
     >>> sim["W_plus"].shape, sim["threshold_hits"].tolist(), sim["pattern_counts"].tolist()
     ((2, 4, 8), [0, 0], [[2048, 2048], [2048, 2048]])
     """
-    opts = _check(problem, prompts, seeds, stratified, chunk, seed, progress_bar)
+    opts = _run_options(problem, n_train, stratified, chunk, seed)
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
-    dec = decay_factor(problem.r, problem.eta, problem.lam_w, problem.task_set)
+    dec = decay_factor(problem.r, lr, problem.lam_w, problem.task_set)
     start = time.perf_counter()
     out = {k: [] for k in ("W_plus", "heads", "loss", "threshold_hits", "pattern_counts")}
     bounds = []
-    bar = progress(opts["seeds"] * -(-opts["prompts"] // opts["chunk"]), opts["progress_bar"], _OWNER)
+    bar = _progress(seeds * -(-opts["n_train"] // opts["chunk"]), progress, _OWNER, unit="chunk")
     try:
         with torch.inference_mode():
-            net = _Net(problem, dev, dt)
-            for s in range(opts["seeds"]):
+            net = _Net(problem, lr, dev, dt)
+            for s in range(seeds):
                 heads, W_plus, loss, hits, counts, bound = _replicate(net, opts, s, dec, bar)
                 for k, v in (("W_plus", to_numpy(W_plus)), ("heads", to_numpy(heads)), ("loss", loss),
                              ("threshold_hits", hits), ("pattern_counts", counts.cpu().numpy())):
@@ -302,10 +297,10 @@ def simulate(problem, *, prompts=2**18, seeds=1, stratified=True, seed=0, device
     obs = {k: np.array(v) for k, v in out.items()}
     obs["kappa"] = np.array([kappa_hat(problem.W0, W, problem.r) for W in obs["W_plus"]])
     obs["ratio"] = np.array([subspace_ratio(W, problem.r) for W in obs["W_plus"]])
-    meta = {"problem": repr(problem), "options": opts, "device": str(dev), "dtype": str(dt).replace("torch.", ""),
-            "torch_version": torch.__version__, "seeds": opts["seeds"], "seed": opts["seed"], "decay_factor": dec,
+    meta = {"options": opts, "device": str(dev), "dtype": str(dt).replace("torch.", ""),
+            "torch_version": torch.__version__, "seeds": seeds, "seed": seed, "decay_factor": dec,
             "distinct_neurons": int(net.Vd.shape[0]), "margin_bound": bounds, "wall_time_s": wall,
-            "samples_per_s": opts["seeds"] * opts["prompts"] / wall}
+            "samples_per_s": seeds * opts["n_train"] / wall}
     ok = all(np.all(np.isfinite(v)) for k, v in obs.items() if k != "ratio")
     return Simulation(t=None, observables=obs, status=0 if ok else -1,
                       message="" if ok else "non-finite W_plus or heads: overflow; use float64", meta=meta)
@@ -351,7 +346,7 @@ def _fit_probe(G, y, lam, max_iter):
     return a.detach(), tau.detach(), float(val), grad
 
 
-def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, prompts, test=4096, lam=1e-4, seed=0,
+def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, n_train, n_test=4096, lam=1e-4, seed=0,
                device="cpu", dtype=None, max_iter=1000):
     r"""Downstream task on hypercube inputs: the random embedding on top of ``alpha W_bar^+``, a linear probe.
 
@@ -379,9 +374,9 @@ def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, prompts, te
         2/(nu_w sqrt(m_bar))`` (spec §1.5), or the measured kappa in place of kappa_par.
     target : callable or array_like of shape (2**r,)
         ``fbar(u) -> +-1`` on a sign pattern u (ndarray (r,)), or its table in ``sign_patterns`` order.
-    prompts : int
+    n_train : int
         Training samples n, ``>= 2``.
-    test : int
+    n_test : int
         Fresh test samples, ``>= 1``.
     lam : float
         Ridge on a, ``> 0`` (the bias is not penalised).
@@ -414,7 +409,7 @@ def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, prompts, te
     --------
     >>> W = np.zeros((4, 6)); W[[0, 2], 0] = W[[1, 3], 1] = 1.0                 # neurons on v_1 and v_2
     >>> out = downstream(W, 2, m_hat=64, gamma=1.0, gamma_hat=1.0, alpha=1.0, target=[1, -1, -1, 1],
-    ...                  prompts=200, test=500)
+    ...                  n_train=200, n_test=500)
     >>> out["test_error"]
     0.0
     """
@@ -425,8 +420,8 @@ def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, prompts, te
         raise InvalidParameterError(f"The 'W_plus' parameter of {owner} must have an even number of rows (the "
                                     f"symmetric init pairs neurons). Got shape {W.shape} instead.")
     r = as_int(owner, "r", r, 1, d - 1)
-    m_hat, prompts = as_int(owner, "m_hat", m_hat, 1), as_int(owner, "prompts", prompts, 2)
-    test, max_iter, seed = as_int(owner, "test", test, 1), as_int(owner, "max_iter", max_iter, 1), as_int(
+    m_hat, n_train = as_int(owner, "m_hat", m_hat, 1), as_int(owner, "n_train", n_train, 2)
+    n_test, max_iter, seed = as_int(owner, "n_test", n_test, 1), as_int(owner, "max_iter", max_iter, 1), as_int(
         owner, "seed", seed, 0, 2**63 - 1)
     gamma, gamma_hat = check(owner, "gamma", gamma, _NONNEG), check(owner, "gamma_hat", gamma_hat, _NONNEG)
     alpha, lam = check(owner, "alpha", alpha, _POS), check(owner, "lam", lam, _POS)
@@ -441,8 +436,8 @@ def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, prompts, te
                                                                                  / math.sqrt(m_hat))
     embed = lambda V: torch.relu(torch.relu(V @ Wbar.T + b) @ W_hat.T + b_hat)
     tab = torch.as_tensor(np.array(table), dtype=dt, device=dev)
-    V, y = _hypercube(gen, prompts, d, tab, r, dt, dev)
-    Vt, yt = _hypercube(gen, test, d, tab, r, dt, dev)
+    V, y = _hypercube(gen, n_train, d, tab, r, dt, dev)
+    Vt, yt = _hypercube(gen, n_test, d, tab, r, dt, dev)
     G = embed(V)
     mu, sd = G.mean(0), G.std(0)
     sd = torch.where(sd > 0, sd, torch.ones_like(sd))                # a constant feature standardises to 0

@@ -1,5 +1,5 @@
-"""Finite-sample contrastive pre-training, CR fine-tuning and norm-bounded linear probes in torch, batched over seeds;
-registers ``popdyn.simulate`` for :class:`popdyn.models.contrastive.Problem` (seed 001 ch. 7; spec B.3 (R7), B.4).
+"""Finite-sample contrastive pre-training, CR fine-tuning and norm-bounded linear probes in torch, batched over seeds:
+``popdyn.simulate`` for :class:`popdyn.models.contrastive.Problem` (seed 001 ch. 7; spec B.3 (R7), B.4).
 
 Public names
 ------------
@@ -11,24 +11,24 @@ cr_finetune
     Projected SGD on task t's contrastive loss inside {||W - W0||_F <= gamma} and the spectral-Frobenius set
     (Dykstra's alternating projections).
 probe_excess_risk
-    Norm-constrained least squares (||u|| <= B_{phi,t}, ridge with lambda by bisection) on m labelled points; the
+    Norm-constrained least squares (||u|| <= B_{phi,t}, ridge with lambda by bisection) on n_labelled points; the
     exact population excess risk of each fit.
 simulate
-    ``simulate(problem, *, steps, batch, lr, ft_steps, m, probes, seeds, ...)`` -> :class:`popdyn.results.Simulation`
-    with the observables of ``popdyn.predict`` that training can measure (``alpha``, ``beta``, ``probe_norm``,
-    ``column_norms``) and ``excess_risk`` (seeds, 3, len(m)), ``gram_offdiag`` (seeds,).
+    ``popdyn.simulate(problem, steps=..., batch=..., lr=..., ft_steps=..., n_labelled=..., probes=..., seeds=...)``
+    -> :class:`popdyn.results.Simulation` with the observables of ``popdyn.predict`` that training can measure
+    (``alpha``, ``beta``, ``probe_norm``, ``column_norms``, ``gram_offdiag``) and ``excess_risk``
+    (seeds, 3, len(n_labelled)).
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from .._validate import FiniteArray, Interval, Options, as_int, check
-from ..api import simulate as _api_simulate
-from ..models.contrastive import LOSSES, Problem, optimal_representation, representation_matrix
-from ..models.contrastive.predict import REPRESENTATIONS, default_m
-from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
+from ..._validate import Options, check
+from ...models.contrastive import LOSSES, REPRESENTATIONS, optimal_representation, representation_matrix
+from ...results import Simulation
+from .._torch import (make_generator, progress as _progress, resolve_device, resolve_dtype, serial_if_small,
+                      standard_normal_, to_numpy)
 
 __all__ = ["project_spectral_frobenius", "pretrain", "cr_finetune", "probe_excess_risk", "simulate"]
 
@@ -60,7 +60,7 @@ def project_spectral_frobenius(W, r):
 
 def _pairs(problem, t, n, gen, dt, dev, seeds):
     """(x, x^+) of shape (seeds, n, d): task t, or tasks drawn from the weights when t is None."""
-    scales = torch.as_tensor(np.stack([problem.feature_scales(j) for j in range(problem.T)]), dtype=dt, device=dev)
+    scales = torch.as_tensor(np.stack([problem.feature_scales(j) for j in range(problem.n_tasks)]), dtype=dt, device=dev)
     if t is None:
         task = torch.multinomial(torch.tensor(problem.weights, device=dev), seeds * n, True, generator=gen)
         sc = scales[task].reshape(seeds, n, -1)
@@ -81,7 +81,7 @@ def _grad(W, x, xp, dloss):
 
 
 def pretrain(problem, t=None, *, steps=6000, batch=512, lr=0.05, seeds=2, seed=0, loss="logistic", device="cpu",
-             dtype=None, progress_bar=False):
+             dtype=None, progress=False):
     """Projected SGD from a random start (entries N(0, 0.25/d), projected) on task t (None: the mixture).
 
     The step is ``lr`` for the first half and falls linearly to 0 over the second (a settled end point).
@@ -94,7 +94,7 @@ def pretrain(problem, t=None, *, steps=6000, batch=512, lr=0.05, seeds=2, seed=0
     gen = make_generator(seed, dev)
     W = standard_normal_(torch.empty(seeds, problem.k, problem.d, dtype=dt, device=dev), gen) * (0.5 / problem.d**0.5)
     W = project_spectral_frobenius(W, problem.r)
-    bar = progress(steps, progress_bar, "contrastive.pretrain")
+    bar = _progress(steps, progress, "contrastive.pretrain", unit="step")
     for i in range(steps):
         x, xp = _pairs(problem, t, batch, gen, dt, dev, seeds)
         W = project_spectral_frobenius(W - lr * min(1.0, 2 * (1 - i / steps)) * _grad(W, x, xp, dloss), problem.r)
@@ -104,7 +104,7 @@ def pretrain(problem, t=None, *, steps=6000, batch=512, lr=0.05, seeds=2, seed=0
 
 
 def cr_finetune(problem, W0, *, steps=2000, batch=512, lr=0.05, dykstra=5, seed=1, loss="logistic",
-                progress_bar=False):
+                progress=False):
     """Projected SGD on task t's contrastive loss within ||W - W0||_F <= gamma, ||W|| <= 1, ||W||_F <= sqrt r.
 
     The projection onto the intersection is ``dykstra`` rounds of Dykstra's algorithm (ball, then the
@@ -118,7 +118,7 @@ def cr_finetune(problem, W0, *, steps=2000, batch=512, lr=0.05, dykstra=5, seed=
         dist = (V - W0).flatten(1).norm(dim=1).clamp(min=1e-300)
         return W0 + (V - W0) * (gamma / dist).clamp(max=1.0)[:, None, None]
 
-    bar = progress(steps, progress_bar, "contrastive.cr_finetune")
+    bar = _progress(steps, progress, "contrastive.cr_finetune", unit="step")
     for _ in range(steps):
         x, xp = _pairs(problem, problem.t, batch, gen, W.dtype, W.device, W.shape[0])
         V = W - lr * _grad(W, x, xp, dloss)
@@ -141,8 +141,9 @@ def _norms(problem, W):
     return to_numpy(c2[:, S].mean(-1)), to_numpy(c2[:, P[problem.t]].mean(-1))
 
 
-def probe_excess_risk(problem, W, m, probes, gen):
-    """Excess risks (seeds, probes) of the norm-bounded least-squares probe on m points, and B_{phi,t} (seeds,).
+def probe_excess_risk(problem, W, n_labelled, probes, gen):
+    """Excess risks (seeds, probes) of the norm-bounded least-squares probe on n_labelled points, and B_{phi,t}
+    (seeds,).
 
     B is the norm of the min-norm exact probe W_{R_t}^T u = u*_t on the learned W (F.68; task t's inputs vanish on
     the other tasks' private features, so only the R_t columns constrain u); the fit is the minimiser of the empirical
@@ -157,6 +158,7 @@ def probe_excess_risk(problem, W, m, probes, gen):
     target[Rt] = u_star
     B = (torch.linalg.pinv(W[:, :, Rt].mT) @ u_star).norm(dim=-1)            # (seeds,): only R_t is seen on task t
     scale = torch.as_tensor(problem.feature_scales(problem.t), dtype=dt, device=dev)
+    m = n_labelled
     x = standard_normal_(torch.empty(seeds, probes, m, problem.d, dtype=dt, device=dev), gen) * scale
     y = x @ target + problem.noise * standard_normal_(torch.empty(seeds, probes, m, dtype=dt, device=dev), gen)
     phi = x @ W.mT[:, None]                                                   # (seeds, probes, m, k)
@@ -179,33 +181,25 @@ def probe_excess_risk(problem, W, m, probes, gen):
     return (err**2 * scale**2).sum(-1), B
 
 
-def _check(problem, steps, batch, lr, ft_steps, m, probes, seeds, seed):
-    o = _OWNER
-    ms = default_m(problem) if m is None else check(o, "m", m, FiniteArray(1)).astype(np.int64)
-    for v in ms:
-        as_int(o, "m", int(v), low=1)
-    return (as_int(o, "steps", steps, 1), as_int(o, "batch", batch, 1),
-            check(o, "lr", lr, Interval(0, np.inf, "neither")), as_int(o, "ft_steps", ft_steps, 0), ms, as_int(o, "probes", probes, 1), as_int(o, "seeds", seeds, 1),
-            as_int(o, "seed", seed))
-
-
-@_api_simulate.register(Problem)
-def simulate(problem, *, steps=6000, batch=512, lr=0.05, ft_steps=2000, m=None, probes=200, seeds=2, seed=0,
-             loss="logistic", device="cpu", dtype=None, progress_bar=False):
+def simulate(problem, *, n_labelled, loss, steps, batch, lr, ft_steps, probes, seeds, seed, device, dtype, progress):
     """Pre-train universal (mixture) and specific (task t) representations, CR-fine-tune from the population W*,
-    probe each on m labelled points; observables with a leading seed axis (see the module docstring)."""
-    steps, batch, lr, ft_steps, ms, probes, seeds, seed = _check(problem, steps, batch, lr, ft_steps, m, probes,
-                                                                 seeds, seed)
+    probe each on n_labelled labelled points; observables with a leading seed axis (see the module docstring).
+
+    Pre-training is ``steps`` projected SGD steps of ``batch`` positive pairs from a random start (step ``lr``, falling
+    linearly to 0 over the second half); fine-tuning ``ft_steps`` steps at ``lr``; ``probes`` labelled sets per seed
+    and probe size. The seeds run batched; ``seed`` seeds the generators.
+    """
+    ms = problem.labelled_sizes(n_labelled, _OWNER)
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     with serial_if_small(dev, seeds * batch * problem.d * 4):
         kw = dict(steps=steps, batch=batch, lr=lr, seeds=seeds, loss=loss, device=dev, dtype=dt,
-                  progress_bar=progress_bar)
+                  progress=progress)
         Wu = pretrain(problem, None, seed=seed, **kw)
         Ws = pretrain(problem, problem.t, seed=seed + 10_000, **kw)
         a, alphas, _ = optimal_representation(problem, loss)
         W0 = torch.as_tensor(representation_matrix(a, alphas, problem), dtype=dt, device=dev).expand(seeds, -1, -1)
         Wc = cr_finetune(problem, W0.contiguous(), steps=ft_steps, batch=batch, lr=lr, seed=seed + 20_000, loss=loss,
-                         progress_bar=progress_bar)
+                         progress=progress)
         gen = make_generator(seed + 30_000, dev)
         alpha, beta, B, risk = [], [], [], []
         for W in (Wu, Wc, Ws):
@@ -223,9 +217,7 @@ def simulate(problem, *, steps=6000, batch=512, lr=0.05, ft_steps=2000, m=None, 
     obs = {"alpha": np.stack(alpha, 1), "beta": np.stack(beta, 1), "probe_norm": np.stack(B, 1),
            "column_norms": to_numpy((Wu**2).sum(-2).sqrt()), "excess_risk": np.stack(risk, 1),
            "gram_offdiag": to_numpy(off)}
-    meta = {"problem": repr(problem), "seeds": [seed + i for i in range(seeds)],
-            "options": {"steps": steps, "batch": batch, "lr": lr, "ft_steps": ft_steps, "m": ms, "probes": probes,
-                        "loss": loss, "device": str(dev), "dtype": str(dt)},
+    meta = {"seeds": [seed + i for i in range(seeds)], "n_labelled": ms, "device": str(dev), "dtype": str(dt),
             "note": "CR fine-tuning starts from the population optimum W* (Prop. F.9's start)"}
     return Simulation(t=None, observables=obs, meta=meta,
-                      coords={"representation": np.array(REPRESENTATIONS), "m": ms})
+                      coords={"representation": np.array(REPRESENTATIONS), "n_labelled": ms})
