@@ -351,15 +351,21 @@ def problem_title(meta, *, width=110):
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
-def _entries(shape, spec):
-    """Labels of the entries of an array of ``shape`` (after time): '' for a scalar, 'Q[1,2]'-style otherwise."""
+def _entries(shape, spec, result=None):
+    """Labels of the entries of an array of ``shape`` (after time): '' for a scalar; 'K=1, M=2' when the axes are
+    declared (an axis that is a coordinate of the result shows its value: 'representation=universal')."""
     if not shape:
         return [""]
     names = spec.axes if spec is not None and len(spec.axes) == len(shape) else None
+    coords = result.coords if result is not None else {}
+
+    def value(n, i):
+        c = coords.get(n)
+        return c[i].item() if c is not None and c.ndim == 1 and c.size > i else i + 1
     out = []
     for idx in np.ndindex(*shape):
         out.append("[" + ",".join(str(i + 1) for i in idx) + "]" if names is None else
-                   ", ".join(f"{n}={i + 1}" for n, i in zip(names, idx)))
+                   ", ".join(f"{n}={value(n, i)}" for n, i in zip(names, idx)))
     return out
 
 
@@ -384,24 +390,39 @@ def _static_x(result, name, n):
     return None, None, None
 
 
+def _coord_first(spec, arrays):
+    """Static observables whose declared coordinate is not their first axis: that axis moved to the front."""
+    if spec is None or spec.coord is None or spec.coord not in spec.axes:
+        return arrays
+    i = spec.axes.index(spec.coord)
+    return [None if v is None or np.ndim(v) != len(spec.axes) else np.moveaxis(np.asarray(v), i, 0)
+            for v in arrays]
+
+
 def _draw_observable(a, name, *, t, theory, mean, sd, n_seeds, band_sd, result):
     """One panel: theory (dashed) and simulation (solid, band) of one observable, whatever its shape."""
     spec = _spec(result.meta, name)
+    if t is None:
+        theory, mean, sd = _coord_first(spec, [theory, mean, sd])
+        if spec is not None and spec.coord in spec.axes:
+            rest = tuple(x for x in spec.axes if x != spec.coord)
+            spec = type(spec)(spec.label, spec.unit, (spec.coord,) + rest, spec.coord, spec.log)
     arrays = [x for x in (theory, mean) if x is not None]
     ref = arrays[0]
     if t is not None:                               # over time: one line per entry
         x, xlabel, labels = np.asarray(t, dtype=float), _tlabel(result.meta), None
         rows = ref.reshape(ref.shape[0], -1)
-        entry_names = _entries(ref.shape[1:], spec)
+        entry_names = _entries(ref.shape[1:], spec, result)
     else:
         x, xlabel, labels = _static_x(result, name, ref.shape[0] if ref.ndim else 0)
         if x is not None:                           # over a coordinate: one line per remaining entry
             rows = ref.reshape(ref.shape[0], -1)
-            entry_names = _entries(ref.shape[1:], spec)
+            rest = type(spec)(spec.label, spec.unit, spec.axes[1:]) if spec is not None else None
+            entry_names = _entries(ref.shape[1:], rest, result)
         else:                                       # entries on a discrete axis (a scalar: one point)
             x = np.arange(max(ref.size, 1), dtype=float)
             xlabel = "entry" if ref.size > 1 else ""
-            labels = _entries(ref.shape, spec) if 1 < ref.size <= 12 else None
+            labels = _entries(ref.shape, spec, result) if 1 < ref.size <= 12 else None
             rows, entry_names = None, [""]
     points = rows is None or x.size == 1
     n_entries = 1 if rows is None else rows.shape[1]
