@@ -358,7 +358,7 @@ MODELS = {
         functions=((lambda p: domain_gen.erm_nuclear(p, 0.1), {}),
                    (lambda p: domain_gen.accuracy(*domain_gen.erm_l2(p, 0.3), p, "ood", log10=True), {}),
                    (lambda p: domain_gen.nuclear_norm_pop(0.1, 0.05, p), {})),
-        simulate={"lam": [0.3], "n": 400, "steps": 5, "seeds": 2, "test": 200}),
+        simulate={"lam": [0.3], "n_train": 400, "steps": 5, "seeds": 2, "n_test": 200}),
     "multitask": ModelSpec(
         multitask_problems(),
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, m = 2
