@@ -44,7 +44,7 @@ def _gstar_loss(problem):
 
 
 def _theorem(problem, eps, delta, regime):
-    """Main-theorem numbers (3.10)-(3.13) at the problem's width m and d with the case parameters (hidden constants 1)."""
+    """Main-theorem numbers (3.10)-(3.13) at the problem's width and d, case parameters, hidden constants 1."""
     if "theorem_args" not in problem.case:
         return {}
     if not problem.case["p"] > 0:

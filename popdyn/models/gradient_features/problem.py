@@ -34,6 +34,10 @@ class Problem:
               \mathbf w_i^{(1)} = \eta^{(1)}|\ell'(0)|\,a_i^{(0)}G(\mathbf w_i^{(0)}, b_i),\quad
               a_i^{(1)} = \eta^{(1)}|\ell'(0)|\,A(\mathbf w_i^{(0)}, b_i)
 
+    Run options (``Problem.options``): ``n_train`` and ``n_test`` for both calls; ``n_mc``, ``n_G``, ``B_a2``,
+    ``B_eps``, ``eps``, ``delta`` for ``predict``; ``method``, ``steps``, ``lr`` (the later steps' size), ``init``,
+    ``n_points``, ``record_params``, ``chunk`` and the common run options for ``simulate``.
+
     Parameters
     ----------
     data : {"xor", "structured_parity", "uniform_parity", "linear"}
@@ -143,8 +147,9 @@ class Problem:
                "is always recorded)", calls=("simulate",)),
         Option("record_params", Options((True, False)), True, help="keep the parameters at steps 0, 1 and the last",
                calls=("simulate",)),
-        Option("chunk", Either((Options((None,)), Integer(1))), None, help="samples per block of every pass; None is blocks of about 2^22 "
-               "numbers", calls=("simulate",), cli=False),
+        Option("chunk", Either((Options((None,)), Integer(1))), None,
+               help="samples per block of every pass; None is blocks of about 2^22 numbers", calls=("simulate",),
+               cli=False),
         *common("seeds", "seed", "device", "dtype", "progress"))
 
     observables: ClassVar[dict] = {

@@ -24,7 +24,7 @@ import torch
 
 from ..._validate import InvalidParameterError
 from ...results import Simulation
-from .._torch import make_generator, progress as progress_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from .._torch import make_generator, progress as make_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
 __all__ = ["sample_features", "batch_nuclear_norm", "train", "simulate"]
 
@@ -104,7 +104,7 @@ def simulate(model, *, lam, penalty, n_train, steps, lr, method, n_test, seeds, 
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     gen = make_generator(seed, dev)
     obs = {k: [] for k in ("alpha", "beta", "acc_id", "acc_ood", "nuclear_norm", "stable_rank")}
-    bar = progress_bar(len(lam), progress, _OWNER, unit="lambda")
+    bar = make_bar(len(lam), progress, _OWNER, unit="lambda")
     # the step's cost is the d x d SVD and its backward (threads stall on a busy CPU: 136 s vs 11 s measured)
     with serial_if_small(dev, seeds * model.d * model.d):
         Z = sample_features(model, seeds, n_train, "id", gen, dt, dev)

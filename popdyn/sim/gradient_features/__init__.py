@@ -36,7 +36,7 @@ import torch
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from ...models.gradient_features.framework import nice_set, symmetric_init
 from ...results import Simulation
-from .._torch import progress as progress_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from .._torch import progress as make_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
 __all__ = ["train", "simulate", "METHODS", "LOSSES"]
 
@@ -441,7 +441,7 @@ def train(model, *, width, method="alg1", steps, n_train, lr_first=None, lr=None
 
     keep("0", ("a", "W", "b"))
     cache = None
-    bar = progress_bar(T, opts["progress"], _OWNER, unit="step")
+    bar = make_bar(T, opts["progress"], _OWNER, unit="step")
     try:
         with torch.inference_mode(), serial_if_small(dev, S * min(opts["n_train"], 4096) * M):
             for t in range(T + 1):
@@ -542,6 +542,12 @@ def simulate(problem, *, n_train, n_test, method, steps, lr, init, n_points, rec
     >>> sim["W1"].shape, sim["nice_fraction"].shape, sim.t is None
     ((2, 32, 16), (2, 4), True)
     """
+    first_gd = 2 if METHODS[method].step1 is not None else 1
+    if lr is None and steps >= first_gd:
+        raise InvalidParameterError(f"The 'lr' parameter of gradient_features.simulate must be a float in (0, inf) "
+                                    f"when steps >= {first_gd} with method {method!r} (the step size of the gradient "
+                                    f"steps after the first; the first step's is the problem's lr_first). Got None "
+                                    f"instead.")
     if init == "problem":
         law = dict(init=problem.params0)
     elif problem.data == "uniform_parity":
