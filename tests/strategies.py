@@ -151,16 +151,16 @@ def gradient_features_problems(draw):
         draw(st.integers(1, 6))
     if data == "xor":
         d = draw(st.integers(3, 12))
-        return gradient_features.Problem.xor(d=d, sigma_B=draw(st.floats(0.5, min(3.0, 0.9 * math.sqrt(d)))), m=m,
-                                             tau=draw(st.floats(0.5, 4.0)), seed=seed)
+        return gradient_features.Problem.xor(d=d, sigma_B=draw(st.floats(0.5, min(3.0, 0.9 * math.sqrt(d)))),
+                                             width=m, tau=draw(st.floats(0.5, 4.0)), seed=seed)
     if data == "structured_parity":
         return gradient_features.Problem.structured_parity(d=draw(st.integers(5, 8)), k=3,
-                                                           p_A=draw(st.floats(0.05, 0.5)), m=m,
+                                                           p_A=draw(st.floats(0.05, 0.5)), width=m,
                                                            tau=draw(st.floats(2.5, 5.0)), seed=seed)
     if data == "linear":
-        return gradient_features.Problem.linear(d=draw(st.integers(3, 12)), m=m, rho=draw(st.floats(1.0, 2.0)),
+        return gradient_features.Problem.linear(d=draw(st.integers(3, 12)), width=m, rho=draw(st.floats(1.0, 2.0)),
                                                 seed=seed)
-    return gradient_features.Problem.uniform_parity(d=draw(st.sampled_from([5, 7, 9])), k=2, m=m, seed=seed)
+    return gradient_features.Problem.uniform_parity(d=draw(st.sampled_from([5, 7, 9])), k=2, width=m, seed=seed)
 
 
 @st.composite
@@ -303,13 +303,13 @@ MODELS = {
         simulate={"seeds": 2, "n": 2000, "batch": 100, "test": 500}),
     "gradient_features": ModelSpec(
         gradient_features_problems(),
-        edges=(lambda: gradient_features.Problem.xor(d=3, sigma_B=1.0, m=1),                   # smallest XOR
-               lambda: gradient_features.Problem.uniform_parity(d=5, k=2, m=1)),               # k = 2, m = 1
-        predict={"n": 100, "n_mc": 100, "n_test": 500},
+        edges=(lambda: gradient_features.Problem.xor(d=3, sigma_B=1.0, width=1),               # smallest XOR
+               lambda: gradient_features.Problem.uniform_parity(d=5, k=2, width=1)),           # k = 2, m = 1
+        predict={"n_train": 100, "n_mc": 100, "n_test": 500},
         bad_predict=(("n_mc", 1), ("eps", 1.5)),
         functions=((lambda p: p.model.E_yx(), {}),
                    (lambda p: gradient_features.first_step(p.model, *p.params0, p.step_size, p.loss)[1], {})),
-        simulate={"n": 200, "seeds": 2, "steps": 3, "eta": 1e-3, "test": 200}),
+        simulate={"n_train": 200, "seeds": 2, "steps": 3, "lr": 1e-3, "n_test": 200}),
     "resnet": ModelSpec(
         resnet_problems(),
         edges=(lambda: resnet.Problem(d=8, k=2, N=40),
@@ -357,7 +357,7 @@ MODELS = {
         functions=((lambda p: domain_gen.erm_nuclear(p, 0.1), {}),
                    (lambda p: domain_gen.accuracy(*domain_gen.erm_l2(p, 0.3), p, "ood", log10=True), {}),
                    (lambda p: domain_gen.nuclear_norm_pop(0.1, 0.05, p), {})),
-        simulate={"lam": [0.3], "n": 400, "steps": 5, "seeds": 2, "test": 200}),
+        simulate={"lam": [0.3], "n_train": 400, "steps": 5, "seeds": 2, "n_test": 200}),
     "multitask": ModelSpec(
         multitask_problems(),
         edges=(lambda: multitask.Problem.e1(), lambda: multitask.Problem(2, 1, 2),                 # d = r + 1, width = 2
@@ -373,8 +373,8 @@ MODELS = {
 # One or more valid examples per model (the constraint and repr checks of test_common.py).
 EXAMPLES = {
     "emergence": [lambda: emergence.Problem.parity(D=12, k=3, m=4, T=4), lambda: emergence.Problem.e1(m=8, T=4)],
-    "gradient_features": [lambda: gradient_features.Problem.xor(d=16, sigma_B=1.0, m=8),
-                          lambda: gradient_features.Problem.uniform_parity(d=9, k=2, m=4)],
+    "gradient_features": [lambda: gradient_features.Problem.xor(d=16, sigma_B=1.0, width=8),
+                          lambda: gradient_features.Problem.uniform_parity(d=9, k=2, width=4)],
     "icl": [lambda: icl.Problem.geometric(4, N=20, r=2, M=8, sigma=0.5),
             lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1),
             lambda: icl.ParityProblem.paper(1, 3, gamma=0.1)],

@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 
 
 def _key(x):
-    return repr(x) if isinstance(x, (DG.SpuriousFeatureModel, int, float, str, type(None))) else \
+    return repr(x) if isinstance(x, (DG.Problem, int, float, str, type(None))) else \
         repr(np.asarray(x).tolist())
 
 
@@ -26,7 +26,7 @@ def test_erm_l2_finite_sample_fails_a_beta_10_percent_off(wrong, monkeypatch, tm
     if wrong:
         perturb(monkeypatch, "popdyn.models.domain_gen.predict.erm_l2", lambda f: lambda *a, **k: (f(*a, **k)[0],
                                                                                                   1.1 * f(*a, **k)[1]))
-    verdict, measured, _ = measure("domain_gen.erm_l2_finite_sample", tmp_path, lam=[0.3], seeds=1, test=1000)
+    verdict, measured, _ = measure("domain_gen.erm_l2_finite_sample", tmp_path, lam=[0.3], seeds=1, n_test=1000)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 0.08) if wrong else (measured < 0.02)
 

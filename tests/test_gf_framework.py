@@ -238,7 +238,7 @@ def test_good_second_layer_reproduces_gstar_from_exact_copies():
 def test_good_network_on_xor_approaches_opt():
     """XOR, d = 32, m = 512, eps_a = 0.25, B_eps = B_b/2: Lemma B.6's network has risk 0.048 (seed 0; 0.05-0.12 over
     seeds 1-3) against OPT(g*) = 0.025 (exact quadrature) and 1 for g = 0; B.52 itself is vacuous here (~14)."""
-    P = Problem.xor(d=32, m=512, seed=0)
+    P = Problem.xor(d=32, width=512, seed=0)
     a0, W0, b = P.params0
     a1, W1 = first_step(P.model, a0, W0, b, P.step_size)
     gamma, B_G, _, _ = P.cone
@@ -345,7 +345,7 @@ def test_uniform_parity_second_layer_on_the_exact_first_step(d, k, m, seed):
     (almost) all x: the exact hinge loss is < 1e-3; at k = 4, d = 13 the lemma's d >= Omega(k^4 log) fails and so
     does the loss (recorded, not asserted small)."""
     assert m >= k * 2**k * math.log(k / 0.1)
-    P = Problem.uniform_parity(d=d, k=k, m=m, seed=seed)
+    P = Problem.uniform_parity(d=d, k=k, width=m, seed=seed)
     a0, W0, b = P.params0
     _, W1 = first_step(P.model, a0, W0, b, P.step_size)
     A = P.model.subset
@@ -370,7 +370,7 @@ def test_uniform_parity_second_layer_at_larger_d_by_monte_carlo():
     """k = 4 beyond enumeration (d = 101, m = 240, seed 1): the off-A noise ~ sqrt(d) (k-1)/(2k(d-k)) now sits well
     inside the margin: the hinge risk is 0.0023 +- 0.0001 (20000 samples), asserted < 0.005 (> 20 SE); the 0-1 error
     is 0 on the sample. (At d = 13 the same construction has risk 0.58: the lemma's d >= Omega(k^4 log) matters.)"""
-    P = Problem.uniform_parity(d=101, k=4, m=240, seed=1)
+    P = Problem.uniform_parity(d=101, k=4, width=240, seed=1)
     a0, W0, b = P.params0
     _, W1 = first_step(P.model, a0, W0, b, P.step_size)
     a, sets = uniform_parity_second_layer(W1, b, P.model.subset)
@@ -394,14 +394,15 @@ def test_uniform_parity_second_layer_errors():
 # ---- Problem and predict ------------------------------------------------------------------------------------------
 
 def test_problem_constructors_and_validation():
-    for P in (Problem.xor(d=8, m=4), Problem.structured_parity(d=9, m=4), Problem.uniform_parity(d=9, k=2, m=4),
-              Problem.linear(d=16, m=4, rho=1.5)):
+    for P in (Problem.xor(d=8, width=4), Problem.structured_parity(d=9, width=4),
+              Problem.uniform_parity(d=9, k=2, width=4), Problem.linear(d=16, width=4, rho=1.5)):
         a0, W0, b = P.params0
         assert W0.shape == (16, P.d) and repr(P).startswith("gradient_features.Problem(")
         assert np.array_equal(Problem(**{k: getattr(P, k) for k in P._constraints}).params0[1], W0)   # seeded
     for kw, name in ((dict(data="gauss"), "'data'"), (dict(data="linear", beta=2.0, rho=1.0), "'rho'"),
-                     (dict(data="linear", beta=0.0), "'beta'"), (dict(d=2), "'d'"), (dict(m=0), "'m'"),
-                     (dict(loss="mse"), "'loss'"), (dict(sigma_B=-1.0), "'sigma_B'"), (dict(eta1=0.0), "'eta1'")):
+                     (dict(data="linear", beta=0.0), "'beta'"), (dict(d=2), "'d'"), (dict(width=0), "'width'"),
+                     (dict(loss="mse"), "'loss'"), (dict(sigma_B=-1.0), "'sigma_B'"),
+                     (dict(lr_first=0.0), "'lr_first'")):
         with pytest.raises(InvalidParameterError, match=name):
             Problem(**kw)
     with pytest.raises(InvalidParameterError, match="'gamma'"):
@@ -413,8 +414,8 @@ def test_problem_constructors_and_validation():
 
 
 def test_predict_xor_quick_and_reproducible():
-    P = Problem.xor(d=12, m=16)
-    opts = dict(n=300, n_mc=500, n_test=3000)
+    P = Problem.xor(d=12, width=16)
+    opts = dict(n_train=300, n_mc=500, n_test=3000)
     with pytest.warns(popdyn.RegimeWarning, match="m >= m_min"):     # the theorem's width is ~1e11 here
         pred = popdyn.predict(P, **opts)
     assert any("main_theorem" in r["source"] for r in pred.meta["regime"])
@@ -433,8 +434,8 @@ def test_predict_xor_quick_and_reproducible():
 
 def test_predict_uniform_parity_first_step_is_the_xi_formula():
     """Uniform parity (d = 9, k = 2): w^(1) = eta |l'| a0 G with G_j = xi_{k-1}/2 chi_{A-j}(w) on A (spec §2.6)."""
-    P = Problem.uniform_parity(d=9, k=2, m=8)
-    pred = popdyn.predict(P, n=200, n_mc=300, n_test=2000)
+    P = Problem.uniform_parity(d=9, k=2, width=8)
+    pred = popdyn.predict(P, n_train=200, n_mc=300, n_test=2000)
     a0, W0, b = P.params0
     xi1 = float(P.model.xi(1))
     on_A = 0.5 * xi1 * W0[:, [1, 0]]                                   # chi_{A \ {j}}(w) for A = {0, 1}
@@ -445,15 +446,15 @@ def test_predict_uniform_parity_good_network_and_theorem():
     """Lemma B.54 in predict (d = 13, k = 2, m = 24): the exact hinge risk of the network by enumeration is < 1e-3
     (test above), so the Monte Carlo risk is below 1e-3 + 5 SE-scale; every set is filled, the norms are the lemma's,
     and the theorem numbers are uniform_parity_requirements' (B.56, eps = 0.1)."""
-    P = Problem.uniform_parity(d=13, k=2, m=24)
+    P = Problem.uniform_parity(d=13, k=2, width=24)
     with pytest.warns(popdyn.RegimeWarning, match="d >= d_min"):
-        pred = popdyn.predict(P, n=200, n_mc=300, n_test=4000)
+        pred = popdyn.predict(P, n_train=200, n_mc=300, n_test=4000)
     assert pred["good_network_coverage"] == 1.0 and pred["good_network_loss"] < 2e-3
     assert pred["good_network_linf"] <= 16 and pred["good_network_l2"] <= 16 * math.sqrt(2)
     req = popdyn.models.gradient_features.bounds.uniform_parity_requirements(13, 2, 0.1, m=24)
     assert all(pred[f"theorem_{k}"] == req[k] for k in ("m_min", "T", "n_min", "eta"))
     with pytest.warns(popdyn.RegimeWarning, match="hinge step"):
-        popdyn.predict(Problem.uniform_parity(d=13, k=2, m=24, loss="logistic"), n=100, n_mc=100, n_test=500,
+        popdyn.predict(Problem.uniform_parity(d=13, k=2, width=24, loss="logistic"), n_train=100, n_mc=100, n_test=500,
                        B_a2=2.0)
 
 
@@ -463,9 +464,9 @@ def test_predict_linear_against_the_always_active_neurons():
     model's Phi/phi closed form), the positive-bias ones are never active (w^(1) = 0); hence cos = sign(a0) on the
     former, nice fractions = shares of sign(a0) among them, p = 1 for (+-w*, -1) (the paper's p = 1/2 is the bound
     P[||w|| <= 2 sqrt(d) sigma_w] >= 1/2), OPT(g*) = 0 and the frozen optimum 0 (separable)."""
-    P = Problem.linear(d=16, m=16, beta=1.0, rho=1.5)
+    P = Problem.linear(d=16, width=16, beta=1.0, rho=1.5)
     with pytest.warns(popdyn.RegimeWarning):
-        pred = popdyn.predict(P, n=300, n_mc=500, n_test=3000)
+        pred = popdyn.predict(P, n_train=300, n_mc=500, n_test=3000)
     a0, W0, b = P.params0
     rho, m, neg = 1.5, 16, b < 0
     c = P.step_size * P.model.rho
@@ -480,13 +481,13 @@ def test_predict_linear_against_the_always_active_neurons():
     assert pred["good_network_coverage"] == 1.0 and 0.0 <= pred["good_network_loss"] <= pred["good_network_bound"]
     ref = main_theorem(**P.case["theorem_args"], eps=0.1, delta=0.1, m=16, d=16)
     assert all(pred[f"theorem_{k}"] == ref[k] for k in ("m_min", "T", "n_min", "eta", "error_bound"))
-    assert Problem.linear(d=16, m=4, loss="logistic").model.ground_truth_loss("logistic") == pytest.approx(
+    assert Problem.linear(d=16, width=4, loss="logistic").model.ground_truth_loss("logistic") == pytest.approx(
         math.log2(1 + math.exp(-1.0)), rel=1e-14)                    # s = beta = 1 surely when rho is None
 
 
 def test_good_second_layer_signs():
     """A zero-bias target may use either bias sign (linear data: -1, Lemma B.25); a sign against b* is an error."""
-    P = Problem.linear(d=16, m=8, rho=1.5)
+    P = Problem.linear(d=16, width=8, rho=1.5)
     a0, W0, b = P.params0
     _, W1 = first_step(P.model, a0, W0, b, P.step_size)
     args = (W1, a0, b, P.gstar, 0.3, 0.5, 0.01, 10.0, P.step_size)
@@ -502,20 +503,20 @@ def test_good_second_layer_signs():
 def test_predict_sample_first_step_and_logistic_ball():
     """Structured parity (d = 7, enumeration): the n_G-sample step is within 5 SE-scale of the exact one; the
     logistic frozen optimum needs a ball."""
-    P = Problem.structured_parity(d=7, k=3, m=4, loss="logistic")
-    opts = dict(n=200, n_mc=200, n_test=2000, B_a2=2.0)
+    P = Problem.structured_parity(d=7, k=3, width=4, loss="logistic")
+    opts = dict(n_train=200, n_mc=200, n_test=2000, B_a2=2.0)
     exact, mc = popdyn.predict(P, **opts), popdyn.predict(P, n_G=40_000, **opts)
     c = P.step_size * 0.5 / math.log(2) * np.abs(P.params0[0])[:, None]    # eta |l'(0)| |a0|; |y x_j| <= 1
     assert np.all(np.abs(mc["W1"] - exact["W1"]) <= 5 * c / math.sqrt(40_000))
     assert exact["opt_frozen_gap"] <= 1e-6
     with pytest.raises(InvalidParameterError, match="'B_a2'"):
-        popdyn.predict(P, n=200, n_mc=200, n_test=2000)
+        popdyn.predict(P, n_train=200, n_mc=200, n_test=2000)
 
 
 @settings(max_examples=6)
 @given(gradient_features_problems())
 def test_predict_finite_on_small_problems(problem):
-    pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
+    pred = popdyn.predict(problem, n_train=100, n_mc=100, n_test=500)
     assert all(np.all(np.isfinite(v)) for v in pred.observables.values()), repr(problem)
     has_b54 = "good_network_linf" in pred.observables                  # Lemma B.54: uniform parity only
     assert np.all(pred["nice_fraction"] <= 2.0) and "good_network_loss" in pred.observables
@@ -526,7 +527,7 @@ def test_predict_finite_on_small_problems(problem):
 def test_opt_frozen_certificate_on_learned_xor_features(B, loss):
     """Separable first-step features (XOR, d = 16): a large ball makes the dual degenerate (u -> 0) and slow; the
     returned gap still certifies the value, and the certified intervals respect OPT(2B) <= OPT(B)."""
-    P = Problem.xor(d=16, m=4)
+    P = Problem.xor(d=16, width=4)
     a0, W0, b = P.params0
     _, W1 = first_step(P.model, a0, W0, b, P.step_size)
     X, y = P.model.sample(100, np.random.default_rng(0))

@@ -18,7 +18,7 @@ from popdyn._validate import InvalidParameterError  # noqa: E402
 from popdyn.models.gradient_features import xor_mixture  # noqa: E402
 from popdyn.models.gradient_features.multi_index import MultiIndexPolynomial  # noqa: E402
 from popdyn.models.gradient_features.parity import UniformParity  # noqa: E402
-from popdyn.models.gradient_features.predict import Problem  # noqa: E402  (registers popdyn.predict)
+from popdyn.models.gradient_features import Problem  # noqa: E402
 from popdyn.models.gradient_features.framework import first_step, loss_slope, nice_set, opt_frozen  # noqa: E402
 from popdyn.sim import gradient_features as sg  # noqa: E402
 
@@ -100,8 +100,8 @@ def _train_sample(model, sim, n, s=0):
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
 def test_first_step_is_eta1_lprime0_times_the_sample_gradient_and_keeps_the_mirror_identities(loss):
     m, n = 6, 500
-    sim = sg.train(XOR, m=m, method="alg1", steps=1, n=n, eta1=0.3, loss=loss, b_tilde=2.0, sigma_w=0.5,
-                   sigma_a=2.0, seeds=2, seed=5, test=200)
+    sim = sg.train(XOR, width=m, method="alg1", steps=1, n_train=n, lr_first=0.3, loss=loss, b_tilde=2.0, sigma_w=0.5,
+                   sigma_a=2.0, seeds=2, seed=5, n_test=200)
     for s in range(2):
         X, y = _train_sample(XOR, sim, n, s)
         a0, W0 = sim["a0"][s], sim["W0"][s]
@@ -126,7 +126,7 @@ def test_first_step_is_invariant_to_the_joint_scale_of_w_and_b(m, d, loss, power
     product exact: the init scales exactly, and the step only sees the rounding residue of g^(0) (~1e-16 c)
     through the logistic l'(y g^(0)), so W^(1) agrees to 1e-13 relative (bitwise for the hinge)."""
     model, c = xor_mixture(d, 1.0), 2.0 ** power
-    kw = dict(m=m, method="alg1", steps=1, n=64, eta1=eta1, loss=loss, test=1, seed=seed)
+    kw = dict(width=m, method="alg1", steps=1, n_train=64, lr_first=eta1, loss=loss, n_test=1, seed=seed)
     one = sg.train(model, sigma_w=0.7, b_tilde=0.4, **kw)
     scaled = sg.train(model, sigma_w=0.7 * c, b_tilde=0.4 * c, **kw)
     np.testing.assert_array_equal(scaled["W0"], c * one["W0"])
@@ -137,7 +137,7 @@ def test_first_step_is_invariant_to_the_joint_scale_of_w_and_b(m, d, loss, power
 
 def test_weight_decay_other_than_one_over_eta1_keeps_the_init():
     """lam1 = 0: W^(1) = W^(0) - eta1 grad, the init is not erased (the test above would fail)."""
-    kw = dict(m=3, method="alg1", steps=1, n=300, eta1=0.2, b_tilde=1.0, test=50, seed=2)
+    kw = dict(width=3, method="alg1", steps=1, n_train=300, lr_first=0.2, b_tilde=1.0, n_test=50, seed=2)
     erased, kept = sg.train(XOR, **kw), sg.train(XOR, lam1=0.0, **kw)
     np.testing.assert_allclose(kept["W1"] - erased["W1"], kept["W0"], rtol=0, atol=1e-13)
 
@@ -148,7 +148,8 @@ def test_first_step_on_a_large_sample_matches_the_population_closed_form_within_
     all; measured max 2.9), every neuron active on > 30% of the samples and |G| up to ~0.6, so the check is not
     vacuous; the same check with the factor |l'(0)| dropped for the logistic loss fails (max |z| ~ 25)."""
     m, n, eta1 = 16, 40_000, 0.5
-    sim = sg.train(XOR, m=m, method="alg1", steps=1, n=n, eta1=eta1, loss="logistic", b_tilde=1.0, test=10)
+    sim = sg.train(XOR, width=m, method="alg1", steps=1, n_train=n, lr_first=eta1, loss="logistic", b_tilde=1.0,
+                   n_test=10)
     a0, W0, b = sim["a0"][0], sim["W0"][0], sim["b0"][0]
     X, y = _train_sample(XOR, sim, n)
     act = (X @ W0.T - b > 0)
@@ -168,12 +169,12 @@ def test_uniform_parity_first_step_on_the_whole_cube_is_the_exact_majority_formu
     a1 = eta1 A(w_i, b_i) with UniformParity's exact G (spec §2.6, factor 1/2 restored), eta1 = 1/(k |xi_3|); the
     paper's B.548-B.549 as printed (no 1/2) fail."""
     cube = Cube(9, 4)
-    sim = sg.train(cube, m=20, method="alg6", steps=1, n=1, test=1, seed=3)
+    sim = sg.train(cube, width=20, method="alg6", steps=1, n_train=1, n_test=1, seed=3)
     a0, W0, b = sim["a0"][0], sim["W0"][0], sim["b0"][0]
     assert set(np.unique(W0)) == {-1.0, 1.0} and set(np.unique(a0)) <= {-1.0, 1.0}
     assert np.all(np.isin(np.round(b * 4), np.arange(-3, 4))) and np.abs(b).max() < 1
     eta1 = 1 / (4 * abs(cube.xi(3)))
-    assert sim.meta["options"]["eta1"] == pytest.approx(eta1, rel=1e-15)
+    assert sim.meta["options"]["lr_first"] == pytest.approx(eta1, rel=1e-15)
     # 1e-12 on entries of size <= 1/8 x 4 (eta1 G_j = +-1/8 in A): means over 512 exact +-1 products
     np.testing.assert_allclose(sim["W1"][0], eta1 * a0[:, None] * cube.simplified_gradient(W0, b), rtol=0, atol=1e-12)
     np.testing.assert_allclose(sim["a1"][0], eta1 * cube.A(W0, b), rtol=0, atol=1e-12)
@@ -187,12 +188,12 @@ def test_uniform_parity_first_step_on_a_sample_matches_the_exact_gradient_within
     paper's printed G (no 1/2) gives max |z| ~ 12, G = 0 gives ~ 6.5: at d = 31 and this n the signal
     eta1 G_j = 1/8 is below one SE and the check would not discriminate."""
     up, n = UniformParity(11, 4), 40_000
-    sim = sg.train(up, m=10, method="alg6", steps=1, n=n, test=1, seed=1)
+    sim = sg.train(up, width=10, method="alg6", steps=1, n_train=n, n_test=1, seed=1)
     a0, W0, b = sim["a0"][0], sim["W0"][0], sim["b0"][0]
     X, y = _train_sample(up, sim, n)
     act = (X @ W0.T - b > 0)
     terms = (act * y[:, None])[:, :, None] * X[:, None, :]
-    eta1 = sim.meta["options"]["eta1"]
+    eta1 = sim.meta["options"]["lr_first"]
     se = eta1 * terms.std(0) / math.sqrt(n)
     z = (sim["W1"][0] - eta1 * a0[:, None] * up.simplified_gradient(W0, b)) / se
     assert np.abs(z).max() < 4.5
@@ -206,7 +207,7 @@ def test_uniform_parity_first_step_on_a_sample_matches_the_exact_gradient_within
 def test_every_method_runs_and_freezes_what_it_should(method):
     model = quadratic(6) if method == "alg7" else (Cube(5, 2) if method == "alg6" else xor_mixture(6, 1.0))
     kw = {} if method in ("alg6", "alg7") else {"b_tilde": 1.0}
-    sim = sg.train(model, m=3, method=method, steps=4, n=64, eta1=0.1, eta=0.01, seeds=2, test=64, **kw)
+    sim = sg.train(model, width=3, method=method, steps=4, n_train=64, lr_first=0.1, lr=0.01, seeds=2, n_test=64, **kw)
     assert sim.success and sim.t.tolist() == [0, 1, 2, 3, 4]
     assert sim["loss"].shape == sim["error"].shape == sim["train_loss"].shape == (2, 5)
     assert sim["a_t"].shape == (2, 5, 12)
@@ -221,8 +222,8 @@ def test_every_method_runs_and_freezes_what_it_should(method):
 
 
 def test_alg4_descends_its_training_loss_and_cached_features_change_nothing():
-    kw = dict(m=4, method="alg4", steps=30, n=400, eta1=0.5, eta=0.05, b_tilde=1.0, seeds=2, test=100,
-              record_every=1)
+    kw = dict(width=4, method="alg4", steps=30, n_train=400, lr_first=0.5, lr=0.05, b_tilde=1.0, seeds=2, n_test=100,
+              n_points=31)
     sim = sg.train(XOR, **kw)
     cached = sg.train(XOR, chunk=150, **kw)
     assert np.all(np.diff(sim["train_loss"][:, 1:], axis=1) <= 1e-12)        # GD on a convex loss, small eta
@@ -235,8 +236,8 @@ def test_alg4_average_loss_obeys_the_subgradient_bound_against_the_frozen_optimu
     Gmax = E^||relu(W1 x - b)|| >= every subgradient norm and a*_R from ``opt_frozen`` (R = 1). Measured: gap/bound
     0.07; a never updated (gap L(a_1) - OPT) would be 3.6 times the bound, so the check discriminates."""
     n, T, eta = 100, 400, 0.01
-    sim = sg.train(XOR, m=4, method="alg4", steps=T, n=n, eta1=0.5, eta=eta, b_tilde=1.0, test=10, record_every=1,
-                   seed=4)
+    sim = sg.train(XOR, width=4, method="alg4", steps=T, n_train=n, lr_first=0.5, lr=eta, b_tilde=1.0, n_test=10,
+                   n_points=T + 1, seed=4)
     X, y = _train_sample(XOR, sim, n)
     W1, b = sim["W1"][0], sim["b1"][0]
     a_star, opt, _ = opt_frozen(X, y, W1, b, B_a2=1.0)
@@ -247,7 +248,7 @@ def test_alg4_average_loss_obeys_the_subgradient_bound_against_the_frozen_optimu
 
 def test_alg7_removes_constant_and_linear_parts_and_redraws_the_biases():
     model, n, eta1 = quadratic(8), 2000, 0.7
-    sim = sg.train(model, m=5, method="alg7", steps=1, n=n, eta1=eta1, test=10, seed=4)
+    sim = sg.train(model, width=5, method="alg7", steps=1, n_train=n, lr_first=eta1, n_test=10, seed=4)
     X, y = _train_sample(model, sim, n)
     yc = y - y.mean() - X @ (y[:, None] * X).mean(0)
     a0, W0 = sim["a0"][0], sim["W0"][0]
@@ -271,7 +272,7 @@ def test_alg7_first_step_matches_the_hermite_closed_form_within_z():
     U = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
     terms = {(2, 0): 0.6, (1, 1): 0.5, (0, 2): -0.4, (1, 0): 0.3, (0, 0): 0.2}
     model, centred = MultiIndexPolynomial(U, terms), MultiIndexPolynomial(U, terms, preprocess=True)
-    sim = sg.train(model, m=5, method="alg7", steps=1, n=n, eta1=eta1, test=10, seed=2)
+    sim = sg.train(model, width=5, method="alg7", steps=1, n_train=n, lr_first=eta1, n_test=10, seed=2)
     a0, W0 = sim["a0"][0], sim["W0"][0]
     X, y = _train_sample(model, sim, n)
     act = (X @ W0.T > 0).astype(float)
@@ -289,7 +290,8 @@ def test_alg7_first_step_matches_the_hermite_closed_form_within_z():
 def test_mask_removes_the_other_neurons_after_the_first_step():
     mask = np.zeros(16, bool)
     mask[[0, 5, 9]] = True
-    sim = sg.train(XOR, m=4, method="alg4", steps=5, n=100, eta1=0.5, eta=0.05, b_tilde=1.0, mask=mask, test=20)
+    sim = sg.train(XOR, width=4, method="alg4", steps=5, n_train=100, lr_first=0.5, lr=0.05, b_tilde=1.0, mask=mask,
+                   n_test=20)
     assert np.all(sim["aT"][0, ~mask] == 0) and np.all(sim["aT"][0, mask] != 0)
     assert np.any(sim["a1"][0, ~mask] != 0)                                  # a^(1) is recorded before the mask
 
@@ -297,7 +299,7 @@ def test_mask_removes_the_other_neurons_after_the_first_step():
 # ---- reproducibility ---------------------------------------------------------------------------------------------
 
 def test_same_seed_same_numbers_other_seed_other_numbers_and_replicates_are_separate_runs():
-    kw = dict(m=3, method="alg1", steps=3, n=100, eta1=0.3, eta=0.1, b_tilde=1.0, test=50)
+    kw = dict(width=3, method="alg1", steps=3, n_train=100, lr_first=0.3, lr=0.1, b_tilde=1.0, n_test=50)
     a, b = sg.train(XOR, seeds=2, seed=7, **kw), sg.train(XOR, seeds=2, seed=7, **kw)
     for k in a.observables:
         np.testing.assert_array_equal(a[k], b[k])
@@ -309,7 +311,7 @@ def test_same_seed_same_numbers_other_seed_other_numbers_and_replicates_are_sepa
 
 
 def test_float32_follows_float64():
-    kw = dict(m=4, method="alg1", steps=5, n=300, eta1=0.5, eta=0.05, b_tilde=1.0, test=300, seed=1)
+    kw = dict(width=4, method="alg1", steps=5, n_train=300, lr_first=0.5, lr=0.05, b_tilde=1.0, n_test=300, seed=1)
     lo, hi = sg.train(XOR, dtype="float32", **kw), sg.train(XOR, **kw)
     assert lo.meta["dtype"] == "float32" and hi.meta["dtype"] == "float64"
     # float32 rounding (6e-8 relative) over sums of 300 terms and 5 steps, entries O(1)
@@ -318,9 +320,9 @@ def test_float32_follows_float64():
 
 
 def test_fixed_init_is_shared_by_every_seed():
-    one = sg.train(XOR, m=2, method="alg1", steps=1, n=50, eta1=0.3, b_tilde=1.0, test=10)
+    one = sg.train(XOR, width=2, method="alg1", steps=1, n_train=50, lr_first=0.3, b_tilde=1.0, n_test=10)
     init = (one["a0"][0], one["W0"][0], one["b0"][0])
-    sim = sg.train(XOR, m=2, method="alg1", steps=1, n=50, eta1=0.3, init=init, seeds=3, test=10)
+    sim = sg.train(XOR, width=2, method="alg1", steps=1, n_train=50, lr_first=0.3, init=init, seeds=3, n_test=10)
     assert all(np.array_equal(sim["W0"][s], init[1]) for s in range(3))
     np.testing.assert_array_equal(sim["W1"][0], one["W1"][0])
 
@@ -328,17 +330,17 @@ def test_fixed_init_is_shared_by_every_seed():
 # ---- popdyn.simulate -----------------------------------------------------------------------------------------------
 
 @pytest.mark.filterwarnings("ignore::popdyn._validate.RegimeWarning")   # the bounds' regime fails at toy sizes
-@pytest.mark.parametrize("problem", [Problem.xor(d=16, m=8), Problem.uniform_parity(d=11, k=4, m=8),
-                                     Problem.structured_parity(d=12, m=8)], ids=["xor", "uniform", "structured"])
+@pytest.mark.parametrize("problem", [Problem.xor(d=16, width=8), Problem.uniform_parity(d=11, k=4, width=8),
+                                     Problem.structured_parity(d=12, width=8)], ids=["xor", "uniform", "structured"])
 def test_simulate_is_the_sample_step_from_predicts_init_with_predicts_names(problem):
     """popdyn.simulate: every seed starts at problem.params0; its W1 is framework.first_step on that seed's sample
     (1e-12), nice_fraction is nice_set of that W1, the names shared with predict are compared, and the gap to the
     population step shrinks like n^{-1/2} (x 10 from n = 500 to 50000; checked > x 4)."""
-    pred = popdyn.predict(problem, n=100, n_mc=100, n_test=500)
+    pred = popdyn.predict(problem, n_train=100, n_mc=100, n_test=500)
     a0, W0, b = problem.params0
     gaps = []
     for n in (500, 50_000):
-        sim = popdyn.simulate(problem, n=n, seeds=2, seed=1, test=10)
+        sim = popdyn.simulate(problem, n_train=n, seeds=2, seed=1, n_test=10)
         assert sim.t is None and sim.coords["step"].tolist() == [0, 1]
         for s in range(2):
             np.testing.assert_array_equal(sim["W0"][s], W0)
@@ -349,7 +351,7 @@ def test_simulate_is_the_sample_step_from_predicts_init_with_predicts_names(prob
             gamma, B_G, norm, _ = problem.cone
             nice = [len(nice_set(sim["W1"][s], a0, b, D, sign, gamma, B_G, problem.step_size, problem.loss, norm))
                     for D, sign in zip(*problem.features)]
-            np.testing.assert_array_equal(sim["nice_fraction"][s], np.array(nice) / problem.m)
+            np.testing.assert_array_equal(sim["nice_fraction"][s], np.array(nice) / problem.width)
         cmp = popdyn.compare(pred, sim)
         assert {"a1", "W1", "cos_features", "nice_fraction"} <= set(cmp.metrics)
         gaps.append(np.abs(sim["W1"] - pred["W1"]).max())
@@ -358,25 +360,25 @@ def test_simulate_is_the_sample_step_from_predicts_init_with_predicts_names(prob
 
 # ---- options -----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, value", [("m", 0), ("method", "alg2"), ("steps", -1), ("n", 0), ("eta1", -1.0),
-                                         ("loss", "square"), ("b_tilde", 0.0), ("sigma_w", -1.0), ("seeds", 0),
+@pytest.mark.parametrize("name, value", [("width", 0), ("method", "alg2"), ("steps", -1), ("n_train", 0),
+                                         ("lr_first", -1.0), ("loss", "square"), ("b_tilde", 0.0), ("sigma_w", -1.0), ("seeds", 0),
                                          ("init", "uniform"), ("dtype", "float16"), ("device", "tpu"),
                                          ("mask", np.ones(3, bool)), ("fresh", "yes"), ("lam1", -0.1)])
 def test_bad_options_name_the_option(name, value):
-    kw = dict(m=2, method="alg1", steps=2, n=10, eta1=0.1, eta=0.1, b_tilde=1.0, test=10) | {name: value}
+    kw = dict(width=2, method="alg1", steps=2, n_train=10, lr_first=0.1, lr=0.1, b_tilde=1.0, n_test=10) | {name: value}
     with pytest.raises(InvalidParameterError, match=repr(name)):
         sg.train(XOR, **kw)
 
 
 def test_missing_step_sizes_and_wrong_losses_are_named():
-    with pytest.raises(InvalidParameterError, match="'eta1'"):
-        sg.train(XOR, m=2, steps=1, n=10, b_tilde=1.0)
-    with pytest.raises(InvalidParameterError, match="'eta'"):
-        sg.train(XOR, m=2, steps=2, n=10, eta1=0.1, b_tilde=1.0)
+    with pytest.raises(InvalidParameterError, match="'lr_first'"):
+        sg.train(XOR, width=2, steps=1, n_train=10, b_tilde=1.0)
+    with pytest.raises(InvalidParameterError, match="'lr'"):
+        sg.train(XOR, width=2, steps=2, n_train=10, lr_first=0.1, b_tilde=1.0)
     with pytest.raises(InvalidParameterError, match="'loss'"):
-        sg.train(quadratic(4), m=2, method="alg7", steps=1, n=10, eta1=0.1, loss="hinge")
+        sg.train(quadratic(4), width=2, method="alg7", steps=1, n_train=10, lr_first=0.1, loss="hinge")
     with pytest.raises(InvalidParameterError, match="'init\\[1\\] \\(W0\\)'"):
-        sg.train(XOR, m=2, steps=1, n=10, eta1=0.1, init=(np.ones(8), np.ones((8, 3)), np.ones(8)))
+        sg.train(XOR, width=2, steps=1, n_train=10, lr_first=0.1, init=(np.ones(8), np.ones((8, 3)), np.ones(8)))
 
 
 @pytest.mark.filterwarnings("ignore::popdyn._validate.RegimeWarning")
@@ -385,33 +387,33 @@ def test_simulate_with_random_inits_gives_the_binomial_nice_fraction_of_predicts
     Binomial(1280, p/2) (Lemma B.5) with p from predict's feature_probability (20000 draws): per feature
     z = (mean - p^/2) / sqrt(q(1-q)/1280 + p^(1-p^)/(4 * 20000)) within 4 (measured |z| <= 1.9; the sample step at
     n = 5000 moves only neurons at the cone and norm thresholds); p instead of p/2 fails (z ~ -7)."""
-    problem = Problem.xor(d=16, m=32)
-    pred = popdyn.predict(problem, n=100, n_mc=20_000, n_test=500)
-    sim = popdyn.simulate(problem, n=5000, seeds=40, init="random", test=10)
+    problem = Problem.xor(d=16, width=32)
+    pred = popdyn.predict(problem, n_train=100, n_mc=20_000, n_test=500)
+    sim = popdyn.simulate(problem, n_train=5000, seeds=40, init="random", n_test=10)
     assert len({w.tobytes() for w in sim["W0"]}) == 40 and np.all(np.abs(sim["b0"]) == problem.b_tilde)
-    N, p = 40 * problem.m, pred["p_hat"]
+    N, p = 40 * problem.width, pred["p_hat"]
     se = np.sqrt(p / 2 * (1 - p / 2) / N + p * (1 - p) / (4 * 20_000))
     nice = sim["nice_fraction"].mean(0)
     assert np.all(np.abs(nice - p / 2) < 4 * se) and np.all(np.abs(nice - p) > 4 * se)
 
 
 def test_simulate_random_inits_of_uniform_parity_follow_b479():
-    sim = popdyn.simulate(Problem.uniform_parity(d=11, k=4, m=8), n=64, seeds=3, init="random", test=10)
+    sim = popdyn.simulate(Problem.uniform_parity(d=11, k=4, width=8), n_train=64, seeds=3, init="random", n_test=10)
     assert set(np.unique(sim["W0"])) == {-1.0, 1.0} and set(np.unique(sim["a0"])) == {-1.0, 1.0}
     assert np.all(np.isin(np.round(sim["b0"] * 4), np.arange(-3, 4))) and not np.array_equal(*sim["W0"][:2])
 
 
-@pytest.mark.parametrize("name, value", [("method", "alg7"), ("steps", 0), ("n", 0), ("seeds", 0)])
+@pytest.mark.parametrize("name, value", [("method", "alg7"), ("steps", 0), ("n_train", 0), ("seeds", 0)])
 def test_simulate_rejects_bad_options(name, value):
     with pytest.raises(InvalidParameterError, match=repr(name)):
-        popdyn.simulate(Problem.xor(d=8, m=2), **{name: value})
-    with pytest.raises(InvalidParameterError, match="'eta'"):
-        popdyn.simulate(Problem.xor(d=8, m=2), steps=3)
+        popdyn.simulate(Problem.xor(d=8, width=2), **{name: value})
+    with pytest.raises(InvalidParameterError, match="'lr'"):
+        popdyn.simulate(Problem.xor(d=8, width=2), steps=3)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_matches_cpu():
-    kw = dict(m=8, method="alg1", steps=5, n=500, eta1=0.3, eta=0.05, b_tilde=1.0, seeds=2, test=300)
+    kw = dict(width=8, method="alg1", steps=5, n_train=500, lr_first=0.3, lr=0.05, b_tilde=1.0, seeds=2, n_test=300)
     cpu, gpu = sg.train(XOR, **kw), sg.train(XOR, device="cuda", **kw)
     for k in ("W1", "a1", "aT", "WT", "loss"):
         np.testing.assert_allclose(gpu[k], cpu[k], rtol=1e-9, atol=1e-12)

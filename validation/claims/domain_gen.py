@@ -52,17 +52,17 @@ def _predict(model, lam, penalty, **kw):
               "accuracy of the trained w below 0.01 and of the NU / rank optima = 1",
        tolerance=0.05, tolerance_origin="spec C.4: Monte Carlo error of the empirical risk ~ n^(-1/2) "
                                          "(n = 4096: 1.6 %) plus optimisation; measured 0.4 % at n = 4096",
-       quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n": 4096, "steps": 300, "lr": 0.25, "seeds": 2,
-              "test": 4000, "seed": 0},
-       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.6, 0.3, 0.1, 0.05], "n": 4096, "steps": 1500, "lr": 0.25,
-             "seeds": 4, "test": 20000, "seed": 0})
+       quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n_train": 4096, "steps": 300, "lr": 0.25, "seeds": 2,
+              "n_test": 4000, "seed": 0},
+       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.6, 0.3, 0.1, 0.05], "n_train": 4096, "steps": 1500, "lr": 0.25,
+             "seeds": 4, "n_test": 20000, "seed": 0})
 def erm_l2_finite_sample(size, device, outdir):
-    model = DG.SpuriousFeatureModel(size["r"], size["d"], size["gamma"])
+    model = DG.Problem(size["r"], size["d"], size["gamma"])
     lam = np.asarray(size["lam"], dtype=float)
     th = _predict(model, lam, "l2")
     nu, rank = _predict(model, lam, "nuclear"), _predict(model, lam, "rank", B_rank=size["r"])
-    sim = popdyn.simulate(model, lam=lam, penalty="l2", n=size["n"], steps=size["steps"], lr=size["lr"],
-                          seeds=size["seeds"], test=size["test"], seed=size["seed"], device=device)
+    sim = popdyn.simulate(model, lam=lam, penalty="l2", n_train=size["n_train"], steps=size["steps"], lr=size["lr"],
+                          seeds=size["seeds"], n_test=size["n_test"], seed=size["seed"], device=device)
     ea = np.abs(sim["alpha"] - th["alpha"]) / th["alpha"]
     eb = np.abs(sim["beta"] - th["beta"]) / th["beta"]
     measured = float(max(ea.max(), eb.max()))
@@ -95,7 +95,7 @@ def erm_l2_finite_sample(size, device, outdir):
     fig_path = save_figure(fig, outdir / "domain_gen.erm_l2_finite_sample.png", title=claim_title(
         REGISTRY["domain_gen.erm_l2_finite_sample"], measured, what="max rel. gap (GD vs population)"))
     return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows,
-                       message=f"GD (n = {size['n']}, {size['seeds']} seeds) vs population ERM-l2 at lambda = "
+                       message=f"GD (n = {size['n_train']}, {size['seeds']} seeds) vs population ERM-l2 at lambda = "
                                f"{lam.tolist()}: max relative gap {measured:.2%} (alpha {ea.max():.2%}, beta "
                                f"{eb.max():.2%}); ERM-l2 OOD accuracy 10^{th['log10_acc_ood'].max():.1f} at most, NU "
                                f"rho in [{nu['rho'].min():.3f}, {nu['rho'].max():.3f}] so beta_NU = 0 and OOD "
@@ -112,16 +112,16 @@ def erm_l2_finite_sample(size, device, outdir):
               "checks: |beta_sim| / alpha_sim < 0.01 and population beta_NU = 0",
        tolerance=0.05, tolerance_origin="spec C.4: Monte Carlo error ~ n^(-1/2) (1.6 % at n = 4096) plus optimisation; "
                                          "measured 0.2 % at n = 4096, lambda = 0.1",
-       quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.1], "n": 4096, "steps": 300, "seeds": 1, "test": 2000,
+       quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.1], "n_train": 4096, "steps": 300, "seeds": 1, "n_test": 2000,
               "seed": 0},
-       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n": 4096, "steps": 300, "seeds": 2,
-             "test": 20000, "seed": 0})
+       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n_train": 4096, "steps": 300, "seeds": 2,
+             "n_test": 20000, "seed": 0})
 def nu_finite_sample(size, device, outdir):
-    model = DG.SpuriousFeatureModel(size["r"], size["d"], size["gamma"])
+    model = DG.Problem(size["r"], size["d"], size["gamma"])
     lam = np.asarray(size["lam"], dtype=float)
     th, l2 = _predict(model, lam, "nuclear"), _predict(model, lam, "l2")
-    sim = popdyn.simulate(model, lam=lam, penalty="nuclear", n=size["n"], steps=size["steps"], method="lbfgs",
-                          seeds=size["seeds"], test=size["test"], seed=size["seed"], device=device)
+    sim = popdyn.simulate(model, lam=lam, penalty="nuclear", n_train=size["n_train"], steps=size["steps"],
+                          method="lbfgs", seeds=size["seeds"], n_test=size["n_test"], seed=size["seed"], device=device)
     ea = np.abs(sim["alpha"] - th["alpha"]) / th["alpha"]
     ratio = np.abs(sim["beta"]) / sim["alpha"]
     rows = [{"lam": float(x), "alpha_nu": float(th["alpha"][i]), "beta_nu": float(th["beta"][i]),
@@ -139,8 +139,8 @@ def nu_finite_sample(size, device, outdir):
                               "beta l2 (population)": {"color": "C1", "ls": "--", "marker": "_", "ms": 16, "mew": 2}},
                       title=claim_title(REGISTRY["domain_gen.nu_finite_sample"], ea.max(), what="max alpha gap"))
     return ClaimResult(measured=float(ea.max()), checks=checks, figure=str(fig), table=rows,
-                       message=f"ERM-NU (n = {size['n']}, L-BFGS) vs population at lambda = {lam.tolist()}: alpha gap "
-                               f"{ea.max():.2%}, |beta|/alpha <= {ratio.max():.1e} (ERM-l2: beta/alpha = "
+                       message=f"ERM-NU (n = {size['n_train']}, L-BFGS) vs population at lambda = {lam.tolist()}: "
+                               f"alpha gap {ea.max():.2%}, |beta|/alpha <= {ratio.max():.1e} (ERM-l2: beta/alpha = "
                                f"{rows[0]['beta_over_alpha_l2']:.3f}); rho = {th['rho'].round(3).tolist()}.")
 
 
@@ -166,7 +166,7 @@ def _mc_accuracy(model, a, b, domain, n, seed):
 def accuracy(size, device, outdir):
     rows, worst, normal_err, chern_ok, k = [], 0.0, 0.0, True, 0
     for r, d, g, lam in size["cases"]:
-        m = DG.SpuriousFeatureModel(r, d, g)
+        m = DG.Problem(r, d, g)
         a, b = DG.erm_l2(m, lam)
         for dom in ("id", "ood"):
             ex = DG.accuracy(a, b, m, dom)
@@ -223,19 +223,19 @@ def _binomial_z(acc, p, test):
        tolerance=0.05, tolerance_origin="spec C.4: ~5 % (Monte Carlo error of the trained w ~ n^(-1/2), 1.6 % at "
                                          "n = 4096) plus the test features' sampling error ~ test^(-1/2); measured "
                                          "0.43 % (quick: n = 4096, test = 4000), 0.35 % (full: test = 20000)",
-       quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n": 4096, "steps": 300, "lr": 0.25, "seeds": 1,
-              "test": 4000, "seed": 0},
-       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1, 0.05, 0.02, 0.01], "n": 4096, "steps": 1500,
-             "lr": 0.25, "seeds": 2, "test": 20000, "seed": 0})
+       quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n_train": 4096, "steps": 300, "lr": 0.25, "seeds": 1,
+              "n_test": 4000, "seed": 0},
+       full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1, 0.05, 0.02, 0.01], "n_train": 4096, "steps": 1500,
+             "lr": 0.25, "seeds": 2, "n_test": 20000, "seed": 0})
 def lambda_path(size, device, outdir):
     # Sigma_ood differs from Sigma_id only in the sign of the invariant-spurious block, which leaves the spectrum of
     # D_w Sigma D_w unchanged: the ID test features carry the stable rank of Fig. 6.5's OOD features (checked below).
     # The path starts at lambda <= 0.3: above, alpha_NU is tiny (0.014 at 0.6, 0 beyond ~0.65) and L-BFGS started at
     # w = 0 stays on the nuclear norm's kink there (measured at 0.6: w = 0, no features, stable rank NaN -> FAIL).
-    model = DG.SpuriousFeatureModel(size["r"], size["d"], size["gamma"])
+    model = DG.Problem(size["r"], size["d"], size["gamma"])
     lam = np.asarray(size["lam"], dtype=float)
-    run = dict(lam=lam, n=size["n"], steps=size["steps"], seeds=size["seeds"], test=size["test"], seed=size["seed"],
-               device=device)
+    run = dict(lam=lam, n_train=size["n_train"], steps=size["steps"], seeds=size["seeds"], n_test=size["n_test"],
+               seed=size["seed"], device=device)
     th = {p: _predict(model, lam, p) for p in ("l2", "nuclear")}
     sim = {"l2": popdyn.simulate(model, penalty="l2", lr=size["lr"], **run),
            "nuclear": popdyn.simulate(model, penalty="nuclear", method="lbfgs", **run)}
@@ -244,7 +244,7 @@ def lambda_path(size, device, outdir):
     below = th["nuclear"]["stable_rank"] < th["l2"]["stable_rank"]
     dense = max(abs(_dense_stable_rank(th[p]["alpha"][i], th[p]["beta"][i], model, dom) / th[p]["stable_rank"][i] - 1)
                 for p in th for i in range(lam.size) for dom in ("id", "ood"))
-    z_ood = max(float(_binomial_z(sim[p]["acc_ood"], th[p]["acc_ood"], size["test"]).max()) for p in th)
+    z_ood = max(float(_binomial_z(sim[p]["acc_ood"], th[p]["acc_ood"], size["n_test"]).max()) for p in th)
     # the trained block means through the exact accuracy: the OOD accuracy a finite test set cannot see
     log_sim = {p: np.array([[DG.accuracy(a, b, model, "ood", log10=True) for a, b in zip(ra, rb)]
                             for ra, rb in zip(sim[p]["alpha"], sim[p]["beta"])]) for p in th}
@@ -284,8 +284,8 @@ def lambda_path(size, device, outdir):
     fig_path = save_figure(fig, outdir / "domain_gen.lambda_path.png", title=claim_title(
         REGISTRY["domain_gen.lambda_path"], measured, what="max rel. gap of the stable rank"))
     return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows,
-                       message=f"lambda = {lam.tolist()} (n = {size['n']}, {size['seeds']} seed(s), test = "
-                               f"{size['test']}): stable rank of the trained features within {measured:.2%} of the "
+                       message=f"lambda = {lam.tolist()} (n = {size['n_train']}, {size['seeds']} seed(s), test = "
+                               f"{size['n_test']}): stable rank of the trained features within {measured:.2%} of the "
                                f"population (l2 {gap['l2'].max():.2%}, NU {gap['nuclear'].max():.2%}); population "
                                f"srank l2 in [{th['l2']['stable_rank'].min():.4f}, "
                                f"{th['l2']['stable_rank'].max():.4f}], NU in "
@@ -303,16 +303,16 @@ def lambda_path(size, device, outdir):
        metric="max over lambda, seeds and domains of |test accuracy - toy2d_accuracy(beta/alpha)| / SE (binomial); "
               "checks: population c = beta/alpha < 2 gamma and OOD accuracy > 0.86 > 0.76 at every lambda",
        tolerance=5.0, tolerance_origin="5 standard errors of a binomial proportion over the test samples",
-       quick={"gamma": 0.2, "lam": [1.0, 0.1, 0.01], "n": 2000, "steps": 3000, "lr": 0.5, "seeds": 2,
-              "test": 100_000, "seed": 0},
-       full={"gamma": 0.2, "lam": [1.0, 0.1, 0.01, 0.001], "n": 20000, "steps": 20000, "lr": 0.5, "seeds": 4,
-             "test": 1_000_000, "seed": 0})
+       quick={"gamma": 0.2, "lam": [1.0, 0.1, 0.01], "n_train": 2000, "steps": 3000, "lr": 0.5, "seeds": 2,
+              "n_test": 100_000, "seed": 0},
+       full={"gamma": 0.2, "lam": [1.0, 0.1, 0.01, 0.001], "n_train": 20000, "steps": 20000, "lr": 0.5, "seeds": 4,
+             "n_test": 1_000_000, "seed": 0})
 def toy2d(size, device, outdir):
     g = size["gamma"]
-    model = DG.SpuriousFeatureModel(1, 2, g)
+    model = DG.Problem(1, 2, g)
     lam = np.asarray(size["lam"], dtype=float)
-    sim = popdyn.simulate(model, lam=lam, penalty="l2", n=size["n"], steps=size["steps"], lr=size["lr"],
-                          seeds=size["seeds"], test=size["test"], seed=size["seed"], device=device)
+    sim = popdyn.simulate(model, lam=lam, penalty="l2", n_train=size["n_train"], steps=size["steps"], lr=size["lr"],
+                          seeds=size["seeds"], n_test=size["n_test"], seed=size["seed"], device=device)
     th = _predict(model, lam, "l2")
     worst, rows = 0.0, []
     for i, x in enumerate(lam):
@@ -321,7 +321,7 @@ def toy2d(size, device, outdir):
             ai, ao = DG.toy2d_accuracy(max(c, 0.0), g)
             for dom, want in (("acc_id", ai), ("acc_ood", ao)):
                 got = float(sim[dom][s, i])
-                se = np.sqrt(max(want * (1 - want), 1 / size["test"]) / size["test"])
+                se = np.sqrt(max(want * (1 - want), 1 / size["n_test"]) / size["n_test"])
                 worst = max(worst, abs(got - want) / se)
             rows.append({"lam": float(x), "seed": s, "c_sim": c, "c_pop": float(th["beta"][i] / th["alpha"][i]),
                          "acc_id_sim": float(sim["acc_id"][s, i]), "acc_id_closed": ai,
@@ -345,7 +345,7 @@ def toy2d(size, device, outdir):
 def bench_domain_gen(repeats=3):
     """Seconds: exact OOD accuracy (contour) vs Monte Carlo to the same relative accuracy (extrapolated from the
     binomial SE), and the population ERM-l2 optimum vs finite-sample GD (n = 4096, 1500 steps, one seed)."""
-    m = DG.SpuriousFeatureModel(5, 30, 0.45)
+    m = DG.Problem(5, 30, 0.45)
     a, b = DG.erm_l2(m, 0.1)
     t0 = time.perf_counter()
     for _ in range(repeats):
@@ -357,11 +357,11 @@ def bench_domain_gen(repeats=3):
     t_mc = time.perf_counter() - t0
     n_needed = (1 - p) / (p * 1e-12 ** 2)  # relative SE 1e-12: the contour's accuracy
     out = {"exact_accuracy_s": t_exact, "mc_per_sample_s": t_mc / n, "mc_to_1e-12_s": t_mc / n * n_needed}
-    m = DG.SpuriousFeatureModel(20, 300, 0.3)
+    m = DG.Problem(20, 300, 0.3)
     t0 = time.perf_counter()
     DG.erm_l2(m, 0.3)
     out["population_optimum_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    popdyn.simulate(m, lam=[0.3], penalty="l2", n=4096, steps=1500, seeds=1, test=1000)
+    popdyn.simulate(m, lam=[0.3], penalty="l2", n_train=4096, steps=1500, seeds=1, n_test=1000)
     out["gd_n4096_1500_steps_s"] = time.perf_counter() - t0
     return out

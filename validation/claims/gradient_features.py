@@ -72,8 +72,8 @@ def _mixture(name, d, sigma):
 def _first_step_sim(model, init, n, eta1, loss, seed, seeds=1, both=False, device="cpu"):
     """W^(1) (seeds, 4m, d) of the torch first step (Algorithm 4 with T = 1) on n samples from the fixed init (and
     a^(1) (seeds, 4m) first when ``both``)."""
-    sim = _sim().train(model, m=len(init[0]) // 4, method="alg4", steps=1, n=n, eta1=eta1, loss=loss, init=init,
-                       seeds=seeds, seed=seed, test=2, device=device)
+    sim = _sim().train(model, width=len(init[0]) // 4, method="alg4", steps=1, n_train=n, lr_first=eta1, loss=loss,
+                       init=init, seeds=seeds, seed=seed, n_test=2, device=device)
     return (sim["a1"], sim["W1"]) if both else sim["W1"]
 
 
@@ -270,7 +270,7 @@ def uniform_parity_step(size, device, outdir):
     eta1 = 1.0 / (k * abs(model.xi(k - 1)))                                        # Theorem B.56
     _, W1p = framework.first_step(model, *init, eta1)
     cube = _Hypercube(model)
-    exact = _sim().train(cube, m=m, method="alg6", steps=1, n=2 ** d, eta1=eta1, init=init, test=2,
+    exact = _sim().train(cube, width=m, method="alg6", steps=1, n_train=2 ** d, lr_first=eta1, init=init, n_test=2,
                          device=device)["W1"][0]
     worst = float(np.max(np.abs(exact - W1p)) / np.max(np.abs(W1p)))
     finite = _first_step_sim(model, init, size["n"], eta1, "hinge", seed=6, device=device)[0]
@@ -343,8 +343,8 @@ def _frozen_fit(model, init, size, seed, device):
     a, W, b = init
     X = model.sample(size["n"], np.random.default_rng([seed, 99]))[0]
     L = _top_eigenvalue(np.maximum(X @ W.T - b, 0.0))
-    sim = _sim().train(model, m=len(a) // 4, method="rf", steps=size["T"], n=size["n"], eta=1.0 / L, init=init,
-                       seeds=1, seed=seed, test=size["test"], record_every=size["T"], device=device)
+    sim = _sim().train(model, width=len(a) // 4, method="rf", steps=size["T"], n_train=size["n"], lr=1.0 / L, init=init,
+                       seeds=1, seed=seed, n_test=size["test"], n_points=2, device=device)
     return float(sim["error"][0, -1]), float(sim["loss"][0, -1])
 
 
@@ -379,8 +379,8 @@ def beyond_fixed_features(size, device, outdir):
         # (the scale Lemma B.6 selects)
         a0 = a0 * b_tilde / beta / float(np.median(np.linalg.norm(W1p[:m], axis=1))) / _ETA1_E3
         init = (a0, W0, b)
-        step = _sim().train(model, m=m, method="alg4", steps=1, n=size["n"], eta1=_ETA1_E3, init=init, seeds=1,
-                            seed=i, test=2, device=device)
+        step = _sim().train(model, width=m, method="alg4", steps=1, n_train=size["n"], lr_first=_ETA1_E3, init=init,
+                            seeds=1, seed=i, n_test=2, device=device)
         learned = (step["a1"][0], step["W1"][0], b)
         W0s = W0 * float(np.median(np.linalg.norm(step["W1"][0], axis=1)) / np.median(np.linalg.norm(W0, axis=1)))
         err_l, loss_l = _frozen_fit(model, learned, size, i, device)
@@ -445,7 +445,8 @@ def multi_index_step(size, device, outdir):
     eta1 = 1.0
     rows, med, sines = [], [], []
     for n in size["n"]:
-        sim = _sim().train(raw, m=m, method="alg7", steps=1, n=n, eta1=eta1, seeds=1, seed=32, test=2, device=device)
+        sim = _sim().train(raw, width=m, method="alg7", steps=1, n_train=n, lr_first=eta1, seeds=1, seed=32, n_test=2,
+                           device=device)
         a0, W0, W1s = sim["a0"][0], sim["W0"][0], sim["W1"][0]
         W1p = 2 * eta1 * a0[:, None] * model.first_step_direction(W0)
         rel = np.linalg.norm(W1s[:2 * m] - W1p[:2 * m], axis=1) / np.linalg.norm(W1p[:2 * m], axis=1)
@@ -654,9 +655,9 @@ def algorithm1_curve(size, device, outdir):
     a0 = a0 * b_tilde / beta / float(np.median(np.linalg.norm(W1p[:m], axis=1))) / _ETA1_E3   # as in E3
     eta = size["eta_L"] / _top_eigenvalue(np.maximum(model.sample(5000, np.random.default_rng(63))[0]
                                                     @ (_ETA1_E3 * a0[:, None] * W1p).T - b, 0.0))
-    runs = {train_W: _sim().train(model, m=m, method="alg1", steps=size["T"], n=size["n"], eta1=_ETA1_E3,
-                                  eta=eta, init=(a0, W0, b), train_W=train_W, seed=62, test=size["test"],
-                                  record_every=max(1, size["T"] // 30), device=device)
+    runs = {train_W: _sim().train(model, width=m, method="alg1", steps=size["T"], n_train=size["n"],
+                                  lr_first=_ETA1_E3, lr=eta, init=(a0, W0, b), train_W=train_W, seed=62,
+                                  n_test=size["test"], n_points=31, device=device)
             for train_W in (True, False)}
     sim = runs[True]
     err = sim["error"][0]
@@ -741,8 +742,8 @@ def simplicity_bias(size, device, outdir):
                                               both=True, device=device))
     T = size["T"]                                                     # eta: the strongest margin reaches "margin"
     eta = (size["margin"] - start.max()) / (T * rate.max())
-    sim = _sim().train(model, m=m, method="rf", steps=T, n=size["n"], eta=eta, init=(a1s, W1s, b), seeds=1, seed=82,
-                       test=2, record_every=T, device=device)
+    sim = _sim().train(model, width=m, method="rf", steps=T, n_train=size["n"], lr=eta, init=(a1s, W1s, b), seeds=1,
+                       seed=82, n_test=2, n_points=2, device=device)
     aT = sim["aT"][0]
     rng = np.random.default_rng(84)
     rows = []

@@ -9,8 +9,8 @@ generating function, exact to rounding (no FFT floor), so OOD accuracies of 1e-9
 Public names
 ------------
 model (``problem``)
-    :class:`SpuriousFeatureModel` (``mean``, ``second_moment``, ``sample``), also exported as ``Problem`` (the name
-    ``popdyn predict domain_gen`` and the property suite use)
+    :class:`Problem` (``mean``, ``second_moment``, ``sample``; its run options and observables), also exported as
+    ``SpuriousFeatureModel`` (the name of section 6.4)
 risks and optima (``risk``)
     :func:`population_loss`, :func:`population_grad`, :func:`population_loss_w`, :func:`nuclear_norm_pop`,
     :func:`nuclear_norm_pop_w`, :func:`erm_l2`, :func:`erm_rank`, :func:`erm_nuclear`, :func:`nu_constants`
@@ -18,17 +18,16 @@ accuracy (``accuracy``)
     :func:`accuracy` (exact, fft, chernoff, normal), :func:`sum_pmf`, :func:`toy2d_accuracy`, :func:`stable_rank`,
     :func:`prop63_assumptions`
 theory along a lambda path (``predict``)
-    :func:`feature_stable_rank`; ``popdyn.predict(model, lam=..., penalty="l2"|"nuclear"|"rank", B_rank=None)``
-    (registered in ``predict.py``, imported here)
+    :func:`feature_stable_rank`; ``popdyn.predict(problem, lam=..., penalty="l2"|"nuclear"|"rank", B_rank=None)``
+    (registered in ``predict.py``)
 """
 from .accuracy import accuracy, prop63_assumptions, stable_rank, sum_pmf, toy2d_accuracy
 from .predict import feature_stable_rank
-from .problem import SpuriousFeatureModel
-from .problem import SpuriousFeatureModel as Problem
+from .problem import Problem, SpuriousFeatureModel
 from .risk import (erm_l2, erm_nuclear, erm_rank, nu_constants, nuclear_norm_pop, nuclear_norm_pop_w, population_grad,
                    population_loss, population_loss_w)
 
-__all__ = ["SpuriousFeatureModel", "Problem",
+__all__ = ["Problem", "SpuriousFeatureModel",
            "population_loss", "population_grad", "population_loss_w", "nuclear_norm_pop", "nuclear_norm_pop_w",
            "erm_l2", "erm_rank", "erm_nuclear", "nu_constants",
            "accuracy", "sum_pmf", "toy2d_accuracy", "stable_rank", "prop63_assumptions", "feature_stable_rank"]

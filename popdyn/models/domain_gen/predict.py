@@ -1,8 +1,8 @@
 """``popdyn.predict`` for the spurious-feature model: the population optimum along a lambda path (seed 001 ch. 6;
 specs/looped_contrastive_dg.md C.2, C.4).
 
-``predict(model, *, lam, penalty="l2"|"nuclear"|"rank", B_rank=None)`` registered for
-:class:`~popdyn.models.domain_gen.SpuriousFeatureModel`: static observables over the coordinate ``lam`` -
+``popdyn.predict(problem, lam=..., penalty="l2"|"nuclear"|"rank", B_rank=None)`` for
+:class:`~popdyn.models.domain_gen.Problem` (registered here): static observables over the coordinate ``lam`` -
 ``alpha``, ``beta`` (the block weights of the optimum), ``acc_id``, ``acc_ood`` (exact), ``log10_acc_ood``,
 ``nuclear_norm`` (population, ID) and ``stable_rank`` (of Sigma^{1/2} D_w, the population analogue of Fig. 6.5's
 feature stable rank); ``rho`` (the NU selection ratio) for ``penalty="nuclear"``.
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check, regime_check
-from ...api import predict
+from ..._validate import Integer, Interval, InvalidParameterError, check, regime_check
+from ...api import register
 from ...results import Prediction
 from .accuracy import accuracy, prop63_assumptions
-from .problem import SpuriousFeatureModel
+from .problem import Problem
 from .risk import erm_l2, erm_nuclear, erm_rank, nuclear_norm_pop
 
 __all__ = ["feature_stable_rank"]
@@ -37,7 +37,7 @@ def feature_stable_rank(alpha, beta, model):
     ----------
     alpha, beta : float
         Not both 0.
-    model : SpuriousFeatureModel
+    model : Problem
 
     Returns
     -------
@@ -70,21 +70,15 @@ def _weights(model, lam, penalty, B_rank):
     """(alpha, beta, rho, support model) of the optimum; ERM-rank puts alpha on B_rank invariant coordinates, so its
     features are those of the model (B_rank, B_rank + d - r) with beta = 0."""
     if penalty == "rank":
-        return erm_rank(model, B_rank, lam)[0], 0.0, np.nan, SpuriousFeatureModel(B_rank, B_rank + model.m, model.gamma)
+        return erm_rank(model, B_rank, lam)[0], 0.0, np.nan, Problem(B_rank, B_rank + model.m, model.gamma)
     a, b, rho = (*erm_l2(model, lam), np.nan) if penalty == "l2" else erm_nuclear(model, lam)
     return a, b, rho, model
 
 
-@predict.register(SpuriousFeatureModel)
-def _predict(model, *, lam, penalty="l2", B_rank=None):
+def _predict(model, *, lam, penalty, B_rank):
     """Population optimum of ERM-l2 / ERM-NU / ERM-rank (ridge on the support) at each lam, with its accuracies."""
     owner = "domain_gen.predict"
-    lam = check(owner, "lam", np.atleast_1d(lam), FiniteArray(1))
-    if not np.all(lam > 0):
-        raise InvalidParameterError(f"The 'lam' parameter of {owner} must be an array of floats in (0, inf). "
-                                    f"Got {lam!r} instead.")
-    penalty = check(owner, "penalty", penalty, Options(("l2", "nuclear", "rank")))
-    if B_rank is not None or penalty == "rank":  # used by "rank" only, validated whenever given
+    if B_rank is not None or penalty == "rank":  # used by "rank" only, checked against r whenever given
         B_rank = check(owner, "B_rank", model.r if B_rank is None else B_rank, Integer(1, model.r))
     obs = {k: [] for k in ("alpha", "beta", "acc_id", "acc_ood", "log10_acc_ood", "nuclear_norm", "stable_rank",
                            "rho")}
@@ -102,7 +96,11 @@ def _predict(model, *, lam, penalty="l2", B_rank=None):
                                    a63["gamma"]),
                                   ("d > r/gamma^2 + r", model.d, model.r / max(model.gamma ** 2, 1e-300) + model.r,
                                    "seed 001 L1811 (Prop. 6.3)", a63["d"])])
-    meta = {"problem": repr(model), "options": {"lam": lam, "penalty": penalty, "B_rank": B_rank},
-            "source": _SRC, "regime": regime}
+    meta = {"source": _SRC, "regime": regime, "B_rank": B_rank}
     return Prediction(t=None, observables={k: np.asarray(v, dtype=float) for k, v in obs.items()}, meta=meta,
                       coords={"lam": lam})
+
+
+register(Problem, name="domain_gen", predict=_predict, simulate="popdyn.sim.domain_gen:simulate",
+         summary="population optimum of ERM-l2 / ERM-NU / ERM-rank along a lambda path: block weights, exact ID and "
+                 "OOD accuracies, nuclear norm and stable rank")

@@ -35,7 +35,7 @@ from .framework import (cone_membership, feature_probability, first_step, good_s
 from .multi_index import MultiIndexPolynomial
 from .parity import MonteCarloGradient, StructuredParity, UniformParity, majority_coefficient
 from .problem import Problem
-from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
+from . import predict  # noqa: F401  (the theory of Problem, registered with popdyn.api.register)
 
 __all__ = ["DataModel", "Bounds", "GaussianMixture", "xor_mixture", "LinearSeparable", "relu_moment", "hinge",
            "logistic2", "LOSSES", "MultiIndexPolynomial", "StructuredParity", "UniformParity", "majority_coefficient",

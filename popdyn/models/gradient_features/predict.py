@@ -2,8 +2,9 @@
 the frozen-feature optimum, Lemma B.6's good network and the main theorem's numbers (seed 001 ch. 3;
 specs/gradient_features.md §2.1, §2.8-2.11).
 
-``predict(problem, *, n=1000, n_mc=4000, n_test=20000, n_G=None, B_a2=None, B_eps=None, eps=0.1, delta=0.1)``
-registered for :class:`~popdyn.models.gradient_features.Problem`.
+``popdyn.predict(problem, n_train=1000, n_mc=4000, n_test=20000, n_G=None, B_a2=None, B_eps=None, eps=0.1,
+delta=0.1)`` for :class:`~popdyn.models.gradient_features.Problem` (registered here; the options are
+``Problem.options``).
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import warnings
 
 import numpy as np
 
-from ..._validate import Either, Integer, Interval, Options, RegimeWarning, check
-from ...api import predict
+from ..._validate import RegimeWarning
+from ...api import register
 from ...results import Prediction
 from .bounds import good_network_bound, good_network_scales, main_theorem, uniform_parity_requirements
 from .framework import (feature_probability, first_step, good_second_layer, nice_set, opt_frozen, population_loss,
@@ -24,8 +25,6 @@ __all__ = []
 _SRC = ("seed 001 L899-939, L5633-5752, L5884-5998, L7271-7306, L7672-7678; specs/gradient_features.md §2.1, "
         "§2.8-2.11, §2.13.5")
 _THEOREM_KEYS = ("m_min", "T", "n_min", "eta", "error_bound", "error_bound_population")
-_POS_INT = Either((Options((None,)), Integer(2)))
-_OPEN01 = Interval(0.0, 1.0, "neither")
 
 
 def _first_step(problem, n_G):
@@ -45,7 +44,7 @@ def _gstar_loss(problem):
 
 
 def _theorem(problem, eps, delta, regime):
-    """Main-theorem numbers (3.10)-(3.13) at the problem's m and d with the case parameters (hidden constants 1)."""
+    """Main-theorem numbers (3.10)-(3.13) at the problem's width and d, case parameters, hidden constants 1."""
     if "theorem_args" not in problem.case:
         return {}
     if not problem.case["p"] > 0:
@@ -54,7 +53,7 @@ def _theorem(problem, eps, delta, regime):
         return {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RegimeWarning)
-        out = main_theorem(**problem.case["theorem_args"], eps=eps, delta=delta, m=problem.m, d=problem.d,
+        out = main_theorem(**problem.case["theorem_args"], eps=eps, delta=delta, m=problem.width, d=problem.d,
                            loss=problem.loss)
     regime += [{"condition": str(w.message), "source": "main_theorem"} for w in caught]
     return _finite_theorem(out, _THEOREM_KEYS, "main_theorem", regime)
@@ -69,10 +68,10 @@ def _finite_theorem(out, keys, source, regime):
 
 
 def _uniform_parity(problem, W1, b, eps, risk, regime):
-    """Lemma B.54's network on the first-step features and Thm B.56's requirements (hinge, eta1 of the lemma)."""
+    """Lemma B.54's network on the first-step features and Thm B.56's requirements (hinge, eta^(1) of the lemma)."""
     a_t, sets = uniform_parity_second_layer(W1, b, problem.model.subset)
-    if problem.loss != "hinge" or problem.eta1 is not None:
-        regime.append({"condition": "hinge step at eta1 = 1/(k |xi_{k-1}|) (Lemma B.54)", "value": problem.eta1,
+    if problem.loss != "hinge" or problem.lr_first is not None:
+        regime.append({"condition": "hinge step at lr_first = 1/(k |xi_{k-1}|) (Lemma B.54)", "value": problem.lr_first,
                        "source": "seed 001 L7271"})
     obs = {"good_network_loss": risk(a_t, problem.loss)[0],
            "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
@@ -82,13 +81,12 @@ def _uniform_parity(problem, W1, b, eps, risk, regime):
         return obs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RegimeWarning)
-        out = uniform_parity_requirements(problem.d, problem.k, eps, m=problem.m)
+        out = uniform_parity_requirements(problem.d, problem.k, eps, m=problem.width)
     regime += [{"condition": str(w.message), "source": "uniform_parity_requirements"} for w in caught]
     return obs | _finite_theorem(out, ("m_min", "T", "n_min", "eta"), "uniform_parity_requirements", regime)
 
 
-@predict.register(Problem)
-def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, B_eps=None, eps=0.1, delta=0.1):
+def _predict(problem, *, n_train, n_mc, n_test, n_G, B_a2, B_eps, eps, delta):
     r"""Theory of the first step and of the features it gives, at the problem's initialisation.
 
     .. math:: \mathbf w_i^{(1)} = \eta^{(1)}|\ell'(0)|a_i^{(0)}G(\mathbf w_i^{(0)},b_i),\quad
@@ -98,7 +96,7 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
     Parameters
     ----------
     problem : Problem
-    n : int
+    n_train : int
         Training sample of the frozen-feature optimum, >= 2.
     n_mc : int
         Initial neurons drawn for the feature probability, >= 2.
@@ -123,7 +121,7 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
         ``nice_fraction`` (F,): ``|Nice|/m``; ``p_hat`` (F,) and ``p_ci`` (F, 2): the feature probability with its
         95% Clopper-Pearson interval (``E nice_fraction = p/2`` for the Gaussian init (3.9) with the l2 cone; the
         uniform-parity init mixes bias signs and uses the signed infinity-norm cone); ``opt_gstar``: exact ``L_D(g*)``;
-        ``opt_frozen``, ``opt_frozen_gap``: ``OPT_{W^(1), b, B_a2}`` on ``n`` samples and its certificate;
+        ``opt_frozen``, ``opt_frozen_gap``: ``OPT_{W^(1), b, B_a2}`` on ``n_train`` samples and its certificate;
         ``opt_frozen_test``, ``opt_frozen_error``: the risk and 0-1 error of that optimum (``n_test`` samples);
         ``good_network_loss``, ``good_network_coverage``, ``good_network_bound``: Lemma B.6's network (risk,
         fraction of g*'s neurons with a non-empty ``Lambda_j``, the B.25 bound with constants 1); for uniform
@@ -151,16 +149,11 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
     Examples
     --------
     >>> import popdyn
-    >>> pred = popdyn.predict(Problem.xor(d=16, m=8), n=200, n_mc=200, n_test=2000)
+    >>> pred = popdyn.predict(Problem.xor(d=16, width=8), n_train=200, n_mc=200, n_test=2000)
     >>> pred["W1"].shape, pred["p_hat"].shape
     ((32, 16), (4,))
     """
     owner = "gradient_features.predict"
-    n, n_mc, n_test = (check(owner, k, v, Integer(2)) for k, v in (("n", n), ("n_mc", n_mc), ("n_test", n_test)))
-    n_G = check(owner, "n_G", n_G, _POS_INT)
-    B_a2 = check(owner, "B_a2", B_a2, Either((Options((None,)), Interval(0.0, np.inf, "neither"))))
-    B_eps = check(owner, "B_eps", B_eps, Either((Options((None,)), Interval(0.0, np.inf, "neither"))))
-    eps, delta = check(owner, "eps", eps, _OPEN01), check(owner, "delta", delta, _OPEN01)
     model, (a0, _, b), eta1, loss = problem.model, problem.params0, problem.step_size, problem.loss
     gamma, B_G, norm, B_G1 = problem.cone
     D, s = problem.features
@@ -174,18 +167,18 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
                                  law=law, norm=norm, B_G1=B_G1) for f, (Df, sf) in enumerate(zip(D, s))]
     p_hat, p_ci = np.array([q[0] for q in probs]), np.array([q[1] for q in probs])
     opt_g = _gstar_loss(problem)
-    X, y = model.sample(n, np.random.default_rng([problem.seed, 3]))
+    X, y = model.sample(n_train, np.random.default_rng([problem.seed, 3]))
     a_opt, opt_v, gap = opt_frozen(X, y, W1, b, B_a2, loss)
     risk = lambda a, kind: population_loss(model, a, W1, b, kind, n_test, problem.seed + 4)
     c = problem.case
     p_use = float(min(p_hat.min(), 1.0)) if p_hat.min() > 0 else float(p_ci[:, 1].min())
-    obs = {"a1": a1, "W1": W1, "cos_features": cos, "nice_fraction": nice / problem.m, "p_hat": p_hat,
+    obs = {"a1": a1, "W1": W1, "cos_features": cos, "nice_fraction": nice / problem.width, "p_hat": p_hat,
            "p_ci": p_ci, "opt_gstar": opt_g, "opt_frozen": opt_v, "opt_frozen_gap": gap,
            "opt_frozen_test": risk(a_opt, loss)[0], "opt_frozen_error": risk(a_opt, "error")[0],
            "bayes_error": model.bayes_error() if problem.data == "xor" else 0.0}
     regime, scales = [], None
     if norm == "l2":                          # Lemma B.6 and Thm 3.12 are the l2 framework (uniform parity: B.54)
-        args = (p_use, B_G, c["B_b"], c["Bx1"], problem.m, c["r"], c["B_a1"], c["B_a2"], problem.b_tilde)
+        args = (p_use, B_G, c["B_b"], c["Bx1"], problem.width, c["r"], c["B_a1"], c["B_a2"], problem.b_tilde)
         scales = good_network_scales(*args, B_eps=B_eps)
         if not scales["B_eps"] < c["B_b"]:
             regime.append({"condition": "B_eps < B_b (Lemma B.6)", "value": scales["B_eps"], "bound": c["B_b"],
@@ -196,17 +189,20 @@ def _predict(problem, *, n=1000, n_mc=4000, n_test=20_000, n_G=None, B_a2=None, 
                                       loss, signs=problem.gstar_signs)
         obs |= {"good_network_loss": risk(a_t, loss)[0], "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
                 "good_network_bound": good_network_bound(p_use, gamma, B_G, c["r"], c["B_a1"], c["B_b"], c["Bx1"],
-                                                         problem.m, B_eps=scales["B_eps"], OPT=opt_g)}
+                                                         problem.width, B_eps=scales["B_eps"], OPT=opt_g)}
         obs |= _theorem(problem, eps, delta, regime)
     else:                                     # uniform parity: Lemma B.54 / Thm B.56 (infinity-norm features)
         obs |= _uniform_parity(problem, W1, b, eps, risk, regime)
     if regime:
         warnings.warn(f"{owner}: outside the regime of the bounds ({len(regime)} conditions, see meta['regime']): "
                       + "; ".join(str(r["condition"]) for r in regime), RegimeWarning, stacklevel=3)
-    meta = dict(problem=repr(problem), source=_SRC,
-                options=dict(n=n, n_mc=n_mc, n_test=n_test, n_G=n_G, B_a2=B_a2, B_eps=B_eps, eps=eps, delta=delta),
-                cone={"gamma": gamma, "B_G": B_G, "norm": norm, "B_G1": B_G1}, features_sign=s.tolist(),
-                b_tilde=problem.b_tilde, eta1=eta1, sigma_a=problem.init_scale, p_used=p_use, scales=scales,
+    meta = dict(source=_SRC, cone={"gamma": gamma, "B_G": B_G, "norm": norm, "B_G1": B_G1}, features_sign=s.tolist(),
+                b_tilde=problem.b_tilde, lr_first=eta1, sigma_a=problem.init_scale, p_used=p_use, scales=scales,
                 regime=regime)
     return Prediction(t=None, observables=obs, status=0,
                       message="exact first step; Monte Carlo p, risks and frozen optimum", meta=meta)
+
+
+register(Problem, name="gradient_features", predict=_predict, simulate="popdyn.sim.gradient_features:simulate",
+         summary="the exact first gradient step from the symmetric init, its nice neurons and feature probability, "
+                 "the frozen-feature optimum, the good network and the main theorem's sizes")

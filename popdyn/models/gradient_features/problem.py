@@ -4,9 +4,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
+from ..._options import Observable, Option, OptionTable, common, options_table
 from ..._validate import Either, Integer, Interval, InvalidParameterError, Options, validate
 from .bounds import case_parameters
 from .data import LinearSeparable, xor_mixture
@@ -18,6 +20,9 @@ __all__ = ["Problem"]
 _DATA = ("xor", "structured_parity", "uniform_parity", "linear")
 _POS = Interval(0.0, np.inf, "neither")
 _OPT_POS = Either((Options((None,)), _POS))
+_OPT_INT2 = Either((Options((None,)), Integer(2)))
+_OPEN01 = Interval(0.0, 1.0, "neither")
+_NEURON, _STEP = ("neuron",), "step"
 _ROUND = 1e-12      # uniform parity: ||G|| = B_G exactly for every +-1 neuron; the default window is widened by this
 
 
@@ -28,6 +33,10 @@ class Problem:
     .. math:: g(\mathbf x) = \sum_{i<4m}a_i\,\sigma(\langle\mathbf w_i,\mathbf x\rangle - b_i),\qquad
               \mathbf w_i^{(1)} = \eta^{(1)}|\ell'(0)|\,a_i^{(0)}G(\mathbf w_i^{(0)}, b_i),\quad
               a_i^{(1)} = \eta^{(1)}|\ell'(0)|\,A(\mathbf w_i^{(0)}, b_i)
+
+    Run options (``Problem.options``): ``n_train`` and ``n_test`` for both calls; ``n_mc``, ``n_G``, ``B_a2``,
+    ``B_eps``, ``eps``, ``delta`` for ``predict``; ``method``, ``steps``, ``lr`` (the later steps' size), ``init``,
+    ``n_points``, ``record_params``, ``chunk`` and the common run options for ``simulate``.
 
     Parameters
     ----------
@@ -54,16 +63,17 @@ class Problem:
         Linear data: margin ``beta = min y<w*, x>``, > 0.
     rho : float or None
         Linear data: signal ``rho = E y<w*, x>``, >= beta; None gives ``beta``.
-    m : int
-        Base width, >= 1 (``4m`` neurons).
+    width : int
+        Base width m in the paper, >= 1: the network has ``4 width`` neurons (the symmetric init (3.9)).
     tau : float
         The paper's bias parameter, > 0: ``b~ = sqrt(tau d log log d) sigma_B sigma_w`` (XOR, B.37) or
         ``sqrt(tau r k log d) sigma_w`` (structured parity, B.47) or ``d^tau B_x1 sigma_w`` (linear, B.25); unused for
         uniform parity (B.479's bias grid).
-    eta1 : float or None
-        First step size, > 0; None gives 1 (uniform parity: ``1/(k |xi_{k-1}|)``, Lemma B.54).
+    lr_first : float or None
+        Step size of the first gradient step, eta^(1) in the paper, > 0 (its weight decay is 1/eta^(1)); None gives 1
+        (uniform parity: ``1/(k |xi_{k-1}|)``, Lemma B.54). The later steps' size is the run option ``lr``.
     sigma_a : float or None
-        Scale of ``a^(0)``, > 0; None gives Lemma B.6's ``b~/(|l'(0)| eta1 B_G B_eps)`` with ``B_eps = B_b``
+        Scale of ``a^(0)``, > 0; None gives Lemma B.6's ``b~/(|l'(0)| eta^(1) B_G B_eps)`` with ``B_eps = B_b``
         (so that ``(B_b/b~)||w^(1)|| ~ 1`` for typical neurons), and 1 for uniform parity (``a ~ U{+-1}``).
     sigma_w : float
         Scale of ``w^(0)``, > 0 (free, Remark B.12; only ``b~/sigma_w`` enters ``G``); 1 for uniform parity.
@@ -98,15 +108,91 @@ class Problem:
     p_o: float = 0.5
     beta: float = 1.0
     rho: float = None
-    m: int = 64
+    width: int = 64
     tau: float = 1.0
-    eta1: float = None
+    lr_first: float = None
     sigma_a: float = None
     sigma_w: float = 1.0
     gamma: float = None
     B_G: float = None
     loss: str = "hinge"
     seed: int = 0
+
+    options: ClassVar[OptionTable] = options_table(
+        Option("n_train", Integer(2), 1000, help="training samples: of the frozen-feature optimum (predict); of the "
+               "first step and of each later batch or the one fixed sample (simulate)"),
+        Option("n_test", Integer(2), 20_000, help="fresh samples of the network risks (predict) or the test set of "
+               "each seed (simulate)"),
+        Option("n_mc", Integer(2), 4000, help="initial neurons drawn for the feature probability p",
+               calls=("predict",)),
+        Option("n_G", _OPT_INT2, None, help="None: the exact population first step; an int: the first step on that "
+               "many samples (where the exact G does not reach this d)", calls=("predict",)),
+        Option("B_a2", _OPT_POS, None, help="l2 ball of the frozen-feature optimum's second layer; None is "
+               "unconstrained (hinge only)", calls=("predict",)),
+        Option("B_eps", _OPT_POS, None, help="tolerance of Lemma B.6's good network; None is the paper's minimiser "
+               "when it lies in (0, B_b), else B_b/2", calls=("predict",)),
+        Option("eps", _OPEN01, 0.1, help="target excess error of the main theorem", calls=("predict",)),
+        Option("delta", _OPEN01, 0.1, help="failure probability of the main theorem", calls=("predict",)),
+        Option("method", Options(("alg1", "alg4", "rf", "ntk")), "alg1",
+               help="training after the first step: 'alg1' (the theory's Algorithm 1: GD on a and W, fresh batches), "
+                    "'alg4' (GD on a, W frozen, one sample), baselines 'rf' and 'ntk' (no first step)",
+               calls=("simulate",)),
+        Option("steps", Integer(1), 1, help="training steps, the first step counting as step 1 (1: the first step "
+               "only, what predict describes)", calls=("simulate",)),
+        Option("lr", _OPT_POS, None, help="step size of the gradient steps after the first (needed when steps > 1); "
+               "the first step's is the problem's lr_first", calls=("simulate",)),
+        Option("init", Options(("problem", "random")), "problem", help="'problem': every seed starts at the "
+               "problem's init (that of predict); 'random': a fresh symmetric init per seed", calls=("simulate",)),
+        Option("n_points", Integer(2), 21, help="number of recorded steps on [0, steps] (step 1, the first step, "
+               "is always recorded)", calls=("simulate",)),
+        Option("record_params", Options((True, False)), True, help="keep the parameters at steps 0, 1 and the last",
+               calls=("simulate",)),
+        Option("chunk", Either((Options((None,)), Integer(1))), None,
+               help="samples per block of every pass; None is blocks of about 2^22 numbers", calls=("simulate",),
+               cli=False),
+        *common("seeds", "seed", "device", "dtype", "progress"))
+
+    observables: ClassVar[dict] = {
+        "a1": Observable("second layer after the first step", axes=_NEURON),
+        "W1": Observable("first layer after the first step", axes=("neuron", "d")),
+        "cos_features": Observable("cosine of w_i^(1) with the features of g*", axes=("neuron", "feature")),
+        "nice_fraction": Observable("fraction of nice neurons |Nice|/m", axes=("feature",)),
+        "p_hat": Observable("feature probability p", axes=("feature",)),
+        "p_ci": Observable("95% interval of p", axes=("feature", "bound")),
+        "opt_gstar": Observable("risk of the ground truth g*"),
+        "opt_frozen": Observable("frozen-feature optimum (training risk)"),
+        "opt_frozen_gap": Observable("certified gap of the frozen-feature optimum"),
+        "opt_frozen_test": Observable("risk of the frozen-feature optimum"),
+        "opt_frozen_error": Observable("0-1 error of the frozen-feature optimum"),
+        "bayes_error": Observable("Bayes error"),
+        "good_network_loss": Observable("risk of the good network"),
+        "good_network_coverage": Observable("fraction of g*'s neurons covered"),
+        "good_network_bound": Observable("bound on the good network's risk"),
+        "good_network_linf": Observable("max |a~| of the good network"),
+        "good_network_l2": Observable("||a~|| of the good network"),
+        "theorem_m_min": Observable("theorem's width m", log=True),
+        "theorem_T": Observable("theorem's steps T", log=True),
+        "theorem_n_min": Observable("theorem's samples n", log=True),
+        "theorem_eta": Observable("theorem's step size", log=True),
+        "theorem_error_bound": Observable("theorem's error bound", log=True),
+        "theorem_error_bound_population": Observable("theorem's population error bound", log=True),
+        "loss": Observable("test loss", coord=_STEP),
+        "error": Observable("test error", coord=_STEP),
+        "train_loss": Observable("training loss", coord=_STEP),
+        "a_t": Observable("second layer", axes=_NEURON, coord=_STEP),
+        "a0": Observable("initial second layer", axes=_NEURON),
+        "W0": Observable("initial first layer", axes=("neuron", "d")),
+        "b0": Observable("biases", axes=_NEURON),
+        "b1": Observable("biases after the first step", axes=_NEURON),
+        "aT": Observable("final second layer", axes=_NEURON),
+        "WT": Observable("final first layer", axes=("neuron", "d")),
+    }
+
+    # measured with example() (popdyn.simulate(p, seeds=2, seed=s, **o), s = 0 and 2; the sample step on 4000
+    # samples against the population step): sup_gap a1 0.096, 0.072; W1 0.124, 0.086 (entries up to 2.0);
+    # cos_features 0.064, 0.054; nice_fraction 0, 0.0625 (one neuron of 8 at the cone edge in one seed); bounds ~2x
+    example_agreement: ClassVar[dict] = {"a1": ("sup_gap", 0.2), "W1": ("sup_gap", 0.25),
+                                         "cos_features": ("sup_gap", 0.13), "nice_fraction": ("sup_gap", 0.13)}
 
     _constraints = {
         "data": Options(_DATA),
@@ -119,9 +205,9 @@ class Problem:
         "p_o": Interval(0.0, 0.5),
         "beta": _POS,
         "rho": _OPT_POS,
-        "m": Integer(1),
+        "width": Integer(1),
         "tau": _POS,
-        "eta1": _OPT_POS,
+        "lr_first": _OPT_POS,
         "sigma_a": _OPT_POS,
         "sigma_w": _POS,
         "gamma": _OPT_POS,
@@ -149,7 +235,7 @@ class Problem:
         return (f"gradient_features.Problem(data={self.data!r}, d={self.d!r}, sigma_B={self.sigma_B!r}, "
                 f"tau_tilde={self.tau_tilde!r}, r={self.r!r}, k={self.k!r}, p_A={self.p_A!r}, p_o={self.p_o!r}, "
                 f"beta={self.beta!r}, rho={self.rho!r}, "
-                f"m={self.m!r}, tau={self.tau!r}, eta1={self.eta1!r}, sigma_a={self.sigma_a!r}, "
+                f"width={self.width!r}, tau={self.tau!r}, lr_first={self.lr_first!r}, sigma_a={self.sigma_a!r}, "
                 f"sigma_w={self.sigma_w!r}, gamma={self.gamma!r}, B_G={self.B_G!r}, loss={self.loss!r}, "
                 f"seed={self.seed!r})")
 
@@ -208,13 +294,13 @@ class Problem:
     @cached_property
     def step_size(self):
         """``eta^(1)``: the field, or 1 (uniform parity: ``1/(k |xi_{k-1}|)``, Lemma B.54)."""
-        if self.eta1 is not None:
-            return self.eta1
+        if self.lr_first is not None:
+            return self.lr_first
         return 1.0 / (self.k * abs(float(self.model.xi(self.k - 1)))) if self.data == "uniform_parity" else 1.0
 
     @cached_property
     def init_scale(self):
-        """``sigma_a``: the field, or Lemma B.6's ``b~/(|l'(0)| eta1 B_G B_b)`` (1 for uniform parity)."""
+        """``sigma_a``: the field, or Lemma B.6's ``b~/(|l'(0)| eta^(1) B_G B_b)`` (1 for uniform parity)."""
         if self.sigma_a is not None:
             return self.sigma_a
         if self.data == "uniform_parity":
@@ -226,9 +312,9 @@ class Problem:
         """The symmetric init ``(a0 (4m,), W0 (4m, d), b (4m,))`` (3.9), or (B.479) for uniform parity."""
         rng = np.random.default_rng([self.seed, 0])
         if self.data == "uniform_parity":
-            grid = (rng.integers(1, 2 * self.k, self.m) - self.k) / self.k      # U{-1 + 1/k, ..., 1 - 1/k}
-            return symmetric_init(self.d, self.m, self.init_scale, self.sigma_w, grid, rng, law="sign")
-        return symmetric_init(self.d, self.m, self.init_scale, self.sigma_w, self.b_tilde, rng)
+            grid = (rng.integers(1, 2 * self.k, self.width) - self.k) / self.k      # U{-1 + 1/k, ..., 1 - 1/k}
+            return symmetric_init(self.d, self.width, self.init_scale, self.sigma_w, grid, rng, law="sign")
+        return symmetric_init(self.d, self.width, self.init_scale, self.sigma_w, self.b_tilde, rng)
 
     @cached_property
     def gstar_signs(self):
@@ -247,27 +333,34 @@ class Problem:
 
     # ---- constructors --------------------------------------------------------------------------------
     @classmethod
-    def xor(cls, d=32, sigma_B=1.0, m=64, tau=1.0, tau_tilde=None, eta1=None, sigma_a=None, loss="hinge", seed=0):
+    def xor(cls, d=32, sigma_B=1.0, width=64, tau=1.0, tau_tilde=None, lr_first=None, sigma_a=None, loss="hinge",
+            seed=0):
         """The XOR mixture of Assumption B.36 (four clusters at ``+-sqrt(d) e_1``, ``+-sqrt(d) e_2``)."""
-        return cls(data="xor", d=d, sigma_B=sigma_B, tau_tilde=tau_tilde, m=m, tau=tau, eta1=eta1, sigma_a=sigma_a,
-                   loss=loss, seed=seed)
-
-    @classmethod
-    def structured_parity(cls, d=12, r=1, k=3, p_A=0.25, p_o=0.5, m=64, tau=3.0, gamma=None, eta1=None,
-                          sigma_a=None, loss="hinge", seed=0):
-        """Structured parity of Assumption B.43 with the identity dictionary (``tau > 2`` for the case's gamma)."""
-        return cls(data="structured_parity", d=d, r=r, k=k, p_A=p_A, p_o=p_o, m=m, tau=tau, gamma=gamma, eta1=eta1,
+        return cls(data="xor", d=d, sigma_B=sigma_B, tau_tilde=tau_tilde, width=width, tau=tau, lr_first=lr_first,
                    sigma_a=sigma_a, loss=loss, seed=seed)
 
     @classmethod
-    def linear(cls, d=16, beta=1.0, rho=None, m=64, tau=2.0, gamma=None, eta1=None, sigma_a=None, loss="hinge",
-               seed=0):
-        """Linear data of B.5.1 (``w* = e_1``, signal ``beta`` or ``2 rho - beta``; ``tau = 2`` keeps the case's
-        ``gamma = sqrt(B_x2)/(rho d^(tau/2 - 1/4))`` below 1 from ``d = 16``)."""
-        return cls(data="linear", d=d, beta=beta, rho=rho, m=m, tau=tau, gamma=gamma, eta1=eta1, sigma_a=sigma_a,
-                   loss=loss, seed=seed)
+    def structured_parity(cls, d=12, r=1, k=3, p_A=0.25, p_o=0.5, width=64, tau=3.0, gamma=None, lr_first=None,
+                          sigma_a=None, loss="hinge", seed=0):
+        """Structured parity of Assumption B.43 with the identity dictionary (``tau > 2`` for the case's gamma)."""
+        return cls(data="structured_parity", d=d, r=r, k=k, p_A=p_A, p_o=p_o, width=width, tau=tau, gamma=gamma,
+                   lr_first=lr_first, sigma_a=sigma_a, loss=loss, seed=seed)
 
     @classmethod
-    def uniform_parity(cls, d=11, k=2, m=64, eta1=None, loss="hinge", seed=0):
+    def linear(cls, d=16, beta=1.0, rho=None, width=64, tau=2.0, gamma=None, lr_first=None, sigma_a=None,
+               loss="hinge", seed=0):
+        """Linear data of B.5.1 (``w* = e_1``, signal ``beta`` or ``2 rho - beta``; ``tau = 2`` keeps the case's
+        ``gamma = sqrt(B_x2)/(rho d^(tau/2 - 1/4))`` below 1 from ``d = 16``)."""
+        return cls(data="linear", d=d, beta=beta, rho=rho, width=width, tau=tau, gamma=gamma, lr_first=lr_first,
+                   sigma_a=sigma_a, loss=loss, seed=seed)
+
+    @classmethod
+    def uniform_parity(cls, d=11, k=2, width=64, lr_first=None, loss="hinge", seed=0):
         """Uniform parity of Assumption B.53 (d odd, k even) with B.479's init and Lemma B.54's ``eta^(1)``."""
-        return cls(data="uniform_parity", d=d, k=k, m=m, eta1=eta1, loss=loss, seed=seed)
+        return cls(data="uniform_parity", d=d, k=k, width=width, lr_first=lr_first, loss=loss, seed=seed)
+
+    @classmethod
+    def example(cls):
+        """The XOR mixture at d = 16 with 32 neurons; 4000 samples for the simulated first step (and the frozen
+        optimum of predict)."""
+        return cls.xor(d=16, width=8), {"n_train": 4000}

@@ -3,14 +3,15 @@
 Public names
 ------------
 train
-    ``train(model, *, m, method, steps, n, eta1, eta, ...)`` -> :class:`popdyn.results.Simulation`: Algorithm 1
-    (one step with weight decay 1/eta1 that erases the init, then online GD with a fresh batch per step),
+    ``train(model, *, width, method, steps, n_train, lr_first, lr, ...)`` -> :class:`popdyn.results.Simulation`:
+    Algorithm 1 (one step of size lr_first = eta^(1) with weight decay 1/eta^(1) that erases the init, then online
+    GD of step size lr with a fresh batch per step),
     Algorithm 4 (the same first step, then GD on ``a`` on one fixed sample), its uniform-parity (Algorithm 6) and
-    multi-index (Algorithm 7) cases, and the random-features and NTK baselines at equal width (4m neurons); all
+    multi-index (Algorithm 7) cases, and the random-features and NTK baselines at equal width (4 width neurons); all
     seeds batched on one device (CPU or CUDA), float64 by default.
 simulate
     ``popdyn.simulate`` for :class:`popdyn.models.gradient_features.Problem`: the first step from the problem's own
-    init on n samples per seed, with ``predict``'s names (``a1``, ``W1``, ``cos_features``, ``nice_fraction``),
+    init on n_train samples per seed, with ``predict``'s names (``a1``, ``W1``, ``cos_features``, ``nice_fraction``),
     then optionally the training of a method.
 METHODS, LOSSES
     The method table and the loss names.
@@ -32,12 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
-from ..api import simulate as _api_simulate
-from ..models.gradient_features.framework import nice_set, symmetric_init
-from ..models.gradient_features.problem import Problem
-from ..results import Simulation
-from ._torch import progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
+from ...models.gradient_features.framework import nice_set, symmetric_init
+from ...results import Simulation
+from .._torch import progress as make_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
 __all__ = ["train", "simulate", "METHODS", "LOSSES"]
 
@@ -191,7 +190,7 @@ def _draw_init(law, d, m, opts, rng):
 
 def _initial(opts, d, dtype, device):
     """(a0, W0, b) stacked over seeds: the given arrays for every seed, or a fresh symmetric init per seed."""
-    S, m = opts["seeds"], opts["m"]
+    S, m = opts["seeds"], opts["width"]
     if not isinstance(opts["init"], str):
         per_seed = [opts["init"]] * S
     else:
@@ -204,49 +203,48 @@ def _initial(opts, d, dtype, device):
 def _check(model, opts):
     """Validate the options (in place) against each other and the model; returns the method and the dimension."""
     o = opts
-    o["m"] = as_int(_OWNER, "m", o["m"], 1)
+    o["width"] = as_int(_OWNER, "width", o["width"], 1)
     o["method"] = check(_OWNER, "method", o["method"], Options(tuple(METHODS)))
     meth = METHODS[o["method"]]
     o["steps"] = as_int(_OWNER, "steps", o["steps"], 0)
-    o["n"] = as_int(_OWNER, "n", o["n"], 1)
+    o["n_train"] = as_int(_OWNER, "n_train", o["n_train"], 1)
     o["seeds"] = as_int(_OWNER, "seeds", o["seeds"], 1)
     o["seed"] = as_int(_OWNER, "seed", o["seed"], 0, 2**63 - 1)
-    o["test"] = as_int(_OWNER, "test", o["test"], 1)
-    o["record_every"] = as_int(_OWNER, "record_every", max(1, o["steps"] // 20) if o["record_every"] is None
-                               else o["record_every"], 1)
+    o["n_test"] = as_int(_OWNER, "n_test", o["n_test"], 1)
+    o["n_points"] = as_int(_OWNER, "n_points", o["n_points"], 2)
     if o["chunk"] is not None:
         o["chunk"] = as_int(_OWNER, "chunk", o["chunk"], 1)
-    for name in ("train_W", "record_params", "progress_bar"):
+    for name in ("train_W", "record_params", "progress"):
         o[name] = check(_OWNER, name, o[name], _BOOL)
     o["fresh"] = meth.fresh if o["fresh"] is None else check(_OWNER, "fresh", o["fresh"], _BOOL)
     o["loss"] = check(_OWNER, "loss", meth.loss if o["loss"] is None else o["loss"], Options(LOSSES))
     if (o["loss"] == "mse") != (o["method"] == "alg7"):
         raise InvalidParameterError(f"The 'loss' parameter of {_OWNER} must be 'mse' for method 'alg7' (regression, "
                                     f"B.562) and one of ['hinge', 'logistic'] otherwise. Got {o['loss']!r} instead.")
-    needs_eta1 = meth.step1 is not None and o["steps"] >= 1
-    if o["eta1"] is None and needs_eta1 and o["method"] == "alg6":
+    needs_first = meth.step1 is not None and o["steps"] >= 1
+    if o["lr_first"] is None and needs_first and o["method"] == "alg6":
         k = as_int(_OWNER, "model.k", getattr(model, "k", None), 1)
-        o["eta1"] = 1.0 / (k * abs(float(model.xi(k - 1))))                 # Theorem B.56: 1/(k |xi_{k-1}|)
-    if needs_eta1:
-        if o["eta1"] is None:
-            raise InvalidParameterError(f"The 'eta1' parameter of {_OWNER} must be a float in (0, inf) for method "
+        o["lr_first"] = 1.0 / (k * abs(float(model.xi(k - 1))))                 # Theorem B.56: 1/(k |xi_{k-1}|)
+    if needs_first:
+        if o["lr_first"] is None:
+            raise InvalidParameterError(f"The 'lr_first' parameter of {_OWNER} must be a float in (0, inf) for method "
                                         f"{o['method']!r} (its first step). Got None instead.")
-        o["eta1"] = check(_OWNER, "eta1", o["eta1"], _POS)
+        o["lr_first"] = check(_OWNER, "lr_first", o["lr_first"], _POS)
     if o["lam1"] is not None:
         o["lam1"] = check(_OWNER, "lam1", o["lam1"], _NONNEG)
     first_gd = 2 if meth.step1 is not None else 1
-    if o["steps"] >= first_gd or o["eta"] is not None:
-        if o["eta"] is None:
-            raise InvalidParameterError(f"The 'eta' parameter of {_OWNER} must be a float in (0, inf) when steps >= "
+    if o["steps"] >= first_gd or o["lr"] is not None:
+        if o["lr"] is None:
+            raise InvalidParameterError(f"The 'lr' parameter of {_OWNER} must be a float in (0, inf) when steps >= "
                                         f"{first_gd} (the gradient steps after the first). Got None instead.")
-        o["eta"] = check(_OWNER, "eta", o["eta"], _POS)
+        o["lr"] = check(_OWNER, "lr", o["lr"], _POS)
     d = as_int(_OWNER, "model.dim", getattr(model, "dim", None), 1)
     o["init"] = _check_init(model, o, meth, d)
     if o["mask"] is not None:
         mask = np.asarray(o["mask"])
-        if mask.dtype != bool or mask.shape != (4 * o["m"],):
+        if mask.dtype != bool or mask.shape != (4 * o["width"],):
             raise InvalidParameterError(f"The 'mask' parameter of {_OWNER} must be None or a boolean array of shape "
-                                        f"(4m,) = ({4 * o['m']},). Got {o['mask']!r} instead.")
+                                        f"(4 width,) = ({4 * o['width']},). Got {o['mask']!r} instead.")
         o["mask"] = mask
     return meth, d
 
@@ -271,7 +269,7 @@ def _check_init(model, o, meth, d):
     except (TypeError, ValueError):
         raise InvalidParameterError(f"The 'init' parameter of {_OWNER} must be one of {list(_INITS)} or arrays "
                                     f"(a0, W0, b). Got {init!r} instead.") from None
-    M = 4 * o["m"]
+    M = 4 * o["width"]
     return (check(_OWNER, "init[0] (a0)", a0, FiniteArray(1, (M,))),
             check(_OWNER, "init[1] (W0)", W0, FiniteArray(2, (M, d))),
             check(_OWNER, "init[2] (b)", b, FiniteArray(1, (M,))))
@@ -290,10 +288,9 @@ def _update(net, grads, eta, layers, mask, decay=1.0):
         net.W = (0.0 if decay == 0.0 else decay * net.W) - eta * gW
 
 
-def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, init=None, sigma_a=1.0,
+def train(model, *, width, method="alg1", steps, n_train, lr_first=None, lr=None, loss=None, init=None, sigma_a=1.0,
           sigma_w=1.0, b_tilde=None, lam1=None, train_W=True, fresh=None, mask=None, seeds=1, seed=0,
-          test=10_000, record_every=None, record_params=True, device="cpu", dtype=None, chunk=None,
-          progress_bar=False):
+          n_test=10_000, n_points=21, record_params=True, device="cpu", dtype=None, chunk=None, progress=False):
     r"""Train the two-layer ReLU network of the gradient-feature framework (or a baseline) on finite samples.
 
     .. math:: \mathbf a^{(1)} = -\eta^{(1)}\nabla_{\mathbf a}\tilde{\mathcal L}_{\mathcal Z^{(0)}}(g_{\Xi^{(0)}}),
@@ -312,26 +309,27 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
     model : data model
         Anything with ``.sample(n, rng) -> (X (n, d), y (n,))`` and ``.dim`` (``GaussianMixture``,
         ``StructuredParity``, ``UniformParity``, ``MultiIndexPolynomial``, ...); "alg6" and the "parity" init also
-        read ``.k`` (and ``.xi`` for the default eta1).
-    m : int
-        Base width ``>= 1``: the network has 4m neurons (3.9); every method has the same width.
+        read ``.k`` (and ``.xi`` for the default lr_first).
+    width : int
+        Base width m in the paper, ``>= 1``: the network has 4m neurons (3.9); every method has the same width.
     method : {"alg1", "alg4", "alg6", "alg7", "rf", "ntk"}
         "alg1": Algorithm 1 (L817): the first step, then GD on a and W (W only if ``train_W``) with a fresh batch of
-        n samples per step. "alg4": Algorithm 4 (L5551): the first step on one sample Z, W frozen, GD on a on the
+        n_train samples per step. "alg4": Algorithm 4 (L5551): the first step on one sample Z, W frozen, GD on a on the
         same Z. "alg6": Algorithm 6 (L7258), uniform parity: "alg4" with the init (B.479) and by default
-        ``eta1 = 1/(k |xi_{k-1}|)`` (Theorem B.56). "alg7": Algorithm 7 (L7599), multi-index: labels preprocessed
+        ``lr_first = 1/(k |xi_{k-1}|)`` (Theorem B.56). "alg7": Algorithm 7 (L7599), multi-index: labels preprocessed
         to ``y - rho - <beta, x>`` (rho, beta the sample means of y and y x on the first sample, applied to every
         batch and the test set), a first step on W only (a stays a^(0)), then b re-drawn i.i.d. N(0, 1), then GD
         on a with the square loss. "rf": random features, W^(0) frozen and GD on a from a^(0) (no first step).
         "ntk": the network linearised at its init, GD on a and W of the linearisation (no first step).
     steps : int
         T ``>= 0``: the first step counts as step 1 (methods with one); "rf" and "ntk" take T GD steps.
-    n : int
-        Samples per batch (fresh per step) or of the one fixed sample, ``>= 1``.
-    eta1 : float, optional
-        First step size ``> 0``; the weight decay of the first step is ``lam1`` (default exactly 1/eta1).
-    eta : float, optional
-        Step size ``> 0`` of every later step (lambda = 0), needed when there is one.
+    n_train : int
+        Samples per batch (fresh per step) or of the one fixed sample, ``>= 1`` (n in the paper).
+    lr_first : float, optional
+        Step size of the first step, eta^(1) in the paper, ``> 0``; its weight decay is ``lam1`` (default exactly
+        1/eta^(1)).
+    lr : float, optional
+        Step size ``> 0`` of every later step (eta in the paper; lambda = 0), needed when there is one.
     loss : {"hinge", "logistic", "mse"}, optional
         Default "hinge" ("mse" for "alg7", the only method that takes it). "logistic" is base 2,
         ``log2(1 + e^{-z})``, so that l(0) = 1 and l'(0) = -1/(2 ln 2) (Assumption 3.1).
@@ -343,7 +341,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
     sigma_a, sigma_w, b_tilde : float
         Scales of the "gauss" init, ``> 0`` (b_tilde has no default).
     lam1 : float, optional
-        Weight decay of the first step ``>= 0``; None is 1/eta1 with the decay factor taken as exactly 0.
+        Weight decay of the first step ``>= 0``; None is 1/lr_first with the decay factor taken as exactly 0.
     train_W : bool
         "alg1" only: update W after the first step (the paper), or freeze it (Theorem 3.4's simple setting).
     fresh : bool, optional
@@ -356,10 +354,11 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
     seed : int
         Seed of everything drawn: replicate s draws its init, test set, batch t and re-drawn biases from
         ``numpy.random.SeedSequence([seed, s, stream, t])`` (the same draws on CPU and CUDA).
-    test : int
+    n_test : int
         Test samples per seed (one fixed set).
-    record_every : int, optional
-        Record every this many steps (and at t = 0, 1, T); default T/20.
+    n_points : int
+        Number of recorded steps, evenly spaced on [0, T] (rounded), ``>= 2``; step 1 (the first step) is always
+        recorded as well.
     record_params : bool
         Keep the parameters at t = 0, 1 and T (``a0``, ``W0``, ``b0``, ``a1``, ``W1``, ``b1``, ``aT``, ``WT``).
     device : str or torch.device
@@ -368,7 +367,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
         Working precision; None is float64.
     chunk : int, optional
         Samples per block of every pass (default: blocks of ~2^22 seeds x samples x neurons).
-    progress_bar : bool
+    progress : bool
         A tqdm bar over the steps.
 
     Returns
@@ -379,7 +378,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
         t + 1, at t = T on one more batch or the fixed sample); ``a_t`` (seeds, len(t), 4m) the second layer at the
         recorded steps (with W frozen, e.g. "alg4", the whole network over time); with ``record_params`` the
         parameters above ((seeds, 4m) and (seeds, 4m, d); ``b1`` is b after the re-draw of "alg7"). ``meta``
-        holds the options, the resolved eta1, device, dtype, wall time and steps per second.
+        holds the options, the resolved lr_first, device, dtype, wall time and steps per second.
 
     Notes
     -----
@@ -403,19 +402,20 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
     ...     def sample(self, n, rng):
     ...         x = rng.standard_normal((n, 3))
     ...         return x, np.sign(x[:, 0])
-    >>> sim = train(Sign(), m=8, method="alg1", steps=3, n=200, eta1=0.1, eta=0.05, b_tilde=0.5, test=500)
+    >>> sim = train(Sign(), width=8, method="alg1", steps=3, n_train=200, lr_first=0.1, lr=0.05, b_tilde=0.5,
+    ...             n_test=500)
     >>> sim.t.tolist(), sim["loss"].shape, sim["W1"].shape
     ([0, 1, 2, 3], (1, 4), (1, 32, 3))
     >>> round(float(sim["loss"][0, 0]), 12)      # g^(0) = 0 (up to rounding): hinge 1
     1.0
     """
-    opts = dict(m=m, method=method, steps=steps, n=n, eta1=eta1, eta=eta, loss=loss, init=init, sigma_a=sigma_a,
-                sigma_w=sigma_w, b_tilde=b_tilde, lam1=lam1, train_W=train_W, fresh=fresh, mask=mask, seeds=seeds,
-                seed=seed, test=test, record_every=record_every, record_params=record_params, chunk=chunk,
-                progress_bar=progress_bar)
+    opts = dict(width=width, method=method, steps=steps, n_train=n_train, lr_first=lr_first, lr=lr, loss=loss,
+                init=init, sigma_a=sigma_a, sigma_w=sigma_w, b_tilde=b_tilde, lam1=lam1, train_W=train_W, fresh=fresh,
+                mask=mask, seeds=seeds, seed=seed, n_test=n_test, n_points=n_points, record_params=record_params,
+                chunk=chunk, progress=progress)
     meth, d = _check(model, opts)
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
-    S, T, M, L = opts["seeds"], opts["steps"], 4 * opts["m"], opts["loss"]
+    S, T, M, L = opts["seeds"], opts["steps"], 4 * opts["width"], opts["loss"]
     start = time.perf_counter()
     a0, W0, b0 = _initial(opts, d, dt, dev)
     net = _Net(a0, W0, b0, meth.linear)
@@ -424,14 +424,14 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
         net.a = net.a * mask
     layers = tuple(x for x in meth.layers if x != "W" or opts["train_W"])
     draw = lambda stream, t, size: _sample(model, S, size, opts["seed"], stream, t, dt, dev)
-    Xtest, ytest = draw("test", 0, opts["test"])
-    X, y = draw("train", 0, opts["n"])
+    Xtest, ytest = draw("test", 0, opts["n_test"])
+    X, y = draw("train", 0, opts["n_train"])
     shift = None
     if opts["method"] == "alg7":                                 # rho = E^[y], beta = E^[y x] on the first sample
         shift = (y.mean(1), (y[..., None] * X).mean(1))
         center = lambda X_, y_: y_ - shift[0][:, None] - (X_ @ shift[1][..., None])[..., 0]
         y, ytest = center(X, y), center(Xtest, ytest)
-    record = set(range(0, T + 1, opts["record_every"])) | {t for t in (0, 1, T) if t <= T}
+    record = set(np.unique(np.round(np.linspace(0, T, opts["n_points"])).astype(int)).tolist()) | {min(1, T)}
     out = {"t": [], "loss": [], "error": [], "train_loss": [], "a_t": []}
     params = {}
 
@@ -441,12 +441,12 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
 
     keep("0", ("a", "W", "b"))
     cache = None
-    bar = progress(T, opts["progress_bar"], _OWNER)
+    bar = make_bar(T, opts["progress"], _OWNER, unit="step")
     try:
-        with torch.inference_mode(), serial_if_small(dev, S * min(opts["n"], 4096) * M):
+        with torch.inference_mode(), serial_if_small(dev, S * min(opts["n_train"], 4096) * M):
             for t in range(T + 1):
                 if t > 0 and opts["fresh"]:
-                    X, y = draw("train", t, opts["n"])
+                    X, y = draw("train", t, opts["n_train"])
                     if shift is not None:
                         y = center(X, y)
                 first = t == 0 and meth.step1 is not None
@@ -455,8 +455,8 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
                     l_tr = _evaluate(net, X, y, L, opts["chunk"])[0]
                 else:
                     if cache is None and not want_W and not opts["fresh"] and not meth.linear \
-                            and S * opts["n"] * M <= _CACHE_ELEMENTS:
-                        cache = [net.features(X[:, r])[1] for r in _chunks(opts["n"], S, M, opts["chunk"])]
+                            and S * opts["n_train"] * M <= _CACHE_ELEMENTS:
+                        cache = [net.features(X[:, r])[1] for r in _chunks(opts["n_train"], S, M, opts["chunk"])]
                     grads = _gradients(net, X, y, L, opts["chunk"], want_W, None if want_W else cache)
                     l_tr = grads[0]
                 if t in record:
@@ -467,8 +467,8 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
                 if t == T:
                     break
                 if first:
-                    decay = 0.0 if opts["lam1"] is None else 1.0 - opts["eta1"] * opts["lam1"]
-                    _update(net, grads, opts["eta1"], ("a", "W") if meth.step1 == "aW" else ("W",), None, decay)
+                    decay = 0.0 if opts["lam1"] is None else 1.0 - opts["lr_first"] * opts["lam1"]
+                    _update(net, grads, opts["lr_first"], ("a", "W") if meth.step1 == "aW" else ("W",), None, decay)
                     if meth.reinit_b:
                         net.b = torch.as_tensor(np.stack([_rng(opts["seed"], s, "bias").standard_normal(M)
                                                           for s in range(S)]), dtype=dt, device=dev)
@@ -476,7 +476,7 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
                     if mask is not None:
                         net.a = net.a * mask
                 else:
-                    _update(net, grads, opts["eta"], layers, mask)
+                    _update(net, grads, opts["lr"], layers, mask)
                 bar.update()
     finally:
         bar.close()
@@ -493,44 +493,26 @@ def train(model, *, m, method="alg1", steps, n, eta1=None, eta=None, loss=None, 
             "steps_per_s": T / wall if wall > 0 else None, "t_unit": "steps"}
     ok = all(np.all(np.isfinite(v)) for v in obs.values())
     return Simulation(t=np.array(out["t"]), observables=obs, status=0 if ok else -1,
-                      message="" if ok else "non-finite parameters or losses: overflow; lower eta or use float64",
+                      message="" if ok else "non-finite parameters or losses: overflow; lower lr or use float64",
                       meta=meta)
 
 
-@_api_simulate.register(Problem)
-def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=None, init="problem", test=10_000,
-             record_every=None, record_params=True, device="cpu", dtype=None, chunk=None, progress_bar=False):
-    r"""``popdyn.simulate`` for :class:`~popdyn.models.gradient_features.Problem`: the first step on n samples from
-    the problem's own init, with ``popdyn.predict``'s names, then (``steps > 1``) the training of ``method``.
+def simulate(problem, *, n_train, n_test, method, steps, lr, init, n_points, record_params, chunk, seeds, seed,
+             device, dtype, progress):
+    r"""``popdyn.simulate`` for :class:`~popdyn.models.gradient_features.Problem`: the first step on ``n_train``
+    samples from the problem's own init, with ``popdyn.predict``'s names, then (``steps > 1``) the training of
+    ``method``. The options are resolved by ``popdyn.simulate`` (``Problem.options``).
 
     .. math:: \mathbf w_i^{(1)} = \eta^{(1)}|\ell'(0)|\,a_i^{(0)}\tilde G(\mathbf w_i^{(0)}, b_i),\qquad
               \frac{|G_{(D,s),\rm Nice}|}{m}\ \text{of}\ \mathbf W^{(1)}
 
-    By default every seed starts at ``problem.params0`` (the init of ``predict``) with ``eta1 =
-    problem.step_size`` and the problem's loss; the seeds then vary the samples only, so the spread over seeds is
-    the finite-n noise of the step. ``init="random"`` draws a fresh init per seed at the problem's scales.
-
-    Parameters
-    ----------
-    problem : gradient_features.Problem
-    n : int
-        Samples of the first step (and per later batch or of the fixed sample), ``>= 1``.
-    seeds : int
-        Independent sample sets ``>= 1``.
-    seed : int
-        Seed of the samples.
-    method : {"alg1", "alg4", "rf", "ntk"}
-        As in :func:`train` ("rf" and "ntk" have no first step: their ``a1``, ``W1`` are the init).
-    steps : int
-        T ``>= 1`` (1: the first step only).
-    eta : float, optional
-        Step size of the later steps (needed when ``steps > 1``).
-    init : {"problem", "random"}
-        ``problem.params0`` for every seed, or a fresh symmetric init per seed (3.9 with ``problem.init_scale``,
-        ``problem.sigma_w``, ``problem.b_tilde``; B.479 for uniform parity): the nice fraction over seeds is then
-        Binomial(m, p/2)/m (Lemma B.5).
-    test, record_every, record_params, device, dtype, chunk, progress_bar
-        As in :func:`train`.
+    By default every seed starts at ``problem.params0`` (the init of ``predict``) with the first step size
+    ``problem.step_size`` (the field ``lr_first`` or its default) and the problem's loss; the seeds then vary the
+    samples only, so the spread over seeds is the finite-n noise of the step. ``init="random"`` draws a fresh init
+    per seed at the problem's scales (3.9 with ``problem.init_scale``, ``problem.sigma_w``, ``problem.b_tilde``;
+    B.479 for uniform parity): the nice fraction over seeds is then Binomial(m, p/2)/m (Lemma B.5). ``method``,
+    ``steps``, ``lr`` (the later steps' size), ``n_test``, ``n_points``, ``record_params``, ``chunk`` are as in
+    :func:`train` ("rf" and "ntk" have no first step: their ``a1``, ``W1`` are the init).
 
     Returns
     -------
@@ -555,27 +537,27 @@ def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=No
     Examples
     --------
     >>> import popdyn
-    >>> from popdyn.models.gradient_features.problem import Problem
-    >>> sim = popdyn.simulate(Problem.xor(d=16, m=8), n=500, seeds=2, test=200)
+    >>> from popdyn.models.gradient_features import Problem
+    >>> sim = popdyn.simulate(Problem.xor(d=16, width=8), n_train=500, seeds=2, n_test=200)
     >>> sim["W1"].shape, sim["nice_fraction"].shape, sim.t is None
     ((2, 32, 16), (2, 4), True)
     """
-    owner = "gradient_features.simulate"
-    if not isinstance(problem, Problem):
-        raise InvalidParameterError(f"The 'problem' parameter of {owner} must be a gradient_features.Problem. "
-                                    f"Got {problem!r} instead.")
-    method = check(owner, "method", method, Options(("alg1", "alg4", "rf", "ntk")))
-    steps = as_int(owner, "steps", steps, 1)
-    init = check(owner, "init", init, Options(("problem", "random")))
+    first_gd = 2 if METHODS[method].step1 is not None else 1
+    if lr is None and steps >= first_gd:
+        raise InvalidParameterError(f"The 'lr' parameter of gradient_features.simulate must be a float in (0, inf) "
+                                    f"when steps >= {first_gd} with method {method!r} (the step size of the gradient "
+                                    f"steps after the first; the first step's is the problem's lr_first). Got None "
+                                    f"instead.")
     if init == "problem":
         law = dict(init=problem.params0)
     elif problem.data == "uniform_parity":
         law = dict(init="parity")                    # a, w in {+-1} (sigma_a = sigma_w = 1 for uniform parity)
     else:
         law = dict(init="gauss", sigma_a=problem.init_scale, sigma_w=problem.sigma_w, b_tilde=problem.b_tilde)
-    sim = train(problem.model, m=problem.m, method=method, steps=steps, n=n, eta1=problem.step_size, eta=eta,
-                loss=problem.loss, seeds=seeds, seed=seed, test=test, record_every=record_every, record_params=True,
-                device=device, dtype=dtype, chunk=chunk, progress_bar=progress_bar, **law)
+    sim = train(problem.model, width=problem.width, method=method, steps=steps, n_train=n_train,
+                lr_first=problem.step_size, lr=lr, loss=problem.loss, seeds=seeds, seed=seed, n_test=n_test,
+                n_points=n_points, record_params=True, device=device, dtype=dtype, chunk=chunk, progress=progress,
+                **law)
     obs = dict(sim.observables)
     tag = "1" if METHODS[method].step1 is not None else "0"
     W1 = obs[f"W{tag}"]
@@ -584,11 +566,11 @@ def simulate(problem, *, n=1000, seeds=4, seed=0, method="alg1", steps=1, eta=No
     nw = np.linalg.norm(W1, axis=-1, keepdims=True)
     new = {"a1": obs[f"a{tag}"], "W1": W1, "cos_features": (W1 @ D.T) / np.where(nw > 0, nw, 1.0),
            "nice_fraction": np.array([[len(nice_set(W, a0, b, Df, sf, gamma, B_G, problem.step_size, problem.loss,
-                                                    norm)) / problem.m for Df, sf in zip(D, s)]
+                                                    norm)) / problem.width for Df, sf in zip(D, s)]
                                       for W, a0, b in zip(W1, obs["a0"], obs["b0"])])}
     keep = ("loss", "error", "train_loss", "a_t") + (tuple(k for k in obs if k[0] in "aWb" and k[1:] in "01T")
                                                      if record_params else ())
     new |= {k: obs[k] for k in keep if k not in new}
-    meta = sim.meta | {"problem": repr(problem), "init": init, "cone": {"gamma": gamma, "B_G": B_G, "norm": norm}}
+    meta = sim.meta | {"init": init, "cone": {"gamma": gamma, "B_G": B_G, "norm": norm}}
     return Simulation(t=None, observables=new, status=sim.status, message=sim.message, meta=meta,
                       coords={"step": sim.t})

@@ -1,5 +1,6 @@
-"""Finite-sample ERM / ERM-NU on the spurious-feature model in torch, batched over seeds; registers
-``popdyn.simulate`` (seed 001 section 6.4; specs/looped_contrastive_dg.md C.4).
+"""Finite-sample ERM / ERM-NU on the spurious-feature model in torch, batched over seeds: the simulation of
+``popdyn.simulate`` for :class:`popdyn.models.domain_gen.Problem` (seed 001 section 6.4;
+specs/looped_contrastive_dg.md C.4).
 
 Public names
 ------------
@@ -11,7 +12,8 @@ train
     Full-batch gradient descent (or L-BFGS) on w with the fixed all-ones head: logistic loss + lam/2 ||w||^2 ("l2") or
     + lam ||Z diag(w)||_* / sqrt(n) ("nuclear").
 simulate
-    ``simulate(model, *, lam, penalty, n, steps, lr, seeds, test, ...)`` -> :class:`popdyn.results.Simulation`
+    ``popdyn.simulate(problem, lam=..., penalty=..., n_train=..., steps=..., lr=..., ...)`` ->
+    :class:`popdyn.results.Simulation`
     with observables ``alpha``, ``beta`` (block means of w), ``acc_id``, ``acc_ood`` (test accuracy),
     ``nuclear_norm`` and ``stable_rank`` (of the test features), one row per seed, coordinate ``lam``.
 """
@@ -20,11 +22,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
-from ..api import simulate as _api_simulate
-from ..models.domain_gen import SpuriousFeatureModel
-from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from ..._validate import InvalidParameterError
+from ...results import Simulation
+from .._torch import make_generator, progress as make_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
 __all__ = ["sample_features", "batch_nuclear_norm", "train", "simulate"]
 
@@ -91,34 +91,24 @@ def train(Z, lam, penalty, steps, lr, w0=None, method="gd"):
     return w.detach()
 
 
-def _check(model, lam, penalty, n, steps, lr, seeds, test, seed, method):
-    check(_OWNER, "method", method, Options(("gd", "lbfgs")))
-    lam = check(_OWNER, "lam", np.atleast_1d(lam), FiniteArray(1))
-    if not np.all(lam > 0):
-        raise InvalidParameterError(f"The 'lam' parameter of {_OWNER} must be an array of floats in (0, inf). "
-                                    f"Got {lam!r} instead.")
-    penalty = check(_OWNER, "penalty", penalty, Options(("l2", "nuclear")))
-    n = check(_OWNER, "n", n, Integer(model.d + 1))  # batch > d (the paper's L1650): a full-rank Gram
-    return (lam, penalty, n, check(_OWNER, "steps", steps, Integer(1)),
-            check(_OWNER, "lr", lr, Interval(0, np.inf, "neither")), check(_OWNER, "seeds", seeds, Integer(1)),
-            check(_OWNER, "test", test, Integer(1)), check(_OWNER, "seed", seed, Integer(0)))
-
-
-@_api_simulate.register(SpuriousFeatureModel)
-def simulate(model, *, lam, penalty="l2", n=4096, steps=1500, lr=0.25, seeds=2, test=20_000, seed=0, method="gd",
-             device="cpu", dtype=None, progress_bar=False):
-    """Train w on ``n`` ID samples per seed at each ``lam`` (warm-started along the path) by full-batch GD or L-BFGS
-    (``method``, see :func:`train`); test on fresh ID and OOD samples. All seeds draw from one generator seeded
-    with ``seed``."""
-    lam, penalty, n, steps, lr, seeds, test, seed = _check(model, lam, penalty, n, steps, lr, seeds, test, seed, method)
+def simulate(model, *, lam, penalty, n_train, steps, lr, method, n_test, seeds, seed, device, dtype, progress):
+    """Train w on ``n_train`` ID samples per seed at each ``lam`` (warm-started along the path) by full-batch GD or
+    L-BFGS (``method``, see :func:`train`); test on ``n_test`` fresh ID and OOD samples. All seeds draw from one
+    generator seeded with ``seed``. The options are resolved by ``popdyn.simulate`` (``Problem.options``)."""
+    if penalty == "rank":
+        raise InvalidParameterError(f"The 'penalty' parameter of {_OWNER} must be one of ['l2', 'nuclear'] (ERM-rank "
+                                    f"has no simulation). Got {penalty!r} instead.")
+    if n_train <= model.d:  # batch > d (the paper's L1650): a full-rank Gram
+        raise InvalidParameterError(f"The 'n_train' parameter of {_OWNER} must be an int in [d + 1, inf] = "
+                                    f"[{model.d + 1}, inf] (a full-rank Gram matrix). Got {n_train!r} instead.")
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     gen = make_generator(seed, dev)
     obs = {k: [] for k in ("alpha", "beta", "acc_id", "acc_ood", "nuclear_norm", "stable_rank")}
-    bar = progress(len(lam), progress_bar, _OWNER)
+    bar = make_bar(len(lam), progress, _OWNER, unit="lambda")
     # the step's cost is the d x d SVD and its backward (threads stall on a busy CPU: 136 s vs 11 s measured)
     with serial_if_small(dev, seeds * model.d * model.d):
-        Z = sample_features(model, seeds, n, "id", gen, dt, dev)
-        Zid, Zood = (sample_features(model, seeds, test, dom, gen, dt, dev) for dom in ("id", "ood"))
+        Z = sample_features(model, seeds, n_train, "id", gen, dt, dev)
+        Zid, Zood = (sample_features(model, seeds, n_test, dom, gen, dt, dev) for dom in ("id", "ood"))
         w = None
         for x in lam:
             w = train(Z, float(x), penalty, steps, lr, w, method)
@@ -130,12 +120,11 @@ def simulate(model, *, lam, penalty="l2", n=4096, steps=1500, lr=0.25, seeds=2, 
                 row = {"alpha": w[:, :model.r].mean(-1), "beta": w[:, model.r:].mean(-1) if model.m else 0 * w[:, 0],
                        "acc_id": ((Zid @ w.unsqueeze(-1)).squeeze(-1) > 0).to(dt).mean(-1),
                        "acc_ood": ((Zood @ w.unsqueeze(-1)).squeeze(-1) > 0).to(dt).mean(-1),
-                       "nuclear_norm": sv.sum(-1) / np.sqrt(test), "stable_rank": (sv ** 2).sum(-1) / sv[:, 0] ** 2}
+                       "nuclear_norm": sv.sum(-1) / np.sqrt(n_test), "stable_rank": (sv ** 2).sum(-1) / sv[:, 0] ** 2}
             for k, v in row.items():
                 obs[k].append(to_numpy(v))
             bar.update()
     bar.close()
-    meta = {"problem": repr(model), "seeds": [seed], "options": {"lam": lam, "penalty": penalty, "n": n, "steps": steps,
-            "lr": lr, "method": method, "test": test, "device": str(dev), "dtype": str(dt)}}
+    meta = {"device": str(dev), "dtype": str(dt).replace("torch.", "")}
     return Simulation(t=None, observables={k: np.stack(v, axis=1) for k, v in obs.items()}, meta=meta,
                       coords={"lam": lam})
