@@ -64,9 +64,11 @@ class Option:
 
 @dataclass(frozen=True)
 class Observable:
-    """What a result's observable is: ``label`` in words, ``unit`` ("" when none), ``axes`` of its array after
-    the time (and seed) axis, e.g. ``("K", "M")`` for an overlap matrix, and ``coord``, the name of the
-    coordinate it runs over when it has no time axis (e.g. ``"ridge"``)."""
+    """What a result's observable is: ``label`` in words, ``unit`` ("" when none), ``axes``: the names of its
+    array's axes after the seed and time axes (``("K", "M")`` for an overlap matrix), ``coord``: the coordinate
+    of the result (``result.coords``) it runs over when it has no time axis (``"ridge"``; one of ``axes``, or the
+    first axis when ``axes`` is empty), and ``log``: its values span decades, so plots draw them on a log y axis
+    (a coordinate that spans decades gets a log x axis by itself)."""
     label: str
     unit: str = ""
     axes: tuple = ()

@@ -369,10 +369,11 @@ def _entries(shape, spec, result=None):
     return out
 
 
-def _span_decades(*arrays):
+def _span_decades(*arrays, ratio=100.0):
+    """All values positive and their range wider than ``ratio`` (a log axis can show them)."""
     vals = np.concatenate([np.ravel(np.asarray(a, dtype=float)) for a in arrays if a is not None])
     vals = vals[np.isfinite(vals)]
-    return vals.size > 0 and np.all(vals > 0) and vals.max() / vals.min() > 100
+    return vals.size > 0 and bool(np.all(vals > 0)) and vals.max() / vals.min() >= ratio
 
 
 def _static_x(result, name, n):
@@ -457,8 +458,8 @@ def _draw_observable(a, name, *, t, theory, mean, sd, n_seeds, band_sd, result):
         if lab:
             a.plot([], [], color=c, lw=6, alpha=0.6, label=lab)
     a.set_xlabel(xlabel)
-    a.set_ylabel(_ylabel(result.meta, name))
-    if (spec is not None and spec.log) or _span_decades(theory, mean):
+    a.set_ylabel(textwrap.fill(_ylabel(result.meta, name), 34))
+    if _span_decades(theory, mean) or (spec is not None and spec.log and _span_decades(theory, mean, ratio=1.0)):
         a.set_yscale("log")
     if labels is not None:
         discrete_axis(a, x, labels=labels)
@@ -467,7 +468,7 @@ def _draw_observable(a, name, *, t, theory, mean, sd, n_seeds, band_sd, result):
         if x.size == 1:
             a.set_xticks([])
     else:
-        if x.size > 1 and np.all(x > 0) and x.max() / x.min() > 100 and t is None:
+        if x.size > 1 and np.all(x > 0) and x.max() / x.min() >= 20 and t is None:  # a sweep over decades
             a.set_xscale("log")
         from matplotlib.ticker import MaxNLocator
         if a.get_xscale() == "linear":
@@ -555,7 +556,7 @@ def plot_comparison(comp, path=None, *, ax=None, observables=None):
         points |= _draw_observable(a, name, t=comp.t, theory=comp.theory[name], mean=comp.mean[name],
                                    sd=comp.sd[name], n_seeds=n, band_sd=comp.band_sd, result=comp.simulation)
         m = comp.metrics[name]
-        a.set_title(f"{name}: sup gap {m['sup_gap']:.3g}, in band {m['in_band']:.0%}, max z {m['max_z']:.3g}")
+        a.set_title(f"{name}: gap {m['sup_gap']:.2g}, {m['in_band']:.0%} in band, max z {m['max_z']:.2g}")
     title = problem_title(comp.prediction.meta)
     if comp.compared_at is not None:
         title += f" (simulation at t = {comp.compared_at:g})"

@@ -37,7 +37,7 @@ class _Lambdas:
 
 def _over_lam(label, unit=""):
     """An observable over the regularisation path (lam spans decades: a log axis)."""
-    return Observable(label, unit, coord="lam", log=True)
+    return Observable(label, unit, coord="lam")
 
 
 @dataclass(frozen=True, eq=False)
