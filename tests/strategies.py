@@ -97,7 +97,7 @@ def parity_problems(draw):
 
 @st.composite
 def looped_problems(draw):
-    """Looped-TF regression with n > d (Thm 8.16's regime) and a positive diagonal covariance."""
+    """Looped-TF regression with context > d (Thm 8.16's regime) and a positive diagonal covariance."""
     d = draw(st.integers(1, 6))
     n = draw(st.integers(d + 1, 4 * d + 8))
     cov = draw(hnp.arrays(np.float64, d, elements=st.floats(0.1, 4.0)))
@@ -276,9 +276,9 @@ MODELS = {
         looped_problems(),
         edges=(lambda: looped.Problem(2, 1), lambda: looped.Problem.fig8_1(16),
                lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 1e-2, 2.0]))),      # ill-conditioned cov
-        predict={"T": 5, "prompts": 16},
-        bad_predict=(("T", -1), ("prompts", 0), ("method", "nope")),
-        simulate={"T": 3, "prompts": 8, "seeds": 2}),
+        predict={"loops": 5, "prompts": 16},
+        bad_predict=(("loops", -1), ("prompts", 0), ("method", "nope")),
+        simulate={"loops": 3, "prompts": 8, "seeds": 2}),
     "modular": ModelSpec(
         modular_problems(),
         edges=(lambda: modular.Problem(3, 2), lambda: modular.Problem.setting("cpu", convention="paper")),
