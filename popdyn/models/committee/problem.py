@@ -95,7 +95,7 @@ class Problem:
         "eg": Observable("generalisation error", log=True),
         "Q": Observable("student-student overlaps Q", axes=("K", "K")),
         "R": Observable("student-teacher overlaps R", axes=("K", "M")),
-        "v": Observable("second-layer weights v (when lr_v > 0)", axes=("K",)),
+        "v": Observable("second-layer weights v", axes=("K",)),
     }
 
     # example(): mean gaps over the 21 recorded times, simulate seeds 0-1 and 2-3 (theory from its own draw of the
