@@ -157,9 +157,14 @@ def _run(call, problem, given):
     else:
         options = dict(given)
         fn = _legacy_function(cls, call)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = fn(problem, **options)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = fn(problem, **options)
+    except BaseException:
+        for w in caught:  # warnings the model gave before it failed still reach the caller
+            warnings.warn(w.message, w.category, stacklevel=3)
+        raise
     meta = result.meta
     meta.setdefault("problem", repr(problem))
     meta["model"] = _name(cls)

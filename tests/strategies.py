@@ -97,7 +97,7 @@ def parity_problems(draw):
 
 @st.composite
 def looped_problems(draw):
-    """Looped-TF regression with n > d (Thm 8.16's regime) and a positive diagonal covariance."""
+    """Looped-TF regression with context > d (Thm 8.16's regime) and a positive diagonal covariance."""
     d = draw(st.integers(1, 6))
     n = draw(st.integers(d + 1, 4 * d + 8))
     cov = draw(hnp.arrays(np.float64, d, elements=st.floats(0.1, 4.0)))
@@ -192,14 +192,13 @@ def resnet_network_problems(draw):
 @st.composite
 def committee_problems(draw):
     """Soft committee machines: K, M <= 2 (K + M <= 4 keeps ReLU's quadrature cheap); erf (plain or Saad-Solla
-    scale), linear, relu; T = B B^T random PSD."""
+    scale), linear, relu; teacher_overlap = B B^T random PSD."""
     K, M = draw(st.integers(1, 2)), draw(st.integers(1, 2))
     act = draw(st.sampled_from(["erf", "erf(r=0.7071067811865475)", "linear", "relu"]))
     B = draw(hnp.arrays(np.float64, (M, M + 1), elements=st.floats(-1, 1)))
     v_star = draw(hnp.arrays(np.float64, (M,), elements=st.floats(-2, 2)))
-    return committee.Problem(K, M, act, T=B @ B.T, v_star=v_star, eta=draw(st.floats(0.05, 1.0)),
-                             eta_v=draw(st.sampled_from([0.0, 0.3])), sigma=draw(st.floats(0.0, 0.5)),
-                             order=draw(st.sampled_from([1, 2])), wd=draw(st.floats(0.0, 0.1)))
+    return committee.Problem(K, M, act, teacher_overlap=B @ B.T, v_star=v_star, sigma=draw(st.floats(0.0, 0.5)),
+                             order=draw(st.sampled_from([1, 2])))
 
 
 @st.composite
@@ -275,9 +274,9 @@ MODELS = {
         looped_problems(),
         edges=(lambda: looped.Problem(2, 1), lambda: looped.Problem.fig8_1(16),
                lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 1e-2, 2.0]))),      # ill-conditioned cov
-        predict={"T": 5, "prompts": 16},
-        bad_predict=(("T", -1), ("prompts", 0), ("method", "nope")),
-        simulate={"T": 3, "prompts": 8, "seeds": 2}),
+        predict={"loops": 5, "prompts": 16},
+        bad_predict=(("loops", -1), ("prompts", 0), ("method", "nope")),
+        simulate={"loops": 3, "prompts": 8, "seeds": 2}),
     "modular": ModelSpec(
         modular_problems(),
         edges=(lambda: modular.Problem(3, 2), lambda: modular.Problem.setting("cpu", convention="paper")),
@@ -329,13 +328,15 @@ MODELS = {
     "committee": ModelSpec(
         committee_problems(),
         edges=(lambda: committee.Problem.saad_solla(K=2, M=2),                                   # Saad-Solla plateau setting
-               lambda: committee.Problem(1, 1, "tanh", eta=0.1),                                  # quadrature, K = M = 1
-               lambda: committee.Problem(1, 2, "relu", T=np.ones((2, 2)), eta_v=0.2, sigma=0.1)),  # singular T
-        predict={"d": 100, "steps": 200, "n_points": 5, "rtol": 1e-6, "atol": 1e-9},
-        bad_predict=(("d", 0), ("steps", 0), ("n_points", 1), ("init", 0.0), ("rtol", 2.0)),
+               lambda: committee.Problem(1, 1, "tanh"),                                           # quadrature, K = M = 1
+               lambda: committee.Problem(1, 2, "relu", teacher_overlap=np.ones((2, 2)), sigma=0.1)),  # singular T
+        predict={"d": 100, "steps": 200, "lr": 0.3, "lr_v": 0.2, "weight_decay": 0.01, "n_points": 5, "rtol": 1e-6,
+                 "atol": 1e-9},
+        bad_predict=(("d", 0), ("steps", 0), ("n_points", 1), ("init", 0.0), ("rtol", 2.0), ("lr", 0.0),
+                     ("lr_v", -1.0), ("weight_decay", -0.1)),
         functions=((lambda p: committee.generalisation_error(p, 0.5 * np.eye(p.K), np.zeros((p.K, p.M))), {}),
-                   (lambda p: committee.drift(p, 0.5 * np.eye(p.K), np.zeros((p.K, p.M)))[0], {})),
-        simulate={"d": 10, "steps": 20, "seeds": 2, "n_points": 3}),
+                   (lambda p: committee.drift(p, 0.5 * np.eye(p.K), np.zeros((p.K, p.M)), lr=0.5)[0], {})),
+        simulate={"d": 10, "steps": 20, "lr": 0.3, "lr_v": 0.2, "seeds": 2, "n_points": 3}),
     "contrastive": ModelSpec(
         contrastive_problems(),
         edges=(lambda: contrastive.Problem.tradeoff(),
@@ -385,8 +386,8 @@ EXAMPLES = {
     "resnet": [lambda: resnet.Problem(d=12, k=3, N=100), lambda: resnet.Problem.thm2(d=14, N=200),
                lambda: resnet.NetworkProblem.thm2(d=10, k=3, m=16, N=50, epochs=2)],
     "committee": [lambda: committee.Problem.saad_solla(K=2, M=2),
-                  lambda: committee.Problem(3, 2, "tanh", T=np.array([[1.0, 0.2], [0.2, 0.5]]),
-                                            v_star=np.array([1.0, -0.5]), eta=0.3, eta_v=0.1, sigma=0.1, wd=0.01)],
+                  lambda: committee.Problem(3, 2, "tanh", teacher_overlap=np.array([[1.0, 0.2], [0.2, 0.5]]),
+                                            v_star=np.array([1.0, -0.5]), sigma=0.1)],
     "contrastive": [lambda: contrastive.Problem.tradeoff(),
                     lambda: contrastive.Problem(3, 3, 6, 12, np.array([0.5, 0.3, 0.2]),
                                                 sigma_S=np.array([1.0, 0.5, 2.0]))],

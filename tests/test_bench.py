@@ -107,10 +107,10 @@ def test_multitask_numpy_baseline_computes_popdyns_moments():
 def test_saad_solla_baseline_solves_the_same_ode():
     """The committee benchmark's plain scipy baseline integrates popdyn's erf ODE: equal Q, R to 1e-8 at t <= 5."""
     from popdyn.models import committee as cm
-    p = cm.Problem.saad_solla(K=2, M=2, eta=0.5)
+    p = cm.Problem.saad_solla(K=2, M=2)
     Q0, R0 = cm.initial_overlaps(p, 200, seed=1)
     t = np.linspace(0.0, 5.0, 11)
-    plain, pr = bench._saad_solla_plain(Q0, R0, 0.5, t), cm.ode(p, Q0, R0, t=t)
+    plain, pr = bench._saad_solla_plain(Q0, R0, 0.5, t), cm.ode(p, Q0, R0, t=t, lr=0.5)
     np.testing.assert_allclose(plain.y[:4].T.reshape(-1, 2, 2), pr["Q"], rtol=0, atol=1e-8)
     np.testing.assert_allclose(plain.y[4:].T.reshape(-1, 2, 2), pr["R"], rtol=0, atol=1e-8)
 

@@ -45,8 +45,8 @@ def _order_one(monkeypatch, target):
     """Every call of ``target(problem, ...)`` answers with the order-1 problem (no eta^2 term)."""
     def wrong(f):
         def g(problem, *a, **k):
-            p = committee.Problem(problem.K, problem.M, problem.activation, problem.T, problem.v_star, problem.eta,
-                                  problem.eta_v, problem.sigma, 1, problem.wd)
+            p = committee.Problem(problem.K, problem.M, problem.activation, problem.teacher_overlap, problem.v_star,
+                                  problem.sigma, 1)
             return f(p, *a, **k)
         return g
     perturb(monkeypatch, target, wrong)

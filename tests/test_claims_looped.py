@@ -101,6 +101,6 @@ def test_trained_fails_the_papers_constant_step_as_optimum(wrong, monkeypatch, t
     memoise(monkeypatch, "popdyn.simulate", key=_key)
     if wrong:
         perturb(monkeypatch, "popdyn.models.looped.optimal_schedule", _paper_schedule)
-    verdict, measured, _ = measure("looped.trained", tmp_path, T=2, steps=300, batch=128, prompts=1000)
+    verdict, measured, _ = measure("looped.trained", tmp_path, loops=2, steps=300, batch=128, prompts=1000)
     assert verdict == ("FAIL" if wrong else "PASS"), measured
     assert (measured > 1.7) if wrong else (measured < 1.4)

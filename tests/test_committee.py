@@ -187,18 +187,27 @@ def test_integrals_options_are_validated():
 
 # ---- the problem ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kw, name", [(dict(K=0), "K"), (dict(eta=0.0), "eta"), (dict(eta=-1.0), "eta"),
-                                      (dict(T=np.array([[1.0, 2.0], [2.0, 1.0]])), "T"),
-                                      (dict(T=np.array([[1.0, 0.5], [0.0, 1.0]])), "T"), (dict(T=np.eye(3)), "T"),
+@pytest.mark.parametrize("kw, name", [(dict(K=0), "K"),
+                                      (dict(teacher_overlap=np.array([[1.0, 2.0], [2.0, 1.0]])), "teacher_overlap"),
+                                      (dict(teacher_overlap=np.array([[1.0, 0.5], [0.0, 1.0]])), "teacher_overlap"),
+                                      (dict(teacher_overlap=np.eye(3)), "teacher_overlap"),
                                       (dict(v_star=np.ones(3)), "v_star"), (dict(sigma=-0.1), "sigma"),
-                                      (dict(order=3), "order"), (dict(eta_v=-1.0), "eta_v"), (dict(wd=np.nan), "wd")])
+                                      (dict(order=3), "order")])
 def test_bad_problems_name_the_parameter(kw, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of committee.Problem"):
         cm.Problem(**kw)
 
 
+@pytest.mark.parametrize("kw, name", [(dict(lr=0.0), "lr"), (dict(lr=-1.0), "lr"), (dict(lr_v=-1.0), "lr_v"),
+                                      (dict(weight_decay=np.nan), "weight_decay")])
+def test_bad_rates_name_the_parameter(kw, name):
+    import popdyn
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of committee.predict"):
+        popdyn.predict(cm.Problem(), d=10, steps=10, **kw)
+
+
 def test_repr_round_trips_with_a_rescaled_activation():
-    p = cm.Problem.saad_solla(K=3, M=2, eta=0.3, eta_v=0.2, sigma=0.1)
+    p = cm.Problem.saad_solla(K=3, M=2, sigma=0.1)
     q = eval(repr(p), {"np": np, "committee": cm})
     assert repr(q) == repr(p) and q.activation == SS_ERF
 
@@ -221,79 +230,79 @@ def test_eg_is_nonnegative_and_zero_at_the_teacher(seed, K, M, act):
     Q, R, v = _state(K, M, seed)
     assert cm.generalisation_error(p, Q, R, v) >= 0
     if K == M:
-        assert abs(float(cm.generalisation_error(p, p.T, p.T, p.v_star))) < 1e-15
+        assert abs(float(cm.generalisation_error(p, p.teacher_overlap, p.teacher_overlap, p.v_star))) < 1e-15
 
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10_000), K=st.integers(1, 3), M=st.integers(1, 3),
        act=st.sampled_from([SS_ERF, "relu", "linear"]), order=st.sampled_from([1, 2]))
 def test_drift_keeps_Q_symmetric(seed, K, M, act, order):
-    p = cm.Problem(K, M, act, eta=0.7, eta_v=0.3, sigma=0.2, order=order, wd=0.01)
-    dQ, dR, dv = cm.drift(p, *_state(K, M, seed))
+    p = cm.Problem(K, M, act, sigma=0.2, order=order)
+    dQ, dR, dv = cm.drift(p, *_state(K, M, seed), lr=0.7, lr_v=0.3, weight_decay=0.01)
     assert np.allclose(dQ, dQ.T, rtol=1e-12, atol=1e-15)
     assert dR.shape == (K, M) and dv.shape == (K,)
 
 
-def _mc_drift(p, Q, R, v, n, seed):
+def _mc_drift(p, Q, R, v, n, seed, lr, lr_v):
     """Monte Carlo of the drift's expectations (the fields sampled from Omega); means and standard errors."""
     K = p.K
-    Om = np.block([[Q, R], [R.T, p.T]])
+    Om = np.block([[Q, R], [R.T, p.teacher_overlap]])
     f = np.random.default_rng(seed).multivariate_normal(np.zeros(len(Om)), Om, size=n)
     g, dg = p.activation(f), p.activation.deriv(f[:, :K])
     delta = g @ np.concatenate([v, -p.v_star])
     zeta = np.random.default_rng(seed + 1).standard_normal(n)
     c = v * dg * delta[:, None]                                               # (n, K)
-    dR = -p.eta * c[:, :, None] * f[:, None, K:]
+    dR = -lr * c[:, :, None] * f[:, None, K:]
     lam = f[:, :K]
     cn = v * dg * (delta - p.sigma * zeta)[:, None]
-    dQ = (-p.eta * (c[:, :, None] * lam[:, None, :] + lam[:, :, None] * c[:, None, :])
-          + p.eta ** 2 * cn[:, :, None] * cn[:, None, :])
-    dv = -p.eta_v * g[:, :K] * delta[:, None]
+    dQ = (-lr * (c[:, :, None] * lam[:, None, :] + lam[:, :, None] * c[:, None, :])
+          + lr ** 2 * cn[:, :, None] * cn[:, None, :])
+    dv = -lr_v * g[:, :K] * delta[:, None]
     return [(x.mean(0), x.std(0) / np.sqrt(n)) for x in (dQ, dR, dv)]
 
 
 @pytest.mark.parametrize("act", [SS_ERF, "relu", "tanh"])
 def test_drift_matches_monte_carlo(act):
-    p = cm.Problem(2, 2, act, eta=0.8, eta_v=0.5, sigma=0.3, T=np.array([[1.0, 0.3], [0.3, 0.8]]),
+    p = cm.Problem(2, 2, act, sigma=0.3, teacher_overlap=np.array([[1.0, 0.3], [0.3, 0.8]]),
                    v_star=np.array([1.0, -0.7]))
-    Q, R, v = _state(2, 2, 4, p.T)
-    for (mean, se), theory in zip(_mc_drift(p, Q, R, v, 300_000, seed=9), cm.drift(p, Q, R, v)):
+    Q, R, v = _state(2, 2, 4, p.teacher_overlap)
+    for (mean, se), theory in zip(_mc_drift(p, Q, R, v, 300_000, seed=9, lr=0.8, lr_v=0.5),
+                                  cm.drift(p, Q, R, v, lr=0.8, lr_v=0.5)):
         # z = 5 (n = 3e5, seed 9), plus 1e-4 for the quadrature of the eta^2 term without a closed I4 (ReLU, tanh)
         assert np.all(np.abs(theory - mean) < 5 * se + (0 if act is SS_ERF else 1e-4)), (theory, mean, se)
 
 
 def test_order_one_drops_exactly_the_eta_squared_term():
     Q, R, v = _state(2, 2, 1)
-    p2, p1 = cm.Problem.saad_solla(eta=0.5), cm.Problem.saad_solla(eta=0.5, order=1)
-    q2, q1 = cm.Problem.saad_solla(eta=0.25), cm.Problem.saad_solla(eta=0.25, order=1)
-    gap = lambda a, b: cm.drift(a, Q, R, v)[0] - cm.drift(b, Q, R, v)[0]
-    np.testing.assert_allclose(gap(p2, p1), 4 * gap(q2, q1), rtol=1e-12)      # the gap is eta^2 times a matrix
-    np.testing.assert_array_equal(cm.drift(p2, Q, R, v)[1], cm.drift(p1, Q, R, v)[1])
+    p2, p1 = cm.Problem.saad_solla(), cm.Problem.saad_solla(order=1)
+    gap = lambda a, b, lr: cm.drift(a, Q, R, v, lr=lr)[0] - cm.drift(b, Q, R, v, lr=lr)[0]
+    np.testing.assert_allclose(gap(p2, p1, 0.5), 4 * gap(p2, p1, 0.25), rtol=1e-12)   # the gap is lr^2 times a matrix
+    np.testing.assert_array_equal(cm.drift(p2, Q, R, v, lr=0.5)[1], cm.drift(p1, Q, R, v, lr=0.5)[1])
 
 
 # ---- the ODE, the plateau, the escape --------------------------------------------------------------------
 
 def test_plateau_of_saad_solla_k2_m2():
-    Q, R, eg = cm.plateau(cm.Problem.saad_solla(K=2, M=2, eta=0.5))
+    Q, R, eg = cm.plateau(cm.Problem.saad_solla(K=2, M=2), lr=0.5)
     assert abs(eg - 0.014645) < 5e-7                      # issue 14 §3: 0.014645 (to the printed digits)
     assert np.allclose(R, R[0, 0]) and np.allclose(np.diag(Q), Q[0, 0])
-    dQ, dR, _ = cm.drift(cm.Problem.saad_solla(K=2, M=2, eta=0.5), Q, R)
+    dQ, dR, _ = cm.drift(cm.Problem.saad_solla(K=2, M=2), Q, R, lr=0.5)
     assert np.abs(dQ).max() < 1e-12 and np.abs(dR).max() < 1e-12
     # order 1 has another plateau (the eta^2 term moves it): the test can fail
-    assert abs(cm.plateau(cm.Problem.saad_solla(K=2, M=2, eta=0.5, order=1))[2] - eg) > 1e-4
+    assert abs(cm.plateau(cm.Problem.saad_solla(K=2, M=2, order=1), lr=0.5)[2] - eg) > 1e-4
 
 
 def test_ode_of_one_neuron_learns_and_matches_sim_initial_overlaps():
     p = cm.Problem.saad_solla(K=1, M=1)
-    pred = cm.ode(p, [[0.25]], [[0.0]], t=np.linspace(0, 50, 51))
+    pred = cm.ode(p, [[0.25]], [[0.0]], t=np.linspace(0, 50, 51), lr=0.5)
     assert pred.success and pred["eg"][-1] < 1e-3 and pred["Q"].shape == (51, 1, 1)
     assert np.all(np.diff(pred["eg"][5:]) < 0)
 
 
 def test_ode_preserves_symmetric_Q_and_records_v_when_trained():
-    p = cm.Problem(3, 1, "tanh", eta=0.4, eta_v=0.2, sigma=0.1)
+    p = cm.Problem(3, 1, "tanh", sigma=0.1)
     Q, R, v = _state(3, 1, 2)
-    pred = cm.ode(p, Q, R, v, t=np.linspace(0, 2, 3), rtol=1e-6, atol=1e-9)
+    pred = cm.ode(p, Q, R, v, t=np.linspace(0, 2, 3), rtol=1e-6, atol=1e-9, lr=0.4, lr_v=0.2)
     assert pred.success and pred["v"].shape == (3, 3)
     assert np.allclose(pred["Q"], np.swapaxes(pred["Q"], 1, 2), rtol=0, atol=1e-14)
 
@@ -316,11 +325,12 @@ def test_escape_time_is_located_on_the_continuous_solution():
     interpolation misses it by > 1e-2."""
     import popdyn
     p = cm.Problem.saad_solla(K=1, M=1)
-    coarse = cm.ode(p, [[0.25]], [[0.0]], t=[0.0, 5.0, 10.0, 20.0])
+    coarse = cm.ode(p, [[0.25]], [[0.0]], t=[0.0, 5.0, 10.0, 20.0], lr=0.5)
     located = cm.escape_time(coarse, 0.01)
     hand = cm.escape_time(Prediction(t=coarse.t, observables=coarse.observables), 0.01)   # no flow: interpolated
     i = int(np.flatnonzero(coarse["eg"] <= 0.01)[0])
-    fine = cm.ode(p, [[0.25]], [[0.0]], t=np.concatenate([[0.0], np.arange(coarse.t[i - 1], coarse.t[i] + 1e-9, 2e-4)]))
+    fine = cm.ode(p, [[0.25]], [[0.0]], t=np.concatenate([[0.0], np.arange(coarse.t[i - 1], coarse.t[i] + 1e-9, 2e-4)]),
+                  lr=0.5)
     ref = cm.escape_time(Prediction(t=fine.t, observables=fine.observables), 0.01)
     assert coarse.t[i - 1] < located < coarse.t[i]
     assert abs(located - ref) < 1e-6 and abs(hand - ref) > 1e-2
@@ -328,7 +338,7 @@ def test_escape_time_is_located_on_the_continuous_solution():
     assert cm.escape_time(pickle.loads(pickle.dumps(coarse)), 0.01) == hand          # unpickled: interpolation
     # popdyn.predict reports the located time in steps
     pred = popdyn.predict(p, d=100, steps=2000, n_points=5, Q0=[[0.25]], R0=[[0.0]])
-    dense = cm.ode(p, [[0.25]], [[0.0]], t=np.linspace(0, 20, 100_001))
+    dense = cm.ode(p, [[0.25]], [[0.0]], t=np.linspace(0, 20, 100_001), lr=0.5)
     ref_steps = 100 * cm.escape_time(Prediction(t=dense.t, observables=dense.observables), 0.01)
     assert abs(cm.escape_time(pred, 0.01) - ref_steps) < 1e-4
 
@@ -336,11 +346,11 @@ def test_escape_time_is_located_on_the_continuous_solution():
 def test_ode_rejects_bad_state_and_times():
     p = cm.Problem.saad_solla()
     with pytest.raises(InvalidParameterError, match="'Q' parameter of committee.ode"):
-        cm.ode(p, -np.eye(2), np.zeros((2, 2)))
+        cm.ode(p, -np.eye(2), np.zeros((2, 2)), lr=0.5)
     with pytest.raises(InvalidParameterError, match="'R' parameter of committee.ode"):
-        cm.ode(p, np.eye(2), np.zeros((2, 3)))
+        cm.ode(p, np.eye(2), np.zeros((2, 3)), lr=0.5)
     with pytest.raises(InvalidParameterError, match="'t' parameter of committee.ode"):
-        cm.ode(p, np.eye(2), np.zeros((2, 2)), t=[1.0, 0.0])
+        cm.ode(p, np.eye(2), np.zeros((2, 2)), t=[1.0, 0.0], lr=0.5)
 
 
 def test_predict_registers_and_starts_from_initial_overlaps():
@@ -359,11 +369,12 @@ def test_predict_registers_and_starts_from_initial_overlaps():
 def test_compiled_erf_drift_equals_the_vectorised_integrals(act, monkeypatch):
     import sys
     ode_mod = sys.modules["popdyn.models.committee.ode"]
-    p = cm.Problem(2, 3, act, eta=0.7, eta_v=0.4, sigma=0.3, wd=0.02, v_star=np.array([1.0, -0.5, 0.8]))
+    p = cm.Problem(2, 3, act, sigma=0.3, v_star=np.array([1.0, -0.5, 0.8]))
+    kw = dict(lr=0.7, lr_v=0.4, weight_decay=0.02)
     Q, R, v = _state(2, 3, 8)
-    fast = cm.drift(p, Q, R, v)
+    fast = cm.drift(p, Q, R, v, **kw)
     monkeypatch.setattr(ode_mod._plan(p), "kernel", False)
-    slow = cm.drift(p, Q, R, v)
+    slow = cm.drift(p, Q, R, v, **kw)
     for a, b in zip(fast, slow):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
 
@@ -391,12 +402,12 @@ def test_relu_eta2_term_is_continuous_and_matches_monte_carlo_and_I4():
 
 
 def test_simulation_records_the_second_layer_over_time():
-    """With eta_v > 0 the recorded v is each record's own value (not a view of the final weights): it moves between
+    """With lr_v > 0 the recorded v is each record's own value (not a view of the final weights): it moves between
     records, its first record is v0, and eg at the last record is the population error of the last overlaps."""
     import popdyn
     pytest.importorskip("torch")
-    p = cm.Problem(2, 1, "erf", eta=0.5, eta_v=0.5)
-    sim = popdyn.simulate(p, d=50, steps=400, seeds=2, n_points=5, v0=np.array([0.3, -0.2]))
+    p = cm.Problem(2, 1, "erf")
+    sim = popdyn.simulate(p, d=50, steps=400, seeds=2, n_points=5, v0=np.array([0.3, -0.2]), lr=0.5, lr_v=0.5)
     v = sim["v"]
     np.testing.assert_allclose(v[:, 0], np.broadcast_to([0.3, -0.2], v[:, 0].shape), atol=0)
     assert np.all(np.abs(np.diff(v, axis=1)).max(axis=(1, 2)) > 1e-6)

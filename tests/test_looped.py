@@ -278,24 +278,24 @@ def test_mp_matches_finite_d():
 
 def test_predict_exact_and_mp():
     p = L.Problem.isotropic_gaussian(800, 200)
-    ex, mp = popdyn.predict(p, T=20, prompts=16), popdyn.predict(p, T=20, method="mp")
+    ex, mp = popdyn.predict(p, loops=20, prompts=16), popdyn.predict(p, loops=20, method="mp")
     assert set(ex.observables) == set(mp.observables) == {"error", "abs_error", "sq_dist"}
     gap = np.abs(ex["abs_error"] - mp["abs_error"])
     assert np.all(gap <= 5 * np.asarray(ex.meta["se"]["abs_error"]) + 0.05 * mp["abs_error"])
     # 5 SE of the 16-prompt mean (theta* spread) + 5 %: finite-d bias at d = 200 (spec A.3: 1-4 % at d = 400)
-    np.testing.assert_allclose(ex["abs_error"], -ex["error"])  # eta = 1/L: the signed error has one sign
+    np.testing.assert_allclose(ex["abs_error"], -ex["error"])  # lr = 1/L: the signed error has one sign
 
 
 def test_predict_regime_warnings_and_errors():
     with pytest.warns(RegimeWarning, match="n > d"):
-        pred = popdyn.predict(L.Problem.isotropic_gaussian(3, 5), T=3, prompts=10)
+        pred = popdyn.predict(L.Problem.isotropic_gaussian(3, 5), loops=3, prompts=10)
     assert pred.meta["regime"] and np.isinf(pred.meta["kappa"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RegimeWarning)
         with pytest.raises(InvalidParameterError, match="'method'"):
-            popdyn.predict(L.Problem.isotropic_gaussian(3, 5), T=3, method="mp")
-    with pytest.raises(InvalidParameterError, match="'T'"):
-        popdyn.predict(L.Problem.fig8_1(16), T=-1)
+            popdyn.predict(L.Problem.isotropic_gaussian(3, 5), loops=3, method="mp")
+    with pytest.raises(InvalidParameterError, match="'loops'"):
+        popdyn.predict(L.Problem.fig8_1(16), loops=-1)
 
 
 def test_optimal_schedule_beats_constant_steps():

@@ -133,18 +133,18 @@ def test_finite_curve_tends_to_mp():
 
 def test_predict_finite():
     p = L.Problem.from_gamma(100, 0.25, alpha=-2.0)
-    pred = popdyn.predict(p, T=12, method="finite")
+    pred = popdyn.predict(p, loops=12, method="finite")
     F1, F2 = L.finite_error_curve(400, 100, 12), L.finite_error_curve(400, 100, 12, 2)
     np.testing.assert_allclose(pred["error"], 2.0 * F1)
     np.testing.assert_allclose(pred["abs_error"], 2.0 * F1)
     np.testing.assert_allclose(pred["sq_dist"], F2)
-    c = 3.0  # a covariance c I: A scales by c, a fixed step enters as eta c
+    c = 3.0  # a covariance c I: A scales by c, a fixed step enters as lr c
     q = L.Problem(400, 100, cov=np.full(100, c))
-    with pytest.warns(RegimeWarning, match="eta = 1/L"):
-        pq = popdyn.predict(q, T=5, method="finite", eta=0.5 / (c * 2.2 * 400))
+    with pytest.warns(RegimeWarning, match="lr = 1/L"):
+        pq = popdyn.predict(q, loops=5, method="finite", lr=0.5 / (c * 2.2 * 400))
     np.testing.assert_allclose(pq["sq_dist"], L.finite_error_curve(400, 100, 5, 2, eta=0.5 / (2.2 * 400)))
     with pytest.warns(RegimeWarning, match="noise"), pytest.raises(InvalidParameterError, match="'method'"):
-        popdyn.predict(L.Problem.isotropic_gaussian(40, 10, noise=0.1), T=3, method="finite")
+        popdyn.predict(L.Problem.isotropic_gaussian(40, 10, noise=0.1), loops=3, method="finite")
 
 
 @pytest.mark.parametrize("call, name", [

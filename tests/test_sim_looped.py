@@ -59,10 +59,10 @@ def test_float32_matches_to_single_precision():
 
 def test_simulate_against_predict_and_reproducible():
     p = L.Problem.fig8_1(16)
-    sim = popdyn.simulate(p, T=15, seeds=4, prompts=400, seed=3)
-    again = popdyn.simulate(p, T=15, seeds=4, prompts=400, seed=3)
+    sim = popdyn.simulate(p, loops=15, seeds=4, prompts=400, seed=3)
+    again = popdyn.simulate(p, loops=15, seeds=4, prompts=400, seed=3)
     assert all(np.array_equal(sim[k], again[k]) for k in sim.observables)
-    pred = popdyn.predict(p, T=15, prompts=8000, seed=1)
+    pred = popdyn.predict(p, loops=15, prompts=8000, seed=1)
     comp = popdyn.compare(pred, sim)
     for k in ("error", "abs_error", "sq_dist"):
         se_pred = np.asarray(pred.meta["se"][k])
@@ -73,15 +73,15 @@ def test_simulate_against_predict_and_reproducible():
 
 def test_train_reduces_loss_and_simulate_accepts_a_model():
     p = L.Problem.fig8_1(16)
-    model, losses = S.train(p, T=3, steps=60, batch=64, lr=0.02, seed=0)
+    model, losses = S.train(p, loops=3, steps=60, batch=64, lr=0.02, seed=0)
     assert losses[-10:].mean() < 0.5 * losses[:10].mean()
-    sim = popdyn.simulate(p, T=3, seeds=2, prompts=64, model=model)
-    assert sim["sq_dist"].shape == (2, 4) and sim.meta["options"]["trained_model"]
+    sim = popdyn.simulate(p, loops=3, seeds=2, prompts=64, model=model)
+    assert sim["sq_dist"].shape == (2, 4) and sim.meta["trained_model"]
 
 
-@pytest.mark.parametrize("kw, name", [({"T": -1}, "T"), ({"T": 3, "eta": "1/mu"}, "eta"), ({"T": 3, "eta": -0.1}, "eta"),
-                                      ({"T": 3, "seeds": 0}, "seeds"), ({"T": 3, "device": "tpu"}, "device"),
-                                      ({"T": 3, "dtype": "int8"}, "dtype")])
+@pytest.mark.parametrize("kw, name", [({"loops": -1}, "loops"), ({"loops": 3, "lr": "1/mu"}, "lr"),
+                                      ({"loops": 3, "lr": -0.1}, "lr"), ({"loops": 3, "seeds": 0}, "seeds"),
+                                      ({"loops": 3, "device": "tpu"}, "device"), ({"loops": 3, "dtype": "int8"}, "dtype")])
 def test_bad_options(kw, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
         popdyn.simulate(L.Problem.fig8_1(16), **kw)

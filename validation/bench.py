@@ -447,20 +447,20 @@ def _bench_committee(sz):
     same Saad-Solla equations element by element in plain scipy, K = M = 2, eta = 0.5, to the same tolerances (max
     difference reported)."""
     from popdyn.models import committee as cm
-    p = cm.Problem.saad_solla(K=2, M=2, eta=0.5)
+    p = cm.Problem.saad_solla(K=2, M=2)
     Q0, R0 = cm.initial_overlaps(p, 1000, seed=0)
     t = np.linspace(0.0, sz["committee_t"], 101)
-    cm.ode(cm.Problem.saad_solla(K=2, M=2, eta=0.5), Q0, R0, t=t[:3] * 1e-3)       # JIT only (a throwaway problem)
-    p = cm.Problem.saad_solla(K=2, M=2, eta=0.5)                                           # fresh: cold plan cache
+    cm.ode(cm.Problem.saad_solla(K=2, M=2), Q0, R0, t=t[:3] * 1e-3, lr=0.5)       # JIT only (a throwaway problem)
+    p = cm.Problem.saad_solla(K=2, M=2)                                            # fresh: cold plan cache
     t0 = time.perf_counter()
-    pr = cm.ode(p, Q0, R0, t=t)
+    pr = cm.ode(p, Q0, R0, t=t, lr=0.5)
     t_pd = time.perf_counter() - t0
     t0 = time.perf_counter()
     plain = _saad_solla_plain(Q0, R0, 0.5, t)
     t_pl = time.perf_counter() - t0
     diff = max(float(np.abs(plain.y[:4].T.reshape(-1, 2, 2) - pr["Q"]).max()),
                float(np.abs(plain.y[4:].T.reshape(-1, 2, 2) - pr["R"]).max()))
-    return {"what": f"committee: erf overlap ODE (K = M = 2, eta = 0.5, t = {sz['committee_t']:g}), popdyn vs the same "
+    return {"what": f"committee: erf overlap ODE (K = M = 2, lr = 0.5, t = {sz['committee_t']:g}), popdyn vs the same "
                     f"equations element by element in scipy (max diff {diff:.1e})", "fast_s": t_pd, "slow_s": t_pl,
             "ratio": t_pl / t_pd, "goal": GOALS["committee_erf_ode"], "max_abs_diff": diff}
 
@@ -474,20 +474,20 @@ def _bench_committee_quadrature(sz):
     d, t_max = 1000, sz["committee_t"]
     rows = {}
     for act in ("relu", "tanh"):
-        throwaway = cm.Problem(2, 2, act, eta=0.5)
-        sim = popdyn.simulate(throwaway, d=d, steps=200, seeds=1, n_points=3)             # torch warm-up
-        cm.ode(throwaway, sim["Q"][0, 0], sim["R"][0, 0], t=np.linspace(0.0, 0.01, 3))       # JIT only
-        p = cm.Problem(2, 2, act, eta=0.5)
+        throwaway = cm.Problem(2, 2, act)
+        sim = popdyn.simulate(throwaway, d=d, steps=200, lr=0.5, seeds=1, n_points=3)       # torch warm-up
+        cm.ode(throwaway, sim["Q"][0, 0], sim["R"][0, 0], t=np.linspace(0.0, 0.01, 3), lr=0.5)   # JIT only
+        p = cm.Problem(2, 2, act)
         t0 = time.perf_counter()
-        sim = popdyn.simulate(p, d=d, steps=int(t_max * d), seeds=1, n_points=101)
+        sim = popdyn.simulate(p, d=d, steps=int(t_max * d), lr=0.5, seeds=1, n_points=101)
         t_sim = time.perf_counter() - t0
-        p = cm.Problem(2, 2, act, eta=0.5)                                                   # fresh: cold plan cache
+        p = cm.Problem(2, 2, act)                                                            # fresh: cold plan cache
         t0 = time.perf_counter()
-        pr = cm.ode(p, sim["Q"][0, 0], sim["R"][0, 0], t=sim.t / d)
+        pr = cm.ode(p, sim["Q"][0, 0], sim["R"][0, 0], t=sim.t / d, lr=0.5)
         t_ode = time.perf_counter() - t0
         gap = float(np.max(np.abs(sim["eg"][0] / pr["eg"] - 1)))
         rows[f"committee_{act}_ode"] = {
-            "what": f"committee: {act} overlap ODE (K = M = 2, eta = 0.5, t = {t_max:g}, {pr.meta['method']} rtol "
+            "what": f"committee: {act} overlap ODE (K = M = 2, lr = 0.5, t = {t_max:g}, {pr.meta['method']} rtol "
                     f"{pr.meta['rtol']:g}, {pr.meta['nfev']} drift evaluations) vs the online SGD at d = {d} it "
                     f"predicts (1 seed; sup relative eg gap {gap:.3f})",
             "fast_s": t_ode, "slow_s": t_sim, "ratio": t_sim / t_ode, "goal": GOALS[f"committee_{act}_ode"],

@@ -37,13 +37,13 @@ _EG_PLATEAU = 0.014645          # issue 14 §3: erf(x/sqrt 2), K = M = 2, eta = 
               "subspace, then a root solve)",
        tolerance=1e-5,
        tolerance_origin="issue 14 §3: to 1e-5 (the value is printed to 6 decimals, rounding <= 5e-7)",
-       quick={"eta": 0.5}, full={"eta": 0.5})
+       quick={"lr": 0.5}, full={"lr": 0.5})
 def plateau_erf(size, device, outdir):
-    p = committee.Problem.saad_solla(K=2, M=2, eta=size["eta"])
-    Q, R, eg = committee.plateau(p)
-    dQ, dR, _ = committee.drift(p, Q, R)
+    p, lr = committee.Problem.saad_solla(K=2, M=2), size["lr"]
+    Q, R, eg = committee.plateau(p, lr=lr)
+    dQ, dR, _ = committee.drift(p, Q, R, lr=lr)
     res = float(max(np.abs(dQ).max(), np.abs(dR).max()))
-    pred = committee.ode(p, Q * (1 + 1e-3), R * (1 - 1e-3), t=np.linspace(0, 40, 81))
+    pred = committee.ode(p, Q * (1 + 1e-3), R * (1 - 1e-3), t=np.linspace(0, 40, 81), lr=lr)
     fig, (ax,) = subplots(1)
     plot_curves(pred.t, {"eg from (1.001 Q*, 0.999 R*)": pred["eg"]}, ax=ax, refs={"0.014645": _EG_PLATEAU},
                 xlabel="t = steps/d", ylabel="eg")
@@ -54,17 +54,18 @@ def plateau_erf(size, device, outdir):
                        checks={"drift at the plateau <= 1e-12": res <= 1e-12,
                                "a symmetric perturbation relaxes back (|eg(40) - eg*| <= 1e-6)": back <= 1e-6},
                        figure=str(path),
-                       table=[{"eta": size["eta"], "eg": eg, "Q11": Q[0, 0], "Q12": Q[0, 1], "R": R[0, 0],
+                       table=[{"lr": lr, "eg": eg, "Q11": Q[0, 0], "Q12": Q[0, 1], "R": R[0, 0],
                                "residual": res, "relaxed_gap": back}],
                        message=f"plateau eg = {eg:.8f} (0.014645 expected); drift residual {res:.2g}")
 
 
-def _runs(problem, d, t_max, seeds, n_points, device, init=1.0):
+def _runs(problem, lr, d, t_max, seeds, n_points, device, init=1.0):
     """SGD at d and the ODE from each seed's recorded initial overlaps, on the same step grid."""
-    sim = popdyn.simulate(problem, d=d, steps=int(round(t_max * d)), seeds=seeds, n_points=n_points, init=init,
-                          seed=d, device=device)
+    sim = popdyn.simulate(problem, d=d, steps=int(round(t_max * d)), lr=lr, seeds=seeds, n_points=n_points,
+                          init=init, seed=d, device=device)
     t = sim.t / d
-    odes = [committee.ode(problem, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-9, atol=1e-11) for s in range(seeds)]
+    odes = [committee.ode(problem, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-9, atol=1e-11, lr=lr)
+            for s in range(seeds)]
     return t, sim, np.stack([o["eg"] for o in odes])
 
 
@@ -82,12 +83,12 @@ def _runs(problem, d, t_max, seeds, n_points, device, init=1.0):
        quick={"d": [250, 500], "t_max": 250.0, "seeds": 4, "n_points": 251},
        full={"d": [500, 1000, 2000], "t_max": 300.0, "seeds": 8, "n_points": 301})
 def ode_vs_sgd(size, device, outdir):
-    p = committee.Problem.saad_solla(K=2, M=2, eta=0.5)
-    eg_star = committee.plateau(p)[2]
+    p = committee.Problem.saad_solla(K=2, M=2)
+    eg_star = committee.plateau(p, lr=0.5)[2]
     fig, axes = subplots(len(size["d"]))
     rows, scaled = [], []
     for ax, d in zip(axes, size["d"]):
-        t, sim, eg_ode = _runs(p, d, size["t_max"], size["seeds"], size["n_points"], device)
+        t, sim, eg_ode = _runs(p, 0.5, d, size["t_max"], size["seeds"], size["n_points"], device)
         pred = popdyn.results.Prediction(t=t, observables={"eg": eg_ode})
         esc_ode = committee.escape_time(pred, eg_star / 2)
         esc_sgd = committee.escape_time(popdyn.results.Prediction(t=t, observables={"eg": sim["eg"]}), eg_star / 2)
@@ -126,24 +127,24 @@ def ode_vs_sgd(size, device, outdir):
        tolerance=0.06,
        tolerance_origin="r(eta) = r0 + r1 eta + O(eta^2) with r1/r0 ~ 0.55 measured, so r(0.05)/r(0.1) - 1 ~ -0.027; "
                         "0.06 is twice that, while a gap of order eta^2 (a wrong order) gives 0.5",
-       quick={"etas": [0.05, 0.1, 0.2], "K": 2, "M": 2}, full={"etas": [0.025, 0.05, 0.1], "K": 2, "M": 2})
+       quick={"lrs": [0.05, 0.1, 0.2], "K": 2, "M": 2}, full={"lrs": [0.025, 0.05, 0.1], "K": 2, "M": 2})
 def order1(size, device, outdir):
-    etas = np.asarray(size["etas"], dtype=float)
-    full = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"], eta=e))[2] for e in etas])
-    one = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"], eta=e, order=1))[2]
+    etas = np.asarray(size["lrs"], dtype=float)
+    full = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"]), lr=e)[2] for e in etas])
+    one = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"], order=1), lr=e)[2]
                     for e in etas])
     r = (full - one) / etas
     slope = (r[1] - r[0]) / (etas[1] - etas[0])
     miss = float(np.max(np.abs(r[2:] / (r[0] + slope * (etas[2:] - etas[0])) - 1)))
     ratio = float(abs(r[0] / r[1] - 1))
     fig, (ax,) = subplots(1)
-    plot_curves(etas, {"(eg*_full - eg*_order1)/eta": r}, ax=ax, xlabel="eta", ylabel="gap / eta",
+    plot_curves(etas, {"(eg*_full - eg*_order1)/eta": r}, ax=ax, xlabel="lr (the paper's eta)", ylabel="gap / lr",
                 styles={"(eg*_full - eg*_order1)/eta": {"marker": "o"}})
     path = save_figure(fig, outdir / "committee.order1.png", title=claim_title(
         REGISTRY["committee.order1"], ratio, what="r(eta_1)/r(eta_2) - 1"))
     return ClaimResult(measured=ratio, checks={"a linear r(eta) predicts the third eta within 2 %": miss <= 0.02},
                        figure=str(path),
-                       table=[{"eta": float(e), "eg_full": float(f), "eg_order1": float(o), "gap_over_eta": float(x)}
+                       table=[{"lr": float(e), "eg_full": float(f), "eg_order1": float(o), "gap_over_eta": float(x)}
                               for e, f, o, x in zip(etas, full, one, r)],
                        message=f"gap/eta = {np.round(r, 6).tolist()}; ratio - 1 = {ratio:.3g}; linear miss {miss:.3g}")
 
@@ -168,21 +169,21 @@ def _activation(name):
        tolerance=1.0,
        tolerance_origin="3 standard errors of the seed mean plus 2 % for the O(1/d) finite-size bias (measured "
                         "<= 1 % at d = 500, tanh, 8 seeds); in those units, pass iff <= 1",
-       quick={"activations": ["relu", "tanh", "softsign"], "d": [300], "eta": 0.5, "t_max": 12.0, "seeds": 4,
+       quick={"activations": ["relu", "tanh", "softsign"], "d": [300], "lr": 0.5, "t_max": 12.0, "seeds": 4,
               "n_points": 13},
-       full={"activations": ["relu", "tanh", "softsign"], "d": [500, 2000], "eta": 0.5, "t_max": 60.0, "seeds": 8,
+       full={"activations": ["relu", "tanh", "softsign"], "d": [500, 2000], "lr": 0.5, "t_max": 60.0, "seeds": 8,
              "n_points": 61})
 def activations_vs_sgd(size, device, outdir):
     rows, units = [], []
     fig, axes = subplots(len(size["activations"]) * len(size["d"]))
     axes = iter(axes)
     for name in size["activations"]:
-        p = committee.Problem(2, 2, _activation(name), eta=size["eta"])
+        p, lr = committee.Problem(2, 2, _activation(name)), size["lr"]
         for d in size["d"]:
-            sim = popdyn.simulate(p, d=d, steps=int(size["t_max"] * d), seeds=size["seeds"], n_points=size["n_points"],
-                                  seed=d, device=device)
+            sim = popdyn.simulate(p, d=d, steps=int(size["t_max"] * d), lr=lr, seeds=size["seeds"],
+                                  n_points=size["n_points"], seed=d, device=device)
             t = sim.t / d
-            eg_ode = np.stack([committee.ode(p, sim["Q"][s, 0], sim["R"][s, 0], t=t)["eg"]
+            eg_ode = np.stack([committee.ode(p, sim["Q"][s, 0], sim["R"][s, 0], t=t, lr=lr)["eg"]
                                for s in range(size["seeds"])])
             diff = sim["eg"] - eg_ode
             se = diff.std(0, ddof=1) / np.sqrt(size["seeds"])
@@ -218,16 +219,16 @@ def activations_vs_sgd(size, device, outdir):
        quick={"d": [250, 500], "t_max": 240.0, "seeds": 8, "n_points": 121},
        full={"d": [500, 1000, 2000], "t_max": 300.0, "seeds": 16, "n_points": 151})
 def k_greater_m(size, device, outdir):
-    p = committee.Problem.saad_solla(K=3, M=2, eta=1.0, eta_v=1.0, sigma=0.1)
+    p, rates = committee.Problem.saad_solla(K=3, M=2, sigma=0.1), {"lr": 1.0, "lr_v": 1.0}
     S = size["seeds"]
     fig, axes = subplots(2 * len(size["d"]))
     axes = iter(axes)
     rows, units, v_gaps = [], [], []
     for d in size["d"]:
         steps = int(round(size["t_max"] * d))
-        sim = popdyn.simulate(p, d=d, steps=steps, seeds=S, n_points=size["n_points"], seed=d, device=device)
+        sim = popdyn.simulate(p, d=d, steps=steps, seeds=S, n_points=size["n_points"], seed=d, device=device, **rates)
         preds = [popdyn.predict(p, d=d, steps=steps, n_points=size["n_points"], Q0=sim["Q"][s, 0], R0=sim["R"][s, 0],
-                                rtol=1e-9, atol=1e-11) for s in range(S)]
+                                rtol=1e-9, atol=1e-11, **rates) for s in range(S)]
         t = sim.t / d
         eg_ode, v_ode = np.stack([x["eg"] for x in preds]), np.stack([x["v"] for x in preds])
         diff = sim["eg"] - eg_ode
@@ -253,8 +254,8 @@ def k_greater_m(size, device, outdir):
     path = save_figure(fig, outdir / "committee.k_greater_m.png", title=claim_title(
         REGISTRY["committee.k_greater_m"], max(units), what="max eg gap in allowed-error units"))
     Q0, R0 = sim["Q"][0, 0], sim["R"][0, 0]
-    quiet = popdyn.predict(committee.Problem.saad_solla(K=3, M=2, eta=1.0, eta_v=1.0), d=d, steps=steps, n_points=2,
-                           Q0=Q0, R0=R0, rtol=1e-9, atol=1e-11)["eg"][-1]
+    quiet = popdyn.predict(committee.Problem.saad_solla(K=3, M=2), d=d, steps=steps, n_points=2,
+                           Q0=Q0, R0=R0, rtol=1e-9, atol=1e-11, **rates)["eg"][-1]
     floor = float(preds[0]["eg"][-1] / quiet)
     return ClaimResult(measured=float(max(units)),
                        checks={"sqrt(d) x sup relative gap of sum_k v_k <= 1.5": max(v_gaps) <= 1.5,
@@ -279,33 +280,33 @@ def k_greater_m(size, device, outdir):
        tolerance_origin="g is an RMS over 12 seeds (about 20 % standard error per cell): measured 1.29 (tanh), "
                         "while a gap that does not scale (a wrong ODE's bias) gives "
                         "(eta_max d_max / (eta_min d_min))^(1/2) = 4 (4.09 measured, I3 10 % too large)",
-       quick={"activation": "tanh", "etas": [0.1, 0.4], "d": [250, 1000], "tau": 2.0, "seeds": 12, "n_points": 9},
-       full={"activation": "relu", "etas": [0.05, 0.1, 0.4], "d": [500, 2000], "tau": 2.0, "seeds": 16,
+       quick={"activation": "tanh", "lrs": [0.1, 0.4], "d": [250, 1000], "tau": 2.0, "seeds": 12, "n_points": 9},
+       full={"activation": "relu", "lrs": [0.05, 0.1, 0.4], "d": [500, 2000], "tau": 2.0, "seeds": 16,
              "n_points": 9})
 def gap_scaling(size, device, outdir):
     rows, norm = [], {}
     fig, (ax,) = subplots(1)
-    for eta in size["etas"]:
-        p = committee.Problem(2, 2, _activation(size["activation"]), eta=eta)
+    p = committee.Problem(2, 2, _activation(size["activation"]))
+    for eta in size["lrs"]:
         for d in size["d"]:
-            sim = popdyn.simulate(p, d=d, steps=int(round(size["tau"] * d / eta)), seeds=size["seeds"],
+            sim = popdyn.simulate(p, d=d, steps=int(round(size["tau"] * d / eta)), lr=eta, seeds=size["seeds"],
                                   n_points=size["n_points"], seed=d, device=device)
             t = sim.t / d
-            eg_ode = np.stack([committee.ode(p, sim["Q"][s, 0], sim["R"][s, 0], t=t)["eg"]
+            eg_ode = np.stack([committee.ode(p, sim["Q"][s, 0], sim["R"][s, 0], t=t, lr=eta)["eg"]
                                for s in range(size["seeds"])])
             rel = (sim["eg"] - eg_ode)[:, 1:] / eg_ode[:, 1:]
             g = float(np.sqrt((rel ** 2).mean()))
             norm[eta, d] = g / np.sqrt(eta / d)
-            rows.append({"activation": size["activation"], "eta": eta, "d": d, "rms_rel_gap": g,
+            rows.append({"activation": size["activation"], "lr": eta, "d": d, "rms_rel_gap": g,
                          "gap_over_sqrt_eta_over_d": float(norm[eta, d])})
-    gaps = {(r["eta"], r["d"]): r["rms_rel_gap"] for r in rows}
-    etas, ds = sorted(size["etas"]), sorted(size["d"])
+    gaps = {(r["lr"], r["d"]): r["rms_rel_gap"] for r in rows}
+    etas, ds = sorted(size["lrs"]), sorted(size["d"])
     key = Key("d", ds, ["RMS gap (SGD vs ODE)", "c sqrt(eta / d), c from the first cell"])
     for d in ds:
         ax.plot(etas, [gaps[e, d] for e in etas], **key(d, "RMS gap (SGD vs ODE)"), marker="o")
         ax.plot(etas, [norm[etas[0], ds[0]] * np.sqrt(e / d) for e in etas],
                 **key(d, "c sqrt(eta / d), c from the first cell"))
-    ax.set(xscale="log", yscale="log", xlabel="eta", ylabel="RMS relative gap")
+    ax.set(xscale="log", yscale="log", xlabel="lr (the paper's eta)", ylabel="RMS relative gap")
     sample_axis(ax, etas)
     key.legend(ax)
     spread = float(max(norm.values()) / min(norm.values()))

@@ -276,15 +276,17 @@ def _weight_summary(model, d):
        tolerance=1.5,
        tolerance_origin="our acceptance: within a factor 1.5 of the optimum after a few hundred Adam steps; the "
                         "best constant-step GD (one fixed network of the paper's form) is ~4x the optimum at T = 4",
-       quick={"n": 32, "d": 4, "T": 4, "steps": 1000, "batch": 128, "lr": 0.01, "prompts": 2000, "seed": 0},
-       full={"n": 32, "d": 4, "T": 4, "steps": 4000, "batch": 256, "lr": 0.01, "prompts": 20000, "seed": 0})
+       quick={"context": 32, "d": 4, "loops": 4, "steps": 1000, "batch": 128, "lr": 0.01, "prompts": 2000, "seed": 0},
+       full={"context": 32, "d": 4, "loops": 4, "steps": 4000, "batch": 256, "lr": 0.01, "prompts": 20000,
+             "seed": 0})
 def trained(size, device, outdir):
     from popdyn.sim import looped as sim
-    problem = looped.Problem.isotropic_gaussian(size["n"], size["d"])
-    T = size["T"]
-    model, losses = sim.train(problem, T=T, steps=size["steps"], batch=size["batch"], lr=size["lr"],
+    problem = looped.Problem.isotropic_gaussian(size["context"], size["d"])
+    T = size["loops"]
+    model, losses = sim.train(problem, loops=T, steps=size["steps"], batch=size["batch"], lr=size["lr"],
                               seed=size["seed"], device=device)
-    tr = popdyn.simulate(problem, T=T, seeds=4, prompts=size["prompts"] // 4, model=model, seed=10_000, device=device)
+    tr = popdyn.simulate(problem, loops=T, seeds=4, prompts=size["prompts"] // 4, model=model, seed=10_000,
+                         device=device)
     X, th, _ = looped.sample_prompts(problem, size["prompts"], size["seed"] + 1)
     eta_opt, _ = looped.optimal_schedule(problem, T, prompts=size["prompts"], seed=size["seed"] + 2)
     lmax = float(np.mean(np.linalg.eigvalsh(np.swapaxes(X, 1, 2) @ X)[:, -1]))
@@ -296,7 +298,7 @@ def trained(size, device, outdir):
               "GD, eta = 1/L (paper)": looped.exact_sq_dist(X, th, T, "1/L").mean(0)}
     ratio = float(curves["trained TF"][-1] / curves["GD, optimal schedule"][-1])
     w = _weight_summary(model, size["d"])
-    eff = np.sort(model.eta.detach().cpu().numpy() * w["Q_scale"] * w["P_scale"] * problem.n)
+    eff = np.sort(model.eta.detach().cpu().numpy() * w["Q_scale"] * w["P_scale"] * problem.context)
     fig, axes = subplots(2)
     plot_curves(np.arange(T + 1), curves, ax=axes[0], logy=True, xlabel="loop t", ylabel="mean ||theta_t - theta*||^2",
                 discrete=True, title=f"trained / optimal at T = {T}: {ratio:.2f}")
@@ -312,7 +314,7 @@ def trained(size, device, outdir):
                 f"{curves['GD, best constant step'][-1]:.2e}, eta = 1/L {curves['GD, eta = 1/L (paper)'][-1]:.2e}; "
                 f"weights: Q, P blocks scalar to {max(w['Q_offscalar_rel'], w['P_offscalar_rel']):.3f}, "
                 f"alpha-slot leakage |P[:, d]| = {w['P_alpha_column']:.2f}.",
-        details={**w, "ratio_trained_over_optimal": ratio, "effective_steps_times_n_sorted": eff.tolist(), "optimal_steps_times_n": (eta_opt * problem.n).tolist(),
+        details={**w, "ratio_trained_over_optimal": ratio, "effective_steps_times_n_sorted": eff.tolist(), "optimal_steps_times_n": (eta_opt * problem.context).tolist(),
                  "best_constant_step_times_lmax": c_best, "final_loss": float(np.mean(losses[-20:]))})
 
 

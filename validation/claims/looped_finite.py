@@ -27,7 +27,7 @@ def theta_averages(d, gamma, T, prompts, seed, chunk_floats=4_000_000):
     distance (1/d) tr (I - A/L)^(2t), t = 0..T, L = lambda_max(A) per prompt (spec 8-h, exact per prompt), with
     their standard errors, and the sample mean of lambda_max."""
     problem = looped.Problem.from_gamma(d, gamma)
-    rng, n, k = np.random.default_rng(seed), problem.n, np.arange(2 * T + 1)
+    rng, n, k = np.random.default_rng(seed), problem.context, np.arange(2 * T + 1)
     per, lmax = [], []
     for start in range(0, prompts, max(1, chunk_floats // (n * d))):
         X = looped.sample_prompts(problem, min(prompts - start, max(1, chunk_floats // (n * d))), rng)[0]

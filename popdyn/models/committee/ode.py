@@ -1,7 +1,9 @@
 r"""The overlap ODE of online SGD for the soft committee machine, any activation (Saad & Solla 1995; Goldt et al. 2019).
 
 With :math:`u = (v, -v^*)` over the :math:`P = K + M` fields :math:`f = (\lambda, \nu)` of covariance
-:math:`\Omega = [[Q, R], [R^T, T]]` and :math:`\Delta = \sum_j u_j g(f_j)`:
+:math:`\Omega = [[Q, R], [R^T, T]]` (:math:`T = BB^T`, the problem's ``teacher_overlap``) and
+:math:`\Delta = \sum_j u_j g(f_j)`; the step sizes are :math:`\eta` = ``lr``, :math:`\eta_v` = ``lr_v`` and the
+weight decay wd = ``weight_decay``:
 
 .. math:: \frac{dR_{kn}}{dt} = -\eta v_k\,\mathbb E[g'(\lambda_k)\nu_n\Delta] - \eta\,\mathrm{wd}\,R_{kn}
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import weakref
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -75,12 +78,31 @@ def _sub(Omega, idx):
     return Omega[idx[:, :, None], idx[:, None, :]]
 
 
+class _Rates(NamedTuple):
+    """The training hyperparameters the drift needs: step sizes of J and v, weight decay of J."""
+    lr: float
+    lr_v: float
+    weight_decay: float
+
+    @property
+    def trains_v(self):
+        return self.lr_v > 0
+
+
+def _rates(owner, lr, lr_v, weight_decay):
+    """Checked ``(lr, lr_v, weight_decay)``: the first-layer step size (> 0), the second layer's (>= 0; 0 keeps v
+    fixed) and the first layer's weight decay (>= 0)."""
+    return _Rates(check(owner, "lr", lr, Interval(0, np.inf, closed="neither")),
+                  check(owner, "lr_v", lr_v, Interval(0, np.inf, closed="left")),
+                  check(owner, "weight_decay", weight_decay, Interval(0, np.inf, closed="left")))
+
+
 def _check_state(owner, problem, Q, R, v):
     K, M = problem.K, problem.M
     Q = check(owner, "Q", Q, FiniteArray(2, (K, K)))
     R = check(owner, "R", R, FiniteArray(2, (K, M)))
     v = np.ones(K) if v is None else check(owner, "v", v, FiniteArray(1, (K,)))
-    Om = np.block([[Q, R], [R.T, problem.T]])
+    Om = np.block([[Q, R], [R.T, problem.teacher_overlap]])
     if not np.allclose(Q, Q.T, rtol=0, atol=1e-10 * (1 + np.abs(Q).max())) or \
             np.linalg.eigvalsh((Om + Om.T) / 2)[0] < -1e-9 * (1 + np.abs(Om).max()):
         raise InvalidParameterError(
@@ -124,25 +146,25 @@ def _erf_kernel(Om, u, K, eta, eta2, sigma2):  # pragma: no cover - compiled
     return A, E
 
 
-def _rhs(problem, Q, R, v):
+def _rhs(problem, rt, Q, R, v):
     pl = _plan(problem)
     if pl.kernel:
-        return _rhs_erf(problem, pl, Q, R, v)
-    Om = np.block([[Q, R], [R.T, problem.T]])
+        return _rhs_erf(problem, rt, pl, Q, R, v)
+    Om = np.block([[Q, R], [R.T, problem.teacher_overlap]])
     u = np.concatenate([v, -problem.v_star])
-    K, P, eta = pl.K, pl.P, problem.eta
+    K, P, eta, wd = pl.K, pl.P, rt.lr, rt.weight_decay
     if pl.generic:
         A, gD = _pair_moments(problem.activation, pl, Om, u)
     else:
         A = pl.ig._I3(_sub(Om, pl.i3)).reshape(K, P, P) @ u        # A[k, i] = E[g'(f_k) f_i Delta]
-    dR = -eta * v[:, None] * A[:, K:] - eta * problem.wd * R
+    dR = -eta * v[:, None] * A[:, K:] - eta * wd * R
     first = v[:, None] * A[:, :K]
-    dQ = -eta * (first + first.T) - 2 * eta * problem.wd * Q
+    dQ = -eta * (first + first.T) - 2 * eta * wd * Q
     if problem.order == 2:
         dQ = dQ + eta ** 2 * np.outer(v, v) * _second_moment(problem, pl, Om, u)
     dv = np.zeros(K)
-    if problem.trains_v:
-        dv = -problem.eta_v * (gD if pl.generic else pl.ig._I2(_sub(Om, pl.i2[:K * P])).reshape(K, P) @ u)
+    if rt.trains_v:
+        dv = -rt.lr_v * (gD if pl.generic else pl.ig._I2(_sub(Om, pl.i2[:K * P])).reshape(K, P) @ u)
     return dQ, dR, dv
 
 
@@ -167,20 +189,20 @@ def _pair_moments(g, pl, Om, u):
     return A, e_gg @ u
 
 
-def _rhs_erf(problem, pl, Q, R, v):
+def _rhs_erf(problem, rt, pl, Q, R, v):
     """The drift of an erf activation through the compiled kernel (same equations as the vectorised path)."""
-    K, eta, s2 = pl.K, problem.eta, pl.s2
-    Om = s2 * np.block([[Q, R], [R.T, problem.T]])
+    K, eta, wd, s2 = pl.K, rt.lr, rt.weight_decay, pl.s2
+    Om = s2 * np.block([[Q, R], [R.T, problem.teacher_overlap]])
     u = np.concatenate([v, -problem.v_star])
     A, E = _erf_kernel(Om, u, K, eta, eta ** 2 if problem.order == 2 else 0.0, problem.sigma ** 2)
-    dR = -eta * v[:, None] * A[:, K:] - eta * problem.wd * R
+    dR = -eta * v[:, None] * A[:, K:] - eta * wd * R
     first = v[:, None] * A[:, :K]
-    dQ = -eta * (first + first.T) - 2 * eta * problem.wd * Q
+    dQ = -eta * (first + first.T) - 2 * eta * wd * Q
     if problem.order == 2:
         dQ = dQ + eta ** 2 * s2 * np.outer(v, v) * E
     dv = np.zeros(K)
-    if problem.trains_v:
-        dv = -problem.eta_v * (pl.ig._I2(_sub(Om / s2, pl.i2[:K * pl.P])).reshape(K, pl.P) @ u)
+    if rt.trains_v:
+        dv = -rt.lr_v * (pl.ig._I2(_sub(Om / s2, pl.i2[:K * pl.P])).reshape(K, pl.P) @ u)
     return dQ, dR, dv
 
 
@@ -238,7 +260,7 @@ def _eta2_reduce(G, D, w, u, s2):  # pragma: no cover - compiled
     return out
 
 
-def drift(problem, Q, R, v=None):
+def drift(problem, Q, R, v=None, *, lr, lr_v=0.0, weight_decay=0.0):
     r"""Right-hand side of the overlap ODE at one state: :math:`(dQ/dt, dR/dt, dv/dt)`.
 
     .. math:: \dot R_{kn} = -\eta v_k\sum_j u_jI_3(\lambda_k,\nu_n,f_j),\quad
@@ -257,6 +279,12 @@ def drift(problem, Q, R, v=None):
         Student-teacher overlaps.
     v : ndarray of shape (K,) or None
         Student second layer; None for ones.
+    lr : float
+        Step size of the first layer, the paper's eta (SGD step eta/d), > 0.
+    lr_v : float
+        Step size of the second layer, the paper's eta_v, >= 0 (0: v stays fixed, dv = 0).
+    weight_decay : float
+        Weight decay wd of the first layer, >= 0.
 
     Returns
     -------
@@ -279,12 +307,13 @@ def drift(problem, Q, R, v=None):
     Examples
     --------
     >>> p = Problem.saad_solla(K=2, M=2)
-    >>> dQ, dR, dv = drift(p, 0.5 * np.eye(2), np.zeros((2, 2)))
+    >>> dQ, dR, dv = drift(p, 0.5 * np.eye(2), np.zeros((2, 2)), lr=0.5)
     >>> bool(np.allclose(dQ, dQ.T)), dv.tolist()
     (True, [0.0, 0.0])
     """
+    rt = _rates("committee.drift", lr, lr_v, weight_decay)
     Q, R, v = _check_state("committee.drift", problem, Q, R, v)
-    return _rhs(problem, Q, R, v)
+    return _rhs(problem, rt, Q, R, v)
 
 
 def generalisation_error(problem, Q, R, v=None):
@@ -331,7 +360,7 @@ def generalisation_error(problem, Q, R, v=None):
     lead = Q.shape[:-2]
     v = np.broadcast_to(np.ones(K) if v is None else check(owner, "v", v, FiniteArray(np.ndim(v))), lead + (K,))
     pl = _plan(problem)
-    T = np.broadcast_to(problem.T, lead + (M, M))
+    T = np.broadcast_to(problem.teacher_overlap, lead + (M, M))
     Om = np.concatenate([np.concatenate([Q, R], -1), np.concatenate([np.swapaxes(R, -1, -2), T], -1)], -2)
     I2 = pl.ig._I2(Om[..., pl.upper[:, :, None], pl.upper[:, None, :]])           # the P (P + 1) / 2 pairs i <= j
     u = np.concatenate([v, np.broadcast_to(-problem.v_star, lead + (M,))], -1)
@@ -339,7 +368,8 @@ def generalisation_error(problem, Q, R, v=None):
     return np.maximum(0.5 * np.einsum("...p,...p->...", uu, I2), 0.0)
 
 
-def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, atol=None):
+def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, atol=None, *, lr, lr_v=0.0,
+        weight_decay=0.0):
     r"""Integrate the overlap ODE from :math:`(Q_0, R_0, v_0)` and record eg, Q, R (and v) at the times t.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\qquad t = \text{steps}/d
@@ -359,6 +389,8 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         drift holds a quadrature (any other activation), whose own error (1e-6 to 1e-2 relative in the eta^2
         term) a tighter tolerance cannot reduce: eg is then within 3e-5 relative of a rtol = 1e-8 run (tanh,
         K = M = 2, eta = 0.5, t <= 20).
+    lr, lr_v, weight_decay : float
+        Step sizes of the first and second layer (the paper's eta, eta_v) and the weight decay: see :func:`drift`.
 
     Returns
     -------
@@ -380,11 +412,12 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     Examples
     --------
     >>> p = Problem.saad_solla(K=1, M=1)
-    >>> pred = ode(p, [[0.25]], [[0.0]], t=[0.0, 50.0])
+    >>> pred = ode(p, [[0.25]], [[0.0]], t=[0.0, 50.0], lr=0.5)
     >>> bool(pred["eg"][-1] < 1e-3 < pred["eg"][0])
     True
     """
     owner = "committee.ode"
+    rt = _rates(owner, lr, lr_v, weight_decay)
     Q0, R0, v0 = _check_state(owner, problem, Q0, R0, v0)
     method, rtol, atol = _tolerances(owner, problem, rtol, atol)
     t = check(owner, "t", t, FiniteArray(1))
@@ -395,14 +428,14 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     nq, nr = K * K, K * M
 
     def f(_, y):
-        dQ, dR, dv = _rhs(problem, y[:nq].reshape(K, K), y[nq:nq + nr].reshape(K, M), y[nq + nr:])
+        dQ, dR, dv = _rhs(problem, rt, y[:nq].reshape(K, K), y[nq:nq + nr].reshape(K, M), y[nq + nr:])
         return np.concatenate([dQ.ravel(), dR.ravel(), dv])
 
     sol = solve_ode(f, np.concatenate([Q0.ravel(), R0.ravel(), v0]), t, rtol=rtol, atol=atol, method=method)
     y = sol.y
     Q, R, v = y[:, :nq].reshape(-1, K, K), y[:, nq:nq + nr].reshape(-1, K, M), y[:, nq + nr:]
     obs = {"eg": generalisation_error(problem, Q, R, v), "Q": Q, "R": R}
-    if problem.trains_v:
+    if rt.trains_v:
         obs["v"] = v
     meta = dict(problem=repr(problem), t_unit="steps/d", method=method, rtol=rtol, atol=atol, nfev=sol.nfev,
                 source=["Saad & Solla 1995 eqs. (5)-(7)", "Goldt et al. 2019 eqs. (7)-(9)", "issue 14 §1"])
@@ -460,13 +493,13 @@ def _symmetric(problem, theta, v):
     return Q, np.tile(r, (K, 1)), np.full(K, v)
 
 
-def _reduced(problem, theta, v):
+def _reduced(problem, rt, theta, v):
     Q, R, vv = _symmetric(problem, theta, v)
-    dQ, dR, _ = _rhs(problem, Q, R, vv)
+    dQ, dR, _ = _rhs(problem, rt, Q, R, vv)
     return np.concatenate([[dQ[0, 0], dQ[0, 1] if problem.K > 1 else 0.0], dR[0]])
 
 
-def plateau(problem, v=1.0, t_relax=2000.0):
+def plateau(problem, v=1.0, t_relax=2000.0, *, lr, weight_decay=0.0):
     r"""The unspecialised symmetric fixed point (the plateau): Q, R and its eg.
 
     .. math:: Q_{kk} = q,\ Q_{k\ne l} = c,\ R_{kn} = r_n,\qquad \dot Q = 0,\ \dot R = 0
@@ -481,6 +514,10 @@ def plateau(problem, v=1.0, t_relax=2000.0):
         The students' common second-layer weight (held fixed), finite.
     t_relax : float
         Time of the relaxation inside the symmetric subspace, > 0.
+    lr : float
+        Step size of the first layer, the paper's eta, > 0 (the plateau moves with it through the eta^2 term).
+    weight_decay : float
+        Weight decay of the first layer, >= 0.
 
     Returns
     -------
@@ -500,24 +537,26 @@ def plateau(problem, v=1.0, t_relax=2000.0):
 
     Examples
     --------
-    >>> Q, R, eg = plateau(Problem.saad_solla(K=2, M=2, eta=0.5))
+    >>> Q, R, eg = plateau(Problem.saad_solla(K=2, M=2), lr=0.5)
     >>> round(eg, 6)
     0.014645
     """
     owner = "committee.plateau"
+    rt = _rates(owner, lr, 0.0, weight_decay)
     v = check(owner, "v", v, Interval(-np.inf, np.inf, closed="neither"))
     t_relax = check(owner, "t_relax", t_relax, Interval(0, np.inf, closed="neither"))
     M = problem.M
     theta0 = np.concatenate([[0.01, 0.0], np.full(M, 1e-3)])
     if problem.K == 1:
         theta0[1] = 0.0
-    sol = solve_ode(lambda _, th: _reduced(problem, th, v), theta0, np.array([0.0, t_relax]), rtol=1e-9, atol=1e-12)
-    fit = root(lambda th: _reduced(problem, th, v), sol.y[-1], method="hybr", tol=1e-14)
-    res = float(np.abs(_reduced(problem, fit.x, v)).max())
+    sol = solve_ode(lambda _, th: _reduced(problem, rt, th, v), theta0, np.array([0.0, t_relax]), rtol=1e-9,
+                    atol=1e-12)
+    fit = root(lambda th: _reduced(problem, rt, th, v), sol.y[-1], method="hybr", tol=1e-14)
+    res = float(np.abs(_reduced(problem, rt, fit.x, v)).max())
     if not (sol.success and res < 1e-12):
         raise InvalidParameterError(
-            f"committee.plateau found no symmetric fixed point for {problem!r} (residual {res:.3g}); "
-            "the 'problem' parameter must have an unspecialised plateau (K <= M, moderate eta).")
+            f"committee.plateau found no symmetric fixed point for {problem!r} at lr = {lr!r} (residual {res:.3g}); "
+            "the 'problem' parameter must have an unspecialised plateau (K <= M, moderate lr).")
     Q, R, vv = _symmetric(problem, fit.x, v)
     return Q, R, float(generalisation_error(problem, Q, R, vv))
 
@@ -562,7 +601,7 @@ def escape_time(prediction, level):
     >>> from popdyn.results import Prediction
     >>> escape_time(Prediction(t=np.array([0.0, 1.0, 2.0]), observables={"eg": np.array([0.3, 0.2, 0.0])}), 0.1)
     1.5
-    >>> pred = ode(Problem.saad_solla(K=1, M=1), [[0.25]], [[0.0]], t=[0.0, 5.0, 10.0, 20.0])
+    >>> pred = ode(Problem.saad_solla(K=1, M=1), [[0.25]], [[0.0]], t=[0.0, 5.0, 10.0, 20.0], lr=0.5)
     >>> t_esc = escape_time(pred, 0.01)          # located on the continuous solution, not interpolated
     >>> bool(5.0 < t_esc < 20.0), t_esc == escape_time(Prediction(t=pred.t, observables=pred.observables), 0.01)
     (True, False)

@@ -3,20 +3,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validate import FiniteArray, Integer, Interval, check
-from ...api import predict
+from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, check
+from ...api import register
 from ...results import Prediction
 from .ode import ode
 from .problem import Problem
 
-__all__ = ["initial_overlaps"]
+__all__ = ["initial_overlaps", "check_dimension"]
 
 
 def initial_overlaps(problem, d, init=1.0, seed=0):
     r"""Overlaps :math:`(Q_0, R_0)` of one random student :math:`J = \mathrm{init}\,G/\sqrt d` at dimension d.
 
     .. math:: R_0 = \frac{\mathrm{init}}{\sqrt d}ZL^T,\quad Q_0 = \frac{\mathrm{init}^2}{d}(ZZ^T + HH^T),\quad
-              LL^T = T,\ Z \in \mathbb R^{K\times M},\ H\in\mathbb R^{K\times(d-M)} \text{ standard Gaussian}
+              LL^T = T\ (\text{teacher\_overlap}),\ Z \in \mathbb R^{K\times M},\ H\in\mathbb R^{K\times(d-M)} \text{ standard Gaussian}
 
     Parameters
     ----------
@@ -53,40 +53,30 @@ def initial_overlaps(problem, d, init=1.0, seed=0):
     d = check(owner, "d", d, Integer(M + 1))
     init = check(owner, "init", init, Interval(0, np.inf, closed="neither"))
     rng = np.random.default_rng(check(owner, "seed", seed, Integer(0)))
-    lam, U = np.linalg.eigh(problem.T)
+    lam, U = np.linalg.eigh(problem.teacher_overlap)
     L = U * np.sqrt(np.maximum(lam, 0.0))
     Z, H = rng.standard_normal((K, M)), rng.standard_normal((K, d - M))
     return init ** 2 / d * (Z @ Z.T + H @ H.T), init / np.sqrt(d) * Z @ L.T
 
 
-@predict.register(Problem)
-def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init=1.0, seed=0, rtol=None,
-             atol=None):
+def check_dimension(owner, problem, d):
+    """``d`` checked against the problem: at least M + 1 (the teacher and a free direction)."""
+    if d < problem.M + 1:
+        raise InvalidParameterError(f"The 'd' parameter of {owner} must be an int >= M + 1 = {problem.M + 1}. "
+                                    f"Got {d!r} instead.")
+    return d
+
+
+def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init, v0, n_points, seed, Q0, R0, rtol, atol):
     r"""The overlap ODE of online SGD on the committee at dimension d, recorded at step numbers.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\quad t = \text{steps}/d,\quad
               \epsilon_g = \tfrac12u^TI_2(\Omega)u
 
-    Parameters
-    ----------
-    problem : Problem
-    d : int
-        Input dimension, >= M + 1 (sets the time unit and the default initial overlaps).
-    steps : int
-        SGD steps, >= 1.
-    n_points : int
-        Recorded step numbers on [0, steps], >= 2.
-    Q0, R0 : ndarray or None
-        Initial overlaps; None for :func:`initial_overlaps` (d, init, seed).
-    v0 : ndarray of shape (K,) or None
-        Initial second layer; None for ones.
-    init : float
-        Student scale of the default initial overlaps, > 0.
-    seed : int
-        Their numpy seed, >= 0.
-    rtol, atol : float or None
-        Tolerances of the integration, in (0, 1); None for the defaults of :func:`~popdyn.models.committee.ode`
-        (1e-10, 1e-12 with closed forms; 1e-5, 1e-8 with a quadrature).
+    The options (``Problem.options``): ``d`` sets the time unit and the default initial overlaps
+    (:func:`initial_overlaps` at ``init``, ``seed``) unless ``Q0`` and ``R0`` are given; ``lr``, ``lr_v``,
+    ``weight_decay`` are the paper's eta, eta_v, wd; ``v0`` is the initial second layer (None: ones); ``rtol``,
+    ``atol`` None for the defaults of :func:`~popdyn.models.committee.ode`.
 
     Returns
     -------
@@ -109,21 +99,23 @@ def _predict(problem, *, d, steps, n_points=200, Q0=None, R0=None, v0=None, init
     ([0, 500, 1000], ['Q', 'R', 'eg'])
     """
     owner = "committee.predict"
-    d = check(owner, "d", d, Integer(problem.M + 1))
-    steps = check(owner, "steps", steps, Integer(1))
-    n_points = check(owner, "n_points", n_points, Integer(2))
+    d = check_dimension(owner, problem, d)
     if Q0 is None or R0 is None:
         dQ, dR = initial_overlaps(problem, d, init, seed)
         Q0 = dQ if Q0 is None else Q0
         R0 = dR if R0 is None else R0
     Q0 = check(owner, "Q0", Q0, FiniteArray(2, (problem.K, problem.K)))
     R0 = check(owner, "R0", R0, FiniteArray(2, (problem.K, problem.M)))
+    if v0 is not None:
+        v0 = check(owner, "v0", v0, FiniteArray(1, (problem.K,)))
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
-    pred = ode(problem, Q0, R0, v0, t=t / d, rtol=rtol, atol=atol)
-    meta = dict(pred.meta, t_unit="steps", options=dict(d=d, steps=steps, n_points=n_points, init=init, seed=seed,
-                                                        rtol=pred.meta["rtol"], atol=pred.meta["atol"]), Q0=Q0,
-                R0=R0)
+    pred = ode(problem, Q0, R0, v0, t=t / d, rtol=rtol, atol=atol, lr=lr, lr_v=lr_v, weight_decay=weight_decay)
+    meta = dict(pred.meta, t_unit="steps", rtol=pred.meta["rtol"], atol=pred.meta["atol"], Q0=Q0, R0=R0)
     out = Prediction(t=t[:pred.t.size], observables=pred.observables, status=pred.status, message=pred.message,
                      meta=meta)
     out._flow = pred._flow.rescaled(d)          # escape_time locates crossings on the ODE, reported in steps
     return out
+
+
+register(Problem, name="committee", predict=_predict, simulate="popdyn.sim.committee:simulate",
+         summary="overlap ODE of online SGD on a soft committee machine: Q, R, v and the generalisation error")

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import numpy as np
 
 from ... import activations
+from ..._options import Observable, Option, OptionTable, common, options_table
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, validate
+from ...glossary import TERMS
 
 __all__ = ["Problem"]
 
@@ -22,7 +25,9 @@ class Problem:
 
     SGD on :math:`(\hat y - y)^2/2` with step :math:`\eta/d` on J and :math:`\eta_v/d` on v (and weight decay
     :math:`\eta\,\mathrm{wd}/d` on J); time :math:`t = \text{steps}/d`; order parameters
-    :math:`Q = JJ^T`, :math:`R = JB^T`, :math:`T = BB^T`.
+    :math:`Q = JJ^T`, :math:`R = JB^T`, :math:`T = BB^T`. The step sizes and the weight decay are run options of
+    ``popdyn.predict`` and ``popdyn.simulate``: ``lr`` (:math:`\eta`), ``lr_v`` (:math:`\eta_v`) and
+    ``weight_decay`` (wd).
 
     Parameters
     ----------
@@ -33,20 +38,14 @@ class Problem:
     activation : str or Activation
         g, for both networks; a name, a rescaled name such as ``"erf(r=0.7071067811865475)"``, or an
         ``Activation``. Saad & Solla's :math:`\mathrm{erf}(x/\sqrt2)` is :meth:`saad_solla`'s default.
-    T : ndarray of shape (M, M) or None
-        Teacher overlaps :math:`BB^T`, symmetric PSD; None for the identity.
+    teacher_overlap : ndarray of shape (M, M) or None
+        Teacher-teacher overlaps :math:`BB^T` (Saad & Solla's T), symmetric PSD; None for the identity.
     v_star : ndarray of shape (M,) or None
         Teacher second layer; None for ones.
-    eta : float
-        First-layer learning rate, > 0.
-    eta_v : float
-        Second-layer learning rate, >= 0 (0: v stays at its initial value).
     sigma : float
         Output noise standard deviation, >= 0.
     order : {1, 2}
-        2: the full ODE; 1: the small-eta ODE without the :math:`\eta^2` term.
-    wd : float
-        Weight decay of the first layer, >= 0.
+        2: the full ODE; 1: the small-step ODE without the :math:`\eta^2` term.
 
     Notes
     -----
@@ -60,22 +59,56 @@ class Problem:
     K: int = 2
     M: int = 2
     activation: object = "erf"
-    T: object = None
+    teacher_overlap: object = None
     v_star: object = None
-    eta: float = 0.5
-    eta_v: float = 0.0
     sigma: float = 0.0
     order: int = 2
-    wd: float = 0.0
+
+    options: ClassVar[OptionTable] = options_table(
+        Option("d", Integer(2), help="input dimension, at least M + 1: sets the time unit steps/d", match=True),
+        Option("steps", Integer(1), help=TERMS["steps"].meaning, match=True),
+        Option("lr", Interval(0, np.inf, closed="neither"), 0.5,
+               "step size of the first layer (the paper's eta; an SGD step is lr/d)", match=True),
+        Option("lr_v", Interval(0, np.inf, closed="left"), 0.0,
+               "step size of the second layer (the paper's eta_v); 0 keeps v at v0", match=True),
+        Option("weight_decay", Interval(0, np.inf, closed="left"), 0.0,
+               "weight decay of the first layer (the paper's wd; lr weight_decay / d per step)", match=True),
+        Option("init", Interval(0, np.inf, closed="neither"), 1.0,
+               "scale of the initial student weights J = init G / sqrt(d)", match=True),
+        Option("v0", FiniteArray(1), None, "initial second layer, shape (K,); None for ones", match=True, cli=False),
+        Option("n_points", Integer(2), 200, TERMS["n_points"].meaning),
+        Option("seed", Integer(0), 0, "first random seed: of the simulation, or of the theory's initial overlaps "
+               "when Q0 and R0 are not given"),
+        Option("Q0", FiniteArray(2), None, "initial student overlaps, shape (K, K); None draws them at dimension d",
+               calls=("predict",), cli=False),
+        Option("R0", FiniteArray(2), None, "initial student-teacher overlaps, shape (K, M); None draws them at "
+               "dimension d", calls=("predict",), cli=False),
+        Option("rtol", Interval(0, 1, closed="neither"), None,
+               "relative tolerance of the ODE solver; None: 1e-10 with closed forms, 1e-5 with a quadrature",
+               calls=("predict",)),
+        Option("atol", Interval(0, 1, closed="neither"), None,
+               "absolute tolerance of the ODE solver; None: 1e-12 with closed forms, 1e-8 with a quadrature",
+               calls=("predict",)),
+        *common("seeds", "device", "dtype", "progress"))
+
+    observables: ClassVar[dict] = {
+        "eg": Observable("generalisation error", log=True),
+        "Q": Observable("student-student overlaps Q", axes=("K", "K")),
+        "R": Observable("student-teacher overlaps R", axes=("K", "M")),
+        "v": Observable("second-layer weights v", axes=("K",)),
+    }
+
+    # example(): mean gaps over the 21 recorded times, simulate seeds 0-1 and 2-3 (theory from its own draw of the
+    # initial overlaps, numpy seed 0): eg 0.0025, 0.0041; Q 0.048, 0.055; R 0.025, 0.024 (seeds 4-5, 6-7, 8-9: eg up to
+    # 0.0062, Q 0.031, R 0.021). Bounds ~2x the worst of seeds 0-3 (eg: 1.6x the worst of all five). sup_gap is not
+    # used: the fast first drop of eg makes it a matter of one time shift (0.008-0.047).
+    example_agreement: ClassVar[dict] = {"eg": ("mean_gap", 0.01), "Q": ("mean_gap", 0.1), "R": ("mean_gap", 0.05)}
 
     _constraints = {
         "K": Integer(1),
         "M": Integer(1),
-        "eta": Interval(0, np.inf, closed="neither"),
-        "eta_v": Interval(0, np.inf, closed="left"),
         "sigma": Interval(0, np.inf, closed="left"),
         "order": Options((1, 2)),
-        "wd": Interval(0, np.inf, closed="left"),
     }
 
     def __post_init__(self):
@@ -83,15 +116,17 @@ class Problem:
         owner = "committee.Problem"
         object.__setattr__(self, "activation", activations.get(self.activation))
         M = self.M
-        T = np.eye(M) if self.T is None else FiniteArray(2, (M, M)).convert(owner, "T", self.T)
+        T = np.eye(M) if self.teacher_overlap is None else \
+            FiniteArray(2, (M, M)).convert(owner, "teacher_overlap", self.teacher_overlap)
         v_star = np.ones(M) if self.v_star is None else FiniteArray(1, (M,)).convert(owner, "v_star", self.v_star)
         if not np.allclose(T, T.T, rtol=0, atol=1e-12 * (1 + np.abs(T).max())):
             raise InvalidParameterError(
-                f"The 'T' parameter of {owner} must be symmetric (T = B B^T). Got {T!r} instead.")
+                f"The 'teacher_overlap' parameter of {owner} must be symmetric (B B^T). Got {T!r} instead.")
         if np.linalg.eigvalsh(T)[0] < -1e-10 * (1 + np.abs(T).max()):
             raise InvalidParameterError(
-                f"The 'T' parameter of {owner} must be positive semi-definite (T = B B^T). Got {T!r} instead.")
-        for name, a in (("T", T), ("v_star", v_star)):
+                f"The 'teacher_overlap' parameter of {owner} must be positive semi-definite (B B^T). Got {T!r} "
+                "instead.")
+        for name, a in (("teacher_overlap", T), ("v_star", v_star)):
             a = np.array(a, dtype=np.float64)
             a.setflags(write=False)
             object.__setattr__(self, name, a)
@@ -107,7 +142,7 @@ class Problem:
         return "committee.Problem(" + ", ".join(f"{f.name}={r(f.name)}" for f in fields(self)) + ")"
 
     @classmethod
-    def saad_solla(cls, K=2, M=2, eta=0.5, eta_v=0.0, sigma=0.0, order=2, wd=0.0):
+    def saad_solla(cls, K=2, M=2, sigma=0.0, order=2):
         r"""Saad & Solla's setting: :math:`g(x) = \mathrm{erf}(x/\sqrt2)`, :math:`T = I_M`, :math:`v^* = 1`.
 
         .. math:: g(x) = \mathrm{erf}(x/\sqrt2),\qquad T = I_M,\qquad v^*_n = 1
@@ -118,16 +153,10 @@ class Problem:
             Student hidden units, >= 1.
         M : int
             Teacher hidden units, >= 1.
-        eta : float
-            First-layer learning rate, > 0.
-        eta_v : float
-            Second-layer learning rate, >= 0.
         sigma : float
             Output noise, >= 0.
         order : {1, 2}
-            ODE order in eta.
-        wd : float
-            Weight decay, >= 0.
+            ODE order in the step size.
 
         Returns
         -------
@@ -137,10 +166,10 @@ class Problem:
         ----------
         .. [src] Saad & Solla 1995 §II; Goldt et al. 2019 §2.
         """
-        return cls(K=K, M=M, activation=activations.get("erf").rescaled(_SAAD_SOLLA_R), eta=eta, eta_v=eta_v,
-                   sigma=sigma, order=order, wd=wd)
+        return cls(K=K, M=M, activation=activations.get("erf").rescaled(_SAAD_SOLLA_R), sigma=sigma, order=order)
 
-    @property
-    def trains_v(self):
-        """True when the second layer trains (eta_v > 0)."""
-        return self.eta_v > 0
+    @classmethod
+    def example(cls):
+        """Saad & Solla's K = M = 2 at d = 500, lr 0.5, to t = steps/d = 20 (the drop onto the plateau):
+        ``(problem, options)``."""
+        return cls.saad_solla(K=2, M=2), {"d": 500, "steps": 10_000, "lr": 0.5, "n_points": 21}

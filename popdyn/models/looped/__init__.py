@@ -1,9 +1,9 @@
 """Looped linear transformers as multi-step GD in context (seed 001 ch. 8; specs/looped_contrastive_dg.md part A).
 
-A linear transformer whose one attention layer is applied T times with tied weights (Q, P) and per-loop residual
-weights eta^(t) computes, with the weights of Lemma 8.13, exactly T steps of gradient descent on the prompt's
-least squares problem (Thm 8.14), so the in-context error decays like (1 - 1/kappa)^T (Thm 8.16 proves
-exp(-T/(2 kappa))).
+A linear transformer whose one attention layer is applied ``loops`` times (the paper's T) with tied weights (Q, P)
+and per-loop residual weights eta^(t) computes, with the weights of Lemma 8.13, exactly ``loops`` steps of gradient
+descent on the prompt's least squares problem (Thm 8.14), so the in-context error decays like (1 - 1/kappa)^T
+(Thm 8.16 proves exp(-T/(2 kappa))). A prompt holds ``context`` examples (the paper's n).
 
 Public names
 ------------
@@ -19,8 +19,8 @@ exact curves, bounds, limits (``error``)
 finite-(n, d) curve (``finite``)
     :func:`wishart_trace_moments`, :func:`lambda_max_mean`, :func:`finite_error_curve`
 theory (``theory``, ``predict``)
-    :func:`optimal_schedule`; ``popdyn.predict(problem, T=..., eta=..., method="exact"|"mp"|"finite", prompts=...)``
-    (registered in ``predict.py``, imported here)
+    :func:`optimal_schedule`; ``popdyn.predict(problem, loops=..., lr=..., method="exact"|"mp"|"finite",
+    prompts=...)`` (registered in ``predict.py``), :func:`check_lr`
 """
 from .error import (bound_paper, bound_tight, exact_error, exact_sq_dist, gatmiry_bound, gatmiry_condition,
                     loops_needed, mean_error_over_task, mp_error_curve, mp_kappa)
@@ -29,7 +29,7 @@ from .problem import Problem, sample_prompts
 from .theory import optimal_schedule
 from .transformer import (attention_weights_gd, build_prompt, condition_number, forward, gd, linear_attention,
                           looped_forward, step_schedule)
-from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
+from .predict import check_lr
 
 __all__ = ["Problem", "sample_prompts",
            "build_prompt", "attention_weights_gd", "linear_attention", "looped_forward", "forward", "gd",
@@ -37,4 +37,4 @@ __all__ = ["Problem", "sample_prompts",
            "exact_error", "exact_sq_dist", "mean_error_over_task", "bound_paper", "bound_tight", "loops_needed",
            "gatmiry_bound", "gatmiry_condition", "mp_error_curve", "mp_kappa",
            "wishart_trace_moments", "lambda_max_mean", "finite_error_curve",
-           "optimal_schedule"]
+           "optimal_schedule", "check_lr"]

@@ -1,33 +1,34 @@
-"""The looped linear transformer in torch, batched over prompts; registers ``popdyn.simulate``.
+"""The looped linear transformer in torch, batched over prompts: the simulation of ``looped.Problem``.
 
 Public names
 ------------
 LoopedTransformer
     ``torch.nn.Module`` with tied (Q, P) of shape (d+1, d+1) and one residual weight per loop; ``init_gd()``
     sets the construction of Lemma 8.13. ``forward(Z0)`` iterates the masked attention on the query row only
-    (rows 1..n never change, spec A.2 8-a), ``full_attention`` is the unmasked-by-shortcut check.
+    (rows 1..context never change, spec A.2 8-a), ``full_attention`` is the unmasked-by-shortcut check.
 sample_prompts
     Prompts ``(Z0, theta*)`` drawn on the device from a seeded torch generator.
 step_schedule
-    Per-prompt residual weights (B, T) for "1/L", "2/(L+mu)", a float or a schedule.
+    Per-prompt residual weights (B, loops) for "1/L", "2/(L+mu)", a float or a schedule.
 curves
     Signed error and squared distance recorded loop by loop.
 simulate
-    ``simulate(problem, *, T, eta="1/L", seeds, prompts, ...)`` -> :class:`popdyn.results.Simulation`
-    with observables ``error``, ``abs_error``, ``sq_dist`` (means over prompts, one row per seed).
+    ``popdyn.simulate(problem, loops=..., lr="1/L", seeds=..., prompts=..., ...)`` ->
+    :class:`popdyn.results.Simulation` with observables ``error``, ``abs_error``, ``sq_dist`` (means over prompts,
+    one row per seed).
 train
-    Adam on the query-prediction loss ||TF/alpha - theta*||^2 at loop T over fresh random prompts.
+    Adam on the query-prediction loss ||TF/alpha - theta*||^2 at the last loop over fresh random prompts.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from .._validate import Interval, InvalidParameterError, Options, as_int, check
-from ..api import simulate as _api_simulate
-from ..models.looped import Problem
-from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
+from ..._validate import Interval, InvalidParameterError, Options, as_int, check
+from ...models.looped import check_lr
+from ...results import Simulation
+from .. import _torch
+from .._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
 
 __all__ = ["LoopedTransformer", "sample_prompts", "step_schedule", "curves", "simulate", "train"]
 
@@ -85,8 +86,8 @@ class LoopedTransformer(torch.nn.Module):
 
 
 def sample_prompts(problem, prompts, generator, dtype=torch.float64, device="cpu"):
-    """Prompts Z0 of shape (B, n+1, d+1) (q^(0) = 0) and unit task vectors theta* (B, d) of ``problem``."""
-    n, d = problem.n, problem.d
+    """Prompts Z0 of shape (B, context+1, d+1) (q^(0) = 0) and unit task vectors theta* (B, d) of ``problem``."""
+    n, d = problem.context, problem.d
     X = standard_normal_(torch.empty(prompts, n, d, dtype=torch.float64, device=device), generator)
     X = X * torch.as_tensor(np.sqrt(problem.cov), device=device)
     th = standard_normal_(torch.empty(prompts, d, dtype=torch.float64, device=device), generator)
@@ -162,73 +163,61 @@ def curves(model, Z0, theta, alpha, eta=None):
     return torch.stack(err, 1), torch.stack(sq, 1)
 
 
-def _check(problem, T, eta, seeds, prompts, seed):
-    if not isinstance(problem, Problem):
-        raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must be a looped.Problem. Got {problem!r} instead.")
-    T = as_int(_OWNER, "T", T, 0)
-    if isinstance(eta, str):
-        check(_OWNER, "eta", eta, Options(("1/L", "2/(L+mu)")))
-    else:
-        e = np.asarray(eta, dtype=np.float64)
-        if e.ndim > 1 or (e.ndim == 1 and e.shape != (T,)) or not np.all((e > 0) & np.isfinite(e)):
-            raise InvalidParameterError(f"The 'eta' parameter of {_OWNER} must be '1/L', '2/(L+mu)', a float > 0 or "
-                                        f"an array of {T} floats > 0. Got {eta!r} instead.")
-    return T, as_int(_OWNER, "seeds", seeds, 1), as_int(_OWNER, "prompts", prompts, 1), as_int(_OWNER, "seed", seed, 0)
-
-
-@_api_simulate.register(Problem)
-def simulate(problem, *, T, eta="1/L", seeds=4, prompts=256, seed=0, device="cpu", dtype=None, model=None,
-             progress_bar=False):
+def simulate(problem, *, loops, lr, prompts, seed, model, seeds, device, dtype, progress):
     """Run the looped transformer (GD construction, or ``model``) on fresh prompts; means over prompts per seed.
 
     Seed s draws its ``prompts`` prompts from ``torch.Generator().manual_seed(seed + s)``. With ``model`` (a
-    trained :class:`LoopedTransformer`) its own residual weights are used and ``eta`` is ignored.
+    trained :class:`LoopedTransformer` of ``loops`` loops) its own residual weights are used and ``lr`` is unused.
     """
-    T, seeds, prompts, seed = _check(problem, T, eta, seeds, prompts, seed)
+    lr = check_lr(_OWNER, lr, loops)
+    if model is not None and (not isinstance(model, LoopedTransformer) or model.T != loops or model.d != problem.d):
+        raise InvalidParameterError(f"The 'model' parameter of {_OWNER} must be a LoopedTransformer with d = "
+                                    f"{problem.d} and {loops} loops (popdyn.sim.looped.train), or None. Got {model!r} "
+                                    "instead.")
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     obs = {"error": [], "abs_error": [], "sq_dist": []}
-    bar = progress(seeds, progress_bar, "looped.simulate")
-    with torch.no_grad(), serial_if_small(dev, prompts * (problem.n + 1) * (problem.d + 1)):
-        net = LoopedTransformer(problem.d, T, dtype=dt, device=dev) if model is None else model
+    bar = _torch.progress(seeds, progress, _OWNER, unit="seed")
+    with torch.no_grad(), serial_if_small(dev, prompts * (problem.context + 1) * (problem.d + 1)):
+        net = LoopedTransformer(problem.d, loops, dtype=dt, device=dev) if model is None else model
         for s in range(seeds):
             Z0, th = sample_prompts(problem, prompts, make_generator(seed + s, dev), dt, dev)
-            err, sq = curves(net, Z0, th, problem.alpha, None if model is not None else step_schedule(Z0, T, eta, dt))
+            err, sq = curves(net, Z0, th, problem.alpha,
+                             None if model is not None else step_schedule(Z0, loops, lr, dt))
             for k, v in (("error", err), ("abs_error", err.abs()), ("sq_dist", sq)):
                 obs[k].append(to_numpy(v.mean(0)))
             bar.update()
     bar.close()
-    meta = {"problem": repr(problem), "t_unit": "loops", "seeds": [seed + s for s in range(seeds)],
-            "options": {"T": T, "eta": eta if isinstance(eta, str) else np.asarray(eta), "prompts": prompts,
-                        "device": str(dev), "dtype": str(dt), "trained_model": model is not None}}
-    return Simulation(t=np.arange(T + 1), observables={k: np.array(v) for k, v in obs.items()}, meta=meta)
+    meta = {"t_unit": "loops", "seeds": [seed + s for s in range(seeds)], "device": str(dev), "dtype": str(dt),
+            "trained_model": model is not None}
+    return Simulation(t=np.arange(loops + 1), observables={k: np.array(v) for k, v in obs.items()}, meta=meta)
 
 
-def train(problem, *, T, steps=2000, batch=256, lr=1e-2, seed=0, init="random", device="cpu", dtype=None,
-          progress_bar=False):
-    """Adam on the mean of ||TF_T/alpha - theta*||^2 (the query-prediction loss) over fresh prompts.
+def train(problem, *, loops, steps=2000, batch=256, lr=1e-2, seed=0, init="random", device="cpu", dtype=None,
+          progress=False):
+    """Adam on the mean of ||TF_loops/alpha - theta*||^2 (the query-prediction loss) over fresh prompts.
 
-    ``init="random"``: Q, P = I + N(0, 0.3^2/(d+1)) entries and every eta = 0.1 / (n E x^2);
+    ``init="random"``: Q, P = I + N(0, 0.3^2/(d+1)) entries and every eta = 0.1 / (context E x^2);
     ``init="gd"``: Lemma 8.13's weights with the same eta. The residual weights start spread over [0.5, 1.5] eta0
     and get Adam's lr times 30 eta0; the lr decays linearly to 0. Returns ``(model, losses)`` (losses per step).
-    ``progress_bar`` shows a tqdm bar over the steps (when tqdm is installed).
+    ``progress`` shows a tqdm bar over the steps (when tqdm is installed).
     """
-    T = as_int("looped.train", "T", T, 1)
+    loops = as_int("looped.train", "loops", loops, 1)
     steps, batch = as_int("looped.train", "steps", steps, 1), as_int("looped.train", "batch", batch, 1)
     lr = check("looped.train", "lr", lr, Interval(0, np.inf, closed="neither"))
     check("looped.train", "init", init, Options(("random", "gd")))
     dev, dt = resolve_device(device, "looped.train"), resolve_dtype(dtype, "looped.train")
-    # one thread for the whole run, set-up included: with only the loop on one thread, 200 steps (n = 32, d = 4,
-    # T = 4, batch 128) took 15-19 s on a loaded 2-core machine, against 5.8 s with the whole run inside
-    with serial_if_small(dev, batch * (problem.n + 1) * (problem.d + 1)):
-        return _adam(problem, T, steps, batch, lr, seed, init, dev, dt, progress_bar)
+    # one thread for the whole run, set-up included: with only the loop on one thread, 200 steps (context 32, d = 4,
+    # 4 loops, batch 128) took 15-19 s on a loaded 2-core machine, against 5.8 s with the whole run inside
+    with serial_if_small(dev, batch * (problem.context + 1) * (problem.d + 1)):
+        return _adam(problem, loops, steps, batch, lr, seed, init, dev, dt, progress)
 
 
-def _adam(problem, T, steps, batch, lr, seed, init, dev, dt, progress_bar):
+def _adam(problem, T, steps, batch, lr, seed, init, dev, dt, show):
     """The set-up and the loop of :func:`train` (validated arguments)."""
     gen = make_generator(seed, dev)
     torch.manual_seed(seed)
     model = LoopedTransformer(problem.d, T, dtype=dt, device=dev)
-    eta0 = 0.1 / (problem.n * float(np.mean(problem.cov)))
+    eta0 = 0.1 / (problem.context * float(np.mean(problem.cov)))
     model.init_gd(eta0)
     with torch.no_grad():  # distinct starting steps: Adam moves equal coordinates with equal-sign gradients alike
         model.eta.mul_(torch.linspace(0.5, 1.5, T, dtype=dt, device=dev))
@@ -241,7 +230,7 @@ def _adam(problem, T, steps, batch, lr, seed, init, dev, dt, progress_bar):
     opt = torch.optim.Adam([{"params": [model.Q, model.P]}, {"params": [model.eta], "lr": lr * eta0 * 30}], lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1 - i / steps)  # linear decay to 0: a settled end point
     losses = np.empty(steps)
-    bar = progress(steps, progress_bar, "looped.train")
+    bar = _torch.progress(steps, show, "looped.train", unit="step")
     for i in range(steps):
         Z0, th = sample_prompts(problem, batch, gen, dt, dev)
         loss = curves(model, Z0, th, problem.alpha)[1][:, -1].mean()

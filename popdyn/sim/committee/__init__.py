@@ -1,7 +1,8 @@
-"""Finite-d online SGD of the soft committee machine in torch, all seeds batched; registers ``popdyn.simulate``.
+"""Finite-d online SGD of the soft committee machine in torch, all seeds batched: the simulation of
+``committee.Problem``.
 
 Geometry: x is isotropic, so the teacher is placed in the first M coordinates, ``B = [L, 0]`` with
-``L L^T = T`` (eigen-factor, any rank); the teacher fields are ``nu = x[:M] L^T`` and ``R = J[:, :M] L^T``
+``L L^T = T`` (the problem's ``teacher_overlap``; eigen-factor, any rank); the teacher fields are ``nu = x[:M] L^T`` and ``R = J[:, :M] L^T``
 exactly. The student starts from ``J = init G / sqrt(d)``, G standard Gaussian, so ``Q0 ~ init^2 I``.
 """
 from __future__ import annotations
@@ -9,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validate import FiniteArray, Integer, Interval, check
-from ..api import simulate as _api_simulate
-from ..models.committee import Problem, generalisation_error
-from ..results import Simulation
-from ._torch import (make_generator, progress, resolve_device, resolve_dtype, serial_if_small, standard_normal_,
-                     to_numpy, torch_activation)
+from ..._validate import FiniteArray, check
+from ...models.committee import check_dimension, generalisation_error
+from ...results import Simulation
+from .. import _torch
+from .._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy, \
+    torch_activation
 
 __all__ = ["simulate"]
 
@@ -22,9 +23,8 @@ _OWNER = "committee.simulate"
 _CHUNK_ELEMENTS = 2**19     # inputs drawn per chunk: at most 4 MB of float64
 
 
-@_api_simulate.register(Problem)
-def simulate(problem, *, d, steps, seeds=4, init=1.0, v0=None, n_points=200, seed=0, device="cpu", dtype=None,
-             progress_bar=False):
+def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init, v0, n_points, seed, seeds, device, dtype,
+             progress):
     r"""Online SGD of the committee at input dimension d, all seeds batched: the finite-d twin of :func:`~popdyn.models.committee.ode`.
 
     .. math:: J_k \leftarrow J_k - \frac{\eta}{d}\big(v_kg'(\lambda_k)\Delta + \mathrm{wd}\,J_k\big)\cdot x,\qquad
@@ -32,7 +32,7 @@ def simulate(problem, *, d, steps, seeds=4, init=1.0, v0=None, n_points=200, see
               \Delta = \sum_kv_kg(\lambda_k) - \sum_nv^*_ng(\nu_n) - \sigma\zeta
 
     (the weight-decay term is ``wd J_k``, not multiplied by x), one fresh :math:`x \sim N(0, I_d)` and
-    :math:`\zeta\sim N(0,1)` a step.
+    :math:`\zeta\sim N(0,1)` a step; :math:`\eta` = ``lr``, :math:`\eta_v` = ``lr_v``, wd = ``weight_decay``.
 
     Parameters
     ----------
@@ -41,6 +41,10 @@ def simulate(problem, *, d, steps, seeds=4, init=1.0, v0=None, n_points=200, see
         Input dimension, >= M + 1.
     steps : int
         SGD steps, >= 1 (time ``t = steps / d`` of the ODE).
+    lr, lr_v : float
+        Step sizes of the first layer (> 0) and the second (>= 0; 0 keeps v at v0); an SGD step is lr/d.
+    weight_decay : float
+        Weight decay of the first layer, >= 0.
     seeds : int
         Independent runs, batched, >= 1.
     init : float
@@ -55,8 +59,8 @@ def simulate(problem, *, d, steps, seeds=4, init=1.0, v0=None, n_points=200, see
         "cpu", "cuda" or "cuda:N".
     dtype : {None, "float64", "float32"}
         None is float64.
-    progress_bar : bool
-        A tqdm bar.
+    progress : bool
+        A tqdm bar over the steps.
 
     Returns
     -------
@@ -76,23 +80,20 @@ def simulate(problem, *, d, steps, seeds=4, init=1.0, v0=None, n_points=200, see
     Examples
     --------
     >>> from popdyn.models import committee
-    >>> sim = simulate(committee.Problem.saad_solla(K=2, M=2), d=50, steps=100, seeds=2, n_points=3)
+    >>> import popdyn
+    >>> sim = popdyn.simulate(committee.Problem.saad_solla(K=2, M=2), d=50, steps=100, seeds=2, n_points=3)
     >>> sim.t.tolist(), sim["Q"].shape
     ([0, 50, 100], (2, 3, 2, 2))
     """
     K, M = problem.K, problem.M
-    d = check(_OWNER, "d", d, Integer(M + 1))
-    steps = check(_OWNER, "steps", steps, Integer(1))
-    S = check(_OWNER, "seeds", seeds, Integer(1))
-    init = check(_OWNER, "init", init, Interval(0, np.inf, closed="neither"))
+    d = check_dimension(_OWNER, problem, d)
+    S = seeds
     v0 = np.ones(K) if v0 is None else check(_OWNER, "v0", v0, FiniteArray(1, (K,)))
-    n_points = check(_OWNER, "n_points", n_points, Integer(2))
-    seed = check(_OWNER, "seed", seed, Integer(0))
     dev = resolve_device(device, _OWNER)
     dt = resolve_dtype(dtype, _OWNER)
     act = torch_activation(problem.activation)
     rec = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
-    lam, U = np.linalg.eigh(problem.T)
+    lam, U = np.linalg.eigh(problem.teacher_overlap)
     L = torch.as_tensor(U * np.sqrt(np.maximum(lam, 0.0)), dtype=dt, device=dev)   # L L^T = T
     vstar = torch.tensor(problem.v_star, dtype=dt, device=dev)
     gen = make_generator(seed, dev)
@@ -102,11 +103,11 @@ def simulate(problem, *, d, steps, seeds=4, init=1.0, v0=None, n_points=200, see
     J = W[:, :K]
     u = torch.cat([torch.tensor(v0, dtype=dt, device=dev), -vstar]).expand(S, K + M).clone()      # (v, -v*)
     v = u[:, :K]
-    eta, eta_v, sigma, wd = problem.eta / d, problem.eta_v / d, problem.sigma, problem.wd
+    eta, eta_v, sigma, wd = lr / d, lr_v / d, problem.sigma, weight_decay
     chunk = max(1, min(steps, _CHUNK_ELEMENTS // (S * (d + 1))))
     Qs, Rs, vs = [], [], []
     buf = torch.empty(chunk, S, d + 1, dtype=torch.float64, device=dev)
-    bar = progress(steps, progress_bar, _OWNER)
+    bar = _torch.progress(steps, progress, _OWNER, unit="step")
     ok = True
     with serial_if_small(dev, S * K * d):
         step, i_rec = 0, 0
@@ -139,10 +140,8 @@ def simulate(problem, *, d, steps, seeds=4, init=1.0, v0=None, n_points=200, see
     bar.close()
     Q, R, vv = (np.stack(a, axis=1) for a in (Qs, Rs, vs))
     obs = {"Q": Q, "R": R, "eg": generalisation_error(problem, Q, R, vv) if ok else np.full(Q.shape[:2], np.nan)}
-    if problem.trains_v:
+    if lr_v > 0:
         obs["v"] = vv
-    meta = dict(problem=repr(problem), options=dict(d=d, steps=steps, seeds=S, init=init, v0=v0, n_points=n_points,
-                                                    seed=seed, device=str(dev), dtype=str(dt)),
-                t_unit="steps", source=["Saad & Solla 1995 eqs. (1)-(3)", "issue 14 §2"])
+    meta = dict(device=str(dev), dtype=str(dt), t_unit="steps", source=["Saad & Solla 1995 eqs. (1)-(3)", "issue 14 §2"])
     return Simulation(t=rec, observables=obs, status=0 if ok else -1,
                       message="success" if ok else "a run diverged (non-finite weights)", meta=meta)
