@@ -128,7 +128,7 @@ def test_predict_writes_loadable_prediction(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [["modular", "fields", "--p", "7", "--k", "2"],
-                                  ["looped", "fig8_1", "--n", "8", "--T", "3"]])
+                                  ["looped", "fig8_1", "--context", "8", "--loops", "3"]])
 def test_predict_reaches_other_models(argv, tmp_path):
     out = tmp_path / "p.npz"
     assert cli.main(["predict", *argv, "--out", str(out)]) == 0
