@@ -66,7 +66,7 @@ def _init(model, m, seed=0):
 
 
 def _sched(model):
-    return schedule.theory_schedule(model, _M_SCHEDULE, T=3)
+    return schedule.theory_schedule(model, _M_SCHEDULE, steps=3)
 
 
 def _train(model, params, n, seeds, nsteps, *, method="network", balanced=True, seed=0, sched=None, **kw):

@@ -80,7 +80,7 @@ def _table(name, model, variant, size, device, outdir, judged=("network", "two_s
     others are reported beside them)."""
     from popdyn.sim import emergence as sim
 
-    sched = lambda T: schedule.theory_schedule(model, size["m"], T=T, variant=variant)
+    sched = lambda T: schedule.theory_schedule(model, size["m"], steps=T, variant=variant)
     theory, details = _theory(model, size, sched(size["T"]))
     runs = {}
     for method, (lr, lr_a) in _LR.items():

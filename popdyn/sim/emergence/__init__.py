@@ -309,7 +309,7 @@ def _schedule(model, m, steps, schedule, lr, lam, lr_a=None):
     """The schedule as a list of :class:`_Step` (>= 3 entries: steps 1, 2 and the last stage), with the last-stage
     overrides ``lr``, ``lam`` and ``lr_a`` applied from the third entry on."""
     if schedule is None:
-        schedule = theory_schedule(model, m, T=max(steps, 2))
+        schedule = theory_schedule(model, m, steps=max(steps, 2))
     try:
         entries = list(schedule)
     except TypeError:
@@ -339,7 +339,7 @@ def _schedule(model, m, steps, schedule, lr, lam, lr_a=None):
         t, e = bad[0]
         warnings.warn(f"{_OWNER}: the weight-decay factor 1 - 2 eta lam = {factor(e):.4g} is negative at step {t} "
                       f"(eta = {e.eta:.4g}, eta_a = {e.eta_a}, lam = {max(e.lam_a, e.lam_w):.4g}): the parameters flip "
-                      f"sign every step; lower 'lr', 'lr_a' or 'lam'.", RegimeWarning, stacklevel=3)
+                      f"sign every step; lower 'lr', 'lr_a' or 'lam'.", RegimeWarning, stacklevel=4)
     return out
 
 
