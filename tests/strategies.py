@@ -295,7 +295,7 @@ MODELS = {
     "emergence": ModelSpec(
         emergence_problems(),
         edges=(lambda: emergence.Problem.parity(D=12, k=3, width=4),
-               lambda: emergence.Problem(D=4, k=3, p_o=0.5, width=1),                                # D = k + 1, width 1
+               lambda: emergence.Problem(D=4, k=3, p_o=0.5, width=1),                              # D = k + 1, width 1
                lambda: emergence.Problem.parity(D=30, k=5, p_o=0.05, width=6, structure=False)),    # sparse background
         predict={"steps": 4},
         bad_predict=(("method", "nope"), ("steps", 1), ("lr", 0.0)),

@@ -84,7 +84,8 @@ def test_step2_cosine_fails_without_the_half(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.emergence.bounds.finite_sample_step2_cos",
                 lambda f: lambda model, n, **k: 1.0 - 2.0 * (1.0 - f(model, n, **k)))
-    verdict, measured, checks = measure("emergence.step2_cosine", tmp_path, neurons=4, n_train=[10_000, 40_000], seeds=4)
+    verdict, measured, checks = measure("emergence.step2_cosine", tmp_path, neurons=4, n_train=[10_000, 40_000],
+                                        seeds=4)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.4) if wrong else (measured < 0.2)
 

@@ -200,7 +200,8 @@ def test_step2_alignment_and_bias_shift_match_section_2_13():
 
 def test_balanced_samples_keep_the_bias():
     sched = theory_schedule(E1, 300, steps=3)
-    sim = se.train(E1, width=4, schedule=sched, steps=2, n_train=4000, seeds=2, balanced=True, n_test=10, eval_samples=10)
+    sim = se.train(E1, width=4, schedule=sched, steps=2, n_train=4000, seeds=2, balanced=True, n_test=10,
+                   eval_samples=10)
     # spec §4.0 C4: |b^(2) - b^(0)| <= 1e-6 with exact class balance
     assert np.abs(sim["b_2"] - sim["b_0"]).max() <= 1e-6
     _, y = se.sample(E1, 2, 4000, 0, balanced=True)
@@ -210,8 +211,8 @@ def test_balanced_samples_keep_the_bias():
 # ---- coordinates, reproducibility, methods ------------------------------------------------------------------------
 
 def _quick(model=SMALL, **kw):
-    args = dict(width=4, schedule=theory_schedule(model, 4, steps=3), steps=8, n_train=1000, batch=100, seeds=2, n_test=300,
-                n_points=5, lr=0.05)
+    args = dict(width=4, schedule=theory_schedule(model, 4, steps=3), steps=8, n_train=1000, batch=100, seeds=2,
+                n_test=300, n_points=5, lr=0.05)
     return se.train(model, **(args | kw))
 
 
@@ -251,8 +252,8 @@ def test_every_method_runs_and_freezes_what_it_should(method):
 
 def test_lr_a_is_the_second_layer_step():
     # two step trains a only: lr_a = x with any lr is the run with lr = x
-    base = dict(method="two_step", width=3, schedule=theory_schedule(SMALL, 3, steps=6), steps=6, n_train=200, batch=50, seeds=1,
-                n_test=50)
+    base = dict(method="two_step", width=3, schedule=theory_schedule(SMALL, 3, steps=6), steps=6, n_train=200, batch=50,
+                seeds=1, n_test=50)
     a, b = se.train(SMALL, lr=0.7, lr_a=30.0, **base), se.train(SMALL, lr=30.0, **base)
     np.testing.assert_array_equal(a["a_final"], b["a_final"])
     c = se.train(SMALL, lr=0.7, **base)
@@ -268,7 +269,8 @@ def test_one_step_features_are_constant_and_give_chance_accuracy():
 
 
 def test_no_structure_removes_the_step2_alignment():
-    kw = dict(width=4, schedule=theory_schedule(E1, 300, steps=3), steps=2, n_train=20_000, seeds=2, n_test=10, eval_samples=10)
+    kw = dict(width=4, schedule=theory_schedule(E1, 300, steps=3), steps=2, n_train=20_000, seeds=2, n_test=10,
+              eval_samples=10)
     with_s, without = se.train(E1, **kw), se.train(E1, method="no_structure", **kw)
     cos = lambda sim: np.abs(sim["Q_2"][..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(sim["Q_2"], axis=-1))).max(-1)
     assert cos(with_s).min() > 0.99
@@ -308,7 +310,8 @@ def test_simulate_shares_predict_names_and_compares():
 ])
 def test_bad_options_name_the_option(name, value):
     key = name.split("[")[0]
-    args = dict(width=2, schedule=theory_schedule(SMALL, 2, steps=3), steps=2, n_train=100, batch=50, seeds=1, n_test=10) | {key: value}
+    args = dict(width=2, schedule=theory_schedule(SMALL, 2, steps=3), steps=2, n_train=100, batch=50, seeds=1,
+                n_test=10) | {key: value}
     with pytest.raises(InvalidParameterError, match=f"'{name.replace('[', '.').replace(']', '.')}'"
                        if "[" in name else f"'{name}'"):
         se.train(SMALL, **args)
@@ -382,7 +385,8 @@ def test_input_noise_trains_in_R_d_and_needs_a_dictionary():
 def test_count_resolved_interval_model_at_k_30_trains():
     from popdyn.models.emergence import interval_labeling
     model = interval_labeling(100, 30)                            # the paper's E2 law, no 2^30 support
-    sim = se.train(model, width=4, schedule=theory_schedule(model, 100, steps=3), steps=2, n_train=2000, seeds=1, n_test=500)
+    sim = se.train(model, width=4, schedule=theory_schedule(model, 100, steps=3), steps=2, n_train=2000, seeds=1,
+                   n_test=500)
     cos = np.abs(sim["Q_2"][0, :, :30].sum(-1) / (np.sqrt(30) * np.linalg.norm(sim["Q_2"][0], axis=-1)))
     assert sim.status == 0 and cos.max() > 0.9                   # Table 2: Two Step cos 0.994
 
@@ -407,6 +411,6 @@ def test_incoherent_dictionary_keeps_the_pattern_init_in_R_d():
     from popdyn.models import emergence as em
     model = em.parity_mixture(12, 3, 0.5, M=em.random_dictionary(20, 12, seed=4, orthonormal=False))
     p = em.symmetric_init(model, 3)
-    sim = se.train(model, width=3, schedule=theory_schedule(model, 3, steps=3), steps=0, n_train=100, batch=50, seeds=1, n_test=10,
-                   coords="input", init=p)
+    sim = se.train(model, width=3, schedule=theory_schedule(model, 3, steps=3), steps=0, n_train=100, batch=50,
+                   seeds=1, n_test=10, coords="input", init=p)
     np.testing.assert_allclose(sim["Q_0"][0], p.Q, atol=1e-13)

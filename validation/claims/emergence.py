@@ -389,8 +389,10 @@ _TOL_C6 = 5e-3
        tolerance=_TOL_C6,
        tolerance_origin="spec §4.0 C6 (<= 5e-3; S8 <= 1.5e-3): finite-n fluctuations O(n^-1/2) averaged over seeds, "
                         "test noise ~1e-3; a step size 20 % off moves the curve by ~0.02",
-       quick={"D": 20, "k": 5, "neurons": 10, "steps": 200, "lam": 1e-3, "n_train": 20_000, "n_test": 20_000, "seeds": 2},
-       full={"D": 100, "k": 5, "neurons": 100, "steps": 300, "lam": 1e-3, "n_train": 20_000, "n_test": 100_000, "seeds": 5})
+       quick={"D": 20, "k": 5, "neurons": 10, "steps": 200, "lam": 1e-3, "n_train": 20_000, "n_test": 20_000,
+              "seeds": 2},
+       full={"D": 100, "k": 5, "neurons": 100, "steps": 300, "lam": 1e-3, "n_train": 20_000, "n_test": 100_000,
+             "seeds": 5})
 def reduced_gd(size, device, outdir):
     model = _model(size)
     m, k, T = size["neurons"], size["k"], size["steps"]

@@ -166,8 +166,10 @@ def table1(size, device, outdir):
               "sample sets (one count level) although the population features are LP-separable",
        tolerance=_TOL,
        tolerance_origin="spec §4.0 C5 (+-3 %); test SE 0.6 % at 5e3 points",
-       quick={"D": 100, "k": 5, "ratio": 0.8, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000, "seeds": 2, "d": None},
-       full={"D": 100, "k": 5, "ratio": 0.8, "width": 300, "steps": 600, "n_train": 50_000, "n_test": 10_000, "seeds": 5, "d": None})
+       quick={"D": 100, "k": 5, "ratio": 0.8, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000,
+              "seeds": 2, "d": None},
+       full={"D": 100, "k": 5, "ratio": 0.8, "width": 300, "steps": 600, "n_train": 50_000, "n_test": 10_000,
+             "seeds": 5, "d": None})
 def table4(size, device, outdir):
     base = data.parity_mixture(size["D"], size["k"], 0.5, independent_background=False)
     return _table("table4", data.with_class_ratio(base, size["ratio"]), "general", size, device, outdir,

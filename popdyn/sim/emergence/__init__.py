@@ -316,8 +316,9 @@ def _schedule(model, m, steps, schedule, lr, lam, lr_a=None):
         entries = None
     if entries is None or len(entries) < 3:
         raise InvalidParameterError(
-            f"The 'schedule' parameter of {_OWNER} must be None (theory_schedule(model, width)) or a sequence of at least "
-            f"3 steps with attributes eta, lam_a, lam_w, s (steps 1, 2 and the last stage). Got {schedule!r} instead.")
+            f"The 'schedule' parameter of {_OWNER} must be None (theory_schedule(model, width)) or a sequence of at "
+            f"least 3 steps with attributes eta, lam_a, lam_w, s (steps 1, 2 and the last stage). Got {schedule!r} "
+            f"instead.")
     out = []
     for i, e in enumerate(entries):
         vals = {}
