@@ -212,7 +212,8 @@ def step2_cosine(size, device, outdir):
         obs = np.array([1.0 - np.abs(network.feature_cosine(model, Q)).max() for Q in sim["Q_2"]])
         obs1 = np.array([1.0 - np.abs(network.feature_cosine(model, Q)).max() for Q in sim["Q_1"]])
         pred = 1.0 - bounds.finite_sample_step2_cos(model, n)
-        rows.append({"n": n, "seeds": size["seeds"], "pred_1_minus_cos": pred, "obs_1_minus_cos": float(obs.mean()),
+        rows.append({"n_train": n, "seeds": size["seeds"], "pred_1_minus_cos": pred,
+                     "obs_1_minus_cos": float(obs.mean()),
                      "obs_se": float(obs.std(ddof=1) / math.sqrt(len(obs))), "obs_step1": float(obs1.mean()),
                      "rel_err": abs(obs.mean() / pred - 1.0), "g1_max": float(np.max(sim["g1_max"]))})
     worst = max(r["rel_err"] for r in rows)
@@ -231,7 +232,8 @@ def step2_cosine(size, device, outdir):
     checks = {"hinge indicator certified on the sample: max |g^(1)| < 1": all(r["g1_max"] < 1 for r in rows)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message="1 - cos observed/predicted: " + ", ".join(
-                           f"n={r['n']}: {r['obs_1_minus_cos']:.2e}/{r['pred_1_minus_cos']:.2e}" for r in rows))
+                           f"n_train={r['n_train']}: {r['obs_1_minus_cos']:.2e}/{r['pred_1_minus_cos']:.2e}"
+                           for r in rows))
 
 
 # ---- C4: step-2 bias shift ------------------------------------------------------------------------------------------
@@ -415,7 +417,7 @@ def reduced_gd(size, device, outdir):
             for t, lp, ls, lt, acc in zip(sim.t, L_pop, L_sim, sim["train_loss"].mean(0), sim["test_acc"].mean(0))]
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     ax0.plot(pop.t, pop.loss, "-", color="C0", label="reduced population GD (exact)")
-    ax0.plot(sim.t, L_sim, "o", ms=3, color="C0", label=f"torch full-batch GD, test (n = {size['n']})")
+    ax0.plot(sim.t, L_sim, "o", ms=3, color="C0", label=f"torch full-batch GD, test (n_train = {size['n_train']})")
     ax0.plot(sim.t, sim["train_loss"].mean(0), "x", ms=3, color="C0", label="torch, train")
     ax0.plot(pop.t, pop.error, "--", color="C1", label="reduced GD 0-1 error")
     ax0.plot(sim.t, 1 - sim["test_acc"].mean(0), "s", ms=3, color="C1", label="torch 0-1 error (test)")
