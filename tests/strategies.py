@@ -123,10 +123,10 @@ def modular_problems(draw):
 
 @st.composite
 def emergence_problems(draw):
-    """Feature emergence at small sizes: odd k in {3, 5}, D in [k + 1, 24], p_o in [0.05, 0.5], m <= 8, T <= 6."""
+    """Feature emergence at small sizes: odd k in {3, 5}, D in [k + 1, 24], p_o in [0.05, 0.5], width <= 8."""
     k = draw(st.sampled_from([3, 5]))
-    return emergence.Problem(D=draw(st.integers(k + 1, 24)), k=k, p_o=draw(st.floats(0.05, 0.5)), m=draw(st.integers(1, 8)),
-                             T=draw(st.integers(2, 6)), data=draw(st.sampled_from(["parity", "parity_mix"])),
+    return emergence.Problem(D=draw(st.integers(k + 1, 24)), k=k, p_o=draw(st.floats(0.05, 0.5)),
+                             width=draw(st.integers(1, 8)), data=draw(st.sampled_from(["parity", "parity_mix"])),
                              structure=draw(st.booleans()), variant=draw(st.sampled_from(["lemma23", "thm26"])),
                              seed=draw(st.integers(0, 9)))
 
@@ -292,14 +292,15 @@ MODELS = {
         simulate={"steps": 3, "seeds": 2, "n_points": 2}),
     "emergence": ModelSpec(
         emergence_problems(),
-        edges=(lambda: emergence.Problem.parity(D=12, k=3, m=4, T=4),
-               lambda: emergence.Problem(D=4, k=3, p_o=0.5, m=1, T=2),                                  # D = k + 1, m = 1
-               lambda: emergence.Problem.parity(D=30, k=5, p_o=0.05, m=6, T=5, structure=False)),     # sparse background
-        bad_predict=(("method", "nope"),),
+        edges=(lambda: emergence.Problem.parity(D=12, k=3, width=4),
+               lambda: emergence.Problem(D=4, k=3, p_o=0.5, width=1),                              # D = k + 1, width 1
+               lambda: emergence.Problem.parity(D=30, k=5, p_o=0.05, width=6, structure=False)),    # sparse background
+        predict={"steps": 4},
+        bad_predict=(("method", "nope"), ("steps", 1), ("lr", 0.0)),
         functions=((lambda p: emergence.two_step_features(
-                        p.model, emergence.two_step_limit(p.model, p.params0, p.schedule[1].s)), {}),
+                        p.model, emergence.two_step_limit(p.model, p.params0, p.schedule(2)[1].s)), {}),
                    (lambda p: emergence.fixed_feature_lower_bound(p.p_o, 100, 1.0, p.k, p.D), {})),
-        simulate={"seeds": 2, "n": 2000, "batch": 100, "test": 500}),
+        simulate={"steps": 4, "seeds": 2, "n_train": 2000, "batch": 100, "n_test": 500}),
     "gradient_features": ModelSpec(
         gradient_features_problems(),
         edges=(lambda: gradient_features.Problem.xor(d=3, sigma_B=1.0, width=1),               # smallest XOR
@@ -373,7 +374,7 @@ MODELS = {
 
 # One or more valid examples per model (the constraint and repr checks of test_common.py).
 EXAMPLES = {
-    "emergence": [lambda: emergence.Problem.parity(D=12, k=3, m=4, T=4), lambda: emergence.Problem.e1(m=8, T=4)],
+    "emergence": [lambda: emergence.Problem.parity(D=12, k=3, width=4), lambda: emergence.Problem.e1(width=8)],
     "gradient_features": [lambda: gradient_features.Problem.xor(d=16, sigma_B=1.0, width=8),
                           lambda: gradient_features.Problem.uniform_parity(d=9, k=2, width=4)],
     "icl": [lambda: icl.Problem.geometric(4, N=20, r=2, M=8, sigma=0.5),

@@ -55,7 +55,7 @@ def test_step1_correlations_fail_a_perturbed_gamma(wrong, monkeypatch, tmp_path)
     _memo(monkeypatch)
     if wrong:
         perturb(monkeypatch, "popdyn.models.emergence.correlations.neuron_correlations", _scaled_corr(1.05))
-    verdict, measured, checks = measure("emergence.step1_correlations", tmp_path, neurons=6, n=50_000, seeds=2,
+    verdict, measured, checks = measure("emergence.step1_correlations", tmp_path, neurons=6, n_train=50_000, seeds=2,
                                         n_mc=50_000)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 5.0) if wrong else (measured < 4.5)
@@ -84,7 +84,8 @@ def test_step2_cosine_fails_without_the_half(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.emergence.bounds.finite_sample_step2_cos",
                 lambda f: lambda model, n, **k: 1.0 - 2.0 * (1.0 - f(model, n, **k)))
-    verdict, measured, checks = measure("emergence.step2_cosine", tmp_path, neurons=4, n=[10_000, 40_000], seeds=4)
+    verdict, measured, checks = measure("emergence.step2_cosine", tmp_path, neurons=4, n_train=[10_000, 40_000],
+                                        seeds=4)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.4) if wrong else (measured < 0.2)
 
@@ -113,7 +114,7 @@ def test_two_step_separability_fails_without_feature_improvement(wrong, monkeypa
     if wrong:
         perturb(monkeypatch, "popdyn.models.emergence.steps.two_step_limit",
                 lambda f: lambda model, p0, s2, **k: (lambda p: type(p)(0.0 * p.Q, p.b, p.a))(f(model, p0, s2, **k)))
-    verdict, measured, checks = measure("emergence.two_step_separability", tmp_path, n_lp=3000, test=5000)
+    verdict, measured, checks = measure("emergence.two_step_separability", tmp_path, n_lp=3000, n_test=5000)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured >= 0.5) if wrong else (measured < 0.02)
 
@@ -127,7 +128,7 @@ def test_reduced_gd_fails_a_perturbed_step_size(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.emergence.classifier.reduced_population_gd",
                 lambda f: lambda model, alpha, b, a, eta, *r, **k: f(model, alpha, b, a, 1.2 * eta, *r, **k))
-    verdict, measured, checks = measure("emergence.reduced_gd", tmp_path, neurons=6, T=120, seeds=2, test=20_000)
+    verdict, measured, checks = measure("emergence.reduced_gd", tmp_path, neurons=6, steps=120, seeds=2, n_test=20_000)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.02) if wrong else (measured < 5e-3)
 
@@ -141,7 +142,7 @@ def test_no_structure_signal_fails_a_structure_blind_theory(wrong, monkeypatch, 
     _memo(monkeypatch)
     if wrong:
         perturb(monkeypatch, "popdyn.models.emergence.data.no_structure", lambda f: lambda model: model)
-    verdict, measured, checks = measure("emergence.no_structure_signal", tmp_path, neurons=4, n=20_000, seeds=2,
+    verdict, measured, checks = measure("emergence.no_structure_signal", tmp_path, neurons=4, n_train=20_000, seeds=2,
                                         n_mc=50_000)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 100) if wrong else (measured < 4)
@@ -208,7 +209,7 @@ def test_pipeline_fails_the_papers_table1(wrong, monkeypatch, tmp_path):
     memoise(monkeypatch, "popdyn.simulate")
     if wrong:
         perturb(monkeypatch, "popdyn.predict", _papers_table1)
-    verdict, measured, checks = measure("emergence.pipeline", tmp_path, m=30, T=120, n=10_000, seeds=2)
+    verdict, measured, checks = measure("emergence.pipeline", tmp_path, width=30, steps=120, n_train=10_000, seeds=2)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.1) if wrong else (measured < 0.02)
 
@@ -225,7 +226,7 @@ def test_tables_fail_a_step_one_that_keeps_the_init(wrong, claim_id, monkeypatch
     if wrong:
         perturb(monkeypatch, "popdyn.models.emergence.steps.population_step",
                 lambda f: lambda model, params, eta, lam_a, lam_w, s, **k: f(model, params, eta, lam_a, 0.0, s, **k))
-    verdict, measured, checks = measure(claim_id, tmp_path, test=2000, seeds=1)
+    verdict, measured, checks = measure(claim_id, tmp_path, n_test=2000, seeds=1)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.04) if wrong else (measured < 0.03)
 

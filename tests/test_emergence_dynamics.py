@@ -24,7 +24,6 @@ from popdyn.models.emergence.schedule import theory_schedule
 from popdyn.models.emergence.steps import (full_support, hinge_certificate, population_gradient,
                                            population_step, population_two_steps, step2_expansion,
                                            two_step_features, two_step_limit)
-import popdyn.models.emergence.predict  # noqa: F401  (registers popdyn.predict until __init__ imports it)
 
 SMALL = parity_mixture(11, 3, 0.5)          # 8 x 256 support points
 
@@ -101,8 +100,8 @@ def test_feature_cosine():
 def test_theory_schedule_values():
     """Lemma 23 / Thm 26 hyperparameters at E1 (eta^(1) = 2.3e-9 at k = 5, m = 300: spec §7)."""
     model = parity_mixture(100, 5, 0.5)
-    lem = theory_schedule(model, 300, T=600)
-    thm = theory_schedule(model, 300, T=600, variant="thm26")
+    lem = theory_schedule(model, 300, steps=600)
+    thm = theory_schedule(model, 300, steps=600, variant="thm26")
     assert len(lem) == 600
     np.testing.assert_allclose(lem[0].eta, 0.25 ** 2 * 5 / (5 * 300 ** 3), rtol=1e-15)
     np.testing.assert_allclose(thm[0].eta / lem[0].eta, 5.0, rtol=1e-15)   # sigma~ = sqrt(D)/2 = 5
@@ -111,15 +110,15 @@ def test_theory_schedule_values():
     np.testing.assert_allclose(lem[2].eta, 25 / (600 * 300 ** (1 / 3)), rtol=1e-15)
     np.testing.assert_allclose(lem[2].lam_w, 125 / (5 * 300 ** (1 / 3)), rtol=1e-15)
     assert lem[-1].s == 0.0 and len(theory_schedule(model, 8)) == int(np.ceil(8 ** (4 / 3)))
-    gen = theory_schedule(model, 300, T=3, variant="general")
+    gen = theory_schedule(model, 300, steps=3, variant="general")
     assert gen[0].weighted and gen[1].weighted and not gen[2].weighted
     np.testing.assert_allclose(gen[0].eta, 0.5 * lem[0].eta, rtol=1e-15)   # p_min = 1/2
 
 
-@pytest.mark.parametrize("kw, name", [({"m": 0}, "m"), ({"T": 1}, "T"), ({"variant": "x"}, "variant"),
-                                      ({"lam": -1.0}, "lam"), ({"eta": 0.0}, "eta")])
+@pytest.mark.parametrize("kw, name", [({"width": 0}, "width"), ({"steps": 1}, "steps"), ({"variant": "x"}, "variant"),
+                                      ({"lam": -1.0}, "lam"), ({"lr": 0.0}, "lr")])
 def test_theory_schedule_bad_input(kw, name):
-    args = {"model": SMALL, "m": 4} | kw
+    args = {"model": SMALL, "width": 4} | kw
     with pytest.raises(InvalidParameterError, match=f"'{name}'"):
         theory_schedule(**args)
 
@@ -223,7 +222,7 @@ def test_step1_identity_qA_zero():
 def e1_two_steps():
     model = parity_mixture(100, 5, 0.5)
     p0 = symmetric_init(model, 300, seed=0)
-    steps = theory_schedule(model, 300, T=3)
+    steps = theory_schedule(model, 300, steps=3)
     return model, p0, steps, population_two_steps(model, p0, steps)
 
 
@@ -274,7 +273,7 @@ def test_two_step_limit_unbalanced(weighted):
     weighted loss's b^(2) = b^(0), a^(2) = 0, vs the exact two steps (weighted enumeration-free Fourier path)."""
     model = interval_labeling(10, 4)
     p0 = symmetric_init(model, 20, seed=4)
-    base = theory_schedule(model, 20, T=2, variant="general" if weighted else "lemma23")
+    base = theory_schedule(model, 20, steps=2, variant="general" if weighted else "lemma23")
     _, p2, _ = population_two_steps(model, p0, base)
     lim = two_step_limit(model, p0, base[1].s, weighted=weighted)
     # O(eta^(1)) gaps, eta^(1) <= 2e-6 here (measured 3e-6 relative in Q, 2e-6 in b): tolerances 10x that,
@@ -289,7 +288,7 @@ def test_two_step_limit_rate():
     """The gap between the exact two steps and the limit is first order in eta^(1) (x10 eta^(1) -> x10 gap)."""
     model = SMALL
     p0 = symmetric_init(model, 3, seed=2)
-    base = theory_schedule(model, 3, T=2)
+    base = theory_schedule(model, 3, steps=2)
     lim = two_step_limit(model, p0, base[1].s)
     gaps = []
     for f in (1.0, 10.0):
@@ -506,16 +505,16 @@ def test_hinge_and_error_examples():
 # ---- Problem and predict --------------------------------------------------------------------------------------
 
 def test_problem_repr_roundtrip_and_constructors():
-    for p in (Problem(), Problem.e1(), Problem.parity(D=20, k=3, m=5), Problem.interval(), Problem(lam=None),
+    for p in (Problem(), Problem.e1(), Problem.parity(D=20, k=3, width=5), Problem.interval(), Problem(lam=None),
               Problem(k=20, D=40, data="interval", structure=False, variant="general")):
         q = eval(repr(p), {"emergence": emergence.problem})
         assert repr(q) == repr(p)
 
 
 @pytest.mark.parametrize("kw, name", [({"k": 4}, "k"), ({"D": 5, "k": 5}, "k"), ({"p_o": 0.7}, "p_o"),
-                                      ({"p_o": 0.0}, "p_o"), ({"m": 0}, "m"), ({"T": 1}, "T"), ({"d": 50}, "d"),
+                                      ({"p_o": 0.0}, "p_o"), ({"width": 0}, "width"), ({"d": 50}, "d"),
                                       ({"data": "x"}, "data"), ({"stage3": "x"}, "stage3"), ({"lam": -1.0}, "lam"),
-                                      ({"eta": float("nan")}, "eta"), ({"k": 13, "D": 40}, "k"),
+                                      ({"k": 13, "D": 40}, "k"),
                                       ({"k": 31, "D": 40, "data": "interval"}, "k"),
                                       ({"k": 22, "D": 40, "data": "interval", "structure": False}, "k")])
 def test_problem_bad_input(kw, name):
@@ -523,35 +522,45 @@ def test_problem_bad_input(kw, name):
         Problem(**kw)
 
 
+@pytest.mark.parametrize("kw, name", [({"steps": 1}, "steps"), ({"lr": float("nan")}, "lr")])
+def test_run_options_bad_input(kw, name):
+    """The training protocol is checked by popdyn.predict's option table (steps >= 2, lr > 0)."""
+    with pytest.raises(InvalidParameterError, match=f"'{name}'"):
+        popdyn.predict(Problem(D=12, k=3, width=4), **kw)
+
+
 def test_predict_no_structure_signal():
     """S16 / C9: without input structure the step-1 signal ||T^(1)|| collapses (ratio 2e-6 to 5e-5 in S16) and the
     two-step features are constant (LP loss 1)."""
-    prob = Problem.parity(D=40, k=5, m=10, T=3)
-    with_s = popdyn.predict(prob)
-    without = popdyn.predict(Problem.parity(D=40, k=5, m=10, T=3, structure=False))
+    prob = Problem.parity(D=40, k=5, width=10)
+    with_s = popdyn.predict(prob, steps=3).meta["steps_1_2"]
+    without = popdyn.predict(Problem.parity(D=40, k=5, width=10, structure=False), steps=3).meta["steps_1_2"]
     assert without["T_norm_step1"] / with_s["T_norm_step1"] < 1e-3
     assert without["lp_loss"] == pytest.approx(1.0) and with_s["lp_loss"] < 1e-9
     # balanced classes: b^(2) - b^(0) = O(eta^(1) a^(0)^2) (spec §2.13(b) at the population level)
-    assert with_s["b_shift_step2"] < prob.schedule[0].eta * np.max(prob.params0.a ** 2)
+    assert with_s["b_shift_step2"] < prob.schedule(3)[0].eta * np.max(prob.params0.a ** 2)
 
 
 @pytest.mark.slow
 def test_predict_e2_interval():
     """E2 (k = 30 interval, count-resolved): the two-step features separate (Two Step 100 % in Table 2), step-1
     cos 0.988 at the theory schedule (the paper's One Step 0.901 used other hyperparameters)."""
-    pred = popdyn.predict(Problem.interval())
-    assert pred.status == 0 and pred["lp_error"] == 0.0 and pred["cos_step1"] > 0.98
+    pred = popdyn.predict(Problem.interval(), steps=200)
+    stages = pred.meta["steps_1_2"]
+    assert pred.status == 0 and stages["lp_error"] == 0.0 and stages["cos_step1"] > 0.98
 
 
 def test_predict_small():
-    pred = popdyn.predict(Problem(D=12, k=3, m=4, T=30))
+    pred = popdyn.predict(Problem(D=12, k=3, width=4), steps=30)
+    stages = pred.meta["steps_1_2"]
     assert pred.status == 0 and pred.t[0] == 2 and pred["loss"].shape == pred["error"].shape == (29,)
-    assert pred["cos_step1"] > 0.9999 and pred["cos_step2"] > 1 - 1e-12
-    assert pred["lp_loss"] < 1e-9 and pred["lp_loss_one_step"] == pytest.approx(1.0)
-    assert pred["loss"][0] == pytest.approx(1.0) and pred["hinge_certificate"] < 1
+    assert stages["cos_step1"] > 0.9999 and stages["cos_step2"] > 1 - 1e-12
+    assert pred["cos"].shape == (29,) and pred["cos"][0] == stages["cos_step2"] and np.all(pred["cos"][1:] == 1.0)
+    assert stages["lp_loss"] < 1e-9 and stages["lp_loss_one_step"] == pytest.approx(1.0)
+    assert pred["loss"][0] == pytest.approx(1.0) and stages["hinge_certificate"] < 1
     assert all(np.all(np.isfinite(v)) for v in pred.observables.values())
     with pytest.raises(InvalidParameterError, match="'method'"):
-        popdyn.predict(Problem(D=12, k=3, m=4, T=3), method="mc")
+        popdyn.predict(Problem(D=12, k=3, width=4), steps=3, method="mc")
 
 
 # ---- incoherent dictionaries (App. F) ---------------------------------------------------------------------------------
@@ -592,7 +601,7 @@ def test_incoherent_two_step_limit_follows_rho():
     """The eta^(1) -> 0 limit carries rho: q^(2) ~ rho E[y phi] (equal to the exact two steps to O(eta^(1)))."""
     model = parity_mixture(60, 5, 0.5, M=emergence.random_dictionary(90, 60, seed=2, orthonormal=False))
     p0 = emergence.symmetric_init(model, 3)
-    sched = theory_schedule(model, 300, T=3)
+    sched = theory_schedule(model, 300, steps=3)
     _, p2, _ = emergence.population_two_steps(model, p0, sched)
     lim = emergence.two_step_limit(model, p0, sched[1].s)
     np.testing.assert_allclose(lim.Q, p2.Q, atol=1e-7 * np.abs(p2.Q).max())

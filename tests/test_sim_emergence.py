@@ -16,7 +16,7 @@ from popdyn.models.emergence import activation as act_np  # noqa: E402
 from popdyn.models.emergence import no_structure, parity_mixture, random_dictionary  # noqa: E402
 from popdyn.models.emergence.correlations import neuron_correlations  # noqa: E402
 from popdyn.models.emergence.network import symmetric_init  # noqa: E402
-from popdyn.models.emergence.predict import Problem  # noqa: E402  (registers popdyn.predict)
+from popdyn.models.emergence import Problem  # noqa: E402
 from popdyn.models.emergence.schedule import Step, theory_schedule  # noqa: E402
 from popdyn.sim import emergence as se  # noqa: E402
 
@@ -117,9 +117,9 @@ def test_ntk_is_the_linearisation_at_init():
 
 def _step1_z(model, m, n, method, scale=False):
     """z-scores of the finite-sample step-1 correlations T^ = q^(1)/(eta1 a0), T^_b, T^_a against the exact ones."""
-    sched = theory_schedule(model, 300, T=3)              # the paper's m = 300 schedule on a narrower network
+    sched = theory_schedule(model, 300, steps=3)              # the paper's m = 300 schedule on a narrower network
     p0 = symmetric_init(model, m, seed=1)
-    sim = se.train(model, m=m, schedule=sched, steps=1, n=n, seeds=1, init=p0, test=10, eval_samples=10,
+    sim = se.train(model, width=m, schedule=sched, steps=1, n_train=n, seeds=1, init=p0, n_test=10, eval_samples=10,
                    balanced=False)
     eta, s = sched[0].eta, sched[0].s
     a0 = p0.a[:m]
@@ -181,8 +181,8 @@ def _predicted_one_minus_cos(model, n):
 
 def test_step2_alignment_and_bias_shift_match_section_2_13():
     n, seeds, m = 20_000, 6, 4
-    sched = theory_schedule(E1, 300, T=3)
-    sim = se.train(E1, m=m, schedule=sched, steps=2, n=n, seeds=seeds, seed=7, test=10, eval_samples=10)
+    sched = theory_schedule(E1, 300, steps=3)
+    sim = se.train(E1, width=m, schedule=sched, steps=2, n_train=n, seeds=seeds, seed=7, n_test=10, eval_samples=10)
     Q2 = sim["Q_2"]
     cos = np.abs(Q2[..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(Q2, axis=-1))).max(-1)
     pred = _predicted_one_minus_cos(E1, n)
@@ -199,8 +199,9 @@ def test_step2_alignment_and_bias_shift_match_section_2_13():
 
 
 def test_balanced_samples_keep_the_bias():
-    sched = theory_schedule(E1, 300, T=3)
-    sim = se.train(E1, m=4, schedule=sched, steps=2, n=4000, seeds=2, balanced=True, test=10, eval_samples=10)
+    sched = theory_schedule(E1, 300, steps=3)
+    sim = se.train(E1, width=4, schedule=sched, steps=2, n_train=4000, seeds=2, balanced=True, n_test=10,
+                   eval_samples=10)
     # spec §4.0 C4: |b^(2) - b^(0)| <= 1e-6 with exact class balance
     assert np.abs(sim["b_2"] - sim["b_0"]).max() <= 1e-6
     _, y = se.sample(E1, 2, 4000, 0, balanced=True)
@@ -210,8 +211,8 @@ def test_balanced_samples_keep_the_bias():
 # ---- coordinates, reproducibility, methods ------------------------------------------------------------------------
 
 def _quick(model=SMALL, **kw):
-    args = dict(m=4, schedule=theory_schedule(model, 4, T=3), steps=8, n=1000, batch=100, seeds=2, test=300,
-                record_every=2, lr=0.05)
+    args = dict(width=4, schedule=theory_schedule(model, 4, steps=3), steps=8, n_train=1000, batch=100, seeds=2,
+                n_test=300, n_points=5, lr=0.05)
     return se.train(model, **(args | kw))
 
 
@@ -251,8 +252,8 @@ def test_every_method_runs_and_freezes_what_it_should(method):
 
 def test_lr_a_is_the_second_layer_step():
     # two step trains a only: lr_a = x with any lr is the run with lr = x
-    base = dict(method="two_step", m=3, schedule=theory_schedule(SMALL, 3, T=6), steps=6, n=200, batch=50, seeds=1,
-                test=50)
+    base = dict(method="two_step", width=3, schedule=theory_schedule(SMALL, 3, steps=6), steps=6, n_train=200, batch=50,
+                seeds=1, n_test=50)
     a, b = se.train(SMALL, lr=0.7, lr_a=30.0, **base), se.train(SMALL, lr=30.0, **base)
     np.testing.assert_array_equal(a["a_final"], b["a_final"])
     c = se.train(SMALL, lr=0.7, **base)
@@ -261,14 +262,15 @@ def test_lr_a_is_the_second_layer_step():
 
 def test_one_step_features_are_constant_and_give_chance_accuracy():
     # spec §2.7 / C5: q^(1) ~ eta^(1) = O(1e-9), so the one-step features are constants: accuracy = majority class
-    sim = se.train(E1, m=8, method="one_step", schedule=theory_schedule(E1, 300, T=3), steps=30, n=5000,
-                   batch=500, seeds=2, test=4000, lr=5.0, lam=1e-4)
+    sim = se.train(E1, width=8, method="one_step", schedule=theory_schedule(E1, 300, steps=3), steps=30, n_train=5000,
+                   batch=500, seeds=2, n_test=4000, lr=5.0, lam=1e-4)
     # 0.03: binomial SE of 4000 test points is 0.008 (3.75 SE)
     assert np.abs(sim["test_acc"][:, -1] - 0.5).max() < 0.03
 
 
 def test_no_structure_removes_the_step2_alignment():
-    kw = dict(m=4, schedule=theory_schedule(E1, 300, T=3), steps=2, n=20_000, seeds=2, test=10, eval_samples=10)
+    kw = dict(width=4, schedule=theory_schedule(E1, 300, steps=3), steps=2, n_train=20_000, seeds=2, n_test=10,
+              eval_samples=10)
     with_s, without = se.train(E1, **kw), se.train(E1, method="no_structure", **kw)
     cos = lambda sim: np.abs(sim["Q_2"][..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(sim["Q_2"], axis=-1))).max(-1)
     assert cos(with_s).min() > 0.99
@@ -280,50 +282,59 @@ def test_no_structure_removes_the_step2_alignment():
 # ---- popdyn.simulate --------------------------------------------------------------------------------------------
 
 def test_simulate_shares_predict_names_and_compares():
-    prob = Problem(D=12, k=3, m=4, T=12)
-    sim = popdyn.simulate(prob, seeds=3, n=4000, batch=200, test=2000)
-    pred = popdyn.predict(prob)
+    prob = Problem(D=12, k=3, width=4)
+    sim = popdyn.simulate(prob, steps=12, seeds=3, n_train=4000, batch=200, n_test=2000)
+    pred = popdyn.predict(prob, steps=12)
     shared = set(sim.observables) & set(pred.observables)
-    assert {"loss", "error", "cos_step1", "cos_step2", "loss_step1"} <= shared
-    assert sim.t[0] == 2 and sim.t[-1] == prob.T
-    cmp = popdyn.compare(pred, sim, observables=["cos_step2", "loss_step1"])
-    assert cmp.metrics["cos_step2"]["sup_gap"] < 0.01              # 1 - cos ~ 40/n (§2.13(a)) at n = 4000
-    np.testing.assert_allclose(sim["Q_0"][0], prob.params0.Q, rtol=0, atol=0)   # predict's init
+    assert {"loss", "error", "cos"} <= shared
+    assert set(sim.meta["steps_1_2"]) >= {"cos_step1", "cos_step2", "loss_step1"}
+    assert sim.t[0] == 2 and sim.t[-1] == 12
+    cmp = popdyn.compare(pred, sim, observables=["cos", "loss"])
+    assert cmp.metrics["cos"]["sup_gap"] < 0.01                    # 1 - cos ~ 40/n (§2.13(a)) at n = 4000
+    assert abs(np.mean(sim.meta["steps_1_2"]["cos_step2"]) - pred.meta["steps_1_2"]["cos_step2"]) < 0.01
+    # predict's init: train from problem.params0 is what simulate runs with init="problem"
+    start = se.train(prob.model, width=4, schedule=prob.schedule(12), steps=0, n_train=100, batch=50, seeds=1,
+                     n_test=10, init=prob.params0)
+    assert sim.meta["init"] == "problem"
+    np.testing.assert_allclose(start["Q_0"][0], prob.params0.Q, rtol=0, atol=0)   # predict's init
 
 
 # ---- options and devices ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, value", [
-    ("m", 0), ("method", "sgd"), ("n", 1), ("batch", 0), ("steps", -1), ("seeds", 0), ("coords", "ambient"),
-    ("d", 30), ("lr", -1.0), ("lr_a", 0.0), ("lam", -0.5), ("test", 0), ("record_every", 0), ("init", (1.0, 2.0)),
+    ("width", 0), ("method", "sgd"), ("n_train", 1), ("batch", 0), ("steps", -1), ("seeds", 0), ("coords", "ambient"),
+    ("d", 30), ("lr", -1.0), ("lr_a", 0.0), ("lam", -0.5), ("n_test", 0), ("n_points", 0), ("init", (1.0, 2.0)),
     ("device", "tpu"), ("dtype", "int8"), ("balanced", "yes"), ("schedule", [Step(1.0, 0.0, 0.0, 0.1)]),
     ("schedule[0].eta", [Step(0.0, 0.0, 0.0, 0.1)] * 3), ("schedule[1].s", [Step(1.0, 0.0, 0.0, 0.1),
                                                                            Step(1.0, 0.0, 0.0, -1.0)] * 2),
 ])
 def test_bad_options_name_the_option(name, value):
     key = name.split("[")[0]
-    args = dict(m=2, schedule=theory_schedule(SMALL, 2, T=3), steps=2, n=100, batch=50, seeds=1, test=10) | {key: value}
+    args = dict(width=2, schedule=theory_schedule(SMALL, 2, steps=3), steps=2, n_train=100, batch=50, seeds=1,
+                n_test=10) | {key: value}
     with pytest.raises(InvalidParameterError, match=f"'{name.replace('[', '.').replace(']', '.')}'"
                        if "[" in name else f"'{name}'"):
         se.train(SMALL, **args)
 
 
 def test_odd_n_with_balanced_classes_names_n():
-    with pytest.raises(InvalidParameterError, match="'n' parameter of emergence.train"):
-        se.train(SMALL, m=2, steps=2, n=101, batch=50, seeds=1, test=10, balanced=True)
+    with pytest.raises(InvalidParameterError, match="'n_train' parameter of emergence.train"):
+        se.train(SMALL, width=2, steps=2, n_train=101, batch=50, seeds=1, n_test=10, balanced=True)
 
 
 def test_simulate_rejects_bad_options():
     with pytest.raises(InvalidParameterError, match="'init'"):
-        se.simulate(Problem(D=12, k=3, m=2, T=3), init="zeros")
-    with pytest.raises(InvalidParameterError, match="'problem'"):
-        se.simulate(SMALL)
+        popdyn.simulate(Problem(D=12, k=3, width=2), steps=3, init="zeros")
+    with pytest.raises(InvalidParameterError, match="'n_points'"):
+        popdyn.simulate(Problem(D=12, k=3, width=2), steps=3, n_points=1)
+    with pytest.raises(TypeError, match="no simulation"):
+        popdyn.simulate(SMALL)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_matches_cpu_on_the_full_batch_steps():
     p0 = symmetric_init(SMALL, 4, seed=0)
-    kw = dict(m=4, schedule=theory_schedule(SMALL, 4, T=3), steps=2, n=2000, seeds=2, init=p0, test=100)
+    kw = dict(width=4, schedule=theory_schedule(SMALL, 4, steps=3), steps=2, n_train=2000, seeds=2, init=p0, n_test=100)
     cpu, gpu = se.train(SMALL, **kw), se.train(SMALL, device="cuda", **kw)
     for t in (1, 2):
         # 1e-9: the same float64 data and init; CUDA reductions in another order
@@ -340,8 +351,8 @@ def test_full_batch_gd_from_the_two_step_limit_follows_the_reduced_population_gd
     lim = two_step_limit(SMALL, symmetric_init(SMALL, m, seed=3), 3**-1.5)
     alpha = lim.Q[:, :3].mean(1) * np.sqrt(3)
     pop = reduced_population_gd(SMALL, alpha, lim.b, lim.a, eta, lam, T)
-    sim = se.train(SMALL, m=m, method="gd", init=lim, schedule=[Step(eta, lam, lam, 0.0)] * 3, steps=T, n=n,
-                   batch=n, seeds=4, balanced=True, test=n, eval_samples=100, record_every=5)
+    sim = se.train(SMALL, width=m, method="gd", init=lim, schedule=[Step(eta, lam, lam, 0.0)] * 3, steps=T, n_train=n,
+                   batch=n, seeds=4, balanced=True, n_test=n, eval_samples=100, n_points=9)
     assert pop.loss[0] == 1.0 and pop.loss[-1] < 0.6                 # the loss moves over the horizon
     # z < 4 per recorded step: the 4-seed mean of the test hinge against its standard error (t = 0 is exactly 1 on
     # both sides); a wrong population curve (the descent 10 steps late) fails it
@@ -355,7 +366,7 @@ def test_full_batch_gd_from_the_two_step_limit_follows_the_reduced_population_gd
 def test_a_negative_decay_factor_warns_naming_the_knobs():
     # Thm 26's lambda = k^3/(sigma~ m^(1/3)) ~ 2.7 here: lr = 1 gives 1 - 2 eta lam < 0 (parameters flip each step)
     with pytest.warns(popdyn.RegimeWarning, match="lower 'lr', 'lr_a' or 'lam'"):
-        se.train(SMALL, m=2, steps=3, n=100, batch=50, seeds=1, test=10, lr=1.0)
+        se.train(SMALL, width=2, steps=3, n_train=100, batch=50, seeds=1, n_test=10, lr=1.0)
 
 
 def test_input_noise_trains_in_R_d_and_needs_a_dictionary():
@@ -374,7 +385,8 @@ def test_input_noise_trains_in_R_d_and_needs_a_dictionary():
 def test_count_resolved_interval_model_at_k_30_trains():
     from popdyn.models.emergence import interval_labeling
     model = interval_labeling(100, 30)                            # the paper's E2 law, no 2^30 support
-    sim = se.train(model, m=4, schedule=theory_schedule(model, 100, T=3), steps=2, n=2000, seeds=1, test=500)
+    sim = se.train(model, width=4, schedule=theory_schedule(model, 100, steps=3), steps=2, n_train=2000, seeds=1,
+                   n_test=500)
     cos = np.abs(sim["Q_2"][0, :, :30].sum(-1) / (np.sqrt(30) * np.linalg.norm(sim["Q_2"][0], axis=-1)))
     assert sim.status == 0 and cos.max() > 0.9                   # Table 2: Two Step cos 0.994
 
@@ -383,10 +395,10 @@ def test_step1_output_stays_below_the_population_hinge_certificate():
     # Lemma 19: the certificate bounds sup |g^(1)| over the support; the sample max lies below it (measured at
     # m = 300: 2.5e-7 vs 1.1e-6), so the step-2 hinge indicator is 1 on every sample
     from popdyn.models.emergence.steps import population_two_steps
-    sched = theory_schedule(E1, 300, T=3)
+    sched = theory_schedule(E1, 300, steps=3)
     p0 = symmetric_init(E1, 6, seed=2)
     _, p2, cert = population_two_steps(E1, p0, sched)
-    sim = se.train(E1, m=6, schedule=sched, steps=2, n=20_000, seeds=3, init=p0, test=10, eval_samples=10)
+    sim = se.train(E1, width=6, schedule=sched, steps=2, n_train=20_000, seeds=3, init=p0, n_test=10, eval_samples=10)
     assert 0 < sim["g1_max"].max() <= cert < 1
     cos = np.abs(sim["Q_2"][..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(sim["Q_2"], axis=-1))).max(-1)
     # the population step-2 cosine is 1 - O(eta^(1)^2); the sample one is 1 - O(1/n) (§2.13(a): ~2e-3 here)
@@ -399,6 +411,6 @@ def test_incoherent_dictionary_keeps_the_pattern_init_in_R_d():
     from popdyn.models import emergence as em
     model = em.parity_mixture(12, 3, 0.5, M=em.random_dictionary(20, 12, seed=4, orthonormal=False))
     p = em.symmetric_init(model, 3)
-    sim = se.train(model, m=3, schedule=theory_schedule(model, 3, T=3), steps=0, n=100, batch=50, seeds=1, test=10,
-                   coords="input", init=p)
+    sim = se.train(model, width=3, schedule=theory_schedule(model, 3, steps=3), steps=0, n_train=100, batch=50,
+                   seeds=1, n_test=10, coords="input", init=p)
     np.testing.assert_allclose(sim["Q_0"][0], p.Q, atol=1e-13)

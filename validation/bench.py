@@ -56,14 +56,16 @@ SIZES = {
     "full": {"d": 2000, "k": 8, "steps": 20_000, "P": 200, "n_m": 10_000, "k_h": 64, "repeats": 5,
              "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),),
              "multitask_n_train": 2 ** 18,
-             "emergence": {"m": 300, "n": 50_000}, "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
+             "emergence": {"width": 300, "n_train": 50_000},
+             "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
              "resnet": {"d": 30, "N": 3000, "mc": 100_000, "hamming_N": 10_000},
              "contrastive_steps": 6000, "committee_t": 100.0,
              "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
               "multitask_n_train": 2 ** 16,
-              "emergence": {"m": 60, "n": 10_000}, "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
+              "emergence": {"width": 60, "n_train": 10_000},
+              "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
               "resnet": {"d": 20, "N": 1000, "mc": 20_000, "hamming_N": 2000},
               "contrastive_steps": 1500, "committee_t": 20.0,
               "sweep": {"runs": 8, "d": 100, "tau": 5},
@@ -277,7 +279,7 @@ def _bench_emergence(sz):
     from popdyn.models import emergence as em
     from popdyn.models.emergence.correlations import _fourier_numpy
     from popdyn.sim.emergence import train
-    m, n = sz["emergence"]["m"], sz["emergence"]["n"]
+    m, n = sz["emergence"]["width"], sz["emergence"]["n_train"]
     model = em.parity_mixture(100, 5, 0.5)
     s = 5 ** -1.5
     em.neuron_correlations(model, em.symmetric_init(model, 2, 99).Q, em.symmetric_init(model, 2, 99).b, s)  # JIT
@@ -293,15 +295,15 @@ def _bench_emergence(sz):
     t0 = time.perf_counter()
     em.population_two_steps(model, em.symmetric_init(model, m, 1), sched)
     t_pop = time.perf_counter() - t0
-    train(model, m=m, schedule=sched, steps=2, n=n, seeds=1, seed=1, test=1000)          # torch warm-up
+    train(model, width=m, schedule=sched, steps=2, n_train=n, seeds=1, seed=1, n_test=1000)      # torch warm-up
     t0 = time.perf_counter()
-    train(model, m=m, schedule=sched, steps=2, n=n, seeds=1, seed=2, test=1000)
+    train(model, width=m, schedule=sched, steps=2, n_train=n, seeds=1, seed=2, n_test=1000)
     t_sim = time.perf_counter() - t0
     return {"emergence_kernel": {"what": f"emergence correlations of {2 * m} neurons, D = 100, k = 5: numba kernel vs "
                                          "the same Fourier sums in vectorised numpy", "fast_s": t_nb, "slow_s": t_np,
                                  "ratio": t_np / t_nb, "goal": GOALS["emergence_kernel"], "max_abs_diff": diff},
             "emergence_steps": {"what": f"emergence steps 1-2, {2 * m} neurons: exact population steps vs torch on "
-                                        f"n = {n} samples (one seed)", "fast_s": t_pop, "slow_s": t_sim,
+                                        f"n_train = {n} samples (one seed)", "fast_s": t_pop, "slow_s": t_sim,
                                 "ratio": t_sim / t_pop, "goal": GOALS["emergence_steps"]}}
 
 

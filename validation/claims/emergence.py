@@ -66,26 +66,26 @@ def _init(model, m, seed=0):
 
 
 def _sched(model):
-    return schedule.theory_schedule(model, _M_SCHEDULE, T=3)
+    return schedule.theory_schedule(model, _M_SCHEDULE, steps=3)
 
 
 def _train(model, params, n, seeds, nsteps, *, method="network", balanced=True, seed=0, sched=None, **kw):
     """The torch training of ``params`` (2m neurons; the sim mirrors the first m) for ``nsteps`` theory steps."""
-    opts = dict(test=2, eval_samples=2, record_every=1) | kw
-    return _sim().train(model, m=params.n // 2, method=method, schedule=_sched(model) if sched is None else sched,
-                      steps=nsteps, n=n, seeds=seeds, seed=seed, init=params, balanced=balanced, **opts)
+    opts = dict(n_test=2, eval_samples=2, n_points=nsteps + 1) | kw
+    return _sim().train(model, width=params.n // 2, method=method, schedule=_sched(model) if sched is None else sched,
+                        steps=nsteps, n_train=n, seeds=seeds, seed=seed, init=params, balanced=balanced, **opts)
 
 
 def _step1_hat(model, params, size, method="network"):
     """Empirical step-1 correlations ``T-hat = Q^(1) / (eta^(1) a^(0))`` of the first m neurons, seed mean, and the
     standard error per coordinate (per-sample sd from an independent Monte Carlo of the same estimator)."""
     m = params.n // 2
-    sim = _train(model, params, size["n"], size["seeds"], 1, method=method)
+    sim = _train(model, params, size["n_train"], size["seeds"], 1, method=method)
     eta1 = _sched(model)[0].eta
     That = (sim["Q_1"] / (eta1 * sim["a_0"][..., None]))[:, :m].mean(0)
     law = model if method == "network" else data.no_structure(model)
     _, se = correlations.mc_correlations(law, params.Q[:m], params.b[:m], _sched(model)[0].s, size["n_mc"], seed=7)
-    return That, se.T * math.sqrt(size["n_mc"] / (size["n"] * size["seeds"]))
+    return That, se.T * math.sqrt(size["n_mc"] / (size["n_train"] * size["seeds"]))
 
 
 # ---- C1: single-neuron correlations against the empirical step-1 gradient ------------------------------------------
@@ -100,8 +100,8 @@ def _step1_hat(model, params, size, method="network"):
        tolerance=_Z_MAX,
        tolerance_origin="spec §4.0 C1: max |z| < 4.5 over ~2000 Gaussian z (P(exceed) ~ 1 %); and sum z^2 per neuron "
                         "within D +- 4 sqrt(2D); a 5 % error in T_A is ~10 SE at n = 2e5",
-       quick={"D": 100, "k": 5, "p_o": [0.5], "neurons": 12, "n": 50_000, "seeds": 4, "n_mc": 100_000},
-       full={"D": 100, "k": 5, "p_o": [0.5, 0.25], "neurons": 40, "n": 200_000, "seeds": 8, "n_mc": 1_000_000})
+       quick={"D": 100, "k": 5, "p_o": [0.5], "neurons": 12, "n_train": 50_000, "seeds": 4, "n_mc": 100_000},
+       full={"D": 100, "k": 5, "p_o": [0.5, 0.25], "neurons": 40, "n_train": 200_000, "seeds": 8, "n_mc": 1_000_000})
 def step1_correlations(size, device, outdir):
     rows, worst, chi_worst = [], 0.0, 0.0
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
@@ -114,7 +114,7 @@ def step1_correlations(size, device, outdir):
         z = (That - T) / se
         chi = (np.sum(z ** 2, axis=1) - model.D) / math.sqrt(2 * model.D)
         worst, chi_worst = max(worst, float(np.abs(z).max())), max(chi_worst, float(np.abs(chi).max()))
-        rows.append({"p_o": p_o, "D": model.D, "k": model.k, "neurons": m, "n": size["n"] * size["seeds"],
+        rows.append({"p_o": p_o, "D": model.D, "k": model.k, "neurons": m, "n": size["n_train"] * size["seeds"],
                      "max_abs_z": float(np.abs(z).max()), "max_chi_z": float(np.abs(chi).max()),
                      "T_A_mean": float(T[:, :model.k].mean()), "T_B_norm_median": float(np.median(
                          np.linalg.norm(T[:, model.k:], axis=1))), "se_A": float(se[:, :model.k].mean())})
@@ -201,23 +201,24 @@ _TOL_C3 = 0.25
        tolerance=_TOL_C3,
        tolerance_origin="spec §4.0 C3 (within 25 %; S7 within 10 %): 1 - cos is a ~chi^2_{D-1} variable, relative sd "
                         "sqrt(2/(D-1)) = 0.14 per seed, 0.06 for 5 seeds; the formula without the 1/2 is 100 % off",
-       quick={"D": 100, "k": 5, "neurons": 6, "n": [10_000, 25_000, 50_000], "seeds": 5},
-       full={"D": 100, "k": 5, "neurons": 20, "n": [10_000, 25_000, 50_000, 100_000], "seeds": 10})
+       quick={"D": 100, "k": 5, "neurons": 6, "n_train": [10_000, 25_000, 50_000], "seeds": 5},
+       full={"D": 100, "k": 5, "neurons": 20, "n_train": [10_000, 25_000, 50_000, 100_000], "seeds": 10})
 def step2_cosine(size, device, outdir):
     model = _model(size)
     params = _init(model, size["neurons"])
     rows = []
-    for n in size["n"]:
+    for n in size["n_train"]:
         sim = _train(model, params, n, size["seeds"], 2, balanced=False)
         obs = np.array([1.0 - np.abs(network.feature_cosine(model, Q)).max() for Q in sim["Q_2"]])
         obs1 = np.array([1.0 - np.abs(network.feature_cosine(model, Q)).max() for Q in sim["Q_1"]])
         pred = 1.0 - bounds.finite_sample_step2_cos(model, n)
-        rows.append({"n": n, "seeds": size["seeds"], "pred_1_minus_cos": pred, "obs_1_minus_cos": float(obs.mean()),
+        rows.append({"n_train": n, "seeds": size["seeds"], "pred_1_minus_cos": pred,
+                     "obs_1_minus_cos": float(obs.mean()),
                      "obs_se": float(obs.std(ddof=1) / math.sqrt(len(obs))), "obs_step1": float(obs1.mean()),
                      "rel_err": abs(obs.mean() / pred - 1.0), "g1_max": float(np.max(sim["g1_max"]))})
     worst = max(r["rel_err"] for r in rows)
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
-    ns = np.array(size["n"], float)
+    ns = np.array(size["n_train"], float)
     ax.loglog(ns, [r["pred_1_minus_cos"] for r in rows], "-", color="C0", label="theory tr(P Sigma)/(2 n |mu|^2)")
     ax.errorbar(ns, [r["obs_1_minus_cos"] for r in rows], yerr=[2 * r["obs_se"] for r in rows], fmt="o", color="C0",
                 capsize=3, label="torch step 2, +- 2 SE")
@@ -231,7 +232,8 @@ def step2_cosine(size, device, outdir):
     checks = {"hinge indicator certified on the sample: max |g^(1)| < 1": all(r["g1_max"] < 1 for r in rows)}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
                        message="1 - cos observed/predicted: " + ", ".join(
-                           f"n={r['n']}: {r['obs_1_minus_cos']:.2e}/{r['pred_1_minus_cos']:.2e}" for r in rows))
+                           f"n_train={r['n_train']}: {r['obs_1_minus_cos']:.2e}/{r['pred_1_minus_cos']:.2e}"
+                           for r in rows))
 
 
 # ---- C4: step-2 bias shift ------------------------------------------------------------------------------------------
@@ -263,14 +265,14 @@ def _empirical_model(model, phi):
        tolerance=_TOL_C4,
        tolerance_origin="spec §4.0 C4 (corr > 0.999; S7 measured 1.0000); the O(eta^(1)) remainder is ~1e-7 relative; "
                         "the unsmoothed window of the paper's bias gradient (erratum 1) gives corr ~ 0.8",
-       quick={"D": 100, "k": 5, "neurons": 20, "n": 10_000, "seeds": 4},
-       full={"D": 100, "k": 5, "neurons": 100, "n": 50_000, "seeds": 10})
+       quick={"D": 100, "k": 5, "neurons": 20, "n_train": 10_000, "seeds": 4},
+       full={"D": 100, "k": 5, "neurons": 100, "n_train": 50_000, "seeds": 10})
 def step2_bias_shift(size, device, outdir):
     model = _model(size)
     params = _init(model, size["neurons"])
     s2 = _sched(model)[1].s
-    sim = _train(model, params, size["n"], size["seeds"], 2, balanced=False)
-    phi, _ = _sim().sample(model, size["seeds"], size["n"], 0, balanced=False, stream=0)
+    sim = _train(model, params, size["n_train"], size["seeds"], 2, balanced=False)
+    phi, _ = _sim().sample(model, size["seeds"], size["n_train"], 0, balanced=False, stream=0)
     obs, pred, Ey = [], [], []
     for s in range(size["seeds"]):
         emp = _empirical_model(model, phi[s].numpy())
@@ -281,9 +283,9 @@ def step2_bias_shift(size, device, outdir):
     obs, pred = np.concatenate(obs), np.concatenate(pred)
     corr = float(np.corrcoef(obs, pred)[0, 1])
     ratio = float(np.linalg.norm(obs) / np.linalg.norm(pred))
-    bal = _train(model, params, size["n"], size["seeds"], 2, balanced=True)
+    bal = _train(model, params, size["n_train"], size["seeds"], 2, balanced=True)
     bal_shift = float(np.abs(bal["b_2"] - bal["b_0"]).max())
-    rows = [{"n": size["n"], "seeds": size["seeds"], "corr": corr, "norm_ratio": ratio,
+    rows = [{"n": size["n_train"], "seeds": size["seeds"], "corr": corr, "norm_ratio": ratio,
              "max_abs_Ey_hat": float(np.max(np.abs(Ey))), "max_shift": float(np.abs(obs).max()),
              "balanced_max_b2_minus_b0": bal_shift}]
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
@@ -330,8 +332,8 @@ def _lp_accuracy(F, y, Ft, yt):
        tolerance_origin="spec §4.0 C5 (+- 3 %); test-sampling sd 0.4 % at 1e4 test points; a theory in "
                         "which step 2 does "
                         "not improve the features predicts 50 % for two steps",
-       quick={"D": 100, "k": 5, "neurons": 25, "n": 50_000, "n_lp": 4000, "test": 10_000, "seeds": 2},
-       full={"D": 100, "k": 5, "neurons": 150, "n": 50_000, "n_lp": 10_000, "test": 50_000, "seeds": 5})
+       quick={"D": 100, "k": 5, "neurons": 25, "n_train": 50_000, "n_lp": 4000, "n_test": 10_000, "seeds": 2},
+       full={"D": 100, "k": 5, "neurons": 150, "n_train": 50_000, "n_lp": 10_000, "n_test": 50_000, "seeds": 5})
 def two_step_separability(size, device, outdir):
     model = _model(size)
     params = _init(model, size["neurons"])
@@ -341,9 +343,9 @@ def two_step_separability(size, device, outdir):
     a2, lp2 = classifier.optimal_second_layer(F2, pi, yc)
     theory = {"two step": 1.0 - classifier.hinge_and_error(F2, pi, yc, a2)[1],
               "one step": bounds.count_threshold_ceiling(model)}
-    sim = _train(model, params, size["n"], size["seeds"], 2)
+    sim = _train(model, params, size["n_train"], size["seeds"], 2)
     X, y = (v.numpy() for v in _sim().sample(model, size["seeds"], size["n_lp"], 0, balanced=True, stream=0))
-    Xt, yt = (v.numpy() for v in _sim().sample(model, size["seeds"], size["test"], 0, stream=1))
+    Xt, yt = (v.numpy() for v in _sim().sample(model, size["seeds"], size["n_test"], 0, stream=1))
     acc = {"one step": [], "two step": []}
     for s in range(size["seeds"]):
         for t, name in ((1, "one step"), (2, "two step")):
@@ -389,11 +391,13 @@ _TOL_C6 = 5e-3
        tolerance=_TOL_C6,
        tolerance_origin="spec §4.0 C6 (<= 5e-3; S8 <= 1.5e-3): finite-n fluctuations O(n^-1/2) averaged over seeds, "
                         "test noise ~1e-3; a step size 20 % off moves the curve by ~0.02",
-       quick={"D": 20, "k": 5, "neurons": 10, "T": 200, "lam": 1e-3, "n": 20_000, "test": 20_000, "seeds": 2},
-       full={"D": 100, "k": 5, "neurons": 100, "T": 300, "lam": 1e-3, "n": 20_000, "test": 100_000, "seeds": 5})
+       quick={"D": 20, "k": 5, "neurons": 10, "steps": 200, "lam": 1e-3, "n_train": 20_000, "n_test": 20_000,
+              "seeds": 2},
+       full={"D": 100, "k": 5, "neurons": 100, "steps": 300, "lam": 1e-3, "n_train": 20_000, "n_test": 100_000,
+             "seeds": 5})
 def reduced_gd(size, device, outdir):
     model = _model(size)
-    m, k, T = size["neurons"], size["k"], size["T"]
+    m, k, T = size["neurons"], size["k"], size["steps"]
     lim = steps.two_step_limit(model, _init(model, m), _sched(model)[1].s)
     eta = k ** 2 / (T * m ** (1.0 / 3.0))                                # Thm 26's stage-3 step size
     alpha = lim.Q[:, :k].mean(1) * math.sqrt(k)
@@ -402,8 +406,8 @@ def reduced_gd(size, device, outdir):
     pop = classifier.reduced_population_gd(model, np.r_[alpha, alpha], np.r_[lim.b, lim.b], np.r_[lim.a, -lim.a],
                                            eta, size["lam"], T)
     step = schedule.Step(eta, size["lam"], size["lam"], 0.0)
-    sim = _train(model, twice, size["n"], size["seeds"], T, sched=[step] * 3, batch=size["n"],
-                 test=size["test"], eval_samples=size["n"], record_every=max(1, T // 20), device=device)
+    sim = _train(model, twice, size["n_train"], size["seeds"], T, sched=[step] * 3, batch=size["n_train"],
+                 n_test=size["n_test"], eval_samples=size["n_train"], n_points=21, device=device)
     L_sim = sim["test_loss"].mean(0)
     L_pop = pop.loss[sim.t]
     gap = np.abs(L_sim - L_pop)
@@ -413,7 +417,7 @@ def reduced_gd(size, device, outdir):
             for t, lp, ls, lt, acc in zip(sim.t, L_pop, L_sim, sim["train_loss"].mean(0), sim["test_acc"].mean(0))]
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     ax0.plot(pop.t, pop.loss, "-", color="C0", label="reduced population GD (exact)")
-    ax0.plot(sim.t, L_sim, "o", ms=3, color="C0", label=f"torch full-batch GD, test (n = {size['n']})")
+    ax0.plot(sim.t, L_sim, "o", ms=3, color="C0", label=f"torch full-batch GD, test (n_train = {size['n_train']})")
     ax0.plot(sim.t, sim["train_loss"].mean(0), "x", ms=3, color="C0", label="torch, train")
     ax0.plot(pop.t, pop.error, "--", color="C1", label="reduced GD 0-1 error")
     ax0.plot(sim.t, 1 - sim["test_acc"].mean(0), "s", ms=3, color="C1", label="torch 0-1 error (test)")
@@ -522,8 +526,8 @@ _TOL_C8 = 0.05
        tolerance_origin="spec §4.0 C8: Markov's inequality over A (random features are exchangeable, so a random "
                         "draw is a random A) allows a failure rate 1/t = 5 %; dropping the p_o factor fails every draw "
                         "on D^mix",
-       quick={"D": 100, "k": 5, "features": 50, "n": 3000, "test": 4000, "lam": 1e-3, "t": 20.0, "seeds": 8},
-       full={"D": 100, "k": 5, "features": 200, "n": 8000, "test": 20_000, "lam": 1e-3, "t": 20.0, "seeds": 20})
+       quick={"D": 100, "k": 5, "features": 50, "n_train": 3000, "n_test": 4000, "lam": 1e-3, "t": 20.0, "seeds": 8},
+       full={"D": 100, "k": 5, "features": 200, "n_train": 8000, "n_test": 20_000, "lam": 1e-3, "t": 20.0, "seeds": 20})
 def fixed_feature_bound(size, device, outdir):
     model = _model(size)
     p_o, D, k, N = 0.5, size["D"], size["k"], size["features"]
@@ -532,12 +536,12 @@ def fixed_feature_bound(size, device, outdir):
     for seed in range(size["seeds"]):
         init = network.symmetric_init(model, N, seed)
         feat = lambda X: activation.trunc_relu(X @ init.Q[:N].T + init.b[:N])   # Psi in [0, 1]^N
-        X, y, _ = model.sample(size["n"], [seed, 0])
+        X, y, _ = model.sample(size["n_train"], [seed, 0])
         a, _ = classifier.optimal_second_layer(feat(X), np.full(len(y), 1.0 / len(y)), y, reg=("l2", size["lam"]))
         B = float(np.linalg.norm(a))
         loss = {}
         for name, law in (("D0", flat), ("mix", model)):
-            Xt, yt, _ = law.sample(size["test"], [seed, 1])
+            Xt, yt, _ = law.sample(size["n_test"], [seed, 1])
             loss[name] = float(np.mean(np.maximum(0.0, 1.0 - yt * (feat(Xt) @ a))))
         bound0 = bounds.fixed_feature_lower_bound(1.0, N, B, k, D, t=size["t"])
         bound_mix = bounds.fixed_feature_lower_bound(p_o, N, B, k, D, t=size["t"])
@@ -578,8 +582,8 @@ def fixed_feature_bound(size, device, outdir):
        tolerance=_CHI_Z,
        tolerance_origin="spec §4.0 C9 (chi-square test): sum z^2 ~ chi^2_D under the theory (4 sd); the structured "
                         "signal would give sum z^2 ~ k (T_A/SE)^2 ~ 1e5",
-       quick={"D": 100, "k": 5, "neurons": 8, "n": 50_000, "seeds": 4, "n_mc": 100_000},
-       full={"D": 100, "k": 5, "neurons": 40, "n": 200_000, "seeds": 8, "n_mc": 1_000_000})
+       quick={"D": 100, "k": 5, "neurons": 8, "n_train": 50_000, "seeds": 4, "n_mc": 100_000},
+       full={"D": 100, "k": 5, "neurons": 40, "n_train": 200_000, "seeds": 8, "n_mc": 1_000_000})
 def no_structure_signal(size, device, outdir):
     model = _model(size)
     m = size["neurons"]

@@ -33,8 +33,8 @@ _COS2 = 0.999         # step-2 rows: simulated vs population direction (1 - cos 
        tolerance=_Z_MAX,
        tolerance_origin="spec §4.0 C1 (max |z| < 4.5 over ~1000 Gaussian z); ignoring rho shifts the background "
                         "coordinates by (rho - I) T, ~3e-3 against SE ~2e-4",
-       quick={"D": 60, "k": 5, "d": 120, "neurons": 8, "n": 50_000, "seeds": 4, "n_mc": 100_000},
-       full={"D": 100, "k": 5, "d": 200, "neurons": 30, "n": 200_000, "seeds": 8, "n_mc": 1_000_000})
+       quick={"D": 60, "k": 5, "d": 120, "neurons": 8, "n_train": 50_000, "seeds": 4, "n_mc": 100_000},
+       full={"D": 100, "k": 5, "d": 200, "neurons": 30, "n_train": 200_000, "seeds": 8, "n_mc": 1_000_000})
 def incoherent_steps(size, device, outdir):
     M = data.random_dictionary(size["d"], size["D"], seed=11, orthonormal=False)
     model = data.parity_mixture(size["D"], size["k"], 0.5, M=M)
@@ -44,12 +44,12 @@ def incoherent_steps(size, device, outdir):
     sched = _sched(model)
     p1 = steps.population_step(model, params, sched[0].eta, sched[0].lam_a, sched[0].lam_w, sched[0].s)
     p2 = steps.population_step(model, p1, sched[1].eta, sched[1].lam_a, sched[1].lam_w, sched[1].s)
-    sim = _train(model, params, size["n"], size["seeds"], 2, coords="input", d=size["d"], device=device)
+    sim = _train(model, params, size["n_train"], size["seeds"], 2, coords="input", d=size["d"], device=device)
     scale = sched[0].eta * params.a[:m, None]
     T = np.linalg.solve(rho, p1.Q[:m].T).T / scale                           # = T_j exactly (rho^-1 undoes rho)
     That = np.linalg.solve(rho, sim["Q_1"][:, :m].mean(0).T).T / scale
     _, se = correlations.mc_correlations(model, params.Q[:m], params.b[:m], sched[0].s, size["n_mc"], seed=7)
-    se = se.T * math.sqrt(size["n_mc"] / (size["n"] * size["seeds"]))
+    se = se.T * math.sqrt(size["n_mc"] / (size["n_train"] * size["seeds"]))
     z = (That - T) / se
     worst = float(np.abs(z).max())
     chi = float(np.abs((np.sum(z ** 2, axis=1) - model.D) / math.sqrt(2 * model.D)).max())

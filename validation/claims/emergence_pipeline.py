@@ -1,7 +1,7 @@
 """The whole three-stage pipeline of seed 002: ``popdyn.predict`` against ``popdyn.simulate`` (spec §1.4, §2.8, §4 E1).
 
 * ``emergence.pipeline``: the population theory of all three stages (steps 1-2 to the two-step features, then
-  the exact reduced GD of the classifier stage) predicts the test error of the torch network trained on n
+  the exact reduced GD of the classifier stage) predicts the test error of the torch network trained on n_train
   balanced samples from the same initialisation. With i.i.d. (unbalanced) sampling the step-2 bias moves by
   ``a1 h(b1) E^[y]`` (spec §2.13(b), claim ``emergence.step2_bias_shift``), which the population (E y = 0) does not
   have; the claim reports that run beside the balanced one.
@@ -30,13 +30,14 @@ _TOL = 0.02
        tolerance_origin="test error on 1e4 points has SE 0.0036 per seed, and the finite-n features move the plateau "
                         "by about 0.006 between seeds (0.150, 0.162 at m = 50, n = 2e4): 0.02 is about 3 combined SE; "
                         "the paper's 100% (error 0) is 0.156 away",
-       quick={"D": 100, "k": 5, "m": 50, "T": 300, "n": 20_000, "seeds": 3},
-       full={"D": 100, "k": 5, "m": 100, "T": 600, "n": 50_000, "seeds": 5})
+       quick={"D": 100, "k": 5, "width": 50, "steps": 300, "n_train": 20_000, "seeds": 3},
+       full={"D": 100, "k": 5, "width": 100, "steps": 600, "n_train": 50_000, "seeds": 5})
 def pipeline(size, device, outdir):
-    problem = em.Problem.parity(D=size["D"], k=size["k"], m=size["m"], T=size["T"])
-    pred = popdyn.predict(problem)
-    runs = {balanced: popdyn.simulate(problem, seeds=size["seeds"], n=size["n"], batch=1000, test=10_000,
-                                      balanced=balanced, device=device) for balanced in (True, False)}
+    problem = em.Problem.parity(D=size["D"], k=size["k"], width=size["width"])
+    pred = popdyn.predict(problem, steps=size["steps"])
+    runs = {balanced: popdyn.simulate(problem, steps=size["steps"], seeds=size["seeds"], n_train=size["n_train"],
+                                      batch=1000, n_test=10_000, balanced=balanced, device=device)
+            for balanced in (True, False)}
     t = runs[True].t
     theory = np.interp(t, pred.t, pred["error"])
     sim = {b: np.asarray(r["error"]) for b, r in runs.items()}

@@ -55,7 +55,7 @@ def _one_step_spread(model, params0, sched, lr_a, T):
 
 def _init(model, size):
     """The initialisation shared by the theory and every seed of the simulation (the seeds vary the samples)."""
-    return network.symmetric_init(model, size["m"], 0)
+    return network.symmetric_init(model, size["width"], 0)
 
 
 def _theory(model, size, sched):
@@ -80,13 +80,14 @@ def _table(name, model, variant, size, device, outdir, judged=("network", "two_s
     others are reported beside them)."""
     from popdyn.sim import emergence as sim
 
-    sched = lambda T: schedule.theory_schedule(model, size["m"], T=T, variant=variant)
-    theory, details = _theory(model, size, sched(size["T"]))
+    sched = lambda T: schedule.theory_schedule(model, size["width"], steps=T, variant=variant)
+    theory, details = _theory(model, size, sched(size["steps"]))
     runs = {}
     for method, (lr, lr_a) in _LR.items():
-        T = _STEPS.get(method, size["T"])
-        runs[method] = sim.train(model, m=size["m"], method=method, schedule=sched(T), steps=T, n=size["n"],
-                                 batch=1000, seeds=size["seeds"], lr=lr, lr_a=lr_a, lam=0.0, test=size["test"],
+        T = _STEPS.get(method, size["steps"])
+        runs[method] = sim.train(model, width=size["width"], method=method, schedule=sched(T), steps=T,
+                                 n_train=size["n_train"], batch=1000, seeds=size["seeds"], lr=lr, lr_a=lr_a, lam=0.0,
+                                 n_test=size["n_test"],
                                  init=_init(model, size), coords="pattern" if size["d"] is None else "input",
                                  d=size["d"], device=device)
     rows = []
@@ -146,8 +147,8 @@ def _fmt(v):
        tolerance=_TOL,
        tolerance_origin="spec §4.0 C5 (+-3 %); test SE 0.7 % at 5e3 points; the paper's own numbers sit within 2.2 % "
                         "of these predictions",
-       quick={"D": 100, "k": 5, "m": 50, "T": 600, "n": 10_000, "test": 5_000, "seeds": 2, "d": None},
-       full={"D": 100, "k": 5, "m": 300, "T": 600, "n": 50_000, "test": 10_000, "seeds": 5, "d": None})
+       quick={"D": 100, "k": 5, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000, "seeds": 2, "d": None},
+       full={"D": 100, "k": 5, "width": 300, "steps": 600, "n_train": 50_000, "n_test": 10_000, "seeds": 5, "d": None})
 def table1(size, device, outdir):
     return _table("table1", data.parity_mixture(size["D"], size["k"], 0.5, independent_background=False), "lemma23",
                   size, device, outdir)
@@ -165,8 +166,10 @@ def table1(size, device, outdir):
               "sample sets (one count level) although the population features are LP-separable",
        tolerance=_TOL,
        tolerance_origin="spec §4.0 C5 (+-3 %); test SE 0.6 % at 5e3 points",
-       quick={"D": 100, "k": 5, "ratio": 0.8, "m": 50, "T": 600, "n": 10_000, "test": 5_000, "seeds": 2, "d": None},
-       full={"D": 100, "k": 5, "ratio": 0.8, "m": 300, "T": 600, "n": 50_000, "test": 10_000, "seeds": 5, "d": None})
+       quick={"D": 100, "k": 5, "ratio": 0.8, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000,
+              "seeds": 2, "d": None},
+       full={"D": 100, "k": 5, "ratio": 0.8, "width": 300, "steps": 600, "n_train": 50_000, "n_test": 10_000,
+             "seeds": 5, "d": None})
 def table4(size, device, outdir):
     base = data.parity_mixture(size["D"], size["k"], 0.5, independent_background=False)
     return _table("table4", data.with_class_ratio(base, size["ratio"]), "general", size, device, outdir,

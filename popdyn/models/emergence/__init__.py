@@ -39,7 +39,7 @@ from .problem import Problem
 from .schedule import Step, theory_schedule
 from .steps import (full_support, hinge_certificate, population_gradient, population_step, population_two_steps,
                     step2_expansion, two_step_features, two_step_limit)
-from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
+from . import predict  # noqa: F401  (the theory of Problem, registered with popdyn.api)
 
 __all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",
            "interval_labeling", "hidden_representation", "no_structure", "with_class_ratio", "random_dictionary",

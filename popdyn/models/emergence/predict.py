@@ -1,7 +1,8 @@
 """``popdyn.predict`` for feature emergence: the exact population steps 1-2, the two-step features and their
 optimal second layer, and the exact reduced population GD of stage 3 (seed 002; specs/emergence.md §2.5-2.8).
 
-``predict(problem, *, method="fourier")`` registered for :class:`~popdyn.models.emergence.Problem`.
+``_predict(problem, *, steps, lr, method)`` registered for :class:`~popdyn.models.emergence.Problem` with its
+simulation :func:`popdyn.sim.emergence.simulate`.
 """
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from ..._validate import Options, RegimeWarning, check
-from ...api import predict
+from ..._validate import RegimeWarning
+from ...api import register
 from ...results import Prediction
 from .classifier import hinge_and_error, lemma23_construction, optimal_second_layer, reduced_population_gd
 from .network import feature_cosine
@@ -22,8 +23,7 @@ __all__ = []
 _SRC = "seed 002 L2008-2241, L2643-2650, L3169-3199; specs/emergence.md §2.5-2.8"
 
 
-@predict.register(Problem)
-def _predict(problem, *, method="fourier"):
+def _predict(problem, *, steps, lr, method):
     r"""Population theory of the three-stage training at the problem's initialisation.
 
     .. math:: q_i^{(1)} = \eta^{(1)}a_i^{(0)}T(q_i^{(0)}, b_i^{(0)}),\quad q_i^{(2)} = a_i^{(1)}T(q_i^{(1)}, b_i^{(1)})
@@ -32,22 +32,28 @@ def _predict(problem, *, method="fourier"):
     Parameters
     ----------
     problem : Problem
+    steps : int
+        GD steps T ``>= 2`` (steps 1-2, then ``steps - 2`` stage-3 steps).
+    lr : float or None
+        Stage-3 step size; None gives Thm 26's ``k^2/(steps m^{1/3})``.
     method : {"fourier", "gauss"}
         Correlations of steps 1-2: exact (Fourier inversion) or the CLT approximation of the background.
 
     Returns
     -------
     Prediction
-        ``t = 2..T``; time series ``loss`` (population hinge, truncated ReLU) and ``error`` (``P[y g < 0] + P[g = 0]/2``) of
-        the reduced population GD started at the ``eta^(1) -> 0`` two-step limit. Scalars: ``cos_step1``,
-        ``cos_step2`` (``max_i |cos(w_i, sum_A M_j)|``, exact finite-``eta^(1)`` steps), ``loss_step1``
-        (``L(g^(1); sigma_xi^(2)) = 1 - a^(1).a^(2)``), ``hinge_certificate`` (bound on ``sup |g^(1)|``),
-        ``T_norm_step1`` (median over neurons of ``||T^(1)||``, the step-1 signal: ~1e-7 relative without input
-        structure, spec §2.4), ``b_shift_step2`` (``max |b^(2) - b^(0)|``: O(eta^(1)) with balanced classes),
-        ``lp_loss`` / ``lp_error`` (optimal second layer on the two-step features, LP), ``lp_loss_one_step``
-        (the same on the one-step features, constant in the limit), ``lemma23_loss`` and ``lemma23_coverage``
-        (Lemma 23's explicit second layer, the fraction of g* neurons it finds). ``features``: the two-step
-        feature table (k+1, 2m) on the counts.
+        ``t = 2..steps`` (stage 3); per step: ``loss`` (population hinge, truncated ReLU) and ``error``
+        (``P[y g < 0] + P[g = 0]/2``) of the reduced population GD started at the ``eta^(1) -> 0`` two-step limit,
+        and ``cos`` = ``max_i |cos(w_i, sum_A M_j)|`` (the exact finite-``eta^(1)`` step 2 at t = 2, then 1: the
+        stage-3 neurons stay on the line 1_A). ``meta["steps_1_2"]``, the steps-1-2 diagnostics: ``cos_step1``,
+        ``cos_step2`` (exact steps), ``loss_step1`` (``L(g^(1); sigma_xi^(2)) = 1 - a^(1).a^(2)``),
+        ``hinge_certificate`` (bound on ``sup |g^(1)|``), ``T_norm_step1`` (median over neurons of ``||T^(1)||``,
+        the step-1 signal: ~1e-7 relative without input structure, spec §2.4), ``b_shift_step2``
+        (``max |b^(2) - b^(0)|``: O(eta^(1)) with balanced classes), ``lp_loss`` / ``lp_error`` (optimal second
+        layer on the two-step features, LP), ``lp_loss_one_step`` (the same on the one-step features, constant in
+        the limit), ``lemma23_loss`` and ``lemma23_coverage`` (Lemma 23's explicit second layer, the fraction of
+        g* neurons it finds). The two-step feature table itself is
+        ``two_step_features(problem.model, two_step_limit(...))``.
 
     Notes
     -----
@@ -62,22 +68,20 @@ def _predict(problem, *, method="fourier"):
     Examples
     --------
     >>> import popdyn
-    >>> pred = popdyn.predict(Problem(D=12, k=3, m=4, T=20))
-    >>> float(pred["cos_step2"]) > 0.9999
-    True
+    >>> pred = popdyn.predict(Problem(D=12, k=3, width=4), steps=20)
+    >>> float(pred["cos"][0]) > 0.9999, pred.meta["steps_1_2"]["cos_step2"] > 0.9999
+    (True, True)
     """
-    owner = "emergence.predict"
-    method = check(owner, "method", method, Options(("fourier", "gauss")))
-    model, p0, steps = problem.model, problem.params0, problem.schedule
+    model, p0, sched = problem.model, problem.params0, problem.schedule(steps, lr)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RegimeWarning)
-        p1, p2, cert = population_two_steps(model, p0, steps, method=method)
+        p1, p2, cert = population_two_steps(model, p0, sched, method=method)
     status, message = 0, "exact population steps 1-2 (hinge indicator certified) and reduced stage-3 GD"
     if cert >= 1.0:
         status, message = 1, f"step-2 hinge indicator not certified: sup|g^(1)| <= {cert:.3g} (Lemma 19)"
         for w in caught:
-            warnings.warn(w.message, RegimeWarning, stacklevel=3)
-    lim = two_step_limit(model, p0, steps[1].s, weighted=steps[1].weighted)
+            warnings.warn(w.message, RegimeWarning)
+    lim = two_step_limit(model, p0, sched[1].s, weighted=sched[1].weighted)
     pi_c, y_c = model.count_law()
     F2 = two_step_features(model, lim)
     a_lp, lp_loss = optimal_second_layer(F2, pi_c, y_c)
@@ -86,18 +90,23 @@ def _predict(problem, *, method="fourier"):
     mom, k = model.moments(), model.k
     alpha = lim.Q[:, :k].mean(1) * np.sqrt(k)
     train = ("alpha", "b", "a") if problem.stage3 == "all" else ("a",)
-    tr = reduced_population_gd(model, alpha, lim.b, lim.a, steps[-1].eta if problem.T > 2 else 1.0,
-                               steps[-1].lam_w if problem.T > 2 else 0.0, problem.T - 2, train=train)
-    obs = {"loss": tr.loss, "error": tr.error,
-           "cos_step1": np.abs(feature_cosine(model, p1.Q)).max(),
-           "cos_step2": np.abs(feature_cosine(model, p2.Q)).max(),
-           "loss_step1": 1.0 - p1.a @ p2.a, "hinge_certificate": cert,
-           "T_norm_step1": np.median(np.linalg.norm(p1.Q, axis=1) / np.abs(steps[0].eta * p0.a)),
-           "b_shift_step2": np.abs(p2.b - p0.b).max(),
-           "lp_loss": lp_loss, "lp_error": hinge_and_error(F2, pi_c, y_c, a_lp)[1],
-           "lp_loss_one_step": optimal_second_layer(F1, pi_c, y_c)[1],
-           "lemma23_loss": hinge_and_error(F2, pi_c, y_c, a_tilde)[0],
-           "lemma23_coverage": np.mean([len(s) > 0 for s in sets]), "features": F2}
-    meta = dict(problem=repr(problem), options={"method": method}, source=_SRC, t_unit="steps",
+    tr = reduced_population_gd(model, alpha, lim.b, lim.a, sched[-1].eta if steps > 2 else 1.0,
+                               sched[-1].lam_w if steps > 2 else 0.0, steps - 2, train=train)
+    cos_step2 = float(np.abs(feature_cosine(model, p2.Q)).max())
+    obs = {"loss": tr.loss, "error": tr.error, "cos": np.r_[cos_step2, np.ones(steps - 2)]}
+    stages = {"cos_step1": float(np.abs(feature_cosine(model, p1.Q)).max()), "cos_step2": cos_step2,
+              "loss_step1": float(1.0 - p1.a @ p2.a), "hinge_certificate": float(cert),
+              "T_norm_step1": float(np.median(np.linalg.norm(p1.Q, axis=1) / np.abs(sched[0].eta * p0.a))),
+              "b_shift_step2": float(np.abs(p2.b - p0.b).max()),
+              "lp_loss": float(lp_loss), "lp_error": float(hinge_and_error(F2, pi_c, y_c, a_lp)[1]),
+              "lp_loss_one_step": float(optimal_second_layer(F1, pi_c, y_c)[1]),
+              "lemma23_loss": float(hinge_and_error(F2, pi_c, y_c, a_tilde)[0]),
+              "lemma23_coverage": float(np.mean([len(s) > 0 for s in sets]))}
+    meta = dict(source=_SRC, t_unit="steps", steps_1_2=stages,
                 regime={"hinge_certificate": cert, "sigt": mom.sigt, "gamma": float(np.mean(mom.gamma))})
-    return Prediction(t=np.arange(2, problem.T + 1), observables=obs, status=status, message=message, meta=meta)
+    return Prediction(t=np.arange(2, steps + 1), observables=obs, status=status, message=message, meta=meta)
+
+
+register(Problem, name="emergence", predict=_predict, simulate="popdyn.sim.emergence:simulate",
+         summary="exact population steps 1-2 and the reduced population GD of stage 3: test hinge loss, error "
+                 "and feature cosine per step")

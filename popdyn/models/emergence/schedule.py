@@ -33,8 +33,8 @@ class Step:
 _VARIANTS = ("lemma23", "thm26", "general")
 
 
-def theory_schedule(model, m, T=None, variant="lemma23", lam=None, eta=None):
-    r"""The paper's hyperparameters, one :class:`Step` per update ``t = 1..T``.
+def theory_schedule(model, width, steps=None, variant="lemma23", lam=None, lr=None):
+    r"""The paper's hyperparameters, one :class:`Step` per update ``t = 1..steps`` (T in the paper).
 
     .. math:: t=1:\ \eta^{(1)} = \frac{\gamma^2\tilde\sigma}{k m^3},\ \lambda_w = \frac1{2\eta^{(1)}},\ \lambda_a = 0,
               \ \sigma_\xi = k^{-3/2};\qquad t=2:\ \eta = 1,\ \lambda_a=\lambda_w=\tfrac12,\ \sigma_\xi = k^{-3/2};
@@ -48,20 +48,20 @@ def theory_schedule(model, m, T=None, variant="lemma23", lam=None, eta=None):
     Parameters
     ----------
     model : PatternModel
-    m : int
-        Half width (``2m`` neurons), ``m >= 1``.
-    T : int or None
-        Total number of steps, ``T >= 2``; None gives the theorem's ``ceil(m^{4/3})``.
+    width : int
+        Half width (``2 width`` neurons), ``width >= 1``; m in the paper.
+    steps : int or None
+        Total number of steps T, ``>= 2``; None gives the theorem's ``ceil(m^{4/3})``.
     variant : {"lemma23", "thm26", "general"}
     lam : float or None
         Stage-3 weight decay ``lambda >= 0``; None gives the theorem's largest value ``k^3/(sigma~ m^{1/3})``.
-    eta : float or None
-        Stage-3 step size ``> 0``; None gives ``k^2/(T m^{1/3})``.
+    lr : float or None
+        Stage-3 step size eta ``> 0``; None gives ``k^2/(T m^{1/3})``.
 
     Returns
     -------
     list of Step
-        ``T`` steps.
+        ``steps`` steps.
 
     Notes
     -----
@@ -76,19 +76,19 @@ def theory_schedule(model, m, T=None, variant="lemma23", lam=None, eta=None):
     Examples
     --------
     >>> from popdyn.models.emergence.data import parity_mixture
-    >>> steps = theory_schedule(parity_mixture(100, 5, 0.5), 300, T=10)
-    >>> (len(steps), steps[1].eta, steps[1].lam_w, steps[2].s)
+    >>> sched = theory_schedule(parity_mixture(100, 5, 0.5), 300, steps=10)
+    >>> (len(sched), sched[1].eta, sched[1].lam_w, sched[2].s)
     (10, 1.0, 0.5, 0.0)
     """
     owner = "emergence.theory_schedule"
-    m = as_int(owner, "m", m, 1)
+    m = as_int(owner, "width", width, 1)
     variant = check(owner, "variant", variant, Options(_VARIANTS))
-    T = int(np.ceil(m ** (4.0 / 3.0))) if T is None else as_int(owner, "T", T, 2)
+    T = int(np.ceil(m ** (4.0 / 3.0))) if steps is None else as_int(owner, "steps", steps, 2)
     mom = model.moments()
     k, sigt, gamma = model.k, mom.sigt, _gamma(mom)
     lam = k ** 3 / (sigt * m ** (1.0 / 3.0)) if lam is None else check(owner, "lam", lam, Interval(0.0, np.inf, "left"))
-    eta3 = (k ** 2 / (T * m ** (1.0 / 3.0)) if eta is None
-            else check(owner, "eta", eta, Interval(0.0, np.inf, "neither")))
+    eta3 = (k ** 2 / (T * m ** (1.0 / 3.0)) if lr is None
+            else check(owner, "lr", lr, Interval(0.0, np.inf, "neither")))
     if variant == "thm26":
         eta1, s12 = gamma ** 2 * sigt ** 2 / (k * m ** 3), k ** -2.0
     else:

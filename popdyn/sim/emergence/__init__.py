@@ -8,13 +8,14 @@ sample
     Finite samples of a pattern model (its own ``sample``), stacked over seeds: normalised pattern coordinates
     ``phi`` and labels, optionally class-balanced; reproducible per (seed, replicate, stream).
 train
-    ``train(model, *, m, method, schedule, ...)`` -> :class:`popdyn.results.Simulation`: the three-stage schedule
-    on n samples (full batch in steps 1-2, mini-batches after), in pattern coordinates or in R^d with a
+    ``train(model, *, width, method, schedule, ...)`` -> :class:`popdyn.results.Simulation`: the three-stage
+    schedule on n_train samples (full batch in steps 1-2, mini-batches after), in pattern coordinates or in R^d with a
     dictionary M, with the baselines of spec §4 (random features, NTK, one step, two step, no structure); all
-    seeds batched on one device; "gd" trains every layer from given parameters (full batch with ``batch = n``).
+    seeds batched on one device; "gd" trains every layer from given parameters (full batch with
+    ``batch = n_train``).
 simulate
-    ``popdyn.simulate`` for :class:`popdyn.models.emergence.problem.Problem`, with the observable names of its
-    ``predict``.
+    The simulation of :class:`popdyn.models.emergence.Problem` (registered in ``popdyn.models.emergence.predict``,
+    called by ``popdyn.simulate``), with the observable names of its ``predict``.
 
 The network is ``g(x) = sum_i a_i sigma_s(<w_i, x> + b_i)`` with the smoothed truncated ReLU (the injected
 neuron noise xi ~ N(0, s^2) integrated out, spec §1.3), the hinge loss and the regulariser
@@ -35,14 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
-from ..api import simulate as _api_simulate
-from ..models.emergence.data import no_structure, random_dictionary
-from ..models.emergence.problem import Problem
-from ..models.emergence.schedule import theory_schedule
-from ..results import Simulation
-from ._torch import (make_generator, progress, resolve_device, resolve_dtype, serial_if_small, standard_normal_,
+from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
+from ...models.emergence.data import no_structure, random_dictionary
+from ...models.emergence.schedule import theory_schedule
+from ...results import Simulation
+from .._torch import (make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_,
                      to_numpy)
+from .._torch import progress as _progress
 
 __all__ = ["smooth_trunc_relu", "window", "sample", "train", "simulate", "METHODS"]
 
@@ -309,15 +309,16 @@ def _schedule(model, m, steps, schedule, lr, lam, lr_a=None):
     """The schedule as a list of :class:`_Step` (>= 3 entries: steps 1, 2 and the last stage), with the last-stage
     overrides ``lr``, ``lam`` and ``lr_a`` applied from the third entry on."""
     if schedule is None:
-        schedule = theory_schedule(model, m, T=max(steps, 2))
+        schedule = theory_schedule(model, m, steps=max(steps, 2))
     try:
         entries = list(schedule)
     except TypeError:
         entries = None
     if entries is None or len(entries) < 3:
         raise InvalidParameterError(
-            f"The 'schedule' parameter of {_OWNER} must be None (theory_schedule(model, m)) or a sequence of at least "
-            f"3 steps with attributes eta, lam_a, lam_w, s (steps 1, 2 and the last stage). Got {schedule!r} instead.")
+            f"The 'schedule' parameter of {_OWNER} must be None (theory_schedule(model, width)) or a sequence of at "
+            f"least 3 steps with attributes eta, lam_a, lam_w, s (steps 1, 2 and the last stage). Got {schedule!r} "
+            f"instead.")
     out = []
     for i, e in enumerate(entries):
         vals = {}
@@ -339,8 +340,15 @@ def _schedule(model, m, steps, schedule, lr, lam, lr_a=None):
         t, e = bad[0]
         warnings.warn(f"{_OWNER}: the weight-decay factor 1 - 2 eta lam = {factor(e):.4g} is negative at step {t} "
                       f"(eta = {e.eta:.4g}, eta_a = {e.eta_a}, lam = {max(e.lam_a, e.lam_w):.4g}): the parameters flip "
-                      f"sign every step; lower 'lr', 'lr_a' or 'lam'.", RegimeWarning, stacklevel=3)
+                      f"sign every step; lower 'lr', 'lr_a' or 'lam'.", RegimeWarning, stacklevel=4)
     return out
+
+
+def _times(steps, n_points, start=0):
+    """The recorded steps: ``n_points`` evenly spaced on [start, steps] (rounded), with steps 0, 1, 2 and ``steps``
+    where they lie in [start, steps]."""
+    grid = np.rint(np.linspace(start, steps, min(n_points, steps - start + 1))).astype(int)
+    return set(grid.tolist()) | {t for t in (0, 1, 2, steps) if start <= t <= steps}
 
 
 def _step_at(schedule, t, full):
@@ -349,23 +357,22 @@ def _step_at(schedule, t, full):
     return schedule[min(t - 1 if t <= full else max(t - 1, 2), len(schedule) - 1)]
 
 
-def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, test, eval_samples, record_every,
-           init, chunk, progress_bar):
-    opts = {"m": as_int(_OWNER, "m", m, 1), "method": check(_OWNER, "method", method, Options(tuple(METHODS))),
-            "n": as_int(_OWNER, "n", n, 2), "steps": as_int(_OWNER, "steps", steps, 0),
+def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, test, eval_samples, n_points,
+           init, chunk, progress_on):
+    opts = {"m": as_int(_OWNER, "width", m, 1), "method": check(_OWNER, "method", method, Options(tuple(METHODS))),
+            "n": as_int(_OWNER, "n_train", n, 2), "steps": as_int(_OWNER, "steps", steps, 0),
             "seeds": as_int(_OWNER, "seeds", seeds, 1), "seed": as_int(_OWNER, "seed", seed, 0, 2**63 - 1),
             "balanced": check(_OWNER, "balanced", balanced, _BOOL),
             "coords": check(_OWNER, "coords", coords, Options(("pattern", "input"))),
-            "test": as_int(_OWNER, "test", test, 1), "chunk": as_int(_OWNER, "chunk", chunk, 1),
-            "progress_bar": check(_OWNER, "progress_bar", progress_bar, _BOOL)}
+            "test": as_int(_OWNER, "n_test", test, 1), "chunk": as_int(_OWNER, "chunk", chunk, 1),
+            "progress": check(_OWNER, "progress", progress_on, _BOOL)}
     if opts["balanced"] and opts["n"] % 2:
-        raise InvalidParameterError(f"The 'n' parameter of {_OWNER} must be even with balanced=True (n/2 samples per "
-                                    f"class). Got {n!r} instead.")
+        raise InvalidParameterError(f"The 'n_train' parameter of {_OWNER} must be even with balanced=True (n_train/2 "
+                                    f"samples per class). Got {n!r} instead.")
     opts["batch"] = as_int(_OWNER, "batch", batch, 1, opts["n"])
     opts["eval_samples"] = as_int(_OWNER, "eval_samples", min(opts["n"], 10_000) if eval_samples is None
                                   else eval_samples, 1, opts["n"])
-    opts["record_every"] = as_int(_OWNER, "record_every", max(1, opts["steps"] // 20) if record_every is None
-                                  else record_every, 1)
+    opts["n_points"] = as_int(_OWNER, "n_points", 21 if n_points is None else n_points, 2)
     D = int(model.D)
     M = getattr(model, "M", None)
     if opts["coords"] == "input":
@@ -479,11 +486,11 @@ def _record(out, t, train, test, opts, P, P0, M, k):
     out["t"].append(t)
 
 
-def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, batch=1000, seeds=5, seed=0,
-          balanced=False, coords="pattern", d=None, lr=None, lam=None, lr_a=None, test=10_000, eval_samples=None,
-          record_every=None, init=None, device="cpu", dtype=None, chunk=10_000, progress_bar=False):
-    r"""Train the two-layer network (or a baseline) on n samples of a pattern model: steps 1-2 full batch, then
-    mini-batches (the paper's protocol), all seeds batched.
+def train(model, *, width, method="network", schedule=None, steps=600, n_train=50_000, batch=1000, seeds=4, seed=0,
+          balanced=False, coords="pattern", d=None, lr=None, lam=None, lr_a=None, n_test=10_000, eval_samples=None,
+          n_points=None, init=None, device="cpu", dtype=None, chunk=10_000, progress=False):
+    r"""Train the two-layer network (or a baseline) on n_train samples of a pattern model: steps 1-2 full batch,
+    then mini-batches (the paper's protocol), all seeds batched.
 
     .. math:: \theta^{(t)} = \theta^{(t-1)} - \eta^{(t)}\nabla_\theta\Big[\hat L(g^{(t-1)};\sigma_\xi^{(t)})
               + \sum_i\lambda_a^{(t)}a_i^2 + \lambda_w^{(t)}\|w_i\|^2\Big],\qquad
@@ -497,8 +504,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     model : emergence.PatternModel or ExchangeablePatternModel
         The data law (sampled by its ``sample``); A is the first k patterns. With App. F input noise
         (``sigma_zeta > 0``) and ``coords="input"`` the samples are drawn in R^d (noise outside span M included).
-    m : int
-        Half the width (2m neurons), ``>= 1``.
+    width : int
+        Half the width (``2 width`` neurons), ``>= 1``; m in the paper.
     method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk", "gd"}
         "network": steps 1-2 of the schedule on the full sample, then every layer by mini-batch SGD with the
         last-stage hyperparameters. "no_structure": the same on ``no_structure(model)`` (A1': every pattern
@@ -506,7 +513,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         schedule steps, then the first layer and biases frozen and only ``a`` trained. "rf": the first layer
         frozen at init, ``a`` trained for all ``steps``. "ntk": the network linearised at init (its neural
         tangent features), all its parameters trained for all ``steps``. "gd": every layer trained from ``init``
-        with the last-stage hyperparameters (no steps 1-2; with ``batch = n`` full-batch GD, the finite-sample
+        with the last-stage hyperparameters (no steps 1-2; with ``batch = n_train`` full-batch GD, the finite-sample
         twin of the reduced population GD of spec §2.8). Every method takes ``steps`` updates.
     schedule : sequence, optional
         Steps with attributes (or keys) ``eta, lam_a, lam_w, s`` (and optionally ``weighted``: App. F's
@@ -514,17 +521,17 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         2, 3, ... the last stage (the last entry repeats). None: ``popdyn.models.emergence.theory_schedule(model,
         m, T=steps)`` (Lemma 23 values, Thm 26's stage 3 with lambda = k^3/(sigma~ m^{1/3}); spec §1.4).
     steps : int
-        Updates T ``>= 0`` (the paper's E1: 600).
-    n : int
-        Training samples per seed (paper: 50000).
+        Updates ``>= 0``, T in the paper (its E1: 600).
+    n_train : int
+        Training samples per seed, n in the paper (50000).
     batch : int
-        Mini-batch size of the last stage, in [1, n] (paper: 1000); each seed reshuffles per epoch.
+        Mini-batch size of the last stage, in [1, n_train] (paper: 1000); each seed reshuffles per epoch.
     seeds : int
         Independent runs (data, init, batches), batched on one device.
     seed : int
         Seed of everything drawn (data, init, dictionary, batches).
     balanced : bool
-        Exactly n/2 training samples per class (the class-conditional laws of the model; spec §7: the population
+        Exactly n_train/2 training samples per class (the class-conditional laws of the model; spec §7: the population
         limit b^(2) = b^(0) needs it). The test set is always i.i.d. from the model.
     coords : {"pattern", "input"}
         Train in pattern coordinates (w in R^D, M = I) or in R^d with the dictionary M.
@@ -538,12 +545,14 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         Last-stage step size of the second layer ``a`` when it should differ from ``lr`` (the paper's Table 1
         protocol is unreported; after the theory's steps 1-2 the features vary by ~1e-3 across inputs, so the
         second layer needs a far larger step than the first, see ``validation/claims/emergence_table.py``).
-    test : int
+    n_test : int
         Fresh test samples per seed.
     eval_samples : int, optional
-        Training samples (the first ones) on which train accuracy and loss are recorded; default min(n, 10000).
-    record_every : int, optional
-        Record every this many steps (and at steps 0, 1, 2 and T); default T/20.
+        Training samples (the first ones) on which train accuracy and loss are recorded; default
+        min(n_train, 10000).
+    n_points : int, optional
+        Recorded steps: ``n_points`` evenly spaced on [0, steps] (rounded), and steps 0, 1, 2 and ``steps``;
+        default 21.
     init : tuple of 3 floats or TwoLayerParams, optional
         Scales (sigma_w, sigma_b, sigma_a), drawn afresh per seed; default (1/k, 1/k^2, sigma~^2/(gamma k^2)) of
         the structured model (seed 002 L262-266). Or fixed symmetric parameters (``Q`` (2m, D) in pattern
@@ -555,8 +564,8 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         Working precision; None is float64.
     chunk : int
         Samples per block of the full-batch steps and of the evaluations (memory bound).
-    progress_bar : bool
-        A tqdm bar over the steps.
+    progress : bool
+        A progress bar over the steps.
 
     Returns
     -------
@@ -572,7 +581,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
 
     Notes
     -----
-    Regime: any pattern model; the population theory (steps 1-2, spec §2.5-2.6, §2.13) is the n -> inf limit
+    Regime: any pattern model; the population theory (steps 1-2, spec §2.5-2.6, §2.13) is the n_train -> inf limit
     of the full-batch steps. The kill steps (``lam = 1/(2 eta)``) use the factor ``1 - 2 eta lam`` as computed
     (0 up to rounding). ``eta^(1)`` is ~1e-9 at k = 5, m = 300, so in float32 ``w^(1)`` is lost against b
     (spec §7): keep float64 for the steps-1-2 comparisons. CUDA draws other numbers than the CPU for a seed.
@@ -582,8 +591,13 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
     .. [src] seed 002 L214-271 (network, init, update (4)), L2643-2650 (Lemma 23 schedule), L3479-3519 (E.1
        protocol and baselines); specs/emergence.md §1.3-1.4, §4, §7.
     """
-    opts = _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, test, eval_samples,
-                  record_every, init, chunk, progress_bar)
+    opts = _check(model, width, method, n_train, batch, steps, seeds, seed, balanced, coords, d, n_test,
+                  eval_samples, n_points, init, chunk, progress)
+    return _train(model, opts, schedule, lr, lam, lr_a, device, dtype, _times(opts["steps"], opts["n_points"]))
+
+
+def _train(model, opts, schedule, lr, lam, lr_a, device, dtype, record):
+    """:func:`train` with checked options ``opts`` (:func:`_check`), recording at the steps in ``record``."""
     structure, full, trained, linear = METHODS[opts["method"]]
     sched = _schedule(model, opts["m"], opts["steps"], schedule, None if lr is None else check(_OWNER, "lr", lr, _POS),
                       None if lam is None else check(_OWNER, "lam", lam, _NONNEG),
@@ -616,8 +630,7 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
         [opts["seed"], 1]).generate_state(1)[0]), dev), dev)     # own stream: same batches in R^d and pattern coords
     out = {key: [] for key in ("t", "train_acc", "train_loss", "test_acc", "test_loss", "cos", "abs_cos")}
     extra = {}
-    record = set(range(0, T + 1, opts["record_every"])) | {t for t in (0, 1, 2, T) if t <= T}
-    bar = progress(T, opts["progress_bar"], _OWNER)
+    bar = _progress(T, opts["progress"], _OWNER, unit="step")
     try:
         with torch.inference_mode(), serial_if_small(dev, S * opts["batch"] * 2 * opts["m"]):
             for t in range(T + 1):
@@ -658,50 +671,35 @@ def train(model, *, m, method="network", schedule=None, steps=600, n=50_000, bat
 _STAGE3 = {"all": "network", "second_layer": "two_step"}
 
 
-@_api_simulate.register(Problem)
-def simulate(problem, *, seeds=5, n=50_000, batch=1000, seed=0, balanced=False, init="problem", test=10_000,
-             eval_samples=None, record_every=None, device="cpu", dtype=None, chunk=10_000, progress_bar=False):
-    r"""``popdyn.simulate`` for :class:`~popdyn.models.emergence.Problem`: the problem's schedule on n samples.
+def simulate(problem, *, steps, lr, n_train, batch, n_test, balanced, init, n_points, eval_samples, chunk, seeds,
+             seed, device, dtype, progress):
+    r"""``popdyn.simulate`` for :class:`~popdyn.models.emergence.Problem`: the problem's schedule on n_train samples.
 
     .. math:: \theta^{(t)} = \theta^{(t-1)} - \eta^{(t)}\nabla_\theta\big[\hat L(g^{(t-1)};\sigma_\xi^{(t)})
               + R(\theta^{(t-1)};\lambda_a^{(t)},\lambda_w^{(t)})\big],\quad t = 1..T
 
-    Runs :func:`train` with ``problem.schedule`` (T steps), on ``problem.model`` (without structure when
+    Runs :func:`train` with ``problem.schedule(steps, lr)``, on ``problem.model`` (without structure when
     ``problem.structure`` is False), stage 3 on every layer or the second layer only (``problem.stage3``), in
-    pattern coordinates or in R^d (``problem.d``), steps 1-2 on the full sample and mini-batches after.
-
-    Parameters
-    ----------
-    problem : emergence.Problem
-    seeds : int
-        Independent sample sets (and mini-batch orders) ``>= 1``.
-    n, batch : int
-        Training samples per seed and the stage-3 batch (the paper: 50000 and 1000).
-    seed : int
-        Seed of the samples and batches (the init is the problem's unless ``init="random"``).
-    balanced : bool
-        Exactly n/2 training samples per class (spec §2.13(b)).
-    init : {"problem", "random"}
-        "problem": every seed starts at ``problem.params0``, the init of ``popdyn.predict`` (the seeds then vary
-        the samples only); "random": a fresh init per seed at the paper's scales.
-    test, eval_samples, record_every, device, dtype, chunk, progress_bar
-        As in :func:`train`.
+    pattern coordinates or in R^d (``problem.d``), steps 1-2 on the full sample and mini-batches after. Every
+    option is resolved by ``popdyn.simulate`` from ``Problem.options`` (``init="problem"``: every seed starts at
+    ``problem.params0``, the init of ``popdyn.predict``, and the seeds vary the samples and batches only).
 
     Returns
     -------
     Simulation
-        ``t`` in [2, T] (the stage-3 axis of ``predict``); with ``popdyn.predict``'s names: ``loss`` and
-        ``error`` (test hinge loss and ``P[y g < 0] + P[g = 0]/2`` of the noiseless network, (seeds, len(t))),
-        ``cos_step1``, ``cos_step2`` (``max_i |cos(q_i, 1_A)|`` after steps 1 and 2, (seeds,)), ``loss_step1``
-        (training hinge of ``g^(1)`` at ``sigma_xi^(2)``); and ``train_loss``, ``train_error``, ``cos`` (the
-        paper's signed max cosine over time, in R^d with the part outside span M), ``g1_max`` (max |g^(1)| on
-        the training set; the population certificate of ``predict`` bounds it), ``Q_t``, ``b_t``, ``a_t``
-        (t = 0, 1, 2).
+        ``t``: ``n_points`` recorded steps in [2, steps] (the stage-3 axis of ``predict``); with
+        ``popdyn.predict``'s names, (seeds, len(t)): ``loss`` and ``error`` (test hinge loss and
+        ``P[y g < 0] + P[g = 0]/2`` of the noiseless network), ``cos`` (``max_i |cos(w_i, sum_A M_j)|``, in R^d
+        with the part of w outside span M); and ``train_loss``, ``train_error`` (on ``eval_samples`` training
+        samples). ``meta["steps_1_2"]``, per seed: ``cos_step1``, ``cos_step2`` (after steps 1 and 2, pattern
+        coordinates), ``loss_step1`` (training hinge of ``g^(1)`` at ``sigma_xi^(2)``) and ``g1_max``
+        (max |g^(1)| on the training set; the population ``hinge_certificate`` of ``predict`` bounds it). The
+        parameters after each step are :func:`train`'s.
 
     Notes
     -----
-    Regime: the finite-n twin of ``predict``: steps 1-2 converge to the population steps at rate n^{-1/2}
-    (spec §2.13); stage 3 is mini-batch SGD where the theory is full population GD.
+    Regime: the finite-n_train twin of ``predict``: steps 1-2 converge to the population steps at rate
+    n_train^{-1/2} (spec §2.13); stage 3 is mini-batch SGD where the theory is full population GD.
 
     References
     ----------
@@ -710,31 +708,23 @@ def simulate(problem, *, seeds=5, n=50_000, batch=1000, seed=0, balanced=False, 
     Examples
     --------
     >>> import popdyn
-    >>> from popdyn.models.emergence.problem import Problem
-    >>> sim = popdyn.simulate(Problem(D=12, k=3, m=4, T=6), seeds=2, n=2000, batch=100, test=500)
-    >>> sim.t.tolist(), sim["error"].shape, bool(sim["cos_step2"].min() > 0.99)
+    >>> from popdyn.models.emergence import Problem
+    >>> sim = popdyn.simulate(Problem(D=12, k=3, width=4), steps=6, seeds=2, n_train=2000, batch=100, n_test=500)
+    >>> sim.t.tolist(), sim["error"].shape, min(sim.meta["steps_1_2"]["cos_step2"]) > 0.99
     ([2, 3, 4, 5, 6], (2, 5), True)
     """
-    owner = "emergence.simulate"
-    if not isinstance(problem, Problem):
-        raise InvalidParameterError(f"The 'problem' parameter of {owner} must be an emergence.Problem. "
-                                    f"Got {problem!r} instead.")
-    init = check(owner, "init", init, Options(("problem", "random")))
-    sim = train(problem.model, m=problem.m, method=_STAGE3[problem.stage3], schedule=problem.schedule,
-                steps=problem.T, n=n, batch=batch, seeds=seeds, seed=seed, balanced=balanced,
-                coords="pattern" if problem.d is None else "input", d=problem.d, test=test,
-                eval_samples=eval_samples, record_every=record_every,
-                init=problem.params0 if init == "problem" else _init_scales(problem.structured_model, None),
-                device=device, dtype=dtype, chunk=chunk, progress_bar=progress_bar)
-    keep = sim.t >= 2
-    obs = sim.observables
-    k = problem.k
+    width, method = problem.width, _STAGE3[problem.stage3]
+    opts = _check(problem.model, width, method, n_train, batch, steps, seeds, seed, balanced,
+                  "pattern" if problem.d is None else "input", problem.d, n_test, eval_samples, n_points,
+                  problem.params0 if init == "problem" else _init_scales(problem.structured_model, None), chunk,
+                  progress)
+    sim = _train(problem.model, opts, problem.schedule(steps, lr), None, None, None, device, dtype,
+                 _times(steps, n_points, start=2))
+    obs, k = sim.observables, problem.k
     cos = {f"cos_step{t}": np.abs(obs[f"Q_{t}"][..., :k].sum(-1) / (np.sqrt(k) * np.maximum(
         np.linalg.norm(obs[f"Q_{t}"], axis=-1), np.finfo(float).tiny))).max(-1) for t in (1, 2)}
-    new = {"loss": obs["test_loss"][:, keep], "error": 1.0 - obs["test_acc"][:, keep],
-           "train_loss": obs["train_loss"][:, keep], "train_error": 1.0 - obs["train_acc"][:, keep],
-           "cos": obs["cos"][:, keep]} | cos
-    new |= {key: obs[key] for key in ("loss_step1", "g1_max", "Q_0", "b_0", "a_0", "Q_1", "b_1", "a_1", "Q_2",
-                                      "b_2", "a_2")}
-    meta = sim.meta | {"problem": repr(problem), "init": init}
-    return Simulation(t=sim.t[keep], observables=new, status=sim.status, message=sim.message, meta=meta)
+    new = {"loss": obs["test_loss"], "error": 1.0 - obs["test_acc"], "cos": obs["abs_cos"],
+           "train_loss": obs["train_loss"], "train_error": 1.0 - obs["train_acc"]}
+    stages = cos | {key: obs[key] for key in ("loss_step1", "g1_max")}
+    meta = sim.meta | {"init": init, "steps_1_2": stages}
+    return Simulation(t=sim.t, observables=new, status=sim.status, message=sim.message, meta=meta)
