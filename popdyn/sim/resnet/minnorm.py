@@ -21,10 +21,10 @@ import math
 import numpy as np
 import torch
 
-from .._validate import Integer, InvalidParameterError, Interval, check
-from ..models.resnet.hypercube import hypercube_points
-from ..models.resnet.minnorm import PAPER_POINTS, _support, signs
-from ._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from ..._validate import Integer, InvalidParameterError, Interval, check
+from ...models.resnet.hypercube import hypercube_points
+from ...models.resnet.minnorm import PAPER_POINTS, _support, signs
+from .._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
 __all__ = ["pareto", "sgd"]
 
