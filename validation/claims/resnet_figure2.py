@@ -22,7 +22,7 @@ import torch
 
 from popdyn.models import resnet
 from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
-from popdyn.sim import resnet_nets
+from popdyn.sim.resnet import networks as resnet_nets
 from popdyn.sim.resnet import training_inputs
 
 from . import REGISTRY, ClaimResult, claim

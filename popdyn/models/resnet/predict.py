@@ -104,7 +104,7 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
         raise InvalidParameterError(f"The 'X' parameter of {owner} must be an (n_train, d) = ({problem.n_train}, "
                                     f"{problem.d}) array of ±1 entries. Got shape {X.shape} with entries "
                                     f"{'±1' if np.all(np.abs(X) == 1) else 'other than ±1'} instead.")
-    kernels, lams = list(kernels), np.array(ridges, dtype=float)
+    kernels, ridges = list(kernels), np.array(ridges, dtype=float)
     H = problem.H
     target, Y = H.walsh(), H(X)
     F_sets = [tuple(sorted(S)) for S in H.F_sets]
@@ -112,12 +112,12 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
     err, best, cF, cG, e2 = [], [], [], [], []
     for name in kernels:
         kappa = KERNELS[name](problem.d)
-        betas = krr_fit(kappa, X, Y, lams)
-        per_lam = [exact_test_error(kappa, X, b, target) for b in betas]
-        j = int(np.argmin([e.sum() for e in per_lam]))
+        betas = krr_fit(kappa, X, Y, ridges)
+        per_ridge = [exact_test_error(kappa, X, b, target) for b in betas]
+        j = int(np.argmin([e.sum() for e in per_ridge]))
         cap = captured_coefficients(kappa, X, betas[j], F_sets + G_sets)
-        err.append(per_lam[j])
-        best.append(lams[j])
+        err.append(per_ridge[j])
+        best.append(ridges[j])
         cF.append(np.diagonal(cap[:problem.k]))
         cG.append(np.diagonal(cap[problem.k:]))
         e2.append(lemma_e2_bound(kappa, X, betas[j], target).sum())
@@ -127,7 +127,7 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
            "G_not_learned": np.array(H.error_G_not_learned), "nothing_learned": np.array(H.error_zero_predictor)}
     if problem.target == "thm2":
         obs["thm2_bound"] = np.array(thm2_lower_bound(problem.alpha))
-    return Prediction(t=None, observables=obs, coords={"kernel": np.array(kernels), "ridge": lams}, status=0,
+    return Prediction(t=None, observables=obs, coords={"kernel": np.array(kernels), "ridge": ridges}, status=0,
                       message="exact population error of the kernels (Parseval), best ridge", meta={"method": "exact"})
 
 

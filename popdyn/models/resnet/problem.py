@@ -34,14 +34,17 @@ class _Each:
     item: object
 
     def describe(self):
-        return f"a non-empty tuple of {self.item.describe().removeprefix('a ').removeprefix('an ')}"
+        return f"a non-empty tuple, each entry {self.item.describe()}"
 
     def convert(self, owner, name, value):
-        values = np.atleast_1d(np.asarray(value, dtype=object)).tolist() if not isinstance(value, str) else [value]
-        if not values:
+        values = [value] if isinstance(value, str) else np.atleast_1d(np.asarray(value, dtype=object)).tolist()
+        try:
+            if not values:
+                raise InvalidParameterError("empty")
+            return tuple(self.item.convert(owner, name, v) for v in values)
+        except InvalidParameterError:
             raise InvalidParameterError(f"The {name!r} parameter of {owner} must be {self.describe()}. Got "
-                                        f"{value!r} instead.")
-        return tuple(self.item.convert(owner, name, v) for v in values)
+                                        f"{value!r} instead.") from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,7 +196,8 @@ class NetworkProblem:
     n_train : int
         Training points (N in the paper; protocol "minibatch") or fresh samples (protocol "online"), ``>= 1``.
     seed : int
-        Seed of S (thm2), of the initial weights, of the training points and of the test points.
+        Seed of S (thm2) and of ``X``, the kernels' training set (the networks' initial weights, training and test
+        points come from the ``seed`` option of ``popdyn.simulate``).
 
     Notes
     -----
