@@ -188,7 +188,7 @@ def kernel_transition(size, device, outdir):
             title=f"max c_S/alpha at N <= C/10: {measured:.3g} (tol {_CAPTURE_TOL})")
     path = save_figure(fig, outdir / "resnet.kernel_transition.png", title=claim_title(
         REGISTRY["resnet.kernel_transition"], measured, what="max c_S / alpha at N <= C/10"))
-    msg = (f"max c_S/alpha at N <= C/10 = {C // 10}: {measured:.3g}; at N = {size['N'][-1]}: "
+    msg = (f"max c_S/alpha at N <= C/10 = {C // 10}: {measured:.3g}; at N = {size['n_train'][-1]}: "
            f"{', '.join(f'{kn} {growth[kn][-1]:.3g}' for kn in size['kernels'])}; min error at N <= C: "
            f"{min(r['error'] for r in rows if r['N'] <= C):.3g} (k alpha^2 = {plateau:.3g}, alpha^2/4 = {floor:.3g})")
     return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, message=msg)
