@@ -12,8 +12,8 @@ _SMALL = {"n_train": [800], "archs": ["resnet"], "epochs": 30, "seeds": 1, "n_te
 @pytest.mark.parametrize("wrong", [None, "kernel", "untrained"])
 def test_thm2_networks_fails_a_learning_kernel_and_an_untrained_network(wrong, monkeypatch, tmp_path):
     if wrong == "untrained":
-        perturb(monkeypatch, "popdyn.sim.resnet.network_vs_kernels.train", lambda f: lambda net, target, **kw: f(net, target, **{
-            **kw, "lr": 1e-12}))
+        perturb(monkeypatch, "popdyn.sim.resnet.network_vs_kernels.train",
+                lambda f: lambda net, target, **kw: f(net, target, **{**kw, "lr": 1e-12}))
     else:                                   # the training does not depend on the kernel theory: train once
         memoise(monkeypatch, "popdyn.simulate")
     if wrong == "kernel":

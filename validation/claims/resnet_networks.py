@@ -165,7 +165,8 @@ def kernel_transition(size, device, outdir):
               "exact error >= k alpha^2 at every N <= C(d, k)/10": all(r["error"] >= plateau for r in rows
                                                                        if r["N"] <= C / 10),
               f"c_S grows past C(d, k): >= {_GROWTH}x its N <= C/10 value at the largest N (>= 2 C(d, k))":
-                  size["n_train"][-1] >= 2 * C and all(growth[kn][-1] >= _GROWTH * at_tenth[kn] for kn in size["kernels"]),
+                  size["n_train"][-1] >= 2 * C and all(growth[kn][-1] >= _GROWTH * at_tenth[kn]
+                                                        for kn in size["kernels"]),
               "some kernel captures c_S >= alpha/2 by N = 2 C(d, k)":
                   max(r["c_S/alpha"] for r in rows if r["N"] <= 2 * C) >= 0.5}
 

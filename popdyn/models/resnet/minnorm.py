@@ -25,8 +25,8 @@ import numpy as np
 from ..._validate import FiniteArray, Integer, InvalidParameterError, Interval, check
 from .hypercube import hypercube_points
 
-__all__ = ["PAPER_POINTS", "PAPER_SGD_BEST", "signs", "check_support", "network", "parity_labels", "population_mse", "paper_norm",
-           "level_norm", "duplicate", "pad", "rademacher_bound"]
+__all__ = ["PAPER_POINTS", "PAPER_SGD_BEST", "signs", "check_support", "network", "parity_labels", "population_mse",
+           "paper_norm", "level_norm", "duplicate", "pad", "rademacher_bound"]
 
 #: (||W*||_F / sqrt d, population MSE) of the three hand constructions, seed 004 L436-440.
 PAPER_POINTS = ((9.7, 0.12), (12.5, 0.037), (13.8, 0.011))
