@@ -82,7 +82,8 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
         outputs, ``kernel_ridge`` (kernels,) that ridge, ``kernel_c_F`` and ``kernel_c_G`` (kernels, k) the Walsh
         coefficients the kernel predictor of output i puts on the sets of F_i and of G_i(F) (the networks' ``c_F``,
         ``c_G``), ``lemma_e2`` (kernels,) Lemma E.2's Parseval lower bound (total); ``G_not_learned`` = k alpha^2
-        (the error of beta F; the plateau), ``nothing_learned`` = E||H||^2 (the zero predictor); thm2 target only: ``thm2_bound`` = alpha^2/4.
+        (the error of beta F; the plateau), ``nothing_learned`` = E||H||^2 (the zero predictor); thm2 target only:
+        ``thm2_bound`` = alpha^2/4.
 
     Notes
     -----
