@@ -8,7 +8,7 @@ from ...api import register
 from ..._validate import InvalidParameterError
 from ...results import Prediction
 from .hypercube import captured_coefficients, exact_test_error, krr_fit, lemma_e2_bound
-from .problem import KERNELS, NetworkProblem, Problem, check_training
+from .problem import KERNELS, NetworkProblem, Problem, check_training, kernel_inputs
 from .theory import thm2_lower_bound
 
 __all__ = []
@@ -64,7 +64,7 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
     X : ndarray, shape (n_train, d), entries ±1, or None
         The training inputs; None is ``problem.X``. Pass a network's own set
         (``popdyn.sim.resnet.training_inputs(problem, seeds)[s]``) to hold network s against the kernels on the
-        same points (``compare`` with a simulation needs the default: its kernels are fitted on ``problem.X``).
+        same points (a simulation to compare with takes the same ``X`` for its kernels).
     kernels : tuple of str
         Names in ``resnet.KERNELS`` (with bias: the ReLU NTK ``relu_ntk``, conjugate kernel ``relu_ck``, ...).
     ridges : tuple of float
@@ -99,12 +99,7 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
     """
     owner = "resnet.network.predict"
     check_training(owner, protocol, weight_decay)
-    if X is None:
-        X = problem.X
-    elif X.shape != (problem.n_train, problem.d) or not np.all(np.abs(X) == 1):
-        raise InvalidParameterError(f"The 'X' parameter of {owner} must be an (n_train, d) = ({problem.n_train}, "
-                                    f"{problem.d}) array of ±1 entries. Got shape {X.shape} with entries "
-                                    f"{'±1' if np.all(np.abs(X) == 1) else 'other than ±1'} instead.")
+    X = kernel_inputs(owner, problem, X)
     kernels, ridges = list(kernels), np.array(ridges, dtype=float)
     H = problem.H
     target, Y = H.walsh(), H(X)

@@ -13,7 +13,8 @@ from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, 
 from .hypercube import D_MAX, arcsin, gaussian, relu_ck, relu_ntk_full, relu_ntk_hidden
 from .targets import fig2_target, thm2_target
 
-__all__ = ["Problem", "KERNELS", "NetworkProblem", "NETWORK_ARCHS", "NETWORK_RIDGES", "check_training"]
+__all__ = ["Problem", "KERNELS", "NetworkProblem", "NETWORK_ARCHS", "NETWORK_RIDGES", "check_training",
+           "kernel_inputs"]
 
 #: kernel name -> its Hamming profile on {±1}^d (hypercube.py)
 KERNELS = {"relu_ntk": relu_ntk_full, "relu_ntk_hidden": relu_ntk_hidden, "relu_ck": relu_ck,
@@ -167,6 +168,18 @@ def check_training(owner, protocol, weight_decay):
                                     f"instead.")
 
 
+def kernel_inputs(owner, problem, X):
+    """The kernels' training inputs of a network problem: ``problem.X`` when ``X`` is None, else ``X`` checked to be
+    an (n_train, d) array of ±1."""
+    if X is None:
+        return problem.X
+    if X.shape != (problem.n_train, problem.d) or not np.all(np.abs(X) == 1):
+        raise InvalidParameterError(f"The 'X' parameter of {owner} must be an (n_train, d) = ({problem.n_train}, "
+                                    f"{problem.d}) array of ±1 entries. Got shape {X.shape} with entries "
+                                    f"{'±1' if np.all(np.abs(X) == 1) else 'other than ±1'} instead.")
+    return X
+
+
 @dataclass(frozen=True, eq=False)
 class NetworkProblem:
     r"""A network of seed 004 trained on ``n_train`` uniform points of the hypercube, to be held against the kernels.
@@ -206,7 +219,8 @@ class NetworkProblem:
     at ``lr`` then ``epochs`` at ``lr / 10`` over one set of n_train points; "online" is Algorithm 1, n_train steps on
     one fresh sample each, step ``lr`` on W and V, no decay (``weight_decay`` must be 0, ``epochs`` unused).
     ``popdyn.predict`` takes the same training options (the kernels do not depend on them; ``compare`` checks that a
-    prediction and a simulation agree on them) and fits the kernels on ``problem.X``.
+    prediction and a simulation agree on them) and fits the kernels on ``problem.X`` (or on the option ``X``, which
+    the simulation's Monte Carlo twin of the kernels then uses too).
 
     Regime: any sizes. The defaults (width 200, lr = 0.2, weight_decay = 1e-4) train every architecture on the
     Theorem 2 target at d = 30, k = 4, n_train = 1000 (measured: ResNet test error ~0.006 after 200 + 200 epochs, fc3
@@ -234,7 +248,7 @@ class NetworkProblem:
 
     options: ClassVar[OptionTable] = options_table(
         Option("X", FiniteArray(2), None, "training inputs (n_train, d) of ±1 the kernels are fitted on; None is "
-               "problem.X", calls=("predict",), cli=False),
+               "problem.X", match=True, cli=False),
         Option("kernels", _Each(Options(tuple(KERNELS))), ("relu_ntk", "relu_ck"),
                "infinite-width kernels held against the networks (names of resnet.KERNELS)", match=True),
         Option("ridges", _Each(Interval(0.0, np.inf, "neither")), NETWORK_RIDGES,

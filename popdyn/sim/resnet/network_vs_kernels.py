@@ -7,7 +7,7 @@ import torch
 from ... import api
 from ..._validate import InvalidParameterError, as_int
 from ...models.resnet.hypercube import kernel_matrix, krr_fit
-from ...models.resnet.problem import KERNELS, NetworkProblem, check_training
+from ...models.resnet.problem import KERNELS, NetworkProblem, check_training, kernel_inputs
 from ...results import Simulation
 from .._torch import make_generator, resolve_device, resolve_dtype, to_numpy
 from .networks import STREAMS, init_net, signs, train
@@ -65,7 +65,7 @@ def training_inputs(problem, seeds=1, *, seed=0, device="cpu"):
     return to_numpy(signs((seeds, problem.n_train, problem.d), gen, dev, torch.float64))
 
 
-def simulate(problem, *, kernels, ridges, protocol, lr, weight_decay, epochs, n_test, n_points, seeds, seed, device,
+def simulate(problem, *, X, kernels, ridges, protocol, lr, weight_decay, epochs, n_test, n_points, seeds, seed, device,
              dtype, progress):
     r"""Train ``seeds`` networks of ``problem`` (batched on one device) and record their test error and c_F, c_G.
 
@@ -78,10 +78,10 @@ def simulate(problem, *, kernels, ridges, protocol, lr, weight_decay, epochs, n_
     Parameters
     ----------
     problem : resnet.NetworkProblem
-    kernels, ridges
-        The kernels of ``predict``'s ``kernel_error`` and its ridges: each kernel is fitted on ``problem.X`` at the
-        ridge ``predict`` selects, and its error is measured on each seed's fresh test points (the Monte Carlo twin
-        of ``predict``'s exact Parseval error).
+    X, kernels, ridges
+        The kernels of ``predict``'s ``kernel_error``, their training inputs (None: ``problem.X``) and ridges: each
+        kernel is fitted on X at the ridge ``predict`` selects, and its error is measured on each seed's fresh test
+        points (the Monte Carlo twin of ``predict``'s exact Parseval error; the networks train on their own sets).
     protocol : {"minibatch", "online"}
         "minibatch": batches of 50, momentum 0.9, weight decay ``weight_decay``, ``epochs`` at ``lr`` then ``epochs``
         at ``lr / 10`` over one set of n_train points per seed; "online": Algorithm 1, n_train steps of one fresh
@@ -128,6 +128,7 @@ def simulate(problem, *, kernels, ridges, protocol, lr, weight_decay, epochs, n_
     """
     owner = "resnet.network.simulate"
     check_training(owner, protocol, weight_decay)
+    X = kernel_inputs(owner, problem, X)
     dev, dt = resolve_device(device, owner), resolve_dtype(dtype, owner)
     H = problem.H
     net = init_net(problem.arch, problem.d, problem.k, problem.width, seeds=seeds, seed=seed, device=dev, dtype=dt)
@@ -139,7 +140,7 @@ def simulate(problem, *, kernels, ridges, protocol, lr, weight_decay, epochs, n_
         sim = train(net, H, method="online", steps=problem.n_train, eta_w=lr, batch=1, test=n_test, records=n_points,
                     seed=seed, progress=progress)
         t, unit = sim.t, "samples"
-    kernel_error = _kernel_errors(problem, seeds, seed, n_test, kernels, ridges)
+    kernel_error = _kernel_errors(problem, X, seeds, seed, n_test, kernels, ridges)
     obs = {"test_error": sim["test_error"], "test_error_output": sim["test_error_output"], "c_F": sim["c_F"],
            "c_G": sim["c_G"], "kernel_error": np.repeat(kernel_error[:, None, :], t.size, axis=1)}
     meta = {**sim.meta, "t_unit": unit, "backend": "torch"}
@@ -147,10 +148,10 @@ def simulate(problem, *, kernels, ridges, protocol, lr, weight_decay, epochs, n_
                       coords={"kernel": np.array(kernels), "ridge": np.array(ridges, dtype=float)})
 
 
-def _kernel_errors(problem, seeds, seed, n_test, kernels, ridges):
-    """(seeds, kernels): Monte Carlo test error of each kernel's KRR fit on ``problem.X`` at ``predict``'s ridge."""
-    ridge = api.predict(problem, kernels=kernels, ridges=ridges)["kernel_ridge"]
-    H, X = problem.H, problem.X
+def _kernel_errors(problem, X, seeds, seed, n_test, kernels, ridges):
+    """(seeds, kernels): Monte Carlo test error of each kernel's KRR fit on ``X`` at ``predict``'s ridge."""
+    ridge = api.predict(problem, X=X, kernels=kernels, ridges=ridges)["kernel_ridge"]
+    H = problem.H
     out = np.empty((seeds, len(kernels)))
     for j, name in enumerate(kernels):
         kappa = KERNELS[name](problem.d)
