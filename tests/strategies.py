@@ -165,28 +165,26 @@ def gradient_features_problems(draw):
 
 @st.composite
 def resnet_problems(draw):
-    """Kernel ridge regression of the Theorem 2 target: d <= 12, k <= min(d, 4), N <= 60, any kernel."""
+    """Kernel ridge regression of the Theorem 2 target: d <= 12, k <= min(d, 4), n_train <= 60, any kernel."""
     d = draw(st.integers(1, 12))
     return resnet.Problem(kernel=draw(st.sampled_from(sorted(resnet.KERNELS))), d=d, k=draw(st.integers(1, min(d, 4))),
-                          alpha=draw(st.floats(0.0, 1.0)), N=draw(st.integers(1, 60)),
-                          lam=draw(st.floats(1e-6, 1.0)), normalized=draw(st.booleans()),
+                          alpha=draw(st.floats(0.0, 1.0)), n_train=draw(st.integers(1, 60)),
+                          ridge=draw(st.floats(1e-6, 1.0)), normalized=draw(st.booleans()),
                           seed=draw(st.integers(0, 9)))
 
 
 @st.composite
 def resnet_network_problems(draw):
     """Networks of seed 004 at tiny sizes: the Theorem 2 target (d <= 10, k <= min(d, 4)) or Figure 2's (k = 4,
-    d in [8, 10]), N <= 40, m <= 16, either protocol (online without weight decay)."""
+    d in [8, 10]), n_train <= 40, width <= 16 (the training is a run option)."""
     target = draw(st.sampled_from(["thm2", "fig2"]))
     d = draw(st.integers(8, 10)) if target == "fig2" else draw(st.integers(1, 10))
     k = 4 if target == "fig2" else draw(st.integers(1, min(d, 4)))
-    protocol = draw(st.sampled_from(["minibatch", "online"]))
     return resnet.NetworkProblem(arch=draw(st.sampled_from(sorted(resnet.NETWORK_ARCHS))), target=target, d=d, k=k,
                                  alpha=draw(st.floats(0.0, 1.0)),
                                  beta=draw(st.floats(0.2, 1.0)) if target == "fig2" else 1.0,
-                                 m=draw(st.integers(1, 16)), N=draw(st.integers(1, 40)), protocol=protocol,
-                                 lr=draw(st.floats(1e-3, 0.5)), wd=0.0 if protocol == "online" else 1e-4,
-                                 epochs=draw(st.integers(1, 3)), seed=draw(st.integers(0, 9)))
+                                 width=draw(st.integers(1, 16)), n_train=draw(st.integers(1, 40)),
+                                 seed=draw(st.integers(0, 9)))
 
 
 @st.composite
@@ -312,20 +310,20 @@ MODELS = {
         simulate={"n_train": 200, "seeds": 2, "steps": 3, "lr": 1e-3, "n_test": 200}),
     "resnet": ModelSpec(
         resnet_problems(),
-        edges=(lambda: resnet.Problem(d=8, k=2, N=40),
-               lambda: resnet.Problem(kernel="arcsin", d=1, k=1, N=1),                             # d = k = N = 1
-               lambda: resnet.Problem(kernel="gaussian", d=10, k=4, alpha=0.0, N=30, normalized=True)),  # alpha = 0
+        edges=(lambda: resnet.Problem(d=8, k=2, n_train=40),
+               lambda: resnet.Problem(kernel="arcsin", d=1, k=1, n_train=1),                       # d = k = N = 1
+               lambda: resnet.Problem(kernel="gaussian", d=10, k=4, alpha=0.0, n_train=30, normalized=True)),  # alpha 0
         functions=((lambda p: resnet.level_eigenvalues(p.kappa, p.d), {}),
                    (lambda p: resnet.thm2_lower_bound(p.alpha), {})),
-        simulate={"test": 500, "seeds": 2}),
+        simulate={"n_test": 500, "seeds": 2}),
     "resnet.network": ModelSpec(
         resnet_network_problems(),
-        edges=(lambda: resnet.NetworkProblem.thm2(d=8, k=2, m=8, N=20, epochs=2),
-               lambda: resnet.NetworkProblem(arch="fc2", d=1, k=1, m=1, N=1, epochs=1),              # d = k = m = N = 1
-               lambda: resnet.NetworkProblem.fig2(d=8, k=4, m=8, N=20, epochs=1, beta=0.3)),          # fig2 target
-        predict={"kernels": ["relu_ck"], "lams": [1e-4]},
-        bad_predict=(("kernels", ["nope"]), ("lams", [-1.0])),
-        simulate={"seeds": 2, "test": 64, "records": 2}),
+        edges=(lambda: resnet.NetworkProblem.thm2(d=8, k=2, width=8, n_train=20),
+               lambda: resnet.NetworkProblem(arch="fc2", d=1, k=1, width=1, n_train=1),             # d = k = m = N = 1
+               lambda: resnet.NetworkProblem.fig2(d=8, k=4, width=8, n_train=20, beta=0.3)),         # fig2 target
+        predict={"kernels": ["relu_ck"], "ridges": [1e-4]},
+        bad_predict=(("kernels", ["nope"]), ("ridges", [-1.0])),
+        simulate={"seeds": 2, "n_test": 64, "n_points": 2, "epochs": 2}),
     "committee": ModelSpec(
         committee_problems(),
         edges=(lambda: committee.Problem.saad_solla(K=2, M=2),                                   # Saad-Solla plateau setting
@@ -384,8 +382,8 @@ EXAMPLES = {
     "lora": [lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),
              lambda: lora.GeneralProblem.from_alpha(lora.Problem.orthonormal(k=4, xi=1.0, activation="relu"), 0.5)],
     "modular": [lambda: modular.Problem(p=11, k=3), lambda: modular.TransformerProblem.setting("cpu")],
-    "resnet": [lambda: resnet.Problem(d=12, k=3, N=100), lambda: resnet.Problem.thm2(d=14, N=200),
-               lambda: resnet.NetworkProblem.thm2(d=10, k=3, m=16, N=50, epochs=2)],
+    "resnet": [lambda: resnet.Problem(d=12, k=3, n_train=100), lambda: resnet.Problem.thm2(d=14, n_train=200),
+               lambda: resnet.NetworkProblem.thm2(d=10, k=3, width=16, n_train=50)],
     "committee": [lambda: committee.Problem.saad_solla(K=2, M=2),
                   lambda: committee.Problem(3, 2, "tanh", teacher_overlap=np.array([[1.0, 0.2], [0.2, 0.5]]),
                                             v_star=np.array([1.0, -0.5]), sigma=0.1)],

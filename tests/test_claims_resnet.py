@@ -11,6 +11,6 @@ from .falsify import falsifies, measure, perturb, scaled
 def test_exact_kernel_error_fails_a_perturbed_error(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.resnet.predict.exact_test_error", scaled(1.05))
-    verdict, measured, checks = measure("resnet.exact_kernel_error", tmp_path, N=[100, 300], test=10_000)
+    verdict, measured, checks = measure("resnet.exact_kernel_error", tmp_path, n_train=[100, 300], n_test=10_000)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 10) if wrong else (measured < 4.5)

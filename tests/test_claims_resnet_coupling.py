@@ -30,7 +30,7 @@ def test_sign_flips_fails_wrong_flip_theories(wrong, monkeypatch, tmp_path):
     elif wrong == "law_half_delta":
         perturb(monkeypatch, "popdyn.models.resnet.worst_case_flip_fraction", lambda f: lambda d, **k: f(d / 2, **k))
     elif wrong == "exact_tenth_delta":
-        perturb(monkeypatch, "popdyn.sim.resnet_nets.worst_case_flips", lambda f: lambda g, d: f(g, d / 10))
+        perturb(monkeypatch, "popdyn.sim.resnet.networks.worst_case_flips", lambda f: lambda g, d: f(g, d / 10))
     verdict, measured, checks = measure("resnet.sign_flips", tmp_path, m=[256, 512])
     assert verdict == ("PASS" if wrong is None else "FAIL"), (measured, checks)
     if wrong is None:

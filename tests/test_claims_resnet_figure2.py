@@ -5,7 +5,7 @@ import pytest
 
 from popdyn.models.resnet import fig2_target
 from popdyn.models.resnet.targets import CompositionTarget
-from popdyn.sim import resnet_nets
+from popdyn.sim.resnet import networks as resnet_nets
 
 from .falsify import falsifies, memoise, run_claim
 

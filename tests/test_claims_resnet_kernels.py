@@ -1,7 +1,7 @@
 """Falsification test of resnet.finite_width_kernels: the true infinite-width profiles pass, wrong ones FAIL."""
 import pytest
 
-from popdyn.sim.resnet_nets import Net
+from popdyn.sim.resnet.networks import Net
 
 from .falsify import falsifies, measure, memoise, perturb, scaled
 
@@ -29,9 +29,9 @@ def _unit_norm(f):
 @falsifies("resnet.finite_width_kernels")
 @pytest.mark.parametrize("wrong", [None, _swap, scaled(2.0), _unit_norm])
 def test_finite_width_kernels_fails_a_wrong_limit(wrong, monkeypatch, tmp_path):
-    memoise(monkeypatch, "popdyn.sim.resnet_kernels.cube_krr_error", key=_key)
+    memoise(monkeypatch, "popdyn.sim.resnet.kernels.cube_krr_error", key=_key)
     if wrong is not None:
-        perturb(monkeypatch, "popdyn.sim.resnet_kernels.fc2_kernel_limit", wrong)
+        perturb(monkeypatch, "popdyn.models.resnet.fc2_kernel_limit", wrong)
     verdict, measured, checks = measure("resnet.finite_width_kernels", tmp_path, m=[256, 512, 1024, 2048])
     assert verdict == ("PASS" if wrong is None else "FAIL"), (measured, checks)
     assert (measured < 4.0) if wrong is None else (measured > 8.0)

@@ -14,7 +14,7 @@ from .falsify import falsifies, measure, memoise, perturb, scaled
 @falsifies("resnet.min_norm_pareto")
 @pytest.mark.parametrize("wrong", [None, "no_weight_decay", "norm_x1.15", "frobenius_unit"])
 def test_min_norm_pareto_fails_a_wrong_solver_or_norm(wrong, monkeypatch, tmp_path):
-    memoise(monkeypatch, "popdyn.sim.resnet_minnorm.pareto")
+    memoise(monkeypatch, "popdyn.sim.resnet.minnorm.pareto")
     size = {"lams": [0.0], "refine_steps": 0} if wrong == "no_weight_decay" else {}
     if wrong == "norm_x1.15":
         perturb(monkeypatch, "popdyn.models.resnet.minnorm.paper_norm", scaled(1.15))
@@ -31,7 +31,7 @@ def test_min_norm_pareto_fails_a_wrong_solver_or_norm(wrong, monkeypatch, tmp_pa
 @pytest.mark.parametrize("wrong", [False, True])
 def test_sgd_not_min_norm_fails_sgd_told_the_support(wrong, monkeypatch, tmp_path):
     if wrong:
-        perturb(monkeypatch, "popdyn.sim.resnet_minnorm.sgd", lambda f: functools.partial(f, oracle_support=True))
+        perturb(monkeypatch, "popdyn.sim.resnet.minnorm.sgd", lambda f: functools.partial(f, oracle_support=True))
     verdict, measured, checks = measure("resnet.sgd_not_min_norm", tmp_path)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.5) if wrong else (measured < -0.2)

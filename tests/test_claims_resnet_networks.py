@@ -3,7 +3,7 @@ import pytest
 
 from .falsify import falsifies, measure, memoise, perturb, scaled
 
-_SMALL = {"N": [800], "archs": ["resnet"], "epochs": 30, "seeds": 1, "test": 2000}
+_SMALL = {"n_train": [800], "archs": ["resnet"], "epochs": 30, "seeds": 1, "n_test": 2000}
 
 
 # wrong theories: (kernel) the exact kernel error halved (a kernel that half-learned G: ~0.22 < 0.9 k alpha^2 = 0.32);
@@ -12,8 +12,8 @@ _SMALL = {"N": [800], "archs": ["resnet"], "epochs": 30, "seeds": 1, "test": 200
 @pytest.mark.parametrize("wrong", [None, "kernel", "untrained"])
 def test_thm2_networks_fails_a_learning_kernel_and_an_untrained_network(wrong, monkeypatch, tmp_path):
     if wrong == "untrained":
-        perturb(monkeypatch, "popdyn.sim.resnet.train", lambda f: lambda net, target, **kw: f(net, target, **{
-            **kw, "lr": 1e-12}))
+        perturb(monkeypatch, "popdyn.sim.resnet.network_vs_kernels.train",
+                lambda f: lambda net, target, **kw: f(net, target, **{**kw, "lr": 1e-12}))
     else:                                   # the training does not depend on the kernel theory: train once
         memoise(monkeypatch, "popdyn.simulate")
     if wrong == "kernel":
@@ -36,6 +36,6 @@ def test_kernel_transition_fails_a_kernel_that_learns_G_early(wrong, monkeypatch
         perturb(monkeypatch, "popdyn.models.resnet.predict.captured_coefficients", scaled(5.0))
     if wrong == "error":
         perturb(monkeypatch, "popdyn.models.resnet.predict.exact_test_error", scaled(0.5))
-    verdict, measured, checks = measure("resnet.kernel_transition", tmp_path, N=[57, 114, 1140, 2280])
+    verdict, measured, checks = measure("resnet.kernel_transition", tmp_path, n_train=[57, 114, 1140, 2280])
     assert verdict == ("PASS" if wrong is None else "FAIL"), (measured, checks)
     assert (measured > 0.1) if wrong == "captured" else (measured < 0.1)

@@ -22,7 +22,7 @@ from popdyn.models.resnet.coupling import sign_flips, worst_case_flips
 from popdyn.models.resnet.existential import G, Phi, random_feature_weights
 from popdyn.models.resnet.indicator import (claim_f4_tails, h, h_coefficients, h_truncated, truncation_error,
                                             truncation_levels)
-from popdyn.sim.resnet_nets import init_net, preactivation_flips
+from popdyn.sim.resnet.networks import init_net, preactivation_flips
 
 PHI = TaylorSeries.from_coeffs([0.3, 0.8, 0.0, -0.5])          # 0.3 + 0.8 z - 0.5 z^3
 Z = 5.0

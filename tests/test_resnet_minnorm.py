@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from popdyn import InvalidParameterError
 from popdyn.models.resnet.minnorm import (PAPER_POINTS, duplicate, level_norm, network, pad, paper_norm, parity_labels,
                                           population_mse, rademacher_bound, signs)
-from popdyn.sim.resnet_minnorm import pareto, sgd
+from popdyn.sim.resnet.minnorm import pareto, sgd
 
 _Z = 4.5
 

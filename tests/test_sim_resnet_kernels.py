@@ -1,4 +1,4 @@
-"""KRR with a network's finite-width kernel (popdyn.sim.resnet_kernels) against explicit kernel matrices, enumeration
+"""KRR with a network's finite-width kernel (popdyn.sim.resnet.kernels) against explicit kernel matrices, enumeration
 and Monte Carlo over inits."""
 import math
 
@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from popdyn._validate import InvalidParameterError
-from popdyn.models.resnet import hamming_matrix, hypercube_points, relu_ck, relu_ntk_hidden, thm2_target
-from popdyn.sim import resnet_kernels as rk
-from popdyn.sim.resnet_nets import conjugate_kernel, empirical_ntk, init_net, ridge_fit
+from popdyn.models.resnet import (fc2_kernel_limit, hamming_matrix, hypercube_points, relu_ck, relu_ntk_hidden,
+                                  thm2_target)
+from popdyn.sim.resnet import kernels as rk
+from popdyn.sim.resnet.networks import conjugate_kernel, empirical_ntk, init_net, ridge_fit
 
 _PAIRS = [("fc2", "ntk"), ("fc2", "ck"), ("fc3", "ntk"), ("fc3", "ck"), ("resnet", "ntk"), ("resnet_free_u", "ntk")]
 
@@ -82,7 +83,7 @@ def test_limit_profile_is_the_mean_over_inits(kernel, init, sigma_w):
     X = _signs(np.random.default_rng(1), 10, d)
     net = init_net("fc2", d, 2, 32, seeds=S, seed=11, init=init, sigma_w=sigma_w)
     K = _matrix(net, kernel, X, X)
-    want = rk.fc2_kernel_limit(kernel, d, None if sigma_w is None else sigma_w ** 2)[hamming_matrix(X)]
+    want = fc2_kernel_limit(kernel, d, None if sigma_w is None else sigma_w ** 2)[hamming_matrix(X)]
     z = (K.mean(0) - want) / (K.std(0, ddof=1) / math.sqrt(S))
     assert np.abs(z).max() < 5, np.abs(z).max()
     wrong = 2 * want                                             # an init scale off by sqrt 2
@@ -91,12 +92,12 @@ def test_limit_profile_is_the_mean_over_inits(kernel, init, sigma_w):
 
 def test_limit_profile_closed_forms():
     d = 9
-    np.testing.assert_allclose(rk.fc2_kernel_limit("ntk", d), (d + 1) * relu_ntk_hidden(d))
-    np.testing.assert_allclose(rk.fc2_kernel_limit("ck", d), (d + 1) / d * relu_ck(d))
-    np.testing.assert_allclose(rk.fc2_kernel_limit("ck", d, 0.25), 0.25 * (d + 1) * relu_ck(d))
+    np.testing.assert_allclose(fc2_kernel_limit("ntk", d), (d + 1) * relu_ntk_hidden(d))
+    np.testing.assert_allclose(fc2_kernel_limit("ck", d), (d + 1) / d * relu_ck(d))
+    np.testing.assert_allclose(fc2_kernel_limit("ck", d, 0.25), 0.25 * (d + 1) * relu_ck(d))
     # t = 0: <x~, x~> = d + 1, rho = 1: NTK (d+1)/2, CK s^2 (d+1)/2
-    assert rk.fc2_kernel_limit("ntk", d)[0] == pytest.approx((d + 1) / 2)
-    assert rk.fc2_kernel_limit("ck", d)[0] == pytest.approx((d + 1) / (2 * d))
+    assert fc2_kernel_limit("ntk", d)[0] == pytest.approx((d + 1) / 2)
+    assert fc2_kernel_limit("ck", d)[0] == pytest.approx((d + 1) / (2 * d))
 
 
 @settings(max_examples=15, deadline=None)
@@ -127,9 +128,9 @@ def test_bad_inputs_name_the_parameter():
              (lambda: rk.cube_krr_error(net, "ntk", target, X, 0.0), "lam"),
              (lambda: rk.cube_krr_error(net, "ntk", thm2_target(5, 2, 0.3), X, 0.1), "target"),
              (lambda: rk.cube_krr_error(init_net("fc2", 23, 1, 2), "ntk", target, X, 0.1), "d"),
-             (lambda: rk.fc2_kernel_limit("ntk", 0), "d"),
-             (lambda: rk.fc2_kernel_limit("ck", 4, -1.0), "w_var"),
-             (lambda: rk.fc2_kernel_limit("last", 4), "kernel")]
+             (lambda: fc2_kernel_limit("ntk", 0), "d"),
+             (lambda: fc2_kernel_limit("ck", 4, -1.0), "w_var"),
+             (lambda: fc2_kernel_limit("last", 4), "kernel")]
     for call, name in cases:
         with pytest.raises(InvalidParameterError, match=f"'{name}'"):
             call()

@@ -1,4 +1,4 @@
-"""Networks of seed 004 (popdyn.sim.resnet_nets): spec §6 items 14-16, training, finite-width kernels."""
+"""Networks of seed 004 (popdyn.sim.resnet.networks): spec §6 items 14-16, training, finite-width kernels."""
 import math
 import time
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from popdyn._validate import InvalidParameterError
 from popdyn.models.resnet import (exact_test_error, fig2_target, hypercube_points, kernel_matrix, krr_fit, relu_ck,
                                   relu_ntk_hidden, thm2_target)
-from popdyn.sim.resnet_nets import (ARCHS, Net, _evaluate, _walsh_torch, conjugate_kernel, empirical_ntk, init_net,
+from popdyn.sim.resnet.networks import (ARCHS, Net, _evaluate, _walsh_torch, conjugate_kernel, empirical_ntk, init_net,
                                    ridge_fit, train)
 
 

@@ -58,7 +58,7 @@ SIZES = {
              "multitask_n_train": 2 ** 18,
              "emergence": {"width": 300, "n_train": 50_000},
              "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
-             "resnet": {"d": 30, "N": 3000, "mc": 100_000, "hamming_N": 10_000},
+             "resnet": {"d": 30, "n_train": 3000, "mc": 100_000, "hamming_N": 10_000},
              "contrastive_steps": 6000, "committee_t": 100.0,
              "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
@@ -66,7 +66,7 @@ SIZES = {
               "multitask_n_train": 2 ** 16,
               "emergence": {"width": 60, "n_train": 10_000},
               "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
-              "resnet": {"d": 20, "N": 1000, "mc": 20_000, "hamming_N": 2000},
+              "resnet": {"d": 20, "n_train": 1000, "mc": 20_000, "hamming_N": 2000},
               "contrastive_steps": 1500, "committee_t": 20.0,
               "sweep": {"runs": 8, "d": 100, "tau": 5},
               "validate": ("modular.construction_margin", "modular.dft_all_frequencies", "icl.rank_gap")},
@@ -347,10 +347,10 @@ def _bench_resnet(sz):
     over test points (at a far lower accuracy: the ratio is a lower bound at equal accuracy), for a given fit; the
     numba bit-packed Hamming matrix vs the same distances from a BLAS product in numpy."""
     from popdyn.models import resnet
-    d, N, n_mc, n_h = (sz["resnet"][key] for key in ("d", "N", "mc", "hamming_N"))
-    p = resnet.Problem.thm2(d=d, k=4, alpha=0.3, N=N)
+    d, N, n_mc, n_h = (sz["resnet"][key] for key in ("d", "n_train", "mc", "hamming_N"))
+    p = resnet.Problem.thm2(d=d, k=4, alpha=0.3, n_train=N)
     X, target = p.X, p.target
-    beta = resnet.krr_fit(p.kappa, X, target(X), p.lam)
+    beta = resnet.krr_fit(p.kappa, X, target(X), p.ridge)
     resnet.exact_test_error(p.kappa, X[:4], beta[:4], target.walsh())                        # JIT only (no table cache)
     t0 = time.perf_counter()
     exact = resnet.exact_test_error(p.kappa, X, beta, target.walsh())

@@ -30,19 +30,20 @@ _Z = 4.5
               "over seeds",
        tolerance=_Z,
        tolerance_origin="|z| < 4.5 over ~36 nearly Gaussian z (P(exceed) < 1e-3); an error 5 % off is ~25 SE",
-       quick={"d": 16, "k": 3, "alpha": 0.3, "N": [100, 400], "kernels": ["relu_ntk", "relu_ck", "gaussian"],
-              "test": 20_000, "seeds": 4},
-       full={"d": 20, "k": 3, "alpha": 0.3, "N": [100, 300, 1000, 3000], "kernels": ["relu_ntk", "relu_ck", "gaussian"],
-             "test": 100_000, "seeds": 8})
+       quick={"d": 16, "k": 3, "alpha": 0.3, "n_train": [100, 400], "kernels": ["relu_ntk", "relu_ck", "gaussian"],
+              "n_test": 20_000, "seeds": 4},
+       full={"d": 20, "k": 3, "alpha": 0.3, "n_train": [100, 300, 1000, 3000],
+             "kernels": ["relu_ntk", "relu_ck", "gaussian"], "n_test": 100_000, "seeds": 8})
 def exact_kernel_error(size, device, outdir):
     rows, worst = [], 0.0
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     C = math.comb(size["d"], size["k"])
     for i, kern in enumerate(size["kernels"]):
         exact, mc, se, capG = [], [], [], []
-        for N in size["N"]:
-            p = resnet.Problem(kernel=kern, d=size["d"], k=size["k"], alpha=size["alpha"], N=N, lam=1e-4)
-            pred, sim = popdyn.predict(p), popdyn.simulate(p, test=size["test"], seeds=size["seeds"], device=device)
+        for N in size["n_train"]:
+            p = resnet.Problem(kernel=kern, d=size["d"], k=size["k"], alpha=size["alpha"], n_train=N, ridge=1e-4)
+            pred, sim = popdyn.predict(p), popdyn.simulate(p, n_test=size["n_test"], seeds=size["seeds"],
+                                                           device=device)
             e, m = pred["test_error"], sim["test_error"].mean(0)
             s = sim["test_error"].std(0, ddof=1) / math.sqrt(size["seeds"])
             z = (m - e) / s
@@ -54,17 +55,17 @@ def exact_kernel_error(size, device, outdir):
             rows.append({"kernel": kern, "N": N, "exact_error": float(e.mean()), "mc_error": float(m.mean()),
                          "max_abs_z": float(np.abs(z).max()), "captured_G": capG[-1],
                          "lemma_e2": float(pred["lemma_e2"].mean())})
-        ax0.errorbar(size["N"], mc, yerr=2 * np.array(se), fmt="o", color=f"C{i}", label=f"{kern}: Monte Carlo")
-        ax0.plot(size["N"], exact, "-", color=f"C{i}", label=f"{kern}: exact")
-        ax1.plot(size["N"], capG, "-o", color=f"C{i}", label=kern)
+        ax0.errorbar(size["n_train"], mc, yerr=2 * np.array(se), fmt="o", color=f"C{i}", label=f"{kern}: Monte Carlo")
+        ax0.plot(size["n_train"], exact, "-", color=f"C{i}", label=f"{kern}: exact")
+        ax1.plot(size["n_train"], capG, "-o", color=f"C{i}", label=kern)
     ax0.axhline(size["alpha"] ** 2, color="0.5", ls=":", label="alpha^2 (G not learned)")
     ax0.set(xscale="log", xlabel="training points N", ylabel="test error per output",
             title=f"exact vs Monte Carlo: max |z| = {worst:.2f}")
     ax1.axhline(size["alpha"], color="0.5", ls=":", label="alpha (the target's c_S)")
     ax1.axvline(C, color="0.3", ls="--", label=f"C(d, k) = {C}")
     ax1.set(xscale="log", xlabel="training points N", ylabel="captured c_S of G(F)", title="Walsh coefficient on S")
-    sample_axis(ax0, size["N"])
-    sample_axis(ax1, [*size["N"], C])
+    sample_axis(ax0, size["n_train"])
+    sample_axis(ax1, [*size["n_train"], C])
     for ax in (ax0, ax1):
         legend_outside(ax)
     path = save_figure(fig, outdir / "resnet.exact_kernel_error.png", title=claim_title(

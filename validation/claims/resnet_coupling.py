@@ -19,7 +19,7 @@ from popdyn.models import resnet
 from popdyn.models.resnet import existential, indicator
 from popdyn.models.resnet.complexity import TaylorSeries
 from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
-from popdyn.sim import resnet_nets
+from popdyn.sim.resnet import networks as resnet_nets
 
 from . import REGISTRY, ClaimResult, claim
 

@@ -22,7 +22,7 @@ import torch
 
 from popdyn.models import resnet
 from popdyn.plot import claim_title, legend_outside, sample_axis, save_figure, subplots
-from popdyn.sim import resnet_nets
+from popdyn.sim.resnet import networks as resnet_nets
 from popdyn.sim.resnet import training_inputs
 
 from . import REGISTRY, ClaimResult, claim
@@ -41,7 +41,7 @@ _KERNEL_STYLE = {"relu_ntk_hidden": ("NTK (hidden, exact)", "C3"), "relu_ntk": (
 def _training_set(N, d, seeds, seed, device="cpu"):
     """The training inputs that ``resnet_nets.train(method="minibatch", seed=seed)`` draws, (seeds, N, d) signs
     (popdyn's replay of that draw, :func:`popdyn.sim.resnet.training_inputs`)."""
-    return training_inputs(resnet.NetworkProblem.fig2(d=d, N=N, seed=seed), seeds, device=device)
+    return training_inputs(resnet.NetworkProblem.fig2(d=d, n_train=N), seeds, seed=seed, device=device)
 
 
 def _train(arch, target, N, size, lr, device):

@@ -15,8 +15,8 @@ import numpy as np
 
 from popdyn.models import resnet
 from popdyn.plot import claim_title, legend_outside, save_figure, subplots
-from popdyn.sim import resnet_kernels
-from popdyn.sim.resnet_nets import conjugate_kernel, empirical_ntk, init_net
+from popdyn.sim.resnet import kernels as resnet_kernels
+from popdyn.sim.resnet.networks import conjugate_kernel, empirical_ntk, init_net
 
 from . import REGISTRY, ClaimResult, claim
 
@@ -69,7 +69,7 @@ def finite_width_kernels(size, device, outdir):
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     for c, kern in enumerate(size["kernels"]):
         lam = size["lam"][kern]
-        kappa = resnet_kernels.fc2_kernel_limit(kern, d)
+        kappa = resnet.fc2_kernel_limit(kern, d)
         beta_inf = resnet.krr_fit(kappa, X, target(X), lam)
         e_inf = float(resnet.exact_test_error(kappa, X, beta_inf, target.walsh()).mean())
         gaps, kdev = [], []

@@ -16,7 +16,7 @@ import numpy as np
 
 from popdyn.models.resnet import minnorm
 from popdyn.plot import claim_title, legend_outside, save_figure, subplots
-from popdyn.sim import resnet_minnorm
+from popdyn.sim.resnet import minnorm as resnet_minnorm
 
 from . import REGISTRY, ClaimResult, claim
 

@@ -57,24 +57,27 @@ _GROWTH = 5.0
        tolerance=_RATIO_TOL,
        tolerance_origin="1/(4k) = (alpha^2/4)/(k alpha^2) with k = 4: the ResNet below Theorem 2's kernel floor "
                         "alpha^2/4 while the kernels sit at the plateau k alpha^2 (a kernel-like network: ratio ~1)",
-       quick={"d": 24, "k": _K, "alpha": 0.3, "N": [800, 1600], "m": 100, "epochs": 40, "lr": 0.2, "wd": 1e-4,
-              "seeds": 2, "archs": ["resnet", "fc2"], "kernels": ["relu_ntk", "relu_ck"], "test": 4000},
-       full={"d": 30, "k": _K, "alpha": 0.3, "N": [1000, 2000, 3000], "m": 200, "epochs": 200, "lr": 0.2,
-             "wd": 1e-4, "seeds": 2, "archs": ["resnet", "fc3", "fc2"], "kernels": ["relu_ntk", "relu_ck"],
-             "test": 10_000})
+       quick={"d": 24, "k": _K, "alpha": 0.3, "n_train": [800, 1600], "width": 100, "epochs": 40, "lr": 0.2,
+              "weight_decay": 1e-4, "seeds": 2, "archs": ["resnet", "fc2"], "kernels": ["relu_ntk", "relu_ck"],
+              "n_test": 4000},
+       full={"d": 30, "k": _K, "alpha": 0.3, "n_train": [1000, 2000, 3000], "width": 200, "epochs": 200, "lr": 0.2,
+             "weight_decay": 1e-4, "seeds": 2, "archs": ["resnet", "fc3", "fc2"], "kernels": ["relu_ntk", "relu_ck"],
+             "n_test": 10_000})
 def thm2_networks(size, device, outdir):
     rows, ratios, curves, kernel_rows = [], [], {}, []
-    for N in size["N"]:
-        probs = {a: NetworkProblem.thm2(a, d=size["d"], k=size["k"], alpha=size["alpha"], m=size["m"], N=N,
-                                        lr=size["lr"], wd=size["wd"], epochs=size["epochs"]) for a in size["archs"]}
+    training = {"lr": size["lr"], "weight_decay": size["weight_decay"], "epochs": size["epochs"]}
+    for N in size["n_train"]:
+        probs = {a: NetworkProblem.thm2(a, d=size["d"], k=size["k"], alpha=size["alpha"], width=size["width"],
+                                        n_train=N) for a in size["archs"]}
         first = probs[size["archs"][0]]
         Xs = training_inputs(first, size["seeds"], device=device)           # every arch trains on these sets
-        preds = [popdyn.predict(first, X=X, kernels=size["kernels"]) for X in Xs]
+        preds = [popdyn.predict(first, X=X, kernels=size["kernels"], **training) for X in Xs]
         kern = np.array([p["kernel_error"] for p in preds])                  # (seeds, kernels)
         kernel_rows.append({"N": N, **{k: float(kern[:, i].mean()) for i, k in enumerate(size["kernels"])},
                             "kernel_c_G": float(np.mean([np.abs(p["kernel_c_G"]).max() for p in preds]))})
         for a, p in probs.items():
-            sim = popdyn.simulate(p, seeds=size["seeds"], test=size["test"], device=device)
+            sim = popdyn.simulate(p, seeds=size["seeds"], n_test=size["n_test"], kernels=size["kernels"],
+                                  device=device, **training)
             err = sim["test_error"][:, -1]
             ratio = err / kern.min(1)
             if a == "resnet":
@@ -96,17 +99,17 @@ def thm2_networks(size, device, outdir):
 
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     for i, a in enumerate(size["archs"]):
-        ax0.plot(size["N"], [r["test_error"] for r in rows if r["arch"] == a], "o", color=f"C{i}",
+        ax0.plot(size["n_train"], [r["test_error"] for r in rows if r["arch"] == a], "o", color=f"C{i}",
                  label=f"{a} (trained)")
     for i, k in enumerate(size["kernels"]):
-        ax0.plot(size["N"], [r[k] for r in kernel_rows], "-", color=f"C{len(size['archs']) + i}",
+        ax0.plot(size["n_train"], [r[k] for r in kernel_rows], "-", color=f"C{len(size['archs']) + i}",
                  label=f"{k} (exact, best ridge)")
     ax0.axhline(plateau, color="0.4", ls=":", label="k alpha^2 (G not learned)")
     ax0.axhline(floor, color="0.4", ls="--", label="alpha^2/4 (Theorem 2)")
     ax0.set(yscale="log", xlabel="training points N", ylabel="test error (sum over outputs)",
             title=f"ResNet / best kernel: {measured:.3g} (tol {_RATIO_TOL:.3g})")
-    sample_axis(ax0, size["N"])
-    N_top = size["N"][-1]
+    sample_axis(ax0, size["n_train"])
+    N_top = size["n_train"][-1]
     sim = curves[N_top]
     for j, (name, ls) in enumerate((("c_F", "-"), ("c_G", "--"))):
         ax1.plot(sim.t, sim[name].mean((0, 2)), ls, color="C0", label=f"ResNet {name} (mean over outputs)")
@@ -118,7 +121,7 @@ def thm2_networks(size, device, outdir):
     path = save_figure(fig, outdir / "resnet.thm2_networks.png", title=claim_title(
         REGISTRY["resnet.thm2_networks"], measured, what="ResNet / best kernel"))
     msg = (f"ResNet {', '.join(f'{e:.3g}' for e in resnet_err)} vs best kernel "
-           f"{', '.join(f'{e:.3g}' for e in best)} at N = {size['N']}; "
+           f"{', '.join(f'{e:.3g}' for e in best)} at N = {size['n_train']}; "
            f"plateau {plateau:.3g}, Theorem 2 floor {floor:.3g}")
     return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, message=msg,
                        details={"kernels": kernel_rows})
@@ -134,18 +137,18 @@ def thm2_networks(size, device, outdir):
        tolerance=_CAPTURE_TOL,
        tolerance_origin="c_S/alpha <= 0.1 leaves >= (1 - 0.1)^2 = 81 % of G's error (Lemma E.2): G not learned; a "
                         "kernel that learned G at N ~ d (as the networks do) would show c_S/alpha ~ 1",
-       quick={"d": 20, "k": 3, "alpha": 0.3, "N": [57, 114, 285, 570, 1140, 2280], "lams": [1e-8, 1e-4],
+       quick={"d": 20, "k": 3, "alpha": 0.3, "n_train": [57, 114, 285, 570, 1140, 2280], "ridges": [1e-8, 1e-4],
               "kernels": ["relu_ntk", "relu_ck", "gaussian"]},
-       full={"d": 20, "k": 3, "alpha": 0.3, "N": [57, 114, 285, 570, 1140, 1710, 2280, 3420, 4560],
-             "lams": [1e-8, 1e-6, 1e-4], "kernels": ["relu_ntk", "relu_ck", "gaussian"]})
+       full={"d": 20, "k": 3, "alpha": 0.3, "n_train": [57, 114, 285, 570, 1140, 1710, 2280, 3420, 4560],
+             "ridges": [1e-8, 1e-6, 1e-4], "kernels": ["relu_ntk", "relu_ck", "gaussian"]})
 def kernel_transition(size, device, outdir):
     d, k, alpha = size["d"], size["k"], size["alpha"]
     C = math.comb(d, k)
     rows = []
     for kern in size["kernels"]:
-        for N in size["N"]:
-            preds = [popdyn.predict(resnet.Problem(kernel=kern, d=d, k=k, alpha=alpha, N=N, lam=lam))
-                     for lam in size["lams"]]
+        for N in size["n_train"]:
+            preds = [popdyn.predict(resnet.Problem(kernel=kern, d=d, k=k, alpha=alpha, n_train=N, ridge=lam))
+                     for lam in size["ridges"]]
             errs = [p["test_error"].sum() for p in preds]
             j = int(np.argmin(errs))
             rows.append({"kernel": kern, "N": N, "N/C": N / C, "error": float(errs[j]),
@@ -162,16 +165,17 @@ def kernel_transition(size, device, outdir):
               "exact error >= k alpha^2 at every N <= C(d, k)/10": all(r["error"] >= plateau for r in rows
                                                                        if r["N"] <= C / 10),
               f"c_S grows past C(d, k): >= {_GROWTH}x its N <= C/10 value at the largest N (>= 2 C(d, k))":
-                  size["N"][-1] >= 2 * C and all(growth[kn][-1] >= _GROWTH * at_tenth[kn] for kn in size["kernels"]),
+                  size["n_train"][-1] >= 2 * C and all(growth[kn][-1] >= _GROWTH * at_tenth[kn]
+                                                        for kn in size["kernels"]),
               "some kernel captures c_S >= alpha/2 by N = 2 C(d, k)":
                   max(r["c_S/alpha"] for r in rows if r["N"] <= 2 * C) >= 0.5}
 
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     for i, kern in enumerate(size["kernels"]):
         mine = [r for r in rows if r["kernel"] == kern]
-        ax0.plot(size["N"], [r["error"] for r in mine], "-o", color=f"C{i}", label=f"{kern}: exact error")
-        ax0.plot(size["N"], [r["lemma_e2"] for r in mine], "--", color=f"C{i}", label=f"{kern}: Lemma E.2 bound")
-        ax1.plot(size["N"], [r["c_S/alpha"] for r in mine], "-o", color=f"C{i}", label=kern)
+        ax0.plot(size["n_train"], [r["error"] for r in mine], "-o", color=f"C{i}", label=f"{kern}: exact error")
+        ax0.plot(size["n_train"], [r["lemma_e2"] for r in mine], "--", color=f"C{i}", label=f"{kern}: Lemma E.2 bound")
+        ax1.plot(size["n_train"], [r["c_S/alpha"] for r in mine], "-o", color=f"C{i}", label=kern)
     ax0.axhline(plateau, color="0.4", ls=":", label="k alpha^2 (G not learned)")
     ax0.axhline(floor, color="0.4", ls="-.", label="alpha^2/4 (Theorem 2)")
     ax1.axhline(_CAPTURE_TOL, color="0.4", ls=":", label=f"tolerance {_CAPTURE_TOL}")
@@ -185,7 +189,7 @@ def kernel_transition(size, device, outdir):
             title=f"max c_S/alpha at N <= C/10: {measured:.3g} (tol {_CAPTURE_TOL})")
     path = save_figure(fig, outdir / "resnet.kernel_transition.png", title=claim_title(
         REGISTRY["resnet.kernel_transition"], measured, what="max c_S / alpha at N <= C/10"))
-    msg = (f"max c_S/alpha at N <= C/10 = {C // 10}: {measured:.3g}; at N = {size['N'][-1]}: "
+    msg = (f"max c_S/alpha at N <= C/10 = {C // 10}: {measured:.3g}; at N = {size['n_train'][-1]}: "
            f"{', '.join(f'{kn} {growth[kn][-1]:.3g}' for kn in size['kernels'])}; min error at N <= C: "
            f"{min(r['error'] for r in rows if r['N'] <= C):.3g} (k alpha^2 = {plateau:.3g}, alpha^2/4 = {floor:.3g})")
     return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, message=msg)

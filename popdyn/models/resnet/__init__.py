@@ -9,7 +9,8 @@ tuple to its coefficient).
   :func:`relu_ntk_hidden`, :func:`relu_ntk_full`, :func:`gaussian`, :func:`arcsin`, :func:`polynomial`;
   :func:`hypercube_points`, :func:`hamming_matrix` (numba popcount), :func:`kernel_matrix`, :func:`walsh_index`,
   :func:`fwht` (numba); KRR :func:`krr_fit`, the exact Parseval error :func:`exact_test_error`,
-  :func:`captured_coefficients` and :func:`lemma_e2_bound`.
+  :func:`captured_coefficients` and :func:`lemma_e2_bound`; :func:`fc2_kernel_limit`, the infinite-width profile of
+  the two-layer net's kernels at init.
 * Complexity (``complexity.py``): :class:`TaylorSeries` in log space, :func:`log_C_eps`, :func:`log_C_eps_parts`,
   :func:`C_s`, :func:`log_C_s`; sign flips (``coupling.py``, Prop. C.4): :func:`sign_flips`, :func:`worst_case_flips`,
   :func:`worst_case_flip_fraction`, :func:`random_flip_fraction`; indicator to function (``indicator.py``, Lemma F.2):
@@ -28,18 +29,18 @@ tuple to its coefficient).
 from .hypercube import (D_MAX, FWHT_D_MAX, arcsin, captured_coefficients, dot_product_profile, exact_test_error, fwht,
                         gaussian, hamming_matrix, hypercube_points, kernel_matrix, krawtchouk, krr_fit, lemma_e2_bound,
                         level_eigenvalues, polynomial, profile_from_eigenvalues, relu_ck, relu_ntk_full,
-                        relu_ntk_hidden, walsh_index)
+                        relu_ntk_hidden, walsh_index, fc2_kernel_limit)
 from .complexity import C_s, TaylorSeries, log_C_eps, log_C_eps_parts, log_C_s
 from .coupling import random_flip_fraction, sign_flips, worst_case_flip_fraction, worst_case_flips
 from .indicator import (claim_f4_tails, h, h_coefficients, h_second_moment, h_truncated, log_abs_p_prime, p_prime,
                         truncation_error, truncation_levels)
 from .existential import Phi, random_feature_weights
-from .problem import KERNELS, NETWORK_ARCHS, NetworkProblem, Problem
+from .problem import KERNELS, NETWORK_ARCHS, NETWORK_RIDGES, NetworkProblem, Problem
 from . import existential, minnorm
 from .targets import CompositionTarget, fig2_target, polarization_G, thm2_target
 from .theory import (COROLLARY71_CONSTS, COUPLING_CONSTS, THEOREM1_CONSTS, corollary71, coupling_bounds, regret_bound,
                      theorem1_schedule, thm2_alpha_min, thm2_lower_bound, thm2_N_range)
-from . import predict  # noqa: F401  (registers popdyn.predict for Problem)
+from . import predict  # noqa: F401  (registers Problem and NetworkProblem with popdyn.api)
 
 __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_ck",
            "relu_ntk_hidden", "relu_ntk_full", "gaussian", "arcsin", "polynomial", "hypercube_points",
@@ -50,4 +51,5 @@ __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_p
            "COUPLING_CONSTS", "COROLLARY71_CONSTS", "TaylorSeries", "log_C_eps", "log_C_eps_parts", "C_s", "log_C_s",
            "sign_flips", "worst_case_flips", "worst_case_flip_fraction", "random_flip_fraction", "p_prime",
            "log_abs_p_prime", "h_coefficients", "h", "h_second_moment", "truncation_levels", "h_truncated", "truncation_error",
-           "claim_f4_tails", "Phi", "random_feature_weights", "existential", "minnorm", "NetworkProblem", "NETWORK_ARCHS"]
+           "claim_f4_tails", "Phi", "random_feature_weights", "existential", "minnorm", "NetworkProblem", "NETWORK_ARCHS",
+           "NETWORK_RIDGES", "fc2_kernel_limit"]

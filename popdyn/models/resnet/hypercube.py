@@ -17,12 +17,12 @@ import numba
 import numpy as np
 import scipy.linalg
 
-from popdyn._validate import FiniteArray, Integer, InvalidParameterError, Interval, check
+from popdyn._validate import FiniteArray, Integer, InvalidParameterError, Interval, Options, check
 
 __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_ck",
            "relu_ntk_hidden", "relu_ntk_full", "gaussian", "arcsin", "polynomial", "hypercube_points",
            "hamming_matrix", "kernel_matrix", "krr_fit", "exact_test_error", "captured_coefficients",
-           "lemma_e2_bound", "walsh_index", "fwht", "D_MAX", "FWHT_D_MAX"]
+           "lemma_e2_bound", "walsh_index", "fwht", "fc2_kernel_limit", "D_MAX", "FWHT_D_MAX"]
 
 D_MAX = 60  # float64 level eigenvalues: Krawtchouk entries up to C(60,30) ~ 1.2e17 stay exact in int64
 FWHT_D_MAX = 22  # 2^22 points: 32 MiB per output column
@@ -853,3 +853,55 @@ def lemma_e2_bound(kappa, X, beta, target):
                                     f"({len(target)}). Got shape {np.shape(beta)} instead.")
     return np.array([np.sum((captured_coefficients(kappa, X, b[:, i], sets) - coef) ** 2)
                      for i, (sets, coef) in enumerate(target)])
+
+
+def fc2_kernel_limit(kernel, d, w_var=None):
+    r"""Exact infinite-width Hamming profile of the fc2 net's kernel at init (Gaussian W with the bias column).
+
+    .. math::
+
+        K^{\mathrm{ntk}}_\infty(x,y)=\langle\tilde x,\tilde y\rangle\,\frac{\pi-\arccos\rho}{2\pi}
+        =(d+1)\,\mathrm{relu\_ntk\_hidden}_d,\qquad
+        K^{\mathrm{ck}}_\infty(x,y)=s^2\|\tilde x\|\|\tilde y\|\,\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}
+        =s^2(d+1)\,\mathrm{relu\_ck}_d,
+
+    with :math:`\tilde x=(x,1)`, :math:`\|\tilde x\|^2=d+1`, :math:`\rho=\langle\tilde x,\tilde y\rangle/(d+1)`.
+
+    Parameters
+    ----------
+    kernel : {"ntk", "ck"}
+        The hidden-weight NTK (``popdyn.sim.resnet.networks.empirical_ntk`` of fc2) or the conjugate kernel
+        (``popdyn.sim.resnet.networks.conjugate_kernel``).
+    d : int
+        Input dimension, 1 <= d <= 60.
+    w_var : float or None
+        Variance :math:`s^2` of W's entries (bias column included): None for the experiment init's 1/d (L422),
+        sigma_w^2 for the theory init. The NTK does not depend on it.
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: m -> infinity at init, A_{aj} ~ N(0, 1/m). Both finite-width kernels are sums of m i.i.d. terms whose
+    mean is this profile at every width (the NTK's :math:`\frac1k\sum_aA_{aj}^2` has mean 1/m and is independent of
+    the indicators, which are scale free), so :math:`K_m-K_\infty=O_P(m^{-1/2})` entrywise. The NTK is not the
+    relu_ntk_hidden profile itself (unit-norm inputs): the factor d+1 changes KRR at a fixed ridge.
+
+    References
+    ----------
+    .. [src] seed 004 L151 (footnote 5), L237, L422; specs/resnet_kernels.md §2.8, §4.1 item 5(a).
+
+    Examples
+    --------
+    >>> float(fc2_kernel_limit("ntk", 4)[0]), float(fc2_kernel_limit("ck", 4)[0])  # (d+1)/2 and (d+1)/(2d)
+    (2.5, 0.625)
+    """
+    owner = "resnet.fc2_kernel_limit"
+    check(owner, "kernel", kernel, Options(("ntk", "ck")))
+    d = check(owner, "d", d, Integer(1, 60))
+    s2 = 1.0 / d if w_var is None else check(owner, "w_var", w_var, Interval(0, np.inf, closed="neither"))
+    if kernel == "ntk":
+        return (d + 1) * relu_ntk_hidden(d, bias=True)
+    return s2 * (d + 1) * relu_ck(d, bias=True)

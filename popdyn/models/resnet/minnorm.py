@@ -25,8 +25,8 @@ import numpy as np
 from ..._validate import FiniteArray, Integer, InvalidParameterError, Interval, check
 from .hypercube import hypercube_points
 
-__all__ = ["PAPER_POINTS", "PAPER_SGD_BEST", "signs", "network", "parity_labels", "population_mse", "paper_norm",
-           "level_norm", "duplicate", "pad", "rademacher_bound"]
+__all__ = ["PAPER_POINTS", "PAPER_SGD_BEST", "signs", "check_support", "network", "parity_labels", "population_mse",
+           "paper_norm", "level_norm", "duplicate", "pad", "rademacher_bound"]
 
 #: (||W*||_F / sqrt d, population MSE) of the three hand constructions, seed 004 L436-440.
 PAPER_POINTS = ((9.7, 0.12), (12.5, 0.037), (13.8, 0.011))
@@ -46,7 +46,9 @@ def _weights(owner, W):
     return W
 
 
-def _support(owner, S, d):
+def check_support(owner, S, d):
+    """The parity's support ``S`` as a sorted tuple of distinct coordinates in [0, d - 1]; raise naming 'S' of
+    ``owner`` otherwise."""
     try:
         S = tuple(sorted(int(i) for i in S))
     except (TypeError, ValueError):
@@ -153,7 +155,7 @@ def parity_labels(X, S=range(6)):
     """
     X = check("resnet.parity_labels", "X", X, FiniteArray(2))
     d = X.shape[1]
-    S = _support("resnet.parity_labels", S, d)
+    S = check_support("resnet.parity_labels", S, d)
     Z = X * math.sqrt(d)
     if not np.allclose(np.abs(Z), 1.0, rtol=0, atol=1e-12):
         raise InvalidParameterError("The 'X' parameter of resnet.parity_labels must have entries ±1/sqrt(d). "
@@ -165,7 +167,7 @@ def _moments(owner, W, S, a):
     """(E F(W;x)^2, E F(W;x) y) by enumerating the columns that are nonzero or in S (y^2 = 1)."""
     W = _weights(owner, W)
     d = W.shape[1]
-    S = _support(owner, S, d)
+    S = check_support(owner, S, d)
     a = signs(W.shape[0]) if a is None else check(owner, "a", a, FiniteArray(1, shape=(W.shape[0],)))
     T = sorted(set(S) | set(np.flatnonzero(np.any(W != 0.0, axis=0)).tolist()))
     if len(T) > _ENUM_D_MAX:

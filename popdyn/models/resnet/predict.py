@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...api import predict
-from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, check
+from ...api import register
+from ..._validate import InvalidParameterError
 from ...results import Prediction
 from .hypercube import captured_coefficients, exact_test_error, krr_fit, lemma_e2_bound
-from .problem import KERNELS, NetworkProblem, Problem
+from .problem import KERNELS, NetworkProblem, Problem, check_training, kernel_inputs
 from .theory import thm2_lower_bound
 
 __all__ = []
 
 
-@predict.register(Problem)
 def _predict(problem):
-    r"""Exact test error per output of the KRR predictor fitted on the problem's N points (Parseval, sample-free).
+    r"""Exact test error per output of the KRR predictor fitted on the problem's n_train points (Parseval, sample-free).
 
     .. math:: \mathbb E_x(f_i-\mathfrak K_i)^2 = \sum_S\hat f_S^2 - 2\sum_j\beta_{ji}\sum_S\hat f_S\lambda^2_{|S|}
               \chi_S(x^{(j)}) + \beta_{\cdot i}^\top M\beta_{\cdot i}
@@ -36,7 +35,7 @@ def _predict(problem):
     X = problem.X
     target = problem.target.walsh()
     Y = problem.target(X)
-    beta = krr_fit(problem.kappa, X, Y, problem.lam)
+    beta = krr_fit(problem.kappa, X, Y, problem.ridge)
     F_sets = [tuple(sorted(problem.target.F_sets[i])) for i in range(problem.k)]
     G_set = tuple(sorted(problem.target.GF_sets[0]))
     cap = captured_coefficients(problem.kappa, X, beta, F_sets + [G_set])
@@ -47,16 +46,12 @@ def _predict(problem):
            "G_not_learned": np.array(problem.target.error_G_not_learned),
            "thm2_bound": np.array(thm2_lower_bound(problem.alpha))}
     return Prediction(t=None, observables=obs, status=0, message="exact population error (Parseval)",
-                      meta={"problem": repr(problem), "method": "exact"})
+                      meta={"method": "exact"})
 
 
-#: ridges over which ``predict(NetworkProblem)`` takes each kernel's best exact error (one eigh for all)
-NETWORK_LAMS = (1e-8, 1e-6, 1e-4, 1e-2)
-
-
-@predict.register(NetworkProblem)
-def _predict_network(problem, *, X=None, kernels=("relu_ntk", "relu_ck"), lams=NETWORK_LAMS):
-    r"""The kernel side of a network problem: exact test errors of infinite-width kernels fitted on the same N points.
+def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay, epochs):
+    r"""The kernel side of a network problem: exact test errors of infinite-width kernels fitted on the same
+    n_train points.
 
     .. math:: \mathrm{err}_K=\min_{\lambda}\ \mathbb E_x\|\mathcal H(x)-\mathfrak K_\lambda(x)\|_2^2,\qquad
               \mathfrak K_\lambda=K(\cdot,X)(K+N\lambda I)^{-1}\mathcal H(X)\ \text{(Parseval, no test sample)};\qquad
@@ -66,46 +61,46 @@ def _predict_network(problem, *, X=None, kernels=("relu_ntk", "relu_ck"), lams=N
     Parameters
     ----------
     problem : NetworkProblem
-    X : array_like, shape (N, d), entries ±1, or None
-        The training inputs; default ``problem.X``. Pass a network's own set
+    X : ndarray, shape (n_train, d), entries ±1, or None
+        The training inputs; None is ``problem.X``. Pass a network's own set
         (``popdyn.sim.resnet.training_inputs(problem, seeds)[s]``) to hold network s against the kernels on the
-        same points.
-    kernels : sequence of str
+        same points (a simulation to compare with takes the same ``X`` for its kernels).
+    kernels : tuple of str
         Names in ``resnet.KERNELS`` (with bias: the ReLU NTK ``relu_ntk``, conjugate kernel ``relu_ck``, ...).
-    lams : sequence of float
-        Ridges ``> 0``; each kernel's error is the best over them (the oracle ridge, in the kernels' favour).
+    ridges : tuple of float
+        Ridges ``> 0`` (lambda in the paper); each kernel's error is the best over them (the oracle ridge, in the
+        kernels' favour).
+    protocol, lr, weight_decay, epochs
+        The networks' training (see ``NetworkProblem.options``): the kernels do not depend on it; it is checked and
+        recorded so that ``compare`` holds the prediction against a simulation of the same training.
 
     Returns
     -------
     Prediction
-        Static, ``coords["kernel"]`` the kernel names. ``kernel_error`` (kernels,) the total error (summed over the
-        k outputs) at the best ridge, ``kernel_error_output`` (kernels, k) its outputs, ``kernel_lam`` (kernels,)
-        that ridge, ``kernel_c_F`` and ``kernel_c_G`` (kernels, k) the Walsh coefficients the kernel predictor of
-        output i puts on the sets of F_i and of G_i(F) (the networks' ``c_F``, ``c_G``), ``lemma_e2`` (kernels,)
-        Lemma E.2's Parseval lower bound (total); ``G_not_learned`` = k alpha^2 (the error of beta F; the plateau),
-        ``nothing_learned`` = E||H||^2 (the zero predictor); thm2 target only: ``thm2_bound`` = alpha^2/4.
+        Static, ``coords["kernel"]`` the kernel names, ``coords["ridge"]`` the ridges. ``kernel_error`` (kernels,)
+        the total error (summed over the k outputs) at the best ridge, ``kernel_error_output`` (kernels, k) its
+        outputs, ``kernel_ridge`` (kernels,) that ridge, ``kernel_c_F`` and ``kernel_c_G`` (kernels, k) the Walsh
+        coefficients the kernel predictor of output i puts on the sets of F_i and of G_i(F) (the networks' ``c_F``,
+        ``c_G``), ``lemma_e2`` (kernels,) Lemma E.2's Parseval lower bound (total); ``G_not_learned`` = k alpha^2
+        (the error of beta F; the plateau), ``nothing_learned`` = E||H||^2 (the zero predictor); thm2 target only:
+        ``thm2_bound`` = alpha^2/4.
 
     Notes
     -----
     Regime: x uniform on {±1}^d, dot-product kernels. Theorem 2's bound is proved only for N up to
     (d/(20 k^2 log^2 d))^(k/2) (empty at simulable d; :func:`thm2_N_range`); the exact errors hold for every N and sit
     near k alpha^2 + (the linear part's error) while N << C(d, k) (spec §2.7 V6). Cost: one N x N ``eigh`` per
-    kernel and O(N^2) per ridge.
+    kernel and O(N^2) per ridge (N = n_train).
 
     References
     ----------
     .. [src] seed 004 L122-155 (program 3.1), L354-366 (Theorem 2), L1106-1151 (Prop. E.1, Lemma E.2), L241 (the
        plateau k alpha^2); specs/resnet_kernels.md §2.7, §4.1 item 3, §4.2.
     """
-    owner = "resnet.predict"
-    X = problem.X if X is None else check(owner, "X", X, FiniteArray(2, (problem.N, problem.d)))
-    if not np.all(np.abs(X) == 1):
-        raise InvalidParameterError(f"The 'X' parameter of {owner} must have entries ±1. Got other values.")
-    kernels = [check(owner, "kernels", name, Options(tuple(KERNELS))) for name in np.atleast_1d(kernels).tolist()]
-    lams = np.array([check(owner, "lams", v, Interval(0.0, np.inf, "neither")) for v in np.atleast_1d(lams).tolist()])
-    if not kernels or not lams.size:
-        raise InvalidParameterError(f"The 'kernels' and 'lams' parameters of {owner} must be non-empty. Got "
-                                    f"{kernels!r}, {lams.tolist()!r} instead.")
+    owner = "resnet.network.predict"
+    check_training(owner, protocol, weight_decay)
+    X = kernel_inputs(owner, problem, X)
+    kernels, ridges = list(kernels), np.array(ridges, dtype=float)
     H = problem.H
     target, Y = H.walsh(), H(X)
     F_sets = [tuple(sorted(S)) for S in H.F_sets]
@@ -113,21 +108,27 @@ def _predict_network(problem, *, X=None, kernels=("relu_ntk", "relu_ck"), lams=N
     err, best, cF, cG, e2 = [], [], [], [], []
     for name in kernels:
         kappa = KERNELS[name](problem.d)
-        betas = krr_fit(kappa, X, Y, lams)
-        per_lam = [exact_test_error(kappa, X, b, target) for b in betas]
-        j = int(np.argmin([e.sum() for e in per_lam]))
+        betas = krr_fit(kappa, X, Y, ridges)
+        per_ridge = [exact_test_error(kappa, X, b, target) for b in betas]
+        j = int(np.argmin([e.sum() for e in per_ridge]))
         cap = captured_coefficients(kappa, X, betas[j], F_sets + G_sets)
-        err.append(per_lam[j])
-        best.append(lams[j])
+        err.append(per_ridge[j])
+        best.append(ridges[j])
         cF.append(np.diagonal(cap[:problem.k]))
         cG.append(np.diagonal(cap[problem.k:]))
         e2.append(lemma_e2_bound(kappa, X, betas[j], target).sum())
     err = np.array(err)
-    obs = {"kernel_error": err.sum(1), "kernel_error_output": err, "kernel_lam": np.array(best),
+    obs = {"kernel_error": err.sum(1), "kernel_error_output": err, "kernel_ridge": np.array(best),
            "kernel_c_F": np.array(cF), "kernel_c_G": np.array(cG), "lemma_e2": np.array(e2),
            "G_not_learned": np.array(H.error_G_not_learned), "nothing_learned": np.array(H.error_zero_predictor)}
     if problem.target == "thm2":
         obs["thm2_bound"] = np.array(thm2_lower_bound(problem.alpha))
-    return Prediction(t=None, observables=obs, coords={"kernel": np.array(kernels)}, status=0,
-                      message="exact population error of the kernels (Parseval), best ridge",
-                      meta={"problem": repr(problem), "method": "exact", "lams": lams.tolist()})
+    return Prediction(t=None, observables=obs, coords={"kernel": np.array(kernels), "ridge": ridges}, status=0,
+                      message="exact population error of the kernels (Parseval), best ridge", meta={"method": "exact"})
+
+
+register(Problem, name="resnet", predict=_predict, simulate="popdyn.sim.resnet.kernel_regression:simulate",
+         summary="exact population test error (Parseval) of kernel ridge regression of Theorem 2's target")
+register(NetworkProblem, name="resnet.network", predict=_predict_network,
+         simulate="popdyn.sim.resnet.network_vs_kernels:simulate",
+         summary="exact test errors of the infinite-width kernels the trained networks are held against")

@@ -21,10 +21,10 @@ import math
 import numpy as np
 import torch
 
-from .._validate import Integer, InvalidParameterError, Interval, check
-from ..models.resnet.hypercube import hypercube_points
-from ..models.resnet.minnorm import PAPER_POINTS, _support, signs
-from ._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from ..._validate import Integer, InvalidParameterError, Interval, check
+from ...models.resnet.hypercube import hypercube_points
+from ...models.resnet.minnorm import PAPER_POINTS, check_support, signs
+from .._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, to_numpy
 
 __all__ = ["pareto", "sgd"]
 
@@ -132,7 +132,7 @@ def pareto(d=6, m=200, lams=(3e-4, 1e-4), starts=4, steps=10_000, lr=0.025, init
                                    (("starts", starts, 1), ("steps", steps, 1), ("refine_steps", refine_steps, 0)))
     lr, refine_lr, init_std = (check(owner, n, v, _POS) for n, v in
                                (("lr", lr), ("refine_lr", refine_lr), ("init_std", init_std)))
-    S = _support(owner, S, d)
+    S = check_support(owner, S, d)
     seed = check(owner, "seed", seed, Integer(0))
     dev, dt = resolve_device(device, owner), resolve_dtype(dtype, owner)
 
@@ -245,7 +245,7 @@ def sgd(d=20, N=2000, m=200, lrs=(0.1,), wds=(0.0,), epochs=100, batch=50, momen
     momentum = check(owner, "momentum", momentum, Interval(0.0, 1.0, "left"))
     init_std = check(owner, "init_std", init_std, _POS)
     lrs, wds = _grid(owner, "lrs", lrs, _POS), _grid(owner, "wds", wds, _NONNEG)
-    S = _support(owner, S, d)
+    S = check_support(owner, S, d)
     if not isinstance(oracle_support, (bool, np.bool_)):
         raise InvalidParameterError(f"The 'oracle_support' parameter of {owner} must be a bool. "
                                     f"Got {oracle_support!r} instead.")

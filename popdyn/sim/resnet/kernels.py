@@ -8,11 +8,10 @@ kernel_predictor
     the test points; for fc2 a closed form in the ReLU masks) instead of the (test, N) kernel matrix.
 cube_krr_error
     Exact population test error on the uniform cube {±1}^d of that predictor fitted on N points (program (3.1) with
-    :func:`popdyn.sim.resnet_nets.ridge_fit`): the average over all 2^d points, no test sample.
+    :func:`popdyn.sim.resnet.networks.ridge_fit`): the average over all 2^d points, no test sample.
 fc2_kernel_limit
-    The exact infinite-width Hamming profile of the fc2 net's kernels at init, with the init's scales: the hidden-
-    weight NTK tends to (d+1) relu_ntk_hidden(d), the conjugate kernel to s^2 (d+1) relu_ck(d) (s^2 the variance of
-    W's entries, 1/d for the experiment init).
+    The exact infinite-width Hamming profile of the fc2 net's kernels at init (numpy, theory side:
+    :func:`popdyn.models.resnet.fc2_kernel_limit`, re-exported here).
 
 See specs/resnet_kernels.md §2.7-2.8, §4.1 item 5(a).
 """
@@ -24,11 +23,11 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad as fwAD
 
-from .._validate import Integer, Interval, InvalidParameterError, Options, check
-from ..models.resnet.hypercube import hypercube_points, relu_ck, relu_ntk_hidden
-from ..models.resnet.targets import CompositionTarget
-from ._torch import to_numpy
-from .resnet_nets import Net, conjugate_kernel, empirical_ntk, ridge_fit
+from ..._validate import Integer, Interval, InvalidParameterError, Options, check
+from ...models.resnet.hypercube import fc2_kernel_limit, hypercube_points
+from ...models.resnet.targets import CompositionTarget
+from .._torch import to_numpy
+from .networks import Net, conjugate_kernel, empirical_ntk, ridge_fit
 
 __all__ = ["KERNELS", "kernel_predictor", "cube_krr_error", "fc2_kernel_limit"]
 
@@ -141,7 +140,7 @@ def kernel_predictor(net, kernel, X, beta, Z):
 
     Parameters
     ----------
-    net : popdyn.sim.resnet_nets.Net
+    net : popdyn.sim.resnet.networks.Net
     kernel : {"ntk", "ck"}
         "ntk": :func:`empirical_ntk` with its default layers (all trained hidden layers); "ck":
         :func:`conjugate_kernel` (arch fc2 or fc3 only).
@@ -167,14 +166,14 @@ def kernel_predictor(net, kernel, X, beta, Z):
 
     Examples
     --------
-    >>> from popdyn.sim.resnet_nets import init_net
+    >>> from popdyn.sim.resnet.networks import init_net
     >>> net = init_net("fc2", 3, 1, 8, seeds=2)
     >>> X = [[1, 1, -1], [-1, 1, 1]]
     >>> f = kernel_predictor(net, "ntk", X, np.ones((2, 2)), X)
     >>> bool(np.allclose(f, empirical_ntk(net, X).sum(-1)))
     True
     """
-    owner = "resnet_kernels.kernel_predictor"
+    owner = "resnet.kernels.kernel_predictor"
     _check_net(owner, net, kernel)
     d, s = net.W.shape[2] - 1, net.seeds
     Xt, Zt = (_tensor(net, _cube_points(owner, name, v, d)) for name, v in (("X", X), ("Z", Z)))
@@ -209,7 +208,7 @@ def cube_krr_error(net, kernel, target, X, lam):
 
     Parameters
     ----------
-    net : popdyn.sim.resnet_nets.Net
+    net : popdyn.sim.resnet.networks.Net
     kernel : {"ntk", "ck"}
         As in :func:`kernel_predictor`.
     target : popdyn.models.resnet.CompositionTarget
@@ -235,12 +234,12 @@ def cube_krr_error(net, kernel, target, X, lam):
     Examples
     --------
     >>> from popdyn.models.resnet import thm2_target
-    >>> from popdyn.sim.resnet_nets import init_net
+    >>> from popdyn.sim.resnet.networks import init_net
     >>> X = np.random.default_rng(0).choice([-1.0, 1.0], size=(20, 6))
     >>> cube_krr_error(init_net("fc2", 6, 2, 64, seeds=3), "ck", thm2_target(6, 2, 0.3, rng=0), X, 1e-3).shape
     (3, 2)
     """
-    owner = "resnet_kernels.cube_krr_error"
+    owner = "resnet.kernels.cube_krr_error"
     _check_net(owner, net, kernel)
     d = net.W.shape[2] - 1
     check(owner, "d", d, Integer(1, 22))
@@ -259,54 +258,3 @@ def cube_krr_error(net, kernel, target, X, lam):
         f = to_numpy(predict(_tensor(net, Z)))
         sq += ((f - target(Z)[None]) ** 2).sum(1)
     return sq / cube.shape[0]
-
-
-def fc2_kernel_limit(kernel, d, w_var=None):
-    r"""Exact infinite-width Hamming profile of the fc2 net's kernel at init (Gaussian W with the bias column).
-
-    .. math::
-
-        K^{\mathrm{ntk}}_\infty(x,y)=\langle\tilde x,\tilde y\rangle\,\frac{\pi-\arccos\rho}{2\pi}
-        =(d+1)\,\mathrm{relu\_ntk\_hidden}_d,\qquad
-        K^{\mathrm{ck}}_\infty(x,y)=s^2\|\tilde x\|\|\tilde y\|\,\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}
-        =s^2(d+1)\,\mathrm{relu\_ck}_d,
-
-    with :math:`\tilde x=(x,1)`, :math:`\|\tilde x\|^2=d+1`, :math:`\rho=\langle\tilde x,\tilde y\rangle/(d+1)`.
-
-    Parameters
-    ----------
-    kernel : {"ntk", "ck"}
-        The hidden-weight NTK (:func:`empirical_ntk` of fc2) or the conjugate kernel (:func:`conjugate_kernel`).
-    d : int
-        Input dimension, 1 <= d <= 60.
-    w_var : float or None
-        Variance :math:`s^2` of W's entries (bias column included): None for the experiment init's 1/d (L422),
-        sigma_w^2 for the theory init. The NTK does not depend on it.
-
-    Returns
-    -------
-    ndarray, shape (d+1,)
-
-    Notes
-    -----
-    Regime: m -> infinity at init, A_{aj} ~ N(0, 1/m). Both finite-width kernels are sums of m i.i.d. terms whose
-    mean is this profile at every width (the NTK's :math:`\frac1k\sum_aA_{aj}^2` has mean 1/m and is independent of
-    the indicators, which are scale free), so :math:`K_m-K_\infty=O_P(m^{-1/2})` entrywise. The NTK is not the
-    relu_ntk_hidden profile itself (unit-norm inputs): the factor d+1 changes KRR at a fixed ridge.
-
-    References
-    ----------
-    .. [src] seed 004 L151 (footnote 5), L237, L422; specs/resnet_kernels.md §2.8, §4.1 item 5(a).
-
-    Examples
-    --------
-    >>> float(fc2_kernel_limit("ntk", 4)[0]), float(fc2_kernel_limit("ck", 4)[0])  # (d+1)/2 and (d+1)/(2d)
-    (2.5, 0.625)
-    """
-    owner = "resnet_kernels.fc2_kernel_limit"
-    check(owner, "kernel", kernel, Options(KERNELS))
-    d = check(owner, "d", d, Integer(1, 60))
-    s2 = 1.0 / d if w_var is None else check(owner, "w_var", w_var, Interval(0, np.inf, closed="neither"))
-    if kernel == "ntk":
-        return (d + 1) * relu_ntk_hidden(d, bias=True)
-    return s2 * (d + 1) * relu_ck(d, bias=True)

@@ -33,10 +33,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
-from ..models.resnet.coupling import worst_case_flips
-from ..results import Simulation
-from ._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
+from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
+from ...models.resnet.coupling import worst_case_flips
+from ...results import Simulation
+from .._torch import (make_generator, progress as progress_bar, resolve_device, resolve_dtype, serial_if_small,
+                      standard_normal_, to_numpy)
 
 __all__ = ["ARCHS", "Net", "init_net", "train", "preactivation_flips", "empirical_ntk", "conjugate_kernel", "ridge_fit"]
 
@@ -49,7 +50,8 @@ ARCHS = {
 }
 _POS = Interval(0, np.inf, closed="neither")
 _NONNEG = Interval(0, np.inf, closed="left")
-_STREAMS = {"init": 0, "train": 1, "test": 2, "order": 3}
+#: the random streams of a seed: generator ``seed * 4 + STREAMS[name]``
+STREAMS = {"init": 0, "train": 1, "test": 2, "order": 3}
 
 
 def _tilde(Z):
@@ -157,7 +159,7 @@ def init_net(arch, d, k, m, *, seeds=1, seed=0, init="experiment", sigma_w=None,
     >>> tuple(net(torch.ones(5, 6, dtype=torch.float64)).shape)
     (3, 5, 2)
     """
-    owner = "resnet_nets.init_net"
+    owner = "resnet.networks.init_net"
     check(owner, "arch", arch, Options(tuple(ARCHS)))
     check(owner, "init", init, Options(("experiment", "theory")))
     d, k, m = as_int(owner, "d", d, 1), as_int(owner, "k", k, 1), as_int(owner, "m", m, 1)
@@ -168,7 +170,7 @@ def init_net(arch, d, k, m, *, seeds=1, seed=0, init="experiment", sigma_w=None,
     sw = m ** -0.125 if sigma_w is None else check(owner, "sigma_w", sigma_w, _POS)
     sv = 1.0 if sigma_v is None else check(owner, "sigma_v", sigma_v, _POS)
     dev, dt = resolve_device(device, owner), resolve_dtype(dtype, owner)
-    gen = make_generator(seed * 4 + _STREAMS["init"], dev)
+    gen = make_generator(seed * 4 + STREAMS["init"], dev)
 
     def gauss(shape, std):
         return standard_normal_(torch.empty(shape, device=dev, dtype=dt), gen).mul_(std)
@@ -199,12 +201,14 @@ def _evaluate(walsh, X):
     return torch.stack(cols, dim=-1)
 
 
-def _signs(shape, gen, dev, dt):
+def signs(shape, gen, dev, dt):
+    """Uniform ±1 entries of ``shape`` from the generator ``gen`` (the draw of every input of :func:`train`)."""
     return torch.randint(0, 2, shape, generator=gen, device=dev).to(dt).mul_(2).sub_(1)
 
 
 def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, batch=1, N=1000, lr=0.1, wd=0.0,
-          epochs=(400, 400), minibatch=50, momentum=0.9, test=4000, records=21, seed=0, hierarchy=True):
+          epochs=(400, 400), minibatch=50, momentum=0.9, test=4000, records=21, seed=0, hierarchy=True,
+          progress=False):
     r"""Train ``net`` in place on ``target`` with x uniform on {±1}^d; test error and c_F, c_G over time.
 
     .. math:: \mathrm{Obj}=\tfrac12\|y-\mathrm{out}(x)\|^2,\qquad
@@ -234,12 +238,15 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
         Seed of the training samples and the test set.
     hierarchy : bool
         Also record c_F and c_G.
+    progress : bool
+        Show a progress bar over the steps.
 
     Returns
     -------
     Simulation
-        ``t`` (records,) the step counts; ``test_error`` (seeds, records); with ``hierarchy`` ``c_F`` and ``c_G``
-        (seeds, records, k) (c_G is NaN for an output whose G is absent). ``status`` 1 and a message when the
+        ``t`` (records,) the step counts; ``test_error`` (seeds, records) and its outputs ``test_error_output``
+        (seeds, records, k); with ``hierarchy`` ``c_F`` and ``c_G`` (seeds, records, k) (c_G is NaN for an output
+        whose G is absent). ``status`` 1 and a message when the
         loss of some seed became non-finite (spec §7 item 9); the records after it are NaN for that seed.
 
     Notes
@@ -259,7 +266,7 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
     >>> sim["test_error"].shape, sim.t.tolist()
     ((2, 3), [0.0, 5.0, 10.0])
     """
-    owner = "resnet_nets.train"
+    owner = "resnet.networks.train"
     if not isinstance(net, Net):
         raise InvalidParameterError(f"The 'net' parameter of {owner} must be a Net (init_net). Got {net!r} instead.")
     d, k = net.W.shape[2] - 1, net.A.shape[1]
@@ -290,33 +297,34 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
         total = sum(epochs) * per_epoch
         opt = torch.optim.SGD(list(net.params.values()), lr=lr, momentum=momentum, weight_decay=wd)
     walsh = _walsh_torch(target, dev)
-    gen = make_generator(seed * 4 + _STREAMS["train"], dev)
-    Xtest = _signs((test, d), make_generator(seed * 4 + _STREAMS["test"], dev), dev, dt)
+    gen = make_generator(seed * 4 + STREAMS["train"], dev)
+    Xtest = signs((test, d), make_generator(seed * 4 + STREAMS["test"], dev), dev, dt)
     Ytest = _evaluate(walsh, Xtest)
     chi_F = torch.stack([Xtest[:, list(S)].prod(1) for S in target.F_sets], 1)
     chi_G = torch.stack([Xtest[:, list(S)].prod(1) if S is not None else torch.full_like(Xtest[:, 0], math.nan)
                          for S in target.GF_sets], 1)
     at = np.unique(np.round(np.linspace(0, total, records)).astype(np.int64))
-    err = np.full((net.seeds, at.size), np.nan)
+    err = np.full((net.seeds, at.size, k), np.nan)
     cF, cG = np.full((net.seeds, at.size, k), np.nan), np.full((net.seeds, at.size, k), np.nan)
     alive = torch.ones(net.seeds, dtype=torch.bool, device=dev)
 
     def record(j):
         with torch.no_grad():
             out = net(Xtest)
-            err[:, j] = to_numpy(((out - Ytest) ** 2).sum(-1).mean(-1))
+            err[:, j] = to_numpy(((out - Ytest) ** 2).mean(-2))
             if hierarchy:
                 cF[:, j], cG[:, j] = to_numpy((out * chi_F).mean(1)), to_numpy((out * chi_G).mean(1))
             dead = to_numpy(~alive).astype(bool)
             err[dead, j], cF[dead, j], cG[dead, j] = np.nan, np.nan, np.nan
 
     if method == "minibatch":
-        Xtr = _signs((net.seeds, N, d), gen, dev, dt)
+        Xtr = signs((net.seeds, N, d), gen, dev, dt)
         Ytr = _evaluate(walsh, Xtr)
     start, j = time.perf_counter(), 0
     elements = net.seeds * (batch if method == "online" else minibatch) * net.W.shape[1]
     for q in net.params.values():
         q.requires_grad_(True)
+    bar = progress_bar(total, progress, f"resnet {net.arch}", unit="step")
     with serial_if_small(dev, elements):
         for step in range(total + 1):
             if step == at[j]:
@@ -324,8 +332,9 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
                 j += 1
             if step == total:
                 break
+            bar.update(1)
             if method == "online":
-                Xb = _signs((net.seeds, batch, d), gen, dev, dt)
+                Xb = signs((net.seeds, batch, d), gen, dev, dt)
                 Yb = _evaluate(walsh, Xb)
             else:
                 epoch, b = divmod(step, per_epoch)
@@ -345,11 +354,12 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
                 for q in net.params.values():
                     q.grad[~alive] = 0        # a diverged seed stops; a NaN gradient marks its seed at the next step
             opt.step()
+    bar.close()
     for q in net.params.values():
         q.requires_grad_(False)
         q.grad = None
     bad = int((~alive).sum())
-    obs = {"test_error": err}
+    obs = {"test_error": err.sum(-1), "test_error_output": err}
     if hierarchy:
         obs.update(c_F=cF, c_G=cG)
     meta = {"arch": net.arch, "method": method, "seed": seed, "test": test, "device": str(dev),
@@ -416,7 +426,7 @@ def preactivation_flips(net, X, layer="W"):
     >>> bool((r["flips"] <= r["worst"]).all())
     True
     """
-    owner = "resnet_nets.preactivation_flips"
+    owner = "resnet.networks.preactivation_flips"
     if not isinstance(net, Net):
         raise InvalidParameterError(f"The 'net' parameter of {owner} must be a Net (init_net). Got {net!r} instead.")
     check(owner, "layer", layer, Options(("W", "V") if net.V is not None else ("W",)))
@@ -482,7 +492,7 @@ def empirical_ntk(net, X, Y=None, which=None):
     >>> empirical_ntk(net, [[1, 1, -1, 1], [-1, 1, 1, 1]]).shape
     (1, 2, 2)
     """
-    owner = "resnet_nets.empirical_ntk"
+    owner = "resnet.networks.empirical_ntk"
     layers = ARCHS[net.arch][0]
     which = layers if which is None else tuple(which)
     if not which or any(w not in layers for w in which):
@@ -524,7 +534,7 @@ def conjugate_kernel(net, X, Y=None):
     ----------
     .. [src] seed 004 L151, L237; specs/resnet_kernels.md §1.6, §4.1 item 3.
     """
-    owner = "resnet_nets.conjugate_kernel"
+    owner = "resnet.networks.conjugate_kernel"
     d, dev, dt = net.W.shape[2] - 1, net.W.device, net.W.dtype
 
     def feats(Z):
@@ -571,7 +581,7 @@ def ridge_fit(K, Y, lam):
     >>> ridge_fit(np.eye(2), [1.0, 2.0], 0.5).tolist()
     [0.5, 1.0]
     """
-    owner = "resnet_nets.ridge_fit"
+    owner = "resnet.networks.ridge_fit"
     K = np.asarray(K, dtype=np.float64)
     K = check(owner, "K", K, FiniteArray(K.ndim if K.ndim in (2, 3) else 2))
     if K.shape[-1] != K.shape[-2]:
