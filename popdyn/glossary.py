@@ -44,6 +44,8 @@ TERMS = {
     "optimizer": Term("training algorithm of the simulation", "", "one of the problem's choices"),
     "weight_decay": Term("L2 weight decay per step (decoupled for AdamW)", "lambda, wd", "float >= 0"),
     "init_scale": Term("scale of the initial weights", "", "float > 0"),
+    "init": Term("where a simulation's initial weights come from: the prediction's for every seed, or a fresh "
+                 "draw per seed", "", '"problem" or "random"'),
     "init_seed": Term("seed of the initial weights shared by theory and simulation", "", "int >= 0"),
     "n_train": Term("number of training samples", "n, N (ResNet)", "int >= 1"),
     "n_test": Term("number of fresh test samples used to evaluate a trained network", "", "int >= 1"),
@@ -60,6 +62,9 @@ TERMS = {
     "method": Term("algorithm that computes the theory or trains the network", "", "one of the problem's choices"),
     "convention": Term('"corrected" (popdyn\'s default) or "paper" (the form as printed; docs/errata.md)', "",
                        '"corrected" or "paper"'),
+    "delta": Term("probability a high-probability statement may fail (or mass of inputs it may exclude)",
+                  "delta", "float in (0, 1)"),
+    "chunk": Term("samples per block of a memory-bounded pass; results do not depend on it", "", "int >= 1"),
     "n_mc": Term("Monte Carlo sample size of a theory quantity without a closed form", "", "int >= 2"),
     "rtol": Term("relative tolerance of an ODE solver", "", "float in (0, 1)"),
     "atol": Term("absolute tolerance of an ODE solver", "", "float > 0"),

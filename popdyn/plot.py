@@ -463,6 +463,7 @@ def _draw_observable(a, name, *, t, theory, mean, sd, n_seeds, band_sd, result):
         a.set_yscale("log")
     if labels is not None:
         discrete_axis(a, x, labels=labels)
+        _fit_tick_labels(a)
     elif points:
         discrete_axis(a, x)
         if x.size == 1:
@@ -476,6 +477,24 @@ def _draw_observable(a, name, *, t, theory, mean, sd, n_seeds, band_sd, result):
     if n_entries > 10:
         a.text(0.02, 0.98, f"{n_entries} entries (one colour each)", transform=a.transAxes, va="top", fontsize=7)
     return points
+
+
+def _fit_tick_labels(a):
+    """Named ticks that fit: upright when short, else turned 90 degrees; at most about one per 14 points of
+    axis length (the others left unnamed)."""
+    labels = a.get_xticklabels()
+    texts = [t.get_text() for t in labels]
+    if not texts:
+        return
+    width_pt = a.get_position().width * a.figure.get_size_inches()[0] * 72
+    longest = max(len(t) for t in texts)
+    upright = longest * 5.5 * len(texts) < 0.8 * width_pt
+    keep = max(1, int(np.ceil(len(texts) / max(1.0, (0.8 * width_pt) / (14 if not upright else longest * 5.5)))))
+    for i, t in enumerate(labels):
+        t.set_rotation(0 if upright else 90)
+        t.set_horizontalalignment("center")
+        if i % keep:
+            t.set_visible(False)
 
 
 def _method_legend(fig, has_theory, has_sim, n_seeds, band_sd, points):

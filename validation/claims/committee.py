@@ -59,10 +59,10 @@ def plateau_erf(size, device, outdir):
                        message=f"plateau eg = {eg:.8f} (0.014645 expected); drift residual {res:.2g}")
 
 
-def _runs(problem, lr, d, t_max, seeds, n_points, device, init=1.0):
+def _runs(problem, lr, d, t_max, seeds, n_points, device, init_scale=1.0):
     """SGD at d and the ODE from each seed's recorded initial overlaps, on the same step grid."""
     sim = popdyn.simulate(problem, d=d, steps=int(round(t_max * d)), lr=lr, seeds=seeds, n_points=n_points,
-                          init=init, seed=d, device=device)
+                          init_scale=init_scale, seed=d, device=device)
     t = sim.t / d
     odes = [committee.ode(problem, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-9, atol=1e-11, lr=lr)
             for s in range(seeds)]

@@ -12,10 +12,10 @@ from .problem import Problem
 __all__ = ["initial_overlaps", "check_dimension"]
 
 
-def initial_overlaps(problem, d, init=1.0, seed=0):
-    r"""Overlaps :math:`(Q_0, R_0)` of one random student :math:`J = \mathrm{init}\,G/\sqrt d` at dimension d.
+def initial_overlaps(problem, d, init_scale=1.0, seed=0):
+    r"""Overlaps :math:`(Q_0, R_0)` of one random student :math:`J = \mathrm{init\_scale}\,G/\sqrt d` at dimension d.
 
-    .. math:: R_0 = \frac{\mathrm{init}}{\sqrt d}ZL^T,\quad Q_0 = \frac{\mathrm{init}^2}{d}(ZZ^T + HH^T),\quad
+    .. math:: R_0 = \frac{s}{\sqrt d}ZL^T,\quad Q_0 = \frac{s^2}{d}(ZZ^T + HH^T),\quad
               LL^T = T\ (\text{teacher\_overlap}),\ Z \in \mathbb R^{K\times M},\ H\in\mathbb R^{K\times(d-M)} \text{ standard Gaussian}
 
     Parameters
@@ -23,7 +23,7 @@ def initial_overlaps(problem, d, init=1.0, seed=0):
     problem : Problem
     d : int
         Input dimension, >= M + 1.
-    init : float
+    init_scale : float
         Student scale, > 0.
     seed : int
         numpy seed, >= 0.
@@ -51,12 +51,12 @@ def initial_overlaps(problem, d, init=1.0, seed=0):
     owner = "committee.initial_overlaps"
     K, M = problem.K, problem.M
     d = check(owner, "d", d, Integer(M + 1))
-    init = check(owner, "init", init, Interval(0, np.inf, closed="neither"))
+    init_scale = check(owner, "init_scale", init_scale, Interval(0, np.inf, closed="neither"))
     rng = np.random.default_rng(check(owner, "seed", seed, Integer(0)))
     lam, U = np.linalg.eigh(problem.teacher_overlap)
     L = U * np.sqrt(np.maximum(lam, 0.0))
     Z, H = rng.standard_normal((K, M)), rng.standard_normal((K, d - M))
-    return init ** 2 / d * (Z @ Z.T + H @ H.T), init / np.sqrt(d) * Z @ L.T
+    return init_scale ** 2 / d * (Z @ Z.T + H @ H.T), init_scale / np.sqrt(d) * Z @ L.T
 
 
 def check_dimension(owner, problem, d):
@@ -67,14 +67,14 @@ def check_dimension(owner, problem, d):
     return d
 
 
-def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init, v0, n_points, seed, Q0, R0, rtol, atol):
+def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_points, seed, Q0, R0, rtol, atol):
     r"""The overlap ODE of online SGD on the committee at dimension d, recorded at step numbers.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\quad t = \text{steps}/d,\quad
               \epsilon_g = \tfrac12u^TI_2(\Omega)u
 
     The options (``Problem.options``): ``d`` sets the time unit and the default initial overlaps
-    (:func:`initial_overlaps` at ``init``, ``seed``) unless ``Q0`` and ``R0`` are given; ``lr``, ``lr_v``,
+    (:func:`initial_overlaps` at ``init_scale``, ``seed``) unless ``Q0`` and ``R0`` are given; ``lr``, ``lr_v``,
     ``weight_decay`` are the paper's eta, eta_v, wd; ``v0`` is the initial second layer (None: ones); ``rtol``,
     ``atol`` None for the defaults of :func:`~popdyn.models.committee.ode`.
 
@@ -101,7 +101,7 @@ def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init, v0, n_points, s
     owner = "committee.predict"
     d = check_dimension(owner, problem, d)
     if Q0 is None or R0 is None:
-        dQ, dR = initial_overlaps(problem, d, init, seed)
+        dQ, dR = initial_overlaps(problem, d, init_scale, seed)
         Q0 = dQ if Q0 is None else Q0
         R0 = dR if R0 is None else R0
     Q0 = check(owner, "Q0", Q0, FiniteArray(2, (problem.K, problem.K)))

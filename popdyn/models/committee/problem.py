@@ -73,8 +73,8 @@ class Problem:
                "step size of the second layer (the paper's eta_v); 0 keeps v at v0", match=True),
         Option("weight_decay", Interval(0, np.inf, closed="left"), 0.0,
                "weight decay of the first layer (the paper's wd; lr weight_decay / d per step)", match=True),
-        Option("init", Interval(0, np.inf, closed="neither"), 1.0,
-               "scale of the initial student weights J = init G / sqrt(d)", match=True),
+        Option("init_scale", Interval(0, np.inf, closed="neither"), 1.0,
+               "scale of the initial student weights J = init_scale G / sqrt(d)", match=True),
         Option("v0", FiniteArray(1), None, "initial second layer, shape (K,); None for ones", match=True, cli=False),
         Option("n_points", Integer(2), 200, TERMS["n_points"].meaning),
         Option("seed", Integer(0), 0, "first random seed: of the simulation, or of the theory's initial overlaps "

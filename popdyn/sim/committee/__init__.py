@@ -3,7 +3,7 @@
 
 Geometry: x is isotropic, so the teacher is placed in the first M coordinates, ``B = [L, 0]`` with
 ``L L^T = T`` (the problem's ``teacher_overlap``; eigen-factor, any rank); the teacher fields are ``nu = x[:M] L^T`` and ``R = J[:, :M] L^T``
-exactly. The student starts from ``J = init G / sqrt(d)``, G standard Gaussian, so ``Q0 ~ init^2 I``.
+exactly. The student starts from ``J = init_scale G / sqrt(d)``, G standard Gaussian, so ``Q0 ~ init_scale^2 I``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ _OWNER = "committee.simulate"
 _CHUNK_ELEMENTS = 2**19     # inputs drawn per chunk: at most 4 MB of float64
 
 
-def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init, v0, n_points, seed, seeds, device, dtype,
+def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_points, seed, seeds, device, dtype,
              progress):
     r"""Online SGD of the committee at input dimension d, all seeds batched: the finite-d twin of :func:`~popdyn.models.committee.ode`.
 
@@ -47,8 +47,8 @@ def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init, v0, n_points, s
         Weight decay of the first layer, >= 0.
     seeds : int
         Independent runs, batched, >= 1.
-    init : float
-        Student initial scale, > 0: ``J = init G / sqrt(d)``.
+    init_scale : float
+        Student initial scale, > 0: ``J = init_scale G / sqrt(d)``.
     v0 : ndarray of shape (K,) or None
         Initial second layer (every seed); None for ones.
     n_points : int
@@ -98,7 +98,7 @@ def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init, v0, n_points, s
     vstar = torch.tensor(problem.v_star, dtype=dt, device=dev)
     gen = make_generator(seed, dev)
     W = torch.zeros(S, K + M, d, dtype=dt, device=dev)          # rows: the student J, then the teacher [L, 0]
-    W[:, :K] = standard_normal_(torch.empty(S, K, d, dtype=torch.float64, device=dev), gen).to(dt) * (init / np.sqrt(d))
+    W[:, :K] = standard_normal_(torch.empty(S, K, d, dtype=torch.float64, device=dev), gen).to(dt) * (init_scale / np.sqrt(d))
     W[:, K:, :M] = L
     J = W[:, :K]
     u = torch.cat([torch.tensor(v0, dtype=dt, device=dev), -vstar]).expand(S, K + M).clone()      # (v, -v*)
