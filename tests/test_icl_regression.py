@@ -285,7 +285,7 @@ def test_gradient_flow_reaches_optimum_through_saddles():
 
 
 def test_predict_registered_and_consistent():
-    p = icl.Problem.geometric(5, N=20, r=2, M=16, sigma=0.5)
+    p = icl.Problem.geometric(5, context=20, r=2, test_context=16, sigma=0.5)
     pred = popdyn.predict(p, lr=0.5, steps=4000, n_points=21)
     assert set(pred.observables) == {"loss", "excess_loss", "rel_error", "eval_risk"}
     assert pred["rel_error"][-1] < 1e-3 and pred.meta["optimum_loss"] == pytest.approx(icl.optimal_loss(p.Lambda, 20, 2))
@@ -295,14 +295,14 @@ def test_predict_registered_and_consistent():
 
 # ---- bad inputs ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(Lambda=np.eye(3), N=5, r=4), "'r'"),
-    (dict(Lambda=np.eye(3), N=0, r=1), "'N'"),
-    (dict(Lambda=np.diag([1.0, -1.0]), N=5, r=1), "'Lambda'"),
-    (dict(Lambda=np.array([[1.0, 0.5], [0.0, 1.0]]), N=5, r=1), "'Lambda'"),
-    (dict(Lambda=np.ones((2, 3)), N=5, r=1), "'Lambda'"),
-    (dict(Lambda=np.zeros((2, 2)), N=5, r=1), "'Lambda'"),
-    (dict(Lambda=np.eye(2), N=5, r=1, M=16, rho=0.1), "'rho'"),
-    (dict(Lambda=np.eye(2), N=5, r=1, sigma=np.nan), "'sigma'"),
+    (dict(Lambda=np.eye(3), context=5, r=4), "'r'"),
+    (dict(Lambda=np.eye(3), context=0, r=1), "'context'"),
+    (dict(Lambda=np.diag([1.0, -1.0]), context=5, r=1), "'Lambda'"),
+    (dict(Lambda=np.array([[1.0, 0.5], [0.0, 1.0]]), context=5, r=1), "'Lambda'"),
+    (dict(Lambda=np.ones((2, 3)), context=5, r=1), "'Lambda'"),
+    (dict(Lambda=np.zeros((2, 2)), context=5, r=1), "'Lambda'"),
+    (dict(Lambda=np.eye(2), context=5, r=1, test_context=16, rho=0.1), "'rho'"),
+    (dict(Lambda=np.eye(2), context=5, r=1, sigma=np.nan), "'sigma'"),
 ])
 def test_bad_problems(kwargs, name):
     with pytest.raises(InvalidParameterError, match=name):
