@@ -123,9 +123,10 @@ class Problem:
         "uU": Observable("trained key-query matrix uU at the last step", axes=("d", "d")),
     }
 
-    # measured with example() (popdyn.simulate(p, seeds=2, seed=s, **o) against predict, s = 0 and 2):
-    # EXAMPLE_MEASUREMENT
-    example_agreement: ClassVar[dict] = {"loss": ("sup_gap", 0.01)}
+    # measured with example() (popdyn.simulate(p, seeds=2, seed=s, **o) against predict, s = 0 and 2): sup_gap loss
+    # 0.0040, 0.0080; eval_risk 0.0110, 0.0104 (in_band 0.94-1.0 for loss). Bounds ~1.9x the worst. A 10 % wrong lr
+    # moves the theory by 0.013 (loss) and 0.025 (eval_risk); the gradient flow instead of descent by 0.003, 0.005.
+    example_agreement: ClassVar[dict] = {"loss": ("sup_gap", 0.015), "eval_risk": ("sup_gap", 0.02)}
 
     def __post_init__(self):
         object.__setattr__(self, "Lambda", _covariance("icl.Problem", self.Lambda))
@@ -183,8 +184,8 @@ class Problem:
 
     @classmethod
     def example(cls):
-        """A geometric spectrum (d = 4, q = 0.6, context 20, rank 2) trained through both saddles by SGD."""
-        return cls.geometric(4, context=20, r=2), {"lr": 0.2, "steps": 400, "init_scale": 0.1}
+        """A geometric spectrum (d = 4, q = 0.6, context 20, rank 2) trained by SGD through both saddles."""
+        return cls.geometric(4, context=20, r=2), {"lr": 0.5, "steps": 300, "init_scale": 0.2, "n_points": 16}
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,9 +248,12 @@ class ParityProblem:
            for model, g in (("small", "g_1*"), ("large", "g_2*")) for se in ("", "_se")},
     }
 
-    # measured with example() (popdyn.simulate(p, seeds=2, seed=s, **o) against predict, s = 0 and 2):
-    # PARITY_MEASUREMENT
-    example_agreement: ClassVar[dict] = {"hinge_small": ("sup_gap", 0.05)}
+    # measured with example() (popdyn.simulate(p, seeds=2, seed=s, **o) against predict, s = 0 and 2): sup_gap
+    # hinge_small 0.0106, 0.0115; hinge_large 0.0233, 0.0287; acc_small 0.0198, 0.0184; acc_large 0.0013, 0.0090
+    # (Monte Carlo of 2000 prompts on both sides). Bounds ~1.7-2.2x the worst; the paper's decomposition h, whose
+    # hinge is 10-13 % below the exact law's (docs/errata.md), fails the hinge bounds.
+    example_agreement: ClassVar[dict] = {"hinge_small": ("sup_gap", 0.025), "hinge_large": ("sup_gap", 0.05),
+                                         "acc_small": ("sup_gap", 0.04), "acc_large": ("sup_gap", 0.02)}
 
     def __post_init__(self):
         validate(self)
