@@ -28,12 +28,10 @@ Indices are 0-based in code (the paper's head n and coordinate l are ``n - 1`` a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numba
 import numpy as np
 
-from ..._validate import (Integer, Interval, InvalidParameterError, as_int, check, validate)
+from ..._validate import Interval, InvalidParameterError, as_int, check
 from ...gaussian import mc_mean
 from .problem import ParityProblem, pT_max
 

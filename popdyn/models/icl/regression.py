@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, as_int, check, validate
+from ..._validate import FiniteArray, Interval, InvalidParameterError, as_int, check
 
 __all__ = ["ICLOptimum", "spectrum", "gamma_matrix", "population_loss", "population_gradient",
            "factor_gradient", "excess_loss", "full_rank_optimum", "rank_r_optimum", "optimum", "optimal_loss"]
