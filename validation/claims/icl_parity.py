@@ -214,7 +214,7 @@ def parity_trained(size, device, outdir):
                       outdir / "icl.parity_trained.png", logy=True, xlabel="Adam steps",
                       ylabel="batch hinge + weight-decay penalty",
                       title=claim_title(REGISTRY["icl.parity_trained"], worst, what="worst score",
-                                        note=f"training {size['m']} heads, N = {size['N']}"),
+                                        note=f"training {size['m']} heads, context N = {size['context']}"),
                       refs={"population hinge, seed 0": icl.population_hinge(p, tr["a"][0], tr["V"][0])})
     r1, r2 = rows[0], rows[1]
     return ClaimResult(measured=worst, figure=str(fig), table=rows,

@@ -143,8 +143,8 @@ def _predict_parity(problem, *, test_context, prompts, seed, flip):
     Returns
     -------
     Prediction
-        ``t = None``; ``coords["test_context"]`` the prompt lengths; scalars ``loss_large``, ``loss_small_S1``, ``loss_small_S2``,
-        ``min_margin_large``, ``frobenius_large``, ``energy_ratio``; per length ``acc_small``, ``acc_large``,
+        ``t = None``; ``coords["test_context"]`` the prompt lengths; scalars ``loss_large``, ``loss_small_S1``,
+        ``loss_small_S2``, ``min_margin_large``, ``frobenius_large``, ``energy_ratio``; per length ``acc_small``, ``acc_large``,
         ``hinge_small``, ``hinge_large``, ``gap_small``, ``gap_large`` (small = g_1^*, large = g_2^*).
 
     Notes
@@ -176,7 +176,8 @@ def _predict_parity(problem, *, test_context, prompts, seed, flip):
     obs["frobenius_large"] = parity.frobenius_cost(large[1])
     obs["energy_ratio"] = parity.noise_energy(small[1], 1) / parity.noise_energy(large[1], 1)
     for name, heads in (("small", small), ("large", large)):
-        evals = [parity.mc_eval(problem, *heads, m, prompts=prompts, seed=seed + i, flip=flip) for i, m in enumerate(Ms)]
+        evals = [parity.mc_eval(problem, *heads, m, prompts=prompts, seed=seed + i, flip=flip)
+                 for i, m in enumerate(Ms)]
         for key in ("acc", "hinge", "gap"):
             obs[f"{key}_{name}"] = np.array([e[key] for e in evals])
             obs[f"{key}_{name}_se"] = np.array([e[key + "_se"] for e in evals])

@@ -62,8 +62,15 @@ class Problem:
     sigma : float
         Label noise standard deviation of the evaluation prompts, >= 0 (Thm 5.4.2).
     rho : float
-        Fraction of the test_context evaluation labels flipped ``y -> -y``, in [0, 1], with ``rho * test_context`` an integer
-        (derived extension, spec §B.2.8).
+        Fraction of the test_context evaluation labels flipped ``y -> -y``, in [0, 1], with ``rho * test_context``
+        an integer (derived extension, spec §B.2.8).
+
+    Notes
+    -----
+    Run options (``Problem.options``): ``lr``, ``steps``, the start (``init_scale``, ``init_seed``) and ``train_u``
+    define the experiment and must agree between a prediction and a simulation. ``predict`` iterates population
+    gradient descent with step ``lr`` (``method="flow"``: its lr -> 0 gradient flow); ``simulate`` runs the same
+    descent by SGD on ``batch`` fresh prompts per step (``optimizer="adam"`` trains on another time axis).
 
     References
     ----------
@@ -135,9 +142,11 @@ class Problem:
         if self.r > self.d:
             raise InvalidParameterError(f"The 'r' parameter of icl.Problem must be an int in [1, d = {self.d}]. "
                                         f"Got {self.r!r} instead.")
-        if abs(self.rho * self.test_context - round(self.rho * self.test_context)) > 1e-9:  # 1e-9: float rounding of k/M
+        flips = self.rho * self.test_context
+        if abs(flips - round(flips)) > 1e-9:  # 1e-9: float rounding of k / test_context
             raise InvalidParameterError(f"The 'rho' parameter of icl.Problem must make rho * test_context an integer "
-                                        f"(a whole number of flipped labels; test_context = {self.test_context}). Got {self.rho!r} instead.")
+                                        f"(a whole number of flipped labels; test_context = {self.test_context}). "
+                                        f"Got {self.rho!r} instead.")
 
     def __repr__(self):
         f = np.array2string(self.Lambda, separator=", ", precision=17, max_line_width=10**6)
