@@ -130,10 +130,12 @@ class Problem:
         "uU": Observable("trained key-query matrix uU at the last step", axes=("d", "d")),
     }
 
-    # measured with example() (popdyn.simulate(p, seeds=2, seed=s, **o) against predict, s = 0 and 2): sup_gap loss
-    # 0.0040, 0.0080; eval_risk 0.0110, 0.0104 (in_band 0.94-1.0 for loss). Bounds ~1.9x the worst. A 10 % wrong lr
-    # moves the theory by 0.013 (loss) and 0.025 (eval_risk); the gradient flow instead of descent by 0.003, 0.005.
-    example_agreement: ClassVar[dict] = {"loss": ("sup_gap", 0.015), "eval_risk": ("sup_gap", 0.02)}
+    # measured with example(): popdyn.simulate(p, seeds=2, seed=s, **o) against predict for s = 0, 2, ..., 14 (eight
+    # pairs of seeds): sup_gap of loss 0.0020-0.0056, rel_error 0.008-0.026, eval_risk 0.012-0.027 (its Monte Carlo
+    # noise). Bounds ~1.8x the worst. A 10 % wrong lr moves the theory by 0.027-0.031 (loss), 0.15 (rel_error) and
+    # 0.05-0.06 (eval_risk); the gradient flow instead of gradient descent moves the loss by 0.010.
+    example_agreement: ClassVar[dict] = {"loss": ("sup_gap", 0.01), "rel_error": ("sup_gap", 0.05),
+                                         "eval_risk": ("sup_gap", 0.05)}
 
     def __post_init__(self):
         object.__setattr__(self, "Lambda", _covariance("icl.Problem", self.Lambda))
@@ -193,8 +195,9 @@ class Problem:
 
     @classmethod
     def example(cls):
-        """A geometric spectrum (d = 4, q = 0.6, context 20, rank 2) trained by SGD through both saddles."""
-        return cls.geometric(4, context=20, r=2), {"lr": 0.5, "steps": 300, "init_scale": 0.2, "n_points": 16}
+        """A geometric spectrum (d = 4, q = 0.6, context 20, rank 2) trained by SGD past the rank-1 saddle to U*."""
+        return cls.geometric(4, context=20, r=2), {"lr": 0.5, "steps": 150, "init_scale": 0.1, "init_seed": 1,
+                                                   "n_points": 16}
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,12 +260,12 @@ class ParityProblem:
            for model, g in (("small", "g_1*"), ("large", "g_2*")) for se in ("", "_se")},
     }
 
-    # measured with example() (popdyn.simulate(p, seeds=2, seed=s, **o) against predict, s = 0 and 2): sup_gap
-    # hinge_small 0.0106, 0.0115; hinge_large 0.0233, 0.0287; acc_small 0.0198, 0.0184; acc_large 0.0013, 0.0090
-    # (Monte Carlo of 2000 prompts on both sides). Bounds ~1.7-2.2x the worst; the paper's decomposition h, whose
-    # hinge is 10-13 % below the exact law's (docs/errata.md), fails the hinge bounds.
-    example_agreement: ClassVar[dict] = {"hinge_small": ("sup_gap", 0.025), "hinge_large": ("sup_gap", 0.05),
-                                         "acc_small": ("sup_gap", 0.04), "acc_large": ("sup_gap", 0.02)}
+    # measured with example(): popdyn.simulate(p, seeds=2, seed=s, **o) against predict for s = 0, 2, ..., 14 (eight
+    # pairs of seeds; Monte Carlo of 4096 prompts on both sides): worst sup_gap of hinge_small 0.038, hinge_large 0.030,
+    # acc_small 0.022, acc_large 0.018. Bounds ~1.8-2x the worst; the paper's decomposition h, whose hinge is 10-13 %
+    # below the exact law's (docs/errata.md, 0.13-0.25 here), fails the hinge bounds.
+    example_agreement: ClassVar[dict] = {"hinge_small": ("sup_gap", 0.07), "hinge_large": ("sup_gap", 0.06),
+                                         "acc_small": ("sup_gap", 0.045), "acc_large": ("sup_gap", 0.035)}
 
     def __post_init__(self):
         validate(self)
@@ -295,7 +298,7 @@ class ParityProblem:
     @classmethod
     def example(cls):
         """The paper's setting at d = 4, k = 2 evaluated at two prompt lengths."""
-        return cls.paper(1, 2), {"test_context": (16, 64), "prompts": 2000}
+        return cls.paper(1, 2), {"test_context": (16, 64)}
 
 
 def _log2(n):
