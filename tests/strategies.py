@@ -83,7 +83,7 @@ def icl_problems(draw):
     d = draw(st.integers(1, 6))
     lam = draw(hnp.arrays(np.float64, d, elements=st.floats(0.05, 3.0)))
     M = draw(st.integers(1, 32))
-    return icl.Problem.from_spectrum(lam, draw(st.integers(1, 50)), draw(st.integers(1, d)), M=M,
+    return icl.Problem.from_spectrum(lam, draw(st.integers(1, 50)), draw(st.integers(1, d)), test_context=M,
                                      sigma=draw(st.floats(0, 2)), rho=draw(st.integers(0, M)) / M,  # whole flips
                                      rotate=draw(st.booleans()), seed=draw(st.integers(0, 9)))
 
@@ -254,20 +254,20 @@ MODELS = {
         simulate={"d": 20, "lr": 1e-2, "steps": 30, "seeds": 2, "n_points": 5}),
     "icl": ModelSpec(
         icl_problems(),
-        edges=(lambda: icl.Problem.from_spectrum([1.0], 1, 1),                           # d = 1, N = 1
+        edges=(lambda: icl.Problem.from_spectrum([1.0], 1, 1),                           # d = 1, context 1
                lambda: icl.Problem.two_level(6, 2, 20, 2, high=1.0, low=1e-3, rho=1.0)),  # ill-conditioned, all flipped
         predict={"lr": 0.05, "steps": 200, "n_points": 10},
         bad_predict=(("lr", -1.0), ("steps", 0), ("init_scale", -1.0)),
-        functions=((lambda p: icl.optimal_loss(p.Lambda, p.N, p.r), {}),
-                   (lambda p: icl.optimum_eval_risk_avg(p.Lambda, p.N, p.r, p.M, p.sigma), {})),
+        functions=((lambda p: icl.optimal_loss(p.Lambda, p.context, p.r), {}),
+                   (lambda p: icl.optimum_eval_risk_avg(p.Lambda, p.context, p.r, p.test_context, p.sigma), {})),
         simulate={"lr": 1e-2, "steps": 5, "batch": 16, "seeds": 2, "n_points": 2}),
     "icl.parity": ModelSpec(
         parity_problems(),
         edges=(lambda: icl.ParityProblem.paper(1, 2, gamma=0.01), lambda: icl.ParityProblem.paper(3, 4, gamma=0.24),
                lambda: icl.ParityProblem(d=2, k=2, gamma=0.1, pT=0.0)),                    # k = d, no noise
-        predict={"M": (16, 64), "prompts": 64},
+        predict={"test_context": (16, 64), "prompts": 64},
         bad_predict=(("prompts", 1), ("flip", 2.0)),
-        simulate={"M": (8, 16), "prompts": 32, "seeds": 2}),
+        simulate={"test_context": (8, 16), "prompts": 32, "seeds": 2}),
     "looped": ModelSpec(
         looped_problems(),
         edges=(lambda: looped.Problem(2, 1), lambda: looped.Problem.fig8_1(16),
@@ -375,8 +375,8 @@ EXAMPLES = {
     "emergence": [lambda: emergence.Problem.parity(D=12, k=3, width=4), lambda: emergence.Problem.e1(width=8)],
     "gradient_features": [lambda: gradient_features.Problem.xor(d=16, sigma_B=1.0, width=8),
                           lambda: gradient_features.Problem.uniform_parity(d=9, k=2, width=4)],
-    "icl": [lambda: icl.Problem.geometric(4, N=20, r=2, M=8, sigma=0.5),
-            lambda: icl.Problem.random(5, N=10, r=3, M=16, rho=0.25, seed=1),
+    "icl": [lambda: icl.Problem.geometric(4, context=20, r=2, test_context=8, sigma=0.5),
+            lambda: icl.Problem.random(5, context=10, r=3, test_context=16, rho=0.25, seed=1),
             lambda: icl.ParityProblem.paper(1, 3, gamma=0.1)],
     "looped": [lambda: looped.Problem.fig8_1(16), lambda: looped.Problem(8, 3, -2.0, 0.1, np.array([1.0, 0.5, 2.0]))],
     "lora": [lambda: lora.Problem.orthonormal(k=4, xi=1.5, activation="relu", seed=0),

@@ -19,7 +19,7 @@ def test_lemma51_thm542_fails_a_five_percent_error(wrong, monkeypatch, tmp_path)
         perturb(monkeypatch, "popdyn.models.icl.population_loss", scaled(1.05))
     if wrong == "risk":
         perturb(monkeypatch, "popdyn.models.icl.optimum_eval_risk_avg", scaled(1.05))
-    verdict, res = run_claim("icl.lemma51_thm542_mc", tmp_path, N=[3, 40], ranks=[1, 3])
+    verdict, res = run_claim("icl.lemma51_thm542_mc", tmp_path, context=[3, 40], ranks=[1, 3])
     assert verdict == ("PASS" if wrong is None else "FAIL"), res.message
 
 

@@ -64,7 +64,7 @@ def _wrong_eval(kind):
     return wrong
 
 
-_ROBUST = dict(M=[16, 64], flip=[0.0], prompts=8000, seeds=1, theory_prompts=40_000)
+_ROBUST = dict(test_context=[16, 64], flip=[0.0], prompts=8000, seeds=1, theory_prompts=40_000)
 
 
 @falsifies("icl.parity_robustness")
@@ -120,8 +120,8 @@ def test_parity_trained_fails_a_wrong_reduction(wrong, monkeypatch, tmp_path):
     if wrong:
         perturb(monkeypatch, "popdyn.models.icl.population_hinge",
                 _diagonal_only if wrong == "diagonal_only" else _hinge_x1_1)
-    verdict, res = run_claim("icl.parity_trained", tmp_path, m=4, N=16, steps=40, batch=64, seeds=1,
-                             N_eval=2048, prompts=2000)
+    verdict, res = run_claim("icl.parity_trained", tmp_path, m=4, context=16, steps=40, batch=64, seeds=1,
+                             context_eval=2048, prompts=2000)
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
 
 

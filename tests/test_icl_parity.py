@@ -356,13 +356,13 @@ def test_gap_decays_like_inverse_sqrt_M_and_small_model_is_more_robust():
 
 
 def test_predict_observables_and_regime():
-    pred = popdyn.predict(icl.ParityProblem.paper(1, 3, 0.1), M=[16, 256], prompts=2000)
+    pred = popdyn.predict(icl.ParityProblem.paper(1, 3, 0.1), test_context=[16, 256], prompts=2000)
     assert pred.t is None and pred["loss_large"] == 0 and pred["loss_small_S1"] == 0
-    assert pred.coords["M"].tolist() == [16, 256] and "M" not in pred.observables
+    assert pred.coords["test_context"].tolist() == [16, 256] and "test_context" not in pred.observables
     assert pred["hinge_small"].shape == (2,) and np.all(pred["hinge_small"] < pred["hinge_large"])
     assert pred.meta["regime"][0]["holds"]
     with pytest.warns(RegimeWarning, match="pT_max"):
-        popdyn.predict(icl.ParityProblem(d=8, k=2, gamma=0.1, pT=0.0), M=[16], prompts=10)
+        popdyn.predict(icl.ParityProblem(d=8, k=2, gamma=0.1, pT=0.0), test_context=[16], prompts=10)
 
 
 # ---- bad input --------------------------------------------------------------------------------------------

@@ -284,8 +284,29 @@ def test_gradient_flow_reaches_optimum_through_saddles():
     assert found == [0, 1, 2]  # origin, rank-1 saddle, optimum, in that order
 
 
+def test_gradient_descent_is_the_population_map_and_tends_to_the_flow():
+    lam, N, r = np.array([1.0, 0.4, 0.15]), 10, 2
+    A0, B0 = icl.initial_factors(3, r, 0.1, seed=2)
+    A, B, u = A0.copy(), B0.copy(), 1.0
+    for _ in range(25):  # the update written with factor_gradient (independent of gradient_descent's own algebra)
+        dA, dB, du = icl.factor_gradient(A, B, lam, N, u)
+        A, B, u = A - 0.3 * dA, B - 0.3 * dB, u - 0.3 * du
+    GA, GB, Gu = icl.gradient_descent(lam, N, A0, B0, 0.3, [0, 25], train_u=True)
+    np.testing.assert_allclose(GA[0], A0, rtol=0, atol=0)
+    np.testing.assert_allclose(GA[-1], A, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(GB[-1], B, rtol=1e-12, atol=1e-14)
+    assert Gu[-1] == pytest.approx(u, rel=1e-12)
+    flow = icl.flow_parameters(icl.gradient_flow(lam, N, A0, B0, [0.0, 20.0], rtol=1e-11, atol=1e-13).y, 3, r)
+    U_flow = flow[0][-1] @ flow[1][-1].T
+    errs = []
+    for lr in (0.2, 0.1, 0.05):  # same flow time 20: the gap to the flow is O(lr)
+        GA, GB, _ = icl.gradient_descent(lam, N, A0, B0, lr, [round(20 / lr)])
+        errs.append(np.linalg.norm(GA[-1] @ GB[-1].T - U_flow))
+    assert errs[0] > errs[1] > errs[2] and errs[1] / errs[2] == pytest.approx(2, rel=0.2)
+
+
 def test_predict_registered_and_consistent():
-    p = icl.Problem.geometric(5, N=20, r=2, M=16, sigma=0.5)
+    p = icl.Problem.geometric(5, context=20, r=2, test_context=16, sigma=0.5)
     pred = popdyn.predict(p, lr=0.5, steps=4000, n_points=21)
     assert set(pred.observables) == {"loss", "excess_loss", "rel_error", "eval_risk"}
     assert pred["rel_error"][-1] < 1e-3 and pred.meta["optimum_loss"] == pytest.approx(icl.optimal_loss(p.Lambda, 20, 2))
@@ -293,16 +314,24 @@ def test_predict_registered_and_consistent():
     assert pred["loss"][0] == pytest.approx(np.trace(p.Lambda) / 2, rel=1e-3)  # start near the origin
 
 
+def test_predict_methods_agree_at_small_lr_and_divergence_is_reported():
+    p = icl.Problem.geometric(4, context=20, r=2)
+    gd, flow = (popdyn.predict(p, lr=0.01, steps=3000, n_points=31, init_scale=0.1, method=m) for m in ("gd", "flow"))
+    assert np.abs(gd["loss"] - flow["loss"]).max() < 2e-3  # O(lr) apart: measured 4.9e-4 (4.9e-3 at lr = 0.1)
+    bad = popdyn.predict(p, lr=50.0, steps=200, n_points=11)
+    assert bad.status == -1 and "lower lr" in bad.message and np.isfinite(bad["loss"]).all()
+
+
 # ---- bad inputs ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(Lambda=np.eye(3), N=5, r=4), "'r'"),
-    (dict(Lambda=np.eye(3), N=0, r=1), "'N'"),
-    (dict(Lambda=np.diag([1.0, -1.0]), N=5, r=1), "'Lambda'"),
-    (dict(Lambda=np.array([[1.0, 0.5], [0.0, 1.0]]), N=5, r=1), "'Lambda'"),
-    (dict(Lambda=np.ones((2, 3)), N=5, r=1), "'Lambda'"),
-    (dict(Lambda=np.zeros((2, 2)), N=5, r=1), "'Lambda'"),
-    (dict(Lambda=np.eye(2), N=5, r=1, M=16, rho=0.1), "'rho'"),
-    (dict(Lambda=np.eye(2), N=5, r=1, sigma=np.nan), "'sigma'"),
+    (dict(Lambda=np.eye(3), context=5, r=4), "'r'"),
+    (dict(Lambda=np.eye(3), context=0, r=1), "'context'"),
+    (dict(Lambda=np.diag([1.0, -1.0]), context=5, r=1), "'Lambda'"),
+    (dict(Lambda=np.array([[1.0, 0.5], [0.0, 1.0]]), context=5, r=1), "'Lambda'"),
+    (dict(Lambda=np.ones((2, 3)), context=5, r=1), "'Lambda'"),
+    (dict(Lambda=np.zeros((2, 2)), context=5, r=1), "'Lambda'"),
+    (dict(Lambda=np.eye(2), context=5, r=1, test_context=16, rho=0.1), "'rho'"),
+    (dict(Lambda=np.eye(2), context=5, r=1, sigma=np.nan), "'sigma'"),
 ])
 def test_bad_problems(kwargs, name):
     with pytest.raises(InvalidParameterError, match=name):

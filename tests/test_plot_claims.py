@@ -76,7 +76,7 @@ def test_icl_trained_optimum_rank_axis_is_discrete(kept, tmp_path):
     pytest.importorskip("torch")
     from validation.claims import REGISTRY, discover
     discover()
-    size = {"d": 4, "N": 10, "M": 8, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 20, "batch": 64}
+    size = {"d": 4, "context": 10, "test_context": 8, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 20, "batch": 64}
     REGISTRY["icl.trained_optimum"].run(size, "cpu", tmp_path)
     (fig,) = kept
     (a,) = fig.axes

@@ -49,29 +49,30 @@ def _mc_loss(U, L, N, n, seed):
 
 
 def _spectrum_problem(size, r, **kw):
-    return icl.Problem.geometric(size["d"], N=size["N"], r=r, q=size.get("q", 0.6), M=size["M"],
+    return icl.Problem.geometric(size["d"], context=size["context"], r=r, q=size.get("q", 0.6),
+                                 test_context=size["test_context"],
                                  rotate=True, seed=size.get("seed", 0), **kw)
 
 
 @claim(id="icl.lemma51_thm542_mc", model="icl",
        title="Lemma 5.1 population loss (C = tr(Lambda)/2) and Thm 5.4.2 eval risk agree with Monte Carlo",
        source=f"{_SEED} L1358-1366 (Lemma 5.1), L1412-1414 (Thm 5.4.2); specs/modular_and_icl.md §B.2.1, §B.2.5, Z.3",
-       metric="max |z| = |formula - MC| / SE over N (loss) and r (risk of U*_r), Rao-Blackwellised MC",
+       metric="max |z| = |formula - MC| / SE over context N (loss) and r (risk of U*_r), Rao-Blackwellised MC",
        tolerance=3.0,
        tolerance_origin="3 MC standard errors (issue text); two-sided normal tail 0.27 % per comparison",
-       quick={"d": 5, "N": [3, 10, 40], "M": 8, "sigma": 0.5, "ranks": [1, 2, 3, 5], "n": 60_000},
-       full={"d": 5, "N": [3, 10, 40], "M": 8, "sigma": 0.5, "ranks": [1, 2, 3, 5], "n": 600_000})
+       quick={"d": 5, "context": [3, 10, 40], "test_context": 8, "sigma": 0.5, "ranks": [1, 2, 3, 5], "n": 60_000},
+       full={"d": 5, "context": [3, 10, 40], "test_context": 8, "sigma": 0.5, "ranks": [1, 2, 3, 5], "n": 600_000})
 def lemma51_thm542_mc(size, device, outdir):
     rows = []
-    for i, N in enumerate(size["N"]):
-        p = _spectrum_problem(size | {"N": N}, 2)
+    for i, N in enumerate(size["context"]):
+        p = _spectrum_problem(size | {"context": N}, 2)
         U = 0.5 * icl.rank_r_optimum(p.Lambda, N, 2) + 0.05 * np.random.default_rng(i).standard_normal((p.d, p.d))
         mean, se = _mc_loss(U, p.Lambda, N, size["n"], i)
         rows.append({"quantity": f"loss N={N}", "formula": icl.population_loss(U, p.Lambda, N), "mc": mean, "se": se})
-    p = _spectrum_problem(size | {"N": 10}, 1)
+    p = _spectrum_problem(size | {"context": 10}, 1)
     for r in size["ranks"]:
-        mean, se = _mc_risk(icl.rank_r_optimum(p.Lambda, 10, r), p.Lambda, size["M"], size["sigma"], 0.0, size["n"], 100 + r)
-        rows.append({"quantity": f"risk r={r}", "formula": icl.optimum_eval_risk_avg(p.Lambda, 10, r, size["M"], size["sigma"]),
+        mean, se = _mc_risk(icl.rank_r_optimum(p.Lambda, 10, r), p.Lambda, size["test_context"], size["sigma"], 0.0, size["n"], 100 + r)
+        rows.append({"quantity": f"risk r={r}", "formula": icl.optimum_eval_risk_avg(p.Lambda, 10, r, size["test_context"], size["sigma"]),
                      "mc": mean, "se": se})
     for row in rows:
         row["z"] = (row["formula"] - row["mc"]) / row["se"]
@@ -85,8 +86,8 @@ def lemma51_thm542_mc(size, device, outdir):
 
 def _train(p, size, device):
     """Adam with a cosine schedule on fresh prompts (spec §B.6 S5.1 sizes); the trained uU per seed."""
-    return popdyn.simulate(p, lr=size["lr"], steps=size["steps"], batch=size["batch"], schedule="cosine",
-                           seeds=size.get("seeds", 1), n_points=2, prompts=64, device=device, seed=p.r)
+    return popdyn.simulate(p, lr=size["lr"], steps=size["steps"], batch=size["batch"], optimizer="adam",
+                           schedule="cosine", seeds=size.get("seeds", 1), n_points=2, prompts=64, device=device, seed=p.r)
 
 
 @claim(id="icl.trained_optimum", model="icl",
@@ -97,15 +98,15 @@ def _train(p, size, device):
        tolerance_origin="issue text / spec §B.6 S5.1: 'a few %' (4 % after 4000 constant-rate Adam steps); loss 0.2 %. "
                         "The error falls like 1/sqrt(steps x batch) (4.0 % at 2500 x 1024, 2.0 % at 4000 x 2048): the "
                         "quick size has 2.5x headroom",
-       quick={"d": 6, "N": 20, "M": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 4000, "batch": 2048},
-       full={"d": 8, "N": 50, "M": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 8000, "batch": 2048,
+       quick={"d": 6, "context": 20, "test_context": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 4000, "batch": 2048},
+       full={"d": 8, "context": 50, "test_context": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 8000, "batch": 2048,
              "seeds": 2})
 def trained_optimum(size, device, outdir):
     rows = []
     for r in size["ranks"]:
         p = _spectrum_problem(size, r)
         sim = _train(p, size, device)
-        L_star = icl.optimal_loss(p.Lambda, p.N, r)
+        L_star = icl.optimal_loss(p.Lambda, p.context, r)
         rows.append({"r": r, "rel_error": float(sim["rel_error"][:, -1].max()), "loss": float(sim["loss"][:, -1].max()),
                      "L_star": L_star, "loss_gap": float(sim["excess_loss"][:, -1].max() / L_star),
                      "wall_s": sim.meta["wall_s"]})
@@ -134,22 +135,22 @@ _RISK_NEAR_OPT = 0.01  # relative gap of the trained U's risk to R(U*)
        tolerance_origin="|z| <= 4: two-sided normal tail 6e-5 per point, < 4e-3 over the (quick: 21, full: 48) "
                         "points; the 1 % check: trained uU within a few % of U* (icl.trained_optimum) changes the risk "
                         "by <= 0.3 % measured (second order at the optimum), while U = 0 is >= 6 % off",
-       quick={"d": 6, "N": 20, "M": 16, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 1500, "batch": 512,
+       quick={"d": 6, "context": 20, "test_context": 16, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 1500, "batch": 512,
               "sigma2": [0.0, 0.5, 1.0, 2.0], "rho": [0.0, 0.25, 0.5], "n": 20_000},
-       full={"d": 8, "N": 50, "M": 16, "ranks": [1, 2, 4, 8], "lr": 1e-2, "steps": 6000, "batch": 1024,
+       full={"d": 8, "context": 50, "test_context": 16, "ranks": [1, 2, 4, 8], "lr": 1e-2, "steps": 6000, "batch": 1024,
              "sigma2": [0.0, 0.25, 0.5, 1.0, 2.0, 4.0], "rho": [0.0, 0.125, 0.25, 0.5, 0.75, 1.0], "n": 100_000})
 def risk_vs_noise(size, device, outdir):
     rows = []
     for r in size["ranks"]:
         p = _spectrum_problem(size, r)
         U = _train(p, size, device)["uU"][0]
-        Us = icl.rank_r_optimum(p.Lambda, p.N, r)
+        Us = icl.rank_r_optimum(p.Lambda, p.context, r)
         for kind, grid in (("sigma2", size["sigma2"]), ("rho", size["rho"])):
             for x in grid:
                 sigma, rho = (np.sqrt(x), 0.0) if kind == "sigma2" else (0.0, x)
-                formula = icl.eval_risk_avg(U, p.Lambda, p.M, sigma, rho=rho)
-                optimal = icl.eval_risk_avg(Us, p.Lambda, p.M, sigma, rho=rho)
-                mc, se = _mc_risk(U, p.Lambda, p.M, sigma, rho, size["n"], int(1000 * x) + r)
+                formula = icl.eval_risk_avg(U, p.Lambda, p.test_context, sigma, rho=rho)
+                optimal = icl.eval_risk_avg(Us, p.Lambda, p.test_context, sigma, rho=rho)
+                mc, se = _mc_risk(U, p.Lambda, p.test_context, sigma, rho, size["n"], int(1000 * x) + r)
                 rows.append({"r": r, "kind": kind, "x": x, "formula": formula, "mc": mc, "se": se,
                              "z": (mc - formula) / se, "optimal": optimal, "rel_gap": abs(formula - optimal) / optimal})
     z = max(abs(row["z"]) for row in rows)
@@ -176,8 +177,8 @@ def risk_vs_noise(size, device, outdir):
        source=f"{_SEED} L1426-1432 (Thm 5.4.3), proof L8880-8890; specs/modular_and_icl.md §B.2.6",
        metric="max |z| of (MC risk(U*_r') - MC risk(U*_r) - gap) with common random numbers",
        tolerance=3.0, tolerance_origin="3 MC standard errors of the paired difference",
-       quick={"d": 6, "N": 20, "M": 16, "pairs": [[1, 2], [2, 4], [2, 6]], "sigma": [0.0, 1.0], "n": 40_000},
-       full={"d": 8, "N": 50, "M": 16, "pairs": [[1, 2], [2, 4], [2, 8], [4, 8]], "sigma": [0.0, 0.5, 1.0, 2.0],
+       quick={"d": 6, "context": 20, "test_context": 16, "pairs": [[1, 2], [2, 4], [2, 6]], "sigma": [0.0, 1.0], "n": 40_000},
+       full={"d": 8, "context": 50, "test_context": 16, "pairs": [[1, 2], [2, 4], [2, 8], [4, 8]], "sigma": [0.0, 0.5, 1.0, 2.0],
              "n": 400_000})
 def rank_gap(size, device, outdir):
     p = _spectrum_problem(size, 1)
@@ -187,7 +188,7 @@ def rank_gap(size, device, outdir):
         s = rng.standard_normal(r)
         w = Q[:, :r] @ s
         for sigma in size["sigma"]:
-            gap = icl.rank_gap(p.Lambda, p.N, r, r2, s, p.M, sigma)
+            gap = icl.rank_gap(p.Lambda, p.context, r, r2, s, p.test_context, sigma)
             mc, se = _paired(p, w, r, r2, sigma, size["n"], r * 10 + r2)
             rows.append({"r": r, "r2": r2, "sigma": sigma, "gap": gap, "mc": mc, "se": se})
             rows[-1]["z"] = (rows[-1]["mc"] - gap) / rows[-1]["se"]
@@ -205,11 +206,11 @@ def rank_gap(size, device, outdir):
 def _paired(p, w, r, r2, sigma, n, seed):
     """Mean and SE of the per-context risk difference of U*_r' and U*_r on the same prompts (exact over x_q)."""
     chol = np.linalg.cholesky(p.Lambda)
-    Us = {k: icl.rank_r_optimum(p.Lambda, p.N, k) for k in (r2, r)}
+    Us = {k: icl.rank_r_optimum(p.Lambda, p.context, k) for k in (r2, r)}
 
     def sample(rng, k):
-        X = rng.standard_normal((k, p.M, p.d)) @ chol.T
-        h = np.einsum("bm,bmd->bd", X @ w + sigma * rng.standard_normal((k, p.M)), X) / p.M
+        X = rng.standard_normal((k, p.test_context, p.d)) @ chol.T
+        h = np.einsum("bm,bmd->bd", X @ w + sigma * rng.standard_normal((k, p.test_context)), X) / p.test_context
         e2, e1 = (h @ Us[q] - w for q in (r2, r))
         return np.einsum("bi,ij,bj->b", e2, p.Lambda, e2) - np.einsum("bi,ij,bj->b", e1, p.Lambda, e1)
     return mc_mean(sample, n, seed)
@@ -220,18 +221,18 @@ def _paired(p, w, r, r2, sigma, n, seed):
        source="derived (not in the paper), for the loss of seed 001 Lemma 5.1 (L1322-1434); specs/modular_and_icl.md §B.2.2, Z.9",
        metric="||A B^T - U*||_F / ||U*||_F at the final flow time; plateaus must visit saddles 0..r in order",
        tolerance=1e-6, tolerance_origin="spec §B.2.2: < 1e-6 at t = 400 (d = 6, N = 20, r = 2)",
-       quick={"d": 6, "N": 20, "r": 2, "t": 20000.0, "init_scale": 1e-3, "q": 0.5},
-       full={"d": 8, "N": 50, "r": 4, "t": 200000.0, "init_scale": 1e-3, "q": 0.5})
+       quick={"d": 6, "context": 20, "r": 2, "t": 20000.0, "init_scale": 1e-3, "q": 0.5},
+       full={"d": 8, "context": 50, "r": 4, "t": 200000.0, "init_scale": 1e-3, "q": 0.5})
 def gradient_flow(size, device, outdir):
-    p = icl.Problem.geometric(size["d"], N=size["N"], r=size["r"], q=size["q"])
+    p = icl.Problem.geometric(size["d"], context=size["context"], r=size["r"], q=size["q"])
     t = np.r_[0.0, np.geomspace(1e-2, size["t"], 400)]
     A0, B0 = icl.initial_factors(p.d, p.r, size["init_scale"], 0)
-    traj = icl.gradient_flow(p.Lambda, p.N, A0, B0, t, rtol=1e-10, atol=1e-13)
+    traj = icl.gradient_flow(p.Lambda, p.context, A0, B0, t, rtol=1e-10, atol=1e-13)
     A, B, _ = icl.flow_parameters(traj.y, p.d, p.r)
-    opt = icl.optimum(p.Lambda, p.N, p.r)
-    loss = np.array([icl.population_loss(a @ b.T, p.Lambda, p.N) for a, b in zip(A, B)])
+    opt = icl.optimum(p.Lambda, p.context, p.r)
+    loss = np.array([icl.population_loss(a @ b.T, p.Lambda, p.context) for a, b in zip(A, B)])
     err = float(np.linalg.norm(A[-1] @ B[-1].T - opt.U) / np.linalg.norm(opt.U))
-    saddles = icl.saddle_losses(p.Lambda, p.N, p.r)
+    saddles = icl.saddle_losses(p.Lambda, p.context, p.r)
     plateaus = icl.flow_plateaus(traj.t, loss, saddles, rtol=0.01, min_duration=1.0)
     order = [q["saddle"] for q in plateaus]
     fig = plot_curves(np.log10(traj.t[1:]), {"loss": loss[1:]}, Path(outdir) / "icl.gradient_flow.png",
@@ -243,19 +244,20 @@ def gradient_flow(size, device, outdir):
                        plateaus, f"rel. error {err:.1e}; plateaus at saddles {order}")
 
 
-def bench_icl(d=6, N=20, r=2, target=0.05, device="cpu"):
+def bench_icl(d=6, context=20, r=2, target=0.05, device="cpu"):
     """Wall time of the closed-form optimum vs Adam training to ``target`` relative Frobenius error.
 
     Returns a dict with both times (seconds), the training steps needed and the achieved errors.
     """
-    p = icl.Problem.geometric(d, N=N, r=r, rotate=True)
+    p = icl.Problem.geometric(d, context=context, r=r, rotate=True)
     t0 = time.perf_counter()
     for _ in range(100):
-        icl.rank_r_optimum(p.Lambda, N, r)
+        icl.rank_r_optimum(p.Lambda, context, r)
     closed = (time.perf_counter() - t0) / 100
     for steps in (500, 1000, 2000, 4000, 8000):
         t0 = time.perf_counter()
-        sim = popdyn.simulate(p, lr=1e-2, steps=steps, batch=512, schedule="cosine", n_points=2, prompts=16, device=device)
+        sim = popdyn.simulate(p, lr=1e-2, steps=steps, batch=512, optimizer="adam", schedule="cosine", n_points=2,
+                              prompts=16, seeds=1, device=device)
         wall = time.perf_counter() - t0
         if sim["rel_error"][0, -1] <= target:
             break

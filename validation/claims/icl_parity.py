@@ -63,15 +63,16 @@ def parity_construction(size, device, outdir):
        source=f"{_SEED} L1529-1538, L9060-9064; specs/modular_and_icl.md B.4.3",
        metric="max |z| of the Monte Carlo ratio (delta-method SE) against (nu1+1)/(nu2+1)",
        tolerance=4.0, tolerance_origin="|z| <= 4: two-sided normal tail 6e-5 per setting, < 1e-3 over the grid",
-       quick={"pairs": [[1, 3], [2, 4]], "M": [16, 256], "prompts": 40_000},
-       full={"pairs": [[1, 2], [1, 3], [2, 3], [2, 4], [3, 5]], "M": [16, 64, 256, 1024], "prompts": 200_000})
+       quick={"pairs": [[1, 3], [2, 4]], "test_context": [16, 256], "prompts": 40_000},
+       full={"pairs": [[1, 2], [1, 3], [2, 3], [2, 4], [3, 5]], "test_context": [16, 64, 256, 1024],
+             "prompts": 200_000})
 def parity_noise_ratio(size, device, outdir):
     rows, rng = [], np.random.default_rng(0)
     for nu1, nu2 in size["pairs"]:
         D1 = icl.paper_construction(nu2, 0.1, nu1=nu1)[1].T
         D2 = icl.paper_construction(nu2, 0.1)[1].T
         P1, P2 = D1 @ np.linalg.pinv(D1), D2 @ np.linalg.pinv(D2)  # orthogonal projectors (D^T D is singular)
-        for M in size["M"]:
+        for M in size["test_context"]:
             Xi = (2.0 * rng.binomial(M, 0.5, size=(size["prompts"], 2**nu2)) - M) / M
             e1, e2 = np.sum((Xi @ P1) ** 2, 1), np.sum((Xi @ P2) ** 2, 1)
             r = e1.mean() / e2.mean()
@@ -102,16 +103,18 @@ def parity_noise_ratio(size, device, outdir):
               "(torch full prompts with a random dictionary vs the exact sampler of popdyn.predict)",
        tolerance=4.0, tolerance_origin="|z| <= 4: two-sided normal tail 6e-5 per point, < 2e-3 over the 20 points "
                                        "of the full size; plus the named ordering check (3 SE, one-sided 1e-3)",
-       quick={"M": [16, 64, 256, 1024], "flip": [0.0], "prompts": 2000, "seeds": 2, "theory_prompts": 20_000},
-       full={"M": [16, 64, 256, 1024, 4096], "flip": [0.0, 0.2], "prompts": 4000, "seeds": 4,
+       quick={"test_context": [16, 64, 256, 1024], "flip": [0.0], "prompts": 2000, "seeds": 2,
+              "theory_prompts": 20_000},
+       full={"test_context": [16, 64, 256, 1024, 4096], "flip": [0.0, 0.2], "prompts": 4000, "seeds": 4,
              "theory_prompts": 40_000})
 def parity_robustness(size, device, outdir):
     p = icl.ParityProblem.paper(1, 3, 0.1)
     rows, curves, S = [], {}, size["seeds"]
     for flip in size["flip"]:
-        sim = popdyn.simulate(p, M=size["M"], prompts=size["prompts"], seeds=S, flip=flip, device=device)
-        pred = popdyn.predict(p, M=size["M"], prompts=size["theory_prompts"], flip=flip)
-        for i, M in enumerate(size["M"]):
+        sim = popdyn.simulate(p, test_context=size["test_context"], prompts=size["prompts"], seeds=S, flip=flip,
+                              device=device)
+        pred = popdyn.predict(p, test_context=size["test_context"], prompts=size["theory_prompts"], flip=flip)
+        for i, M in enumerate(size["test_context"]):
             row = {"flip": flip, "M": M}
             for h in ("small", "large"):
                 mean = sim[f"hinge_{h}"][:, i].mean()
@@ -130,11 +133,11 @@ def parity_robustness(size, device, outdir):
     key = Key("", list(dict.fromkeys(k.replace(" sim", "").replace(" theory", "") for k in curves)),
               ["sim", "theory"], discrete=True)
     fig, (ax,) = subplots(1, panel_size=(6.0, 4.0))
-    plot_curves(np.array(size["M"], float), curves, ax=ax, logy=True, legend=False,
+    plot_curves(np.array(size["test_context"], float), curves, ax=ax, logy=True, legend=False,
                 styles={k: key(k.replace(" sim", "").replace(" theory", ""), "sim" if " sim" in k else "theory")
                         for k in curves},
                 xlabel="M (in-context examples)", ylabel="hinge loss on S1 prompts")
-    sample_axis(ax, size["M"])
+    sample_axis(ax, size["test_context"])
     key.legend(ax)
     fig = save_figure(fig, outdir / "icl.parity_robustness.png", title=claim_title(
         REGISTRY["icl.parity_robustness"], worst, what="sim vs theory max |z|",
@@ -180,36 +183,38 @@ def parity_width_counterexample(size, device, outdir):
        title="Trained ReLU-attention heads: fresh-prompt hinge at large N equals the exact N->inf population hinge, "
              "on S1 and on S2",
        source=f"{_SEED} L8941-8950 (N->inf reduction); specs/modular_and_icl.md B.4.1, B.6 S5.2, E.10-11",
-       metric="max over seeds and task sets (S1, S2) of |fresh hinge(N_eval) - population_hinge(V = G^T W G)| / SE "
+       metric="max over seeds and task sets (S1, S2) of |fresh hinge(context_eval) - population_hinge(V = G^T W G)| / SE "
               "(SE of the fresh-prompt mean, floored at 1/prompts)",
-       tolerance=5.0, tolerance_origin="5 SE of the fresh-prompt mean; the finite-N bias is O(1/sqrt(N_eval)) "
+       tolerance=5.0, tolerance_origin="5 SE of the fresh-prompt mean; the finite-N bias is O(1/sqrt(context_eval)) "
                                        "(spec E.10); its 1-Lipschitz bound is reported per seed (not tight). The floor "
                                        "1/prompts: an all-zero sample of n prompts bounds the mean hinge by ~3/n",
-       quick={"m": 8, "N": 32, "steps": 300, "batch": 128, "lr": 2e-2, "seeds": 2, "N_eval": 4096, "prompts": 4000},
-       full={"m": 8, "N": 64, "steps": 2000, "batch": 256, "lr": 1e-2, "seeds": 4, "N_eval": 16384, "prompts": 4000})
+       quick={"m": 8, "context": 32, "steps": 300, "batch": 128, "lr": 2e-2, "seeds": 2, "context_eval": 4096,
+              "prompts": 4000},
+       full={"m": 8, "context": 64, "steps": 2000, "batch": 256, "lr": 1e-2, "seeds": 4, "context_eval": 16384,
+             "prompts": 4000})
 def parity_trained(size, device, outdir):
     import torch
 
     from popdyn.sim.icl.parity import fresh_hinge, train
     p = icl.ParityProblem.paper(1, 3, 0.1)
-    tr = train(p, m=size["m"], N=size["N"], steps=size["steps"], batch=size["batch"], lr=size["lr"],
+    tr = train(p, m=size["m"], context=size["context"], steps=size["steps"], batch=size["batch"], lr=size["lr"],
                seeds=size["seeds"], device=device)
     rows, n = [], size["prompts"]
     for s in range(size["seeds"]):
         a, W, G = (torch.as_tensor(tr[k][s], device=device) for k in ("a", "W", "G"))
         exact = dict(zip(("S1", "S2"), icl.population_hinge(p, tr["a"][s], tr["V"][s], split=True)))
-        bias = float((np.abs(tr["a"][s]) * np.linalg.norm(tr["W"][s], 2, axis=(1, 2))).sum()) * p.d / np.sqrt(size["N_eval"])
+        bias = float((np.abs(tr["a"][s]) * np.linalg.norm(tr["W"][s], 2, axis=(1, 2))).sum()) * p.d / np.sqrt(size["context_eval"])
         for tasks, pT in (("S1", 0.0), ("S2", 1.0)):  # each set alone: at the training pT, S2 is 0.75 % of prompts
-            mean, se = fresh_hinge(p, a, W, G, N=size["N_eval"], prompts=n, seed=100 + 2 * s + int(pT), pT=pT)
+            mean, se = fresh_hinge(p, a, W, G, context=size["context_eval"], prompts=n, seed=100 + 2 * s + int(pT), pT=pT)
             rows.append({"seed": s, "tasks": tasks, "train_loss_end": tr["train_loss"][s, -1],
                          "population_hinge": exact[tasks], "fresh_hinge": mean, "fresh_se": se, "bias_bound": bias,
                          "score": abs(mean - exact[tasks]) / max(se, 1.0 / n)})
     worst = max(r["score"] for r in rows)
     fig = plot_curves(tr.t.astype(float), {f"seed {s}": tr["train_loss"][s] for s in range(size["seeds"])},
                       outdir / "icl.parity_trained.png", logy=True, xlabel="Adam steps",
-                      ylabel="batch hinge + wd penalty",
+                      ylabel="batch hinge + weight-decay penalty",
                       title=claim_title(REGISTRY["icl.parity_trained"], worst, what="worst score",
-                                        note=f"training {size['m']} heads, N = {size['N']}"),
+                                        note=f"training {size['m']} heads, context N = {size['context']}"),
                       refs={"population hinge, seed 0": icl.population_hinge(p, tr["a"][0], tr["V"][0])})
     r1, r2 = rows[0], rows[1]
     return ClaimResult(measured=worst, figure=str(fig), table=rows,

@@ -1,22 +1,26 @@
-"""In-context learning with linear / low-rank attention (specs/modular_and_icl.md, Parts B and C).
+"""In-context learning with linear / low-rank attention (seed 001 Ch. 5; specs/modular_and_icl.md, Parts B and C).
 
-Two parts: the rank-r in-context linear regression (``regression``, ``regression_risk``,
-``regression_flow``) and the sparse-parity part (``parity``); ``predict`` registers the theory of both
-with ``popdyn.predict``. Each part adds its public names here (one import line and its names in ``__all__``).
+Two problems (``problem``): :class:`Problem` (catalogue name ``icl``), the rank-r in-context linear regression
+(theory in ``regression``, ``regression_risk``, ``regression_flow``), and :class:`ParityProblem`
+(``icl.parity``), the sparse parity in context (``parity``, ``parity_minnorm``); ``predict`` registers the
+theory of both.
 """
-from .parity import (ParityProblem, four_head_counterexample, frobenius_cost, margins, mc_eval, mc_population_hinge, noise_energy, noise_energy_ratio, paper_construction, pattern_probs, population_hinge, pT_max, small_model_heads, task_sets)  # noqa: E501
+from .problem import ParityProblem, Problem, pT_max
+from .parity import (four_head_counterexample, frobenius_cost, margins, mc_eval, mc_population_hinge, noise_energy, noise_energy_ratio, paper_construction, pattern_probs, population_hinge, small_model_heads, task_sets)  # noqa: E501
 from .parity_minnorm import HeadFit, fit_heads, four_head_min_norm, query_design
-from .regression import (ICLOptimum, Problem, excess_loss, factor_gradient, full_rank_optimum, gamma_matrix,
-                         optimal_loss, optimum, population_gradient, population_loss, rank_r_optimum, spectrum)
-from .regression_flow import flow_parameters, flow_plateaus, gradient_flow, initial_factors, saddle_losses
+from .regression import (ICLOptimum, excess_loss, factor_gradient, full_rank_optimum, gamma_matrix, optimal_loss,
+                         optimum, population_gradient, population_loss, rank_r_optimum, spectrum)
+from .regression_flow import (flow_parameters, flow_plateaus, gradient_descent, gradient_flow, initial_factors,
+                              saddle_losses)
 from .regression_risk import (eval_risk, eval_risk_avg, eval_risk_flip, large_n_eval_risk, optimum_eval_risk,
                               optimum_eval_risk_avg, rank_gap)
-from . import predict  # noqa: F401  (registers popdyn.predict for Problem and ParityProblem)
+from . import predict
 
 __all__ = ["Problem", "ICLOptimum", "spectrum", "gamma_matrix", "population_loss", "population_gradient",
            "factor_gradient", "excess_loss", "full_rank_optimum", "rank_r_optimum", "optimum", "optimal_loss",
            "eval_risk", "eval_risk_avg", "eval_risk_flip", "optimum_eval_risk", "optimum_eval_risk_avg",
            "large_n_eval_risk", "rank_gap",
-           "initial_factors", "gradient_flow", "flow_parameters", "saddle_losses", "flow_plateaus"]
+           "initial_factors", "gradient_descent", "gradient_flow", "flow_parameters", "saddle_losses",
+           "flow_plateaus"]
 __all__ += ["ParityProblem", "task_sets", "pattern_probs", "pT_max", "population_hinge", "mc_population_hinge", "margins", "frobenius_cost", "paper_construction", "small_model_heads", "four_head_counterexample", "noise_energy", "noise_energy_ratio", "mc_eval"]  # noqa: E501
 __all__ += ["HeadFit", "query_design", "fit_heads", "four_head_min_norm"]

@@ -8,9 +8,9 @@ only ``V^(n) = G^T W^(n) G`` matters (spec B.4.1).
 Public names
 ------------
 problem
-    :class:`ParityProblem` (d, k, gamma, p_T); ``ParityProblem.paper(nu1, nu2, gamma)``
+    :class:`ParityProblem` (d, k, gamma, p_T) and :func:`pT_max` live in :mod:`popdyn.models.icl.problem`
 data
-    :func:`task_sets`, :func:`pattern_probs`, :func:`pT_max`
+    :func:`task_sets`, :func:`pattern_probs` (and :func:`pT_max`, re-exported)
 N -> inf population hinge loss
     :func:`population_hinge` (exact: a finite sum for diagonal heads, Gray-code enumeration of the
     2^(d-2) other coordinates for full heads), :func:`mc_population_hinge` (Monte Carlo),
@@ -21,102 +21,28 @@ constructions
 finite-M evaluation (Thm 5.5.2)
     :func:`noise_energy`, :func:`noise_energy_ratio`, :func:`mc_eval`
 theory for :func:`popdyn.predict`
-    ``predict(problem, *, M, prompts, seed, flip)`` registered for :class:`ParityProblem`; the prompt
-    lengths M are the coordinate ``coords["M"]`` of the result
+    registered in :mod:`popdyn.models.icl.predict`; the evaluation prompt lengths (M in the paper) are
+    the coordinate ``coords["test_context"]`` of the result
 
 Indices are 0-based in code (the paper's head n and coordinate l are ``n - 1`` and ``l - 1``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numba
 import numpy as np
 
-from ..._validate import (Integer, Interval, InvalidParameterError, as_int, check, validate)
+from ..._validate import Interval, InvalidParameterError, as_int, check
 from ...gaussian import mc_mean
+from .problem import ParityProblem, pT_max
 
-__all__ = ["ParityProblem", "task_sets", "pattern_probs", "pT_max", "population_hinge", "mc_population_hinge",
+__all__ = ["task_sets", "pattern_probs", "pT_max", "population_hinge", "mc_population_hinge",
            "margins", "frobenius_cost", "paper_construction", "small_model_heads", "four_head_counterexample",
            "noise_energy", "noise_energy_ratio", "mc_eval"]
 
-_OWNER = "icl.ParityProblem"
 _EXACT_MAX_D = 22  # full-V exact enumeration: 2^(d-2) <= 2^20 rest patterns per (task, pattern)
 _DIAG_TOL = 0.0  # a (m, d, d) V counts as diagonal only when its off-diagonal entries are exactly 0
 _SRC = ["seed 001 L1436-1546 (Sec. 5.5, Thms 5.5.1-5.5.2)", "seed 001 L8927-9064 (proofs)",
         "specs/modular_and_icl.md B.3-B.5"]
-
-
-@dataclass(frozen=True, eq=False)
-class ParityProblem:
-    r"""In-context (d, 2)-sparse parity: d hidden features, k important ones, correlation gamma, task rate p_T.
-
-    .. math:: P(\phi_i,\phi_j) = (\tfrac14+\gamma, \tfrac14, \tfrac14, \tfrac14-\gamma)\ \text{on}\
-              ((1,1),(1,-1),(-1,1),(-1,-1)),\qquad t\sim(1-p_T)\,\mathrm{Unif}(S_1)+p_T\,\mathrm{Unif}(S_2)
-
-    Parameters
-    ----------
-    d : int
-        Number of hidden features, >= 2.
-    k : int
-        Number of important features ``A = [k]``, in [2, d].
-    gamma : float
-        Label correlation, in (0, 1/4).
-    pT : float
-        Rate of the less-important tasks S2, in [0, 1/2).
-
-    Notes
-    -----
-    Regime: Thm 5.5.1 needs ``d = 2^nu2``, ``k = 2^nu1`` and ``0 < pT < pT_max(d, gamma)``; this is a
-    regime condition reported by ``predict``, not a constraint.
-
-    References
-    ----------
-    .. [src] seed 001 L1440-1470; specs/modular_and_icl.md B.3.
-    """
-    d: int
-    k: int
-    gamma: float
-    pT: float
-
-    _constraints = {
-        "d": Integer(2),
-        "k": Integer(2),
-        "gamma": Interval(0, 0.25, closed="neither"),
-        "pT": Interval(0, 0.5, closed="left"),
-    }
-
-    def __post_init__(self):
-        validate(self)
-        if self.k > self.d:
-            raise InvalidParameterError(
-                f"The 'k' parameter of {_OWNER} must be an int in [2, d] (d = {self.d}). Got {self.k!r} instead.")
-
-    def __repr__(self):
-        return f"icl.ParityProblem(d={self.d!r}, k={self.k!r}, gamma={self.gamma!r}, pT={self.pT!r})"
-
-    @property
-    def nu1(self):
-        """``log2 k`` when k is a power of two, else None."""
-        return _log2(self.k)
-
-    @property
-    def nu2(self):
-        """``log2 d`` when d is a power of two, else None."""
-        return _log2(self.d)
-
-    @classmethod
-    def paper(cls, nu1, nu2, gamma=0.1, pT=None):
-        """The setting of Thm 5.5.1: ``k = 2^nu1``, ``d = 2^nu2`` (1 <= nu1 < nu2); ``pT = pT_max/2`` by default."""
-        nu2 = as_int(f"{_OWNER}.paper", "nu2", nu2, 2, 30)
-        nu1 = as_int(f"{_OWNER}.paper", "nu1", nu1, 1, nu2 - 1)
-        gamma = check(f"{_OWNER}.paper", "gamma", gamma, cls._constraints["gamma"])
-        pT = pT_max(2**nu2, gamma) / 2 if pT is None else pT
-        return cls(2**nu2, 2**nu1, gamma, pT)
-
-
-def _log2(n):
-    return n.bit_length() - 1 if n & (n - 1) == 0 else None
 
 
 def _check_problem(problem, owner):
@@ -196,40 +122,6 @@ def pattern_probs(gamma):
     gamma = check("icl.pattern_probs", "gamma", gamma, ParityProblem._constraints["gamma"])
     pats = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
     return pats, np.array([0.25 + gamma, 0.25, 0.25, 0.25 - gamma])
-
-
-def pT_max(d, gamma):
-    r"""Upper end of the task-rate condition of Thm 5.5.1.
-
-    .. math:: p_{\max}=\frac{\frac14-\gamma}{\frac{d(d-1)}{2}(\frac14+\gamma)+\frac14-\gamma}
-
-    Parameters
-    ----------
-    d : int
-        Dimension, >= 2.
-    gamma : float
-        In (0, 1/4).
-
-    Returns
-    -------
-    float in (0, 1/2).
-
-    Notes
-    -----
-    Regime: ``0 < pT < pT_max`` is equivalent to ``d(d-1)/2 pT (1/4+gamma) < (1-pT)(1/4-gamma)`` (L8981).
-
-    References
-    ----------
-    .. [src] seed 001 L1478, L8933, L8981; specs/modular_and_icl.md B.4.2.
-
-    Examples
-    --------
-    >>> pT_max(2, 0.0 + 1e-300) == 0.5  # d = 2, gamma -> 0: one pair, (1/4)/(1/4 + 1/4)
-    True
-    """
-    d = as_int("icl.pT_max", "d", d, 2)
-    gamma = check("icl.pT_max", "gamma", gamma, ParityProblem._constraints["gamma"])
-    return (0.25 - gamma) / (d * (d - 1) / 2 * (0.25 + gamma) + 0.25 - gamma)
 
 
 # ---- heads -------------------------------------------------------------------------------------------

@@ -32,7 +32,8 @@ from scipy.optimize import minimize, nnls
 from scipy.special import expit
 
 from ..._validate import Interval, InvalidParameterError, Options, as_int, check
-from .parity import ParityProblem, _check_problem, pattern_probs, task_sets  # noqa: F401 (doctests)
+from .parity import _check_problem, pattern_probs, task_sets
+from .problem import ParityProblem  # noqa: F401 (doctests)
 
 __all__ = ["HeadFit", "query_design", "fit_heads", "four_head_min_norm"]
 

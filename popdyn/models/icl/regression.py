@@ -3,19 +3,18 @@ r"""Rank-r linear self-attention for in-context linear regression (seed 001 Ch. 
 Prompt ``(x_1, y_1, ..., x_N, y_N, x_q)`` with ``x ~ N(0, Lambda)``, task ``w ~ N(0, I_d)`` and
 ``y_i = <w, x_i>``; the restricted LSA predicts ``y_hat = u (1/n sum_{i<=n} y_i x_i)^T U x_q`` with
 ``rank U <= r`` (``U = A B^T``, ``A, B in R^{d x r}``), context length ``n = N`` in pretraining and
-``n = M`` at evaluation (``rho`` is the label-flip fraction, never a length). See specs/modular_and_icl.md
+``n = M`` at evaluation (``rho`` is the label-flip fraction, never a length); the problem
+(:class:`popdyn.models.icl.Problem`) calls them ``context`` and ``test_context``. See specs/modular_and_icl.md
 Part B.
 
 Public names
 ------------
-Problem
-    Covariance, context lengths N and M, rank r, evaluation noise sigma and flip fraction rho.
 gamma_matrix, population_loss, population_gradient, factor_gradient, excess_loss
     Lemma 5.1 (with its constant ``tr(Lambda)/2``), gradients, excess loss (D.4).
 full_rank_optimum, rank_r_optimum, optimum, optimal_loss
     Lemma D.1 and Thm 5.4.1 (value and uniqueness condition).
 
-The evaluation risks are in ``regression_risk``, the gradient flow and ``predict`` in ``regression_flow``.
+The evaluation risks are in ``regression_risk``, the gradient dynamics in ``regression_flow``.
 """
 from __future__ import annotations
 
@@ -23,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, as_int, check, validate
+from ..._validate import FiniteArray, Interval, InvalidParameterError, as_int, check
 
-__all__ = ["Problem", "ICLOptimum", "spectrum", "gamma_matrix", "population_loss", "population_gradient",
+__all__ = ["ICLOptimum", "spectrum", "gamma_matrix", "population_loss", "population_gradient",
            "factor_gradient", "excess_loss", "full_rank_optimum", "rank_r_optimum", "optimum", "optimal_loss"]
 
 _SYM_TOL = 1e-10   # 1e-10: relative asymmetry of a covariance accepted as float64 rounding
@@ -113,104 +112,6 @@ def _vector(owner, name, w, d):
 
 def _scalar(owner, name, x, low=-np.inf, closed="neither"):
     return check(owner, name, x, Interval(low, np.inf, closed=closed))
-
-
-# ---- problem --------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class Problem:
-    r"""Rank-r in-context linear regression: pretraining on N-shot prompts, evaluation on M-shot prompts.
-
-    .. math:: \hat y_q = u\Big(\frac1n\sum_{i=1}^{n} y_i x_i\Big)^\top U x_q,\qquad
-              \operatorname{rank} U \le r,\quad x \sim \mathcal N(0,\Lambda),\ w \sim \mathcal N(0, I_d)
-
-    Parameters
-    ----------
-    Lambda : ndarray of shape (d, d) or (d,)
-        Input covariance (symmetric PSD, non-zero), or its spectrum (a diagonal covariance).
-    N : int
-        Pretraining context length, >= 1 (``n = N``).
-    r : int
-        Rank of ``U = A B^T`` (model scale), in [1, d].
-    M : int
-        Evaluation context length, >= 1 (``n = M``).
-    sigma : float
-        Label noise standard deviation of the evaluation prompts, >= 0 (Thm 5.4.2).
-    rho : float
-        Fraction of the M evaluation labels flipped ``y -> -y``, in [0, 1], with ``rho M`` an integer
-        (derived extension, spec §B.2.8).
-
-    References
-    ----------
-    .. [src] seed 001 L1322-1390 (setting, eq. 5.1-5.3), L1412 (evaluation); specs/modular_and_icl.md §B.1.
-    """
-    Lambda: np.ndarray
-    N: int
-    r: int
-    M: int = 16
-    sigma: float = 0.0
-    rho: float = 0.0
-
-    _constraints = {
-        "N": Integer(1),
-        "r": Integer(1),
-        "M": Integer(1),
-        "sigma": Interval(0, np.inf, closed="left"),
-        "rho": Interval(0, 1),
-    }
-
-    def __post_init__(self):
-        object.__setattr__(self, "Lambda", _covariance("icl.Problem", self.Lambda))
-        validate(self)
-        self.Lambda.setflags(write=False)
-        if self.r > self.d:
-            raise InvalidParameterError(f"The 'r' parameter of icl.Problem must be an int in [1, d = {self.d}]. "
-                                        f"Got {self.r!r} instead.")
-        if abs(self.rho * self.M - round(self.rho * self.M)) > 1e-9:  # 1e-9: float rounding of k/M
-            raise InvalidParameterError(f"The 'rho' parameter of icl.Problem must make rho * M an integer "
-                                        f"(a whole number of flipped labels; M = {self.M}). Got {self.rho!r} instead.")
-
-    def __repr__(self):
-        f = np.array2string(self.Lambda, separator=", ", precision=17, max_line_width=10**6)
-        return (f"icl.Problem(Lambda=np.array({f}), N={self.N!r}, r={self.r!r}, M={self.M!r}, "
-                f"sigma={self.sigma!r}, rho={self.rho!r})")
-
-    @property
-    def d(self):
-        """Input dimension d."""
-        return self.Lambda.shape[0]
-
-    @classmethod
-    def from_spectrum(cls, lam, N, r, *, M=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
-        """Covariance with eigenvalues ``lam``: diagonal, or ``Q diag(lam) Q^T`` with a Haar-random Q
-        (``rotate=True``, drawn from ``seed``)."""
-        lam = check("icl.Problem.from_spectrum", "lam", lam, FiniteArray(1))
-        if rotate:
-            Q, R = np.linalg.qr(np.random.default_rng(seed).standard_normal((lam.size, lam.size)))
-            Q = Q * np.sign(np.diag(R))
-            return cls(Q @ np.diag(lam) @ Q.T, N, r, M, sigma, rho)
-        return cls(np.diag(lam), N, r, M, sigma, rho)
-
-    @classmethod
-    def geometric(cls, d, N, r, *, q=0.6, M=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
-        """Decaying spectrum ``lambda_i = q^i``, i = 1..d (spec §B.6 S5.1: q = 0.6)."""
-        d = as_int("icl.Problem.geometric", "d", d, low=1)
-        q = check("icl.Problem.geometric", "q", q, Interval(0, 1, closed="right"))
-        return cls.from_spectrum(q ** np.arange(1, d + 1), N, r, M=M, sigma=sigma, rho=rho, rotate=rotate, seed=seed)
-
-    @classmethod
-    def two_level(cls, d, k, N, r, *, high=1.0, low=0.1, M=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
-        """Two-level spectrum: ``k`` eigenvalues ``high`` and ``d - k`` eigenvalues ``low`` (spec §B.6)."""
-        d = as_int("icl.Problem.two_level", "d", d, low=1)
-        k = as_int("icl.Problem.two_level", "k", k, low=0, high=d)
-        lam = np.r_[np.full(k, float(high)), np.full(d - k, float(low))]
-        return cls.from_spectrum(lam, N, r, M=M, sigma=sigma, rho=rho, rotate=rotate, seed=seed)
-
-    @classmethod
-    def random(cls, d, N, r, *, M=16, sigma=0.0, rho=0.0, seed=0):
-        """Random SPD covariance ``G G^T / d`` with ``G`` a d x d Gaussian matrix (spec Part D)."""
-        d = as_int("icl.Problem.random", "d", d, low=1)
-        G = np.random.default_rng(seed).standard_normal((d, d))
-        return cls(G @ G.T / d, N, r, M, sigma, rho)
 
 
 # ---- Lemma 5.1: population loss and gradients ----------------------------------------------------

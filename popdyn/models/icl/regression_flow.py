@@ -1,8 +1,9 @@
-r"""Population gradient flow of the factorised LSA ``U = A B^T`` (extension, not in seed 001).
+r"""Population gradient descent and gradient flow of the factorised LSA ``U = A B^T`` (extension, not in seed 001).
 
 The paper studies global minimisers only (seed 001 L8747: "our work does not study optimization
-trajectory"). Gradient descent with step ``lr`` on the population loss of Lemma 5.1 follows, for small
-``lr``, the flow below at time ``lr * t``; from a small random start it passes near the saddles
+trajectory"). :func:`gradient_descent` iterates gradient descent with step ``lr`` on the population loss of
+Lemma 5.1: the mean path of SGD on fresh prompts, exact up to the O(lr / batch) minibatch noise. For small
+``lr`` it follows :func:`gradient_flow` at time ``lr * t``; from a small random start it passes near the saddles
 where only the top-k eigen-directions (k < r) are learnt, and ends at the Thm 5.4.1 optimum
 (spec §B.2.2: relative error < 1e-6 at t = 400 for d = 6, N = 20, r = 2).
 """
@@ -14,7 +15,7 @@ from ... import dynamics
 from ..._validate import Interval, InvalidParameterError, as_int, check
 from .regression import _covariance, gamma_matrix, optimal_loss
 
-__all__ = ["initial_factors", "gradient_flow", "flow_parameters", "saddle_losses", "flow_plateaus"]
+__all__ = ["initial_factors", "gradient_descent", "gradient_flow", "flow_parameters", "saddle_losses", "flow_plateaus"]
 
 
 def initial_factors(d, r, scale, seed):
@@ -129,6 +130,81 @@ def gradient_flow(Lambda, N, A0, B0, t, *, u0=1.0, train_u=False, rtol=1e-10, at
 
     y0 = np.concatenate([A0.ravel(), B0.ravel(), [u0]])
     return dynamics.solve_ode(rhs, y0, t, rtol=rtol, atol=atol, method=method)
+
+
+def gradient_descent(Lambda, N, A0, B0, lr, t, *, u0=1.0, train_u=False):
+    r"""Gradient descent with step ``lr`` on the population loss of (A, B, u), ``U = A B^T``, recorded at steps ``t``.
+
+    .. math:: A_{k+1} = A_k - \mathrm{lr}\,\nabla_A\mathcal L,\quad B_{k+1} = B_k - \mathrm{lr}\,\nabla_B\mathcal L,
+              \quad u_{k+1} = u_k - \mathrm{lr}\,\partial_u\mathcal L\ (\text{or } u_0)
+
+    Parameters
+    ----------
+    Lambda : ndarray of shape (d, d) or (d,)
+    N : int
+        Pretraining context length (``context`` of the problem), >= 1.
+    A0, B0 : ndarray of shape (d, r)
+        Initial factors.
+    lr : float
+        Step size, > 0.
+    t : sequence of int
+        Increasing steps at which the state is recorded (``t[0] >= 0``).
+    u0 : float
+        Initial value of u.
+    train_u : bool
+        Whether u takes gradient steps (else it stays at u0).
+
+    Returns
+    -------
+    A, B : ndarray of shape (len(t), d, r)
+    u : ndarray of shape (len(t),)
+        Non-finite once the iteration diverges (lr above the stability limit ``2 / curvature``).
+
+    Notes
+    -----
+    Regime: population loss (infinitely many prompts per step), the exact mean map of SGD's updates; SGD on
+    ``batch`` fresh prompts adds noise of order ``lr / batch`` to the loss. Cost: one d x d update per step.
+
+    References
+    ----------
+    .. [src] derived; seed 001 L1332-1354 (the loss), specs/modular_and_icl.md §B.2.2.
+
+    Examples
+    --------
+    >>> from popdyn.models.icl import optimum
+    >>> A0, B0 = initial_factors(2, 2, 1e-2, seed=1)
+    >>> A, B, u = gradient_descent([1.0, 0.5], 50, A0, B0, 0.5, [0, 2000])
+    >>> bool(np.allclose(A[-1] @ B[-1].T, optimum([1.0, 0.5], 50, 2).U, atol=1e-6))
+    True
+    """
+    owner = "icl.gradient_descent"
+    A, B = np.array(A0, dtype=np.float64), np.array(B0, dtype=np.float64)
+    if A.ndim != 2 or A.shape != B.shape:
+        raise InvalidParameterError(f"The 'B0' parameter of {owner} must be a 2-d array with the shape of A0 "
+                                    f"{A.shape}. Got shape {B.shape} instead.")
+    L = _covariance(owner, Lambda)
+    if L.shape[0] != A.shape[0]:
+        raise InvalidParameterError(f"The 'A0' parameter of {owner} must have d = {L.shape[0]} rows (d from "
+                                    f"Lambda). Got shape {A.shape} instead.")
+    lr = check(owner, "lr", lr, Interval(0, np.inf, closed="neither"))
+    t = np.asarray([as_int(owner, "t", k, low=0) for k in np.atleast_1d(t)], dtype=np.int64)
+    if np.any(np.diff(t) <= 0):
+        raise InvalidParameterError(f"The 't' parameter of {owner} must be increasing. Got {t.tolist()} instead.")
+    u = check(owner, "u0", u0, Interval(-np.inf, np.inf, closed="neither"))
+    GL, L2 = gamma_matrix(L, N) @ L, L @ L
+    out_A, out_B, out_u = np.empty((t.size,) + A.shape), np.empty((t.size,) + A.shape), np.empty(t.size)
+    k = 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, target in enumerate(t):
+            while k < target:
+                U = A @ B.T
+                GLUL = GL @ U @ L
+                dU = u * u * GLUL - u * L2
+                du = u * np.sum(GLUL * U) - np.sum(L2 * U) if train_u else 0.0
+                A, B, u = A - lr * dU @ B, B - lr * dU.T @ A, u - lr * du
+                k += 1
+            out_A[i], out_B[i], out_u[i] = A, B, u
+    return out_A, out_B, out_u
 
 
 def flow_parameters(y, d, r):

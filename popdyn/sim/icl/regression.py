@@ -1,14 +1,17 @@
 r"""Finite-sample training of the restricted rank-r linear self-attention on sampled prompts (torch).
 
 Each step draws ``batch`` fresh prompts per seed: ``x ~ N(0, Lambda)`` (as ``z Lambda^{1/2}``),
-``w ~ N(0, I_d)``, ``y_i = <w, x_i>``, and takes an Adam or SGD step on
-``(1/2) mean (u h^T A B^T x_q - <w, x_q>)^2`` with ``h = (1/N) sum_i y_i x_i`` (seed 001 eq. 5.3; the other
-attention blocks are held at 0, spec Part E.9). ``full=True`` trains an unrestricted ``U`` (d x d).
-All seeds run batched in one loop (Adam is elementwise, so the batched runs are independent).
+``w ~ N(0, I_d)``, ``y_i = <w, x_i>``, and takes an SGD step (the default: the stochastic version of the
+population gradient descent that ``popdyn.predict`` iterates) or an Adam step on
+``(1/2) mean (u h^T A B^T x_q - <w, x_q>)^2`` with ``h = (1/n) sum_i y_i x_i`` over the ``context`` examples
+(seed 001 eq. 5.3; the other attention blocks are held at 0, spec Part E.9). ``full=True`` trains an
+unrestricted ``U`` (d x d). All seeds run batched in one loop (Adam is elementwise, so the batched runs are
+independent).
 
 At every recorded step the trained ``uU`` is evaluated: ``loss`` (Lemma 5.1 at the trained
 parameters), ``excess_loss``, ``rel_error`` against ``U*`` of Thm 5.4.1, and ``eval_risk``, a Monte
-Carlo estimate on ``prompts`` fresh M-shot evaluation prompts with noise sigma and ``rho M`` flipped
+Carlo estimate on ``prompts`` fresh evaluation prompts of ``test_context`` examples with noise sigma and
+``rho * test_context`` flipped
 labels (the query average is exact: ``(U^T h - w)^T Lambda (U^T h - w)``, spec Part E.8).
 
 Public names
@@ -24,11 +27,10 @@ import time
 import numpy as np
 import torch
 
-from ..._validate import Integer, Interval, Options, check
-from ...api import simulate as _api_simulate
-from ...models.icl import Problem, eval_risk_avg, initial_factors, optimum, population_loss, spectrum
+from ...models.icl import eval_risk_avg, initial_factors, optimum, population_loss, spectrum
 from ...results import Simulation
-from .._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
+from .._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy
+from .._torch import progress as progress_bar
 
 __all__ = ["simulate"]
 
@@ -50,8 +52,8 @@ def _context(X, w, beta, noise):
 
 
 def _eval_risk(U, p, Lhalf, L, n, gen):
-    """Monte Carlo w-averaged eval risk of ``U`` (S, d, d) on ``n`` M-shot prompts: mean and standard error."""
-    S, M, k = U.shape[0], p.M, int(round(p.rho * p.M))
+    """Monte Carlo w-averaged eval risk of ``U`` (S, d, d) on ``n`` test_context-shot prompts: mean, standard error."""
+    S, M, k = U.shape[0], p.test_context, int(round(p.rho * p.test_context))
     beta = U.new_ones(M)
     beta[:k] = -1.0
     total, total2, done = U.new_zeros(S), U.new_zeros(S), 0
@@ -68,18 +70,9 @@ def _eval_risk(U, p, Lhalf, L, n, gen):
 
 def _record(p, U, opt):
     """Theory-free functionals of the trained ``uU`` (numpy): loss, excess_loss, rel_error, eval_risk formula."""
-    loss = np.array([population_loss(Ui, p.Lambda, p.N) for Ui in U])
+    loss = np.array([population_loss(Ui, p.Lambda, p.context) for Ui in U])
     rel = np.linalg.norm(U - opt.U, axis=(1, 2)) / np.linalg.norm(opt.U)
     return loss, loss - opt.value, rel
-
-
-def _check(problem, lr, steps, batch, optimizer, seeds, n_points, prompts, schedule, init_scale):
-    o = _OWNER
-    return (check(o, "lr", lr, Interval(0, np.inf, closed="neither")), check(o, "steps", steps, Integer(1)),
-            check(o, "batch", batch, Integer(1)), check(o, "optimizer", optimizer, Options(("adam", "sgd"))),
-            check(o, "seeds", seeds, Integer(1)), check(o, "n_points", n_points, Integer(2)),
-            check(o, "prompts", prompts, Integer(2)), check(o, "schedule", schedule, Options(("constant", "cosine"))),
-            check(o, "init_scale", init_scale, Interval(0, np.inf, closed="neither")))
 
 
 def _params(p, S, init_scale, init_seed, full, train_u, dev, dt):
@@ -100,43 +93,23 @@ def _U(params, u):
     return u[:, None, None] * U
 
 
-@_api_simulate.register(Problem)
-def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="constant", seeds=1, init_scale=1e-2,
-             init_seed=0, train_u=False, full=False, n_points=50, prompts=4096, seed=0, device="cpu", dtype=None,
-             progress_bar=False):
+def simulate(problem, *, lr, steps, init_scale, init_seed, train_u, n_points, optimizer, schedule, batch, full,
+             prompts, seeds, seed, device, dtype, progress):
     r"""Train the rank-r LSA on fresh prompts; record population functionals and the Monte Carlo eval risk.
 
-    .. math:: \hat y_q = u\,h^\top A B^\top x_q,\quad h = \frac1N\sum_{i=1}^N y_i x_i,\quad
+    .. math:: \hat y_q = u\,h^\top A B^\top x_q,\quad h = \frac1n\sum_{i=1}^n y_i x_i,\quad
               \hat{\mathcal L} = \frac1{2B}\sum_{\tau}(\hat y_{\tau,q} - \langle w_\tau, x_{\tau,q}\rangle)^2
 
     Parameters
     ----------
     problem : icl.Problem
-    lr : float
-        Step size, > 0 (Adam: the base rate; SGD: plain gradient steps, the flow time is ``lr * t``).
-    steps : int
-        Number of steps, >= 1.
-    batch : int
-        Prompts per step and seed, >= 1.
-    optimizer : {"adam", "sgd"}
-    schedule : {"constant", "cosine"}
-        Step-size schedule (cosine decays to 0 at ``steps``, which lowers the final noise).
-    seeds : int
-        Independent runs, >= 1 (same start, independent prompts).
-    init_scale, init_seed
-        Start ``A_0, B_0`` of :func:`popdyn.models.icl.initial_factors` (as ``predict``).
-    train_u : bool
-        Train u (else u = 1).
-    full : bool
-        Train an unrestricted ``U`` (d x d) instead of ``A B^T``.
-    n_points : int
-        Recorded steps, >= 2.
-    prompts : int
-        Evaluation prompts per recorded step and seed, >= 2.
-    seed : int
-        Seed of the prompt stream (the evaluation stream uses ``seed + 1``).
-    device, dtype, progress_bar
-        As in the other simulations (float64 by default).
+    lr, steps, init_scale, init_seed, train_u, n_points, optimizer, schedule, batch, full, prompts, seeds, seed, \
+device, dtype, progress
+        The options of ``Problem.options`` (``popdyn.simulate`` resolves them): SGD (default, the algorithm
+        ``predict`` describes) or Adam with step ``lr`` for ``steps`` steps of ``batch`` fresh prompts per seed
+        from the start ``A_0, B_0`` of :func:`popdyn.models.icl.initial_factors` (the same on every seed and in
+        ``predict``); ``prompts`` evaluation prompts per recorded step; the prompt stream uses ``seed`` (the
+        evaluation stream ``seed + 1``).
 
     Returns
     -------
@@ -146,15 +119,14 @@ def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="cons
 
     Notes
     -----
-    Regime: finite batch, fresh prompts (online). Adam with a cosine schedule reaches ``U*`` to a few
-    per cent in a few thousand steps (spec §B.6 S5.1: 4 % at 4000 constant-rate steps).
+    Regime: finite batch, fresh prompts (online). SGD follows population gradient descent up to noise of
+    order ``lr / batch``. Adam with a cosine schedule reaches ``U*`` to a few per cent in a few thousand
+    steps (spec §B.6 S5.1: 4 % at 4000 constant-rate steps), on its own time axis.
 
     References
     ----------
     .. [src] seed 001 L1332-1354 (LSA, loss); specs/modular_and_icl.md §B.1, §B.6 S5.1, Part E.6, E.9.
     """
-    lr, steps, batch, optimizer, seeds, n_points, prompts, schedule, init_scale = _check(
-        problem, lr, steps, batch, optimizer, seeds, n_points, prompts, schedule, init_scale)
     p, dev, dt = problem, resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     lam, Q = spectrum(p.Lambda)
     Lhalf = torch.tensor((Q * np.sqrt(lam)) @ Q.T, device=dev, dtype=dt)
@@ -167,17 +139,17 @@ def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="cons
     sched = (torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 0.5 * (1 + math.cos(math.pi * k / steps)))
              if schedule == "cosine" else None)
     record = set(np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64)).tolist())
-    U_star = optimum(p.Lambda, p.N, p.r)
+    U_star = optimum(p.Lambda, p.context, p.r)
     rows, t, t0 = [], [], time.perf_counter()
-    bar = progress(steps, progress_bar, _OWNER)
-    with serial_if_small(dev, seeds * batch * p.N * p.d):
+    bar = progress_bar(steps, progress, _OWNER, unit="step")
+    with serial_if_small(dev, seeds * batch * p.context * p.d):
         for k in range(steps + 1):
             if k in record:
                 rows.append(_snapshot(p, _U(params, u).detach(), U_star, Lhalf, L, prompts, gen_eval))
                 t.append(k)
             if k == steps:
                 break
-            X, w = _sample(seeds, batch, p.N + 1, Lhalf, gen)
+            X, w = _sample(seeds, batch, p.context + 1, Lhalf, gen)
             h = _context(X[:, :, :-1], w, 1.0, 0.0)
             err = torch.einsum("sbd,sde,sbe->sb", h, _U(params, u), X[:, :, -1]) - torch.einsum("sbd,sbd->sb", X[:, :, -1], w)
             loss = 0.5 * (err * err).mean(1)
@@ -188,10 +160,8 @@ def simulate(problem, *, lr, steps, batch=1024, optimizer="adam", schedule="cons
                 sched.step()
             bar.update(1)
     bar.close()
-    return _result(p, rows, t, _U(params, u).detach(), dict(
-        lr=lr, steps=steps, batch=batch, optimizer=optimizer, schedule=schedule, seeds=seeds, init_scale=init_scale,
-        init_seed=init_seed, train_u=bool(train_u), full=bool(full), n_points=n_points, prompts=prompts, seed=seed,
-        device=str(dev), dtype=str(dt)), time.perf_counter() - t0)
+    return _result(p, rows, t, _U(params, u).detach(), dict(device=str(dev), dtype=str(dt)),
+                   time.perf_counter() - t0)
 
 
 def _snapshot(p, U, opt, Lhalf, L, prompts, gen):
@@ -205,8 +175,8 @@ def _result(p, rows, t, U, options, wall):
     obs = {k: np.stack([r[k] for r in rows], axis=1) for k in rows[0]}
     obs["uU"] = to_numpy(U)
     finite = all(np.all(np.isfinite(v)) for v in obs.values())
-    meta = dict(problem=repr(p), options=options, t_unit="steps", wall_s=wall,
+    meta = dict(problem=repr(p), run=options, t_unit="steps", wall_s=wall,
                 source="seed 001 L1332-1354; specs/modular_and_icl.md §B.6 S5.1",
-                eval_risk_formula_final=[eval_risk_avg(Ui, p.Lambda, p.M, p.sigma, rho=p.rho) for Ui in obs["uU"]])
+                eval_risk_formula_final=[eval_risk_avg(Ui, p.Lambda, p.test_context, p.sigma, rho=p.rho) for Ui in obs["uU"]])
     message = "success" if finite else "non-finite values: lower lr"
     return Simulation(t=np.array(t), observables=obs, status=0 if finite else -1, message=message, meta=meta)
