@@ -107,7 +107,8 @@ class Problem(Task):
               \|\theta\|_{2,k+1} = \Big(\sum_i \|\theta_i\|_2^{k+1}\Big)^{1/(k+1)}
 
     Residues are ``0..p-1`` (the paper's ``[p]``, spec §A.4 item 8). A network is a pair of arrays
-    ``U`` of shape (m, k, p) and ``W`` of shape (m, p); the width m is not part of the problem.
+    ``U`` of shape (m, k, p) and ``W`` of shape (m, p); the width m is not part of the problem (it is the
+    ``width`` option of ``popdyn.simulate``).
 
     Parameters
     ----------
