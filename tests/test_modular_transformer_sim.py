@@ -22,7 +22,7 @@ _F64 = 1e-10   # float64 einsum/softmax vs the loop below on O(1) numbers: round
 @pytest.fixture(scope="module")
 def sim():
     return popdyn.simulate(TransformerProblem(**_SMALL), steps=30, lr=1e-2, weight_decay=0.1, n_points=3, seeds=2,
-                           train_fraction=0.6, seed=4)
+                           train_fraction=0.6, seed=4, weights=True)
 
 
 def _loop_forward(w, a, activation):
@@ -108,7 +108,7 @@ def test_recorded_diagnostics_are_those_of_the_returned_weights(sim):
 
 def test_reproducible_and_seeded():
     pb = TransformerProblem(**_SMALL)
-    run = lambda seed: popdyn.simulate(pb, steps=5, n_points=2, seed=seed, batch=16, seeds=1)
+    run = lambda seed: popdyn.simulate(pb, steps=5, n_points=2, seed=seed, batch=16, seeds=1, weights=True)
     a, b, c = run(1), run(1), run(2)
     for name in ("loss", "E", "U", "head_power"):
         assert np.array_equal(a[name], b[name]), name
@@ -157,6 +157,6 @@ def test_bad_problem():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_runs_the_same_code():
     pb = TransformerProblem(**_SMALL)
-    cpu = popdyn.simulate(pb, steps=3, n_points=2, device="cpu", seeds=1)
-    gpu = popdyn.simulate(pb, steps=3, n_points=2, device="cuda", seeds=1)
+    cpu = popdyn.simulate(pb, steps=3, n_points=2, device="cpu", seeds=1, weights=True)
+    gpu = popdyn.simulate(pb, steps=3, n_points=2, device="cuda", seeds=1, weights=True)
     assert gpu.meta["device"].startswith("cuda") and gpu["U"].shape == cpu["U"].shape

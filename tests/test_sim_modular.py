@@ -19,7 +19,7 @@ OBS_T = ("loss", "train_acc", "normalized_margin", "margin_ratio", "margin_ratio
 def split_run():
     """p = 7, k = 3, 60 % train, 2 seeds, 40 AdamW steps: shared by the shape and evaluation tests."""
     return popdyn.simulate(modular.Problem(p=7, k=3), width=12, steps=40, train_fraction=0.6, batch=64, seeds=2,
-                           n_points=5, seed=3)
+                           n_points=5, seed=3, weights=True)
 
 
 def _rand_net(rng, S, m, k, p):
@@ -84,9 +84,8 @@ def test_training_decreases_loss():
 
 
 def test_same_seed_same_numbers():
-    a = popdyn.simulate(TINY, width=6, steps=15, train_fraction=0.8, batch=8, seeds=2, n_points=3, seed=7)
-    b = popdyn.simulate(TINY, width=6, steps=15, train_fraction=0.8, batch=8, seeds=2, n_points=3, seed=7)
-    c = popdyn.simulate(TINY, width=6, steps=15, train_fraction=0.8, batch=8, seeds=2, n_points=3, seed=8)
+    kw = dict(width=6, steps=15, train_fraction=0.8, batch=8, seeds=2, n_points=3, weights=True)
+    a, b, c = (popdyn.simulate(TINY, seed=seed, **kw) for seed in (7, 7, 8))
     for name in a.observables:
         np.testing.assert_array_equal(a[name], b[name])
     assert not np.array_equal(a["U"], c["U"])
@@ -103,8 +102,9 @@ def test_recorded_shapes(split_run):
     assert sim["U"].shape == sim["U0"].shape == (S, m, 3, 7)
     assert sim["W"].shape == sim["W0"].shape == (S, m, 7)
     assert sim.status == 0 and sim.meta["t_unit"] == "steps"
-    full = popdyn.simulate(TINY, width=4, steps=2, n_points=2, seeds=1)
+    full = popdyn.simulate(TINY, width=4, steps=2, n_points=2, seeds=1, weights=True)
     assert "test_acc" not in full.observables   # absent means absent: no test set at train_fraction = 1
+    assert "U" not in popdyn.simulate(TINY, width=4, steps=2, n_points=2, seeds=1).observables   # weights=False
 
 
 def test_final_observables_match_numpy_evaluation(split_run):
@@ -206,7 +206,7 @@ def test_cuda_without_gpu_raises_clearly():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_runs_with_cpu_shapes():
-    kw = {"width": 8, "steps": 20, "seeds": 2, "n_points": 3}
+    kw = {"width": 8, "steps": 20, "seeds": 2, "n_points": 3, "weights": True}
     cpu = popdyn.simulate(TINY, device="cpu", **kw)
     gpu = popdyn.simulate(TINY, device="cuda", **kw)
     assert gpu.meta["device"].startswith("cuda")

@@ -32,7 +32,7 @@ def _train(p, k, size, **options):
     """AdamW (the paper's lr, betas, warm-up, batch 1024) at the construction width, seeds batched, float64
     (float32 saturates the softmax late in training: R fell to 0.09 instead of 0.84 at k=3, p=11, 10k steps)."""
     return popdyn.simulate(modular.Problem(p=p, k=k), steps=size["steps"], seeds=size["seeds"],
-                           device=size["device"], **{"n_points": 41, **options})
+                           device=size["device"], weights=True, **{"n_points": 41, **options})
 
 
 # ---- (a) single-frequency neurons and full coverage --------------------------------------------------

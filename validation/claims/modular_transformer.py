@@ -49,7 +49,7 @@ def _train(size, device):
         _RUNS.clear()
         _RUNS[key] = popdyn.simulate(problem, steps=size["steps"], lr=size["lr"], weight_decay=size["weight_decay"],
                                      batch=size["batch"], train_fraction=size["train_fraction"], seeds=size["seeds"],
-                                     dtype=size["dtype"], device=device, n_points=11)
+                                     dtype=size["dtype"], device=device, n_points=11, weights=True)
     return _RUNS[key]
 
 

@@ -63,11 +63,13 @@ def _protocol(*, steps, lr, weight_decay, lr_help, weight_decay_help, n_points):
         Option("n_points", Integer(2), n_points, "number of recorded steps on [0, steps]", sim),
         Option("spacing", Options(("linear", "log")), "linear",
                "recorded steps evenly spaced, or log-spaced after step 0 (for grokking curves)", sim),
+        Option("weights", Options((False, True)), False,
+               "also return the weights and, with a split, the train mask: per-run arrays without a time axis", sim),
     )
     return {o.name: o for o in table}
 
 
-_WEIGHTS = "(one per run, no time axis)"
+_WEIGHTS = "(with weights=True; one per run, no time axis)"
 #: The network's training options: the paper's AdamW (lr and weight decay 5e-3, App. C.10.1) unless SGD is chosen.
 #: 3000 steps: at p = 7, k = 2 the median neuron's max normalized power reaches 0.89 and R 0.76 (Problem.example).
 _NETWORK = _protocol(steps=3000, lr=None, weight_decay=None, n_points=50,
@@ -147,7 +149,7 @@ class Problem(Task):
                ("simulate",)),
         _NETWORK["lr"], _NETWORK["weight_decay"], _NETWORK["betas"],
         Option("momentum", Interval(0, 1, closed="left"), 0.0, "SGD momentum (AdamW does not use it)", ("simulate",)),
-        *(_NETWORK[n] for n in ("warmup", "batch", "train_fraction", "init_scale", "n_points", "spacing")),
+        *(_NETWORK[n] for n in ("warmup", "batch", "train_fraction", "init_scale", "n_points", "spacing", "weights")),
         *common("seeds", "seed", "device", "dtype", "progress"))
 
     observables: ClassVar[dict] = {
@@ -290,7 +292,7 @@ class TransformerProblem(Task):
 
     options: ClassVar[OptionTable] = options_table(
         *(_TRANSFORMER[n] for n in ("steps", "lr", "weight_decay", "betas", "warmup", "batch", "train_fraction",
-                                    "init_scale", "n_points", "spacing")),
+                                    "init_scale", "n_points", "spacing", "weights")),
         *common("seeds", "seed", "device", "dtype", "progress"))
 
     observables: ClassVar[dict] = {

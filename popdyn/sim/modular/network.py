@@ -6,10 +6,10 @@ Public names
 simulate
     ``simulate(problem, *, steps, width, optimizer, ...)`` (every option of ``modular.Problem.options``, resolved
     by ``popdyn.simulate``) -> :class:`popdyn.results.Simulation` with observables ``loss``, ``train_acc``,
-    ``test_acc`` and ``train_mask`` (with a train fraction < 1), ``normalized_margin`` (on the full D_p),
-    ``margin_ratio`` (the same over gamma*), ``margin_ratio_train``, ``max_power`` (median over neurons),
-    ``neuron_power`` (per neuron), ``single_freq_fraction``, ``coverage``, and the initial and final weights
-    ``U0``, ``W0``, ``U``, ``W``. All seeds train batched on one device in one loop.
+    ``test_acc`` (with a train fraction < 1), ``normalized_margin`` (on the full D_p), ``margin_ratio`` (the
+    same over gamma*), ``margin_ratio_train``, ``max_power`` (median over neurons), ``neuron_power`` (per
+    neuron), ``single_freq_fraction``, ``coverage``, and with ``weights=True`` the initial and final weights
+    ``U0``, ``W0``, ``U``, ``W`` and the ``train_mask``. All seeds train batched on one device in one loop.
 logits
     The network (4.2) in torch for a batch of seeds: ``logits(U, W, A)``.
 
@@ -172,7 +172,7 @@ def _run(params, data, opts, t, gamma, gen, bar):
 
 
 def simulate(problem, *, steps, width, optimizer, lr, weight_decay, betas, momentum, warmup, batch, train_fraction,
-             init_scale, n_points, spacing, seeds, seed, device, dtype, progress):
+             init_scale, n_points, spacing, weights, seeds, seed, device, dtype, progress):
     r"""Train the k-input network (4.2) on (a_1 + ... + a_k) mod p, all seeds batched, and record its circuit.
 
     .. math:: \min_\theta \frac{1}{|D|}\sum_{(\mathbf a, c)\in D}\mathrm{CE}(f(\theta,\mathbf a), c),\qquad
@@ -186,7 +186,7 @@ def simulate(problem, *, steps, width, optimizer, lr, weight_decay, betas, momen
     problem : modular.Problem
         p (odd prime modulus) and k (number of summands).
     steps, width, optimizer, lr, weight_decay, betas, momentum, warmup, batch, train_fraction, init_scale, \
-n_points, spacing, seeds, seed, device, dtype, progress
+n_points, spacing, weights, seeds, seed, device, dtype, progress
         The options of ``modular.Problem.options``, resolved by ``popdyn.simulate`` (constraints, defaults and
         one line of help each there). ``width`` is the paper's m (None: the construction width
         ``2^(2k-2) (p - 1)``, Lemma C.18); ``lr`` and ``weight_decay`` None take the optimizer's defaults
@@ -203,10 +203,10 @@ n_points, spacing, seeds, seed, device, dtype, progress
         ``single_freq_fraction`` (fraction of neurons whose max normalized power exceeds 0.9), ``coverage``
         (fraction of the frequencies 1..(p-1)/2 that are some neuron's dominant frequency); ``neuron_power``
         (seeds, len(t), width): per neuron, the least over its k + 1 components of the max normalized one-sided
-        power (``modular.power_spectrum``); without a time axis: ``U0``, ``U`` (seeds, width, k, p) and ``W0``,
-        ``W`` (seeds, width, p), initial and final weights; ``train_mask`` (seeds, p^k), bool, only with
-        ``train_fraction < 1``: True where the input (in ``modular.all_inputs`` order) is in the seed's train
-        set. ``status`` is -1 when a run diverged.
+        power (``modular.power_spectrum``). With ``weights=True``, per run without a time axis: ``U0``, ``U``
+        (seeds, width, k, p) and ``W0``, ``W`` (seeds, width, p), initial and final weights, and ``train_mask``
+        (seeds, p^k), bool, only with ``train_fraction < 1``: True where the input (in ``modular.all_inputs``
+        order) is in the seed's train set. ``status`` is -1 when a run diverged.
 
     Notes
     -----
@@ -229,7 +229,7 @@ n_points, spacing, seeds, seed, device, dtype, progress
     --------
     >>> import popdyn
     >>> from popdyn.models import modular
-    >>> sim = popdyn.simulate(modular.Problem(p=5, k=2), width=8, steps=20, n_points=3, seeds=1)
+    >>> sim = popdyn.simulate(modular.Problem(p=5, k=2), width=8, steps=20, n_points=3, seeds=1, weights=True)
     >>> sim.t.tolist(), sim["U"].shape, bool((sim["margin_ratio"] <= 1).all())
     ([0, 10, 20], (1, 8, 2, 5), True)
     """
@@ -257,9 +257,10 @@ n_points, spacing, seeds, seed, device, dtype, progress
         finally:
             bar.close()
         obs = {name: to_numpy(v) for name, v in rec.items()}
-        obs.update(U0=to_numpy(U0), W0=to_numpy(W0), U=to_numpy(U), W=to_numpy(W))
-        if te.shape[1]:
-            obs["train_mask"] = train_mask(tr, len(y))
+        if weights:
+            obs.update(U0=to_numpy(U0), W0=to_numpy(W0), U=to_numpy(U), W=to_numpy(W))
+            if te.shape[1]:
+                obs["train_mask"] = train_mask(tr, len(y))
     wall = time.perf_counter() - start
     ok = all(np.all(np.isfinite(v)) for v in obs.values())
     meta = {"problem": repr(problem), "options": opts, "t_unit": "steps", "device": str(dev),

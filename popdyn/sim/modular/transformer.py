@@ -8,7 +8,7 @@ simulate
     ``simulate(problem, *, steps, lr, weight_decay, ...)`` (every option of ``modular.TransformerProblem.options``,
     resolved by ``popdyn.simulate``) -> :class:`popdyn.results.Simulation` with the accuracies, the Fourier
     diagnostics of the MLP neurons (through their maps ``U``, ``W`` in the form of the network (4.2)), of the first
-    layer's attention heads (Fig. 4.3) and of the embedding, and the final weights.
+    layer's attention heads (Fig. 4.3) and of the embedding, and with ``weights=True`` the final weights.
 forward
     The transformer for a batch of seeds: ``forward(weights, A, activation)`` -> logits and the last MLP's
     pre-activations at the read-out position.
@@ -171,7 +171,7 @@ def _run(problem, weights, data, opts, t, gen, bar):
 
 
 def simulate(problem, *, steps, lr, weight_decay, betas, warmup, batch, train_fraction, init_scale, n_points, spacing,
-             seeds, seed, device, dtype, progress):
+             weights, seeds, seed, device, dtype, progress):
     r"""Train the transformer on (a_1 + ... + a_k) mod p, all seeds batched, and record its Fourier circuit.
 
     .. math:: \min_\theta \frac{1}{|D|}\sum_{(\mathbf a, c)\in D}\mathrm{CE}(f(\theta,\mathbf a), c),\qquad
@@ -186,8 +186,8 @@ def simulate(problem, *, steps, lr, weight_decay, betas, warmup, batch, train_fr
     ----------
     problem : modular.TransformerProblem
         The task (p, k) and the architecture.
-    steps, lr, weight_decay, betas, warmup, batch, train_fraction, init_scale, n_points, spacing, seeds, seed, \
-device, dtype, progress
+    steps, lr, weight_decay, betas, warmup, batch, train_fraction, init_scale, n_points, spacing, weights, seeds, \
+seed, device, dtype, progress
         The options of ``modular.TransformerProblem.options``, resolved by ``popdyn.simulate`` (constraints, defaults
         and one line of help each there). On CUDA the embedding's backward and the evaluation's sums use atomic
         adds, so runs with the same ``seed`` agree only up to round-off there (exactly on CPU).
@@ -204,11 +204,12 @@ device, dtype, progress
         (``modular.neuron_maps``), and ``additive_fraction`` (S, T) its median; ``head_power`` (S, T, heads): the
         share of each first-layer head's centred matrix ``E^T W^K W^{Q T} E`` on its dominant frequency (the
         ``frequency_power`` of ``modular.attention_diagnostics``, Fig. 4.3), and ``attention_power`` (S, T) its
-        median over heads; ``embedding_power`` (S, T, (p+1)/2): ``modular.embedding_spectrum`` of E. Without a time
-        axis: final weights ``E`` (S, p, d_model), ``P`` (S, k, d_model), ``WQ``, ``WK``, ``WV`` (S, layers, heads,
-        d_model, d_head), ``WO`` (S, layers, heads, d_head, d_model), ``W_in`` (S, layers, d_model, d_mlp),
-        ``W_out`` (S, layers, d_mlp, d_model), ``W_U`` (S, d_model, p); the final maps ``U`` (S, d_mlp, k, p) and
-        ``W`` (S, d_mlp, p); ``train_mask`` (S, p^k) with a split. ``status`` is -1 when a run diverged.
+        median over heads; ``embedding_power`` (S, T, (p+1)/2): ``modular.embedding_spectrum`` of E. With
+        ``weights=True``, per run without a time axis: final weights ``E`` (S, p, d_model), ``P`` (S, k, d_model),
+        ``WQ``, ``WK``, ``WV`` (S, layers, heads, d_model, d_head), ``WO`` (S, layers, heads, d_head, d_model),
+        ``W_in`` (S, layers, d_model, d_mlp), ``W_out`` (S, layers, d_mlp, d_model), ``W_U`` (S, d_model, p); the
+        final maps ``U`` (S, d_mlp, k, p) and ``W`` (S, d_mlp, p); ``train_mask`` (S, p^k) with a split.
+        ``status`` is -1 when a run diverged.
 
     Notes
     -----
@@ -226,7 +227,7 @@ device, dtype, progress
     >>> import popdyn
     >>> from popdyn.models.modular import TransformerProblem
     >>> pb = TransformerProblem(p=5, k=2, heads=2, d_model=8, d_head=4, d_mlp=16)
-    >>> sim = popdyn.simulate(pb, steps=4, n_points=2, seeds=1)
+    >>> sim = popdyn.simulate(pb, steps=4, n_points=2, seeds=1, weights=True)
     >>> sim.t.tolist(), sim["U"].shape, sim["head_power"].shape
     ([0, 4], (1, 16, 2, 5), (1, 2, 2))
     """
@@ -243,15 +244,16 @@ device, dtype, progress
         A = torch.as_tensor(all_inputs(p, k), device=dev)
         y = A.sum(1) % p
         tr, te = split(S, len(y), opts["n_train"], gen, dev)
-        weights = _init_weights(problem, S, init_scale, gen, dt, dev)
+        params = _init_weights(problem, S, init_scale, gen, dt, dev)
         bar = open_bar(steps, progress, _OWNER, unit="step")
         try:
-            obs, (U, W) = _run(problem, weights, (A, y, tr, te), opts, t, gen, bar)
+            obs, (U, W) = _run(problem, params, (A, y, tr, te), opts, t, gen, bar)
         finally:
             bar.close()
-        obs.update({name: to_numpy(w) for name, w in weights.items()}, U=U, W=W)
-        if te.shape[1]:
-            obs["train_mask"] = train_mask(tr, len(y))
+        if weights:
+            obs.update({name: to_numpy(w) for name, w in params.items()}, U=U, W=W)
+            if te.shape[1]:
+                obs["train_mask"] = train_mask(tr, len(y))
     wall = time.perf_counter() - start
     ok = all(np.all(np.isfinite(v)) for v in obs.values())
     meta = {"problem": repr(problem), "options": opts, "t_unit": "steps", "device": str(dev),
