@@ -181,9 +181,9 @@ class Problem(Task):
     #: decay 5e-3, 3000 steps, full data; ~3 s of CPU for 2 seeds). The theory is the max-margin limit, which
     #: finite training approaches from below: compared at the last step, seeds (0, 1) and (2, 3) measured
     #: margin_ratio gaps 0.243 and 0.243 (R = 0.76; -1.5 at init), max_power gaps 0.106 and 0.123 (median power
-    #: 0.89; 0.38-0.45 at init) and coverage 0 and 0. Bounds: 1.6x the worst gap; coverage may miss one of the
-    #: 3 frequencies in no seed (1/6 of a mean over 2 seeds). single_freq_fraction (0.40-0.46 against 1) is not
-    #: reached at the paper's weight decay in 3000 steps and is not asked.
+    #: 0.89; 0.38-0.45 at init) and coverage 0 and 0. Bounds: 1.6x the worst gap; coverage 1 in every seed (one
+    #: seed missing one of the 3 frequencies would be a gap of 1/6). single_freq_fraction (0.40-0.46 against 1)
+    #: is not reached at the paper's weight decay in 3000 steps and is not asked.
     example_agreement: ClassVar[dict] = {"margin_ratio": ("sup_gap", 0.4), "max_power": ("sup_gap", 0.2),
                                          "coverage": ("sup_gap", 0.1)}
 
