@@ -283,7 +283,8 @@ def _at(simulation, at):
         if not np.isclose(t[i], float(at), rtol=1e-9, atol=1e-12):
             raise ValueError(f"compare: the simulation recorded no time {at!r}; its times are "
                              f"{t.tolist() if t.size <= 12 else f'{t.size} points in [{t.min():g}, {t.max():g}]'}.")
-    obs = {k: np.asarray(v)[:, i] for k, v in simulation.observables.items() if np.ndim(v) >= 2}
+    obs = {k: np.asarray(v)[:, i] for k, v in simulation.observables.items()
+           if np.ndim(v) >= 2 and np.shape(v)[1] == t.size}   # per-run arrays without a time axis (weights) stay out
     meta = dict(simulation.meta, compared_at=float(t[i]))
     return Simulation(t=None, observables=obs, status=simulation.status, message=simulation.message,
                       meta=meta, coords=simulation.coords), float(t[i])

@@ -280,7 +280,7 @@ MODELS = {
         edges=(lambda: modular.Problem(3, 2), lambda: modular.Problem.setting("cpu", convention="paper")),
         bad_predict=(("method", "nope"),),
         functions=((lambda p: modular.max_margin(p.p, p.k), {}),),
-        simulate={"steps": 5, "m": 8, "seeds": 2, "n_points": 2}),
+        simulate={"steps": 5, "width": 8, "seeds": 2, "n_points": 2}),
     "modular.transformer": ModelSpec(
         modular_transformer_problems(),
         edges=(lambda: modular.TransformerProblem(3, 2, heads=1, d_model=1, d_head=1, d_mlp=1),

@@ -1,4 +1,5 @@
-"""The transformer problem and the Fourier diagnostics of transformer weights (popdyn.models.modular.transformer):
+"""The transformer problem (popdyn.models.modular.problem) and the Fourier diagnostics of transformer weights
+(popdyn.models.modular.transformer):
 each diagnostic against an independent computation (explicit sums over Z_p, loops over heads) and on planted
 Fourier-sparse weights whose answer is known exactly."""
 from types import SimpleNamespace
@@ -11,8 +12,8 @@ from hypothesis.extra.numpy import arrays
 import popdyn
 from popdyn._validate import InvalidParameterError
 from popdyn.models import modular
-from popdyn.models.modular.transformer import (TransformerProblem, attention_diagnostics, attention_matrices,
-                                               embedding_spectrum, neuron_maps, power_spectrum_2d)
+from popdyn.models.modular import (TransformerProblem, attention_diagnostics, attention_matrices, embedding_spectrum,
+                                   neuron_maps, power_spectrum_2d)
 
 _EXACT = 1e-12   # float64 FFTs and means of O(1) numbers over at most 13^3 points: round-off ~1e-15
 
@@ -50,8 +51,9 @@ def test_setting_bad_name():
 def test_predict_gives_the_single_frequency_values():
     pred = popdyn.predict(TransformerProblem(p=7, k=2))
     assert pred.t is None
-    assert {n: float(pred[n]) for n in ("max_power", "attention_power", "coverage", "additive_fraction")} == \
-        {"max_power": 1.0, "attention_power": 1.0, "coverage": 1.0, "additive_fraction": 1.0}
+    assert {n: float(pred[n]) for n in ("max_power", "attention_power", "single_freq_fraction", "additive_fraction")} \
+        == {"max_power": 1.0, "attention_power": 1.0, "single_freq_fraction": 1.0, "additive_fraction": 1.0}
+    assert "coverage" not in pred.observables   # every frequency is the (4.2) network's at the construction width
 
 
 # ---- 2-D spectra ------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ theory and FAILS with a wrong one. Both claims read one memoised training at the
 import numpy as np
 import pytest
 
-from popdyn.models.modular.transformer import TransformerProblem
+from popdyn.models.modular import TransformerProblem
 
 from .falsify import falsifies, measure, perturb
 

@@ -1,4 +1,4 @@
-"""Training the modular-addition transformer (popdyn.sim.modular_transformer): the batched torch forward against a
+"""Training the modular-addition transformer (popdyn.sim.modular.transformer): the batched torch forward against a
 per-example loop, the recorded diagnostics against the numpy diagnostics of the returned weights, shapes,
 reproducibility and bad input."""
 import math
@@ -11,9 +11,9 @@ torch = pytest.importorskip("torch")
 import popdyn  # noqa: E402
 from popdyn._validate import InvalidParameterError  # noqa: E402
 from popdyn.models import modular  # noqa: E402
-from popdyn.models.modular.transformer import (TransformerProblem, attention_diagnostics,  # noqa: E402
-                                               embedding_spectrum, neuron_maps)
-from popdyn.sim import modular_transformer as mt  # noqa: E402
+from popdyn.models.modular import (TransformerProblem, attention_diagnostics, embedding_spectrum,  # noqa: E402
+                                   neuron_maps)
+from popdyn.sim.modular import transformer as mt  # noqa: E402
 
 _SMALL = dict(p=5, k=3, heads=2, d_model=8, d_head=4, d_mlp=12)
 _F64 = 1e-10   # float64 einsum/softmax vs the loop below on O(1) numbers: round-off ~1e-14
@@ -22,7 +22,7 @@ _F64 = 1e-10   # float64 einsum/softmax vs the loop below on O(1) numbers: round
 @pytest.fixture(scope="module")
 def sim():
     return popdyn.simulate(TransformerProblem(**_SMALL), steps=30, lr=1e-2, weight_decay=0.1, n_points=3, seeds=2,
-                           train_fraction=0.6, seed=4)
+                           train_fraction=0.6, seed=4, weights=True)
 
 
 def _loop_forward(w, a, activation):
@@ -65,8 +65,9 @@ def test_shapes_and_split(sim):
     p, k, H, D, dh, M = (_SMALL[n] for n in ("p", "k", "heads", "d_model", "d_head", "d_mlp"))
     assert sim.t.tolist() == [0, 15, 30] and sim.status == 0
     T = 3
-    shapes = {"loss": (2, T), "train_acc": (2, T), "test_acc": (2, T), "max_power": (2, T, M), "coverage": (2, T),
-              "single_freq_fraction": (2, T), "additive_fraction": (2, T, M), "attention_power": (2, T, H),
+    shapes = {"loss": (2, T), "train_acc": (2, T), "test_acc": (2, T), "neuron_power": (2, T, M), "coverage": (2, T),
+              "single_freq_fraction": (2, T), "neuron_additive_fraction": (2, T, M), "head_power": (2, T, H),
+              "max_power": (2, T), "additive_fraction": (2, T), "attention_power": (2, T),
               "embedding_power": (2, T, (p + 1) // 2), "E": (2, p, D), "P": (2, k, D), "WQ": (2, 1, H, D, dh),
               "WO": (2, 1, H, dh, D), "W_in": (2, 1, D, M), "W_out": (2, 1, M, D), "W_U": (2, D, p),
               "U": (2, M, k, p), "W": (2, M, p), "train_mask": (2, p ** k)}
@@ -87,14 +88,17 @@ def test_recorded_diagnostics_are_those_of_the_returned_weights(sim):
     for s in range(2):
         U, rho = neuron_maps(h[s].numpy(), pb.p, pb.k)
         np.testing.assert_allclose(sim["U"][s], U, atol=1e-9)
-        np.testing.assert_allclose(sim["additive_fraction"][s, -1], rho, atol=1e-9)
+        np.testing.assert_allclose(sim["neuron_additive_fraction"][s, -1], rho, atol=1e-9)
+        np.testing.assert_allclose(sim["additive_fraction"][s, -1], np.median(rho), atol=1e-9)
         Wc = sim["W_out"][s, -1] @ sim["W_U"][s]
         np.testing.assert_allclose(sim["W"][s], Wc - Wc.mean(1, keepdims=True), atol=1e-12)
         d = modular.fourier_diagnostics(sim["U"][s], sim["W"][s])
-        np.testing.assert_allclose(sim["max_power"][s, -1], d["max_power"], atol=1e-12)
+        np.testing.assert_allclose(sim["neuron_power"][s, -1], d["max_power"], atol=1e-12)
+        np.testing.assert_allclose(sim["max_power"][s, -1], np.median(d["max_power"]), atol=1e-12)
         assert sim["coverage"][s, -1] == d["coverage_fraction"]
         att = attention_diagnostics(sim["E"][s], sim["WQ"][s, 0], sim["WK"][s, 0])["frequency_power"]
-        np.testing.assert_allclose(sim["attention_power"][s, -1], att, atol=1e-12)
+        np.testing.assert_allclose(sim["head_power"][s, -1], att, atol=1e-12)
+        np.testing.assert_allclose(sim["attention_power"][s, -1], np.median(att), atol=1e-12)
         np.testing.assert_allclose(sim["embedding_power"][s, -1], embedding_spectrum(sim["E"][s]), atol=1e-12)
         ok = logits[s].argmax(1).numpy() == y
         mask = sim["train_mask"][s]
@@ -104,9 +108,9 @@ def test_recorded_diagnostics_are_those_of_the_returned_weights(sim):
 
 def test_reproducible_and_seeded():
     pb = TransformerProblem(**_SMALL)
-    run = lambda seed: popdyn.simulate(pb, steps=5, n_points=2, seed=seed, batch=16)
+    run = lambda seed: popdyn.simulate(pb, steps=5, n_points=2, seed=seed, batch=16, seeds=1, weights=True)
     a, b, c = run(1), run(1), run(2)
-    for name in ("loss", "E", "U", "attention_power"):
+    for name in ("loss", "E", "U", "head_power"):
         assert np.array_equal(a[name], b[name]), name
     assert not np.array_equal(a["E"], c["E"])
 
@@ -114,7 +118,7 @@ def test_reproducible_and_seeded():
 def test_training_fits_a_small_task():
     """Full data, p = 5, k = 2: AdamW fits all 25 points (a sanity check that the loop trains)."""
     pb = TransformerProblem(p=5, k=2, heads=2, d_model=16, d_head=8, d_mlp=32)
-    out = popdyn.simulate(pb, steps=300, lr=1e-2, weight_decay=0.0, n_points=2, dtype="float32")
+    out = popdyn.simulate(pb, steps=300, lr=1e-2, weight_decay=0.0, n_points=2, dtype="float32", seeds=1)
     assert out["loss"][0, -1] < 0.1 * out["loss"][0, 0] and out["train_acc"][0, -1] == 1.0
     assert out.meta["dtype"] == "float32" and "test_acc" not in out.observables
 
@@ -142,17 +146,17 @@ def test_init_scale_does_not_depend_on_the_head_count(heads):
     ("spacing", "cubic"), ("seed", -1), ("batch", 0), ("warmup", -1), ("dtype", "float16"), ("device", "tpu")])
 def test_bad_options_name_the_parameter(option, value):
     with pytest.raises(InvalidParameterError, match=f"'{option}' parameter"):
-        mt.simulate(TransformerProblem(**_SMALL), **{"steps": 2, option: value})
+        popdyn.simulate(TransformerProblem(**_SMALL), **{"steps": 2, option: value})
 
 
 def test_bad_problem():
-    with pytest.raises(InvalidParameterError, match="'problem' parameter"):
-        mt.simulate(modular.Problem(5, 2), steps=2)
+    with pytest.raises(InvalidParameterError, match="modular.transformer.simulate has no option 'width'"):
+        popdyn.simulate(TransformerProblem(**_SMALL), steps=2, width=4)   # the network's option, not the transformer's
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_runs_the_same_code():
     pb = TransformerProblem(**_SMALL)
-    cpu = popdyn.simulate(pb, steps=3, n_points=2, device="cpu")
-    gpu = popdyn.simulate(pb, steps=3, n_points=2, device="cuda")
+    cpu = popdyn.simulate(pb, steps=3, n_points=2, device="cpu", seeds=1, weights=True)
+    gpu = popdyn.simulate(pb, steps=3, n_points=2, device="cuda", seeds=1, weights=True)
     assert gpu.meta["device"].startswith("cuda") and gpu["U"].shape == cpu["U"].shape

@@ -1,4 +1,4 @@
-"""popdyn.sim.modular: the torch network against popdyn's numba network, gradients against the hand-written
+"""popdyn.sim.modular.network: the torch network against popdyn's numba network, gradients against the hand-written
 backward pass of spec Z.4, reproducibility, recorded shapes, the hard bound R <= 1, validation."""
 import numpy as np
 import pytest
@@ -8,7 +8,8 @@ torch = pytest.importorskip("torch")
 import popdyn  # noqa: E402
 from popdyn._validate import InvalidParameterError  # noqa: E402
 from popdyn.models import modular  # noqa: E402
-from popdyn.sim import modular as sim_modular  # noqa: E402
+from popdyn.sim.modular import _training  # noqa: E402
+from popdyn.sim.modular import network as sim_modular  # noqa: E402
 
 TINY = modular.Problem(p=5, k=2)
 OBS_T = ("loss", "train_acc", "normalized_margin", "margin_ratio", "margin_ratio_train", "single_freq_fraction", "coverage")
@@ -17,8 +18,8 @@ OBS_T = ("loss", "train_acc", "normalized_margin", "margin_ratio", "margin_ratio
 @pytest.fixture(scope="module")
 def split_run():
     """p = 7, k = 3, 60 % train, 2 seeds, 40 AdamW steps: shared by the shape and evaluation tests."""
-    return popdyn.simulate(modular.Problem(p=7, k=3), m=12, steps=40, train_fraction=0.6, batch=64, seeds=2,
-                           n_points=5, seed=3)
+    return popdyn.simulate(modular.Problem(p=7, k=3), width=12, steps=40, train_fraction=0.6, batch=64, seeds=2,
+                           n_points=5, seed=3, weights=True)
 
 
 def _rand_net(rng, S, m, k, p):
@@ -76,16 +77,15 @@ def test_loss_gradient_per_seed_matches_hand_backward(p, k):
 
 def test_training_decreases_loss():
     for optimizer in ("adamw", "sgd"):
-        sim = popdyn.simulate(TINY, m=8, steps=200, optimizer=optimizer, n_points=5, seeds=2)
+        sim = popdyn.simulate(TINY, width=8, steps=200, optimizer=optimizer, n_points=5, seeds=2)
         assert np.all(np.diff(sim["loss"], axis=1) < 0), optimizer
         assert np.all(sim["loss"][:, -1] < 0.1 * np.log(5)), optimizer  # from log p at init; measured <= 0.02
         assert np.all(sim["train_acc"][:, -1] == 1.0), optimizer
 
 
 def test_same_seed_same_numbers():
-    a = popdyn.simulate(TINY, m=6, steps=15, train_fraction=0.8, batch=8, seeds=2, n_points=3, seed=7)
-    b = popdyn.simulate(TINY, m=6, steps=15, train_fraction=0.8, batch=8, seeds=2, n_points=3, seed=7)
-    c = popdyn.simulate(TINY, m=6, steps=15, train_fraction=0.8, batch=8, seeds=2, n_points=3, seed=8)
+    kw = dict(width=6, steps=15, train_fraction=0.8, batch=8, seeds=2, n_points=3, weights=True)
+    a, b, c = (popdyn.simulate(TINY, seed=seed, **kw) for seed in (7, 7, 8))
     for name in a.observables:
         np.testing.assert_array_equal(a[name], b[name])
     assert not np.array_equal(a["U"], c["U"])
@@ -97,12 +97,14 @@ def test_recorded_shapes(split_run):
     assert sim.t.tolist() == [0, 10, 20, 30, 40]
     for name in OBS_T + ("test_acc",):
         assert sim[name].shape == (S, T), name
-    assert sim["max_power"].shape == (S, T, m) and sim["train_mask"].shape == (S, 7**3)
+    assert sim["neuron_power"].shape == (S, T, m) and sim["train_mask"].shape == (S, 7**3)
+    assert sim["max_power"].shape == (S, T)
     assert sim["U"].shape == sim["U0"].shape == (S, m, 3, 7)
     assert sim["W"].shape == sim["W0"].shape == (S, m, 7)
     assert sim.status == 0 and sim.meta["t_unit"] == "steps"
-    full = popdyn.simulate(TINY, m=4, steps=2, n_points=2)
+    full = popdyn.simulate(TINY, width=4, steps=2, n_points=2, seeds=1, weights=True)
     assert "test_acc" not in full.observables   # absent means absent: no test set at train_fraction = 1
+    assert "U" not in popdyn.simulate(TINY, width=4, steps=2, n_points=2, seeds=1).observables   # weights=False
 
 
 def test_final_observables_match_numpy_evaluation(split_run):
@@ -124,9 +126,10 @@ def test_final_observables_match_numpy_evaluation(split_run):
                                    rtol=1e-10)  # the raw measurement, without gamma*
         spec = np.abs(np.fft.rfft(np.concatenate([U, W[:, None]], 1), axis=2)) ** 2     # (m, k+1, 4)
         power = (spec.max(2) / spec.sum(2)).min(1)
-        np.testing.assert_allclose(sim["max_power"][s, -1], power, rtol=1e-12)  # 1e-12: float64 FFT, p = 7
+        np.testing.assert_allclose(sim["neuron_power"][s, -1], power, rtol=1e-12)  # 1e-12: float64 FFT, p = 7
         d = modular.fourier_diagnostics(U, W)
-        np.testing.assert_allclose(sim["max_power"][s, -1], d["max_power"], rtol=1e-12)
+        np.testing.assert_allclose(sim["neuron_power"][s, -1], d["max_power"], rtol=1e-12)
+        np.testing.assert_allclose(sim["max_power"][s, -1], modular.diagnostics(U, W)["max_power"], rtol=1e-12)
         assert sim["coverage"][s, -1] == d["coverage_fraction"]
         assert sim["single_freq_fraction"][s, -1] == np.mean(power > 0.9)
 
@@ -144,7 +147,7 @@ def test_train_and_test_accuracy_use_disjoint_splits(split_run):
         ok = modular.logits(sim["U"][s], sim["W"][s], A).argmax(1) == A.sum(1) % 7
         assert ok[mask].mean() == pytest.approx(sim["train_acc"][s, -1], abs=1e-12)
         assert ok[~mask].mean() == pytest.approx(sim["test_acc"][s, -1], abs=1e-12)
-    tr, te = sim_modular._split(2, n, n_train, torch.Generator().manual_seed(0), torch.device("cpu"))
+    tr, te = _training.split(2, n, n_train, torch.Generator().manual_seed(0), torch.device("cpu"))
     for s in range(2):
         assert sorted(tr[s].tolist() + te[s].tolist()) == list(range(n))
 
@@ -152,7 +155,7 @@ def test_train_and_test_accuracy_use_disjoint_splits(split_run):
 def test_minibatches_are_shuffled_epochs():
     tr = torch.arange(10).expand(2, 10) + torch.tensor([[0], [100]])
     gen = torch.Generator().manual_seed(0)
-    batches = sim_modular._batches(tr, 3, gen)
+    batches = _training.batches(tr, 3, gen)
     epoch = torch.cat([next(batches) for _ in range(3)], 1)          # 3 batches of 3: one epoch minus 1 point
     for s in range(2):
         assert len(set(epoch[s].tolist())) == 9 and set(epoch[s].tolist()) <= set(tr[s].tolist())
@@ -168,8 +171,8 @@ def test_margin_ratio_never_exceeds_one():
 
 def test_warmup_is_linear():
     U = torch.zeros(1, requires_grad=True)
-    opt, sched = sim_modular._optimizer([U], {"optimizer": "adamw", "lr": 1.0, "betas": (0.9, 0.98),
-                                              "weight_decay": 0.0, "warmup": 4})
+    opt, sched = _training.make_optimizer([U], optimizer="adamw", lr=1.0, betas=(0.9, 0.98), weight_decay=0.0,
+                                          momentum=0.0, warmup=4)
     rates = []
     for _ in range(6):
         rates.append(opt.param_groups[0]["lr"])
@@ -179,31 +182,31 @@ def test_warmup_is_linear():
 
 
 @pytest.mark.parametrize("name,value", [
-    ("steps", 0), ("steps", 2.5), ("m", 0), ("optimizer", "adam"), ("lr", -1.0), ("lr", float("nan")),
+    ("steps", 0), ("steps", 2.5), ("width", 0), ("optimizer", "adam"), ("lr", -1.0), ("lr", float("nan")),
     ("weight_decay", -0.1), ("betas", (0.9,)), ("betas", (0.9, 1.0)), ("momentum", 1.0), ("warmup", -1),
     ("batch", 0), ("train_fraction", 0.0), ("train_fraction", 1.5), ("train_fraction", 1e-9),
     ("init_scale", 0.0), ("seeds", 0), ("n_points", 1), ("spacing", "cubic"), ("seed", -1),
     ("dtype", "float16"), ("device", "tpu")])
 def test_bad_inputs_name_the_parameter(name, value):
-    kwargs = {"steps": 2, "m": 4, name: value}
+    kwargs = {"steps": 2, "width": 4, name: value}
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of modular.simulate"):
         popdyn.simulate(TINY, **kwargs)
 
 
 def test_not_a_problem():
-    with pytest.raises(InvalidParameterError, match="'problem' parameter of modular.simulate"):
-        sim_modular.simulate(object(), steps=2)
+    with pytest.raises(TypeError, match="no simulation for 'object'"):
+        popdyn.simulate(object(), steps=2)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without a GPU")
 def test_cuda_without_gpu_raises_clearly():
     with pytest.raises(InvalidParameterError, match="torch sees no CUDA device"):
-        popdyn.simulate(TINY, steps=2, m=4, device="cuda")
+        popdyn.simulate(TINY, steps=2, width=4, device="cuda")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_runs_with_cpu_shapes():
-    kw = {"m": 8, "steps": 20, "seeds": 2, "n_points": 3}
+    kw = {"width": 8, "steps": 20, "seeds": 2, "n_points": 3, "weights": True}
     cpu = popdyn.simulate(TINY, device="cpu", **kw)
     gpu = popdyn.simulate(TINY, device="cuda", **kw)
     assert gpu.meta["device"].startswith("cuda")

@@ -253,8 +253,8 @@ def _bench_looped(sz):
 def _bench_modular(sz):
     from .claims.modular import bench_modular
     r = bench_modular(sizes=sz["modular"], repeats=1)[-1]
-    return {"what": f"modular margin over all {r['inputs']} inputs, (p, k, m) = ({r['p']}, {r['k']}, {r['m']}): "
-                    f"numba vs numpy (peak {r['numba_peak_mib']:.1f} vs {r['numpy_peak_mib']:.0f} MiB)",
+    return {"what": f"modular margin over all {r['inputs']} inputs, (p, k, width) = ({r['p']}, {r['k']}, "
+                    f"{r['width']}): numba vs numpy (peak {r['numba_peak_mib']:.1f} vs {r['numpy_peak_mib']:.0f} MiB)",
             "fast_s": r["numba_s"], "slow_s": r["numpy_s"], "ratio": r["ratio"], "goal": GOALS["modular_margin"],
             "max_abs_diff": r["rel_diff"]}
 

@@ -267,7 +267,7 @@ def bench_modular(sizes=((23, 4, 512), (29, 4, 512), (31, 4, 1024)), *, repeats=
         nb = _bench_child(p, k, m, "numba", None, repeats)
         dense = p ** k * m <= dense_limit
         npy = _bench_child(p, k, m, "numpy", None if dense else chunk, repeats)
-        rows.append({"p": p, "k": k, "m": m, "inputs": p ** k, "numba_s": nb["seconds"], "numpy_s": npy["seconds"],
+        rows.append({"p": p, "k": k, "width": m, "inputs": p ** k, "numba_s": nb["seconds"], "numpy_s": npy["seconds"],
                      "ratio": npy["seconds"] / nb["seconds"], "numba_peak_mib": nb["peak_mib"],
                      "numpy_peak_mib": npy["peak_mib"], "numpy_mode": "dense" if dense else f"chunk {chunk}",
                      "rel_diff": abs(nb["margin"] - npy["margin"]) / abs(npy["margin"])})

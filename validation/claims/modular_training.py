@@ -32,7 +32,7 @@ def _train(p, k, size, **options):
     """AdamW (the paper's lr, betas, warm-up, batch 1024) at the construction width, seeds batched, float64
     (float32 saturates the softmax late in training: R fell to 0.09 instead of 0.84 at k=3, p=11, 10k steps)."""
     return popdyn.simulate(modular.Problem(p=p, k=k), steps=size["steps"], seeds=size["seeds"],
-                           device=size["device"], **{"n_points": 41, **options})
+                           device=size["device"], weights=True, **{"n_points": 41, **options})
 
 
 # ---- (a) single-frequency neurons and full coverage --------------------------------------------------
@@ -53,7 +53,7 @@ def _spectra_figure(sims, path, title):
     for (pk, s), color in zip(sims.items(), ("C0", "C1", "C2", "C3")):
         init = modular.fourier_diagnostics(s["U0"][0], s["W0"][0])["max_power"]
         b.hist(init, bins=bins, alpha=0.4, color=color, ls="--", histtype="stepfilled", label=f"{pk} init")
-        b.hist(s["max_power"][0, -1], bins=bins, color=color, histtype="step", lw=1.6, label=f"{pk} end")
+        b.hist(s["neuron_power"][0, -1], bins=bins, color=color, histtype="step", lw=1.6, label=f"{pk} end")
     b.set(xlabel="max normalized power (least over components)", ylabel="neurons", title="Fig. 4.2(b, c)")
     legend_outside(b)
     c.bar(np.arange(1, len(d["coverage"]) + 1), d["coverage"], color="C0")
@@ -84,8 +84,8 @@ def trained_circuit(size, device, outdir):
         for s in range(sim.n_seeds):
             d = modular.fourier_diagnostics(sim["U"][s], sim["W"][s])
             init = modular.fourier_diagnostics(sim["U0"][s], sim["W0"][s])["max_power"]
-            end = float(np.median(sim["max_power"][s, -1]))
-            rows.append({"p": p, "k": k, "m": sim["U"].shape[1], "seed": s, "steps": size["steps"],
+            end = float(sim["max_power"][s, -1])                    # median over neurons
+            rows.append({"p": p, "k": k, "width": sim["U"].shape[1], "seed": s, "steps": size["steps"],
                          "single_freq_fraction": float(sim["single_freq_fraction"][s, -1]),
                          "median_power_init": float(np.median(init)), "median_power_end": end,
                          "predicted_power": float(theory["max_power"]),

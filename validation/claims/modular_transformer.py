@@ -16,13 +16,11 @@ the Fourier diagnostics of the max-margin theory applied to a trained transforme
 """
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
 import popdyn
 from popdyn.models import modular
-from popdyn.models.modular.transformer import TransformerProblem, attention_diagnostics, embedding_spectrum
+from popdyn.models.modular import TransformerProblem, attention_diagnostics, embedding_spectrum
 from popdyn.plot import claim_title, legend_outside, plot_curves, save_figure, subplots
 
 from . import REGISTRY, ClaimResult, claim
@@ -45,14 +43,13 @@ _RUNS = {}
 
 def _train(size, device):
     """The trained transformer of ``size`` (memoised: both claims read the same run)."""
-    importlib.import_module("popdyn.sim.modular_transformer")      # registers popdyn.simulate for TransformerProblem
     key = (repr(sorted(size.items())), device)
     if key not in _RUNS:
         problem = TransformerProblem(p=size["p"], k=size["k"], **{n: size[n] for n in _ARCH})
         _RUNS.clear()
         _RUNS[key] = popdyn.simulate(problem, steps=size["steps"], lr=size["lr"], weight_decay=size["weight_decay"],
                                      batch=size["batch"], train_fraction=size["train_fraction"], seeds=size["seeds"],
-                                     dtype=size["dtype"], device=device, n_points=11)
+                                     dtype=size["dtype"], device=device, n_points=11, weights=True)
     return _RUNS[key]
 
 
@@ -70,8 +67,8 @@ def _neuron_figure(sim, theory, path, title):
     a.set(xlabel="MLP neuron (sorted by dominant frequency)", ylabel="frequency bin j",
           title="normalized power, mean over u_1..u_k, w")
     bins = np.linspace(0, 1, 21)
-    b.hist(sim["max_power"][0, 0], bins=bins, color="C0", alpha=0.4, label="init")
-    b.hist(sim["max_power"][0, -1], bins=bins, color="C1", histtype="step", lw=1.6, label=f"step {sim.t[-1]}")
+    b.hist(sim["neuron_power"][0, 0], bins=bins, color="C0", alpha=0.4, label="init")
+    b.hist(sim["neuron_power"][0, -1], bins=bins, color="C1", histtype="step", lw=1.6, label=f"step {sim.t[-1]}")
     b.axvline(theory, color="k", ls=":", label="predicted (Lemma 4.10)")
     b.set(xlabel="max normalized power (least over u_1..u_k, w)", ylabel="neurons", title="neurons' power")
     legend_outside(b, loc="below")
@@ -105,10 +102,10 @@ def transformer_neurons(size, device, outdir):
         d = modular.fourier_diagnostics(sim["U"][s], sim["W"][s])
         emb = embedding_spectrum(sim["E"][s])
         used = np.nonzero(d["coverage"])[0] + 1
-        rows.append({"seed": s, "median_power_init": float(np.median(sim["max_power"][s, 0])),
-                     "median_power_end": float(np.median(sim["max_power"][s, -1])),
+        rows.append({"seed": s, "median_power_init": float(sim["max_power"][s, 0]),
+                     "median_power_end": float(sim["max_power"][s, -1]),
                      "single_freq_fraction": float(sim["single_freq_fraction"][s, -1]),
-                     "additive_fraction": float(np.nanmedian(sim["additive_fraction"][s, -1])),
+                     "additive_fraction": float(sim["additive_fraction"][s, -1]),
                      "coverage": float(sim["coverage"][s, -1]), "frequencies_used": " ".join(map(str, used)),
                      "embedding_energy_on_used": float(emb[used].sum()),
                      "embedding_top3_energy": float(np.sort(emb[1:])[-3:].sum()),
@@ -143,7 +140,7 @@ def _attention_figure(sim, path, title):
     b.imshow(d["spectrum"][h], origin="lower", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
     b.set(xlabel="query frequency", ylabel="key frequency",
           title=f"head {h}: {d['frequency_power'][h]:.2f} of the power on zeta = {d['dominant_frequency'][h]}")
-    power = sim["attention_power"][0]
+    power = sim["head_power"][0]
     curves = {"best head": power.max(1), "median over heads": np.median(power, 1), "least head": power.min(1)}
     plot_curves(sim.t, curves, ax=c,
                 refs={"predicted": 1.0}, xlabel="step", ylabel="share of the power on one frequency", title="heads over training")
@@ -171,9 +168,9 @@ def transformer_attention(size, device, outdir):
     rows = []
     for s in range(sim.n_seeds):
         d = attention_diagnostics(sim["E"][s], sim["WQ"][s, 0], sim["WK"][s, 0])
-        init, end = (float(np.median(sim["attention_power"][s, i])) for i in (0, -1))
+        init, end = (float(sim["attention_power"][s, i]) for i in (0, -1))
         rows.append({"seed": s, "median_power_init": init, "median_power_end": end,
-                     "least_power_end": float(sim["attention_power"][s, -1].min()),
+                     "least_power_end": float(sim["head_power"][s, -1].min()),
                      "gap_left": abs(theory - end) / abs(theory - init),
                      "median_pair_power": float(np.median(d["max_power"])),
                      "head_frequencies": " ".join(map(str, d["dominant_frequency"]))})
@@ -224,7 +221,6 @@ def _discordant(widths, delays):
              "d_head": 32, "d_mlp": 512, "steps": 5000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024,
              "seeds": 2, "dtype": "float32"})
 def transformer_grokking(size, device, outdir):
-    importlib.import_module("popdyn.sim.modular_transformer")
     fig, axes = subplots(len(size["settings"]), panel_size=(4.2, 3.4))
     rows = []
     for ax, (p, k) in zip(axes, size["settings"]):

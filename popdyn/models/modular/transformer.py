@@ -1,11 +1,9 @@
-"""The one-layer transformer of the modular-addition chapter (seed 001 L1235-1247, Fig. 4.3, App. C.10.3) and the
-Fourier diagnostics of its weights; training is in :mod:`popdyn.sim.modular_transformer` (torch).
+"""Fourier diagnostics of the transformer of the modular-addition chapter (seed 001 L1235-1247, Fig. 4.3, App.
+C.10.3); the problem is :class:`~popdyn.models.modular.TransformerProblem` (``problem.py``), its training
+:mod:`popdyn.sim.modular.transformer` (torch).
 
 Public names
 ------------
-TransformerProblem
-    k-input modular addition learned by a transformer: the task (p, k) and the architecture (layers, heads,
-    d_model, d_head, d_mlp, activation); ``popdyn.predict`` gives the theory values of its diagnostics.
 attention_matrices, power_spectrum_2d, attention_diagnostics
     Token-space attention matrices ``E^T W^K_h W^Q_h^T E`` of every head (Fig. 4.3) and their folded 2-D spectra.
 embedding_spectrum
@@ -14,106 +12,16 @@ neuron_maps
     First-order maps ``u_{i,j}(a)`` of MLP pre-activations over D_p: the network (4.2) form of the MLP, so that
     :func:`~popdyn.models.modular.fourier_diagnostics` and :func:`~popdyn.models.modular.circuit_table` apply.
 
-Spec: specs/modular_and_icl.md §A.3 E4.3 and E4.4 (the paper gives the attention formula, m = 160 heads and hidden
-dimension 128; tokenisation, read-out, MLP and norms are not given and are chosen here, see TransformerProblem).
+Spec: specs/modular_and_icl.md §A.3 E4.3 and E4.4.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-
 import numpy as np
 
-from ..._validate import FiniteArray, Integer, InvalidParameterError, Options, check, validate
-from ...api import predict
-from ...results import Prediction
-from .problem import Task, _check_pk
+from ..._validate import FiniteArray, InvalidParameterError, check
+from .problem import _check_pk
 
-__all__ = ["TransformerProblem", "attention_matrices", "power_spectrum_2d", "attention_diagnostics",
-           "embedding_spectrum", "neuron_maps"]
-
-_SRC = "seed 001 L1235-1255 (Figs. 4.3, 4.4), L8671-8699, L8713-8742 (App. C.10); specs/modular_and_icl.md §A.3"
-#: The paper's transformer runs: Fig. 4.3 / C.5 / C.6 one layer, Fig. 4.4 two layers; m = 160 heads, hidden dimension
-#: 128 (L1243, L1251); "cpu" is the CPU analogue used by the quick claims.
-_PAPER = {"heads": 160, "d_model": 128}
-_SETTINGS = {"fig4.3": dict(p=31, k=4, layers=1, **_PAPER), "figC.5": dict(p=61, k=3, layers=1, **_PAPER),
-             "figC.6": dict(p=17, k=5, layers=1, **_PAPER), "fig4.4-k2": dict(p=97, k=2, layers=2, **_PAPER),
-             "fig4.4-k3": dict(p=31, k=3, layers=2, **_PAPER), "fig4.4-k4": dict(p=11, k=4, layers=2, **_PAPER),
-             "fig4.4-k5": dict(p=5, k=5, layers=2, **_PAPER),
-             "cpu": dict(p=23, k=2, layers=1, heads=4, d_model=64, d_head=16, d_mlp=128)}
-
-
-@dataclass(frozen=True, eq=False)
-class TransformerProblem(Task):
-    r"""k-input modular addition learned by a transformer with ``heads`` attention heads per layer (Fig. 4.3).
-
-    .. math:: x^{(0)}_t = E_{a_t} + P_t,\quad
-              x^{(l)} = x' + W_{out}^{\top}\sigma(W_{in}^{\top}x'),\quad
-              x' = x^{(l-1)} + \sum_{h} W^{O}_h W^{V\top}_h x^{(l-1)}\,
-              \mathrm{softmax}\Big(\frac{x^{(l-1)\top} W^K_h W^{Q\top}_h x^{(l-1)}}{\sqrt{d_{head}}}\Big),\quad
-              f(\mathbf a) = W_U^{\top} x^{(L)}_k
-
-    The attention is the paper's (L1237: ``W^P (W_h^{V T} E softmax(E^T W_h^K W_h^{Q T} E))_h``). Choices the
-    paper leaves open (spec §A.3 E4.3: "the tokenisation and the read-out position are not given"): the tokens
-    are the k summands (vocabulary ``Z_p``, no operator or "=" token), learned positions ``P``, causal
-    attention, the logits read at the last position (which attends to every summand, so the token-space matrix
-    ``E^T W^K W^{Q T} E`` is the score the read-out actually uses), a bias-free MLP of width ``d_mlp`` after each
-    attention layer, no layer norm, an untied unembedding ``W_U``.
-
-    Parameters
-    ----------
-    p : int
-        Modulus, an odd prime >= 3.
-    k : int
-        Number of summands (sequence length), >= 2.
-    layers : int
-        Transformer blocks, >= 1 (Fig. 4.3: 1; Fig. 4.4: 2).
-    heads : int
-        Attention heads per layer, >= 1 (the paper's m = 160).
-    d_model : int
-        Residual width, >= 1 (the paper's "hidden dimension 128").
-    d_head : int
-        Width of each head's queries, keys and values, >= 1 (32 in the Sea-Snell/grokking code base, L8675).
-    d_mlp : int
-        MLP neurons per layer, >= 1 (512 in that code base).
-    activation : {"relu", "gelu"}
-        MLP nonlinearity.
-
-    References
-    ----------
-    .. [src] seed 001 L1235-1247 (the attention, Fig. 4.3), L1251-1255 (Fig. 4.4), L8671-8699 (training);
-       specs/modular_and_icl.md §A.3 E4.3, E4.4.
-    """
-    p: int
-    k: int
-    layers: int = 1
-    heads: int = 4
-    d_model: int = 128
-    d_head: int = 32
-    d_mlp: int = 512
-    activation: str = "relu"
-
-    _constraints = {"p": Integer(3), "k": Integer(2), "layers": Integer(1), "heads": Integer(1),
-                    "d_model": Integer(1), "d_head": Integer(1), "d_mlp": Integer(1),
-                    "activation": Options(("relu", "gelu"))}
-
-    def __post_init__(self):
-        validate(self)
-        _check_pk("modular.TransformerProblem", self.p, self.k)
-
-    def __repr__(self):
-        args = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
-        return f"modular.TransformerProblem({args})"
-
-    @classmethod
-    def setting(cls, name="cpu", **architecture):
-        """A transformer run of the paper: "fig4.3" (p=31, k=4), "figC.5" (61, 3), "figC.6" (17, 5), one layer;
-        "fig4.4-k2" (97, 2), "fig4.4-k3" (31, 3), "fig4.4-k4" (11, 4), "fig4.4-k5" (5, 5), two layers; all with
-        160 heads and d_model 128; or "cpu" (23, 2, one layer, 4 heads, d_model 64, d_head 16, d_mlp 128: the quick
-        size of the transformer claims). ``architecture`` overrides fields."""
-        if name not in _SETTINGS:
-            raise InvalidParameterError(f"The 'name' parameter of modular.TransformerProblem.setting must be one "
-                                        f"of {sorted(_SETTINGS)}. Got {name!r} instead.")
-        return cls(**{**_SETTINGS[name], **architecture})
+__all__ = ["attention_matrices", "power_spectrum_2d", "attention_diagnostics", "embedding_spectrum", "neuron_maps"]
 
 
 def _fold_matrix(p):
@@ -366,37 +274,3 @@ def neuron_maps(preactivation, p, k):
     add = (U ** 2).mean(axis=0).sum(axis=0)
     rho = np.divide(add, var, out=np.full(m, np.nan), where=var > 1e-300)
     return np.ascontiguousarray(U.transpose(2, 1, 0)), rho
-
-
-@predict.register(TransformerProblem)
-def _predict(problem):
-    r"""Theory values of the transformer's Fourier diagnostics: single-frequency neurons and 2-D cosine heads.
-
-    .. math:: \mathrm{max\_power} = 1,\qquad \mathrm{attention\_power} = 1,\qquad \mathrm{coverage} = 1
-
-    Parameters
-    ----------
-    problem : TransformerProblem
-
-    Returns
-    -------
-    Prediction
-        ``t = None``; scalars ``max_power`` (one-sided max normalized power of an MLP neuron's maps, Lemma 4.10),
-        ``attention_power`` (folded 2-D max power of a head's attention matrix, Fig. 4.3), ``coverage``
-        (fraction of the frequencies 1..(p-1)/2 used, Lemma C.20), ``additive_fraction`` (1: the MLP is the
-        network (4.2) when the read-out attends uniformly).
-
-    Notes
-    -----
-    Regime: the max-margin theory is for the one-hidden-layer network (4.2) (Thm 4.9); for the transformer the
-    paper's statements are empirical ("similar results", L1243-1247). No theorem covers coverage for a
-    transformer: the values are what the (4.2) theory gives its neurons.
-
-    References
-    ----------
-    .. [src] seed 001 L1182-1198 (Thm 4.9), L1237-1247 (Fig. 4.3), L8455-8603 (Lemma C.20);
-       specs/modular_and_icl.md §A.2.7, §A.3 E4.3.
-    """
-    obs = {"max_power": 1.0, "attention_power": 1.0, "coverage": 1.0, "additive_fraction": 1.0}
-    return Prediction(t=None, observables=obs, status=0, message="single-frequency circuit (Thm 4.9, Fig. 4.3)",
-                      meta=dict(problem=repr(problem), options={}, source=_SRC))

@@ -1,21 +1,23 @@
-"""Training the transformer of the modular-addition chapter (seed 001 L1235-1255, Figs. 4.3, 4.4) in torch; registers
-``popdyn.simulate`` for :class:`popdyn.models.modular.transformer.TransformerProblem`.
+"""Training the transformer of the modular-addition chapter (seed 001 L1235-1255, Figs. 4.3, 4.4) in torch:
+``popdyn.simulate`` of :class:`popdyn.models.modular.TransformerProblem` (registered in
+``popdyn/models/modular/predict.py``).
 
 Public names
 ------------
 simulate
-    ``simulate(problem, *, steps, lr=1e-3, weight_decay=1e-3, ...)`` -> :class:`popdyn.results.Simulation` with the
-    accuracies, the Fourier diagnostics of the MLP neurons (through their maps ``U``, ``W`` in the form of the
-    network (4.2)), of the first layer's attention heads (Fig. 4.3) and of the embedding, and the final weights.
+    ``simulate(problem, *, steps, lr, weight_decay, ...)`` (every option of ``modular.TransformerProblem.options``,
+    resolved by ``popdyn.simulate``) -> :class:`popdyn.results.Simulation` with the accuracies, the Fourier
+    diagnostics of the MLP neurons (through their maps ``U``, ``W`` in the form of the network (4.2)), of the first
+    layer's attention heads (Fig. 4.3) and of the embedding, and with ``weights=True`` the final weights.
 forward
     The transformer for a batch of seeds: ``forward(weights, A, activation)`` -> logits and the last MLP's
     pre-activations at the read-out position.
 
-The architecture is :class:`~popdyn.models.modular.transformer.TransformerProblem`'s (tokens a_1..a_k, learned
-positions, causal multi-head attention, bias-free MLP, no layer norm, logits at the last position). Training
-follows App. C.10.1 (L8671-8699) for the one-layer transformer: AdamW, lr 1e-3, weight decay 1e-3, betas
-(0.9, 0.98), 10 warm-up steps, batch 1024; all seeds train batched in one loop, on CPU or CUDA unchanged.
-Optimizer, warm-up, splits, minibatches and recorded steps are those of :mod:`popdyn.sim.modular`.
+The architecture is :class:`~popdyn.models.modular.TransformerProblem`'s (tokens a_1..a_k, learned positions,
+causal multi-head attention, bias-free MLP, no layer norm, logits at the last position). Training follows
+App. C.10.1 (L8671-8699) for the one-layer transformer: AdamW, betas (0.9, 0.98), 10 warm-up steps, batch 1024;
+all seeds train batched in one loop, on CPU or CUDA unchanged. Splits, minibatches and recorded steps are those of
+:mod:`popdyn.sim.modular._training`, shared with the network (4.2).
 """
 from __future__ import annotations
 
@@ -25,21 +27,17 @@ import time
 import numpy as np
 import torch
 
-from .._validate import Interval, InvalidParameterError, check
-from ..api import simulate as _api_simulate
-from ..models.modular import all_inputs, fourier_diagnostics
-from ..models.modular.transformer import TransformerProblem, attention_diagnostics, embedding_spectrum
-from ..results import Simulation
-from ._torch import make_generator, progress, resolve_device, resolve_dtype, serial_if_small, to_numpy
-from .modular import _batches, _optimizer, _record_steps, _split, check_protocol
+from ...models.modular import all_inputs, attention_diagnostics, embedding_spectrum, fourier_diagnostics
+from ...results import Simulation
+from .._torch import make_generator, progress as open_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
+from ._training import batches, make_optimizer, record_steps, split, train_mask, train_size
 
 __all__ = ["simulate", "forward"]
 
-_OWNER = "modular.TransformerProblem simulate"
+_OWNER = "modular.transformer.simulate"
 _EVAL_ELEMENTS = {"cpu": 2**23, "cuda": 2**28}   # evaluation chunk: seeds x points x per-point activations
                                                  # (64 MB float64 on CPU; 1-2 GB on a GPU: Fig. 4.3's D_p in ~70)
-_SINGLE_FREQ = 0.9       # a neuron / head is single-frequency above this max normalized power (as popdyn.sim.modular)
-_POSITIVE = Interval(0, np.inf, closed="neither")
+_SINGLE_FREQ = 0.9       # a neuron / head is single-frequency above this max normalized power (as the network's)
 _NAMES = ("E", "P", "WQ", "WK", "WV", "WO", "W_in", "W_out", "W_U")
 _ACT = {"relu": torch.relu, "gelu": torch.nn.functional.gelu}
 
@@ -101,7 +99,7 @@ def _loss(weights, A, y, idx, activation):
 
 def _evaluate(weights, A, y, problem, chunk):
     """Over all of D_p, per seed: correctness, cross-entropy, and the first-order maps of the last MLP's
-    pre-activations (the moments of :func:`popdyn.models.modular.transformer.neuron_maps`, accumulated in chunks)."""
+    pre-activations (the moments of :func:`popdyn.models.modular.neuron_maps`, accumulated in chunks)."""
     S, p, k, M = weights["E"].shape[0], problem.p, problem.k, problem.d_mlp
     ok, ce = [], []
     marg = weights["E"].new_zeros((S, k, p, M))
@@ -138,32 +136,25 @@ def _diagnostics(weights, data, problem, chunk):
         rec["test_acc"] = to_numpy(torch.gather(ok, 1, te).to(ce.dtype).mean(1))
     fd = [fourier_diagnostics(U[s], W[s]) for s in range(len(U))]
     att = [attention_diagnostics(E[s], WQ[s, 0], WK[s, 0])["frequency_power"] for s in range(len(U))]
-    rec.update(max_power=np.stack([d["max_power"] for d in fd]),
-               single_freq_fraction=np.array([np.mean(d["max_power"] > _SINGLE_FREQ) for d in fd]),
-               coverage=np.array([d["coverage_fraction"] for d in fd]), additive_fraction=rho,
-               attention_power=np.stack(att), embedding_power=np.stack([embedding_spectrum(e) for e in E]))
+    power, heads = np.stack([d["max_power"] for d in fd]), np.stack(att)
+    rec.update(max_power=np.median(power, axis=1), neuron_power=power,
+               single_freq_fraction=np.mean(power > _SINGLE_FREQ, axis=1),
+               coverage=np.array([d["coverage_fraction"] for d in fd]),
+               additive_fraction=np.nanmedian(rho, axis=1), neuron_additive_fraction=rho,
+               attention_power=np.median(heads, axis=1), head_power=heads,
+               embedding_power=np.stack([embedding_spectrum(e) for e in E]))
     return rec, (U, W)
-
-
-def _check(problem, opts):
-    """Validated options, or InvalidParameterError naming the parameter and its valid range."""
-    if not isinstance(problem, TransformerProblem):
-        raise InvalidParameterError(f"The 'problem' parameter of {_OWNER} must be a modular.TransformerProblem. "
-                                    f"Got {problem!r} instead.")
-    o = {"optimizer": "adamw", "momentum": 0.0,
-         "lr": check(_OWNER, "lr", opts["lr"], _POSITIVE),
-         "weight_decay": check(_OWNER, "weight_decay", opts["weight_decay"], Interval(0, np.inf))}
-    return o | check_protocol(_OWNER, opts, problem.n_inputs)
 
 
 def _run(problem, weights, data, opts, t, gen, bar):
     """The training loop over steps 0..steps; records the diagnostics at the steps ``t``."""
     A, y, tr, _ = data
-    opt, sched = _optimizer(list(weights.values()), opts)
+    opt, sched = make_optimizer(list(weights.values()), optimizer="adamw", momentum=0.0,
+                                **{k: opts[k] for k in ("lr", "weight_decay", "betas", "warmup")})
     per_point = max(problem.heads * problem.d_head * problem.k, problem.d_mlp, problem.d_model * problem.k)
     chunk = max(1, _EVAL_ELEMENTS[A.device.type] // (tr.shape[0] * per_point))
     rec, slot, maps = [], set(int(s) for s in t), None
-    batches = _batches(tr, opts["batch"], gen)
+    stream = batches(tr, opts["batch"], gen)
     for step in range(opts["steps"] + 1):
         if step in slot:
             with torch.no_grad():
@@ -172,17 +163,15 @@ def _run(problem, weights, data, opts, t, gen, bar):
         if step == opts["steps"]:
             break
         opt.zero_grad(set_to_none=True)
-        _loss(weights, A, y, next(batches), problem.activation).backward()
+        _loss(weights, A, y, next(stream), problem.activation).backward()
         opt.step()
         sched.step()
         bar.update(1)
     return {name: np.stack([r[name] for r in rec], 1) for name in rec[0]}, maps
 
 
-@_api_simulate.register(TransformerProblem)
-def simulate(problem, *, steps, lr=1e-3, weight_decay=1e-3, betas=(0.9, 0.98), warmup=10, batch=1024,
-             train_fraction=1.0, init_scale=1.0, seeds=1, device="cpu", dtype=None, n_points=20, spacing="linear",
-             seed=0, progress_bar=False):
+def simulate(problem, *, steps, lr, weight_decay, betas, warmup, batch, train_fraction, init_scale, n_points, spacing,
+             weights, seeds, seed, device, dtype, progress):
     r"""Train the transformer on (a_1 + ... + a_k) mod p, all seeds batched, and record its Fourier circuit.
 
     .. math:: \min_\theta \frac{1}{|D|}\sum_{(\mathbf a, c)\in D}\mathrm{CE}(f(\theta,\mathbf a), c),\qquad
@@ -197,60 +186,36 @@ def simulate(problem, *, steps, lr=1e-3, weight_decay=1e-3, betas=(0.9, 0.98), w
     ----------
     problem : modular.TransformerProblem
         The task (p, k) and the architecture.
-    steps : int
-        Optimizer steps, ``>= 1``.
-    lr : float
-        Step size in (0, inf); the paper's 1e-3 for the transformer (App. C.10.1).
-    weight_decay : float
-        AdamW weight decay in [0, inf); the paper's 1e-3.
-    betas : pair of float
-        AdamW's (beta1, beta2), each in [0, 1); the paper's (0.9, 0.98).
-    warmup : int
-        Linear learning-rate warm-up over this many steps (the paper's 10; 0 for none).
-    batch : int
-        Minibatch size per seed (shuffled epochs); the full train set when ``batch >=`` its size.
-    train_fraction : float
-        Fraction of the p^k inputs in the train set, in (0, 1]; each seed draws its own split (the paper: 1/2).
-    init_scale : float
-        Factor on the init: every weight N(0, init_scale^2 / fan_in), in (0, inf).
-    seeds : int
-        Independent runs (own init, split and batches), batched on one device.
-    device : str or torch.device
-        "cpu", "cuda" or "cuda:N".
-    dtype : {None, "float64", "float32"}
-        Working precision; None is float64.
-    n_points : int
-        Number of recorded steps (``>= 2``), from 0 to ``steps``.
-    spacing : {"linear", "log"}
-        Recorded steps evenly spaced, or log-spaced after step 0 (for grokking curves).
-    seed : int
-        Seed of the run's ``torch.Generator``: same seed, same numbers on CPU (same dtype); on CUDA the embedding's
-        backward and the evaluation's sums use atomic adds, so runs agree only up to round-off.
-    progress_bar : bool
-        Show a tqdm bar (when tqdm is installed).
+    steps, lr, weight_decay, betas, warmup, batch, train_fraction, init_scale, n_points, spacing, weights, seeds, \
+seed, device, dtype, progress
+        The options of ``modular.TransformerProblem.options``, resolved by ``popdyn.simulate`` (constraints, defaults
+        and one line of help each there). On CUDA the embedding's backward and the evaluation's sums use atomic
+        adds, so runs with the same ``seed`` agree only up to round-off there (exactly on CPU).
 
     Returns
     -------
     Simulation
         ``t`` (steps) and, with a leading seed axis S and T = len(t): ``loss`` (train cross-entropy), ``train_acc``,
-        ``test_acc`` (only with ``train_fraction < 1``), of shape (S, T); ``max_power`` (S, T, d_mlp): per MLP
+        ``test_acc`` (only with ``train_fraction < 1``), of shape (S, T); ``neuron_power`` (S, T, d_mlp): per MLP
         neuron of the last layer, the least over its maps u_1..u_k, w of the max normalized one-sided power
-        (``modular.fourier_diagnostics``); ``single_freq_fraction`` and ``coverage`` (S, T) as in the network's
-        simulation; ``additive_fraction`` (S, T, d_mlp): the variance share of each neuron's pre-activation that is
-        additive over the summands (``modular.transformer.neuron_maps``); ``attention_power`` (S, T, heads): the share
-        of each first-layer head's centred matrix ``E^T W^K W^{Q T} E`` on its dominant frequency (the
-        ``frequency_power`` of ``modular.transformer.attention_diagnostics``, Fig. 4.3);
-        ``embedding_power`` (S, T, (p+1)/2): ``modular.transformer.embedding_spectrum`` of E. Final weights
-        ``E`` (S, p, d_model), ``P`` (S, k, d_model), ``WQ``, ``WK``, ``WV`` (S, layers, heads, d_model, d_head),
-        ``WO`` (S, layers, heads, d_head, d_model), ``W_in`` (S, layers, d_model, d_mlp), ``W_out`` (S, layers,
-        d_mlp, d_model), ``W_U`` (S, d_model, p); the final maps ``U`` (S, d_mlp, k, p) and ``W`` (S, d_mlp, p);
-        ``train_mask`` (S, p^k) with a split. ``status`` is -1 when a run diverged.
+        (``modular.fourier_diagnostics``), and ``max_power`` (S, T) its median over neurons; ``single_freq_fraction``
+        and ``coverage`` (S, T) as in the network's simulation; ``neuron_additive_fraction`` (S, T, d_mlp): the
+        variance share of each neuron's pre-activation that is additive over the summands
+        (``modular.neuron_maps``), and ``additive_fraction`` (S, T) its median; ``head_power`` (S, T, heads): the
+        share of each first-layer head's centred matrix ``E^T W^K W^{Q T} E`` on its dominant frequency (the
+        ``frequency_power`` of ``modular.attention_diagnostics``, Fig. 4.3), and ``attention_power`` (S, T) its
+        median over heads; ``embedding_power`` (S, T, (p+1)/2): ``modular.embedding_spectrum`` of E. With
+        ``weights=True``, per run without a time axis: final weights ``E`` (S, p, d_model), ``P`` (S, k, d_model),
+        ``WQ``, ``WK``, ``WV`` (S, layers, heads, d_model, d_head), ``WO`` (S, layers, heads, d_head, d_model),
+        ``W_in`` (S, layers, d_model, d_mlp), ``W_out`` (S, layers, d_mlp, d_model), ``W_U`` (S, d_model, p); the
+        final maps ``U`` (S, d_mlp, k, p) and ``W`` (S, d_mlp, p); ``train_mask`` (S, p^k) with a split.
+        ``status`` is -1 when a run diverged.
 
     Notes
     -----
     Regime: no theorem covers the transformer; the paper's statements (Figs. 4.3, 4.4) are empirical, at p^k of
     order 10^4-10^6 with 160 heads on an A100 (L8699). The maps ``U`` are exact first-order (ANOVA) components on
-    the full D_p; they describe the neuron completely only when ``additive_fraction`` is 1.
+    the full D_p; they describe the neuron completely only when its additive fraction is 1.
 
     References
     ----------
@@ -259,39 +224,40 @@ def simulate(problem, *, steps, lr=1e-3, weight_decay=1e-3, betas=(0.9, 0.98), w
 
     Examples
     --------
-    >>> from popdyn.models.modular.transformer import TransformerProblem
+    >>> import popdyn
+    >>> from popdyn.models.modular import TransformerProblem
     >>> pb = TransformerProblem(p=5, k=2, heads=2, d_model=8, d_head=4, d_mlp=16)
-    >>> sim = simulate(pb, steps=4, n_points=2)
-    >>> sim.t.tolist(), sim["U"].shape, sim["attention_power"].shape
+    >>> sim = popdyn.simulate(pb, steps=4, n_points=2, seeds=1, weights=True)
+    >>> sim.t.tolist(), sim["U"].shape, sim["head_power"].shape
     ([0, 4], (1, 16, 2, 5), (1, 2, 2))
     """
-    opts = _check(problem, dict(steps=steps, lr=lr, weight_decay=weight_decay, betas=betas, warmup=warmup,
-                                batch=batch, train_fraction=train_fraction, init_scale=init_scale, seeds=seeds,
-                                n_points=n_points, spacing=spacing, seed=seed))
+    opts = dict(steps=steps, lr=lr, weight_decay=weight_decay, betas=tuple(betas), warmup=warmup, batch=batch,
+                train_fraction=train_fraction, init_scale=init_scale, n_points=n_points, spacing=spacing, seeds=seeds,
+                seed=seed, n_train=train_size(_OWNER, train_fraction, problem.n_inputs))
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
-    p, k, S = problem.p, problem.k, opts["seeds"]
-    t = _record_steps(opts["steps"], opts["n_points"], opts["spacing"])
-    gen = make_generator(opts["seed"], dev)
+    p, k, S = problem.p, problem.k, seeds
+    t = record_steps(steps, n_points, spacing)
+    gen = make_generator(seed, dev)
     start = time.perf_counter()
-    size = S * min(opts["batch"], opts["n_train"]) * k * max(problem.d_model, problem.heads * problem.d_head)
+    size = S * min(batch, opts["n_train"]) * k * max(problem.d_model, problem.heads * problem.d_head)
     with serial_if_small(dev, size):
         A = torch.as_tensor(all_inputs(p, k), device=dev)
         y = A.sum(1) % p
-        tr, te = _split(S, len(y), opts["n_train"], gen, dev)
-        weights = _init_weights(problem, S, opts["init_scale"], gen, dt, dev)
-        bar = progress(opts["steps"], progress_bar, _OWNER)
+        tr, te = split(S, len(y), opts["n_train"], gen, dev)
+        params = _init_weights(problem, S, init_scale, gen, dt, dev)
+        bar = open_bar(steps, progress, _OWNER, unit="step")
         try:
-            obs, (U, W) = _run(problem, weights, (A, y, tr, te), opts, t, gen, bar)
+            obs, (U, W) = _run(problem, params, (A, y, tr, te), opts, t, gen, bar)
         finally:
             bar.close()
-        obs.update({name: to_numpy(w) for name, w in weights.items()}, U=U, W=W)
-        if te.shape[1]:
-            mask = torch.zeros((S, len(y)), dtype=torch.bool, device=dev).scatter_(1, tr, True)
-            obs["train_mask"] = mask.cpu().numpy()
+        if weights:
+            obs.update({name: to_numpy(w) for name, w in params.items()}, U=U, W=W)
+            if te.shape[1]:
+                obs["train_mask"] = train_mask(tr, len(y))
     wall = time.perf_counter() - start
     ok = all(np.all(np.isfinite(v)) for v in obs.values())
     meta = {"problem": repr(problem), "options": opts, "t_unit": "steps", "device": str(dev),
             "dtype": str(dt).replace("torch.", ""), "torch_version": torch.__version__, "seeds": S,
-            "seed": opts["seed"], "wall_time_s": wall, "steps_per_s": opts["steps"] / wall}
-    message = "" if ok else f"non-finite values: the run diverged at lr={opts['lr']} ({meta['dtype']}); lower lr"
+            "seed": seed, "wall_time_s": wall, "steps_per_s": steps / wall}
+    message = "" if ok else f"non-finite values: the run diverged at lr={lr} ({meta['dtype']}); lower lr"
     return Simulation(t=t, observables=obs, status=0 if ok else -1, message=message, meta=meta)
