@@ -14,7 +14,6 @@ reads those records and refuses a prediction and a simulation made for different
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import importlib
 import sys
@@ -80,38 +79,6 @@ def entry(cls):
     return None
 
 
-# --- legacy hooks: a model not yet on the registry registers with these (singledispatch) ------------------
-@functools.singledispatch
-def _legacy_predict(problem, **options):
-    raise TypeError(f"popdyn.predict has no theory for {type(problem).__name__!r}; pass a Problem from "
-                    f"popdyn.models (popdyn.models.catalogue() lists them).")
-
-
-@functools.singledispatch
-def _legacy_simulate(problem, **options):
-    raise TypeError(f"popdyn.simulate has no simulation for {type(problem).__name__!r}; pass a Problem from "
-                    f"popdyn.models (popdyn.models.catalogue() lists them).")
-
-
-def _legacy_sim_module(cls):
-    parts = cls.__module__.split(".")
-    return f"popdyn.sim.{parts[2]}" if parts[:2] == ["popdyn", "models"] and len(parts) > 2 else None
-
-
-def _legacy_function(cls, call):
-    if call == "predict":
-        return _legacy_predict.dispatch(cls)
-    name = _legacy_sim_module(cls)
-    if name is not None:
-        try:
-            importlib.import_module(name)
-        except ImportError as e:
-            if e.name == "torch":
-                raise ImportError("popdyn.simulate needs torch: pip install 'popdyn[sim]'") from e
-            raise
-    return _legacy_simulate.dispatch(cls)
-
-
 # --- the problem's fingerprint -------------------------------------------------------------------------------
 def _fingerprint(value):
     """A JSON-able record of a problem's field values: small arrays in full, large ones by a hash."""
@@ -149,14 +116,12 @@ def _run(call, problem, given):
     """Resolve the options, run the model's function, record problem and options, re-issue its warnings."""
     cls = type(problem)
     e = entry(cls)
-    table = getattr(cls, "options", None)
     owner = f"{_name(cls)}.{call}"
-    if e is not None and table is not None:
-        options = _resolve_progress(table.resolve(owner, call, given))
-        fn = e.predict if call == "predict" else e.simulate_function()
-    else:
-        options = dict(given)
-        fn = _legacy_function(cls, call)
+    if e is None:
+        raise TypeError(f"popdyn.{call} has no {'theory' if call == 'predict' else 'simulation'} for "
+                        f"{cls.__name__!r}; pass a Problem from popdyn.models (popdyn.models.catalogue() lists them).")
+    options = _resolve_progress(cls.options.resolve(owner, call, given))
+    fn = e.predict if call == "predict" else e.simulate_function()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -377,10 +342,3 @@ def compare(prediction: Prediction, simulation: Simulation, *, strict=True, at=N
         metrics[k] = {"sup_gap": float(np.max(gap)), "mean_gap": float(np.mean(gap)),
                       "in_band": float(np.mean(gap <= band_sd * sig + 1e-300)), "max_z": float(np.max(z))}
     return Comparison(prediction, simulation, t, theory, mean, sd, metrics, band_sd, compared_at)
-
-
-# the legacy decorators, until every model is on the registry
-predict.register = _legacy_predict.register
-predict.dispatch = _legacy_predict.dispatch
-simulate.register = _legacy_simulate.register
-_simulate = _legacy_simulate
