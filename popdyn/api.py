@@ -145,9 +145,28 @@ def _run(call, problem, given):
 def predict(problem, **options):
     """What the theory predicts for ``problem``: a :class:`~popdyn.results.Prediction`.
 
-    The options are the problem's (``type(problem).options``, listed by ``popdyn.models.catalogue()`` and
-    ``popdyn predict MODEL -h``): a misspelt, retired or missing option is an ``InvalidParameterError``
-    naming it. The prediction's ``meta`` records the problem and the resolved options, which
+    ``problem`` is an instance of one of the catalogue's problem classes (``popdyn.models.<model>``):
+
+    - ``committee`` (Problem): overlap ODE of online SGD on a soft committee machine: Q, R, v and the generalisation error.
+    - ``contrastive`` (Problem): pre-trained column norms, probe norms and Rademacher terms of the universal, CR-fine-tuned and task-specific linear contrastive representations.
+    - ``domain_gen`` (Problem): population optimum of ERM-l2 / ERM-NU / ERM-rank along a lambda path: block weights, exact ID and OOD accuracies, nuclear norm and stable rank.
+    - ``emergence`` (Problem): exact population steps 1-2 and the reduced population GD of stage 3: test hinge loss, error and feature cosine per step.
+    - ``gradient_features`` (Problem): the exact first gradient step from the symmetric init, its nice neurons and feature probability, the frozen-feature optimum, the good network and the main theorem's sizes.
+    - ``icl`` (Problem): population gradient descent of the rank-r linear attention through its saddles to the Thm 5.4.1 optimum, with loss and eval risk per step.
+    - ``icl.parity`` (ParityProblem): the paper's sparse-parity heads: N -> inf hinge loss and margins, noise-energy ratio, accuracy and hinge at finite prompt lengths.
+    - ``looped`` (Problem): in-context error curves of a looped linear transformer emulating GD, loop by loop.
+    - ``lora`` (Problem): overlap ODE of online SGD on the LoRA student and the population loss along it.
+    - ``lora.general`` (GeneralProblem): order parameters (m, q, c_hat) of online SGD with u not orthogonal to span W, and the loss.
+    - ``modular`` (Problem): max normalized margin gamma*, the max-margin network's margin and single-frequency Fourier neurons.
+    - ``modular.transformer`` (TransformerProblem): the max-margin theory's single-frequency neurons and one-frequency attention heads in a transformer.
+    - ``multitask`` (Problem): one head step and one shared first-layer step of multi-task ReLU pretraining: W+, heads, loss, kappa and Thm 4.2's ratio.
+    - ``resnet`` (Problem): exact population test error (Parseval) of kernel ridge regression of Theorem 2's target.
+    - ``resnet.network`` (NetworkProblem): exact test errors of the infinite-width kernels the trained networks are held against.
+
+    The options are the problem's (``type(problem).options``; ``popdyn.models.catalogue()`` and
+    ``popdyn models MODEL`` list them with their help, constraint and default; ``Problem.example()`` gives a
+    small problem and options that run in seconds): a misspelt, retired or missing option is an
+    ``InvalidParameterError`` naming it. The prediction's ``meta`` records the problem and the resolved options, which
     :func:`compare` checks. Warnings of the theory (``RegimeWarning``) point at the caller's line.
 
     Examples

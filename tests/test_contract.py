@@ -211,3 +211,9 @@ def test_docs_glossary_is_the_table_in_code():
     from popdyn.glossary import markdown
     doc = pathlib.Path(__file__).parents[1] / "docs" / "glossary.md"
     assert doc.read_text() == markdown(), "regenerate: python -m popdyn.glossary > docs/glossary.md"
+
+
+def test_help_of_predict_names_every_problem_class():
+    doc = popdyn.predict.__doc__
+    for e in CATALOGUE:
+        assert f"``{e.name}`` ({e.cls.__name__}): {e.summary}." in doc, e.name
