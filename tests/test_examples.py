@@ -31,3 +31,9 @@ def test_multitask_quickstart(tmp_path):
     pytest.importorskip("torch")
     comp = _load("multitask_quickstart").main(tmp_path / "m.png", n_train=2 ** 14)
     assert (tmp_path / "m.png").exists() and comp.metrics["kappa"]["max_z"] < 5  # 5 SE of the seed mean
+
+
+def test_every_model(tmp_path):
+    pytest.importorskip("torch")
+    rows = _load("every_model").main(tmp_path, names=["looped", "resnet"])
+    assert [r[0] for r in rows] == ["looped", "resnet"] and all(r[2].exists() for r in rows)
