@@ -305,5 +305,5 @@ def test_get_reads_rescaled_names(base, r):
 
 
 def test_get_rejects_a_bad_rescaled_name():
-    with pytest.raises(InvalidParameterError, match="'name' parameter"):
+    with pytest.raises(InvalidParameterError, match="activation 'tanh\\(r=abc\\)' is not known"):
         A.get("tanh(r=abc)")
