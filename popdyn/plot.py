@@ -425,7 +425,7 @@ def _draw_observable(a, name, *, t, theory, mean, sd, n_seeds, band_sd, result):
             xlabel = "entry" if ref.size > 1 else ""
             labels = _entries(ref.shape, spec, result) if 1 < ref.size <= 12 else None
             rows, entry_names = None, [""]
-    points = rows is None or x.size == 1
+    points = rows is None or x.size == 1 or labels is not None  # a categorical coordinate: points, no lines
     n_entries = 1 if rows is None else rows.shape[1]
     colors = palette(list(range(n_entries)), cmap="tab10" if n_entries <= 10 else "viridis") \
         if n_entries > 1 else {0: "C0"}
@@ -448,7 +448,7 @@ def _draw_observable(a, name, *, t, theory, mean, sd, n_seeds, band_sd, result):
             if points:
                 a.errorbar(x, m, yerr=band_sd * s, fmt="o", color=c, ms=5, capsize=4, lw=1.2)
             else:
-                a.plot(x, m, color=c, lw=1.4, ls="-")
+                a.plot(x, m, color=c, lw=1.4, ls="-", marker="o" if t is None and x.size <= 8 else None, ms=4)
                 a.fill_between(x, m - band_sd * s, m + band_sd * s, color=c, alpha=0.22, lw=0)
         if th is not None:
             if points:

@@ -8,7 +8,7 @@ from ...api import register
 from ..._validate import InvalidParameterError
 from ...results import Prediction
 from .hypercube import captured_coefficients, exact_test_error, krr_fit, lemma_e2_bound
-from .problem import KERNELS, NetworkProblem, Problem, check_training, kernel_inputs
+from .problem import KERNELS, NetworkProblem, Problem, check_training, check_kernel_inputs
 from .theory import thm2_lower_bound
 
 __all__ = []
@@ -99,7 +99,7 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
     """
     owner = "resnet.network.predict"
     check_training(owner, protocol, weight_decay)
-    X = kernel_inputs(owner, problem, X)
+    X = check_kernel_inputs(owner, problem, X)
     kernels, ridges = list(kernels), np.array(ridges, dtype=float)
     H = problem.H
     target, Y = H.walsh(), H(X)

@@ -14,7 +14,7 @@ from .hypercube import D_MAX, arcsin, gaussian, relu_ck, relu_ntk_full, relu_ntk
 from .targets import fig2_target, thm2_target
 
 __all__ = ["Problem", "KERNELS", "NetworkProblem", "NETWORK_ARCHS", "NETWORK_RIDGES", "check_training",
-           "kernel_inputs"]
+           "check_kernel_inputs"]
 
 #: kernel name -> its Hamming profile on {±1}^d (hypercube.py)
 KERNELS = {"relu_ntk": relu_ntk_full, "relu_ntk_hidden": relu_ntk_hidden, "relu_ck": relu_ck,
@@ -168,7 +168,7 @@ def check_training(owner, protocol, weight_decay):
                                     f"instead.")
 
 
-def kernel_inputs(owner, problem, X):
+def check_kernel_inputs(owner, problem, X):
     """The kernels' training inputs of a network problem: ``problem.X`` when ``X`` is None, else ``X`` checked to be
     an (n_train, d) array of ±1."""
     if X is None:

@@ -7,7 +7,7 @@ import torch
 from ... import api
 from ..._validate import InvalidParameterError, as_int
 from ...models.resnet.hypercube import kernel_matrix, krr_fit
-from ...models.resnet.problem import KERNELS, NetworkProblem, check_training, kernel_inputs
+from ...models.resnet.problem import KERNELS, NetworkProblem, check_training, check_kernel_inputs
 from ...results import Simulation
 from .._torch import make_generator, resolve_device, resolve_dtype, to_numpy
 from .networks import STREAMS, init_net, signs, train
@@ -128,7 +128,7 @@ def simulate(problem, *, X, kernels, ridges, protocol, lr, weight_decay, epochs,
     """
     owner = "resnet.network.simulate"
     check_training(owner, protocol, weight_decay)
-    X = kernel_inputs(owner, problem, X)
+    X = check_kernel_inputs(owner, problem, X)
     dev, dt = resolve_device(device, owner), resolve_dtype(dtype, owner)
     H = problem.H
     net = init_net(problem.arch, problem.d, problem.k, problem.width, seeds=seeds, seed=seed, device=dev, dtype=dt)
