@@ -163,7 +163,17 @@ class Problem:
     @classmethod
     def from_spectrum(cls, lam, context, r, *, test_context=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
         """Covariance with eigenvalues ``lam``: diagonal, or ``Q diag(lam) Q^T`` with a Haar-random Q
-        (``rotate=True``, drawn from ``seed``)."""
+        (``rotate=True``, drawn from ``seed``).
+
+        Parameters
+        ----------
+        lam : array_like
+            Eigenvalues of the input covariance, > 0.
+        rotate : bool
+            Rotate the eigenbasis by a Haar-random orthogonal matrix.
+        seed : int
+            Seed of that rotation.
+        """
         lam = check("icl.Problem.from_spectrum", "lam", lam, FiniteArray(1))
         if rotate:
             Q, R = np.linalg.qr(np.random.default_rng(seed).standard_normal((lam.size, lam.size)))
@@ -173,14 +183,40 @@ class Problem:
 
     @classmethod
     def geometric(cls, d, context, r, *, q=0.6, test_context=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
-        """Decaying spectrum ``lambda_i = q^i``, i = 1..d (spec §B.6 S5.1: q = 0.6)."""
+        """Decaying spectrum ``lambda_i = q^i``, i = 1..d (spec §B.6 S5.1: q = 0.6).
+
+        Parameters
+        ----------
+        d : int
+            Input dimension.
+        q : float
+            Ratio of consecutive eigenvalues, in (0, 1].
+        rotate : bool
+            Rotate the eigenbasis by a Haar-random orthogonal matrix.
+        seed : int
+            Seed of that rotation.
+        """
         d = as_int("icl.Problem.geometric", "d", d, low=1)
         q = check("icl.Problem.geometric", "q", q, Interval(0, 1, closed="right"))
         return cls.from_spectrum(q ** np.arange(1, d + 1), context, r, test_context=test_context, sigma=sigma, rho=rho, rotate=rotate, seed=seed)
 
     @classmethod
     def two_level(cls, d, k, context, r, *, high=1.0, low=0.1, test_context=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
-        """Two-level spectrum: ``k`` eigenvalues ``high`` and ``d - k`` eigenvalues ``low`` (spec §B.6)."""
+        """Two-level spectrum: ``k`` eigenvalues ``high`` and ``d - k`` eigenvalues ``low`` (spec §B.6).
+
+        Parameters
+        ----------
+        d : int
+            Input dimension.
+        k : int
+            Number of large eigenvalues, in [0, d].
+        high, low : float
+            The two eigenvalues.
+        rotate : bool
+            Rotate the eigenbasis by a Haar-random orthogonal matrix.
+        seed : int
+            Seed of that rotation.
+        """
         d = as_int("icl.Problem.two_level", "d", d, low=1)
         k = as_int("icl.Problem.two_level", "k", k, low=0, high=d)
         lam = np.r_[np.full(k, float(high)), np.full(d - k, float(low))]
@@ -188,7 +224,15 @@ class Problem:
 
     @classmethod
     def random(cls, d, context, r, *, test_context=16, sigma=0.0, rho=0.0, seed=0):
-        """Random SPD covariance ``G G^T / d`` with ``G`` a d x d Gaussian matrix (spec Part D)."""
+        """Random SPD covariance ``G G^T / d`` with ``G`` a d x d Gaussian matrix (spec Part D).
+
+        Parameters
+        ----------
+        d : int
+            Input dimension.
+        seed : int
+            Seed of G.
+        """
         d = as_int("icl.Problem.random", "d", d, low=1)
         G = np.random.default_rng(seed).standard_normal((d, d))
         return cls(G @ G.T / d, context, r, test_context, sigma, rho)
@@ -288,7 +332,19 @@ class ParityProblem:
 
     @classmethod
     def paper(cls, nu1, nu2, gamma=0.1, pT=None):
-        """The setting of Thm 5.5.1: ``k = 2^nu1``, ``d = 2^nu2`` (1 <= nu1 < nu2); ``pT = pT_max/2`` by default."""
+        """The setting of Thm 5.5.1: ``k = 2^nu1``, ``d = 2^nu2`` (1 <= nu1 < nu2); ``pT = pT_max/2`` by default.
+
+        Parameters
+        ----------
+        nu1 : int
+            Log2 of the parity's order k, >= 1.
+        nu2 : int
+            Log2 of the input dimension d, > nu1.
+        gamma : float
+            Noise level of the labels (Thm 5.5.1's gamma).
+        pT : float or None
+            Probability of the task class S2; None is pT_max/2.
+        """
         nu2 = as_int(f"{_OWNER}.paper", "nu2", nu2, 2, 30)
         nu1 = as_int(f"{_OWNER}.paper", "nu1", nu1, 1, nu2 - 1)
         gamma = check(f"{_OWNER}.paper", "gamma", gamma, cls._constraints["gamma"])

@@ -123,7 +123,17 @@ class Problem:
 
     @classmethod
     def from_gamma(cls, d, gamma, alpha=1.0):
-        """Isotropic problem with context = round(d / gamma) examples (the Marchenko-Pastur scaling)."""
+        """Isotropic problem with context = round(d / gamma) examples (the Marchenko-Pastur scaling).
+
+        Parameters
+        ----------
+        d : int
+            Input dimension.
+        gamma : float
+            Aspect ratio d / context, > 0.
+        alpha : float
+            Scale of the task vector's prior (as in isotropic_gaussian).
+        """
         if not (0 < gamma < np.inf):
             raise InvalidParameterError(f"The 'gamma' parameter of looped.Problem.from_gamma must be a float in "
                                         f"(0, inf). Got {gamma!r} instead.")

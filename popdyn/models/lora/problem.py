@@ -195,6 +195,15 @@ class Problem:
         """Orthonormal features (A4, G = I_k), c and c_hat drawn from Unif{+-1/sqrt(k)}^k (A3).
 
         ``lam`` defaults to all ones. The same ``seed`` gives the same problem.
+
+        Parameters
+        ----------
+        k : int
+            Number of fine-tuned neurons (the rank of the features), >= 1.
+        xi : float
+            Scale of the rank-one update, > 0.
+        seed : int
+            Seed of the signs of c and c_hat; the same seed gives the same problem.
         """
         k = as_int("lora.Problem.orthonormal", "k", k, low=1)
         rng = np.random.default_rng(seed)
@@ -204,7 +213,19 @@ class Problem:
 
     @classmethod
     def random_features(cls, k, xi, activation="relu", seed=0, *, d_w=None, lam=None, normalisation="N1"):
-        """Features w_i uniform on the sphere of R^{d_w} (d_w = 4k by default): near-orthogonal G."""
+        """Features w_i uniform on the sphere of R^{d_w} (d_w = 4k by default): near-orthogonal G.
+
+        Parameters
+        ----------
+        k : int
+            Number of fine-tuned neurons, >= 1.
+        xi : float
+            Scale of the rank-one update, > 0.
+        seed : int
+            Seed of the features and of the signs of c and c_hat.
+        d_w : int
+            Dimension the features are drawn in (4k by default); smaller d_w, larger overlaps.
+        """
         k = as_int("lora.Problem.random_features", "k", k, low=1)
         d_w = 4 * k if d_w is None else as_int("lora.Problem.random_features", "d_w", d_w, low=1)
         rng = np.random.default_rng(seed)
@@ -334,6 +355,7 @@ class GeneralProblem:
         Parameters
         ----------
         problem : Problem
+            The LoRA problem whose features W the teacher u is placed against (from Python: a lora.Problem).
         alpha : float
             ``||Pi_W u||`` in [0, 1).
         seed : int

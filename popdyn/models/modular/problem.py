@@ -219,7 +219,13 @@ class Problem(Task):
     @classmethod
     def setting(cls, name="cpu", *, convention="corrected"):
         """A setting of the paper's experiments: "fig4.1" (47, 4), "figC.1" (97, 3), "figC.3" (23, 5),
-        "fig4.3" (31, 4), "figC.5" (61, 3), "figC.6" (17, 5), or "cpu" (11, 3), the CPU analogue of §A.3."""
+        "fig4.3" (31, 4), "figC.5" (61, 3), "figC.6" (17, 5), or "cpu" (11, 3), the CPU analogue of §A.3.
+
+        Parameters
+        ----------
+        name : str
+            One of the settings above: (p, k) of a figure of the paper, or "cpu".
+        """
         if name not in _SETTINGS:
             raise InvalidParameterError(
                 f"The 'name' parameter of modular.Problem.setting must be one of {sorted(_SETTINGS)}. Got {name!r} instead.")
@@ -345,7 +351,13 @@ class TransformerProblem(Task):
         """A transformer run of the paper: "fig4.3" (p=31, k=4), "figC.5" (61, 3), "figC.6" (17, 5), one layer;
         "fig4.4-k2" (97, 2), "fig4.4-k3" (31, 3), "fig4.4-k4" (11, 4), "fig4.4-k5" (5, 5), two layers; all with
         160 heads and d_model 128; or "cpu" (23, 2, one layer, 4 heads, d_model 64, d_head 16, d_mlp 128: the quick
-        size of the transformer claims). ``architecture`` overrides fields."""
+        size of the transformer claims). ``architecture`` overrides fields.
+
+        Parameters
+        ----------
+        name : str
+            One of the runs above, or "cpu".
+        """
         if name not in _TRANSFORMER_SETTINGS:
             raise InvalidParameterError(f"The 'name' parameter of modular.TransformerProblem.setting must be one "
                                         f"of {sorted(_TRANSFORMER_SETTINGS)}. Got {name!r} instead.")

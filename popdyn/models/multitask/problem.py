@@ -187,7 +187,21 @@ class Problem:
     @classmethod
     def paper(cls, d, r, width, n_tasks=None, seed=0):
         """The paper's setting (Prop. 4.1): ``nu_w = d^-1.25``, ``lambda_a = 1/eta``, the paper's lambda_w;
-        tasks: ``n_tasks`` (T in the paper) random labelings, or the Hadamard universe (T = infinity) when None."""
+        tasks: ``n_tasks`` (T in the paper) random labelings, or the Hadamard universe (T = infinity) when None.
+
+        Parameters
+        ----------
+        d : int
+            Input dimension.
+        r : int
+            Number of relevant coordinates of the tasks.
+        width : int
+            Hidden width (m in the paper).
+        n_tasks : int or None
+            Number of random labelings (T in the paper); None is the Hadamard universe (T = infinity).
+        seed : int
+            Seed of the initial weights, the heads and random task tables.
+        """
         return cls(d, r, width, "hadamard" if n_tasks is None else n_tasks, None, "paper", seed)
 
     @classmethod
