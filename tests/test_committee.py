@@ -413,3 +413,16 @@ def test_simulation_records_the_second_layer_over_time():
     assert np.all(np.abs(np.diff(v, axis=1)).max(axis=(1, 2)) > 1e-6)
     eg = cm.generalisation_error(p, sim["Q"][0, -1], sim["R"][0, -1], v[0, -1])
     np.testing.assert_allclose(sim["eg"][0, -1], eg, rtol=1e-10)
+
+
+def test_relu_I3_with_a_repeated_field_is_exact():
+    """I3(a, b, a) of ReLU is E[b a; a > 0] = C12 / 2 exactly: the conditional variance C33 - C13^2/C11 is 0, and
+    the product form (C11 C33 - C13^2)/C11 keeps it 0 (the difference form left ~1e-8 after the square root)."""
+    from popdyn.models.committee.integrals import integrals
+    ig = integrals("relu")
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        A = rng.standard_normal((2, 2)) * rng.uniform(0.1, 10)
+        C2 = A @ A.T
+        C = C2[np.ix_([0, 1, 0], [0, 1, 0])]
+        assert float(ig.I3(C)) == pytest.approx(C2[0, 1] / 2, rel=1e-14, abs=1e-300)

@@ -530,7 +530,10 @@ class Integrals:
             v = self._r ** 2 * C[..., 1, 2]
         elif k == "relu":
             c11 = _diag(C, 0)
-            cond = np.maximum(_diag(C, 2) - np.divide(C[..., 0, 2] ** 2, c11, out=np.zeros_like(c11), where=c11 > 0), 0)
+            # C33 - C13^2/C11 as (C11 C33 - C13^2)/C11: exactly 0 for a repeated field (C13 = C11 = C33), where the
+            # difference form leaves a rounding error whose square root is ~1e-8
+            cond = np.divide(np.maximum(c11 * _diag(C, 2) - C[..., 0, 2] ** 2, 0), c11, out=np.zeros_like(c11),
+                             where=c11 > 0)
             first = np.divide(C[..., 0, 1] * np.sqrt(cond), 2 * np.pi * np.sqrt(c11), out=np.zeros_like(c11),
                               where=c11 > 0)
             v = self._r ** 2 * (first + C[..., 1, 2] * gaussian.arccos_kernel(_corr(C, 0, 2), 0))
