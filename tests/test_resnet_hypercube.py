@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from popdyn import InvalidParameterError
+from popdyn.models import resnet
 from popdyn.models.resnet import (arcsin, captured_coefficients, dot_product_profile, exact_test_error, fwht,
                                   gaussian, hamming_matrix, hypercube_points, kernel_matrix, krawtchouk, krr_fit,
                                   lemma_e2_bound, level_eigenvalues, polynomial, profile_from_eigenvalues, relu_ck,
@@ -370,3 +371,29 @@ def test_all_levels_of_small_cube_enumerated():
         for S in itertools.combinations(range(d), r):
             chi = _chi(X, S)
             assert chi @ Kmat @ chi / 4.0**d == pytest.approx(lam2[r], abs=1e-15)
+
+
+@pytest.mark.parametrize("lam", [1e-4, 1e-8, 1e-11, 1e-14])
+def test_exact_test_error_holds_at_tiny_ridges_against_exact_rational_arithmetic(lam):
+    """A target on a level the kernel does not see (ReLU NTK without bias: odd levels >= 3) makes beta explode as
+    the ridge shrinks; the error is still O(1). Reference: the average of (f - K)^2 over the whole cube with every
+    product and sum in exact rationals (the predictor's own float kernel values and beta)."""
+    from fractions import Fraction
+    import itertools
+    d, N, S = 8, 200, (0, 1, 2)  # N > 136, the dimension of the levels the kernel sees: K is near singular
+    rng = np.random.default_rng(3)
+    X = rng.choice([-1.0, 1.0], size=(N, d))
+    kappa = resnet.relu_ntk_full(d, bias=False)
+    beta = resnet.krr_fit(kappa, X, np.prod(X[:, list(S)], axis=1), lam)
+    err, acc = exact_test_error(kappa, X, beta, [{S: 1.0}], return_accuracy=True)
+    cube = np.array(list(itertools.product([-1.0, 1.0], repeat=d)))
+    T = resnet.hamming_matrix(cube, X)
+    B = [Fraction(float(v)) for v in beta]
+    Kf = [Fraction(float(v)) for v in kappa]
+    total = Fraction(0)
+    for x, row in zip(cube, T):
+        g = sum((B[j] * Kf[row[j]] for j in range(N)), Fraction(0))
+        total += (Fraction(float(np.prod(x[list(S)]))) - g) ** 2
+    exact = float(total / len(cube))
+    assert err[0] >= 0 and abs(err[0] - exact) <= max(10 * acc[0], 1e-12 * exact), (err, exact, acc)
+    assert lam > 1e-9 or np.abs(beta).sum() > 1e-2 / lam  # beta ~ 1/ridge: where the plain quadratic form failed
