@@ -181,7 +181,7 @@ def test_bad_covariances_are_refused(bad):
 def test_integrals_options_are_validated():
     with pytest.raises(InvalidParameterError, match="'m2'"):
         cm.integrals("tanh", m2=1)
-    with pytest.raises(InvalidParameterError, match="'name'"):
+    with pytest.raises(InvalidParameterError, match="activation 'nope' is not known"):
         cm.integrals("nope")
 
 
