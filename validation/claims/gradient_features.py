@@ -519,7 +519,7 @@ def multi_index_step(size, device, outdir):
 
 # ---- E2 and E7: the good network of Lemma B.6 and its lottery ticket ----------------------------------------------
 
-_TOL_E2 = 5e-3          # |L(g(a~, W^(1), b)) - L(g*)| at the largest width
+_TOL_E2 = 1e-3          # |L(g(a~, W^(1), b)) - L(g*)| at the largest width
 _B_EPS = 1.0            # Lemma B.6's bias floor (every XOR target bias 2c > B_eps: beta_j = |b*_j|)
 
 
@@ -561,12 +561,19 @@ def _sparse_loss(model, a, W, b, n, seed):
               "framework.good_second_layer (eps_a below the paper's value, which exceeds 1 here), L by Monte Carlo "
               "(framework.population_loss), L(g*) by quadrature (GaussianMixture.ground_truth_loss)",
        tolerance=_TOL_E2,
-       tolerance_origin="Lemma B.6 (B.52) with eps_a, gamma -> 0 and every Lambda_j non-empty: L(g~) -> OPT; measured "
-                        "1e-4 to 5e-4 above L(g*) = 2e-5 at 4m = 16384 (MC SE 2e-5); B.41's OPT bound (1.3 here) "
-                        "or a target missing (0.25) are far outside",
-       quick={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "widths": [1024, 4096], "n": 5000, "eps_a": 0.1,
+       tolerance_origin="Lemma B.6 (B.52) with eps_a, gamma -> 0 and every Lambda_j non-empty: L(g~) -> OPT. At the "
+                        "former tau~ = 1/2, L(g*) = 2e-5 is indistinguishable from 0 (L(a~) 1e-4 to 5e-4): the null "
+                        "L(g*) := 0 passed. tau~ = 0.9 (the largest with 4c <= sqrt d, B.41) gives L(g*) = 2.6e-3; the "
+                        "MC SE of L(a~) is 1.3e-4 (quick, 1e5 points) and 4e-5 (full): 1e-3 is ~8 quick SE and 0.4 "
+                        "L(g*), so L(g*) := 0 is outside it. Measured: L(a~) = 0.0153 (4m = 4096), 0.0051 (16384), "
+                        "0.0056 (32768): flat, 2.6e-3 above L(g*): the claim FAILS (Lemma B.6's excess at fixed "
+                        "eps_a, gamma does not vanish with the width)",
+       kind="training",
+       nulls={"zero_opt": "L(g*) := 0: the constructive second layer reaches zero loss",
+              "B41_opt_bound": "B.41's OPT bound taken as the loss of g*"},
+       quick={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.9, "widths": [1024, 4096], "n": 5000, "eps_a": 0.1,
               "n_loss": 100_000, "n_mc": 20_000},
-       full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "widths": [256, 1024, 4096, 16_384], "n": 20_000,
+       full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.9, "widths": [256, 1024, 4096, 16_384], "n": 20_000,
              "eps_a": 0.1, "n_loss": 1_000_000, "n_mc": 200_000})
 def good_network(size, device, outdir):
     rows = []
@@ -586,6 +593,7 @@ def good_network(size, device, outdir):
             row |= {f"L_{k}": L, f"se_{k}": se, f"support_{k}": int((at != 0).sum())}
         rows.append(row)
     gap = abs(rows[-1]["L_torch"] - rows[-1]["L_gstar"])
+    nulls = {"zero_opt": abs(rows[-1]["L_torch"]), "B41_opt_bound": abs(rows[-1]["L_torch"] - rows[-1]["OPT_bound_B41"])}
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
     W = [4 * r["m"] for r in rows]
     floor = 1e-6
@@ -604,8 +612,9 @@ def good_network(size, device, outdir):
               "L(a~) decreases from the smallest to the largest width": rows[-1]["L_torch"] < rows[0]["L_torch"],
               "torch and population features give the same loss at the largest width (within 2e-3)":
               abs(rows[-1]["L_torch"] - rows[-1]["L_population"]) <= 2e-3}
-    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows,
-                       message=f"L(a~) torch/population: " + ", ".join(
+    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows, nulls=nulls,
+                       message=f"gap {gap:.1e} (nulls: L(g*) := 0 {nulls['zero_opt']:.1e}, B.41 bound "
+                               f"{nulls['B41_opt_bound']:.2f}); L(a~) torch/population: " + ", ".join(
                            f"4m={4 * r['m']}: {r['L_torch']:.2e}/{r['L_population']:.2e}" for r in rows)
                                + f"; L(g*) {rows[-1]['L_gstar']:.2e}; B.25 bound {rows[-1]['bound_B25']:.1f}")
 
