@@ -619,7 +619,7 @@ def good_network(size, device, outdir):
                                + f"; L(g*) {rows[-1]['L_gstar']:.2e}; B.25 bound {rows[-1]['bound_B25']:.1f}")
 
 
-_TOL_E7 = 0.02          # test hinge of the ticket minus that of the full network, after the same T steps
+_TOL_E7 = 0.01          # test hinge of the ticket minus that of the full network, after the same T steps
 
 
 def _pad4(idx):
@@ -636,8 +636,9 @@ def _pad4(idx):
               "U = supp(a~), minus the same for all 4m neurons (XOR mixture)",
        tolerance=_TOL_E7,
        tolerance_origin="Prop. B.1: the ticket has the guarantee of Theorem 3.12 (same OPT + error terms); measured "
-                        "ticket 0.008 (48 neurons) vs full 0.030 (2048 neurons) at T = 200; a random support of the "
-                        "same size stays near 1; the test loss on 1e4 points has SE < 0.005",
+                        "ticket 0.008 (48 neurons) vs full 0.030 (2048 neurons) at T = 200; the test hinge on 1e4 "
+                        "points has SE < 0.005, so 0.01 is two of them (the former 0.02 also passed a random support "
+                        "of the same size: 0.049, i.e. +0.019 over the full layer)",
        kind="training",
        nulls={"random_support": "any sparse subnetwork works: a random support of the same size (no selection by "
                                 "Lemma B.6's nice sets), trained the same way"},
