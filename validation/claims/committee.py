@@ -1,11 +1,12 @@
 """Committee-machine claims (issue 14 §3): the Saad-Solla plateau, the ODE against online SGD, order 1 vs 2.
 
 * ``committee.plateau_erf``: the unspecialised fixed point of erf(x/sqrt 2), K = M = 2, eta = 0.5 has
-  eg = 0.014645 (Saad & Solla 1995 §IV; Goldt et al. 2019 Fig. 1's plateau).
+  eg = 0.014645 (Saad & Solla 1995 §IV; Goldt et al. 2019 Fig. 1's plateau): popdyn's solver against the
+  published value, an independent computation (no simulation; ``committee.ode_vs_sgd`` meets SGD there).
 * ``committee.ode_vs_sgd``: online SGD at d in {500, 1000, 2000} follows the ODE started from each seed's
   exact initial overlaps; the gap shrinks like 1/sqrt(d).
-* ``committee.order1``: the order-1 (eta -> 0) ODE differs from the full one by O(eta) in the rescaled time
-  eta t: the plateau gap over eta tends to a constant.
+* ``committee.order1``: the eta^2 term is needed: with output noise sigma = 0.3 at eta = 1, online SGD follows
+  the full ODE, not the order-1 (eta -> 0) ODE (eg -> 0) nor the ODE with the eta^2 term doubled.
 * ``committee.activations``: ReLU, tanh and a ``from_callable`` softsign (no closed forms) against SGD.
 * ``committee.k_greater_m``: K = 3 > M = 2, both layers trained, output noise 0.1: SGD follows
   ``popdyn.predict`` in eg(t) down to the noise floor and in the sum of the second layer.
@@ -16,6 +17,7 @@ Only popdyn's public API is used for the theory; the torch SGD is the independen
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 import popdyn
 from popdyn import activations
@@ -36,7 +38,10 @@ _EG_PLATEAU = 0.014645          # issue 14 §3: erf(x/sqrt 2), K = M = 2, eta = 
        metric="|eg(plateau) - 0.014645|, the plateau found by committee.plateau (relaxation in the symmetric "
               "subspace, then a root solve)",
        tolerance=1e-5,
-       tolerance_origin="issue 14 §3: to 1e-5 (the value is printed to 6 decimals, rounding <= 5e-7)",
+       tolerance_origin="issue 14 §3: to 1e-5 (the value is printed to 6 decimals, rounding <= 5e-7); the "
+                        "order-1 plateau is 7e-5 away, so 1e-5 separates the two",
+       kind="independent",
+       nulls={"no eta^2 term": "the order-1 (eta -> 0) ODE's plateau, Problem(order=1), the same solver"},
        quick={"lr": 0.5}, full={"lr": 0.5})
 def plateau_erf(size, device, outdir):
     p, lr = committee.Problem.saad_solla(K=2, M=2), size["lr"]
@@ -50,13 +55,15 @@ def plateau_erf(size, device, outdir):
     path = save_figure(fig, outdir / "committee.plateau_erf.png", title=claim_title(
         REGISTRY["committee.plateau_erf"], abs(eg - _EG_PLATEAU), what="|eg* - 0.014645|", note=f"eg* = {eg:.7f}"))
     back = abs(float(pred["eg"][-1]) - eg)
-    return ClaimResult(measured=abs(eg - _EG_PLATEAU),
+    eg1 = committee.plateau(committee.Problem.saad_solla(K=2, M=2, order=1), lr=lr)[2]
+    return ClaimResult(measured=abs(eg - _EG_PLATEAU), nulls={"no eta^2 term": abs(eg1 - _EG_PLATEAU)},
                        checks={"drift at the plateau <= 1e-12": res <= 1e-12,
                                "a symmetric perturbation relaxes back (|eg(40) - eg*| <= 1e-6)": back <= 1e-6},
                        figure=str(path),
                        table=[{"lr": lr, "eg": eg, "Q11": Q[0, 0], "Q12": Q[0, 1], "R": R[0, 0],
                                "residual": res, "relaxed_gap": back}],
-                       message=f"plateau eg = {eg:.8f} (0.014645 expected); drift residual {res:.2g}")
+                       message=f"plateau eg = {eg:.8f} (0.014645 expected; order-1 ODE {eg1:.8f}); drift residual "
+                               f"{res:.2g}")
 
 
 def _runs(problem, lr, d, t_max, seeds, n_points, device, init_scale=1.0):
@@ -80,73 +87,138 @@ def _runs(problem, lr, d, t_max, seeds, n_points, device, init_scale=1.0):
        tolerance_origin="measured 0.64-0.88 at d in {250, 400, 500} (3-4 seeds): the fluctuation of the overlaps is "
                         "O(1/sqrt d) relative; 1.5 leaves a 1.7x margin, and I3 5 % too large gives 2.2 at d = 400 "
                         "growing like sqrt(d)",
+       kind="training",
+       nulls={"no eta^2 term": "the order-1 (eta -> 0) ODE, Problem(order=1), from each seed's initial overlaps",
+              "mean initial overlaps": "one ODE from the seed-averaged initial overlaps (a typical initialisation, "
+                                       "not each run's own symmetry breaking)"},
        quick={"d": [250, 500], "t_max": 250.0, "seeds": 4, "n_points": 251},
        full={"d": [500, 1000, 2000], "t_max": 300.0, "seeds": 8, "n_points": 301})
 def ode_vs_sgd(size, device, outdir):
     p = committee.Problem.saad_solla(K=2, M=2)
+    p1 = committee.Problem.saad_solla(K=2, M=2, order=1)
     eg_star = committee.plateau(p, lr=0.5)[2]
     fig, axes = subplots(len(size["d"]))
-    rows, scaled = [], []
+    rows, scaled, null_scaled = [], [], {n: [] for n in REGISTRY["committee.ode_vs_sgd"].nulls}
+
+    def sup_gap(eg_sgd, eg_ode, t):
+        """sup over t <= 0.8 t_esc (the ODEs' first escape below eg*/2) of the relative gap of the seed means."""
+        esc = committee.escape_time(popdyn.results.Prediction(t=t, observables={"eg": eg_ode}), eg_star / 2)
+        t_cut = 0.8 * np.nanmin(np.where(np.isnan(esc), t[-1], esc))
+        w = t <= t_cut
+        return float((np.abs((eg_sgd - eg_ode).mean(0)) / eg_ode.mean(0))[w].max()), esc, float(t_cut)
+
     for ax, d in zip(axes, size["d"]):
         t, sim, eg_ode = _runs(p, 0.5, d, size["t_max"], size["seeds"], size["n_points"], device)
-        pred = popdyn.results.Prediction(t=t, observables={"eg": eg_ode})
-        esc_ode = committee.escape_time(pred, eg_star / 2)
+        gap, esc_ode, t_cut = sup_gap(sim["eg"], eg_ode, t)
+        Qm, Rm = sim["Q"][:, 0].mean(0), sim["R"][:, 0].mean(0)
+        nulls = {"no eta^2 term": np.stack([committee.ode(p1, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-9,
+                                                          atol=1e-11, lr=0.5)["eg"] for s in range(size["seeds"])]),
+                 "mean initial overlaps": np.repeat(committee.ode(p, Qm, Rm, t=t, rtol=1e-9, atol=1e-11,
+                                                                  lr=0.5)["eg"][None], size["seeds"], 0)}
+        for name, eg in nulls.items():
+            null_scaled[name].append(sup_gap(sim["eg"], eg, t)[0] * np.sqrt(d))
         esc_sgd = committee.escape_time(popdyn.results.Prediction(t=t, observables={"eg": sim["eg"]}), eg_star / 2)
-        t_cut = 0.8 * np.nanmin(np.where(np.isnan(esc_ode), t[-1], esc_ode))
-        w = t <= t_cut
-        gap = float((np.abs((sim["eg"] - eg_ode).mean(0)) / eg_ode.mean(0))[w].max())
         scaled.append(gap * np.sqrt(d))
         both = ~np.isnan(esc_ode) & ~np.isnan(esc_sgd)
         esc_rel = float(np.median(np.abs(esc_sgd[both] / esc_ode[both] - 1))) if both.any() else float("nan")
         rows.append({"d": d, "seeds": size["seeds"], "sup_gap_rel": float(gap), "sqrt_d_gap": float(scaled[-1]),
-                     "t_cut": float(t_cut), "median_rel_escape_error": esc_rel, "escaped_both": int(both.sum())})
-        plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean (from each seed's overlaps)": eg_ode.mean(0)}, ax=ax,
+                     "t_cut": float(t_cut), "median_rel_escape_error": esc_rel, "escaped_both": int(both.sum()),
+                     **{f"sqrt_d_gap_{n}": float(v[-1]) for n, v in null_scaled.items()}})
+        plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean (from each seed's overlaps)": eg_ode.mean(0),
+                        "ODE from the mean initial overlaps": nulls["mean initial overlaps"][0]}, ax=ax,
                     refs={"plateau": eg_star}, logy=True, xlabel="t = steps/d", ylabel="eg", legend=False,
-                    styles={"ODE mean (from each seed's overlaps)": {"color": "k", "ls": "--"}},
+                    styles={"ODE mean (from each seed's overlaps)": {"color": "k", "ls": "--"},
+                            "ODE from the mean initial overlaps": {"color": "C3", "ls": ":"}},
                     title=f"d = {d}: sup rel gap {gap:.3g} before 0.8 t_esc")
     worst = float(max(scaled))
     legend_outside(fig)
     path = save_figure(fig, outdir / "committee.ode_vs_sgd.png", title=claim_title(
         REGISTRY["committee.ode_vs_sgd"], worst, what="max sqrt(d) x sup relative gap"))
     esc = [r["median_rel_escape_error"] for r in rows]
+    null_worst = {n: float(max(v)) for n, v in null_scaled.items()}
     return ClaimResult(measured=worst, checks={"median relative escape-time error <= 0.2 at every d":
                                                all(e <= 0.2 for e in esc)},
-                       figure=str(path), table=rows,
+                       figure=str(path), table=rows, nulls=null_worst,
                        message=f"sqrt(d) x sup relative gap {[round(float(s), 3) for s in scaled]} (<= 1.5); "
-                               f"median relative "
+                               f"nulls {', '.join(f'{n}: {v:.3g}' for n, v in null_worst.items())}; median relative "
                                f"escape-time error {[round(float(e), 3) for e in esc]}",
                        details={"eg_plateau": eg_star})
 
 
+def _error_units(eg_sgd, eg_ode, rel, alpha=0.01):
+    """max_t |mean_s(eg_SGD - eg_ODE)| / (q SE_t + rel mean_s eg_ODE(t)) over the recorded t > 0.
+
+    SE_t is the standard error of the seed mean of the per-seed differences; q the Student-t quantile with S - 1
+    degrees of freedom at the two-sided level ``alpha`` split over the recorded times (Bonferroni): the max over
+    times exceeds q SE_t by chance with probability <= alpha."""
+    diff = (eg_sgd - eg_ode)[:, 1:]
+    S, n = diff.shape
+    q = float(stats.t.ppf(1 - alpha / (2 * n), S - 1))
+    se = diff.std(0, ddof=1) / np.sqrt(S)
+    return float((np.abs(diff.mean(0)) / (q * se + rel * eg_ode[:, 1:].mean(0))).max()), q
+
+
+_O1_REL = 0.05  # finite-d allowance of committee.order1, as committee.k_greater_m
+
+
 @claim(id="committee.order1", model="committee",
-       title="The order-1 (eta -> 0) ODE differs from the full one by O(eta) at fixed eta t: the plateau gap / eta "
-             "tends to a constant",
-       source=_SRC + "; Goldt et al. 2019 §3 (the eta^2 term)",
-       metric="|r(eta_1)/r(eta_2) - 1| at the two smallest etas, r = (eg*_full - eg*_order1)/eta the plateau gap "
-              "over eta; check: a line through the first two predicts the third r within 2 %",
-       tolerance=0.06,
-       tolerance_origin="r(eta) = r0 + r1 eta + O(eta^2) with r1/r0 ~ 0.55 measured, so r(0.05)/r(0.1) - 1 ~ -0.027; "
-                        "0.06 is twice that, while a gap of order eta^2 (a wrong order) gives 0.5",
-       quick={"lrs": [0.05, 0.1, 0.2], "K": 2, "M": 2}, full={"lrs": [0.025, 0.05, 0.1], "K": 2, "M": 2})
+       title="The eta^2 term of the ODE is needed: Saad-Solla erf, K = M = 2, eta = 1, output noise sigma = 0.3: "
+             "online SGD's eg(t) follows the full ODE, not the order-1 (eta -> 0) ODE nor one with the eta^2 term "
+             "doubled",
+       source=_SRC + "; Goldt et al. 2019 §3 (the eta^2 term; the noise enters only through it)",
+       kind="training",
+       nulls={"no eta^2 term": "the order-1 (eta -> 0) ODE, Problem(order=1): the output noise drops out and eg -> 0",
+              "eta^2 term x 2": "the eta^2 term doubled: the full ODE at 2 eta run to t/2 (dQ = -eta F1 + 2 eta^2 F2 "
+                                "exactly, v fixed)"},
+       metric="max over d and recorded t > 0 of |mean_seeds(eg_SGD - eg_ODE)| / (q SE_t + 0.05 mean eg_ODE(t)), the "
+              "ODE from each seed's initial overlaps, SE_t the standard error of the seed mean of the per-seed "
+              "differences, q the Student-t quantile (S - 1 d.o.f.) at family-wise level 1 % over the recorded "
+              "times (Bonferroni); the same number for each null ODE on the same SGD runs",
+       tolerance=1.0,
+       tolerance_origin="q SE_t: the seed noise, Student t with Bonferroni over times (q = 6.8 at 8 seeds, 40 times); "
+                        "5 % of eg for the O(1/d) finite-size bias (measured <= 3 % at d = 500, 8 seeds); in those "
+                        "units, pass iff <= 1. The nulls are off by O(1): the order-1 ODE's eg falls to 1e-4 where SGD "
+                        "stays at the noise floor 0.03, the doubled term holds eg at 0.13",
+       quick={"d": [500], "t_max": 80.0, "seeds": 8, "n_points": 41, "lr": 1.0, "sigma": 0.3},
+       full={"d": [500, 1000, 2000], "t_max": 150.0, "seeds": 16, "n_points": 76, "lr": 1.0, "sigma": 0.3})
 def order1(size, device, outdir):
-    etas = np.asarray(size["lrs"], dtype=float)
-    full = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"]), lr=e)[2] for e in etas])
-    one = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"], order=1), lr=e)[2]
-                    for e in etas])
-    r = (full - one) / etas
-    slope = (r[1] - r[0]) / (etas[1] - etas[0])
-    miss = float(np.max(np.abs(r[2:] / (r[0] + slope * (etas[2:] - etas[0])) - 1)))
-    ratio = float(abs(r[0] / r[1] - 1))
-    fig, (ax,) = subplots(1)
-    plot_curves(etas, {"(eg*_full - eg*_order1)/eta": r}, ax=ax, xlabel="lr (the paper's eta)", ylabel="gap / lr",
-                styles={"(eg*_full - eg*_order1)/eta": {"marker": "o"}})
+    eta, S = size["lr"], size["seeds"]
+    p = committee.Problem.saad_solla(K=2, M=2, sigma=size["sigma"])
+    p1 = committee.Problem.saad_solla(K=2, M=2, sigma=size["sigma"], order=1)
+    fig, axes = subplots(len(size["d"]))
+    rows, units = [], {"theory": [], "no eta^2 term": [], "eta^2 term x 2": []}
+    for ax, d in zip(axes, size["d"]):
+        sim = popdyn.simulate(p, d=d, steps=int(round(size["t_max"] * d)), lr=eta, seeds=S,
+                              n_points=size["n_points"], seed=d, device=device)
+        t = sim.t / d
+        init = [(sim["Q"][s, 0], sim["R"][s, 0]) for s in range(S)]
+        odes = {"theory": np.stack([committee.ode(p, Q, R, t=t, lr=eta)["eg"] for Q, R in init]),
+                "no eta^2 term": np.stack([committee.ode(p1, Q, R, t=t, lr=eta)["eg"] for Q, R in init]),
+                "eta^2 term x 2": np.stack([committee.ode(p, Q, R, t=t / 2, lr=2 * eta)["eg"] for Q, R in init])}
+        row = {"d": d, "seeds": S}
+        for name, eg in odes.items():
+            u, q = _error_units(sim["eg"], eg, _O1_REL)
+            units[name].append(u)
+            row[f"units_{name}"] = u
+            row[f"eg_end_{name}"] = float(eg.mean(0)[-1])
+        row.update({"q": q, "eg_end_SGD": float(sim["eg"].mean(0)[-1])})
+        rows.append(row)
+        plot_curves(t, {"SGD mean": sim["eg"].mean(0), "full ODE": odes["theory"].mean(0),
+                        "order-1 ODE (no eta^2 term)": odes["no eta^2 term"].mean(0),
+                        "eta^2 term x 2": odes["eta^2 term x 2"].mean(0)}, ax=ax, logy=True,
+                    bands={"SGD mean": 2 * sim["eg"].std(0) / np.sqrt(S)}, legend=False,
+                    styles={"full ODE": {"color": "k", "ls": "--"}}, xlabel="t = steps/d", ylabel="eg",
+                    title=f"d = {d}: {units['theory'][-1]:.3g} error units")
+    legend_outside(fig)
+    worst = {k: float(max(v)) for k, v in units.items()}
     path = save_figure(fig, outdir / "committee.order1.png", title=claim_title(
-        REGISTRY["committee.order1"], ratio, what="r(eta_1)/r(eta_2) - 1"))
-    return ClaimResult(measured=ratio, checks={"a linear r(eta) predicts the third eta within 2 %": miss <= 0.02},
-                       figure=str(path),
-                       table=[{"lr": float(e), "eg_full": float(f), "eg_order1": float(o), "gap_over_eta": float(x)}
-                              for e, f, o, x in zip(etas, full, one, r)],
-                       message=f"gap/eta = {np.round(r, 6).tolist()}; ratio - 1 = {ratio:.3g}; linear miss {miss:.3g}")
+        REGISTRY["committee.order1"], worst["theory"], what="max eg gap in allowed-error units"))
+    return ClaimResult(measured=worst["theory"], figure=str(path), table=rows,
+                       nulls={k: v for k, v in worst.items() if k != "theory"},
+                       message=f"error units: full ODE {worst['theory']:.3g} (<= 1), order-1 ODE "
+                               f"{worst['no eta^2 term']:.3g}, eta^2 term x 2 {worst['eta^2 term x 2']:.3g}; final eg "
+                               f"SGD {rows[-1]['eg_end_SGD']:.4f}, full {rows[-1]['eg_end_theory']:.4f}, order-1 "
+                               f"{rows[-1]['eg_end_no eta^2 term']:.2g}, x 2 {rows[-1]['eg_end_eta^2 term x 2']:.4f}")
 
 
 def _softsign(z):
