@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import popdyn
+from validation import claims
 from tests.falsify import falsifies, perturb, run_claim, scaled
 
 pytest.importorskip("torch")
@@ -46,6 +47,10 @@ def _verdict(claim_id, tmp_path, wrong, **size):
     print(f"{claim_id} wrong={wrong}: measured {res.measured:.4g}, checks {res.checks}")
     assert verdict == ("FAIL" if wrong else "PASS"), f"{claim_id}: measured {res.measured:.4g}; {res.message}"
     assert res.figure and Path(res.figure).exists() and res.table
+    (c,) = claims.select([claim_id])
+    assert c.kind in claims.KINDS and c.nulls and set(res.nulls) == set(c.nulls)
+    if not wrong:  # every declared null is measured on the same SGD runs and rejected
+        assert all(claims.null_rejected(c, v) for v in res.nulls.values()), res.nulls
     return res
 
 

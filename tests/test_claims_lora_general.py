@@ -9,6 +9,7 @@ import pytest
 
 import popdyn
 from popdyn.models.lora import GeneralProblem
+from validation import claims
 from tests.falsify import falsifies, memoise, perturb, run_claim
 
 pytest.importorskip("torch")
@@ -19,6 +20,10 @@ def _verdict(claim_id, tmp_path, wrong, **size):
     print(f"{claim_id} wrong={wrong}: measured {res.measured:.4g}, checks {res.checks}")
     assert verdict == ("FAIL" if wrong else "PASS"), f"{claim_id}: measured {res.measured:.4g}; {res.message}"
     assert res.figure and Path(res.figure).exists() and res.table
+    (c,) = claims.select([claim_id])
+    assert c.kind in claims.KINDS and c.nulls and set(res.nulls) == set(c.nulls)
+    if not wrong:  # every declared null is measured on the same SGD runs and rejected
+        assert all(claims.null_rejected(c, v) for v in res.nulls.values()), res.nulls
     return res
 
 

@@ -42,12 +42,16 @@ _TOL_ORIGIN = ("spec §4 R1 acceptance, as lora.fig2b_overlap_ode: gap <= 3 SD/s
                "seed mean) + 0.01 (O(delta/d) + O(1/sqrt d) corrections)")
 
 
-def _compare(gp, *, d, delta, tau, seeds, device, n_points=101):
-    """Theory and SGD on one GeneralProblem: gap ratio, the curves on the SGD grid and a table row."""
+def _compare(gp, *, d, delta, tau, seeds, device, n_points=101, nulls=None):
+    """Theory and SGD on one GeneralProblem: gap ratio, the curves on the SGD grid and a table row.
+
+    ``nulls`` maps a name to ``(problem, predict options)``: each null theory's gap ratio on the same SGD runs is
+    in ``row["nulls"]``."""
     kw = {"d": d, "lr": delta / d, "steps": int(round(tau * d)), "n_points": n_points}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=popdyn.RegimeWarning)
         pred = popdyn.predict(gp, **kw)
+        null_preds = {n: popdyn.predict(p, **kw, **opts) for n, (p, opts) in (nulls or {}).items()}
     sim = popdyn.simulate(gp, seeds=seeds, device=device, seed=0, **kw)
     m = np.asarray(sim["m"], dtype=float)
     mean, sd = m.mean(0), m.std(0, ddof=1)
@@ -57,14 +61,28 @@ def _compare(gp, *, d, delta, tau, seeds, device, n_points=101):
     s = float(np.sign(theory[-1])) or 1.0
     signs_ok = bool(np.all(np.sign(m[:, -1]) == s))
     ratio = float(np.max(gap / allowed)) if signs_ok else math.inf
+    null_ratios = {n: float(np.max(np.abs(np.interp(sim.t, p.t, p["m"]) - mean) / allowed)) if signs_ok else math.inf
+                   for n, p in null_preds.items()}
     m_max = float(pred.meta["m_max"])
     row = {"alpha": gp.alpha, "project": bool(gp.project), "activation": gp.problem.activation.name,
            "xi": float(gp.problem.xi), "sup_gap": float(gap.max()), "allowed_min": float(allowed.min()),
            "final_sgd": float(mean[-1]), "final_theory": float(theory[-1]), "m_max": m_max,
            "final_fraction_of_reachable": float(abs(mean[-1]) / m_max),
            "final_q_norm_sgd": float(np.mean(sim["q_norm"][:, -1])), "final_q_norm_theory": float(pred["q_norm"][-1]),
-           "signs_ok": signs_ok, "ratio": ratio}
+           "signs_ok": signs_ok, "ratio": ratio, **{f"ratio_{n}": v for n, v in null_ratios.items()}}
     return ratio, sim.t / d, mean, sd, theory, row
+
+
+def _a2_null(gp):
+    """The A2 theory for ``gp``: u's part p = W u in span W ignored (as if the figure's setting were inside A2)."""
+    return {"A2 (p ignored)": (GeneralProblem(gp.problem, np.zeros(gp.k), gp.project), {})}
+
+
+_A2_NULL = {"A2 (p ignored)": "the A2 theory: u's part p = W u in span W ignored (p = 0), same instance and m0"}
+
+
+def _null_worst(rows, names):
+    return {n: max(r[f"ratio_{n}"] for r in rows) for n in names}
 
 
 _SGD, _ODE, _REACH = "SGD mean (band ± 2 SD)", "general-position ODE", "reachable ±sqrt(1 - α²)"
@@ -95,6 +113,7 @@ def _one_panel(key, tau, series):
        metric="max over alpha and tau of |mean_SGD m - m_theory| / (3 SD/sqrt(R) + 0.01); infinite if a seed "
               "ends on the side opposite to the theory",
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,
+       kind="training", nulls=_A2_NULL,
        quick={"k": 8, "xi": 1.0, "d": 500, "delta": 0.1, "tau": 15.0, "seeds": 6, "alphas": [0.0, 0.5, 0.75]},
        full={"k": 8, "xi": 1.0, "d": 2000, "delta": 0.1, "tau": 30.0, "seeds": 10,
              "alphas": [0.0, 0.25, 0.5, 0.75]})
@@ -105,7 +124,7 @@ def fig5_nonorthogonal(size, device, outdir):
     for alpha in size["alphas"]:
         gp = GeneralProblem.from_alpha(problem, alpha, seed=1, project=True)
         ratio, tau, mean, sd, theory, row = _compare(gp, d=size["d"], delta=size["delta"], tau=size["tau"],
-                                                     seeds=size["seeds"], device=device)
+                                                     seeds=size["seeds"], device=device, nulls=_a2_null(gp))
         worst = max(worst, ratio)
         rows.append(row)
         series.append((alpha, mean, sd, theory))
@@ -120,9 +139,10 @@ def fig5_nonorthogonal(size, device, outdir):
                       title=claim_title(REGISTRY["lora.fig5_nonorthogonal"], worst, what="max gap / allowed",
                                         note=f"ReLU, k = {size['k']}, xi = {size['xi']:g}, d = {size['d']}"))
     frac = ", ".join(f"alpha={r['alpha']:.2g}: {r['final_fraction_of_reachable']:.3f}" for r in rows)
-    return ClaimResult(measured=worst, figure=str(fig), table=rows,
-                       message=f"general-position ODE within {worst:.3g} of the allowed band (<= 1 passes); "
-                               f"final |m| / sqrt(1 - alpha^2): {frac}")
+    nulls = _null_worst(rows, _A2_NULL)
+    return ClaimResult(measured=worst, figure=str(fig), table=rows, nulls=nulls,
+                       message=f"general-position ODE within {worst:.3g} of the allowed band (<= 1 passes), the A2 "
+                               f"theory {nulls['A2 (p ignored)']:.3g}; final |m| / sqrt(1 - alpha^2): {frac}")
 
 
 # ---- Fig. 5b: alpha = 1/2, random instances -------------------------------------------------------------------
@@ -133,6 +153,7 @@ def fig5_nonorthogonal(size, device, outdir):
        metric="max over instances and tau of |mean_SGD m - m_theory| / (3 SD/sqrt(R) + 0.01); infinite if a "
               "seed ends on the side opposite to the theory",
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,
+       kind="training", nulls=_A2_NULL,
        quick={"k": 8, "xi": 1.0, "d": 500, "delta": 0.1, "tau": 15.0, "seeds": 6, "instances": 2},
        full={"k": 8, "xi": 1.0, "d": 2000, "delta": 0.1, "tau": 30.0, "seeds": 10, "instances": 5})
 def fig5b_instances(size, device, outdir):
@@ -142,7 +163,7 @@ def fig5b_instances(size, device, outdir):
         problem = lora.Problem.random_features(size["k"], size["xi"], "relu", seed=10 + inst)
         gp = GeneralProblem.from_alpha(problem, 0.5, seed=20 + inst, project=True)
         ratio, tau, mean, sd, theory, row = _compare(gp, d=size["d"], delta=size["delta"], tau=size["tau"],
-                                                     seeds=size["seeds"], device=device)
+                                                     seeds=size["seeds"], device=device, nulls=_a2_null(gp))
         worst = max(worst, ratio)
         rows.append({"instance": inst, **row})
         series.append((f"#{inst}", mean, sd, theory))
@@ -153,8 +174,10 @@ def fig5b_instances(size, device, outdir):
                       title=claim_title(REGISTRY["lora.fig5b_instances"], worst, what="max gap / allowed",
                                         note=f"ReLU, alpha = 1/2, k = {size['k']}, xi = {size['xi']:g}, "
                                              f"d = {size['d']}"))
-    return ClaimResult(measured=worst, figure=str(fig), table=rows,
-                       message=f"general-position ODE within {worst:.3g} of the allowed band on every instance")
+    nulls = _null_worst(rows, _A2_NULL)
+    return ClaimResult(measured=worst, figure=str(fig), table=rows, nulls=nulls,
+                       message=f"general-position ODE within {worst:.3g} of the allowed band on every instance; the "
+                               f"A2 theory {nulls['A2 (p ignored)']:.3g}")
 
 
 # ---- Fig. 4: u_hat not projected, several activations -----------------------------------------------------
@@ -165,6 +188,9 @@ def fig5b_instances(size, device, outdir):
        metric="max over activations, xi and tau of |mean_SGD m - m_theory| / (3 SD/sqrt(R) + 0.01); infinite "
               "if a seed ends on the side opposite to the theory",
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,
+       kind="training",
+       nulls={"paper's ODE": "the population flow alone (convention=\"paper\", delta -> 0: no normalisation drift)",
+              "A2 (u_hat projected)": "the scalar A2 ODE, as if u_hat stayed in span(W)^perp (q = 0)"},
        quick={"k": 8, "d": 500, "seeds": 4, "activations": ["relu", "sigmoid"],
               "panels": [[1.0, 0.1, 10.0], ["sqrt_k", 0.02, 30.0]]},
        full={"k": 8, "d": 2000, "seeds": 10, "activations": ["relu", "sigmoid", "tanh"],
@@ -184,8 +210,10 @@ def fig4_activations(size, device, outdir):
         for act in size["activations"]:
             problem = lora.Problem.orthonormal(k, xi, act, seed=0)
             gp = GeneralProblem(problem, np.zeros(k), project=False)
+            nulls = {"paper's ODE": (gp, {"convention": "paper"}),
+                     "A2 (u_hat projected)": (GeneralProblem(problem, np.zeros(k), project=True), {})}
             ratio, tau, mean, sd, theory, row = _compare(gp, d=size["d"], delta=delta, tau=tau_end,
-                                                         seeds=size["seeds"], device=device)
+                                                         seeds=size["seeds"], device=device, nulls=nulls)
             worst = max(worst, ratio)
             rows.append({**row, "delta": delta})
             series.append((act, mean, sd, theory))
@@ -196,6 +224,8 @@ def fig4_activations(size, device, outdir):
                        title=claim_title(REGISTRY["lora.fig4_activations"], worst, what="max gap / allowed",
                                          note=f"k = {k}, d = {size['d']}"))
     qn = max(r["final_q_norm_theory"] for r in rows)
-    return ClaimResult(measured=worst, figure=str(path), table=rows,
-                       message=f"(m, q) ODE within {worst:.3g} of the allowed band (<= 1 passes); u_hat moves "
+    nulls = _null_worst(rows, REGISTRY["lora.fig4_activations"].nulls)
+    return ClaimResult(measured=worst, figure=str(path), table=rows, nulls=nulls,
+                       message=f"(m, q) ODE within {worst:.3g} of the allowed band (<= 1 passes); nulls "
+                               f"{', '.join(f'{n}: {v:.3g}' for n, v in nulls.items())}; u_hat moves "
                                f"into span W up to ||Pi_W u_hat|| = {qn:.3f}")
