@@ -38,6 +38,7 @@ from popdyn.models import lora
 from popdyn.plot import Key, claim_title, plot_curves
 
 from . import REGISTRY, ClaimResult, claim
+from .lora import _q
 
 __all__ = ["NOT_REPRODUCED", "joint_frozen_ratio"]
 
@@ -78,10 +79,11 @@ def _on_grid(pred, t, name="m"):
        title="Fig. 2b: frozen-c_hat SGD overlap m_t follows the finite-delta overlap ODE (extension of the "
              "paper's delta -> 0 population ODE, L604, which is reported)",
        source=_SRC.format("503-516 (Fig. 2b), L598-617 (ODE L604)", "R1, §2.6, §3.6"),
-       metric="max over instances and tau of |mean_SGD m - m_corrected| / (3 SD/sqrt(R) + 0.01); "
+       metric="max over instances and tau of |mean_SGD m - m_corrected| / (q SD/sqrt(R) + 0.01); "
               "infinite if any seed ends on the side opposite to sign(h(0))",
        tolerance=1.0,
-       tolerance_origin="spec §4 R1 acceptance: gap <= 3 SD/sqrt(R) (3 standard errors of the seed mean) "
+       tolerance_origin="spec §4 R1 acceptance: gap <= q SD/sqrt(R) (q standard errors of the seed mean, q the "
+                        "Student-t quantile at family-wise 1 % over times and instances, Bonferroni, for R1's 3) "
                         "+ 0.01 (O(delta/d)+O(1/sqrt d) corrections at d >= 1000, delta <= 0.5)",
        kind="training",
        nulls={"paper's ODE": "the paper's population ODE (convention=\"paper\", delta -> 0: no normalisation "
@@ -99,7 +101,7 @@ def fig2b_overlap_ode(size, device, outdir):
                                m0=s * 0.5 / math.sqrt(d))
         m = np.asarray(sim["m"], dtype=float)
         mean, sd = m.mean(0), m.std(0, ddof=1)
-        allowed = 3 * sd / math.sqrt(R) + 0.01
+        allowed = _q(R, (len(mean) - 1) * size["instances"]) * sd / math.sqrt(R) + 0.01
         gap = {c: np.abs(_on_grid(p, sim.t) - mean) for c, p in preds.items()}
         signs_ok = bool(np.all(np.sign(m[:, -1]) == s))
         ratio = float(np.max(gap["corrected"] / allowed)) if signs_ok else math.inf
@@ -195,7 +197,8 @@ def _theory_medians(size):
 
 
 def _sgd_row(k, xi, delta, tau, size, device):
-    """SGD against finite-delta-ODE escape for He3 at one xi; ``ratio`` = |log gap| / (3 SE + eps^2).
+    """SGD against finite-delta-ODE escape for He3 at one xi; ``ratio`` = |log gap| / (q SE + eps^2), q the Student-t quantile
+    over the SGD-checked xi.
 
     SGD runs in dimension ``size["sgd_d"]`` when given (default ``size["d"]``, which also sets the theory's m0)."""
     t_sgd, t_th, eps = _sgd_escape(lora.Problem.orthonormal(k, xi, "he3", seed=0), size.get("sgd_d", size["d"]),
@@ -208,7 +211,8 @@ def _sgd_row(k, xi, delta, tau, size, device):
     row.update(glm=glm, ratio_paper=math.inf, ratio_glm=math.inf)
     if t_th["corrected"] is not None and math.isfinite(med_sgd) and len(ok) >= 2:
         se = math.sqrt(math.pi / 2) * np.log(ok).std(ddof=1) / math.sqrt(len(t_sgd))  # SE of a median
-        units = lambda t: math.inf if t is None else float(abs(math.log(med_sgd / t)) / (3 * se + eps**2))
+        q = _q(len(t_sgd), len(size["sgd"]))
+        units = lambda t: math.inf if t is None else float(abs(math.log(med_sgd / t)) / (q * se + eps**2))
         row.update(sgd_median=med_sgd, ratio=units(t_th["corrected"]), ratio_paper=units(t_th["paper"]),
                    ratio_glm=units(glm))
     return row
@@ -217,11 +221,11 @@ def _sgd_row(k, xi, delta, tau, size, device):
 @claim(id="lora.fig6_he3_plateau", model="lora",
        title="Figs 6/1b: the He3 plateau at initialisation grows with xi towards the GLM escape time; ReLU has none",
        source=_SRC.format("559-570 (Fig. 6), L136-141 (Fig. 1b)", "R2, §2.6"),
-       metric="max over the SGD-checked xi of |log median tau_SGD - log tau_corrected| / (3 SE(median log tau_SGD) "
+       metric="max over the SGD-checked xi of |log median tau_SGD - log tau_corrected| / (q SE(median log tau_SGD) "
               "+ eps^2); infinite unless the theory shows a plateau (escape time growing as m0 shrinks) "
               "at the largest xi but not the smallest, and none for ReLU",
        tolerance=1.0,
-       tolerance_origin="3 standard errors of the seed median of log escape times (runs not escaped by the "
+       tolerance_origin="q standard errors (Student t, S - 1 d.o.f., family-wise 1 % over the SGD-checked xi) of the seed median of log escape times (runs not escaped by the "
                         "horizon count as late), plus eps^2, the second-order "
                         "bias of a mean-field escape time when the martingale noise accumulated over the escape "
                         "is eps times m0 (eps = 2 delta sqrt(B0(0) tau_esc/d)/m0)",
@@ -281,11 +285,11 @@ def _window_means(pred, t, steps, name):
        title="Fig. 3a: at xi = sqrt(k) SGD's loss follows Phi(m_t) of the finite-delta overlap ODE down below the "
              "linearised (lazy) model's floor",
        source=_SRC.format("506, 524-527 (Fig. 3a)", "R3, §2.6, §2.10"),
-       metric="max over recorded t of |mean_SGD loss(t) - Phi(m_corr)(t)| / (3 SE_t + 0.01 |h(m_corr(t))|): the "
+       metric="max over recorded t of |mean_SGD loss(t) - Phi(m_corr)(t)| / (q SE_t + 0.01 |h(m_corr(t))|), q the Student-t quantile at family-wise 1 % over the recorded times: the "
               "online SGD loss (mean over seeds, per recording window) against the finite-delta ODE's Phi(m_t) "
               "averaged over the same window; the SGD loss must also end below the lazy floor",
        tolerance=1.0,
-       tolerance_origin="per time: 3 standard errors of the seed mean of the windowed online loss, plus the "
+       tolerance_origin="per time: q standard errors (Student t, Bonferroni over times) of the seed mean of the windowed online loss, plus the "
                         "finite-d allowance of spec §4 R1 (0.01 on m at d >= 1000) carried to the loss through "
                         "|dPhi/dm| = |h(m)| (the Jensen gap E Phi(m_t) - Phi(E m_t) ~ |h'| Var(m_t)/2 <= 0.01 at "
                         "d = 1000, SD(m_t) <= 0.04, is inside it). Check: final SGD loss / lazy floor < 1 (the paper's claim)",
@@ -312,10 +316,11 @@ def fig3a_lazy_floor(size, device, outdir):
     loss = np.asarray(sim["loss"], dtype=float)
     mean, se = loss.mean(0), loss.std(0, ddof=1) / math.sqrt(loss.shape[0])
     theory = _window_means(pred, t, steps, "loss")
-    allowed = 3 * se + _M_ALLOW * np.abs(lora.h(problem, _on_grid(pred, t)))
+    q = _q(loss.shape[0], len(t))
+    allowed = q * se + _M_ALLOW * np.abs(lora.h(problem, _on_grid(pred, t)))
     gap = np.abs(mean - theory) / allowed
     theory_paper = _window_means(pred_paper, t, steps, "loss")
-    gap_paper = np.abs(mean - theory_paper) / (3 * se + _M_ALLOW * np.abs(lora.h(problem, _on_grid(pred_paper, t))))
+    gap_paper = np.abs(mean - theory_paper) / (q * se + _M_ALLOW * np.abs(lora.h(problem, _on_grid(pred_paper, t))))
     tail = loss[:, -max(1, loss.shape[1] // 10):].mean(1)
     below = float(tail.mean() / floor)
     fig = plot_curves(t / d, {"SGD loss (mean)": mean, "theory Phi(m_t), finite-delta ODE": theory},
