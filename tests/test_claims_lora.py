@@ -87,6 +87,7 @@ def test_paper_glm_formula_is_off_by_the_errata_factor():
 def test_joint_frozen_ratio_and_its_standard_error():
     from validation.claims.lora_figures import _bonferroni_z, joint_frozen_ratio
     assert [round(_bonferroni_z(n), 2) for n in (1, 2, 4)] == [3.0, 3.21, 3.4]
+    assert [round(_bonferroni_z(n, seeds=8), 2) for n in (1, 2, 4)] == [4.53, 5.13, 5.78]  # Student t, 7 d.o.f.
     # identical runs: ratio exactly 1, SE from the recording resolution only: dt/sqrt(12) sqrt(2)/t/sqrt(R)
     r, se = joint_frozen_ratio([100.0, 200.0], [100.0, 200.0], dt=10.0, horizon=1000)
     assert r == 1.0 and np.isclose(se, np.sqrt((100 / 12 * 2 / 100**2 + 100 / 12 * 2 / 200**2) / 4))
@@ -225,8 +226,8 @@ def test_fig3a_fails_h_ten_percent_off(wrong, monkeypatch, tmp_path, _simulate_o
 @falsifies("lora.fig2_joint_speedup")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_joint_speedup_fails_when_joint_is_frozen(wrong, tmp_path, _simulate_once):
-    # joint == frozen (lr_c = 0): every paired seed has ratio exactly 1, so r + 3 SE = 1 + 3 x (recording
-    # resolution) = 1.007 > 1; with lr_c = 0.1 lr joint is 12 % faster, r + 3 SE = 0.947 (d = 150, 32
-    # paired seeds)
+    # joint == frozen (lr_c = 0): every paired seed has ratio exactly 1, so r + z SE = 1 + z x (recording
+    # resolution) > 1; with lr_c = 0.1 lr joint is 12 % faster, r + z SE < 1 (d = 150, 32 paired seeds, z the
+    # Student-t quantile with 31 d.o.f.)
     _verdict("lora.fig2_joint_speedup", tmp_path, wrong, d=150, tau=30.0, seeds=32,
              lr_c_factors=[0.0] if wrong else [0.1])
