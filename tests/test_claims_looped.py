@@ -11,9 +11,21 @@ import pytest
 
 from popdyn.models import looped as L
 
-from .falsify import falsifies, measure, memoise, perturb
+from validation.claims import REGISTRY, null_rejected
+
+from .falsify import falsifies, memoise, perturb, run_claim
 
 pytest.importorskip("torch")
+
+def measure(claim_id, outdir, **size):
+    """``(verdict, measured, checks)`` at the quick size updated by ``size``; on a PASS every declared null must
+    have been measured and rejected (the runner's verdict requires it; asserted here by name)."""
+    verdict, res = run_claim(claim_id, outdir, **size)
+    if verdict == "PASS":
+        c = REGISTRY[claim_id]
+        assert set(res.nulls) == set(c.nulls) and all(null_rejected(c, v) for v in res.nulls.values()), res.nulls
+    return verdict, res.measured, res.checks
+
 
 def _key(x):  # problems by their repr (an exact constructor call), trained models by identity
     return repr(x) if isinstance(x, (L.Problem, int, float, str, type(None))) else id(x)
