@@ -101,7 +101,8 @@ def _train(p, size, device):
 
 
 @claim(id="icl.trained_optimum", model="icl",
-       title="Trained rank-r attention reaches the Thm 5.4.1 optimum U* (r = 1, 2, 4)",
+       title="Rank-r attention trained by Adam on fresh prompts reaches the Thm 5.4.1 optimum U* (r = 1, 2, 4), not "
+             "the unrestricted or the N -> infinity optimum",
        source=f"{_SEED} L1376-1386 (Thm 5.4.1); specs/modular_and_icl.md §B.2.4, §B.6 S5.1",
        metric="max over r of ||uU - U*||_F / ||U*||_F (Adam, fresh prompts); the loss must also be within 0.2 % of L*_r",
        tolerance=0.05,
@@ -146,8 +147,8 @@ _RISK_NEAR_OPT = 0.01  # relative gap of the trained U's risk to R(U*)
 
 
 @claim(id="icl.risk_vs_noise", model="icl",
-       title="Eval risk vs sigma^2 and vs flip fraction: Thm 5.4.2 / flip risk formulas hold at trained models, "
-             "whose risk is that of U*",
+       title="Eval risk vs sigma^2 and vs flip fraction: Thm 5.4.2 / flip risk formulas hold at Adam-trained models "
+             "(MC), whose risk is that of U*",
        source=f"{_SEED} L1412-1432 (Thm 5.4.2, 5.4.3); flips derived; specs/modular_and_icl.md §B.2.5, §B.2.8, §B.6 S5.1",
        metric="max over (r, sigma^2 or rho) of |MC risk of the trained uU - formula(uU)| / SE (eval_risk_avg, exact "
               "in x_q, w ~ N(0, I)); check: |formula(uU) - R(U*)| / R(U*) <= 1 % at every grid point",
