@@ -90,9 +90,10 @@ def parity_noise_ratio(size, device, outdir):
             cov = np.cov(e1, e2) / size["prompts"]
             se = r * np.sqrt(cov[0, 0] / e1.mean()**2 + cov[1, 1] / e2.mean()**2 - 2 * cov[0, 1] / (e1.mean() * e2.mean()))
             th = icl.noise_energy_ratio(nu1, nu2)
-            z = (r - th) / se if se > 0 else (0.0 if r == th else np.inf)  # se = 0 when P1 = P2 (then r = 1)
+            zf = lambda x: (r - x) / se if se > 0 else (0.0 if r == x else np.inf)  # noqa: E731  se = 0 when P1 = P2
+            z = zf(th)
             rows.append({"nu1": nu1, "nu2": nu2, "M": M, "ratio_mc": r, "se": se, "theory": th, "z": z,
-                         "z_task_ratio": (r - 2.0 ** (nu1 - nu2)) / se, "z_no_gain": (r - 1.0) / se})
+                         "z_task_ratio": zf(2.0 ** (nu1 - nu2)), "z_no_gain": zf(1.0)})
     worst = max(abs(r["z"]) for r in rows)
     nulls = {k: max(abs(r[f"z_{k}"]) for r in rows) for k in ("task_ratio", "no_gain")}
     fig = plot_curves(np.arange(len(rows)), {"MC ratio": [r["ratio_mc"] for r in rows],
