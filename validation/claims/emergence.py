@@ -305,7 +305,7 @@ def step2_bias_shift(size, device, outdir):
         p1 = network.TwoLayerParams(0.0 * sim["Q_1"][s], sim["b_1"][s], sim["a_1"][s])
         obs.append(sim["b_2"][s] - sim["b_1"][s])
         pred.append(steps.two_step_limit(emp, p1, s2).b - sim["b_1"][s])
-        pred0.append(steps.two_step_limit(emp, p1, 1e-9).b - sim["b_1"][s])      # the unsmoothed window
+        pred0.append(p1.a * steps.window(p1.b, 1e-9) * emp.moments().Ey)       # the unsmoothed window 1[0 < b < 1]
         Ey.append(emp.moments().Ey)
     obs, pred, pred0 = np.concatenate(obs), np.concatenate(pred), np.concatenate(pred0)
     corr = float(np.corrcoef(obs, pred)[0, 1])
