@@ -3,7 +3,7 @@ import pytest
 
 from .falsify import falsifies, measure, memoise, perturb, scaled
 
-_SMALL = {"n_train": [800], "archs": ["resnet"], "epochs": 30, "seeds": 1, "n_test": 2000}
+_SMALL = {"n_train": [800], "archs": ["resnet", "fc2"], "epochs": 30, "seeds": 1, "n_test": 2000}  # fc2: the two-layer null
 
 
 # wrong theories: (kernel) the exact kernel error halved (a kernel that half-learned G: ~0.22 < 0.9 k alpha^2 = 0.32);
