@@ -104,7 +104,9 @@ def column_norms(size, device, outdir):
        full={"n_tasks": 5, "s": 5, "gammas": [0.1, 0.3, 0.6, 1.2], "steps": 6000, "ft_steps": 1500, "batch": 512,
              "lr": 0.5, "seeds": 2})
 def cr_beta(size, device, outdir):
+    import torch
     from popdyn.sim import contrastive as csim
+    torch.set_num_threads(1)     # small steps: two contended threads stall them (as popdyn.simulate's serial_if_small)
     T, s = size["n_tasks"], size["s"]
     base = contrastive.Problem(T, s, 2 * s, s + T * s + 2)
     # pre-train once (the universal representation does not depend on gamma), then fine-tune it at every gamma
@@ -137,7 +139,7 @@ def cr_beta(size, device, outdir):
                        title=claim_title(REGISTRY["contrastive.cr_beta"], measured, what="max rel. error",
                                          note=f"T = {T}, s = {s}, r = 2s"))
     return ClaimResult(measured=measured, figure=str(path), table=rows, nulls=nulls,
-                       checks={"alpha stays 1 (within 1e-2)": all(abs(r["alpha_learned"] - 1) < 1e-2 for r in rows)},
+                       checks={"alpha stays 1 (within 1e-3)": all(abs(r["alpha_learned"] - 1) < 1e-3 for r in rows)},
                        message=f"max relative error of beta_CR {measured:.1e} over gamma = {size['gammas']} from the "
                                f"trained universal start (beta {start.mean():.4f}, 1/T = {1 / T:.4f}); paper's form "
                                f"{nulls['paper_F9']:.3f}, no move {nulls['no_move']:.3f}")
@@ -194,7 +196,9 @@ def _risks(problem, Ws, ms, probes, seed, device):
        full={"n_tasks": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 4000, "batch": 512, "lr": 0.5,
              "ft_steps": 1000, "ms": [3, 5, 10, 20, 40, 80], "probes": 2000, "theory_probes": 10000, "seeds": 3})
 def tradeoff(size, device, outdir):
+    import torch
     from popdyn.sim import contrastive as csim
+    torch.set_num_threads(1)     # small steps: two contended threads stall them (as popdyn.simulate's serial_if_small)
     T, s = size["n_tasks"], size["s"]
     problem = contrastive.Problem(T, s, 2 * s, s + T * s + 5, noise=size["noise"], gamma=size["gamma"])
     ms = np.array(size["ms"])
