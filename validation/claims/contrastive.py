@@ -6,7 +6,8 @@
 * ``contrastive.cr_beta``: CR fine-tuning within Frobenius radius gamma reaches beta_CR of Prop. F.9 with the
   budget ||W||_F <= sqrt r kept (the corrected form; the paper's drops it and overshoots).
 * ``contrastive.tradeoff``: excess risk of norm-bounded probes vs m for the universal, CR-fine-tuned and specific
-  representations: the ordering the exact Rademacher terms predict at small m, fading at large m (spec B.3, B.4).
+  representations on the trained representations against those on the theory's population representations at every
+  m (the Rademacher-term scaling and "no cost" as nulls); the gap fades at large m (spec B.3, B.4).
 
 :func:`bench_contrastive` times the population optimum against projected-SGD pre-training to the same column norms.
 """
