@@ -58,8 +58,11 @@ _GROWTH = 5.0
        tolerance_origin="1/(4k) = (alpha^2/4)/(k alpha^2) with k = 4: the ResNet below Theorem 2's kernel floor "
                         "alpha^2/4 while the kernels sit at the plateau k alpha^2 (a kernel-like network: ratio ~1)",
        kind="training",
-       nulls={"untrained": "the ResNet at init (its first recorded test error, same draw)",
-              "two_layer": "a two-layer net (fc2, kernel-like) trained the same way on the same sets does as well"},
+       # the trained fc2 is no null here: on this target it beats the kernels too (quick: ratio 0.012), so the claim shows
+       # trained networks beat the kernels (Theorem 2), not that the ResNet's hierarchy is needed (that is
+       # resnet.figure2's target, where the two-layer net stays at the plateau); its ratio is reported in details
+       nulls={"untrained": "the ResNet at init (its first recorded test error, same draw): a network that did not "
+                           "learn is no better than the kernels"},
        quick={"d": 24, "k": _K, "alpha": 0.3, "n_train": [800, 1600], "width": 100, "epochs": 40, "lr": 0.2,
               "weight_decay": 1e-4, "seeds": 2, "archs": ["resnet", "fc2"], "kernels": ["relu_ntk", "relu_ck"],
               "n_test": 4000},
@@ -97,7 +100,8 @@ def thm2_networks(size, device, outdir):
     plateau, floor = float(pred["G_not_learned"]), float(pred["thm2_bound"])
     measured = float(np.max(ratios))
     # the closest each null comes to passing: its smallest ratio over N and seeds
-    nulls = {k: float(np.min(v)) if v else float("nan") for k, v in null_ratios.items()}
+    nulls = {"untrained": float(np.min(null_ratios["untrained"]))}
+    fc2_ratio = float(np.min(null_ratios["two_layer"])) if null_ratios["two_layer"] else float("nan")
     resnet_err = [r["test_error"] for r in rows if r["arch"] == "resnet"]
     resnet_max = max(float(np.max(r["test_error"])) for r in rows if r["arch"] == "resnet")
     best = [min(r[k] for k in size["kernels"]) for r in kernel_rows]
@@ -132,9 +136,10 @@ def thm2_networks(size, device, outdir):
     msg = (f"ResNet {', '.join(f'{e:.3g}' for e in resnet_err)} vs best kernel "
            f"{', '.join(f'{e:.3g}' for e in best)} at N = {size['n_train']}; "
            f"plateau {plateau:.3g}, Theorem 2 floor {floor:.3g}")
-    msg += "; nulls (smallest ratio): " + ", ".join(f"{k} {v:.3g}" for k, v in nulls.items())
+    msg += (f"; untrained null (smallest ratio) {nulls['untrained']:.3g}; the trained 2-layer net's ratio "
+            f"{fc2_ratio:.3g} (it beats the kernels too: not a null of this claim)")
     return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, message=msg, nulls=nulls,
-                       details={"kernels": kernel_rows})
+                       details={"kernels": kernel_rows, "fc2_smallest_ratio": fc2_ratio})
 
 
 @claim(id="resnet.kernel_transition", model="resnet",
