@@ -9,7 +9,17 @@ import dataclasses
 import numpy as np
 import pytest
 
+from validation.claims import REGISTRY, null_rejected
+
 from tests.falsify import falsifies, memoise, perturb, run_claim, scaled
+
+
+def assert_nulls_rejected(claim_id, res):
+    """Every null the claim declares was measured on the same draw and is outside the tolerance."""
+    c = REGISTRY[claim_id]
+    assert set(res.nulls) == set(c.nulls), res.nulls
+    assert all(null_rejected(c, v) for v in res.nulls.values()), res.nulls
+
 
 @falsifies("icl.lemma51_thm542_mc")
 @pytest.mark.parametrize("wrong", [None, "loss", "risk"])
@@ -21,6 +31,8 @@ def test_lemma51_thm542_fails_a_five_percent_error(wrong, monkeypatch, tmp_path)
         perturb(monkeypatch, "popdyn.models.icl.optimum_eval_risk_avg", scaled(1.05))
     verdict, res = run_claim("icl.lemma51_thm542_mc", tmp_path, context=[3, 40], ranks=[1, 3])
     assert verdict == ("PASS" if wrong is None else "FAIL"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.lemma51_thm542_mc", res)
 
 
 @falsifies("icl.trained_optimum")
@@ -35,6 +47,8 @@ def test_trained_optimum_fails_an_optimum_ten_percent_too_large(wrong, monkeypat
                 lambda f: lambda *a, **k: dataclasses.replace(f(*a, **k), U=1.1 * f(*a, **k).U))
     verdict, res = run_claim("icl.trained_optimum", tmp_path, ranks=[4], steps=2500, batch=1024)
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.trained_optimum", res)
 
 
 @falsifies("icl.risk_vs_noise")
@@ -56,6 +70,8 @@ def test_risk_vs_noise_fails_a_wrong_formula_and_untrained_models(wrong, monkeyp
         memoise(monkeypatch, "validation.claims.icl._train")
     verdict, res = run_claim("icl.risk_vs_noise", tmp_path, **small)
     assert verdict == ("PASS" if wrong is None else "FAIL"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.risk_vs_noise", res)
     if wrong in ("U=0", "random U"):
         assert res.measured <= 4.0 and not all(res.checks.values())  # the formula is right; the model is not
 
@@ -68,6 +84,8 @@ def test_rank_gap_fails_a_gap_ten_percent_too_large(wrong, monkeypatch, tmp_path
         perturb(monkeypatch, "popdyn.models.icl.rank_gap", scaled(1.1))
     verdict, res = run_claim("icl.rank_gap", tmp_path, pairs=[[1, 2], [2, 4]], sigma=[0.0, 1.0])
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.rank_gap", res)
 
 
 @falsifies("icl.gradient_flow")
@@ -81,3 +99,5 @@ def test_gradient_flow_fails_a_wrong_optimum(wrong, monkeypatch, tmp_path):
         perturb(monkeypatch, "popdyn.models.icl.optimum", lambda f: lambda L, N, r, **k: f(L, N + 1, r, **k))
     verdict, res = run_claim("icl.gradient_flow", tmp_path)
     assert verdict == ("PASS" if wrong is None else "FAIL"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.gradient_flow", res)

@@ -7,7 +7,16 @@ each wrong theory says why it must fail and by what margin.
 import numpy as np
 import pytest
 
+from validation.claims import REGISTRY, null_rejected
+
 from .falsify import falsifies, perturb, run_claim
+
+
+def assert_nulls_rejected(claim_id, res):
+    """Every null the claim declares was measured on the same draw and is outside the tolerance."""
+    c = REGISTRY[claim_id]
+    assert set(res.nulls) == set(c.nulls), res.nulls
+    assert all(null_rejected(c, v) for v in res.nulls.values()), res.nulls
 
 
 def _scaled_heads(factors):
@@ -30,6 +39,8 @@ def test_parity_construction_fails_a_rescaled_construction(wrong, monkeypatch, t
         perturb(monkeypatch, "popdyn.models.icl.paper_construction", _scaled_heads(float(wrong[-4:])))
     verdict, res = run_claim("icl.parity_construction", tmp_path, pairs=[[1, 2], [1, 3], [2, 3]])
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.parity_construction", res)
     if wrong == "V_x1.05":
         assert not all(res.checks.values())
 
@@ -48,6 +59,8 @@ def test_parity_noise_ratio_fails_a_wrong_ratio_or_wrong_heads(wrong, monkeypatc
                 lambda f: lambda nu1, nu2: np.arange(2 * (nu1 + 1)))
     verdict, res = run_claim("icl.parity_noise_ratio", tmp_path)
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.parity_noise_ratio", res)
 
 
 def _wrong_eval(kind):
@@ -82,6 +95,8 @@ def test_parity_robustness_fails_a_wrong_finite_M_theory(wrong, monkeypatch, tmp
             perturb(monkeypatch, f"{where}.paper_construction", lambda f: lambda nu2, gamma, nu1=None: f(nu2, gamma))
     verdict, res = run_claim("icl.parity_robustness", tmp_path, **_ROBUST)
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.parity_robustness", res)
     assert (res.measured <= 4.0) == (wrong in (False, "g1_is_g2"))  # which part failed
 
 
@@ -123,6 +138,8 @@ def test_parity_trained_fails_a_wrong_reduction(wrong, monkeypatch, tmp_path):
     verdict, res = run_claim("icl.parity_trained", tmp_path, m=4, context=16, steps=40, batch=64, seeds=1,
                              context_eval=2048, prompts=2000)
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.parity_trained", res)
 
 
 @falsifies("icl.parity_width_counterexample")
@@ -136,3 +153,5 @@ def test_parity_width_counterexample_fails_short_scales(wrong, monkeypatch, tmp_
         perturb(monkeypatch, "popdyn.models.icl.four_head_counterexample", _scaled_heads(factors))
     verdict, res = run_claim("icl.parity_width_counterexample", tmp_path, d=[4, 5, 8, 16])
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.parity_width_counterexample", res)

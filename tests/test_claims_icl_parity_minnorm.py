@@ -9,7 +9,16 @@ import pytest
 from popdyn.models import icl
 from popdyn.models.icl.parity_minnorm import HeadFit
 
+from validation.claims import REGISTRY, null_rejected
+
 from .falsify import falsifies, memoise, run_claim
+
+
+def assert_nulls_rejected(claim_id, res):
+    """Every null the claim declares was measured on the same draw and is outside the tolerance."""
+    c = REGISTRY[claim_id]
+    assert set(res.nulls) == set(c.nulls), res.nulls
+    assert all(null_rejected(c, v) for v in res.nulls.values()), res.nulls
 
 _TARGET = "popdyn.models.icl.parity_minnorm"
 
@@ -40,6 +49,8 @@ def test_g2_fails_the_paper_optimum_and_a_short_solver(wrong, monkeypatch, tmp_p
         monkeypatch.setattr(parity_minnorm, "fit_heads", short)
     verdict, res = run_claim("icl.parity_minnorm_g2", tmp_path, restarts=6, restarts_full=2)
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.parity_minnorm_g2", res)
     if wrong == "paper_g2":
         assert res.measured == 0.0 and not all(res.checks.values())
     if wrong == "short_margin":
@@ -70,6 +81,8 @@ def test_four_heads_fails_the_paper_optimum_and_a_wrong_enumeration(wrong, monke
         monkeypatch.setattr(parity_minnorm, "four_head_min_norm", halved)
     verdict, res = run_claim("icl.parity_minnorm_four_heads", tmp_path, restarts=8, lams=[1e-7, 1e-4])
     assert verdict == ("FAIL" if wrong else "PASS"), res.message
+    if not wrong:
+        assert_nulls_rejected("icl.parity_minnorm_four_heads", res)
     if wrong == "paper_g1":
         assert res.measured <= 1e-9 and not all(res.checks.values())
     if wrong == "half_preactivation":

@@ -1,7 +1,7 @@
 """Falsification tests of the network claims of seed 004: each passes with the theory and FAILS with a wrong one."""
 import pytest
 
-from .falsify import falsifies, measure, memoise, perturb, scaled
+from .falsify import falsifies, measure, memoise, perturb, run_claim, scaled
 
 _SMALL = {"n_train": [800], "archs": ["resnet"], "epochs": 30, "seeds": 1, "n_test": 2000}
 
@@ -18,8 +18,11 @@ def test_thm2_networks_fails_a_learning_kernel_and_an_untrained_network(wrong, m
         memoise(monkeypatch, "popdyn.simulate")
     if wrong == "kernel":
         perturb(monkeypatch, "popdyn.models.resnet.predict.exact_test_error", scaled(0.5))
-    verdict, measured, checks = measure("resnet.thm2_networks", tmp_path, **_SMALL)
-    assert verdict == ("PASS" if wrong is None else "FAIL"), (measured, checks)
+    verdict, res = run_claim("resnet.thm2_networks", tmp_path, **_SMALL)
+    measured, checks = res.measured, res.checks
+    assert verdict == ("PASS" if wrong is None else "FAIL"), (measured, checks, res.nulls)
+    if wrong is None:                       # the untrained null (the ResNet at init) is rejected
+        assert res.nulls["untrained"] > 1
     if wrong == "untrained":
         assert measured > 1
     if wrong == "kernel":

@@ -33,7 +33,7 @@ from popdyn.results import atomic_write
 
 from . import claims as _claims
 
-__all__ = ["run", "write_report", "load_records", "environment", "main", "DEFAULT_OUT"]
+__all__ = ["run", "write_report", "load_records", "environment", "headline", "main", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("validation") / "report"  # under the current directory, never inside the package
 
@@ -111,6 +111,7 @@ def _skeleton(c, quick, device):
     """The parts of a claim's record known before it runs."""
     size = c.size(quick)
     return {"id": c.id, "model": c.model, "title": c.title, "source": c.source, "metric": c.metric,
+            "kind": c.kind, "nulls": dict(c.nulls),
             "tolerance": c.tolerance, "tolerance_origin": c.tolerance_origin, "key": c.key(quick),
             "size_name": "quick" if quick else "full", "size": size, "device": device}
 
@@ -219,10 +220,45 @@ def _measured(rec):
     return "-" if res is None else f"{res['measured']:.4g}"
 
 
+def _null_values(rec):
+    """``{null: value}`` measured for a record (NaN where a declared null was not measured)."""
+    res = rec.get("result") or {}
+    got = res.get("nulls") or {}
+    return {n: got.get(n, float("nan")) for n in (rec.get("nulls") or {})}
+
+
+def _nulls_cell(rec):
+    """The nulls' values against the tolerance: the closest one (smallest), or 'none' when none is declared."""
+    vals = _null_values(rec)
+    if not vals:
+        return "none"
+    name, v = min(vals.items(), key=lambda kv: (kv[1] == kv[1], kv[1]))  # NaN first: a null not measured
+    mark = "rejected" if v == v and v > rec["tolerance"] else "NOT rejected"
+    return f"{len(vals)}; closest {name} {v:.4g} ({mark})"
+
+
 def _table(records):
-    rows = ["| claim | measured | tolerance | verdict |", "|---|---|---|---|"]
-    rows += [f"| {r['id']} | {_measured(r)} | {r['tolerance']:.4g} | {r['verdict']} |" for r in records]
+    rows = ["| claim | kind | measured | tolerance | nulls | verdict |", "|---|---|---|---|---|---|"]
+    rows += [f"| {r['id']} | {r.get('kind') or '-'} | {_measured(r)} | {r['tolerance']:.4g} | {_nulls_cell(r)} | "
+             f"{r['verdict']} |" for r in records]
     return "\n".join(rows)
+
+
+def headline(records):
+    """The counts a reader sees first: per kind, PASS / FAIL / ERROR, and how many passing claims have a
+    null that was rejected (the others show agreement but not that the theory is needed)."""
+    lines = []
+    for kind in _claims.KINDS + (None,):
+        recs = [r for r in records if r.get("kind") == kind]
+        if not recs:
+            continue
+        n = {v: sum(r["verdict"] == v for r in recs) for v in ("PASS", "FAIL", "ERROR")}
+        with_null = sum(r["verdict"] == "PASS" and bool(r.get("nulls")) for r in recs)
+        name = {"training": "theory vs training", "independent": "theory vs independent computation",
+                "finding": "findings", None: "not yet classified"}[kind]
+        lines.append(f"- {name}: {len(recs)} claims, {n['PASS']} PASS ({with_null} with every null rejected, "
+                     f"{n['PASS'] - with_null} without a null), {n['FAIL']} FAIL, {n['ERROR']} ERROR")
+    return "\n".join(lines)
 
 
 def load_records(out):
@@ -246,9 +282,11 @@ def _checks(rec):
 
 def _section(rec):
     lines = [f"## {rec['id']}: {rec['title']}", "",
+             f"- **Kind:** {rec.get('kind') or 'not yet classified'}",
              f"- **Source:** {rec['source']}", f"- **Metric:** {rec['metric']}",
              f"- **Tolerance:** {rec['tolerance']:.4g} ({rec['tolerance_origin']})",
-             f"- **Measured:** {_measured(rec)}", *_checks(rec), f"- **Verdict:** {rec['verdict']}",
+             f"- **Measured (theory):** {_measured(rec)}", *_null_lines(rec), *_checks(rec),
+             f"- **Verdict:** {rec['verdict']}",
              f"- **Size:** {rec['size_name']} `{json.dumps(rec['size'], sort_keys=True)}`",
              *_seeds(rec), f"- **Ran:** device {rec['device']} on {rec.get('host')}, {_ran(rec)}", ""]
     res = rec.get("result")
@@ -264,6 +302,16 @@ def _section(rec):
     if res.get("figure"):
         lines += [f"![{rec['id']}]({res['figure']})", ""]
     return lines
+
+
+def _null_lines(rec):
+    declared = rec.get("nulls") or {}
+    if not declared:
+        return ["- **Nulls:** none declared (agreement only: nothing shows the theory is needed)"]
+    vals = _null_values(rec)
+    return [f"- **Null {n}:** {declared[n]}: {vals[n]:.4g} "
+            f"({'rejected' if vals[n] == vals[n] and vals[n] > rec['tolerance'] else 'NOT rejected'})"
+            for n in declared]
 
 
 def _seeds(rec):
@@ -300,7 +348,10 @@ def write_report(out, env=None):
     wall = sum(r.get("elapsed_s") or 0.0 for r in recs)
     text = "\n".join(["# popdyn validation report", "",
                       f"{len(recs)} claims: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['ERROR']} ERROR; "
-                      f"wall {wall:.1f} s of claim time.", "", "## Where it ran", "", _env_table(env), "",
+                      f"wall {wall:.1f} s of claim time.", "", headline(recs), "",
+                      "A claim PASSES when the theory is within its tolerance, every sub-check holds and every null "
+                      "it declares (the theory a skeptical referee would offer instead, measured on the same draw) "
+                      "is outside the tolerance.", "", "## Where it ran", "", _env_table(env), "",
                       "## Summary", "", _table(recs), ""] + [line for r in recs for line in _section(r)])
     path = Path(out) / "REPORT.md"
     atomic_write(path, lambda f: f.write(text.encode()))

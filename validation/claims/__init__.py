@@ -23,7 +23,11 @@ from typing import Callable
 
 import popdyn
 
-__all__ = ["Claim", "ClaimResult", "REGISTRY", "register", "claim", "discover", "select", "verdict", "source_hash"]
+__all__ = ["Claim", "ClaimResult", "REGISTRY", "KINDS", "register", "claim", "discover", "select", "verdict",
+           "null_rejected", "source_hash"]
+
+#: The three kinds of claim, counted apart in the report.
+KINDS = ("training", "independent", "finding")
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,9 @@ class ClaimResult:
         One line saying what was found.
     details : dict
         Further measured values (JSON-serialisable).
+    nulls : dict of str -> float
+        The same metric, on the same simulation draw, under each null the claim declares (name -> value);
+        a claim passes only if every null is outside the tolerance.
     """
     measured: float
     checks: dict = field(default_factory=dict)
@@ -51,10 +58,12 @@ class ClaimResult:
     table: list = field(default_factory=list)
     message: str = ""
     details: dict = field(default_factory=dict)
+    nulls: dict = field(default_factory=dict)
 
     def __post_init__(self):  # numpy scalars from claim code become plain JSON numbers and booleans
         object.__setattr__(self, "measured", float(self.measured))
         object.__setattr__(self, "checks", {str(k): bool(v) for k, v in self.checks.items()})
+        object.__setattr__(self, "nulls", {str(k): float(v) for k, v in self.nulls.items()})
 
     def to_dict(self):
         return asdict(self)
@@ -84,6 +93,13 @@ class Claim:
         Sizes passed to ``run`` (``--quick`` uses ``quick``).
     run : callable
         ``run(size, device, outdir) -> ClaimResult``.
+    kind : str
+        ``"training"`` (theory against a simulation that does not use the theory's answer),
+        ``"independent"`` (a closed form or identity against an independent computation: Monte Carlo, brute
+        force, enumeration) or ``"finding"`` (a paper's statement refuted or qualified, with its evidence).
+    nulls : dict of str -> str
+        The theories a skeptical referee would offer instead (name -> one line); ``run`` measures the metric
+        under each on the same draw (``ClaimResult.nulls``), and every one must fail.
     """
     id: str
     model: str
@@ -95,6 +111,12 @@ class Claim:
     quick: dict
     full: dict
     run: Callable = field(repr=False, compare=False)
+    kind: str | None = None
+    nulls: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS + (None,):
+            raise ValueError(f"claim {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
 
     def size(self, quick):
         """The size dictionary for a quick or a full run."""
@@ -130,12 +152,21 @@ def source_hash(c):
     return h.hexdigest()[:16]
 
 
-def verdict(c, result):
-    """``"PASS"`` iff ``result.measured <= c.tolerance`` (NaN fails) and every sub-check holds, else ``"FAIL"``.
+def null_rejected(c, value):
+    """A null's value is outside the claim's tolerance (NaN: the null was not measured, so not rejected)."""
+    return not math.isnan(value) and value > c.tolerance
 
-    The one place a verdict is decided: claims measure, the declared tolerance judges.
+
+def verdict(c, result):
+    """``"PASS"`` iff ``result.measured <= c.tolerance`` (NaN fails), every sub-check holds and every declared
+    null is measured and outside the tolerance (:func:`null_rejected`), else ``"FAIL"``.
+
+    The one place a verdict is decided: claims measure, the declared tolerance judges. A claim that declares no
+    null can still PASS, and the report counts it apart (it shows agreement, not that the theory is needed).
     """
     ok = not math.isnan(result.measured) and result.measured <= c.tolerance and all(result.checks.values())
+    missing = set(c.nulls) - set(result.nulls)
+    ok = ok and not missing and all(null_rejected(c, result.nulls[n]) for n in c.nulls)
     return "PASS" if ok else "FAIL"
 
 

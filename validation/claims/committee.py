@@ -1,11 +1,12 @@
 """Committee-machine claims (issue 14 §3): the Saad-Solla plateau, the ODE against online SGD, order 1 vs 2.
 
 * ``committee.plateau_erf``: the unspecialised fixed point of erf(x/sqrt 2), K = M = 2, eta = 0.5 has
-  eg = 0.014645 (Saad & Solla 1995 §IV; Goldt et al. 2019 Fig. 1's plateau).
+  eg = 0.014645 (Saad & Solla 1995 §IV; Goldt et al. 2019 Fig. 1's plateau): popdyn's solver against the
+  published value, an independent computation (no simulation; ``committee.ode_vs_sgd`` meets SGD there).
 * ``committee.ode_vs_sgd``: online SGD at d in {500, 1000, 2000} follows the ODE started from each seed's
   exact initial overlaps; the gap shrinks like 1/sqrt(d).
-* ``committee.order1``: the order-1 (eta -> 0) ODE differs from the full one by O(eta) in the rescaled time
-  eta t: the plateau gap over eta tends to a constant.
+* ``committee.order1``: the eta^2 term is needed: with output noise sigma = 0.3 at eta = 1, online SGD follows
+  the full ODE, not the order-1 (eta -> 0) ODE (eg -> 0) nor the ODE with the eta^2 term doubled.
 * ``committee.activations``: ReLU, tanh and a ``from_callable`` softsign (no closed forms) against SGD.
 * ``committee.k_greater_m``: K = 3 > M = 2, both layers trained, output noise 0.1: SGD follows
   ``popdyn.predict`` in eg(t) down to the noise floor and in the sum of the second layer.
@@ -16,6 +17,7 @@ Only popdyn's public API is used for the theory; the torch SGD is the independen
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 import popdyn
 from popdyn import activations
@@ -36,7 +38,10 @@ _EG_PLATEAU = 0.014645          # issue 14 §3: erf(x/sqrt 2), K = M = 2, eta = 
        metric="|eg(plateau) - 0.014645|, the plateau found by committee.plateau (relaxation in the symmetric "
               "subspace, then a root solve)",
        tolerance=1e-5,
-       tolerance_origin="issue 14 §3: to 1e-5 (the value is printed to 6 decimals, rounding <= 5e-7)",
+       tolerance_origin="issue 14 §3: to 1e-5 (the value is printed to 6 decimals, rounding <= 5e-7); the "
+                        "order-1 plateau is 7e-5 away, so 1e-5 separates the two",
+       kind="independent",
+       nulls={"no eta^2 term": "the order-1 (eta -> 0) ODE's plateau, Problem(order=1), the same solver"},
        quick={"lr": 0.5}, full={"lr": 0.5})
 def plateau_erf(size, device, outdir):
     p, lr = committee.Problem.saad_solla(K=2, M=2), size["lr"]
@@ -50,13 +55,15 @@ def plateau_erf(size, device, outdir):
     path = save_figure(fig, outdir / "committee.plateau_erf.png", title=claim_title(
         REGISTRY["committee.plateau_erf"], abs(eg - _EG_PLATEAU), what="|eg* - 0.014645|", note=f"eg* = {eg:.7f}"))
     back = abs(float(pred["eg"][-1]) - eg)
-    return ClaimResult(measured=abs(eg - _EG_PLATEAU),
+    eg1 = committee.plateau(committee.Problem.saad_solla(K=2, M=2, order=1), lr=lr)[2]
+    return ClaimResult(measured=abs(eg - _EG_PLATEAU), nulls={"no eta^2 term": abs(eg1 - _EG_PLATEAU)},
                        checks={"drift at the plateau <= 1e-12": res <= 1e-12,
                                "a symmetric perturbation relaxes back (|eg(40) - eg*| <= 1e-6)": back <= 1e-6},
                        figure=str(path),
                        table=[{"lr": lr, "eg": eg, "Q11": Q[0, 0], "Q12": Q[0, 1], "R": R[0, 0],
                                "residual": res, "relaxed_gap": back}],
-                       message=f"plateau eg = {eg:.8f} (0.014645 expected); drift residual {res:.2g}")
+                       message=f"plateau eg = {eg:.8f} (0.014645 expected; order-1 ODE {eg1:.8f}); drift residual "
+                               f"{res:.2g}")
 
 
 def _runs(problem, lr, d, t_max, seeds, n_points, device, init_scale=1.0):
@@ -80,73 +87,138 @@ def _runs(problem, lr, d, t_max, seeds, n_points, device, init_scale=1.0):
        tolerance_origin="measured 0.64-0.88 at d in {250, 400, 500} (3-4 seeds): the fluctuation of the overlaps is "
                         "O(1/sqrt d) relative; 1.5 leaves a 1.7x margin, and I3 5 % too large gives 2.2 at d = 400 "
                         "growing like sqrt(d)",
+       kind="training",
+       nulls={"no eta^2 term": "the order-1 (eta -> 0) ODE, Problem(order=1), from each seed's initial overlaps",
+              "mean initial overlaps": "one ODE from the seed-averaged initial overlaps (a typical initialisation, "
+                                       "not each run's own symmetry breaking)"},
        quick={"d": [250, 500], "t_max": 250.0, "seeds": 4, "n_points": 251},
        full={"d": [500, 1000, 2000], "t_max": 300.0, "seeds": 8, "n_points": 301})
 def ode_vs_sgd(size, device, outdir):
     p = committee.Problem.saad_solla(K=2, M=2)
+    p1 = committee.Problem.saad_solla(K=2, M=2, order=1)
     eg_star = committee.plateau(p, lr=0.5)[2]
     fig, axes = subplots(len(size["d"]))
-    rows, scaled = [], []
+    rows, scaled, null_scaled = [], [], {n: [] for n in REGISTRY["committee.ode_vs_sgd"].nulls}
+
+    def sup_gap(eg_sgd, eg_ode, t):
+        """sup over t <= 0.8 t_esc (the ODEs' first escape below eg*/2) of the relative gap of the seed means."""
+        esc = committee.escape_time(popdyn.results.Prediction(t=t, observables={"eg": eg_ode}), eg_star / 2)
+        t_cut = 0.8 * np.nanmin(np.where(np.isnan(esc), t[-1], esc))
+        w = t <= t_cut
+        return float((np.abs((eg_sgd - eg_ode).mean(0)) / eg_ode.mean(0))[w].max()), esc, float(t_cut)
+
     for ax, d in zip(axes, size["d"]):
         t, sim, eg_ode = _runs(p, 0.5, d, size["t_max"], size["seeds"], size["n_points"], device)
-        pred = popdyn.results.Prediction(t=t, observables={"eg": eg_ode})
-        esc_ode = committee.escape_time(pred, eg_star / 2)
+        gap, esc_ode, t_cut = sup_gap(sim["eg"], eg_ode, t)
+        Qm, Rm = sim["Q"][:, 0].mean(0), sim["R"][:, 0].mean(0)
+        nulls = {"no eta^2 term": np.stack([committee.ode(p1, sim["Q"][s, 0], sim["R"][s, 0], t=t, rtol=1e-9,
+                                                          atol=1e-11, lr=0.5)["eg"] for s in range(size["seeds"])]),
+                 "mean initial overlaps": np.repeat(committee.ode(p, Qm, Rm, t=t, rtol=1e-9, atol=1e-11,
+                                                                  lr=0.5)["eg"][None], size["seeds"], 0)}
+        for name, eg in nulls.items():
+            null_scaled[name].append(sup_gap(sim["eg"], eg, t)[0] * np.sqrt(d))
         esc_sgd = committee.escape_time(popdyn.results.Prediction(t=t, observables={"eg": sim["eg"]}), eg_star / 2)
-        t_cut = 0.8 * np.nanmin(np.where(np.isnan(esc_ode), t[-1], esc_ode))
-        w = t <= t_cut
-        gap = float((np.abs((sim["eg"] - eg_ode).mean(0)) / eg_ode.mean(0))[w].max())
         scaled.append(gap * np.sqrt(d))
         both = ~np.isnan(esc_ode) & ~np.isnan(esc_sgd)
         esc_rel = float(np.median(np.abs(esc_sgd[both] / esc_ode[both] - 1))) if both.any() else float("nan")
         rows.append({"d": d, "seeds": size["seeds"], "sup_gap_rel": float(gap), "sqrt_d_gap": float(scaled[-1]),
-                     "t_cut": float(t_cut), "median_rel_escape_error": esc_rel, "escaped_both": int(both.sum())})
-        plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean (from each seed's overlaps)": eg_ode.mean(0)}, ax=ax,
+                     "t_cut": float(t_cut), "median_rel_escape_error": esc_rel, "escaped_both": int(both.sum()),
+                     **{f"sqrt_d_gap_{n}": float(v[-1]) for n, v in null_scaled.items()}})
+        plot_curves(t, {"SGD mean": sim["eg"].mean(0), "ODE mean (from each seed's overlaps)": eg_ode.mean(0),
+                        "ODE from the mean initial overlaps": nulls["mean initial overlaps"][0]}, ax=ax,
                     refs={"plateau": eg_star}, logy=True, xlabel="t = steps/d", ylabel="eg", legend=False,
-                    styles={"ODE mean (from each seed's overlaps)": {"color": "k", "ls": "--"}},
+                    styles={"ODE mean (from each seed's overlaps)": {"color": "k", "ls": "--"},
+                            "ODE from the mean initial overlaps": {"color": "C3", "ls": ":"}},
                     title=f"d = {d}: sup rel gap {gap:.3g} before 0.8 t_esc")
     worst = float(max(scaled))
     legend_outside(fig)
     path = save_figure(fig, outdir / "committee.ode_vs_sgd.png", title=claim_title(
         REGISTRY["committee.ode_vs_sgd"], worst, what="max sqrt(d) x sup relative gap"))
     esc = [r["median_rel_escape_error"] for r in rows]
+    null_worst = {n: float(max(v)) for n, v in null_scaled.items()}
     return ClaimResult(measured=worst, checks={"median relative escape-time error <= 0.2 at every d":
                                                all(e <= 0.2 for e in esc)},
-                       figure=str(path), table=rows,
+                       figure=str(path), table=rows, nulls=null_worst,
                        message=f"sqrt(d) x sup relative gap {[round(float(s), 3) for s in scaled]} (<= 1.5); "
-                               f"median relative "
+                               f"nulls {', '.join(f'{n}: {v:.3g}' for n, v in null_worst.items())}; median relative "
                                f"escape-time error {[round(float(e), 3) for e in esc]}",
                        details={"eg_plateau": eg_star})
 
 
+def _error_units(eg_sgd, eg_ode, rel, cells=1, alpha=0.01):
+    """max_t |mean_s(eg_SGD - eg_ODE)| / (q SE_t + rel mean_s eg_ODE(t)) over the recorded t > 0.
+
+    SE_t is the standard error of the seed mean of the per-seed differences; q the Student-t quantile with S - 1
+    degrees of freedom at the two-sided level ``alpha`` split over the recorded times and the claim's ``cells``
+    (settings whose max is taken) (Bonferroni): the max exceeds q SE_t by chance with probability <= alpha."""
+    diff = (eg_sgd - eg_ode)[:, 1:]
+    S, n = diff.shape
+    q = float(stats.t.ppf(1 - alpha / (2 * n * cells), S - 1))
+    se = diff.std(0, ddof=1) / np.sqrt(S)
+    return float((np.abs(diff.mean(0)) / (q * se + rel * eg_ode[:, 1:].mean(0))).max()), q
+
+
+_O1_REL = 0.05  # finite-d allowance of committee.order1, as committee.k_greater_m
+
+
 @claim(id="committee.order1", model="committee",
-       title="The order-1 (eta -> 0) ODE differs from the full one by O(eta) at fixed eta t: the plateau gap / eta "
-             "tends to a constant",
-       source=_SRC + "; Goldt et al. 2019 §3 (the eta^2 term)",
-       metric="|r(eta_1)/r(eta_2) - 1| at the two smallest etas, r = (eg*_full - eg*_order1)/eta the plateau gap "
-              "over eta; check: a line through the first two predicts the third r within 2 %",
-       tolerance=0.06,
-       tolerance_origin="r(eta) = r0 + r1 eta + O(eta^2) with r1/r0 ~ 0.55 measured, so r(0.05)/r(0.1) - 1 ~ -0.027; "
-                        "0.06 is twice that, while a gap of order eta^2 (a wrong order) gives 0.5",
-       quick={"lrs": [0.05, 0.1, 0.2], "K": 2, "M": 2}, full={"lrs": [0.025, 0.05, 0.1], "K": 2, "M": 2})
+       title="The eta^2 term of the ODE is needed: Saad-Solla erf, K = M = 2, eta = 1, output noise sigma = 0.3: "
+             "online SGD's eg(t) follows the full ODE, not the order-1 (eta -> 0) ODE nor one with the eta^2 term "
+             "doubled",
+       source=_SRC + "; Goldt et al. 2019 §3 (the eta^2 term; the noise enters only through it)",
+       kind="training",
+       nulls={"no eta^2 term": "the order-1 (eta -> 0) ODE, Problem(order=1): the output noise drops out and eg -> 0",
+              "eta^2 term x 2": "the eta^2 term doubled: the full ODE at 2 eta run to t/2 (dQ = -eta F1 + 2 eta^2 F2 "
+                                "exactly, v fixed)"},
+       metric="max over d and recorded t > 0 of |mean_seeds(eg_SGD - eg_ODE)| / (q SE_t + 0.05 mean eg_ODE(t)), the "
+              "ODE from each seed's initial overlaps, SE_t the standard error of the seed mean of the per-seed "
+              "differences, q the Student-t quantile (S - 1 d.o.f.) at family-wise level 1 % over the recorded "
+              "times (Bonferroni); the same number for each null ODE on the same SGD runs",
+       tolerance=1.0,
+       tolerance_origin="q SE_t: the seed noise, Student t with Bonferroni over times (q = 6.8 at 8 seeds, 40 times); "
+                        "5 % of eg for the O(1/d) finite-size bias (final eg 0.0457 SGD vs 0.0474 ODE at d = 500, "
+                        "8 seeds: 0.20 error units); in those units, pass iff <= 1. The nulls are off by O(1): the "
+                        "order-1 ODE ends at eg = 0.0049 (11 units), the doubled eta^2 term at 0.136 (8.9 units)",
+       quick={"d": [500], "t_max": 80.0, "seeds": 8, "n_points": 41, "lr": 1.0, "sigma": 0.3},
+       full={"d": [500, 1000, 2000], "t_max": 150.0, "seeds": 16, "n_points": 76, "lr": 1.0, "sigma": 0.3})
 def order1(size, device, outdir):
-    etas = np.asarray(size["lrs"], dtype=float)
-    full = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"]), lr=e)[2] for e in etas])
-    one = np.array([committee.plateau(committee.Problem.saad_solla(size["K"], size["M"], order=1), lr=e)[2]
-                    for e in etas])
-    r = (full - one) / etas
-    slope = (r[1] - r[0]) / (etas[1] - etas[0])
-    miss = float(np.max(np.abs(r[2:] / (r[0] + slope * (etas[2:] - etas[0])) - 1)))
-    ratio = float(abs(r[0] / r[1] - 1))
-    fig, (ax,) = subplots(1)
-    plot_curves(etas, {"(eg*_full - eg*_order1)/eta": r}, ax=ax, xlabel="lr (the paper's eta)", ylabel="gap / lr",
-                styles={"(eg*_full - eg*_order1)/eta": {"marker": "o"}})
+    eta, S = size["lr"], size["seeds"]
+    p = committee.Problem.saad_solla(K=2, M=2, sigma=size["sigma"])
+    p1 = committee.Problem.saad_solla(K=2, M=2, sigma=size["sigma"], order=1)
+    fig, axes = subplots(len(size["d"]))
+    rows, units = [], {"theory": [], "no eta^2 term": [], "eta^2 term x 2": []}
+    for ax, d in zip(axes, size["d"]):
+        sim = popdyn.simulate(p, d=d, steps=int(round(size["t_max"] * d)), lr=eta, seeds=S,
+                              n_points=size["n_points"], seed=d, device=device)
+        t = sim.t / d
+        init = [(sim["Q"][s, 0], sim["R"][s, 0]) for s in range(S)]
+        odes = {"theory": np.stack([committee.ode(p, Q, R, t=t, lr=eta)["eg"] for Q, R in init]),
+                "no eta^2 term": np.stack([committee.ode(p1, Q, R, t=t, lr=eta)["eg"] for Q, R in init]),
+                "eta^2 term x 2": np.stack([committee.ode(p, Q, R, t=t / 2, lr=2 * eta)["eg"] for Q, R in init])}
+        row = {"d": d, "seeds": S}
+        for name, eg in odes.items():
+            u, q = _error_units(sim["eg"], eg, _O1_REL, cells=len(size["d"]))
+            units[name].append(u)
+            row[f"units_{name}"] = u
+            row[f"eg_end_{name}"] = float(eg.mean(0)[-1])
+        row.update({"q": q, "eg_end_SGD": float(sim["eg"].mean(0)[-1])})
+        rows.append(row)
+        plot_curves(t, {"SGD mean": sim["eg"].mean(0), "full ODE": odes["theory"].mean(0),
+                        "order-1 ODE (no eta^2 term)": odes["no eta^2 term"].mean(0),
+                        "eta^2 term x 2": odes["eta^2 term x 2"].mean(0)}, ax=ax, logy=True,
+                    bands={"SGD mean": 2 * sim["eg"].std(0) / np.sqrt(S)}, legend=False,
+                    styles={"full ODE": {"color": "k", "ls": "--"}}, xlabel="t = steps/d", ylabel="eg",
+                    title=f"d = {d}: {units['theory'][-1]:.3g} error units")
+    legend_outside(fig)
+    worst = {k: float(max(v)) for k, v in units.items()}
     path = save_figure(fig, outdir / "committee.order1.png", title=claim_title(
-        REGISTRY["committee.order1"], ratio, what="r(eta_1)/r(eta_2) - 1"))
-    return ClaimResult(measured=ratio, checks={"a linear r(eta) predicts the third eta within 2 %": miss <= 0.02},
-                       figure=str(path),
-                       table=[{"lr": float(e), "eg_full": float(f), "eg_order1": float(o), "gap_over_eta": float(x)}
-                              for e, f, o, x in zip(etas, full, one, r)],
-                       message=f"gap/eta = {np.round(r, 6).tolist()}; ratio - 1 = {ratio:.3g}; linear miss {miss:.3g}")
+        REGISTRY["committee.order1"], worst["theory"], what="max eg gap in allowed-error units"))
+    return ClaimResult(measured=worst["theory"], figure=str(path), table=rows,
+                       nulls={k: v for k, v in worst.items() if k != "theory"},
+                       message=f"error units: full ODE {worst['theory']:.3g} (<= 1), order-1 ODE "
+                               f"{worst['no eta^2 term']:.3g}, eta^2 term x 2 {worst['eta^2 term x 2']:.3g}; final eg "
+                               f"SGD {rows[-1]['eg_end_SGD']:.4f}, full {rows[-1]['eg_end_theory']:.4f}, order-1 "
+                               f"{rows[-1]['eg_end_no eta^2 term']:.2g}, x 2 {rows[-1]['eg_end_eta^2 term x 2']:.4f}")
 
 
 def _softsign(z):
@@ -164,17 +236,22 @@ def _activation(name):
        title="Activations beyond erf (ReLU by orthant moments; tanh and a from_callable softsign by quadrature): "
              "online SGD follows the ODE started from each seed's initial overlaps",
        source=_SRC + "; issue 14 §1 (quadrature for any activation)",
-       metric="max over activations, d and t of |mean_seeds(eg_SGD - eg_ODE)| / (3 SE_t + 0.02 mean eg_ODE(t)): the "
-              "gap in units of its allowed error (SE of the seed mean of the per-seed differences)",
+       metric="max over activations, d and t of |mean_seeds(eg_SGD - eg_ODE)| / (q SE_t + 0.02 mean eg_ODE(t)): the "
+              "gap in units of its allowed error (SE of the seed mean of the per-seed differences, q the Student-t "
+              "quantile, S - 1 d.o.f., at family-wise level 1 % over times, activations and d: Bonferroni)",
        tolerance=1.0,
-       tolerance_origin="3 standard errors of the seed mean plus 2 % for the O(1/d) finite-size bias (measured "
-                        "<= 1 % at d = 500, tanh, 8 seeds); in those units, pass iff <= 1",
-       quick={"activations": ["relu", "tanh", "softsign"], "d": [300], "lr": 0.5, "t_max": 12.0, "seeds": 4,
+       tolerance_origin="q standard errors of the seed mean (q = 6.7 at 8 seeds, 12 times x 3 activations; it was 3 "
+                        "at 4 seeds, with neither the t quantile nor the correction for the max) plus 2 % for the "
+                        "O(1/d) finite-size bias (measured <= 1 % at d = 500, tanh, 8 seeds); in those units, pass "
+                        "iff <= 1",
+       kind="training",
+       nulls={"no eta^2 term": "the order-1 (eta -> 0) ODE, Problem(order=1), from each seed's initial overlaps"},
+       quick={"activations": ["relu", "tanh", "softsign"], "d": [300], "lr": 0.5, "t_max": 12.0, "seeds": 8,
               "n_points": 13},
        full={"activations": ["relu", "tanh", "softsign"], "d": [500, 2000], "lr": 0.5, "t_max": 60.0, "seeds": 8,
              "n_points": 61})
 def activations_vs_sgd(size, device, outdir):
-    rows, units = [], []
+    rows, units, units1 = [], [], []
     fig, axes = subplots(len(size["activations"]) * len(size["d"]))
     axes = iter(axes)
     for name in size["activations"]:
@@ -185,12 +262,18 @@ def activations_vs_sgd(size, device, outdir):
             t = sim.t / d
             eg_ode = np.stack([committee.ode(p, sim["Q"][s, 0], sim["R"][s, 0], t=t, lr=lr)["eg"]
                                for s in range(size["seeds"])])
-            diff = sim["eg"] - eg_ode
-            se = diff.std(0, ddof=1) / np.sqrt(size["seeds"])
-            u = float((np.abs(diff.mean(0)) / (3 * se + 0.02 * eg_ode.mean(0))).max())
+            p1 = committee.Problem(2, 2, _activation(name), order=1)
+            eg1 = np.stack([committee.ode(p1, sim["Q"][s, 0], sim["R"][s, 0], t=t, lr=lr)["eg"]
+                            for s in range(size["seeds"])])
+
+            def in_units(eg):
+                return _error_units(sim["eg"], eg, 0.02, cells=len(size["activations"]) * len(size["d"]))[0]
+            u = in_units(eg_ode)
             units.append(u)
-            rel = float((np.abs(diff.mean(0)) / eg_ode.mean(0)).max())
-            rows.append({"activation": name, "d": d, "sup_rel_gap": rel, "error_units": u})
+            units1.append(in_units(eg1))
+            rel = float((np.abs(sim["eg"] - eg_ode).mean(0) / eg_ode.mean(0)).max())
+            rows.append({"activation": name, "d": d, "sup_rel_gap": rel, "error_units": u,
+                         "error_units_order1": units1[-1]})
             plot_curves(t, {"SGD mean +- 2 SE": sim["eg"].mean(0), "ODE mean": eg_ode.mean(0)}, ax=next(axes),
                         logy=True, bands={"SGD mean +- 2 SE": 2 * sim["eg"].std(0) / np.sqrt(size["seeds"])},
                         styles={"ODE mean": {"color": "k", "ls": "--"}}, legend=False,
@@ -199,7 +282,9 @@ def activations_vs_sgd(size, device, outdir):
     path = save_figure(fig, outdir / "committee.activations.png", title=claim_title(
         REGISTRY["committee.activations"], max(units), what="max gap in allowed-error units"))
     return ClaimResult(measured=float(max(units)), figure=str(path), table=rows,
-                       message=f"gap in allowed-error units {[round(u, 3) for u in units]} (<= 1); sup relative gaps "
+                       nulls={"no eta^2 term": float(max(units1))},
+                       message=f"gap in allowed-error units {[round(u, 3) for u in units]} (<= 1), order-1 ODE "
+                               f"{[round(u, 3) for u in units1]}; sup relative gaps "
                                f"{[round(r['sup_rel_gap'], 4) for r in rows]}")
 
 
@@ -207,15 +292,19 @@ def activations_vs_sgd(size, device, outdir):
        title="Saad-Solla erf, K = 3 > M = 2, both layers trained (eta = eta_v = 1), output noise sigma = 0.1: online "
              "SGD follows popdyn.predict's ODE in eg(t) and in the second layer v(t), down to the noise floor",
        source=_SRC + "; Goldt et al. 2019 §4 (K > M, noise: the asymptotic error eg ~ eta sigma^2)",
-       metric="max over d and t of |mean_seeds(eg_SGD - eg_ODE)| / (3 SE_t + 0.05 mean eg_ODE(t)), SE the standard "
-              "error of the seed mean of the per-seed differences (the ODE from each seed's initial overlaps); checks: "
+       metric="max over d and t of |mean_seeds(eg_SGD - eg_ODE)| / (q SE_t + 0.05 mean eg_ODE(t)), SE the standard "
+              "error of the seed mean of the per-seed differences (the ODE from each seed's initial overlaps), q the "
+              "Student-t quantile (S - 1 d.o.f.) at family-wise level 1 % over times and d (Bonferroni); checks: "
               "sqrt(d) x sup_t |mean_seeds(sum_k v_k,SGD - sum_k v_k,ODE)| / mean sum_k v_k,ODE <= 1.5, and the "
               "ODE's final eg above the noise-free ODE's by > 2x (the noise floor is reached)",
        tolerance=1.0,
        tolerance_origin="the sup relative gap x sqrt(d) of committee.ode_vs_sgd is not the measure here: K > M "
                         "specialises at a seed-dependent time (per-seed sqrt(d) x sup gap 2-36 measured), so the gap "
-                        "is held to 3 SE of the 8-seed mean plus 5 % (measured 0.51 at d = 250, 0.37 at d = 500); "
-                        "without the noise term the ODE falls below the floor (44 at d = 250, 21 at d = 500, 4 seeds)",
+                        "is held to q SE of the 8-seed mean (q = 9.0: Student t, Bonferroni over 120 times x 2 d; it "
+                        "was 3) plus 5 %; without the noise term the ODE falls below the floor",
+       kind="training",
+       nulls={"no noise term": "the ODE of the noise-free problem (sigma = 0), from each seed's initial overlaps",
+              "no eta^2 term": "the order-1 (eta -> 0) ODE, Problem(order=1): the noise and I4 terms both dropped"},
        quick={"d": [250, 500], "t_max": 240.0, "seeds": 8, "n_points": 121},
        full={"d": [500, 1000, 2000], "t_max": 300.0, "seeds": 16, "n_points": 151})
 def k_greater_m(size, device, outdir):
@@ -224,6 +313,9 @@ def k_greater_m(size, device, outdir):
     fig, axes = subplots(2 * len(size["d"]))
     axes = iter(axes)
     rows, units, v_gaps = [], [], []
+    null_units = {"no noise term": [], "no eta^2 term": []}
+    null_problems = {"no noise term": committee.Problem.saad_solla(K=3, M=2),
+                     "no eta^2 term": committee.Problem.saad_solla(K=3, M=2, sigma=0.1, order=1)}
     for d in size["d"]:
         steps = int(round(size["t_max"] * d))
         sim = popdyn.simulate(p, d=d, steps=steps, seeds=S, n_points=size["n_points"], seed=d, device=device, **rates)
@@ -232,8 +324,11 @@ def k_greater_m(size, device, outdir):
         t = sim.t / d
         eg_ode, v_ode = np.stack([x["eg"] for x in preds]), np.stack([x["v"] for x in preds])
         diff = sim["eg"] - eg_ode
-        se = diff.std(0, ddof=1) / np.sqrt(S)
-        u = float((np.abs(diff.mean(0)) / (3 * se + 0.05 * eg_ode.mean(0))).max())
+        u = _error_units(sim["eg"], eg_ode, 0.05, cells=len(size["d"]))[0]
+        for name, pn in null_problems.items():
+            eg_n = np.stack([popdyn.predict(pn, d=d, steps=steps, n_points=size["n_points"], Q0=sim["Q"][s, 0],
+                                            R0=sim["R"][s, 0], rtol=1e-9, atol=1e-11, **rates)["eg"] for s in range(S)])
+            null_units[name].append(_error_units(sim["eg"], eg_n, 0.05, cells=len(size["d"]))[0])
         sum_ode = v_ode.sum(-1)
         v_gap = float((np.abs((sim["v"].sum(-1) - sum_ode).mean(0)) / np.abs(sum_ode.mean(0))).max() * np.sqrt(d))
         eg_rel = np.abs(diff.mean(0)) / eg_ode.mean(0)
@@ -260,8 +355,9 @@ def k_greater_m(size, device, outdir):
     return ClaimResult(measured=float(max(units)),
                        checks={"sqrt(d) x sup relative gap of sum_k v_k <= 1.5": max(v_gaps) <= 1.5,
                                "the noise floor is reached: eg_ODE(t_max) > 2 x the noise-free ODE's": floor > 2},
-                       figure=str(path), table=rows,
-                       message=f"eg gap in allowed-error units {[round(x, 3) for x in units]} (<= 1); sqrt(d) x sup "
+                       figure=str(path), table=rows, nulls={n: float(max(v)) for n, v in null_units.items()},
+                       message=f"eg gap in allowed-error units {[round(x, 3) for x in units]} (<= 1), nulls "
+                               f"{ {n: round(max(v), 3) for n, v in null_units.items()} }; sqrt(d) x sup "
                                f"relative gap of sum v {[round(x, 3) for x in v_gaps]} (<= 1.5); final eg with / "
                                f"without noise {floor:.3g}",
                        details={"note": "the individual v_k drift along the flat direction of the K > M solution "
@@ -277,11 +373,16 @@ def k_greater_m(size, device, outdir):
                "of the per-seed relative gap (eg_SGD - eg_ODE) / eg_ODE (the ODE from each seed's initial overlaps); "
                "checks: g falls as d grows at every eta and as eta falls at every d",
        tolerance=2.5,
-       tolerance_origin="g is an RMS over 12 seeds (about 20 % standard error per cell): measured 1.29 (tanh), "
-                        "while a gap that does not scale (a wrong ODE's bias) gives "
-                        "(eta_max d_max / (eta_min d_min))^(1/2) = 4 (4.09 measured, I3 10 % too large)",
-       quick={"activation": "tanh", "lrs": [0.1, 0.4], "d": [250, 1000], "tau": 2.0, "seeds": 12, "n_points": 9},
-       full={"activation": "relu", "lrs": [0.05, 0.1, 0.4], "d": [500, 2000], "tau": 2.0, "seeds": 16,
+       tolerance_origin="g is an RMS over 12 seeds (about 20 % standard error per cell, so the max / min of 4 cells "
+                        "exceeds e^(4.4 x 0.2) = 2.4 with probability ~1 %): measured 1.61 (tanh, quick size); the "
+                        "nulls' levers are (eta_max / eta_min)^(1/2) = 4 (gap O(1/sqrt d) only, 5.05 measured) and "
+                        "(eta_max d_max / (eta_min d_min))^(1/2) = 8 (no scaling, 6.39 measured)",
+       kind="training",
+       nulls={"1/sqrt(d) only": "the usual finite-size statement: the gap is O(1/sqrt d) whatever eta (max / min of "
+                                "g sqrt(d))",
+              "no scaling": "a gap that shrinks with neither eta nor d, as a biased ODE's (max / min of g)"},
+       quick={"activation": "tanh", "lrs": [0.025, 0.4], "d": [250, 1000], "tau": 1.0, "seeds": 12, "n_points": 9},
+       full={"activation": "relu", "lrs": [0.025, 0.1, 0.4], "d": [500, 2000], "tau": 2.0, "seeds": 16,
              "n_points": 9})
 def gap_scaling(size, device, outdir):
     rows, norm = [], {}
@@ -310,12 +411,15 @@ def gap_scaling(size, device, outdir):
     sample_axis(ax, etas)
     key.legend(ax)
     spread = float(max(norm.values()) / min(norm.values()))
+    by_d = [g * np.sqrt(d) for (e, d), g in gaps.items()]
+    nulls = {"1/sqrt(d) only": float(max(by_d) / min(by_d)), "no scaling": float(max(gaps.values()) / min(gaps.values()))}
     path = save_figure(fig, outdir / "committee.gap_scaling.png", title=claim_title(
         REGISTRY["committee.gap_scaling"], spread, what="max / min of gap / sqrt(eta / d)"))
     with_d = all(gaps[e, a] > gaps[e, b] for e in etas for a, b in zip(ds, ds[1:]))
     with_eta = all(gaps[a, d] < gaps[b, d] for d in ds for a, b in zip(etas, etas[1:]))
     return ClaimResult(measured=spread, checks={"the gap falls as d grows, at every eta": with_d,
                                                 "the gap falls as eta falls, at every d": with_eta},
-                       figure=str(path), table=rows,
+                       figure=str(path), table=rows, nulls=nulls,
                        message=f"RMS relative gap / sqrt(eta/d) = {[round(float(x), 3) for x in norm.values()]} "
-                               f"(max/min {spread:.3g} <= 2.5)")
+                               f"(max/min {spread:.3g} <= 2.5); max/min of g sqrt(d) {nulls['1/sqrt(d) only']:.3g}, "
+                               f"of g {nulls['no scaling']:.3g}")

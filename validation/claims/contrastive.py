@@ -6,7 +6,8 @@
 * ``contrastive.cr_beta``: CR fine-tuning within Frobenius radius gamma reaches beta_CR of Prop. F.9 with the
   budget ||W||_F <= sqrt r kept (the corrected form; the paper's drops it and overshoots).
 * ``contrastive.tradeoff``: excess risk of norm-bounded probes vs m for the universal, CR-fine-tuned and specific
-  representations: the ordering the exact Rademacher terms predict at small m, fading at large m (spec B.3, B.4).
+  representations on the trained representations against those on the theory's population representations at every
+  m (the Rademacher-term scaling and "no cost" as nulls); the gap fades at large m (spec B.3, B.4).
 
 :func:`bench_contrastive` times the population optimum against projected-SGD pre-training to the same column norms.
 """
@@ -45,6 +46,10 @@ def _expected_norms(problem):
        metric="max over seeds and invariant columns of |learned column norm - theory| / theory (universal on R, "
               "specific on R_t)",
        tolerance=0.01, tolerance_origin="spec B.4 (1): 1 % at 6000 x 512 samples (R7 measured 0.4 %)",
+       kind="training",
+       nulls={"no_sharing": "the budget ||W||_F <= sqrt r does not bind across tasks: every invariant column has norm 1 "
+                            "(the task-specific optimum's) in the universal representation too",
+              "uniform_budget": "the budget spread evenly over all k invariant columns: norm sqrt(r / k) each"},
        quick={"n_tasks": 3, "s": 2, "r": 4, "d": 10, "steps": 6000, "batch": 512, "lr": 0.05, "seeds": 2},
        full={"n_tasks": 3, "s": 2, "r": 4, "d": 10, "steps": 12000, "batch": 1024, "lr": 0.05, "seeds": 4})
 def column_norms(size, device, outdir):
@@ -58,6 +63,9 @@ def column_norms(size, device, outdir):
     spurious = float(np.max(learned[:, problem.k:], initial=0.0))
     gram = float(np.max(sim["gram_offdiag"]))
     measured = float(max(err_u.max(), err_s.max()))
+    nulls = {"no_sharing": float(max(np.abs(learned[:, R] - 1.0).max(), err_s.max())),
+             "uniform_budget": float(max((np.abs(learned[:, R] - np.sqrt(problem.r / problem.k))
+                                          / np.sqrt(problem.r / problem.k)).max(), err_s.max()))}
     fig, (ax,) = subplots(1)
     plot_curves(np.arange(problem.d), {"theory (universal)": np.concatenate([univ, np.zeros(problem.d - problem.k)]),
                                        **{f"seed {i}": learned[i] for i in range(len(learned))}}, ax=ax,
@@ -70,103 +78,185 @@ def column_norms(size, device, outdir):
         REGISTRY["contrastive.column_norms"], measured, what="max rel. error"))
     table = [{"column": int(j), "theory": float(u), **{f"seed{i}": float(learned[i, j]) for i in range(len(learned))}}
              for j, u in zip(R, univ)]
-    return ClaimResult(measured=measured, figure=str(path), table=table,
+    return ClaimResult(measured=measured, figure=str(path), table=table, nulls=nulls,
                        checks={"spurious column norms < 0.02 (R7: 0.006)": spurious < 0.02,
                                "within-task Gram off-diagonal < 0.03 (R7: <= 0.005; SGD noise)": gram < 0.03},
-                       message=f"max relative column-norm error {measured:.2e}; spurious {spurious:.1e}; "
+                       message=f"max relative column-norm error {measured:.2e} (nulls: no sharing "
+                               f"{nulls['no_sharing']:.3f}, uniform budget {nulls['uniform_budget']:.3f}); spurious {spurious:.1e}; "
                                f"within-task Gram off-diagonal {gram:.1e}",
                        details={"specific_alpha_beta": [sim["alpha"][:, 2].tolist(), sim["beta"][:, 2].tolist()]})
 
 
 @claim(id="contrastive.cr_beta", model="contrastive",
-       title="Prop. F.9 with the Frobenius budget kept: CR fine-tuning within radius gamma reaches beta_CR",
+       title="Prop. F.9 with the Frobenius budget kept: CR fine-tuning of the pre-trained universal representation "
+             "within radius gamma reaches beta_CR (learned beta against the corrected form, the printed one and "
+             "the start)",
        source=f"{_SEED} L9846-9880 (Prop. F.9, F.104-F.112); spec B.2 (7-i), B.4 (2); corrected form derived",
-       metric="max over gamma and seeds of |beta learned - cr_finetune_beta(T, s, gamma)| / cr_finetune_beta",
-       tolerance=0.01, tolerance_origin="same SGD budget as contrastive.column_norms (1 %); the paper's form is "
-                                        "9.5 % above at gamma = 0.2, T = 3, s = 2",
-       quick={"n_tasks": 3, "s": 2, "gammas": [0.1, 0.2, 0.4], "ft_steps": 1000, "batch": 512, "lr": 0.05,
-              "seeds": 2},
-       full={"n_tasks": 5, "s": 5, "gammas": [0.1, 0.3, 0.6, 1.2], "ft_steps": 1500, "batch": 512, "lr": 0.5,
-             "seeds": 2})
+       metric="max over gamma and seeds of |beta learned - cr_finetune_beta(T, s, gamma)| / cr_finetune_beta; "
+              "fine-tuning starts from the universal representation trained by projected SGD (not from W*)",
+       tolerance=0.01, tolerance_origin="same SGD budget as contrastive.column_norms (1 %); measured 0.3-0.45 % from "
+                                        "the trained start (its own beta is 0.4 % off 1/T), so ~2x headroom; the "
+                                        "paper's form is 4.6-21 % above at gamma = 0.1-0.4, T = 3, s = 2",
+       kind="training",
+       nulls={"paper_F9": "Prop. F.9 as printed (F.105 drops ||W||_F <= sqrt r): sqrt(beta) = T^-1/2 + gamma/sqrt s",
+              "no_move": "fine-tuning leaves the private norm at its start: beta_CR = 1/T"},
+       quick={"n_tasks": 3, "s": 2, "gammas": [0.1, 0.2, 0.4], "steps": 3000, "ft_steps": 1000, "batch": 512,
+              "lr": 0.05, "seeds": 2},
+       full={"n_tasks": 5, "s": 5, "gammas": [0.1, 0.3, 0.6, 1.2], "steps": 6000, "ft_steps": 1500, "batch": 512,
+             "lr": 0.5, "seeds": 2})
 def cr_beta(size, device, outdir):
+    import torch
+    from popdyn.sim import contrastive as csim
+    torch.set_num_threads(1)     # small steps: two contended threads stall them (as popdyn.simulate's serial_if_small)
     T, s = size["n_tasks"], size["s"]
-    rows, errs = [], []
+    base = contrastive.Problem(T, s, 2 * s, s + T * s + 2)
+    # pre-train once (the universal representation does not depend on gamma), then fine-tune it at every gamma
+    Wu = csim.pretrain(base, None, steps=size["steps"], batch=size["batch"], lr=size["lr"], seeds=size["seeds"],
+                       seed=0, device=device)
+    start = (Wu ** 2).sum(-2)[:, base.index_sets()[1][base.t]].mean(-1).cpu().numpy()
+    rows, errs, nul = [], [], {"paper_F9": [], "no_move": []}
     for g in size["gammas"]:
         problem = contrastive.Problem(T, s, 2 * s, s + T * s + 2, gamma=g)
-        sim = popdyn.simulate(problem, steps=1, ft_steps=size["ft_steps"], batch=size["batch"], lr=size["lr"],
-                              n_labelled=[problem.r], probes=1, seeds=size["seeds"], device=device)
+        Wc = csim.cr_finetune(problem, Wu.contiguous(), steps=size["ft_steps"], batch=size["batch"], lr=size["lr"],
+                              seed=20_000)
+        c2 = (Wc ** 2).sum(-2).cpu().numpy()
+        S, P, _, _ = problem.index_sets()
+        learned, alpha = c2[:, P[problem.t]].mean(-1), c2[:, S].mean(-1)
         theory, paper = contrastive.cr_finetune_beta(T, s, g), contrastive.cr_finetune_beta(T, s, g, "paper")
-        learned = sim["beta"][:, 1]
         errs.append(np.max(np.abs(learned - theory)) / theory)
+        nul["paper_F9"].append(np.max(np.abs(learned - paper)) / paper)
+        nul["no_move"].append(np.max(np.abs(learned - 1 / T)) * T)
         rows.append({"gamma": g, "beta_learned": float(learned.mean()), "beta_corrected": theory, "beta_paper": paper,
-                     "alpha_learned": float(sim["alpha"][:, 1].mean())})
+                     "beta_start_trained": float(start.mean()), "alpha_learned": float(alpha.mean())})
     measured = float(max(errs))
+    nulls = {k: float(max(v)) for k, v in nul.items()}
     gam = np.array(size["gammas"])
     path = plot_curves(gam, {"learned": [r["beta_learned"] for r in rows],
                              "corrected": [r["beta_corrected"] for r in rows],
-                             "paper (F.105 drops ||W||_F)": [r["beta_paper"] for r in rows]},
+                             "paper (F.105 drops ||W||_F)": [r["beta_paper"] for r in rows],
+                             "start (1/T)": [1 / T] * len(rows)},
                        outdir / "contrastive.cr_beta.png", xlabel="gamma", ylabel="beta_CR",
                        styles={"learned": {"ls": "", "marker": "o"}},
                        title=claim_title(REGISTRY["contrastive.cr_beta"], measured, what="max rel. error",
                                          note=f"T = {T}, s = {s}, r = 2s"))
-    return ClaimResult(measured=measured, figure=str(path), table=rows,
+    return ClaimResult(measured=measured, figure=str(path), table=rows, nulls=nulls,
                        checks={"alpha stays 1 (within 1e-3)": all(abs(r["alpha_learned"] - 1) < 1e-3 for r in rows)},
-                       message=f"max relative error of beta_CR {measured:.1e} over gamma = {size['gammas']}")
+                       message=f"max relative error of beta_CR {measured:.1e} over gamma = {size['gammas']} from the "
+                               f"trained universal start (beta {start.mean():.4f}, 1/T = {1 / T:.4f}); paper's form "
+                               f"{nulls['paper_F9']:.3f}, no move {nulls['no_move']:.3f}")
+
+
+def _theory_matrices(problem, gamma):
+    """The population representations (universal W*, CR-fine-tuned by the corrected Prop. F.9, specific) as
+    (alpha, beta) on R_t and their matrices: task t's probes see only S and P_t."""
+    T, t = problem.n_tasks, problem.t
+    alpha, alphas, _ = contrastive.optimal_representation(problem)
+    b_cr = contrastive.cr_finetune_beta(T, problem.s, gamma)
+    others = np.full(T, (1.0 - b_cr) / max(T - 1, 1))
+    spec = np.zeros(T)
+    spec[t] = 1.0
+    cr = others.copy()
+    cr[t] = b_cr
+    ab = {"universal": (alpha, alphas), "cr": (1.0, cr), "specific": (1.0, spec)}
+    return ab, {k: contrastive.representation_matrix(a_, al, problem) for k, (a_, al) in ab.items()}
+
+
+def _risks(problem, Ws, ms, probes, seed, device):
+    """Per-probe exact excess risks (reps, m, seeds * probes) of the norm-bounded probe on representations Ws."""
+    import torch
+    from popdyn.sim import contrastive as csim
+    from popdyn.sim._torch import make_generator
+    gen = make_generator(seed, device)
+    out = []
+    for W in Ws:
+        W = torch.as_tensor(W, dtype=torch.float64, device=device)
+        out.append([csim.probe_excess_risk(problem, W, int(mm), probes, gen)[0].reshape(-1).cpu().numpy()
+                    for mm in ms])
+    return np.array(out)
 
 
 @claim(id="contrastive.tradeoff", model="contrastive",
-       title="Universality costs labels: excess risk universal > CR-fine-tuned > specific at small m, fading at "
-             "large m",
-       source=f"{_SEED} L2036-2054 (Props 7.3, 7.4), L9682 (Lemma F.5), L9886-9892; spec B.2 (7-g), (7-h), B.3, "
-              "B.4 (3)",
-       metric="number of pairs of representations, at the two smallest m, whose mean excess risk (over seeds and "
-              "probes) is not in the order of the exact Rademacher terms (rademacher_exact x probe_norm)",
-       tolerance=0.5, tolerance_origin="an ordering claim: every predicted pair must hold (spec B.4 (3)); the "
-                                       "violations are counted, so <= 0.5 means none",
+       title="Universality costs labels: the excess risk of norm-bounded probes on the trained universal, "
+             "CR-fine-tuned and specific representations equals, at every m, that of the theory's population "
+             "representations (W*, Prop. F.9 corrected, task optimum); not the Rademacher-term scaling, not 'no cost'",
+       source=f"{_SEED} L2036-2054 (Props 7.3, 7.4), L9682 (Lemma F.5), L9846-9892 (Prop. F.9); spec B.2 (7-g), "
+              "(7-h), (7-i), B.3, B.4 (3)",
+       metric="max over representations and m of |z|, z = (mean excess risk of the probes on the trained "
+              "representation - that on the theory's population representation) / SE (both Monte Carlo over "
+              "independent labelled sets); trained: projected-SGD pre-training, CR fine-tuning from the trained "
+              "universal W",
+       tolerance=4.0,
+       tolerance_origin="Bonferroni over 3 representations x 5 m of nearly Gaussian z (>= 1600 probes per mean): "
+                        "two-sided family-wise 1e-3 gives 3.8, rounded up to 4",
+       kind="training",
+       nulls={"rademacher_scaling": "risk proportional to the exact Rademacher term B R_m (monotone in beta): the "
+                                    "specific representation's risk times R_rep / R_specific at each m",
+              "no_cost": "universality costs nothing: every representation has the specific one's risk"},
        quick={"n_tasks": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 3000, "batch": 512, "lr": 0.5,
-              "ft_steps": 1000, "probes": 400, "seeds": 2},
+              "ft_steps": 1000, "ms": [3, 5, 10, 20, 40], "probes": 800, "theory_probes": 4000, "seeds": 2},
        full={"n_tasks": 5, "s": 5, "gamma": 1.0, "noise": 0.5, "steps": 4000, "batch": 512, "lr": 0.5,
-             "ft_steps": 1000, "probes": 1000, "seeds": 3})
+             "ft_steps": 1000, "ms": [3, 5, 10, 20, 40, 80], "probes": 2000, "theory_probes": 10000, "seeds": 3})
 def tradeoff(size, device, outdir):
+    import torch
+    from popdyn.sim import contrastive as csim
+    torch.set_num_threads(1)     # small steps: two contended threads stall them (as popdyn.simulate's serial_if_small)
     T, s = size["n_tasks"], size["s"]
     problem = contrastive.Problem(T, s, 2 * s, s + T * s + 5, noise=size["noise"], gamma=size["gamma"])
-    ms = np.array([max(1, -(-problem.r // 3)), problem.r, 3 * problem.r])
-    alpha, alphas, _ = contrastive.optimal_representation(problem)
-    betas = {"universal": alphas[problem.t], "cr": contrastive.cr_finetune_beta(T, s, size["gamma"]), "specific": 1.0}
-    alphas_rep = {"universal": alpha, "cr": 1.0, "specific": 1.0}
-    B = {k: contrastive.probe_norm(alphas_rep[k], betas[k], problem.v1, problem.v2) for k in _REPS}
-    rad = {k: np.array([contrastive.rademacher_exact(alphas_rep[k], betas[k], s, problem.r, int(mm), B[k])
+    ms = np.array(size["ms"])
+    ab, Wth = _theory_matrices(problem, size["gamma"])
+    B = {k: contrastive.probe_norm(a_, al[problem.t], problem.v1, problem.v2) for k, (a_, al) in ab.items()}
+    rad = {k: np.array([contrastive.rademacher_exact(ab[k][0], ab[k][1][problem.t], s, problem.r, int(mm), B[k])
                         for mm in ms]) for k in _REPS}
-    sim = popdyn.simulate(problem, steps=size["steps"], batch=size["batch"], lr=size["lr"], ft_steps=size["ft_steps"],
-                          n_labelled=ms, probes=size["probes"], seeds=size["seeds"], device=device)
-    risk = sim["excess_risk"].mean(0)                                        # (3, len m)
-    violations, rows = 0, []
-    for j in range(2):
-        order = sorted(range(3), key=lambda i: -rad[_REPS[i]][j])           # predicted: largest term first
-        for a, b in zip(order, order[1:]):
-            violations += int(not risk[a, j] > risk[b, j])
-    ratio = risk[0] / risk[2]
+    kw = dict(steps=size["steps"], batch=size["batch"], lr=size["lr"], seeds=size["seeds"], device=device)
+    Wu = csim.pretrain(problem, None, seed=0, **kw)
+    Ws = csim.pretrain(problem, problem.t, seed=10_000, **kw)
+    Wc = csim.cr_finetune(problem, Wu.contiguous(), steps=size["ft_steps"], batch=size["batch"], lr=size["lr"],
+                          seed=20_000)
+    sim = _risks(problem, [Wu, Wc, Ws], ms, size["probes"], 30_000, device)            # (3, m, seeds probes)
+    n_th = size["theory_probes"]
+    th = _risks(problem, [Wth[k][None] for k in _REPS], ms, n_th, 40_000, device)       # (3, m, n_th)
+    mu_s, se_s = sim.mean(-1), sim.std(-1, ddof=1) / np.sqrt(sim.shape[-1])
+    mu_t, se_t = th.mean(-1), th.std(-1, ddof=1) / np.sqrt(n_th)
+    se = np.sqrt(se_s ** 2 + se_t ** 2)
+    preds = {"theory": mu_t,
+             "rademacher_scaling": np.stack([mu_t[2] * rad[k] / rad["specific"] for k in _REPS]),
+             "no_cost": np.stack([mu_t[2]] * 3)}
+    z = {k: (mu_s - p) / se for k, p in preds.items()}
+    measured = float(np.abs(z["theory"]).max())
+    nulls = {k: float(np.abs(z[k]).max()) for k in ("rademacher_scaling", "no_cost")}
+    rows = []
     for i, k in enumerate(_REPS):
-        rows.append({"representation": k, "beta": float(betas[k]), "B": float(B[k]),
-                     **{f"risk_m{mm}": float(risk[i, j]) for j, mm in enumerate(ms)},
-                     **{f"rademacher_m{mm}": float(rad[k][j]) for j, mm in enumerate(ms)}})
+        for j, mm in enumerate(ms):
+            rows.append({"representation": k, "m": int(mm), "risk_trained": float(mu_s[i, j]),
+                         "risk_theory": float(mu_t[i, j]), "se": float(se[i, j]), "z": float(z["theory"][i, j]),
+                         "risk_rademacher_null": float(preds["rademacher_scaling"][i, j]),
+                         "rademacher": float(rad[k][j]), "B": float(B[k])})
+    ratio = mu_s[0] / mu_s[2]
     fig, axes = subplots(2)
-    dots = {k: {"marker": "o"} for k in _REPS}
-    plot_curves(ms, {k: risk[i] for i, k in enumerate(_REPS)}, ax=axes[0], logy=True, xlabel="labelled samples m",
-                styles=dots, ylabel="excess risk", title="norm-bounded probes", legend=False)
-    plot_curves(ms, {k: rad[k] for k in _REPS}, ax=axes[1], logy=True, xlabel="labelled samples m",
-                ylabel="R_m (exact)", styles=dots, title="exact Rademacher term", legend=False)
+    for i, k in enumerate(_REPS):
+        axes[0].errorbar(ms, mu_s[i], yerr=2 * se_s[i], fmt="o", color=f"C{i}", label=f"{k}: trained")
+        axes[0].plot(ms, mu_t[i], "-", color=f"C{i}", label=f"{k}: theory representation")
+        if k != "specific":
+            axes[0].plot(ms, preds["rademacher_scaling"][i], ":", color=f"C{i}", label=f"{k}: Rademacher scaling (null)")
+        axes[1].plot(ms, z["theory"][i], "-o", color=f"C{i}", label=k)
+    axes[0].set(xscale="log", yscale="log", xlabel="labelled samples m", ylabel="excess risk",
+                title="norm-bounded probes")
+    axes[1].axhspan(-4, 4, color="0.9")
+    axes[1].set(xscale="log", xlabel="labelled samples m", ylabel="z (trained - theory)",
+                title=f"max |z| = {measured:.2f} (tol 4)")
     for ax in axes:
         sample_axis(ax, ms)
-    legend_outside(fig)
+        legend_outside(ax)
     path = save_figure(fig, outdir / "contrastive.tradeoff.png", title=claim_title(
-        REGISTRY["contrastive.tradeoff"], violations, what="ordering violations"))
-    return ClaimResult(measured=violations, figure=str(path), table=rows,
-                       checks={"the universal/specific gap fades: ratio at 3r closer to 1 than at r/3":
-                               abs(ratio[-1] - 1) < abs(ratio[0] - 1)},
-                       message=f"{violations} ordering violations; universal/specific risk ratio "
-                               f"{np.round(ratio, 3).tolist()} at m = {ms.tolist()} (leading-term ratio "
-                               f"{contrastive.leading_term_ratio(problem.v1, problem.v2, s, problem.r, T):.3f})")
+        REGISTRY["contrastive.tradeoff"], measured, what="max |z| trained vs theory"))
+    order = all(mu_t[0, j] > mu_t[1, j] > mu_t[2, j] for j in range(2))
+    return ClaimResult(measured=measured, figure=str(path), table=rows, nulls=nulls,
+                       checks={"theory order universal > CR > specific at the two smallest m": order,
+                               "the universal/specific gap fades: ratio at the largest m closer to 1 than at the "
+                               "smallest": abs(ratio[-1] - 1) < abs(ratio[0] - 1)},
+                       message=f"max |z| {measured:.2f}; nulls: " + ", ".join(f"{k} {v:.1f}" for k, v in nulls.items())
+                               + f"; trained universal/specific risk ratio {np.round(ratio, 3).tolist()} at m = "
+                               f"{ms.tolist()}")
 
 
 def bench_contrastive(n_tasks=3, s=2, r=4, d=10, steps=6000, batch=512, seeds=1, device="cpu"):

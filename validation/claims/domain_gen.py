@@ -10,8 +10,8 @@
 * ``domain_gen.lambda_path``: the Fig. 6.5 analogue along a lambda sweep: the stable rank of the trained test features
   (finite-sample ERM-l2 and ERM-NU) against the population stable rank of Sigma^{1/2} D_w, NU's below l2's, and the
   test OOD accuracies against the exact population ones.
-* ``domain_gen.toy2d``: the 2-D toy of section 6.3.1: test accuracies of trained diagonal classifiers against the
-  closed forms (6-i) at their ratio c = beta/alpha; the paper's OOD 0.76 / "nearly perfect" ID pair is not a linear
+* ``domain_gen.toy2d``: the 2-D toy of section 6.3.1: the trained ratio c = beta/alpha against the population ERM-l2
+  one (the invariant c = 0 as the null), test accuracies against the closed forms (6-i) at the trained c; the paper's OOD 0.76 / "nearly perfect" ID pair is not a linear
   classifier's.
 
 :func:`bench_domain_gen` times the exact accuracy against Monte Carlo to the same accuracy, and the population
@@ -50,8 +50,13 @@ def _predict(model, lam, penalty, **kw):
        metric="max over lambda and seeds of |alpha_sim - alpha| / alpha and |beta_sim - beta| / beta (block means "
               "of the trained w against erm_l2); checks: beta_sim > 0, population beta_NU = 0 (rho <= 1), OOD "
               "accuracy of the trained w below 0.01 and of the NU / rank optima = 1",
-       tolerance=0.05, tolerance_origin="spec C.4: Monte Carlo error of the empirical risk ~ n^(-1/2) "
-                                         "(n = 4096: 1.6 %) plus optimisation; measured 0.4 % at n = 4096",
+       tolerance=0.015, tolerance_origin="measured spread: max 0.36 % over 2 lambdas x 2 seeds at quick size (n = 4096; "
+                                          "the per-(lambda, seed) gaps are in details), so 4x headroom; spec C.4's "
+                                          "n^(-1/2) scale (1.6 %) is the finite-sample ceiling. A beta 2 % off fails",
+       kind="training",
+       nulls={"linearised": "the leading-order (large-lambda) optimum: the loss linearised at w = 0, "
+                            "alpha = -dL/dalpha(0) / (lambda r), beta = -dL/dbeta(0) / (lambda (d - r))",
+              "invariant_only": "ERM-l2 keeps no spurious weight: the ERM-NU optimum (alpha_NU, beta = 0)"},
        quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n_train": 4096, "steps": 300, "lr": 0.25, "seeds": 2,
               "n_test": 4000, "seed": 0},
        full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.6, 0.3, 0.1, 0.05], "n_train": 4096, "steps": 1500, "lr": 0.25,
@@ -63,9 +68,19 @@ def erm_l2_finite_sample(size, device, outdir):
     nu, rank = _predict(model, lam, "nuclear"), _predict(model, lam, "rank", B_rank=size["r"])
     sim = popdyn.simulate(model, lam=lam, penalty="l2", n_train=size["n_train"], steps=size["steps"], lr=size["lr"],
                           seeds=size["seeds"], n_test=size["n_test"], seed=size["seed"], device=device)
-    ea = np.abs(sim["alpha"] - th["alpha"]) / th["alpha"]
-    eb = np.abs(sim["beta"] - th["beta"]) / th["beta"]
+    def gap(alpha, beta):
+        ea = np.abs(sim["alpha"] - alpha) / np.abs(alpha)
+        beta = np.broadcast_to(beta, sim["beta"].shape)               # relative to the trained beta where beta = 0
+        eb = np.abs(sim["beta"] - beta) / np.where(beta != 0, np.abs(beta), np.abs(sim["beta"]))
+        return ea, eb
+
+    ea, eb = gap(th["alpha"], th["beta"])
+    ea, eb = np.asarray(ea), np.asarray(eb)
     measured = float(max(ea.max(), eb.max()))
+    g0 = DG.population_grad(0.0, 0.0, model)
+    lin = (-g0[0] / (lam * model.r), -g0[1] / (lam * model.m))
+    nulls = {"linearised": float(max(e.max() for e in gap(*lin))),
+             "invariant_only": float(max(e.max() for e in gap(nu["alpha"], np.zeros_like(lam))))}
     rows = [{"lam": float(x), "alpha_pop": float(th["alpha"][i]), "beta_pop": float(th["beta"][i]),
              "alpha_sim": float(sim["alpha"][:, i].mean()), "beta_sim": float(sim["beta"][:, i].mean()),
              "log10_acc_ood_l2": float(th["log10_acc_ood"][i]), "acc_ood_sim": float(sim["acc_ood"][:, i].mean()),
@@ -94,7 +109,10 @@ def erm_l2_finite_sample(size, device, outdir):
                 ylabel="log10 accuracy", title="OOD accuracy of the population optima")
     fig_path = save_figure(fig, outdir / "domain_gen.erm_l2_finite_sample.png", title=claim_title(
         REGISTRY["domain_gen.erm_l2_finite_sample"], measured, what="max rel. gap (GD vs population)"))
-    return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows,
+    return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows, nulls=nulls,
+                       details={"gap_alpha": ea.tolist(), "gap_beta": eb.tolist(),
+                                "linearised_alpha": np.asarray(lin[0]).tolist(),
+                                "linearised_beta": np.asarray(lin[1]).tolist()},
                        message=f"GD (n = {size['n_train']}, {size['seeds']} seeds) vs population ERM-l2 at lambda = "
                                f"{lam.tolist()}: max relative gap {measured:.2%} (alpha {ea.max():.2%}, beta "
                                f"{eb.max():.2%}); ERM-l2 OOD accuracy 10^{th['log10_acc_ood'].max():.1f} at most, NU "
@@ -111,7 +129,11 @@ def erm_l2_finite_sample(size, device, outdir):
        metric="max over lambda and seeds of |alpha_sim - alpha_NU| / alpha_NU (L-BFGS on the empirical objective); "
               "checks: |beta_sim| / alpha_sim < 0.01 and population beta_NU = 0",
        tolerance=0.05, tolerance_origin="spec C.4: Monte Carlo error ~ n^(-1/2) (1.6 % at n = 4096) plus optimisation; "
-                                         "measured 0.2 % at n = 4096, lambda = 0.1",
+                                         "measured 0.2-0.4 % at n = 4096, lambda = 0.1",
+       kind="training",
+       nulls={"erm_l2": "the nuclear penalty acts like l2: the ERM-l2 optimum's alpha",
+              "unnormalised": "the paper's code's penalty lambda * sum(svd(features)) (no 1/sqrt(n), spec C.7): the "
+                              "population optimum at lambda sqrt(n)"},
        quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.1], "n_train": 4096, "steps": 300, "seeds": 1, "n_test": 2000,
               "seed": 0},
        full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n_train": 4096, "steps": 300, "seeds": 2,
@@ -123,6 +145,10 @@ def nu_finite_sample(size, device, outdir):
     sim = popdyn.simulate(model, lam=lam, penalty="nuclear", n_train=size["n_train"], steps=size["steps"],
                           method="lbfgs", seeds=size["seeds"], n_test=size["n_test"], seed=size["seed"], device=device)
     ea = np.abs(sim["alpha"] - th["alpha"]) / th["alpha"]
+    unnorm = np.array([DG.erm_nuclear(model, x * np.sqrt(size["n_train"]))[0] for x in lam])
+    nulls = {"erm_l2": float((np.abs(sim["alpha"] - l2["alpha"]) / l2["alpha"]).max()),
+             "unnormalised": float((np.abs(sim["alpha"] - unnorm)                      # relative to the trained
+                                    / np.where(unnorm > 0, unnorm, sim["alpha"])).max())}  # alpha where alpha = 0
     ratio = np.abs(sim["beta"]) / sim["alpha"]
     rows = [{"lam": float(x), "alpha_nu": float(th["alpha"][i]), "beta_nu": float(th["beta"][i]),
              "rho": float(th["rho"][i]), "alpha_sim": float(sim["alpha"][:, i].mean()),
@@ -138,7 +164,7 @@ def nu_finite_sample(size, device, outdir):
                               "beta NU (L-BFGS, mean)": {"color": "C1", "ls": "", "marker": "o"},
                               "beta l2 (population)": {"color": "C1", "ls": "--", "marker": "_", "ms": 16, "mew": 2}},
                       title=claim_title(REGISTRY["domain_gen.nu_finite_sample"], ea.max(), what="max alpha gap"))
-    return ClaimResult(measured=float(ea.max()), checks=checks, figure=str(fig), table=rows,
+    return ClaimResult(measured=float(ea.max()), checks=checks, figure=str(fig), table=rows, nulls=nulls,
                        message=f"ERM-NU (n = {size['n_train']}, L-BFGS) vs population at lambda = {lam.tolist()}: "
                                f"alpha gap {ea.max():.2%}, |beta|/alpha <= {ratio.max():.1e} (ERM-l2: beta/alpha = "
                                f"{rows[0]['beta_over_alpha_l2']:.3f}); rho = {th['rho'].round(3).tolist()}.")
@@ -159,12 +185,17 @@ def _mc_accuracy(model, a, b, domain, n, seed):
        source=f"{_SEED} L1811 (Prop. 6.3), L9238-9270 (E.46-E.53); spec C.2 (6-f), C.3",
        metric="max over (r, d, gamma, lambda, domain) of |exact - MC| / SE_MC (n Monte Carlo samples, seeded); checks: "
               "Chernoff bound >= exact, and the normal approximation's worst |error| reported",
-       tolerance=5.0, tolerance_origin="5 standard errors of a binomial proportion (Monte Carlo, seeded)",
+       tolerance=5.0, tolerance_origin="5 standard errors of a binomial proportion (Monte Carlo, seeded): two-sided "
+                                        "Bonferroni over 6-10 comparisons at family-wise 1e-4 gives 4.6",
+       kind="independent",
+       nulls={"normal": "the normal approximation of alpha S_R + beta S_U (spec C.2 (6-f): not exact)",
+              "chernoff": "the Chernoff bound taken as the accuracy"},
        quick={"cases": [[5, 20, 0.3, 0.01], [5, 30, 0.45, 0.1], [10, 60, 0.3, 0.05]], "n": 400_000, "seed": 0},
        full={"cases": [[5, 20, 0.3, 0.01], [5, 30, 0.45, 0.1], [10, 60, 0.3, 0.05], [20, 120, 0.2, 0.1],
                        [40, 207, 0.49, 0.1]], "n": 2_000_000, "seed": 0})
 def accuracy(size, device, outdir):
     rows, worst, normal_err, chern_ok, k = [], 0.0, 0.0, True, 0
+    zn = {"normal": 0.0, "chernoff": 0.0}
     for r, d, g, lam in size["cases"]:
         m = DG.Problem(r, d, g)
         a, b = DG.erm_l2(m, lam)
@@ -174,6 +205,7 @@ def accuracy(size, device, outdir):
             k += 1
             nrm, ch = DG.accuracy(a, b, m, dom, "normal"), DG.accuracy(a, b, m, dom, "chernoff")
             z = abs(ex - mc) / se
+            zn["normal"], zn["chernoff"] = max(zn["normal"], abs(nrm - mc) / se), max(zn["chernoff"], abs(ch - mc) / se)
             worst, normal_err = max(worst, z), max(normal_err, abs(nrm - ex))
             chern_ok &= ch >= ex - 1e-15
             rows.append({"r": r, "d": d, "gamma": g, "lam": lam, "domain": dom, "alpha": a, "beta": b, "exact": ex,
@@ -191,6 +223,7 @@ def accuracy(size, device, outdir):
                       xlabel="case (r, d, gamma, domain)", ylabel="accuracy",
                       title=claim_title(REGISTRY["domain_gen.accuracy"], worst, what="max |exact - MC| / SE"))
     return ClaimResult(measured=float(worst), checks={"Chernoff >= exact": bool(chern_ok)}, figure=str(fig), table=rows,
+                       nulls=zn,
                        message=f"{len(rows)} cases: exact vs Monte Carlo within {worst:.2f} SE (n = {size['n']}); "
                                f"normal approximation off by up to {normal_err:.2e}.")
 
@@ -223,6 +256,9 @@ def _binomial_z(acc, p, test):
        tolerance=0.05, tolerance_origin="spec C.4: ~5 % (Monte Carlo error of the trained w ~ n^(-1/2), 1.6 % at "
                                          "n = 4096) plus the test features' sampling error ~ test^(-1/2); measured "
                                          "0.43 % (quick: n = 4096, test = 4000), 0.35 % (full: test = 20000)",
+       kind="training",
+       nulls={"printed_stable_rank": "the paper's printed ||M||_F^2 / ||M||_2 (L1753) in place of ||M||_F^2 / ||M||_2^2",
+              "nu_like_l2": "the nuclear penalty leaves the features as ERM-l2 does: NU's stable rank = l2's"},
        quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n_train": 4096, "steps": 300, "lr": 0.25, "seeds": 1,
               "n_test": 4000, "seed": 0},
        full={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1, 0.05, 0.02, 0.01], "n_train": 4096, "steps": 1500,
@@ -241,6 +277,15 @@ def lambda_path(size, device, outdir):
            "nuclear": popdyn.simulate(model, penalty="nuclear", method="lbfgs", **run)}
     gap = {p: np.abs(sim[p]["stable_rank"] - th[p]["stable_rank"]) / th[p]["stable_rank"] for p in th}
     measured = float(np.max([g.max() for g in gap.values()]))  # NaN (w = 0: no features) propagates and fails
+
+    def printed(p):  # ||M||_F^2 / ||M||_2 = srank ||M||_2, ||M||_2^2 = tr(D Sigma D) / srank, tr = (r a^2 + m b^2) / 3
+        sr, a, b = th[p]["stable_rank"], th[p]["alpha"], th[p]["beta"]
+        return np.sqrt(sr * (model.r * a ** 2 + model.m * b ** 2) / 3)
+
+    nulls = {"printed_stable_rank": float(max((np.abs(sim[p]["stable_rank"] - printed(p)) / printed(p)).max()
+                                              for p in th)),
+             "nu_like_l2": float((np.abs(sim["nuclear"]["stable_rank"] - th["l2"]["stable_rank"])
+                                  / th["l2"]["stable_rank"]).max())}
     below = th["nuclear"]["stable_rank"] < th["l2"]["stable_rank"]
     dense = max(abs(_dense_stable_rank(th[p]["alpha"][i], th[p]["beta"][i], model, dom) / th[p]["stable_rank"][i] - 1)
                 for p in th for i in range(lam.size) for dom in ("id", "ood"))
@@ -283,7 +328,7 @@ def lambda_path(size, device, outdir):
                 title="OOD accuracy along lambda")
     fig_path = save_figure(fig, outdir / "domain_gen.lambda_path.png", title=claim_title(
         REGISTRY["domain_gen.lambda_path"], measured, what="max rel. gap of the stable rank"))
-    return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows,
+    return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows, nulls=nulls,
                        message=f"lambda = {lam.tolist()} (n = {size['n_train']}, {size['seeds']} seed(s), test = "
                                f"{size['n_test']}): stable rank of the trained features within {measured:.2%} of the "
                                f"population (l2 {gap['l2'].max():.2%}, NU {gap['nuclear'].max():.2%}); population "
@@ -296,13 +341,19 @@ def lambda_path(size, device, outdir):
 
 
 @claim(id="domain_gen.toy2d", model="domain_gen",
-       title="Section 6.3.1's 2-D toy: trained diagonal classifiers (ERM-l2 GD) have the test accuracies of the closed "
-             "forms (6-i) at c = beta/alpha; population ERM cannot give the paper's OOD 0.76 (c <= 2 gamma: "
-             "OOD >= 0.86)",
+       title="Section 6.3.1's 2-D toy: trained diagonal classifiers (ERM-l2 GD) have the population ratio c = "
+             "beta/alpha of the ERM-l2 optimum (not the invariant c = 0), and their test accuracies are the closed "
+             "forms (6-i) at their c; population ERM cannot give the paper's OOD 0.76 (c <= 2 gamma: OOD >= 0.86)",
        source=f"{_SEED} L1729-1737 (section 6.3.1, Fig. 6.2-6.3); spec C.2 (6-i), C.4, R11",
-       metric="max over lambda, seeds and domains of |test accuracy - toy2d_accuracy(beta/alpha)| / SE (binomial); "
-              "checks: population c = beta/alpha < 2 gamma and OOD accuracy > 0.86 > 0.76 at every lambda",
-       tolerance=5.0, tolerance_origin="5 standard errors of a binomial proportion over the test samples",
+       metric="max over lambda and seeds of |c_trained - c_pop| / c_pop, c = beta/alpha (c_pop of erm_l2); checks: "
+              "test accuracies within 5 binomial SE (Bonferroni-free: a sub-check) of toy2d_accuracy(c_trained), "
+              "population c < 2 gamma and OOD accuracy > 0.86 > 0.76 at every lambda",
+       tolerance=0.25,
+       tolerance_origin="measured finite-sample spread of c at n = 2000: sd 5.5 % of c over 6 seeds (2 % at n = 2e4), "
+                        "converged by 3000 steps; 6 draws (3 lambdas x 2 seeds) at Bonferroni family-wise 1e-3 give "
+                        "3.8 sd = 21 %, rounded up to 25 %; the invariant classifier (c = 0) is 100 % off",
+       kind="training",
+       nulls={"invariant": "the trained classifier puts no weight on the spurious feature: c = 0"},
        quick={"gamma": 0.2, "lam": [1.0, 0.1, 0.01], "n_train": 2000, "steps": 3000, "lr": 0.5, "seeds": 2,
               "n_test": 100_000, "seed": 0},
        full={"gamma": 0.2, "lam": [1.0, 0.1, 0.01, 0.001], "n_train": 20000, "steps": 20000, "lr": 0.5, "seeds": 4,
@@ -314,30 +365,44 @@ def toy2d(size, device, outdir):
     sim = popdyn.simulate(model, lam=lam, penalty="l2", n_train=size["n_train"], steps=size["steps"], lr=size["lr"],
                           seeds=size["seeds"], n_test=size["n_test"], seed=size["seed"], device=device)
     th = _predict(model, lam, "l2")
-    worst, rows = 0.0, []
+    c_pop = th["beta"] / th["alpha"]
+    c_sim = sim["beta"] / sim["alpha"]                                    # (seeds, lambdas)
+    rel = np.abs(c_sim - c_pop) / c_pop
+    measured = float(rel.max())
+    nulls = {"invariant": float((np.abs(0.0 - c_pop) / c_pop).max())}
+    z_acc, rows = 0.0, []
     for i, x in enumerate(lam):
         for s in range(size["seeds"]):
-            c = float(sim["beta"][s, i] / sim["alpha"][s, i])
+            c = float(c_sim[s, i])
             ai, ao = DG.toy2d_accuracy(max(c, 0.0), g)
             for dom, want in (("acc_id", ai), ("acc_ood", ao)):
                 got = float(sim[dom][s, i])
                 se = np.sqrt(max(want * (1 - want), 1 / size["n_test"]) / size["n_test"])
-                worst = max(worst, abs(got - want) / se)
-            rows.append({"lam": float(x), "seed": s, "c_sim": c, "c_pop": float(th["beta"][i] / th["alpha"][i]),
+                z_acc = max(z_acc, abs(got - want) / se)
+            rows.append({"lam": float(x), "seed": s, "c_sim": c, "c_pop": float(c_pop[i]), "rel_gap_c": float(rel[s, i]),
                          "acc_id_sim": float(sim["acc_id"][s, i]), "acc_id_closed": ai,
                          "acc_ood_sim": float(sim["acc_ood"][s, i]), "acc_ood_closed": ao,
-                         "acc_ood_pop": float(th["acc_ood"][i])})
-    c_pop = th["beta"] / th["alpha"]
-    checks = {"population c < 2 gamma": bool(np.all(c_pop < 2 * g)),
+                         "acc_ood_pop": float(th["acc_ood"][i]),
+                         "acc_ood_invariant": float(DG.toy2d_accuracy(0.0, g)[1])})
+    checks = {"test accuracies within 5 SE of (6-i) at the trained c": z_acc < 5.0,
+              "population c < 2 gamma": bool(np.all(c_pop < 2 * g)),
               "population OOD accuracy > 0.86": bool(np.all(th["acc_ood"] > 0.86))}
     cs = np.linspace(0, 1.5, 151)
     acc = np.array([DG.toy2d_accuracy(c, g) for c in cs])
-    fig = plot_curves(cs, {"ID (6-i)": acc[:, 0], "OOD (6-i)": acc[:, 1]}, outdir / "domain_gen.toy2d.png",
-                      refs={"paper OOD 0.76": 0.76, "paper OOD 0.94": 0.94}, xlabel="c = beta/alpha",
-                      ylabel="accuracy", title=claim_title(REGISTRY["domain_gen.toy2d"], worst,
-                                                           what="max |trained - closed form| / SE"))
-    return ClaimResult(measured=float(worst), checks=checks, figure=str(fig), table=rows,
-                       message=f"2-D toy (gamma = {g}): trained classifiers match (6-i) within {worst:.2f} SE; "
+    fig, axes = subplots(2)
+    plot_curves(cs, {"ID (6-i)": acc[:, 0], "OOD (6-i)": acc[:, 1]}, ax=axes[0],
+                refs={"paper OOD 0.76": 0.76, "paper OOD 0.94": 0.94}, xlabel="c = beta/alpha", ylabel="accuracy",
+                title=f"accuracies at the trained c within {z_acc:.2f} SE")
+    plot_curves(lam, {"c population (erm_l2)": c_pop, **{f"c trained, seed {s}": c_sim[s] for s in range(size["seeds"])},
+                      "invariant null (c = 0)": np.zeros_like(lam)}, ax=axes[1], xlabel="lambda", discrete=True,
+                ylabel="c = beta/alpha", title=f"max |c_trained - c_pop| / c_pop = {measured:.3f}",
+                styles={"c population (erm_l2)": {"color": "k", "marker": "_", "ms": 16, "mew": 2},
+                        **{f"c trained, seed {s}": {"ls": "", "marker": "o"} for s in range(size["seeds"])}})
+    fig_path = save_figure(fig, outdir / "domain_gen.toy2d.png", title=claim_title(
+        REGISTRY["domain_gen.toy2d"], measured, what="max rel. gap of c"))
+    return ClaimResult(measured=measured, checks=checks, figure=str(fig_path), table=rows, nulls=nulls,
+                       message=f"2-D toy (gamma = {g}): trained c within {measured:.1%} of the population c "
+                               f"(invariant null 100 %); accuracies match (6-i) at the trained c within {z_acc:.2f} SE; "
                                f"population c in [{c_pop.min():.3f}, {c_pop.max():.3f}] < 2 gamma, OOD accuracy "
                                f"in [{th['acc_ood'].min():.3f}, {th['acc_ood'].max():.3f}].")
 

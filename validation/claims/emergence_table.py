@@ -8,6 +8,14 @@ structure.
 
 The paper does not report its step sizes (spec §4); the ones used here are declared (``_LR``) with the pilot grid
 they were chosen from.
+
+One Step: the theory's statement is about the features (step 1 aligns every neuron with sum_A M_j, and the features
+carry the count only linearly), so the judged row is the best classifier (hinge LP) on the torch one-step features,
+predicted at the accuracy of the population hinge-optimal linear function of the count (the count-threshold ceiling
+for balanced classes); the paper's "one step stays at chance" is the null of Table 1, the count-threshold ceiling
+(the accuracy-optimal count classifier) that of Table 4. A second layer trained
+by hinge SGD on those features stays a constant predictor at the step sizes tried (lr_a up to 1e3, 2000 steps): that
+row depends on lr_a, not on the theory, and is reported only.
 """
 from __future__ import annotations
 
@@ -59,10 +67,16 @@ def _init(model, size):
 
 
 def _theory(model, size, sched):
-    """Predicted test accuracy per method: 1 where the population two-step features are LP-separable; the majority
-    class where the one-step output cannot vary by the hinge margin (a constant predictor), or without structure
-    (Thm 4: no first-order signal; ``no_structure`` makes the A block uniform, so the parity's classes balance); the
-    count-threshold ceiling (the best classifier of the count, spec §2.10) for one step otherwise."""
+    """Predicted test accuracy per method: 1 where the population two-step features are LP-separable; for one step the
+    best classifier on the population one-step features, which carry the count only linearly (step 1 aligns every
+    neuron with sum_A M_j and |q^(1)| is small): the count-threshold ceiling (spec §2.10; claim
+    emergence.two_step_separability holds it with the LP on top): the accuracy of the population hinge-optimal
+    linear function of the count (the hinge LP on the features 1 and c), which is the count-threshold ceiling for
+    balanced classes (84.4 %) and 78.1 % below it at negative ratio 0.8 (ceiling 90.6 %); without structure the majority class (Thm 4: no
+    first-order signal; ``no_structure`` makes the A block uniform, so the parity's classes balance). Also returns the
+    one-step output spread bound (:func:`_one_step_spread`) at the declared step size of the One Step SGD row: >= 1 is
+    needed for the hinge SGD to leave the constant predictor (below 1 it stays a constant predictor: the row is
+    reported, not judged)."""
     params0 = _init(model, size)
     pi, yc = model.count_law()
     F2 = steps.two_step_features(model, steps.two_step_limit(model, params0, sched[1].s, weighted=sched[1].weighted))
@@ -70,12 +84,34 @@ def _theory(model, size, sched):
     two = 1.0 - classifier.hinge_and_error(F2, pi, yc, a2)[1]
     spread = _one_step_spread(model, params0, sched, _LR["one_step"][1], _STEPS["one_step"])
     p_plus = float(model.moments().p_plus)
-    one = max(p_plus, 1.0 - p_plus) if spread < 1.0 else bounds.count_threshold_ceiling(model)
-    return {"network": two, "two_step": two, "one_step": one, "no_structure": 0.5}, {"lp_loss": lp,
-                                                                                      "one_step_spread": spread}
+    F1 = np.c_[np.ones(len(pi)), np.arange(len(pi))]                   # the one-step features' span: 1 and the count
+    a1, _ = classifier.optimal_second_layer(F1, pi, yc)
+    one = 1.0 - classifier.hinge_and_error(F1, pi, yc, a1)[1]
+    theory = {"network": two, "two_step": two, "one_step_best": one, "no_structure": 0.5}
+    return theory, {"lp_loss": lp, "one_step_spread": spread, "majority": max(p_plus, 1.0 - p_plus),
+                    "count_ceiling": bounds.count_threshold_ceiling(model)}
 
 
-def _table(name, model, variant, size, device, outdir, judged=("network", "two_step", "one_step", "no_structure")):
+def _one_step_best(model, run, size):
+    """Test accuracy of the best classifier (hinge LP with an intercept, :func:`~.emergence._lp_accuracy`) on the
+    frozen step-1 features of the first ``lp_neurons`` neurons of the torch One Step run, per seed: i.i.d. samples of
+    the model (n_lp to fit, n_test to test). Every one-step feature carries the count linearly (to first order in
+    |q^(1)|), so a few neurons span what all of them do; the rest add only sample noise the LP overfits (pilot, table 1,
+    4 seeds: all 100 features on 4000 samples 0.80-0.84, on 16000 samples 0.843-0.853, the ceiling 0.844)."""
+    from popdyn.models.emergence import activation
+    from popdyn.sim import emergence as sim
+
+    from .emergence import _lp_accuracy
+    seeds = run["Q_1"].shape[0]
+    X, y = (v.numpy() for v in sim.sample(model, seeds, size["n_lp"], 0, balanced=False, stream=5))
+    Xt, yt = (v.numpy() for v in sim.sample(model, seeds, size["n_test"], 0, balanced=False, stream=6))
+    j = slice(0, size["lp_neurons"])
+    feats = lambda s, Z: activation.trunc_relu(Z @ run["Q_1"][s][j].T + run["b_1"][s][j])
+    return np.array([_lp_accuracy(feats(s, X[s]), y[s], feats(s, Xt[s]), yt[s])[1] for s in range(seeds)])
+
+
+def _table(name, model, variant, size, device, outdir,
+           judged=("network", "two_step", "one_step_best", "no_structure")):
     """Train the six methods of the paper's tables on ``model`` and hold the ``judged`` predicted accuracies (the
     others are reported beside them)."""
     from popdyn.sim import emergence as sim
@@ -98,9 +134,19 @@ def _table(name, model, variant, size, device, outdir, judged=("network", "two_s
                      "cos": None if method == "ntk" else float(r["cos"][:, -1].mean()),
                      "theory_test": theory.get(method), "paper_train": paper[0], "paper_test": paper[1],
                      "paper_cos": paper[2]})
+    best = _one_step_best(model, runs["one_step"], size)
+    rows.append({"method": "one_step_best", "train": None, "test": float(best.mean()), "test_sd": float(best.std()),
+                 "cos": rows[[r["method"] for r in rows].index("one_step")]["cos"],
+                 "theory_test": theory["one_step_best"], "paper_train": _PAPER[name]["one_step"][0],
+                 "paper_test": _PAPER[name]["one_step"][1], "paper_cos": _PAPER[name]["one_step"][2]})
     by = {r["method"]: r for r in rows}
     gaps = {m_: abs(by[m_]["test"] - th) for m_, th in theory.items()}
     worst = max(gaps[m_] for m_ in judged)
+    null_one = {"one_step_constant": details["majority"],          # "one step is not enough": a constant predictor
+                "count_ceiling": details["count_ceiling"]}         # the accuracy-optimal count classifier
+    all_nulls = {n_: max(abs(by[m_]["test"] - (theory | {"one_step_best": v})[m_]) for m_ in judged)
+                 for n_, v in null_one.items()}
+    nulls = {n_: all_nulls[n_] for n_ in REGISTRY[f"emergence.{name}"].nulls}
 
     fig, (ax0, ax1) = subplots(2, panel_size=(5.6, 4.0))
     for i, method in enumerate(_LR):
@@ -125,11 +171,14 @@ def _table(name, model, variant, size, device, outdir, judged=("network", "two_s
               "network learns the feature: max cos >= 0.99": by["network"]["cos"] >= 0.99,
               "random features do not: max cos < 0.5": by["rf"]["cos"] < 0.5,
               "two-step population features LP-separable (loss <= 1e-9)": details["lp_loss"] <= 1e-9}
-    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
-                       details=details | {"gaps": gaps, "lr": {k_: list(v) for k_, v in _LR.items()}},
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, nulls=nulls,
+                       details=details | {"gaps": gaps, "lr": {k_: list(v) for k_, v in _LR.items()},
+                                          "null_values": all_nulls},
                        message="test accuracy sim/theory/paper: " + ", ".join(
                            f"{r['method']} {r['test']:.3f}/{_fmt(r['theory_test'])}/{r['paper_test']:.3f}"
-                           for r in rows))
+                           for r in rows) + f"; one step as a constant predictor ({details['majority']:.3f}): "
+                                            f"{all_nulls['one_step_constant']:.3f}, at the count ceiling "
+                                            f"({details['count_ceiling']:.3f}): {all_nulls['count_ceiling']:.3f}")
 
 
 def _fmt(v):
@@ -137,40 +186,57 @@ def _fmt(v):
 
 
 @claim(id="emergence.table1", model="emergence",
-       title="Table 1 at CPU scale: network and two-step features reach 100 %, one step and no structure stay at "
-             "chance, random features and the NTK stay >= 10 points below the network",
+       title="Table 1 at CPU scale: network and two-step features reach 100 %, the best classifier on the one-step "
+             "features reaches the count-threshold ceiling (84.4 %, not chance), no structure stays at chance, random "
+             "features and the NTK stay >= 10 points below the network",
        source="seed 002 (seeds/002_b4668463d87e622f.txt) L3479-3601 (E.1 protocol, Table 1), L449-484 (one step is "
               "not enough); specs/emergence.md §2.7, §2.10, §4 E1",
-       metric="max over {network, two step, one step, no structure} of |mean test accuracy over seeds - theory| "
-              "(theory: population LP on the two-step features; chance where the one-step output spread bound < 1; "
-              "chance without structure)",
+       metric="max over {network, two step, one step + best classifier, no structure} of |mean test accuracy over "
+              "seeds - theory| (theory: population LP on the two-step features; the count-threshold ceiling, here "
+              "the accuracy of the hinge-optimal linear function of the count, for the LP on the torch one-step "
+              "features; chance without structure). The One Step row trained by hinge SGD "
+              "is reported, not judged: at lr_a <= 1e3 it stays a constant predictor for 2000 steps (the step-1 "
+              "features vary little across inputs)",
        tolerance=_TOL,
        tolerance_origin="spec §4.0 C5 (+-3 %); test SE 0.7 % at 5e3 points; the paper's own numbers sit within 2.2 % "
                         "of these predictions",
-       quick={"D": 100, "k": 5, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000, "seeds": 2, "d": None},
-       full={"D": 100, "k": 5, "width": 300, "steps": 600, "n_train": 50_000, "n_test": 10_000, "seeds": 5, "d": None})
+       quick={"D": 100, "k": 5, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000, "seeds": 2, "d": None,
+              "n_lp": 4000, "lp_neurons": 10},
+       full={"D": 100, "k": 5, "width": 300, "steps": 600, "n_train": 50_000, "n_test": 10_000, "seeds": 5, "d": None,
+             "n_lp": 10_000, "lp_neurons": 20},
+       kind="training",
+       nulls={"one_step_constant": "one step is not enough (the paper's Table 1, One Step 52.2 %): the one-step "
+                                   "features support only a constant predictor, the majority class"})
 def table1(size, device, outdir):
     return _table("table1", data.parity_mixture(size["D"], size["k"], 0.5, independent_background=False), "lemma23",
                   size, device, outdir)
 
 
 @claim(id="emergence.table4", model="emergence",
-       title="Table 4 at CPU scale (negative class 80 %): network and two-step features reach 100 %, one step is a "
-             "constant predictor (the majority class), random features and the NTK stay >= 10 points below",
+       title="Table 4 at CPU scale (negative class 80 %): network and two-step features reach 100 %, the hinge LP "
+             "on the one-step features reaches the hinge-optimal count-linear predictor's 78.1 % (not the "
+             "count-threshold ceiling 90.6 %), random features and the NTK stay >= 10 points below",
        source="seed 002 (seeds/002_b4668463d87e622f.txt) L3705-3741 (E4, class imbalance), L4210-4330 (App. F: the "
               "class-weighted loss in steps 1-2, eta^(1) times p_min); specs/emergence.md §1.5, §4 E4",
-       metric="max over {network, one step, no structure} of |mean test accuracy over seeds - theory| (theory: "
-              "population LP on the class-weighted two-step features; the majority class where the one-step output "
-              "spread bound < 1; chance without structure, whose uniform A block balances the parity). Two Step is "
+       metric="max over {network, one step + best classifier, no structure} of |mean test accuracy over seeds - "
+              "theory| (theory: population LP on the class-weighted two-step features; the accuracy of the "
+              "population hinge-optimal linear function of the count for the LP on the torch one-step features; "
+              "chance without structure, whose uniform A block balances "
+              "the parity). The One Step hinge-SGD row is reported, not judged. Two Step is "
               "reported, not judged: hinge SGD on the frozen finite-sample features stalls at 0.92-0.97 on some "
               "sample sets (one count level) although the population features are LP-separable",
        tolerance=_TOL,
        tolerance_origin="spec §4.0 C5 (+-3 %); test SE 0.6 % at 5e3 points",
        quick={"D": 100, "k": 5, "ratio": 0.8, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000,
-              "seeds": 2, "d": None},
+              "seeds": 2, "d": None, "n_lp": 4000, "lp_neurons": 10},
        full={"D": 100, "k": 5, "ratio": 0.8, "width": 300, "steps": 600, "n_train": 50_000, "n_test": 10_000,
-             "seeds": 5, "d": None})
+             "seeds": 5, "d": None, "n_lp": 10_000, "lp_neurons": 20},
+       kind="training",
+       # the constant predictor (80 %) is not a usable null here: the hinge-optimal count-linear predictor (78.1 %)
+       # is itself within 2 points of it (reported in details["null_values"])
+       nulls={"count_ceiling": "the best classifier on the one-step features reaches the count-threshold ceiling "
+                               "(90.6 %, the accuracy-optimal count classifier)"})
 def table4(size, device, outdir):
     base = data.parity_mixture(size["D"], size["k"], 0.5, independent_background=False)
     return _table("table4", data.with_class_ratio(base, size["ratio"]), "general", size, device, outdir,
-                  judged=("network", "one_step", "no_structure"))
+                  judged=("network", "one_step_best", "no_structure"))

@@ -98,13 +98,16 @@ _SLOPE_BAND = 0.1       # |slope + 1/2| of the median relative error against n (
                         "E||G~ - G||^2 <= B_x2/n, so 3 rms is rarely exceeded. Lemma B.71's twin identity (wrong when "
                         "E[y x] != 0) misses every twin neuron (50 %), the natural-log logistic |l'(0)| = 1/2 is 31 % "
                         "off",
+       kind="training",
+       nulls={"twins": "Lemma B.71's twin identity w^(1)_{i+m} = w^(1)_i (true only when E[y x] = 0)",
+              "natural_log": "the natural-log logistic loss, |l'(0)| = 1/2 instead of 1/(2 ln 2)"},
        quick={"settings": [["xor", 64, 1.0, "hinge"], ["pair", 64, 1.0, "logistic"]], "m": 128, "tau": 1.0,
               "n": [1000, 10_000, 100_000], "seeds": 1},
        full={"settings": [["xor", 64, 1.0, "hinge"], ["xor", 256, 3.0, "hinge"], ["pair", 64, 1.0, "logistic"],
                           ["xor", 64, 1.0, "logistic"]], "m": 512, "tau": 1.0,
              "n": [1000, 10_000, 100_000, 400_000], "seeds": 2})
 def first_step_rate(size, device, outdir):
-    rows, worst, slopes = [], 0.0, {}
+    rows, worst, slopes, nulls = [], 0.0, {}, {"twins": 0.0, "natural_log": 0.0}
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     ns = np.array(size["n"], float)
     for i, (name, d, sigma, loss) in enumerate(size["settings"]):
@@ -116,6 +119,8 @@ def first_step_rate(size, device, outdir):
         _, W1p = framework.first_step(model, *init, eta1, loss=loss)
         scale = eta1 * framework.loss_slope(loss) * np.abs(a0[:2 * m])          # ||w_pred|| = scale ||G||
         Bx2 = model.bounds().Bx2
+        W1_null = {"twins": np.concatenate([W1p[:m], W1p[:m]]),
+                   "natural_log": W1p[:2 * m] * (math.log(2.0) if loss == "logistic" else 1.0)}
         med = []
         for n in size["n"]:
             W1s = _first_step_sim(model, init, n, eta1, loss, seed=i, seeds=size["seeds"], device=device)
@@ -123,6 +128,9 @@ def first_step_rate(size, device, outdir):
             rel = err / np.linalg.norm(W1p[:2 * m], axis=1)
             out = float(np.mean(err > _E1_FACTOR * math.sqrt(Bx2 / n) * scale))
             worst = max(worst, out)
+            for k, Wn in W1_null.items():   # the same tolerance radius, the same torch step, the null's prediction
+                nulls[k] = max(nulls[k], float(np.mean(np.linalg.norm(W1s[:, :2 * m] - Wn, axis=-1)
+                                                       > _E1_FACTOR * math.sqrt(Bx2 / n) * scale)))
             med.append(float(np.median(rel)))
             rows.append({"setting": name, "d": d, "sigma": sigma, "loss": loss, "n": n, "neurons": 2 * m,
                          "fraction_outside": out, "median_rel_err": med[-1],
@@ -153,7 +161,9 @@ def first_step_rate(size, device, outdir):
     checks = {f"median error slope in n within {_SLOPE_BAND:g} of -1/2 in every setting":
               all(abs(s + 0.5) <= _SLOPE_BAND for s in slopes.values())}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, details={"slopes": slopes},
-                       message=f"max fraction outside {worst:.3f}; slopes " + ", ".join(
+                       nulls=nulls,
+                       message=f"max fraction outside {worst:.3f} (nulls: twins {nulls['twins']:.3f}, natural log "
+                               f"{nulls['natural_log']:.3f}); slopes " + ", ".join(
                            f"{k}: {v:.3f}" for k, v in slopes.items()))
 
 
@@ -174,6 +184,8 @@ _Z_NICE = 3.3           # max |z| over the four XOR features (two-sided 0.1 % ea
        tolerance_origin="spec §4 E1 (nice fraction inside the binomial CI): 4 roughly independent binomial z, "
                         "P(max |z| > 3.3) ~ 0.4 %; the fraction p (Lemma B.5 without the sign of a^(0)) is "
                         "sqrt(m p/4) ~ 4.4 sd off at m = 2048",
+       kind="training",
+       nulls={"no_sign_of_a0": "Lemma B.5 read without the sign of a^(0): each neuron nice with probability p, not p/2"},
        quick={"d": 64, "sigma_B": 1.0, "tau": 1.0, "m": 2048, "n": 5000, "n_mc": 20_000},
        full={"d": 64, "sigma_B": 1.0, "tau": 1.0, "m": 16_384, "n": 50_000, "n_mc": 2_000_000})
 def nice_fraction(size, device, outdir):
@@ -185,7 +197,7 @@ def nice_fraction(size, device, outdir):
     a0, _, b = init
     W1s = _first_step_sim(model, init, size["n"], eta1, "hinge", seed=11, device=device)[0]
     _, W1p = framework.first_step(model, *init, eta1)
-    rows, zs = [], []
+    rows, zs, zs_null = [], [], []
     for j, D in enumerate(model.mus / np.linalg.norm(model.mus, axis=1, keepdims=True)):
         p, (lo, hi) = framework.feature_probability(model, D, 1, gamma, B_G, tau_b, n_mc=size["n_mc"],
                                              rng=np.random.default_rng([12, j]))
@@ -194,6 +206,8 @@ def nice_fraction(size, device, outdir):
         count = len(framework.nice_set(W1s, a0, b, D, 1, gamma, B_G, eta1))
         count_pop = len(framework.nice_set(W1p, a0, b, D, 1, gamma, B_G, eta1))
         zs.append((count - m * q) / sd)
+        sd_null = math.sqrt(m * p * (1 - p) + m ** 2 * p * (1 - p) / size["n_mc"])   # the null: q = p
+        zs_null.append((count - m * p) / sd_null)
         rows.append({"feature": f"D_{j + 1}", "p_hat": p, "p_ci_low": lo, "p_ci_high": hi, "expected": m * q,
                      "sd": sd, "nice_torch": count, "nice_population": count_pop, "z": zs[-1]})
     worst = float(np.max(np.abs(zs)))
@@ -210,8 +224,9 @@ def nice_fraction(size, device, outdir):
     path = save_figure(fig, outdir / "gradient_features.nice_fraction.png", title=claim_title(
         REGISTRY["gradient_features.nice_fraction"], worst, what="max |z|"))
     checks = {"every feature expects >= 20 nice neurons (a non-trivial count)": all(r["expected"] >= 20 for r in rows)}
-    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
-                       message=f"max |z| {worst:.2f}; nice counts " + ", ".join(
+    null = float(np.max(np.abs(zs_null)))
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, nulls={"no_sign_of_a0": null},
+                       message=f"max |z| {worst:.2f} (null without the sign of a^(0): {null:.2f}); nice counts " + ", ".join(
                            f"{r['feature']}: {r['nice_torch']} vs {r['expected']:.1f}" for r in rows)
                                + f"; p-hat {rows[0]['p_hat']:.4f}")
 
@@ -260,6 +275,8 @@ def _parity_init(d, k, m, seed):
        tolerance=_TOL_E5,
        tolerance_origin="exact identity: float64 sums of 2^d terms (relative rounding ~1e-13); the paper's B.548-B.549 "
                         "(no 1/2) are 100 % off, and their xi_{k-1} for j not in A is (d-k)/(k-1) times xi_{k+1}",
+       kind="independent",
+       nulls={"paper_B548": "the paper's B.548-B.549 as printed: no factor 1/2, and xi_{k-1} also for j not in A"},
        quick={"d": 13, "k": 4, "m": 256, "n": 40_000},
        full={"d": 15, "k": 4, "m": 2048, "n": 1_000_000})
 def uniform_parity_step(size, device, outdir):
@@ -273,6 +290,9 @@ def uniform_parity_step(size, device, outdir):
     exact = _sim().train(cube, width=m, method="alg6", steps=1, n_train=2 ** d, lr_first=eta1, init=init, n_test=2,
                          device=device)["W1"][0]
     worst = float(np.max(np.abs(exact - W1p)) / np.max(np.abs(W1p)))
+    W1_paper = (eta1 * framework.loss_slope("hinge") * a0[:, None]
+                * model.simplified_gradient(init[1], init[2], convention="paper"))
+    null_paper = float(np.max(np.abs(exact - W1_paper)) / np.max(np.abs(W1_paper)))
     finite = _first_step_sim(model, init, size["n"], eta1, "hinge", seed=6, device=device)[0]
     # SE of eta a y x_j 1[w.x > b]: y^2 = x_j^2 = 1 and P[w.x > b] = 1/2 exactly (d odd, |b| < 1)
     G = W1p[:2 * m] / (eta1 * a0[:2 * m, None])
@@ -314,8 +334,8 @@ def uniform_parity_step(size, device, outdir):
     checks = {f"finite-n step: max |z| below the {_P_E5:g} Bonferroni threshold": float(np.abs(z).max()) <= z_max,
               f"cone count within {_Z_P:g} sd of m 2^-(k-1)": abs(z_p) <= _Z_P,
               "Monte Carlo p of the exact G within 0.01 of 2^-(k-1)": abs(p_mc - case["p"]) <= 0.01}
-    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
-                       message=f"hypercube: max rel. diff {worst:.1e}; n = {size['n']}: max |z| "
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, nulls={"paper_B548": null_paper},
+                       message=f"hypercube: max rel. diff {worst:.1e} (paper's B.548: {null_paper:.2f}); n = {size['n']}: max |z| "
                                f"{np.abs(z).max():.2f}; cone count {count} vs {expected:.1f} (z {z_p:.2f}), "
                                f"p Monte Carlo {p_mc:.4f} vs 2^-(k-1) = {case['p']:.4f}")
 
@@ -362,6 +382,10 @@ def _frozen_fit(model, init, size, seed, device):
                         "sigma_B = 3) at 2m >= 128 (measured here: 0.0202 at 4m = 512, n = 5000); the test error on "
                         "1e4 points has SE 0.0013: 0.006 is 4.5 SE; half the Bayes error (Q for 2Q in §2.3) is 0.011 "
                         "below the learned error, twice it 0.016 above",
+       kind="training",
+       nulls={"random_features": "fixed random features W^(0) (a kernel: no feature learning) reach the Bayes error "
+                                 "at the same width",
+              "half_bayes": "the Bayes error Q(||mu||/sigma) instead of 2Q (spec §2.3): the learned error lands at it"},
        quick={"d": 100, "sigma_B": 3.0, "tau": 1.0, "widths": [8, 128], "n": 5000, "test": 10_000, "T": 2000},
        full={"d": 100, "sigma_B": 3.0, "tau": 1.0, "widths": [8, 32, 128, 512], "n": 20_000, "test": 50_000,
              "T": 3000})
@@ -388,6 +412,8 @@ def beyond_fixed_features(size, device, outdir):
         rows.append({"m": m, "width_4m": 4 * m, "n": size["n"], "learned_error": err_l, "learned_hinge": loss_l,
                      "random_error": err_r, "random_hinge": loss_r, "bayes_error": bayes})
     gap = abs(rows[-1]["learned_error"] - bayes)
+    nulls = {"random_features": abs(rows[-1]["random_error"] - bayes),
+             "half_bayes": abs(rows[-1]["learned_error"] - bayes / 2)}
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
     N = [r["width_4m"] for r in rows]
     ax.semilogx(N, [r["learned_error"] for r in rows], "o-", color="C0", label="one gradient step, then GD on a")
@@ -404,8 +430,9 @@ def beyond_fixed_features(size, device, outdir):
               all(r["random_error"] - r["learned_error"] >= _GAP_E3 for r in rows),
               "learned error not below the Bayes error (3 SE of the test set)": all(
                   r["learned_error"] >= bayes - 3 * math.sqrt(bayes * (1 - bayes) / size["test"]) for r in rows)}
-    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows,
-                       message="test error learned / random: " + ", ".join(
+    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows, nulls=nulls,
+                       message=f"|learned - Bayes| {gap:.4f} (nulls: random features {nulls['random_features']:.3f}, "
+                               f"Q for 2Q {nulls['half_bayes']:.4f}); test error learned / random: " + ", ".join(
                            f"4m={r['width_4m']}: {r['learned_error']:.4f} / {r['random_error']:.3f}" for r in rows)
                                + f"; Bayes {bayes:.5f}")
 
@@ -432,6 +459,9 @@ def _principal_sines(W, U):
        tolerance_origin="CLT: the empirical step deviates by O(n^{-1/2}) (the sample preprocessing rho-hat, beta-hat "
                         "adds another O(n^{-1/2})); the paper's bound is n^{-1/3}; a theory missing the radial "
                         "-(w^T H w)/2 w^ term (~15 % of ||G|| at d = 16) leaves an error floor that flattens the slope",
+       kind="training",
+       nulls={"no_radial_term": "the naive degree-2 direction phi(0) H w^ without its radial part "
+                                "-phi(0)(w^T H w^) w^/2"},
        quick={"d": 16, "terms": [[[2, 0], 0.6], [[1, 1], 0.6], [[0, 2], -0.5291502622129182]], "m": 64,
               "n": [3000, 30_000, 300_000]},
        full={"d": 32, "terms": [[[2, 0], 0.6], [[1, 1], 0.6], [[0, 2], -0.5291502622129182]], "m": 256,
@@ -443,7 +473,7 @@ def multi_index_step(size, device, outdir):
     raw = multi_index.MultiIndexPolynomial(U, terms)
     model = multi_index.MultiIndexPolynomial(U, terms, preprocess=True)
     eta1 = 1.0
-    rows, med, sines = [], [], []
+    rows, med, sines, med_null = [], [], [], []
     for n in size["n"]:
         sim = _sim().train(raw, width=m, method="alg7", steps=1, n_train=n, lr_first=eta1, seeds=1, seed=32, n_test=2,
                            device=device)
@@ -451,13 +481,20 @@ def multi_index_step(size, device, outdir):
         W1p = 2 * eta1 * a0[:, None] * model.first_step_direction(W0)
         rel = np.linalg.norm(W1s[:2 * m] - W1p[:2 * m], axis=1) / np.linalg.norm(W1p[:2 * m], axis=1)
         med.append(float(np.median(rel)))
+        what = W0 / np.linalg.norm(W0, axis=1, keepdims=True)
+        quad = np.einsum("mi,ij,mj->m", what, model.hessian(), what)
+        W1n = W1p + 2 * eta1 * a0[:, None] * (0.5 / math.sqrt(2 * math.pi)) * quad[:, None] * what
+        med_null.append(float(np.median(np.linalg.norm(W1s[:2 * m] - W1n[:2 * m], axis=1)
+                                        / np.linalg.norm(W1n[:2 * m], axis=1))))
         sines.append((float(_principal_sines(W1s, U).max()), float(_principal_sines(W1p, U).max())))
         rows.append({"d": d, "m": m, "n": n, "median_rel_err": med[-1], "max_rel_err": float(rel.max()),
                      "sin_max_angle_torch": sines[-1][0], "sin_max_angle_theory": sines[-1][1]})
     ns = np.array(size["n"], float)
     slope = float(np.polyfit(np.log(ns), np.log(med), 1)[0])
+    slope_null = float(np.polyfit(np.log(ns), np.log(med_null), 1)[0])
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     ax0.loglog(ns, med, "o-", color="C0", label=f"median ||w_sim - w_pred|| / ||w_pred||: slope {slope:.2f}")
+    ax0.loglog(ns, med_null, "x:", color="C3", label=f"null without the radial term: slope {slope_null:.2f}")
     ax0.loglog(ns, med[0] * (ns / ns[0]) ** -0.5, "k--", lw=0.8, label="slope -1/2")
     ax0.loglog(ns, med[0] * (ns / ns[0]) ** (-1 / 3), "k-.", lw=0.8, label="slope -1/3")
     ax0.set(xlabel="n", ylabel="relative error", title=f"E6 Algorithm 7 step 1, d = {d}, r = 2")
@@ -473,15 +510,16 @@ def multi_index_step(size, device, outdir):
               "at the largest n the torch angle is within 0.05 of the population one":
               abs(sines[-1][0] - sines[-1][1]) <= 0.05}
     return ClaimResult(measured=abs(slope + 0.5), checks=checks, figure=str(path), table=rows,
-                       details={"slope": slope},
-                       message=f"slope {slope:.3f}; median rel. error " + ", ".join(
+                       details={"slope": slope, "slope_null_no_radial": slope_null},
+                       nulls={"no_radial_term": abs(slope_null + 0.5)},
+                       message=f"slope {slope:.3f} (null without the radial term: {slope_null:.3f}); median rel. error " + ", ".join(
                            f"n={r['n']}: {r['median_rel_err']:.3f}" for r in rows)
                                + f"; sin angle torch/theory {sines[-1][0]:.3f}/{sines[-1][1]:.3f}")
 
 
 # ---- E2 and E7: the good network of Lemma B.6 and its lottery ticket ----------------------------------------------
 
-_TOL_E2 = 5e-3          # |L(g(a~, W^(1), b)) - L(g*)| at the largest width
+_TOL_E2 = 1e-3          # |L(g(a~, W^(1), b)) - L(g*)| at the largest width
 _B_EPS = 1.0            # Lemma B.6's bias floor (every XOR target bias 2c > B_eps: beta_j = |b*_j|)
 
 
@@ -523,12 +561,19 @@ def _sparse_loss(model, a, W, b, n, seed):
               "framework.good_second_layer (eps_a below the paper's value, which exceeds 1 here), L by Monte Carlo "
               "(framework.population_loss), L(g*) by quadrature (GaussianMixture.ground_truth_loss)",
        tolerance=_TOL_E2,
-       tolerance_origin="Lemma B.6 (B.52) with eps_a, gamma -> 0 and every Lambda_j non-empty: L(g~) -> OPT; measured "
-                        "1e-4 to 5e-4 above L(g*) = 2e-5 at 4m = 16384 (MC SE 2e-5); B.41's OPT bound (1.3 here) "
-                        "or a target missing (0.25) are far outside",
-       quick={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "widths": [1024, 4096], "n": 5000, "eps_a": 0.1,
+       tolerance_origin="Lemma B.6 (B.52) with eps_a, gamma -> 0 and every Lambda_j non-empty: L(g~) -> OPT. At the "
+                        "former tau~ = 1/2, L(g*) = 2e-5 is indistinguishable from 0 (L(a~) 1e-4 to 5e-4): the null "
+                        "L(g*) := 0 passed. tau~ = 0.9 (the largest with 4c <= sqrt d, B.41) gives L(g*) = 2.6e-3; the "
+                        "MC SE of L(a~) is 1.3e-4 (quick, 1e5 points) and 4e-5 (full): 1e-3 is ~8 quick SE and 0.4 "
+                        "L(g*), so L(g*) := 0 is outside it. Measured: L(a~) = 0.0153 (4m = 4096), 0.0051 (16384), "
+                        "0.0056 (32768): flat, 2.6e-3 above L(g*): the claim FAILS (Lemma B.6's excess at fixed "
+                        "eps_a, gamma does not vanish with the width)",
+       kind="training",
+       nulls={"zero_opt": "L(g*) := 0: the constructive second layer reaches zero loss",
+              "B41_opt_bound": "B.41's OPT bound taken as the loss of g*"},
+       quick={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.9, "widths": [1024, 4096], "n": 5000, "eps_a": 0.1,
               "n_loss": 100_000, "n_mc": 20_000},
-       full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "widths": [256, 1024, 4096, 16_384], "n": 20_000,
+       full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.9, "widths": [256, 1024, 4096, 16_384], "n": 20_000,
              "eps_a": 0.1, "n_loss": 1_000_000, "n_mc": 200_000})
 def good_network(size, device, outdir):
     rows = []
@@ -548,6 +593,7 @@ def good_network(size, device, outdir):
             row |= {f"L_{k}": L, f"se_{k}": se, f"support_{k}": int((at != 0).sum())}
         rows.append(row)
     gap = abs(rows[-1]["L_torch"] - rows[-1]["L_gstar"])
+    nulls = {"zero_opt": abs(rows[-1]["L_torch"]), "B41_opt_bound": abs(rows[-1]["L_torch"] - rows[-1]["OPT_bound_B41"])}
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
     W = [4 * r["m"] for r in rows]
     floor = 1e-6
@@ -566,13 +612,14 @@ def good_network(size, device, outdir):
               "L(a~) decreases from the smallest to the largest width": rows[-1]["L_torch"] < rows[0]["L_torch"],
               "torch and population features give the same loss at the largest width (within 2e-3)":
               abs(rows[-1]["L_torch"] - rows[-1]["L_population"]) <= 2e-3}
-    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows,
-                       message=f"L(a~) torch/population: " + ", ".join(
+    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows, nulls=nulls,
+                       message=f"gap {gap:.1e} (nulls: L(g*) := 0 {nulls['zero_opt']:.1e}, B.41 bound "
+                               f"{nulls['B41_opt_bound']:.2f}); L(a~) torch/population: " + ", ".join(
                            f"4m={4 * r['m']}: {r['L_torch']:.2e}/{r['L_population']:.2e}" for r in rows)
                                + f"; L(g*) {rows[-1]['L_gstar']:.2e}; B.25 bound {rows[-1]['bound_B25']:.1f}")
 
 
-_TOL_E7 = 0.02          # test hinge of the ticket minus that of the full network, after the same T steps
+_TOL_E7 = 0.01          # test hinge of the ticket minus that of the full network, after the same T steps
 
 
 def _pad4(idx):
@@ -589,8 +636,12 @@ def _pad4(idx):
               "U = supp(a~), minus the same for all 4m neurons (XOR mixture)",
        tolerance=_TOL_E7,
        tolerance_origin="Prop. B.1: the ticket has the guarantee of Theorem 3.12 (same OPT + error terms); measured "
-                        "ticket 0.008 (48 neurons) vs full 0.030 (2048 neurons) at T = 200; a random support of the "
-                        "same size stays near 1; the test loss on 1e4 points has SE < 0.005",
+                        "ticket 0.008 (48 neurons) vs full 0.030 (2048 neurons) at T = 200; the test hinge on 1e4 "
+                        "points has SE < 0.005, so 0.01 is two of them (the former 0.02 also passed a random support "
+                        "of the same size: 0.049, i.e. +0.019 over the full layer)",
+       kind="training",
+       nulls={"random_support": "any sparse subnetwork works: a random support of the same size (no selection by "
+                                "Lemma B.6's nice sets), trained the same way"},
        quick={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 512, "n": 5000, "eps_a": 1.0, "T": 200,
               "test": 10_000},
        full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 1024, "n": 10_000, "eps_a": 1.0, "T": 1000,
@@ -606,11 +657,17 @@ def lottery_ticket(size, device, outdir):
     err_t, loss_t = _frozen_fit(model, (a_t, W1[idx], b[idx]), size, 51, device)
     err_f, loss_f = _frozen_fit(model, (a1, W1, b), size, 51, device)
     gap = loss_t - loss_f
+    rand = np.sort(np.random.default_rng(52).choice(len(a1), size=len(ticket), replace=False))
+    idx_r, extra_r = _pad4(rand)
+    a_r = a1[idx_r].copy()
+    a_r[len(idx_r) - extra_r:] = 0.0
+    err_r, loss_r = _frozen_fit(model, (a_r, W1[idx_r], b[idx_r]), size, 51, device)
     rows = [{"network": "ticket U = supp(a~)", "neurons": len(ticket), "test_hinge": loss_t, "test_error": err_t},
+            {"network": "random support (null)", "neurons": len(rand), "test_hinge": loss_r, "test_error": err_r},
             {"network": "full", "neurons": len(a1), "test_hinge": loss_f, "test_error": err_f}]
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
-    ax.bar([0, 1], [loss_t, loss_f], color=["C0", "C1"])
-    ax.set_xticks([0, 1], [f"ticket ({len(ticket)} neurons)", f"full ({len(a1)} neurons)"])
+    ax.bar([0, 1, 2], [loss_t, loss_r, loss_f], color=["C0", "C3", "C1"])
+    ax.set_xticks([0, 1, 2], [f"ticket ({len(ticket)} neurons)", f"random support (null)", f"full ({len(a1)} neurons)"])
     ax.axhline(model.ground_truth_loss(size["tau_tilde"])[0], color="k", ls="--", label="L(g*)")
     ax.set(ylabel=f"test hinge after T = {size['T']} steps", title=f"E7 lottery ticket: gap {gap:+.4f}")
     _legend(ax)
@@ -618,8 +675,9 @@ def lottery_ticket(size, device, outdir):
         REGISTRY["gradient_features.lottery_ticket"], gap, what="gap"))
     checks = {"the ticket is sparse (< 10 % of the neurons)": len(ticket) < 0.1 * len(a1),
               "the ticket learns (test hinge < 0.2)": loss_t < 0.2}
-    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows,
-                       message=f"test hinge ticket {loss_t:.4f} ({len(ticket)} neurons) vs full {loss_f:.4f} "
+    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows, nulls={"random_support": loss_r - loss_f},
+                       message=f"test hinge ticket {loss_t:.4f} ({len(ticket)} neurons, random support of that size "
+                               f"{loss_r:.4f}) vs full {loss_f:.4f} "
                                f"({len(a1)} neurons); errors {err_t:.4f} / {err_f:.4f}")
 
 
@@ -629,19 +687,23 @@ _GAP_E4 = 0.02          # test error of Algorithm 1 at T minus the Bayes error
 
 
 @claim(id="gradient_features.algorithm1_curve", model="gradient_features",
-       title="Algorithm 1 (E4): one step with weight decay 1/eta^(1), then online GD on a and W with a fresh batch per "
-             "step; every neuron stays inside Lemma B.9's exact recursion bounds on |a_i^(t)| and ||w_i^(t) - "
-             "w_i^(1)||, freezing W (Theorem 3.4's setting) gives the same curve, and the test error falls toward "
+       title="Algorithm 1 (E4), finding: every neuron stays inside Lemma B.9's exact recursion bounds on |a_i^(t)| "
+             "and ||w_i^(t) - w_i^(1)||, but with at least 10x slack (measured ~60x on a, ~1e4 on W): the lemma is valid "
+             "and loose here; freezing W (Theorem 3.4's setting) gives the same curve, and the test error falls toward "
              "the Bayes error of the XOR mixture",
        source=f"{_SEED} L817-827 (Algorithm 1), L907-917 (Theorem 3.12), L5786-5848 (Lemma B.9, B.60-B.84), "
               f"L5559-5597 (Theorem B.2); {_SPEC} §1.2, §2.3, §2.12, §4 E4",
        metric="max over neurons of the ratios |a_i^(T)| / bound_a(T) and ||w_i^(T) - w_i^(1)|| / bound_w(T), the "
               "bounds of Lemma B.9 (bounds.lemma_B9_bounds: the exact solution of the recursion B.72, no hidden "
               "constant), the torch Algorithm 1 on the XOR mixture d = 100, sigma_B = 3 (the V14 setting)",
-       tolerance=1.0,
-       tolerance_origin="Lemma B.9 is a bound: ratio <= 1 (measured ~0.02 for a, ~1e-4 for W); the recursion without "
-                        "its forcing Z_i = B_x1 ||w_i^(1)|| + b~ (a second layer that does not move) bounds |a^(T)| by "
-                        "~2|a^(1)| ~ 0 and is exceeded 1e3-fold",
+       tolerance=0.1,
+       tolerance_origin="Lemma B.9 is a bound (ratio <= 1); the finding is its slack: measured ratio 0.016 for a and "
+                        "~1e-4 for W at the quick size, so 0.1 (a 10x slack) leaves 6x headroom. A bound tight to the "
+                        "trajectory (Lemma B.9 / 60) puts the ratio near 1, and the recursion without its forcing "
+                        "Z_i = B_x1 ||w_i^(1)|| + b~ bounds |a^(T)| by ~2|a^(1)| ~ 0 and is exceeded 1e3-fold",
+       kind="finding",
+       nulls={"tight_bound": "Lemma B.9's bound is tight: the trajectory reaches bound / 60 (the bound divided by 60)",
+              "no_forcing": "Lemma B.9's recursion without its forcing Z_i (a second layer that does not move)"},
        quick={"d": 100, "sigma_B": 3.0, "tau": 1.0, "m": 128, "n": 500, "T": 2000, "eta_L": 1.0, "test": 10_000},
        full={"d": 100, "sigma_B": 3.0, "tau": 1.0, "m": 128, "n": 1000, "T": 3000, "eta_L": 1.0, "test": 50_000})
 def algorithm1_curve(size, device, outdir):
@@ -667,6 +729,10 @@ def algorithm1_curve(size, device, outdir):
                                               eta, model.bounds().Bx1)
     ratio_a = float(np.max(np.abs(aT) / a_bound))
     ratio_w = float(np.max(np.linalg.norm(WT - W1, axis=1) / w_bound))
+    a_nf, w_nf = bounds.lemma_B9_bounds(size["T"], np.abs(a1), 0.0 * np.linalg.norm(W1, axis=1), 1e-300, eta,
+                                        model.bounds().Bx1)
+    nulls = {"tight_bound": 60 * max(ratio_a, ratio_w),
+             "no_forcing": float(max(np.max(np.abs(aT) / a_nf), np.max(np.linalg.norm(WT - W1, axis=1) / w_nf)))}
     frozen = runs[False]
     rows = [{"t": int(t), "test_hinge": float(l), "test_error": float(e), "test_hinge_W_frozen": float(lf),
              "test_error_W_frozen": float(ef), "bayes_error": bayes}
@@ -687,8 +753,9 @@ def algorithm1_curve(size, device, outdir):
               abs(sim["loss"][0][-1] - frozen["loss"][0][-1]) <= 0.01,
               f"test error at T within {_GAP_E4:g} of the Bayes error": gap <= _GAP_E4,
               "test error not below the Bayes error (3 SE)": err[-1] >= bayes - 3 * math.sqrt(bayes / size["test"])}
-    return ClaimResult(measured=max(ratio_a, ratio_w), checks=checks, figure=str(path), table=rows,
-                       details={"lemma_B9_ratio_a": ratio_a, "lemma_B9_ratio_w": ratio_w, "error_gap": gap},
+    return ClaimResult(measured=max(ratio_a, ratio_w), checks=checks, figure=str(path), table=rows, nulls=nulls,
+                       details={"lemma_B9_ratio_a": ratio_a, "lemma_B9_ratio_w": ratio_w, "error_gap": gap,
+                                "lemma_B9_slack": 1 / max(ratio_a, ratio_w)},
                        message=f"error at T {err[-1]:.4f} vs Bayes {bayes:.4f} (W frozen {frozen['error'][0][-1]:.4f});"
                                f" hinge {sim['loss'][0][-1]:.4f}; Lemma B.9 ratios a {ratio_a:.1e}, w {ratio_w:.1e}")
 
@@ -718,8 +785,12 @@ def _unequal_xor(d, sigma, rho):
               "§2.2) on the population W^(1)",
        tolerance=_TOL_E8,
        tolerance_origin="exact in the linear phase up to the finite-n first step and the sample A (O(n^{-1/2}), a few "
-                        "%); T is chosen so that the strong clusters' mean margin is 0.3 (few samples above 1); "
-                        "A 20 % too large is 0.2 off",
+                        "%); eta is set from the simulation's own sample (empirical rates on a fresh draw, not the "
+                        "closed forms) so that the strongest cluster's mean margin is 0.3 after T steps (few samples "
+                        "above 1); A 20 % too large is ~0.2 off; equal rates for every cluster (no simplicity bias) "
+                        "miss the strong and weak clusters by tens of %",
+       kind="training",
+       nulls={"equal_rates": "no simplicity bias: every cluster's margin grows at the mean rate"},
        quick={"d": 64, "sigma": 1.0, "rho": 0.6, "tau": 1.0, "m": 256, "n": 5000, "margin": 0.3, "T": 50,
               "eta1": 1e-6, "test": 20_000},
        full={"d": 64, "sigma": 1.0, "rho": 0.6, "tau": 1.0, "m": 1024, "n": 20_000, "margin": 0.3, "T": 100,
@@ -740,8 +811,16 @@ def simplicity_bias(size, device, outdir):
     start = model.labels * (E @ a1p)
     a1s, W1s = (v[0] for v in _first_step_sim(model, (a0, W0, b), size["n"], size["eta1"], "hinge", seed=82,
                                               both=True, device=device))
-    T = size["T"]                                                     # eta: the strongest margin reaches "margin"
-    eta = (size["margin"] - start.max()) / (T * rate.max())
+    # eta from the simulation's own data, not the theory: the empirical rates on a fresh sample (the torch first-step
+    # weights, sample means in place of the closed forms A and E_j), so that the strongest margin reaches "margin"
+    Xe, ye = model.sample(size["n"], np.random.default_rng(83))
+    Fe = np.maximum(Xe @ W1s.T - b, 0.0)
+    A_hat = (ye[:, None] * Fe).mean(0)
+    E_hat = np.array([np.maximum(c.sample(size["n"] // 4, np.random.default_rng([83, j]))[0] @ W1s.T - b, 0.0).mean(0)
+                      for j, c in enumerate(clusters)])
+    rate_hat, start_hat = model.labels * (E_hat @ A_hat), model.labels * (E_hat @ a1s)
+    T = size["T"]
+    eta = (size["margin"] - start_hat.max()) / (T * rate_hat.max())
     sim = _sim().train(model, width=m, method="rf", steps=T, n_train=size["n"], lr=eta, init=(a1s, W1s, b), seeds=1,
                        seed=82, n_test=2, n_points=2, device=device)
     aT = sim["aT"][0]
@@ -751,12 +830,16 @@ def simplicity_bias(size, device, outdir):
         X = c.sample(size["test"], rng)[0]
         marg = model.labels[j] * (np.maximum(X @ W1s.T - b, 0.0) @ aT)
         pred = start[j] + T * eta * rate[j]
+        pred_equal = start[j] + T * eta * rate.mean()                 # null: no simplicity bias, equal rates
         rows.append({"cluster": j + 1, "norm_mu": float(np.linalg.norm(model.mus[j])), "label": float(model.labels[j]),
                      "margin_theory": float(pred), "margin_torch": float(marg.mean()),
                      "margin_se": float(marg.std() / math.sqrt(len(marg))),
                      "fraction_above_1": float(np.mean(marg >= 1)),
-                     "rel_err": float(abs(marg.mean() - pred) / abs(pred)), "T": T})
+                     "rel_err": float(abs(marg.mean() - pred) / abs(pred)), "T": T,
+                     "margin_equal_rates": float(pred_equal),
+                     "rel_err_equal_rates": float(abs(marg.mean() - pred_equal) / abs(pred_equal))})
     worst = max(r["rel_err"] for r in rows)
+    null = max(r["rel_err_equal_rates"] for r in rows)
     strong = min(rows[0]["margin_torch"], rows[1]["margin_torch"])
     weak = max(rows[2]["margin_torch"], rows[3]["margin_torch"])
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
@@ -772,6 +855,8 @@ def simplicity_bias(size, device, outdir):
               strong > 1.5 * weak,
               "linear phase: < 5 % of the test points of any cluster at margin >= 1":
               all(r["fraction_above_1"] < 0.05 for r in rows)}
-    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
-                       message=f"T = {T}: mean margins torch/theory " + ", ".join(
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, nulls={"equal_rates": null},
+                       details={"eta": eta, "eta_from_theory_rate": (size["margin"] - start.max()) / (T * rate.max())},
+                       message=f"max rel. error {worst:.3f} (null, equal rates: {null:.3f}); T = {T}: mean margins "
+                               f"torch/theory " + ", ".join(
                            f"mu_{r['cluster']}: {r['margin_torch']:.3f}/{r['margin_theory']:.3f}" for r in rows))

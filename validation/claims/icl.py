@@ -20,6 +20,7 @@ from . import REGISTRY, ClaimResult, claim
 __all__ = ["bench_icl"]
 
 _SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
+_BIG = 10**9  # a context length standing for N, M -> infinity in the nulls
 
 
 def _mc_risk(U, L, M, sigma, rho, n, seed):
@@ -61,27 +62,36 @@ def _spectrum_problem(size, r, **kw):
        tolerance=3.0,
        tolerance_origin="3 MC standard errors (issue text); two-sided normal tail 0.27 % per comparison",
        quick={"d": 5, "context": [3, 10, 40], "test_context": 8, "sigma": 0.5, "ranks": [1, 2, 3, 5], "n": 60_000},
-       full={"d": 5, "context": [3, 10, 40], "test_context": 8, "sigma": 0.5, "ranks": [1, 2, 3, 5], "n": 600_000})
+       full={"d": 5, "context": [3, 10, 40], "test_context": 8, "sigma": 0.5, "ranks": [1, 2, 3, 5], "n": 600_000},
+       kind="independent",
+       nulls={"C_zero": "the paper's loss with its unspecified constant C = 0 (Lemma 5.1 as stated); risks as Thm 5.4.2",
+              "infinite_context": "the N, M -> infinity forms: Gamma = Lambda in the loss, no 1/M terms in the risk"})
 def lemma51_thm542_mc(size, device, outdir):
     rows = []
     for i, N in enumerate(size["context"]):
         p = _spectrum_problem(size | {"context": N}, 2)
         U = 0.5 * icl.rank_r_optimum(p.Lambda, N, 2) + 0.05 * np.random.default_rng(i).standard_normal((p.d, p.d))
         mean, se = _mc_loss(U, p.Lambda, N, size["n"], i)
-        rows.append({"quantity": f"loss N={N}", "formula": icl.population_loss(U, p.Lambda, N), "mc": mean, "se": se})
+        rows.append({"quantity": f"loss N={N}", "formula": icl.population_loss(U, p.Lambda, N), "mc": mean, "se": se,
+                     "null_C_zero": icl.population_loss(U, p.Lambda, N) - 0.5 * np.trace(p.Lambda),
+                     "null_infinite_context": icl.population_loss(U, p.Lambda, _BIG)})
     p = _spectrum_problem(size | {"context": 10}, 1)
     for r in size["ranks"]:
         mean, se = _mc_risk(icl.rank_r_optimum(p.Lambda, 10, r), p.Lambda, size["test_context"], size["sigma"], 0.0, size["n"], 100 + r)
-        rows.append({"quantity": f"risk r={r}", "formula": icl.optimum_eval_risk_avg(p.Lambda, 10, r, size["test_context"], size["sigma"]),
-                     "mc": mean, "se": se})
+        formula = icl.optimum_eval_risk_avg(p.Lambda, 10, r, size["test_context"], size["sigma"])
+        rows.append({"quantity": f"risk r={r}", "formula": formula, "mc": mean, "se": se, "null_C_zero": formula,
+                     "null_infinite_context": icl.optimum_eval_risk_avg(p.Lambda, 10, r, _BIG, size["sigma"])})
     for row in rows:
         row["z"] = (row["formula"] - row["mc"]) / row["se"]
     z = max(abs(row["z"]) for row in rows)
+    nulls = {k: max(abs(row[f"null_{k}"] - row["mc"]) / row["se"] for row in rows)
+             for k in ("C_zero", "infinite_context")}
     fig = plot_curves(np.arange(len(rows)), {"z": [row["z"] for row in rows]}, Path(outdir) / "icl.lemma51_thm542_mc.png",
                       refs={"|z| = 3 (tolerance)": 3.0, "_-3": -3.0}, xlabel="comparison", ylabel="(formula - MC) / SE",
                       styles={"z": {"ls": "none"}}, discrete=True, labels=[row["quantity"] for row in rows],
                       title=claim_title(REGISTRY["icl.lemma51_thm542_mc"], z, what="max |z|"))
-    return ClaimResult(z, {}, str(fig), rows, f"max |z| = {z:.2f} over {len(rows)} comparisons")
+    return ClaimResult(z, {}, str(fig), rows, f"max |z| = {z:.2f} over {len(rows)} comparisons; nulls: C = 0 "
+                       f"{nulls['C_zero']:.0f}, N, M -> inf {nulls['infinite_context']:.0f}", nulls=nulls)
 
 
 def _train(p, size, device):
@@ -91,7 +101,8 @@ def _train(p, size, device):
 
 
 @claim(id="icl.trained_optimum", model="icl",
-       title="Trained rank-r attention reaches the Thm 5.4.1 optimum U* (r = 1, 2, 4)",
+       title="Rank-r attention trained by Adam on fresh prompts reaches the Thm 5.4.1 optimum U* (r = 1, 2, 4), not "
+             "the unrestricted or the N -> infinity optimum",
        source=f"{_SEED} L1376-1386 (Thm 5.4.1); specs/modular_and_icl.md §B.2.4, §B.6 S5.1",
        metric="max over r of ||uU - U*||_F / ||U*||_F (Adam, fresh prompts); the loss must also be within 0.2 % of L*_r",
        tolerance=0.05,
@@ -100,17 +111,25 @@ def _train(p, size, device):
                         "quick size has 2.5x headroom",
        quick={"d": 6, "context": 20, "test_context": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 4000, "batch": 2048},
        full={"d": 8, "context": 50, "test_context": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 8000, "batch": 2048,
-             "seeds": 2})
+             "seeds": 2},
+       kind="training",
+       nulls={"rank_d_optimum": "training reaches the unrestricted (rank-d) optimum U*_d, whatever the rank r",
+              "infinite_context_optimum": "training reaches the N -> infinity rank-r optimum (Gamma = Lambda)"})
 def trained_optimum(size, device, outdir):
     rows = []
     for r in size["ranks"]:
         p = _spectrum_problem(size, r)
         sim = _train(p, size, device)
         L_star = icl.optimal_loss(p.Lambda, p.context, r)
+        uU = np.asarray(sim["uU"]).reshape(-1, p.d, p.d)
+        rel = lambda V: float(max(np.linalg.norm(u - V) for u in uU) / np.linalg.norm(V))  # noqa: E731
         rows.append({"r": r, "rel_error": float(sim["rel_error"][:, -1].max()), "loss": float(sim["loss"][:, -1].max()),
                      "L_star": L_star, "loss_gap": float(sim["excess_loss"][:, -1].max() / L_star),
+                     "null_rank_d_optimum": rel(icl.rank_r_optimum(p.Lambda, p.context, p.d)),
+                     "null_infinite_context_optimum": rel(icl.rank_r_optimum(p.Lambda, _BIG, r)),
                      "wall_s": sim.meta["wall_s"]})
     err = max(row["rel_error"] for row in rows)
+    nulls = {k: max(row[f"null_{k}"] for row in rows) for k in ("rank_d_optimum", "infinite_context_optimum")}
     fig = plot_curves([row["r"] for row in rows], {"rel. Frobenius error": [row["rel_error"] for row in rows],
                                                    "relative loss gap": [row["loss_gap"] for row in rows]},
                       Path(outdir) / "icl.trained_optimum.png", refs={"5 % (tolerance)": 0.05, "0.2 % (loss check)": 2e-3},
@@ -118,7 +137,9 @@ def trained_optimum(size, device, outdir):
                       title=claim_title(REGISTRY["icl.trained_optimum"], err, what="max rel. Frobenius error"))
     return ClaimResult(err, {"loss within 0.2 % of L*_r for every r": all(row["loss_gap"] <= 2e-3 for row in rows)},
                        str(fig), rows, f"max rel. error {err:.3f}; loss gaps "
-                       + ", ".join(f"{row['loss_gap']:.1e}" for row in rows))
+                       + ", ".join(f"{row['loss_gap']:.1e}" for row in rows)
+                       + f"; nulls: U*_d {nulls['rank_d_optimum']:.3f}, N -> inf {nulls['infinite_context_optimum']:.3f}",
+                       nulls=nulls)
 
 
 _RISK_Z = 4.0        # |z| of the risk formula against Monte Carlo at the trained U
@@ -126,8 +147,8 @@ _RISK_NEAR_OPT = 0.01  # relative gap of the trained U's risk to R(U*)
 
 
 @claim(id="icl.risk_vs_noise", model="icl",
-       title="Eval risk vs sigma^2 and vs flip fraction: Thm 5.4.2 / flip risk formulas hold at trained models, "
-             "whose risk is that of U*",
+       title="Eval risk vs sigma^2 and vs flip fraction: Thm 5.4.2 / flip risk formulas hold at Adam-trained models "
+             "(MC), whose risk is that of U*",
        source=f"{_SEED} L1412-1432 (Thm 5.4.2, 5.4.3); flips derived; specs/modular_and_icl.md §B.2.5, §B.2.8, §B.6 S5.1",
        metric="max over (r, sigma^2 or rho) of |MC risk of the trained uU - formula(uU)| / SE (eval_risk_avg, exact "
               "in x_q, w ~ N(0, I)); check: |formula(uU) - R(U*)| / R(U*) <= 1 % at every grid point",
@@ -138,7 +159,10 @@ _RISK_NEAR_OPT = 0.01  # relative gap of the trained U's risk to R(U*)
        quick={"d": 6, "context": 20, "test_context": 16, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 1500, "batch": 512,
               "sigma2": [0.0, 0.5, 1.0, 2.0], "rho": [0.0, 0.25, 0.5], "n": 20_000},
        full={"d": 8, "context": 50, "test_context": 16, "ranks": [1, 2, 4, 8], "lr": 1e-2, "steps": 6000, "batch": 1024,
-             "sigma2": [0.0, 0.25, 0.5, 1.0, 2.0, 4.0], "rho": [0.0, 0.125, 0.25, 0.5, 0.75, 1.0], "n": 100_000})
+             "sigma2": [0.0, 0.25, 0.5, 1.0, 2.0, 4.0], "rho": [0.0, 0.125, 0.25, 0.5, 0.75, 1.0], "n": 100_000},
+       kind="training",
+       nulls={"noise_blind": "the risk formula without the label noise and the flips (sigma = 0, rho = 0)",
+              "infinite_test_context": "the M -> infinity risk (no 1/M terms: the context noise averages out)"})
 def risk_vs_noise(size, device, outdir):
     rows = []
     for r in size["ranks"]:
@@ -152,8 +176,11 @@ def risk_vs_noise(size, device, outdir):
                 optimal = icl.eval_risk_avg(Us, p.Lambda, p.test_context, sigma, rho=rho)
                 mc, se = _mc_risk(U, p.Lambda, p.test_context, sigma, rho, size["n"], int(1000 * x) + r)
                 rows.append({"r": r, "kind": kind, "x": x, "formula": formula, "mc": mc, "se": se,
-                             "z": (mc - formula) / se, "optimal": optimal, "rel_gap": abs(formula - optimal) / optimal})
+                             "z": (mc - formula) / se, "optimal": optimal, "rel_gap": abs(formula - optimal) / optimal,
+                             "z_noise_blind": (mc - icl.eval_risk_avg(U, p.Lambda, p.test_context, 0.0)) / se,
+                             "z_infinite_test_context": (mc - icl.eval_risk_avg(U, p.Lambda, _BIG, sigma, rho=rho)) / se})
     z = max(abs(row["z"]) for row in rows)
+    nulls = {k: max(abs(row[f"z_{k}"]) for row in rows) for k in ("noise_blind", "infinite_test_context")}
     near = max(row["rel_gap"] for row in rows)
     sig = [row for row in rows if row["kind"] == "sigma2"]
     curves = {f"U*_{r}, Thm 5.4.2": [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
@@ -169,7 +196,9 @@ def risk_vs_noise(size, device, outdir):
     crossing = {r: [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
     return ClaimResult(z, {f"trained risk within {100 * _RISK_NEAR_OPT:g} % of R(U*) everywhere": near <= _RISK_NEAR_OPT},
                        str(fig), rows, f"formula vs MC at the trained U: max |z| = {z:.2f} over {len(rows)} points; "
-                       f"trained risk vs R(U*): max relative gap {near:.2e}", details={"risk_vs_sigma2_by_rank": crossing})
+                       f"trained risk vs R(U*): max relative gap {near:.2e}; nulls: noise-blind {nulls['noise_blind']:.0f}, "
+                       f"M -> inf {nulls['infinite_test_context']:.0f}", details={"risk_vs_sigma2_by_rank": crossing},
+                       nulls=nulls)
 
 
 @claim(id="icl.rank_gap", model="icl",
@@ -179,7 +208,10 @@ def risk_vs_noise(size, device, outdir):
        tolerance=3.0, tolerance_origin="3 MC standard errors of the paired difference",
        quick={"d": 6, "context": 20, "test_context": 16, "pairs": [[1, 2], [2, 4], [2, 6]], "sigma": [0.0, 1.0], "n": 40_000},
        full={"d": 8, "context": 50, "test_context": 16, "pairs": [[1, 2], [2, 4], [2, 8], [4, 8]], "sigma": [0.0, 0.5, 1.0, 2.0],
-             "n": 400_000})
+             "n": 400_000},
+       kind="independent",
+       nulls={"no_gap": "the larger model costs nothing on tasks in the top-r space (gap 0)",
+              "noise_free_gap": "the gap without its label-noise term (Thm 5.4.3 at sigma = 0 for every sigma)"})
 def rank_gap(size, device, outdir):
     p = _spectrum_problem(size, 1)
     rng, rows = np.random.default_rng(0), []
@@ -190,9 +222,11 @@ def rank_gap(size, device, outdir):
         for sigma in size["sigma"]:
             gap = icl.rank_gap(p.Lambda, p.context, r, r2, s, p.test_context, sigma)
             mc, se = _paired(p, w, r, r2, sigma, size["n"], r * 10 + r2)
-            rows.append({"r": r, "r2": r2, "sigma": sigma, "gap": gap, "mc": mc, "se": se})
-            rows[-1]["z"] = (rows[-1]["mc"] - gap) / rows[-1]["se"]
+            gap0 = icl.rank_gap(p.Lambda, p.context, r, r2, s, p.test_context, 0.0)
+            rows.append({"r": r, "r2": r2, "sigma": sigma, "gap": gap, "mc": mc, "se": se,
+                         "z": (mc - gap) / se, "z_no_gap": mc / se, "z_noise_free_gap": (mc - gap0) / se})
     z = max(abs(row["z"]) for row in rows)
+    nulls = {k: max(abs(row[f"z_{k}"]) for row in rows) for k in ("no_gap", "noise_free_gap")}
     fig = plot_curves(np.arange(len(rows)), {"theory gap": [row["gap"] for row in rows], "MC": [row["mc"] for row in rows]},
                       Path(outdir) / "icl.rank_gap.png", bands={"MC": [3 * row["se"] for row in rows]},
                       xlabel="case (r, r', sigma)", ylabel="risk(r') - risk(r)", discrete=True,
@@ -200,7 +234,8 @@ def rank_gap(size, device, outdir):
                       styles={"theory gap": {"ls": "none", "marker": "_", "ms": 16, "mew": 2, "color": "k", "zorder": 3},
                               "MC": {"ls": "none", "ms": 4}},
                       title=claim_title(REGISTRY["icl.rank_gap"], z, what="max |z|"))
-    return ClaimResult(z, {}, str(fig), rows, f"max |z| = {z:.2f}")
+    return ClaimResult(z, {}, str(fig), rows, f"max |z| = {z:.2f}; nulls: gap 0 {nulls['no_gap']:.0f}, noise-free "
+                       f"gap {nulls['noise_free_gap']:.0f}", nulls=nulls)
 
 
 def _paired(p, w, r, r2, sigma, n, seed):
@@ -222,7 +257,10 @@ def _paired(p, w, r, r2, sigma, n, seed):
        metric="||A B^T - U*||_F / ||U*||_F at the final flow time; plateaus must visit saddles 0..r in order",
        tolerance=1e-6, tolerance_origin="spec §B.2.2: < 1e-6 at t = 400 (d = 6, N = 20, r = 2)",
        quick={"d": 6, "context": 20, "r": 2, "t": 20000.0, "init_scale": 1e-3, "q": 0.5},
-       full={"d": 8, "context": 50, "r": 4, "t": 200000.0, "init_scale": 1e-3, "q": 0.5})
+       full={"d": 8, "context": 50, "r": 4, "t": 200000.0, "init_scale": 1e-3, "q": 0.5},
+       kind="independent",
+       nulls={"rank_d_optimum": "the flow of the rank-r factors reaches the unrestricted optimum U*_d",
+              "infinite_context_optimum": "the flow reaches the N -> infinity rank-r optimum (Gamma = Lambda)"})
 def gradient_flow(size, device, outdir):
     p = icl.Problem.geometric(size["d"], context=size["context"], r=size["r"], q=size["q"])
     t = np.r_[0.0, np.geomspace(1e-2, size["t"], 400)]
@@ -232,6 +270,9 @@ def gradient_flow(size, device, outdir):
     opt = icl.optimum(p.Lambda, p.context, p.r)
     loss = np.array([icl.population_loss(a @ b.T, p.Lambda, p.context) for a, b in zip(A, B)])
     err = float(np.linalg.norm(A[-1] @ B[-1].T - opt.U) / np.linalg.norm(opt.U))
+    rel = lambda V: float(np.linalg.norm(A[-1] @ B[-1].T - V) / np.linalg.norm(V))  # noqa: E731
+    nulls = {"rank_d_optimum": rel(icl.rank_r_optimum(p.Lambda, p.context, p.d)),
+             "infinite_context_optimum": rel(icl.rank_r_optimum(p.Lambda, _BIG, p.r))}
     saddles = icl.saddle_losses(p.Lambda, p.context, p.r)
     plateaus = icl.flow_plateaus(traj.t, loss, saddles, rtol=0.01, min_duration=1.0)
     order = [q["saddle"] for q in plateaus]
@@ -241,7 +282,8 @@ def gradient_flow(size, device, outdir):
                       title=claim_title(REGISTRY["icl.gradient_flow"], err, what="rel. error to U*",
                                         note=f"plateaus at saddles {order}"))
     return ClaimResult(err, {"plateaus visit saddles 0..r in order": order == list(range(p.r + 1))}, str(fig),
-                       plateaus, f"rel. error {err:.1e}; plateaus at saddles {order}")
+                       plateaus, f"rel. error {err:.1e}; plateaus at saddles {order}; nulls: U*_d "
+                       f"{nulls['rank_d_optimum']:.3f}, N -> inf {nulls['infinite_context_optimum']:.3f}", nulls=nulls)
 
 
 def bench_icl(d=6, context=20, r=2, target=0.05, device="cpu"):

@@ -18,7 +18,8 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["theta_averages", "gap_figure"]
 
-_TOL = 0.05  # spec A.4 (d): 5 % relative for t <= 30
+_TOL = 0.025  # 3.5 x the largest relative SE of the simulated curve (see finite_size's tolerance_origin)
+_TOL_SQ = 0.05  # the squared distance (power 2t) is twice as noisy: 5 % is 3.9 x its largest relative SE (1.3 %)
 
 
 def theta_averages(d, gamma, T, prompts, seed, chunk_floats=4_000_000):
@@ -41,7 +42,7 @@ def theta_averages(d, gamma, T, prompts, seed, chunk_floats=4_000_000):
             "sq_se": se(sq), "lmax": float(lmax.mean()), "lmax_se": float(se(lmax))}
 
 
-def gap_figure(panels, mp, path, title, tol=_TOL):
+def gap_figure(panels, mp, path, title, tol):
     """Two panels, one colour per d (:class:`~popdyn.plot.Key`): (a) the simulation (markers) and the finite-(n, d)
     curve (solid) divided by the MP limit; (b) |simulation / theory - 1| for the finite curve (solid) and the MP
     limit (dashed), with the tolerance. ``title``: the claim's (:func:`~popdyn.plot.claim_title`)."""
@@ -73,21 +74,30 @@ def _prompts(size, d):
 
 
 @claim(id="looped.finite_size", model="looped",
-       title="Finite d: the exact finite-(n, d) curve (real-Wishart moments, eta = 1/E lambda_max) within 5 % of "
-             "the theta-averaged error at every t <= 30, d = 50..400, where the MP limit is 3-9 % off",
+       title="Finite d: the exact finite-(n, d) curve (real-Wishart moments, eta = 1/E lambda_max) within 2.5 % of "
+             "the theta-averaged error at every t <= 30, d = 50..400, where the MP limit is 3-9 % off and half the "
+             "finite-size correction 2-5 % off",
        source="derived; spec A.2 (8-h), (8-i), A.3 (finite-size gap), A.4 (d); issue 15 item 4; Tracy-Widom mean: "
               "Johnstone 2001 Thm 1.1",
        metric="max over d and t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts, n = 4 d) / "
-              "finite_error_curve(n, d, t) - 1|; checks: the squared distance (power 2t) within the same 5 %, and "
+              "finite_error_curve(n, d, t) - 1|; checks: the squared distance (power 2t) within 5 %, and "
               "the finite curve closer to the simulation than the MP curve at every d",
-       tolerance=_TOL, tolerance_origin="spec A.4 (d): 5 % relative for t <= 30 (the target mp_limit misses at d = 200)",
+       tolerance=_TOL,
+       tolerance_origin="measured spread: the largest relative SE of the simulated mean error over t <= 30 is 0.64 % "
+                        "(d = 200, 200 prompts; 0.49 % at d = 50, 0.56 % at d = 100); Bonferroni over 3 d x 31 t, "
+                        "two-sided 5 %: z = 3.46, so 3.46 x 0.64 % = 2.2 %, rounded up to 2.5 % (measured 0.76 %; "
+                        "full size: half the variance). The squared distance (relative SE up to 1.3 %): 5 %, 3.9 SE",
        quick={"ds": [50, 100, 200], "gamma": 0.25, "T": 30, "prompts_x_d2": 8_000_000, "seed": 0},
-       full={"ds": [50, 100, 200, 400], "gamma": 0.25, "T": 30, "prompts_x_d2": 16_000_000, "seed": 0})
+       full={"ds": [50, 100, 200, 400], "gamma": 0.25, "T": 30, "prompts_x_d2": 16_000_000, "seed": 0},
+       kind="independent",
+       nulls={"mp_limit": "no finite-size correction: the Marchenko-Pastur limit E_gamma(t), gamma = d/n",
+              "half_correction": "half the finite-size correction: (finite_error_curve + E_gamma) / 2"})
 def finite_size(size, device, outdir):
     T, g = size["T"], size["gamma"]
     t = np.arange(T + 1)
     mp, mp_sq = looped.mp_error_curve(g, T, 1), looped.mp_error_curve(g, T, 2)
     rows, worst, worst_sq, closer, panels = [], 0.0, 0.0, True, []
+    nulls = {"mp_limit": 0.0, "half_correction": 0.0}
     for i, d in enumerate(size["ds"]):
         sim = theta_averages(d, g, T, _prompts(size, d), size["seed"] + i)
         n = sim["n"]
@@ -96,9 +106,14 @@ def finite_size(size, device, outdir):
         rel_mp = np.abs(sim["err"] / mp - 1)
         worst, worst_sq = max(worst, float(rel.max())), max(worst_sq, float(rel_sq.max()))
         closer &= bool(rel.max() < rel_mp.max())
+        rel_half = np.abs(sim["err"] / ((F + mp) / 2) - 1)
+        nulls = {"mp_limit": max(nulls["mp_limit"], float(rel_mp.max())),
+                 "half_correction": max(nulls["half_correction"], float(rel_half.max()))}
         rows.append({"d": d, "n": n, "prompts": sim["prompts"], "rel_gap_finite": float(rel.max()),
                      "rel_gap_finite_sq": float(rel_sq.max()), "rel_gap_mp": float(rel_mp.max()),
                      "rel_gap_mp_sq": float(np.max(np.abs(sim["sq"] / mp_sq - 1))),
+                     "rel_gap_half_correction": float(rel_half.max()),
+                     "max_rel_se": float(np.max(sim["err_se"] / sim["err"])),
                      "rel_se_t30": float(sim["err_se"][-1] / sim["err"][-1]),
                      "lmax_over_n": sim["lmax"] / n, "lmax_tw_over_n": looped.lambda_max_mean(n, d) / n,
                      "mp_edge_x_plus": (1 + g**0.5) ** 2})
@@ -106,15 +121,17 @@ def finite_size(size, device, outdir):
     path = outdir / "looped.finite_size.png"
     gap_figure(panels, mp, path, claim_title(REGISTRY["looped.finite_size"], worst,
                                              what="max |simulation / finite curve - 1|",
-                                             note=f"MP limit {max(r['rel_gap_mp'] for r in rows):.3f}"))
+                                             note=f"MP limit {max(r['rel_gap_mp'] for r in rows):.3f}"), _TOL)
     ds = ", ".join(str(r["d"]) for r in rows)
     seq = lambda k: ", ".join(f"{r[k]:.3f}" for r in rows)
     return ClaimResult(
-        measured=worst, figure=str(path), table=rows,
-        checks={"squared distance within 5 %": worst_sq <= _TOL, "finite curve closer than MP at every d": closer},
+        measured=worst, figure=str(path), table=rows, nulls=nulls,
+        checks={f"squared distance within {100 * _TOL_SQ:g} %": worst_sq <= _TOL_SQ,
+                "finite curve closer than MP at every d": closer},
         message=f"max rel. gap over t <= {T} at d = {ds}: finite (n, d) curve {seq('rel_gap_finite')} (error), "
                 f"{seq('rel_gap_finite_sq')} (squared distance); MP limit {seq('rel_gap_mp')} (error), "
-                f"{seq('rel_gap_mp_sq')} (squared distance). Relative SE of the simulation at t = {T}: "
+                f"{seq('rel_gap_mp_sq')} (squared distance); half the correction {seq('rel_gap_half_correction')}. "
+                f"Relative SE of the simulation at t = {T}: "
                 f"{seq('rel_se_t30')}. E lambda_max / n sampled {seq('lmax_over_n')} vs Tracy-Widom "
                 f"{seq('lmax_tw_over_n')} (MP edge {rows[0]['mp_edge_x_plus']:.3f}).",
         details={"max_rel_gap_sq": worst_sq})

@@ -29,12 +29,15 @@ __all__ = []
 
 _SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 _ARCH = ("layers", "heads", "d_model", "d_head", "d_mlp")
-#: quick: one core, < 60 s; full: Fig. 4.3's k = 4 at p = 17 (one layer, 8 heads, hidden 128, half the data, 2000
+#: quick: k = 3 at p = 11 with half the data (the regime of the claim: k >= 3 and held-out inputs, as in Fig. 4.3;
+#: ~90 s on one shared core). A k = 2, full-data run (p = 23) reaches median neuron power 0.94 and hides what k >= 3
+#: shows: at k = 3 the median power ends at 0.58, at k = 4 (the full size) at 0.67, against the predicted 1.
+#: full: Fig. 4.3's k = 4 at p = 17 (one layer, 8 heads, hidden 128, half the data, 2000
 #: steps; 167 s on one CPU core). The paper's p = 31 with 160 heads stays at chance for 20 000 steps (measured on an
 #: H200, weight decay 1.0 and 1e-3): at k = 4 the loss plateaus at log p for a number of steps that grows steeply
 #: with p (~2300 at p = 23, docs/modular.md), not a defect of the model. Weight decay 1.0 (Nanda et al.'s) instead
 #: of the paper's 1e-3, with which the transformer memorises D_p without a Fourier circuit at these step counts.
-_QUICK = {"p": 23, "k": 2, "layers": 1, "heads": 4, "d_model": 64, "d_head": 16, "d_mlp": 128, "train_fraction": 1.0,
+_QUICK = {"p": 11, "k": 3, "layers": 1, "heads": 4, "d_model": 64, "d_head": 16, "d_mlp": 128, "train_fraction": 0.5,
           "steps": 1500, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
 _FULL = {"p": 17, "k": 4, "layers": 1, "heads": 8, "d_model": 128, "d_head": 32, "d_mlp": 512, "train_fraction": 0.5,
          "steps": 2000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
@@ -92,7 +95,12 @@ def _neuron_figure(sim, theory, path, title):
               "within 0.1 of the predicted 1 (the MLP is the network (4.2))",
        tolerance=0.1,
        tolerance_origin="spec §A.3 expects a median > 0.95 for the network (4.2) on full data; the transformer's maps "
-                        "are first-order parts of its neurons (additive share 0.98 measured), so 0.9 is asked",
+                        "are first-order parts of its neurons (additive share 0.95-0.98 measured), so 0.9 is asked. "
+                        "Measured: 0.94 at k = 2 on full data, but 0.58 at k = 3 (quick) and 0.67 at k = 4 (full) "
+                        "with half the data: the claim FAILS in the regime of Fig. 4.3",
+       kind="training",
+       nulls={"untrained": "training does not make the MLP neurons single-frequency: the median power stays at init",
+              "two_sided_power": "the paper's two-sided normalized power (L1207): a single-frequency neuron has 1/2"},
        quick=_QUICK, full=_FULL)
 def transformer_neurons(size, device, outdir):
     sim = _train(size, device)
@@ -113,13 +121,16 @@ def transformer_neurons(size, device, outdir):
                      "train_acc": float(sim["train_acc"][s, -1]),
                      "test_acc": float(sim["test_acc"][s, -1]) if "test_acc" in sim.observables else np.nan})
     gap = max(abs(float(theory["max_power"]) - r["median_power_end"]) for r in rows)
+    nulls = {"untrained": min(abs(r["median_power_init"] - r["median_power_end"]) for r in rows),
+             "two_sided_power": min(abs(0.5 - r["median_power_end"]) for r in rows)}
     additive = max(abs(float(theory["additive_fraction"]) - r["additive_fraction"]) for r in rows)
     path = _neuron_figure(sim, float(theory["max_power"]), outdir / "modular.transformer_neurons.png",
                           claim_title(REGISTRY["modular.transformer_neurons"], gap, what="|1 - median power|"))
     r0 = rows[0]
     return ClaimResult(measured=gap, checks={"additive share within 0.1 of the predicted 1": additive <= 0.1},
-                       figure=str(path), table=rows,
-                       message=f"median max normalized power of the MLP neurons: init {r0['median_power_init']:.2f} -> "
+                       figure=str(path), table=rows, nulls=nulls,
+                       message=f"nulls: untrained {nulls['untrained']:.3f}, two-sided 1/2 "
+                               f"{nulls['two_sided_power']:.3f}; median max normalized power of the MLP neurons: init {r0['median_power_init']:.2f} -> "
                                f"end {min(r['median_power_end'] for r in rows):.3f} (predicted "
                                f"{float(theory['max_power']):g}); additive share {r0['additive_fraction']:.3f}; "
                                f"frequencies used {r0['frequencies_used']} (coverage {r0['coverage']:.2f}; the (4.2) "
@@ -153,13 +164,18 @@ def _attention_figure(sim, path, title):
        title="A trained transformer's attention matrices E^T W^K W^Q^T E concentrate on one frequency (Fig. 4.3)",
        source=f"{_SEED} L1237-1247 (Fig. 4.3: '2-dim cosine shape' and its '2-dim Fourier power spectrum'), "
               "L8713-8742 (Figs. C.5, C.6); specs/modular_and_icl.md §A.3 E4.3",
-       metric="|predicted - trained| / |predicted - initial| of the median over heads of the share of a head's centred "
-              "matrix (softmax-invariant constant over keys removed) in the bins (zeta, 0) and (zeta, zeta) of its "
-              "folded 2-D spectrum (popdyn.predict of the TransformerProblem: attention_power 1): the fraction of the "
-              "gap from the initial heads to the prediction that training leaves open",
-       tolerance=0.5,
-       tolerance_origin="the paper shows the shape without a number; training must close at least half of the gap "
-                        "(measured at the quick size: 0.02 at init -> 0.69 after 1500 steps, i.e. 0.32 left)",
+       metric="|predicted - trained median over heads| of the share of a head's centred matrix (softmax-invariant "
+              "constant over keys removed) in the bins (zeta, 0) and (zeta, zeta) of its folded 2-D spectrum "
+              "(popdyn.predict of the TransformerProblem: attention_power 1)",
+       tolerance=0.1,
+       tolerance_origin="the same 0.1 as the MLP neurons (the prediction is a pure one-frequency 2-D cosine, share 1). "
+                        "The former metric (the fraction of the init-to-prediction gap left open, tolerance 0.5) let "
+                        "any constant prediction in [0.47, 1.36] pass. Measured: 0.69 at k = 2 on full data (p = 23), "
+                        "0.26 at k = 3 with half the data (quick): the claim FAILS at these sizes",
+       kind="training",
+       nulls={"untrained": "training does not concentrate the heads: the median share stays at its init value",
+              "two_sided_2d": "the two-sided 2-D spectrum: a 2-D cosine has share 1/4",
+              "uniform": "a head spread over the (p-1)/2 frequencies: share 2/(p-1)"},
        quick=_QUICK, full=_FULL)
 def transformer_attention(size, device, outdir):
     sim = _train(size, device)
@@ -171,18 +187,23 @@ def transformer_attention(size, device, outdir):
         init, end = (float(sim["attention_power"][s, i]) for i in (0, -1))
         rows.append({"seed": s, "median_power_init": init, "median_power_end": end,
                      "least_power_end": float(sim["head_power"][s, -1].min()),
-                     "gap_left": abs(theory - end) / abs(theory - init),
+                     "gap": abs(theory - end), "gap_left": abs(theory - end) / abs(theory - init),
                      "median_pair_power": float(np.median(d["max_power"])),
                      "head_frequencies": " ".join(map(str, d["dominant_frequency"]))})
+    gap = max(r["gap"] for r in rows)
     left = max(r["gap_left"] for r in rows)
+    nulls = {"untrained": min(abs(r["median_power_init"] - r["median_power_end"]) for r in rows),
+             "two_sided_2d": min(abs(0.25 - r["median_power_end"]) for r in rows),
+             "uniform": min(abs(2 / (size["p"] - 1) - r["median_power_end"]) for r in rows)}
     path = _attention_figure(sim, outdir / "modular.transformer_attention.png",
-                             claim_title(REGISTRY["modular.transformer_attention"], left,
-                                         what="gap left to the prediction"))
+                             claim_title(REGISTRY["modular.transformer_attention"], gap,
+                                         what="|predicted - median head share|"))
     r0 = rows[0]
-    return ClaimResult(measured=left, figure=str(path), table=rows,
-                       message=f"median share of a head's attention matrix on one frequency: init "
+    return ClaimResult(measured=gap, figure=str(path), table=rows, nulls=nulls,
+                       message=f"nulls: " + ", ".join(f"{k} {v:.3f}" for k, v in nulls.items())
+                               + f"; median share of a head's attention matrix on one frequency: init "
                                f"{r0['median_power_init']:.3f} -> end {r0['median_power_end']:.3f} (predicted "
-                               f"{theory:g}; least head {r0['least_power_end']:.3f}); gap left {left:.3f}; head "
+                               f"{theory:g}; least head {r0['least_power_end']:.3f}); gap {gap:.3f} (fraction of the init gap left {left:.3f}); head "
                                f"frequencies {r0['head_frequencies']}.")
 
 
@@ -213,13 +234,24 @@ def _discordant(widths, delays):
               "minus first step with train accuracy >= 0.99, seed means, half the data; never generalising = inf) "
               "do not fall as the width grows; a pass also needs every run to fit its train set",
        tolerance=0.2,
-       tolerance_origin="the paper states the ordering only qualitatively (three seeds, no numbers); with 4 settings "
-                        "(6 pairs) one discordant pair is allowed at full size, none at the quick size (1 pair)",
-       quick={"settings": [[31, 2], [5, 4]], "layers": 1, "heads": 4, "d_model": 64, "d_head": 16, "d_mlp": 128,
-              "steps": 1000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"},
-       full={"settings": [[97, 2], [31, 3], [11, 4], [5, 5]], "layers": 2, "heads": 8, "d_model": 128,
-             "d_head": 32, "d_mlp": 512, "steps": 5000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024,
-             "seeds": 2, "dtype": "float32"})
+       tolerance_origin="the paper states the ordering only qualitatively (three seeds, no numbers): 3 settings (3 pairs), "
+                        "none discordant allowed (full: the same settings, 3 seeds, 3000 steps). The "
+                        "quick settings order differently by width, by k, by p - 1 and by data-set size, so each null "
+                        "ordering has a discordant pair if the delays follow the width; every run must generalise "
+                        "within the step budget (the former quick pair passed because its k = 2 run never generalised "
+                        "within 1000 steps: an infinite delay by truncation; at p = 31 it does not generalise within 4000 "
+                        "steps either, so k = 2 is out of reach at CPU scale). Measured (quick): delays 568 (k = 3, "
+                        "p = 11, width 160), 407 (k = 4, p = 5, width 256), 0 (k = 3, p = 23, width 352) steps; every "
+                        "null 1/3",
+       kind="training",
+       nulls={"k_only": "the delay falls with k alone (any ordering by k)",
+              "no_exponential_factor": "the width without Thm 4.9's factor 2^(2k-2): p - 1",
+              "data_size": "the delay falls as the training set p^k/2 grows (more data, less grokking)"},
+       quick={"settings": [[11, 3], [5, 4], [23, 3]], "layers": 1, "heads": 4, "d_model": 64, "d_head": 16,
+              "d_mlp": 128, "steps": 1500, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"},
+       full={"settings": [[11, 3], [5, 4], [23, 3]], "layers": 1, "heads": 4, "d_model": 64, "d_head": 16,
+             "d_mlp": 128, "steps": 3000, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 3,
+             "dtype": "float32"})
 def transformer_grokking(size, device, outdir):
     fig, axes = subplots(len(size["settings"]), panel_size=(4.2, 3.4))
     rows = []
@@ -241,12 +273,21 @@ def transformer_grokking(size, device, outdir):
                           + (f"delay {gen - fit:g} steps" if np.isfinite(gen) else "test never reaches 0.9"))
         ax.set_xscale("log")
     legend_outside(fig, loc="below")
-    measured = _discordant([r["width"] for r in rows], [r["delay"] for r in rows])
+    delays = [r["delay"] for r in rows]
+    measured = _discordant([r["width"] for r in rows], delays)
+    # the same discordance under each null ordering; ties in a null's key are broken against it (not discordant)
+    nulls = {"k_only": _discordant([r["k"] + 1e-9 * r["width"] for r in rows], delays),
+             "no_exponential_factor": _discordant([r["p"] - 1 for r in rows], delays),
+             "data_size": _discordant([r["n_inputs"] for r in rows], delays)}
     path = save_figure(fig, outdir / "modular.transformer_grokking.png",
                        title=claim_title(REGISTRY["modular.transformer_grokking"], measured, what="discordant pairs"))
     fitted = all(np.isfinite(r["step_train_99"]) for r in rows)
-    return ClaimResult(measured=measured, checks={"every run fits its train set": fitted}, figure=str(path),
-                       table=rows,
+    generalised = all(np.isfinite(r["step_test_90"]) for r in rows)
+    return ClaimResult(measured=measured, checks={"every run fits its train set": fitted,
+                                                  "every run generalises within the step budget (no delay infinite by "
+                                                  "truncation)": generalised},
+                       figure=str(path), table=rows, nulls=nulls,
                        message="grokking delay (steps from train 0.99 to test 0.9) " + ", ".join(
                            f"k={r['k']}, p={r['p']} (width {r['width']}): {r['delay']:g} (final test "
-                           f"{r['final_test_acc']:.2f})" for r in rows) + f"; discordant pairs {measured:.2f}.")
+                           f"{r['final_test_acc']:.2f})" for r in rows) + f"; discordant pairs {measured:.2f} (nulls: "
+                               + ", ".join(f"{k} {v:.2f}" for k, v in nulls.items()) + ").")

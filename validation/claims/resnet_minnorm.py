@@ -4,9 +4,10 @@
   (13.8, 0.011) (L436-440) are attained: the weight-decayed Pareto solver at d = 6, m = 200 finds, at each MSE level,
   a W whose norm exceeds the paper's by at most 5 % (it finds smaller ones), with the footnote-13 maps leaving the
   numbers unchanged.
-* ``resnet.sgd_not_min_norm``: at d = 40, N = 5000 (L444-446, Fig. 3a) SGD's best test error over (m, lr, wd) is not
-  below the paper's 0.69, and no SGD solution has both a training error below 0.12 and a norm below the constructed
-  min-norm solution's, whose exact error is 0.12 at the Pareto norm.
+* ``resnet.sgd_not_min_norm``: at d = 40, N = 5000 (L444-446, Fig. 3a) SGD fits the training set (train MSE <= 0.12)
+  only at a norm far above the constructed min-norm solution's (exact error 0.12 at the Pareto norm) and its test error
+  is not below the paper's 0.69 (here ~1: no better than predicting 0); an untrained network or the zero predictor
+  does not fit (train MSE ~1).
 """
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ def _frontier(size):
        tolerance_origin="the paper's '≈' norms (two or three digits) and the spread of a non-convex search over "
                         "starts (~3 % between starts at quick size); the constructions are existence claims, so only "
                         "an excess counts",
+       kind="training",
+       nulls={"random_features": "the construction is not needed: the best ray of random (init) directions, the same "
+                                 "number of draws as the solver's starts, reaches each level",
+              "frobenius_unit": "the norms are ||W||_F (not ||W||_F / sqrt d): our W in that unit against the paper's"},
        quick={"d": 6, "m": 200, "lams": [1e-4], "starts": 6, "steps": 5000, "refine_steps": 1500, "seed": 0},
        full={"d": 6, "m": 200, "lams": [1e-3, 3e-4, 1e-4], "starts": 8, "steps": 10_000, "refine_steps": 3000,
              "seed": 0})
@@ -58,6 +63,11 @@ def min_norm_pareto(size, device, outdir):
                      "padded_d40_dup3_mse": minnorm.population_mse(Wp, a=ap)})
         excess.append(rows[-1]["relative_excess"])
     worst = max(excess)
+    rng = np.random.default_rng(size["seed"] + 1)
+    draws = [rng.standard_normal((size["m"], size["d"])) for _ in range(size["starts"] * len(size["lams"]))]
+    nulls = {"random_features": max(min(minnorm.level_norm(Wr, level) for Wr in draws) / paper_n - 1.0
+                                    for paper_n, level in minnorm.PAPER_POINTS),
+             "frobenius_unit": max(row["our_norm"] * np.sqrt(size["d"]) / row["paper_norm"] - 1.0 for row in rows)}
     fig, (ax,) = subplots(1, panel_size=(6.0, 4.2))
     for i, lam in enumerate(sorted(set(r["lam"]))):
         sel = r["lam"] == lam
@@ -77,21 +87,30 @@ def min_norm_pareto(size, device, outdir):
               "padding to d = 40 and tripling the rows leave norm and MSE unchanged":
               all(abs(row["padded_d40_dup3_norm"] - row["our_norm"]) <= _EXACT * row["our_norm"]
                   and abs(row["padded_d40_dup3_mse"] - row["our_exact_mse"]) <= _EXACT for row in rows)}
-    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows,
+    return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, nulls=nulls,
                        message="our norms at MSE " + ", ".join(f"{row['mse_level']}: {row['our_norm']:.2f} "
-                                                             f"(paper {row['paper_norm']})" for row in rows),
+                                                             f"(paper {row['paper_norm']})" for row in rows)
+                               + f"; nulls: random directions {nulls['random_features']:+.3g}, ||W||_F unit "
+                                 f"{nulls['frobenius_unit']:+.3g}",
                        details={"trained_norm": r["norm"].tolist(), "trained_mse": r["mse"].tolist(),
                                 "lam": r["lam"].tolist()})
 
 
 @claim(id="resnet.sgd_not_min_norm", model="resnet",
-       title="SGD at d = 40, N = 5000 does not get test error below 0.69, nor small training error at a small norm, "
-             "although a min-norm W of norm ~9.7 sqrt d has error 0.12",
+       title="SGD at d = 40, N = 5000 fits the training set (train MSE <= 0.12, the min-norm W's level) only at a norm "
+             "far above the min-norm W's (~9.7 sqrt d) and does not generalise (test MSE >= 0.69)",
        source="seed 004 (seeds/004_3949d2a174c043cd.txt) L436-446 (Fig. 3a), L442 (Rademacher bound), footnote 13; "
               "specs/resnet_kernels.md §1.8, §4.3",
-       metric="0.69 - (SGD's smallest Monte Carlo test MSE over m, lr, wd): positive = SGD beats the paper's floor",
-       tolerance=0.02,
-       tolerance_origin="4 x the Monte Carlo SE of one test MSE near 1 (20000 test points: SE ~ 0.005)",
+       metric="SGD's smallest training MSE over (m, lr, wd) (Monte Carlo-free: the N training points); checks: every "
+              "run with train MSE <= 0.12 has a norm above the min-norm W's, and no run has test MSE below the "
+              "paper's SGD best 0.69",
+       tolerance=0.12,
+       tolerance_origin="the MSE level 0.12 of the paper's smallest-norm construction (L436): SGD 'fits' when it is as "
+                        "good on the training set as the min-norm W is on the whole cube; measured 0.09 at quick size "
+                        "(lr 5, 25 epochs), lower with the full size's 60 epochs",
+       kind="training",
+       nulls={"untrained": "the network at init (lr 1e-12, one epoch): its training MSE",
+              "zero_predictor": "predict 0 on every input: training MSE = E y^2 = 1 (labels +-1)"},
        quick={"d": 40, "N": 5000, "ms": [200], "lrs": [1.0, 5.0], "wds": [0.0, 1e-4], "epochs": 25, "test": 20_000,
               "pareto": {"d": 6, "m": 200, "lams": [1e-4], "starts": 2, "steps": 3000, "refine_steps": 0}},
        full={"d": 40, "N": 5000, "ms": [200, 500, 1000], "lrs": [1.0, 5.0], "wds": [0.0, 1e-4, 1e-3], "epochs": 60,
@@ -101,11 +120,14 @@ def sgd_not_min_norm(size, device, outdir):
     d, N = size["d"], size["N"]
     runs = [(m, resnet_minnorm.sgd(d=d, N=N, m=m, lrs=size["lrs"], wds=size["wds"], epochs=size["epochs"],
                                    test=size["test"], device=device)) for m in size["ms"]]
+    init = resnet_minnorm.sgd(d=d, N=N, m=size["ms"][0], lrs=[1e-12], wds=[0.0], epochs=1, test=size["test"],
+                              device=device)
     rows = [{"m": m, "lr": float(r["lr"][i]), "wd": float(r["wd"][i]), "norm": float(r["norm"][i]),
              "train_mse": float(r["train_mse"][i]), "test_mse": float(r["test_mse"][i]),
              "test_se": float(r["test_se"][i])} for m, r in runs for i in range(r["lr"].size)]
-    finite = [row for row in rows if math.isfinite(row["test_mse"])]
+    finite = [row for row in rows if math.isfinite(row["train_mse"]) and math.isfinite(row["test_mse"])]
     best = min(finite, key=lambda row: row["test_mse"])
+    fit = min(finite, key=lambda row: row["train_mse"])
     level = minnorm.PAPER_POINTS[0][1]
     front = _frontier(size["pareto"])
     W = minnorm.pad(front["W"][0], d)
@@ -113,7 +135,8 @@ def sgd_not_min_norm(size, device, outdir):
              "rademacher_bound": minnorm.rademacher_bound(W, N),
              "N_for_bound_0.3": math.ceil((2 * np.linalg.norm(W) / 0.3) ** 2)}
     fitted = [row for row in finite if row["train_mse"] <= level]
-    measured = minnorm.PAPER_SGD_BEST - best["test_mse"]
+    measured = fit["train_mse"]
+    nulls = {"untrained": float(init["train_mse"][0]), "zero_predictor": 1.0}
     fig, (ax,) = subplots(1, panel_size=(6.0, 4.2))
     for i, m in enumerate(size["ms"]):
         sel = [row for row in finite if row["m"] == m]
@@ -121,21 +144,28 @@ def sgd_not_min_norm(size, device, outdir):
                 label=f"SGD test, m = {m}")
         ax.plot([row["norm"] for row in sel], [row["train_mse"] for row in sel], "^", color=f"C{i}", mfc="none",
                 label=f"SGD train, m = {m}")
+    ax.plot([float(init["norm"][0])], [nulls["untrained"]], "s", color="0.5", label="untrained (train)")
     ax.plot([built["norm"]], [built["mse"]], "k*", ms=12, label="min-norm W (d = 6 padded), exact MSE")
     ax.plot(*zip(*minnorm.PAPER_POINTS), "kx", ms=9, label="paper constructions L436-440")
-    ax.axhline(minnorm.PAPER_SGD_BEST, color="0.4", ls=":", label="paper: SGD best 0.69 (L446)")
+    ax.axhline(minnorm.PAPER_SGD_BEST, color="0.4", ls=":", label="paper: SGD best test 0.69 (L446)")
+    ax.axhline(1.0, color="0.7", ls="--", label="predicting 0")
     ax.set(xlabel="||W||_F / sqrt d", ylabel="MSE", yscale="log",
-           title=f"d = {d}, N = {N}: SGD best test {best['test_mse']:.3f} (0.69 - best = {measured:+.3f}, "
-                 f"tol 0.02)")
+           title=f"d = {d}, N = {N}: SGD best train {measured:.3f} (tol {level}) at norm {fit['norm']:.1f}; best test "
+                 f"{best['test_mse']:.3f}")
     legend_outside(ax)
     path = save_figure(fig, outdir / "resnet.sgd_not_min_norm.png", title=claim_title(
-        REGISTRY["resnet.sgd_not_min_norm"], measured, what="0.69 - best SGD test MSE"))
+        REGISTRY["resnet.sgd_not_min_norm"], measured, what="SGD's smallest train MSE"))
     checks = {"the padded min-norm W has exact MSE <= 0.12": built["mse"] <= level + _EXACT,
-              "no SGD run has train MSE <= 0.12 at a norm <= the min-norm W's":
-              all(row["norm"] > built["norm"] for row in fitted)}
-    return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows,
-                       message=f"SGD best test MSE {best['test_mse']:.3f} (m = {best['m']}, lr = {best['lr']}, "
-                               f"wd = {best['wd']}); min-norm W: norm {built['norm']:.2f}, MSE {built['mse']:.3f}, "
-                               f"Rademacher bound at N = {N}: {built['rademacher_bound']:.2f}",
+              "every SGD run with train MSE <= 0.12 has a norm above the min-norm W's":
+              bool(fitted) and all(row["norm"] > built["norm"] for row in fitted),
+              "no SGD run has test MSE below the paper's SGD best 0.69":
+              all(row["test_mse"] >= minnorm.PAPER_SGD_BEST for row in finite)}
+    return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, nulls=nulls,
+                       message=f"SGD fits: train MSE {fit['train_mse']:.3f} at norm {fit['norm']:.1f} (min-norm W: "
+                               f"norm {built['norm']:.2f}, MSE {built['mse']:.3f}) with test MSE {fit['test_mse']:.3f}; "
+                               f"best test MSE {best['test_mse']:.3f} (m = {best['m']}, lr = {best['lr']}, wd = "
+                               f"{best['wd']}): not below predicting 0 (1.0), so the paper's 0.69 is not reproduced; "
+                               f"untrained train MSE {nulls['untrained']:.3f}; Rademacher bound at N = {N}: "
+                               f"{built['rademacher_bound']:.2f}",
                        details={"constructed": built, "sgd_fitted_runs": len(fitted),
-                                "sgd_diverged_runs": len(rows) - len(finite)})
+                                "sgd_diverged_runs": len(rows) - len(finite), "best_test": best, "best_fit": fit})

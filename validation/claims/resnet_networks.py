@@ -57,6 +57,12 @@ _GROWTH = 5.0
        tolerance=_RATIO_TOL,
        tolerance_origin="1/(4k) = (alpha^2/4)/(k alpha^2) with k = 4: the ResNet below Theorem 2's kernel floor "
                         "alpha^2/4 while the kernels sit at the plateau k alpha^2 (a kernel-like network: ratio ~1)",
+       kind="training",
+       # the trained fc2 is no null here: on this target it beats the kernels too (quick: ratio 0.012), so the claim shows
+       # trained networks beat the kernels (Theorem 2), not that the ResNet's hierarchy is needed (that is
+       # resnet.figure2's target, where the two-layer net stays at the plateau); its ratio is reported in details
+       nulls={"untrained": "the ResNet at init (its first recorded test error, same draw): a network that did not "
+                           "learn is no better than the kernels"},
        quick={"d": 24, "k": _K, "alpha": 0.3, "n_train": [800, 1600], "width": 100, "epochs": 40, "lr": 0.2,
               "weight_decay": 1e-4, "seeds": 2, "archs": ["resnet", "fc2"], "kernels": ["relu_ntk", "relu_ck"],
               "n_test": 4000},
@@ -65,6 +71,7 @@ _GROWTH = 5.0
              "n_test": 10_000})
 def thm2_networks(size, device, outdir):
     rows, ratios, curves, kernel_rows = [], [], {}, []
+    null_ratios = {"untrained": [], "two_layer": []}
     training = {"lr": size["lr"], "weight_decay": size["weight_decay"], "epochs": size["epochs"]}
     for N in size["n_train"]:
         probs = {a: NetworkProblem.thm2(a, d=size["d"], k=size["k"], alpha=size["alpha"], width=size["width"],
@@ -83,12 +90,18 @@ def thm2_networks(size, device, outdir):
             if a == "resnet":
                 ratios.append(ratio)
                 curves[N] = sim
+                null_ratios["untrained"].append(sim["test_error"][:, 0] / kern.min(1))
+            if a == "fc2":
+                null_ratios["two_layer"].append(ratio)
             rows.append({"N": N, "arch": a, "test_error": float(np.mean(err)), "min_kernel_error":
                          float(kern.min(1).mean()), "ratio": float(np.max(ratio)),
                          "c_G": float(np.mean(sim["c_G"][:, -1])), "diverged": int(sim.status != 0)})
     pred = preds[0]
     plateau, floor = float(pred["G_not_learned"]), float(pred["thm2_bound"])
     measured = float(np.max(ratios))
+    # the closest each null comes to passing: its smallest ratio over N and seeds
+    nulls = {"untrained": float(np.min(null_ratios["untrained"]))}
+    fc2_ratio = float(np.min(null_ratios["two_layer"])) if null_ratios["two_layer"] else float("nan")
     resnet_err = [r["test_error"] for r in rows if r["arch"] == "resnet"]
     resnet_max = max(float(np.max(r["test_error"])) for r in rows if r["arch"] == "resnet")
     best = [min(r[k] for k in size["kernels"]) for r in kernel_rows]
@@ -123,8 +136,10 @@ def thm2_networks(size, device, outdir):
     msg = (f"ResNet {', '.join(f'{e:.3g}' for e in resnet_err)} vs best kernel "
            f"{', '.join(f'{e:.3g}' for e in best)} at N = {size['n_train']}; "
            f"plateau {plateau:.3g}, Theorem 2 floor {floor:.3g}")
-    return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, message=msg,
-                       details={"kernels": kernel_rows})
+    msg += (f"; untrained null (smallest ratio) {nulls['untrained']:.3g}; the trained 2-layer net's ratio "
+            f"{fc2_ratio:.3g} (it beats the kernels too: not a null of this claim)")
+    return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, message=msg, nulls=nulls,
+                       details={"kernels": kernel_rows, "fc2_smallest_ratio": fc2_ratio})
 
 
 @claim(id="resnet.kernel_transition", model="resnet",
@@ -137,6 +152,9 @@ def thm2_networks(size, device, outdir):
        tolerance=_CAPTURE_TOL,
        tolerance_origin="c_S/alpha <= 0.1 leaves >= (1 - 0.1)^2 = 81 % of G's error (Lemma E.2): G not learned; a "
                         "kernel that learned G at N ~ d (as the networks do) would show c_S/alpha ~ 1",
+       # no simulation meets it: the exact kernel error is the theory's own computation (its Monte Carlo twin is
+       # resnet.exact_kernel_error). It qualifies Theorem 2: the kernels' capture of G starts gradually, not at a step.
+       kind="finding",
        quick={"d": 20, "k": 3, "alpha": 0.3, "n_train": [57, 114, 285, 570, 1140, 2280], "ridges": [1e-8, 1e-4],
               "kernels": ["relu_ntk", "relu_ck", "gaussian"]},
        full={"d": 20, "k": 3, "alpha": 0.3, "n_train": [57, 114, 285, 570, 1140, 1710, 2280, 3420, 4560],
