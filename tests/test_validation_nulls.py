@@ -39,3 +39,10 @@ def test_a_claim_without_nulls_passes_but_is_counted_apart(tmp_path):
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="kind must be one of"):
         _claim(kind="vibes")
+
+
+def test_every_claim_declares_its_kind_and_every_validation_claim_a_null():
+    from validation.claims import KINDS, discover
+    claims = discover().values()
+    assert all(c.kind in KINDS for c in claims), [c.id for c in claims if c.kind not in KINDS]
+    assert all(c.nulls for c in claims if c.kind != "finding"), [c.id for c in claims if not c.nulls]
