@@ -44,7 +44,7 @@ def test_runner_writes_json_per_claim_and_report(tmp_path, fake, capsys):
     assert "boom in raise" in recs["fake.raise"]["error"]
     assert recs["fake.pass"]["result"]["figure"] == "figures/pass.png"  # relative to the report folder
     report = (tmp_path / "REPORT.md").read_text()
-    assert "| fake.pass | 0.5 | 1 | PASS |" in report and "| fake.raise | - | 1 | ERROR |" in report
+    assert "| fake.pass | - | 0.5 | 1 | none | PASS |" in report and "| fake.raise | - | - | 1 | none | ERROR |" in report
     import popdyn
     for where in ("## Where it ran", f"| popdyn | {popdyn.__version__} |", "| numpy |", "| scipy |", "| numba |",
                   "| torch |", "| git_commit |", "| device | cpu |", "- **Ran:** device cpu on"):
