@@ -341,7 +341,9 @@ def problem_title(meta, *, width=110):
     ...                "call_options": {"d": 200, "lr": 0.001}})
     'lora: k=4, xi=1 | d=200, lr=0.001'
     """
-    fields = meta.get("problem_fields") or {}
+    fields = {}
+    for k, v in (meta.get("problem_fields") or {}).items():  # a nested problem's fields come first, unprefixed
+        fields.update({kk: vv for kk, vv in v.items() if kk not in fields} if isinstance(v, dict) else {k: v})
     opts = meta.get("call_options") or {}
     keep = lambda v: isinstance(v, (int, float, str, bool)) and not (isinstance(v, str) and len(v) > 24)
     left = ", ".join(f"{k}={_fmt(v)}" for k, v in fields.items() if keep(v))
