@@ -150,7 +150,7 @@ def common(*names, **defaults):
 
     ``defaults`` overrides a default (``common("seeds", seeds=2)``); the constraint and help come from here.
     """
-    from ._validate import Integer, Options  # noqa: F401 (Options: progress)
+    from ._validate import Integer, Options
     table = {
         "seeds": Option("seeds", Integer(1), 4, TERMS["seeds"].meaning, calls=("simulate",)),
         "seed": Option("seed", Integer(0), 0, TERMS["seed"].meaning, calls=("simulate",)),
