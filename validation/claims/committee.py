@@ -1,4 +1,4 @@
-"""Committee-machine claims (issue 14 §3): the Saad-Solla plateau, the ODE against online SGD, order 1 vs 2.
+"""Committee-machine claims: the Saad-Solla plateau, the ODE against online SGD, order 1 vs 2.
 
 * ``committee.plateau_erf``: the unspecialised fixed point of erf(x/sqrt 2), K = M = 2, eta = 0.5 has
   eg = 0.014645 (Saad & Solla 1995 §IV; Goldt et al. 2019 Fig. 1's plateau): popdyn's solver against the
@@ -29,7 +29,7 @@ from . import REGISTRY, ClaimResult, claim
 __all__ = []
 
 _SRC = "Saad & Solla 1995 (PRE 52, 4225) §IV; Goldt et al. 2019 (arXiv 1906.08632) eqs. (7)-(9); docs/committee.md"
-_EG_PLATEAU = 0.014645          # issue 14 §3: erf(x/sqrt 2), K = M = 2, eta = 0.5, T = I, v = v* = 1
+_EG_PLATEAU = 0.014645          # erf(x/sqrt 2), K = M = 2, eta = 0.5, T = I, v = v* = 1
 
 
 @claim(id="committee.plateau_erf", model="committee",
@@ -38,7 +38,7 @@ _EG_PLATEAU = 0.014645          # issue 14 §3: erf(x/sqrt 2), K = M = 2, eta = 
        metric="|eg(plateau) - 0.014645|, the plateau found by committee.plateau (relaxation in the symmetric "
               "subspace, then a root solve)",
        tolerance=1e-5,
-       tolerance_origin="issue 14 §3: to 1e-5 (the value is printed to 6 decimals, rounding <= 5e-7); the "
+       tolerance_origin="to 1e-5 (the value is printed to 6 decimals, rounding <= 5e-7); the "
                         "order-1 plateau is 7e-5 away, so 1e-5 separates the two",
        kind="independent",
        nulls={"no eta^2 term": "the order-1 (eta -> 0) ODE's plateau, Problem(order=1), the same solver"},
@@ -235,7 +235,7 @@ def _activation(name):
 @claim(id="committee.activations", model="committee",
        title="Activations beyond erf (ReLU by orthant moments; tanh and a from_callable softsign by quadrature): "
              "online SGD follows the ODE started from each seed's initial overlaps",
-       source=_SRC + "; issue 14 §1 (quadrature for any activation)",
+       source=_SRC,
        metric="max over activations, d and t of |mean_seeds(eg_SGD - eg_ODE)| / (q SE_t + 0.02 mean eg_ODE(t)): the "
               "gap in units of its allowed error (SE of the seed mean of the per-seed differences, q the Student-t "
               "quantile, S - 1 d.o.f., at family-wise level 1 % over times, activations and d: Bonferroni)",

@@ -236,7 +236,7 @@ def fig8_1(size, device, outdir):
 @claim(id="looped.mp_limit", model="looped",
        title="Marchenko-Pastur E_gamma(t) is the d -> infinity limit of the mean error curve (gamma = 1/4): its "
              "finite-d gap shrinks like d^(-2/3) and is within 5 % at d = 400",
-       source="derived; spec A.2 (8-i), A.3 (1-4 % at d = 400), Appendix R3; issue 15 item 4 (5.5 % at d = 200)",
+       source="derived; spec A.2 (8-i), A.3 (1-4 % at d = 400), Appendix R3",
        metric="max over t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts, n = 4 d) / E_gamma(t) - 1| at "
               "the largest d; check: that gap at most half the gap at the smallest d (d^(-2/3) predicts 1/4 over "
               "8-fold d). Reported per d: the gap, gap d^(2/3), gap d, the gap of the finite-(n, d) curve to MP",

@@ -1,5 +1,5 @@
-"""Looped transformer at finite d: the exact finite-(n, d) error curve against the simulation (issue 15 item 4;
-seed 001 ch. 8, specs/looped_contrastive_dg.md A.2 (8-h), (8-i), A.3, A.4 (d)).
+"""Looped transformer at finite d: the exact finite-(n, d) error curve against the simulation
+(seed 001 ch. 8, specs/looped_contrastive_dg.md A.2 (8-h), (8-i), A.3, A.4 (d)).
 
 * ``looped.finite_size``: the theta-averaged error (1/d) tr (I - A/lambda_max)^t of sampled prompts against
   :func:`popdyn.models.looped.finite_error_curve` (exact real-Wishart moments, eta = 1 / E lambda_max from
@@ -77,7 +77,7 @@ def _prompts(size, d):
        title="Finite d: the exact finite-(n, d) curve (real-Wishart moments, eta = 1/E lambda_max) within 2.5 % of "
              "the theta-averaged error at every t <= 30, d = 50..400, where the MP limit is 3-9 % off and half the "
              "finite-size correction 2-5 % off",
-       source="derived; spec A.2 (8-h), (8-i), A.3 (finite-size gap), A.4 (d); issue 15 item 4; Tracy-Widom mean: "
+       source="derived; spec A.2 (8-h), (8-i), A.3 (finite-size gap), A.4 (d); Tracy-Widom mean: "
               "Johnstone 2001 Thm 1.1",
        metric="max over d and t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts, n = 4 d) / "
               "finite_error_curve(n, d, t) - 1|; checks: the squared distance (power 2t) within 5 %, and "

@@ -405,8 +405,7 @@ class Integrals:
 
         References
         ----------
-        .. [src] Saad & Solla 1995 (PRE 52, 4225) eq. (A1); Goldt et al. 2019 eq. (S29); Cho & Saul 2009 eq. (6);
-           issue 14 §1.
+        .. [src] Saad & Solla 1995 (PRE 52, 4225) eq. (A1); Goldt et al. 2019 eq. (S29); Cho & Saul 2009 eq. (6).
 
         Examples
         --------
@@ -455,7 +454,7 @@ class Integrals:
 
         References
         ----------
-        .. [src] Goldt et al. 2019 eq. (S33); Saad & Solla 1995 eq. (A5); issue 14 §1.
+        .. [src] Goldt et al. 2019 eq. (S33); Saad & Solla 1995 eq. (A5).
 
         Examples
         --------
@@ -510,7 +509,7 @@ class Integrals:
 
         References
         ----------
-        .. [src] Saad & Solla 1995 eq. (A2); Goldt et al. 2019 eq. (S30); issue 14 §1.
+        .. [src] Saad & Solla 1995 eq. (A2); Goldt et al. 2019 eq. (S30).
 
         Examples
         --------
@@ -584,7 +583,7 @@ class Integrals:
 
         References
         ----------
-        .. [src] Saad & Solla 1995 eq. (A3); Goldt et al. 2019 eq. (S31); issue 14 §1.
+        .. [src] Saad & Solla 1995 eq. (A3); Goldt et al. 2019 eq. (S31).
 
         Examples
         --------
@@ -661,7 +660,7 @@ def integrals(activation, m2=64, m4=12):
 
     References
     ----------
-    .. [src] Saad & Solla 1995 eqs. (A1)-(A5); Goldt et al. 2019 eqs. (S29)-(S33); issue 14 §1, §5.
+    .. [src] Saad & Solla 1995 eqs. (A1)-(A5); Goldt et al. 2019 eqs. (S29)-(S33).
 
     Examples
     --------

@@ -302,7 +302,7 @@ def drift(problem, Q, R, v=None, *, lr, lr_v=0.0, weight_decay=0.0):
 
     References
     ----------
-    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9) and (S11)-(S14); issue 14 §1.
+    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9) and (S11)-(S14).
 
     Examples
     --------
@@ -340,7 +340,7 @@ def generalisation_error(problem, Q, R, v=None):
 
     References
     ----------
-    .. [src] Saad & Solla 1995 eq. (4); Goldt et al. 2019 eq. (6); issue 14 §1.
+    .. [src] Saad & Solla 1995 eq. (4); Goldt et al. 2019 eq. (6).
 
     Examples
     --------
@@ -407,7 +407,7 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
 
     References
     ----------
-    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9); issue 14 §1, §5.
+    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9).
 
     Examples
     --------
@@ -438,7 +438,7 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     if rt.trains_v:
         obs["v"] = v
     meta = dict(problem=repr(problem), t_unit="steps/d", method=method, rtol=rtol, atol=atol, nfev=sol.nfev,
-                source=["Saad & Solla 1995 eqs. (5)-(7)", "Goldt et al. 2019 eqs. (7)-(9)", "issue 14 §1"])
+                source=["Saad & Solla 1995 eqs. (5)-(7)", "Goldt et al. 2019 eqs. (7)-(9)"])
     pred = Prediction(t=sol.t, observables=obs, status=sol.status, message=sol.message, meta=meta)
     pred._flow = _Flow(problem, f, sol.t, y, method, rtol, atol)
     return pred
@@ -533,7 +533,7 @@ def plateau(problem, v=1.0, t_relax=2000.0, *, lr, weight_decay=0.0):
 
     References
     ----------
-    .. [src] Saad & Solla 1995 §IV (the symmetric phase, eq. (10)); Biehl, Riegler & Wöhler 1996; issue 14 §1.
+    .. [src] Saad & Solla 1995 §IV (the symmetric phase, eq. (10)); Biehl, Riegler & Wöhler 1996.
 
     Examples
     --------
@@ -594,7 +594,7 @@ def escape_time(prediction, level):
 
     References
     ----------
-    .. [src] derived; Saad & Solla 1995 §IV (plateau length); issue 14 §1, §3.
+    .. [src] derived; Saad & Solla 1995 §IV (plateau length).
 
     Examples
     --------

@@ -40,7 +40,7 @@ def initial_overlaps(problem, d, init_scale=1.0, seed=0):
 
     References
     ----------
-    .. [src] derived (rotation invariance of G); issue 14 §3.
+    .. [src] derived (rotation invariance of G).
 
     Examples
     --------
@@ -89,7 +89,7 @@ def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
 
     References
     ----------
-    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9); issue 14 §1.
+    .. [src] Saad & Solla 1995 eqs. (5)-(7); Goldt et al. 2019 eqs. (7)-(9).
 
     Examples
     --------

@@ -53,8 +53,7 @@ class Problem:
 
     References
     ----------
-    .. [src] Saad & Solla 1995 (PRE 52, 4225) eqs. (1)-(4); Goldt et al. 2019 (arXiv 1906.08632) eqs. (1)-(5);
-       issue 14 §1.
+    .. [src] Saad & Solla 1995 (PRE 52, 4225) eqs. (1)-(4); Goldt et al. 2019 (arXiv 1906.08632) eqs. (1)-(5).
     """
     K: int = 2
     M: int = 2

@@ -217,7 +217,7 @@ def _fourier(model, Q, b, s, single, weighted=False):
 def _fourier_numpy(model, q, b, s, chunk=16, weighted=False):
     """The same Fourier sums, vectorised in numpy over (neurons, nodes, patterns) in chunks of neurons.
 
-    The benchmark baseline of the numba kernel (issue 10 §4) and an independent implementation for the tests:
+    The benchmark baseline of the numba kernel and an independent implementation for the tests:
     a common grid per chunk (smallest step, largest t_max), cumulative products for prefix/suffix.
     """
     Q, b, s, single = _inputs("emergence.correlations._fourier_numpy", model, q, b, s, True)

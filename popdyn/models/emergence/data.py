@@ -775,7 +775,7 @@ def iid_block_model(D, k, p_A, p_bg, positive_counts, M=None):
 
     References
     ----------
-    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2; issue 10 §5.
+    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2.
 
     Examples
     --------

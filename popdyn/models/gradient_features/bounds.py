@@ -59,7 +59,7 @@ _GAMMA = Interval(0.0, 1.0, "neither")
 
 #: |l'(0)| of the losses of the framework (hinge; base-2 logistic, spec §1.1).
 LPRIME0 = {"hinge": 1.0, "logistic": 1.0 / (2.0 * math.log(2.0))}
-#: The hidden constants of :func:`main_theorem`, each a multiplier with default 1 (issue 11 §5).
+#: The hidden constants of :func:`main_theorem`, each a multiplier with default 1.
 MAIN_CONSTS = ("C_m1", "C_m2", "C_m3", "C_btilde", "C_eta", "C_T", "C_n1", "C_n2", "C_eta1", "C_sigma_a",
                "C_err")
 _AVG_CONSTS = ("C_drift", "C_init", "C_err", "C_sample")

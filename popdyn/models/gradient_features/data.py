@@ -7,7 +7,7 @@ where the paper gives one, ``.ground_truth() -> (a*, W*, b*)`` with
 :math:`g^*(\mathbf x)=\sum_j a^*_j\,\sigma(\langle\mathbf w^*_j,\mathbf x\rangle-b^*_j)`.
 The base class adds seeded Monte Carlo versions of :math:`G` and :math:`A` that only need ``sample``.
 
-Conventions (issue 11 §5): W is (M, d) with one row per neuron; the indicator is strict; mixture weights
+Conventions: W is (M, d) with one row per neuron; the indicator is strict; mixture weights
 are joint (:math:`\sum_j p_j=1`) and ``sigmas`` are standard deviations (covariance :math:`\sigma_j^2I`).
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@ weight decay ``1/eta^(1)``, cones, nice sets and the feature probability, the co
 Lemma B.6, the frozen-feature optimum ``OPT_{W,b,B_a2}`` and the loss of a network (specs/gradient_features.md
 §1.2-1.3, §2.1, §2.8-2.10).
 
-Conventions (issue 11 §5): ``W`` is (M, d) with one row per neuron, ``g(x) = sum_i a_i relu(<w_i, x> - b_i)``,
+Conventions: ``W`` is (M, d) with one row per neuron, ``g(x) = sum_i a_i relu(<w_i, x> - b_i)``,
 ``b`` is never trained; the symmetric init has ``M = 4m`` neurons in the order of (3.9). ``loss`` is ``"hinge"``
 (``l'(0) = -1``) or ``"logistic"``, the base-2 logistic ``log2(1 + e^{-z})`` (``l(0) = 1``,
 ``l'(0) = -1/(2 ln 2)``). A data model is anything with ``.sample(n, rng)``, ``.dim``, ``.E_yx()`` and, for the

@@ -12,7 +12,7 @@ r"""Parity data models of the gradient-feature framework (seed 001 B.5.4-B.5.6; 
 
 Coordinates: the class-relevant patterns are :math:`A=\{0,\dots,rk-1\}` with blocks
 :math:`A_j=\{jk,\dots,(j+1)k-1\}` (0-based; the paper's :math:`A_j=\{(j-1)k+1,\dots,jk\}`). Weights are (M, d), one
-row per neuron, and the indicator is strict, :math:`\mathbb I[\mathbf w^\top\mathbf x>b]` (issue 11 §5).
+row per neuron, and the indicator is strict, :math:`\mathbb I[\mathbf w^\top\mathbf x>b]`.
 """
 from __future__ import annotations
 

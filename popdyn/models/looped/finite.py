@@ -1,5 +1,5 @@
 """The finite-(n, d) error curve of the looped transformer: exact real-Wishart moments (seed 001 ch. 8;
-specs/looped_contrastive_dg.md A.2 (8-h), (8-i); issue 15 item 4).
+specs/looped_contrastive_dg.md A.2 (8-h), (8-i)).
 
 The Marchenko-Pastur curve (8-i) is the d -> infinity limit of the theta-averaged error (1/d) tr (I - eta A)^t.
 At finite (n, d) its gap to the simulation is a few per cent at d = 200 and grows with t, for two reasons: the
@@ -180,7 +180,7 @@ def finite_error_curve(n, d, T, power=1, *, eta=None):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-h), (8-i), A.3 (finite-size gap); issue 15 item 4.
+    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-h), (8-i), A.3 (finite-size gap).
 
     Examples
     --------

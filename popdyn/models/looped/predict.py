@@ -23,7 +23,7 @@ from .transformer import condition_number, step_schedule
 __all__ = ["check_lr"]
 
 _SRC = ["seed 001 L2337-2345 (Thm 8.16)", "seed 001 L2476-2488 (Fig. 8.1)",
-        "specs/looped_contrastive_dg.md A.2 (8-g, 8-h, 8-i), A.4", "issue 15 item 4 (finite-(n, d) curve)"]
+        "specs/looped_contrastive_dg.md A.2 (8-g, 8-h, 8-i), A.4"]
 
 
 def _regime(problem, lr, method):

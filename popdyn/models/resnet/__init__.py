@@ -1,6 +1,6 @@
 r"""ResNet vs kernels (seed 004, Allen-Zhu & Li 2019 v1, "What Can ResNet Learn Efficiently, Going Beyond Kernels?").
 
-Spec: specs/resnet_kernels.md. Conventions (issue 12 §5): x in {±1}^d; a dot-product kernel is its Hamming profile
+Spec: specs/resnet_kernels.md. Conventions: x in {±1}^d; a dot-product kernel is its Hamming profile
 ``kappa`` (shape (d+1,)); a target is a list with one Walsh expansion per output (dict from a sorted 0-based coordinate
 tuple to its coefficient).
 

@@ -1,7 +1,7 @@
 r"""Correlation kernels on the uniform hypercube {±1}^d: exact level eigenvalues, KRR, Parseval test error.
 
 Spec: specs/resnet_kernels.md §2.7-2.8 (seed 004 Prop. E.1 L1106-1118, Lemma E.2 L1129-1151, program (3.1)
-L124-129). Conventions (issue 12 §5): x in {±1}^d (rows of ``X``, entries exactly ±1); a dot-product kernel is
+L124-129). Conventions: x in {±1}^d (rows of ``X``, entries exactly ±1); a dot-product kernel is
 given by its *profile* :math:`\kappa_t = K(x,y)` at Hamming distance :math:`t=0..d` (shape ``(d+1,)``); a target
 is a list with one Walsh expansion per output, a dict from a sorted 0-based coordinate tuple (``()`` for the
 constant) to its coefficient. Points of the whole cube are enumerated by :func:`hypercube_points` (row ``i`` has

@@ -13,7 +13,7 @@ Public names
 :func:`polarization_G`
     The 2^k polarization terms of Cor. 7.1 (L1331-1334).
 
-Conventions (issue 12 §5): inputs are x in {±1}^d; a Walsh expansion is a dict from a sorted tuple of 0-based
+Conventions: inputs are x in {±1}^d; a Walsh expansion is a dict from a sorted tuple of 0-based
 coordinates (() for the constant) to its coefficient, one dict per output.
 """
 from __future__ import annotations

@@ -75,7 +75,7 @@ def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
 
     References
     ----------
-    .. [src] Saad & Solla 1995 eqs. (1)-(3); Goldt et al. 2019 eqs. (1)-(5); issue 14 §2.
+    .. [src] Saad & Solla 1995 eqs. (1)-(3); Goldt et al. 2019 eqs. (1)-(5).
 
     Examples
     --------
@@ -142,6 +142,6 @@ def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
     obs = {"Q": Q, "R": R, "eg": generalisation_error(problem, Q, R, vv) if ok else np.full(Q.shape[:2], np.nan)}
     if lr_v > 0:
         obs["v"] = vv
-    meta = dict(device=str(dev), dtype=str(dt), t_unit="steps", source=["Saad & Solla 1995 eqs. (1)-(3)", "issue 14 §2"])
+    meta = dict(device=str(dev), dtype=str(dt), t_unit="steps", source=["Saad & Solla 1995 eqs. (1)-(3)"])
     return Simulation(t=rec, observables=obs, status=0 if ok else -1,
                       message="success" if ok else "a run diverged (non-finite weights)", meta=meta)
