@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .results import Comparison, Prediction, Simulation, _jsonable
+from .results import Comparison, Prediction, Simulation, _jsonable, choose_observables
 
 __all__ = ["predict", "simulate", "compare", "register", "entry", "entries"]
 
@@ -334,11 +334,7 @@ def compare(prediction: Prediction, simulation: Simulation, *, strict=True, at=N
                          "here the prediction has a time axis.")
     _check_comparable(prediction, simulation)
     names = [k for k in prediction.observables if k in simulation.observables and not k.endswith("_se")]
-    if observables is not None:
-        unknown = [k for k in observables if k not in names]
-        if unknown:
-            raise ValueError(f"compare: observables {unknown} are not shared; choose among {names}")
-        names = [k for k in names if k in observables]
+    names = choose_observables(names, observables, "compare")
     if not names:
         raise ValueError("prediction and simulation share no observable: "
                          f"{sorted(prediction.observables)} vs {sorted(simulation.observables)}")

@@ -590,18 +590,14 @@ def plot_comparison(comp, path=None, *, ax=None, observables=None):
 def plot_result(result, path=None, *, ax=None, observables=None, band_sd=2.0):
     """A prediction (theory lines) or a simulation (mean with a seed band) alone, one panel per observable,
     drawn as :func:`plot_comparison` draws it. ``*_se`` observables are drawn as bands of their observable."""
-    from .results import Simulation
+    from .results import Simulation, choose_observables
     is_sim = isinstance(result, Simulation)
     n_t = None if result.t is None else np.size(result.t)
     time_axis = 1 if is_sim else 0
     names = [k for k in result.observables if not k.endswith("_se")  # per-run arrays without a time axis: not drawn
              and (n_t is None or (np.ndim(result.observables[k]) > time_axis
                                   and np.shape(result.observables[k])[time_axis] == n_t))]
-    if observables is not None:
-        unknown = [k for k in observables if k not in names]
-        if unknown:
-            raise ValueError(f"The 'observables' parameter must name some of {names}. Got {list(observables)!r}.")
-        names = [k for k in names if k in observables]
+    names = choose_observables(names, observables, "plot")
     if not names:
         raise ValueError("the result has no observable to draw")
     fig, axes = _figure(len(names), ax, path is not None)

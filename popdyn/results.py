@@ -131,6 +131,17 @@ class Simulation(_Result):
         return plot_result(self, path=path, ax=ax, observables=observables, band_sd=band_sd)
 
 
+def choose_observables(names, observables, owner):
+    """``names`` restricted to the caller's ``observables`` (all when None); an unknown name is a ValueError that
+    lists the valid ones."""
+    if observables is None:
+        return list(names)
+    unknown = [k for k in observables if k not in names]
+    if unknown:
+        raise ValueError(f"{owner}: observables {unknown} are not available; choose among {list(names)}")
+    return [k for k in names if k in observables]
+
+
 def load(path):
     """Load a Prediction or Simulation written by ``save``; exact round trip."""
     path = Path(path).with_suffix(".npz")
