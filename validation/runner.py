@@ -1,12 +1,13 @@
 """Run claims, store each result at once, print a pass/fail table and write ``REPORT.md``.
 
-``python -m validation [model|claim ...] [--quick] [--device cpu|cuda] [--out DIR] [--resume]
-[--jobs N | --scheduler ADDRESS]`` (also ``popdyn validate``). Each finished claim is written
+``python -m validation [model|claim ...] [--quick | --full] [--device cpu|cuda] [--out DIR] [--resume]
+[--record] [--jobs N | --scheduler ADDRESS]`` (also ``popdyn validate``). Each finished claim is written
 atomically to ``<out>/<id>.json`` (with its figure) the moment it finishes, keyed by a hash of its
 inputs and sources (:meth:`Claim.key`). ``--resume`` skips claims whose stored PASS/FAIL matches the
 current key, so an interrupted run loses no finished claim. Claims run one after another, on ``N``
 local processes (``--jobs``) or on a Dask cluster (``--scheduler``); the records and the report are
-the same apart from timings and hosts. A claim that raises is recorded as ERROR; the runner goes on.
+the same apart from timings and hosts. ``--record`` also stores each result in the repository's records
+(:mod:`validation.records`). A claim that raises is recorded as ERROR; the runner goes on.
 ``REPORT.md`` covers every stored result in ``<out>``: where and how it ran, the summary table, one
 section per claim. ``--out`` defaults to ``./validation/report`` under the current directory.
 Exit status: 0 iff every selected claim passed, 1 otherwise, 2 on a usage error, 130 when interrupted
@@ -15,6 +16,7 @@ Exit status: 0 iff every selected claim passed, 1 otherwise, 2 on a usage error,
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -132,6 +134,7 @@ def _execute(c, size, device, out):
         part.update(result=None, verdict="ERROR", error=f"{type(e).__name__}: {e}",
                     traceback=traceback.format_exc(limit=6))
     part["elapsed_s"] = round(time.perf_counter() - t0, 3)
+    part["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return part
 
 
@@ -156,13 +159,14 @@ def _executor(jobs, scheduler):
 
 
 def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, selected=None, jobs=1,
-        scheduler=None):
+        scheduler=None, record=False):
     """Run the claims named by model or id (all when empty); return their records in selection order.
 
     ``selected`` (a list of :class:`Claim`) overrides the name lookup. With ``resume``, a claim whose
     stored PASS/FAIL record has the current key is not rerun. Each record is saved to ``<out>/<id>.json``
     as soon as its claim finishes; ``REPORT.md`` is rewritten at the end (also after Ctrl-C, which is
     then re-raised). ``jobs > 1`` runs claims on a local process pool, ``scheduler`` on a Dask cluster.
+    ``record`` also stores each finished result in the repository's records (:mod:`validation.records`).
     """
     selected = _claims.select(names) if selected is None else list(selected)
     out = Path(out)
@@ -181,7 +185,7 @@ def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, s
         if ex is None:
             for c in todo:
                 bar.set_description(c.id)
-                records[c.id] = _finish(out, c, quick, device, env, _execute(c, c.size(quick), device, out))
+                records[c.id] = _finish(out, c, quick, device, env, _execute(c, c.size(quick), device, out), record)
                 bar.update(1)
         else:
             pending = {ex.submit(_execute, c, c.size(quick), device, out): c for c in todo}
@@ -194,7 +198,7 @@ def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, s
                     except Exception as e:  # the worker itself failed (killed, unpicklable claim)
                         part = {"result": None, "verdict": "ERROR", "error": f"{type(e).__name__}: {e}",
                                 "elapsed_s": None, "host": None}
-                    records[c.id] = _finish(out, c, quick, device, env, part)
+                    records[c.id] = _finish(out, c, quick, device, env, part, record)
                     bar.set_description(c.id)
                     bar.update(1)
     except KeyboardInterrupt:
@@ -208,10 +212,14 @@ def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, s
     return [records[c.id] for c in selected]
 
 
-def _finish(out, c, quick, device, env, part):
-    """Join a claim's result with its skeleton and the environment, save it atomically, return it."""
+def _finish(out, c, quick, device, env, part, record=False):
+    """Join a claim's result with its skeleton and the environment, save it atomically (and in the repository's
+    records with ``record``), return it."""
     rec = _skeleton(c, quick, device) | part | {"env": env}
     _save(out, rec)
+    if record:
+        from . import records
+        records.store([rec])
     return rec
 
 
@@ -361,12 +369,17 @@ def write_report(out, env=None):
 def add_arguments(parser):
     """The runner's options, shared by ``python -m validation`` and ``popdyn validate``."""
     parser.add_argument("names", nargs="*", metavar="model|claim", help="models or claim ids (default: all)")
-    parser.add_argument("--quick", action="store_true", help="small sizes (each claim well under a minute)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small sizes (most claims well under a minute)")
+    size.add_argument("--full", action="store_true", help="the claims' full sizes (the default)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="torch device for simulations")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help="report folder (default: ./validation/report under the current directory)")
     parser.add_argument("--resume", action="store_true",
                         help="skip claims whose stored PASS/FAIL matches the current code and size")
+    parser.add_argument("--record", action="store_true",
+                        help="also store each result in validation/records/ (the repository's records; see "
+                             "python -m validation.records)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--jobs", type=int, default=1, help="run claims on N local processes (default 1: serial)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -391,7 +404,7 @@ def run_from_args(args, parser):
         if args.jobs < 1:
             parser.error(f"argument --jobs: must be >= 1, got {args.jobs}")
         records = run(quick=args.quick, device=args.device, out=args.out, resume=args.resume, selected=selected,
-                      jobs=args.jobs, scheduler=args.scheduler)
+                      jobs=args.jobs, scheduler=args.scheduler, record=args.record)
     except KeyboardInterrupt:
         print(f"interrupted; finished claims are kept in {args.out}", file=sys.stderr)
         return 130

@@ -11,6 +11,8 @@ decided in one place, :func:`verdict`, from the claim's declared ``tolerance``.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib
 import json
@@ -125,8 +127,9 @@ class Claim:
     def key(self, quick):
         """Hash of everything the result depends on: a stored result with another key is stale.
 
-        Covers the id, size and tolerance, popdyn's version, and the source of the claim's module, of
-        the model (``popdyn/models/<model>``, ``popdyn/sim/<model>``) and of popdyn's core modules.
+        Covers the id, size and tolerance, popdyn's version, and the code of the claim's module, of the model
+        (``popdyn/models/<model>``, ``popdyn/sim/<model>``) and of popdyn's core modules (:func:`source_hash`:
+        docstrings, comments, layout and a claim's prose do not enter it).
         """
         text = json.dumps({"id": self.id, "size": self.size(quick), "tolerance": self.tolerance,
                            "version": popdyn.__version__, "source": source_hash(self)}, sort_keys=True)
@@ -144,11 +147,51 @@ def _source_files(c):
     return files
 
 
+#: A claim's prose: words about the measurement, not the measurement.
+_PROSE = frozenset({"title", "source", "metric", "tolerance_origin", "kind"})
+
+
+class _CodeOnly(ast.NodeTransformer):
+    """Drop docstrings, and the prose of ``claim(...)`` / ``Claim(...)`` calls (null names stay, not their words)."""
+
+    def _strip_docstring(self, node):
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+        return self.generic_visit(node)
+
+    visit_Module = visit_ClassDef = visit_FunctionDef = visit_AsyncFunctionDef = _strip_docstring
+
+    def visit_Call(self, node):
+        if getattr(node.func, "id", getattr(node.func, "attr", None)) in ("claim", "Claim"):
+            node.keywords = [k for k in node.keywords if k.arg not in _PROSE]
+            for k in node.keywords:
+                if k.arg == "nulls" and isinstance(k.value, ast.Dict):
+                    k.value.values = [ast.Constant("") for _ in k.value.values]
+        return self.generic_visit(node)
+
+
+def _code(path):
+    """The code of a Python file without docstrings, comments, layout or claim prose (``ast.dump``)."""
+    st = Path(path).stat()
+    return _code_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _code_cached(path, mtime_ns, size):
+    return ast.dump(_CodeOnly().visit(ast.parse(Path(path).read_text())))
+
+
 def source_hash(c):
-    """SHA-256 (16 hex digits) of the source files claim ``c`` depends on (:func:`_source_files`)."""
+    """SHA-256 (16 hex digits) of the code claim ``c`` depends on (:func:`_source_files`, read by :func:`_code`).
+
+    Citing a paper differently or rewording a docstring leaves it unchanged; ``ast.dump`` differs between Python
+    minor versions, so a record made under another one reads as stale.
+    """
     h = hashlib.sha256()
     for f in _source_files(c):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
+        h.update(f.name.encode() + b"\0" + _code(f).encode())
     return h.hexdigest()[:16]
 
 
