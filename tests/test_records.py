@@ -1,5 +1,5 @@
 """The stored validation records: every claim has one at both sizes, README and docs/validation.md are made from
-them (regenerate with ``python -m validation.records --write``), and a record whose code changed reads as stale."""
+them (regenerate with ``python -m validation.records``), and a record whose code changed reads as stale."""
 import json
 
 import pytest
@@ -29,7 +29,7 @@ def test_every_claim_has_a_record_at_both_sizes(claim_id):
 def test_readme_and_docs_agree_with_the_records():
     differ = records.write_pages(check=True)
     assert not differ, (f"{', '.join(map(str, differ))} disagree with validation/records/: "
-                        "run python -m validation.records --write")
+                        "run python -m validation.records")
 
 
 def test_claim_prose_does_not_enter_the_key_but_code_does(tmp_path):
