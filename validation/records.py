@@ -22,6 +22,7 @@ from pathlib import Path
 from popdyn.results import atomic_write
 
 from . import claims as _claims
+from . import error_budget
 
 __all__ = ["RECORDS", "SIZES", "store", "mark_not_run", "load", "is_stale", "status", "headline", "docs_page",
            "readme_block", "write_pages", "main"]
@@ -105,8 +106,7 @@ def load(root=RECORDS):
 def is_stale(rec, size):
     """The stored ``size`` result was measured with another key (code, size or tolerance) than the current one."""
     part = rec.get(size)
-    c = _claims.REGISTRY[rec["id"]]
-    return part is not None and part.get("key") != c.key(size == "quick")
+    return part is not None and part.get("key") != _claims.REGISTRY[rec["id"]].key(size == "quick")
 
 
 def status(rec):
@@ -187,7 +187,7 @@ def docs_page(records):
         "and every null (the theory a skeptical referee would offer instead, measured on the same draw) is outside "
         "the tolerance; the table shows the theory's number and the null closest to passing. A claim's status is "
         "its full-size verdict where the full size ran. *Stale* marks a result measured before the code, size or "
-        "tolerance last changed.", "", headline(records), "", *rows, ""])
+        "tolerance last changed.", "", headline(records), "", *rows, "", error_budget.markdown()])
 
 
 def readme_block(records):
@@ -198,8 +198,9 @@ def readme_block(records):
             models.setdefault(r["model"], []).append(r)
     rows = ["| model | claims | quick size | full size |", "|---|---|---|---|"]
     rows += [f"| `{m}` | {len(rs)} | {_count(rs, 'quick')} | {_count(rs, 'full')} |" for m, rs in models.items()]
-    return "\n".join([BEGIN, headline(records), "", *rows, "", "Every claim's numbers, nulls and sizes: "
-                      "`docs/validation.md` (generated from `validation/records/`).", END])
+    return "\n".join([BEGIN, headline(records), "", *rows, "", error_budget.statement(), "",
+                      "Every claim's numbers, nulls, sizes and false-failure bound: `docs/validation.md` (generated "
+                      "from `validation/records/`).", END])
 
 
 def _readme_with(text, block):

@@ -34,6 +34,7 @@ import popdyn
 from popdyn.results import atomic_write
 
 from . import claims as _claims
+from . import error_budget
 
 __all__ = ["run", "write_report", "load_records", "environment", "headline", "main", "DEFAULT_OUT"]
 
@@ -360,7 +361,8 @@ def write_report(out, env=None):
                       "A claim PASSES when the theory is within its tolerance, every sub-check holds and every null "
                       "it declares (the theory a skeptical referee would offer instead, measured on the same draw) "
                       "is outside the tolerance.", "", "## Where it ran", "", _env_table(env), "",
-                      "## Summary", "", _table(recs), ""] + [line for r in recs for line in _section(r)])
+                      "## Summary", "", _table(recs), "", error_budget.markdown()]
+                     + [line for r in recs for line in _section(r)])
     path = Path(out) / "REPORT.md"
     atomic_write(path, lambda f: f.write(text.encode()))
     return path
