@@ -97,6 +97,64 @@ def test_quad_equals_arcsin(neuron):
     assert np.abs(qa - qq).max() <= 1e-11 and np.abs(pa - pq).max() <= 1e-11
 
 
+def _mp_sign_moments(w_par, s):
+    """q (P,) and p (P, r) from the orthant (arcsin) forms evaluated in mpmath at 40 digits (no cancellation left)."""
+    import mpmath as mp
+    r = len(w_par)
+    with mp.workdps(40):
+        w, s = [mp.mpf(float(x)) for x in w_par], mp.mpf(float(s))
+        nw = mp.sqrt(sum(x * x for x in w) + s * s)
+        nk = [mp.sqrt(sum(w[l] ** 2 for l in range(r) if l != k) + s * s) for k in range(r)]
+        q, p = [], []
+        for u in mt.sign_patterns(r):
+            orth = mp.mpf(2) ** -r + sum(mp.asin(-u[k] * u[l] * w[k] * w[l] / (nk[k] * nk[l]))
+                                         for k in range(r) for l in range(k + 1, r)) / (2 ** (r - 1) * mp.pi)
+            q.append(float(2 ** r / mp.sqrt(2 * mp.pi) * s / nw * orth))
+            p.append([float(mp.mpf(1) / 2 + sum(mp.asin(u[l] * w[l] / nk[k]) for l in range(r) if l != k) / mp.pi)
+                      for k in range(r)])
+        return np.array(q), np.array(p)
+
+
+@st.composite
+def _far_neurons(draw, r):
+    """A neuron with ||w_par|| / s anywhere in [1e-3, 1e8] and s in [1e-3, 1e3], sometimes one dominant entry."""
+    s = 10.0 ** draw(st.floats(-3, 3))
+    w = np.array(draw(st.lists(st.floats(-1, 1).filter(lambda x: abs(x) > 1e-3), min_size=r, max_size=r)))
+    if draw(st.booleans()):
+        w[1:] *= 10.0 ** draw(st.floats(-6, 0))
+    return w / np.linalg.norm(w) * s * 10.0 ** draw(st.floats(-3, 8)), s
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([2, 3]).flatmap(_far_neurons))
+@example((np.array([1e4, 1e-3]), 1.0))                # |rho| small, nk_1^2 = ||w||^2 - w_1^2 cancelled before
+@example((np.array([1e6, -2e5, 3e5]), 1.0))           # r = 3 orthant 1/8 + sum asin / (4 pi) cancels
+def test_arcsin_forms_are_accurate_far_from_the_bulk(neuron):
+    """The declared accuracy of sign_moments for r <= 3 at every ||w_par|| / s: q relative 1e-12, p absolute 1e-14
+    (before: 6e-5 relative at ||w_par|| / s = 1e6, r = 2; 0.6 at 1e8), against the closed forms at 40 digits."""
+    w_par, s = neuron
+    q, p = mt.sign_moments(w_par, s)
+    qr, pr = _mp_sign_moments(w_par, s)
+    assert np.abs(q[0] / qr - 1).max() <= 1e-12 and np.abs(p[0] - pr).max() <= 1e-14
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from([2, 3]).flatmap(_far_neurons))
+def test_quad_meets_its_declared_accuracy_or_warns(neuron):
+    """"quad": p to 1e-14 absolute; q to 2e-16 (||w_par||/s)^2 relative (plus 1e-13), with a RuntimeWarning past
+    ||w_par|| / s = 1e4 where that exceeds 1e-8."""
+    w_par, s = neuron
+    ratio = np.linalg.norm(w_par) / s
+    qr, pr = _mp_sign_moments(w_par, s)
+    if ratio > 1e4:
+        with pytest.warns(RuntimeWarning, match="accurate to about"):
+            q, p = mt.sign_moments(w_par, s, "quad")
+    else:
+        q, p = mt.sign_moments(w_par, s, "quad")
+    assert np.abs(p[0] - pr).max() <= 1e-14
+    assert np.abs(q[0] / qr - 1).max() <= 1e-13 + 2e-16 * ratio ** 2 * 10  # x10 headroom over the measured slope
+
+
 @settings(max_examples=12)
 @given(neurons(1, 3))
 @example((np.array([7.0, -7.0, 1e-3]), 1e-2))
