@@ -149,6 +149,11 @@ def headline(records):
     return "\n".join(lines)
 
 
+def _minutes(records, size):
+    times = [p["elapsed_s"] for r in records.values() if (p := r.get(size)) and p.get("elapsed_s")]
+    return f"{sum(times) / 60:.0f} min over {len(times)} claims" if times else "not run"
+
+
 def _num(v):
     return "-" if v is None or v != v else f"{v:.3g}"
 
@@ -199,6 +204,8 @@ def readme_block(records):
             models.setdefault(r["model"], []).append(r)
     rows = ["| model | claims | quick size | full size |", "|---|---|---|---|"]
     rows += [f"| `{m}` | {len(rs)} | {_count(rs, 'quick')} | {_count(rs, 'full')} |" for m, rs in models.items()]
+    rows += ["", "Claim time of the stored runs (one process each, summed over the claims): "
+             + "; ".join(f"{size} size {_minutes(records, size)}" for size in SIZES) + "."]
     return "\n".join([BEGIN, headline(records), "", *rows, "", error_budget.statement(), "",
                       "Every claim's numbers, nulls, sizes and false-failure bound: `docs/validation.md` (generated "
                       "from `validation/records/`).", END])
