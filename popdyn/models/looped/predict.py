@@ -1,5 +1,5 @@
-"""``popdyn.predict`` for the looped transformer: mean error curves over loops t = 0..loops (seed 001 ch. 8;
-specs/looped_contrastive_dg.md A.2, A.4).
+"""``popdyn.predict`` for the looped transformer: mean error curves over loops t = 0..loops ([Shi24] ch. 8;
+docs/looped.md).
 
 ``predict(problem, loops=..., lr="1/L", method="exact"|"mp"|"finite", prompts=..., seed=...)`` registered for
 :class:`~popdyn.models.looped.Problem`: observables ``error`` (mean signed error), ``abs_error`` and ``sq_dist``,
@@ -64,7 +64,7 @@ def _spectral_curves(problem, loops, lr, method):
         extra = {"lambda_max_mean": c * lambda_max_mean(n, problem.d)}
     obs = {"error": -problem.alpha * e1, "sq_dist": e2}
     if lr == "1/L":
-        obs["abs_error"] = abs(problem.alpha) * e1  # the product is PSD: |err| = -sign(alpha) err (spec 8-h)
+        obs["abs_error"] = abs(problem.alpha) * e1  # the product is PSD: |err| = -sign(alpha) err (docs/looped.md)
     return obs, extra
 
 
