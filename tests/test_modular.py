@@ -1,7 +1,7 @@
-"""Oracle and property tests of popdyn.models.modular (specs/modular_and_icl.md Part A, Part D chapter 4).
+"""Oracle and property tests of popdyn.models.modular ([Shi24] Ch. 4, App. C; docs/modular.md).
 
 Oracles: plain Python enumeration of all p^k inputs (the numba kernels), mpmath at 40 digits and the
-closed forms of Lemma C.11 / Morwani et al. (gamma*), the printed table of spec §A.2.3, numpy.fft.fftn of
+closed forms of Lemma C.11 / Morwani et al. (gamma*), the printed table of a reference script, numpy.fft.fftn of
 the full logit tensor (the DFT closed form), the direct mean over D_p (Psi's Fourier form), and the
 identities of Lemma C.16 and eq. (C.21) on random reals.
 """
@@ -18,7 +18,7 @@ from popdyn import InvalidParameterError
 from popdyn.models import modular
 
 PRIMES = [3, 5, 7, 11, 13]
-# (p, k) with p^k <= 2e4 (spec Part D), k in 2..4
+# (p, k) with p^k <= 2e4, k in 2..4
 SMALL = [(p, k) for p in PRIMES for k in (2, 3, 4) if p ** k <= 20_000]
 TABLE = {(47, 4): 1.024086e-5, (97, 3): 2.013531e-5, (23, 5): 1.193409e-5, (31, 4): 2.931416e-5,
          (61, 3): 5.122951e-5, (17, 5): 3.003652e-5, (11, 3): 1.704545e-3, (7, 4): 1.365976e-3,
@@ -76,7 +76,7 @@ def cosine_neuron(p, k, zeta, phases_u, phase_w, amp=None):
 # --------------------------------------------------------------------------- gamma* closed forms
 @pytest.mark.parametrize("p, k", sorted(TABLE))
 def test_gamma_star_table(p, k):
-    # 5e-7: the spec's table prints 7 significant digits
+    # 5e-7: the reference table prints 7 significant digits
     assert modular.max_margin(p, k) == pytest.approx(TABLE[p, k], rel=5e-7)
     if (p, k) in WIDTHS:
         assert modular.construction_width(p, k) == WIDTHS[p, k] == modular.Problem(p, k).width
@@ -137,7 +137,7 @@ def test_all_inputs_order_matches_product():
 
 @given(net=networks())
 def test_margin_chain(net):
-    """h <= mean g <= mean g' = sum Psi <= ||theta||^{k+1} gamma* (spec §A.2.3, Part D.2)."""
+    """h <= mean g <= mean g' = sum Psi <= ||theta||^{k+1} gamma* (docs/modular.md)."""
     U, W = net
     m, k, p = U.shape
     scale = modular.norm(U, W) ** (k + 1)
@@ -162,7 +162,7 @@ def test_psi_direct_equals_fourier(net):
     u, w = U[0], W[0]
     direct = modular.single_neuron_margin(u, w, method="direct")
     scale = (np.sum(u ** 2) + np.sum(w ** 2)) ** ((u.shape[0] + 1) / 2)
-    # 1e-10 (spec Part D.3) relative to ||theta_i||^{k+1}, the natural size of Psi
+    # 1e-10 relative to ||theta_i||^{k+1}, the natural size of Psi
     assert modular.single_neuron_margin(u, w) == pytest.approx(direct, abs=1e-10 * scale)
     assert direct <= modular.max_margin(u.shape[1], u.shape[0]) * scale + 1e-10 * scale
 
@@ -193,7 +193,7 @@ def test_optimal_neuron(p, k):
         assert d["dominant_frequency"].tolist() == [zeta]
         np.testing.assert_allclose(d["component_power"], 1.0, rtol=1e-12)
         assert abs(d["phase_residual"][0]) < 1e-12
-    # a pi/2 phase offset kills the margin (spec §A.2.3); 1e-12 gamma*: rounding
+    # a pi/2 phase offset kills the margin; 1e-12 gamma*: rounding
     u, w = cosine_neuron(p, k, 1, np.zeros(k), np.pi / 2)
     assert abs(modular.single_neuron_margin(u, w)) < 1e-12 * modular.max_margin(p, k)
 
@@ -268,7 +268,7 @@ def test_construction_computes_sum_of_cosines(p, k):
     L = modular.logits(U, W)
     d = (modular.all_inputs(p, k).sum(axis=1)[:, None] - np.arange(p)[None]) % p
     ref = np.cos(2 * np.pi * np.multiply.outer(d, np.arange(1, (p - 1) // 2 + 1)) / p).sum(axis=-1)
-    # 1.2e-14 was observed (spec §A.2.5); 1e-12: rounding of 2^(2k-2)(p-1) terms of size ~1
+    # 1.2e-14 was observed; 1e-12: rounding of 2^(2k-2)(p-1) terms of size ~1
     np.testing.assert_allclose(L, ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(L, modular.construction_logit(p, d), rtol=0, atol=1e-12)
     assert modular.margin(U, W) == pytest.approx(p / 2, abs=1e-12)
@@ -356,7 +356,7 @@ def test_power_spectrum_one_sided_vs_two_sided():
     p = 11
     v = np.cos(2 * np.pi * 3 * np.arange(p) / p + 0.7)
     two = np.abs(np.fft.fft(v)) ** 2
-    assert two.max() / two.sum() == pytest.approx(0.5)  # the paper's L1207 formula caps a cosine at 1/2
+    assert two.max() / two.sum() == pytest.approx(0.5)  # the paper's Fig. 4.2 formula caps a cosine at 1/2
     assert modular.power_spectrum(v).max() == pytest.approx(1.0, rel=1e-12)
     assert modular.power_spectrum(np.zeros(p)).tolist() == [0.0] * 6
 
