@@ -530,7 +530,7 @@ def test_run_options_bad_input(kw, name):
 
 
 def test_predict_no_structure_signal():
-    """S16 / C9: without input structure the step-1 signal ||T^(1)|| collapses (ratio 2e-6 to 5e-5 in S16) and the
+    """Without input structure the step-1 signal ||T^(1)|| collapses (ratio 2e-6 to 5e-5, docs/emergence.md) and the
     two-step features are constant (LP loss 1)."""
     prob = Problem.parity(D=40, k=5, width=10)
     with_s = popdyn.predict(prob, steps=3).meta["steps_1_2"]

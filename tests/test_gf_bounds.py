@@ -573,7 +573,7 @@ def test_mills_bounds_sandwich_and_tighten():
 
 
 def test_tail_expectation_bound_for_all_z():
-    """phi(z) = |E[1[g > z] g]| < 2 Q(z)^0.9 on [-40, 40] and, in logs, out to z = 1e4; max ratio 0.853 (V15)."""
+    """phi(z) = |E[1[g > z] g]| < 2 Q(z)^0.9 on [-40, 40] and, in logs, out to z = 1e4; max ratio 0.853."""
     z = np.linspace(-40.0, 40.0, 400001)
     logphi = -0.5 * z**2 - 0.5 * math.log(2 * math.pi)
     logb = tail_expectation_bound(z, log=True)

@@ -45,7 +45,7 @@ def test_majority_coefficient_equals_brute_force_fourier(n):
 
 @pytest.mark.parametrize("n", [5, 11, 101, 1001])
 def test_majority_parseval(n):
-    """sum_j C(n, j) xi_j^2 = E[Maj^2] = 1 (V12); float sum of <= 501 positive terms: 1e-13."""
+    """sum_j C(n, j) xi_j^2 = E[Maj^2] = 1; float sum of <= 501 positive terms: 1e-13."""
     total = math.fsum(math.comb(n, j) * majority_coefficient(n, j) ** 2 for j in range(1, n + 1, 2))
     assert abs(total - 1.0) < 1e-13
 
@@ -105,7 +105,7 @@ def _uniform_case(d, k, seed, M=6):
 
 @pytest.mark.parametrize("d,k", [(5, 1), (5, 2), (7, 3), (9, 4), (11, 4), (13, 2), (13, 6), (15, 4), (15, 14)])
 def test_uniform_G_equals_brute_force(d, k):
-    """Exact G (with the factor 1/2) vs the mean over all 2^d inputs: both dyadic rationals, so exactly equal (V6)."""
+    """Exact G (with the factor 1/2) vs the mean over all 2^d inputs: both dyadic rationals, so exactly equal."""
     up, W, b = _uniform_case(d, k, seed=d * 100 + k)
     X = cube(d)
     y = np.prod(X[:, up.subset], axis=1)

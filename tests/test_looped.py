@@ -68,7 +68,7 @@ def test_attention_last_row_matches_lemma_8_13():
 
 
 def test_general_qp_closed_form():
-    """Spec (8-m): the last row is [q0, alpha] prod_t (I - eta_t Q C P) with C = [X, y]^T [X, y], any (Q, P)."""
+    """docs/looped.md: the last row is [q0, alpha] prod_t (I - eta_t Q C P) with C = [X, y]^T [X, y], any (Q, P)."""
     rng = np.random.default_rng(5)
     X, y = rng.standard_normal((9, 3)), rng.standard_normal(9)
     Q, P = np.eye(4) + 0.2 * rng.standard_normal((2, 4, 4))
@@ -97,7 +97,7 @@ def test_linearity_permutation_rotation_scale(data, T, c):
     # 1e-10 throughout: each identity is exact in real arithmetic
 
 
-# ---- (8-g): the exact curve against independent computations --------------------------------------
+# ---- the exact curve against independent computations --------------------------------------------
 
 @given(prompts(), st.integers(0, 40))
 def test_exact_error_equals_iterated_gd(data, T):
@@ -239,7 +239,7 @@ def test_gatmiry_bound_is_exponential_in_T():
     assert L.gatmiry_bound(2000, 3, 10) == np.inf and L.gatmiry_bound(0, 3, 10) == 0.0
 
 
-# ---- (8-i): Marchenko-Pastur ----------------------------------------------------------------------
+# ---- Marchenko-Pastur ---------------------------------------------------------------------------
 
 def test_mp_curve_against_quadrature_and_mpmath():
     for g in (0.1, 0.25, 0.6):

@@ -170,7 +170,7 @@ def test_psi_direct_equals_fourier(net):
 @given(pk=small_pk(), zeta_frac=st.floats(0, 1), phases=st.lists(st.floats(-10, 10), min_size=5, max_size=5),
        offset=st.floats(-np.pi, np.pi))
 def test_phase_rule(pk, zeta_frac, phases, offset):
-    """Psi = gamma* cos(sum theta_u - theta_w) for the unit cosine neuron (Part D.5)."""
+    """Psi = gamma* cos(sum theta_u - theta_w) for the unit cosine neuron."""
     p, k = pk
     zeta = 1 + int(zeta_frac * ((p - 1) // 2 - 1) + 0.5)
     th = np.array(phases[:k])
@@ -217,7 +217,7 @@ def test_homogeneity_and_permutation(net, c, seed):
 
 @given(net=networks(), shifts=st.lists(st.integers(0, 12), min_size=4, max_size=4))
 def test_cyclic_shift_covariance(net, shifts):
-    """Shifting u_j by t_j and w by sum t_j permutes the points of D_p and keeps their labels (Part D.4)."""
+    """Shifting u_j by t_j and w by sum t_j permutes the points of D_p and keeps their labels."""
     U, W = net
     m, k, p = U.shape
     t = np.array(shifts[:k]) % p
@@ -233,7 +233,7 @@ def test_cyclic_shift_covariance(net, shifts):
 
 @given(net=networks(m_max=1), alpha=st.floats(0.3, 3.0))
 def test_rebalancing(net, alpha):
-    """(alpha u, alpha^-k w) keeps f; the norm is smallest at the balanced alpha (Part D.4, E.2)."""
+    """(alpha u, alpha^-k w) keeps f; the norm is smallest at the balanced alpha."""
     U, W = net
     m, k, p = U.shape
     L = modular.logits(U, W)
@@ -249,7 +249,7 @@ def test_rebalancing(net, alpha):
 def test_construction_margin_is_gamma_star(p, k):
     U, W = modular.max_margin_network(p, k)
     assert U.shape == (modular.construction_width(p, k), k, p)
-    # 1e-10 (Part D.1); the paper's "0 otherwise" would give ratio (p-1)/p <= 12/13, far outside
+    # 1e-10; the paper's "0 otherwise" would give ratio (p-1)/p <= 12/13, far outside
     assert modular.normalized_margin(U, W) == pytest.approx(modular.max_margin(p, k), rel=1e-10)
     assert modular.norm(U, W) == pytest.approx(1.0, rel=1e-13)  # 1e-13: rounding of m terms
     if p ** k <= 3_000:
@@ -285,7 +285,7 @@ def test_construction_margin_conventions(p, k):
 
 @pytest.mark.parametrize("p, k", [(7, 2), (5, 3), (7, 3), (3, 4)])
 def test_margin_dft_against_fftn(p, k):
-    """F^(j,..,j,-j) = lambda p^k with lambda = p/2; zero at every other index with j_{k+1} != 0 (Part D.6)."""
+    """F^(j,..,j,-j) = lambda p^k with lambda = p/2; zero at every other index with j_{k+1} != 0."""
     U, W = modular.max_margin_network(p, k, normalize=False)
     T = modular.logits(U, W).reshape((p,) * (k + 1))
     F = np.fft.fftn(T)
@@ -315,7 +315,7 @@ def test_margin_dft_closed_form_random(net):
     np.testing.assert_allclose(modular.margin_dft(U, W, normalize=False), diag, rtol=0, atol=tol)
 
 
-# --------------------------------------------------------------------------- identities (Part D.8)
+# --------------------------------------------------------------------------- identities
 @given(k=st.integers(1, 6), seed=st.integers(0, 1000))
 def test_lemma_c16_product_identity(k, seed):
     a = np.random.default_rng(seed).uniform(-2, 2, k)
@@ -345,7 +345,7 @@ def test_diagnostics_of_construction(p, k):
     np.testing.assert_allclose(d["balance"], 1.0, rtol=1e-12)
     s = modular.diagnostics(U, W)
     for name in ("margin_ratio", "weighted_ratio", "dft_ratio", "coverage", "max_power", "balance"):
-        assert s[name] == pytest.approx(1.0, rel=1e-10), name  # 1e-10: Part D.1
+        assert s[name] == pytest.approx(1.0, rel=1e-10), name  # 1e-10
     rows = modular.circuit_table(U, W)
     assert [r["zeta"] for r in rows] == list(range(1, (p + 1) // 2))
     np.testing.assert_allclose([r["norm_share"] for r in rows], 2 / (p - 1), rtol=1e-12)
@@ -376,7 +376,7 @@ def test_predict_analytic_and_network_agree():
     a, n = popdyn.predict(problem), popdyn.predict(problem, method="network")
     assert a.t is None and n.t is None
     for name in a.observables:
-        # 1e-10: Part D.1 (network values are measured by the kernels)
+        # 1e-10 (network values are measured by the kernels)
         assert float(n[name]) == pytest.approx(float(a[name]), rel=1e-10, abs=1e-10), name
     assert float(a["gamma_star"]) == modular.max_margin(5, 3)
     paper = popdyn.predict(modular.Problem(5, 3, convention="paper"))

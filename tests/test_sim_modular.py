@@ -42,7 +42,7 @@ def test_logits_match_numba_network(p, k):
 
 
 def _numpy_grad(U, W, A, y):
-    """Spec Z.4's hand-written backward pass of the mean cross-entropy, one seed (independent of autograd)."""
+    """A hand-written backward pass of the mean cross-entropy, one seed (independent of autograd)."""
     m, k, p = U.shape
     pre = sum(U[:, j, A[:, j]].T for j in range(k))            # (n, m)
     act = pre ** k

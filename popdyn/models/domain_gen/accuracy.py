@@ -79,7 +79,7 @@ def _log_chernoff(blocks):
 
 
 def sum_pmf(alpha, beta, model, domain="id", h=None):
-    r"""Probability mass function of W = alpha S_R + beta S_U on the grid j h, by FFT of exact cell masses (R8).
+    r"""Probability mass function of W = alpha S_R + beta S_U on the grid j h, by FFT of exact cell masses.
 
     .. math:: p = \mathcal F^{-1}\big[\hat m_\alpha^{\,r}\,\hat m_\beta^{\,d-r}\big],\qquad
               m_a[j] = \Pr[a z\in((j-\tfrac12)h, (j+\tfrac12)h]]

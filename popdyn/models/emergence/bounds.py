@@ -1046,7 +1046,7 @@ def finite_sample_step2_deviation(model, n):
     Notes
     -----
     Regime: exact for the empirical mean of n i.i.d. samples; for W^(2) up to O(eta1) and with the
-    hinge indicator = 1. Parity mixture D = 100, k = 5, p_o = 1/2, n = 1e4: 0.089 (observed 0.086, S7).
+    hinge indicator = 1. Parity mixture D = 100, k = 5, p_o = 1/2, n = 1e4: 0.089 (observed 0.086).
 
     References
     ----------

@@ -714,7 +714,7 @@ def parity_mixture(D, k, p_o, independent_background=True, M=None):
 
     Notes
     -----
-    Regime: gamma = (1 - p_o)/2 and E y = 0 for odd k (check S1); p_o/(2 - 2p_o) < 1 needs p_o < 2/3 in the
+    Regime: gamma = (1 - p_o)/2 and E y = 0 for odd k (checked); p_o/(2 - 2p_o) < 1 needs p_o < 2/3 in the
     paper's variant.
 
     References

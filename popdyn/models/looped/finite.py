@@ -1,7 +1,7 @@
 """The finite-(n, d) error curve of the looped transformer: exact real-Wishart moments ([Shi24] ch. 8;
 derivations in docs/looped.md).
 
-The Marchenko-Pastur curve (8-i) is the d -> infinity limit of the theta-averaged error (1/d) tr (I - eta A)^t.
+The Marchenko-Pastur curve is the d -> infinity limit of the theta-averaged error (1/d) tr (I - eta A)^t.
 At finite (n, d) its gap to the simulation is a few per cent at d = 200 and grows with t, for two reasons: the
 bulk of the spectrum of A = X^T X differs from MP at order 1/d, and lambda_max sits below n x_+ by a
 Tracy-Widom shift of order d^(-2/3) relative. This module removes both: the expectation of the polynomial

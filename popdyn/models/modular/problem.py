@@ -1,4 +1,4 @@
-"""The k-input modular addition problems (dissertation 001, Ch. 4): (a_1 + ... + a_k) mod p, p an odd prime, learned
+"""The k-input modular addition problems ([Shi24], Ch. 4): (a_1 + ... + a_k) mod p, p an odd prime, learned
 by the network (4.2) (:class:`Problem`) or by a transformer (:class:`TransformerProblem`, Figs. 4.3, 4.4); their
 options, observables and examples, and the closed forms gamma* and the construction width."""
 from __future__ import annotations

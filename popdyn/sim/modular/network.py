@@ -1,4 +1,4 @@
-"""Training the k-input modular-addition network (dissertation 001, Ch. 4) in torch: ``popdyn.simulate`` of
+"""Training the k-input modular-addition network ([Shi24], Ch. 4) in torch: ``popdyn.simulate`` of
 :class:`popdyn.models.modular.Problem` (registered in ``popdyn/models/modular/predict.py``).
 
 Public names
