@@ -48,8 +48,8 @@ def test_accuracy_fails_the_normal_approximation(wrong, monkeypatch, tmp_path):
 
 # wrong theories: (swapped) the 2-D toy's closed form with the ID and OOD mixture weights swapped (gamma -> -gamma):
 # at c ~ 0.17-0.38 the two differ by 2 gamma (1 - q(c)) = 0.03-0.07, hundreds of SE at 1e5 test samples, so the
-# accuracy check fails; (half_c) the population ERM-l2 optimum with beta halved (c 50 % off against the tolerance 25
-# %; true: ~10 %). The true theory passes with the invariant null (c = 0, 100 % off) rejected.
+# accuracy check fails; (half_c) the population ERM-l2 optimum with beta halved (c 50 % off against the
+# tolerance 25 %; true: ~10 %). The true theory passes with the invariant null (c = 0, 100 % off) rejected.
 @falsifies("domain_gen.toy2d")
 @pytest.mark.parametrize("wrong", [None, "swapped", "half_c"])
 def test_toy2d_fails_swapped_domains_or_a_wrong_ratio(wrong, monkeypatch, tmp_path):
