@@ -1,7 +1,7 @@
-"""Quickstart: LoRA fine-tuning theory against online SGD (Dayi & Chen, COLT 2025; specs/lora.md).
+"""Quickstart: LoRA fine-tuning theory against online SGD (Dayi & Chen, COLT 2025 [Dayi25]; docs/lora.md).
 
 The population theory reduces training to one scalar ODE for the overlap m = <u, u_hat>,
-dm/dtau = delta h(m)(1 - m^2) - 2 delta^2 m B0(m) (spec §2.6), with step size lr = delta/d.
+dm/dtau = delta h(m)(1 - m^2) - 2 delta^2 m B0(m) (derived in docs/lora.md), with step size lr = delta/d.
 This script predicts m_t and the loss, trains the finite network with torch on a few seeds,
 compares the two and writes a figure. Runs in well under a minute on a laptop CPU::
 

@@ -1,4 +1,4 @@
-"""Multi-task ReLU pretraining (seed 000): the exact one-step map against the paper's algorithm in torch.
+"""Multi-task ReLU pretraining ([Collins24]): the exact one-step map against the paper's algorithm in torch.
 
 Run ``python examples/multitask_quickstart.py [figure.png]``. Two sign bits (r = 2), d = 20, width 16 (m neurons),
 the 4 Hadamard tasks (beta_bar = I, the T = infinity algorithm): ``predict`` gives W+ neuron by neuron in

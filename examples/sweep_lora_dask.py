@@ -1,7 +1,7 @@
 """A parameter study on a Dask cluster: the LoRA ODE-vs-SGD gap over the dimension d and the step size.
 
 For each (d, delta) and each seed, ``gap`` trains the finite LoRA network by online SGD (one seed) and
-holds it against the corrected overlap ODE (specs/lora.md §2.6); ``popdyn.sweep`` runs the grid on a
+holds it against the corrected overlap ODE (derived in docs/lora.md); ``popdyn.sweep`` runs the grid on a
 local Dask cluster (2 worker processes) and returns one row per run in grid order. The figure shows
 the mean sup-gap over seeds against d, one colour per step size. To use a real cluster, change one
 line: ``Client(LocalCluster(...))`` becomes ``Client("tcp://scheduler-host:8786")``. Runs in about a

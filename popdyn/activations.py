@@ -66,7 +66,7 @@ class Activation:
 
     References
     ----------
-    .. [src] seed 003 L161-165, L756; specs/lora.md §1.1, §2.5, §5.
+    .. [src] [Dayi25, Section 1.4 (Hermite conventions), App. D.1]; the dual kernel and its tail in docs/lora.md.
     """
     name: str
     _family: _Family = field(repr=False)
@@ -102,7 +102,7 @@ class Activation:
 
         References
         ----------
-        .. [src] seed 003 L161-165; specs/lora.md §2.5, Appendix A.1.
+        .. [src] [Dayi25, Section 1.4] (normalised Hermite coefficients).
 
         Examples
         --------
@@ -132,7 +132,7 @@ class Activation:
 
         References
         ----------
-        .. [src] seed 003 L756; specs/lora.md §1.1, Appendix A.1.
+        .. [src] [Dayi25, App. D.1] (the dual kernel K).
 
         Examples
         --------
@@ -165,7 +165,7 @@ class Activation:
 
         References
         ----------
-        .. [src] seed 003 L771; specs/lora.md §1.1, §7.
+        .. [src] [Dayi25, App. D.1] (the kernel form of h uses K').
 
         Examples
         --------
@@ -199,7 +199,7 @@ class Activation:
 
         (plus rounding), tightened for the ReLU family to
         :math:`p_0\mu_{p_0}^2|\rho|^{p_0-1}/(1-\rho^2)` with :math:`p_0` the first even degree
-        above P (:math:`p\mu_p^2` decreases over even p), which is asymptotically spec §2.5's
+        above P (:math:`p\mu_p^2` decreases over even p), which is asymptotically docs/lora.md's
         :math:`0.127\,P^{-3/2}|\rho|^{P+1}/(1-\rho^2)`, and for sign to
         :math:`\frac{2}{\pi}(\pi P/2)^{-1/2}|\rho|^P/(1-\rho^2)`.
 
@@ -221,12 +221,12 @@ class Activation:
 
         References
         ----------
-        .. [src] derived (Parseval, nonnegative terms); specs/lora.md §2.5, Appendix A.4.
+        .. [src] derived in docs/lora.md (Parseval, nonnegative terms).
 
         Examples
         --------
         >>> b = float(get("relu").Kprime_tail_bound(10_000, 1.0))
-        >>> bool(abs(b * np.pi * np.sqrt(2 * np.pi * 10_000) - 1) < 1e-4)   # spec §2.5 tail law
+        >>> bool(abs(b * np.pi * np.sqrt(2 * np.pi * 10_000) - 1) < 1e-4)   # the tail law of docs/lora.md
         True
         """
         P = as_int(f"activations.{self.name}", "P", P, 0)
@@ -258,7 +258,7 @@ class Activation:
 
         References
         ----------
-        .. [src] specs/lora.md §7 (normalisation N0: use sigma(r z)).
+        .. [src] derived in docs/lora.md (normalisation N0: use sigma(r z)).
 
         Examples
         --------
@@ -296,7 +296,7 @@ class Activation:
 
         References
         ----------
-        .. [src] derived; specs/lora.md §5.
+        .. [src] derived (popdyn's own).
 
         Examples
         --------
@@ -549,7 +549,7 @@ def leaky_relu(alpha=0.01):
 
     References
     ----------
-    .. [src] derived from the arc-cosine kernel; specs/lora.md §2.5.
+    .. [src] derived from the arc-cosine kernel (Cho & Saul 2009).
 
     Examples
     --------
@@ -610,7 +610,7 @@ def get(name):
 
     References
     ----------
-    .. [src] specs/lora.md §5 (activations shared with other seeds).
+    .. [src] popdyn's own registry (activations shared by the models).
 
     Examples
     --------

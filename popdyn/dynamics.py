@@ -102,7 +102,7 @@ def solve_ode(f, y0, t_eval, *, rtol=1e-10, atol=1e-12, method="DOP853", bounds=
 
     References
     ----------
-    .. [src] derived; specs/lora.md §7 (non-smooth h at +-1: adaptive solver, clipping).
+    .. [src] derived (non-smooth drifts such as the LoRA h at +-1, docs/lora.md: adaptive solver, clipping).
 
     Examples
     --------
@@ -167,7 +167,7 @@ def iterate(step, y0, steps, record_every=1):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.6 (population recursion, seed 003 L604).
+    .. [src] derived; the population recursion of [Dayi25, App. C.1].
 
     Examples
     --------
@@ -225,7 +225,7 @@ def scalar_flow(y_nodes, f_nodes, y0, t_eval):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.5 (h non-smooth at m = +-1: nodes clustered there), §2.6.
+    .. [src] derived (the LoRA h is non-smooth at m = +-1, docs/lora.md: nodes clustered there).
 
     Examples
     --------
@@ -328,7 +328,7 @@ def escape_time(t, y, level):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §4 (R2: escape time from m0 to 0.1).
+    .. [src] derived (escape time from m0 to 0.1; docs/lora.md).
 
     Examples
     --------
@@ -376,7 +376,7 @@ def plateau(t, y, *, atol, min_duration=0.0):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §4 (R2: plateau at initialisation, Fig. 6).
+    .. [src] derived (plateau at initialisation, [Dayi25, Fig. 6]; docs/lora.md).
 
     Examples
     --------
@@ -439,7 +439,7 @@ def settling_time(t, y, *, atol):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.6 (plateau 1 - m* of constant-step SGD).
+    .. [src] derived in docs/lora.md (plateau 1 - m* of constant-step SGD).
 
     Examples
     --------

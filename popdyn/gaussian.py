@@ -32,7 +32,7 @@ def normal_pdf(t):
 
     References
     ----------
-    .. [src] specs/gradient_features.md §7 item 3 (tail evaluation).
+    .. [src] popdyn's own (stable Gaussian tail evaluation, used by docs/gradient_features.md's closed forms).
     """
     t = np.asarray(t, dtype=np.float64)
     c = 134217729.0 * t
@@ -76,7 +76,7 @@ def arccos_kernel(rho, order):
 
     References
     ----------
-    .. [src] Cho & Saul (2009), eq. (6); seed 003 via specs/lora.md §7 and Appendix A.1.
+    .. [src] Cho & Saul (2009), eq. (6); used by [Dayi25]'s kernel form (docs/lora.md).
 
     Examples
     --------
@@ -124,7 +124,7 @@ def mc_mean(sample_fn, n, seed, chunk=100_000):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §3.3 (Monte Carlo with a seed and a standard error).
+    .. [src] popdyn's own (Monte Carlo with a seed and a standard error).
 
     Examples
     --------

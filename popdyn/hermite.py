@@ -114,7 +114,7 @@ def hermite_polys(kmax, x):
 
     References
     ----------
-    .. [src] seed 003 L161-165; specs/lora.md §1.1, §7.
+    .. [src] [Dayi25, Section 1.4] (normalised Hermite polynomials h_p = He_p/sqrt(p!)).
 
     Examples
     --------
@@ -152,7 +152,7 @@ def log_hermite_abs(kmax, x):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §7 (plain recurrence overflows).
+    .. [src] derived (popdyn's own: the plain recurrence overflows).
 
     Examples
     --------
@@ -192,7 +192,7 @@ def hermite_functions(kmax, x):
 
     References
     ----------
-    .. [src] specs/lora.md §3.1, §7 and Appendix A.1 (recur on psi).
+    .. [src] popdyn's own (recur on psi_k = h_k sqrt(w), stable at large k).
 
     Examples
     --------
@@ -240,7 +240,7 @@ def gauss_hermite(n):
 
     References
     ----------
-    .. [src] specs/lora.md §3.1, §7.
+    .. [src] popdyn's own (scipy nodes; numpy's hermegauss overflows past N ~ 200).
 
     Examples
     --------
@@ -274,7 +274,7 @@ def project(x, w, fx, kmax):
 
     References
     ----------
-    .. [src] specs/lora.md Appendix A.1 (``hermite_coeffs_quad``).
+    .. [src] popdyn's own (Gauss-Hermite with the psi recurrence).
 
     Examples
     --------
@@ -360,11 +360,11 @@ def hermite_coeffs_quad(f, kmax, kinks=(), *, span=40.0):
     0.25 probe grid, with ``|f(x)| e^{-x^2/4}`` small at ``|x| = span``. Cost O(L sqrt(kmax))
     function evaluations and O(L kmax^1.5) recurrence steps (numba): tanh, kmax = 200: ~0.5 ms,
     several hundred times faster than a loop of ``scipy.integrate.quad`` (0.33 s), error 4e-16.
-    Gauss-Hermite on a kinked ``f`` converges only as O(1/N) (spec §3.1), hence the split.
+    Gauss-Hermite on a kinked ``f`` converges only as O(1/N) (ReLU: 1.6e-3 at N = 100, 2e-5 at 8000), hence the split.
 
     References
     ----------
-    .. [src] derived; specs/lora.md §3.1, §7 (split at the kink).
+    .. [src] derived (popdyn's own: split at the kink).
 
     Examples
     --------
@@ -410,7 +410,7 @@ def power_series(a, rho, *, deriv=False):
 
     References
     ----------
-    .. [src] specs/lora.md §1.1 (K = sum mu_p^2 rho^p), §2.5.
+    .. [src] [Dayi25, Section 1.4, App. D.1] (K = sum mu_p^2 rho^p).
 
     Examples
     --------
@@ -456,7 +456,7 @@ def series_tail_bound(tail_mass, P, rho, *, deriv=False):
 
     References
     ----------
-    .. [src] derived (Parseval, nonnegative terms); specs/lora.md §2.5.
+    .. [src] derived in docs/lora.md (Parseval, nonnegative terms).
 
     Examples
     --------

@@ -175,7 +175,7 @@ def resnet_problems(draw):
 
 @st.composite
 def resnet_network_problems(draw):
-    """Networks of seed 004 at tiny sizes: the Theorem 2 target (d <= 10, k <= min(d, 4)) or Figure 2's (k = 4,
+    """Networks of [AllenZhu19] at tiny sizes: the Theorem 2 target (d <= 10, k <= min(d, 4)) or Figure 2's (k = 4,
     d in [8, 10]), n_train <= 40, width <= 16 (the training is a run option)."""
     target = draw(st.sampled_from(["thm2", "fig2"]))
     d = draw(st.integers(8, 10)) if target == "fig2" else draw(st.integers(1, 10))

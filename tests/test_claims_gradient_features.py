@@ -51,7 +51,7 @@ def _paper_twins(f):
 
 
 def _natural_log_logistic(f):
-    """Wrong theory: the natural-log logistic loss, |l'(0)| = 1/2 instead of 1/(2 ln 2) (spec §7 pitfall 7)."""
+    """Wrong theory: the natural-log logistic loss, |l'(0)| = 1/2 instead of 1/(2 ln 2) (docs/gradient_features.md)."""
     def step(model, a0, W0, b, eta1, loss="hinge", X=None, y=None):
         a1, W1 = f(model, a0, W0, b, eta1, loss=loss, X=X, y=y)
         c = math.log(2.0) if loss == "logistic" else 1.0
@@ -123,7 +123,7 @@ def test_uniform_parity_step_fails_the_papers_formula(wrong, monkeypatch, tmp_pa
     assert (measured > 0.5) if wrong else (measured < 1e-12)
 
 
-# wrong theories of the Bayes error (spec §2.3): Q(|u|/sigma) for 2Q (half of it, 0.0091) leaves the learned features
+# wrong theories of the Bayes error: Q(|u|/sigma) for 2Q (half of it, 0.0091) leaves the learned features
 # 0.011 above it against the tolerance 0.006; twice it (0.0365) is beaten by the learned error 0.020 by 13 SE
 # (true: 0.0202 vs 0.01825).
 @falsifies("gradient_features.beyond_fixed_features")

@@ -55,7 +55,7 @@ def test_tf_equals_gd_fails_gd_with_steps_10_percent_off(wrong, monkeypatch, tmp
 
 
 def _exact_steps_off(factor):
-    """Wrong theory: the exact squared-distance curve (8-g) for steps ``factor`` times those asked for."""
+    """Wrong theory: the exact squared-distance curve (docs/looped.md) for steps ``factor`` times those asked for."""
     def wrong(f):
         def exact(X, th, T, eta, **kw):
             lam = np.linalg.eigvalsh(np.swapaxes(X, -1, -2) @ X)
@@ -65,7 +65,7 @@ def _exact_steps_off(factor):
     return wrong
 
 
-# wrong theory: the exact curve (8-g) with eta = 1.1/L instead of 1/L. Iterated float64 GD then differs from it by
+# wrong theory: the exact curve with eta = 1.1/L instead of 1/L. Iterated float64 GD then differs from it by
 # 0.073 in distance (the factors 1 - 1.1 lambda_i/L against 1 - lambda_i/L), against the tolerance 1e-12 and the
 # true theory's 4.4e-16; the torch float32 check fails as well.
 @falsifies("looped.fig8_1")

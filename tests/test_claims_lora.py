@@ -38,7 +38,7 @@ def _simulate_once(monkeypatch):
 
 
 def _paper_ode(monkeypatch):
-    """Every ``popdyn.predict`` call answers with the paper's L604 ODE instead of the corrected one."""
+    """Every ``popdyn.predict`` call answers with the paper's population ODE (App. C.1) instead of the corrected one."""
     perturb(monkeypatch, "popdyn.predict", lambda f: lambda problem, **kw: f(problem, **{**kw, "convention": "paper"}))
 
 
@@ -79,7 +79,7 @@ def test_paper_glm_formula_is_off_by_the_errata_factor():
     from popdyn.models import lora
     from validation.claims.lora import paper_glm_h
     m = np.linspace(-1, 1, 7)
-    # He3: only mu_3 = 1; printed sum_l l mu_(l+1)^2 m^l = 2 m^2, corrected 2 K'(m) = 6 m^2 (spec §3.9, L588)
+    # He3: only mu_3 = 1; printed sum_l l mu_(l+1)^2 m^l = 2 m^2, corrected 2 K'(m) = 6 m^2 (docs/errata.md)
     np.testing.assert_allclose(paper_glm_h("he3", m), 2 * m ** 2, atol=1e-12)  # 1e-12: Hermite coeffs of He3
     np.testing.assert_allclose(lora.glm_h("he3", m), 3 * paper_glm_h("he3", m), atol=1e-12)
 
@@ -126,7 +126,7 @@ def test_prop4_fails_phi_five_percent_off(wrong, monkeypatch, tmp_path):
 @falsifies("lora.ode_vs_sgd")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_ode_vs_sgd_fails_the_papers_ode(wrong, monkeypatch, tmp_path, _simulate_once):
-    # the paper's L604 ODE (no normalisation drift) in place of the corrected one: at delta = 0.5 it runs
+    # the paper's population ODE (no normalisation drift) in place of the corrected one: at delta = 0.5 it runs
     # ahead of SGD by 0.16 in m by tau = 2 (measured excess 0.117 vs tolerance 0.01; right theory -0.010,
     # q SE with q the Student-t quantile)
     if wrong:
@@ -162,9 +162,9 @@ def test_plateau_fails_the_papers_ode(wrong, monkeypatch, tmp_path, _simulate_on
 @falsifies("lora.glm_limit")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_glm_limit_fails_the_papers_l588_form(wrong, monkeypatch, tmp_path):
-    # L588 as printed, sum_l l mu_(l+1)^2 m^l (a third of 2K' for He3, a missing factor 2 and the wrong l):
+    # Remark 15 as printed, sum_l l mu_(l+1)^2 m^l (a third of 2K' for He3, a missing factor 2 and the wrong l):
     # off by O(1) against a derived bound of 1e-7 (ReLU 1.4e-4) at xi = 1e4 (measured 3e6 bounds, and the
-    # check that L588 misses fails; right theory 0.70)
+    # check that Remark 15 misses fails; right theory 0.70)
     if wrong:
         from validation.claims.lora import paper_glm_h
         perturb(monkeypatch, "popdyn.models.lora.glm_h", lambda f: paper_glm_h)
@@ -185,7 +185,7 @@ def test_glm_limit_fails_one_percent_on_2k_prime(wrong, monkeypatch, tmp_path):
 @falsifies("lora.fig2b_overlap_ode")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_fig2b_fails_the_papers_ode(wrong, monkeypatch, tmp_path, _simulate_once):
-    # the paper's L604 ODE: at delta = 0.1 it is 0.075 ahead of SGD by tau = 6, against 3 SE + 0.01 ~ 0.03
+    # the paper's population ODE: at delta = 0.1 it is 0.075 ahead of SGD by tau = 6, against 3 SE + 0.01 ~ 0.03
     # (measured 1.24 vs tolerance 1 with the Student-t band; right theory 0.12)
     if wrong:
         _paper_ode(monkeypatch)
@@ -195,7 +195,7 @@ def test_fig2b_fails_the_papers_ode(wrong, monkeypatch, tmp_path, _simulate_once
 @falsifies("lora.fig6_he3_plateau")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_fig6_fails_h_without_its_factor_2(wrong, monkeypatch, tmp_path, _simulate_once):
-    # h/2 in the ODE (the paper's h(0) at L949, L1048, L1078 drops the factor 2): escape times double,
+    # h/2 in the ODE (the paper's h(0) in App. D.3.2, D.4 and D.5.1 drops the factor 2): escape times double,
     # |log 2| = 0.69 against q SE + eps^2 at 8 seeds (measured 1.45 vs 1; right theory 0.13).
     # The theory's plateau checks (ratios of escape times, d = 1000) are unchanged by a constant factor.
     if wrong:

@@ -15,7 +15,7 @@ from .falsify import falsifies, measure, memoise, perturb, scaled
 
 pytest.importorskip("torch")
 
-# wrong theory: the paper's "0 otherwise" logit for the wrong classes (L8380, L8442). The analytic construction
+# wrong theory: the paper's "0 otherwise" logit for the wrong classes (Lemmas C.17-18). The analytic construction
 # margin is then gamma* (p-1)/p, so it disagrees with the built network's measured margin (which is gamma*) by 1/p
 # relative: 0.2 at p = 5, against the tolerance 1e-12 and the true theory's ~1e-15.
 @falsifies("modular.construction_margin")
@@ -58,7 +58,7 @@ _FULL = {"p": 7, "k": 2, "steps": 4000, "seeds": 1}
 
 
 def _two_sided_power(f):
-    """Wrong theory: the paper's two-sided "max normalized power" (L1207), under which a pure cosine has power 1/2."""
+    """Wrong theory: the paper's two-sided "max normalized power", under which a pure cosine has power 1/2."""
     def predict(problem, **kw):
         pred = f(problem, **kw)
         if isinstance(problem, M.Problem):
@@ -67,7 +67,7 @@ def _two_sided_power(f):
     return predict
 
 
-# wrong theory: the predicted max normalized power of a max-margin neuron is the paper's two-sided 1/2 (L1207)
+# wrong theory: the predicted max normalized power of a max-margin neuron is the paper's two-sided 1/2 (Fig. 4.2)
 # instead of the one-sided 1. The trained neurons' median power is 0.98 (one-sided, as simulate records it), so
 # the gap is 0.48, against the tolerance 0.05 and the true theory's 0.02.
 @falsifies("modular.trained_circuit")

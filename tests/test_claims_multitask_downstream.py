@@ -22,7 +22,7 @@ def test_downstream_probe_rejects_no_feature_learning(tmp_path):
     assert res.measured <= 0.02 and res.nulls["no_feature_learning"] > 0.3
 
 
-# wrong theory: the paper's kappa = eta^2 2^-r-2 (Lemma A.10, L859) in the rescaling alpha = alpha_hat/kappa. The
+# wrong theory: the paper's kappa = eta^2 2^-r-2 (Lemma A.10, eq. (75)) in the rescaling alpha = alpha_hat/kappa. The
 # learned first layer is then 2/pi of the purified one: the embeddings differ by ~35 % of ||g~|| (true theory at
 # this size: 6 % at d = 30, 1 % at d = 100), against the Lemma B.3 check's 10 %. The test error alone would not see it
 # (a rescaled first layer still separates the 2^r points).

@@ -1,4 +1,4 @@
-"""Falsification tests of the Figure 2 claims (seed 004): the true plateau and a trained ResNet pass; a wrong plateau
+"""Falsification tests of the Figure 2 claims: the true plateau and a trained ResNet pass; a wrong plateau
 constant, a ResNet whose second block stays at init, or no training at all FAIL."""
 import numpy as np
 import pytest
@@ -35,7 +35,7 @@ def _plateau(monkeypatch, factor):
     monkeypatch.setattr(CompositionTarget, "error_G_not_learned", property(lambda self: factor * true.fget(self)))
 
 
-# wrong plateau constants: 1/4 is the printed G's (k/q) alpha^2 = 0.18 (L239, two outputs) applied to the cyclic target,
+# wrong plateau constants: 1/4 is the printed G's (k/q) alpha^2 = 0.18 (two outputs) applied to the cyclic target,
 # so the ResNet's ~0.27 is far above it (measured ~1.5 > 1); 2 k alpha^2 = 1.44 is above the 2-layer net's ~0.96, so
 # that check fails. True: measured ~0.37 (0.27 / 0.72), every check holds.
 @falsifies("resnet.figure2")

@@ -1,4 +1,4 @@
-"""Falsification tests of the Appendix A.1 claims (seed 004): popdyn's solver passes, a wrong one FAILS."""
+"""Falsification tests of the Appendix A.1 claims ([AllenZhu19]): popdyn's solver passes, a wrong one FAILS."""
 import functools
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Falsification tests of the network claims of seed 004: each passes with the theory and FAILS with a wrong one."""
+"""Falsification tests of the network claims of [AllenZhu19]: each passes with the theory and FAILS with a wrong one."""
 import pytest
 
 from .falsify import falsifies, measure, memoise, perturb, run_claim, scaled

@@ -1,4 +1,4 @@
-"""popdyn.models.contrastive: closed forms against independent computations, properties of spec B.6, bad inputs."""
+"""popdyn.models.contrastive: closed forms against independent computations, properties, bad inputs."""
 import math
 
 import numpy as np
@@ -106,7 +106,7 @@ def test_reduced_loss_equals_general_W_loss_exact_and_mc():
 
 
 def test_general_W_loss_with_spurious_leakage():
-    """exp loss: det(I + 2H)^{-1/2} against Monte Carlo; logistic: leakage raises the loss (spec 7-c: 1.58 vs 0.227)."""
+    """exp loss: det(I + 2H)^{-1/2} against Monte Carlo; logistic: leakage raises the loss (1.58 vs 0.227 measured)."""
     model = c.MultiTaskLinearModel(2, 1, 2, 5)
     rng = np.random.default_rng(0)
     W = 0.3 * rng.standard_normal((3, 5))
@@ -131,14 +131,14 @@ def test_pca_identity_on_random_tables(nR, nU, k, data):
     pR = data.draw(hnp.arrays(np.float64, nR, elements=st.floats(0.01, 1)))
     pU = data.draw(hnp.arrays(np.float64, nU, elements=st.floats(0.01, 1)))
     lhs, rhs = c.pca_identity(h, pR / pR.sum(), pU / pU.sum())
-    assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-10)  # spec B.6 (1): rtol 1e-10
+    assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-10)  # rtol 1e-10
 
 
 def test_pca_identity_spec_value():
     rng = np.random.default_rng(4)
     pR, pU, H = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(4)), rng.standard_normal((5, 4, 3))
     lhs, rhs = c.pca_identity(H, pR, pU)
-    assert lhs == pytest.approx(-0.5395100306678435, abs=1e-14) and rhs == pytest.approx(lhs, abs=1e-14)  # spec R4
+    assert lhs == pytest.approx(-0.5395100306678435, abs=1e-14) and rhs == pytest.approx(lhs, abs=1e-14)  # reference
 
 
 @settings(max_examples=30, deadline=None)
@@ -159,13 +159,13 @@ def test_reduced_loss_decreasing_and_convex(T, s, extra, data):
                                    (20, 25, 2)])
 def test_even_optimum_is_one_and_one_over_T(s, r, T):
     alpha, beta = c.optimal_representation_even(T, s, r)
-    assert (alpha, beta) == pytest.approx((1.0, 1 / T), abs=1e-9)  # spec B.3 (R5); bounded Brent, xatol 1e-12
+    assert (alpha, beta) == pytest.approx((1.0, 1 / T), abs=1e-9)  # bounded Brent, xatol 1e-12
     a2, alphas, W = c.optimal_representation(c.MultiTaskLinearModel(T, s, r, s + T * (r - s)))
     np.testing.assert_allclose(np.concatenate([[a2], alphas]), np.concatenate([[1.0], np.full(T, 1 / T)]), atol=1e-6)
 
 
 def test_even_optimum_against_brute_force_grid():
-    """spec B.3: a 101 x 101 grid over the feasible set at (5, 10, 3) gives (1.0, 0.33)."""
+    """A 101 x 101 grid over the feasible set at (5, 10, 3) gives (1.0, 0.33)."""
     s, r, T = 5, 10, 3
     model = c.MultiTaskLinearModel(1, s, r, r)
     g = np.linspace(0, 1, 101)
@@ -182,7 +182,7 @@ def test_uneven_optimum_spec_value_and_kkt():
     model = c.MultiTaskLinearModel(3, 3, 6, 12, np.array([0.5, 0.3, 0.2]))
     alpha, alphas, _ = c.optimal_representation(model)
     assert alpha == pytest.approx(1.0, abs=1e-8)
-    np.testing.assert_allclose(alphas, [0.5085, 0.3121, 0.1794], atol=6e-5)  # spec B.2 (7-e), printed to 4 digits
+    np.testing.assert_allclose(alphas, [0.5085, 0.3121, 0.1794], atol=6e-5)  # reference SLSQP run, printed to 4 digits
     # no feasible random point near or far does better (global optimum of a convex program)
     rng = np.random.default_rng(0)
     best = c.contrastive_loss_reduced(alpha, alphas, model)
@@ -193,7 +193,7 @@ def test_uneven_optimum_spec_value_and_kkt():
 
 
 def test_T1_and_exp_loss_and_r_equals_s():
-    assert c.optimal_representation_even(1, 4, 9) == (1.0, 1.0)  # spec B.6 (3)
+    assert c.optimal_representation_even(1, 4, 9) == (1.0, 1.0)  # T = 1: alpha = beta = 1
     for T in (2, 5):
         assert c.optimal_representation_even(T, 3, 7, loss="exp") == pytest.approx((1.0, 1 / T), abs=1e-9)
     assert c.optimal_representation_even(3, 4, 4) == (1.0, 1.0)
@@ -232,7 +232,7 @@ def test_probe_norm_is_min_norm_exact_fit():
         u_star = np.random.default_rng(t).standard_normal(model.r)
         target = np.zeros(model.d)
         target[np.concatenate([S, P[t]])] = u_star
-        u = np.linalg.lstsq(W.T, target, rcond=None)[0]  # min-norm u with W^T u = target (spec B.6 (4))
+        u = np.linalg.lstsq(W.T, target, rcond=None)[0]  # min-norm u with W^T u = target
         np.testing.assert_allclose(W.T @ u, target, atol=1e-12)
         v1, v2 = np.sum(u_star[:2] ** 2), np.sum(u_star[2:] ** 2)
         assert np.linalg.norm(u) == pytest.approx(c.probe_norm(alpha, alphas[t], v1, v2), rel=1e-10)
@@ -254,7 +254,7 @@ def test_rademacher_exact_matches_dblquad_and_mc(alpha, alpha_t, s, r, sS, sR):
     eps = rng.choice([-1.0, 1.0], size=(20000, m, 1))
     v = B / m * np.linalg.norm((eps * z).sum(1) * scale, axis=1)
     assert abs(v.mean() - ex) < 5 * v.std() / np.sqrt(v.size)
-    assert ex <= c.rademacher_jensen(alpha, alpha_t, s, r, m, B, sS, sR) * (1 + 1e-12)  # spec B.6 (5)
+    assert ex <= c.rademacher_jensen(alpha, alpha_t, s, r, m, B, sS, sR) * (1 + 1e-12)
 
 
 def test_rademacher_ratio_tends_to_one():
@@ -269,7 +269,7 @@ def test_cr_beta_properties(T, s, g1, g2):
     lo, hi = sorted((g1, g2))
     for conv in ("corrected", "paper"):
         b1, b2 = c.cr_finetune_beta(T, s, lo, conv), c.cr_finetune_beta(T, s, hi, conv)
-        assert 1 / T - 1e-15 <= b1 <= b2 + 1e-15 <= 1 + 2e-15  # spec B.6 (6)
+        assert 1 / T - 1e-15 <= b1 <= b2 + 1e-15 <= 1 + 2e-15
         assert c.cr_bound_factor(1.0, b1) >= c.cr_bound_factor(1.0, b2) - 1e-12
     assert c.cr_finetune_beta(T, s, hi) <= c.cr_finetune_beta(T, s, hi, "paper") + 1e-15
 
@@ -299,7 +299,7 @@ def test_cr_beta_corrected_against_constrained_minimisation(T, s, gamma):
 @given(T=st.integers(1, 30), s=st.integers(1, 20))
 def test_leading_term_ratio_even_case(T, s):
     ratio = c.leading_term_ratio(0.5, 0.5, s, 2 * s, T)
-    assert ratio == pytest.approx((T + 1) / (2 * np.sqrt(T)), rel=1e-12)  # spec B.6 (7)
+    assert ratio == pytest.approx((T + 1) / (2 * np.sqrt(T)), rel=1e-12)
     assert ratio >= 1 and (ratio == pytest.approx(1.0) if T == 1 else ratio > 1)
     universal = c.risk_bound(1, 1 / T, s, 2 * s, 50, 0.5, 0.5, delta=1.0) - 8 * np.sqrt(2 * np.log(4) / 50)
     specific = c.risk_bound(1, 1, s, 2 * s, 50, 0.5, 0.5, delta=1.0) - 8 * np.sqrt(2 * np.log(4) / 50)
@@ -307,7 +307,7 @@ def test_leading_term_ratio_even_case(T, s):
 
 
 def test_leading_term_ratio_can_favour_universal():
-    assert c.leading_term_ratio(1.0, 0.0, 5, 10, 4) < 1  # v2 = 0 (spec 7-h, derived)
+    assert c.leading_term_ratio(1.0, 0.0, 5, 10, 4) < 1  # v2 = 0 (docs/contrastive.md, derived)
 
 
 # ---- model and bad inputs ----------------------------------------------------------------------------------------

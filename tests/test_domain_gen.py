@@ -1,5 +1,5 @@
 """popdyn.models.domain_gen: the contour integrals against mpmath, quadrature, exact rational arithmetic and Monte
-Carlo; the optima against brute force and spec table C.3; the spec C.6 properties; bad inputs."""
+Carlo; the optima against brute force and a reference table; properties; bad inputs."""
 import math
 
 import mpmath
@@ -179,7 +179,7 @@ def test_loss_convex_in_alpha_beta(m, a1, b1, a2, b2, t):
 
 # ---- ERM-l2 ----------------------------------------------------------------------------------------------------
 
-# spec table C.3 (R8, FFT + root): rows (r, d, gamma, lam, alpha, beta)
+# reference table (FFT + root): rows (r, d, gamma, lam, alpha, beta)
 _TABLE_C3 = [(40, 207, 0.49, 0.1, 0.046703, 0.045726), (40, 207, 0.49, 1.0, 0.028162, 0.027584),
              (100, 700, 0.45, 0.1, 0.01922, 0.01735)]
 
@@ -189,7 +189,7 @@ def test_erm_l2_against_spec_table_c3(row):
     r, d, g, lam, a_tab, b_tab = _TABLE_C3[row]
     a, b = DG.erm_l2(S(r, d, g), lam)
     assert np.max(np.abs(DG.population_grad(a, b, S(r, d, g), lam, "l2"))) < 1e-12  # KKT residual
-    if row < 2:  # agree to 1.5e-5 relative (the spec's FFT grid error; row 1's last digits are one unit high)
+    if row < 2:  # agree to 1.5e-5 relative (the reference's FFT grid error; row 1's last digits are one unit high)
         assert abs(a / a_tab - 1) <= 2e-5 and abs(b / b_tab - 1) <= 2e-5
     else:  # errata: row 3 is wrong; the optimum is (0.0190582, 0.0171212), alpha/beta = 1.1131 (printed 1.108)
         assert abs(a - 0.01905815) < 1e-8 and abs(b - 0.01712122) < 1e-8
@@ -256,7 +256,7 @@ def test_batch_nuclear_norm_converges_to_population():
 
 @pytest.mark.parametrize("lam", [0.001, 0.03, 0.3, 0.6])
 def test_erm_nuclear_removes_spurious_features_when_rho_below_one(lam):
-    # C.6 (8) and spec C.2 (6-h): r = 20, d = 300, gamma = 0.3: rho in [0.47, 0.54], beta* = 0 exactly
+    # docs/domain_gen.md: r = 20, d = 300, gamma = 0.3: rho in [0.47, 0.54], beta* = 0 exactly
     m = S(20, 300, 0.3)
     a, b, rho = DG.erm_nuclear(m, lam)
     assert b == 0.0 and 0.46 < rho < 0.55
@@ -370,7 +370,7 @@ def test_normal_approximation_improves_with_size_and_fails_in_the_tail():
     assert e2 < e1
     m = S(40, 207, 0.49)
     assert DG.accuracy(0.046703, 0.045726, m, "ood", method="normal", log10=True) < \
-        DG.accuracy(0.046703, 0.045726, m, "ood", log10=True) - 4  # 1e-44.5 vs 1e-40.1 (spec C.3)
+        DG.accuracy(0.046703, 0.045726, m, "ood", log10=True) - 4  # 1e-44.5 vs 1e-40.1 (reference)
 
 
 def test_erm_rank_ood_accuracy_is_one():
@@ -397,7 +397,7 @@ def test_toy2d_closed_form_vs_exact_accuracy(c, g):
 
 
 def test_toy2d_paper_numbers():
-    # spec C.2 (6-i): OOD 0.76 needs c = 0.686 and then ID 0.897; OOD 0.94 <-> c = 0.171, ID 0.974
+    # docs/domain_gen.md: OOD 0.76 needs c = 0.686 and then ID 0.897; OOD 0.94 <-> c = 0.171, ID 0.974
     for ood, c, idd in ((0.76, 0.686, 0.897), (0.94, 0.171, 0.974)):
         ai, ao = DG.toy2d_accuracy(c, 0.2)
         assert abs(ao - ood) < 1e-3 and abs(ai - idd) < 1e-3

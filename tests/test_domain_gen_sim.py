@@ -29,7 +29,7 @@ def test_batch_nuclear_norm_equals_numpy_svd():
 
 
 def test_gd_reaches_population_l2_optimum_small_model():
-    # n = 20000 samples: the empirical optimum is within ~ n^(-1/2) of the population one; 5 % as in spec C.4
+    # n = 20000 samples: the empirical optimum is within ~ n^(-1/2) of the population one; 5 % as in docs/domain_gen.md
     m = DG.Problem(4, 12, 0.3)
     s = popdyn.simulate(m, lam=[0.3], penalty="l2", n_train=20_000, steps=400, lr=0.5, seeds=2, n_test=1000)
     a, b = DG.erm_l2(m, 0.3)

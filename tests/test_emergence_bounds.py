@@ -1,8 +1,8 @@
 """Emergence bounds: rates, error scales, lower bounds (Parseval, paper forms, SQ), the count-threshold ceiling,
-App. F weighted moments and input-noise gradient, the finite-sample step-2 cosine (specs/emergence.md §2.9-2.13).
+App. F weighted moments and input-noise gradient, the finite-sample step-2 cosine (docs/emergence.md).
 
 Oracles: exact enumeration of the cube and of the data support, exact finite-sample samplers (multinomial rows,
-binomial background counts), Monte Carlo with stated z, the spec's verified numbers (§2.9-2.13, §3).
+binomial background counts), Monte Carlo with stated z, reference-script numbers (docs/emergence.md).
 """
 import itertools
 import math
@@ -28,7 +28,7 @@ from popdyn.models.emergence.correlations import neuron_correlations
 
 Z_MAX = 4.5  # two-sided max-|z| over <= 100 coordinates: false-alarm probability < 1e-3
 
-# ------------------------------------------------------------------ rates (§2.9) -------------------------------
+# ------------------------------------------------------------------ rates --------------------------------
 
 
 @pytest.mark.parametrize("k, m, T", [(2, 100, 50.0), (5, 10**6, 3e7), (10, 10**4, None)])
@@ -41,7 +41,7 @@ def test_theorem1_rate_formula(k, m, T):
 
 @given(st.integers(1, 15), st.floats(0.0, 6.0), st.floats(-3.0, 9.0))
 def test_intermediate_rate_within_2_plus_1_over_k_for_m_at_least_k3(k, log_extra, log_T):
-    """(A.281)/(A.282) <= 2 + 1/k for m >= k^3 (spec S9 saw <= 2.39 over 1e5 draws); always > 1."""
+    """(A.281)/(A.282) <= 2 + 1/k for m >= k^3 (<= 2.39 over 1e5 random draws); always > 1."""
     m = int(math.ceil(k**3 * 10**log_extra))
     T = 10**log_T * m ** (4 / 3)
     r = theorem26_intermediate_rate(k, m, T) / theorem1_rate(k, m, T)
@@ -87,7 +87,7 @@ def test_theorem26_terms_take_actual_norms():
 
 
 def test_width_for_loss_numbers_and_inverse():
-    # spec §2.9 (S9): 7.7e9 (k=5, eps=0.1) and 3.2e13 (k=10, eps=0.1)
+    # 7.7e9 (k=5, eps=0.1) and 3.2e13 (k=10, eps=0.1)
     assert f"{width_for_loss(5, 0.1):.2g}" == "7.7e+09"
     assert f"{width_for_loss(10, 0.1):.2g}" == "3.2e+13"
     for k, eps in [(2, 0.5), (5, 0.1), (7, 0.01)]:
@@ -116,7 +116,7 @@ def test_eps_e_matches_model_constants(D, k, p):
 
 
 def test_eps_e_exceeds_one_at_experiment_size():
-    """Spec §3 item 11 / §2.4: eps_e > 1 at D = 100, k = 5 (Lemma 15 vacuous at the experiment's size)."""
+    """docs/errata.md: eps_e > 1 at D = 100, k = 5 (Lemma 15 vacuous at the experiment's size)."""
     assert eps_e(5, 100, 0.5, 300, 0.1) > 1
     assert eps_e(5, 100, 0.5, 300, 0.1, C=0.5) == pytest.approx(eps_e(5, 100, 0.5, 300, 0.1) / 2, rel=1e-15)
 
@@ -142,13 +142,13 @@ def test_eps_e2_linear_in_eta1_abs_a0(eta1, a0, k, gamma, sigt, s2, ee):
     assert eps_e2(0.0, a0, k, gamma, sigt, s2, ee, c_exp=2.0) == pytest.approx(math.exp(-2 * k), rel=1e-15)
 
 
-# ------------------------------------------------------------------ fixed-feature bound (§2.10) ----------------
+# ------------------------------------------------------------------ fixed-feature bound -----------------
 
 CUBE10 = np.array(list(itertools.product([-1, 1], repeat=10)), dtype=np.float64)
 
 
 def _clipped_relu_features(Z, N, seed):
-    """Random data-independent features with values in [-1, 1] (spec B.8)."""
+    """Random data-independent features with values in [-1, 1]."""
     rng = np.random.default_rng(seed)
     R = rng.standard_normal((N, Z.shape[1])) / math.sqrt(Z.shape[1])
     return np.clip(np.maximum(Z @ R.T + 0.5 * rng.standard_normal(N), 0.0), -1, 1)
@@ -185,7 +185,7 @@ def test_parity_correlations_match_direct_products_and_parseval_identity():
 
 @given(st.integers(2, 9), st.integers(1, 6), st.integers(0, 2**32 - 1), st.data())
 def test_parseval_inequality_for_arbitrary_bounded_features(D, N, seed, data):
-    """Spec §6.12: sum_{|A| = k} ||E f_A Psi||^2 <= E ||Psi||^2 <= N for any Psi with values in [-1, 1]."""
+    """sum_{|A| = k} ||E f_A Psi||^2 <= E ||Psi||^2 <= N for any Psi with values in [-1, 1]."""
     k = data.draw(st.integers(0, D))
     Psi = np.random.default_rng(seed).uniform(-1, 1, (2**D, N))
     Psi[:, 0] = np.sign(Psi[:, 0])  # one feature on the boundary values
@@ -217,7 +217,7 @@ def test_parseval_bound_B8_worst_parity():
 
 def test_parseval_bound_is_attained_by_a_parity_feature():
     """A feature equal to f_A gives loss max(0, 1 - B) on A: the certificate 1 - B ||c_A|| is tight, and the bound
-    can only hold for SOME A (spec §2.10 writes min over A; it must be max over A, i.e. 'there exists A')."""
+    can only hold for SOME A (a first derivation wrote min over A; it must be max over A, i.e. 'there exists A')."""
     D, k, B = 10, 3, 0.6
     rest = [j for j in range(D) if j not in (1, 4, 7)]  # other features see only coordinates outside A
     Psi = np.concatenate([np.prod(CUBE10[:, [1, 4, 7]], axis=1, keepdims=True),
@@ -354,7 +354,7 @@ def test_kernel_lower_bound():
 
 
 def test_sq_numbers_of_spec():
-    r = sq_lower_bound(100, 5)  # spec §2.10 (S9): C = 7.53e7, bound 211, threshold 1/2 - 2.3e-24
+    r = sq_lower_bound(100, 5)  # C = 7.53e7, bound 211, threshold 1/2 - 2.3e-24
     assert r.sq_dim == 75287520
     assert r.min_queries == pytest.approx(0.5 * 75287520 ** (1 / 3), rel=1e-13)
     assert f"{r.min_queries:.0f}" == "211" and f"{r.error_gap:.2g}" == "2.3e-24"
@@ -403,7 +403,7 @@ def _ceiling_brute(model):
 @pytest.mark.parametrize("k, value", [(3, 0.8125), (5, 0.84375), (7, 0.80859375)])
 @pytest.mark.parametrize("indep", [True, False])
 def test_count_threshold_ceiling_parity_mixture(k, value, indep):
-    """Spec §2.10 (S14) at p_o = 1/2, = (1 - p_o) + p_o max_t acc_Bin(k, 1/2)(threshold vs parity)."""
+    """Count-threshold ceiling at p_o = 1/2, = (1 - p_o) + p_o max_t acc_Bin(k, 1/2)(threshold vs parity)."""
     model = parity_mixture(4 * k, k, 0.5, independent_background=indep)
     assert count_threshold_ceiling(model) == pytest.approx(value, abs=1e-15)
     assert count_threshold_ceiling(model) == pytest.approx(_ceiling_brute(model), abs=1e-15)
@@ -431,7 +431,7 @@ def test_count_threshold_ceiling_properties(k, pA, data):
     assert count_threshold_ceiling(iid_block_model(k + 2, k, pA, 0.5, range(t, k + 1))) == pytest.approx(1.0)
 
 
-# ------------------------------------------------------------------ App. F (§2.11) -----------------------------
+# ------------------------------------------------------------------ App. F ------------------------------
 
 
 @pytest.mark.parametrize("model", [iid_block_model(12, 4, 0.6, 0.3, [3, 4]), hidden_representation(20, 8, 5, seed=3),
@@ -535,7 +535,7 @@ def test_sigt_general_vs_mc_and_erratum_10():
     assert paper == pytest.approx(model.moments().sigt ** 2 + d * sz**2, rel=1e-14)
 
 
-# ------------------------------------------------------------------ finite-sample step 2 (§2.13) ---------------
+# ------------------------------------------------------------------ finite-sample step 2 ----------------
 
 
 def _sample_mean_yphi(model, n, reps, rng):
@@ -556,7 +556,7 @@ def _sample_mean_yphi(model, n, reps, rng):
 
 
 def test_step2_cos_spec_numbers():
-    """Spec §2.13(a)/S7, E5: 1 - cos = 38.8/n for the parity mixture D = 100, k = 5, p_o = 1/2."""
+    """docs/emergence.md, E5: 1 - cos = 38.8/n for the parity mixture D = 100, k = 5, p_o = 1/2."""
     model = parity_mixture(100, 5, 0.5)
     for n, pred in [(50_000, 0.99922), (25_000, 0.99845), (10_000, 0.99612)]:
         assert round(finite_sample_step2_cos(model, n), 5) == pred

@@ -2,7 +2,7 @@
 
 Independent computations: quadrature (scipy.integrate.quad) for the smoothed activation, brute-force enumeration
 of the full joint law (D <= 14) for the data constants and the correlations, seeded Monte Carlo with per-entry
-|z| <= 4.5 (stated per test), a second (numpy) implementation of the Fourier sums, and the spec §6 invariants under
+|z| <= 4.5 (stated per test), a second (numpy) implementation of the Fourier sums, and invariants under
 Hypothesis.
 """
 import itertools
@@ -120,7 +120,7 @@ def test_window_is_the_derivative_and_window_derivs_by_differences(s):
 @example(z=1.0, s=1e-4).via("kink at 1")
 @example(z=1e-4, s=2.0 ** -8).via("found: 1 - z rounds, and win' = phi(0)/s amplifies it")
 def test_activation_properties(z, s):
-    """Spec §6.1: sigma~(z) + sigma~(1-z) = 1; 0 <= sigma~ <= 1; win in [0,1], win(z) = win(1-z) up to the
+    """sigma~(z) + sigma~(1-z) = 1; 0 <= sigma~ <= 1; win in [0,1], win(z) = win(1-z) up to the
     rounding of 1 - z (1.1e-16) times the slope phi(0)/s; |sigma~_s - sigma| <= s phi(0) (each relu is smoothed
     by at most s phi(0), with opposite signs)."""
     f, g = float(em.smooth_trunc_relu(z, s)), float(em.smooth_trunc_relu(1 - z, s))
@@ -144,7 +144,7 @@ def test_activation_s_zero_is_the_truncated_relu_and_bad_s():
 
 @given(small_models(d_max=10))
 def test_moments_against_the_joint_law(model):
-    """Spec §6.3 by brute force over the joint law: E||phi||^2 = 1, E[y phi_j] = gamma_j/sigt on A and 0 off A,
+    """By brute force over the joint law: E||phi||^2 = 1, E[y phi_j] = gamma_j/sigt on A and 0 off A,
     sigt^2 = trace Cov(phi~), E y, mu_A; the weighted identities E[alpha_y y] = 0 and
     E[alpha_y y phi~_j] = (gamma_+ + gamma_-)/2. Tolerance 1e-12: sums of <= 2^10 float64 terms."""
     mom = model.moments()
@@ -174,7 +174,7 @@ def test_moments_against_the_joint_law(model):
 @pytest.mark.parametrize("k", [3, 5, 7])
 @pytest.mark.parametrize("p_o", [0.1, 0.3, 0.5])
 def test_parity_mixture_constants(k, p_o):
-    """Spec §1.2 (S1): gamma = (1 - p_o)/2, E y = 0, A-marginals 1/2, sigt^2 = D/4 at p_o = 1/2; order-2 mixed
+    """Parity mixture: gamma = (1 - p_o)/2, E y = 0, A-marginals 1/2, sigt^2 = D/4 at p_o = 1/2; order-2 mixed
     moments vanish for k >= 3; counts law."""
     for indep in (True, False) if p_o < 2 / 3 else (True,):
         model = em.parity_mixture(30, k, p_o, independent_background=indep)
@@ -246,7 +246,7 @@ def test_exchangeable_model_matches_its_explicit_support():
     """The count-resolved iid block (binomial sums, falling factorials) = its explicit 2^k PatternModel: every
     moment, both mixed-moment orders (1e-15: sums of k + 1 terms vs 2^k terms); iid_block_model switches form
     above k = 16; the paper's interval labeling (k = 30) has P(y = 1) = P(Bin(30, 2/3) >= 20) = 0.5848 and
-    gamma = 0.0680 (spec S14)."""
+    gamma = 0.0680 (docs/emergence.md)."""
     from scipy.stats import binom
     ex = em.ExchangeablePatternModel(14, 6, 0.6, np.linspace(0.2, 0.8, 8), (2, 5))
     pm = ex.to_pattern_model()
@@ -326,7 +326,7 @@ MODELS_EXACT = [
 @pytest.mark.parametrize("name,make", MODELS_EXACT, ids=[m[0] for m in MODELS_EXACT])
 @pytest.mark.parametrize("s", [0.03, 3 ** -1.5, 0.5])
 def test_fourier_equals_enumeration_and_brute_force(name, make, s):
-    """Spec §6.5 (S4a): Fourier = enumeration = the definitions summed over the joint law, to 1e-14, for 4 neurons
+    """Fourier = enumeration = the definitions summed over the joint law, to 1e-14, for 4 neurons
     (typical init scale and 5x larger q)."""
     model = make()
     rng = np.random.default_rng(7)
@@ -345,7 +345,7 @@ def test_fourier_equals_enumeration_and_brute_force(name, make, s):
 
 @given(model=small_models(d_max=11), data=st.data())
 def test_fourier_equals_enumeration_property(model, data):
-    """Spec §6.5 over random members (per-coordinate and row-dependent backgrounds), q, b and s in [0.02, 5]."""
+    """Fourier over random members (per-coordinate and row-dependent backgrounds), q, b and s in [0.02, 5]."""
     q = data.draw(hnp.arrays(np.float64, model.D, elements=st.floats(-1.5, 1.5)))
     b = data.draw(st.floats(-1.5, 2.5))
     s = data.draw(st.floats(0.02, 5.0))
@@ -396,9 +396,9 @@ def test_numpy_baseline_equals_numba_kernel():
 
 
 def test_fourier_against_monte_carlo_at_paper_scale():
-    """D = 100, k = 5, p_o = 1/2, sigma_w = 1/k, sigma_b = 1/k^2, s = k^-3/2 (spec §2.4): 3 neurons, n = 2e5
+    """D = 100, k = 5, p_o = 1/2, sigma_w = 1/k, sigma_b = 1/k^2, s = k^-3/2 (docs/emergence.md): 3 neurons, n = 2e5
     (seed 11); per-entry |z| <= 4.5 for T_A, T_b, T_a, beta (18 entries) and the aggregate chi-square of T_B
-    (285 entries) within df +- 4 sqrt(2 df). MC cannot resolve T_B entrywise (spec §7)."""
+    (285 entries) within df +- 4 sqrt(2 df). MC cannot resolve T_B entrywise."""
     model = em.parity_mixture(100, 5, 0.5)
     rng = np.random.default_rng(0)
     Q = rng.normal(0, 1 / 5, (3, 100))
@@ -412,14 +412,14 @@ def test_fourier_against_monte_carlo_at_paper_scale():
     assert np.abs(z[:, :5]).max() < Z_MAX
     chi2, df = (z[:, 5:] ** 2).sum(), z[:, 5:].size
     assert abs(chi2 - df) < 4 * math.sqrt(2 * df)
-    assert 0.9999 < F.T[0, :5].sum() / (math.sqrt(5) * np.linalg.norm(F.T[0])) <= 1   # spec C2 (S4b: 0.999998)
+    assert 0.9999 < F.T[0, :5].sum() / (math.sqrt(5) * np.linalg.norm(F.T[0])) <= 1   # reference: 0.999998
 
 
-# ---- correlations: identities and invariances (spec §6.6-6.9) --------------------------------------------------
+# ---- correlations: identities and invariances ------------------------------------------------------------------
 
 @given(model=small_models(d_max=14), data=st.data())
 def test_zero_A_part_identity(model, data):
-    """Spec §6.6: q_A = 0 and E y = 0 => T_A = (gamma/sigt) beta, T_B = T_b = T_a = 0 (balanced support forced by
+    """q_A = 0 and E y = 0 => T_A = (gamma/sigt) beta, T_B = T_b = T_a = 0 (balanced support forced by
     reweighting the classes); q_B = 0 => T_B = 0 (any member with an independent background)."""
     pr = model.A_probs * np.where(model.labels > 0, 0.5 / model.A_probs[model.labels > 0].sum(),
                                   0.5 / model.A_probs[model.labels < 0].sum())
@@ -439,7 +439,7 @@ def test_zero_A_part_identity(model, data):
 
 
 def test_class_weighted_correlations():
-    """App. F weighted loss (spec §1.5, §2.11): with y -> alpha_y y, an unbalanced member with q_A = 0 has
+    """App. F weighted loss (docs/emergence.md): with y -> alpha_y y, an unbalanced member with q_A = 0 has
     T_A = (gamma_w / sigt) beta with gamma_w = E[alpha_y y phi~_j] and T_B = T_b = T_a = 0 (E[alpha_y y] = 0);
     weighted Fourier = weighted enumeration = the count-resolved kernel (1e-14) and = MC (n = 1e5, |z| <= 4.5)."""
     ex = em.ExchangeablePatternModel(13, 5, 0.6, 0.35, (4, 5))             # P(y = 1) = 0.337
@@ -463,7 +463,7 @@ def test_class_weighted_correlations():
 
 
 def test_input_noise_stein_term():
-    """App. F input noise (spec §2.11): x = M phi + zeta/sigt. Exact: Fourier = numpy Fourier = enumeration =
+    """App. F input noise (docs/emergence.md): x = M phi + zeta/sigt. Exact: Fourier = numpy Fourier = enumeration =
     the joint law with total smoothing s_t^2 = s^2 + szeta2 ||q||^2 plus szeta2 q_j E[y h'(c)] (1e-14), for the
     paper's mixture with a dictionary (d = 20). Monte Carlo of the sampler (n = 2e5, seed 2): |z| <= 4.5, while
     dropping the Stein term gives |z| > 4.5 (the check has power at sigma_zeta = 0.5)."""
@@ -498,7 +498,7 @@ def test_input_noise_stein_term():
 
 
 def test_equivariance_and_symmetries():
-    """Spec §6.7-6.8: permuting background indices permutes T_B; permuting A-indices permutes T_A (exchangeable
+    """Permuting background indices permutes T_B; permuting A-indices permutes T_A (exchangeable
     parity law); q_A prop. to 1 => T_A prop. to 1; at p_o = 1/2 flipping q_l (l in B) flips T_l only, and
     beta(b) = beta(1 - b)."""
     model = em.parity_mixture(40, 5, 0.5)
@@ -523,7 +523,7 @@ def test_equivariance_and_symmetries():
 
 
 def test_large_s_limit_is_order_one_over_s():
-    """Spec §6.9: s T_A -> phi(0) gamma/sigt, and the remainder falls like 1/s^2 (ratio of remainders at s and 2s
+    """s T_A -> phi(0) gamma/sigt, and the remainder falls like 1/s^2 (ratio of remainders at s and 2s
     in [3.5, 4.5]: the next term of win_s = phi(0)/s (1 - E(u - z)^2 / (2 s^2) + O(s^-4)))."""
     model = em.parity_mixture(30, 3, 0.5)
     q, b = neuron_of(model)
@@ -534,7 +534,7 @@ def test_large_s_limit_is_order_one_over_s():
 
 
 def test_small_q_expansion_of_the_background_part():
-    """Spec §6.9 / §2.6 (S6): at q = eps T^(1), b = b0 + eps T_b^(1), the exact T_B equals
+    """Step-2 expansion (docs/emergence.md): at q = eps T^(1), b = b0 + eps T_b^(1), the exact T_B equals
     h''(b) sigma_phi^2 q_j sum_r pi_r y_r <q_A, phi_A^(r)> to relative 10 eps, and T_A -> h(b) gamma/sigt
     (difference O(eps^2))."""
     k, s = 5, 5 ** -1.5
@@ -557,7 +557,7 @@ def test_small_q_expansion_of_the_background_part():
 
 def test_clt_error_within_berry_esseen_and_falls_with_D():
     """The CLT ("gauss") approximation: |gauss - fourier| <= the Berry-Esseen bound for T_A, T_b, T_a, and at fixed
-    ||q_B||^2 sigma_phi^2 the T_A error falls with D (spec §2.4: ~1/D at p = 1/2; S4b: 1.3e-3 ... 5e-5)."""
+    ||q_B||^2 sigma_phi^2 the T_A error falls with D (~1/D at p = 1/2: 1.3e-3 ... 5e-5)."""
     errs = []
     for D in (25, 100, 400):
         model = em.parity_mixture(D, 5, 0.5)
@@ -602,11 +602,11 @@ def test_correlation_bad_inputs():
     assert_param_error("class_weighted", em.neuron_correlations, model, q, 0.0, 0.1, class_weighted="yes")
 
 
-# ---- Gaussian-mixture parity (spec §2.12) --------------------------------------------------------------------
+# ---- Gaussian-mixture parity --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("k", [1, 2])
 def test_gmm_stein_formula_against_gauss_hermite(k):
-    """Spec §6.13: the Stein form = 2-D Gauss-Hermite quadrature (120 x 120 nodes; the integrand is smooth at
+    """the Stein form = 2-D Gauss-Hermite quadrature (120 x 120 nodes; the integrand is smooth at
     s = 0.3, error < 1e-12) at d = 2; k = 1 is the two-Gaussian mixture x = eps v + g of App. F."""
     d = 2
     g = em.GaussianParityMixture(d, k, 1.3, em.random_dictionary(d, k, seed=k))

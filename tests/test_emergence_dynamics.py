@@ -1,8 +1,8 @@
-"""Emergence dynamics (seed 002): network, schedule, population steps 1-2, two-step features, classifier stage.
+"""Emergence dynamics ([Shi22]): network, schedule, population steps 1-2, two-step features, classifier stage.
 
 Every closed form is held against an independent computation: exact enumeration of the whole input support
 (``full_support``), central finite differences of the enumerated population loss, a second optimisation
-formulation (LP dual, SLSQP primal), or the Fourier correlations of ``correlations.py``. Spec §6 items 2, 4, 6,
+formulation (LP dual, SLSQP primal), or the Fourier correlations of ``correlations.py``. docs/emergence.md
 9 (step-2 limit), 10, 11 are properties here.
 """
 import numpy as np
@@ -43,7 +43,7 @@ def _random_params(rng, n, D, scale=0.3, a_scale=1.0):
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10**6), m=st.integers(1, 5), s=st.sampled_from([0.0, 0.05, 0.3]))
 def test_symmetric_init_zero_output_and_paired_gradients(seed, m, s):
-    """Spec §6 item 2: g^(0) = 0 on every input; gradient pairs (-, -, +) at t = 0 (exact enumeration)."""
+    """g^(0) = 0 on every input; gradient pairs (-, -, +) at t = 0 (exact enumeration)."""
     p = symmetric_init(SMALL, m, seed)
     phi, _, _ = full_support(SMALL)
     assert np.abs(network_output(p, phi, s)).max() <= 1e-12      # 1e-12: cancellation of a_i and -a_i terms
@@ -66,7 +66,7 @@ def test_symmetric_init_scales():
 @settings(max_examples=15, deadline=None)
 @given(k=st.integers(2, 9), p_A=st.floats(0.15, 0.85), data=st.data())
 def test_ground_truth_network_exact(k, p_A, data):
-    """Spec §6 item 4: g* = y on every support point; |a*| <= 32k, 1/(32k) <= |b*| <= 1/2, |pre| <= 1 (main);
+    """g* = y on every support point; |a*| <= 32k, 1/(32k) <= |b*| <= 1/2, |pre| <= 1 (main);
     the general scale gives 2y with 1/(64k) <= |b*| <= 1/4 and |a*| <= 128k: Lemma 35 states 64k, but g2's
     middle ReLU has coefficient 2 * 8 and the rescale 8k (a found erratum; reached at k = 2, P = {0})."""
     pos = data.draw(st.sets(st.integers(0, k), min_size=1, max_size=k))
@@ -98,7 +98,7 @@ def test_feature_cosine():
 # ---- schedule -------------------------------------------------------------------------------------------------
 
 def test_theory_schedule_values():
-    """Lemma 23 / Thm 26 hyperparameters at E1 (eta^(1) = 2.3e-9 at k = 5, m = 300: spec §7)."""
+    """Lemma 23 / Thm 26 hyperparameters at E1 (eta^(1) = 2.3e-9 at k = 5, m = 300)."""
     model = parity_mixture(100, 5, 0.5)
     lem = theory_schedule(model, 300, steps=600)
     thm = theory_schedule(model, 300, steps=600, variant="thm26")
@@ -195,7 +195,7 @@ def test_hinge_certificate_bounds_output(seed, scale, s, symmetric):
 
 
 def test_kill_removes_previous_weights():
-    """Spec §6 item 10: with lambda = 1/(2 eta) the update is -eta grad exactly (no trace of the old Q, a)."""
+    """with lambda = 1/(2 eta) the update is -eta grad exactly (no trace of the old Q, a)."""
     rng = np.random.default_rng(1)
     p = _random_params(rng, 4, SMALL.D, 0.1)
     eta = 0.37
@@ -206,7 +206,7 @@ def test_kill_removes_previous_weights():
 
 
 def test_step1_identity_qA_zero():
-    """Spec §6 item 6 through the step: q_A = 0, balanced => w^(1) = eta a (gamma/sigma~) beta 1_A, no background."""
+    """Through the step: q_A = 0, balanced => w^(1) = eta a (gamma/sigma~) beta 1_A, no background."""
     model = parity_mixture(14, 3, 0.5)
     p = TwoLayerParams(np.zeros((2, 14)), np.array([0.05, -0.02]), np.array([1.3, -1.3]))
     g = population_gradient(model, p, 0.2)
@@ -227,7 +227,7 @@ def e1_two_steps():
 
 
 def test_step1_step2_cosines_e1(e1_two_steps):
-    """Spec C2 / §2.5: step-1 population cos >= 0.9999 (max over neurons); step 2 aligns every neuron."""
+    """Step-1 population cos >= 0.9999 (max over neurons); step 2 aligns every neuron."""
     model, p0, steps, (p1, p2, cert) = e1_two_steps
     c1, c2 = np.abs(feature_cosine(model, p1.Q)), np.abs(feature_cosine(model, p2.Q))
     assert c1.max() >= 0.9999 and c1.min() > 0.99
@@ -269,7 +269,7 @@ def test_two_step_limit_matches_exact_steps(e1_two_steps):
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_two_step_limit_unbalanced(weighted):
-    """Unbalanced classes (E y != 0): the limit's bias shift a h E y and a^(2) = E y sigma~(b) (issue 10 §5), or the
+    """Unbalanced classes (E y != 0): the limit's bias shift a h E y and a^(2) = E y sigma~(b), or the
     weighted loss's b^(2) = b^(0), a^(2) = 0, vs the exact two steps (weighted enumeration-free Fourier path)."""
     model = interval_labeling(10, 4)
     p0 = symmetric_init(model, 20, seed=4)
@@ -300,8 +300,8 @@ def test_two_step_limit_rate():
 
 @pytest.mark.parametrize("model", [parity_mixture(12, 3, 0.5), interval_labeling(11, 5)])
 def test_step2_expansion_cubic_remainder(model):
-    """§2.6 Taylor formulas vs exact enumeration: remainder O(eps^3) for T, T_b, T_a (ratio >= 8 on halving);
-    spec §6 item 9: ||T_B|| = O(eps^2) when E y = 0."""
+    """Step-2 Taylor formulas vs exact enumeration: remainder O(eps^3) for T, T_b, T_a (ratio >= 8 on halving);
+    ||T_B|| = O(eps^2) when E y = 0."""
     rng = np.random.default_rng(7)
     Q0, b = rng.normal(0, 1, (3, model.D)), np.array([0.1, 0.3, -0.05])
     s = 0.2
@@ -320,7 +320,7 @@ def test_step2_expansion_cubic_remainder(model):
 
 
 def test_step2_background_ratio_e1():
-    """Spec §6 item 9 at D = 100 (Fourier): q = eps T^(1): ||T^(2)_B|| / ||formula|| within 1 +- 10 eps and the
+    """At D = 100 (Fourier): q = eps T^(1): ||T^(2)_B|| / ||formula|| within 1 +- 10 eps and the
     A-mean of T^(2) -> h(b) gamma/sigma~ (S6: ratios 1.0000 / 0.9999 / 0.9877 at eps = 1e-2 / 1e-1 / 1)."""
     model, s = parity_mixture(100, 5, 0.5), 5 ** -1.5
     q0, b0 = np.random.default_rng(4).normal(0, 0.2, 100), 1.3 / 25
@@ -379,7 +379,7 @@ def test_regularised_second_layer_matches_primal(reg):
 
 
 def test_two_step_separable_one_step_not():
-    """§2.7 / C5: at E1 the two-step features separate the parity labels (LP loss 0); the one-step features
+    """At E1 the two-step features separate the parity labels (LP loss 0); the one-step features
     (constant in the eta^(1) -> 0 limit) give loss 1."""
     model = parity_mixture(100, 5, 0.5)
     p0 = symmetric_init(model, 300, seed=0)
@@ -412,7 +412,7 @@ def test_lemma23_construction_exact_on_matched_neurons():
 @given(seed=st.integers(0, 10**6), s=st.sampled_from([0.0, 0.1]),
        train=st.sampled_from([("alpha", "b", "a"), ("a",), ("alpha", "b")]))
 def test_reduced_gd_equals_full_population_gd(seed, s, train):
-    """Spec §6 item 11: reduced GD on the line = full population GD (exact enumeration with the hinge indicator);
+    """reduced GD on the line = full population GD (exact enumeration with the hinge indicator);
     the background stays 0."""
     model = parity_mixture(11, 3, 0.5, independent_background=False)
     rng = np.random.default_rng(seed)
@@ -453,7 +453,7 @@ def test_subspace_gradient_equals_enumeration(model):
 
 
 def test_reduced_gd_plateau_e1():
-    """Spec §2.8 observation (S8): k = 5, m = 100, eta = k^2/(T m^{1/3}), T = 300, lambda = 1e-3 from the two-step
+    """Reduced-GD plateau: k = 5, m = 100, eta = k^2/(T m^{1/3}), T = 300, lambda = 1e-3 from the two-step
     limit: population hinge 0.95082 / 0.82007 / 0.50059 at t = 50 / 150 / 300 in S8 (its m = 100 draws are not
     ours: 5e-2 covers the init-to-init spread, 2.8e-2 at seed 0), error at the count-1/count-4 plateau 0.15625."""
     model = parity_mixture(100, 5, 0.5, independent_background=False)
@@ -490,7 +490,7 @@ def test_reduced_gd_rejects_non_exchangeable():
 
 
 def test_no_structure_has_no_two_step_signal():
-    """(A1'): gamma = 0 on the uniform cube, so the two-step limit has q = 0 (spec §2.4, S16)."""
+    """(A1'): gamma = 0 on the uniform cube, so the two-step limit has q = 0 (docs/emergence.md)."""
     model = no_structure(parity_mixture(20, 3, 0.5))
     p0 = symmetric_init(parity_mixture(20, 3, 0.5), 5)
     assert np.abs(two_step_limit(model, p0, 0.2).Q).max() < 1e-15
@@ -530,14 +530,14 @@ def test_run_options_bad_input(kw, name):
 
 
 def test_predict_no_structure_signal():
-    """S16 / C9: without input structure the step-1 signal ||T^(1)|| collapses (ratio 2e-6 to 5e-5 in S16) and the
+    """Without input structure the step-1 signal ||T^(1)|| collapses (ratio 2e-6 to 5e-5, docs/emergence.md) and the
     two-step features are constant (LP loss 1)."""
     prob = Problem.parity(D=40, k=5, width=10)
     with_s = popdyn.predict(prob, steps=3).meta["steps_1_2"]
     without = popdyn.predict(Problem.parity(D=40, k=5, width=10, structure=False), steps=3).meta["steps_1_2"]
     assert without["T_norm_step1"] / with_s["T_norm_step1"] < 1e-3
     assert without["lp_loss"] == pytest.approx(1.0) and with_s["lp_loss"] < 1e-9
-    # balanced classes: b^(2) - b^(0) = O(eta^(1) a^(0)^2) (spec §2.13(b) at the population level)
+    # balanced classes: b^(2) - b^(0) = O(eta^(1) a^(0)^2) (docs/emergence.md, at the population level)
     assert with_s["b_shift_step2"] < prob.schedule(3)[0].eta * np.max(prob.params0.a ** 2)
 
 

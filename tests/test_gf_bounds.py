@@ -1,7 +1,7 @@
 """Gradient-feature bounds: main theorem, average-loss bound, Lemmas B.6 / B.8 / B.9 / B.10, Theorem B.2, case
-tables, Prop 3.23 and the auxiliary inequalities (specs/gradient_features.md §2.9-2.14, §6 items 9-11).
+tables, Prop 3.23 and the auxiliary inequalities ([Shi24] ch. 3, App. B; docs/gradient_features.md).
 
-Oracles: the spec's worked numbers (§2.13.3), exact rational iteration (Lemma B.9), full-batch GD trajectories
+Oracles: the worked numbers of the docs, exact rational iteration (Lemma B.9), full-batch GD trajectories
 (Lemma B.9, Theorem B.2), symmetric-init draws with the exact first step and exact tail probabilities (Lemma B.8),
 per-sample loss differences and a tight one-neuron case (Lemma B.10), brute force over the hypercube (uniform
 parity), explicit ground-truth networks (parity), exact tail functions (scipy ndtr / chi2.sf), finite-difference
@@ -92,10 +92,10 @@ def test_main_theorem_xor_worked_numbers_spec_2_13_3():
     """d = 1e4, sigma_B = 1, tau~ = d/(16 log d), eps = delta = 0.1: p ~ 0.109, m ~ 6e11, error term 4.5."""
     c = case_parameters("xor", d=10**4, sigma_B=1.0)
     out = main_theorem(**c["theorem_args"], eps=0.1, delta=0.1, d=10**4)
-    assert c["p"] == pytest.approx(0.109, abs=5e-4)  # spec rounds to 3 digits
+    assert c["p"] == pytest.approx(0.109, abs=5e-4)  # the reference rounds to 3 digits
     assert c["r"] * c["B_a1"] * c["Bx1"] == pytest.approx(32.0, rel=REL)
     assert math.sqrt(c["B_b"] / c["B_G"]) == pytest.approx(1.58, abs=5e-3)
-    assert out["m_min"] == pytest.approx(6e11, rel=0.05)  # spec: "m ~ 6 x 10^11"
+    assert out["m_min"] == pytest.approx(6e11, rel=0.05)  # docs/gradient_features.md: "m ~ 6 x 10^11"
     assert out["error_bound_population"] - 0.1 == pytest.approx(4.5, abs=0.05)  # 32 sqrt(2/sqrt d) = 4.53
 
 
@@ -148,7 +148,7 @@ def test_average_bound_empirical_terms_vanish_but_keep_2sqrt2():
 @given(st.floats(0.01, 0.5), st.floats(1e-4, 0.5), st.integers(1, 20), st.floats(1e-3, 0.9), st.floats(0.01, 0.9),
        st.floats(1.1, 10.0))
 def test_main_theorem_monotonicity(p, gamma, r, eps, delta, f):
-    """Spec §6 item 9: error up in gamma and r, down in n; m_min up in 1/eps, 1/p, r, 1/delta; T up in 1/eps."""
+    """Monotonicity: error up in gamma and r, down in n; m_min up in 1/eps, 1/p, r, 1/delta; T up in 1/eps."""
     kw = dict(BASE, p=p, gamma=gamma, r=r)
 
     def mt(**over):
@@ -385,7 +385,7 @@ def test_rademacher_bound_counterexample_and_monte_carlo():
 
 
 def _parity_gstar_coefficients(r, k):
-    """Positive-bias bump network of spec §2.5 (3 neurons per bump, k+1 bumps per block)."""
+    """Positive-bias bump network of docs/gradient_features.md (3 neurons per bump, k+1 bumps per block)."""
     h = 1 / math.sqrt(k)
     a, bias = [], []
     for _ in range(r):
@@ -406,7 +406,7 @@ def test_parity_table_matches_the_ground_truth_network(r, k):
     paper = case_parameters("parity", d=400, r=r, k=k, p_A=0.05, tau=8.0, convention="paper")
     assert paper["B_a2"] < np.linalg.norm(a)  # erratum 5: 2 sqrt(r k (k+1)) is too small
     if (r, k) == (3, 15):
-        assert (c["B_a2"], paper["B_a2"]) == pytest.approx((65.73, 53.67), abs=5e-3)  # spec V4
+        assert (c["B_a2"], paper["B_a2"]) == pytest.approx((65.73, 53.67), abs=5e-3)  # exact norms
 
 
 def test_parity_ground_truth_fits_every_support_point():
@@ -490,7 +490,7 @@ def test_case_error_terms_and_errata_6_7():
 
 
 def test_xor_opt_bound_holds_monte_carlo():
-    """Lemma B.41 at d = 100, sigma_B = 1, tau~ = 1 (spec V13: 2.1e-5 vs 2.98): hinge loss of g* by Monte Carlo in
+    """Lemma B.41 at d = 100, sigma_B = 1, tau~ = 1 (reference: 2.1e-5 vs 2.98): hinge loss of g* by Monte Carlo in
     the two sufficient statistics u = <D_1, x>, v = <D_3, x> of cluster 1 (the others follow by symmetry)."""
     d, sB, tt = 100, 1.0, 1.0
     c = case_parameters("xor", d=d, sigma_B=sB, tau_tilde=tt)
@@ -557,7 +557,7 @@ def test_chi2_tail_bound(k):
     z = np.linspace(0.0, 40.0, 401)
     t, bound = chi2_tail_bound(k, z)
     assert np.all(chi2.sf(t, k) <= bound)
-    if k == 100:  # spec V15: chi2_100 at z = 3 is 4.6e-3 <= 0.050
+    if k == 100:  # reference: chi2_100 at z = 3 is 4.6e-3 <= 0.050
         t3, b3 = chi2_tail_bound(100, 3.0)
         assert chi2.sf(t3, 100) == pytest.approx(4.6e-3, abs=1e-4) and float(b3) == pytest.approx(0.0498, abs=1e-4)
 
@@ -573,7 +573,7 @@ def test_mills_bounds_sandwich_and_tighten():
 
 
 def test_tail_expectation_bound_for_all_z():
-    """phi(z) = |E[1[g > z] g]| < 2 Q(z)^0.9 on [-40, 40] and, in logs, out to z = 1e4; max ratio 0.853 (V15)."""
+    """phi(z) = |E[1[g > z] g]| < 2 Q(z)^0.9 on [-40, 40] and, in logs, out to z = 1e4; max ratio 0.853."""
     z = np.linspace(-40.0, 40.0, 400001)
     logphi = -0.5 * z**2 - 0.5 * math.log(2 * math.pi)
     logb = tail_expectation_bound(z, log=True)
@@ -613,7 +613,7 @@ def test_uniform_parity_requirements_against_brute_force_majority():
 
 
 def test_oco_bound_holds_for_random_convex_sequences():
-    """Thm B.7 on 300 random runs of hinge, quadratic and absolute-value sequences (spec V11: max LHS-RHS < 0)."""
+    """Thm B.7 on 300 random runs of hinge, quadratic and absolute-value sequences (reference: max LHS-RHS < 0)."""
     rng = np.random.default_rng(11)
     worst = -np.inf
     for _ in range(300):
@@ -673,7 +673,7 @@ def test_main_theorem_paper_convention_drops_lprime0_and_reads_B100_as_typeset()
 def test_gradient_concentration_on_the_hypercube():
     """Uniform parity on {+-1}^11 (Bx = sqrt d, Bx2 = d) with UniformParity's exact G: the Bernstein radius at
     delta = 0.05 is exceeded in fewer than 5% of 400 repetitions, and the median deviation falls as n^(-1/2), not
-    the paper's n^(-1/3) (spec V9)."""
+    the paper's n^(-1/3)."""
     from popdyn.models.gradient_features.parity import UniformParity
     d, k, b = 11, 2, 0.5
     model = UniformParity(d, k)
@@ -702,7 +702,7 @@ B8 = dict(m=64, d=30, sigma_w=1.0, b_tilde=1.5, eta1=0.05, B_G=0.5, B_eps=0.3, B
 
 
 def test_lemma_B8_formulas():
-    """B.8 written out again from L5764, each constant a distinct multiplier."""
+    """B.8 written out again from Lemma B.8, each constant a distinct multiplier."""
     m, d, sw, bt, e1, BG, Be, Bx1 = B8.values()
     C = dict(C_a0=1.5, C_w0=2.0, C_a1=3.0, C_w1=5.0)
     for loss, lp in (("hinge", 1.0), ("logistic", 1 / (2 * math.log(2)))):

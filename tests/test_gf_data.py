@@ -128,7 +128,7 @@ mixtures = st.builds(_mixture, st.integers(0, 10_000), st.integers(2, 6), st.int
 
 @given(mixtures, st.integers(0, 10_000), st.floats(0.1, 10), st.floats(-3, 3))
 def test_G_identities(gm, seed, c, b):
-    """Scale invariance, complement, label flip, span(mu, w), ||G|| <= Bx1 (spec §6 items 3-4)."""
+    """Scale invariance, complement, label flip, span(mu, w), ||G|| <= Bx1 (docs/gradient_features.md)."""
     w = np.random.default_rng(seed).normal(size=(1, gm.dim))
     G = gm.simplified_gradient(w, b)[0]
     tol = 1e-12 * (1 + np.abs(gm.mus).max())
@@ -178,9 +178,9 @@ def test_xor_bayes_error_spec_value_and_mc():
     gm = xor_mixture(100, 3.0)
     assert gm.xor_structure == (10.0, 3.0)
     pb = gm.bayes_error()
-    assert pb == pytest.approx(0.018252, abs=5e-7)                 # spec §2.3 (quadrature, 6 digits)
+    assert pb == pytest.approx(0.018252, abs=5e-7)                 # docs/gradient_features.md (quadrature, 6 digits)
     X, y = gm.sample(100_000, 0)
-    err = np.sign(np.abs(X[:, 0]) - np.abs(X[:, 1])) != y             # the Bayes rule (spec §2.3)
+    err = np.sign(np.abs(X[:, 0]) - np.abs(X[:, 1])) != y             # the Bayes rule
     assert abs(err.mean() - pb) < Z * math.sqrt(pb * (1 - pb) / len(y))
 
 
@@ -220,7 +220,7 @@ def test_xor_ground_truth_loss_quadrature_vs_mc(d, sigma, tau):
 
 def test_xor_ground_truth_v13_value():
     """Spec V13: d = 100, sigma_B = 1, tilde tau = 1 gives 2.1e-5 (MC 2e7 samples there)."""
-    # 5%: the spec quotes 2 digits (2.5%) of a 2e7-sample MC (SE 1.5%)
+    # 5%: the reference quotes 2 digits (2.5%) of a 2e7-sample MC (SE 1.5%)
     assert xor_mixture(100, 1.0).ground_truth_loss(1.0)[0] == pytest.approx(2.1e-5, rel=0.05)
 
 
@@ -384,7 +384,7 @@ def test_xor_feature_hit_rate_matches_spec_v2():
     nG = np.sqrt(np.sum(G_Q ** 2, 1) + G_perp ** 2)
     hit = (np.abs(G_Q @ D1) / nG > 1 - 1 / math.sqrt(d)) & (nG >= math.sqrt(d) / 5)
     se = math.sqrt(0.002 * (1 / 400_000 + 1 / 2_000_000))
-    assert abs(hit.mean() - 0.0020) < Z * se + 5e-5                   # 5e-5: the spec's rounding to 4 decimals
+    assert abs(hit.mean() - 0.0020) < Z * se + 5e-5                   # 5e-5: the reference's rounding to 4 decimals
 
 
 def test_xor_ground_truth_loss_vs_nested_quadrature():

@@ -1,4 +1,4 @@
-"""The gradient-feature framework (seed 001 ch. 3): symmetric init, exact first step, cones, nice sets, the feature
+"""The gradient-feature framework ([Shi24] ch. 3): symmetric init, exact first step, cones, nice sets, the feature
 probability, Lemma B.6's second layer, the frozen optimum, network risks, the Problem and ``popdyn.predict``."""
 import itertools
 import math
@@ -85,7 +85,7 @@ def test_sample_step_is_minus_eta_gradient_by_finite_differences(loss):
 
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
 def test_population_step_matches_sample_step_within_monte_carlo_error(loss):
-    """Closed-form G, A (spec §2.2) against the empirical step on n = 2e5 samples: every entry within 5 SE."""
+    """Closed-form G, A against the empirical step on n = 2e5 samples: every entry within 5 SE."""
     gm = _two_cluster()
     a0, W0, b = symmetric_init(6, 3, 1.0, 1.0, 0.8, 1)
     a1, W1 = first_step(gm, a0, W0, b, 0.5, loss)
@@ -102,7 +102,7 @@ def test_population_step_matches_sample_step_within_monte_carlo_error(loss):
 @settings(max_examples=15)
 @given(st.integers(1, 4), st.integers(0, 2**31), st.floats(0.05, 3.0))
 def test_first_step_symmetry_identities(m, seed, eta1):
-    """Lemma B.71 with the corrected twin (spec §2.1): w_{i+2m} = -w_i, a_{i+2m} = a_i and
+    """Lemma B.71 with the corrected twin (docs/gradient_features.md): w_{i+2m} = -w_i, a_{i+2m} = a_i and
     w_{i+m} = w_i - eta1 |l'(0)| a_i E[yx], for the population and for a sample (with its own mean)."""
     gm = _two_cluster()
     a0, W0, b = symmetric_init(6, m, 1.0, 1.0, 0.6, seed)
@@ -116,7 +116,7 @@ def test_first_step_symmetry_identities(m, seed, eta1):
 
 @given(st.floats(0.1, 10.0), st.integers(0, 2**31))
 def test_first_step_erases_init_scale(c, seed):
-    """No additive W0 term: W1 is invariant under (W0, b~) -> c (W0, b~) and linear in a0 (spec §6.2)."""
+    """No additive W0 term: W1 is invariant under (W0, b~) -> c (W0, b~) and linear in a0."""
     gm = _two_cluster()
     a0, W0, b = symmetric_init(6, 2, 1.0, 1.0, 0.6, seed)
     a1, W1 = first_step(gm, a0, W0, b, 0.3)
@@ -433,7 +433,7 @@ def test_predict_xor_quick_and_reproducible():
 
 
 def test_predict_uniform_parity_first_step_is_the_xi_formula():
-    """Uniform parity (d = 9, k = 2): w^(1) = eta |l'| a0 G with G_j = xi_{k-1}/2 chi_{A-j}(w) on A (spec §2.6)."""
+    """Uniform parity (d = 9, k = 2): w^(1) = eta |l'| a0 G with G_j = xi_{k-1}/2 chi_{A-j}(w) on A."""
     P = Problem.uniform_parity(d=9, k=2, width=8)
     pred = popdyn.predict(P, n_train=200, n_mc=300, n_test=2000)
     a0, W0, b = P.params0
@@ -539,7 +539,7 @@ def test_opt_frozen_certificate_on_learned_xor_features(B, loss):
 
 def test_feature_probability_sufficient_statistics():
     """The O(q)-per-neuron path (mixtures) against the full d-vector path at d = 16 (z <= 4), and at d = 1e6 against
-    the spec's V2 table (P[hit D_1] = 0.0020 with 2e6 neurons, tau = 1; z <= 4 with both binomial errors)."""
+    a reference table (P[hit D_1] = 0.0020 with 2e6 neurons, tau = 1; z <= 4 with both binomial errors)."""
     gm, bt, *_ = _xor_setup()
     D = np.eye(16)[0]
     p, _ = feature_probability(gm, D, 1, 0.25, 0.8, bt, 100_000, 7)

@@ -1,4 +1,4 @@
-"""Multi-index polynomial (spec §2.7): the Stein/Hermite closed forms against quadrature, Monte Carlo and spec A5.
+"""Multi-index polynomial: Stein/Hermite closed forms vs quadrature, Monte Carlo, references.
 
 Monte Carlo band: max |z| < 5 over <= 50 coordinates. Quadrature oracle: adaptive quad along w_hat (from t to
 infinity) times a tensor Gauss-Hermite rule, exact for the polynomial, over the rest of span(U, w_hat).
@@ -66,7 +66,7 @@ def test_G_and_A_vs_monte_carlo():
 
 
 def test_spec_A5_degree_two_and_four():
-    """Spec A5 / §2.7: degree 2 gives phi(0)(H w - (w.Hw) w / 2); y = He_4(u.x) gives phi(0)(-4c^3 u + 3c^4 w)."""
+    """Reference cases: degree 2 gives phi(0)(H w - (w.Hw) w / 2); y = He_4(u.x) gives phi(0)(-4c^3 u + 3c^4 w)."""
     U = _U(12, 2, 4)
     M = np.array([[2.0, 0.7], [0.7, -1.0]])
     H = U.T @ M @ U

@@ -1,9 +1,9 @@
-"""popdyn.models.gradient_features.parity: structured and uniform parity (specs/gradient_features.md §2.5-2.6, §6).
+"""popdyn.models.gradient_features.parity: structured and uniform parity (docs/gradient_features.md).
 
 Independent computations: brute force over the hypercube {+-1}^d (d <= 15) for the majority coefficients and the
 uniform-parity G and A; enumeration of the full structured-parity support (tiny d) for E[yx], G and g*; integer
 arithmetic for g* on the support (all of g* sqrt(k) is an integer there); mpmath at 50 digits for xi at d = 10^4;
-seeded Monte Carlo with a per-entry |z| <= 4.5 (stated per test). Hypothesis for the identities of spec §6.
+seeded Monte Carlo with a per-entry |z| <= 4.5 (stated per test). Hypothesis for the identities.
 """
 import itertools
 import math
@@ -45,7 +45,7 @@ def test_majority_coefficient_equals_brute_force_fourier(n):
 
 @pytest.mark.parametrize("n", [5, 11, 101, 1001])
 def test_majority_parseval(n):
-    """sum_j C(n, j) xi_j^2 = E[Maj^2] = 1 (V12); float sum of <= 501 positive terms: 1e-13."""
+    """sum_j C(n, j) xi_j^2 = E[Maj^2] = 1; float sum of <= 501 positive terms: 1e-13."""
     total = math.fsum(math.comb(n, j) * majority_coefficient(n, j) ** 2 for j in range(1, n + 1, 2))
     assert abs(total - 1.0) < 1e-13
 
@@ -79,7 +79,7 @@ def test_majority_parseval_in_logs():
 
 @given(st.integers(1, 5000).map(lambda h: 2 * h + 1), st.data())
 def test_majority_sign_and_ratio(n, data):
-    """Sign (-1)^((j-1)/2) and |xi_{j+2} / xi_j| = j / (n - j - 1) (spec §2.6); correctly rounded values: 4 ulp."""
+    """Sign (-1)^((j-1)/2) and |xi_{j+2} / xi_j| = j / (n - j - 1) ; correctly rounded values: 4 ulp."""
     j = data.draw(st.integers(0, min(n - 3, 60)).map(lambda t: 2 * t + 1).filter(lambda t: t + 2 <= n))
     a, b = majority_coefficient(n, j), majority_coefficient(n, j + 2)
     assert np.sign(a) == (-1) ** ((j - 1) // 2)
@@ -105,7 +105,7 @@ def _uniform_case(d, k, seed, M=6):
 
 @pytest.mark.parametrize("d,k", [(5, 1), (5, 2), (7, 3), (9, 4), (11, 4), (13, 2), (13, 6), (15, 4), (15, 14)])
 def test_uniform_G_equals_brute_force(d, k):
-    """Exact G (with the factor 1/2) vs the mean over all 2^d inputs: both dyadic rationals, so exactly equal (V6)."""
+    """Exact G (with the factor 1/2) vs the mean over all 2^d inputs: both dyadic rationals, so exactly equal."""
     up, W, b = _uniform_case(d, k, seed=d * 100 + k)
     X = cube(d)
     y = np.prod(X[:, up.subset], axis=1)
@@ -244,7 +244,7 @@ def test_structured_mc_G_against_enumeration(kw, method):
 
 
 def test_structured_twin_neuron_is_not_a_feature_V5():
-    """Erratum 4 (spec V5): for a Sure neuron of D_0 (<w, D_0> = 1.6 b~/sqrt k, b~ = sqrt(rk log d)), G is aligned
+    """Remark B.45 erratum: for a Sure neuron of D_0 (<w, D_0> = 1.6 b~/sqrt k, b~ = sqrt(rk log d)), G is aligned
     with D_0, but its twin (-w, -b~) gets E[yx] - G ~ D_0 + 2 (D_1 + D_2), so (D_0, -1) is not in S for r = 3.
     Monte Carlo n = 1e5: ||se|| ~ 0.013 against ||G|| ~ 0.33 and ||twin|| ~ 1.3, so the margins below are > 5 SE."""
     sp = StructuredParity(200, 3, 15, 0.1, 45 / 155)
@@ -302,7 +302,7 @@ def test_structured_mc_routes_agree():
 @given(st.sampled_from(SMALL), st.integers(0, 10 ** 6), st.integers(-3, 3))
 def test_structured_exact_G_identities(kw, seed, log2c):
     """G(cw, cb) = G(w, b) (c a power of 2: the masks are identical), G(w, b) + G(-w, -b) = E[yx] (ties have
-    probability 0 for Gaussian w), ||G|| <= E||x|| = B_x1 (spec §6.3); float sums: 1e-14."""
+    probability 0 for Gaussian w), ||G|| <= E||x|| = B_x1; float sums: 1e-14."""
     sp = StructuredParity(**kw)
     rng = np.random.default_rng(seed)
     W, b = rng.normal(size=(3, sp.d)), rng.normal(size=3)

@@ -99,12 +99,12 @@ def test_relu_quadrature_split_at_kink_vs_closed_form():
     p = np.arange(61)
     ref = np.zeros(61)
     ref[0], ref[1] = 1 / math.sqrt(2 * math.pi), 0.5
-    for q in range(2, 61, 2):   # spec §2.5: mu_p = (-1)^((p-2)/2) (p-3)!! / sqrt(2 pi p!)
+    for q in range(2, 61, 2):   # ReLU: mu_p = (-1)^((p-2)/2) (p-3)!! / sqrt(2 pi p!)
         ref[q] = (-1) ** ((q - 2) // 2) * float(mp.fac2(q - 3) / mp.sqrt(2 * mp.pi * mp.factorial(q)))
     # 1e-14: spectral Gauss-Legendre on each smooth piece; the estimate must cover the true error
     assert np.max(np.abs(mu - ref)) < 1e-14
     assert err < 1e-13 and p.size == 61
-    # without the split, Gauss-Hermite converges only as O(1/N) (spec §3.1): N = 400 is ~1e-4 off
+    # without the split, Gauss-Hermite converges only as O(1/N): N = 400 is ~1e-4 off
     x, w = H.gauss_hermite(400)
     assert np.max(np.abs(H.project(x, w, np.maximum(x, 0), 60) - ref)) > 1e-5
 
@@ -125,10 +125,10 @@ def test_tanh_golden_values_and_gauss_hermite_agree():
     mu, err = H.hermite_coeffs_quad(np.tanh, 200)
     gold = {1: 0.6057055096021, 3: -0.1484371907873, 5: 0.0625475237527, 7: -0.0314454192877}
     for p, v in gold.items():
-        assert abs(mu[p] - v) < 1e-13        # 1e-13: golden values have 13 decimals (spec A.5)
+        assert abs(mu[p] - v) < 1e-13        # 1e-13: golden values have 13 decimals
     x, w = H.gauss_hermite(1000)
     # 3e-14: two unrelated rules; Gauss-Hermite N = 1000 is itself 1.1e-14 off mpmath at p = 1
-    # (rounding in 1000 terms), the split Gauss-Legendre rule 3e-16 (spec §3.1 saw 8e-15)
+    # (rounding in 1000 terms), the split Gauss-Legendre rule 3e-16 (a reference script saw 8e-15)
     assert np.max(np.abs(H.project(x, w, np.tanh(x), 200) - mu)) < 3e-14
     assert err < 1e-14
 

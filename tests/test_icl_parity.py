@@ -1,4 +1,4 @@
-"""Sparse-parity ICL theory (popdyn.models.icl.parity): brute-force oracles, Monte Carlo, spec Part D properties."""
+"""Sparse-parity ICL theory (popdyn.models.icl.parity): brute-force oracles, Monte Carlo, properties."""
 import itertools
 import math
 import warnings
@@ -78,7 +78,7 @@ def test_full_heads_with_zero_off_diagonal_equal_diagonal_heads():
     assert icl.population_hinge(p, a, Vf) == pytest.approx(icl.population_hinge(p, a, V), abs=4 * 2e-4)
 
 
-# ---- the paper's construction (spec Part D, parity) -----------------------------------------------------
+# ---- the paper's construction (Thm 5.5.1) ---------------------------------------------------------------
 
 @st.composite
 def paper_problems(draw):
@@ -102,7 +102,7 @@ def test_construction_zero_loss_and_tight_margins(p):
     a, V = icl.paper_construction(p.nu2, p.gamma)
     assert icl.population_hinge(p, a, V) <= _ULP_LOSS
     tasks, vals = icl.margins(p, a, V)
-    # y_q g = Hamming distance of (i-1, j-1) on every pattern (spec B.4.2); 1e-12: float64 with 1/(4 gamma) scales
+    # y_q g = Hamming distance of (i-1, j-1) on every pattern (docs/icl.md); 1e-12: float64 with 1/(4 gamma) scales
     np.testing.assert_allclose(vals, np.repeat(_hamming(tasks)[:, None], 4, 1), rtol=1e-12)
     assert vals.min() == pytest.approx(1.0, rel=1e-13)
     assert icl.frobenius_cost(V) == pytest.approx(p.d * p.nu2 * (p.nu2 + 1) / (8 * p.gamma**2), rel=1e-12)
@@ -164,25 +164,25 @@ def test_dictionary_invariance_of_the_loss():
 def test_pT_max_decreasing_in_d_and_gamma(d, gamma):
     assert icl.pT_max(d + 1, gamma) < icl.pT_max(d, gamma)
     assert icl.pT_max(d, gamma + 0.005) < icl.pT_max(d, gamma)
-    p = icl.pT_max(d, gamma)  # L8981: the condition equals d(d-1)/2 pT (1/4+g) < (1-pT)(1/4-g), equality at pT_max
+    p = icl.pT_max(d, gamma)  # App. D.3.1: the condition equals d(d-1)/2 pT (1/4+g) < (1-pT)(1/4-g), equality at pT_max
     assert d * (d - 1) / 2 * p * (0.25 + gamma) == pytest.approx((1 - p) * (0.25 - gamma), rel=1e-12)
 
 
 def test_paper_example_matrices():
     a, V = icl.paper_construction(3, 0.1)
     s = 1 / (4 * 0.1)
-    np.testing.assert_allclose(V[0], s * np.array([-1, 1, -1, 1, -1, 1, -1, 1]))   # L1488
-    np.testing.assert_allclose(V[1], s * np.array([-1, -1, 1, 1, -1, -1, 1, 1]))   # L1490
-    np.testing.assert_allclose(V[2], s * np.array([-1, -1, -1, -1, 1, 1, 1, 1]))   # L1492
-    np.testing.assert_allclose(V[3], -3 * s * np.ones(8))                          # L1494
+    np.testing.assert_allclose(V[0], s * np.array([-1, 1, -1, 1, -1, 1, -1, 1]))   # Section 5.5.1, V^(1)
+    np.testing.assert_allclose(V[1], s * np.array([-1, -1, 1, 1, -1, -1, 1, 1]))   # V^(2)
+    np.testing.assert_allclose(V[2], s * np.array([-1, -1, -1, -1, 1, 1, 1, 1]))   # V^(3)
+    np.testing.assert_allclose(V[3], -3 * s * np.ones(8))                          # V^(4)
     np.testing.assert_allclose(V[4:], -V[:4])
     assert a.tolist() == [-1, -1, -1, 1] * 2
-    assert (icl.small_model_heads(1, 3) + 1).tolist() == [1, 4, 5, 8]              # L1500
+    assert (icl.small_model_heads(1, 3) + 1).tolist() == [1, 4, 5, 8]              # Section 5.5.1
 
 
 def _g1_loss_by_enumeration(nu1, nu2, gamma):
     """Exact (rational) N -> inf losses (L_S2, pT L_S2) of g1*, enumerating every S2 task and pattern with heads
-    built from the words of Thm 5.5.1 (L1480-1482, L1500), in Fractions: an oracle independent of popdyn's code."""
+    built from the words of Thm 5.5.1 (Section 5.5.1), in Fractions: an oracle independent of popdyn's code."""
     d, k = 2**nu2, 2**nu1
     four_g = 4 * gamma
     heads = [(-1, [Fraction(2 * ((l >> n) & 1) - 1) / four_g for l in range(d)]) for n in range(nu1)]
@@ -203,7 +203,7 @@ def _g1_loss_by_enumeration(nu1, nu2, gamma):
 
 @pytest.mark.parametrize("nu1,nu2,want", [(1, 2, 1.3333e-2), (1, 3, 3.3501e-3), (2, 3, 1.3705e-3), (2, 4, 3.7460e-4)])
 def test_small_model_has_positive_loss_on_S2(nu1, nu2, want):
-    """errata (Thm 5.5.1): g1*'s loss pT L_S2 > 0 (spec B.4.2 table), two computations: the finite sum of
+    """errata (Thm 5.5.1): g1*'s loss pT L_S2 > 0 (docs/icl.md), two computations: the finite sum of
     population_hinge and an exact enumeration in rationals; both equal the closed form of the fraction of S2
     pairs that agree on their lowest nu1 bits (g1*'s margin is that Hamming distance), d(d/k-1)/(d(d-1)-k(k-1))."""
     gamma = Fraction(1, 10)
@@ -224,7 +224,7 @@ def test_small_model_has_positive_loss_on_S2(nu1, nu2, want):
     assert icl.population_hinge(p, a4, V4) == 0.0 < icl.population_hinge(p, *g1)
 
 
-# ---- the refuted claim (spec B.5.3a) ------------------------------------------------------------------
+# ---- the refuted claim (docs/icl.md) ------------------------------------------------------------------
 
 @pytest.mark.parametrize("d,frob_spec,frob_paper", [(4, 1050, 300), (8, 8500, 1200), (16, 6.8e4, 4000),
                                                     (32, 5.5e5, 12000), (5, None, None), (12, None, None)])
@@ -235,8 +235,8 @@ def test_four_heads_fit_every_task(d, frob_spec, frob_paper):
     assert icl.margins(p, a, V)[1].min() >= 1 - 1e-12  # 1e-12: float64 rounding of 1/(2 gamma) products
     assert icl.population_hinge(p, a, 0.99 * V) > 0  # margins are tight here too
     if frob_spec is not None:
-        # spec B.5.3 prints the norms of script Z.6, whose max |x_i + x_j| includes i = j; the max over
-        # i != j (the spec's formula) is smaller and still fits every task, so the cost is below those
+        # a reference script printed the norms with max |x_i + x_j| over i = j too; the max over
+        # i != j (the construction's formula) is smaller and still fits every task, so the cost is below those
         x, C = np.arange(d) - (d - 1) / 2, (1 + (d - 2) / 2 * 2) / (4 * 0.1)
         assert icl.frobenius_cost(V) == pytest.approx(2 * x @ x / (4 * 0.1**2) + 2 * d * C**2, rel=1e-12)
         assert frob_paper < icl.frobenius_cost(V) < frob_spec
@@ -244,8 +244,8 @@ def test_four_heads_fit_every_task(d, frob_spec, frob_paper):
 
 
 def _sign_code_heads(d, gamma):
-    """Zero-loss heads that satisfy the paper's own sign-covering notion (L8960-8977) with fewer negative heads
-    than L9002-9006 allows: r negative heads whose sign patterns over the d coordinates are d distinct
+    """Zero-loss heads that satisfy the paper's own sign-covering notion (proof of Thm 5.5.1) with fewer negative heads
+    than that proof allows: r negative heads whose sign patterns over the d coordinates are d distinct
     r//2-subsets of [r] (an antichain, so each ordered pair (i, j) has a head with V_ii > 0 > V_jj; Sperner:
     r = min{r : C(r, r//2) >= d}), scale 1/(4 gamma), and two positive heads +-C I with C = (1 + r)/(4 gamma)."""
     r = 2
@@ -260,7 +260,7 @@ def _sign_code_heads(d, gamma):
 
 @pytest.mark.parametrize("d,heads", [(4, 6), (8, 7), (16, 8), (32, 9), (64, 10)])
 def test_sign_covering_codes_need_fewer_heads_than_the_counting_says(d, heads):
-    """errata (L9002-9006): "2 nu2 - 1 negative neurons are not enough" fails for nu2 >= 3 even within the paper's
+    """errata (Thm 5.5.1 proof): "2 nu2 - 1 negative neurons are not enough" fails for nu2 >= 3 even within the paper's
     own covering notion: d = 8 needs 5 = 2 nu2 - 1, d = 16 needs 6 < 7 (plus two positive heads)."""
     gamma = 0.1
     a, V = _sign_code_heads(d, gamma)
@@ -268,7 +268,7 @@ def test_sign_covering_codes_need_fewer_heads_than_the_counting_says(d, heads):
     neg = V[a < 0]
     covered = all(np.any((np.sign(neg[:, i]) == z) & (np.sign(neg[:, j]) == -z))
                   for i in range(d) for j in range(d) if i != j for z in (1, -1))
-    assert covered  # every negative pattern (-1, {(i, z), (j, -z)}) is covered in the sense of L8968
+    assert covered  # every negative pattern (-1, {(i, z), (j, -z)}) is covered in the sense of the proof of Thm 5.5.1
     p = icl.ParityProblem(d=d, k=2, gamma=gamma, pT=0.4)
     assert icl.population_hinge(p, a, V, split=True) == (0.0, 0.0)
     assert icl.margins(p, a, V)[1].min() >= 1 - 1e-12  # 1e-12: float64 rounding of 2 gamma / (4 gamma)
@@ -310,7 +310,7 @@ def test_three_heads_cannot_fit_any_task():
 def test_noise_energy_monte_carlo_and_singular_gram():
     V = icl.paper_construction(3, 0.1, nu1=1)[1]
     D = V.T
-    assert np.linalg.matrix_rank(D.T @ D) < D.shape[1]  # the printed D (D^T D)^-1 D^T is undefined (L1527)
+    assert np.linalg.matrix_rank(D.T @ D) < D.shape[1]  # the printed D (D^T D)^-1 D^T is undefined (Section 5.5.2)
     rng, M, n = np.random.default_rng(0), 16, 20_000
     Xi = (2.0 * rng.binomial(M, 0.5, size=(n, 8)) - M) / M
     P = D @ np.linalg.pinv(D)
@@ -348,7 +348,7 @@ def test_gap_decays_like_inverse_sqrt_M_and_small_model_is_more_robust():
     Ms = np.array([64, 256, 1024, 4096])
     gaps = np.array([icl.mc_eval(p, *small, m, prompts=4000, seed=1)["gap"] for m in Ms])
     slope = np.polyfit(np.log(Ms), np.log(gaps), 1)[0]
-    assert abs(slope + 0.5) < 0.05  # theory -1/2 (proof L9050); 0.05 >> the MC error of the slope (~0.01)
+    assert abs(slope + 0.5) < 0.05  # theory -1/2 (App. D.3.2); 0.05 >> the MC error of the slope (~0.01)
     for m in (64, 256, 1024):
         rs, rl = (icl.mc_eval(p, *h, m, prompts=4000, seed=2) for h in (small, large))
         assert rs["hinge"] + 3 * rs["hinge_se"] < rl["hinge"] - 3 * rl["hinge_se"]

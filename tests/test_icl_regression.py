@@ -1,7 +1,7 @@
-"""Rank-r in-context linear regression (seed 001 Ch. 5; specs/modular_and_icl.md Part B, D, Z.3).
+"""Rank-r in-context linear regression ([Shi24] Ch. 5; docs/icl.md).
 
 Oracles: Rao-Blackwellised Monte Carlo (exact average over w and x_q given the context), finite
-differences, BFGS over the factors A, B, exact identities; Hypothesis properties of spec Part D.
+differences, BFGS over the factors A, B, exact identities; Hypothesis properties.
 """
 import numpy as np
 import pytest
@@ -28,14 +28,14 @@ def _cov(d, seed, gap=0.15):
 
 @st.composite
 def covariances(draw, d_max=6):
-    """Random SPD covariance with an eigen-gap >= 0.05 (spec Part D: d <= 8, eigen-gap)."""
+    """Random SPD covariance with an eigen-gap >= 0.05 (d <= 8, eigen-gap)."""
     d = draw(st.integers(1, d_max))
     seed = draw(st.integers(0, 2**31 - 1))
     return _cov(d, seed, gap=0.05)
 
 
 def _mc_population_loss(U, L, N, n, seed):
-    """Rao-Blackwellised MC of Lemma 5.1: mean and SE of 1/2 tr((Lh U - I) L (U^T Lh - I)) (spec Z.3)."""
+    """Rao-Blackwellised MC of Lemma 5.1: mean and SE of 1/2 tr((Lh U - I) L (U^T Lh - I)) ."""
     rng = np.random.default_rng(seed)
     d = L.shape[0]
     X = rng.standard_normal((n, N, d)) @ np.linalg.cholesky(L).T
@@ -116,7 +116,7 @@ def test_rank_r_optimum_vs_bfgs_over_factors(r):
     opt = icl.optimum(L, N, r)
     A, B = res.x[:d * r].reshape(d, r), res.x[d * r:].reshape(d, r)
     assert opt.unique
-    assert res.fun == pytest.approx(opt.value, abs=1e-10)  # 1e-10: spec Z.3 (BFGS, gtol 1e-12)
+    assert res.fun == pytest.approx(opt.value, abs=1e-10)  # 1e-10: BFGS, gtol 1e-12
     np.testing.assert_allclose(A @ B.T, opt.U, atol=1e-5)  # 1e-5: sqrt of the 1e-10 value gap / curvature ~ 1
 
 
@@ -130,7 +130,7 @@ def test_full_rank_and_stationarity():
         opt = icl.optimum(L, N, r)
         dU, _ = icl.population_gradient(opt.U, L, N)
         expected = np.diag(np.where(np.arange(5) < r, 0.0, -opt.lam**2))
-        np.testing.assert_allclose(opt.Q.T @ dU @ opt.Q, expected, atol=1e-12)  # spec D.2, float64 rounding
+        np.testing.assert_allclose(opt.Q.T @ dU @ opt.Q, expected, atol=1e-12)  # float64 rounding
         assert icl.population_loss(opt.U, L, N) == pytest.approx(opt.value, rel=1e-12)
 
 
@@ -188,7 +188,7 @@ def test_general_eval_risk_with_flips_vs_mc(rho):
 
 
 def test_spec_flip_formula_only_for_commuting_U():
-    """docs/errata.md (icl): spec §B.2.8 writes U for U^T; right for U*, wrong for a general U."""
+    """docs/errata.md (icl): a first flip formula wrote U for U^T; right for U*, wrong for a general U."""
     L, M, rho = _cov(4, 5), 8, 0.25
     rng = np.random.default_rng(3)
     w, b = rng.standard_normal(4), 1 - 2 * rho
@@ -202,7 +202,7 @@ def test_spec_flip_formula_only_for_commuting_U():
     U = 0.4 * rng.standard_normal((4, 4))
     mean, se = _mc_eval_risk(U, L, w, M, 0.0, rho, 100_000, 2)
     assert abs(icl.eval_risk_flip(U, L, w, M, rho) - mean) < 5 * se  # 5 SE
-    assert abs(spec(U) - mean) > 20 * se  # the spec's form is off by far more than the MC error
+    assert abs(spec(U) - mean) > 20 * se  # that form is off by far more than the MC error
 
 
 def test_eval_risk_average_identities():
@@ -277,7 +277,7 @@ def test_gradient_flow_reaches_optimum_through_saddles():
     A, B, u = icl.flow_parameters(traj.y, 4, r)
     U = A[-1] @ B[-1].T
     opt = icl.optimum(lam, N, r)
-    assert np.linalg.norm(U - opt.U) / np.linalg.norm(opt.U) < 1e-6  # spec §B.2.2: < 1e-6 at late times
+    assert np.linalg.norm(U - opt.U) / np.linalg.norm(opt.U) < 1e-6  # docs/icl.md: < 1e-6 at late times
     loss = np.array([icl.population_loss(a @ b.T, lam, N) for a, b in zip(A, B)])
     saddles = icl.saddle_losses(lam, N, r)
     found = [p["saddle"] for p in icl.flow_plateaus(traj.t, loss, saddles, rtol=0.01, min_duration=1.0)]

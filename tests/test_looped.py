@@ -1,4 +1,4 @@
-"""popdyn.models.looped: TF = GD, exact curves against iterated GD and mpmath, bounds, MP limit, spec A.6 properties."""
+"""popdyn.models.looped: TF = GD, exact curves against iterated GD and mpmath, bounds, MP limit, properties."""
 import warnings
 
 import mpmath
@@ -41,7 +41,7 @@ def test_tf_equals_alpha_gd(data, T, kind):
     tf, theta = L.forward(X, y, alpha, T, eta), L.gd(X, y, T, eta)
     err = np.max(np.abs(tf - alpha * theta)) / (abs(alpha) * max(1, np.max(np.abs(theta))))
     target(float(err))
-    assert err <= 1e-10  # 1e-10: spec A.6 (1); the two recursions differ only by rounding, R1 measured 6.9e-16
+    assert err <= 1e-10  # 1e-10: the two recursions differ only by rounding, measured 6.9e-16
 
 
 @given(prompts(d_max=5, n_max=15), st.integers(0, 12))
@@ -68,7 +68,7 @@ def test_attention_last_row_matches_lemma_8_13():
 
 
 def test_general_qp_closed_form():
-    """Spec (8-m): the last row is [q0, alpha] prod_t (I - eta_t Q C P) with C = [X, y]^T [X, y], any (Q, P)."""
+    """docs/looped.md: the last row is [q0, alpha] prod_t (I - eta_t Q C P) with C = [X, y]^T [X, y], any (Q, P)."""
     rng = np.random.default_rng(5)
     X, y = rng.standard_normal((9, 3)), rng.standard_normal(9)
     Q, P = np.eye(4) + 0.2 * rng.standard_normal((2, 4, 4))
@@ -94,10 +94,10 @@ def test_linearity_permutation_rotation_scale(data, T, c):
     e0, e1 = L.exact_error(X, th, alpha, T, "1/L"), L.exact_error(X @ R, R.T @ th, alpha, T, "1/L")
     np.testing.assert_allclose(e1, e0, rtol=0, atol=1e-10 * abs(alpha))
     np.testing.assert_allclose(L.gd(abs(c) * X, abs(c) * y, T, "1/L"), L.gd(X, y, T, "1/L"), rtol=0, atol=1e-10 * scale)
-    # 1e-10 throughout: spec A.6 tolerance; each identity is exact in real arithmetic
+    # 1e-10 throughout: each identity is exact in real arithmetic
 
 
-# ---- (8-g): the exact curve against independent computations --------------------------------------
+# ---- the exact curve against independent computations --------------------------------------------
 
 @given(prompts(), st.integers(0, 40))
 def test_exact_error_equals_iterated_gd(data, T):
@@ -105,7 +105,7 @@ def test_exact_error_equals_iterated_gd(data, T):
     etas = rng.uniform(0.1, 1.5, T) / np.linalg.eigvalsh(X.T @ X)[-1]
     traj = L.gd(X, y, T, etas, return_trajectory=True)
     np.testing.assert_allclose(L.exact_error(X, th, alpha, T, etas), alpha * (traj @ th - 1), rtol=0,
-                               atol=1e-10 * abs(alpha))  # 1e-10: spec R1 measured <= 1e-9 agreement, 1e-12 typical
+                               atol=1e-10 * abs(alpha))  # 1e-10: measured <= 1e-9 agreement, 1e-12 typical
     np.testing.assert_allclose(L.exact_sq_dist(X, th, T, etas), np.sum((traj - th) ** 2, 1), rtol=0, atol=1e-10)
 
 
@@ -145,7 +145,7 @@ def test_noisy_and_preconditioned_curves_against_gd():
                                    atol=1e-11)  # 1e-11: 25 GD steps on O(1) values
         np.testing.assert_allclose(L.exact_sq_dist(X, th, 25, etas, y=y, Gamma=Gamma), np.sum((traj - th) ** 2, 1),
                                    atol=1e-11)
-    Q, P = L.attention_weights_gd(3, G)  # spec (8-m): the transformer with P = diag(Gamma, 0) is preconditioned GD
+    Q, P = L.attention_weights_gd(3, G)  # docs/looped.md: the transformer with P = diag(Gamma, 0) is preconditioned GD
     np.testing.assert_allclose(L.forward(X, y, 1.3, 25, etas, Q, P), 1.3 * traj[-1], atol=1e-11)
     theta_ls = np.linalg.lstsq(X, y, rcond=None)[0]  # noisy: GD converges to the least squares solution
     np.testing.assert_allclose(L.exact_error(X, th, 1.0, 3000, "1/L", y=y)[-1], theta_ls @ th - 1, atol=1e-12)
@@ -239,7 +239,7 @@ def test_gatmiry_bound_is_exponential_in_T():
     assert L.gatmiry_bound(2000, 3, 10) == np.inf and L.gatmiry_bound(0, 3, 10) == 0.0
 
 
-# ---- (8-i): Marchenko-Pastur ----------------------------------------------------------------------
+# ---- Marchenko-Pastur ---------------------------------------------------------------------------
 
 def test_mp_curve_against_quadrature_and_mpmath():
     for g in (0.1, 0.25, 0.6):
@@ -247,7 +247,7 @@ def test_mp_curve_against_quadrature_and_mpmath():
         E = L.mp_error_curve(g, 30, 2)
         for t in (0, 1, 7, 30):
             ref = integrate.quad(lambda x: (1 - x / xp) ** (2 * t) * np.sqrt(max((xp - x) * (x - xm), 0))
-                                 / (2 * np.pi * g * x), xm, xp, limit=200, epsabs=1e-14)[0]  # spec R3
+                                 / (2 * np.pi * g * x), xm, xp, limit=200, epsabs=1e-14)[0]  # the MP density
             assert abs(E[t] - ref) < 1e-10  # 1e-10: both quadratures converge to < 1e-12
     mpmath.mp.dps = 30
     g = 0.3
@@ -271,7 +271,7 @@ def test_mp_matches_finite_d():
     fin = -L.mean_error_over_task(X, 1.0, 30, "1/L")
     E = L.mp_error_curve(0.25, 30)
     for t in (1, 3, 10, 30):
-        assert abs(fin[t] / E[t] - 1) < 0.06  # spec A.3: 1.4 %, 1.0 %, 1.5 %, 4.5 % measured at one draw
+        assert abs(fin[t] / E[t] - 1) < 0.06  # 1.4 %, 1.0 %, 1.5 %, 4.5 % measured at one draw
 
 
 # ---- predict, schedule, errors ---------------------------------------------------------------------
@@ -282,7 +282,7 @@ def test_predict_exact_and_mp():
     assert set(ex.observables) == set(mp.observables) == {"error", "abs_error", "sq_dist"}
     gap = np.abs(ex["abs_error"] - mp["abs_error"])
     assert np.all(gap <= 5 * np.asarray(ex.meta["se"]["abs_error"]) + 0.05 * mp["abs_error"])
-    # 5 SE of the 16-prompt mean (theta* spread) + 5 %: finite-d bias at d = 200 (spec A.3: 1-4 % at d = 400)
+    # 5 SE of the 16-prompt mean (theta* spread) + 5 %: finite-d bias at d = 200 (1-4 % measured at d = 400)
     np.testing.assert_allclose(ex["abs_error"], -ex["error"])  # lr = 1/L: the signed error has one sign
 
 

@@ -23,7 +23,7 @@ def test_condition3_agrees_with_fine_grid(seed, act, xi):
 
 
 def test_condition3_fails_when_h_changes_sign():
-    # He3 with xi = 2 sqrt(k): Condition 3 fails in ~20 % of draws (spec §2.7); find one deterministically
+    # He3 with xi = 2 sqrt(k): Condition 3 fails in ~20 % of draws (docs/lora.md); find one deterministically
     def make(seed):
         lam = np.random.default_rng(seed).uniform(0.3, 2.0, 6)
         return Problem.orthonormal(k=6, xi=2 * math.sqrt(6), activation="he3", seed=seed, lam=lam)
@@ -37,7 +37,7 @@ def test_condition3_fails_when_h_changes_sign():
 
 
 def _claim1_parts(p, m, P=60):
-    """The two series parts of Claim 1 (L1030-1034) from the Hermite coefficients (A3, A4)."""
+    """The two series parts of Claim 1 ([Dayi25, proof of Claim 1, App. D.4]) from the Hermite coefficients (A3, A4)."""
     k, xi = p.k, p.xi
     mu2 = p.sigma.hermite_coeffs(P + 2) ** 2
     r2, x = 1 + xi**2 / k, xi**2 / k
@@ -75,7 +75,7 @@ def test_signal_noise_is_four_B0_over_h0_squared_and_in_spec_range():
     ratio, se = signal_noise(p, n=1 << 14)
     b, b_se = B0(p, 0.0, n=1 << 14)
     assert ratio == pytest.approx(4 * b / h0(p) ** 2, rel=1e-14) and se == pytest.approx(4 * b_se / h0(p) ** 2)
-    assert 2 < ratio < 200  # spec §2.8: measured 2-200 for k <= 40
+    assert 2 < ratio < 200  # measured 2-200 for k <= 40 (docs/lora.md)
 
 
 def test_theorem16_schedule_hand_computed():

@@ -140,7 +140,7 @@ def test_escape_time_matches_time_to_overlap():
 
 
 def test_corrected_ode_matches_spec_delta_tau_form():
-    # spec §2.6: dm/dtau = delta h (1-m^2) - 2 delta^2 m B0(m), tau = t/d, lr = delta/d; the step-time ODE
+    # docs/lora.md: dm/dtau = delta h (1-m^2) - 2 delta^2 m B0(m), tau = t/d, lr = delta/d; the step-time ODE
     # differs by the (k+2)/d and B1/d terms, so the gap must shrink like 1/d
     p, delta, tau_end, m0 = _tanh_problem(), 0.3, 8.0, 0.02
     grid = np.linspace(-1, 1, 41)
@@ -302,7 +302,7 @@ def test_grid_error_is_second_order_in_n_grid():
 
 @pytest.mark.parametrize("act", ["relu", "tanh", "erf", "he3"])
 def test_theta_spline_matches_exact_h(act):
-    # h is smooth in theta = arccos m even where h ~ h(1) - C sqrt(1-m) (ReLU, spec §2.5), so the cubic
+    # h is smooth in theta = arccos m even where h ~ h(1) - C sqrt(1-m) (ReLU, docs/lora.md), so the cubic
     # spline through 257 nodes errs by O(N^-4): measured <= 2.4e-9 of the maximum (he3, xi = 3; 1.5e-10 at 513)
     m = np.r_[np.random.default_rng(0).uniform(-1, 1, 200), 1 - np.geomspace(1e-12, 1e-2, 20),
               -1 + np.geomspace(1e-12, 1e-2, 20), -1.0, 1.0]

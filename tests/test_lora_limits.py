@@ -18,7 +18,7 @@ from tests.strategies import lora_problems
 # --------------------------------------------------------------------------- GLM limit
 @pytest.mark.parametrize("act", ["relu", "tanh", "erf", "he3"])
 def test_glm_limit_at_large_xi(act):
-    """xi = 1e4, c = c_hat = 1/sqrt(k), lam = 1/k: h -> 2 K'(m) (Remark 15, L580-590)."""
+    """xi = 1e4, c = c_hat = 1/sqrt(k), lam = 1/k: h -> 2 K'(m) ([Dayi25, Remark 15])."""
     k = 4
     p = lora.Problem(np.eye(k), np.full(k, 1 / k), np.full(k, 0.5), np.full(k, 0.5), 1e4, act)
     m = np.linspace(-0.9, 0.9, 7)
@@ -26,11 +26,11 @@ def test_glm_limit_at_large_xi(act):
     np.testing.assert_allclose(lora.h(p, m), lora.glm_h(act, m), rtol=0, atol=1e-6)
     # at m = +-1 the off-diagonal rho sits 4e-8 from +-1: ReLU's sqrt singularity gives sqrt(8e-8)/pi = 1e-4
     assert abs(lora.h(p, 1.0) - lora.glm_h(act, 1.0)) < 2e-4
-    # the paper's L588 version sum_l l mu_(l+1)^2 m^l misses the factor 2 (and l -> l + 1)
+    # the paper's Remark 15 version sum_l l mu_(l+1)^2 m^l misses the factor 2 (and l -> l + 1)
     mu = activations.get(act).hermite_coeffs(60)
     l = np.arange(59)
     paper = np.polynomial.polynomial.polyval(0.5, l * mu[1:60]**2)
-    assert abs(paper - lora.glm_h(act, 0.5)) > 0.1  # errata: L588; gap far above the 1e-6 tolerance
+    assert abs(paper - lora.glm_h(act, 0.5)) > 0.1  # errata: Remark 15; gap far above the 1e-6 tolerance
 
 
 def test_glm_h_validates():
@@ -87,11 +87,11 @@ def test_claim2_construction(k, seed):
     np.testing.assert_allclose(G - np.diag(np.diag(G)), -np.outer(c, c) + np.diag(c * c), atol=1e-15)
     V = W + np.outer(c, u)
     V /= np.linalg.norm(V, axis=1, keepdims=True)
-    np.testing.assert_allclose(V @ V.T, np.eye(k), atol=1e-15)  # spec §3.8: 3e-16 measured
+    np.testing.assert_allclose(V @ V.T, np.eye(k), atol=1e-15)  # 3e-16 measured
 
 
 def test_claim2_paper_example_needs_corrected_c():
-    """L696-698: the printed k = 4 matrix works with c_i = (-1)^i/2, not with the printed (-1/2)^i."""
+    """[Dayi25, App. C.3]: the printed k = 4 matrix works with c_i = (-1)^i/2, not with the printed (-1/2)^i."""
     h = 0.5
     W = np.array([[h, h, h, 0, 0, 0, h, 0, 0, 0, 0], [h, 0, 0, h, h, 0, 0, h, 0, 0, 0],
                   [0, -h, 0, h, 0, h, 0, 0, h, 0, 0], [0, 0, h, 0, -h, h, 0, 0, 0, h, 0]])
@@ -104,11 +104,11 @@ def test_claim2_paper_example_needs_corrected_c():
 
     i = np.arange(1, 5)
     assert violation((-1.0)**i / 2) < 1e-15  # rounding
-    assert violation((-0.5)**i) > 0.2  # errata: L696; spec §2.9 measured 0.24
+    assert violation((-0.5)**i) > 0.2  # errata: App. C.3's k = 4 example; measured 0.24
 
 
 def test_separation_instance_prop18():
-    """Prop. 18 (L710-718): sigma = h_p, xi = 1 on Claim 2 features, h = 2p (k/(k+1))^p sum c c_hat (G + c c_hat m)^(p-1)."""
+    """Prop. 18: sigma = h_p, xi = 1 on Claim 2 features, h = 2p (k/(k+1))^p sum c c_hat (G + c c_hat m)^(p-1)."""
     rng = np.random.default_rng(0)
     k = 9
     c, ch = rng.choice([-1.0, 1.0], size=(2, k)) / 3
@@ -127,7 +127,7 @@ def test_example_f1_identical_teachers():
     """App. F.1: with sigma = z^2 the teacher is x^T (sum_i a_i a_i^T) x; both updates give the same matrix."""
     c, u, c2, u2 = lora.example_f1()
     M = lambda c, u: sum(np.outer(w + ci * u, w + ci * u) for w, ci in zip(np.eye(2), c))
-    np.testing.assert_allclose(M(c, u), M(c2, u2), rtol=0, atol=1e-13)  # spec §3.8: 2e-14 measured
+    np.testing.assert_allclose(M(c, u), M(c2, u2), rtol=0, atol=1e-13)  # 2e-14 measured
     assert np.linalg.norm(c) == pytest.approx(11.7845, abs=1e-4) and np.linalg.norm(c2) == np.linalg.norm(c)
     a = {tuple(np.round(w + ci * u, 9)) for w, ci in zip(np.eye(2), c)}
     b = {tuple(np.round(w + ci * u2, 9)) for w, ci in zip(np.eye(2), c2)}

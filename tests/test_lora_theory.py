@@ -1,8 +1,8 @@
 """Oracle and property tests of popdyn.models.lora.theory: h(m) (three methods), the loss, the gradient.
 
-Oracles: the golden values of specs/lora.md A.5 (computed there with an independent reference script),
+Oracles: golden values computed with an independent numpy/scipy reference script (k = 4, xi = 1.5, N1),
 exact special cases (linear, quadratic, Hermite activations), finite differences of the loss,
-seeded Monte Carlo of the gradient and the loss (spec A.2), and the numpy kernel path.
+seeded Monte Carlo of the gradient and the loss, and the numpy kernel path.
 """
 import math
 
@@ -20,7 +20,7 @@ C = np.array([1.0, 1.0, -1.0, 1.0]) / 2
 C_HAT = np.array([1.0, -1.0, -1.0, -1.0]) / 2
 G_GEN = np.array([[1, .3, -.2, .1], [.3, 1, .25, -.4], [-.2, .25, 1, .05], [.1, -.4, .05, 1]])
 M5 = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
-GOLDEN_H = {  # specs/lora.md A.5: k = 4, xi = 1.5, N1
+GOLDEN_H = {  # independent reference script: k = 4, xi = 1.5, N1
     ("identity", "relu"): [-0.455091673337, -0.237916287539, -0.084979181950, 0.067669097413, 0.282465652867],
     ("identity", "erf"): [-0.308655954471, -0.213342688030, -0.139124763737, -0.067197688761, 0.020782938829],
     ("identity", "he3"): [-3.48465024, -1.73295072, -0.0442368, 1.58149152, 3.14423424],
@@ -61,7 +61,7 @@ def test_golden_relu_orthonormal_and_loss():
 
 # --------------------------------------------------------------------------- exact special cases
 def test_hermite_activation_prop18_formula():
-    """sigma = h_p, xi = 1: h = 2p (k/(k+1))^p sum_ij lam lam c c_hat (G + c c_hat m)^(p-1) (Prop. 18, L710-718)."""
+    """sigma = h_p, xi = 1: h = 2p (k/(k+1))^p sum_ij lam lam c c_hat (G + c c_hat m)^(p-1) ([Dayi25, Prop. 18])."""
     for pdeg in (2, 3, 4):
         p = lora.Problem(G_GEN, LAM, C, C_HAT, 1.0, f"he{pdeg}")
         A = np.outer(LAM * C, LAM * C_HAT)
@@ -103,7 +103,7 @@ def test_relu_kernel_against_mpmath_at_the_ends():
 
 
 def test_relu_exact_gaps_at_unit_overlap():
-    """With c_hat = c, h(1) via exact gaps equals the 4-statistic form to rounding (not 1e-8, spec §7)."""
+    """With c_hat = c, h(1) via exact gaps equals the 4-statistic form to rounding (not 1e-8, docs/lora.md)."""
     p = lora.Problem.orthonormal(k=6, xi=2.0, seed=4)
     q = lora.Problem(p.G, p.lam, p.c, p.c, p.xi)
     for m in (1.0, -1.0, 1 - 1e-12):
@@ -111,14 +111,14 @@ def test_relu_exact_gaps_at_unit_overlap():
         assert abs(lora.h(q, m) - lora.h(q, m, method="orthonormal")) < 1e-14
 
 
-# --------------------------------------------------------------------------- properties (spec §6)
+# --------------------------------------------------------------------------- properties
 @given(lora_problems(activations=("erf", "tanh", "he3", "quadratic", "sigmoid")), st.floats(-1, 1))
 def test_kernel_equals_series_smooth(problem, m):
     """Property 1: kernel = series for polynomial and analytic sigma."""
     note(repr(problem))
     err = abs(lora.h(problem, m) - lora.h(problem, m, method="series"))
     target(err)
-    assert err <= 1e-10 * max(1.0, lora.h_bound(problem))  # 1e-10: spec §6.1 (tol 1e-12 truncation + rounding)
+    assert err <= 1e-10 * max(1.0, lora.h_bound(problem))  # 1e-10: tol 1e-12 truncation + rounding
 
 
 @given(lora_problems(activations=("relu",)), st.floats(-1, 1))
@@ -130,7 +130,7 @@ def test_kernel_equals_series_relu_where_it_converges(problem, m):
     bound = lora.h_bound(problem) / problem.sigma.Kprime1 * float(problem.sigma.Kprime_tail_bound(300, rho_max))
     target(err)
     assert err <= bound + 1e-13  # tail bound of the truncation at P = 300, plus rounding
-    assert err <= 1e-6 * max(1.0, lora.h_bound(problem))  # 1e-6: spec §6.1
+    assert err <= 1e-6 * max(1.0, lora.h_bound(problem))  # 1e-6: within the ReLU tail bound
 
 
 @given(lora_problems(orthonormal=True, activations=("relu", "erf", "tanh", "he3")), st.floats(-1, 1))
@@ -139,7 +139,7 @@ def test_orthonormal_equals_kernel(problem, m):
     """Property 2: the 4-statistic form equals the kernel form when G = I."""
     err = abs(lora.h(problem, m, method="orthonormal") - lora.h(problem, m))
     target(err)
-    assert err <= 1e-10 * max(1.0, lora.h_bound(problem))  # 1e-10: spec §6.2; Horner truncation 1e-12
+    assert err <= 1e-10 * max(1.0, lora.h_bound(problem))  # 1e-10: Horner truncation 1e-12
 
 
 @given(lora_problems(), st.floats(-0.95, 0.95))
@@ -189,7 +189,7 @@ def test_odd_coefficients_nonnegative(problem):
 
 @given(st.integers(1, 50), st.floats(0.05, 10), st.sampled_from(["relu", "tanh", "erf", "he3"]))
 def test_binomial_identity_equals_Kprime1(k, xi, act):
-    """Property 7 (§2.4, L1052-1058): sum_(l,s) (xi^2/k)^l C(l+s,l)(l+s+1) mu^2 r^(-2(l+s)) = sum_(p<=P) p mu_p^2."""
+    """Property 7 ([Dayi25, App. D.4]): sum_(l,s) (xi^2/k)^l C(l+s,l)(l+s+1) mu^2 r^(-2(l+s)) = sum_(p<=P) p mu_p^2."""
     sigma, P = activations.get(act), 400
     q = theory._kprime_coeffs(sigma, P)
     beta = xi**2 / (k + xi**2)
@@ -241,7 +241,7 @@ def test_population_gradient_is_tangent_with_u_component():
         lora.population_gradient(p, u, np.array([1.0, 0.0]))
 
 
-# --------------------------------------------------------------------------- Monte Carlo (spec A.2)
+# --------------------------------------------------------------------------- Monte Carlo
 def _mc_gradient_and_loss(problem, m, d=12, n=400_000, chunk=100_000, seed=0):
     """u-component of the spherical SGD gradient and the squared loss, by MC over x ~ N(0, I_d)."""
     k, xi, lam, sig = problem.k, problem.xi, problem.lam, problem.activation
@@ -272,7 +272,7 @@ def test_prop4_gradient_and_loss_monte_carlo(act, orth, xi, m):
     make = lora.Problem.orthonormal if orth else lora.Problem.random_features
     p = make(k=5, xi=xi, activation=act, seed=3)
     g, g_se, loss, loss_se = _mc_gradient_and_loss(p, m)
-    assert abs(g + lora.h(p, m) * (1 - m * m)) <= 5 * g_se  # 5 SE, n = 4e5, seed 0 (spec §3.3: |z| <= 3.2 seen)
+    assert abs(g + lora.h(p, m) * (1 - m * m)) <= 5 * g_se  # 5 SE, n = 4e5, seed 0 (|z| <= 3.2 seen)
     assert abs(loss - lora.population_loss(p, m)) <= 5 * loss_se  # 5 SE, same samples
 
 
@@ -295,7 +295,7 @@ def test_bad_inputs_raise():
 
 
 def test_relu_series_at_unit_overlap_is_refused():
-    """Spec §2.5: ReLU at |m| = 1 needs > 2e5 terms for 1e-4; the series refuses and names the fix."""
+    """docs/lora.md: ReLU at |m| = 1 needs > 2e5 terms for 1e-4; the series refuses and names the fix."""
     p = golden_problem("identity", "relu")
     with pytest.raises(InvalidParameterError, match="method='kernel'"):
         lora.h(p, 1.0, method="series")
@@ -311,7 +311,7 @@ def test_shapes_and_scalars():
     assert lora.population_loss(p, np.zeros((3, 1))).shape == (3, 1)
     assert lora.h0(p) == lora.h(p, 0.0)
     T_odd, T_even = lora.T_table(p, 3)
-    # T(l, 0) for G = I: (sum lam)^2 and k (sum lam c)(sum lam c_hat) (L241-247)
+    # T(l, 0) for G = I: (sum lam)^2 and k (sum lam c)(sum lam c_hat) ([Dayi25, Section 3.2.1])
     assert T_odd[0] == pytest.approx(LAM.sum()**2, abs=1e-14)
     assert T_even[0] == pytest.approx(4 * (LAM @ C) * (LAM @ C_HAT), abs=1e-14)
     assert T_even[2] == pytest.approx(4 * np.sum(LAM**2 * C * C_HAT), abs=1e-14)
@@ -319,7 +319,7 @@ def test_shapes_and_scalars():
 
 @given(lora_problems(orthonormal=True, activations=("relu", "tanh", "erf")), st.floats(-1, 1))
 def test_claim1_sign_of_the_paired_terms(problem, m):
-    """Property 10 (Claim 1, L251-254, L1022-1042): if |xi^2 (sum lam c)(sum lam c_hat)| <= 2 ||lam||^2 then
+    """Property 10 ([Dayi25, Claim 1] and its proof, App. D.4): if |xi^2 (sum lam c)(sum lam c_hat)| <= 2 ||lam||^2 then
     sign(m) [odd l, s = 1 terms + even l >= 2, s = 0 terms] >= 0 (pairs (l-1, l) are each >= 0)."""
     lam, c, ch, k, xi2 = problem.lam, problem.c, problem.c_hat, problem.k, problem.xi**2
     assume(abs(xi2 * (lam @ c) * (lam @ ch)) <= 2 * lam @ lam)
@@ -340,7 +340,7 @@ def test_claim1_sign_of_the_paired_terms(problem, m):
                                   lambda: lora.Problem.orthonormal(k=6, xi=1.2, seed=2, normalisation="N0")])
 def test_relu_kernel_with_merged_pairs_matches_plain_numpy(make):
     # the numba kernel (per-pair constants hoisted, equal pairs merged) against the plain (M, k, k) numpy
-    # kernel form with arccos K'; 1e-8: arccos near rho = +-1 turns 1e-16 input rounding into ~1e-8 (spec §7)
+    # kernel form with arccos K'; 1e-8: arccos near rho = +-1 turns 1e-16 input rounding into ~1e-8
     p = make()
     m = np.linspace(-1, 1, 201)
     assert len(theory._relu_pairs(p)[0]) <= p.k**2

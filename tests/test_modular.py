@@ -1,7 +1,7 @@
-"""Oracle and property tests of popdyn.models.modular (specs/modular_and_icl.md Part A, Part D chapter 4).
+"""Oracle and property tests of popdyn.models.modular ([Shi24] Ch. 4, App. C; docs/modular.md).
 
 Oracles: plain Python enumeration of all p^k inputs (the numba kernels), mpmath at 40 digits and the
-closed forms of Lemma C.11 / Morwani et al. (gamma*), the printed table of spec §A.2.3, numpy.fft.fftn of
+closed forms of Lemma C.11 / Morwani et al. (gamma*), the printed table of a reference script, numpy.fft.fftn of
 the full logit tensor (the DFT closed form), the direct mean over D_p (Psi's Fourier form), and the
 identities of Lemma C.16 and eq. (C.21) on random reals.
 """
@@ -18,7 +18,7 @@ from popdyn import InvalidParameterError
 from popdyn.models import modular
 
 PRIMES = [3, 5, 7, 11, 13]
-# (p, k) with p^k <= 2e4 (spec Part D), k in 2..4
+# (p, k) with p^k <= 2e4, k in 2..4
 SMALL = [(p, k) for p in PRIMES for k in (2, 3, 4) if p ** k <= 20_000]
 TABLE = {(47, 4): 1.024086e-5, (97, 3): 2.013531e-5, (23, 5): 1.193409e-5, (31, 4): 2.931416e-5,
          (61, 3): 5.122951e-5, (17, 5): 3.003652e-5, (11, 3): 1.704545e-3, (7, 4): 1.365976e-3,
@@ -76,7 +76,7 @@ def cosine_neuron(p, k, zeta, phases_u, phase_w, amp=None):
 # --------------------------------------------------------------------------- gamma* closed forms
 @pytest.mark.parametrize("p, k", sorted(TABLE))
 def test_gamma_star_table(p, k):
-    # 5e-7: the spec's table prints 7 significant digits
+    # 5e-7: the reference table prints 7 significant digits
     assert modular.max_margin(p, k) == pytest.approx(TABLE[p, k], rel=5e-7)
     if (p, k) in WIDTHS:
         assert modular.construction_width(p, k) == WIDTHS[p, k] == modular.Problem(p, k).width
@@ -137,7 +137,7 @@ def test_all_inputs_order_matches_product():
 
 @given(net=networks())
 def test_margin_chain(net):
-    """h <= mean g <= mean g' = sum Psi <= ||theta||^{k+1} gamma* (spec §A.2.3, Part D.2)."""
+    """h <= mean g <= mean g' = sum Psi <= ||theta||^{k+1} gamma* (docs/modular.md)."""
     U, W = net
     m, k, p = U.shape
     scale = modular.norm(U, W) ** (k + 1)
@@ -162,7 +162,7 @@ def test_psi_direct_equals_fourier(net):
     u, w = U[0], W[0]
     direct = modular.single_neuron_margin(u, w, method="direct")
     scale = (np.sum(u ** 2) + np.sum(w ** 2)) ** ((u.shape[0] + 1) / 2)
-    # 1e-10 (spec Part D.3) relative to ||theta_i||^{k+1}, the natural size of Psi
+    # 1e-10 relative to ||theta_i||^{k+1}, the natural size of Psi
     assert modular.single_neuron_margin(u, w) == pytest.approx(direct, abs=1e-10 * scale)
     assert direct <= modular.max_margin(u.shape[1], u.shape[0]) * scale + 1e-10 * scale
 
@@ -170,7 +170,7 @@ def test_psi_direct_equals_fourier(net):
 @given(pk=small_pk(), zeta_frac=st.floats(0, 1), phases=st.lists(st.floats(-10, 10), min_size=5, max_size=5),
        offset=st.floats(-np.pi, np.pi))
 def test_phase_rule(pk, zeta_frac, phases, offset):
-    """Psi = gamma* cos(sum theta_u - theta_w) for the unit cosine neuron (Part D.5)."""
+    """Psi = gamma* cos(sum theta_u - theta_w) for the unit cosine neuron."""
     p, k = pk
     zeta = 1 + int(zeta_frac * ((p - 1) // 2 - 1) + 0.5)
     th = np.array(phases[:k])
@@ -193,7 +193,7 @@ def test_optimal_neuron(p, k):
         assert d["dominant_frequency"].tolist() == [zeta]
         np.testing.assert_allclose(d["component_power"], 1.0, rtol=1e-12)
         assert abs(d["phase_residual"][0]) < 1e-12
-    # a pi/2 phase offset kills the margin (spec §A.2.3); 1e-12 gamma*: rounding
+    # a pi/2 phase offset kills the margin; 1e-12 gamma*: rounding
     u, w = cosine_neuron(p, k, 1, np.zeros(k), np.pi / 2)
     assert abs(modular.single_neuron_margin(u, w)) < 1e-12 * modular.max_margin(p, k)
 
@@ -217,7 +217,7 @@ def test_homogeneity_and_permutation(net, c, seed):
 
 @given(net=networks(), shifts=st.lists(st.integers(0, 12), min_size=4, max_size=4))
 def test_cyclic_shift_covariance(net, shifts):
-    """Shifting u_j by t_j and w by sum t_j permutes the points of D_p and keeps their labels (Part D.4)."""
+    """Shifting u_j by t_j and w by sum t_j permutes the points of D_p and keeps their labels."""
     U, W = net
     m, k, p = U.shape
     t = np.array(shifts[:k]) % p
@@ -233,7 +233,7 @@ def test_cyclic_shift_covariance(net, shifts):
 
 @given(net=networks(m_max=1), alpha=st.floats(0.3, 3.0))
 def test_rebalancing(net, alpha):
-    """(alpha u, alpha^-k w) keeps f; the norm is smallest at the balanced alpha (Part D.4, E.2)."""
+    """(alpha u, alpha^-k w) keeps f; the norm is smallest at the balanced alpha."""
     U, W = net
     m, k, p = U.shape
     L = modular.logits(U, W)
@@ -249,7 +249,7 @@ def test_rebalancing(net, alpha):
 def test_construction_margin_is_gamma_star(p, k):
     U, W = modular.max_margin_network(p, k)
     assert U.shape == (modular.construction_width(p, k), k, p)
-    # 1e-10 (Part D.1); the paper's "0 otherwise" would give ratio (p-1)/p <= 12/13, far outside
+    # 1e-10; the paper's "0 otherwise" would give ratio (p-1)/p <= 12/13, far outside
     assert modular.normalized_margin(U, W) == pytest.approx(modular.max_margin(p, k), rel=1e-10)
     assert modular.norm(U, W) == pytest.approx(1.0, rel=1e-13)  # 1e-13: rounding of m terms
     if p ** k <= 3_000:
@@ -268,7 +268,7 @@ def test_construction_computes_sum_of_cosines(p, k):
     L = modular.logits(U, W)
     d = (modular.all_inputs(p, k).sum(axis=1)[:, None] - np.arange(p)[None]) % p
     ref = np.cos(2 * np.pi * np.multiply.outer(d, np.arange(1, (p - 1) // 2 + 1)) / p).sum(axis=-1)
-    # 1.2e-14 was observed (spec §A.2.5); 1e-12: rounding of 2^(2k-2)(p-1) terms of size ~1
+    # 1.2e-14 was observed; 1e-12: rounding of 2^(2k-2)(p-1) terms of size ~1
     np.testing.assert_allclose(L, ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(L, modular.construction_logit(p, d), rtol=0, atol=1e-12)
     assert modular.margin(U, W) == pytest.approx(p / 2, abs=1e-12)
@@ -285,7 +285,7 @@ def test_construction_margin_conventions(p, k):
 
 @pytest.mark.parametrize("p, k", [(7, 2), (5, 3), (7, 3), (3, 4)])
 def test_margin_dft_against_fftn(p, k):
-    """F^(j,..,j,-j) = lambda p^k with lambda = p/2; zero at every other index with j_{k+1} != 0 (Part D.6)."""
+    """F^(j,..,j,-j) = lambda p^k with lambda = p/2; zero at every other index with j_{k+1} != 0."""
     U, W = modular.max_margin_network(p, k, normalize=False)
     T = modular.logits(U, W).reshape((p,) * (k + 1))
     F = np.fft.fftn(T)
@@ -315,7 +315,7 @@ def test_margin_dft_closed_form_random(net):
     np.testing.assert_allclose(modular.margin_dft(U, W, normalize=False), diag, rtol=0, atol=tol)
 
 
-# --------------------------------------------------------------------------- identities (Part D.8)
+# --------------------------------------------------------------------------- identities
 @given(k=st.integers(1, 6), seed=st.integers(0, 1000))
 def test_lemma_c16_product_identity(k, seed):
     a = np.random.default_rng(seed).uniform(-2, 2, k)
@@ -345,7 +345,7 @@ def test_diagnostics_of_construction(p, k):
     np.testing.assert_allclose(d["balance"], 1.0, rtol=1e-12)
     s = modular.diagnostics(U, W)
     for name in ("margin_ratio", "weighted_ratio", "dft_ratio", "coverage", "max_power", "balance"):
-        assert s[name] == pytest.approx(1.0, rel=1e-10), name  # 1e-10: Part D.1
+        assert s[name] == pytest.approx(1.0, rel=1e-10), name  # 1e-10
     rows = modular.circuit_table(U, W)
     assert [r["zeta"] for r in rows] == list(range(1, (p + 1) // 2))
     np.testing.assert_allclose([r["norm_share"] for r in rows], 2 / (p - 1), rtol=1e-12)
@@ -356,7 +356,7 @@ def test_power_spectrum_one_sided_vs_two_sided():
     p = 11
     v = np.cos(2 * np.pi * 3 * np.arange(p) / p + 0.7)
     two = np.abs(np.fft.fft(v)) ** 2
-    assert two.max() / two.sum() == pytest.approx(0.5)  # the paper's L1207 formula caps a cosine at 1/2
+    assert two.max() / two.sum() == pytest.approx(0.5)  # the paper's Fig. 4.2 formula caps a cosine at 1/2
     assert modular.power_spectrum(v).max() == pytest.approx(1.0, rel=1e-12)
     assert modular.power_spectrum(np.zeros(p)).tolist() == [0.0] * 6
 
@@ -376,7 +376,7 @@ def test_predict_analytic_and_network_agree():
     a, n = popdyn.predict(problem), popdyn.predict(problem, method="network")
     assert a.t is None and n.t is None
     for name in a.observables:
-        # 1e-10: Part D.1 (network values are measured by the kernels)
+        # 1e-10 (network values are measured by the kernels)
         assert float(n[name]) == pytest.approx(float(a[name]), rel=1e-10, abs=1e-10), name
     assert float(a["gamma_star"]) == modular.max_margin(5, 3)
     paper = popdyn.predict(modular.Problem(5, 3, convention="paper"))

@@ -29,9 +29,9 @@ def test_problem_repr_round_trips_and_settings_are_the_papers():
     namespace = {"modular": SimpleNamespace(TransformerProblem=TransformerProblem)}   # modular exports it (lead)
     assert repr(eval(repr(pb), namespace)) == repr(pb)
     assert (pb.n_inputs, pb.n_frequencies) == (1331, 5)
-    fig = TransformerProblem.setting("fig4.3")                          # L1243: k = 4, p = 31, m = 160, hidden 128
+    fig = TransformerProblem.setting("fig4.3")                          # Sec. 4.5: k = 4, p = 31, m = 160, hidden 128
     assert (fig.p, fig.k, fig.layers, fig.heads, fig.d_model) == (31, 4, 1, 160, 128)
-    assert TransformerProblem.setting("fig4.4-k5").layers == 2         # L1251: two-layer transformers
+    assert TransformerProblem.setting("fig4.4-k5").layers == 2         # Fig. 4.4: two-layer transformers
     assert TransformerProblem.setting("cpu", heads=2).heads == 2
 
 

@@ -19,7 +19,7 @@ _K2 = {"p": 23, "k": 2, "train_fraction": 1.0}
 
 
 def _two_sided(name, value):
-    """Wrong theory: the prediction ``name`` under the paper's two-sided spectrum (L1207), not the one-sided one."""
+    """Wrong theory: the prediction ``name`` under the paper's two-sided spectrum (Fig. 4.2), not the one-sided one."""
     def wrong(f):
         def predict(problem, **kw):
             pred = f(problem, **kw)
@@ -30,7 +30,7 @@ def _two_sided(name, value):
     return wrong
 
 
-# wrong theory: a single-frequency neuron's max normalized power is the two-sided 1/2 (L1207) instead of the one-sided
+# wrong theory: a single-frequency neuron's max normalized power is the two-sided 1/2 instead of the one-sided
 # 1. At k = 2 on full data the trained MLP neurons' median power is 0.94 (one-sided), so the gap is 0.44 against the
 # tolerance 0.1 and the true theory's 0.06; the untrained null (median power at init) is rejected too.
 @falsifies("modular.transformer_neurons")

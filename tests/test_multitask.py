@@ -2,8 +2,8 @@
 
 Every closed form against an independent computation: brute-force enumeration (tasks, Walsh statistics),
 seeded Monte Carlo of the paper's definitions with per-entry |z| <= 5 (heads, post-head hinge loss and fixed-head
-gradient from explicit hinge subgradients, spec C7), central differences (the factor-2 pitfall), mpmath (the decay
-factor), and the spec's §6 invariants under Hypothesis. The moments and A(w) are tested in test_multitask_moments.py.
+gradient from explicit hinge subgradients), central differences (the factor-2 pitfall), mpmath (the decay
+factor), and invariants under Hypothesis. The moments and A(w) are tested in test_multitask_moments.py.
 """
 import itertools
 import math
@@ -203,7 +203,7 @@ def test_head_names_W0_when_too_narrow_for_tasks():
         mt.head_after_step(np.ones((2, 3)), mt.TaskSet.hadamard(3), 1.0)
 
 
-# ---- heads, post-head loss, fixed-head gradient vs Monte Carlo (spec C7) -------------------------------------
+# ---- heads, post-head loss, fixed-head gradient vs Monte Carlo -----------------------------------------------
 
 def _mc_step(W0, ts, eta, A0, lam_a, heads, n, seed):
     """Seeded MC of eq. (7)'s head step (explicit hinge subgradient at (W0, A0)), of the hinge loss at the given heads
@@ -234,7 +234,7 @@ def test_head_loss_gradient_match_monte_carlo(lam_a):
     every entry of the heads, the hinge loss and the fixed-head gradient within |z| <= 5 of the closed forms, and the
     Frobenius errors within 3 sqrt(sum se^2) (their expectation is sqrt(sum se^2); false-alarm probability <= 0.3%
     for any correlation of the entries). Measured: max |z| 2.9 / 1.0 / 3.1, Frobenius ratios 1.1 / 1.0, relative
-    errors 2.1e-2 (heads; the spec's 3.3e-3 at n = 2e6 scales to 1.5e-2) and 2.8e-2 (gradient). lam_a = 0.3 keeps
+    errors 2.1e-2 (heads; 3.3e-3 at n = 2e6 scales to 1.5e-2) and 2.8e-2 (gradient). lam_a = 0.3 keeps
     (1 - eta lam_a) A0 in the heads: it cancels in f by the symmetric init but not in the per-neuron gradient."""
     r, d, m, T, eta = 3, 25, 12, 20, 1.3
     W0 = mt.symmetric_init(d, m, d ** -1.25, seed=4)
@@ -257,7 +257,7 @@ def test_head_loss_gradient_match_monte_carlo(lam_a):
 @settings(max_examples=15)
 @given(layers(r_max=3), st.floats(-3, 3))
 def test_head_independent_of_A0_when_lam_a_is_one_over_eta(layer, scale):
-    """Spec §6.8: lambda_a = 1/eta erases a^0 (to rounding of 1 - eta/eta). Then a^+ = eta E[f sigma] turns the
+    """lambda_a = 1/eta erases a^0 (to rounding of 1 - eta/eta). Then a^+ = eta E[f sigma] turns the
     post-head loss 1 - (1/T) sum_ij a_ij E[f_i sigma_j] into 1 - ||A^+||_F^2/(eta T) <= 1 (1e-13 relative; this ties the
     head's scale to the loss, which the Monte Carlo test pins to 0.3% of 1 - L)."""
     W, r, F, eta = layer
@@ -272,7 +272,7 @@ def test_head_independent_of_A0_when_lam_a_is_one_over_eta(layer, scale):
 
 @pytest.mark.parametrize("r, tasks", [(1, None), (2, "random"), (3, "random"), (4, None)])
 def test_factor_two_pitfall(r, tasks):
-    """Spec §2.3/§7: d/dW of post_head_loss with the heads recomputed (a central difference) is exactly TWICE the
+    """Factor-2 pitfall: d/dW of post_head_loss with the heads recomputed (a central difference) is exactly TWICE the
     fixed-head population_gradient (rtol 1e-6)."""
     rng = np.random.default_rng(r)
     d, m, eta = r + 3, 3, 0.8
@@ -297,7 +297,7 @@ def _max_scale(W, eta):
 @settings(max_examples=20)
 @given(layers(), st.floats(1e-3, 1e3), st.sampled_from(["paper", "adaptive", 0.9]))
 def test_map_homogeneous_and_consistent(layer, c, lam_w):
-    """Spec §6.4: Phi(cW) = c Phi(W); Phi = (1 - eta lam_w) W - eta grad (fixed heads); Phi equals the reduced map
+    """Phi(cW) = c Phi(W); Phi = (1 - eta lam_w) W - eta grad (fixed heads); Phi equals the reduced map
     (w_perp^+ = c_perp w_perp); neurons decouple (row by row equals the batch)."""
     W, r, F, eta = layer
     Wp = mt.one_step_map(W, r, F, eta, lam_w)
@@ -328,7 +328,7 @@ def _permute_table(F, r, perm):
 @settings(max_examples=20)
 @given(layers(), st.data())
 def test_map_equivariance(layer, data):
-    """Spec §6.5: a sign flip of coordinate k (task columns permuted accordingly), a permutation of the r coordinates
+    """a sign flip of coordinate k (task columns permuted accordingly), a permutation of the r coordinates
     (with the tasks), and an orthogonal map of w_perp commute with Phi (1e-12 of eta^2 ||w||)."""
     W, r, F, eta = layer
     Wp = mt.one_step_map(W, r, F, eta)
@@ -349,7 +349,7 @@ def test_map_equivariance(layer, data):
 @settings(max_examples=15)
 @given(layers(r_max=3), st.data())
 def test_map_task_invariances(layer, data):
-    """Spec §6.7: Hadamard tasks, tasks=None and all 2^(2^r) labelings give the same map (beta_bar = I); flipping the
+    """Hadamard tasks, tasks=None and all 2^(2^r) labelings give the same map (beta_bar = I); flipping the
     labels of any tasks, duplicating or reordering the task set leave it unchanged."""
     W, r, F, eta = layer
     for lam_w in ("paper", "adaptive"):
@@ -367,7 +367,7 @@ def test_map_task_invariances(layer, data):
 @given(neurons(1, 1), st.floats(0.1, 3.0))
 @example((np.array([7.0]), 0.01), 1.0)
 def test_map_r1_exact(neuron, eta):
-    """Spec §6.9: r = 1 with the paper's lam_w and beta_bar = I: c_perp = 0 and w_1^+ = eta^2 w_1/(4 pi) exactly
+    """r = 1 with the paper's lam_w and beta_bar = I: c_perp = 0 and w_1^+ = eta^2 w_1/(4 pi) exactly
     (to rounding, for every ||w_1||/s)."""
     w_par, s = neuron
     wp, c = mt.one_step_map_reduced(w_par, s, eta)
@@ -379,7 +379,7 @@ def test_map_r1_exact(neuron, eta):
 @settings(max_examples=30)
 @given(st.integers(2, 5), st.floats(1e-2, 0.3), st.floats(0.1, 3.0), st.data())
 def test_map_paper_lambda_w_bounds(r, eps, eta, data):
-    """Spec §6.9 (r >= 2, beta_bar = I, paper lam_w, eps <= 0.3): |c_perp| <= 0.1 eps^4 eta^2 2^-r,
+    """|c_perp| <= 0.1 eps^4 eta^2 2^-r,
     |kappa - eta^2 2^-r/(2 pi)| <= 0.1 eps^2 eta^2 2^-r, non-parallel part of w_par^+ <= 0.1 eps^2 eta^2 2^-r ||w_par||
     (measured maxima 0.023, 0.047, 0.019; a rounding slack of 1e-14 eta^2 2^-r on c_perp)."""
     v = data.draw(hnp.arrays(np.float64, r, elements=st.floats(-1, 1, allow_subnormal=False)))
@@ -395,7 +395,7 @@ def test_map_paper_lambda_w_bounds(r, eps, eta, data):
 @pytest.mark.parametrize("tasks, order", [(None, 2), ("random", 1), ("or", 1)])
 @pytest.mark.parametrize("r", [2, 3])
 def test_leading_order_map_converges_as_s_grows(r, tasks, order):
-    """Spec §6.10 / C8: ||Phi_exact - Phi_LO|| / (eta^2 2^-r ||w_par||/(2 pi)) -> 0 as s -> inf with w_par fixed,
+    """ ||Phi_exact - Phi_LO|| / (eta^2 2^-r ||w_par||/(2 pi)) -> 0 as s -> inf with w_par fixed,
     like eps^2 for beta_bar = I and like eps for other task sets (drop per decade of s >= 0.8 * 10^order);
     method='leading' of one_step_map is the same map."""
     rng = np.random.default_rng(10 * r + order)
@@ -418,7 +418,7 @@ def test_leading_order_map_converges_as_s_grows(r, tasks, order):
 @settings(max_examples=20)
 @given(neurons(1, 4), st.floats(0.2, 3.0), st.sampled_from(["paper", "adaptive", 0.6]))
 def test_dictator_tasks_exact_equals_leading(neuron, eta, lam_w):
-    """Spec §2.6.3: single-coordinate tasks fbar(u) = u_k: the exact map equals the LO-Walsh map for every s
+    """Walsh map: single-coordinate tasks fbar(u) = u_k: the exact map equals the LO-Walsh map for every s
     (1e-12 of eta^2 ||w||; measured 1e-16)."""
     w_par, s = neuron
     r = len(w_par)
@@ -432,7 +432,7 @@ def test_dictator_tasks_exact_equals_leading(neuron, eta, lam_w):
 @settings(max_examples=20)
 @given(neurons(2, 5, norm_max=1.0, s_range=(1.0, 1e3)), st.floats(0.2, 3.0))
 def test_high_degree_parities_learn_nothing_at_leading_order(neuron, eta):
-    """Spec §6.11: tasks = all parities of degree >= 2: ||Phi(w) - (1 - eta lam_w) w|| <= 0.05 eta^2 eps ||w_par||
+    """tasks = all parities of degree >= 2: ||Phi(w) - (1 - eta lam_w) w|| <= 0.05 eta^2 eps ||w_par||
     (measured <= 0.0092: it is even O(eps^2)), while the universe moves w by ~ eta^2 2^-r s/(2 pi)."""
     w_par, s = neuron
     r = len(w_par)
@@ -474,7 +474,7 @@ def test_decay_factor_exact(r, eta):
     naive = 1.0 - eta * mt.lambda_w_paper(r, eta)
     assert abs(naive - dec) <= 4e-16 * (1 + eta * mt.lambda_w_paper(r, eta))
     if r == 30:
-        assert abs(naive - dec) > 1e-8 * abs(dec)                          # the cancellation the spec warns about
+        assert abs(naive - dec) > 1e-8 * abs(dec)                          # the catastrophic cancellation
     if r <= 5:                                                             # (tasks=None builds the 2^r x 2^r table)
         assert mt.decay_factor(r, eta, "adaptive") == dec                  # Hadamard: B_T = 2^-r
     assert mt.decay_factor(r, eta, 0.25) == 1.0 - eta * 0.25
@@ -522,7 +522,7 @@ def test_subspace_ratio_rank_deficient_is_inf():
 
 
 def test_check_linear_regime_warns_outside_and_silent_inside():
-    """Spec §6.14: E1-like setting (d = 20, r = 2, m = 16, Hadamard tasks). nu_w = d^-1.25 keeps the margin far below
+    """E1-like setting (d = 20, r = 2, m = 16, Hadamard tasks). nu_w = d^-1.25 keeps the margin far below
     1, silently; nu_w = 1 reaches the threshold and warns. The margins y f scale as nu_w^2 on the same seeded draws, so
     rescaling W to put the largest margin at 1.5 (warns) or 0.7 (silent) checks that the warning fires exactly when
     max y f >= 1."""

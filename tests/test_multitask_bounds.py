@@ -1,5 +1,5 @@
-"""Multi-task bound shapes (seed 000 Prop. 4.1, Thm 4.2, Lemma A.5, Thms 4.3/4.6, App. B;
-specs/multitask.md §2.7-§2.10).
+"""Multi-task bound shapes ([Collins24] Prop. 4.1, Thm 4.2, Lemma A.5, Thms 4.3/4.6, App. B;
+docs/multitask.md).
 
 Thm 4.6 is checked by enumeration of {-1, 1}^d (d <= 10): Bessel's inequality over all r-sparse parities, the
 exact infimum of the linear lower bound 1 - y z over ||a|| <= B, and the hinge infimum by an independent primal
@@ -40,7 +40,7 @@ def test_bessel_sum_over_all_parities_is_at_most_mean_square_norm(r, extra, m_ha
     c = chi.T @ Psi / len(V)
     mean_sq = (Psi ** 2).sum(axis=1).mean()
     assert (c ** 2).sum() <= mean_sq + 1e-12 <= 1 + 2e-12   # 1e-12: rounding of means over <= 512 points
-    # hence some parity has ||E chi_u Psi|| <= binom(d, r)^-1/2, the step of spec §2.10
+    # hence some parity has ||E chi_u Psi|| <= binom(d, r)^-1/2, the step of the Bessel bound (docs/multitask.md)
     assert np.linalg.norm(c, axis=1).min() <= 1 / math.sqrt(math.comb(d, r)) + 1e-12
 
 
@@ -125,7 +125,7 @@ def test_lemmaA5_radius_covers_the_max_deviation():
     dev = np.array([TaskSet.random_labelings(r, T, seed=s).diversity_deviation() for s in range(draws)])
     # P[max dev > t] <= delta: the count of exceedances is at most Binomial(400, 0.2)'s mean + 5 SD = 120
     assert np.sum(dev > t) <= draws * delta + 5 * math.sqrt(draws * delta * (1 - delta))
-    # the union bound is loose but not vacuous: the median deviation is 0.57-0.74 sqrt(r/T) (spec §3 C10)
+    # the union bound is loose but not vacuous: the median deviation is 0.57-0.74 sqrt(r/T) (docs/multitask.md)
     assert 0.4 * math.sqrt(r / T) < np.median(dev) < t
 
 

@@ -1,5 +1,5 @@
-"""Multi-task downstream phase: embedding, purified twin, probes and margins (seed 000 eqs. (9)-(12), App. B;
-specs/multitask.md §1.5, §2.8).
+"""Multi-task downstream phase: embedding, purified twin, probes and margins ([Collins24] eqs. (9)-(12), App. B;
+docs/multitask.md).
 
 Oracles: the embedding against a loop-by-loop evaluation of eq. (9); the leading-order map (w_par+ = kappa w_par,
 w_perp+ = 0) making the learned and purified embeddings identical; Lemma B.3's chain (75)-(79) against the exact
@@ -101,7 +101,7 @@ def test_distance_never_exceeds_lemma_b3_chain(r, extra, half, seed):
 
 
 def test_papers_kappa_moves_the_embedding_away_from_the_purified_one():
-    # spec §1.8: the paper's kappa = eta^2 2^-r-2 rescales the first layer by 2/pi: the distance is ~1/3 of ||g~||,
+    # docs/errata.md: the paper's kappa = eta^2 2^-r-2 rescales the first layer by 2/pi: the distance is ~1/3 of ||g~||,
     # the corrected one leaves O(eps^2) (~1 % at d = 100)
     W0, W_plus, e = _setup(d=100, r=3, m=40, m_hat=300)
     wrong = DownstreamEmbedding(W_plus, 3, 300, math.sqrt(3), math.sqrt(3), nu_w=100 ** -1.25, W0=W0,
@@ -115,7 +115,7 @@ def test_papers_kappa_moves_the_embedding_away_from_the_purified_one():
 @given(st.floats(0.1, 10.0), st.integers(0, 100))
 @settings(max_examples=10)
 def test_lemma_b2_homogeneity(c, seed):
-    # L849: scaling the inputs and both bias ranges by c scales the (purified) embedding by c (ReLU is 1-homogeneous)
+    # Lemma B.2: inputs and both bias ranges times c scale the (purified) embedding by c (ReLU is 1-homogeneous)
     W0 = mt.symmetric_init(8, 10, 0.1, seed)
     e1 = DownstreamEmbedding(W0, 3, 40, 1.0, 2.0, nu_w=0.1, seed=seed, W0=W0)
     e2 = DownstreamEmbedding(W0, 3, 40, c, 2.0 * c, nu_w=0.1, seed=seed, W0=W0)

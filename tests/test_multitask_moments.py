@@ -1,10 +1,10 @@
 """popdyn.models.multitask moments: q, p_k, M, S and A(w) against quadrature, Monte Carlo of the definitions.
 
-Oracles: scipy.integrate.quad of the characteristic-function integrals (spec §2.4), the arcsin (orthant)
+Oracles: scipy.integrate.quad of the characteristic-function integrals (docs/multitask.md), the arcsin (orthant)
 closed forms for r <= 3, seeded Monte Carlo of ``q = E[phi(a/s) | u]``, ``p_k = E[Phi(a_{-k}/s) | u]``,
 ``M(u) = E[relu'(w.x) x | u]`` and ``S(u) = E[relu(w.x) | u]`` in full d coordinates (|z| <= 5 per entry),
 central differences for ``grad_w S = M``, and A(w) = E_u[M M^T] against Monte Carlo of conditionally independent
-pairs and its leading-order blocks (spec C4, C4b).
+pairs and its leading-order blocks.
 """
 import itertools
 import math
@@ -54,7 +54,7 @@ def full_M(w, r, method="auto"):
     return np.concatenate([M_par[0], m_perp[0][:, None] * (w[r:] / s)[None, :]], axis=1), S[0]
 
 
-# ---- scipy.quad oracle of the 1-D integrals (spec §2.4) ---------------------------------------------------------
+# ---- scipy.quad oracle of the 1-D integrals (docs/multitask.md) ------------------------------------------------
 
 def _psi(beta):
     return np.exp(-0.5 * beta * beta) + 2j / math.sqrt(math.pi) * dawsn(beta / math.sqrt(2.0))
@@ -89,7 +89,7 @@ def quad_moments(w_par, s):
 @example((np.array([7.0, -7.0, 1e-3]), 1e-2))                         # ||w_par|| = 10 >> s: the slow power-law tail
 @example((np.array([1e-3, 2e-3, 0.0]), 1e2))                          # eps ~ 2e-5
 def test_quad_equals_arcsin(neuron):
-    """Spec §6.3: the geometric Gauss-Legendre quadrature equals the arcsin closed forms for s in [1e-2, 1e2],
+    """the geometric Gauss-Legendre quadrature equals the arcsin closed forms for s in [1e-2, 1e2],
     ||w_par|| <= 10. Tolerance 1e-11 absolute (q, p <= 1); measured max 1.5e-12 over 900 random points."""
     w_par, s = neuron
     qa, pa = mt.sign_moments(w_par, s, "arcsin")
@@ -185,7 +185,7 @@ def _mc_sign_moments(w_par, s, n, seed):
 
 @pytest.mark.parametrize("w_par, s", [
     (np.array([0.7, -1.1, 0.4]), 0.4),                # r = 3 arcsin, ||w_par|| > s
-    (np.array([0.5, -0.3, 1.2, 0.8]), 1.3),           # r = 4 (spec C2: s = 1.3)
+    (np.array([0.5, -0.3, 1.2, 0.8]), 1.3),           # r = 4 (s = 1.3)
     (np.array([2.0, -1.5, 0.3, 1.0, -0.7]), 0.5),     # r = 5, ||w_par|| >> s (where Gauss-Hermite fails)
     (np.array([0.2, 0.1, -0.3, 0.25, -0.05]), 4.0),   # r = 5, the paper's regime eps < 1
 ])
@@ -211,7 +211,7 @@ def test_sign_moments_symmetry_and_range(neuron, method):
 
 
 def test_sign_moments_r1_closed_form_and_pattern_order():
-    """r = 1 (both methods): p = 1/2 and q = phi(0) s/||w|| (spec §2.4); patterns in itertools order."""
+    """r = 1 (both methods): p = 1/2 and q = phi(0) s/||w|| (docs/multitask.md); patterns in itertools order."""
     for method in ("arcsin", "quad"):
         q, p = mt.sign_moments([[0.8], [-3.0]], [0.6, 0.05], method)
         np.testing.assert_allclose(q, PHI0 * np.array([[0.6 / 1.0] * 2, [0.05 / math.hypot(3.0, 0.05)] * 2]),
@@ -270,7 +270,7 @@ def test_halfnormal_cf_matches_monte_carlo():
     mean, se = mc_mean(sample, 1_000_000, seed=3, chunk=200_000)
     psi = mt.halfnormal_cf(beta)
     assert_z(mean, se, np.concatenate([psi.real, psi.imag]), "psi")
-    assert abs(complex(psi[1]) - (0.2357 + 0.5719j)) < 1e-4                # the spec's 4-digit value
+    assert abs(complex(psi[1]) - (0.2357 + 0.5719j)) < 1e-4                # a reference script's 4-digit value
 
 
 # ---- conditional_moments ----------------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ def test_conditional_moments_match_full_coordinate_monte_carlo(r, seed):
 @settings(max_examples=40)
 @given(neurons(1, 5, s_range=(1e-2, 1e2)))
 def test_pattern_averages(neuron):
-    """Spec §6.1: E_u S(u) = ||w||/sqrt(2 pi) and E_u M(u) = w_hat/sqrt(2 pi) (1e-10, relative to ||w||)."""
+    """E_u S(u) = ||w||/sqrt(2 pi) and E_u M(u) = w_hat/sqrt(2 pi) (1e-10, relative to ||w||)."""
     w_par, s = neuron
     M_par, m_perp, S = mt.conditional_moments(w_par, s)
     nw = math.hypot(np.linalg.norm(w_par), s)
@@ -314,7 +314,7 @@ def test_pattern_averages(neuron):
 @settings(max_examples=25)
 @given(neurons(1, 4, norm_max=5.0, s_range=(0.1, 10.0)), st.integers(0, 2**32 - 1))
 def test_grad_S_is_M_and_euler(neuron, seed):
-    """Spec §6.2: grad_w S(u) = M(u) by central differences in full coordinates (d = r + 3; the perp part is
+    """grad_w S(u) = M(u) by central differences in full coordinates (d = r + 3; the perp part is
     rotated at random so every coordinate varies), rtol 1e-6; Euler's relation S(u) = M(u) . w then follows."""
     w_par, s = neuron
     r = len(w_par)
@@ -335,7 +335,7 @@ def test_grad_S_is_M_and_euler(neuron, seed):
 @settings(max_examples=25)
 @given(neurons(1, 5), st.floats(1e-3, 1e3))
 def test_homogeneity(neuron, c):
-    """Spec §6.4: S(cw) = c S(w), M(cw) = M(w) for c > 0 (rtol 1e-10: both paths are scale-covariant up to rounding)."""
+    """S(cw) = c S(w), M(cw) = M(w) for c > 0 (rtol 1e-10: both paths are scale-covariant up to rounding)."""
     w_par, s = neuron
     M_par, m_perp, S = mt.conditional_moments(w_par, s)
     M2, m2, S2 = mt.conditional_moments(c * w_par, c * s)
@@ -347,7 +347,7 @@ def test_homogeneity(neuron, c):
 @settings(max_examples=20)
 @given(neurons(1, 1), st.sampled_from(["arcsin", "quad"]))
 def test_r1_closed_form(neuron, method):
-    """Spec §6.3: r = 1, M(u) = (u e_1 + w_hat)/sqrt(2 pi), S(u) = (u w_1 + ||w||)/sqrt(2 pi) (1e-12 relative)."""
+    """r = 1, M(u) = (u e_1 + w_hat)/sqrt(2 pi), S(u) = (u w_1 + ||w||)/sqrt(2 pi) (1e-12 relative)."""
     w_par, s = neuron
     M_par, m_perp, S = mt.conditional_moments(w_par, s, method)
     nw = math.hypot(w_par[0], s)
@@ -362,7 +362,7 @@ def test_r1_closed_form(neuron, method):
 @settings(max_examples=30)
 @given(neurons(1, 4, norm_max=5.0, s_range=(0.05, 20.0)), st.integers(1, 4), st.floats(1e-3, 1e3))
 def test_A_symmetric_psd_low_rank_scale_free(neuron, extra, c):
-    """Spec §6.6: A(w) symmetric PSD, rank <= r + 1 in d coordinates, A(cw) = A(w), A(w) w = E_u[S(u) M(u)]."""
+    """A(w) symmetric PSD, rank <= r + 1 in d coordinates, A(cw) = A(w), A(w) w = E_u[S(u) M(u)]."""
     w_par, s = neuron
     r = len(w_par)
     w = np.concatenate([w_par, np.full(extra, s / math.sqrt(extra))])
@@ -380,7 +380,7 @@ def test_A_symmetric_psd_low_rank_scale_free(neuron, extra, c):
 @settings(max_examples=20)
 @given(neurons(1, 1), st.integers(1, 6))
 def test_A_r1_closed_form(neuron, extra):
-    """Spec §2.5: r = 1, A(w) = (e_1 e_1^T + w_hat w_hat^T)/(2 pi) for every d (1e-12)."""
+    """docs/multitask.md: r = 1, A(w) = (e_1 e_1^T + w_hat w_hat^T)/(2 pi) for every d (1e-12)."""
     w_par, s = neuron
     w = np.concatenate([w_par, np.full(extra, s / math.sqrt(extra))])
     wh = w / np.linalg.norm(w)

@@ -1,9 +1,9 @@
 """ResNet model: complexity functionals, sign flips (Prop. C.4) and the indicator-to-function map (Lemma F.2).
 
-Spec specs/resnet_kernels.md §6 items 1-5 and 8. Oracles: closed forms vs log-space series, mpmath sums at 40
-digits, plain float sums where nothing overflows, Stirling's asymptotics (V1), scipy quad, Gauss-Legendre x
-Gauss-Hermite quadrature (V2), exhaustive greedy enumeration over subsets, Brent root of the Phi form, seeded Monte
-Carlo with a stated z (V4).
+Oracles: closed forms vs log-space series, mpmath sums at 40
+digits, plain float sums where nothing overflows, Stirling's asymptotics, scipy quad, Gauss-Legendre x
+Gauss-Hermite quadrature, exhaustive greedy enumeration over subsets, Brent root of the Phi form, seeded Monte
+Carlo with a stated z.
 """
 import itertools
 import math
@@ -35,7 +35,7 @@ def _plain_C_eps(c, L, C_star, R=1.0):
                                         for i in range(1, len(c))])
 
 
-# ---------- §6 item 2: closed forms and log space ----------
+# ---------- closed forms and log space ----------
 @pytest.mark.parametrize("name", ["exp_minus_one", "sin", "cos"])
 @pytest.mark.parametrize("c", [0.5, 1.0, -2.0])
 def test_closed_forms_equal_series(name, c):
@@ -67,7 +67,7 @@ def test_closed_forms_all_scales(name, c, negative, C_star):
 
 
 def test_eps_free_part_reference_values():
-    """Spec §3 V1: log sum (C*)^i |c_i| = 10000 (exp - 1) and 9999.30685282 (sin, cos) at C* = 1e4, c = 1."""
+    """Reference values: log sum (C*)^i |c_i| = 10000 (exp - 1) and 9999.30685282 (sin, cos) at C* = 1e4, c = 1."""
     got = [log_C_eps_parts(getattr(TaylorSeries, n)(1.0), log_inv_eps=0.0)[0] for n in ("exp_minus_one", "sin", "cos")]
     assert got == pytest.approx([1e4, 1e4 - math.log(2), 1e4 - math.log(2)], abs=1e-8)   # 1e-8: V1's printed digits
 
@@ -98,7 +98,7 @@ def test_eps_part_no_overflow_and_stirling(L):
 @pytest.mark.parametrize("name", ["exp_minus_one", "sin", "cos"])
 def test_example_41_o_one_over_eps_only_past_1e4(name):
     """Example 4.1 says C_eps = o(1/eps); at C* = 1e4 the inequality C_eps < 1/eps starts only at
-    log(1/eps) = L_x with L_x = 498.88 L_x^(1/3) (Stirling), i.e. L_x ~ 1.114e4 (spec §2.1)."""
+    log(1/eps) = L_x with L_x = 498.88 L_x^(1/3) (Stirling), i.e. L_x ~ 1.114e4 (docs/resnet.md)."""
     f = getattr(TaylorSeries, name)(1.0)
     Lx = brentq(lambda L: log_C_eps(f, log_inv_eps=L) - L, 1e3, 1e6, xtol=1e-6)
     stirling = (1.5 * math.exp(-1 / 3) * 1e4 ** (2 / 3)) ** 1.5
@@ -119,7 +119,7 @@ def test_log_space_equals_linear_space(c, L, C_star):
     assert C_s(s, C_star=C_star) == pytest.approx(cs, rel=1e-12, abs=1e-300)
 
 
-# ---------- §6 item 1: scaling, monotonicity, radius ----------
+# ---------- scaling, monotonicity, radius ----------
 @given(coeffs.filter(lambda c: np.abs(c).sum() > 0), st.floats(-5, 5).filter(lambda x: abs(x) > 1e-3),
        st.floats(0.1, 3.0), st.floats(1.0, 1e4), st.floats(0.0, 100.0))
 def test_scaling_and_monotonicity(c, lam, R, C_star, L):
@@ -146,7 +146,7 @@ def test_eps_and_log_inv_eps_agree():
     assert log_C_eps(TaylorSeries.cos(0.0), eps=0.5) == pytest.approx(math.log(2.0))   # 2|c_0|
 
 
-# ---------- §6 item 3: polynomials and Lemma B.2 ----------
+# ---------- polynomials and Lemma B.2 ----------
 @given(coeffs, st.floats(1.0, 1e4))
 def test_polynomial_C_s_bound(c, C_star):
     q = len(c) - 1
@@ -155,7 +155,7 @@ def test_polynomial_C_s_bound(c, C_star):
 
 @given(coeffs, st.integers(0, 2**31 - 1))
 def test_split_even_odd_lemma_B2(c, seed):
-    """F+ + z F- = F on a grid, and Lemma B.2's F' equals F(<w,x>/sqrt 2) on the unit sphere (spec V10)."""
+    """F+ + z F- = F on a grid, and Lemma B.2's F' equals F(<w,x>/sqrt 2) on the unit sphere."""
     s = TaylorSeries.from_coeffs(c)
     plus, minus = s.split_even_odd()
     z = np.linspace(-1.5, 1.5, 31)
@@ -179,7 +179,7 @@ def test_infinite_family_evaluation_and_truncation():
         assert inf.rescale(2.0)(z) == pytest.approx(f(1.6 * z))
 
 
-# ---------- §6 item 4: p'_i ----------
+# ---------- p'_i ----------
 def test_p_prime_against_quadrature():
     for i in range(0, 22):
         ref, err = quad(lambda g: hermeval(g, [0] * i + [1]) * norm.pdf(g), 0, 40, limit=200)
@@ -197,18 +197,18 @@ def test_p_prime_properties():
     assert np.allclose(np.exp(log_abs_p_prime(odd)) * math.sqrt(2 * math.pi),
                        [float(x) for x in dfact], rtol=1e-12)          # 1e-12: gammaln vs exact integers, i <= 301
     lower = np.array([math.log(math.prod(range(k - 1, 0, -2))) - math.log(math.pi * math.sqrt(k)) for k in odd])
-    assert np.all(log_abs_p_prime(odd) >= lower)                         # corrected bound (spec §8 item 12)
+    assert np.all(log_abs_p_prime(odd) >= lower)                         # corrected bound (docs/errata.md)
     ratio = np.exp(log_abs_p_prime(odd) - lower)
     assert ratio[-1] == pytest.approx(1.0008, abs=1e-4)                 # sharp: V2's 1.0008 at i = 301
 
 
 def test_claim_F3_paper_bound_is_false():
-    """Errata (spec §8 item 12): |p'_i| >= (i-1)!!/4 fails at i = 3, 5, 7 (ratios 0.798, 0.598, 0.499)."""
+    """Errata (Claim F.3): |p'_i| >= (i-1)!!/4 fails at i = 3, 5, 7 (ratios 0.798, 0.598, 0.499)."""
     ratios = [abs(p_prime(k)) / (math.prod(range(k - 1, 0, -2)) / 4) for k in (1, 3, 5, 7)]
     assert ratios[0] > 1 and ratios[1:] == pytest.approx([0.798, 0.598, 0.499], abs=1e-3)
 
 
-# ---------- §6 item 5: the indicator identity and E[h^2] ----------
+# ---------- the indicator identity and E[h^2] ----------
 def _indicator_mean(f, x1, n_leg=200, n_gh=60):
     """E_{alpha, beta}[1[alpha >= 0] f(alpha x1 + sqrt(1-x1^2) beta)]: Gauss-Legendre on alpha in [0, 14]
     (weight phi; the tail beyond 14 is < 1e-44) x probability Gauss-Hermite in beta."""
@@ -267,7 +267,7 @@ def test_indicator_d_dimensional_monte_carlo():
         assert abs(v.mean() - s(rho)) < 5 * v.std() / math.sqrt(n)
 
 
-# ---------- §6 item 8: sign flips ----------
+# ---------- sign flips ----------
 gvec = st.integers(1, 60).flatmap(lambda m: st.lists(st.floats(-2, 2, allow_nan=False), min_size=m, max_size=m))
 
 

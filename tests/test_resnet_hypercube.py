@@ -1,5 +1,5 @@
 """ResNet vs kernels, hypercube part: Krawtchouk tables, level eigenvalues, kernel profiles, KRR and the exact
-Parseval test error (specs/resnet_kernels.md §2.7-2.8, properties §6 items 9-12).
+Parseval test error ([AllenZhu19, Prop. E.1, Lemma E.2]; derivations in docs/resnet.md).
 
 Oracles: exact integer binomial sums, brute-force averages over all pairs of the cube (d <= 10), enumeration of
 all 2^d test points (d <= 14), explicit Hadamard matrices, Monte Carlo with a stated z for the ReLU kernels.
@@ -103,12 +103,12 @@ def test_relu_profiles_vs_monte_carlo(bias):
     assert np.allclose(relu_ntk_full(d, bias), ck + ntk, rtol=0, atol=1e-15)
 
 
-# ------------------------------------------------------------------ properties §6 items 9-10 --------------------
+# ------------------------------------------------------------------ properties: spectrum and profiles ------------
 
 @settings(max_examples=30)
 @given(d=st.integers(1, 40), name=st.sampled_from(sorted(KERNELS)))
 def test_level_eigenvalues_psd_inverse_trace(d, name):
-    """§6 item 9: lambda^2 >= 0 (PSD), kappa_t = sum_l lambda_l^2 K_l(t), kappa_0 = sum_l C(d,l) lambda_l^2."""
+    """lambda^2 >= 0 (PSD), kappa_t = sum_l lambda_l^2 K_l(t), kappa_0 = sum_l C(d,l) lambda_l^2."""
     kappa = KERNELS[name](d)
     lam2 = level_eigenvalues(kappa)
     scale = np.abs(kappa).max()
@@ -120,7 +120,7 @@ def test_level_eigenvalues_psd_inverse_trace(d, name):
 
 @given(d=st.integers(1, 40))
 def test_zero_levels_of_bias_free_kernels(d):
-    """§6 item 10: bias-free ReLU CK/NTK vanish on odd levels >= 3, arcsin on even levels; the bias removes both."""
+    """bias-free ReLU CK/NTK vanish on odd levels >= 3, arcsin on even levels; the bias removes both."""
     for kappa in (relu_ck(d, bias=False), relu_ntk_hidden(d, bias=False), relu_ntk_full(d, bias=False)):
         lam2 = level_eigenvalues(kappa)
         assert np.all(np.abs(lam2[3::2]) <= 1e-14 * lam2[0])
@@ -199,7 +199,7 @@ def _enumerated_error(kappa, X, beta, target, d):
                                              ("gaussian", 12, 200, 1e-2), ("arcsin_bias", 13, 150, 1e-3),
                                              ("relu_ck_nobias", 12, 100, 1e-6)])
 def test_exact_test_error_vs_enumeration(name, d, N, lam):
-    """§6 item 11: Parseval error = mean over all 2^d test points (1e-10: float64 sums of ~2^14 squares)."""
+    """Parseval error = mean over all 2^d test points (1e-10: float64 sums of ~2^14 squares)."""
     rng = np.random.default_rng(d + N)
     kappa = KERNELS[name](d)
     X = _random_points(rng, N, d)
@@ -214,8 +214,8 @@ def test_exact_test_error_vs_enumeration(name, d, N, lam):
 
 
 def test_exact_test_error_spec_number():
-    """Spec §2.7 / V5 (d = 12, relu NTK + bias, N = 300 of the cube without replacement, lam = 1e-3): the exact
-    error 0.285036316063 (enumeration = Parseval to 12 digits there), rebuilt with V5's own rng stream."""
+    """Reference script (d = 12, relu NTK + bias, N = 300 of the cube without replacement, lam = 1e-3): the exact
+    error 0.285036316063 (enumeration = Parseval to 12 digits there), rebuilt with that script's rng stream."""
     d, N, lam, alpha, S = 12, 300, 1e-3, 0.5, (0, 3, 5, 8)
     Xall = np.array(list(itertools.product([-1, 1], repeat=d)), float)  # V5's order, not hypercube_points
     X = Xall[np.random.default_rng(3).choice(len(Xall), N, replace=False)]
@@ -233,7 +233,7 @@ def test_exact_test_error_spec_number():
 @settings(max_examples=25)
 @given(seed=st.integers(0, 2**32 - 1), d=st.integers(2, 8), name=st.sampled_from(sorted(KERNELS)))
 def test_captured_coefficients_are_walsh_coefficients(seed, d, name):
-    """c_S = <K_beta, chi_S> (FWHT of the predictor on the cube) and ||u||^2 = beta^T K beta (§6 item 12)."""
+    """c_S = <K_beta, chi_S> (FWHT of the predictor on the cube) and ||u||^2 = beta^T K beta."""
     rng = np.random.default_rng(seed)
     kappa = KERNELS[name](d)
     X = _random_points(rng, 9, d)
@@ -252,7 +252,7 @@ def test_captured_coefficients_are_walsh_coefficients(seed, d, name):
 @settings(max_examples=25)
 @given(seed=st.integers(0, 2**32 - 1), d=st.integers(3, 9), name=st.sampled_from(sorted(KERNELS)))
 def test_error_invariances(seed, d, name):
-    """§6 item 11: error >= 0 and >= Lemma E.2; invariant under permuting coordinates of X and of the target,
+    """error >= 0 and >= Lemma E.2; invariant under permuting coordinates of X and of the target,
     and under flipping column j of X with the sign of every coefficient whose set contains j."""
     rng = np.random.default_rng(seed)
     kappa = KERNELS[name](d)
@@ -293,7 +293,7 @@ def test_krr_fit_solves_program_3_1():
 
 
 def test_krr_interpolates_as_lam_goes_to_zero_and_is_continuous():
-    """§6 item 12: the Gaussian Gram matrix of distinct points is PD, so lam -> 0+ interpolates; beta(lam) is
+    """the Gaussian Gram matrix of distinct points is PD, so lam -> 0+ interpolates; beta(lam) is
     continuous (a grid fit equals single fits)."""
     rng = np.random.default_rng(8)
     d = 9
@@ -310,7 +310,7 @@ def test_krr_interpolates_as_lam_goes_to_zero_and_is_continuous():
 
 
 def test_kernel_does_not_learn_the_parity_part():
-    """The phenomenon behind Theorem 2 (spec §2.7): at N << C(d, k) the captured chi_{S*} coefficient stays far
+    """The phenomenon behind Theorem 2 (docs/resnet.md): at N << C(d, k) the captured chi_{S*} coefficient stays far
     below alpha while the linear parts are learned (d = 16, k = 4, C(16,4) = 1820, N = 200)."""
     rng = np.random.default_rng(12)
     d, k, alpha, N = 16, 4, 0.5, 200

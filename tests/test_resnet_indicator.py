@@ -1,6 +1,6 @@
 """ResNet model: Claim F.4's truncated h, Lemma F.1''s construction W* and sign flips of trained-network layers.
 
-Spec specs/resnet_kernels.md §2.4-2.6, §6 items 5, 7, 8. Oracles: the antiderivative (He_{i-1} phi)' = -He_i phi in
+Derivations in docs/resnet.md. Oracles: the antiderivative (He_{i-1} phi)' = -He_i phi in
 closed form, scipy quad, Gauss-Hermite quadrature in 2-d (Mehler-free), literal per-row loops of (F.3), coupling's
 per-vector sign_flips/worst_case_flips, and seeded Monte Carlo with a stated z.
 """

@@ -1,7 +1,7 @@
-"""Appendix A.1 of seed 004: exact population MSE, level norm, footnote-13 maps, Rademacher bound, the torch solvers.
+"""Appendix A.1 of the paper: exact population MSE, level norm, footnote-13 maps, Rademacher bound, the torch solvers.
 
 Independent computations: a seeded Monte Carlo (z < 4.5), a brute-force scan of the ray {tW}, an explicit loop over
-neurons; Hypothesis for the invariances (spec §6 item 16).
+neurons; Hypothesis for the invariances.
 """
 import math
 

@@ -1,4 +1,4 @@
-"""The network problem of seed 004: NetworkProblem, its kernel side (``predict``) and its networks (``simulate``)."""
+"""The network problem of AllenZhu19: NetworkProblem, its kernel side (``predict``) and its networks (``simulate``)."""
 import numpy as np
 import pytest
 import torch
@@ -40,8 +40,8 @@ def test_repr_evals_back(p):
 
 def test_constructors_hold_the_papers_sizes():
     t, f = NetworkProblem.thm2(), NetworkProblem.fig2()
-    assert (t.target, t.d, t.k, t.alpha) == ("thm2", 30, 4, 0.3)                                # spec §4.2
-    assert (f.target, f.d, f.k, f.alpha, f.n_train) == ("fig2", 30, 8, 0.3, 1000)                     # L239-241
+    assert (t.target, t.d, t.k, t.alpha) == ("thm2", 30, 4, 0.3)                                # docs/resnet.md
+    assert (f.target, f.d, f.k, f.alpha, f.n_train) == ("fig2", 30, 8, 0.3, 1000)                     # Section 6
     assert t.H.error_G_not_learned == pytest.approx(4 * 0.09) and f.H.error_G_not_learned == pytest.approx(0.72)
 
 

@@ -1,8 +1,8 @@
-"""ResNet targets and theory calculators (specs/resnet_kernels.md §1.7-§1.8, §2.3, §2.7, §2.9; §6 items 6, 13, 17).
+"""ResNet targets and theory calculators ([AllenZhu19, Sections 5-7, App. D.4, App. E]; docs/resnet.md).
 
 Oracles: enumeration of all 2^d inputs and a Walsh-Hadamard butterfly written here (independent of the package),
-the polarization sum against the monomial, direct recomputation of the regret inequality (D.4), the spec's
-printed numbers (V5, V10).
+the polarization sum against the monomial, direct recomputation of the regret inequality (D.4), the numbers
+printed by independent reference scripts.
 """
 import itertools
 import math
@@ -74,20 +74,20 @@ def test_fig2_walsh_property(k, alpha, beta, G, q):
 def test_fig2_default_matches_paper():
     t = fig2_target()
     assert (t.d, t.k, t.alpha, t.beta) == (30, 8, 0.3, 1.0)
-    assert t.F_sets == tuple((2 * r, 2 * r + 1) for r in range(8))            # F = (x1x2, ..., x15x16), L239
+    assert t.F_sets == tuple((2 * r, 2 * r + 1) for r in range(8))            # F = (x1x2, ..., x15x16), Section 6
     assert t.GF_sets[0] == tuple(range(8)) and t.GF_sets[7] == (0, 1, 2, 3, 4, 5, 14, 15)
     assert len(set(t.GF_sets)) == 8 and all(len(S) == 8 for S in t.GF_sets)  # distinct degree-8 parities
-    assert t.error_G_not_learned == pytest.approx(0.72, abs=1e-15)          # k alpha^2 = 0.72, L241
+    assert t.error_G_not_learned == pytest.approx(0.72, abs=1e-15)          # k alpha^2 = 0.72, Section 6
     lit = fig2_target(G="paper_literal")
     assert lit.GF_sets[:2] == (tuple(range(8)), tuple(range(8, 16))) and lit.GF_sets[2:] == (None,) * 6
-    assert lit.error_G_not_learned == pytest.approx(0.18, abs=1e-15)        # spec §4.1: 2 alpha^2
+    assert lit.error_G_not_learned == pytest.approx(0.18, abs=1e-15)        # the printed G: 2 alpha^2
     X = np.random.default_rng(0).choice([-1.0, 1.0], (500, 30))              # d = 30: evaluate the expansion
     chi = {S: np.prod(X[:, list(S)], axis=1) for w in t.walsh() for S in w}
     H = np.stack([sum(c * chi[S] for S, c in w.items()) for w in t.walsh()], axis=1)
     np.testing.assert_allclose(t(X), H, atol=1e-14)
 
 
-# ------------------------------------------------------------------ §6 item 13: target algebra ------------------
+# ------------------------------------------------------------------ target algebra ------------------
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=range(len(TARGETS)))
@@ -115,7 +115,7 @@ def test_thm2_plateaus_and_normalization():
         assert t.F_sets == tn.F_sets and t.error_G_not_learned == pytest.approx(k * 0.09, rel=1e-14)
         assert tn.error_G_not_learned == pytest.approx(0.09, rel=1e-12)             # 1/sqrt(k) overall factor
         np.testing.assert_allclose(tn(X), t(X) / math.sqrt(k), atol=1e-12)           # Cor. 7.1 = Thm 2 / sqrt(k)
-        np.testing.assert_allclose(np.sum(tn.F(X) ** 2, 1), 1.0, rtol=1e-14)         # ||F(x)|| = 1 (L1328)
+        np.testing.assert_allclose(np.sum(tn.F(X) ** 2, 1), 1.0, rtol=1e-14)         # ||F(x)|| = 1 (App. E.4)
         assert thm2_lower_bound(0.3) < t.error_G_not_learned
 
 
@@ -139,7 +139,7 @@ def test_coordinate_sign_flip_flips_coefficients():
     assert np.max(np.abs(spec - _dense(want, 6))) < 1e-12
 
 
-# ------------------------------------------------------------------ §6 item 6: polarization ---------------------
+# ------------------------------------------------------------------ polarization ---------------------
 
 
 @given(st.integers(1, 8), st.lists(st.floats(-3.0, 3.0), min_size=8, max_size=8))
@@ -154,8 +154,8 @@ def test_polarization_identity(k, zs):
 
 def test_polarization_coefficients_match_spec_v10():
     got = [float(np.max(np.abs(polarization_G(k)[0]))) for k in (2, 3, 4, 6)]
-    np.testing.assert_allclose(got, [0.354, 0.325, 0.333, 0.413], atol=6e-4)   # spec §3 V10 (3 digits)
-    assert corollary71(20, 10, 0.5)["a_star_max"] < 1 < corollary71(20, 11, 0.5)["a_star_max"]  # L207 fails, k = 11
+    np.testing.assert_allclose(got, [0.354, 0.325, 0.333, 0.413], atol=6e-4)   # reference script (3 digits)
+    assert corollary71(20, 10, 0.5)["a_star_max"] < 1 < corollary71(20, 11, 0.5)["a_star_max"]  # |a*|<=1 fails at 11
     for k in range(1, 9):
         a, V = polarization_G(k)
         assert a.shape == (2 ** k,) and np.all(np.abs(a) <= 1) and np.allclose(np.sum(V ** 2, 1), 1.0)
@@ -170,7 +170,7 @@ def test_normalized_G_is_polarization_not_product():
     assert np.all(tn.G(Y) == tn.G(Y)[:, :1])
 
 
-# ------------------------------------------------------------------ §6 item 17: Theorem 1 calculator ------------
+# ------------------------------------------------------------------ Theorem 1 calculator ------------
 
 _ARGS = dict(k=2, p_F=1, C_s_F=1.0, p_G=1, C_s_G=1.0, alpha=0.1, m=10 ** 8)
 
@@ -216,7 +216,7 @@ def test_admissible_flags():
 
 
 def test_delta0_scales_as_alpha4_cG4():
-    """Spec §2.3: delta0 = Theta(alpha^4 (k p_G C_s(G))^4 (1+B_F)^2) once k p_G C_s(G) is large."""
+    """docs/resnet.md: delta0 = Theta(alpha^4 (k p_G C_s(G))^4 (1+B_F)^2) once k p_G C_s(G) is large."""
     for B_F in (0.0, 1.0, 3.0):
         s = _sched(alpha=1e-3, C_s_G=1e8, delta=0.5, B_F=B_F)
         cG = 2 * 1e8
@@ -225,7 +225,7 @@ def test_delta0_scales_as_alpha4_cG4():
 
 @pytest.mark.parametrize("B_F, L_G", [(1.0, None), (0.0, 2.5), (2.0, 0.3)])
 def test_delta0_formula_L1056(B_F, L_G):
-    """delta0 typed from L1056-1060 with Table 1's tau_v (L317) and alpha~ (L743), constants 1."""
+    """delta0 typed from App. D.4 with Table 1's tau_v and Lemma D.2's alpha~, constants 1."""
     k, pF, CF, pG, CG, a = 3, 2, 1.5, 4, 0.7, 0.02
     s = _sched(k=k, p_F=pF, C_s_F=CF, p_G=pG, C_s_G=CG, alpha=a, delta=0.5, B_F=B_F, L_G=L_G)
     at = a / (k * (pF * CF + pG * CG))
@@ -246,7 +246,7 @@ def test_regret_bound_recomputed_from_D4():
 
 def test_coupling_sign_changes_match_worst_case_monte_carlo():
     """Lemma D.1 (a), (d) with C = (6/pi)^(1/3) equal the exact worst-case flip count of one draw (greedy on the
-    smallest |pre-activations|, spec §2.4) for small perturbations. The count is a binomial-like order statistic with
+    smallest |pre-activations|) for small perturbations. The count is a binomial-like order statistic with
     relative s.d. <= 1/sqrt(s) ~ 0.5% at s ~ 4e4; tolerance 2.5% (5 s.d.)."""
     rng = np.random.default_rng(5)
     m, c = 10 ** 6, (6 / math.pi) ** (1 / 3)
@@ -281,7 +281,7 @@ def test_corollary71():
     w = np.zeros(d)
     w[0] = 1 / math.sqrt(2)                                             # ||w*|| = 1/sqrt(2) (Concept 1)
     slope = c["C_s_F"] / (2 * 1e4)                                      # C_s of c z is C*(0+1)0 + C* 2 |c|
-    assert slope * (w @ x) == pytest.approx(math.sqrt(d / k) * x[0], rel=1e-14)   # F_1 = sqrt(d/k) x_1 (L1328)
+    assert slope * (w @ x) == pytest.approx(math.sqrt(d / k) * x[0], rel=1e-14)   # F_1 = sqrt(d/k) x_1 (App. E.4)
     assert c["C_s_G"] == pytest.approx(1e4 * (k + 1) * 2 ** (k / 2), rel=1e-14) and c["p_G"] == 16
     assert c["N"] == pytest.approx(d / alpha ** 8) and c["risk"] == pytest.approx(alpha ** 4)
     s = _sched(k=k, p_F=c["p_F"], C_s_F=c["C_s_F"], p_G=c["p_G"], C_s_G=c["C_s_G"], alpha=alpha, delta=alpha ** 4)
@@ -293,15 +293,15 @@ def test_corollary71():
 
 
 def test_thm2_N_range_spec_numbers():
-    assert thm2_N_range(20, 2) == pytest.approx(2.8e-2, rel=2e-2)      # spec §2.7 (V5, 2 digits)
+    assert thm2_N_range(20, 2) == pytest.approx(2.8e-2, rel=2e-2)      # reference script (2 digits)
     assert thm2_N_range(30, 4) == pytest.approx(6.6e-5, rel=1e-2)
-    assert thm2_N_range(34_000, 4) < 1 < thm2_N_range(36_000, 4)       # k = 4: non-empty from d ~ 3.5e4 (§2.7)
+    assert thm2_N_range(34_000, 4) < 1 < thm2_N_range(36_000, 4)       # k = 4: non-empty from d ~ 3.5e4
 
 
 @given(st.integers(10, 200), st.integers(1, 6), st.integers(1, 10 ** 6), st.floats(1e-3, 1e3))
 def test_thm2_alpha_min_closes_the_proof(d, k, N, lam2):
     a = thm2_alpha_min(d, k, N)
-    bound = 4 * k * N / (d / 5) ** k * 400 / lam2                      # ||u||^2 bound of L1171 (lambda^2 = lam2)
+    bound = 4 * k * N / (d / 5) ** k * 400 / lam2                      # ||u||^2 bound of App. E.1 (lambda^2 = lam2)
     assert bound < (1.001 * a) ** 2 / (4 * lam2)
     assert bound > (0.999 * a) ** 2 / (4 * lam2)
     assert thm2_lower_bound(a) == pytest.approx(a * a / 4)

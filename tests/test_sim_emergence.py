@@ -1,7 +1,7 @@
 """popdyn.sim.emergence: the written-out gradients against torch autograd (network, NTK linearisation, class
 weights, R^d), the activation against emcore's numpy one, the full-batch step 1 against the exact population
 correlations (enumeration at D = 12, Fourier at D = 100) within a stated z, the step-2 alignment and bias shift
-against the finite-sample formulas of spec §2.13, R^d = pattern coordinates, reproducibility, popdyn.simulate
+against the finite-sample formulas of docs/emergence.md, R^d = pattern coordinates, reproducibility, popdyn.simulate
 with predict's names, option errors naming the option, CUDA (skipped without a GPU)."""
 import math
 
@@ -140,7 +140,7 @@ def _step1_z(model, m, n, method, scale=False):
 
 
 def _assert_gaussian(z):
-    """max |z| < 4.5 over the N coordinates and sum z^2 within N +- 4 sqrt(2N) (spec §4.0 C1)."""
+    """max |z| < 4.5 over the N coordinates and sum z^2 within N +- 4 sqrt(2N) ."""
     z = np.ravel(z)
     N = z.size
     assert np.abs(z).max() < 4.5, np.abs(z).max()
@@ -154,7 +154,7 @@ def test_step1_equals_exact_population_correlations_by_enumeration():
 
 
 def test_step1_equals_fourier_correlations_at_paper_size():
-    # spec §4.0 C1: D = 100, k = 5, p_o = 1/2, s = k^-3/2, n = 50000 (the paper's full batch), 6 neurons
+    # D = 100, k = 5, p_o = 1/2, s = k^-3/2, n = 50000 (the paper's full batch), 6 neurons
     zT, zb, za = _step1_z(E1, m=6, n=50_000, method="fourier")
     _assert_gaussian(zT)
     _assert_gaussian(np.concatenate([zb, za]))
@@ -167,10 +167,10 @@ def test_a_wrong_population_fails_the_step1_check():
         _assert_gaussian(zT - 0.1 * T_over_se)
 
 
-# ---- step 2: finite-sample predictions of spec §2.13 --------------------------------------------------------------
+# ---- step 2: finite-sample predictions (docs/emergence.md) -----------------------------------------------------------
 
 def _predicted_one_minus_cos(model, n):
-    """tr(P_perp Sigma) / (2 n ||E y phi||^2), Sigma = Cov(y phi), P_perp = I - v v^T, v = 1_A/sqrt(k) (§2.13(a))."""
+    """tr(P_perp Sigma) / (2 n ||E y phi||^2), Sigma = Cov(y phi), P_perp = I - v v^T, v = 1_A/sqrt(k)."""
     mom, k = model.moments(), model.k
     Eyphi2 = float(np.sum(mom.E_y_phi_A ** 2))
     var_c = float(model.A_probs @ (model.A_support.sum(1) - mom.mu_A) ** 2)     # Var(sum_A phi~)
@@ -202,7 +202,7 @@ def test_balanced_samples_keep_the_bias():
     sched = theory_schedule(E1, 300, steps=3)
     sim = se.train(E1, width=4, schedule=sched, steps=2, n_train=4000, seeds=2, balanced=True, n_test=10,
                    eval_samples=10)
-    # spec §4.0 C4: |b^(2) - b^(0)| <= 1e-6 with exact class balance
+    # |b^(2) - b^(0)| <= 1e-6 with exact class balance
     assert np.abs(sim["b_2"] - sim["b_0"]).max() <= 1e-6
     _, y = se.sample(E1, 2, 4000, 0, balanced=True)
     assert (y > 0).sum(1).tolist() == [2000, 2000]
@@ -261,7 +261,7 @@ def test_lr_a_is_the_second_layer_step():
 
 
 def test_one_step_features_are_constant_and_give_chance_accuracy():
-    # spec §2.7 / C5: q^(1) ~ eta^(1) = O(1e-9), so the one-step features are constants: accuracy = majority class
+    # q^(1) ~ eta^(1) = O(1e-9), so the one-step features are constants: accuracy = majority class
     sim = se.train(E1, width=8, method="one_step", schedule=theory_schedule(E1, 300, steps=3), steps=30, n_train=5000,
                    batch=500, seeds=2, n_test=4000, lr=5.0, lam=1e-4)
     # 0.03: binomial SE of 4000 test points is 0.008 (3.75 SE)
@@ -290,7 +290,7 @@ def test_simulate_shares_predict_names_and_compares():
     assert set(sim.meta["steps_1_2"]) >= {"cos_step1", "cos_step2", "loss_step1"}
     assert sim.t[0] == 2 and sim.t[-1] == 12
     cmp = popdyn.compare(pred, sim, observables=["cos", "loss"])
-    assert cmp.metrics["cos"]["sup_gap"] < 0.01                    # 1 - cos ~ 40/n (§2.13(a)) at n = 4000
+    assert cmp.metrics["cos"]["sup_gap"] < 0.01                    # 1 - cos ~ 40/n at n = 4000
     assert abs(np.mean(sim.meta["steps_1_2"]["cos_step2"]) - pred.meta["steps_1_2"]["cos_step2"]) < 0.01
     # predict's init: train from problem.params0 is what simulate runs with init="problem"
     start = se.train(prob.model, width=4, schedule=prob.schedule(12), steps=0, n_train=100, batch=50, seeds=1,
@@ -343,7 +343,7 @@ def test_cuda_matches_cpu_on_the_full_batch_steps():
 
 
 def test_full_batch_gd_from_the_two_step_limit_follows_the_reduced_population_gd():
-    # spec §4.0 C6: full-batch GD on n = 2e4 samples from the eta^(1) -> 0 two-step point vs the exact reduced
+    # full-batch GD on n = 2e4 samples from the eta^(1) -> 0 two-step point vs the exact reduced
     # population GD on the line 1_A (the background stays at 0 in the population, O(n^-1/2) in the sample)
     from popdyn.models.emergence.classifier import reduced_population_gd
     from popdyn.models.emergence.steps import two_step_limit
@@ -401,7 +401,7 @@ def test_step1_output_stays_below_the_population_hinge_certificate():
     sim = se.train(E1, width=6, schedule=sched, steps=2, n_train=20_000, seeds=3, init=p0, n_test=10, eval_samples=10)
     assert 0 < sim["g1_max"].max() <= cert < 1
     cos = np.abs(sim["Q_2"][..., :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(sim["Q_2"], axis=-1))).max(-1)
-    # the population step-2 cosine is 1 - O(eta^(1)^2); the sample one is 1 - O(1/n) (§2.13(a): ~2e-3 here)
+    # the population step-2 cosine is 1 - O(eta^(1)^2); the sample one is 1 - O(1/n) (~2e-3 here)
     assert np.all(np.abs(p2.Q[:, :5].sum(-1) / (np.sqrt(5) * np.linalg.norm(p2.Q, axis=-1))) > 1 - 1e-9)
     assert np.all(cos > 1 - 3 * _predicted_one_minus_cos(E1, 20_000))
 

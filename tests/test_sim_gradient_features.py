@@ -122,7 +122,7 @@ def test_first_step_is_eta1_lprime0_times_the_sample_gradient_and_keeps_the_mirr
 @given(m=st.integers(1, 3), d=st.integers(2, 5), loss=st.sampled_from(["hinge", "logistic"]),
        power=st.integers(-4, 4), eta1=st.floats(0.01, 10.0), seed=st.integers(0, 2**20))
 def test_first_step_is_invariant_to_the_joint_scale_of_w_and_b(m, d, loss, power, eta1, seed):
-    """G(c w, c b) = G(w, b) and A(c w, c b) = c A(w, b) for c > 0 (spec §6.2-6.3); c = 2^power makes every
+    """G(c w, c b) = G(w, b) and A(c w, c b) = c A(w, b) for c > 0 ; c = 2^power makes every
     product exact: the init scales exactly, and the step only sees the rounding residue of g^(0) (~1e-16 c)
     through the logistic l'(y g^(0)), so W^(1) agrees to 1e-13 relative (bitwise for the hinge)."""
     model, c = xor_mixture(d, 1.0), 2.0 ** power
@@ -155,7 +155,7 @@ def test_first_step_on_a_large_sample_matches_the_population_closed_form_within_
     act = (X @ W0.T - b > 0)
     terms = (act * y[:, None])[:, :, None] * X[:, None, :]                 # (n, M, d) samples of y x 1[w.x > b]
     se = eta1 * loss_slope("logistic") * np.abs(a0)[:, None] * terms.std(0) / math.sqrt(n)
-    G = XOR.simplified_gradient(W0, b)                                     # spec §2.2 closed form
+    G = XOR.simplified_gradient(W0, b)                                     # closed form (docs/gradient_features.md)
     pred = eta1 * loss_slope("logistic") * a0[:, None] * G
     z = (sim["W1"][0] - pred) / se
     assert np.abs(z).max() < 4.5
@@ -166,7 +166,7 @@ def test_first_step_on_a_large_sample_matches_the_population_closed_form_within_
 
 def test_uniform_parity_first_step_on_the_whole_cube_is_the_exact_majority_formula():
     """Algorithm 6 with the B.479 init on all 2^9 points of {+-1}^9 (k = 4): W1 = eta1 a_i G(w_i, b_i) and
-    a1 = eta1 A(w_i, b_i) with UniformParity's exact G (spec §2.6, factor 1/2 restored), eta1 = 1/(k |xi_3|); the
+    a1 = eta1 A(w_i, b_i) with UniformParity's exact G (factor 1/2 restored, docs/errata.md), eta1 = 1/(k |xi_3|); the
     paper's B.548-B.549 as printed (no 1/2) fail."""
     cube = Cube(9, 4)
     sim = sg.train(cube, width=20, method="alg6", steps=1, n_train=1, n_test=1, seed=3)
@@ -263,7 +263,7 @@ def test_alg7_removes_constant_and_linear_parts_and_redraws_the_biases():
 
 def test_alg7_first_step_matches_the_hermite_closed_form_within_z():
     """Algorithm 7 on a degree-2 two-index target plus constant and linear parts (d = 8, n = 40000): W1 against
-    2 eta1 a_i G(w_i, 0) of the population-preprocessed labels (MultiIndexPolynomial, spec §2.7). The sample
+    2 eta1 a_i G(w_i, 0) of the population-preprocessed labels (MultiIndexPolynomial). The sample
     centering y - rho^ - beta^.x is part of the estimator, so SE comes from its influence function
     psi = y_c x 1 - (y - rho) E^[x 1] - E^[x x^T 1](y x - beta); 160 z's, all |z| < 4.5 (measured 2.5, mean z^2
     0.96). Without the preprocessing (max |z| ~ 50) or without the factor 2 of the square loss (~ 25) it fails."""

@@ -55,7 +55,7 @@ def test_eval_risk_mc_matches_formula_at_trained_U(sgd_run):
 def test_adam_reaches_rank_r_optimum():
     sim = popdyn.simulate(PROBLEM, lr=1e-2, steps=1000, batch=512, optimizer="adam", schedule="cosine", seeds=2,
                           n_points=3, prompts=64)
-    assert sim["rel_error"][:, -1].max() < 0.1   # measured 0.023-0.028; spec §B.6: 7 % at 2000 constant-rate steps
+    assert sim["rel_error"][:, -1].max() < 0.1   # measured 0.023-0.028; docs/icl.md: 7 % at 2000 constant-rate steps
     assert sim["excess_loss"][:, -1].max() < 2e-3 * icl.optimal_loss(PROBLEM.Lambda, 20, 2)
     full = popdyn.simulate(PROBLEM, lr=3e-3, steps=300, batch=256, optimizer="adam", full=True, train_u=True,
                            n_points=2, prompts=64, seeds=1)

@@ -54,7 +54,7 @@ def test_float32_matches_to_single_precision():
     e64 = S.curves(net64, Z0, th, 1.0, S.step_schedule(Z0, 20, "1/L", torch.float64))[0].detach().numpy()
     Z32, th32 = Z0.float(), th.float()
     e32 = S.curves(net32, Z32, th32, 1.0, S.step_schedule(Z0, 20, "1/L", torch.float32))[0].detach().numpy()
-    assert np.max(np.abs(e32 - e64)) < 1e-5  # 1e-5: spec A.4 (b) "~1e-6 in float32", 20 loops x eps32 = 1.2e-7 x kappa
+    assert np.max(np.abs(e32 - e64)) < 1e-5  # 1e-5: "~1e-6 in float32", 20 loops x eps32 = 1.2e-7 x kappa
 
 
 def test_simulate_against_predict_and_reproducible():

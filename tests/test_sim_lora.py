@@ -1,4 +1,4 @@
-"""popdyn.sim.lora: one SGD step against a plain numpy version of spec A.3, the drift against the
+"""popdyn.sim.lora: one SGD step against a plain numpy version of the algorithm, the drift against the
 population recursion, the online loss against population_loss, reproducibility, validation."""
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from popdyn.models import lora  # noqa: E402
 from popdyn.sim import _torch  # noqa: E402
 from popdyn.sim import lora as sim_lora  # noqa: E402
 
-G_CORR = np.array([[1, .3, -.2, .1], [.3, 1, .25, -.4], [-.2, .25, 1, .05], [.1, -.4, .05, 1]])  # spec A.5
+G_CORR = np.array([[1, .3, -.2, .1], [.3, 1, .25, -.4], [-.2, .25, 1, .05], [.1, -.4, .05, 1]])  # the golden-value Gram
 G_RANK2 = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # w_1 = w_2: rank 2
 
 
@@ -159,10 +159,10 @@ def test_mean_drift_follows_population_recursion(m0):
     dm = sim["m"][:, -1] - sim["m"][:, 0]
     se = dm.std(ddof=1) / np.sqrt(S)
     m = m0
-    for _ in range(T):                                       # the paper's population recursion, L604
+    for _ in range(T):                                       # the paper's population recursion, [Dayi25, App. C.1]
         m = m + eta * float(lora.h(p, m)) * (1 - m * m)
     # normalisation drift per step: (eta^2/2) |m| E||L||^2 <= 2 eta^2 d |m| B0, and for ReLU (|s'| <= 1)
-    # B0 <= (xi sum_j |lam_j c_hat_j| / r_hat_j)^2 * max Phi on the path (spec §2.6)
+    # B0 <= (xi sum_j |lam_j c_hat_j| / r_hat_j)^2 * max Phi on the path (docs/lora.md)
     b0 = (p.xi * np.sum(np.abs(p.lam * p.c_hat) / p.r_hat)) ** 2 * lora.population_loss(p, np.linspace(-1, 1, 41)).max()
     bias = T * 2 * eta**2 * d * max(abs(m0), abs(m)) * b0
     assert abs(dm.mean() - (m - m0)) < 4 * se + bias          # 4 SE: two-sided z-test, seed fixed

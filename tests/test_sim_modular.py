@@ -1,5 +1,5 @@
 """popdyn.sim.modular.network: the torch network against popdyn's numba network, gradients against the hand-written
-backward pass of spec Z.4, reproducibility, recorded shapes, the hard bound R <= 1, validation."""
+backward pass of a reference script, reproducibility, recorded shapes, the hard bound R <= 1, validation."""
 import numpy as np
 import pytest
 
@@ -42,7 +42,7 @@ def test_logits_match_numba_network(p, k):
 
 
 def _numpy_grad(U, W, A, y):
-    """Spec Z.4's hand-written backward pass of the mean cross-entropy, one seed (independent of autograd)."""
+    """A hand-written backward pass of the mean cross-entropy, one seed (independent of autograd)."""
     m, k, p = U.shape
     pre = sum(U[:, j, A[:, j]].T for j in range(k))            # (n, m)
     act = pre ** k
@@ -162,7 +162,7 @@ def test_minibatches_are_shuffled_epochs():
 
 
 def test_margin_ratio_never_exceeds_one():
-    """R <= 1 for every theta (spec §A.2.3, a hard bound): at init, during and after training."""
+    """R <= 1 for every theta (docs/modular.md, a hard bound): at init, during and after training."""
     for k, p in [(2, 5), (3, 5)]:
         sim = popdyn.simulate(modular.Problem(p=p, k=k), steps=150, n_points=6, seeds=2, weight_decay=0.1)
         assert np.all(sim["margin_ratio"] <= 1.0)

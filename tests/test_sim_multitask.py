@@ -114,7 +114,7 @@ def test_property_screened_sums_equal_autograd(r, extra, half, log_nu, eta, lam_
 
 
 def test_differentiating_through_the_heads_doubles_the_gradient():
-    # spec §2.3: in the linear regime L(W, a^+(W)) = 1 - eta/T sum_i ||E[y_i relu(W x)]||^2, whose gradient is
+    # docs/multitask.md: in the linear regime L(W, a^+(W)) = 1 - eta/T sum_i ||E[y_i relu(W x)]||^2, whose gradient is
     # twice the fixed-head one; the simulation takes the fixed-head step
     p = mt.Problem.e1()
     X = _samples(p, 2**12)
@@ -209,7 +209,7 @@ def test_heads_and_loss_match_eta_F_S_over_P(stratified):
     assert np.abs(z).max() < 5
     loss_th = mt.post_head_loss(p.W0, p.task_set, eta)
     assert abs(sim["loss"].mean() - loss_th) < 5 * sim["loss"].std(ddof=1) / math.sqrt(32)
-    wrong = eta * p.task_set.F[:, ::-1] @ S.T / 2**p.r   # patterns indexed u -> -u (spec §7 pitfall)
+    wrong = eta * p.task_set.F[:, ::-1] @ S.T / 2**p.r   # patterns indexed u -> -u (the sign-pattern indexing pitfall)
     assert np.abs((heads.mean(0) - wrong) / (heads.std(0, ddof=1) / math.sqrt(32))).max() > 20
 
 
@@ -226,10 +226,10 @@ def test_w_step_matches_the_population_map_per_neuron():
     gap = np.linalg.norm(W.mean(0) - pop, axis=1)
     assert np.all(gap < 3 * se), gap / se    # 3: chi2_20/20 > 9 has probability < 1e-15 (d = 20 coordinates)
     dec = mt.decay_factor(p.r, eta, p.lam_w)
-    doubled = 2 * pop - dec * p.W0[: p.width // 2]                # the step through a^+(W) (spec §2.3)
+    doubled = 2 * pop - dec * p.W0[: p.width // 2]                # the step through a^+(W) (the factor-2 pitfall)
     assert np.all(np.linalg.norm(W.mean(0) - doubled, axis=1) > 10 * se)
     rel = np.linalg.norm(W - pop, axis=2) / np.linalg.norm(pop, axis=1)
-    assert np.median(rel) < 3.6 * 2**p.r * math.sqrt(p.d / n)  # spec §4 E1 rule (0.126 here), i.i.d. samples
+    assert np.median(rel) < 3.6 * 2**p.r * math.sqrt(p.d / n)  # E1 noise rule (0.126 here), i.i.d. samples
     assert np.all(sim["threshold_hits"] == 0) and max(sim.meta["margin_bound"]) < 1
     k_pop, k_se = mt.kappa_hat(p.W0, pop_full, p.r), sim["kappa"].std(ddof=1) / math.sqrt(S)
     assert abs(sim["kappa"].mean() - k_pop) < 5 * k_se
@@ -276,8 +276,8 @@ def _downstream(W, alpha=1.0, **kw):
 
 
 def test_downstream_learned_features_solve_xor_where_random_features_do_not():
-    # spec §4 E6 / C12 in small: the learned first layer (exact map) separates v_1 v_2, the random one (W0) is
-    # at chance (Thm 4.6); alpha = alpha_hat / kappa (spec §1.5)
+    # E6 of docs/multitask.md in small: the learned first layer (exact map) separates v_1 v_2, the random one (W0) is
+    # at chance (Thm 4.6); alpha = alpha_hat / kappa (docs/multitask.md)
     p = mt.Problem(d=40, r=2, width=80)
     W_plus = mt.one_step_map(p.W0, p.r, p.task_set, 1.0, p.lam_w)
     alpha_hat = 2 / (p.nu_w * math.sqrt(p.width // 2))

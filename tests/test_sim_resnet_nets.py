@@ -1,4 +1,4 @@
-"""Networks of seed 004 (popdyn.sim.resnet.networks): spec §6 items 14-16, training, finite-width kernels."""
+"""Networks of [AllenZhu19] (popdyn.sim.resnet.networks): gradients, training, finite-width kernels."""
 import math
 import time
 
@@ -54,7 +54,7 @@ def test_reduction_item14():
 
 
 def _written_grads(net, x, y):
-    """Fact D.4 / spec §1.4: grad_V = (D_VW A^T e)(out1,1)^T, grad_W = (D_W A^T(e + Vbar^T D_VW A^T e))(x,1)^T."""
+    """Fact D.4 (docs/resnet.md): grad_V = (D_VW A^T e)(out1,1)^T, grad_W = (D_W A^T(e + Vbar^T D_VW A^T e))(x,1)^T."""
     A, W, V = net.A[0], net.W[0], net.V[0]
     xt = torch.cat([x, x.new_ones(1)])
     pre = W @ xt
@@ -158,7 +158,7 @@ def test_reproducible_per_seed():
                                                     (12, 3, "experiment", 3000, 1)])
 def test_resnet_learns_thm2_target(d, k, init, steps, batch):
     """Algorithm 1 (batch 1 is the paper's), alpha = 0.3: the test error ends far below the G-not-learned plateau
-    k alpha^2 (kernels sit above it at these N, spec §4.2) and c_G is near alpha (4 seeds, 2000 test points:
+    k alpha^2 (kernels sit above it at these N, docs/resnet.md) and c_G is near alpha (4 seeds, 2000 test points:
     MC s.e. of the error ~ 1e-3, of c_G ~ 0.02). Measured: errors 0.006-0.03, c_G 0.22-0.33."""
     alpha = 0.3
     tgt = thm2_target(d, k, alpha, rng=2)
@@ -232,7 +232,7 @@ def test_empirical_ntk_and_ck_approach_relu_profiles():
 
 
 def test_finite_width_ntk_ridge_error_approaches_exact_kernel_error():
-    """Spec §4.1 item 5(a): KRR with the empirical NTK of a wide fc2 (m = 16000) on N = 60 points of {±1}^8 has the
+    """KRR with the empirical NTK of a wide fc2 (m = 16000) on N = 60 points of {±1}^8 has the
     population error (enumeration of all 256 points) of KRR with the exact profile (d+1) relu_ntk_hidden
     (Parseval, exact_test_error). Measured: exact 0.0472, per seed 0.046-0.050 (s.d. 0.0017); mean held to 0.005."""
     d, k, lam = 8, 2, 1e-3
@@ -296,7 +296,7 @@ def test_bad_inputs():
 
 @pytest.mark.slow
 def test_fig2_resnet_learns_G_and_fc2_does_not():
-    """Figure 2 (L239-243), cyclic G, d = 30, k = 8, alpha = 0.3, N = 2000, m = 500, the minibatch protocol at
+    """Figure 2 (Section 6), cyclic G, d = 30, k = 8, alpha = 0.3, N = 2000, m = 500, the minibatch protocol at
     100 + 50 epochs, lr 0.2, wd 1e-4 (not tuned further): the ResNet ends below k alpha^2 = 0.72 with c_G near
     alpha, the 2-layer net above it with c_G ~ 0. Measured: ResNet 0.14-0.19, c_G 0.21-0.22; fc2 1.14-1.15,
     c_G 0.01 (2 seeds, 4000 test points, s.e. ~ 0.02)."""

@@ -1,5 +1,5 @@
-"""Linear contrastive learning: universality vs label efficiency (seed 001 ch. 7, App. F;
-specs/looped_contrastive_dg.md part B).
+"""Linear contrastive learning: universality vs label efficiency ([Shi24] ch. 7, App. F;
+docs/contrastive.md).
 
 In the multi-task linear model (n_tasks = T tasks sharing s invariant features, each with r - s private ones), contrastive
 pre-training on the mixture learns column norms sqrt(alpha) on the shared and sqrt(alpha_t) on the private features

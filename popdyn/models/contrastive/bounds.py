@@ -1,5 +1,5 @@
-"""Probe norms, Rademacher complexities and risk bounds of linear probing (seed 001 ch. 7, App. F.2;
-specs/looped_contrastive_dg.md B.2 (7-f), (7-g), (7-h), (7-i)).
+"""Probe norms, Rademacher complexities and risk bounds of linear probing ([Shi24] ch. 7, App. F.2;
+docs/contrastive.md).
 
 Public names
 ------------
@@ -47,7 +47,7 @@ def probe_norm(alpha, alpha_t, v1, v2):
 
     References
     ----------
-    .. [src] seed 001 L9690-9704 (F.64-F.68); specs/looped_contrastive_dg.md B.2 (7-f).
+    .. [src] [Shi24, proof of Lemma F.5, (F.64)-(F.68)].
 
     Examples
     --------
@@ -116,12 +116,12 @@ def rademacher_exact(alpha, alpha_t, s, r, m, B, sigma_S=1.0, sigma_R=1.0):
 
     References
     ----------
-    .. [src] derived from seed 001 L9706-9722 (F.72-F.75); specs/looped_contrastive_dg.md B.2 (7-g), Appendix R6.
+    .. [src] derived in docs/contrastive.md from [Shi24, (F.72)-(F.75)].
 
     Examples
     --------
     >>> exact, jensen = rademacher_exact(1.0, 0.25, 3, 6, 25, 1.0), rademacher_jensen(1.0, 0.25, 3, 6, 25, 1.0)
-    >>> round(exact / jensen, 4)  # spec B.3 (R6): 0.891716 / 0.94074
+    >>> round(exact / jensen, 4)  # reference: 0.891716 / 0.94074
     0.9479
     """
     a, b, s, q, m, B = _args("contrastive.rademacher_exact", alpha, alpha_t, s, r, m, B, sigma_S, sigma_R)
@@ -165,7 +165,7 @@ def rademacher_jensen(alpha, alpha_t, s, r, m, B, sigma_S=1.0, sigma_R=1.0):
 
     References
     ----------
-    .. [src] seed 001 L9706-9722 (F.72-F.75), L9760-9778 (F.91-F.93); specs/looped_contrastive_dg.md B.2 (7-g).
+    .. [src] [Shi24, (F.72)-(F.75), (F.91)-(F.93)].
 
     Examples
     --------
@@ -211,7 +211,7 @@ def risk_bound(alpha, alpha_t, s, r, m, v1, v2, L=1.0, delta=0.05, O_const=0.0):
 
     References
     ----------
-    .. [src] seed 001 L9682 (Lemma F.5), L2036-2054 (Props 7.3, 7.4); specs/looped_contrastive_dg.md B.2 (7-h).
+    .. [src] [Shi24, Lemma F.5, Propositions 7.3, 7.4].
 
     Examples
     --------
@@ -257,7 +257,7 @@ def leading_term_ratio(v1, v2, s, r, n_tasks):
 
     References
     ----------
-    .. [src] derived from seed 001 L2036-2054, L9826 (F.2.3); specs/looped_contrastive_dg.md B.2 (7-h).
+    .. [src] derived in docs/contrastive.md from [Shi24, Propositions 7.3-7.4, App. F.2.3].
 
     Examples
     --------
@@ -294,7 +294,7 @@ def cr_bound_factor(alpha, beta):
 
     References
     ----------
-    .. [src] seed 001 L9886-9892; specs/looped_contrastive_dg.md B.2 (7-i).
+    .. [src] [Shi24, App. F.2.4] (after Proposition F.9).
 
     Examples
     --------

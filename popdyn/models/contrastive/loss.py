@@ -1,4 +1,4 @@
-"""Population contrastive losses of the multi-task linear model (seed 001 ch. 7; specs/looped_contrastive_dg.md B.2).
+"""Population contrastive losses of the multi-task linear model ([Shi24] ch. 7, App. F.2).
 
 Public names
 ------------
@@ -102,7 +102,7 @@ def chi2_expect(f, a, b, s, q, n_nodes=64, decay=0.0):
 
     References
     ----------
-    .. [src] seed 001 L9591-9607 (Lemma F.3); specs/looped_contrastive_dg.md B.2 (7-d), Appendix R5.
+    .. [src] [Shi24, Lemma F.3]; the quadrature in docs/contrastive.md.
 
     Examples
     --------
@@ -168,7 +168,7 @@ def contrastive_loss_reduced(alpha, alphas, model, loss="logistic"):
 
     References
     ----------
-    .. [src] seed 001 L9591-9607 (F.40), L9611-9639 (F.45-F.55); specs/looped_contrastive_dg.md B.2 (7-c, 7-d).
+    .. [src] [Shi24, Lemma F.3, (F.40), its proof (F.45)-(F.55)].
 
     Examples
     --------
@@ -250,7 +250,7 @@ def contrastive_loss_W(W, model, loss="logistic", method="exact", n=100_000, see
 
     References
     ----------
-    .. [src] seed 001 L9578-9587 (F.38), L9611-9639 (F.45-F.55); specs/looped_contrastive_dg.md B.2 (7-c).
+    .. [src] [Shi24, (F.38), proof of Lemma F.3 (F.45)-(F.55)].
 
     Examples
     --------
@@ -304,7 +304,7 @@ def pca_identity(h, pR, pU):
 
     References
     ----------
-    .. [src] seed 001 L1970 (Thm 7.1), L9418-9486 (Thm F.1); specs/looped_contrastive_dg.md B.2 (7-a), Appendix R4.
+    .. [src] [Shi24, Theorem 7.1 = Theorem F.1].
 
     Examples
     --------

@@ -1,5 +1,5 @@
-"""Optimal linear representations and contrastive-regularised fine-tuning (seed 001 ch. 7, App. F.2;
-specs/looped_contrastive_dg.md B.2 (7-d), (7-e), (7-i), B.7).
+"""Optimal linear representations and contrastive-regularised fine-tuning ([Shi24] ch. 7, App. F.2;
+docs/contrastive.md).
 
 Public names
 ------------
@@ -42,11 +42,11 @@ def representation_matrix(alpha, alphas, model):
     Notes
     -----
     Regime: one member of the optimal family; any W with the same column norms, orthogonal columns within each R_t and
-    ||W|| <= 1 has the same loss (cross-task Gram blocks are free; spec B.2 (7-d), Appendix T on F.43).
+    ||W|| <= 1 has the same loss (cross-task Gram blocks are free; docs/contrastive.md).
 
     References
     ----------
-    .. [src] seed 001 L9603-9607 (F.43-F.44); specs/looped_contrastive_dg.md B.2 (7-d).
+    .. [src] [Shi24, Lemma F.3, (F.43)-(F.44)].
 
     Examples
     --------
@@ -91,7 +91,7 @@ def optimal_representation(model, loss="logistic"):
 
     References
     ----------
-    .. [src] seed 001 L9591-9607 (Lemma F.3, F.40-F.44); specs/looped_contrastive_dg.md B.2 (7-d), (7-e).
+    .. [src] [Shi24, Lemma F.3, (F.40)-(F.44)].
 
     Examples
     --------
@@ -140,12 +140,12 @@ def optimal_representation_even(n_tasks, s, r, loss="logistic"):
     -----
     Regime: even mixture; by Jensen all alpha_t are equal, and the budget binds for a strictly decreasing loss.
     Bounded Brent search (xatol 1e-12) with the end alpha = 1 compared explicitly. Prop. F.8 proves (1, 1/T) for
-    r = 2s; numerically the same optimum holds for every (s, r, T) tried (spec B.3); for the exp loss a KKT argument
+    r = 2s; numerically the same optimum holds for every (s, r, T) tried (see the docs); for the exp loss a KKT argument
     proves it. r = s returns beta = 1 by convention (no private features).
 
     References
     ----------
-    .. [src] seed 001 L2036 (Prop. 7.3), L9780-9838 (Props F.6, F.8); specs/looped_contrastive_dg.md B.2 (7-e), R5.
+    .. [src] [Shi24, Proposition 7.3 = F.6, Proposition F.8].
 
     Examples
     --------
@@ -192,11 +192,11 @@ def project_spectral_frobenius(W, r):
     -----
     Regime: any W. The constraint set is unitarily invariant, so the projection acts on singular values (von Neumann);
     there it is the projection onto the box [0, 1] cut by the ball of radius sqrt r, whose KKT conditions give the
-    form above. mu by bisection to float precision. Not clip-then-rescale (spec B.7).
+    form above. mu by bisection to float precision. Not clip-then-rescale.
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md B.3 (R7), B.7.
+    .. [src] derived in docs/contrastive.md.
 
     Examples
     --------
@@ -258,8 +258,7 @@ def cr_finetune_beta(n_tasks, s, gamma, convention="corrected"):
 
     References
     ----------
-    .. [src] seed 001 L9846-9880 (Prop. F.9, F.104-F.112); derived (corrected);
-       specs/looped_contrastive_dg.md B.2 (7-i).
+    .. [src] [Shi24, Proposition F.9, (F.104)-(F.112)]; derived (corrected) in docs/contrastive.md.
 
     Examples
     --------

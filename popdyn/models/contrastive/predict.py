@@ -1,5 +1,5 @@
 """``popdyn.predict`` for the contrastive trade-off: pre-trained column norms, probe norms and Rademacher terms of the
-universal, CR-fine-tuned and task-specific representations (seed 001 ch. 7; specs/looped_contrastive_dg.md B.2, B.4).
+universal, CR-fine-tuned and task-specific representations ([Shi24] ch. 7; docs/contrastive.md).
 
 ``popdyn.predict(problem, n_labelled=None, loss="logistic")`` for :class:`~popdyn.models.contrastive.Problem`
 (registered here, catalogue name ``contrastive``): static observables over the coordinates ``representation`` =

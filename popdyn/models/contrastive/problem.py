@@ -1,4 +1,4 @@
-"""The multi-task linear contrastive model of seed 001 ch. 7 (§7.2.2, App. F.35-F.39), its probing problem and the
+"""The multi-task linear contrastive model of [Shi24] ch. 7 (Section 7.2.2, (F.35)-(F.39)), its probing problem and the
 options of its theory and simulation."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class MultiTaskLinearModel:
 
     References
     ----------
-    .. [src] seed 001 L2009-2031 (§7.2.2), L9562-9587 (F.35-F.39); specs/looped_contrastive_dg.md B.1.
+    .. [src] [Shi24, Section 7.2.2, App. F.2.1, (F.35)-(F.39)].
     """
     n_tasks: int
     s: int
@@ -180,7 +180,7 @@ class Problem(MultiTaskLinearModel):
 
     References
     ----------
-    .. [src] seed 001 L2009-2062 (§7.2.2, (7.9)), L9846-9880 (Prop. F.9); specs/looped_contrastive_dg.md B.1, B.4.
+    .. [src] [Shi24, Section 7.2.2, eq. (7.9), Proposition F.9].
     """
     t: int = 0
     v1: float = 0.5
@@ -257,7 +257,7 @@ class Problem(MultiTaskLinearModel):
 
     def labelled_sizes(self, n_labelled, owner="contrastive.Problem"):
         """The probe sizes as an int array: ``n_labelled`` (each an int >= 1; an error names ``owner``), or r/3
-        (rounded up), r, 3r (spec B.4) when None."""
+        (rounded up), r, 3r (docs/contrastive.md) when None."""
         if n_labelled is None:
             return np.array([max(1, -(-self.r // 3)), self.r, 3 * self.r])
         arr = np.atleast_1d(np.asarray(n_labelled, dtype=np.float64))

@@ -1,5 +1,5 @@
-"""Nuclear-norm regularised domain generalisation on the spurious-feature model (seed 001 ch. 6;
-specs/looped_contrastive_dg.md part C).
+"""Nuclear-norm regularised domain generalisation on the spurious-feature model ([Shi24] ch. 6, App. E;
+docs/domain_gen.md).
 
 The diagonal model of section 6.4: label-multiplied features z with r invariant coordinates U[0, 1] and d - r
 spurious coordinates D_gamma (ID) or D_{-gamma} (OOD), a fixed all-ones head and trainable feature weights w. Every

@@ -1,5 +1,5 @@
 """ID/OOD accuracy of the diagonal linear classifier sign(w.z): exact (contour integral), FFT grid, Chernoff bound,
-normal approximation; the 2-D toy; the stable rank; Prop. 6.3's assumptions (seed 001 section 6.3-6.4; spec C.2)."""
+normal approximation; the 2-D toy; the stable rank; Prop. 6.3's assumptions ([Shi24] Sections 6.3-6.4)."""
 from __future__ import annotations
 
 import math
@@ -79,7 +79,7 @@ def _log_chernoff(blocks):
 
 
 def sum_pmf(alpha, beta, model, domain="id", h=None):
-    r"""Probability mass function of W = alpha S_R + beta S_U on the grid j h, by FFT of exact cell masses (R8).
+    r"""Probability mass function of W = alpha S_R + beta S_U on the grid j h, by FFT of exact cell masses.
 
     .. math:: p = \mathcal F^{-1}\big[\hat m_\alpha^{\,r}\,\hat m_\beta^{\,d-r}\big],\qquad
               m_a[j] = \Pr[a z\in((j-\tfrac12)h, (j+\tfrac12)h]]
@@ -107,7 +107,7 @@ def sum_pmf(alpha, beta, model, domain="id", h=None):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md C.2 (6-b), (6-f), C.7, Appendix R8.
+    .. [src] derived in docs/domain_gen.md.
     """
     owner = "domain_gen.sum_pmf"
     alpha, beta, model = check(owner, "alpha", alpha, _REAL), check(owner, "beta", beta, _REAL), _model(owner, model)
@@ -165,7 +165,7 @@ def accuracy(alpha, beta, model, domain, method="exact", log10=False):
 
     References
     ----------
-    .. [src] seed 001 L1811 (Prop. 6.3), L9238-9270 (E.46-E.53); derived; specs/looped_contrastive_dg.md C.2 (6-f).
+    .. [src] [Shi24, Proposition 6.3, its proof (E.46)-(E.53)]; the Chernoff form derived in docs/domain_gen.md.
 
     Examples
     --------
@@ -216,11 +216,11 @@ def toy2d_accuracy(c, gamma):
     Notes
     -----
     Regime: linear classifier without bias, c >= 0. Population ERM-l2 on this toy has c <= 2 gamma, so OOD accuracy
-    >= 0.86 at gamma = 0.2: the paper's 0.76 (L1735) is not a population optimum.
+    >= 0.86 at gamma = 0.2: the paper's 0.76 (Section 6.3.1) is not a population optimum.
 
     References
     ----------
-    .. [src] derived; seed 001 L1729-1737 (section 6.3.1); specs/looped_contrastive_dg.md C.2 (6-i), R11.
+    .. [src] derived in docs/domain_gen.md; [Shi24, Section 6.3.1].
 
     Examples
     --------
@@ -235,7 +235,7 @@ def toy2d_accuracy(c, gamma):
 
 
 def stable_rank(M):
-    r"""Stable rank ||M||_F^2 / ||M||_2^2 (the paper prints ||M||_F^2 / ||M||_2, L1753; corrected).
+    r"""Stable rank ||M||_F^2 / ||M||_2^2 (the paper prints ||M||_F^2 / ||M||_2, Section 6.3.3; corrected).
 
     .. math:: \mathrm{srank}(M) = \frac{\lVert M\rVert_F^2}{\lVert M\rVert_2^2} = \frac{\sum_i\sigma_i^2}{\sigma_1^2}
 
@@ -255,7 +255,7 @@ def stable_rank(M):
 
     References
     ----------
-    .. [src] seed 001 L1753 (Fig. 6.5 caption); specs/looped_contrastive_dg.md C.1, Appendix T.
+    .. [src] [Shi24, Section 6.3.3 (Fig. 6.5)].
 
     Examples
     --------
@@ -294,11 +294,11 @@ def prop63_assumptions(r, d, gamma, lam, B_rank=1, C_lambda=1.0, C=20):
     Notes
     -----
     Regime: the paper's proof (E.49) uses the Hoeffding denominator 4d; the corrected one 9r/(16 gamma^2) +
-    4(d - r) still gives OOD accuracy <= e^{-r/10} (spec C.2 (6-e)).
+    4(d - r) still gives OOD accuracy <= e^{-r/10} (docs/domain_gen.md).
 
     References
     ----------
-    .. [src] seed 001 L1811 (Prop. 6.3), L1785 (gamma range); specs/looped_contrastive_dg.md C.2 (6-e).
+    .. [src] [Shi24, Proposition 6.3, Section 6.4 (gamma range)].
     """
     owner = "domain_gen.prop63_assumptions"
     r, d = check(owner, "r", r, Integer(1)), check(owner, "d", d, Integer(1))

@@ -1,5 +1,5 @@
-"""``popdyn.predict`` for the spurious-feature model: the population optimum along a lambda path (seed 001 ch. 6;
-specs/looped_contrastive_dg.md C.2, C.4).
+"""``popdyn.predict`` for the spurious-feature model: the population optimum along a lambda path ([Shi24] ch. 6;
+docs/domain_gen.md).
 
 ``popdyn.predict(problem, lam=..., penalty="l2"|"nuclear"|"rank", B_rank=None)`` for
 :class:`~popdyn.models.domain_gen.Problem` (registered here): static observables over the coordinate ``lam`` -
@@ -51,7 +51,7 @@ def feature_stable_rank(alpha, beta, model):
 
     References
     ----------
-    .. [src] derived; seed 001 L1753 (Fig. 6.5, stable rank corrected); specs/looped_contrastive_dg.md C.2 (6-g), C.4.
+    .. [src] derived in docs/domain_gen.md; [Shi24, Fig. 6.5] (stable rank corrected).
     """
     owner = "domain_gen.feature_stable_rank"
     alpha, beta = check(owner, "alpha", alpha, Interval()), check(owner, "beta", beta, Interval())

@@ -1,4 +1,4 @@
-"""The spurious-feature model D_gamma of seed 001 section 6.4 (specs/looped_contrastive_dg.md C.1): the problem,
+"""The spurious-feature model D_gamma of [Shi24] Section 6.4 (docs/domain_gen.md): the problem,
 its run options and observables."""
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class Problem:
 
     References
     ----------
-    .. [src] seed 001 L1779-1787 (data distributions, D_gamma), L9094 (Lemma E.3); specs/looped_contrastive_dg.md C.1.
+    .. [src] [Shi24, Section 6.4 (data distributions, D_gamma), Lemma E.3].
     """
     r: int
     d: int
@@ -139,7 +139,7 @@ class Problem:
         return np.concatenate([np.full(self.r, 0.5), np.full(self.m, self.g(domain))])
 
     def second_moment(self, domain="id"):
-        r"""Sigma = E[z z^T] = diag(1/3 - mu_j^2) + mu mu^T (spec C.2 (6-g))."""
+        r"""Sigma = E[z z^T] = diag(1/3 - mu_j^2) + mu mu^T (docs/domain_gen.md)."""
         mu = self.mean(domain)
         return np.diag(1.0 / 3.0 - mu ** 2) + np.outer(mu, mu)
 

@@ -1,5 +1,5 @@
 """Population risks of the diagonal feature model and their optima: ERM-l2 (Lemma 6.1), ERM-rank (Lemma 6.2),
-ERM-NU (derived), the population nuclear norm (derived); seed 001 section 6.4, App. E; spec C.2."""
+ERM-NU (derived), the population nuclear norm (derived); [Shi24] Section 6.4, App. E; docs/domain_gen.md."""
 from __future__ import annotations
 
 import numpy as np
@@ -61,11 +61,11 @@ def population_loss(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
     -----
     Regime: any weights. The expectation is the Mellin-Barnes integral of the margin's moment generating function
     along its saddle line (``transform``), with relative accuracy 1e-12 (tested against mpmath and Monte Carlo);
-    the spec's FFT grid (R8) reaches about 1e-6.
+    an FFT grid reaches about 1e-6.
 
     References
     ----------
-    .. [src] seed 001 L1797-1799 (6.4), L9116-9136 (Lemma E.5, E.10); specs/looped_contrastive_dg.md C.2 (6-b), (6-g).
+    .. [src] [Shi24, eq. (6.4), Lemma E.5, (E.10)].
 
     Examples
     --------
@@ -108,7 +108,7 @@ def population_grad(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
 
     References
     ----------
-    .. [src] seed 001 L9086 (Lemma E.2), L9116-9136 (E.12); specs/looped_contrastive_dg.md C.2 (6-a), (6-b).
+    .. [src] [Shi24, Lemma E.2, (E.12)].
     """
     alpha, beta, model, lam, penalty, domain = _args("domain_gen.population_grad", alpha, beta, model, lam, penalty,
                                                      domain)
@@ -141,7 +141,7 @@ def population_loss_w(w, model, domain="id"):
 
     References
     ----------
-    .. [src] seed 001 L1797 (6.4); specs/looped_contrastive_dg.md C.5 (population_loss_w).
+    .. [src] [Shi24, eq. (6.4)].
     """
     owner = "domain_gen.population_loss_w"
     model = _model(owner, model)
@@ -185,8 +185,7 @@ def nuclear_norm_pop(alpha, beta, model):
 
     References
     ----------
-    .. [src] derived; seed 001 L1652-1656 (6.2-6.3, the batch nuclear norm);
-       specs/looped_contrastive_dg.md C.2 (6-g), R10.
+    .. [src] derived in docs/domain_gen.md; [Shi24, eqs. (6.2)-(6.3)] (the batch nuclear norm).
 
     Examples
     --------
@@ -241,7 +240,7 @@ def nuclear_norm_pop_w(w, model):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md C.2 (6-g), R10.
+    .. [src] derived in docs/domain_gen.md.
     """
     model = _model("domain_gen.nuclear_norm_pop_w", model)
     w = np.asarray(w, dtype=float)
@@ -294,7 +293,7 @@ def erm_l2(model, lam):
 
     References
     ----------
-    .. [src] seed 001 L1803 (Lemma 6.1), L9116-9228 (E.10-E.37); specs/looped_contrastive_dg.md C.2 (6-b), (6-c), C.3.
+    .. [src] [Shi24, Lemma 6.1, its proof (E.10)-(E.37)].
     """
     owner = "domain_gen.erm_l2"
     model, lam = _model(owner, model), check(owner, "lam", lam, Interval(0.0, np.inf, "neither"))
@@ -331,7 +330,7 @@ def nu_constants(model):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md C.2 (6-h).
+    .. [src] derived in docs/domain_gen.md.
     """
     model = _model("domain_gen.nu_constants", model)
     s_u, A, Bc, D0 = _nuclear_parts(1.0, 1.0, model)
@@ -381,7 +380,7 @@ def erm_nuclear(model, lam):
 
     References
     ----------
-    .. [src] derived; seed 001 L1652-1656 (6.2-6.3), L9116-9136 (Lemma E.5); specs/looped_contrastive_dg.md C.2 (6-h).
+    .. [src] derived in docs/domain_gen.md; [Shi24, eqs. (6.2)-(6.3), Lemma E.5].
     """
     owner = "domain_gen.erm_nuclear"
     model, lam = _model(owner, model), check(owner, "lam", lam, Interval(0.0, np.inf, "neither"))
@@ -429,7 +428,7 @@ def erm_rank(model, B_rank, lam=0.0):
 
     References
     ----------
-    .. [src] seed 001 L1807 (Lemma 6.2), L9232 (Lemma E.7); specs/looped_contrastive_dg.md C.2 (6-d), Appendix T.
+    .. [src] [Shi24, Lemma 6.2 = Lemma E.7]; the unattained infimum in docs/domain_gen.md.
     """
     owner = "domain_gen.erm_rank"
     model = _model(owner, model)

@@ -13,8 +13,7 @@ for analytic integrands), which keeps full relative precision however small the 
 .. math:: \mathbb E\,\ln(1+e^{-W}) = \frac1{2\pi i}\int_{c-i\infty}^{c+i\infty} M(z)\frac{\pi}{z\sin\pi z}dz\
           (-1<c<0),\qquad \Pr[W>0] = \frac1{2\pi i}\int_{c-i\infty}^{c+i\infty}\frac{M(z)}{z}dz\ (c>0).
 
-(derived; specs/looped_contrastive_dg.md C.2 (6-b), (6-f) compute the same numbers on an FFT grid, which floors at
-1e-14.)
+(derived in docs/domain_gen.md; an FFT grid computes the same numbers but floors at 1e-14.)
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Feature emergence from input structure (seed 002, Shi-Wei-Liang): patterns, two-layer nets, population GD.
+"""Feature emergence from input structure ([Shi22], Shi-Wei-Liang): patterns, two-layer nets, population GD.
 
-Spec: specs/emergence.md. Pattern coordinates ``q = M^T w`` (D,), class-relevant set A = the first k patterns.
+Docs: docs/emergence.md. Pattern coordinates ``q = M^T w`` (D,), class-relevant set A = the first k patterns.
 
 * Data (``data.py``): :class:`PatternModel`, :class:`ExchangeablePatternModel` (iid block, count-resolved),
   :class:`Moments`, :func:`parity_mixture`, :func:`iid_block_model`, :func:`interval_labeling`,
@@ -17,7 +17,7 @@ Spec: specs/emergence.md. Pattern coordinates ``q = M^T w`` (D,), class-relevant
   :func:`population_two_steps`, :func:`step2_expansion`, :func:`two_step_limit`, :func:`two_step_features`,
   :func:`full_support`.
 * Classifier stage (``classifier.py``): :func:`optimal_second_layer`, :func:`hinge_and_error`,
-  :func:`lemma23_construction`, :func:`line_params`, :func:`reduced_population_gd` (exact reduced GD, spec §2.8).
+  :func:`lemma23_construction`, :func:`line_params`, :func:`reduced_population_gd` (exact reduced GD).
 * Bounds and rates (``bounds.py``): Thm 26 rates, error scales, the fixed-feature, kernel and SQ lower bounds,
   the count-threshold ceiling, App. F extras, the finite-sample step-2 cosine.
 * ``popdyn.predict(Problem)`` (``problem.py``, ``predict.py``).

@@ -1,4 +1,4 @@
-r"""The truncated ReLU, its Gaussian smoothing and the window (seed 002 §2-3; specs/emergence.md §1.3, §2.2).
+r"""The truncated ReLU, its Gaussian smoothing and the window ([Shi22] Sections 3.1, 5; docs/emergence.md).
 
 With ``r_s(u) = E relu(u + sZ) = u Phi(u/s) + s phi(u/s)``:
 
@@ -45,7 +45,7 @@ def trunc_relu(z):
 
     References
     ----------
-    .. [src] seed 002 L214-230; specs/emergence.md §1.3.
+    .. [src] [Shi22, Section 3.1].
 
     Examples
     --------
@@ -79,7 +79,7 @@ def smooth_trunc_relu(z, s):
 
     References
     ----------
-    .. [src] seed 002 L238-256 (eq. (3)); specs/emergence.md §1.3 (closed form derived there, check S2).
+    .. [src] [Shi22, Section 3.1, eq. (3)]; the closed form derived in docs/emergence.md.
 
     Examples
     --------
@@ -120,7 +120,7 @@ def window(z, s):
 
     References
     ----------
-    .. [src] seed 002 L1473-1490 (Lemma 12); specs/emergence.md §1.3, §2.2.
+    .. [src] [Shi22, Lemma 12 (App. B.3)].
 
     Examples
     --------
@@ -159,7 +159,7 @@ def window_derivs(b, s):
 
     References
     ----------
-    .. [src] specs/emergence.md §2.2 (derived), §2.6.
+    .. [src] derived in docs/emergence.md.
 
     Examples
     --------

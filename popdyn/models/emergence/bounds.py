@@ -2,7 +2,7 @@ r"""Rates, error scales, lower bounds and finite-sample predictions of the emerg
 
 Public names
 ------------
-rates (Thm 1 = Thm 26, seed 002 L3169-3260)
+rates (Thm 1 = Thm 26, [Shi22, App. B.6])
     :func:`theorem1_rate`, :func:`theorem26_intermediate_rate`, :func:`theorem26_terms`,
     :func:`width_for_loss`
 error scales (Lemmas 15 and 20)
@@ -14,12 +14,12 @@ lower bounds (Thms 2, 4, Cor 3)
     :func:`kernel_lower_bound`, :func:`sq_lower_bound`, :func:`count_threshold_ceiling`
 general setting (App. F)
     :func:`class_weighted_moments`, :func:`input_noise_gradient`, :func:`sigt_general`
-finite samples (derived, spec §2.13)
+finite samples (derived in docs/emergence.md)
     :func:`finite_sample_step2_cos`, :func:`finite_sample_step2_deviation`, :func:`finite_sample_bias_shift`
 
 Every O(.)/Omega(.)/Theta(.) constant the paper leaves unspecified is an explicit keyword (``C``,
 ``c_exp``, the Lemma 23 norms), default 1: the values are orders of magnitude, not numbers the paper
-proves (specs/emergence.md §0, §7). Data constants come from ``PatternModel.moments()``.
+proves. Data constants come from ``PatternModel.moments()``.
 """
 from __future__ import annotations
 
@@ -90,8 +90,7 @@ def theorem1_rate(k, m, T=None, *, C=1.0):
 
     References
     ----------
-    .. [src] seed 002 L3169-3199 (Thm 26, eq. (279)), L3256 (eq. (284)); dissertation (A.277), (A.282);
-       specs/emergence.md §2.9.
+    .. [src] [Shi22, Theorem 26, eqs. (279), (284)]; [Shi24, (A.277), (A.282)].
 
     Examples
     --------
@@ -143,7 +142,7 @@ def theorem26_intermediate_rate(k, m, T, *, eta=None, C=1.0):
 
     References
     ----------
-    .. [src] seed 002 L3230-3260 (eqs. (283)-(284)); dissertation (A.281)-(A.282); specs/emergence.md §2.9 (S9).
+    .. [src] [Shi22, proof of Theorem 26, eqs. (283)-(284)]; [Shi24, (A.281)-(A.282)].
 
     Examples
     --------
@@ -203,8 +202,8 @@ def theorem26_terms(k, m, T, *, sigt=1.0, eta=None, lam=None, a_tilde_l2sq=None,
 
     References
     ----------
-    .. [src] seed 002 L3200-3260 (proof of Thm 26, eqs. (281)-(283)), L2991-3163 (Lemmas 24-25); dissertation
-       (A.279)-(A.281); specs/emergence.md §2.7 (Lemma 23 sizes), §2.9.
+    .. [src] [Shi22, proof of Theorem 26, eqs. (281)-(283), Lemmas 24-25, Lemma 23 (sizes)]; [Shi24,
+       (A.279)-(A.281)].
 
     Examples
     --------
@@ -251,11 +250,11 @@ def width_for_loss(k, eps, *, C=1.0):
     Notes
     -----
     Regime: Thm 26 (also needs m >= D and m >= Omega(k^4)). 7.7e9 at k = 5, eps = 0.1: the theorem
-    says nothing at experiment sizes (spec §7).
+    says nothing at experiment sizes.
 
     References
     ----------
-    .. [src] seed 002 L3195-3199 (eq. (280)); dissertation (A.278); specs/emergence.md §2.9.
+    .. [src] [Shi22, Theorem 26, eq. (280)]; [Shi24, (A.278)].
 
     Examples
     --------
@@ -301,11 +300,11 @@ def eps_e(k, D, p_o, m, delta, *, C=1.0):
     Regime: Lemma 15 (p_o = Omega(k^2/D), k = Omega(log^2(Dm/delta))). Lemma 15 then bounds
     |T_j - beta gamma/sigt| <= O(eps_e/sigt) on A, |T_j| <= O(sigma_phi^2 eps_e sigt) off A,
     |T_b| <= O(eps_e). It exceeds 1 at experiment sizes (12.8 at D = 100, k = 5, m = 300,
-    delta = 0.1), so the lemma is vacuous there (spec §3 item 11).
+    delta = 0.1), so the lemma is vacuous there (docs/errata.md).
 
     References
     ----------
-    .. [src] seed 002 L1616-1644 (Lemma 15); dissertation Lemma A.9; specs/emergence.md §2.4.
+    .. [src] [Shi22, Lemma 15 (App. B.4)]; [Shi24, Lemma A.9].
 
     Examples
     --------
@@ -356,11 +355,11 @@ def eps_e2(eta1, a0, k, gamma, sigt, s2, eps_e, *, C=1.0, c_exp=1.0):
     Regime: Lemma 20 (sigma_xi^(2) = k^(-3/2), eta1 = O(gamma/(k m sigma_a))). Lemma 20 then bounds
     |T_j - beta gamma/sigt| <= O(eps_e2/sigt + eta1/s2 + eta1|a0|eps_e/(sigt s2)) on A and
     |T_j| <= e^(-Theta(k))/sigt + O(sigma_phi^2 eps_e2 sigt) off A. The exact step-2 background is
-    O(eta1^2) (spec §2.6), far below this bound.
+    O(eta1^2) (docs/emergence.md), far below this bound.
 
     References
     ----------
-    .. [src] seed 002 L2200-2241 (Lemma 20); dissertation Lemma A.14, (A.154); specs/emergence.md §2.6.
+    .. [src] [Shi22, Lemma 20 (App. B.5)]; [Shi24, Lemma A.14, (A.154)].
 
     Examples
     --------
@@ -427,13 +426,13 @@ def fixed_feature_lower_bound(p_o, N, B, k, D, form="parseval", *, t=1.0):
     -----
     Regime: any N, B, 1 <= k <= D for "parseval" (C(D, k) >= 16^k when k <= D/16, so it implies the
     paper's forms); the paper's forms are stated for odd 3 < k <= D/16 (a RegimeWarning outside).
-    The mixture is a valid family member only at p_o = 1/2 (spec §1.2). Parseval is vacuous
+    The mixture is a valid family member only at p_o = 1/2 (docs/errata.md). Parseval is vacuous
     (returns 0) once N B^2 t >= C(D, k); the paper's forms once 2N B^2 >= 4^k.
 
     References
     ----------
-    .. [src] seed 002 L297-300, L3308-3404 (Thm 2 = Thm 28, Thm 29 from Daniely-Malach);
-       dissertation Thm A.22-A.23; derived (Parseval); specs/emergence.md §2.10, §3 item 5.
+    .. [src] [Shi22, Theorem 2 = Theorem 28, Theorem 29 (App. C, from Daniely-Malach)]; [Shi24, Theorems
+       A.22-A.23]; the Parseval form derived in docs/emergence.md.
 
     Examples
     --------
@@ -494,7 +493,7 @@ def parity_correlations(Psi, k):
 
     References
     ----------
-    .. [src] derived (Parseval); seed 002 L3382-3404 (Thm 29); specs/emergence.md §2.10, App. B.8.
+    .. [src] derived in docs/emergence.md (Parseval); [Shi22, Theorem 29 (App. C)].
 
     Examples
     --------
@@ -563,7 +562,7 @@ def parity_feature_correlations(a, b, s, A):
 
     References
     ----------
-    .. [src] derived (Fourier, as spec §2.4's T_a); specs/emergence.md §2.10, §4.0 C8.
+    .. [src] derived in docs/emergence.md (Fourier, as for T_a).
 
     Examples
     --------
@@ -623,7 +622,7 @@ def kernel_lower_bound(p_o, k, poly):
 
     References
     ----------
-    .. [src] seed 002 L332-336, L3406-3424 (Cor 3 = Cor 30); specs/emergence.md §2.10.
+    .. [src] [Shi22, Corollary 3 = Corollary 30 (App. C)].
 
     Examples
     --------
@@ -672,8 +671,8 @@ def sq_lower_bound(D, k):
 
     References
     ----------
-    .. [src] seed 002 L357-358, L3426-3476 (Thm 4 = Thm 33, Blum et al. Thm 12);
-       specs/emergence.md §2.10, §3 item 6.
+    .. [src] [Shi22, Theorem 4 = Theorem 33 (App. D; Blum et al. Thm 12)]; its concept class corrected in
+       docs/emergence.md.
 
     Examples
     --------
@@ -726,7 +725,7 @@ def count_threshold_ceiling(model):
 
     References
     ----------
-    .. [src] derived; specs/emergence.md §2.10 (S14).
+    .. [src] derived in docs/emergence.md.
 
     Examples
     --------
@@ -783,8 +782,7 @@ def class_weighted_moments(model):
 
     References
     ----------
-    .. [src] seed 002 L4230-4262 ((A1) of App. F), Lemma 39; dissertation Lemma A.33;
-       specs/emergence.md §1.5, §2.11 (S12).
+    .. [src] [Shi22, App. F.1 ((A1)), Lemma 39]; [Shi24, Lemma A.33].
 
     Examples
     --------
@@ -860,8 +858,7 @@ def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=
 
     References
     ----------
-    .. [src] derived (Stein); seed 002 L4293-4328 (Thm 34), L4833-4841 (Lemma 40);
-       specs/emergence.md §2.11 (S12), App. B.7.
+    .. [src] derived in docs/emergence.md (Stein); [Shi22, Theorem 34 (App. F.2), Lemma 40 (App. F.7)].
     """
     model, q, b, s, sz, wp = _neuron(_own("input_noise_gradient"), model, q, b, s, sigma_zeta, w_perp_sq)
     D, k, sigt = model.D, model.k, model.moments().sigt
@@ -941,7 +938,7 @@ ho_{j\ell}\,\mathrm{Cov}(	ilde\phi_j, 	ilde\phi_\ell) + d\,\sigma_\zeta^2
 
     References
     ----------
-    .. [src] seed 002 L4270-4273 (normalisation of App. F); derived; specs/emergence.md §1.5, §3 item 10.
+    .. [src] [Shi22, App. F.1.1] (normalisation); derived in docs/emergence.md.
 
     Examples
     --------
@@ -996,11 +993,11 @@ def finite_sample_step2_cos(model, n, *, target=None):
     the 3/8 E[X^2] term of 1/sqrt(1 + X), X = ||eps_perp||^2/||mu||^2; measured by exact sampling);
     eta1 -> 0 (the O(eta1) part of w^(2) is dropped); hinge indicator = 1; any member, also with a
     row-dependent background (``p_bg_rows``). For the parity mixture D = 100, k = 5, p_o = 1/2:
-    1 - cos = 38.8/n (0.99922 at n = 5e4; observed 0.99930, spec S7).
+    1 - cos = 38.8/n (0.99922 at n = 5e4; observed 0.99930, docs/emergence.md).
 
     References
     ----------
-    .. [src] derived; specs/emergence.md §2.13(a) (S7), §4.0 C3.
+    .. [src] derived in docs/emergence.md.
 
     Examples
     --------
@@ -1049,11 +1046,11 @@ def finite_sample_step2_deviation(model, n):
     Notes
     -----
     Regime: exact for the empirical mean of n i.i.d. samples; for W^(2) up to O(eta1) and with the
-    hinge indicator = 1. Parity mixture D = 100, k = 5, p_o = 1/2, n = 1e4: 0.089 (observed 0.086, S7).
+    hinge indicator = 1. Parity mixture D = 100, k = 5, p_o = 1/2, n = 1e4: 0.089 (observed 0.086).
 
     References
     ----------
-    .. [src] derived; specs/emergence.md §2.13(a).
+    .. [src] derived in docs/emergence.md.
 
     Examples
     --------
@@ -1097,11 +1094,11 @@ def finite_sample_bias_shift(model, n, a1, b1, s):
     -----
     Regime: eta1 -> 0 (w^(1) = O(eta1), so the window is at the bias); hinge indicator = 1. With sigma_a ~ 4
     and n = 5e4 the sd is ~0.01-0.04, as large as sigma_b = 1/k^2: validation runs should balance classes
-    (spec §2.13(b), §7).
+    (docs/emergence.md).
 
     References
     ----------
-    .. [src] derived; specs/emergence.md §2.13(b) (S7: correlation 1.0000 with the observed shift), §4.0 C4.
+    .. [src] derived in docs/emergence.md (correlation 1.0000 with the observed shift).
 
     Examples
     --------

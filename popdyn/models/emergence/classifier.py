@@ -1,5 +1,5 @@
-r"""The classifier stage of seed 002: the optimal second layer on fixed features (LP/QP), Lemma 23's explicit
-second layer, and the exact reduced population GD on the class-relevant line (specs/emergence.md §2.7-2.8).
+r"""The classifier stage of [Shi22]: the optimal second layer on fixed features (LP/QP), Lemma 23's explicit
+second layer, and the exact reduced population GD on the class-relevant line (derived in docs/emergence.md).
 
 Every P-labeling puts the population on the counts ``c = 0..k`` (weights ``pi_c``, labels ``y_c``,
 ``PatternModel.count_law``); a feature table ``F`` has one row per count (or per support row) and one column
@@ -59,7 +59,7 @@ def hinge_and_error(F, pi, y, a):
 
     References
     ----------
-    .. [src] seed 002 L238-256; specs/emergence.md §2.7.
+    .. [src] [Shi22, Section 3.1]; the LP derived in docs/emergence.md.
     """
     F, pi, y = _table("emergence.hinge_and_error", F, pi, y)
     m = y * (F @ np.asarray(a, float))
@@ -113,11 +113,11 @@ def optimal_second_layer(F, pi, y, reg=None):
     -----
     Regime: any table. Loss 0 in the LP means the features separate the labels with margin 1 (two-step features
     on the parity mixture; one-step features are constant and give 1 at balanced classes). The separating
-    ``a`` of least norm can be huge at small k, m (spec §2.7).
+    ``a`` of least norm can be huge at small k, m (docs/emergence.md).
 
     References
     ----------
-    .. [src] seed 002 L2643-2980 (Lemma 23), L3169-3199; specs/emergence.md §2.7.
+    .. [src] [Shi22, Lemma 23 and its proof (App. B.5), Theorem 26].
 
     Examples
     --------
@@ -191,7 +191,7 @@ def lemma23_construction(model, params2, eps_a=None, n_a=None, scale="main"):
 
     References
     ----------
-    .. [src] seed 002 L2643-2980 (Lemma 23, (218)-(247)); specs/emergence.md §2.7.
+    .. [src] [Shi22, Lemma 23, eqs. (218)-(247)].
     """
     owner = "emergence.lemma23_construction"
     k, n = model.k, params2.n
@@ -235,11 +235,11 @@ def line_params(model, alpha, b, a):
 
     Notes
     -----
-    Regime: any; the line is invariant under population GD for exchangeable count labelings (spec §2.8).
+    Regime: any; the line is invariant under population GD for exchangeable count labelings (docs/emergence.md).
 
     References
     ----------
-    .. [src] specs/emergence.md §2.8 (derived).
+    .. [src] derived in docs/emergence.md.
     """
     alpha = check("emergence.line_params", "alpha", alpha, FiniteArray(1))
     Q = np.zeros((alpha.size, model.D))
@@ -318,7 +318,7 @@ def reduced_population_gd(model, alpha, b, a, eta, lam, T, train=_TRAIN, s=0.0):
 
     References
     ----------
-    .. [src] seed 002 L2991-3199 (stage 3, Thm 26); specs/emergence.md §2.8 (derived, check S8).
+    .. [src] [Shi22, App. B.6 (stage 3, Theorem 26)]; the reduced dynamics derived in docs/emergence.md.
 
     Examples
     --------

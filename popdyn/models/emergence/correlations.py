@@ -1,4 +1,4 @@
-r"""Single-neuron population correlations ``T_j, T_b, T_a`` of seed 002 (specs/emergence.md §2.4).
+r"""Single-neuron population correlations ``T_j, T_b, T_a`` of [Shi22] (derived in docs/emergence.md).
 
 For a neuron with pattern coordinates ``q`` (D,), bias ``b`` and smoothing ``s``, with the hinge indicator = 1:
 
@@ -94,7 +94,7 @@ def _total_s(model, Q, s):
 
 
 def _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn):
-    """T = [T_A, T_B] + the Stein term of the input noise, szeta2 q_j E[y win'_{s_t}] (spec §2.11)."""
+    """T = [T_A, T_B] + the Stein term of the input noise, szeta2 q_j E[y win'_{s_t}] (docs/emergence.md)."""
     TA = (W * w) @ phA
     T = np.concatenate([TA, TB], axis=1) + model.moments().szeta2 * Q * (Dn @ w)[:, None]
     out = NeuronCorr(T, W @ w, Es @ w, beta)
@@ -484,7 +484,7 @@ def neuron_correlations(model, q, b, s, method="fourier", *, class_weighted=Fals
     with ``psi(t) = e^{-s_t^2t^2/2} prod_{l in B} ((1 - p_l) e^{itq_l v_0} + p_l e^{itq_l v_1})``,
     ``v_0 = -p/sigt``, ``v_1 = (1 - p)/sigt`` (per background group when ``p_bg_rows`` is set). With App. F input
     noise (``sigma_zeta > 0``, neurons in span(M)) the smoothing is ``s_t^2 = s^2 + (sigma_zeta/sigt)^2 ||q||^2``
-    and Stein's lemma adds ``(sigma_zeta/sigt)^2 q_j E[y win'_{s_t}]`` to every ``T_j`` (spec §2.11), with
+    and Stein's lemma adds ``(sigma_zeta/sigt)^2 q_j E[y win'_{s_t}]`` to every ``T_j`` (docs/emergence.md), with
     ``E[y win'] = sum_r pi_r y_r (1/pi) int Re[psi(t) e^{itc_r} (1 - e^{-it})] dt``; ``beta`` then includes the
     noise of every coordinate.
 
@@ -525,8 +525,8 @@ def neuron_correlations(model, q, b, s, method="fourier", *, class_weighted=Fals
 
     References
     ----------
-    .. [src] seed 002 L1646-1662 (eqs. (54), (89), (101)), L1494-1533 (Lemma 13), L1616-1644 (Lemma 15);
-       specs/emergence.md §2.4 (Fourier method derived there, checks S4a/S4b/S13).
+    .. [src] [Shi22, proof of Lemma 15, eqs. (54), (89), (101); Lemma 13; Lemma 15]; the Fourier method
+       derived in docs/emergence.md.
 
     Examples
     --------
@@ -586,12 +586,12 @@ def mc_correlations(model, q, b, s, n, seed=0, *, class_weighted=False):
 
     Notes
     -----
-    Regime: any member; the SE of ``T_B`` (~1e-4 at 2e7 samples, spec §7) cannot resolve ``T_B`` at the paper's
+    Regime: any member; the SE of ``T_B`` (~1e-4 at 2e7 samples) cannot resolve ``T_B`` at the paper's
     scale: compare ``T_A``, ``T_b``, ``T_a`` coordinate-wise and ``T_B`` through aggregate z-scores.
 
     References
     ----------
-    .. [src] specs/emergence.md §2.4 (check S4b), §4.0 C1.
+    .. [src] derived in docs/emergence.md (Monte Carlo twin of the Fourier method).
     """
     owner = "emergence.mc_correlations"
     Q, b, s, single = _inputs(owner, model, q, b, s, False)
@@ -624,13 +624,12 @@ def clt_error_bound(model, q, b, s):
     Notes
     -----
     Regime: independent background given the row. Lyapunov ratio ~ 1/sqrt(D - k) for comparable q_l, so the
-    bound falls like D^{-1/2}; the actual error falls faster at p = 1/2 (~1/D, no skewness; spec §2.4). Smoothing
+    bound falls like D^{-1/2}; the actual error falls faster at p = 1/2 (~1/D, no skewness). Smoothing
     by xi only averages the interval probability, so the bound holds for every s >= 0.
 
     References
     ----------
-    .. [src] seed 002 L1494-1533 (Lemma 13, Berry-Esseen); Shevtsova (2010) for C <= 0.5600;
-       specs/emergence.md §2.4.
+    .. [src] [Shi22, Lemma 13 (Berry-Esseen)]; Shevtsova (2010) for C <= 0.5600.
     """
     Q, b, s, single = _inputs("emergence.clt_error_bound", model, q, b, s, False)
     if isinstance(model, ExchangeablePatternModel):
@@ -682,7 +681,7 @@ def gmm_correlations(model, w, b, s):
 
     References
     ----------
-    .. [src] seed 002 L3814-3865 (eq. (290)); specs/emergence.md §2.12 (derived there, check S11).
+    .. [src] [Shi22, App. E.3.2, eq. (290)]; the exact correlation derived in docs/emergence.md.
     """
     owner = "emergence.gmm_correlations"
     if not isinstance(model, GaussianParityMixture):

@@ -1,4 +1,4 @@
-r"""Data models of seed 002: patterns from a dictionary, labels from the class-relevant block (specs/emergence.md §1).
+r"""Data models of [Shi22]: patterns from a dictionary, labels from the class-relevant block ([Shi22, Section 3]).
 
 Pattern coordinates: the class-relevant set is ``A = {0, ..., k-1}`` and the background ``B = {k, ..., D-1}``
 (a dictionary ``M`` of shape (d, D) places them anywhere in ``R^d``). The A-block law is a finite support
@@ -38,7 +38,7 @@ def _fail(name, allowed, value):
 
 @dataclass(frozen=True)
 class Moments:
-    r"""Exact data constants of a :class:`PatternModel` (enumeration of the A-block support, spec §2.1).
+    r"""Exact data constants of a :class:`PatternModel` (enumeration of the A-block support).
 
     Attributes: ``sigt`` (sigma~), ``sphi2`` (sigma_phi^2 = p(1-p)/sigma~^2 per background pattern; a float
     when ``p_bg`` is a float), ``gamma`` (k,) (``E[y phi~_j] - E y E phi~_j``), ``Ey``, ``mu_A``
@@ -85,7 +85,7 @@ class PatternModel:
     M : array_like of shape (d, D), optional
         Dictionary with unit columns of full rank (orthonormal, or mu-incoherent as in App. F), for sampling in
         ``R^d``; a gradient step on ``w`` then moves ``q = M^T w`` by ``rho = M^T M`` times the pattern gradient
-        (:func:`gram`). sigma~ keeps the paper's normalisation (the pattern variances, spec §1.5).
+        (:func:`gram`). sigma~ keeps the paper's normalisation (the pattern variances, [Shi22, App. F.1.1]).
     sigma_zeta : float
         App. F Gaussian input noise: ``x~ = M phi~ + zeta``, ``zeta ~ N(0, sigma_zeta^2 I_d)`` (d = ``M.shape[0]``,
         or D without a dictionary); ``sigt^2`` gains ``d sigma_zeta^2``.
@@ -98,7 +98,7 @@ class PatternModel:
 
     References
     ----------
-    .. [src] seed 002 L161-210 (eq. (1), (A0)-(A2)), L232-236 (normalisation); specs/emergence.md §1.1, §2.1.
+    .. [src] [Shi22, Section 3 (eq. (1), (A0)-(A2)), Section 3.1 (normalisation)].
     """
     D: int
     k: int
@@ -209,7 +209,7 @@ class PatternModel:
 
         References
         ----------
-        .. [src] seed 002 L175-186, L1184, L1266; specs/emergence.md §1.1, §2.1, §2.11.
+        .. [src] [Shi22, Section 3, App. B (notation), proof of Lemma 5 (App. B.1)].
 
         Examples
         --------
@@ -240,12 +240,12 @@ class PatternModel:
 
         Notes
         -----
-        Regime: any member; O(R k^order). Used by the step-2 expansion (spec §2.6); zero for the parity mixture at
+        Regime: any member; O(R k^order). Used by the step-2 expansion; zero for the parity mixture at
         order 2 when k >= 3.
 
         References
         ----------
-        .. [src] specs/emergence.md §2.1, §2.6 (derived).
+        .. [src] derived in docs/emergence.md.
         """
         order = check("emergence.PatternModel.mixed_moments", "order", order, Integer(2, 3))
         w = self.A_probs * self.labels
@@ -271,7 +271,7 @@ class PatternModel:
 
         References
         ----------
-        .. [src] specs/emergence.md §2.7, §2.8.
+        .. [src] derived in docs/emergence.md (count-resolved law of the LP and the reduced GD).
         """
         c = self.A_support.sum(1).astype(int)
         pi_c = np.bincount(c, weights=self.A_probs, minlength=self.k + 1)
@@ -314,11 +314,11 @@ class PatternModel:
 
         Notes
         -----
-        Regime: any member. Balanced sampling removes the finite-sample bias shift of step 2 (spec §2.13(b)).
+        Regime: any member. Balanced sampling removes the finite-sample bias shift of step 2 (docs/emergence.md).
 
         References
         ----------
-        .. [src] seed 002 L161-171, L3479-3519; specs/emergence.md §1.1, §4.
+        .. [src] [Shi22, Section 3, App. E.1].
         """
         owner = "emergence.PatternModel.sample"
         n = check(owner, "n", n, Integer(1))
@@ -358,7 +358,7 @@ class ExchangeablePatternModel:
 
     Same interface as :class:`PatternModel` where it does not need the support: :meth:`moments`,
     :meth:`count_law`, :meth:`mixed_moments`, :meth:`sample`, :meth:`background_groups`; the correlations use a
-    generating-function recursion over the k coordinates (spec §4 E2).
+    generating-function recursion over the k coordinates.
 
     Parameters
     ----------
@@ -381,7 +381,7 @@ class ExchangeablePatternModel:
 
     References
     ----------
-    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2, §2.1 (count-resolved form), §4 E2.
+    .. [src] [Shi22, App. E.1.2]; the count-resolved form is popdyn's (docs/emergence.md).
     """
     D: int
     k: int
@@ -424,7 +424,7 @@ class ExchangeablePatternModel:
 
         References
         ----------
-        .. [src] specs/emergence.md §2.7, §2.8.
+        .. [src] derived in docs/emergence.md (count-resolved law of the LP and the reduced GD).
         """
         from scipy.stats import binom
         c = np.arange(self.k + 1)
@@ -475,7 +475,7 @@ class ExchangeablePatternModel:
 
         References
         ----------
-        .. [src] specs/emergence.md §2.1; S14 (gamma = 0.0680, P(y = 1) = 0.5848 at the paper's interval).
+        .. [src] derived in docs/emergence.md (gamma = 0.0680, P(y = 1) = 0.5848 at the paper's interval).
         """
         return self._moments
 
@@ -501,7 +501,7 @@ class ExchangeablePatternModel:
 
         References
         ----------
-        .. [src] specs/emergence.md §2.6 (derived).
+        .. [src] derived in docs/emergence.md.
         """
         order = check("emergence.ExchangeablePatternModel.mixed_moments", "order", order, Integer(2, 3))
         p, k = self.p_A, self.k
@@ -543,7 +543,7 @@ class ExchangeablePatternModel:
 
         References
         ----------
-        .. [src] seed 002 L3603-3631; specs/emergence.md §1.2.
+        .. [src] [Shi22, App. E.1.2].
         """
         owner = "emergence.ExchangeablePatternModel.sample"
         n = check(owner, "n", n, Integer(1))
@@ -609,7 +609,7 @@ def random_dictionary(d, D, seed=0, orthonormal=True):
 
     References
     ----------
-    .. [src] seed 002 L161-171, L4218-4222 (App. F (D)); specs/emergence.md §1.1, §1.5.
+    .. [src] [Shi22, Section 3, App. F.1 (D)].
     """
     D = check("emergence.random_dictionary", "D", D, Integer(1))
     d = check("emergence.random_dictionary", "d", d, Integer(D))
@@ -640,7 +640,7 @@ def incoherence(M):
 
     References
     ----------
-    .. [src] seed 002 L4218-4222; specs/emergence.md §1.5.
+    .. [src] [Shi22, App. F.1].
     """
     M = check("emergence.incoherence", "M", M, FiniteArray(2))
     rho = M.T @ M
@@ -680,7 +680,7 @@ def gram(model):
 
     References
     ----------
-    .. [src] seed 002 L4218-4222 (App. F, rho := M^T M); specs/emergence.md §1.5.
+    .. [src] [Shi22, App. F.1] (rho := M^T M).
     """
     M = getattr(model, "M", None)
     if M is None:
@@ -704,7 +704,7 @@ def parity_mixture(D, k, p_o, independent_background=True, M=None):
     independent_background : bool
         True (default): background iid Bern(p_o) independent of the A-block, a valid member of F_Xi for every
         p_o. False: the paper's mixture, background Bern(1/2) in D^(0) and Bern(p_o/(2 - 2p_o)) in D^(1),
-        which violates (A2) unless p_o = 1/2 (spec §1.2, erratum 8).
+        which violates (A2) unless p_o = 1/2 (docs/errata.md).
     M : array_like of shape (d, D), optional
         Dictionary.
 
@@ -714,12 +714,12 @@ def parity_mixture(D, k, p_o, independent_background=True, M=None):
 
     Notes
     -----
-    Regime: gamma = (1 - p_o)/2 and E y = 0 for odd k (check S1); p_o/(2 - 2p_o) < 1 needs p_o < 2/3 in the
+    Regime: gamma = (1 - p_o)/2 and E y = 0 for odd k (checked); p_o/(2 - 2p_o) < 1 needs p_o < 2/3 in the
     paper's variant.
 
     References
     ----------
-    .. [src] seed 002 L3320-3377 (proof of Thm 2), L3521-3547; specs/emergence.md §1.2.
+    .. [src] [Shi22, proof of Theorem 2 (App. C), App. E.1.1].
 
     Examples
     --------
@@ -775,7 +775,7 @@ def iid_block_model(D, k, p_A, p_bg, positive_counts, M=None):
 
     References
     ----------
-    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2.
+    .. [src] [Shi22, App. E.1.2].
 
     Examples
     --------
@@ -818,11 +818,11 @@ def interval_labeling(D, k, p_A=2 / 3, p_bg=0.5, t1=None, t2=None, M=None):
 
     Notes
     -----
-    Regime: (A0) fails in general (P(y = 1) = 0.5848 at k = 30, spec §1.2).
+    Regime: (A0) fails in general (P(y = 1) = 0.5848 at k = 30, docs/emergence.md).
 
     References
     ----------
-    .. [src] seed 002 L3603-3631; specs/emergence.md §1.2.
+    .. [src] [Shi22, App. E.1.2].
     """
     owner = "emergence.interval_labeling"
     D = check(owner, "D", D, Integer(2))
@@ -859,7 +859,7 @@ def hidden_representation(D, k, n_per_class=50, p_bg=0.5, seed=0, M=None):
 
     References
     ----------
-    .. [src] seed 002 L3790-3806; specs/emergence.md §1.2.
+    .. [src] [Shi22, App. E.3.1].
     """
     owner = "emergence.hidden_representation"
     D = check(owner, "D", D, Integer(2))
@@ -898,7 +898,7 @@ def no_structure(model):
 
     References
     ----------
-    .. [src] seed 002 L204-210 (A1'), L3426-3476 (Thm 4); specs/emergence.md §1.1.
+    .. [src] [Shi22, Section 3 ((A1')), Theorem 4 (App. D)].
     """
     if isinstance(model, ExchangeablePatternModel):
         return ExchangeablePatternModel(model.D, model.k, 0.5, 0.5, model.positive_counts, M=model.M)
@@ -946,11 +946,11 @@ def with_class_ratio(model, negative_ratio):
     -----
     Regime: any member of F_Xi; (A0) fails unless ``negative_ratio = 1/2``, which App. F's class-weighted loss
     (``theory_schedule(..., variant="general")``) handles. The paper does not say how it induced the imbalance
-    (spec §4 E4); reweighting the classes is the choice that keeps every class-conditional law.
+    (App. E.2.2); reweighting the classes is the choice that keeps every class-conditional law.
 
     References
     ----------
-    .. [src] seed 002 L3705-3741 (E4, class imbalance), L4210-4330 (App. F); specs/emergence.md §1.5, §4 E4.
+    .. [src] [Shi22, App. E.2.2 (class imbalance), App. F].
 
     Examples
     --------
@@ -991,11 +991,11 @@ class GaussianParityMixture:
 
     Notes
     -----
-    Regime: gamma = 0 for k >= 2, so (A1) fails; illustrative only (spec §1.2).
+    Regime: gamma = 0 for k >= 2, so (A1) fails; illustrative only.
 
     References
     ----------
-    .. [src] seed 002 L3814-3865 (eq. (290)); specs/emergence.md §1.2, §2.12.
+    .. [src] [Shi22, App. E.3.2, eq. (290)].
     """
     d: int
     k: int
@@ -1036,7 +1036,7 @@ class GaussianParityMixture:
 
         References
         ----------
-        .. [src] seed 002 L3814-3865; specs/emergence.md §1.2.
+        .. [src] [Shi22, App. E.3.2].
         """
         n = check("emergence.GaussianParityMixture.sample", "n", n, Integer(1))
         rng = np.random.default_rng(seed)

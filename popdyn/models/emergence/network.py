@@ -1,9 +1,9 @@
-r"""The two-layer network of seed 002 in pattern coordinates: parameters, symmetric init, output, g* (Lemma 5).
+r"""The two-layer network of [Shi22] in pattern coordinates: parameters, symmetric init, output, g* (Lemma 5).
 
 A neuron is ``(q_i, b_i, a_i)`` with ``q_i = M^T w_i`` its pattern coordinates (D,); the class-relevant
 block A is the first ``k`` coordinates. Widths are ``2m`` (the symmetric init pairs neuron ``i`` with
 ``m + i``). Since ``M`` has orthonormal columns, ``<w, x> = <q, phi>`` and every population quantity
-depends on ``w`` only through ``q`` (specs/emergence.md §2).
+depends on ``w`` only through ``q``.
 """
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def symmetric_init(model, m, seed=0, sigma_w=None, sigma_b=None, sigma_a=None):
 
     References
     ----------
-    .. [src] seed 002 L262-266; specs/emergence.md §1.3.
+    .. [src] [Shi22, Section 3.1] (training process, initialisation).
 
     Examples
     --------
@@ -141,7 +141,7 @@ def network_output(params, phi, s=0.0):
 
     References
     ----------
-    .. [src] seed 002 L214-256 (eq. (3)); specs/emergence.md §1.3.
+    .. [src] [Shi22, Section 3.1, eq. (3)].
     """
     phi = check("emergence.network_output", "phi", phi, FiniteArray(2, (None, params.Q.shape[1])))
     return smooth_trunc_relu(phi @ params.Q.T + params.b, s) @ params.a
@@ -170,7 +170,7 @@ def feature_cosine(model, Q):
 
     References
     ----------
-    .. [src] seed 002 L3512-3514; specs/emergence.md §2.5, §4.
+    .. [src] [Shi22, App. E.1] (the similarity measure).
     """
     Q = check("emergence.feature_cosine", "Q", Q, FiniteArray(2, (None, model.D)))
     norm = np.linalg.norm(Q, axis=1)
@@ -213,7 +213,7 @@ def ground_truth_network(model, scale="main"):
 
     References
     ----------
-    .. [src] seed 002 L386-391, L1254-1362 (Lemma 5/8), L4342-4390 (Lemma 35); specs/emergence.md §2.3.
+    .. [src] [Shi22, Lemma 5 = Lemma 8 and its proof (App. B.1), Lemma 35 (App. F.4)].
 
     Examples
     --------

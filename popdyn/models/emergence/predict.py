@@ -1,5 +1,5 @@
 """``popdyn.predict`` for feature emergence: the exact population steps 1-2, the two-step features and their
-optimal second layer, and the exact reduced population GD of stage 3 (seed 002; specs/emergence.md §2.5-2.8).
+optimal second layer, and the exact reduced population GD of stage 3 ([Shi22]; docs/emergence.md).
 
 ``_predict(problem, *, steps, lr, method)`` registered for :class:`~popdyn.models.emergence.Problem` with its
 simulation :func:`popdyn.sim.emergence.simulate`.
@@ -48,7 +48,7 @@ def _predict(problem, *, steps, lr, method):
         stage-3 neurons stay on the line 1_A). ``meta["steps_1_2"]``, the steps-1-2 diagnostics: ``cos_step1``,
         ``cos_step2`` (exact steps), ``loss_step1`` (``L(g^(1); sigma_xi^(2)) = 1 - a^(1).a^(2)``),
         ``hinge_certificate`` (bound on ``sup |g^(1)|``), ``T_norm_step1`` (median over neurons of ``||T^(1)||``,
-        the step-1 signal: ~1e-7 relative without input structure, spec §2.4), ``b_shift_step2``
+        the step-1 signal: ~1e-7 relative without input structure, docs/emergence.md), ``b_shift_step2``
         (``max |b^(2) - b^(0)|``: O(eta^(1)) with balanced classes), ``lp_loss`` / ``lp_error`` (optimal second
         layer on the two-step features, LP), ``lp_loss_one_step`` (the same on the one-step features, constant in
         the limit), ``lemma23_loss`` and ``lemma23_coverage`` (Lemma 23's explicit second layer, the fraction of
@@ -62,8 +62,8 @@ def _predict(problem, *, steps, lr, method):
 
     References
     ----------
-    .. [src] seed 002 L2008-2241 (Lemmas 18-20), L2643-2650 (Lemma 23), L3169-3199 (Thm 26);
-       specs/emergence.md §2.5-2.8.
+    .. [src] [Shi22, Lemmas 18-20, Lemma 23, Theorem 26]; the exact steps and reduced GD derived in
+       docs/emergence.md.
 
     Examples
     --------

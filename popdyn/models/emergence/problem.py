@@ -1,4 +1,4 @@
-"""The feature-emergence problem of seed 002: a data model, the width, the three-stage schedule, the seed; its
+"""The feature-emergence problem of [Shi22]: a data model, the width, the three-stage schedule, the seed; its
 run options and observables."""
 from __future__ import annotations
 
@@ -74,8 +74,7 @@ class Problem:
 
     References
     ----------
-    .. [src] seed 002 L161-271, L3479-3547 (E1: D = 100, k = 5, p_o = 1/2, m = 300, T = 600 steps);
-       specs/emergence.md §1, §4.
+    .. [src] [Shi22, Sections 3-3.1, App. E.1-E.1.1] (E1: D = 100, k = 5, p_o = 1/2, m = 300, T = 600 steps).
     """
     D: int = 100
     k: int = 5

@@ -1,4 +1,4 @@
-r"""The three-stage training schedule of seed 002 (Lemma 23, Thm 26, Thm 34; specs/emergence.md §1.4, §1.5).
+r"""The three-stage training schedule of [Shi22] (Lemma 23, Thm 26, Thm 34).
 
 Step 1 kills the initial first layer (``lambda_w = 1/(2 eta)``), step 2 (``eta = 1``) kills first and second
 layers, steps ``2 < t <= T`` are small-step GD with ``sigma_xi = 0``. The lemma chain and the theorem disagree
@@ -66,12 +66,12 @@ def theory_schedule(model, width, steps=None, variant="lemma23", lam=None, lr=No
     Notes
     -----
     Regime: the theorems' (``m >= max(k^4, D)``, ``gamma > 0``); the values are those of the proofs, whose
-    constants are unspecified, so at small ``k, m`` they are a convention, not a guarantee (spec §7).
+    constants are unspecified, so at small ``k, m`` they are a convention, not a guarantee.
 
     References
     ----------
-    .. [src] seed 002 L2643-2650 (Lemma 23), L3169-3199 (Thm 26), L4293-4328 (Thm 34), L486-493;
-       specs/emergence.md §1.4, §1.5, §3 erratum 4.
+    .. [src] [Shi22, Lemma 23, Theorem 26, Theorem 34, Section 5.1 (classifier learning stage)]; Lemma 23 vs
+       Theorem 26 in docs/errata.md.
 
     Examples
     --------

@@ -1,5 +1,5 @@
-r"""Population gradient and the first two steps of seed 002: the hinge certificate, the step-2 expansion, the
-``eta^(1) -> 0`` limit and the two-step features (specs/emergence.md §1.3, §1.4, §2.5-2.6).
+r"""Population gradient and the first two steps of [Shi22]: the hinge certificate, the step-2 expansion, the
+``eta^(1) -> 0`` limit and the two-step features (derived in docs/emergence.md).
 
 With the hinge indicator ``1[y g <= 1]`` identically 1 (always at t = 1; certified by :func:`hinge_certificate`
 at t = 2) the population gradient of neuron i is ``(-a_i T_i, -a_i T_b, -T_a)`` with the single-neuron
@@ -49,7 +49,7 @@ def full_support(model):
 
     References
     ----------
-    .. [src] seed 002 L161-171, L232-236; specs/emergence.md §1.1, §6 item 11.
+    .. [src] [Shi22, Section 3, Section 3.1].
     """
     nb = model.D - model.k
     if nb > _MAX_BACKGROUND:
@@ -98,7 +98,7 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
         :func:`full_support` with the indicator (``D - k <= 16``). "subspace": exact for a first layer in the
         class-relevant span (``Q[:, k:] = 0``, any D): g depends on the A block only, so the sums run over the
         A-support with the background replaced by its conditional mean ``E[phi_B | row]`` (0 under (A2): the
-        span is then invariant, spec §2.8).
+        span is then invariant, docs/emergence.md).
     method : str
         Method of :func:`~popdyn.models.emergence.neuron_correlations` when ``indicator="one"``.
     weighted : bool
@@ -115,8 +115,7 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
 
     References
     ----------
-    .. [src] seed 002 L1473-1490 (Lemma 12, with xi inside the indicator: erratum 1), L1646-1662;
-       specs/emergence.md §1.3, §2.4.
+    .. [src] [Shi22, Lemma 12 (with xi inside the indicator: docs/emergence.md), proof of Lemma 15].
     """
     owner = "emergence.population_gradient"
     s = check(owner, "s", s, _S)
@@ -169,7 +168,7 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
 
     References
     ----------
-    .. [src] seed 002 L256-271 (eq. (4)); specs/emergence.md §1.3, §1.4.
+    .. [src] [Shi22, Section 3.1, eq. (4)].
     """
     owner = "emergence.population_step"
     eta = check(owner, "eta", eta, Interval(0.0, np.inf, "neither"))
@@ -233,7 +232,7 @@ def hinge_certificate(model, params, s):
 
     References
     ----------
-    .. [src] seed 002 L2044-2054 (Lemma 19); specs/emergence.md §2.6.
+    .. [src] [Shi22, Lemma 19 (App. B.5)].
     """
     s = check("emergence.hinge_certificate", "s", s, _S)
     Q, b, a = params.Q, params.b, params.a
@@ -277,7 +276,7 @@ def population_two_steps(model, params0, steps, method="fourier"):
 
     References
     ----------
-    .. [src] seed 002 L2008-2054 (Lemmas 18-19), L2643-2650 (Lemma 23); specs/emergence.md §1.4, §2.5-2.6.
+    .. [src] [Shi22, Lemmas 18-19, Lemma 23].
     """
     s1, s2 = steps[0], steps[1]
     p1 = population_step(model, params0, s1.eta, s1.lam_a, s1.lam_w, s1.s, method=method, weighted=s1.weighted)
@@ -304,7 +303,7 @@ def step2_expansion(model, Q, b, s):
               \quad T_a = \tilde\sigma_s(b)\,\mathbb Ey + h\,\mathbb E[yc] + \tfrac12h'\big(\mathbb E[yc^2] +
               \mathbb Ey\,\mathbb ES^2\big),
 
-    all up to ``O(|q|^3)``. Balanced classes give the spec's ``T_j = h'' sigma_phi^2 (gamma/sigma~) q_j sum_A q``.
+    all up to ``O(|q|^3)``. Balanced classes give ``T_j = h'' sigma_phi^2 (gamma/sigma~) q_j sum_A q``.
 
     Parameters
     ----------
@@ -329,7 +328,7 @@ def step2_expansion(model, Q, b, s):
 
     References
     ----------
-    .. [src] seed 002 L462-484, L2200-2241 (Lemma 20); specs/emergence.md §2.6 (derived, check S6).
+    .. [src] [Shi22, Section 5.1 (feature improvement), Lemma 20]; the expansion derived in docs/emergence.md.
     """
     owner = "emergence.step2_expansion"
     if getattr(model, "p_bg_rows", None) is not None:
@@ -388,7 +387,7 @@ def two_step_limit(model, params0, s2, weighted=False):
 
     References
     ----------
-    .. [src] seed 002 L2200-2241 (Lemma 20, beta = h(b^(0))), L2643-2650; specs/emergence.md §2.6.
+    .. [src] [Shi22, Lemma 20 (beta = h(b^(0))), Lemma 23]; the limit derived in docs/emergence.md.
 
     Examples
     --------
@@ -439,7 +438,7 @@ def two_step_features(model, params, s=0.0, by="count"):
 
     References
     ----------
-    .. [src] seed 002 L462-484; specs/emergence.md §2.6, §2.7.
+    .. [src] [Shi22, Section 5.1]; derived in docs/emergence.md.
     """
     owner = "emergence.two_step_features"
     by = check(owner, "by", by, Options(("count", "support")))

@@ -1,6 +1,6 @@
-r"""Gradient-feature learning (seed 001 ch. 3, Shi-Wei-Liang NeurIPS 2023): one gradient step, then convex training.
+r"""Gradient-feature learning ([Shi24] ch. 3, Shi-Wei-Liang NeurIPS 2023): one gradient step, then convex training.
 
-Spec: specs/gradient_features.md. Conventions: W is (M, d), one row per neuron;
+Docs: docs/gradient_features.md. Conventions: W is (M, d), one row per neuron;
 :math:`g(\mathbf x)=\sum_i a_i\,\sigma(\langle\mathbf w_i,\mathbf x\rangle-b_i)`; mixture weights are joint and
 ``sigmas`` are standard deviations.
 

@@ -16,7 +16,7 @@ drift of the weights during training (Lemma B.9)
     :func:`lemma_B9_h` (the recursion B.71 in closed form, B.72-B.74), :func:`lemma_B9_bounds`
 loss gap under the drift and the a-gradient (Lemma B.10)
     :func:`lemma_B10_bounds`
-case studies (spec §2.13)
+case studies ([Shi24, App. B.5])
     :func:`case_parameters` ("linear", "mixture", "xor", "parity", "uniform_parity"),
     :func:`uniform_parity_requirements` (Lemma B.54 / Thm B.56)
 online convex optimisation (Thm B.7)
@@ -29,7 +29,7 @@ auxiliary inequalities (Lemmas B.73-B.76)
 
 Every O(.)/Omega(.)/Theta(.) constant the paper leaves unspecified is an explicit argument with default 1
 (``consts`` for :func:`main_theorem`), and the results are orders of magnitude, not numbers the paper
-proves (specs/gradient_features.md §0). Logs are natural. "logistic" is the base-2 logistic loss
+proves. Logs are natural. "logistic" is the base-2 logistic loss
 log2(1 + e^-z), so that l(0) = 1 and |l'(0)| = 1/(2 ln 2); the hinge loss has |l'(0)| = 1.
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ _NONNEG = Interval(0.0, np.inf, "left")
 _OPEN01 = Interval(0.0, 1.0, "neither")
 _GAMMA = Interval(0.0, 1.0, "neither")
 
-#: |l'(0)| of the losses of the framework (hinge; base-2 logistic, spec §1.1).
+#: |l'(0)| of the losses of the framework (hinge; base-2 logistic, docs/gradient_features.md).
 LPRIME0 = {"hinge": 1.0, "logistic": 1.0 / (2.0 * math.log(2.0))}
 #: The hidden constants of :func:`main_theorem`, each a multiplier with default 1.
 MAIN_CONSTS = ("C_m1", "C_m2", "C_m3", "C_btilde", "C_eta", "C_T", "C_n1", "C_n2", "C_eta1", "C_sigma_a",
@@ -169,18 +169,17 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
     tolerance ``B_eps = Bx1 sqrt(B_b/B_G)/(mp)^(1/4) < B_b``; failures are listed in ``regime`` and warned
     as :class:`popdyn.RegimeWarning`. All hidden constants are set by ``consts``: the numbers are orders of
     magnitude. Errata applied: the |l'(0)| of B.128/B.130 restored (dropped in (3.12)/(3.13)); B.100 read
-    as sqrt(log m) Bx1 (mp)^(1/4) (spec §7 items 2-3). With unit constants the proof (B.96-B.98 at these
+    as sqrt(log m) Bx1 (mp)^(1/4) (docs/errata.md). With unit constants the proof (B.96-B.98 at these
     choices) gives ``OPT + r B_a1 Bx1 sqrt(2 gamma) + (3 + B_a1) eps`` at ``m = m_min``, not ``+ eps``:
     the O(eps) hides a factor B_a1 (see :func:`average_loss_bound`).
 
     References
     ----------
-    .. [src] seed 001 L907-917 (Thm 3.12), L5884-5902 (Thm B.11, B.94-B.100), L5986-5998 (B.126-B.130),
-       L6132-6158 (Thm B.23); specs/gradient_features.md §2.11, §7.
+    .. [src] [Shi24, Theorem 3.12, Theorem B.11, (B.94)-(B.100), Theorem B.17, (B.126)-(B.130), Theorem B.23].
 
     Examples
     --------
-    The XOR case of spec §2.13.3 (d = 1e4, sigma_B = 1, eps = delta = 0.1): m is about 6e11.
+    The XOR case of docs/gradient_features.md (d = 1e4, sigma_B = 1, eps = delta = 0.1): m is about 6e11.
 
     >>> c = case_parameters("xor", d=10**4, sigma_B=1.0)
     >>> out = main_theorem(**c["theorem_args"], eps=0.1, delta=0.1)
@@ -290,8 +289,7 @@ def average_loss_bound(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx1, m, eta, T, b_tild
 
     References
     ----------
-    .. [src] seed 001 L5890-5898 (B.96-B.98), L5996-6000, L6140-6152 (B.165-B.170), L6176-6238 (proof);
-       specs/gradient_features.md §2.11.
+    .. [src] [Shi24, Theorem B.11, (B.96)-(B.98); Theorem B.17; Theorem B.23, (B.165)-(B.170) and its proof].
 
     Examples
     --------
@@ -380,8 +378,7 @@ def good_network_bound(p, gamma, B_G, r, B_a1, B_b, Bx1, m, *, B_eps=None, OPT=0
 
     References
     ----------
-    .. [src] seed 001 L5674-5752 (Lemma B.6, B.25), L939 (Lemma 3.14), L6060-6070 (Lemma B.19, B.149);
-       specs/gradient_features.md §2.9.
+    .. [src] [Shi24, Lemma B.6, (B.25); Lemma 3.14; Lemma B.19, (B.149)].
 
     Examples
     --------
@@ -445,7 +442,7 @@ def good_network_scales(p, B_G, B_b, Bx1, m, r, B_a1, B_a2, b_tilde, *, B_eps=No
 
     References
     ----------
-    .. [src] seed 001 L5674-5676 (Lemma B.6 statement), L5690, L5736 (eps_a, a~); specs/gradient_features.md §2.9.
+    .. [src] [Shi24, Lemma B.6 and its proof (eps_a, a~)].
 
     Examples
     --------
@@ -505,8 +502,8 @@ def rademacher_bound(B_a2, W, b, Bx, n, *, convention="corrected"):
 
     References
     ----------
-    .. [src] seed 001 L7740-7744 (Lemma B.78, B.595; from Damian et al. 2022, Lemma 48); derived (the
-       counterexample and the corrected form); specs/gradient_features.md §2.14.
+    .. [src] [Shi24, Lemma B.78, (B.595)] (from Damian et al. 2022, Lemma 48); the counterexample and the
+       corrected form in docs/errata.md.
 
     Examples
     --------
@@ -553,7 +550,7 @@ def smoothness_constant(Phi, loss, *, bound="spectral"):
     Phi : array_like of shape (n, M)
         Features of the n samples.
     loss : {"logistic", "squared"}
-        The hinge loss is not smooth and is refused (spec §7 erratum 11: B.486 applies an L-smoothness step
+        The hinge loss is not smooth and is refused (docs/errata.md: B.486 applies an L-smoothness step
         to it); use a smooth surrogate or the OCO bound B.53.
     bound : {"spectral", "trace"}
 
@@ -568,7 +565,7 @@ def smoothness_constant(Phi, loss, *, bound="spectral"):
 
     References
     ----------
-    .. [src] seed 001 L5559-5563 (Thm B.2), L7288-7304 (B.484-B.489); specs/gradient_features.md §2.10, §7.
+    .. [src] [Shi24, Theorem B.2, (B.484)-(B.489)].
 
     Examples
     --------
@@ -625,12 +622,12 @@ def theorem_B2_bound(L, a1_norm, B_a2, T, W, b, Bx, n, *, OPT_frozen=0.0, C=1.0,
 
     Notes
     -----
-    Regime: the empirical loss must be L-smooth in a, which the hinge loss is not (B.486; spec §7 erratum 11):
-    valid for smooth losses (base-2 logistic, MSE). L847 states eta = 1/t; B.2 has eta = 1/L (erratum 1).
+    Regime: the empirical loss must be L-smooth in a, which the hinge loss is not (B.486; docs/errata.md):
+    valid for smooth losses (base-2 logistic, MSE). Theorem 3.4 states eta = 1/t; B.2 has eta = 1/L (errata).
 
     References
     ----------
-    .. [src] seed 001 L847-849 (Thm 3.4), L5559-5597 (Thm B.2, B.12); specs/gradient_features.md §2.10.
+    .. [src] [Shi24, Theorem 3.4, Theorem B.2, (B.12)].
 
     Examples
     --------
@@ -655,7 +652,7 @@ def gradient_concentration(n, Bx, Bx2, *, delta=None, C=1.0):
     B.137 (vector Bernstein, Kohler-Lucchi Lemma 18, with ``||z|| <= 2 Bx``, ``E||z||^2 <= Bx2``) gives
     ``P(||G~ - G|| >= z) <= exp(-n z^2/(8 Bx2) + 1/4)`` for ``0 < z < Bx2/(2 Bx)``; the paper takes
     ``z ~ sqrt(Bx2) n^(-1/3)`` (probability 1 - O(exp(-n^(1/3)))), while solving for z at a fixed delta gives the
-    n^(-1/2) rate that simulations show (spec V9).
+    n^(-1/2) rate that simulations show (docs/gradient_features.md).
 
     Parameters
     ----------
@@ -681,7 +678,7 @@ def gradient_concentration(n, Bx, Bx2, *, delta=None, C=1.0):
 
     References
     ----------
-    .. [src] seed 001 L6002-6024 (Lemma B.18, B.131, B.136-B.138); specs/gradient_features.md §2.12.
+    .. [src] [Shi24, Lemma B.18, (B.131), (B.136)-(B.138)].
 
     Examples
     --------
@@ -781,7 +778,7 @@ def lemma_B9_h(t, a1, Z, eta, Bx1):
 
     References
     ----------
-    .. [src] seed 001 L5786-5848 (Lemma B.9, B.70-B.74), L7736 (Lemma B.77); specs/gradient_features.md §2.12.
+    .. [src] [Shi24, Lemma B.9, (B.70)-(B.74), Lemma B.77].
 
     Examples
     --------
@@ -828,7 +825,7 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
 
     References
     ----------
-    .. [src] seed 001 L5786-5848 (B.60-B.84); specs/gradient_features.md §2.12.
+    .. [src] [Shi24, Lemma B.9, (B.60)-(B.84)].
 
     Examples
     --------
@@ -901,7 +898,7 @@ def lemma_B8_bounds(m, d, sigma_w, b_tilde, eta1, B_G, B_eps, Bx1, *, delta=0.0,
     -----
     Regime: the symmetric init with Gaussian a, w (3.9), biases +-b~, population first step with
     ``lambda = 1/eta1``, ``d >= log m`` (warned as :class:`popdyn.RegimeWarning` otherwise); orders of magnitude
-    (hidden constants). Derived constants (spec §2.12): ``P(max_i |a_i^(0)| >= sigma_a sqrt(6 log m))
+    (hidden constants). Derived constants (docs/gradient_features.md): ``P(max_i |a_i^(0)| >= sigma_a sqrt(6 log m))
     <= 2m Q(sqrt(6 log m)) <= 1/(2m^2)`` (Mills, m >= 2); B.54 (Laurent-Massart at z = 4 log m, union over the
     m distinct norms) gives ``||w_i^(0)||^2 <= sigma_w^2 (d + 4 sqrt(d log m) + 8 log m) <= 13 sigma_w^2 d``
     with probability ``>= 1 - m^-3``; then ``|a_i^(1)| <= eta1 |l'(0)| (||w_i^(0)|| Bx1 + b~)`` (B.56) and
@@ -910,7 +907,7 @@ def lemma_B8_bounds(m, d, sigma_w, b_tilde, eta1, B_G, B_eps, Bx1, *, delta=0.0,
 
     References
     ----------
-    .. [src] seed 001 L5764 (Lemma B.8), L5766-5784 (proof, B.54-B.59); specs/gradient_features.md §2.12.
+    .. [src] [Shi24, Lemma B.8 and its proof, (B.54)-(B.59)].
 
     Examples
     --------
@@ -977,8 +974,7 @@ def lemma_B10_bounds(a_tilde, W_t, W_1, b, Bx1, *, loss="hinge", convention="cor
 
     References
     ----------
-    .. [src] seed 001 L5856-5860 (Lemma B.10, B.85-B.86), L5862-5870 (proof, B.87-B.90), L831 (Assumption 3.1);
-       specs/gradient_features.md §2.12.
+    .. [src] [Shi24, Lemma B.10, (B.85)-(B.86), its proof (B.87)-(B.90), Assumption 3.1].
 
     Examples
     --------
@@ -1009,7 +1005,7 @@ def lemma_B10_bounds(a_tilde, W_t, W_1, b, Bx1, *, loss="hinge", convention="cor
     return dict(loss_gap=gap, grad_a=grad, lipschitz=lip)
 
 
-# ------------------------------------------------------------------ case studies (§2.13) ------------------------
+# ------------------------------------------------------------------ case studies (App. B.5) ---------------------
 
 
 def _theorem_args(out):
@@ -1111,7 +1107,7 @@ def _case_checks(owner, case, P):
 def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, k=None, p_A=None, B_mu1=None,
                     B_mu2=None, p_B=None, rho=None, beta=None, Bx=None, Bx1=None, Bx2=None, C_b=1.0, C_p=1.0,
                     C_G=1.0, C_gamma=1.0, convention="corrected"):
-    r"""Inputs of the main theorem for the five case studies (spec §2.13): p, gamma, B_G, B_F, r, B_x, OPT.
+    r"""Inputs of the main theorem for the five case studies (App. B.5): p, gamma, B_G, B_F, r, B_x, OPT.
 
     .. math::
         \text{mixture: } p = C_p\frac{B_{\mu1}}{\sqrt{\tau\log d}\,\sigma_{B+}}
@@ -1144,7 +1140,7 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
     sigma_B : float or None
         Largest component standard deviation (mixture, xor).
     tau_tilde : float or None
-        XOR ground-truth parameter; None gives ``d/(16 sigma_B^2 log d)`` (spec §2.13.3: 4c = sqrt d).
+        XOR ground-truth parameter; None gives ``d/(16 sigma_B^2 log d)`` (4c = sqrt d; docs/gradient_features.md).
     r : int or None
         Components (mixture) or parity blocks (parity; odd).
     k : int or None
@@ -1188,17 +1184,16 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
     Regime: the case assumptions (B.28: 8 <= tau <= d, r <= 2d, p_B >= 1/(2d), separation; B.36:
     1 <= sigma_B <= sqrt(d/log log d), 0 < tau~ <= O(d/(sigma_B^2 log d)); B.43: k odd, k >= Omega(tau log d),
     p_A >= 1/d; B.53: d >= 2k^2, k even) are the caller's; the values are orders of magnitude (hidden
-    constants). Errata (spec §7): 5 (B_a2), 6 (r_eff in B.477), 7 (sqrt d in B.338), 8 (9/8), 9 (the 1/2 in
-    B_G). The parity g* is the positive-bias variant (same B_F, OPT = 0).
+    constants). Errata (docs/errata.md): B_a2 (Lemma B.51), r_eff in B.477, sqrt d in B.338, 9/8 (Lemma B.31), the
+    1/2 in B_G (Lemma B.63). The parity g* is the positive-bias variant (same B_F, OPT = 0).
 
     References
     ----------
-    .. [src] seed 001 L6274-6348, L6370-6705, L6713-6910, L6952-7232, L7242-7573; specs/gradient_features.md
-       §2.4-2.6, §2.13, §7.
+    .. [src] [Shi24, App. B.5.1-B.5.6]; the positive-bias parity g* derived in docs/gradient_features.md.
 
     Examples
     --------
-    >>> c = case_parameters("xor", d=10**4, sigma_B=1.0)   # spec §2.13.3
+    >>> c = case_parameters("xor", d=10**4, sigma_B=1.0)   # docs/gradient_features.md
     >>> round(c["p"], 3), round(c["r"] * c["B_a1"] * c["Bx1"], 6), round(c["err_bound"], 2)
     (0.109, 32.0, 4.53)
     """
@@ -1277,8 +1272,7 @@ def uniform_parity_requirements(d, k, eps, *, m=None, consts=None):
 
     References
     ----------
-    .. [src] seed 001 L7271-7281 (Lemma B.54), L7283-7306 (Thm B.56, B.483-B.489); specs/gradient_features.md
-       §2.13.5.
+    .. [src] [Shi24, Lemma B.54, Theorem B.56, (B.483)-(B.489)].
 
     Examples
     --------
@@ -1335,7 +1329,7 @@ def oco_bound(f_star, theta_star_norm, theta1_norm, grad_norms, eta):
 
     References
     ----------
-    .. [src] seed 001 L5758-5760 (Thm B.7, B.53); specs/gradient_features.md §2.12 (V11).
+    .. [src] [Shi24, Theorem B.7, (B.53)].
 
     Examples
     --------
@@ -1364,7 +1358,7 @@ def fixed_feature_lower_bound_parity(N, B, k, d=None, form="parseval"):
     .. math:: \text{paper: } \frac12 - \frac{\sqrt NB}{2^k\sqrt2}\quad(\text{typeset }\sqrt{NB}),\qquad
               \text{parseval: } \frac12\Big(1 - B\sqrt{N/\tbinom dk}\Big)
 
-    for ``h in H_B = {<Psi(x), w> : ||w|| <= B}``, ``Psi: X -> [-1, 1]^N``, on the parity data of §2.5 with
+    for ``h in H_B = {<Psi(x), w> : ||w|| <= B}``, ``Psi: X -> [-1, 1]^N``, on the structured parity (B.5.4) with
     ``M = I, r = 1, p_A = 1/4, p_o = 1/2``: its uniform component (weight ``1 - 2 r p_A = 1/2``) is the
     uniform k-parity, so this is :func:`popdyn.models.emergence.bounds.fixed_feature_lower_bound` with
     ``p_o = 1/2``, clipped at 0.
@@ -1394,8 +1388,8 @@ def fixed_feature_lower_bound_parity(N, B, k, d=None, form="parseval"):
 
     References
     ----------
-    .. [src] seed 001 L1036-1042 (Prop 3.23, from Daniely and Malach 2020); derived (Parseval, spec §2.5);
-       specs/gradient_features.md §2.5.
+    .. [src] [Shi24, Proposition 3.23 (from Daniely and Malach 2020)]; the Parseval form derived in
+       docs/gradient_features.md.
 
     Examples
     --------
@@ -1431,7 +1425,7 @@ def max_gaussian_tail_bound(n, z):
 
     References
     ----------
-    .. [src] seed 001 L7710-7714 (Lemma B.73, B.590); specs/gradient_features.md §2.14.
+    .. [src] [Shi24, Lemma B.73, (B.590)].
 
     Examples
     --------
@@ -1468,7 +1462,7 @@ def chi2_tail_bound(k, z):
 
     References
     ----------
-    .. [src] seed 001 L7716-7720 (Lemma B.74, B.591); specs/gradient_features.md §2.14.
+    .. [src] [Shi24, Lemma B.74, (B.591)].
 
     Examples
     --------
@@ -1502,7 +1496,7 @@ def mills_bounds(z):
 
     References
     ----------
-    .. [src] seed 001 L7722-7726 (Lemma B.75, B.592); specs/gradient_features.md §2.14.
+    .. [src] [Shi24, Lemma B.75, (B.592)].
 
     Examples
     --------
@@ -1535,11 +1529,11 @@ def tail_expectation_bound(z, *, log=False):
 
     Notes
     -----
-    Regime: all real z; the ratio phi(z)/(2 Q(z)^0.9) peaks near 0.853 (spec V15) and tends to 0 at both ends.
+    Regime: all real z; the ratio phi(z)/(2 Q(z)^0.9) peaks near 0.853 and tends to 0 at both ends.
 
     References
     ----------
-    .. [src] seed 001 L7728-7734 (Lemma B.76, B.593-B.594); specs/gradient_features.md §2.14.
+    .. [src] [Shi24, Lemma B.76, (B.593)-(B.594)].
 
     Examples
     --------

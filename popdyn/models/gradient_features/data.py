@@ -1,4 +1,4 @@
-r"""Data models of the gradient-feature framework (seed 001 ch. 3, B.5; specs/gradient_features.md §1.4, §2.2-2.4).
+r"""Data models of the gradient-feature framework ([Shi24] ch. 3, App. B.5; docs/gradient_features.md).
 
 Every data model is a :class:`DataModel`: ``.sample(n, rng) -> (X (n, d), y (n,))``, ``.dim``, ``.E_yx()``,
 ``.bounds() -> Bounds(Bx, Bx1, Bx2)`` (Assumption 3.1), ``.simplified_gradient(W, b)`` (the population
@@ -35,7 +35,7 @@ _STRUCT_TOL = 1e-12   # relative tolerance when recognising the XOR structure of
 
 
 def hinge(z):
-    r"""Hinge loss :math:`\ell(z)=\max\{0,1-z\}` (seed 001 L811); :math:`\ell(0)=1`, :math:`\ell'(0)=-1`.
+    r"""Hinge loss :math:`\ell(z)=\max\{0,1-z\}` ([Shi24, Section 3.3]); :math:`\ell(0)=1`, :math:`\ell'(0)=-1`.
 
     Parameters
     ----------
@@ -48,7 +48,7 @@ def hinge(z):
 
     References
     ----------
-    .. [src] seed 001 L811; specs/gradient_features.md §1.1
+    .. [src] [Shi24, Section 3.3]
 
     Examples
     --------
@@ -73,7 +73,7 @@ def logistic2(z):
 
     References
     ----------
-    .. [src] seed 001 L811, L831; specs/gradient_features.md §1.1, §7 pitfall 7
+    .. [src] [Shi24, Section 3.3, Assumption 3.1]; the base-2 convention in docs/gradient_features.md
 
     Examples
     --------
@@ -141,7 +141,7 @@ def relu_moment(kappa):
 
     References
     ----------
-    .. [src] derived; specs/gradient_features.md §2.2, §7 pitfall 3
+    .. [src] derived in docs/gradient_features.md
 
     Examples
     --------
@@ -155,7 +155,7 @@ def relu_moment(kappa):
 
 
 class Bounds(NamedTuple):
-    r"""Constants of Assumption 3.1 (seed 001 L831): :math:`\|\mathbf x\|\le B_x` a.s.,
+    r"""Constants of Assumption 3.1 ([Shi24, Section 3.3]): :math:`\|\mathbf x\|\le B_x` a.s.,
     :math:`\mathbb E\|\mathbf x\|\le B_{x1}`, :math:`\mathbb E\|\mathbf x\|^2\le B_{x2}`."""
     Bx: float
     Bx1: float
@@ -245,7 +245,7 @@ class DataModel:
 
         References
         ----------
-        .. [src] seed 001 L865, L5976 (B.124); specs/gradient_features.md §1.3
+        .. [src] [Shi24, (3.4), (B.124)]
         """
         owner = f"{type(self).__name__}.simplified_gradient_mc"
         W, b, _ = _as_neurons(owner, W, b)
@@ -289,7 +289,7 @@ class DataModel:
 
         References
         ----------
-        .. [src] seed 001 L7672-7678 (Lemma B.70); specs/gradient_features.md §2.1
+        .. [src] [Shi24, Lemma B.70]
         """
         owner = f"{type(self).__name__}.A_mc"
         W, b, _ = _as_neurons(owner, W, b)
@@ -328,7 +328,7 @@ class DataModel:
 
         References
         ----------
-        .. [src] seed 001 L805-809 (3.1); specs/gradient_features.md §1.1
+        .. [src] [Shi24, (3.1), Section 3.3]
         """
         owner = f"{type(self).__name__}.network_loss_mc"
         W = check(owner, "W", W, FiniteArray(2))                # zero rows are valid neurons here (no G needed)
@@ -346,7 +346,7 @@ class DataModel:
 class GaussianMixture(DataModel):
     r"""Isotropic Gaussian mixture :math:`\sum_l p_l\,\mathcal N(\mu_l,\sigma_l^2I)`, one label per component.
 
-    Closed forms (spec §2.2, derived and checked against Monte Carlo in the tests), with
+    Closed forms (derived in docs/gradient_features.md and checked against Monte Carlo in the tests), with
     :math:`\kappa_l=(\langle\mathbf w,\mu_l\rangle-b)/(\sigma_l\|\mathbf w\|)`:
 
     .. math:: G(\mathbf w,b)=\sum_l p_ly_l\big[\Phi(\kappa_l)\mu_l+\sigma_l\varphi(\kappa_l)\hat{\mathbf w}\big],\qquad
@@ -369,7 +369,7 @@ class GaussianMixture(DataModel):
 
     References
     ----------
-    .. [src] seed 001 L951, L6358-6368; specs/gradient_features.md §1.4, §2.2, §7 pitfall 2
+    .. [src] [Shi24, Section 3.4.1, App. B.5.2]; conventions and closed forms in docs/gradient_features.md
     """
 
     def __init__(self, mus, sigmas, weights, labels):
@@ -443,7 +443,7 @@ class GaussianMixture(DataModel):
         return alpha, beta
 
     def simplified_gradient(self, W, b):
-        r"""Closed-form :math:`G(\mathbf w_i,b_i)` for each row of W (spec §2.2), accurate in the far tail.
+        r"""Closed-form :math:`G(\mathbf w_i,b_i)` for each row of W, accurate in the far tail.
 
         .. math:: G=\sum_lc_l\Phi(\kappa_l)\,(\mu_l-m_l\hat{\mathbf w})
                   +\Big[\sum_lc_l\big(\sigma_l\psi(\kappa_l)+\tfrac{b}{\|\mathbf w\|}\Phi(\kappa_l)\big)\Big]
@@ -472,7 +472,7 @@ class GaussianMixture(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L865 (3.4); derived, specs/gradient_features.md §2.2
+        .. [src] [Shi24, (3.4)]; closed form derived in docs/gradient_features.md
 
         Examples
         --------
@@ -485,7 +485,7 @@ class GaussianMixture(DataModel):
         return alpha @ self.mus + (beta / norms)[:, None] * W
 
     def A(self, W, b):
-        r"""Closed-form :math:`A(\mathbf w_i,b_i)=\mathbb E[y\,\sigma(\mathbf w_i^\top\mathbf x-b_i)]` (spec §2.2).
+        r"""Closed-form :math:`A(\mathbf w_i,b_i)=\mathbb E[y\,\sigma(\mathbf w_i^\top\mathbf x-b_i)]`.
 
         .. math:: A(\mathbf w,b)=\sum_lp_ly_l\,\sigma_l\|\mathbf w\|\,\psi(\kappa_l),\qquad\psi=\kappa\Phi+\varphi
                   \ (\text{:func:`relu_moment`}).
@@ -503,11 +503,11 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
-        Regime: any w != 0 and b; :math:`\nabla_{\mathbf w}A=G` (spec §2.1).
+        Regime: any w != 0 and b; :math:`\nabla_{\mathbf w}A=G` (docs/gradient_features.md).
 
         References
         ----------
-        .. [src] seed 001 L7672-7678 (Lemma B.70); derived, specs/gradient_features.md §2.1-2.2
+        .. [src] [Shi24, Lemma B.70]; derived in docs/gradient_features.md
         """
         W, b, norms = _as_neurons(f"{self!r}.A", W, b)
         kappa = (W @ self.mus.T - b[:, None]) / (self.sigmas * norms[:, None])
@@ -527,7 +527,7 @@ class GaussianMixture(DataModel):
         .. math:: \mathbf w=Q\mathbf g+\mathbf w_\perp,\qquad \mathbf g\sim\mathcal N(0,\sigma_w^2I_q),\qquad
                   \|\mathbf w_\perp\|^2\sim\sigma_w^2\chi^2_{d-q},
 
-        with Q from :attr:`span_basis`: G depends on w only through these (spec §2.2), so d = 10^6 costs
+        with Q from :attr:`span_basis`: G depends on w only through these, so d = 10^6 costs
         nothing.
 
         Parameters
@@ -552,7 +552,7 @@ class GaussianMixture(DataModel):
 
         References
         ----------
-        .. [src] derived; specs/gradient_features.md §2.2 (script V2), §2.8
+        .. [src] derived in docs/gradient_features.md
         """
         owner = f"{self!r}.sample_init_coords"
         M = check(owner, "M", M, Integer(1))
@@ -596,7 +596,7 @@ class GaussianMixture(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L865 (3.4); derived, specs/gradient_features.md §2.2
+        .. [src] [Shi24, (3.4)]; closed form derived in docs/gradient_features.md
         """
         owner = f"{self!r}.simplified_gradient_coords"
         Q, mus_q = self.span_basis
@@ -613,7 +613,7 @@ class GaussianMixture(DataModel):
         return alpha @ mus_q + (beta / norms)[:, None] * g, beta * rho / norms
 
     def feature_stats(self):
-        r"""Notation of Assumption 3.15 / B.28 (seed 001 L955-960, L6370-6375).
+        r"""Notation of Assumption 3.15 / B.28 ([Shi24]).
 
         .. math:: D_j=\frac{\mu_j}{\|\mu_j\|},\ B_{\mu1}=\min_j\frac{\|\mu_j\|}{\sqrt d},
                   \ B_{\mu2}=\max_j\frac{\|\mu_j\|}{\sqrt d},\ p_B=\min_jp_j,
@@ -631,7 +631,7 @@ class GaussianMixture(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L955-960, L6370-6375; specs/gradient_features.md §2.13.1
+        .. [src] [Shi24, Assumption 3.15, Assumption B.28]
         """
         norms = np.linalg.norm(self.mus, axis=1)
         if np.any(norms == 0):
@@ -668,7 +668,7 @@ class GaussianMixture(DataModel):
     def bayes_error(self, n_mc=400_000, seed=0):
         r"""Bayes error :math:`\min_h P(h(\mathbf x)\ne y)`.
 
-        XOR mixture (spec §2.3, by quadrature with :math:`\|\mu\|` in place of :math:`\sqrt d`):
+        XOR mixture (docs/gradient_features.md, by quadrature with :math:`\|\mu\|` in place of :math:`\sqrt d`):
 
         .. math:: P_{\rm Bayes}=\int 2Q(|u|/\sigma)\,\varphi\big((u-\|\mu\|)/\sigma\big)\,\frac{du}{\sigma};
 
@@ -691,7 +691,7 @@ class GaussianMixture(DataModel):
 
         References
         ----------
-        .. [src] derived; specs/gradient_features.md §2.3 (d=100, sigma_B=3: 0.018252)
+        .. [src] derived in docs/gradient_features.md (d=100, sigma_B=3: 0.018252)
         """
         owner = f"{self!r}.bayes_error"
         xs = self.xor_structure
@@ -739,11 +739,11 @@ class GaussianMixture(DataModel):
         -----
         Regime: d >= 2 (log d > 0). B.41's OPT bound
         :math:`3d^{-\tilde\tau}+4/(d^{0.9\tilde\tau-1}\sqrt{\tilde\tau\log d})` needs :math:`4c\le\sqrt d`
-        (spec §2.13.2).
+        (docs/gradient_features.md).
 
         References
         ----------
-        .. [src] seed 001 L6615-6621 (B.310); specs/gradient_features.md §2.13.1-2.13.2
+        .. [src] [Shi24, Lemma B.34, (B.310), Lemma B.41]
         """
         owner = f"{self!r}.ground_truth"
         tau = check(owner, "tau", tau, Interval(0, math.inf, "neither"))
@@ -789,7 +789,7 @@ class GaussianMixture(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L6615-6621, Lemma B.41; derived, specs/gradient_features.md §2.13.2, V13
+        .. [src] [Shi24, Lemma B.34, Lemma B.41]; derived in docs/gradient_features.md
         """
         owner = f"{self!r}.ground_truth_loss"
         loss = check(owner, "loss", loss, Options(tuple(LOSSES)))
@@ -851,7 +851,7 @@ def xor_mixture(d, sigma_B, mu_norm=None):
 
     References
     ----------
-    .. [src] seed 001 L6713-6719 (Assumption B.36); specs/gradient_features.md §1.4, §2.13.2
+    .. [src] [Shi24, Assumption B.36]
 
     Examples
     --------
@@ -869,7 +869,7 @@ def xor_mixture(d, sigma_B, mu_norm=None):
 
 
 class LinearSeparable(DataModel):
-    r"""Linearly separable data of B.5.1 with a concrete law (spec §2.4; the paper gives none).
+    r"""Linearly separable data of B.5.1 with a concrete law (docs/gradient_features.md; the paper gives none).
 
     .. math:: y=\pm1\ \text{w.p.}\ \tfrac12,\qquad \mathbf x=y\,s\,\mathbf w^*+P_\perp\mathbf z,\quad
               \mathbf z\sim\mathcal N(0,I_d),\quad s\ge\beta\ \text{with law}\ P(s=s_k)=q_k,
@@ -892,7 +892,7 @@ class LinearSeparable(DataModel):
 
     References
     ----------
-    .. [src] seed 001 L6274, L6320-6324 (B.213, Lemma B.26); specs/gradient_features.md §2.4
+    .. [src] [Shi24, App. B.5.1, (B.213), Lemma B.26]; the law in docs/gradient_features.md
     """
 
     def __init__(self, w_star, signal=(1.0,), signal_probs=None):
@@ -974,7 +974,7 @@ class LinearSeparable(DataModel):
         return b, alpha, perp, npp, ys, q
 
     def simplified_gradient(self, W, b):
-        r"""Closed-form :math:`G(\mathbf w,b)` of the linear model (spec §2.4).
+        r"""Closed-form :math:`G(\mathbf w,b)` of the linear model (docs/gradient_features.md).
 
         With :math:`\kappa=(ys\langle\mathbf w,\mathbf w^*\rangle-b)/\|\mathbf w_\perp\|`:
 
@@ -1001,7 +1001,7 @@ class LinearSeparable(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L6274-6280 (Lemma B.25); derived, specs/gradient_features.md §2.4
+        .. [src] [Shi24, Lemma B.25]; derived in docs/gradient_features.md
         """
         b, alpha, perp, npp, ys, q = self._split(W, b)
         num = alpha[:, None] * ys - b[:, None]                         # (M, 2K)
@@ -1036,7 +1036,7 @@ class LinearSeparable(DataModel):
 
         References
         ----------
-        .. [src] derived; specs/gradient_features.md §2.1, §2.4
+        .. [src] derived in docs/gradient_features.md
         """
         b, alpha, perp, npp, ys, q = self._split(W, b)
         num = alpha[:, None] * ys - b[:, None]
@@ -1060,7 +1060,7 @@ class LinearSeparable(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L6320-6324 (B.226, Lemma B.26); specs/gradient_features.md §2.4
+        .. [src] [Shi24, Lemma B.26, (B.226)]
         """
         return (np.array([1.0, -1.0]) / self.beta, np.stack([self.w_star, -self.w_star]), np.zeros(2))
 
@@ -1082,7 +1082,7 @@ class LinearSeparable(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L6320-6324; derived, specs/gradient_features.md §2.4
+        .. [src] [Shi24, Lemma B.26]; derived in docs/gradient_features.md
         """
         ell = LOSSES[check(f"{self!r}.ground_truth_loss", "loss", loss, Options(tuple(LOSSES)))]
         return float(self.signal_probs @ ell(self.signal / self.beta))

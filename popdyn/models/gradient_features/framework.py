@@ -1,7 +1,6 @@
-r"""The gradient-feature framework of seed 001 ch. 3: symmetric initialisation (3.9), the exact first step with
+r"""The gradient-feature framework of [Shi24] ch. 3: symmetric initialisation (3.9), the exact first step with
 weight decay ``1/eta^(1)``, cones, nice sets and the feature probability, the constructive second layer of
-Lemma B.6, the frozen-feature optimum ``OPT_{W,b,B_a2}`` and the loss of a network (specs/gradient_features.md
-§1.2-1.3, §2.1, §2.8-2.10).
+Lemma B.6, the frozen-feature optimum ``OPT_{W,b,B_a2}`` and the loss of a network (docs/gradient_features.md).
 
 Conventions: ``W`` is (M, d) with one row per neuron, ``g(x) = sum_i a_i relu(<w_i, x> - b_i)``,
 ``b`` is never trained; the symmetric init has ``M = 4m`` neurons in the order of (3.9). ``loss`` is ``"hinge"``
@@ -65,11 +64,11 @@ def loss_slope(loss="hinge"):
 
     Notes
     -----
-    Regime: exact. The paper writes ``-l'(0)`` for this positive number (spec §7 pitfall 7).
+    Regime: exact. The paper writes ``-l'(0)`` for this positive number (docs/gradient_features.md).
 
     References
     ----------
-    .. [src] seed 001 L811, L831 (Assumption 3.1); specs/gradient_features.md §1.1.
+    .. [src] [Shi24, Section 3.3, Assumption 3.1].
 
     Examples
     --------
@@ -126,12 +125,12 @@ def symmetric_init(d, m, sigma_a, sigma_w, b_tilde, rng=0, *, law="gauss"):
 
     Notes
     -----
-    Regime: exact copies, never re-sampled ones (spec §7 pitfall 6): ``g^{(0)} = 0`` to rounding, so the first
+    Regime: exact copies, never re-sampled ones: ``g^{(0)} = 0`` to rounding, so the first
     step sees ``l'(0)`` on every sample.
 
     References
     ----------
-    .. [src] seed 001 L899-903 (3.9), L7258-7262 (B.479); specs/gradient_features.md §1.2.
+    .. [src] [Shi24, (3.9), (B.479)].
 
     Examples
     --------
@@ -221,12 +220,11 @@ def first_step(model, a0, W0, b, eta1, loss="hinge", X=None, y=None):
     Regime: population: the symmetric init (3.9) (``g^(0) = 0``, checked exactly; an InvalidParameterError
     otherwise), any model with a closed-form or Monte Carlo ``G`` and ``A``. On a sample: the exact gradient
     step of the empirical loss at any init (``l'(y g)`` evaluated at the actual ``g^(0)``; at the symmetric
-    init this is ``l'(0)`` and the formula above holds with the sample means, spec §2.1).
+    init this is ``l'(0)`` and the formula above holds with the sample means, docs/gradient_features.md).
 
     References
     ----------
-    .. [src] seed 001 L5643-5645 (B.16-B.17), L5966 (Remark B.13), L7672-7678 (Lemma B.70);
-       specs/gradient_features.md §2.1.
+    .. [src] [Shi24, (B.16)-(B.17), Remark B.13, Lemma B.70].
 
     Examples
     --------
@@ -293,7 +291,7 @@ def cone_membership(W, D, gamma, norm="l2"):
 
     References
     ----------
-    .. [src] seed 001 L873 (3.5), L7319 (B.57); specs/gradient_features.md §1.3.
+    .. [src] [Shi24, (3.5), Definition B.57].
 
     Examples
     --------
@@ -360,8 +358,7 @@ def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge", norm="l2"):
 
     References
     ----------
-    .. [src] seed 001 L931 (3.14), L5633-5637 (Def. B.4), L5639-5660 (Lemma B.5); specs/gradient_features.md
-       §1.3, §2.8.
+    .. [src] [Shi24, (3.14), Definition B.4, Lemma B.5].
     """
     owner = "gradient_features.nice_set"
     a0, W1, b = _params(owner, a0, W1, b)
@@ -430,13 +427,13 @@ def feature_probability(model, D, s, gamma, B_G, tau, n_mc=10_000, rng=0, *, law
     -----
     Regime: any model with ``G``; the estimate is unbiased, the interval exact. For mixtures with ``law="gauss"``,
     the l2 cone and ``D`` in the span of the means, ``w`` is drawn through its sufficient statistics
-    (``sample_init_coords``: O(1) per neuron, any d; spec §2.2). Under (3.9) each of the ``m``
+    (``sample_init_coords``: O(1) per neuron, any d; docs/gradient_features.md). Under (3.9) each of the ``m``
     base neurons is nice with probability exactly ``p/2`` (:func:`nice_set`). The paper's bounds on ``p``
     (Lemma B.31, B.38, B.47, B.64) are orders of magnitude; this is the number they bound.
 
     References
     ----------
-    .. [src] seed 001 L877 (3.6), L7319 (B.490); specs/gradient_features.md §2.8.
+    .. [src] [Shi24, (3.6), Definition B.57, (B.490)].
     """
     owner = "gradient_features.feature_probability"
     s = check(owner, "s", s, Options((1, -1)))
@@ -529,7 +526,7 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
 
     References
     ----------
-    .. [src] seed 001 L5674-5752 (Lemma B.6, B.25-B.52); specs/gradient_features.md §2.9.
+    .. [src] [Shi24, Lemma B.6 and its proof, (B.25)-(B.52)].
     """
     owner = "gradient_features.good_second_layer"
     a0, W1, b = _params(owner, a0, W1, b)
@@ -573,7 +570,7 @@ def uniform_parity_second_layer(W1, b, A, margin=2.0):
     r"""Lemma B.54's constructive second layer for uniform parity on the first-step features of (B.479).
 
     After the exact hinge step with ``eta^(1) = 1/(k|xi_{k-1}|)`` a neuron whose ``w^(0)`` is constant on ``A``
-    (probability ``2^{-(k-1)}``) has ``w^(1)_A = sigma 1_A/(2k)`` (spec §2.6, with the factor 1/2), so
+    (probability ``2^{-(k-1)}``) has ``w^(1)_A = sigma 1_A/(2k)`` (docs/gradient_features.md, with the factor 1/2), so
     ``<w^(1), x> = t + nu`` with ``t = sigma S/(2k)``, ``S = sum_{l in A} x_l`` and an off-A term ``nu`` of order
     ``sqrt(d) (k-1)/(2k(d-k))``. On ``q = |t| in {0, 1/k, ..., 1/2}`` the parity is
     ``chi_A(x) = (-1)^{k/2 - kq}``, and with ``c`` the margin
@@ -616,7 +613,7 @@ def uniform_parity_second_layer(W1, b, A, margin=2.0):
 
     References
     ----------
-    .. [src] seed 001 L7258-7281 (B.479, Lemma B.54); specs/gradient_features.md §2.6, §2.13.5.
+    .. [src] [Shi24, Algorithm 6, (B.479), Lemma B.54]; the construction derived in docs/gradient_features.md.
 
     Examples
     --------
@@ -683,7 +680,7 @@ def population_loss(model, a, W, b, loss="hinge", n=100_000, seed=0):
 
     References
     ----------
-    .. [src] seed 001 L809 (risk), L805 (3.1); specs/gradient_features.md §1.1.
+    .. [src] [Shi24, Section 3.3 (risk), (3.1)].
     """
     owner = "gradient_features.population_loss"
     a, W, b = _params(owner, a, W, b)
@@ -798,7 +795,7 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge", maxiter=5000):
 
     References
     ----------
-    .. [src] seed 001 L841-849 (3.3, Theorem 3.4); derived (the dual); specs/gradient_features.md §1.3, §2.10.
+    .. [src] [Shi24, (3.3), Theorem 3.4]; the dual derived in docs/gradient_features.md.
 
     Examples
     --------

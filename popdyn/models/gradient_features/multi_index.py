@@ -1,4 +1,4 @@
-r"""Multiple-index polynomial target with Gaussian input (seed 001 B.5.7, L7579-7628; spec §2.7).
+r"""Multiple-index polynomial target with Gaussian input ([Shi24, App. B.5.7]; docs/gradient_features.md).
 
 :math:`\mathbf x\sim\mathcal N(0,I_d)`, :math:`z=U\mathbf x\in\mathbb R^r` (U with orthonormal rows
 :math:`\mathbf u_j`), and the target is a polynomial written in the orthonormal Hermite basis
@@ -8,7 +8,7 @@ r"""Multiple-index polynomial target with Gaussian input (seed 001 B.5.7, L7579-
           \mathbb E\,g^{*2}=\sum_\alpha\hat c_\alpha^2 .
 
 With :math:`c_\alpha=\hat c_\alpha/\sqrt{\alpha!}` and :math:`P_k(\mathbf v)=\sum_{|\alpha|=k}c_\alpha\mathbf v^\alpha`,
-the Hermite tensors :math:`T_k=\mathbb E\nabla^kg^*` of spec §2.7 act as
+the Hermite tensors :math:`T_k=\mathbb E\nabla^kg^*` (docs/gradient_features.md) act as
 :math:`T_k[\hat{\mathbf w}^{\otimes k}]=k!\,P_k(U\hat{\mathbf w})` and
 :math:`T_k[\hat{\mathbf w}^{\otimes(k-1)}]=(k-1)!\,U^\top\nabla P_k(U\hat{\mathbf w})`.
 """
@@ -52,7 +52,7 @@ class MultiIndexPolynomial(DataModel):
 
     References
     ----------
-    .. [src] seed 001 L7579-7608 (Assumption B.66, B.560-B.562, Algorithm 7); specs/gradient_features.md §1.4, §2.7
+    .. [src] [Shi24, Assumption B.66, (B.560)-(B.562), Algorithm 7]
     """
 
     def __init__(self, U, terms, preprocess=False):
@@ -201,7 +201,7 @@ class MultiIndexPolynomial(DataModel):
         .. math:: G=U^\top\sum_{k\ge0}e_k(t)\,\nabla P_{k+1}(\mathbf v)
                    +\varphi(t)\,\hat{\mathbf w}\sum_{k\ge0}\mathrm{He}_k(t)\,P_k(\mathbf v).
 
-        At b = 0 this is spec §2.7's :math:`\sum_k\frac{c_{k-1}}{(k-1)!}T_k[\hat{\mathbf w}^{k-1}]
+        At b = 0 this is docs/gradient_features.md's :math:`\sum_k\frac{c_{k-1}}{(k-1)!}T_k[\hat{\mathbf w}^{k-1}]
         +\varphi(0)\hat{\mathbf w}\sum_k\frac{\mathrm{He}_k(0)}{k!}T_k[\hat{\mathbf w}^k]`; odd degrees >= 3 drop out.
 
         Parameters
@@ -221,7 +221,7 @@ class MultiIndexPolynomial(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L7595-7606 (B.561-B.562, Algorithm 7); derived, specs/gradient_features.md §2.7
+        .. [src] [Shi24, (B.561)-(B.562), Algorithm 7]; derived in docs/gradient_features.md
         """
         W, b, norms = _as_neurons(f"{self!r}.simplified_gradient", W, b)
         what = W / norms[:, None]
@@ -260,7 +260,7 @@ class MultiIndexPolynomial(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L7595-7606; derived, specs/gradient_features.md §2.7
+        .. [src] [Shi24, Algorithm 7]; derived in docs/gradient_features.md
 
         Examples
         --------
@@ -294,7 +294,7 @@ class MultiIndexPolynomial(DataModel):
 
         References
         ----------
-        .. [src] derived (Stein: E[He_k(s)(s-t)_+] = E[He_{k-1}(s) 1[s>t]]); specs/gradient_features.md §2.1, §2.7
+        .. [src] derived in docs/gradient_features.md (Stein: E[He_k(s)(s-t)_+] = E[He_{k-1}(s) 1[s>t]])
         """
         W, b, norms = _as_neurons(f"{self!r}.A", W, b)
         t = b / norms

@@ -1,10 +1,10 @@
-r"""Parity data models of the gradient-feature framework (seed 001 B.5.4-B.5.6; specs/gradient_features.md §2.5-2.6).
+r"""Parity data models of the gradient-feature framework ([Shi24] App. B.5.4-B.5.6; docs/gradient_features.md).
 
 * :class:`StructuredParity` ``(d, r, k, p_A, p_o, M=None)``: :math:`\mathbf x=M\phi`,
   :math:`y=\mathrm{sign}\sum_{j\in[r]}\prod_{l\in A_j}\phi_l` (B.396-B.397). Sampler, features :math:`D_j`, exact
   :math:`\mathbb E[y\mathbf x]`, Assumption 3.1 moments, Monte Carlo :math:`G` (a numba kernel over the sparse
   :math:`\phi` when :math:`M=I`), exact G and A by enumeration for tiny d (the oracle), the positive-bias ground truth
-  :math:`g^*` (spec §7 erratum 4) and its exact loss.
+  :math:`g^*` (docs/errata.md, Remark B.45) and its exact loss.
 * :class:`UniformParity` ``(d, k, A=None)``: :math:`\mathbf x\sim U\{\pm1\}^d`, :math:`y=\chi_A(\mathbf x)`
   (Assumption B.53). Majority coefficients :math:`\xi_j`, exact :math:`G` and :math:`A` (with the factor 1/2
   the paper omits), :math:`g^*=\chi_A`.
@@ -69,11 +69,11 @@ def majority_coefficient(n, j, log=False):
     Regime: n odd (majority has no ties). The binomials are exact Python integers and the ratio is one correctly
     rounded integer division, so the value is exact to the last bit for any n (tested to n = 10^4; the log-binomial
     route, exp of gammaln sums, loses up to 7e-12 relative there). Majority is odd, so even-size coefficients vanish (j = 0 included).
-    B.480 prints the numerator :math:`\binom{(d-1)/2}{(d-1)/2}`; B.547 (used here) is right (spec §7 erratum 9).
+    B.480 prints the numerator :math:`\binom{(d-1)/2}{(d-1)/2}`; B.547 (used here) is right (docs/errata.md).
 
     References
     ----------
-    .. [src] seed 001 L7521 (B.547), L7269 (B.480); O'Donnell (2014) Thm 5.19; specs/gradient_features.md §2.6
+    .. [src] [Shi24, (B.547), (B.480)]; O'Donnell (2014) Thm 5.19
 
     Examples
     --------
@@ -150,7 +150,7 @@ class UniformParity(DataModel):
 
     References
     ----------
-    .. [src] seed 001 L7234-7283 (B.53-B.56), L7515-7561 (B.546-B.557); specs/gradient_features.md §2.6, §2.13.5
+    .. [src] [Shi24, Assumption B.53-Theorem B.56, (B.546)-(B.557)]; exact G derived in docs/gradient_features.md
     """
 
     def __init__(self, d, k, A=None):
@@ -219,7 +219,7 @@ class UniformParity(DataModel):
         return 0.5 * np.where(np.isin(np.arange(self.d), self.subset), inside, outside)
 
     def simplified_gradient(self, W, b, convention="corrected"):
-        r"""Exact :math:`G(\mathbf w_i,b_i)` for :math:`\mathbf w_i\in\{\pm1\}^d`, :math:`|b_i|<1` (spec §2.6, V6).
+        r"""Exact :math:`G(\mathbf w_i,b_i)` for :math:`\mathbf w_i\in\{\pm1\}^d`, :math:`|b_i|<1`.
 
         With :math:`\mathbb I[\mathbf w^\top\mathbf x>b]=\frac12(1+\mathrm{Maj}(\mathbf w\odot\mathbf x))` and
         :math:`\chi_{A\triangle\{j\}}(\mathbf w)=\chi_A(\mathbf w)w_j`:
@@ -247,7 +247,7 @@ class UniformParity(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L7519-7531 (B.546-B.549); derived, specs/gradient_features.md §2.6, §7 erratum 9
+        .. [src] [Shi24, (B.546)-(B.549)]; derived in docs/gradient_features.md (corrections in docs/errata.md)
 
         Examples
         --------
@@ -293,7 +293,7 @@ class UniformParity(DataModel):
 
         References
         ----------
-        .. [src] derived; specs/gradient_features.md §2.1, §2.6
+        .. [src] derived in docs/gradient_features.md
         """
         W, b = _check_neurons_pm1(f"{self!r}.A", W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
@@ -323,7 +323,7 @@ class UniformParity(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L7533-7541 (B.550-B.552); specs/gradient_features.md §2.6, §7 erratum 5
+        .. [src] [Shi24, Lemma B.64, (B.550)-(B.552)]; B_a2 corrected in docs/errata.md
         """
         return _bump_network(self.features(), self.k, positive_bias=False)
 
@@ -350,7 +350,7 @@ class UniformParity(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L7559 (B.64, OPT = 0); derived, specs/gradient_features.md §2.6
+        .. [src] [Shi24, Lemma B.64] (OPT = 0); derived in docs/gradient_features.md
         """
         ell = LOSSES[check(f"{self!r}.ground_truth_loss", "loss", loss, Options(tuple(LOSSES)))]
         i = np.arange(self.k + 1)
@@ -410,11 +410,11 @@ class StructuredParity(DataModel):
     -----
     Regime: any valid parameters; Lemma B.47's feature set needs Assumption B.43 (:math:`k\ge\Omega(\tau\log d)`,
     :math:`p_o=O(rk/(d-rk))`, :math:`p_A\ge1/d`). Remark B.45's :math:`\mathbb E[y\mathbf x]=0` is false
-    (:meth:`E_yx`), so :meth:`ground_truth` uses only :math:`(\pm D_j,+1)` features (spec §7 erratum 4).
+    (:meth:`E_yx`), so :meth:`ground_truth` uses only :math:`(\pm D_j,+1)` features (docs/errata.md).
 
     References
     ----------
-    .. [src] seed 001 L998-1008, L6920-6966 (B.396-B.399); specs/gradient_features.md §1.4, §2.5, §7 pitfall 8
+    .. [src] [Shi24, Section 3.4.2, App. B.5.4, (B.396)-(B.399)]
     """
 
     def __init__(self, d, r, k, p_A, p_o, M=None):
@@ -498,7 +498,7 @@ class StructuredParity(DataModel):
         return D if self.M is None else D @ self.M.T
 
     def E_yx(self):
-        r"""Exact :math:`\mathbb E[y\mathbf x]=M\,\mathbb E[y\phi]`, nonzero (Remark B.45 is wrong, spec §7 erratum 4).
+        r"""Exact :math:`\mathbb E[y\mathbf x]=M\,\mathbb E[y\phi]`, nonzero (Remark B.45 is wrong, docs/errata.md).
 
         .. math:: \mathbb E[y\mathbf x]=\big(2p_A+(1-2rp_A)\,\mathbb I[k=1]\,\xi^{(r)}_1\big)\sqrt k\sum_jD_j,
 
@@ -572,7 +572,7 @@ class StructuredParity(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L865 (3.4), L5976 (B.124); specs/gradient_features.md §2.5, §5, §7 pitfall 5
+        .. [src] [Shi24, (3.4), (B.124)]
         """
         owner = f"{self!r}.simplified_gradient_mc"
         W, b, _ = _as_neurons(owner, W, b)
@@ -659,7 +659,7 @@ class StructuredParity(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L865 (3.4), L6926-6950; derived, specs/gradient_features.md §2.5, §5
+        .. [src] [Shi24, (3.4), App. B.5.4]; derived in docs/gradient_features.md
         """
         X, yp, pre = self._enumerated(f"{self!r}.simplified_gradient", W, b)
         return ((pre > 0) * yp[:, None]).T @ X
@@ -686,7 +686,7 @@ class StructuredParity(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L7672-7678 (Lemma B.70); derived, specs/gradient_features.md §2.1, §2.5
+        .. [src] [Shi24, Lemma B.70]; derived in docs/gradient_features.md
         """
         X, yp, pre = self._enumerated(f"{self!r}.A", W, b)
         return yp @ np.maximum(pre, 0.0)
@@ -705,7 +705,7 @@ class StructuredParity(DataModel):
         convention : {"corrected", "paper"}
             "corrected" (default): a tent centred at :math:`c<0` is written on :math:`-D_j` with biases
             :math:`|c|-h,|c|,|c|+h\ge0` (:math:`h=1/\sqrt k\le|c|`, k odd), so every feature is
-            :math:`(\pm D_j,+1)`, reachable without the false :math:`\mathbb E[y\mathbf x]=0` (spec §7 erratum 4).
+            :math:`(\pm D_j,+1)`, reachable without the false :math:`\mathbb E[y\mathbf x]=0` (docs/errata.md).
             "paper": B.470 as printed (features :math:`D_j`, biases of both signs). Same function.
 
         Returns
@@ -725,7 +725,7 @@ class StructuredParity(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L7196-7216 (B.469-B.474); specs/gradient_features.md §2.5, §7 errata 4-5
+        .. [src] [Shi24, Lemma B.51, (B.469)-(B.474)]; corrections in docs/errata.md
         """
         convention = check(f"{self!r}.ground_truth", "convention", convention, Options(("corrected", "paper")))
         return _bump_network(self.features(), self.k, positive_bias=convention == "corrected")
@@ -757,7 +757,7 @@ class StructuredParity(DataModel):
 
         References
         ----------
-        .. [src] seed 001 L7210-7216 (B.472-B.474); derived, specs/gradient_features.md §2.5, V4
+        .. [src] [Shi24, (B.472)-(B.474)]; derived in docs/gradient_features.md
         """
         owner = f"{self!r}.ground_truth_loss"
         ell = LOSSES[check(owner, "loss", loss, Options(tuple(LOSSES)))]

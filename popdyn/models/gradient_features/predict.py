@@ -1,6 +1,6 @@
 """``popdyn.predict`` for gradient-feature learning: the exact first step, its features, the feature probability,
-the frozen-feature optimum, Lemma B.6's good network and the main theorem's numbers (seed 001 ch. 3;
-specs/gradient_features.md §2.1, §2.8-2.11).
+the frozen-feature optimum, Lemma B.6's good network and the main theorem's numbers ([Shi24] ch. 3,
+App. B; docs/gradient_features.md).
 
 ``popdyn.predict(problem, n_train=1000, n_mc=4000, n_test=20000, n_G=None, B_a2=None, B_eps=None, eps=0.1,
 delta=0.1)`` for :class:`~popdyn.models.gradient_features.Problem` (registered here; the options are
@@ -138,13 +138,12 @@ def _predict(problem, *, n_train, n_mc, n_test, n_G, B_a2, B_eps, eps, delta):
     -----
     Regime: exact population step (3.9) for the mixtures, linear data and uniform parity (d odd, k even) and, by
     enumeration, for tiny structured parity; the frozen optimum, the risks and ``p`` are Monte Carlo (seeded;
-    standard errors in ``meta``). The case bounds are asymptotic and vacuous at these sizes (spec §0);
+    standard errors in ``meta``). The case bounds are asymptotic and vacuous at these sizes;
     ``meta["regime"]`` lists their failed conditions, warned once per call as :class:`popdyn.RegimeWarning`.
 
     References
     ----------
-    .. [src] seed 001 L899-939 (3.9, Lemmas 3.13-3.14), L5633-5752 (Def. B.4, Lemmas B.5-B.6), L5884-5998
-       (Thm B.11, B.17), L7672-7678 (Lemma B.70); specs/gradient_features.md §2.1, §2.8-2.11.
+    .. [src] [Shi24, (3.9), Lemmas 3.13-3.14, Definition B.4, Lemmas B.5-B.6, Theorems B.11, B.17, Lemma B.70].
 
     Examples
     --------

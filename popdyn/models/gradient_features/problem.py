@@ -1,4 +1,4 @@
-"""The gradient-feature problem of seed 001 ch. 3: data model, width, init scales, first step size, seed."""
+"""The gradient-feature problem of [Shi24] ch. 3: data model, width, init scales, first step size, seed."""
 from __future__ import annotations
 
 import math
@@ -78,7 +78,7 @@ class Problem:
     sigma_w : float
         Scale of ``w^(0)``, > 0 (free, Remark B.12; only ``b~/sigma_w`` enters ``G``); 1 for uniform parity.
     gamma : float or None
-        Cone width of the nice sets and of ``p``; None gives the case's value (spec §2.13; the infinity-norm
+        Cone width of the nice sets and of ``p``; None gives the case's value (App. B.5; the infinity-norm
         ``gamma_inf`` for uniform parity).
     B_G : float or None
         Gradient-norm threshold, > 0; None gives the case's value.
@@ -89,14 +89,14 @@ class Problem:
 
     Notes
     -----
-    Regime: the case assumptions (tau >= 8, sigma_B >= 1, ...) are not enforced: simulable sizes violate them
-    (spec §0). A case default of ``gamma`` outside (0, 1) (structured parity: ``d^-(tau-2)`` needs tau > 2) is an
-    error asking for an explicit ``gamma``.
+    Regime: the case assumptions (tau >= 8, sigma_B >= 1, ...) are not enforced: simulable sizes violate them.
+    A case default of ``gamma`` outside (0, 1) (structured parity: ``d^-(tau-2)`` needs tau > 2) is an error
+    asking for an explicit ``gamma``.
 
     References
     ----------
-    .. [src] seed 001 L803-827 (3.1, Algorithm 1), L899-903 (3.9), L6713-6910 (XOR), L6952-7232 (structured
-       parity), L7242-7283 (uniform parity), L6270-6348 (linear); specs/gradient_features.md §1, §2.4, §2.13.
+    .. [src] [Shi24, (3.1), Algorithm 1, (3.9), App. B.5.3 (XOR), B.5.4 (structured parity), B.5.5 (uniform
+       parity), B.5.1 (linear)]; the linear law in docs/gradient_features.md.
     """
     data: str = "xor"
     d: int = 32
@@ -254,7 +254,7 @@ class Problem:
 
     @cached_property
     def case(self):
-        """The spec §2.13 parameters of the case (:func:`~popdyn.models.gradient_features.case_parameters`)."""
+        """The App. B.5 parameters of the case (:func:`~popdyn.models.gradient_features.case_parameters`)."""
         if self.data == "xor":
             return case_parameters("xor", d=self.d, sigma_B=self.sigma_B, tau_tilde=self.tau_tilde)
         if self.data == "structured_parity":

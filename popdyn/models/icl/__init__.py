@@ -1,4 +1,4 @@
-"""In-context learning with linear / low-rank attention (seed 001 Ch. 5; specs/modular_and_icl.md, Parts B and C).
+"""In-context learning with linear / low-rank attention ([Shi24] Ch. 5, App. D; docs/icl.md).
 
 Two problems (``problem``): :class:`Problem` (catalogue name ``icl``), the rank-r in-context linear regression
 (theory in ``regression``, ``regression_risk``, ``regression_flow``), and :class:`ParityProblem`

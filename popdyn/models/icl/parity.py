@@ -1,9 +1,9 @@
-"""Sparse parity in context: two-layer ReLU-attention heads (dissertation 001 §5.5, specs/modular_and_icl.md B.3-B.5).
+"""Sparse parity in context: two-layer ReLU-attention heads ([Shi24] Section 5.5; docs/icl.md).
 
 Data: ``x = G phi`` with an orthonormal dictionary G and ``phi in {+-1}^d``; a task ``t = (i, j)`` labels
 ``y = phi_i phi_j``; ``(phi_i, phi_j)`` is correlated with the label through ``gamma``. Model:
 ``g = sum_n a_n ReLU[(y^T X / N) W^(n) x_q]``. As N -> inf, ``y^T X / N -> 2 gamma (e_i + e_j)^T G^T`` and
-only ``V^(n) = G^T W^(n) G`` matters (spec B.4.1).
+only ``V^(n) = G^T W^(n) G`` matters ([Shi24, proof of Theorem 5.5.1, App. D.3.1]).
 
 Public names
 ------------
@@ -16,7 +16,7 @@ N -> inf population hinge loss
     2^(d-2) other coordinates for full heads), :func:`mc_population_hinge` (Monte Carlo),
     :func:`margins`, :func:`frobenius_cost`
 constructions
-    :func:`paper_construction` (Thm 5.5.1; NOT optimal, spec B.5.3), :func:`small_model_heads`,
+    :func:`paper_construction` (Thm 5.5.1; NOT optimal, docs/icl.md), :func:`small_model_heads`,
     :func:`four_head_counterexample` (zero loss on every task with 4 heads: the paper's width claim fails)
 finite-M evaluation (Thm 5.5.2)
     :func:`noise_energy`, :func:`noise_energy_ratio`, :func:`mc_eval`
@@ -75,7 +75,7 @@ def task_sets(d, k):
 
     References
     ----------
-    .. [src] seed 001 L1444; specs/modular_and_icl.md B.3.
+    .. [src] [Shi24, Section 5.5] (data).
 
     Examples
     --------
@@ -111,7 +111,7 @@ def pattern_probs(gamma):
 
     References
     ----------
-    .. [src] seed 001 L1446-1450; specs/modular_and_icl.md B.3.
+    .. [src] [Shi24, Section 5.5] (data).
 
     Examples
     --------
@@ -225,7 +225,7 @@ def population_hinge(problem, a, V, *, split=False):
 
     References
     ----------
-    .. [src] seed 001 L1462-1470, proof L8941-8950; specs/modular_and_icl.md B.4.1.
+    .. [src] [Shi24, Section 5.5 (loss), proof of Theorem 5.5.1 (App. D.3.1)]; the exact N -> inf sum in docs/icl.md.
 
     Examples
     --------
@@ -284,7 +284,7 @@ def mc_population_hinge(problem, a, V, *, prompts=100_000, seed=0, chunk=1 << 14
 
     References
     ----------
-    .. [src] seed 001 L8941-8950; specs/modular_and_icl.md B.4.1.
+    .. [src] [Shi24, proof of Theorem 5.5.1 (App. D.3.1)].
 
     Examples
     --------
@@ -352,7 +352,7 @@ def margins(problem, a, V):
 
     References
     ----------
-    .. [src] seed 001 L8952-8970 (patterns); specs/modular_and_icl.md B.4.2.
+    .. [src] [Shi24, proof of Theorem 5.5.1 (App. D.3.1)] (patterns).
 
     Examples
     --------
@@ -385,11 +385,11 @@ def frobenius_cost(V):
 
     Notes
     -----
-    Regime: any heads; the closed form for ``g_2^*`` is derived (spec B.4.2).
+    Regime: any heads; the closed form for ``g_2^*`` is derived (docs/icl.md).
 
     References
     ----------
-    .. [src] seed 001 L8943 (||W||_F = ||V||_F); derived; specs/modular_and_icl.md B.4.2.
+    .. [src] [Shi24, proof of Theorem 5.5.1] (||W||_F = ||V||_F); derived in docs/icl.md.
 
     Examples
     --------
@@ -430,16 +430,16 @@ def paper_construction(nu2, gamma, nu1=None):
     -----
     Regime: N -> inf. The construction has zero loss and tight margins (``y_q g = Ham(i-1, j-1) >= 1``).
     The paper calls it the optimal solution; it is not (a 4-head network also fits every task, and a
-    6-head zero-loss network with smaller norm exists; spec B.5.3), hence the name.
+    6-head zero-loss network with smaller norm exists; docs/icl.md), hence the name.
 
     References
     ----------
-    .. [src] seed 001 L1474-1500 (Thm 5.5.1, example), L8933-8939; specs/modular_and_icl.md B.4.2, B.5.3.
+    .. [src] [Shi24, Theorem 5.5.1 and its example (Section 5.5.1), App. D.3.1].
 
     Examples
     --------
     >>> a, V = paper_construction(3, 0.25 - 1e-9)
-    >>> a.tolist(), np.round(V[:4] * (4 * 0.25), 6)[:, :4].tolist()  # the example of L1488-1496
+    >>> a.tolist(), np.round(V[:4] * (4 * 0.25), 6)[:, :4].tolist()  # the example of Section 5.5.1
     ([-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, -1.0, 1.0], [[-1.0, 1.0, -1.0, 1.0], [-1.0, -1.0, 1.0, 1.0], [-1.0, -1.0, -1.0, -1.0], [-3.0, -3.0, -3.0, -3.0]])
     """
     nu2 = as_int("icl.paper_construction", "nu2", nu2, 1, 30)
@@ -478,7 +478,7 @@ def small_model_heads(nu1, nu2):
 
     References
     ----------
-    .. [src] seed 001 L1482, L1500; specs/modular_and_icl.md B.4.2.
+    .. [src] [Shi24, Section 5.5.1].
 
     Examples
     --------
@@ -511,13 +511,13 @@ def four_head_counterexample(d, gamma):
     Notes
     -----
     Regime: N -> inf. Refutes the minimal-width claim of Thm 5.5.1 ("at least 2(nu2+1) neurons are
-    needed", L9002): the lower-bound argument only counts the signs of V. A pattern with
+    needed", proof of Theorem 5.5.1): the lower-bound argument only counts the signs of V. A pattern with
     ``f_i = -f_j`` has margin ``|x_i - x_j| >= 1``; one with ``f_i = f_j`` has margin
     ``4 gamma C - |x_i + x_j| >= 1``.
 
     References
     ----------
-    .. [src] derived; specs/modular_and_icl.md B.5.3(a), Z.6.
+    .. [src] derived in docs/icl.md.
 
     Examples
     --------
@@ -556,11 +556,11 @@ def noise_energy(V, M):
     Notes
     -----
     Regime: any D. ``P_D`` is the orthogonal projector on col(D) (pseudo-inverse): ``D^T D`` is singular
-    for the paper's heads (columns in +- pairs), so the printed ``D (D^T D)^{-1} D^T`` (L1527) is undefined.
+    for the paper's heads (columns in +- pairs), so the printed ``D (D^T D)^{-1} D^T`` (Section 5.5.2) is undefined.
 
     References
     ----------
-    .. [src] seed 001 L1527-1538, L9060-9062; specs/modular_and_icl.md B.4.3.
+    .. [src] [Shi24, Section 5.5.2, Theorem 5.5.2, its proof (App. D.3.2)].
 
     Examples
     --------
@@ -596,7 +596,7 @@ def noise_energy_ratio(nu1, nu2):
 
     References
     ----------
-    .. [src] seed 001 L1536-1538, L9060-9064; specs/modular_and_icl.md B.4.3.
+    .. [src] [Shi24, Theorem 5.5.2 and its proof (App. D.3.2)].
 
     Examples
     --------
@@ -678,7 +678,7 @@ def mc_eval(problem, a, V, M, *, prompts=20_000, seed=0, flip=0.0, chunk=1 << 14
 
     References
     ----------
-    .. [src] seed 001 L1529-1546, proof L9023-9064; specs/modular_and_icl.md B.4.3, B.6 S5.2.
+    .. [src] [Shi24, Theorem 5.5.2, proof in App. D.3.2].
 
     Examples
     --------

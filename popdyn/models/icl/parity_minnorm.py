@@ -1,4 +1,4 @@
-"""Sparse parity in context: numerical minimum-norm and regularised heads (specs/modular_and_icl.md Z.7, B.5.3).
+"""Sparse parity in context: numerical minimum-norm and regularised heads (docs/icl.md).
 
 Thm 5.5.1 calls its construction the optimum of ``lim_{lambda -> 0+} L^lambda``. This module computes the
 optima the theorem speaks of, for diagonal heads ``V^(n)`` (the paper's form) or full heads, in the N -> inf
@@ -11,7 +11,7 @@ limit of :mod:`popdyn.models.icl.parity`:
 
 Both are non-convex (ReLU heads, hinge), but convex once the activation pattern of every head on every query
 is fixed: the heads' outputs are then linear in V, and the problem is a quadratic programme over a polyhedral
-region. :func:`fit_heads` runs the smoothed search of spec Z.7 (softplus for ReLU and hinge, beta annealed,
+region. :func:`fit_heads` runs a smoothed search (softplus for ReLU and hinge, beta annealed,
 L-BFGS-B, ``a in [-1, 1]^m``) from several seeded restarts, then solves each restart's region QP exactly and
 moves to a neighbouring region while a tight activation constraint has a positive multiplier (each move keeps
 the current point feasible, so the objective never rises). :func:`four_head_min_norm` enumerates every
@@ -109,7 +109,7 @@ def query_design(problem, *, full=False):
 
     References
     ----------
-    .. [src] seed 001 L1462-1470, L8941-8950; specs/modular_and_icl.md B.4.1.
+    .. [src] [Shi24, Section 5.5 (loss), proof of Theorem 5.5.1 (App. D.3.1)].
 
     Examples
     --------
@@ -151,7 +151,7 @@ def query_design(problem, *, full=False):
     return np.array(feats), np.array(labels), np.array(weights)
 
 
-# ---- the smoothed search (spec Z.7) ---------------------------------------------------------------------
+# ---- the smoothed search -------------------------------------------------------------------------------
 
 def _softplus(z, beta):
     return np.logaddexp(0.0, beta * z) / beta
@@ -302,8 +302,8 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
     ----------
     problem : ParityProblem
     m : int
-        Number of heads: >= 4 for the minimum-norm problem (zero loss needs two heads of each sign, spec
-        B.5.3(a)), >= 1 with ``lam``.
+        Number of heads: >= 4 for the minimum-norm problem (zero loss needs two heads of each sign,
+        docs/icl.md), >= 1 with ``lam``.
     lam : float or None
         None: minimum loss (0), then minimum norm, the limit of the argmins of ``L^lambda`` as lambda -> 0+.
         Else the weight-decay coefficient, > 0.
@@ -335,8 +335,8 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
 
     References
     ----------
-    .. [src] seed 001 L1462-1482 (the objective, "g* = argmin lim L^lambda"); specs/modular_and_icl.md B.5.3,
-       Z.7.
+    .. [src] [Shi24, Section 5.5 (the objective), Theorem 5.5.1 ("g* = argmin lim L^lambda")]; the solver is
+       popdyn's (docs/icl.md).
 
     Examples
     --------
@@ -427,8 +427,7 @@ def four_head_min_norm(problem):
 
     References
     ----------
-    .. [src] derived; seed 001 L8968-8977 (the covering argument, with magnitudes); specs/modular_and_icl.md
-       B.5.3(a), (c).
+    .. [src] derived in docs/icl.md; [Shi24, proof of Theorem 5.5.1] (the covering argument, with magnitudes).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""The theory of the two in-context learning problems (seed 001 Ch. 5; specs/modular_and_icl.md B), registered
+"""The theory of the two in-context learning problems ([Shi24] Ch. 5; docs/icl.md), registered
 with :func:`popdyn.api.register`.
 
 - :class:`~popdyn.models.icl.Problem` (``icl``, rank-r regression): population gradient descent (or its
@@ -72,7 +72,7 @@ def _predict_regression(problem, *, lr, steps, init_scale, init_seed, train_u, n
 
     References
     ----------
-    .. [src] derived; seed 001 L1376-1432 for the optima; specs/modular_and_icl.md §B.2.2, §C.
+    .. [src] derived in docs/icl.md; [Shi24, Theorems 5.4.1-5.4.3] for the optima.
 
     Examples
     --------
@@ -154,7 +154,7 @@ def _predict_parity(problem, *, test_context, prompts, seed, flip):
 
     References
     ----------
-    .. [src] seed 001 L1474-1546; specs/modular_and_icl.md B.4, B.6 S5.2.
+    .. [src] [Shi24, Theorems 5.5.1-5.5.2 (Sections 5.5.1-5.5.2)].
 
     Examples
     --------

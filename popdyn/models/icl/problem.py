@@ -1,4 +1,4 @@
-"""The two in-context learning problems of seed 001 Ch. 5, their run options and observables.
+"""The two in-context learning problems of [Shi24] Ch. 5, their run options and observables.
 
 - :class:`Problem` (catalogue name ``icl``): rank-r in-context linear regression with linear self-attention.
 - :class:`ParityProblem` (catalogue name ``icl.parity``): in-context (d, 2)-sparse parity with ReLU-attention
@@ -63,7 +63,7 @@ class Problem:
         Label noise standard deviation of the evaluation prompts, >= 0 (Thm 5.4.2).
     rho : float
         Fraction of the test_context evaluation labels flipped ``y -> -y``, in [0, 1], with ``rho * test_context``
-        an integer (derived extension, spec §B.2.8).
+        an integer (derived extension, docs/icl.md).
 
     Notes
     -----
@@ -74,7 +74,7 @@ class Problem:
 
     References
     ----------
-    .. [src] seed 001 L1322-1390 (setting, eq. 5.1-5.3), L1412 (evaluation); specs/modular_and_icl.md §B.1.
+    .. [src] [Shi24, Sections 5.3-5.4 (setting, eqs. (5.1)-(5.3)), Theorem 5.4.2 (evaluation)].
     """
     Lambda: np.ndarray
     context: int
@@ -183,7 +183,7 @@ class Problem:
 
     @classmethod
     def geometric(cls, d, context, r, *, q=0.6, test_context=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
-        """Decaying spectrum ``lambda_i = q^i``, i = 1..d (spec §B.6 S5.1: q = 0.6).
+        """Decaying spectrum ``lambda_i = q^i``, i = 1..d (the synthetic analogue of docs/icl.md: q = 0.6).
 
         Parameters
         ----------
@@ -202,7 +202,7 @@ class Problem:
 
     @classmethod
     def two_level(cls, d, k, context, r, *, high=1.0, low=0.1, test_context=16, sigma=0.0, rho=0.0, rotate=False, seed=0):
-        """Two-level spectrum: ``k`` eigenvalues ``high`` and ``d - k`` eigenvalues ``low`` (spec §B.6).
+        """Two-level spectrum: ``k`` eigenvalues ``high`` and ``d - k`` eigenvalues ``low``.
 
         Parameters
         ----------
@@ -224,7 +224,7 @@ class Problem:
 
     @classmethod
     def random(cls, d, context, r, *, test_context=16, sigma=0.0, rho=0.0, seed=0):
-        """Random SPD covariance ``G G^T / d`` with ``G`` a d x d Gaussian matrix (spec Part D).
+        """Random SPD covariance ``G G^T / d`` with ``G`` a d x d Gaussian matrix.
 
         Parameters
         ----------
@@ -269,7 +269,7 @@ class ParityProblem:
 
     References
     ----------
-    .. [src] seed 001 L1440-1470; specs/modular_and_icl.md B.3.
+    .. [src] [Shi24, Section 5.5].
     """
     d: int
     k: int
@@ -379,11 +379,12 @@ def pT_max(d, gamma):
 
     Notes
     -----
-    Regime: ``0 < pT < pT_max`` is equivalent to ``d(d-1)/2 pT (1/4+gamma) < (1-pT)(1/4-gamma)`` (L8981).
+    Regime: ``0 < pT < pT_max`` is equivalent to ``d(d-1)/2 pT (1/4+gamma) < (1-pT)(1/4-gamma)``
+    (proof of Theorem 5.5.1, App. D.3.1).
 
     References
     ----------
-    .. [src] seed 001 L1478, L8933, L8981; specs/modular_and_icl.md B.4.2.
+    .. [src] [Shi24, Theorem 5.5.1, its restatement and proof (App. D.3.1)].
 
     Examples
     --------

@@ -1,11 +1,11 @@
-r"""Rank-r linear self-attention for in-context linear regression (seed 001 Ch. 5, Sec. 5.3-5.4).
+r"""Rank-r linear self-attention for in-context linear regression ([Shi24] Ch. 5, Sections 5.3-5.4).
 
 Prompt ``(x_1, y_1, ..., x_N, y_N, x_q)`` with ``x ~ N(0, Lambda)``, task ``w ~ N(0, I_d)`` and
 ``y_i = <w, x_i>``; the restricted LSA predicts ``y_hat = u (1/n sum_{i<=n} y_i x_i)^T U x_q`` with
 ``rank U <= r`` (``U = A B^T``, ``A, B in R^{d x r}``), context length ``n = N`` in pretraining and
 ``n = M`` at evaluation (``rho`` is the label-flip fraction, never a length); the problem
-(:class:`popdyn.models.icl.Problem`) calls them ``context`` and ``test_context``. See specs/modular_and_icl.md
-Part B.
+(:class:`popdyn.models.icl.Problem`) calls them ``context`` and ``test_context``. See
+docs/icl.md.
 
 Public names
 ------------
@@ -74,11 +74,11 @@ def spectrum(Lambda):
 
     Notes
     -----
-    Regime: any PSD Lambda. ``eigh`` returns ascending order; the order is reversed (spec Part E.7).
+    Regime: any PSD Lambda. ``eigh`` returns ascending order; the order is reversed (the paper's is descending).
 
     References
     ----------
-    .. [src] seed 001 L1376; specs/modular_and_icl.md §B.2 notation, Part E.7.
+    .. [src] [Shi24, Theorem 5.4.1] (notation).
 
     Examples
     --------
@@ -138,7 +138,7 @@ def gamma_matrix(Lambda, N):
 
     References
     ----------
-    .. [src] seed 001 L1358-1362 (Lemma 5.1); specs/modular_and_icl.md §B.2.1.
+    .. [src] [Shi24, Lemma 5.1].
 
     Examples
     --------
@@ -182,13 +182,13 @@ def population_loss(U, Lambda, N, u=1.0):
 
     Notes
     -----
-    Regime: restricted LSA (the other blocks of ``W^PV``, ``W^KQ`` are 0; spec §B.1), noiseless
+    Regime: restricted LSA (the other blocks of ``W^PV``, ``W^KQ`` are 0; docs/icl.md), noiseless
     pretraining labels. Depends on (U, u) only through ``uU``. The constant ``tr(Lambda)/2`` is
-    derived (the paper only says "C is a constant", spec §B.5.1.6).
+    derived (the paper only says "C is a constant"; docs/icl.md).
 
     References
     ----------
-    .. [src] seed 001 L1358-1366 (Lemma 5.1); derived constant; specs/modular_and_icl.md §B.2.1.
+    .. [src] [Shi24, Lemma 5.1]; the constant derived in docs/icl.md.
 
     Examples
     --------
@@ -226,7 +226,7 @@ def population_gradient(U, Lambda, N, u=1.0):
 
     References
     ----------
-    .. [src] derived from seed 001 L1358-1366; specs/modular_and_icl.md §B.2.2.
+    .. [src] derived in docs/icl.md from [Shi24, Lemma 5.1].
 
     Examples
     --------
@@ -265,7 +265,7 @@ def factor_gradient(A, B, Lambda, N, u=1.0):
 
     References
     ----------
-    .. [src] derived; specs/modular_and_icl.md §B.2.2.
+    .. [src] derived in docs/icl.md.
 
     Examples
     --------
@@ -319,12 +319,12 @@ def optimum(Lambda, N, r):
     Notes
     -----
     Regime: restricted LSA, minimum over rank(U) <= r. The top-r choice follows from Eckart-Young on
-    ``D'^{1/2} D^{1/2} V D^{1/2}`` (the paper's "V* is diagonal" step is hand-waved, spec §B.2.4).
+    ``D'^{1/2} D^{1/2} V D^{1/2}`` (the paper's "V* is diagonal" step is hand-waved; docs/icl.md).
     When not unique, any r-subspace of the tied eigenspace is optimal: compare values, not U.
 
     References
     ----------
-    .. [src] seed 001 L1376-1386 (Thm 5.4.1), proof L8751-8783; value derived; specs/modular_and_icl.md §B.2.4.
+    .. [src] [Shi24, Theorem 5.4.1, proof in App. D.2.1]; the value derived in docs/icl.md.
 
     Examples
     --------
@@ -366,7 +366,7 @@ def rank_r_optimum(Lambda, N, r):
 
     References
     ----------
-    .. [src] seed 001 L1376-1380 (Thm 5.4.1); specs/modular_and_icl.md §B.2.4.
+    .. [src] [Shi24, Theorem 5.4.1].
 
     Examples
     --------
@@ -399,7 +399,7 @@ def full_rank_optimum(Lambda, N):
 
     References
     ----------
-    .. [src] seed 001 L8896-8902 (Lemma D.1); specs/modular_and_icl.md §B.2.3.
+    .. [src] [Shi24, Lemma D.1].
 
     Examples
     --------
@@ -435,7 +435,7 @@ def optimal_loss(Lambda, N, r):
 
     References
     ----------
-    .. [src] derived from seed 001 L1380-1386; specs/modular_and_icl.md §B.2.4.
+    .. [src] derived in docs/icl.md from [Shi24, Theorem 5.4.1].
 
     Examples
     --------
@@ -471,7 +471,7 @@ def excess_loss(U, Lambda, N, u=1.0):
 
     References
     ----------
-    .. [src] seed 001 L8896-8902 (D.4); specs/modular_and_icl.md §B.2.3.
+    .. [src] [Shi24, Lemma D.1, (D.4)].
 
     Examples
     --------

@@ -1,11 +1,11 @@
-r"""Population gradient descent and gradient flow of the factorised LSA ``U = A B^T`` (extension, not in seed 001).
+r"""Population gradient descent and gradient flow of the factorised LSA ``U = A B^T`` (extension, not in [Shi24]).
 
-The paper studies global minimisers only (seed 001 L8747: "our work does not study optimization
+The paper studies global minimisers only ([Shi24, App. D.1]: "our work does not study optimization
 trajectory"). :func:`gradient_descent` iterates gradient descent with step ``lr`` on the population loss of
 Lemma 5.1: the mean path of SGD on fresh prompts, exact up to the O(lr / batch) minibatch noise. For small
 ``lr`` it follows :func:`gradient_flow` at time ``lr * t``; from a small random start it passes near the saddles
 where only the top-k eigen-directions (k < r) are learnt, and ends at the Thm 5.4.1 optimum
-(spec §B.2.2: relative error < 1e-6 at t = 400 for d = 6, N = 20, r = 2).
+(docs/icl.md: relative error < 1e-6 at t = 400 for d = 6, N = 20, r = 2).
 """
 from __future__ import annotations
 
@@ -40,11 +40,11 @@ def initial_factors(d, r, scale, seed):
 
     Notes
     -----
-    Regime: small ``scale`` puts the start near the saddle at the origin (spec §B.2.2: 1e-2).
+    Regime: small ``scale`` puts the start near the saddle at the origin (docs/icl.md: 1e-2).
 
     References
     ----------
-    .. [src] derived; specs/modular_and_icl.md §B.2.2, Z.9.
+    .. [src] derived in docs/icl.md.
 
     Examples
     --------
@@ -96,7 +96,7 @@ def gradient_flow(Lambda, N, A0, B0, t, *, u0=1.0, train_u=False, rtol=1e-10, at
 
     References
     ----------
-    .. [src] derived; specs/modular_and_icl.md §B.2.2, Z.9.
+    .. [src] derived in docs/icl.md.
 
     Examples
     --------
@@ -167,7 +167,7 @@ def gradient_descent(Lambda, N, A0, B0, lr, t, *, u0=1.0, train_u=False):
 
     References
     ----------
-    .. [src] derived; seed 001 L1332-1354 (the loss), specs/modular_and_icl.md §B.2.2.
+    .. [src] derived in docs/icl.md; [Shi24, Section 5.3] (the loss).
 
     Examples
     --------
@@ -230,7 +230,7 @@ def flow_parameters(y, d, r):
 
     References
     ----------
-    .. [src] derived; specs/modular_and_icl.md Z.9.
+    .. [src] derived in docs/icl.md.
 
     Examples
     --------
@@ -273,7 +273,7 @@ def saddle_losses(Lambda, N, r):
 
     References
     ----------
-    .. [src] derived; specs/modular_and_icl.md §B.2.2 ("saddles exist at other r-subsets").
+    .. [src] derived in docs/icl.md ("saddles exist at other r-subsets").
 
     Examples
     --------
@@ -314,7 +314,7 @@ def flow_plateaus(t, loss, saddles, *, rtol=0.01, min_duration=0.0):
 
     References
     ----------
-    .. [src] derived; specs/modular_and_icl.md §B.2.2.
+    .. [src] derived in docs/icl.md.
 
     Examples
     --------

@@ -1,8 +1,8 @@
-r"""Evaluation risk of the rank-r LSA on noisy or label-flipped M-shot prompts (seed 001 Thm 5.4.2-5.4.3).
+r"""Evaluation risk of the rank-r LSA on noisy or label-flipped M-shot prompts ([Shi24] Thm 5.4.2-5.4.3).
 
 The evaluation prompt has M examples ``y_i = beta_i <w, x_i> + eps_i`` (``eps ~ N(0, sigma^2)``, a fraction
 rho of the signs ``beta_i`` flipped to -1) and normalisation ``rho = M``; the risk has no 1/2 and is
-conditional on the task w (spec §B.2.5). For any (U, u), with ``beta = 1 - 2 rho``,
+conditional on the task w (docs/icl.md). For any (U, u), with ``beta = 1 - 2 rho``,
 
 .. math:: R(w) = (\beta^2 + \tfrac1M)\, w^\top\Lambda A\Lambda A^\top\Lambda w
           + \tfrac1M(\sigma^2 + \|w\|_\Lambda^2)\,\mathrm{tr}(A\Lambda A^\top\Lambda)
@@ -67,14 +67,13 @@ def eval_risk(U, Lambda, w, M, sigma=0.0, *, u=1.0, rho=0.0):
     Notes
     -----
     Regime: Gaussian inputs, fixed w, a deterministic number ``rho M`` of flips. At ``U = U*`` and
-    rho = 0 this equals Thm 5.4.2 (:func:`optimum_eval_risk`). The spec's flip formula (§B.2.8, Z.8)
-    writes ``w^T Lambda U Lambda U Lambda w`` and ``w^T Lambda^2 U w``; these equal the terms above
+    rho = 0 this equals Thm 5.4.2 (:func:`optimum_eval_risk`). A first derivation of the flip formula
+    wrote ``w^T Lambda U Lambda U Lambda w`` and ``w^T Lambda^2 U w``; these equal the terms above
     only when U is symmetric and commutes with Lambda (true for ``U*``), see docs/errata.md.
 
     References
     ----------
-    .. [src] seed 001 L1412-1414 (Thm 5.4.2), L8791-8870, L8904-8925 (Lemma D.2); flips derived;
-       specs/modular_and_icl.md §B.2.5, §B.2.8.
+    .. [src] [Shi24, Theorem 5.4.2, proof in App. D.2.2, Lemma D.2]; flips derived in docs/icl.md.
 
     Examples
     --------
@@ -120,7 +119,7 @@ def eval_risk_avg(U, Lambda, M, sigma=0.0, *, u=1.0, rho=0.0):
 
     References
     ----------
-    .. [src] derived from seed 001 L1412-1414; specs/modular_and_icl.md §B.2.5 (w-average).
+    .. [src] derived in docs/icl.md from [Shi24, Theorem 5.4.2] (w-average).
 
     Examples
     --------
@@ -160,12 +159,12 @@ def eval_risk_flip(U, Lambda, w, M, rho, *, u=1.0):
 
     Notes
     -----
-    Regime: NOT in the paper (spec §B.2.8, matching the LLM label-flip protocol of Fig. 5.1). At
+    Regime: NOT in the paper (docs/icl.md, matching the LLM label-flip protocol of Fig. 5.1). At
     rho = 1/2 the context carries no signal on average and the risk is >= ``||w||_Lambda^2``.
 
     References
     ----------
-    .. [src] derived; specs/modular_and_icl.md §B.2.8, Z.8.
+    .. [src] derived in docs/icl.md.
 
     Examples
     --------
@@ -217,7 +216,7 @@ def optimum_eval_risk(Lambda, N, r, w, M, sigma=0.0):
 
     References
     ----------
-    .. [src] seed 001 L1412-1414 (Thm 5.4.2), proof L8791-8870; specs/modular_and_icl.md §B.2.5.
+    .. [src] [Shi24, Theorem 5.4.2, proof in App. D.2.2].
 
     Examples
     --------
@@ -260,7 +259,7 @@ def optimum_eval_risk_avg(Lambda, N, r, M, sigma=0.0):
 
     References
     ----------
-    .. [src] derived from seed 001 L1412-1414; specs/modular_and_icl.md §B.2.5 (w-average).
+    .. [src] derived in docs/icl.md from [Shi24, Theorem 5.4.2] (w-average).
 
     Examples
     --------
@@ -299,7 +298,7 @@ def large_n_eval_risk(Lambda, N, r, w, M, sigma=0.0):
     -------
     approx : float
     ratio : float
-        ``N lambda_r / tr(Lambda)``; the approximation is poor unless it is >~ 100 (spec table).
+        ``N lambda_r / tr(Lambda)``; the approximation is poor unless it is >~ 100 (docs/icl.md).
 
     Notes
     -----
@@ -307,7 +306,7 @@ def large_n_eval_risk(Lambda, N, r, w, M, sigma=0.0):
 
     References
     ----------
-    .. [src] seed 001 L1416-1418; specs/modular_and_icl.md §B.2.5 (table of exact vs approx).
+    .. [src] [Shi24, Section 5.4.2] (the implication after Theorem 5.4.2); exact vs approximate in docs/icl.md.
 
     Examples
     --------
@@ -361,7 +360,7 @@ def rank_gap(Lambda, N, r, r2, s, M, sigma=0.0):
 
     References
     ----------
-    .. [src] seed 001 L1426-1432 (Thm 5.4.3), proof L8880-8890; specs/modular_and_icl.md §B.2.6.
+    .. [src] [Shi24, Theorem 5.4.3, proof in App. D.2.2].
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Looped linear transformers as multi-step GD in context (seed 001 ch. 8; specs/looped_contrastive_dg.md part A).
+"""Looped linear transformers as multi-step GD in context ([Shi24] ch. 8; docs/looped.md).
 
 A linear transformer whose one attention layer is applied ``loops`` times (the paper's T) with tied weights (Q, P)
 and per-loop residual weights eta^(t) computes, with the weights of Lemma 8.13, exactly ``loops`` steps of gradient

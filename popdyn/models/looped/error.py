@@ -1,5 +1,5 @@
-"""Exact error curves, bounds and large-(n, d) limits of the looped transformer (seed 001 ch. 8, Thms 8.16, 8.17,
-8.25; specs/looped_contrastive_dg.md A.2 (8-c)-(8-l)).
+"""Exact error curves, bounds and large-(n, d) limits of the looped transformer ([Shi24] ch. 8, Thms 8.16, 8.17,
+8.25; derivations in docs/looped.md).
 
 Public names
 ------------
@@ -134,7 +134,7 @@ def _run(owner, X, theta_star, T, eta, y, Gamma):
 
 
 def exact_error(X, theta_star, alpha, T, eta, *, y=None, Gamma=None):
-    r"""Signed error <TF, theta*> - alpha after t = 0..T loops, exactly, for any step schedule (spec 8-g).
+    r"""Signed error <TF, theta*> - alpha after t = 0..T loops, exactly, for any step schedule (docs/looped.md).
 
     .. math:: \langle\mathrm{TF}_t,\theta^*\rangle - \alpha = \alpha\langle\theta^{(t)}-\theta^*,\theta^*\rangle
               = -\alpha\sum_{i=1}^d c_i\prod_{s<t}(1-\eta^{(s)}\lambda_i),\qquad c_i = (v_i^\top\theta^*)^2
@@ -154,7 +154,7 @@ def exact_error(X, theta_star, alpha, T, eta, *, y=None, Gamma=None):
     y : ndarray of shape (..., n), optional
         Noisy labels; default the realizable y = X theta*.
     Gamma : ndarray of shape (d, d), optional
-        Symmetric positive definite preconditioner (spec 8-m); the formula holds with the eigenpairs of
+        Symmetric positive definite preconditioner (docs/looped.md); the formula holds with the eigenpairs of
         Gamma^{1/2} X^T X Gamma^{1/2}.
 
     Returns
@@ -168,7 +168,7 @@ def exact_error(X, theta_star, alpha, T, eta, *, y=None, Gamma=None):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-c), (8-g), (8-m); seed 001 L2318-2333 (Lemma 8.15).
+    .. [src] derived in docs/looped.md; [Shi24, Lemma 8.15].
 
     Examples
     --------
@@ -182,7 +182,7 @@ def exact_error(X, theta_star, alpha, T, eta, *, y=None, Gamma=None):
 
 
 def exact_sq_dist(X, theta_star, T, eta, *, y=None, Gamma=None):
-    r"""Squared distance ||theta^(t) - theta*||^2 for t = 0..T, exactly, for any step schedule (spec 8-g).
+    r"""Squared distance ||theta^(t) - theta*||^2 for t = 0..T, exactly, for any step schedule (docs/looped.md).
 
     .. math:: \lVert\theta^{(t)}-\theta^*\rVert^2 = \sum_{i=1}^d c_i\prod_{s<t}(1-\eta^{(s)}\lambda_i)^2
 
@@ -210,7 +210,7 @@ def exact_sq_dist(X, theta_star, T, eta, *, y=None, Gamma=None):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-g); seed 001 L2437-2474 (Thm 8.25).
+    .. [src] derived in docs/looped.md; [Shi24, Theorem 8.25].
 
     Examples
     --------
@@ -221,7 +221,7 @@ def exact_sq_dist(X, theta_star, T, eta, *, y=None, Gamma=None):
 
 
 def mean_error_over_task(X, alpha, T, eta, *, squared=False):
-    r"""Mean over theta* ~ Unif(S^{d-1}) of the signed error (or of the squared distance), exactly (spec 8-h).
+    r"""Mean over theta* ~ Unif(S^{d-1}) of the signed error (or of the squared distance), exactly (docs/looped.md).
 
     .. math:: \mathbb E_{\theta^*}[\langle\mathrm{TF}_t,\theta^*\rangle-\alpha]
               = -\frac{\alpha}{d}\mathrm{tr}\prod_{s<t}(I-\eta^{(s)}A),\qquad
@@ -249,7 +249,7 @@ def mean_error_over_task(X, alpha, T, eta, *, squared=False):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-h).
+    .. [src] derived in docs/looped.md.
 
     Examples
     --------
@@ -311,7 +311,7 @@ def bound_paper(kappa, T, alpha=1.0, *, squared=False):
 
     References
     ----------
-    .. [src] seed 001 L2337-2345 (Thm 8.16), L2151 (Thm 8.1), L2437-2474 (Thm 8.25); specs/looped_contrastive_dg.md (8-f).
+    .. [src] [Shi24, Theorem 8.16, Theorem 8.1, Theorem 8.25].
 
     Examples
     --------
@@ -349,7 +349,7 @@ def bound_tight(kappa, T, alpha=1.0):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-g).
+    .. [src] derived in docs/looped.md.
 
     Examples
     --------
@@ -362,7 +362,7 @@ def bound_tight(kappa, T, alpha=1.0):
 
 
 def loops_needed(kappa, eps, which="tight"):
-    r"""Loops T after which the bound guarantees error <= eps |alpha| (spec 8-k).
+    r"""Loops T after which the bound guarantees error <= eps |alpha| (docs/looped.md).
 
     .. math:: T_{\rm paper} = \lceil 2\kappa\ln(1/\varepsilon)\rceil,\qquad
               T_{\rm tight} = \lceil\ln(1/\varepsilon)/\ln(\kappa/(\kappa-1))\rceil\approx\kappa\ln(1/\varepsilon)
@@ -387,7 +387,7 @@ def loops_needed(kappa, eps, which="tight"):
 
     References
     ----------
-    .. [src] seed 001 L2337-2345 (Thm 8.16); derived (tight); specs/looped_contrastive_dg.md A.2 (8-k).
+    .. [src] [Shi24, Theorem 8.16]; the tight count derived in docs/looped.md.
 
     Examples
     --------
@@ -428,7 +428,7 @@ def gatmiry_condition(T, d, n):
 
     References
     ----------
-    .. [src] seed 001 L2349-2357 (Thm 8.17); specs/looped_contrastive_dg.md A.2 (8-l).
+    .. [src] [Shi24, Theorem 8.17].
 
     Examples
     --------
@@ -462,7 +462,7 @@ def gatmiry_bound(T, d, n):
 
     References
     ----------
-    .. [src] seed 001 L2349-2357 (Thm 8.17); specs/looped_contrastive_dg.md A.2 (8-l).
+    .. [src] [Shi24, Theorem 8.17].
 
     Examples
     --------
@@ -477,7 +477,7 @@ def gatmiry_bound(T, d, n):
 
 
 def mp_kappa(gamma):
-    r"""Large-(n, d) limit of the condition number of X^T X for Gaussian X, d/n -> gamma (spec 8-i).
+    r"""Large-(n, d) limit of the condition number of X^T X for Gaussian X, d/n -> gamma (docs/looped.md).
 
     .. math:: \kappa\to\Big(\frac{1+\sqrt\gamma}{1-\sqrt\gamma}\Big)^2
 
@@ -496,7 +496,7 @@ def mp_kappa(gamma):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-i), (8-k).
+    .. [src] derived in docs/looped.md.
 
     Examples
     --------
@@ -538,7 +538,7 @@ def mp_error_curve(gamma, T, power=1, *, eta_n=None):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-i), Appendix R3.
+    .. [src] derived in docs/looped.md.
 
     Examples
     --------

@@ -1,7 +1,7 @@
-"""The finite-(n, d) error curve of the looped transformer: exact real-Wishart moments (seed 001 ch. 8;
-specs/looped_contrastive_dg.md A.2 (8-h), (8-i)).
+"""The finite-(n, d) error curve of the looped transformer: exact real-Wishart moments ([Shi24] ch. 8;
+derivations in docs/looped.md).
 
-The Marchenko-Pastur curve (8-i) is the d -> infinity limit of the theta-averaged error (1/d) tr (I - eta A)^t.
+The Marchenko-Pastur curve is the d -> infinity limit of the theta-averaged error (1/d) tr (I - eta A)^t.
 At finite (n, d) its gap to the simulation is a few per cent at d = 200 and grows with t, for two reasons: the
 bulk of the spectrum of A = X^T X differs from MP at order 1/d, and lambda_max sits below n x_+ by a
 Tracy-Widom shift of order d^(-2/3) relative. This module removes both: the expectation of the polynomial
@@ -89,7 +89,7 @@ def wishart_trace_moments(n, d, K):
     References
     ----------
     .. [src] derived (Gaussian integration by parts; B. Deitmar, "A recursion formula for mixed trace moments
-       of isotropic Wishart matrices", Thm 3.2); specs/looped_contrastive_dg.md A.2 (8-h), (8-i).
+       of isotropic Wishart matrices", Thm 3.2); docs/looped.md.
 
     Examples
     --------
@@ -128,8 +128,8 @@ def lambda_max_mean(n, d):
 
     References
     ----------
-    .. [src] I. M. Johnstone, Ann. Statist. 29 (2001) 295-327, Thm 1.1; specs/looped_contrastive_dg.md A.3
-       (the finite-size gap: lambda_max above or below n x_+).
+    .. [src] I. M. Johnstone, Ann. Statist. 29 (2001) 295-327, Thm 1.1; docs/looped.md (the finite-size gap:
+       lambda_max above or below n x_+).
 
     Examples
     --------
@@ -158,7 +158,7 @@ def finite_error_curve(n, d, T, power=1, *, eta=None):
     T : int
         Last loop, in [0, 120 / power] (the degree power T at most ``K_MAX``).
     power : {1, 2}
-        1: the mean signed error / (-alpha) (spec 8-h); 2: the mean squared distance ||theta^(t) - theta*||^2.
+        1: the mean signed error / (-alpha) (docs/looped.md); 2: the mean squared distance ||theta^(t) - theta*||^2.
     eta : float, optional
         A fixed step (one network for every prompt); the curve is then exact. Default: the theorem's
         eta = 1/lambda_max(A) replaced by 1 / :func:`lambda_max_mean` (n, d).
@@ -180,7 +180,7 @@ def finite_error_curve(n, d, T, power=1, *, eta=None):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-h), (8-i), A.3 (finite-size gap).
+    .. [src] derived in docs/looped.md (with the finite-size gap).
 
     Examples
     --------

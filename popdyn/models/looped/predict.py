@@ -1,9 +1,9 @@
-"""``popdyn.predict`` for the looped transformer: mean error curves over loops t = 0..loops (seed 001 ch. 8;
-specs/looped_contrastive_dg.md A.2, A.4).
+"""``popdyn.predict`` for the looped transformer: mean error curves over loops t = 0..loops ([Shi24] ch. 8;
+docs/looped.md).
 
 ``predict(problem, loops=..., lr="1/L", method="exact"|"mp"|"finite", prompts=..., seed=...)`` registered for
 :class:`~popdyn.models.looped.Problem`: observables ``error`` (mean signed error), ``abs_error`` and ``sq_dist``,
-from the exact formula (8-g) on a seeded sample of prompts, from the Marchenko-Pastur limit (8-i), or from the
+from the exact formula on a seeded sample of prompts, from the Marchenko-Pastur limit, or from the
 finite-(n, d) curve of exact real-Wishart moments (``finite.py``).
 """
 from __future__ import annotations
@@ -64,12 +64,12 @@ def _spectral_curves(problem, loops, lr, method):
         extra = {"lambda_max_mean": c * lambda_max_mean(n, problem.d)}
     obs = {"error": -problem.alpha * e1, "sq_dist": e2}
     if lr == "1/L":
-        obs["abs_error"] = abs(problem.alpha) * e1  # the product is PSD: |err| = -sign(alpha) err (spec 8-h)
+        obs["abs_error"] = abs(problem.alpha) * e1  # the product is PSD: |err| = -sign(alpha) err (docs/looped.md)
     return obs, extra
 
 
 def _exact_curves(problem, loops, lr, prompts, seed):
-    """Seeded mean over ``prompts`` prompts of the exact curves (8-g), with standard errors."""
+    """Seeded mean over ``prompts`` prompts of the exact curves (docs/looped.md), with standard errors."""
     X, th, y = sample_prompts(problem, prompts, seed)
     err = exact_error(X, th, problem.alpha, loops, lr, y=y if problem.noise > 0 else None)
     sq = exact_sq_dist(X, th, loops, lr, y=y if problem.noise > 0 else None)

@@ -1,4 +1,4 @@
-"""The in-context regression task of the looped linear transformer (seed 001 ch. 8, Defs 8.2-8.4)."""
+"""The in-context regression task of the looped linear transformer ([Shi24] ch. 8, Defs 8.2-8.4)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,7 +36,7 @@ class Problem:
 
     References
     ----------
-    .. [src] seed 001 L2196-2214 (Defs 8.2-8.5), L2476-2488 (Fig. 8.1 setup); specs/looped_contrastive_dg.md A.1.
+    .. [src] [Shi24, Definitions 8.2-8.5, Section 8.6 (Fig. 8.1 setup)].
     """
     context: int
     d: int
@@ -117,7 +117,7 @@ class Problem:
 
     @classmethod
     def fig8_1(cls, context):
-        """One panel-line of Fig. 8.1 (seed 001 L2476-2488): d = 4, context (the paper's n) in {16, 32, 64, 128},
+        """One panel-line of Fig. 8.1 ([Shi24, Section 8.6]): d = 4, context (the paper's n) in {16, 32, 64, 128},
         alpha = 1."""
         return cls.isotropic_gaussian(context, 4)
 
@@ -166,7 +166,7 @@ def sample_prompts(problem, prompts, seed=0):
 
     References
     ----------
-    .. [src] seed 001 L2196-2202 (Defs 8.2-8.3); specs/looped_contrastive_dg.md A.1, Appendix T (S^{d-1}).
+    .. [src] [Shi24, Definitions 8.2-8.3] (the sphere is S^{d-1}, printed S^d).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""The best per-loop GD schedule (seed 001 ch. 8; specs/looped_contrastive_dg.md A.2, A.5, A.7).
+"""The best per-loop GD schedule ([Shi24] ch. 8; docs/looped.md).
 
 Public names
 ------------
@@ -49,7 +49,7 @@ def optimal_schedule(problem, T, *, prompts=512, seed=0, x0=None):
 
     References
     ----------
-    .. [src] derived; specs/looped_contrastive_dg.md A.2 (8-g), (8-m), A.7 (fixed-network steps).
+    .. [src] derived in docs/looped.md (fixed-network steps).
 
     Examples
     --------

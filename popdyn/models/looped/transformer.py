@@ -1,5 +1,5 @@
-"""The looped linear transformer and gradient descent on the prompt (seed 001 ch. 8, Defs 8.5-8.12, Lemma 8.13,
-Thm 8.14; specs/looped_contrastive_dg.md A.1, A.2 (8-a, 8-b, 8-m)).
+"""The looped linear transformer and gradient descent on the prompt ([Shi24] ch. 8, Defs 8.5-8.12, Lemma 8.13,
+Thm 8.14; extensions in docs/looped.md).
 
 Public names
 ------------
@@ -73,11 +73,11 @@ def step_schedule(lam, T, eta, owner="looped.step_schedule"):
 
     Notes
     -----
-    Regime: "1/L" depends on the prompt, so it describes one network per prompt (spec A.7).
+    Regime: "1/L" depends on the prompt, so it describes one network per prompt (docs/looped.md).
 
     References
     ----------
-    .. [src] seed 001 L2230-2234 (Def 8.7), L2437-2447 (Thm 8.25); specs/looped_contrastive_dg.md A.1, A.7.
+    .. [src] [Shi24, Definition 8.7, Theorem 8.25].
 
     Examples
     --------
@@ -124,7 +124,7 @@ def build_prompt(X, y, alpha, q0=None):
 
     References
     ----------
-    .. [src] seed 001 L2210-2214 (Def 8.5); specs/looped_contrastive_dg.md A.1.
+    .. [src] [Shi24, Definition 8.5].
 
     Examples
     --------
@@ -143,7 +143,7 @@ def build_prompt(X, y, alpha, q0=None):
 
 
 def attention_weights_gd(d, Gamma=None):
-    r"""Weights (Q, P) under which one loop is one (preconditioned) GD step (Lemma 8.13; spec 8-m).
+    r"""Weights (Q, P) under which one loop is one (preconditioned) GD step (Lemma 8.13; extended).
 
     .. math:: Q = I_{d+1},\qquad P = \begin{bmatrix}\Gamma & 0\\ 0^\top & 0\end{bmatrix}\quad(\Gamma = I_d
               \text{ in the paper})
@@ -165,7 +165,7 @@ def attention_weights_gd(d, Gamma=None):
 
     References
     ----------
-    .. [src] seed 001 L2275-2285 (Lemma 8.13); specs/looped_contrastive_dg.md A.2 (8-a), (8-m).
+    .. [src] [Shi24, Lemma 8.13]; the preconditioned extension derived in docs/looped.md.
 
     Examples
     --------
@@ -203,7 +203,7 @@ def linear_attention(Z, Q, P, *, last_row=False):
 
     References
     ----------
-    .. [src] seed 001 L2220 (Def 8.6); specs/looped_contrastive_dg.md A.1, A.7 (fast path).
+    .. [src] [Shi24, Definition 8.6]; the last-row fast path in docs/looped.md.
 
     Examples
     --------
@@ -252,7 +252,7 @@ def looped_forward(Z0, Q, P, T, eta, *, return_trajectory=False, full=False):
 
     References
     ----------
-    .. [src] seed 001 L2230-2234 (Def 8.7); specs/looped_contrastive_dg.md A.2 (8-a), (8-m).
+    .. [src] [Shi24, Definition 8.7, Lemma 8.13]; the general (Q, P) map derived in docs/looped.md.
 
     Examples
     --------
@@ -305,7 +305,7 @@ def forward(X, y, alpha, T, eta, Q=None, P=None):
 
     References
     ----------
-    .. [src] seed 001 L2230-2234 (Def 8.7), L2291-2314 (Thm 8.14); specs/looped_contrastive_dg.md A.2 (8-b).
+    .. [src] [Shi24, Definition 8.7, Theorem 8.14].
 
     Examples
     --------
@@ -353,7 +353,7 @@ def gd(X, y, T, eta, *, theta0=None, Gamma=None, return_trajectory=False):
 
     References
     ----------
-    .. [src] seed 001 L2245-2257 (Def 8.9, Eq. 8.2), L2437-2447 (Thm 8.25); specs/looped_contrastive_dg.md A.1, (8-m).
+    .. [src] [Shi24, Definition 8.9, eq. (8.2), Theorem 8.25].
 
     Examples
     --------
@@ -394,7 +394,7 @@ def condition_number(X):
 
     References
     ----------
-    .. [src] seed 001 L2267 (Def 8.12); specs/looped_contrastive_dg.md A.1, A.7 (rank deficiency).
+    .. [src] [Shi24, Definition 8.12] (inf when rank deficient).
 
     Examples
     --------

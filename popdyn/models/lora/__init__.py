@@ -1,4 +1,4 @@
-"""Low-rank (LoRA) fine-tuning: Dayi & Chen, COLT 2025 (seed 003, specs/lora.md).
+"""Low-rank (LoRA) fine-tuning: Dayi & Chen, COLT 2025 ([Dayi25]; docs/lora.md).
 
 The population spherical gradient is ``-h(m) (u - m u_hat)`` with ``m = <u, u_hat>`` (Prop. 4), so the
 population dynamics is the scalar ODE ``dm/dt = h(m)(1 - m^2)``. This package holds the problem, the

@@ -11,7 +11,7 @@ schedules (learning rate, horizon)
 
 Constants the paper leaves unspecified (gamma, C_{p,sigma}, C_delta, C_sigma, the Condition-2 moment
 constant mu_1) are explicit arguments with default 1 and are returned under ``"assumed_constants"``
-(specs/lora.md §2.7-2.8, §7).
+(docs/lora.md).
 """
 from __future__ import annotations
 
@@ -57,12 +57,12 @@ def condition3(problem, m_grid=None):
     Notes
     -----
     Regime: any problem; a grid check (not a proof). Empirically it holds for ReLU and erf in all of
-    200 random draws (k in {20, 50}), for He3 in 79-99 % (spec §2.7). Max{S_k, S_k^2} <= V_k is the
+    200 random draws (k in {20, 50}), for He3 in 79-99 % (docs/lora.md). Max{S_k, S_k^2} <= V_k is the
     caller's part.
 
     References
     ----------
-    .. [src] seed 003 L640-644 (Condition 3); specs/lora.md §2.7.
+    .. [src] [Dayi25, Condition 3 (App. C.1)].
 
     Examples
     --------
@@ -107,7 +107,7 @@ def claim1_condition(problem):
 
     References
     ----------
-    .. [src] seed 003 L251-254, proof L1022-1042 (condition L1036); specs/lora.md §2.7, §6 item 10.
+    .. [src] [Dayi25, Claim 1 (Section 3.2.1) and its proof (App. D.4), whose sufficient condition this is].
 
     Examples
     --------
@@ -144,11 +144,11 @@ def signal_noise(problem, *, n=1 << 16, seed=0):
     -----
     Regime: per-direction gradient variance ``E||L||^2/d -> 4 B0`` as d -> inf; the number of
     steps Thm 16 needs scales like ``d V_k/S_k^2``. Measured 2-200 for k <= 40 against worst-case
-    V_k shapes 3.6e2-1.3e6 (spec §2.8): the bounds are loose.
+    V_k shapes 3.6e2-1.3e6 (docs/lora.md): the bounds are loose.
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.8 (measured SNR), §3.7; seed 003 L617.
+    .. [src] derived in docs/lora.md (measured SNR); the inverse SNR V_k/S_k^2 is [Dayi25, App. C.1].
 
     Examples
     --------
@@ -195,12 +195,13 @@ def theorem16_schedule(S_k, V_k, d, eps, *, mu1=1.0):
     Notes
     -----
     Regime: Conditions 1-3, ``|m0| >= beta/sqrt d`` and ``m0 h(0) > 0``; then with probability
-    1 - o(1) ``sup_{t <= T_weak} |m_t| >= 1/2`` and ``|m_T| >= 1 - eps`` (L653 prints "1 eps").
+    1 - o(1) ``sup_{t <= T_weak} |m_t| >= 1/2`` and ``|m_T| >= 1 - eps`` (Theorem 16 prints "1 eps").
     Net rate ``T = O~(d V_k/(S_k^2 eps^4))``.
 
     References
     ----------
-    .. [src] seed 003 L650-653 (Thm 16), L1404 (Prop. 32), L1433-1445 (Lemma 33), L1482-1490; specs/lora.md §2.8.
+    .. [src] [Dayi25, Theorem 16 (App. C.1), Proposition 32 (App. E.3.1), Lemmas 33-34 and the proof of
+       Theorem 16 (App. E.3.3)].
 
     Examples
     --------
@@ -224,15 +225,15 @@ def theorem16_schedule(S_k, V_k, d, eps, *, mu1=1.0):
         ("Condition 3: max(S_k, S_k^2) <= V_k", max(S_k, S_k**2), V_k, max(S_k, S_k**2) <= V_k, "seed 003 L640"),
         ("T_weak <= T", T_weak, T, T_weak <= T, "seed 003 L653, L1490"))]
     inconsistencies = {
-        "prop32_delta": eps**3 * S_k / (4 * max(1.0, mu1) * L),  # L1404: single log, C_delta > max(1, mu1)
-        "proof_T_weak": math.ceil(2 * d * V_k / (delta * S_k)),  # L1490: 2 d V_k/(delta S_k), not 4
+        "prop32_delta": eps**3 * S_k / (4 * max(1.0, mu1) * L),  # Prop. 32: single log, C_delta > max(1, mu1)
+        "proof_T_weak": math.ceil(2 * d * V_k / (delta * S_k)),  # Thm 16's proof: 2 d V_k/(delta S_k), not 4
         "lemma33_slope": "stated t S_k eta/2 (L1433), proved t S_k eta/4 (L1445)"}
     return dict(eta=delta / (d * V_k), T=T, T_weak=T_weak, delta=delta, alpha=alpha, log_dV=L, regime=regime,
                 inconsistencies=inconsistencies, assumed_constants=dict(mu1=mu1))
 
 
 def _thm11(d, k, eps, lmin, lmax, g, C, Cd, Cs, xb, nz):
-    """Thm 11 (A4, xi = 1), L455-463; S_k, V_k from its proof L670-675 (mu1 = 0: Lemma 6's k^-1/2)."""
+    """[Dayi25, Theorem 11] (A4, xi = 1); S_k, V_k from its proof, App. C.2 (mu1 = 0: Lemma 6's k^-1/2)."""
     L, f = math.log(lmax**4 * d * k**2), (1.0 if nz else k**-0.5)
     delta = Cd * g * lmin**2 * eps**3 / L**2 * f
     alpha = L / (lmin**2 * g * eps * delta) / f
@@ -243,7 +244,7 @@ def _thm11(d, k, eps, lmin, lmax, g, C, Cd, Cs, xb, nz):
 
 
 def _thm12(d, k, eps, lmin, lmax, g, C, Cd, Cs, xb, nz):
-    """Thm 12 (A4, xi = xi_bar sqrt k), L465-473; S_k, V_k from L677-682 with Lemma 6's xi^2 = xi_bar^2 k."""
+    """[Dayi25, Thm 12] (A4, xi = xi_bar sqrt k); S_k, V_k from its proof (App. C.2), Lemma 6's xi^2 = xi_bar^2 k."""
     L, f = math.log(lmax**4 * d * k**2), (math.sqrt(k) if nz else 1.0)
     delta = min(Cd * xb**2 * math.sqrt(k) * g * lmin**2 * eps**3 / L**2 * f, 1.0)
     alpha = L / (xb**2 * lmin**2 * math.sqrt(k) * g * eps * delta) / f
@@ -256,7 +257,7 @@ def _thm12(d, k, eps, lmin, lmax, g, C, Cd, Cs, xb, nz):
 
 
 def _thm13(d, k, eps, lmin, lmax, g, C, Cd, Cs, xb, nz):
-    """Thm 13 (A5, xi = 1), L481-489; S_k, V_k from L684-690; eta with the L487 typo corrected."""
+    """[Dayi25, Theorem 13] (A5, xi = 1); S_k, V_k from its proof (App. C.2); eta with Theorem 13's typo corrected."""
     L = math.log(lmax**4 * d * k**2)
     delta = Cd * g * lmin**2 * eps**3 / (L**2 * math.sqrt(k))
     alpha = L * math.sqrt(k) / (lmin**2 * g * eps * delta)
@@ -308,7 +309,7 @@ def theorem_schedule(which, d, k, eps, lam_min, lam_max, *, gamma=1.0, C=1.0, C_
     C_delta : float
         "Sufficiently small" constant C_delta of the step size (unspecified), > 0.
     C_sigma : float
-        Activation constant of S_k (mu_1(sigma)^2 of L672 when mu1 != 0, Lemma 6's C_sigma
+        Activation constant of S_k (mu_1(sigma)^2 of the proof of Theorem 11, App. C.2, when mu1 != 0, Lemma 6's C_sigma
         otherwise), > 0.
     xi_bar : float or None
         ``xi / sqrt(k)``, > 0; required by (and only allowed for) Theorem 12.
@@ -331,7 +332,7 @@ def theorem_schedule(which, d, k, eps, lam_min, lam_max, *, gamma=1.0, C=1.0, C_
 
     References
     ----------
-    .. [src] seed 003 L455-489 (Thms 11-13), L670-690 (proofs); specs/lora.md §2.8, §3.9.
+    .. [src] [Dayi25, Theorems 11-13 (App. A.2), their proofs (App. C.2)]; corrections in docs/errata.md.
 
     Examples
     --------

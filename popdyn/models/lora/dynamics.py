@@ -1,4 +1,4 @@
-"""Dynamics of the LoRA overlap m = <u, u_hat> (seed 003 §3-4, specs/lora.md §2.6, §3.6).
+"""Dynamics of the LoRA overlap m = <u, u_hat> ([Dayi25, Sections 3, App. C.1]; docs/lora.md).
 
 Public names
 ------------
@@ -9,7 +9,7 @@ population dynamics
 The normalisation drift (B0, B1) is in :mod:`popdyn.models.lora.normalisation`; the theory behind
 :func:`popdyn.predict` is assembled in :mod:`popdyn.models.lora.predict`.
 
-Time is counted in SGD steps ``t``; the paper's ODE time is ``lr * t`` and the spec's is ``tau = t / d``
+Time is counted in SGD steps ``t``; the paper's ODE time is ``lr * t`` and that of docs/lora.md is ``tau = t / d``
 with ``lr = delta / d``. Per problem (frozen, so weakly cached): the B0/B1 table, a cubic spline in
 ``theta = arccos m`` of h, h on each half (m >= 0, m <= 0) of the nodes of ``method="grid"`` and the
 regime checks. A cold ``predict`` (a new problem: ReLU, k = 8) builds them in ~1.0 ms of CPU, 0.4 ms of it
@@ -74,7 +74,7 @@ def _hermite_basis(theta):
 def _h_spline(problem):
     """Cubic spline in ``theta = arccos m`` of h through _N_EXACT exact values, as a function of theta.
 
-    ``1 - m = 2 sin^2(theta/2)``, so ``h(1) - C sqrt(1 - m) + ...`` (ReLU, spec §2.5) is smooth in theta:
+    ``1 - m = 2 sin^2(theta/2)``, so ``h(1) - C sqrt(1 - m) + ...`` (ReLU, docs/lora.md) is smooth in theta:
     the spline error falls like N^-4 at both ends too (tests/test_lora_dynamics.py). The values and slopes
     at the knots are cached per problem; the spline is read in cubic Hermite form, whose weights at fixed
     angles (the grid nodes) are problem independent.
@@ -170,7 +170,8 @@ def _check_dynamics(owner, problem, lr, d, convention, n_mc, seed):
 
 def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_TABLE, seed=0,
                 rtol=1e-10, atol=1e-12, method="DOP853", n_grid=_N_GRID):
-    r"""Overlap ODE of online SGD, in steps: the paper's population flow (L604) or its finite-delta extension.
+    r"""Overlap ODE of online SGD, in steps: the paper's population flow ([Dayi25, App. C.1]) or its finite-delta
+    extension.
 
     .. math:: \frac{dm}{dt} = \eta\, h(m)(1-m^2) - \frac{\eta^2}{2}\, m\,\mathbb E\lVert L_t\rVert^2,
               \qquad \mathbb E\lVert L_t\rVert^2 = 4\big[(d-k-2)B_0(m) + B_1(m)\big]
@@ -187,8 +188,8 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     d : int or None
         Input dimension (>= k + 3); required by ``convention="corrected"``.
     convention : {"corrected", "paper"}
-        "paper": ``dm/dt = lr h(m)(1-m^2)`` (L604, ODE time ``lr t``), the population recursion the paper
-        derives "ignoring the error terms" E_t, Q_t (L602). "corrected" (an extension, the default): adds
+        "paper": ``dm/dt = lr h(m)(1-m^2)`` ([Dayi25, App. C.1], ODE time ``lr t``), the population recursion the paper
+        derives "ignoring the error terms" E_t, Q_t (ibid.). "corrected" (an extension, the default): adds
         the mean of the normalisation error Q_t, the (Ito-type) drift above, with B0, B1 tabulated by
         quadrature (G = I, 13 points in arccos m, interpolated) or randomised quasi-Monte Carlo
         (general G), on 41 points in m and interpolated linearly.
@@ -223,7 +224,8 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
 
     References
     ----------
-    .. [src] seed 003 L604 (population recursion), L1228-1230 (normalised step); specs/lora.md §2.6, §3.6.
+    .. [src] [Dayi25, App. C.1 (population recursion), App. E.1 (normalised step)]; the correction derived in
+       docs/lora.md.
 
     Examples
     --------
@@ -245,7 +247,7 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
 
 
 def overlap_recursion(problem, m0, steps, *, lr, record_every=1):
-    r"""The paper's discrete population recursion of the overlap (L604).
+    r"""The paper's discrete population recursion of the overlap ([Dayi25, App. C.1]).
 
     .. math:: \bar m_{t+1} = \bar m_t + \eta\, h(\bar m_t)\,(1 - \bar m_t^2)
 
@@ -269,12 +271,12 @@ def overlap_recursion(problem, m0, steps, *, lr, record_every=1):
     Notes
     -----
     Regime: population dynamics (E_t = Q_t = 0). Contraction ``|1 - m_{t+1}|/|1 - m_t| =
-    |1 - eta h(m_t)(1 + m_t)|`` (L608): geometric convergence at rate ``1 - eta s`` if ``h >= s > 0``.
+    |1 - eta h(m_t)(1 + m_t)|`` ([Dayi25, App. C.1]): geometric convergence at rate ``1 - eta s`` if ``h >= s > 0``.
     As ``lr -> 0`` with ``lr t`` fixed it tends to the paper's :func:`overlap_ode`, error O(lr).
 
     References
     ----------
-    .. [src] seed 003 L604-608; specs/lora.md §2.6.
+    .. [src] [Dayi25, App. C.1].
 
     Examples
     --------
@@ -309,11 +311,11 @@ def limit_sign(problem):
     Notes
     -----
     Regime: Condition 3 (h keeps the sign of h(0) on ``{m sign(h(0)) >= 0}``) and ``m0 h(0) > 0``
-    make this the limit (Thm 16); it is sufficient, not necessary (spec §2.6).
+    make this the limit (Thm 16); it is sufficient, not necessary (docs/lora.md).
 
     References
     ----------
-    .. [src] seed 003 L459, L475, L640-653; specs/lora.md §1.4, §2.6.
+    .. [src] [Dayi25, Theorems 11-12 (App. A.2.1), Condition 3, Theorem 16 (App. C.1)].
 
     Examples
     --------
@@ -347,7 +349,7 @@ def time_to_overlap(problem, m0, m1):
 
     References
     ----------
-    .. [src] seed 003 L604; specs/lora.md §2.6 (time to reach overlap m1), §4 R2.
+    .. [src] [Dayi25, App. C.1] (the population ODE, integrated: docs/lora.md).
 
     Examples
     --------
@@ -401,14 +403,14 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
 
     Notes
     -----
-    Regime: the finite-delta ("corrected") ODE, an extension (spec §2.6): the paper claims no plateau
+    Regime: the finite-delta ("corrected") ODE, an extension (docs/lora.md): the paper claims no plateau
     at finite delta, and at its Thm 16 step size it is O(eps^3). The first-order formula holds as
     delta -> 0 (relative error O(delta), O(sqrt(delta)) for ReLU whose h has a sqrt(1 - |m|) term at
     +-1). Raises when h(0) = 0.
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.6 (0.0085 predicted vs 0.0089 observed at delta = 0.1).
+    .. [src] derived in docs/lora.md (0.0085 predicted vs 0.0089 observed at delta = 0.1).
 
     Examples
     --------

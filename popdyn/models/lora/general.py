@@ -12,7 +12,7 @@ Public names
 :func:`general_loss`, :func:`general_gradient`, :func:`general_drift`
     The population loss, gradient and the drift of the order parameters ``(m, q[, c_hat])``.
 
-Derivation (specs/lora.md §4 R5 asks for it; derived here, not in the paper). Everything is rotation
+Derivation (derived here and in docs/lora.md, not in the paper). Everything is rotation
 invariant, so the population quantities depend on ``u_hat`` only through the Gram matrix of
 ``(w_1..w_k, u, u_hat)``::
 
@@ -76,7 +76,7 @@ def pair_moments(activation, s_aa, s_bb, s_ab, n=_N_GH):
 
     References
     ----------
-    .. [src] derived (Stein's lemma; Cho & Saul arc-cosine kernels); seed 003 L756, L771; specs/lora.md §2.10.
+    .. [src] derived (Stein's lemma; Cho & Saul arc-cosine kernels); [Dayi25, App. D.1].
 
     Examples
     --------
@@ -196,7 +196,7 @@ def general_loss(gp, m, q=None, c_hat=None):
 
     References
     ----------
-    .. [src] seed 003 L758-767 (A2 case); specs/lora.md §2.10 (general Gram, derived), §4 R5.
+    .. [src] [Dayi25, proof of Proposition 4 (App. D.1)] (A2 case); general Gram derived in docs/lora.md.
 
     Examples
     --------
@@ -256,7 +256,7 @@ def general_gradient(gp, m, q=None, c_hat=None):
 
     References
     ----------
-    .. [src] seed 003 L204-214, L837 (A2 case); derived (Stein's lemma); specs/lora.md §2.3, §4 R5.
+    .. [src] [Dayi25, Proposition 4, App. D.2] (A2 case); general position derived in docs/lora.md (Stein's lemma).
     """
     m, q, c_hat = _state(gp, m, q, c_hat)
     D, Gam, C, r_hat = _neuron_gradients(gp, m, q, c_hat)
@@ -319,7 +319,7 @@ def gradient_second_moment_general(gp, m, q=None, c_hat=None, *, d, n_mc=_N_MC, 
 
     References
     ----------
-    .. [src] seed 003 L1228-1230 (exact one-step relation); specs/lora.md §2.6 (A2 case, B0 and B1).
+    .. [src] [Dayi25, App. E.1] (exact one-step relation); A2 case (B0 and B1) derived in docs/lora.md.
     """
     m, q, c_hat = _state(gp, m, q, c_hat)
     return _second_moment(gp, m, q, c_hat, d, n_mc, seed)
@@ -416,12 +416,12 @@ def general_drift(gp, m, q=None, c_hat=None, *, lr, d=None, lr_c=None, conventio
     Notes
     -----
     Regime: online SGD (batch 1) with ``eta = delta/d``, d -> infinity at fixed delta, tau = t/d;
-    fluctuations O(sqrt(delta/d)) and O(1/d) corrections are dropped (as in the A2 case, spec §2.6).
+    fluctuations O(sqrt(delta/d)) and O(1/d) corrections are dropped (as in the A2 case, docs/lora.md).
     The c_hat step has no normalisation, so no second-order drift.
 
     References
     ----------
-    .. [src] seed 003 L180-182 (Eq. 4), L598-617 (A2 recursion), L1228-1230; specs/lora.md §2.6, §4 R5.
+    .. [src] [Dayi25, eq. (4), App. C.1 (A2 recursion), App. E.1]; derived in docs/lora.md.
 
     Examples
     --------
@@ -469,7 +469,7 @@ def q_norm(gp, q):
 
     References
     ----------
-    .. [src] derived (``Pi_W = W^T G^+ W``); seed 003 L544-549 (the same norm for u, Fig. 5's alpha).
+    .. [src] derived (``Pi_W = W^T G^+ W``); [Dayi25, App. B, Fig. 5] (the same norm for u, Fig. 5's alpha).
 
     Examples
     --------

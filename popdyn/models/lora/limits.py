@@ -1,4 +1,4 @@
-"""Limits and special constructions of the LoRA model (seed 003, specs/lora.md §2.3.5, §2.9, §2.10).
+"""Limits and special constructions of the LoRA model ([Dayi25, Remark 15, App. C.3, App. F]).
 
 Public names
 ------------
@@ -48,12 +48,12 @@ def glm_h(activation, m):
     Notes
     -----
     Regime: W = 0, c = c_hat = 1/sqrt(k), lam = 1/k, xi = sqrt(k) (the teacher is s(<u, x>)), or the
-    limit xi -> inf with W fixed and c = c_hat. Remark 15 (L588) prints ``sum_l l mu_(l+1)^2 m^l``: it
+    limit xi -> inf with W fixed and c = c_hat. Remark 15 (App. C) prints ``sum_l l mu_(l+1)^2 m^l``: it
     misses the factor 2 and has l for l + 1 (docs/errata.md).
 
     References
     ----------
-    .. [src] seed 003 L126, L216, L580-590 (Remark 15; L588 corrected); specs/lora.md §2.3.5.
+    .. [src] [Dayi25, Section 1.2, Section 3.1, Remark 15 (App. C); Remark 15's formula corrected].
 
     Examples
     --------
@@ -90,7 +90,7 @@ def lazy_h(problem):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.3.5 (expansion of seed 003 L771 in xi).
+    .. [src] derived in docs/lora.md (expansion in xi of the kernel form of h, [Dayi25, App. D.1]).
 
     Examples
     --------
@@ -128,7 +128,7 @@ def lazy_solution(h0, m0, tau):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.3.5 (ODE of seed 003 L604).
+    .. [src] derived in docs/lora.md (the population ODE of [Dayi25, App. C.1] with h constant).
 
     Examples
     --------
@@ -165,12 +165,12 @@ def claim2_instance(c):
 
     Notes
     -----
-    Regime: A1-A3 with xi = 1. The paper's k = 4 example (L696) states c_i = (-1/2)^i, which is not a
+    Regime: A1-A3 with xi = 1. The paper's k = 4 example (App. C.3) states c_i = (-1/2)^i, which is not a
     unit vector and breaks orthogonality by 0.24; its matrix needs c_i = (-1)^i / 2 (docs/errata.md).
 
     References
     ----------
-    .. [src] seed 003 L692-708 (Claim 2, L696 corrected); specs/lora.md §2.9.
+    .. [src] [Dayi25, Claim 2 (App. C.3); the k = 4 example corrected].
 
     Examples
     --------
@@ -225,7 +225,7 @@ def separation_instance(c, c_hat, activation="he3"):
 
     References
     ----------
-    .. [src] seed 003 L692-746 (Claim 2, Prop. 18, Thm 19); specs/lora.md §2.9.
+    .. [src] [Dayi25, Claim 2, Proposition 18, Theorem 19 (App. C.3)].
 
     Examples
     --------
@@ -264,7 +264,7 @@ def example_f1():
 
     References
     ----------
-    .. [src] seed 003 L1514-1520 (Example 1); specs/lora.md §2.10.
+    .. [src] [Dayi25, Example 1 (App. F.1)].
 
     Examples
     --------
@@ -330,7 +330,7 @@ def refit_error(problem, m):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.10 (exact version of seed 003 L1526-1555, Theorem 36).
+    .. [src] derived in docs/lora.md (exact version of [Dayi25, Theorem 36 (App. F.2)]).
 
     Examples
     --------
@@ -371,7 +371,7 @@ def thm36_bound(problem, m):
 
     References
     ----------
-    .. [src] seed 003 L1526-1555 (Thm 36, proof bound); specs/lora.md §2.10.
+    .. [src] [Dayi25, Definition 35, Theorem 36 and its proof (App. F.2)].
 
     Examples
     --------
@@ -414,7 +414,7 @@ def lazy_floor(problem):
     Parameters
     ----------
     problem : Problem
-        Convention "N0" (the main-text model, L62-66, that the linearisation expands).
+        Convention "N0" (the main-text model, [Dayi25, eqs. (2)-(3)], that the linearisation expands).
 
     Returns
     -------
@@ -427,7 +427,7 @@ def lazy_floor(problem):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.10 (context of seed 003 Fig. 3a, L506, L524).
+    .. [src] derived in docs/lora.md (context of [Dayi25, Fig. 3(a), App. B]).
 
     Examples
     --------

@@ -1,10 +1,10 @@
-"""Normalisation drift of the LoRA overlap: B0, B1 and E||L_t||^2 (specs/lora.md §2.6).
+"""Normalisation drift of the LoRA overlap: B0, B1 and E||L_t||^2 (derived in docs/lora.md).
 
 Public names
 ------------
 :func:`B0`, :func:`B1`, :func:`gradient_second_moment`. The normalised SGD step adds the drift
 ``-(lr^2/2) m E||L_t||^2`` to the overlap (the mean of the normalisation error Q_t that the paper's
-population recursion ignores, seed 003 L600-604); the finite-delta ("corrected") ODE of
+population recursion ignores, [Dayi25, App. C.1]); the finite-delta ("corrected") ODE of
 :mod:`popdyn.models.lora.dynamics` interpolates B0 and B1 from a table on 41 overlaps, cached per problem
 (``_table``: for G = I the quadrature below at 13 Chebyshev points in ``theta = arccos m``, interpolated in
 theta; RQMC otherwise).
@@ -496,7 +496,7 @@ def B0(problem, m, *, n=1 << 16, seed=0, method="auto"):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.6 (E||L_t||^2 = 4[(d-k-2) B0 + B1]), A.3.
+    .. [src] derived in docs/lora.md (E||L_t||^2 = 4[(d-k-2) B0 + B1]).
 
     Examples
     --------
@@ -543,7 +543,7 @@ def B1(problem, m, *, n=1 << 16, seed=0, method="auto"):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.6, A.3 (e.x = (a - m(m a + sqrt(1-m^2) b))/sqrt(1-m^2)).
+    .. [src] derived in docs/lora.md (e.x = (a - m(m a + sqrt(1-m^2) b))/sqrt(1-m^2)).
 
     Examples
     --------
@@ -587,7 +587,7 @@ def gradient_second_moment(problem, m, *, d, n=1 << 16, seed=0, method="auto"):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.6; gradient seed 003 L180, L837.
+    .. [src] derived in docs/lora.md; the gradient is [Dayi25, Section 2, App. D.2].
 
     Examples
     --------

@@ -78,7 +78,7 @@ def _predict(problem, *, d, lr, steps, m0, convention, n_points, n_mc, seed, met
     steps : int
         Number of SGD steps, >= 1.
     m0 : float or None
-        Initial overlap in [-1, 1]; None is ``sign(h(0)) 0.5/sqrt(d)`` (spec §3.6; +1 if h(0) = 0).
+        Initial overlap in [-1, 1]; None is ``sign(h(0)) 0.5/sqrt(d)`` (docs/lora.md; +1 if h(0) = 0).
     convention : {"corrected", "paper"}
         ODE of :func:`overlap_ode`.
     n_points : int
@@ -115,7 +115,8 @@ def _predict(problem, *, d, lr, steps, m0, convention, n_points, n_mc, seed, met
 
     References
     ----------
-    .. [src] seed 003 L604, L1228-1230, L623; specs/lora.md §2.6, §3.6.
+    .. [src] [Dayi25, App. C.1 (population recursion, Phi), App. E.1 (normalised step)]; the finite-delta ODE
+       derived in docs/lora.md.
 
     Examples
     --------
@@ -192,12 +193,12 @@ def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_poi
 
     Notes
     -----
-    Regime: online SGD with ``lr = delta/d``, d large, delta small (as the A2 theory, spec §2.6). The
+    Regime: online SGD with ``lr = delta/d``, d large, delta small (as the A2 theory, docs/lora.md). The
     projected, frozen-c_hat case is a scalar ODE; otherwise the state has k + 1 (+ k) dimensions.
 
     References
     ----------
-    .. [src] seed 003 L529-557 (Figs 4-5), L598-617, L1228-1230; specs/lora.md §2.6, §4 R5.
+    .. [src] [Dayi25, App. B (Figs 4-5), App. C.1, App. E.1]; the general-position theory derived in docs/lora.md.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""The LoRA fine-tuning problems (Dayi & Chen, seed 003): base features G, head lam, teacher c, student c_hat.
+"""The LoRA fine-tuning problems (Dayi & Chen, [Dayi25]): base features G, head lam, teacher c, student c_hat.
 
 :class:`Problem` is the paper's setting (u and u_hat orthogonal to span W, Assumption A2);
 :class:`GeneralProblem` adds the teacher's overlaps ``p = W u`` with the features (Figs 4-5). Each declares
@@ -86,14 +86,14 @@ class Problem:
     normalisation : {"N1", "N0"}
         How the fine-tuned neurons are scaled (not the SGD step's normalisation of u_hat). "N1": unit
         neurons ``s(<v_i, x>)`` with ``v_i = (w_i + xi c_i u)/||w_i + xi c_i u||`` (the paper's target model
-        (11) of Appendix D.1, used by every proof and Prop. 4; seed 003 L752-756). "N0": the rows of
-        ``W* = W + xi c u^T`` as they stand, ``s(<w_i + xi c_i u, x>)`` (main text, Eq. 2-3, L62-66), which
-        equals N1 with ``s(r z)``; it needs quantised c, c_hat so that every ``r_i`` is equal (specs/lora.md
-        §1.2).
+        (11) of Appendix D.1, used by every proof and Prop. 4; [Dayi25, eq. (11)]). "N0": the rows of
+        ``W* = W + xi c u^T`` as they stand, ``s(<w_i + xi c_i u, x>)`` (main text, [Dayi25, eqs. (2)-(3)]), which
+        equals N1 with ``s(r z)``; it needs quantised c, c_hat so that every ``r_i`` is equal (derived in
+        docs/lora.md).
 
     References
     ----------
-    .. [src] seed 003 L45-98 (setting, A1-A4), L752-767 (N1); specs/lora.md §1.
+    .. [src] [Dayi25, Sections 1.1-1.2 (setting, Assumptions 1-4), App. D.1 (N1)].
     """
     G: np.ndarray
     lam: np.ndarray
@@ -270,9 +270,9 @@ class GeneralProblem:
     p : ndarray of shape (k,)
         ``<w_i, u>``; must lie in the range of G with ``p^T G^+ p < 1`` (u keeps a part orthogonal to W).
     project : bool
-        True: the paper's algorithm (Eq. 4, L180) projects the gradient on span(W)^perp, u_hat stays
+        True: the paper's algorithm ([Dayi25, eq. (4), Section 2]) projects the gradient on span(W)^perp, u_hat stays
         orthogonal to W (``q = 0``) and ``|m| <= sqrt(1 - alpha^2)``. False: Fig. 4's variant
-        (L529-540), u_hat moves on the whole sphere.
+        ([Dayi25, App. B]), u_hat moves on the whole sphere.
 
     Notes
     -----
@@ -281,7 +281,7 @@ class GeneralProblem:
 
     References
     ----------
-    .. [src] seed 003 L529-557 (Figs 4-5, u not orthogonal to W), L80 (A2); specs/lora.md §4 R5, §7.
+    .. [src] [Dayi25, App. B, Figs 4-5] (u not orthogonal to W), [Dayi25, Assumption 2]; theory derived in docs/lora.md.
     """
     #: what the CLI and the property suite read; ``__post_init__`` checks them (and p's range and norm)
     _constraints = {"p": FiniteArray(1), "project": Options((True, False))}
@@ -341,7 +341,7 @@ class GeneralProblem:
 
     @property
     def alpha(self):
-        r""":math:`\alpha = \lVert\Pi_W u\rVert = \sqrt{p^\top G^+ p}` (Fig. 5's parameter, L544-549)."""
+        r""":math:`\alpha = \lVert\Pi_W u\rVert = \sqrt{p^\top G^+ p}` (Fig. 5's parameter, [Dayi25, App. B])."""
         return float(np.sqrt(max(self.p @ self.G_pinv @ self.p, 0.0)))
 
     @classmethod
@@ -369,7 +369,7 @@ class GeneralProblem:
 
         References
         ----------
-        .. [src] seed 003 L544-549.
+        .. [src] [Dayi25, App. B, Fig. 5].
 
         Examples
         --------
@@ -426,7 +426,7 @@ def overlaps(problem, m):
 
     References
     ----------
-    .. [src] seed 003 L767; specs/lora.md §2.1.
+    .. [src] [Dayi25, proof of Proposition 4 (App. D.1)].
 
     Examples
     --------

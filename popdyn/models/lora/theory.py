@@ -1,4 +1,4 @@
-"""Closed forms of the LoRA population loss and of the drift h(m) (seed 003, specs/lora.md §2.1-2.5, §2.8).
+"""Closed forms of the LoRA population loss and of the drift h(m) ([Dayi25, Proposition 4, App. D.1]; docs/lora.md).
 
 Public names
 ------------
@@ -10,7 +10,7 @@ loss and gradient
     :func:`population_loss`, :func:`population_gradient`
 
 Every function takes the :class:`~popdyn.models.lora.Problem` first and reads the activation of the
-N1 formulas from ``problem.sigma`` (so normalisation N0 is N1 with ``sigma(r z)``, spec §1.2).
+N1 formulas from ``problem.sigma`` (so normalisation N0 is N1 with ``sigma(r z)``, derived in docs/lora.md).
 """
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def _pairs(problem):
     ``R = r_i r_hat_j`` and the four m-independent parts of the gaps ``1 -+ rho`` expanded around
     ``m = 1`` (d1m, d1p) and ``m = -1`` (d2m, d2p). ``R - 1 -+ E = xi^2 (c_i -+ c_hat_j)^2 / (R + 1 +- E)``
     is exactly 0 when ``c_i = +-c_hat_j``, so a gap that vanishes is computed as 0, not 1e-16 (whose
-    square root would cost 1e-8 in the ReLU K', spec §7).
+    square root would cost 1e-8 in the ReLU K', docs/lora.md).
     """
     Wt, E, R, gaps = _pair_tables(problem.xi, problem.c, problem.c_hat, problem.r, problem.r_hat, problem.G, problem.lam)
     return Wt, E, R, tuple(gaps)
@@ -289,7 +289,8 @@ def h(problem, m, *, method="kernel", tol=1e-12, P=None):
               \qquad \rho_{ij}(m) = \frac{G_{ij} + \xi^2 c_i\hat c_j m}{r_i \hat r_j}
 
     with ``K'(rho) = E[s'(g1) s'(g2)] = sum_p p mu_p^2 rho^(p-1)`` and ``r_i = sqrt(1 + xi^2 c_i^2)``
-    (all equal to ``r = sqrt(1 + xi^2/k)`` under A3, where this is the paper's L771 with L775 corrected).
+    (all equal to ``r = sqrt(1 + xi^2/k)`` under A3, where this is the kernel form of
+    [Dayi25, App. D.1] with its misprint corrected).
 
     Parameters
     ----------
@@ -317,12 +318,12 @@ def h(problem, m, *, method="kernel", tol=1e-12, P=None):
     Regime: population limit (d -> inf implicit), A1-A2 (unit w_i; u, u_hat orthogonal to span W),
     any sigma with E[sigma'(g)^2] < inf. The series converges like the tail of ``sum p mu_p^2
     rho_max^(p-1)``: for ReLU at |m| = 1 that is ``1/(pi sqrt(2 pi P))``, so "series" raises there for
-    any tol below ~2e-3 (specs/lora.md §2.5). For ReLU h is not differentiable at m = +-1 when some
+    any tol below ~2e-3 (docs/lora.md). For ReLU h is not differentiable at m = +-1 when some
     ``c_i = +-c_hat_i``.
 
     References
     ----------
-    .. [src] seed 003 L204-214 (Prop. 4), proof L758-787 (L775 misprint corrected); specs/lora.md §2.3.
+    .. [src] [Dayi25, Proposition 4 (Section 3.1), its proof (App. D.1; misprint corrected, docs/errata.md)].
 
     Examples
     --------
@@ -360,11 +361,11 @@ def h0(problem):
     Notes
     -----
     Regime: as :func:`h`. For G = I under A3 it equals ``2 xi^2/r^2 [mu_1^2 (sum lam c)(sum lam c_hat)
-    + (K'(k/(k + xi^2)) - mu_1^2) sum lam^2 c c_hat]`` (spec §2.3.4).
+    + (K'(k/(k + xi^2)) - mu_1^2) sum lam^2 c c_hat]`` (derived in docs/lora.md).
 
     References
     ----------
-    .. [src] seed 003 L241-249, L640-644 (Condition 3); specs/lora.md §2.3.4, §2.7.
+    .. [src] [Dayi25, Section 3.2.1, eqs. (8)-(9); Condition 3 (App. C.1)]; the closed form derived in docs/lora.md.
 
     Examples
     --------
@@ -372,7 +373,7 @@ def h0(problem):
     >>> from popdyn.models import lora
     >>> p = lora.Problem(np.eye(4), np.array([1, -0.5, 0.8, 1.2]), np.array([1, 1, -1, 1]) / 2,
     ...                  np.array([1, -1, -1, -1]) / 2, xi=1.5)
-    >>> round(lora.h0(p), 12)  # spec A.5 golden value
+    >>> round(lora.h0(p), 12)  # independently derived reference value
     -0.08497918195
     """
     return _cached(problem, "h0", lambda: h(problem, 0.0))  # read by limit_sign and the regime checks
@@ -398,7 +399,7 @@ def h_bound(problem):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.8 (sharpens seed 003 L661-666, Lemma 17).
+    .. [src] derived in docs/lora.md (sharpens [Dayi25, Lemma 17 (App. C.2), Proposition 23]).
 
     Examples
     --------
@@ -437,7 +438,7 @@ def T_table(problem, s_max):
 
     References
     ----------
-    .. [src] seed 003 L161 (tensor identity), L204-210 (Prop. 4); specs/lora.md §1.1, §2.3.2.
+    .. [src] [Dayi25, Section 1.4 (tensor identity), Proposition 4].
 
     Examples
     --------
@@ -487,7 +488,7 @@ def h_series_coeffs(problem, L, P):
 
     References
     ----------
-    .. [src] seed 003 L204-210 (Prop. 4), L779-787; specs/lora.md §2.3.2.
+    .. [src] [Dayi25, Proposition 4, its proof (App. D.1)].
 
     Examples
     --------
@@ -534,7 +535,7 @@ def orthonormal_stats(problem):
 
     References
     ----------
-    .. [src] derived; specs/lora.md §2.3.4 (from seed 003 L241-247, L1012-1018).
+    .. [src] derived in docs/lora.md (from [Dayi25, Section 3.2.1, App. D.4]).
 
     Examples
     --------
@@ -584,7 +585,7 @@ def population_loss(problem, m):
 
     References
     ----------
-    .. [src] seed 003 L623 (Phi), L758-767 (expansion); specs/lora.md §2.2.
+    .. [src] [Dayi25, App. C.1 (Phi), proof of Proposition 4 (App. D.1; the expansion)].
 
     Examples
     --------
@@ -663,7 +664,7 @@ def population_gradient(problem, u, u_hat):
 
     References
     ----------
-    .. [src] seed 003 L204-214 (Prop. 4), L594; specs/lora.md §2.3.
+    .. [src] [Dayi25, Proposition 4, App. C.1].
 
     Examples
     --------

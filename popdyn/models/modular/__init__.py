@@ -1,6 +1,6 @@
-"""k-input modular addition (a_1 + ... + a_k) mod p: max-margin Fourier circuits (seed 001, Ch. 4).
+"""k-input modular addition (a_1 + ... + a_k) mod p: max-margin Fourier circuits ([Shi24], Ch. 4).
 
-Spec: specs/modular_and_icl.md Part A. A network is a pair ``U`` (m, k, p), ``W`` (m, p) with
+Docs: docs/modular.md. A network is a pair ``U`` (m, k, p), ``W`` (m, p) with
 ``f(theta, a)[c] = sum_i (sum_j U[i, j, a_j])^k W[i, c]``.
 
 * Problems and closed forms: :class:`Problem` (the network), :class:`TransformerProblem` (Figs. 4.3, 4.4),

@@ -1,7 +1,7 @@
 """Diagnostics of any network (trained or constructed) against the max-margin theory (``predict`` is in predict.py).
 
 One-sided spectra (``numpy.fft.rfft``, bins 0..(p-1)/2) are used throughout: the paper's two-sided
-"max normalized power" is at most 1/2 for a real cosine, yet the paper reports ~1 (spec §A.2.7).
+"max normalized power" is at most 1/2 for a real cosine, yet the paper reports ~1 (docs/modular.md).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .problem import _check_pk, max_margin
 
 __all__ = ["power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostics"]
 
-_PHASE_POWER = 1e-12  # 1e-12: relative one-sided power below which a phase is undefined (spec Part E.5)
+_PHASE_POWER = 1e-12  # 1e-12: relative one-sided power below which a phase is undefined
 
 
 def power_spectrum(v):
@@ -34,11 +34,11 @@ def power_spectrum(v):
 
     Notes
     -----
-    Regime: any real vectors; the two-sided definition of L1207 caps a cosine at 1/2 (spec §A.4 item 7).
+    Regime: any real vectors; the two-sided definition of Section 4.4.1 (Fig. 4.2) caps a cosine at 1/2.
 
     References
     ----------
-    .. [src] seed 001 L1202-1207 (Fig. 4.2); specs/modular_and_icl.md §A.2.7.
+    .. [src] [Shi24, Section 4.4.1, Fig. 4.2]; the one-sided form in docs/modular.md.
 
     Examples
     --------
@@ -79,8 +79,8 @@ def fourier_diagnostics(U, W):
 
     References
     ----------
-    .. [src] seed 001 L1202-1233 (Figs. 4.1, 4.2), L8160-8180 (phase condition), L8455-8603;
-       specs/modular_and_icl.md §A.2.7.
+    .. [src] [Shi24, Sections 4.4.1-4.5 (Figs. 4.1, 4.2), eq. (C.16) (phase condition), Lemmas C.19-C.20];
+       diagnostics in docs/modular.md.
 
     Examples
     --------
@@ -131,7 +131,7 @@ def circuit_table(U, W):
 
     References
     ----------
-    .. [src] seed 001 L1202-1233, L8455-8620; specs/modular_and_icl.md §A.2.6-A.2.7.
+    .. [src] [Shi24, Sections 4.4.1-4.5, Lemmas C.19-C.20 (App. C.8)].
 
     Examples
     --------
@@ -178,12 +178,12 @@ def diagnostics(U, W, inputs=None):
 
     Notes
     -----
-    Regime: any network with p an odd prime; R <= 1 always (spec §A.2.3); R -> 1 only in the
-    max-margin limit (Lemma 4.7, no rate; spec §A.3 expects 0.6-0.9 after 1e4 AdamW steps).
+    Regime: any network with p an odd prime; R <= 1 always (docs/modular.md); R -> 1 only in the
+    max-margin limit (Lemma 4.7, no rate; reference runs give 0.6-0.9 after 1e4 AdamW steps).
 
     References
     ----------
-    .. [src] seed 001 L1127-1131, L1170-1194, L1202-1233; specs/modular_and_icl.md §A.2.7.
+    .. [src] [Shi24, Definitions 4.3-4.4, Lemma 4.7, Theorem 4.9, Sections 4.4.1-4.5].
 
     Examples
     --------

@@ -1,5 +1,5 @@
 """Fourier side of the k-input modular addition theory: the single-neuron margin Psi, its maximisers, the
-explicit max-margin network and the multi-dimensional DFT of the logits (seed 001 App. C)."""
+explicit max-margin network and the multi-dimensional DFT of the logits ([Shi24] App. C)."""
 from __future__ import annotations
 
 import itertools
@@ -55,12 +55,12 @@ def single_neuron_margin(u, w, *, method="fourier"):
 
     Notes
     -----
-    Regime: any real u, w (no zero-mean assumption: the terms missing some a_i cancel, spec §A.2.2);
+    Regime: any real u, w (no zero-mean assumption: the terms missing some a_i cancel, docs/modular.md);
     ``s = (a_1 + ... + a_k) mod p``; DFT ``u^(j) = sum_x u(x) exp(-2 pi i j x / p)`` (numpy.fft.fft).
 
     References
     ----------
-    .. [src] seed 001 L8024-8080 (Def. C.12/C.13, Lemma C.14, eq. C.9-C.10); specs/modular_and_icl.md §A.2.2.
+    .. [src] [Shi24, Definitions C.12-C.13, Lemma C.14, eqs. (C.9)-(C.10)].
 
     Examples
     --------
@@ -103,7 +103,7 @@ def optimal_neuron(p, k, zeta=1, phases=None):
 
     References
     ----------
-    .. [src] seed 001 L8160-8180 (eq. C.16), k = 3: L8012-8018; specs/modular_and_icl.md §A.2.3.
+    .. [src] [Shi24, Lemma C.15, eq. (C.16); k = 3: Lemma C.11 (App. C.6.3)].
 
     Examples
     --------
@@ -150,12 +150,11 @@ def max_margin_network(p, k, *, normalize=True):
     Notes
     -----
     Regime: any odd prime p and k >= 2. Wrong logits all equal ``-1/2`` per unit (the paper's "0
-    otherwise", L8380/L8442, is wrong; docs/errata.md), so every point has the same margin.
+    otherwise", proofs of Lemmas C.17-C.18, is wrong; docs/errata.md), so every point has the same margin.
 
     References
     ----------
-    .. [src] seed 001 L8388-8447 (Lemma C.18), L8199-8201 (Lemma C.16), L8400-8414 (eq. C.21);
-       specs/modular_and_icl.md §A.2.4-A.2.5.
+    .. [src] [Shi24, Lemma C.18, Lemma C.16, eq. (C.21)]; the explicit recipe derived in docs/modular.md.
 
     Examples
     --------
@@ -198,7 +197,7 @@ def construction_logit(p, d, *, convention="corrected"):
     d : int or ndarray of int
         ``(a_1 + ... + a_k - c) mod p``.
     convention : {"corrected", "paper"}
-        "corrected": the sum above; "paper": ``(p-1)/2`` at ``d = 0`` and ``0`` otherwise (L8380, L8442).
+        "corrected": the sum above; "paper": ``(p-1)/2`` at ``d = 0`` and ``0`` otherwise (proofs of Lemmas C.17-C.18).
 
     Returns
     -------
@@ -210,7 +209,7 @@ def construction_logit(p, d, *, convention="corrected"):
 
     References
     ----------
-    .. [src] seed 001 L8380, L8442; specs/modular_and_icl.md §A.2.5, §A.4 item 1.
+    .. [src] [Shi24, proofs of Lemmas C.17-C.18] (corrected in docs/errata.md).
 
     Examples
     --------
@@ -250,7 +249,7 @@ def construction_margin(p, k, *, convention="corrected"):
 
     References
     ----------
-    .. [src] seed 001 L8380, L8433-8447; specs/modular_and_icl.md §A.2.5.
+    .. [src] [Shi24, proofs of Lemmas C.17-C.18]; derived in docs/modular.md.
 
     Examples
     --------
@@ -289,7 +288,7 @@ def margin_dft(U, W, *, normalize=True):
 
     References
     ----------
-    .. [src] seed 001 L8455-8620 (Lemmas C.19, C.20); specs/modular_and_icl.md §A.2.6.
+    .. [src] [Shi24, Lemmas C.19, C.20 (App. C.8)]; the closed form derived in docs/modular.md.
 
     Examples
     --------

@@ -2,7 +2,7 @@
 
 The margin over all ``p^k`` inputs is a numba kernel that streams blocks of ``p`` inputs (the last
 summand varies inside a block) and keeps only per-chunk minima and sums: its memory is
-``O(threads (p m + p^2))``, independent of ``p^k`` (specs/modular_and_icl.md Part E.1).
+``O(threads (p m + p^2))``, independent of ``p^k``.
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def all_inputs(p, k):
 
     References
     ----------
-    .. [src] seed 001 L1101-1105 (D_p); specs/modular_and_icl.md §A.1.
+    .. [src] [Shi24, Section 4.3.1] (D_p).
 
     Examples
     --------
@@ -93,11 +93,11 @@ def norm(U, W, q=None):
     Notes
     -----
     Regime: any parameters. Rebalancing ``u -> alpha u, w -> alpha^-k w`` leaves f unchanged but not the
-    norm (spec Part E.2): report the raw norm or rebalance explicitly.
+    norm: report the raw norm or rebalance explicitly.
 
     References
     ----------
-    .. [src] seed 001 L1113, L7778 (Def. C.2); specs/modular_and_icl.md §A.1.
+    .. [src] [Shi24, Section 4.3.1, Definition C.2].
 
     Examples
     --------
@@ -205,7 +205,7 @@ def logits(U, W, inputs=None):
 
     References
     ----------
-    .. [src] seed 001 L1107-1111 (eq. 4.2); specs/modular_and_icl.md §A.1.
+    .. [src] [Shi24, eq. (4.2)].
 
     Examples
     --------
@@ -232,7 +232,7 @@ def point_margins(U, W, inputs, *, weighted=False):
     inputs : ndarray of shape (n, k), int
         Inputs with entries in [0, p-1] (e.g. a training split).
     weighted : bool
-        False: g; True: g' with ``tau = 1/(p-1)`` (L1180). Always ``g <= g'``.
+        False: g; True: g' with ``tau = 1/(p-1)`` (Section 4.4). Always ``g <= g'``.
 
     Returns
     -------
@@ -244,7 +244,7 @@ def point_margins(U, W, inputs, *, weighted=False):
 
     References
     ----------
-    .. [src] seed 001 L1125 (Def. 4.2), L1147-1149 (Def. 4.6), L1180; specs/modular_and_icl.md §A.1.
+    .. [src] [Shi24, Definition 4.2, Definition 4.6, Section 4.4].
 
     Examples
     --------
@@ -294,7 +294,7 @@ def margin(U, W, inputs=None):
 
     References
     ----------
-    .. [src] seed 001 L1127 (Def. 4.3); specs/modular_and_icl.md §A.1, Part E.1.
+    .. [src] [Shi24, Definition 4.3].
 
     Examples
     --------
@@ -322,15 +322,15 @@ def normalized_margin(U, W, inputs=None):
     Returns
     -------
     float
-        At most gamma* over D_p, for every network (spec §A.2.3); equal for the explicit construction.
+        At most gamma* over D_p, for every network (docs/modular.md); equal for the explicit construction.
 
     Notes
     -----
-    Regime: any network. Divides by the norm to the power k+1, not by the norm (spec Part E.2).
+    Regime: any network. Divides by the norm to the power k+1, not by the norm.
 
     References
     ----------
-    .. [src] seed 001 L1127-1131, L1159-1168 (homogeneity); specs/modular_and_icl.md §A.1.
+    .. [src] [Shi24, Definitions 4.3-4.4, Section 4.3.3 (homogeneity)].
 
     Examples
     --------
@@ -361,12 +361,12 @@ def class_weighted_margin(U, W):
 
     Notes
     -----
-    Regime: any network; uniform q on D_p and uniform tau = 1/(p-1) (L1180). The chain
+    Regime: any network; uniform q on D_p and uniform tau = 1/(p-1) (Section 4.4). The chain
     ``h <= E g <= E g' = sum Psi <= ||theta||^{k+1} gamma*`` bounds every network.
 
     References
     ----------
-    .. [src] seed 001 L1147-1153 (Def. 4.6), L8024-8036 (Def. C.12/C.13); specs/modular_and_icl.md §A.2.2.
+    .. [src] [Shi24, Definition 4.6, Definitions C.12-C.13].
 
     Examples
     --------

@@ -1,5 +1,5 @@
-"""``popdyn.predict`` for k-input modular addition: the static max-margin theory (seed 001 Ch. 4, App. C;
-specs/modular_and_icl.md §A.2), registered for both problem classes.
+"""``popdyn.predict`` for k-input modular addition: the static max-margin theory ([Shi24] Ch. 4, App. C;
+docs/modular.md), registered for both problem classes.
 
 - :class:`~popdyn.models.modular.Problem` (the network (4.2)): gamma*, the max-margin network's normalized margin
   and the theory values of the :func:`~popdyn.models.modular.diagnostics`; simulated by
@@ -54,12 +54,12 @@ def _predict(problem, *, method):
     Notes
     -----
     Regime: the max-margin (lambda -> 0) limit on the full D_p (Lemma 4.7), width >= ``2^(2k-2)(p-1)``.
-    There are no dynamics in the paper: finite training approaches these values from below (R < 1, spec §A.3);
+    There are no dynamics in the paper: finite training approaches these values from below (R < 1, docs/modular.md);
     ``popdyn.compare`` holds them against the simulation's last recorded step.
 
     References
     ----------
-    .. [src] seed 001 L1170-1198 (Lemma 4.7, Thm 4.9), L8388-8447, L8455-8620; specs/modular_and_icl.md §A.2.
+    .. [src] [Shi24, Lemma 4.7, Theorem 4.9, Lemma C.18, Lemmas C.19-C.20].
 
     Examples
     --------
@@ -106,14 +106,13 @@ def _predict_transformer(problem):
     Notes
     -----
     Regime: the max-margin theory is for the one-hidden-layer network (4.2) (Thm 4.9); for the transformer the
-    paper's statements are empirical ("similar results", L1243-1247), and these are the values the (4.2) theory
+    paper's statements are empirical ("similar results", Section 4.5), and these are the values the (4.2) theory
     gives its neurons. The theory's coverage (every frequency used) is a statement about the network (4.2) at the
     construction width and is not predicted here: a trained transformer uses a few frequencies.
 
     References
     ----------
-    .. [src] seed 001 L1182-1198 (Thm 4.9), L1237-1247 (Fig. 4.3), L8455-8603 (Lemma C.20);
-       specs/modular_and_icl.md §A.2.7, §A.3 E4.3.
+    .. [src] [Shi24, Theorem 4.9, Section 4.5 (Fig. 4.3), Lemma C.20].
     """
     obs = {"max_power": 1.0, "single_freq_fraction": 1.0, "additive_fraction": 1.0, "attention_power": 1.0}
     return Prediction(t=None, observables=obs, status=0, message="single-frequency circuit (Thm 4.9, Fig. 4.3)",

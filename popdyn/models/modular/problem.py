@@ -1,4 +1,4 @@
-"""The k-input modular addition problems (dissertation 001, Ch. 4): (a_1 + ... + a_k) mod p, p an odd prime, learned
+"""The k-input modular addition problems ([Shi24], Ch. 4): (a_1 + ... + a_k) mod p, p an odd prime, learned
 by the network (4.2) (:class:`Problem`) or by a transformer (:class:`TransformerProblem`, Figs. 4.3, 4.4); their
 options, observables and examples, and the closed forms gamma* and the construction width."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ..._validate import Integer, Interval, InvalidParameterError, Options, as_i
 
 __all__ = ["Problem", "TransformerProblem", "max_margin", "construction_width"]
 
-#: (p, k) of the paper's experiments (seed 001 L1164, L8701-8735, L1237; specs/modular_and_icl.md §A.3).
+#: (p, k) of the paper's experiments ([Shi24, Fig. 4.1, App. C.10.2-C.10.3, Section 4.5]).
 _SETTINGS = {"fig4.1": (47, 4), "figC.1": (97, 3), "figC.3": (23, 5), "fig4.3": (31, 4), "figC.5": (61, 3),
              "figC.6": (17, 5), "cpu": (11, 3)}
 
@@ -47,7 +47,7 @@ _NONNEG = Interval(0, math.inf)
 
 
 def _protocol(*, steps, lr, weight_decay, lr_help, weight_decay_help, n_points):
-    """The training options both problem classes take (App. C.10.1, L8671-8699), simulate only."""
+    """The training options both problem classes take (App. C.10.1), simulate only."""
     sim = ("simulate",)
     table = (
         Option("steps", Integer(1), steps, "number of optimizer steps", sim),
@@ -108,23 +108,23 @@ class Problem(Task):
     .. math:: f(\theta, \mathbf a)[c] = \sum_{i=1}^m \Big(\sum_{j=1}^k u_{i,j}(a_j)\Big)^k w_i(c),\qquad
               \|\theta\|_{2,k+1} = \Big(\sum_i \|\theta_i\|_2^{k+1}\Big)^{1/(k+1)}
 
-    Residues are ``0..p-1`` (the paper's ``[p]``, spec §A.4 item 8). A network is a pair of arrays
+    Residues are ``0..p-1`` (the paper's ``[p]``). A network is a pair of arrays
     ``U`` of shape (m, k, p) and ``W`` of shape (m, p); the width m is not part of the problem (it is the
     ``width`` option of ``popdyn.simulate``).
 
     Parameters
     ----------
     p : int
-        Modulus, an odd prime >= 3 (the proofs need p odd, seed 001 L8119).
+        Modulus, an odd prime >= 3 (the proofs need p odd, [Shi24, App. C.6.5]).
     k : int
         Number of summands, >= 2; the activation is ``x^k``.
     convention : {"corrected", "paper"}
         Wrong-class logit of the explicit construction: ``-1/2`` per unit (corrected) or the paper's
-        ``0`` (L8380, L8442), which would give the margin ``(p - 1)/2`` instead of ``p/2``.
+        ``0`` (proofs of Lemmas C.17-C.18), which would give the margin ``(p - 1)/2`` instead of ``p/2``.
 
     References
     ----------
-    .. [src] seed 001 L1101-1131 (setting, Defs. 4.1-4.4), L7778 (Def. C.2); specs/modular_and_icl.md §A.1.
+    .. [src] [Shi24, Section 4.3 (setting, Definitions 4.1-4.4), Definition C.2].
     """
     p: int
     k: int
@@ -219,7 +219,7 @@ class Problem(Task):
     @classmethod
     def setting(cls, name="cpu", *, convention="corrected"):
         """A setting of the paper's experiments: "fig4.1" (47, 4), "figC.1" (97, 3), "figC.3" (23, 5),
-        "fig4.3" (31, 4), "figC.5" (61, 3), "figC.6" (17, 5), or "cpu" (11, 3), the CPU analogue of §A.3.
+        "fig4.3" (31, 4), "figC.5" (61, 3), "figC.6" (17, 5), or "cpu" (11, 3), the CPU analogue of docs/modular.md.
 
         Parameters
         ----------
@@ -233,7 +233,7 @@ class Problem(Task):
 
 
 #: The paper's transformer runs: Fig. 4.3 / C.5 / C.6 one layer, Fig. 4.4 two layers; m = 160 heads, hidden dimension
-#: 128 (L1243, L1251); "cpu" is the CPU analogue used by the quick claims.
+#: 128 (Section 4.5, Figs. 4.3-4.4); "cpu" is the CPU analogue used by the quick claims.
 _PAPER = {"heads": 160, "d_model": 128}
 _TRANSFORMER_SETTINGS = {"fig4.3": dict(p=31, k=4, layers=1, **_PAPER), "figC.5": dict(p=61, k=3, layers=1, **_PAPER),
              "figC.6": dict(p=17, k=5, layers=1, **_PAPER), "fig4.4-k2": dict(p=97, k=2, layers=2, **_PAPER),
@@ -252,8 +252,8 @@ class TransformerProblem(Task):
               \mathrm{softmax}\Big(\frac{x^{(l-1)\top} W^K_h W^{Q\top}_h x^{(l-1)}}{\sqrt{d_{head}}}\Big),\quad
               f(\mathbf a) = W_U^{\top} x^{(L)}_k
 
-    The attention is the paper's (L1237: ``W^P (W_h^{V T} E softmax(E^T W_h^K W_h^{Q T} E))_h``). Choices the
-    paper leaves open (spec §A.3 E4.3: "the tokenisation and the read-out position are not given"): the tokens
+    The attention is the paper's (Section 4.5: ``W^P (W_h^{V T} E softmax(E^T W_h^K W_h^{Q T} E))_h``). Choices the
+    paper leaves open (the tokenisation and the read-out position are not given): the tokens
     are the k summands (vocabulary ``Z_p``, no operator or "=" token), learned positions ``P``, causal
     attention, the logits read at the last position (which attends to every summand, so the token-space matrix
     ``E^T W^K W^{Q T} E`` is the score the read-out actually uses), a bias-free MLP of width ``d_mlp`` after each
@@ -272,7 +272,7 @@ class TransformerProblem(Task):
     d_model : int
         Residual width, >= 1 (the paper's "hidden dimension 128").
     d_head : int
-        Width of each head's queries, keys and values, >= 1 (32 in the Sea-Snell/grokking code base, L8675).
+        Width of each head's queries, keys and values, >= 1 (32 in the Sea-Snell/grokking code base, App. C.10.1).
     d_mlp : int
         MLP neurons per layer, >= 1 (512 in that code base).
     activation : {"relu", "gelu"}
@@ -280,8 +280,7 @@ class TransformerProblem(Task):
 
     References
     ----------
-    .. [src] seed 001 L1235-1247 (the attention, Fig. 4.3), L1251-1255 (Fig. 4.4), L8671-8699 (training);
-       specs/modular_and_icl.md §A.3 E4.3, E4.4.
+    .. [src] [Shi24, Section 4.5 (the attention, Figs. 4.3-4.4), App. C.10.1 (training)].
     """
     p: int
     k: int
@@ -389,8 +388,7 @@ def max_margin(p, k):
 
     References
     ----------
-    .. [src] seed 001 L1182-1194 (Thm 4.9), L8083-8180 (Lemma C.15), L8640-8663 (Thm C.22);
-       specs/modular_and_icl.md §A.2.3.
+    .. [src] [Shi24, Theorem 4.9, Lemma C.15, Theorem C.22].
 
     Examples
     --------
@@ -420,11 +418,11 @@ def construction_width(p, k):
 
     Notes
     -----
-    Regime: a sufficient width, "may not be the tightest" (L1198).
+    Regime: a sufficient width, "may not be the tightest" (Section 4.4).
 
     References
     ----------
-    .. [src] seed 001 L1196-1198, L8388-8447; specs/modular_and_icl.md §A.2.5.
+    .. [src] [Shi24, Section 4.4 (proof sketch of Theorem 4.9), Lemma C.18].
 
     Examples
     --------

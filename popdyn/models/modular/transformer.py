@@ -1,4 +1,4 @@
-"""Fourier diagnostics of the transformer of the modular-addition chapter (seed 001 L1235-1247, Fig. 4.3, App.
+"""Fourier diagnostics of the transformer of the modular-addition chapter ([Shi24] Section 4.5, Fig. 4.3, App.
 C.10.3); the problem is :class:`~popdyn.models.modular.TransformerProblem` (``problem.py``), its training
 :mod:`popdyn.sim.modular.transformer` (torch).
 
@@ -12,7 +12,7 @@ neuron_maps
     First-order maps ``u_{i,j}(a)`` of MLP pre-activations over D_p: the network (4.2) form of the MLP, so that
     :func:`~popdyn.models.modular.fourier_diagnostics` and :func:`~popdyn.models.modular.circuit_table` apply.
 
-Spec: specs/modular_and_icl.md §A.3 E4.3 and E4.4.
+Docs: docs/modular.md (the transformer section).
 """
 from __future__ import annotations
 
@@ -53,13 +53,13 @@ def power_spectrum_2d(M):
 
     Notes
     -----
-    Regime: any real matrices. The two-sided definition (the 2-D analogue of L1207) caps a product of cosines at
-    1/4; folding the four sign bins is the 2-D analogue of the one-sided ``power_spectrum`` (spec §A.2.7).
+    Regime: any real matrices. The two-sided definition (the 2-D analogue of Fig. 4.2's) caps a product of cosines at
+    1/4; folding the four sign bins is the 2-D analogue of the one-sided ``power_spectrum`` (docs/modular.md).
 
     References
     ----------
-    .. [src] seed 001 L1202-1207 (normalized power), L1243-1247 (Fig. 4.3: "2-dim Fourier power spectrum");
-       specs/modular_and_icl.md §A.3 E4.3.
+    .. [src] [Shi24, Section 4.4.1 (normalized power), Section 4.5 (Fig. 4.3: "2-dim Fourier power
+       spectrum")].
 
     Examples
     --------
@@ -112,7 +112,7 @@ def attention_matrices(E, WQ, WK):
 
     References
     ----------
-    .. [src] seed 001 L1237-1243 (W^{KQ}, Fig. 4.3); specs/modular_and_icl.md §A.3 E4.3.
+    .. [src] [Shi24, Section 4.5] (W^{KQ}, Fig. 4.3).
 
     Examples
     --------
@@ -157,7 +157,7 @@ def attention_diagnostics(E, WQ, WK):
 
     References
     ----------
-    .. [src] seed 001 L1237-1247 (Fig. 4.3), L8713-8742 (Figs. C.5, C.6); specs/modular_and_icl.md §A.3 E4.3.
+    .. [src] [Shi24, Section 4.5 (Fig. 4.3), App. C.10.3 (Figs. C.5, C.6)].
 
     Examples
     --------
@@ -201,7 +201,7 @@ def embedding_spectrum(E):
 
     References
     ----------
-    .. [src] seed 001 L1202-1207 (Fourier power of embeddings), L1247 (Fig. 4.3); specs/modular_and_icl.md §A.2.7.
+    .. [src] [Shi24, Section 4.4.1 (Fourier power of embeddings), Fig. 4.3].
 
     Examples
     --------
@@ -254,8 +254,8 @@ def neuron_maps(preactivation, p, k):
 
     References
     ----------
-    .. [src] seed 001 L1107-1111 (eq. 4.2), L1243-1247 ("a learning mechanism similar to neural networks");
-       derived; specs/modular_and_icl.md §A.3 E4.3.
+    .. [src] [Shi24, eq. (4.2), Section 4.5 ("a learning mechanism similar to neural networks")]; derived
+       in docs/modular.md.
 
     Examples
     --------

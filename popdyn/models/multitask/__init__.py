@@ -1,6 +1,6 @@
-"""Multi-task ReLU representation learning (seed 000, Collins et al.): one head step, one shared first-layer step.
+"""Multi-task ReLU representation learning ([Collins24], Collins et al.): one head step, one shared first-layer step.
 
-Spec: specs/multitask.md. W is (m, d), one row per neuron; sign patterns in
+Docs: docs/multitask.md. W is (m, d), one row per neuron; sign patterns in
 ``itertools.product([-1, 1], repeat=r)`` order; task tables F are (T, 2^r); heads (T, m).
 
 * Problem and tasks: :class:`Problem`, :func:`symmetric_init`, :class:`TaskSet`, :func:`sign_patterns`,

@@ -1,4 +1,4 @@
-r"""Bound shapes of the multi-task ReLU model (seed 000 Prop. 4.1, Thm 4.2, Lemma A.5, Thms 4.3/4.6, App. B).
+r"""Bound shapes of the multi-task ReLU model ([Collins24] Prop. 4.1, Thm 4.2, Lemma A.5, Thms 4.3/4.6, App. B).
 
 The paper's bounds hide absolute constants (``O(.)``, ``Omega(.)``, "for an absolute constant c"). Every such
 constant is an explicit argument here with default 1.0 ("constants unspecified"): the functions give the
@@ -10,9 +10,7 @@ Public names
 pretraining:   :func:`prop41_rhs`, :func:`thm42_rhs`, :func:`prop41_requirements`, :func:`thm42_requirements`,
                :func:`lemmaA5_hoeffding`
 downstream:    :func:`downstream_eval`, :func:`margin_exponent`, :func:`thmB5_requirements`, :func:`thmB5_log_rhs`
-lower bound:   :func:`thm46_lower` (paper), :func:`thm46_bessel` (sharper, spec §2.10)
-
-Spec: specs/multitask.md §1.6, §2.7, §2.9, §2.10.
+lower bound:   :func:`thm46_lower` (paper), :func:`thm46_bessel` (sharper, derived in docs/multitask.md)
 """
 from __future__ import annotations
 
@@ -75,12 +73,12 @@ def prop41_rhs(r, d, m, T, C=1.0):
     -----
     Regime: Prop. 4.1's assumptions (d = Omega(r^4), eta = Theta(1), lambda_a = 1/eta, the paper's lambda_w,
     nu_w = O(d^-1.25), m = O(d)); constants unspecified. The main text writes ``sqrt(r d)/sqrt(T)``; the proof
-    (L474) gives ``sqrt(r) d / sqrt(T)``, used here (spec §1.6). The ``Omega(2^-r)`` factor is
+    (Lemma A.6, eq. (36)) gives ``sqrt(r) d / sqrt(T)``, used here. The ``Omega(2^-r)`` factor is
     ``kappa_par = eta^2 2^-r/(2 pi)`` (corrected; paper ``eta^2 2^-r-2``).
 
     References
     ----------
-    .. [src] seed 000 L149-153 (Prop. 4.1), L773-776 (Prop. A.11), L474; specs/multitask.md §1.6.
+    .. [src] [Collins24, Proposition 4.1, Proposition A.11, Lemma A.6, eq. (36)].
 
     Examples
     --------
@@ -119,11 +117,11 @@ def thm42_rhs(r, d, m, T, C=1.0):
     -----
     Regime: Thm 4.2's assumptions (Prop. 4.1's, plus d = Omega(r^4 + log^4 m), m = Omega(r),
     T = Omega(r 4^r d^2)); constants unspecified. Measured at T = inf the ratio is ~ (0.2-0.7)(r/d)^1.5
-    (spec §2.6.2): the d^-1.5 rate holds with a much milder r-dependence.
+    (docs/multitask.md): the d^-1.5 rate holds with a much milder r-dependence.
 
     References
     ----------
-    .. [src] seed 000 L157-159 (Thm 4.2), L780-782 (Thm A.12); specs/multitask.md §1.6, §2.9.
+    .. [src] [Collins24, Theorem 4.2, Theorem A.12].
 
     Examples
     --------
@@ -153,12 +151,12 @@ def prop41_requirements(r, d):
 
     Notes
     -----
-    Regime: shapes only. The main text says ``m = o(exp d)`` (L149); the appendix proof needs ``m = O(d)``
-    (L773), which is also what keeps the hinge linear (spec §2.1).
+    Regime: shapes only. The main text says ``m = o(exp d)`` (Prop. 4.1); the appendix proof needs ``m = O(d)``
+    (Prop. A.11), which is also what keeps the hinge linear (docs/multitask.md).
 
     References
     ----------
-    .. [src] seed 000 L149, L773; specs/multitask.md §1.4, §2.9.
+    .. [src] [Collins24, Proposition 4.1, Proposition A.11].
     """
     r, d, _ = _rdm("multitask.bounds.prop41_requirements", r, d, 1)
     return {"d_min": float(r ** 4), "nu_w_max": d ** -1.25, "m_max": float(d)}
@@ -182,11 +180,11 @@ def thm42_requirements(r, d, m):
     Notes
     -----
     Regime: shapes only. For random labelings the measured requirement is far weaker, ``T >> d/m``
-    (spec §2.6.3).
+    (docs/multitask.md).
 
     References
     ----------
-    .. [src] seed 000 L157; specs/multitask.md §1.4, §2.9.
+    .. [src] [Collins24, Theorem 4.2].
     """
     r, d, m = _rdm("multitask.bounds.thm42_requirements", r, d, m)
     return {"d_min": r ** 4 + math.log(m) ** 4, "m_min": float(r), "T_min": float(r * 4 ** r * d ** 2)}
@@ -220,11 +218,11 @@ def lemmaA5_hoeffding(r, T, delta, convention="corrected"):
     Notes
     -----
     Regime: i.i.d. tasks satisfying Assumption 2.1; any r, T. The paper states the result as ``c sqrt(r/T)``
-    (eq. (26)) with c unspecified; the measured median max-deviation is 0.57-0.74 sqrt(r/T) (spec §3 C10).
+    (eq. (26)) with c unspecified; the measured median max-deviation is 0.57-0.74 sqrt(r/T) (docs/multitask.md).
 
     References
     ----------
-    .. [src] seed 000 L401-411 (Lemma A.5, eq. (27)); specs/multitask.md §2.7.
+    .. [src] [Collins24, Lemma A.5, eq. (27)].
 
     Examples
     --------
@@ -274,7 +272,7 @@ def thm46_lower(d, r, m_hat, B):
 
     References
     ----------
-    .. [src] seed 000 L191-199 (Def. 4.5, Thm 4.6); specs/multitask.md §1.6, §2.10.
+    .. [src] [Collins24, Definition 4.5, Theorem 4.6].
 
     Examples
     --------
@@ -289,7 +287,7 @@ def thm46_lower(d, r, m_hat, B):
 
 
 def thm46_bessel(d, r, B):
-    r"""Sharper Theorem 4.6 by Bessel's inequality: no factor ``m_hat`` (spec §2.10).
+    r"""Sharper Theorem 4.6 by Bessel's inequality: no factor ``m_hat`` (docs/multitask.md).
 
     .. math:: \sum_{|u|=r}\|\mathbb E[\chi_u\Psi]\|^2 \le \mathbb E\|\Psi\|^2 \le 1
               \ \Rightarrow\ \max_{|u| = r}\ \inf_{\|a\|_2\le B}\mathbb E\,\ell(a^\top\Psi(v), \chi_u(v))
@@ -319,7 +317,7 @@ def thm46_bessel(d, r, B):
 
     References
     ----------
-    .. [src] derived (Bessel), strengthening seed 000 L191-199; specs/multitask.md §2.10.
+    .. [src] derived in docs/multitask.md (Bessel), strengthening [Collins24, Theorem 4.6].
 
     Examples
     --------
@@ -360,7 +358,7 @@ def downstream_eval(B_over_mu, n, delta_prime, C=1.0):
 
     References
     ----------
-    .. [src] seed 000 L905-921 (Thm B.5 proof, eq. (88)); specs/multitask.md §2.8.
+    .. [src] [Collins24, proof of Theorem B.5, eq. (88)].
 
     Examples
     --------
@@ -402,7 +400,7 @@ def margin_exponent(r, delta, D=1):
 
     References
     ----------
-    .. [src] seed 000 L841-847 (Lemmas B.1, B.2), L883, L897, L927-935 (Cor B.6); specs/multitask.md §2.9.
+    .. [src] [Collins24, Lemmas B.1, B.2, B.4, Theorem B.5, Corollary B.6].
 
     Examples
     --------
@@ -448,8 +446,7 @@ def thmB5_requirements(r, delta, D=1, c=1.0):
 
     References
     ----------
-    .. [src] seed 000 L169-173 (Thm 4.3), L841-847, L883, L897-901 (Thm B.5), L927-935 (Cor B.6);
-       specs/multitask.md §2.9.
+    .. [src] [Collins24, Theorem 4.3, Lemmas B.1, B.2, B.4, Theorem B.5, Corollary B.6].
     """
     owner = "multitask.bounds.thmB5_requirements"
     c = check(owner, "c", c, _POS)
@@ -490,12 +487,11 @@ def thmB5_log_rhs(r, n, delta, delta_prime, D=1, c=1.0):
     -----
     Regime: Thm B.5's requirements (:func:`thmB5_requirements`); numerically vacuous (the loss is <= 1 while
     the bound is ~e^1300 at r = 3): only the n^-1/2 rate is testable. Eq. (84) prints exp(-O(.)), a sign typo;
-    (88) has exp(+O(.)) (spec §1.6).
+    (88) has exp(+O(.)).
 
     References
     ----------
-    .. [src] seed 000 L169-173 (eq. (13)), L897-921 (eqs. (84), (88)), L927-935 (eq. (89));
-       specs/multitask.md §1.6, §2.9.
+    .. [src] [Collins24, Theorem 4.3, eq. (13); Theorem B.5, eqs. (84), (88); Corollary B.6, eq. (89)].
 
     Examples
     --------

@@ -1,5 +1,5 @@
 r"""Downstream phase of the multi-task ReLU model: the random two-layer embedding on the learned first layer,
-its "purified" twin, the linear probe, margins (seed 000 eqs. (9)-(12), App. B; specs/multitask.md §1.5, §2.8).
+its "purified" twin, the linear probe, margins ([Collins24] eqs. (9)-(12), App. B; docs/multitask.md).
 
 Downstream inputs are hypercube points ``v ~ Unif({-1, 1}^d)`` labelled ``fbar(v_{1:r})``. The embedding is
 
@@ -58,7 +58,7 @@ def hypercube(n, d, seed=0):
 
     References
     ----------
-    .. [src] seed 000 L165 (eq. (12)); specs/multitask.md §1.5.
+    .. [src] [Collins24, eq. (12)].
 
     Examples
     --------
@@ -72,7 +72,7 @@ def hypercube(n, d, seed=0):
 
 
 def rescaling_alpha(r, m_bar, nu_w, eta=1.0, kappa=None, convention="corrected"):
-    r"""First-layer rescaling ``alpha`` of the downstream embedding (corrected; the paper's L827 is garbled).
+    r"""First-layer rescaling ``alpha`` of the downstream embedding (corrected; the paper's App. B prints it garbled).
 
     .. math:: \alpha = \hat\alpha/\kappa_\|,\qquad \hat\alpha = \frac{2}{\nu_w\sqrt{\bar m}},\qquad
               \kappa_\| = \frac{\eta^2 2^{-r}}{2\pi}
@@ -93,8 +93,8 @@ def rescaling_alpha(r, m_bar, nu_w, eta=1.0, kappa=None, convention="corrected")
         A measured ``kappa_par`` (e.g. the least-squares slope of ``Wbar+_par`` on ``Wbar0_par``), > 0; None uses
         the closed form of ``convention``.
     convention : {"corrected", "paper"}
-        "paper": the proof's ``kappa = eta^2 2^-r-2`` (L859), which is wrong by the factor ``pi/2``
-        (spec §1.8).
+        "paper": the proof's ``kappa = eta^2 2^-r-2`` (App. B, eq. (75)), which is wrong by the factor
+        ``pi/2`` (docs/errata.md).
 
     Returns
     -------
@@ -103,12 +103,12 @@ def rescaling_alpha(r, m_bar, nu_w, eta=1.0, kappa=None, convention="corrected")
     Notes
     -----
     Regime: the leading-order one-step map (``eps = ||w_par||/||w_perp|| -> 0``); the exact kappa has an
-    ``O(eps^2)`` correction (spec §2.6.2), which a measured ``kappa`` absorbs.
+    ``O(eps^2)`` correction (docs/multitask.md), which a measured ``kappa`` absorbs.
 
     References
     ----------
-    .. [src] seed 000 L827 (printed alpha), L835 (alpha_hat), L859 (alpha used in the proof);
-       specs/multitask.md §1.5, §1.8.
+    .. [src] [Collins24, App. B: the printed alpha after eq. (73), alpha_hat after eq. (74), the alpha used in
+       eq. (75)].
 
     Examples
     --------
@@ -150,7 +150,7 @@ def lemmaB3_rhs(r, d, m_bar, T, C=1.0):
 
     References
     ----------
-    .. [src] seed 000 L851-881 (Lemma B.3, eqs. (75)-(81)); specs/multitask.md §1.6, §2.8.
+    .. [src] [Collins24, Lemma B.3, eqs. (75)-(81)].
 
     Examples
     --------
@@ -180,14 +180,14 @@ class DownstreamEmbedding:
     ----------
     W_plus : array_like of shape (m, d)
         The pretrained first layer (one row per neuron, m even); its first ``m_bar = m/2`` rows are used
-        (App. B L813: the symmetric init duplicates the others).
+        ([Collins24, App. B]: the symmetric init duplicates the others).
     r : int
         Ground-truth coordinates, ``1 <= r < d``.
     m_hat : int
         Width of the random second layer, ``>= 1``.
     gamma, gamma_hat : float
         Bias ranges of the two layers, ``>= 0`` (paper: Theta(sqrt(r) log r), Theta(r^3 log^4 r); constants
-        unspecified, spec §7 suggests about 1-2 times the typical pre-activation).
+        unspecified; about 1-2 times the typical pre-activation covers the layer inputs).
     alpha : float or None
         First-layer rescaling, > 0; None gives :func:`rescaling_alpha` ``(r, m_bar, nu_w, eta)``.
     nu_w : float or None
@@ -204,11 +204,11 @@ class DownstreamEmbedding:
     -----
     Regime: any first layer; the purified embedding is close to ``g`` when ``W_plus`` is the one-step map of
     ``W0`` in the paper's regime (Lemma B.3). ``b`` has ``m_bar`` entries (the main text's ``m`` is ``m_bar``)
-    and ``w_hat_j`` lives in ``R^m_bar`` (L821's ``I_d`` is a typo).
+    and ``w_hat_j`` lives in ``R^m_bar`` (App. B's ``I_d`` is a typo).
 
     References
     ----------
-    .. [src] seed 000 L115-141 (eqs. (9)-(11)), L813-835 (eqs. (73), (74)); specs/multitask.md §1.5, §2.8.
+    .. [src] [Collins24, Section 3, eqs. (9)-(11); App. B, eqs. (73), (74)].
 
     Examples
     --------
@@ -385,7 +385,7 @@ def fit_linear_probe(G, y, lam, loss="hinge", bias=True):
 
     References
     ----------
-    .. [src] seed 000 L131 (eq. (10)), L913 (eq. (86)); specs/multitask.md §1.5.
+    .. [src] [Collins24, eq. (10), eq. (86)].
 
     Examples
     --------
@@ -431,7 +431,8 @@ def svm_margin(G, y):
 
     References
     ----------
-    .. [src] seed 000 L843-847 (margin of Lemma B.1), L885-893 (Lemma B.4); specs/multitask.md §2.8.
+    .. [src] [Collins24, Lemma B.1 (margin), Lemma B.4]; the hard-margin SVM on the 2^r points derived in
+       docs/multitask.md.
 
     Examples
     --------
@@ -488,7 +489,7 @@ def purified_margin(embedding, fbar):
 
     References
     ----------
-    .. [src] seed 000 L837-847 (Lemmas B.1, B.2); specs/multitask.md §2.8.
+    .. [src] [Collins24, Lemmas B.1, B.2].
 
     Examples
     --------
@@ -538,7 +539,7 @@ def ball_hinge_loss(G, y, B):
 
     References
     ----------
-    .. [src] seed 000 L195-199 (eq. (15)); specs/multitask.md §2.10.
+    .. [src] [Collins24, Theorem 4.6, eq. (15)].
 
     Examples
     --------

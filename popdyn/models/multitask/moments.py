@@ -1,4 +1,4 @@
-r"""Sign-conditioned ReLU-Gaussian moments of one neuron (seed 000 Lemmas A.6-A.9; specs/multitask.md §2.4).
+r"""Sign-conditioned ReLU-Gaussian moments of one neuron ([Collins24] Lemmas A.6-A.9; derived in docs/multitask.md).
 
 For a neuron ``w = (w_par, w_perp)`` with ``s = ||w_perp||`` and ``x ~ N(0, I_d)`` conditioned on the sign
 pattern ``u = sign(x_{1:r})`` (``x_par = u * y``, ``y_k`` half-normal), let ``a = w_par . x_par``:
@@ -47,7 +47,8 @@ def halfnormal_cf(beta):
 
     References
     ----------
-    .. [src] specs/multitask.md §2.4 (1-D integral representation), check C1.
+    .. [src] derived in docs/multitask.md (the half-normal characteristic function of the 1-D integral
+       representation).
 
     Examples
     --------
@@ -234,7 +235,7 @@ def sign_moments(w_par, s, method="auto"):
 
     References
     ----------
-    .. [src] seed 000 L413-455 (Lemma A.6), L510-704 (Lemmas A.7-A.9); specs/multitask.md §2.4, §7, Appendix Z.2-Z.3.
+    .. [src] [Collins24, Lemma A.6, Lemmas A.7-A.9]; the closed forms and quadrature derived in docs/multitask.md.
 
     Examples
     --------
@@ -281,7 +282,7 @@ def conditional_moments(w_par, s, method="auto"):
 
     References
     ----------
-    .. [src] seed 000 L413-455 (Lemma A.6, M and S through the half-normal Stein identity); specs/multitask.md §2.4.
+    .. [src] [Collins24, Lemma A.6]; M and S through the half-normal Stein identity, derived in docs/multitask.md.
 
     Examples
     --------

@@ -1,9 +1,9 @@
 r"""The exact one-step population map of multi-task pretraining, its reduced and leading-order forms.
 
-In the linear regime of the hinge (``eta y f < 1`` a.s., spec §2.1) the head after one step, the post-head
+In the linear regime of the hinge (``eta y f < 1`` a.s.) the head after one step, the post-head
 loss and the fixed-head first-layer gradient are exact finite sums over the 2^r sign patterns of the
 sign-conditioned moments of :mod:`.moments`; the map decouples across neurons and depends on a neuron only
-through ``(w_par, s = ||w_perp||)`` (specs/multitask.md §2.1-2.6).
+through ``(w_par, s = ||w_perp||)`` (derived in docs/multitask.md).
 """
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def A_matrix(w, r, reduced=True, method="auto"):
 
     References
     ----------
-    .. [src] seed 000 L415-455 (Lemma A.6, eqs. (28)-(32)), L510-704 (Lemmas A.7-A.9); specs/multitask.md §2.5.
+    .. [src] [Collins24, Lemma A.6, eqs. (28)-(32), Lemmas A.7-A.9]; A = E_u[M M^T] derived in docs/multitask.md.
 
     Examples
     --------
@@ -145,7 +145,7 @@ def A_blocks_leading(w, r, corrected=True):
     w : array_like of shape (d,)
     r : int
     corrected : bool
-        True: ``I_r/(2 pi)``; False: the paper's ``I_r/4`` (Lemma A.7, L512), wrong by ``1/4 - 1/(2 pi) = 0.0908``
+        True: ``I_r/(2 pi)``; False: the paper's ``I_r/4`` (Lemma A.7, eq. (39)), wrong by ``1/4 - 1/(2 pi) = 0.0908``
         (eq. (42) takes the second moment of one half-normal vector where x and x' are independent).
 
     Returns
@@ -158,7 +158,8 @@ def A_blocks_leading(w, r, corrected=True):
 
     References
     ----------
-    .. [src] seed 000 L512-539 (Lemma A.7), L576 (A.8), L654 (A.9); specs/multitask.md §1.8, §2.5, §3 C4b.
+    .. [src] [Collins24, Lemma A.7, eqs. (39)-(42); Lemma A.8, eq. (52); Lemma A.9, eq. (61)]; correction in
+       docs/errata.md.
 
     Examples
     --------
@@ -207,7 +208,7 @@ def head_after_step(W0, tasks, eta, lam_a=None, A0=None):
 
     References
     ----------
-    .. [src] seed 000 L107 (eq. (7)), L349-361 (Lemma A.3); specs/multitask.md §2.1.
+    .. [src] [Collins24, eq. (7), Lemma A.3].
 
     Examples
     --------
@@ -237,11 +238,12 @@ def post_head_loss(W0, tasks, eta, lam_a=None, A0=None):
 
     Notes
     -----
-    Regime: linear regime of the hinge (the threshold correction is exponentially small in d^2, L495-503).
+    Regime: linear regime of the hinge (the threshold correction is exponentially small in d^2, Lemma A.6's
+    proof, eqs. (37)-(38)).
 
     References
     ----------
-    .. [src] seed 000 L213-219 (eqs. (16)-(17), with {a^+} and the factor eta restored), L363-399; specs/multitask.md §2.2.
+    .. [src] [Collins24, eqs. (16)-(17), with {a^+} and the factor eta restored; Lemma A.4].
     """
     owner = "multitask.post_head_loss"
     ts, S, eta = _head_inputs(owner, W0, tasks, eta)
@@ -282,11 +284,11 @@ def population_gradient(W0, tasks, eta, lam_a=None, A0=None):
     Notes
     -----
     Regime: linear regime. The heads are not differentiated through: the gradient of the contrastive loss of
-    :func:`post_head_loss` through ``a^+(W)`` is twice this (spec §2.3, the factor-2 pitfall).
+    :func:`post_head_loss` through ``a^+(W)`` is twice this (the factor-2 pitfall, docs/multitask.md).
 
     References
     ----------
-    .. [src] seed 000 L111 (eq. (8)), L413-455 (Lemma A.6, with its sign and eta fixed); specs/multitask.md §2.3.
+    .. [src] [Collins24, eq. (8), Lemma A.6 (with its sign and eta fixed)].
     """
     owner = "multitask.population_gradient"
     eta = check(owner, "eta", eta, _POS)
@@ -299,7 +301,7 @@ def population_gradient(W0, tasks, eta, lam_a=None, A0=None):
 # ---- weight decay and kappa -----------------------------------------------------------------------------------
 
 def lambda_w_paper(r, eta):
-    r"""The paper's first-layer weight decay (Prop. 4.1, L149), which cancels the perp part at leading order.
+    r"""The paper's first-layer weight decay (Prop. 4.1), which cancels the perp part at leading order.
 
     .. math:: \lambda_w = \big(1 + \eta^2 2^{-r-1}/\pi\big)/\eta
 
@@ -309,7 +311,8 @@ def lambda_w_paper(r, eta):
 
     References
     ----------
-    .. [src] seed 000 L149, L706, L773; specs/multitask.md §1.4 (L897/L927 print it garbled, §1.8).
+    .. [src] [Collins24, Proposition 4.1, Lemma A.10, Proposition A.11] (Theorem B.5 and Corollary B.6 print it
+       garbled).
 
     Examples
     --------
@@ -322,17 +325,17 @@ def lambda_w_paper(r, eta):
 
 
 def lambda_w_adaptive(B, eta):
-    r"""Adaptive weight decay that cancels the leading perp leakage for any task set (spec §2.6.3, new).
+    r"""Adaptive weight decay that cancels the leading perp leakage for any task set (derived in docs/multitask.md).
 
     .. math:: \lambda_w = \big(1 + \eta^2 B_T/(2\pi)\big)/\eta,\qquad B_T = \tfrac1T\sum_i \hat f_i(\emptyset)^2
 
     Notes
     -----
-    Regime: any finite task set; cancels the perp leakage at leading order in eps (spec C11: ratio 0.307 -> 0.0137).
+    Regime: any finite task set; cancels the perp leakage at leading order in eps (measured: ratio 0.307 -> 0.0137).
 
     References
     ----------
-    .. [src] specs/multitask.md §2.6.3 (derived, verified: C11); not in seed 000.
+    .. [src] derived in docs/multitask.md (not in [Collins24]).
     """
     B = check("multitask.lambda_w_adaptive", "B", B, Interval(0, 1))
     eta = check("multitask.lambda_w_adaptive", "eta", eta, _POS)
@@ -361,11 +364,11 @@ def decay_factor(r, eta, lam_w="paper", tasks=None):
     -----
     Regime: the perp cancellation ``1 - eta lam_w + eta^2 B/(2 pi) ~ 0`` is catastrophic in floating point:
     forming ``1 - eta*lam_w`` from the rounded lam_w leaves an error of order 1e-16 against a signal of order
-    ``eta^2 2^-r`` (spec §7).
+    ``eta^2 2^-r`` (docs/multitask.md).
 
     References
     ----------
-    .. [src] seed 000 L716 (weight decay in the update); specs/multitask.md §2.6.2, §7.
+    .. [src] [Collins24, proof of Lemma A.10] (weight decay in the update).
 
     Examples
     --------
@@ -387,7 +390,7 @@ def kappa_par(r, eta, corrected=True):
     r"""Scale of the ground-truth part after the step with the paper's lambda_w and beta_bar = I.
 
     .. math:: w_\|^+ \approx \kappa_\|\,w_\|,\qquad \kappa_\| = \frac{\eta^2 2^{-r}}{2\pi}
-              \quad(\text{paper: } \eta^2 2^{-r-2},\ \text{Lemma A.10, L709})
+              \quad(\text{paper: } \eta^2 2^{-r-2},\ \text{Lemma A.10})
 
     Parameters
     ----------
@@ -402,7 +405,7 @@ def kappa_par(r, eta, corrected=True):
 
     References
     ----------
-    .. [src] seed 000 L709, L730, L789; specs/multitask.md §1.8, §2.6.2, §3 C5.
+    .. [src] [Collins24, Lemma A.10 and its proof, proof of Theorem A.12]; corrected in docs/errata.md.
 
     Examples
     --------
@@ -426,7 +429,7 @@ def kappa_hat(W0, W_plus, r):
 
     References
     ----------
-    .. [src] specs/multitask.md §4 E1/E2.
+    .. [src] popdyn's own (the E1/E2 reproductions of docs/multitask.md).
     """
     W0 = check("multitask.kappa_hat", "W0", W0, FiniteArray(2))
     W_plus = check("multitask.kappa_hat", "W_plus", W_plus, FiniteArray(2, W0.shape))
@@ -449,7 +452,7 @@ def subspace_ratio(W, r):
 
     References
     ----------
-    .. [src] seed 000 L157-159 (Thm 4.2), L780-782; specs/multitask.md §2.6.4.
+    .. [src] [Collins24, Theorem 4.2, Theorem A.12].
 
     Examples
     --------
@@ -467,7 +470,7 @@ def subspace_ratio(W, r):
 # ---- the one-step map -----------------------------------------------------------------------------------------
 
 def leading_order_map(w_par, s, eta=1.0, tasks=None, lam_w="paper"):
-    r"""Leading-order ("Walsh") one-step map for any finite task set (spec §2.6.3, new; verified C8).
+    r"""Leading-order ("Walsh") one-step map for any finite task set (derived in docs/multitask.md).
 
     .. math:: w_\|^+ = (1-\eta\lambda_w)w_\| + \frac{\eta^2}{2\pi}\Big[s\,c + \big(BI_r + K + \tfrac2\pi C_2\big)
               w_\|\Big],\qquad c_\perp = 1-\eta\lambda_w + \frac{\eta^2}{2\pi}\big(B + c^\top w_\|/s\big)
@@ -494,7 +497,7 @@ def leading_order_map(w_par, s, eta=1.0, tasks=None, lam_w="paper"):
 
     References
     ----------
-    .. [src] specs/multitask.md §2.6.3 (derived there; not in seed 000), Appendix Z.4.
+    .. [src] derived in docs/multitask.md (not in [Collins24]).
     """
     owner = "multitask.leading_order_map"
     eta = check(owner, "eta", eta, _POS)
@@ -541,7 +544,7 @@ def one_step_map_reduced(w_par, s, eta=1.0, tasks=None, lam_w="paper", method="a
 
     References
     ----------
-    .. [src] seed 000 L706-769 (Lemma A.10), L149 (Prop. 4.1); specs/multitask.md §2.6.1.
+    .. [src] [Collins24, Lemma A.10, Proposition 4.1]; the exact map derived in docs/multitask.md.
 
     Examples
     --------
@@ -592,12 +595,12 @@ def one_step_map(W0, r, tasks=None, eta=1.0, lam_w="paper", lam_a=None, A0=None,
     Notes
     -----
     Regime: linear regime of the hinge (``nu_w ~ d^-1.25``, ``m = O(d)``; :func:`check_linear_regime`);
-    outside it the threshold term of L369-370 is missing. Neurons do not interact; duplicated neurons get
+    outside it the threshold term of Lemma A.4 is missing. Neurons do not interact; duplicated neurons get
     identical updates.
 
     References
     ----------
-    .. [src] seed 000 L101-113, L706-769 (Lemma A.10), L149; specs/multitask.md §2.6.1.
+    .. [src] [Collins24, Section 3, Lemma A.10, Proposition 4.1]; the exact map derived in docs/multitask.md.
 
     Examples
     --------
@@ -652,7 +655,7 @@ def margin_bound(W0, heads, delta):
 
     References
     ----------
-    .. [src] seed 000 L493-506 (the paper's high-probability linear regime); specs/multitask.md §2.1.
+    .. [src] [Collins24, proof of Lemma A.6, eqs. (37)-(38)] (the paper's high-probability linear regime).
     """
     owner = "multitask.margin_bound"
     W0 = check(owner, "W0", W0, FiniteArray(2))
@@ -672,16 +675,16 @@ def check_linear_regime(W0, tasks, eta, lam_a=None, A0=None, n_mc=100_000, seed=
     Returns a dict ``max_margin`` (the largest ``y f`` seen), ``frac_active`` (fraction of (task, sample)
     pairs with ``y f >= 1``) and ``bound`` (the crude a-priori bound ``sum_j |a_ij| ||w_j|| E-max ||x||``).
     Warns with :class:`~popdyn.RegimeWarning` when a threshold is reached: the closed forms then miss the
-    threshold term (L369-370).
+    threshold term (Lemma A.4).
 
     Notes
     -----
     Regime: a sampled maximum, not a proof; with ``nu_w = d^-1.25`` and ``m <= sqrt(2 pi) d/eta`` the margin is
-    far below 1 (spec §2.1).
+    far below 1 (docs/multitask.md).
 
     References
     ----------
-    .. [src] seed 000 L207, L493-506; specs/multitask.md §2.1, §6 item 14.
+    .. [src] [Collins24, Section 5 (Step 1), proof of Lemma A.6, eqs. (37)-(38)].
     """
     owner = "multitask.check_linear_regime"
     n_mc = as_int(owner, "n_mc", n_mc, 1)

@@ -1,4 +1,4 @@
-"""``popdyn.predict`` for multi-task ReLU pretraining: the exact one-step population map (seed 000; specs/multitask.md §2).
+"""``popdyn.predict`` for multi-task ReLU pretraining: the exact one-step population map ([Collins24]).
 
 ``popdyn.predict(problem, lr=1.0, method="exact"|"leading", delta=1e-9)`` for
 :class:`~popdyn.models.multitask.Problem` (registered here, catalogue name ``multitask``): the heads after one step, the post-head loss, the first layer after
@@ -32,7 +32,7 @@ def _predict(problem, *, lr, method, delta):
     lr : float
         Step size eta of both steps, > 0.
     method : {"exact", "leading"}
-        The exact sign-pattern map, or the leading-order Walsh map (spec §2.6.3) for ``W_plus``.
+        The exact sign-pattern map, or the leading-order Walsh map (docs/multitask.md) for ``W_plus``.
     delta : float
         Exceptional fraction of inputs of the linear-regime certificate ``margin_bound`` (:func:`margin_bound`),
         in (0, 1): ``y f < margin_bound`` for every task at all other inputs.
@@ -51,7 +51,8 @@ def _predict(problem, *, lr, method, delta):
 
     References
     ----------
-    .. [src] seed 000 L101-113, L149, L349-455 (Lemmas A.3-A.6), L706-769 (Lemma A.10); specs/multitask.md §2.
+    .. [src] [Collins24, Section 3, Proposition 4.1, Lemmas A.3-A.6, Lemma A.10]; the exact map derived in
+       docs/multitask.md.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""The multi-task ReLU pretraining problem of seed 000: d, r, width, the task set, nu_w, lambda_w, seed; its options."""
+"""The multi-task ReLU pretraining problem of the paper: d, r, width, task set, nu_w, lambda_w, seed; options."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,7 +30,7 @@ def symmetric_init(d, width, nu_w, seed=0):
 
     References
     ----------
-    .. [src] seed 000 L101-105 (eq. (6)); specs/multitask.md §1.4.
+    .. [src] [Collins24, eq. (6)].
     """
     half = np.random.default_rng([seed, 0]).standard_normal((width // 2, d)) * nu_w
     return np.vstack([half, half])
@@ -67,13 +67,13 @@ class Problem:
         Init scale of W, > 0; None gives the paper's ``d^-1.25`` (the hinge stays linear).
     lam_w : {"paper", "adaptive"} or float
         First-layer weight decay: the paper's ``(1 + eta^2 2^-r-1/pi)/eta`` (with the corrected constant),
-        the adaptive ``(1 + eta^2 B_T/(2 pi))/eta`` of spec §2.6.3, or a number (eta = ``lr``).
+        the adaptive ``(1 + eta^2 B_T/(2 pi))/eta`` of docs/multitask.md, or a number (eta = ``lr``).
     seed : int
         Seed of W0, of the initial heads and of random task tables.
 
     References
     ----------
-    .. [src] seed 000 L55-113 (setting and algorithm), L149 (Prop. 4.1 hyperparameters); specs/multitask.md §1.
+    .. [src] [Collins24, Sections 2-3 (setting and algorithm), Proposition 4.1 (hyperparameters)].
     """
     d: int
     r: int
@@ -206,7 +206,7 @@ class Problem:
 
     @classmethod
     def e1(cls, r=2, d=20, width=16, seed=0):
-        """The spec's E1 setting (r = 2, d = 20, width = 16, Hadamard tasks; lr = 1), the smallest sharp test."""
+        """E1 of docs/multitask.md (r = 2, d = 20, width = 16, Hadamard tasks; lr = 1), the smallest sharp test."""
         return cls(d, r, width, "hadamard", None, "paper", seed)
 
     @classmethod

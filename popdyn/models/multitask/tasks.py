@@ -1,4 +1,4 @@
-r"""Sign patterns and task sets of the multi-task ReLU model (seed 000 eq. (1), Assumption 2.1).
+r"""Sign patterns and task sets of the multi-task ReLU model ([Collins24] eq. (1), Assumption 2.1).
 
 A task is a labeling ``fbar: {-1, 1}^r -> {-1, 1}`` of the sign pattern ``u = sign(x_{1:r})``; a task set
 is its label table ``F`` (T, 2^r) with columns in :func:`sign_patterns` order.
@@ -34,7 +34,7 @@ def sign_patterns(r):
 
     References
     ----------
-    .. [src] seed 000 L59-61 (eq. (1)); specs/multitask.md §5.
+    .. [src] [Collins24, eq. (1)].
 
     Examples
     --------
@@ -56,7 +56,7 @@ def pattern_index(X, r):
 
     References
     ----------
-    .. [src] seed 000 L59-61 (eq. (1)); specs/multitask.md §5, §7 (sign-pattern indexing).
+    .. [src] [Collins24, eq. (1)]; the sign-pattern order is popdyn's (docs/multitask.md).
     """
     X = np.asarray(X)
     bits = (X[:, :r] > 0).astype(np.int64)
@@ -90,7 +90,8 @@ class TaskSet:
 
     References
     ----------
-    .. [src] seed 000 L55-75 (tasks, Assumption 2.1), L211 (task kernel); specs/multitask.md §1.2, §2.6.3.
+    .. [src] [Collins24, Section 2.1 (tasks, Assumption 2.1), Section 5 (task kernel)]; Walsh statistics derived
+       in docs/multitask.md.
 
     Examples
     --------
@@ -121,7 +122,7 @@ class TaskSet:
     def hadamard(cls, r):
         r"""All ``2^r`` parities ``chi_S(u) = prod_{k in S} u_k`` (S = {} included): ``beta_bar = I`` exactly.
 
-        The smallest universe satisfying Assumption 2.1 (spec §1.2); row ``S`` is the subset with bit
+        The smallest universe satisfying Assumption 2.1 (docs/multitask.md); row ``S`` is the subset with bit
         ``k`` of ``S`` selecting coordinate ``k``.
         """
         U = sign_patterns(r)
@@ -130,7 +131,7 @@ class TaskSet:
 
     @classmethod
     def random_labelings(cls, r, n_tasks, seed=0):
-        """``n_tasks`` labelings drawn i.i.d. uniformly from all ``2^(2^r)`` (the paper's universe, L75)."""
+        """``n_tasks`` labelings drawn i.i.d. uniformly from all ``2^(2^r)`` (the paper's universe, Section 2.1)."""
         r = as_int("multitask.TaskSet.random_labelings", "r", r, low=1, high=24)
         n_tasks = as_int("multitask.TaskSet.random_labelings", "n_tasks", n_tasks, low=1)
         rng = np.random.default_rng(seed)
@@ -166,7 +167,7 @@ class TaskSet:
 
     # ---- statistics -------------------------------------------------------------------------------
     def beta_bar(self):
-        r"""Task kernel :math:`\bar\beta = F^\top F / T` (L211, with the paper's ``1/n`` read as ``1/T``)."""
+        r"""Task kernel :math:`\bar\beta = F^\top F / T` (Section 5, the paper's ``1/n`` read as ``1/T``)."""
         return self.F.T @ self.F / self.n_tasks
 
     def walsh(self):
@@ -175,7 +176,7 @@ class TaskSet:
         .. math:: a_{0,i} = 2^{-r}\sum_u \bar f_i(u),\quad (a_{1,i})_k = 2^{-r}\sum_u \bar f_i(u)u_k,\quad
                   (A_{2,i})_{kl} = 2^{-r}\sum_u \bar f_i(u)u_ku_l\ (k \ne l),\ 0 \text{ on the diagonal}
 
-        Returns ``(a0 (T,), a1 (T, r), A2 (T, r, r))`` (spec §2.6.3).
+        Returns ``(a0 (T,), a1 (T, r), A2 (T, r, r))`` (docs/multitask.md).
         """
         U = sign_patterns(self.r)
         P = U.shape[0]
@@ -187,7 +188,7 @@ class TaskSet:
         return a0, a1, A2
 
     def stats(self):
-        r"""The four task statistics of the leading-order map (spec §2.6.3).
+        r"""The four task statistics of the leading-order map (docs/multitask.md).
 
         .. math:: B = \tfrac1T\sum_i a_{0,i}^2,\quad K = \tfrac1T\sum_i a_{1,i}a_{1,i}^\top,\quad
                   c = \tfrac1T\sum_i a_{0,i}a_{1,i},\quad C_2 = \tfrac1T\sum_i a_{0,i}A_{2,i}

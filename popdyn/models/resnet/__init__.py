@@ -1,6 +1,6 @@
-r"""ResNet vs kernels (seed 004, Allen-Zhu & Li 2019 v1, "What Can ResNet Learn Efficiently, Going Beyond Kernels?").
+r"""ResNet vs kernels ([AllenZhu19]: Allen-Zhu & Li, v1, "What Can ResNet Learn Efficiently, Going Beyond Kernels?").
 
-Spec: specs/resnet_kernels.md. Conventions: x in {±1}^d; a dot-product kernel is its Hamming profile
+Docs: docs/resnet.md. Conventions: x in {±1}^d; a dot-product kernel is its Hamming profile
 ``kappa`` (shape (d+1,)); a target is a list with one Walsh expansion per output (dict from a sorted 0-based coordinate
 tuple to its coefficient).
 

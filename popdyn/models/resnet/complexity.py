@@ -2,7 +2,7 @@ r"""Complexity functionals :math:`\mathfrak C_\varepsilon(\phi,R)`, :math:`\math
 
 Coefficients are held in log space (``log|c_i|`` and signs): with :math:`C^* = 10^4` the weights
 :math:`(C^*)^i` overflow and :math:`|c_i| = 1/i!` underflow long before the peak of
-:math:`(C^*)^i|c_i|` at :math:`i \approx C^*|c|` (specs/resnet_kernels.md §7 items 1-2). The three entire families
+:math:`(C^*)^i|c_i|` at :math:`i \approx C^*|c|`. The three entire families
 of Example 4.1 (:math:`e^{cz}-1`, :math:`\sin cz`, :math:`\cos cz`) are infinite series: their
 :math:`\varepsilon`-free parts and :math:`\mathfrak C_s` use closed forms, their :math:`\varepsilon`-parts are
 summed term by term until the tail is below double precision.
@@ -46,7 +46,7 @@ class TaylorSeries:
 
     References
     ----------
-    .. [src] seed 004 L171-185 (Example 4.1); specs/resnet_kernels.md §1.3, §2.1, §7 items 1-2.
+    .. [src] [AllenZhu19, Section 4, Example 4.1]; closed forms derived in docs/resnet.md.
     """
 
     def __init__(self, log_abs, sign):
@@ -266,7 +266,7 @@ def log_C_eps_parts(series, eps=None, log_inv_eps=None, C_star=1e4, R=1.0):
 
     References
     ----------
-    .. [src] seed 004 L171-183; specs/resnet_kernels.md §1.3, §2.1.
+    .. [src] [AllenZhu19, Section 4]; the R-version and closed forms derived in docs/resnet.md.
 
     Examples
     --------
@@ -328,7 +328,7 @@ def log_C_eps(series, eps=None, log_inv_eps=None, C_star=1e4, R=1.0):
 
     References
     ----------
-    .. [src] seed 004 L171-185, footnote 7 L191; specs/resnet_kernels.md §1.3, §2.1.
+    .. [src] [AllenZhu19, Section 4, Example 4.1, footnote 7]; closed forms derived in docs/resnet.md.
 
     Examples
     --------
@@ -364,7 +364,7 @@ def log_C_s(series, C_star=1e4, R=1.0):
 
     References
     ----------
-    .. [src] seed 004 L179-185, footnote 7 L191; specs/resnet_kernels.md §2.1.
+    .. [src] [AllenZhu19, Section 4, footnote 7]; closed forms derived in docs/resnet.md.
 
     Examples
     --------
@@ -403,7 +403,7 @@ def C_s(series, C_star=1e4, R=1.0):
 
     References
     ----------
-    .. [src] seed 004 L179-185; specs/resnet_kernels.md §2.1.
+    .. [src] [AllenZhu19, Section 4]; closed forms derived in docs/resnet.md.
 
     Examples
     --------

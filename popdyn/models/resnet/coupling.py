@@ -39,11 +39,11 @@ def sign_flips(g0, g_prime):
 
     Notes
     -----
-    Regime: any vectors; the paper's :math:`D'` (L583-590) with the convention :math:`1[0 \ge 0] = 1`.
+    Regime: any vectors; the paper's :math:`D'` ([AllenZhu19, Prop. C.4]) with the convention :math:`1[0 \ge 0] = 1`.
 
     References
     ----------
-    .. [src] seed 004 L583-590 (Prop. C.4), L614-620; specs/resnet_kernels.md §2.4.
+    .. [src] [AllenZhu19, Prop. C.4, App. D (sign matrices)].
 
     Examples
     --------
@@ -83,7 +83,7 @@ def worst_case_flips(g0, delta):
 
     References
     ----------
-    .. [src] seed 004 L583-610 (Prop. C.4 and (C.1)); derived, specs/resnet_kernels.md §2.4 (V4).
+    .. [src] [AllenZhu19, Prop. C.4, eq. (C.1)]; exact worst case derived in docs/resnet.md.
 
     Examples
     --------
@@ -128,7 +128,7 @@ def worst_case_flip_fraction(delta, method="exact"):
 
     References
     ----------
-    .. [src] seed 004 L583-610 (Prop. C.4); derived, specs/resnet_kernels.md §2.4 (V4).
+    .. [src] [AllenZhu19, Prop. C.4]; derived in docs/resnet.md.
 
     Examples
     --------
@@ -167,7 +167,7 @@ def random_flip_fraction(delta):
 
     References
     ----------
-    .. [src] seed 004 L583-610 (Prop. C.4 is the worst case); derived, specs/resnet_kernels.md §2.4 (V4).
+    .. [src] [AllenZhu19, Prop. C.4] (the worst case); derived in docs/resnet.md.
 
     Examples
     --------

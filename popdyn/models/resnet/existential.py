@@ -1,4 +1,4 @@
-r"""Existential weights of Lemma F.1' (seed 004 L1384-1394, proof L1511-1587): the random-feature construction W*.
+r"""Existential weights of Lemma F.1' ([AllenZhu19, Lemma F.1', proof in App. F.3]): the random-feature construction W*.
 
 A target :math:`\Phi_r(x) = \sum_{i\le p} a^*_{r,i}\,\phi_{r,i}(\langle w^*_{1,r,i},x\rangle/\|x\|)\,
 \langle w^*_{2,r,i},x\rangle` (k outputs, p terms, every :math:`\phi_{r,i}` with only degree-0 and odd terms) is
@@ -56,7 +56,7 @@ class Phi:
 
     References
     ----------
-    .. [src] seed 004 L1367-1376 (restated Lemma F.1), L1384-1394 (Lemma F.1'); specs/resnet_kernels.md §2.6.
+    .. [src] [AllenZhu19, Lemma F.1 (restated, App. F.1), Lemma F.1'].
 
     Examples
     --------
@@ -135,11 +135,11 @@ class Phi:
         Regime: exact. :math:`m\|\mathbf W^*\|_F^2 = \frac1m\sum_j\|m w^*_j\|^2` is a mean of m i.i.d. rows whose
         expectation is this value for every m (:math:`\mathbb E a_{r,j}a_{r',j} = \delta_{rr'}`, a independent of
         :math:`W^{(0)}`); it is :math:`\|\mathbf W^*_{\mathrm{main}}\|_F^2` in the main text's scaling, the O(1)
-        quantity :math:`\widetilde O(kp\,\mathfrak C_s)^2` of Lemma F.1' (L1385, L1573-1587).
+        quantity :math:`\widetilde O(kp\,\mathfrak C_s)^2` of Lemma F.1' (its proof, eq. (F.4)).
 
         References
         ----------
-        .. [src] seed 004 L1385, L1573-1587 ((F.4)); derived, specs/resnet_kernels.md §2.6 (V3).
+        .. [src] [AllenZhu19, Lemma F.1', eq. (F.4)]; the large-m limit derived in docs/resnet.md.
         """
         beta = self._b * np.exp(0.5 * gammaln(np.arange(self._b.shape[2]) + 1.0))    # b_n sqrt(n!)
         total = 0.0
@@ -184,12 +184,12 @@ def random_feature_weights(phi, W0, a):
     Notes
     -----
     Regime: any m; with the exact h of :func:`.indicator.h` (not the paper's truncated one)
-    :math:`\mathbb E\,G_r(x;\mathbf W^*) = \Phi_r(x)` exactly. The index r' of the inner sum (typo in (F.3), L1557,
-    spec §8 item 15) is the outer one. Main-text scaling (A ~ N(0, 1/m)): multiply by :math:`\sqrt m`.
+    :math:`\mathbb E\,G_r(x;\mathbf W^*) = \Phi_r(x)` exactly. The index r' of the inner sum (a typo in
+    (F.3)) is the outer one. Main-text scaling (A ~ N(0, 1/m)): multiply by :math:`\sqrt m`.
 
     References
     ----------
-    .. [src] seed 004 L1515-1565 ((F.2), (F.3)); specs/resnet_kernels.md §2.6 (V3), §8 item 15.
+    .. [src] [AllenZhu19, proof of Lemma F.1' (App. F.3), eqs. (F.2), (F.3)].
 
     Examples
     --------
@@ -233,7 +233,7 @@ def G(X, W_star, W0, a):
 
     References
     ----------
-    .. [src] seed 004 L1376-1380, L1561-1565; specs/resnet_kernels.md §2.6.
+    .. [src] [AllenZhu19, Lemma F.1 (App. F.1), proof of Lemma F.1' (App. F.3)].
 
     Examples
     --------

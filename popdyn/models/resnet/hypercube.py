@@ -1,7 +1,7 @@
 r"""Correlation kernels on the uniform hypercube {±1}^d: exact level eigenvalues, KRR, Parseval test error.
 
-Spec: specs/resnet_kernels.md §2.7-2.8 (seed 004 Prop. E.1 L1106-1118, Lemma E.2 L1129-1151, program (3.1)
-L124-129). Conventions: x in {±1}^d (rows of ``X``, entries exactly ±1); a dot-product kernel is
+Docs: docs/resnet.md ([AllenZhu19, Prop. E.1, Lemma E.2 (App. E), program (3.1) (Section 3)]).
+Conventions: x in {±1}^d (rows of ``X``, entries exactly ±1); a dot-product kernel is
 given by its *profile* :math:`\kappa_t = K(x,y)` at Hamming distance :math:`t=0..d` (shape ``(d+1,)``); a target
 is a list with one Walsh expansion per output, a dict from a sorted 0-based coordinate tuple (``()`` for the
 constant) to its coefficient. Points of the whole cube are enumerated by :func:`hypercube_points` (row ``i`` has
@@ -118,7 +118,7 @@ def krawtchouk(d):
 
     References
     ----------
-    .. [src] seed 004 L1106-1118 (Prop. E.1); specs/resnet_kernels.md §2.7, §7 item 4.
+    .. [src] [AllenZhu19, Prop. E.1]; the Krawtchouk form derived in docs/resnet.md.
 
     Examples
     --------
@@ -173,7 +173,7 @@ def level_eigenvalues(kappa, d=None):
 
     References
     ----------
-    .. [src] seed 004 L1106-1118 (Prop. E.1); specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Prop. E.1]; the Krawtchouk form derived in docs/resnet.md.
 
     Examples
     --------
@@ -208,7 +208,7 @@ def profile_from_eigenvalues(lambda2):
 
     References
     ----------
-    .. [src] seed 004 L1106-1118; specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Prop. E.1]; derived in docs/resnet.md.
 
     Examples
     --------
@@ -248,7 +248,7 @@ def dot_product_profile(fn, d, bias=False):
 
     References
     ----------
-    .. [src] seed 004 L131-137 (correlation kernels); specs/resnet_kernels.md §2.8, §7 item 14.
+    .. [src] [AllenZhu19, Section 3] (correlation kernels).
     """
     d = _d("resnet.dot_product_profile", d)
     t = np.arange(d + 1.0)
@@ -281,7 +281,7 @@ def relu_ck(d, bias=True):
     ----------
     d : int
     bias : bool
-        Use :math:`\tilde x=(x,1)/\sqrt{d+1}` (default; removes the zero odd levels, spec §7 item 6).
+        Use :math:`\tilde x=(x,1)/\sqrt{d+1}` (default; removes the zero odd levels, docs/resnet.md).
 
     Returns
     -------
@@ -294,7 +294,7 @@ def relu_ck(d, bias=True):
 
     References
     ----------
-    .. [src] seed 004 L131-137, footnote 5 L151; specs/resnet_kernels.md §2.8.
+    .. [src] [AllenZhu19, Section 3, footnote 5]; the closed form is standard (docs/resnet.md).
 
     Examples
     --------
@@ -326,7 +326,7 @@ def relu_ntk_hidden(d, bias=True):
 
     References
     ----------
-    .. [src] seed 004 footnote 5 L151; specs/resnet_kernels.md §2.8.
+    .. [src] [AllenZhu19, footnote 5]; the closed form is standard (docs/resnet.md).
     """
     return dot_product_profile(lambda r: r * _kappa0(r), d, bias)
 
@@ -353,7 +353,7 @@ def relu_ntk_full(d, bias=True):
 
     References
     ----------
-    .. [src] seed 004 footnote 5 L151; specs/resnet_kernels.md §2.8.
+    .. [src] [AllenZhu19, footnote 5]; the closed form is standard (docs/resnet.md).
     """
     return dot_product_profile(lambda r: r * _kappa0(r) + _kappa1(r), d, bias)
 
@@ -381,7 +381,7 @@ def arcsin(d, bias=False):
 
     References
     ----------
-    .. [src] seed 004 L131-137 ("arcsin kernel"); specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Section 3] ("arcsin kernel").
     """
     return dot_product_profile(lambda r: np.arcsin(np.clip(r, -1.0, 1.0)), d, bias)
 
@@ -397,7 +397,7 @@ def gaussian(d, h=None):
     ----------
     d : int
     h : float, optional
-        Bandwidth > 0; default ``d`` (spec §2.7's "Gaussian (h=d)").
+        Bandwidth > 0; default ``d`` (the bandwidth of docs/resnet.md's exact kernel errors).
 
     Returns
     -------
@@ -409,7 +409,7 @@ def gaussian(d, h=None):
 
     References
     ----------
-    .. [src] seed 004 L131-137; specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Section 3].
 
     Examples
     --------
@@ -448,7 +448,7 @@ def polynomial(d, q, c=1.0, bias=False):
 
     References
     ----------
-    .. [src] specs/resnet_kernels.md §2.8 (standard; not in seed 004).
+    .. [src] standard (not in [AllenZhu19]); docs/resnet.md.
     """
     q = check("resnet.polynomial", "q", q, Integer(0, 60))
     c = check("resnet.polynomial", "c", c, Interval(0.0, np.inf))
@@ -476,7 +476,7 @@ def hypercube_points(d):
 
     References
     ----------
-    .. [src] specs/resnet_kernels.md §5 (``fwht``), §7 item 13.
+    .. [src] popdyn's own (the ordering of :func:`fwht`); docs/resnet.md.
 
     Examples
     --------
@@ -539,7 +539,7 @@ def hamming_matrix(X, Y=None):
 
     References
     ----------
-    .. [src] specs/resnet_kernels.md §5 (numba candidates), §7 item 5.
+    .. [src] popdyn's own (numba); docs/resnet.md.
 
     Examples
     --------
@@ -571,7 +571,7 @@ def walsh_index(S):
 
     References
     ----------
-    .. [src] specs/resnet_kernels.md §5.
+    .. [src] popdyn's own; docs/resnet.md.
 
     Examples
     --------
@@ -618,7 +618,7 @@ def fwht(values):
 
     References
     ----------
-    .. [src] specs/resnet_kernels.md §2.9, §5.
+    .. [src] standard fast Walsh-Hadamard transform; docs/resnet.md.
 
     Examples
     --------
@@ -658,7 +658,7 @@ def kernel_matrix(kappa, X, Y=None):
 
     References
     ----------
-    .. [src] seed 004 L124-129; specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, program (3.1)].
     """
     kappa = _profile("resnet.kernel_matrix", kappa)
     X = _points("resnet.kernel_matrix", X, kappa.size - 1)
@@ -693,7 +693,7 @@ def krr_fit(kappa, X, Y, lam):
 
     References
     ----------
-    .. [src] seed 004 L124-129 (program 3.1); specs/resnet_kernels.md §1.6.
+    .. [src] [AllenZhu19, program (3.1)]; its closed-form minimiser derived in docs/resnet.md.
 
     Examples
     --------
@@ -754,7 +754,7 @@ def captured_coefficients(kappa, X, beta, sets):
 
     References
     ----------
-    .. [src] seed 004 L1106-1118, L1250-1268; specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Prop. E.1 and its proof (App. E.2)]; the exact test error derived in docs/resnet.md.
     """
     owner = "resnet.captured_coefficients"
     kappa = _profile(owner, kappa)
@@ -886,7 +886,7 @@ def exact_test_error(kappa, X, beta, target, *, return_accuracy=False):
 
     References
     ----------
-    .. [src] seed 004 L1106-1151 (Prop. E.1, Lemma E.2); specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Prop. E.1, Lemma E.2]; derived in docs/resnet.md.
     """
     owner = "resnet.exact_test_error"
     kappa = _profile(owner, kappa)
@@ -953,7 +953,7 @@ def lemma_e2_bound(kappa, X, beta, target):
 
     References
     ----------
-    .. [src] seed 004 L1129-1151 (Lemma E.2); specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Lemma E.2].
     """
     owner = "resnet.lemma_e2_bound"
     kappa = _profile(owner, kappa)
@@ -987,7 +987,7 @@ def fc2_kernel_limit(kernel, d, w_var=None):
     d : int
         Input dimension, 1 <= d <= 60.
     w_var : float or None
-        Variance :math:`s^2` of W's entries (bias column included): None for the experiment init's 1/d (L422),
+        Variance :math:`s^2` of W's entries (bias column included): None for the experiment init's 1/d (App. A),
         sigma_w^2 for the theory init. The NTK does not depend on it.
 
     Returns
@@ -1003,7 +1003,7 @@ def fc2_kernel_limit(kernel, d, w_var=None):
 
     References
     ----------
-    .. [src] seed 004 L151 (footnote 5), L237, L422; specs/resnet_kernels.md §2.8, §4.1 item 5(a).
+    .. [src] [AllenZhu19, footnote 5, Fig. 2, App. A]; the infinite-width profiles are standard (docs/resnet.md).
 
     Examples
     --------

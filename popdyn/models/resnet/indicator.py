@@ -7,7 +7,7 @@ odd terms of :math:`\phi` can be reproduced by a bias-free indicator, which is w
 Hermite polynomials are the probabilists' :math:`\mathrm{He}_i`
 (:math:`\mathbb E[\mathrm{He}_i\mathrm{He}_j] = i!\delta_{ij}`).
 
-The paper's bounded version (Claim F.4, L1453-1470) clips each :math:`\mathrm{He}_i` at
+The paper's bounded version (Claim F.4, App. F.2) clips each :math:`\mathrm{He}_i` at
 :math:`B_i = 100\sqrt i + 10\sqrt{\log(1/\varepsilon)}`: :func:`truncation_levels`, :func:`h_truncated`, its exact
 error :func:`truncation_error` and the exact Claim F.4(a), (b) tail sums :func:`claim_f4_tails`.
 
@@ -64,7 +64,7 @@ def log_abs_p_prime(i):
 
     References
     ----------
-    .. [src] seed 004 L1428-1436 (Claim F.3); derived, specs/resnet_kernels.md §2.5 (V2).
+    .. [src] [AllenZhu19, Claim F.3]; exact value derived in docs/resnet.md.
 
     Examples
     --------
@@ -96,12 +96,12 @@ def p_prime(i):
 
     Notes
     -----
-    Regime: exact. Claim F.3's bound :math:`|p'_i| \ge (i-1)!!/4` (L1432) is false for every odd i >= 3;
-    the sharp bound is :math:`|p'_i| \ge (i-1)!!/(\pi\sqrt i)` (spec §8 item 12).
+    Regime: exact. Claim F.3's bound :math:`|p'_i| \ge (i-1)!!/4` is false for every odd i >= 3;
+    the sharp bound is :math:`|p'_i| \ge (i-1)!!/(\pi\sqrt i)` (docs/errata.md).
 
     References
     ----------
-    .. [src] seed 004 L1428-1436 (Claim F.3); derived, specs/resnet_kernels.md §2.5 (V2).
+    .. [src] [AllenZhu19, Claim F.3]; exact value derived in docs/resnet.md.
 
     Examples
     --------
@@ -147,11 +147,11 @@ def h_coefficients(series):
     Notes
     -----
     Regime: exact (no truncation of :math:`\mathrm{He}_i` at :math:`B_i`, unlike the paper's :math:`\hat h_i`,
-    L1455-1470, which trades exactness for boundedness).
+    Claim F.4, which trades exactness for boundedness).
 
     References
     ----------
-    .. [src] seed 004 L1400-1452 (Lemma F.2, Claim F.3, (F.1)); derived, specs/resnet_kernels.md §2.5 (V2).
+    .. [src] [AllenZhu19, Lemma F.2, Claim F.3, eq. (F.1)]; the untruncated h derived in docs/resnet.md.
 
     Examples
     --------
@@ -189,7 +189,7 @@ def h(series, alpha1):
 
     References
     ----------
-    .. [src] seed 004 L1400-1452 (Lemma F.2); derived, specs/resnet_kernels.md §2.5.
+    .. [src] [AllenZhu19, Lemma F.2]; derived in docs/resnet.md.
 
     Examples
     --------
@@ -225,11 +225,11 @@ def h_second_moment(series):
     Notes
     -----
     Regime: exact, summed in log space. Lemma F.2 states :math:`\mathbb E[h^2] \le \mathfrak C_s(\phi,1)^2`,
-    which holds for C* large enough (C* >= 0.77 for the spec's V2 example).
+    which holds for C* large enough (C* >= 0.77 for the example in docs/resnet.md).
 
     References
     ----------
-    .. [src] seed 004 L1418, L1493-1509 (Lemma F.2); derived, specs/resnet_kernels.md §2.5 (V2).
+    .. [src] [AllenZhu19, Lemma F.2 and its proof (App. F.2)]; the closed form derived in docs/resnet.md.
 
     Examples
     --------
@@ -271,7 +271,7 @@ def truncation_levels(series, eps):
 
     References
     ----------
-    .. [src] seed 004 L1453-1457 (Claim F.4); specs/resnet_kernels.md §2.5.
+    .. [src] [AllenZhu19, Claim F.4].
 
     Examples
     --------
@@ -340,12 +340,12 @@ def h_truncated(series, alpha1, eps=None, B=None):
     Notes
     -----
     Regime: float64, as :func:`h`. :math:`\widehat{\mathrm{He}}_i` is the paper's
-    :math:`h_i(z)1[|z|\le B_i] + h_i(\mathrm{sign}(z)B_i)1[|z|>B_i]` (L1459): bounded and Lipschitz, at the price of
+    :math:`h_i(z)1[|z|\le B_i] + h_i(\mathrm{sign}(z)B_i)1[|z|>B_i]` (App. F.2): bounded and Lipschitz, at the price of
     the error :func:`truncation_error`.
 
     References
     ----------
-    .. [src] seed 004 L1453-1470 (Claim F.4, the truncated h); specs/resnet_kernels.md §2.5.
+    .. [src] [AllenZhu19, Claim F.4 and the truncated h of App. F.2].
 
     Examples
     --------
@@ -387,11 +387,11 @@ def truncation_error(series, x1, eps=None, B=None):
     Regime: adaptive quadrature (relative tolerance 1e-10, absolute 1e-14 before the factor) in
     :math:`t = |z| - \min_i B_i` with the factor :math:`\varphi(\min_i B_i)` taken out, one panel between
     consecutive levels. Lemma F.2's proof states :math:`|R'(x_1)| \le \varepsilon/4` at the paper's levels
-    (L1461-1466), from Claim F.4(a) + (b) each :math:`\le \varepsilon/8`.
+    (App. F.2), from Claim F.4(a) + (b) each :math:`\le \varepsilon/8`.
 
     References
     ----------
-    .. [src] seed 004 L1453-1470 (Claim F.4, R'); derived, specs/resnet_kernels.md §2.5.
+    .. [src] [AllenZhu19, Claim F.4, R' in the proof of Lemma F.2]; the exact error derived in docs/resnet.md.
 
     Examples
     --------
@@ -465,7 +465,7 @@ def claim_f4_tails(series, eps=None, B=None):
 
     References
     ----------
-    .. [src] seed 004 L1453-1457 (Claim F.4(a), (b)), L1461-1466; derived, specs/resnet_kernels.md §2.5.
+    .. [src] [AllenZhu19, Claim F.4(a), (b), proof of Lemma F.2]; the exact sums derived in docs/resnet.md.
 
     Examples
     --------

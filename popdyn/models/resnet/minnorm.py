@@ -1,6 +1,6 @@
-r"""Appendix A.1 of seed 004: the two-layer network on a sparse parity, its exact population error and norms.
+r"""Appendix A.1 of [AllenZhu19]: the two-layer network on a sparse parity, its exact population error and norms.
 
-Setting (L432-440): :math:`F(W;x)=a^\top\sigma(Wx)` with :math:`W\in\mathbb R^{m\times d}` trained,
+Setting (App. A.1): :math:`F(W;x)=a^\top\sigma(Wx)` with :math:`W\in\mathbb R^{m\times d}` trained,
 :math:`a\in\{\pm1/\sqrt m\}^m` fixed with exactly m/2 of each sign, inputs :math:`x\in\{\pm1/\sqrt d\}^d` uniform
 (so :math:`x=z/\sqrt d` with z a point of the package's hypercube {±1}^d) and labels
 :math:`y=d^3x_{i_1}\cdots x_{i_6}=z_{i_1}\cdots z_{i_6}\in\{\pm1\}`. Norms are reported in the paper's unit
@@ -9,12 +9,12 @@ Setting (L432-440): :math:`F(W;x)=a^\top\sigma(Wx)` with :math:`W\in\mathbb R^{m
 Public names
 ------------
 PAPER_POINTS, PAPER_SGD_BEST
-    The reported (norm / sqrt d, MSE) of the hand constructions (L436-440) and SGD's best test error at d = 40,
-    N = 5000 (L446).
+    The reported (norm / sqrt d, MSE) of the hand constructions (App. A.1) and SGD's best test error at d = 40,
+    N = 5000 (App. A.1, Fig. 3(a)).
 signs, network, parity_labels, population_mse, paper_norm, level_norm, duplicate, pad, rademacher_bound
     The fixed output layer, F(W; x), the labels, the exact population MSE (enumeration), the norm in the paper's
     unit, the smallest norm on the ray {tW} that reaches a given MSE (exact, by homogeneity), the maps of
-    footnote 13 (row duplication, zero padding) and the Rademacher bound of L442.
+    footnote 13 (row duplication, zero padding) and the Rademacher bound of App. A.1.
 """
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from .hypercube import hypercube_points
 __all__ = ["PAPER_POINTS", "PAPER_SGD_BEST", "signs", "check_support", "network", "parity_labels", "population_mse",
            "paper_norm", "level_norm", "duplicate", "pad", "rademacher_bound"]
 
-#: (||W*||_F / sqrt d, population MSE) of the three hand constructions, seed 004 L436-440.
+#: (||W*||_F / sqrt d, population MSE) of the three hand constructions, [AllenZhu19, App. A.1].
 PAPER_POINTS = ((9.7, 0.12), (12.5, 0.037), (13.8, 0.011))
-#: SGD's best test error at d = 40, N = 5000 over lr, wd and m (seed 004 L446, Fig. 3a).
+#: SGD's best test error at d = 40, N = 5000 over lr, wd and m ([AllenZhu19, App. A.1, Fig. 3(a)]).
 PAPER_SGD_BEST = 0.69
 
 _OWNER = "resnet.minnorm"
@@ -61,7 +61,7 @@ def check_support(owner, S, d):
 
 
 def signs(m):
-    r"""The fixed output layer :math:`a=(1,\dots,1,-1,\dots,-1)/\sqrt m` (m/2 of each sign, L432).
+    r"""The fixed output layer :math:`a=(1,\dots,1,-1,\dots,-1)/\sqrt m` (m/2 of each sign, App. A.1).
 
     Parameters
     ----------
@@ -78,7 +78,7 @@ def signs(m):
 
     References
     ----------
-    .. [src] seed 004 L432; specs/resnet_kernels.md §1.8.
+    .. [src] [AllenZhu19, App. A.1].
 
     Examples
     --------
@@ -92,7 +92,7 @@ def signs(m):
 
 
 def network(W, X, a=None):
-    r"""The two-layer network :math:`F(W;x)=a^\top\sigma(Wx)`, σ = ReLU, for the rows x of ``X`` (L430-432).
+    r"""The two-layer network :math:`F(W;x)=a^\top\sigma(Wx)`, σ = ReLU, for the rows x of ``X`` (App. A.1).
 
     Parameters
     ----------
@@ -113,7 +113,7 @@ def network(W, X, a=None):
 
     References
     ----------
-    .. [src] seed 004 L430-432; specs/resnet_kernels.md §1.8.
+    .. [src] [AllenZhu19, App. A.1].
 
     Examples
     --------
@@ -127,7 +127,7 @@ def network(W, X, a=None):
 
 
 def parity_labels(X, S=range(6)):
-    r"""The labels :math:`y=d^{|S|/2}\prod_{i\in S}x_i` (for |S| = 6: :math:`d^3x_{i_1}\cdots x_{i_6}`, L434).
+    r"""The labels :math:`y=d^{|S|/2}\prod_{i\in S}x_i` (for |S| = 6: :math:`d^3x_{i_1}\cdots x_{i_6}`, App. A.1).
 
     Parameters
     ----------
@@ -146,7 +146,7 @@ def parity_labels(X, S=range(6)):
 
     References
     ----------
-    .. [src] seed 004 L434; specs/resnet_kernels.md §1.8.
+    .. [src] [AllenZhu19, App. A.1].
 
     Examples
     --------
@@ -186,7 +186,7 @@ def _moments(owner, W, S, a):
 
 
 def population_mse(W, S=range(6), a=None):
-    r"""The exact population error :math:`\mathbb E_x|F(W;x)-y|^2` over x uniform on {±1/√d}^d (L436).
+    r"""The exact population error :math:`\mathbb E_x|F(W;x)-y|^2` over x uniform on {±1/√d}^d (App. A.1).
 
     .. math::
         \mathrm{MSE}(W)=2^{-d'}\sum_{z\in\{\pm1\}^{d'}}\big(a^\top\sigma(W_{:,T}\,z/\sqrt d)-\textstyle\prod_{i\in S}z_i
@@ -214,7 +214,7 @@ def population_mse(W, S=range(6), a=None):
 
     References
     ----------
-    .. [src] seed 004 L434-440; specs/resnet_kernels.md §1.8, §4.3.
+    .. [src] [AllenZhu19, App. A.1]; the exact enumeration is popdyn's (docs/resnet.md).
 
     Examples
     --------
@@ -226,7 +226,7 @@ def population_mse(W, S=range(6), a=None):
 
 
 def paper_norm(W):
-    r"""The norm in the paper's unit, :math:`\|W\|_F/\sqrt d` (L436-440).
+    r"""The norm in the paper's unit, :math:`\|W\|_F/\sqrt d` (App. A.1).
 
     Parameters
     ----------
@@ -242,7 +242,7 @@ def paper_norm(W):
 
     References
     ----------
-    .. [src] seed 004 L436-440; specs/resnet_kernels.md §4.3.
+    .. [src] [AllenZhu19, App. A.1].
 
     Examples
     --------
@@ -284,7 +284,7 @@ def level_norm(W, mse, S=range(6), a=None):
 
     References
     ----------
-    .. [src] seed 004 L430-440 (homogeneity of a^T relu(Wx)); specs/resnet_kernels.md §4.3.
+    .. [src] [AllenZhu19, App. A.1] (homogeneity of a^T relu(Wx)).
 
     Examples
     --------
@@ -327,7 +327,7 @@ def duplicate(W, c, a=None):
 
     References
     ----------
-    .. [src] seed 004 footnote 13 (L450); specs/resnet_kernels.md §4.3, §6 item 16.
+    .. [src] [AllenZhu19, App. A.1, footnote 13].
 
     Examples
     --------
@@ -361,12 +361,12 @@ def pad(W, d):
 
     Notes
     -----
-    Regime: exact. The paper says only "pad W* with d - 6 zero columns" (L450); the scale sqrt(d/6) is what makes
-    its norms scale as sqrt d (L436-440).
+    Regime: exact. The paper says only "pad W* with d - 6 zero columns" (footnote 13); the scale sqrt(d/6) is what makes
+    its norms scale as sqrt d (App. A.1).
 
     References
     ----------
-    .. [src] seed 004 footnote 13 (L450), L436-440; specs/resnet_kernels.md §4.3.
+    .. [src] [AllenZhu19, App. A.1, footnote 13].
 
     Examples
     --------
@@ -383,7 +383,7 @@ def pad(W, d):
 
 
 def rademacher_bound(W, N, form="frobenius"):
-    r"""The Rademacher-complexity bound of L442 for the class of networks with W's norms, from N samples.
+    r"""The Rademacher-complexity bound of App. A.1 for the class of networks with W's norms, from N samples.
 
     .. math::
         \frac{\frac{2}{\sqrt m}\sum_{j}\|W_j\|_2}{\sqrt N}\ \le\ \frac{2\|W\|_F}{\sqrt N}
@@ -408,7 +408,7 @@ def rademacher_bound(W, N, form="frobenius"):
 
     References
     ----------
-    .. [src] seed 004 L442 and footnote 14; specs/resnet_kernels.md §1.8, §6 item 16.
+    .. [src] [AllenZhu19, App. A.1, footnote 14].
 
     Examples
     --------

@@ -30,7 +30,7 @@ def _predict(problem):
 
     References
     ----------
-    .. [src] seed 004 L354-366, L1100-1151; specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Section 7, Theorem 2, App. E]; the exact test error derived in docs/resnet.md.
     """
     X = problem.X
     target = problem.target.walsh()
@@ -89,13 +89,13 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
     -----
     Regime: x uniform on {±1}^d, dot-product kernels. Theorem 2's bound is proved only for N up to
     (d/(20 k^2 log^2 d))^(k/2) (empty at simulable d; :func:`thm2_N_range`); the exact errors hold for every N and sit
-    near k alpha^2 + (the linear part's error) while N << C(d, k) (spec §2.7 V6). Cost: one N x N ``eigh`` per
+    near k alpha^2 + (the linear part's error) while N << C(d, k) (docs/resnet.md). Cost: one N x N ``eigh`` per
     kernel and O(N^2) per ridge (N = n_train).
 
     References
     ----------
-    .. [src] seed 004 L122-155 (program 3.1), L354-366 (Theorem 2), L1106-1151 (Prop. E.1, Lemma E.2), L241 (the
-       plateau k alpha^2); specs/resnet_kernels.md §2.7, §4.1 item 3, §4.2.
+    .. [src] [AllenZhu19, Section 3 (program (3.1)), Section 7 (Theorem 2), Prop. E.1, Lemma E.2, Section 6 (the
+       plateau k alpha^2)]; the exact test error derived in docs/resnet.md.
     """
     owner = "resnet.network.predict"
     check_training(owner, protocol, weight_decay)

@@ -1,4 +1,4 @@
-"""The problems of seed 004: kernel ridge regression of the Theorem 2 target (:class:`Problem`) and a trained network
+"""The problems of the paper: kernel ridge regression of the Theorem 2 target (:class:`Problem`) and a trained network
 against the kernels (:class:`NetworkProblem`); their run options, observables and examples."""
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ class Problem:
 
     References
     ----------
-    .. [src] seed 004 L122-155 (kernel methods, program 3.1), L354-366 (Theorem 2), L1100-1151 (App. E);
-       specs/resnet_kernels.md §1.6, §1.7, §2.7.
+    .. [src] [AllenZhu19, Section 3 (kernel methods, program (3.1)), Section 7 (Theorem 2), App. E]; the exact
+       test error derived in docs/resnet.md.
     """
     kernel: str = "relu_ntk"
     d: int = 20
@@ -134,7 +134,7 @@ class Problem:
 
     @classmethod
     def thm2(cls, kernel="relu_ntk", d=30, k=4, alpha=0.3, n_train=1000, ridge=1e-4, seed=0):
-        """The Theorem 2 setting of spec §4.2 (d = 30, k = 4, alpha = 0.3)."""
+        """The Theorem 2 setting of docs/resnet.md (d = 30, k = 4, alpha = 0.3)."""
         return cls(kernel, d, k, alpha, n_train, ridge, False, seed)
 
     @classmethod
@@ -182,7 +182,7 @@ def check_kernel_inputs(owner, problem, X):
 
 @dataclass(frozen=True, eq=False)
 class NetworkProblem:
-    r"""A network of seed 004 trained on ``n_train`` uniform points of the hypercube, to be held against the kernels.
+    r"""A network of the paper trained on ``n_train`` uniform points of the hypercube, to be held against the kernels.
 
     .. math:: \mathrm{out}(x)=\mathrm{out}_1(x)+A\,\sigma\big(V(\mathrm{out}_1(x),1)\big),\quad
               \mathrm{out}_1(x)=A\,\sigma\big(W(x,1)\big)\ \text{(resnet)};\qquad
@@ -215,7 +215,7 @@ class NetworkProblem:
     Notes
     -----
     The training is a run option of ``popdyn.simulate`` (``NetworkProblem.options``): ``protocol`` "minibatch" is the
-    paper's experiments (L424): SGD with momentum 0.9, batches of 50, weight decay ``weight_decay``, ``epochs`` epochs
+    paper's experiments (App. A): SGD with momentum 0.9, batches of 50, weight decay ``weight_decay``, ``epochs`` epochs
     at ``lr`` then ``epochs`` at ``lr / 10`` over one set of n_train points; "online" is Algorithm 1, n_train steps on
     one fresh sample each, step ``lr`` on W and V, no decay (``weight_decay`` must be 0, ``epochs`` unused).
     ``popdyn.predict`` takes the same training options (the kernels do not depend on them; ``compare`` checks that a
@@ -225,12 +225,12 @@ class NetworkProblem:
     Regime: any sizes. The defaults (width 200, lr = 0.2, weight_decay = 1e-4) train every architecture on the
     Theorem 2 target at d = 30, k = 4, n_train = 1000 (measured: ResNet test error ~0.006 after 200 + 200 epochs, fc3
     ~0.01, fc2 ~0.1, against the plateau k alpha^2 = 0.36); the paper tunes (lr, weight decay) on the test error and
-    leaves the width unstated (L424).
+    leaves the width unstated (App. A).
 
     References
     ----------
-    .. [src] seed 004 L54-61, L221-231 (the networks), L239-243, L354-366 (the targets), L260-275 (Algorithm 1),
-       L414-424 (the experiments); specs/resnet_kernels.md §1.1, §1.7, §1.8, §4.1, §4.2.
+    .. [src] [AllenZhu19, eq. (2.1), Section 6 (the networks), Fig. 2, Section 7 (the targets), Algorithm 1,
+       App. A (the experiments)].
     """
     arch: str = "resnet"
     target: str = "thm2"
@@ -311,12 +311,12 @@ class NetworkProblem:
 
     @classmethod
     def thm2(cls, arch="resnet", d=30, k=4, alpha=0.3, width=200, n_train=1000, seed=0):
-        """Theorem 2's target at the sizes of spec §4.2 (d = 30, k = 4, alpha = 0.3)."""
+        """Theorem 2's target at the sizes of docs/resnet.md (d = 30, k = 4, alpha = 0.3)."""
         return cls(arch, "thm2", d, k, alpha, 1.0, width, n_train, seed)
 
     @classmethod
     def fig2(cls, arch="resnet", d=30, k=8, alpha=0.3, beta=1.0, width=200, n_train=1000, seed=0):
-        """Figure 2's task (d = 30, k = 8, alpha = 0.3, n_train = 1000; L239-241, spec §1.8, §4.1)."""
+        """Figure 2's task (d = 30, k = 8, alpha = 0.3, n_train = 1000; [AllenZhu19, Section 6])."""
         return cls(arch, "fig2", d, k, alpha, beta, width, n_train, seed)
 
     @classmethod

@@ -1,4 +1,4 @@
-r"""Target functions H = beta F + alpha G(F) of seed 004 on the hypercube x in {±1}^d, with exact Walsh expansions.
+r"""Target functions H = beta F + alpha G(F) of [AllenZhu19] on the hypercube x in {±1}^d, with exact Walsh expansions.
 
 Public names
 ------------
@@ -6,12 +6,12 @@ Public names
     H_r(x) = beta F_r(x) + alpha G_r(F(x)) with every F_r a scaled parity of x and every G_r a scaled product of
     outputs of F (or zero); evaluation on ±1 inputs (``target(X)``, ``.F``, ``.G``) and ``.walsh()``.
 :func:`thm2_target`
-    The Theorem 2 target (L354-366, rescaled to {±1}^d as at L1102), and its normalized Cor. 7.1 form whose G is
-    evaluated through the polarization sum (L1328-1338).
+    The Theorem 2 target (Section 7, rescaled to {±1}^d as in App. E), and its normalized Cor. 7.1 form whose G is
+    evaluated through the polarization sum (App. E.4).
 :func:`fig2_target`
-    The Figure 2 task (L239-243): degree-2 parities F and degree-4 products G, cyclic by default.
+    The Figure 2 task (Section 6): degree-2 parities F and degree-4 products G, cyclic by default.
 :func:`polarization_G`
-    The 2^k polarization terms of Cor. 7.1 (L1331-1334).
+    The 2^k polarization terms of Cor. 7.1 (App. E.4).
 
 Conventions: inputs are x in {±1}^d; a Walsh expansion is a dict from a sorted tuple of 0-based
 coordinates (() for the constant) to its coefficient, one dict per output.
@@ -47,7 +47,7 @@ def _symdiff(sets):
 
 @dataclass(frozen=True)
 class CompositionTarget:
-    r"""H(x) = beta F(x) + alpha G(F(x)) with parity features F and product maps G (Concept 1, L195-209).
+    r"""H(x) = beta F(x) + alpha G(F(x)) with parity features F and product maps G (Concept 1, Section 5).
 
     .. math::
         \mathcal F_r(x)=f\,\chi_{A_r}(x),\qquad \mathcal G_r(y)=g\prod_{j\in J_r}y_j,\qquad
@@ -76,12 +76,13 @@ class CompositionTarget:
     Notes
     -----
     Regime: any d; the Walsh expansion is exact. "G not learned" (the predictor beta F) has error
-    ``error_G_not_learned`` = sum_r alpha^2 g^2 f^(2|J_r|) (= k alpha^2 for the Fig. 2 and Theorem 2 targets, L241),
+    ``error_G_not_learned`` = sum_r alpha^2 g^2 f^(2|J_r|) (= k alpha^2 for the Fig. 2 and Theorem 2 targets),
     the zero predictor ``error_zero_predictor`` = E||H||^2 (Parseval).
 
     References
     ----------
-    .. [src] seed 004 L195-209, L239-243, L354-366, L1328-1338; specs/resnet_kernels.md §1.7, §1.8, §2.9
+    .. [src] [AllenZhu19, Concept 1 (Section 5), Fig. 2 (Section 6), Section 7, App. E.4]; the Walsh expansions derived
+       in docs/resnet.md
     """
     d: int
     F_sets: tuple
@@ -185,12 +186,12 @@ def polarization_G(k):
     Returns
     -------
     a_star : ndarray, shape (2^k,)
-        a*_s = (-1)^{|s|} k^k/(sqrt(k) k! 2^k). Concept 1 asks |a*| <= 1 (L207), which holds for k <= 10 only
+        a*_s = (-1)^{|s|} k^k/(sqrt(k) k! 2^k). Concept 1 asks |a*| <= 1 (Section 5), which holds for k <= 10 only
         (0.851 at k = 10, 1.0523 at k = 11; absorbing a* into the activation fixes it).
     V : ndarray, shape (2^k, k)
         Unit rows v_s = ((-1)^{s_i}/sqrt(k))_i, s in lexicographic order. In Concept 1's normalization
-        (||v*|| = 1/sqrt(2), L203) v* = v_s/sqrt(2) with activation t -> (sqrt(2) t)^k, so p_G = 2^k and
-        C_s(G) = C* (k+1) 2^{k/2} (spec §2.1 table).
+        (||v*|| = 1/sqrt(2), Section 5) v* = v_s/sqrt(2) with activation t -> (sqrt(2) t)^k, so p_G = 2^k and
+        C_s(G) = C* (k+1) 2^{k/2} (docs/resnet.md).
 
     Notes
     -----
@@ -199,7 +200,7 @@ def polarization_G(k):
 
     References
     ----------
-    .. [src] seed 004 L1331-1334; specs/resnet_kernels.md §1.7, §6 item 6
+    .. [src] [AllenZhu19, proof of Corollary 7.1 (App. E.4)]
 
     Examples
     --------
@@ -236,7 +237,7 @@ def thm2_target(d, k, alpha, S=None, normalized=False, rng=None):
         Weight of G(F), >= 0 (Theorem 2: alpha in [Omega(d^{-k/4}), 1]).
     S : sequence of int or None
         The k distinct coordinates i_1..i_k (0-based); output i reads S[i]. None draws them uniformly with
-        ``rng`` (L359).
+        ``rng`` (Section 7).
     normalized : bool
         The Cor. 7.1 version with ||F(x)|| = 1 (an overall 1/sqrt(k)).
     rng : None, int or numpy.random.Generator
@@ -250,13 +251,13 @@ def thm2_target(d, k, alpha, S=None, normalized=False, rng=None):
 
     Notes
     -----
-    Regime: the distribution of Theorem 2 (x uniform on {±1/sqrt(d)}^d, L362) after the rescaling of L1102;
+    Regime: the distribution of Theorem 2 (x uniform on {±1/sqrt(d)}^d, Section 7) after the rescaling of App. E;
     any d >= k here (the theorem's N-range is empty at simulable d, see
     :func:`popdyn.models.resnet.theory.thm2_N_range`).
 
     References
     ----------
-    .. [src] seed 004 L354-366, L1102, L1328-1338; specs/resnet_kernels.md §1.7, §4.2
+    .. [src] [AllenZhu19, Section 7, Theorem 2, App. E, App. E.4]
 
     Examples
     --------
@@ -287,7 +288,7 @@ def fig2_target(d=30, k=8, alpha=0.3, beta=1.0, G="cyclic", q=4):
         \text{paper\_literal: }\mathcal G(y)=(y_1\cdots y_q,\ y_{q+1}\cdots y_{2q},\dots,0,\dots,0),
 
     H = beta F + alpha G(F) (1-based indices in the formula). Each G_r(F) is a parity of degree 2q (8 at the
-    defaults), so the "G not learned" plateau is k alpha^2 = 0.72 (cyclic, L241) or (k/q) alpha^2 = 0.18 (literal).
+    defaults), so the "G not learned" plateau is k alpha^2 = 0.72 (cyclic, Section 6) or (k/q) alpha^2 = 0.18 (literal).
 
     Parameters
     ----------
@@ -296,9 +297,10 @@ def fig2_target(d=30, k=8, alpha=0.3, beta=1.0, G="cyclic", q=4):
     k : int
         Outputs of F and H, k >= 1 (the paper: 8).
     alpha, beta : float
-        H = beta F + alpha G(F) (the paper: alpha = 0.3, beta = 1; panel (c) varies beta, L243).
+        H = beta F + alpha G(F) (the paper: alpha = 0.3, beta = 1; panel (c) varies beta, Section 6).
     G : {"cyclic", "paper_literal"}
-        "cyclic" (spec §4.1 convention; every output a distinct degree-2q parity) or the G printed at L239
+        "cyclic" (popdyn's convention, docs/resnet.md; every output a distinct degree-2q parity) or the G printed in
+        Section 6
         (k/q outputs, the rest zero; needs q | k).
     q : int
         Degree of G, 1 <= q <= k (the paper: 4).
@@ -309,12 +311,12 @@ def fig2_target(d=30, k=8, alpha=0.3, beta=1.0, G="cyclic", q=4):
 
     Notes
     -----
-    Regime: x uniform on {±1}^d, not normalized (L239). L239 prints G with 2 outputs while L241's plateau
-    k alpha^2 = 0.72 needs 8 (spec §8 item 4); "cyclic" is the default that makes L241 hold.
+    Regime: x uniform on {±1}^d, not normalized (Section 6). Section 6 prints G with 2 outputs while its plateau
+    k alpha^2 = 0.72 needs 8 (docs/errata.md); "cyclic" is the default that makes the plateau hold.
 
     References
     ----------
-    .. [src] seed 004 L239-243, L418-424; specs/resnet_kernels.md §1.8, §2.9, §4.1
+    .. [src] [AllenZhu19, Section 6 (Fig. 2), App. A]
 
     Examples
     --------

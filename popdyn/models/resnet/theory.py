@@ -1,22 +1,22 @@
-r"""Theorem 1 / Corollary 7.1 schedule calculator and Theorem 2's lower bound and sample range (seed 004).
+r"""Theorem 1 / Corollary 7.1 schedule calculator and Theorem 2's lower bound and sample range ([AllenZhu19]).
 
 Public names
 ------------
 :func:`theorem1_schedule`
-    Table 1 / Theorem 1 (L277-330, L988-1098): alpha_max, tau_w, tau_v, sigma_w, sigma_v, T, eta_w, eta_v, the
-    error floor delta_0 (L1056-1060) and the regime checks.
+    Table 1 / Theorem 1 (Section 6, App. D.4): alpha_max, tau_w, tau_v, sigma_w, sigma_v, T, eta_w, eta_v, the
+    error floor delta_0 (App. D.4) and the regime checks.
 :func:`regret_bound`
-    The averaged-risk bound from (D.4) (L1040-1050) with tau_w^2/eta_w = tau_v^2/eta_v.
+    The averaged-risk bound from (D.4) (App. D.4) with tau_w^2/eta_w = tau_v^2/eta_v.
 :func:`coupling_bounds`
-    Lemma D.1 (a)-(g) (L626-654): sign-change counts and vanishing terms near the initialization.
+    Lemma D.1 (a)-(g) (App. D.1): sign-change counts and vanishing terms near the initialization.
 :func:`corollary71`
-    The complexities of the normalized Theorem 2 target (L1328-1338) and Cor. 7.1's N ~ d/alpha^8, risk ~ alpha^4.
+    The complexities of the normalized Theorem 2 target (App. E.4) and Cor. 7.1's N ~ d/alpha^8, risk ~ alpha^4.
 :func:`thm2_lower_bound`, :func:`thm2_N_range`, :func:`thm2_alpha_min`
-    alpha^2/4 (L366), N <= (d/(20k^2 log^2 d))^{k/2} (L1302), alpha^2 > 6400 k N/(d/5)^k (L1187, corrected).
+    alpha^2/4 (Theorem 2), N <= (d/(20k^2 log^2 d))^{k/2} (App. E.3), alpha^2 > 6400 k N/(d/5)^k (App. E.1, corrected).
 
 Every O(.)/Theta~(.) constant the paper leaves unspecified is an explicit multiplier (default 1, keys
 :data:`THEOREM1_CONSTS`, :data:`COROLLARY71_CONSTS`) and ``polylog`` stands for the hidden polylog(m) factors; the
-results are orders of magnitude only (spec §2.3, §7 item 1). Logs are natural.
+results are orders of magnitude only (with C* = 1e4 the complexities are astronomically large). Logs are natural.
 """
 from __future__ import annotations
 
@@ -50,11 +50,11 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
         \tau_v=C_{\tau_v}\mathrm{pl}\,\alpha kp_G\mathfrak C_s(G),\\
         \sigma_w&=m^{-1/8},\quad\sigma_v=1/\tau_v^2,\quad
         T=C_T\,\mathrm{pl}\frac{(kp_F\mathfrak C_s(F))^2}{\min\{1,\delta^2\}},\quad \eta_w=C_{\eta_w}\min\{1,\delta\},\\
-        \eta_v&=\eta_w\frac{\tau_v^2}{\tau_w^2}\ (\text{proof, L1084})\quad\text{or}\quad
-        C_{\eta_v}\eta_w\Big(\frac{p_G\mathfrak C_s(G)}{p_F\mathfrak C_s(F)}\Big)^2\ (\text{statement, L284}),\\
+        \eta_v&=\eta_w\frac{\tau_v^2}{\tau_w^2}\ (\text{proof, App. D.4})\quad\text{or}\quad
+        C_{\eta_v}\eta_w\Big(\frac{p_G\mathfrak C_s(G)}{p_F\mathfrak C_s(F)}\Big)^2\ (\text{statement, Theorem 1}),\\
         \delta_0&=C_{\delta_0}\big(\tilde\alpha^2+\tau_v^2(1+\mathfrak B_F)
         +\alpha\tau_v\mathfrak L_G(\mathfrak B_F+1)\big)^2
-        \quad(\text{L1056-1060}),
+        \quad(\text{App. D.4}),
 
     with pl = ``polylog``.
 
@@ -73,7 +73,7 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     B_F : float
         Bound on ||F(x)|| (1 under Concept 1), >= 0.
     L_G : float or None
-        Lipschitz constant of G, > 0; None uses the paper's sqrt(k p_G C_s(G)) (L217).
+        Lipschitz constant of G, > 0; None uses the paper's sqrt(k p_G C_s(G)) (Section 5).
     OPT : float
         Best achievable risk in the class, >= 0.
     polylog : float
@@ -81,8 +81,8 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     consts : dict or None
         Multipliers of the hidden constants, keys :data:`THEOREM1_CONSTS` (each default 1).
     eta_v_convention : {"proof", "statement"}
-        "proof" keeps tau_w^2/eta_w = tau_v^2/eta_v (L1084; includes alpha^2); "statement" is L284 as printed
-        (spec §8 item 6).
+        "proof" keeps tau_w^2/eta_w = tau_v^2/eta_v (App. D.4; includes alpha^2); "statement" is Theorem 1 as
+        printed (docs/errata.md).
 
     Returns
     -------
@@ -95,14 +95,14 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     Notes
     -----
     Regime: Theorem 1 needs m >= poly(C_alpha(F), C_alpha(G), p_F, 1/alpha) with the polynomial unspecified
-    (L277, L743), which is not checked; the conditions checked are alpha <= alpha_max (L277), delta >= OPT + delta_0
-    (L277, L1064), 1 <= tau_w < sqrt(m) sigma_w (L321), sigma_v (k/m)^{3/8} <= tau_v <= sigma_v (L321, polylog
-    dropped) and eta_w + eta_v tau_w^2 <= 0.1 (L1031). With C* = 1e4 the complexities are astronomically large
-    and alpha_max tiny (spec §7 item 1).
+    (Theorem 1, Lemma D.2), which is not checked; the conditions checked are alpha <= alpha_max (Theorem 1),
+    delta >= OPT + delta_0 (Theorem 1, App. D.4), 1 <= tau_w < sqrt(m) sigma_w (Section 6.1), sigma_v (k/m)^{3/8} <=
+    tau_v <= sigma_v (Section 6.1, polylog dropped) and eta_w + eta_v tau_w^2 <= 0.1 (App. D.4). With C* = 1e4 the
+    complexities are astronomically large and alpha_max tiny.
 
     References
     ----------
-    .. [src] seed 004 L277-297, L311-330, L1031, L1056-1067, L1084; specs/resnet_kernels.md §1.5, §2.3
+    .. [src] [AllenZhu19, Theorem 1, Table 1 (Section 6.1), proof of Theorem 1 (App. D.4)]
 
     Examples
     --------
@@ -177,12 +177,12 @@ def regret_bound(T, eta_w, tau_w, OPT=0.0, delta0=0.0, C=1.0):
 
     Notes
     -----
-    Regime: step sizes with O(eta_w + eta_v tau_w^2) <= 0.1 (L1031) and the "proof" convention for eta_v;
-    the 0.04 is derived from L1040-1050 (spec §2.3), the O(.) on OPT + delta0 is C.
+    Regime: step sizes with O(eta_w + eta_v tau_w^2) <= 0.1 (App. D.4) and the "proof" convention for eta_v;
+    the 0.04 is derived from (D.4) (docs/resnet.md), the O(.) on OPT + delta0 is C.
 
     References
     ----------
-    .. [src] seed 004 L1040-1050, L1084; derived; specs/resnet_kernels.md §2.3
+    .. [src] [AllenZhu19, eq. (D.4), App. D.4]; derived in docs/resnet.md
 
     Examples
     --------
@@ -236,13 +236,13 @@ def coupling_bounds(m, k, tau_w, tau_v, sigma_v, *, sigma_w=None, out1_norm=None
 
     Notes
     -----
-    Regime: sigma_w = m^{-1/8}, 1 <= tau_w < sqrt(m) sigma_w, sigma_v (k/m)^{3/8} <= tau_v <= sigma_v (L628), for
+    Regime: sigma_w = m^{-1/8}, 1 <= tau_w < sqrt(m) sigma_w, sigma_v (k/m)^{3/8} <= tau_v <= sigma_v (Lemma D.1), for
     one fixed x w.h.p. For (a) and (d) the sharp constant is (6/pi)^{1/3} = 1.2407 as the perturbation shrinks
-    (worst case of Prop. C.4, spec §2.4).
+    (worst case of Prop. C.4, derived in docs/resnet.md).
 
     References
     ----------
-    .. [src] seed 004 L626-654, L583-610; specs/resnet_kernels.md §2.4
+    .. [src] [AllenZhu19, Lemma D.1, Prop. C.4]
 
     Examples
     --------
@@ -287,11 +287,11 @@ def corollary71(d, k, alpha, *, C_star=1e4, polylog=1.0, consts=None):
     d : int
         Dimension, d >= k.
     k : int
-        Degree, k >= 2 (L372).
+        Degree, k >= 2 (Corollary 7.1).
     alpha : float
-        Weight of G(F), > 0 (L372: alpha in (0, 1/Theta(1))).
+        Weight of G(F), > 0 (Corollary 7.1: alpha in (0, 1/Theta(1))).
     C_star : float
-        The constant C* of the complexity measure (L183), > 0.
+        The constant C* of the complexity measure (Section 4), > 0.
     polylog : float
         Stand-in for the hidden polylog factors, >= 1.
     consts : dict or None
@@ -301,7 +301,7 @@ def corollary71(d, k, alpha, *, C_star=1e4, polylog=1.0, consts=None):
     -------
     dict
         ``p_F, C_s_F, p_G, C_s_G`` (inputs for :func:`theorem1_schedule`), ``a_star_max`` (max |a*_s| of the
-        polarization; Concept 1 needs <= 1, L207, true for
+        polarization; Concept 1 needs <= 1, Section 5, true for
         k <= 10 only), ``alpha_max`` (= 1/(k p_G C_s(G)), Theorem 1's admissible alpha
         with constants 1), ``N``, ``risk`` and ``order_of_magnitude`` (True).
 
@@ -312,7 +312,7 @@ def corollary71(d, k, alpha, *, C_star=1e4, polylog=1.0, consts=None):
 
     References
     ----------
-    .. [src] seed 004 L372-381, L1326-1340; specs/resnet_kernels.md §1.7, §2.1, §2.3
+    .. [src] [AllenZhu19, Corollary 7.1 (Section 7), its proof (App. E.4)]
 
     Examples
     --------
@@ -353,12 +353,12 @@ def thm2_lower_bound(alpha):
     Notes
     -----
     Regime: k >= 4, d large, N <= :func:`thm2_N_range` and alpha >= :func:`thm2_alpha_min`, with probability
-    0.99 over S* and X (L362-366); vacuous at simulable d (spec §7 item 7). In practice the exact kernel error sits
-    near k alpha^2 (spec §2.7 V6).
+    0.99 over S* and X (Theorem 2); vacuous at simulable d (docs/errata.md). In practice the exact kernel error sits
+    near k alpha^2 (docs/resnet.md).
 
     References
     ----------
-    .. [src] seed 004 L362-366, L1169-1187; specs/resnet_kernels.md §2.7
+    .. [src] [AllenZhu19, Theorem 2, its proof (App. E.1)]
 
     Examples
     --------
@@ -389,12 +389,12 @@ def thm2_N_range(d, k):
 
     Notes
     -----
-    Regime: the constant is the one of L1302 (L1157 prints a garbled version, spec §8 item 18); the statement's
-    O(d^{k/2}/log^k d) (L362) hides it. C(d, k) >= (d/5)^k, used alongside, needs k <= 11 (spec §8 item 19).
+    Regime: the constant is the one of the proof of Lemma E.3 (App. E.3; the statement of Lemma E.3 prints a garbled
+    version); Theorem 2's O(d^{k/2}/log^k d) hides it. C(d, k) >= (d/5)^k, used alongside, needs k <= 11 (k! <= 5^k).
 
     References
     ----------
-    .. [src] seed 004 L362, L1302; specs/resnet_kernels.md §2.7
+    .. [src] [AllenZhu19, Theorem 2, proof of Lemma E.3 (App. E.3)]
 
     Examples
     --------
@@ -408,7 +408,7 @@ def thm2_N_range(d, k):
 
 
 def thm2_alpha_min(d, k, N):
-    r"""Smallest alpha for which the proof of Theorem 2 closes (L1187 with "alpha <=" read as "alpha >=").
+    r"""Smallest alpha for which the proof of Theorem 2 closes (App. E.1 with "alpha <=" read as "alpha >=").
 
     .. math::
         \alpha^2>\frac{6400\,kN}{(d/5)^k}\iff
@@ -426,16 +426,16 @@ def thm2_alpha_min(d, k, N):
     Returns
     -------
     float
-        80 sqrt(k N / (d/5)^k); Theorem 2 needs alpha above it (its Omega(d^{-k/4}), L362).
+        80 sqrt(k N / (d/5)^k); Theorem 2 needs alpha above it (its Omega(d^{-k/4})).
 
     Notes
     -----
-    Regime: only with N in :func:`thm2_N_range` does the norm bound of Lemma E.3 hold (L1302); the printed
-    "alpha <= 40/(d/5)^{k/4}" (L1187) is the lower end of the alpha range (spec §8 item 17).
+    Regime: only with N in :func:`thm2_N_range` does the norm bound of Lemma E.3 hold (App. E.3); the printed
+    "alpha <= 40/(d/5)^{k/4}" (App. E.1) is the lower end of the alpha range (docs/errata.md).
 
     References
     ----------
-    .. [src] seed 004 L1169-1187; specs/resnet_kernels.md §2.7, §8 item 17
+    .. [src] [AllenZhu19, proof of Theorem 2 (App. E.1)]
 
     Examples
     --------

@@ -1,5 +1,5 @@
 """Finite-sample contrastive pre-training, CR fine-tuning and norm-bounded linear probes in torch, batched over seeds:
-``popdyn.simulate`` for :class:`popdyn.models.contrastive.Problem` (seed 001 ch. 7; spec B.3 (R7), B.4).
+``popdyn.simulate`` for :class:`popdyn.models.contrastive.Problem` ([Shi24] ch. 7; docs/contrastive.md).
 
 Public names
 ------------
@@ -197,7 +197,7 @@ def simulate(problem, *, n_labelled, loss, steps, batch, lr, ft_steps, probes, s
         Wu = pretrain(problem, None, seed=seed, **kw)
         Ws = pretrain(problem, problem.t, seed=seed + 10_000, **kw)
         # the warm start is the trained universal representation (pre-train, then fine-tune: the protocol of
-        # Prop. F.9, seed 001 App. F.3, whose analysis places that start at the universal optimum W*); the population
+        # Prop. F.9, [Shi24, App. F.3], whose analysis places that start at the universal optimum W*); the population
         # W* enters only the prediction
         Wc = cr_finetune(problem, Wu.contiguous(), steps=ft_steps, batch=batch, lr=lr, seed=seed + 20_000, loss=loss,
                          progress=progress)

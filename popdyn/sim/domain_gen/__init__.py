@@ -1,6 +1,6 @@
 """Finite-sample ERM / ERM-NU on the spurious-feature model in torch, batched over seeds: the simulation of
-``popdyn.simulate`` for :class:`popdyn.models.domain_gen.Problem` (seed 001 section 6.4;
-specs/looped_contrastive_dg.md C.4).
+``popdyn.simulate`` for :class:`popdyn.models.domain_gen.Problem` ([Shi24] Section 6.4;
+docs/domain_gen.md).
 
 Public names
 ------------
@@ -41,7 +41,7 @@ def sample_features(model, seeds, n, domain, generator, dtype=torch.float64, dev
 
 
 def batch_nuclear_norm(Z, w):
-    """||Z diag(w)||_* / sqrt(n) for Z of shape (..., n, d) and w of shape (..., d) (spec C.7's normalisation).
+    """||Z diag(w)||_* / sqrt(n) for Z of shape (..., n, d) and w of shape (..., d) (docs/domain_gen.md).
 
     Computed as the nuclear norm of R diag(w) with R^T R = Z^T Z / n (same singular values, d x d instead of n x d).
     """
@@ -98,7 +98,7 @@ def simulate(model, *, lam, penalty, n_train, steps, lr, method, n_test, seeds, 
     if penalty == "rank":
         raise InvalidParameterError(f"The 'penalty' parameter of {_OWNER} must be one of ['l2', 'nuclear'] (ERM-rank "
                                     f"has no simulation). Got {penalty!r} instead.")
-    if n_train <= model.d:  # batch > d (the paper's L1650): a full-rank Gram
+    if n_train <= model.d:  # batch > d (the paper's Section 6.2.2): a full-rank Gram
         raise InvalidParameterError(f"The 'n_train' parameter of {_OWNER} must be an int in [d + 1, inf] = "
                                     f"[{model.d + 1}, inf] (a full-rank Gram matrix). Got {n_train!r} instead.")
     dev, dt = resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)

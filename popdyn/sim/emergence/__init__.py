@@ -1,16 +1,16 @@
-"""Feature emergence from input structure (seed 002): the two-layer network trained on finite samples in torch.
+"""Feature emergence from input structure ([Shi22]): the two-layer network trained on finite samples in torch.
 
 Public names
 ------------
 smooth_trunc_relu, window
-    Torch twins of the smoothed truncated ReLU ``E sigma(z + s xi)`` and its derivative ``win_s`` (spec §1.3).
+    Torch twins of the smoothed truncated ReLU ``E sigma(z + s xi)`` and its derivative ``win_s`` (Section 3.1).
 sample
     Finite samples of a pattern model (its own ``sample``), stacked over seeds: normalised pattern coordinates
     ``phi`` and labels, optionally class-balanced; reproducible per (seed, replicate, stream).
 train
     ``train(model, *, width, method, schedule, ...)`` -> :class:`popdyn.results.Simulation`: the three-stage
     schedule on n_train samples (full batch in steps 1-2, mini-batches after), in pattern coordinates or in R^d with a
-    dictionary M, with the baselines of spec §4 (random features, NTK, one step, two step, no structure); all
+    dictionary M, with the baselines of [Shi22, App. E.1] (random features, NTK, one step, two step, no structure); all
     seeds batched on one device; "gd" trains every layer from given parameters (full batch with
     ``batch = n_train``).
 simulate
@@ -18,13 +18,13 @@ simulate
     called by ``popdyn.simulate``), with the observable names of its ``predict``.
 
 The network is ``g(x) = sum_i a_i sigma_s(<w_i, x> + b_i)`` with the smoothed truncated ReLU (the injected
-neuron noise xi ~ N(0, s^2) integrated out, spec §1.3), the hinge loss and the regulariser
-``lam_a a_i^2 + lam_w ||w_i||^2`` (biases free). Gradients are written out (spec §1.3, eqs. (A.19)-(A.21)) with
+neuron noise xi ~ N(0, s^2) integrated out, [Shi22, Section 3.1]), the hinge loss and the regulariser
+``lam_a a_i^2 + lam_w ||w_i||^2`` (biases free). Gradients are written out ([Shi24, eqs. (A.19)-(A.21)]) with
 the hinge indicator ``1[y g <= 1]`` as in the paper; the tests hold them against torch autograd. Inputs are
-``x = M phi`` with ``phi = (phi~ - E phi~)/sigma~`` (spec §1.1); in pattern coordinates M = I_D, and in R^d the
+``x = M phi`` with ``phi = (phi~ - E phi~)/sigma~`` ([Shi22, Section 3]); in pattern coordinates M = I_D, and in R^d the
 pre-activations are computed as ``<M^T w, phi>`` (exact, since x lies in span M) while w keeps its d
 coordinates, so the part of w outside span M is carried and decays as the regulariser dictates. See
-specs/emergence.md §1.3-1.4, §4 and §7.
+docs/emergence.md.
 """
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def smooth_trunc_relu(z, s):
 
     References
     ----------
-    .. [src] seed 002 L214-256 (eq. (3)); specs/emergence.md §1.3, §2.2.
+    .. [src] [Shi22, Section 3.1, eq. (3)].
 
     Examples
     --------
@@ -138,7 +138,7 @@ def window(z, s):
 
     References
     ----------
-    .. [src] seed 002 L1473-1490 (Lemma 12); specs/emergence.md §1.3, §7.
+    .. [src] [Shi22, Lemma 12 (App. B.3)].
 
     Examples
     --------
@@ -266,7 +266,7 @@ def _initial(seeds, m, M, D, k, init, gen, dtype, device):
     parameters ``init`` = (Q, b, a) (all 2m neurons as given) for every seed.
 
     Symmetric init: w_i ~ N(0, sigma_w^2 I), b_i ~ N(0, sigma_b^2), a_i ~ N(0, sigma_a^2) for i <= m, then the
-    mirror (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 (seed 002 L262-266). The pattern
+    mirror (w_{m+i}, b_{m+i}, a_{m+i}) = (w_i, b_i, -a_i), so g^(0) = 0 ([Shi22, Section 3.1]). The pattern
     coordinates ``M^T w`` are drawn first, then b and a, then (in R^d) the part of w orthogonal to span M (sigma_w,
     mirrored when the pattern part is): a run in R^d has the pattern-coordinate init of the run in pattern
     coordinates with the same seed.
@@ -411,7 +411,7 @@ def _check_init(init, m, D):
 
 def _init_scales(model, init):
     """``init`` (scales or fixed parameters), else the paper's scales sigma_w = 1/k, sigma_b = 1/k^2,
-    sigma_a = sigma~^2/(gamma k^2) (seed 002 L262-266)."""
+    sigma_a = sigma~^2/(gamma k^2) ([Shi22, Section 3.1])."""
     if init is not None:
         return init
     k, mom = int(model.k), model.moments()
@@ -514,12 +514,12 @@ def train(model, *, width, method="network", schedule=None, steps=600, n_train=5
         frozen at init, ``a`` trained for all ``steps``. "ntk": the network linearised at init (its neural
         tangent features), all its parameters trained for all ``steps``. "gd": every layer trained from ``init``
         with the last-stage hyperparameters (no steps 1-2; with ``batch = n_train`` full-batch GD, the finite-sample
-        twin of the reduced population GD of spec §2.8). Every method takes ``steps`` updates.
+        twin of the reduced population GD of docs/emergence.md). Every method takes ``steps`` updates.
     schedule : sequence, optional
         Steps with attributes (or keys) ``eta, lam_a, lam_w, s`` (and optionally ``weighted``: App. F's
         class-weighted hinge ``E[alpha_y l]``, alpha_y = 1/(2 P[y])): entries 0 and 1 are steps 1 and 2, entries
         2, 3, ... the last stage (the last entry repeats). None: ``popdyn.models.emergence.theory_schedule(model,
-        m, T=steps)`` (Lemma 23 values, Thm 26's stage 3 with lambda = k^3/(sigma~ m^{1/3}); spec §1.4).
+        m, T=steps)`` (Lemma 23 values, Thm 26's stage 3 with lambda = k^3/(sigma~ m^{1/3})).
     steps : int
         Updates ``>= 0``, T in the paper (its E1: 600).
     n_train : int
@@ -531,15 +531,15 @@ def train(model, *, width, method="network", schedule=None, steps=600, n_train=5
     seed : int
         Seed of everything drawn (data, init, dictionary, batches).
     balanced : bool
-        Exactly n_train/2 training samples per class (the class-conditional laws of the model; spec §7: the population
-        limit b^(2) = b^(0) needs it). The test set is always i.i.d. from the model.
+        Exactly n_train/2 training samples per class (the class-conditional laws of the model; the population
+        limit b^(2) = b^(0) needs it, docs/emergence.md). The test set is always i.i.d. from the model.
     coords : {"pattern", "input"}
         Train in pattern coordinates (w in R^D, M = I) or in R^d with the dictionary M.
     d : int, optional
         Input dimension ``>= D`` for ``coords="input"`` (default the model's); M is the model's or a random one.
     lr, lam : float, optional
         Override the last-stage step size and weight decay (``lam_a = lam_w = lam``): the paper does not report
-        its values (spec §4). A RegimeWarning is given when ``1 - 2 eta lam < 0`` at some step (Thm 26's
+        its values ([Shi22, App. E.1]). A RegimeWarning is given when ``1 - 2 eta lam < 0`` at some step (Thm 26's
         lambda is large: ~3.7 at k = 5, m = 300, so a larger ``lr`` needs a smaller ``lam``).
     lr_a : float, optional
         Last-stage step size of the second layer ``a`` when it should differ from ``lr`` (the paper's Table 1
@@ -555,7 +555,7 @@ def train(model, *, width, method="network", schedule=None, steps=600, n_train=5
         default 21.
     init : tuple of 3 floats or TwoLayerParams, optional
         Scales (sigma_w, sigma_b, sigma_a), drawn afresh per seed; default (1/k, 1/k^2, sigma~^2/(gamma k^2)) of
-        the structured model (seed 002 L262-266). Or fixed symmetric parameters (``Q`` (2m, D) in pattern
+        the structured model ([Shi22, Section 3.1]). Or fixed symmetric parameters (``Q`` (2m, D) in pattern
         coordinates, ``b``, ``a``; all 2m neurons as given) shared by every seed, e.g. ``Problem.params0`` or
         ``two_step_limit(...)`` (in R^d the part of w outside span M is drawn with sigma_w = 1/k).
     device : str or torch.device
@@ -581,15 +581,15 @@ def train(model, *, width, method="network", schedule=None, steps=600, n_train=5
 
     Notes
     -----
-    Regime: any pattern model; the population theory (steps 1-2, spec §2.5-2.6, §2.13) is the n_train -> inf limit
+    Regime: any pattern model; the population theory (steps 1-2, docs/emergence.md) is the n_train -> inf limit
     of the full-batch steps. The kill steps (``lam = 1/(2 eta)``) use the factor ``1 - 2 eta lam`` as computed
-    (0 up to rounding). ``eta^(1)`` is ~1e-9 at k = 5, m = 300, so in float32 ``w^(1)`` is lost against b
-    (spec §7): keep float64 for the steps-1-2 comparisons. CUDA draws other numbers than the CPU for a seed.
+    (0 up to rounding). ``eta^(1)`` is ~1e-9 at k = 5, m = 300, so in float32 ``w^(1)`` is lost against b:
+    keep float64 for the steps-1-2 comparisons. CUDA draws other numbers than the CPU for a seed.
 
     References
     ----------
-    .. [src] seed 002 L214-271 (network, init, update (4)), L2643-2650 (Lemma 23 schedule), L3479-3519 (E.1
-       protocol and baselines); specs/emergence.md §1.3-1.4, §4, §7.
+    .. [src] [Shi22, Section 3.1 (network, init, update (4)), Lemma 23 (schedule), App. E.1 (protocol and
+       baselines)].
     """
     opts = _check(model, width, method, n_train, batch, steps, seeds, seed, balanced, coords, d, n_test,
                   eval_samples, n_points, init, chunk, progress)
@@ -699,11 +699,11 @@ def simulate(problem, *, steps, lr, n_train, batch, n_test, balanced, init, n_po
     Notes
     -----
     Regime: the finite-n_train twin of ``predict``: steps 1-2 converge to the population steps at rate
-    n_train^{-1/2} (spec §2.13); stage 3 is mini-batch SGD where the theory is full population GD.
+    n_train^{-1/2} (docs/emergence.md); stage 3 is mini-batch SGD where the theory is full population GD.
 
     References
     ----------
-    .. [src] seed 002 L214-271, L3479-3519; specs/emergence.md §1.4, §2.13, §4.
+    .. [src] [Shi22, Section 3.1, App. E.1]; the finite-sample prediction derived in docs/emergence.md.
 
     Examples
     --------

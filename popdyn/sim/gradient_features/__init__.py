@@ -1,4 +1,4 @@
-"""Gradient-feature learning (seed 001, dissertation ch. 3): the two-layer ReLU network trained on finite samples.
+"""Gradient-feature learning ([Shi24], ch. 3): the two-layer ReLU network trained on finite samples.
 
 Public names
 ------------
@@ -16,13 +16,13 @@ simulate
 METHODS, LOSSES
     The method table and the loss names.
 
-The network is ``g(x) = sum_i a_i relu(<w_i, x> - b_i)`` (minus b, b never trained; spec §1.1) with W (4m, d), one
+The network is ``g(x) = sum_i a_i relu(<w_i, x> - b_i)`` (minus b, b never trained; [Shi24, (3.1)]) with W (4m, d), one
 row per neuron, and the symmetric init (3.9): neurons [0, m) drawn, [m, 2m) = (-a, -w, -b), [2m, 4m) = (-a, w, b)
 copies of the first 2m, so ``g^(0) = 0`` exactly. Gradients are written out (Lemma B.70):
 ``dL/da_i = E^[l'(y g) y relu(w_i.x - b_i)]`` and ``dL/dw_i = a_i E^[l'(y g) y 1[w_i.x > b_i] x]`` (strict
 indicator); the tests hold them against torch autograd. The first step uses ``lambda^(1) = 1/eta^(1)``, so its
 decay factor ``1 - eta^(1) lambda^(1)`` is taken as exactly 0: ``W^(1) = -eta^(1) grad_W``, with no additive
-``W^(0)`` (Remark B.13). See specs/gradient_features.md §1.1-1.2, §2.1, §2.6-2.7, §4 and §7.
+``W^(0)`` (Remark B.13). See docs/gradient_features.md.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class _Method:
     reinit_b: bool = False
 
 
-#: method -> procedure (spec §1.2; seed 001 L817-827, L5551-5557, L7258-7266, L7599-7608)
+#: method -> procedure ([Shi24, Algorithms 1, 4, 6, 7])
 METHODS = {
     "alg1": _Method("aW", ("a", "W"), True, False, "gauss", "hinge"),
     "alg4": _Method("aW", ("a",), False, False, "gauss", "hinge"),
@@ -313,10 +313,10 @@ def train(model, *, width, method="alg1", steps, n_train, lr_first=None, lr=None
     width : int
         Base width m in the paper, ``>= 1``: the network has 4m neurons (3.9); every method has the same width.
     method : {"alg1", "alg4", "alg6", "alg7", "rf", "ntk"}
-        "alg1": Algorithm 1 (L817): the first step, then GD on a and W (W only if ``train_W``) with a fresh batch of
-        n_train samples per step. "alg4": Algorithm 4 (L5551): the first step on one sample Z, W frozen, GD on a on the
-        same Z. "alg6": Algorithm 6 (L7258), uniform parity: "alg4" with the init (B.479) and by default
-        ``lr_first = 1/(k |xi_{k-1}|)`` (Theorem B.56). "alg7": Algorithm 7 (L7599), multi-index: labels preprocessed
+        "alg1": Algorithm 1: the first step, then GD on a and W (W only if ``train_W``) with a fresh batch of
+        n_train samples per step. "alg4": Algorithm 4: the first step on one sample Z, W frozen, GD on a on the
+        same Z. "alg6": Algorithm 6, uniform parity: "alg4" with the init (B.479) and by default
+        ``lr_first = 1/(k |xi_{k-1}|)`` (Theorem B.56). "alg7": Algorithm 7, multi-index: labels preprocessed
         to ``y - rho - <beta, x>`` (rho, beta the sample means of y and y x on the first sample, applied to every
         batch and the test set), a first step on W only (a stays a^(0)), then b re-drawn i.i.d. N(0, 1), then GD
         on a with the square loss. "rf": random features, W^(0) frozen and GD on a from a^(0) (no first step).
@@ -383,17 +383,15 @@ def train(model, *, width, method="alg1", steps, n_train, lr_first=None, lr=None
     Notes
     -----
     Regime: any data model with a sampler; the population first step of ``popdyn.predict`` is the n -> inf limit
-    of step 1 (deviation O(n^{-1/2}) per neuron, spec §2.12). The hinge derivative at the kink yg = 1 is taken
+    of step 1 (deviation O(n^{-1/2}) per neuron). The hinge derivative at the kink yg = 1 is taken
     as 0 (torch's relu convention, as autograd). At t = 0, g is 0 only up to rounding (~1e-16): the recorded
     error there is 1/2 up to the signs of the rounding. Float32 loses the uniform-parity scale
-    xi_{k-1} ~ d^{-(k-1)/2} and the first step's small W^(1) against b: keep float64 for first-step comparisons
-    (spec §4).
+    xi_{k-1} ~ d^{-(k-1)/2} and the first step's small W^(1) against b: keep float64 for first-step comparisons.
 
     References
     ----------
-    .. [src] seed 001 L805-827 (network, Algorithm 1), L899-903 (init (3.9)), L5551-5557 (Algorithm 4),
-       L5643-5645 (B.16-B.17), L7250-7266 (B.479, Algorithm 6), L7590-7608 (B.561-B.562, Algorithm 7);
-       specs/gradient_features.md §1.1-1.2, §2.1, §4, §7.
+    .. [src] [Shi24, (3.1), Algorithm 1, init (3.9), Algorithm 4, (B.16)-(B.17), (B.479), Algorithm 6,
+       (B.561)-(B.562), Algorithm 7].
 
     Examples
     --------
@@ -526,13 +524,12 @@ def simulate(problem, *, n_train, n_test, method, steps, lr, init, n_points, rec
     Notes
     -----
     Regime: the finite-n twin of ``predict``'s population step: per neuron the deviation is O(n^{-1/2})
-    (spec §2.12, E1); ``nice_fraction`` differs from the population one only through neurons near the cone or
+    (E1); ``nice_fraction`` differs from the population one only through neurons near the cone or
     norm thresholds.
 
     References
     ----------
-    .. [src] seed 001 L817-827 (Algorithm 1), L899-903 (3.9), L931 (3.14), L5643-5645 (B.16-B.17);
-       specs/gradient_features.md §2.1, §2.8, §4 E1.
+    .. [src] [Shi24, Algorithm 1, (3.9), (3.14), (B.16)-(B.17)].
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Finite-sample sparse-parity ICL in torch (dissertation 001 §5.5): the simulation of ``icl.parity``.
+"""Finite-sample sparse-parity ICL in torch ([Shi24] Section 5.5): the simulation of ``icl.parity``.
 
 Public names
 ------------

@@ -4,7 +4,7 @@ Each step draws ``batch`` fresh prompts per seed: ``x ~ N(0, Lambda)`` (as ``z L
 ``w ~ N(0, I_d)``, ``y_i = <w, x_i>``, and takes an SGD step (the default: the stochastic version of the
 population gradient descent that ``popdyn.predict`` iterates) or an Adam step on
 ``(1/2) mean (u h^T A B^T x_q - <w, x_q>)^2`` with ``h = (1/n) sum_i y_i x_i`` over the ``context`` examples
-(seed 001 eq. 5.3; the other attention blocks are held at 0, spec Part E.9). ``full=True`` trains an
+([Shi24, eq. (5.3)]; the other attention blocks are held at 0, docs/icl.md). ``full=True`` trains an
 unrestricted ``U`` (d x d). All seeds run batched in one loop (Adam is elementwise, so the batched runs are
 independent).
 
@@ -12,7 +12,7 @@ At every recorded step the trained ``uU`` is evaluated: ``loss`` (Lemma 5.1 at t
 parameters), ``excess_loss``, ``rel_error`` against ``U*`` of Thm 5.4.1, and ``eval_risk``, a Monte
 Carlo estimate on ``prompts`` fresh evaluation prompts of ``test_context`` examples with noise sigma and
 ``rho * test_context`` flipped
-labels (the query average is exact: ``(U^T h - w)^T Lambda (U^T h - w)``, spec Part E.8).
+labels (the query average is exact: ``(U^T h - w)^T Lambda (U^T h - w)``).
 
 Public names
 ------------
@@ -121,11 +121,11 @@ device, dtype, progress
     -----
     Regime: finite batch, fresh prompts (online). SGD follows population gradient descent up to noise of
     order ``lr / batch``. Adam with a cosine schedule reaches ``U*`` to a few per cent in a few thousand
-    steps (spec §B.6 S5.1: 4 % at 4000 constant-rate steps), on its own time axis.
+    steps (docs/icl.md: 4 % at 4000 constant-rate steps), on its own time axis.
 
     References
     ----------
-    .. [src] seed 001 L1332-1354 (LSA, loss); specs/modular_and_icl.md §B.1, §B.6 S5.1, Part E.6, E.9.
+    .. [src] [Shi24, Section 5.3, eq. (5.1)] (LSA, loss).
     """
     p, dev, dt = problem, resolve_device(device, _OWNER), resolve_dtype(dtype, _OWNER)
     lam, Q = spectrum(p.Lambda)

@@ -5,7 +5,7 @@ Public names
 LoopedTransformer
     ``torch.nn.Module`` with tied (Q, P) of shape (d+1, d+1) and one residual weight per loop; ``init_gd()``
     sets the construction of Lemma 8.13. ``forward(Z0)`` iterates the masked attention on the query row only
-    (rows 1..context never change, spec A.2 8-a), ``full_attention`` is the unmasked-by-shortcut check.
+    (rows 1..context never change, Lemma 8.13), ``full_attention`` is the unmasked-by-shortcut check.
 sample_prompts
     Prompts ``(Z0, theta*)`` drawn on the device from a seeded torch generator.
 step_schedule
@@ -124,12 +124,12 @@ def step_schedule(Z, T, eta, dtype=torch.float64):
 
     Notes
     -----
-    Regime: "1/L" depends on the prompt (one network per prompt, spec A.7); it is Thm 8.25's step. Arguments are
+    Regime: "1/L" depends on the prompt (one network per prompt, docs/looped.md); it is Thm 8.25's step. Arguments are
     not validated here (:func:`simulate` does).
 
     References
     ----------
-    .. [src] seed 001 L2230-2234 (Def 8.7), L2437-2447 (Thm 8.25); specs/looped_contrastive_dg.md A.1, A.7.
+    .. [src] [Shi24, Definition 8.7, Theorem 8.25].
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Finite-sample online SGD for LoRA fine-tuning (seed 003, Eq. 4), in torch: the twin of ``lora.predict``.
+"""Finite-sample online SGD for LoRA fine-tuning ([Dayi25, eq. (4)]), in torch: the twin of ``lora.predict``.
 
 Public names
 ------------
@@ -15,7 +15,7 @@ Geometry. Since x ~ N(0, I_d) is isotropic, any orthonormal frame gives the same
 trajectories, so W is placed in the first q = rank(G) coordinates (``W = [F, 0]`` with ``F F^T = G``
 from the eigendecomposition of G), u is the next coordinate vector and u_hat lives in the remaining
 n = d - q coordinates. The projection on span(W)^perp is then exact coordinate restriction, for any
-rank of G (no QR projector is needed). See specs/lora.md §1.2-1.4, §2.6, §7 and Appendix A.3.
+rank of G (no QR projector is needed). See docs/lora.md (Simulation).
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def _record_grid(steps, n_points):
 
 
 def _default_m0(problem, d):
-    """``sign(h(0)) * 0.5 / sqrt(d)`` (specs/lora.md §3.6): start on the side the population flow goes to."""
+    """``sign(h(0)) * 0.5 / sqrt(d)`` (docs/lora.md): start on the side the population flow goes to."""
     return (1.0 if h0(problem) >= 0 else -1.0) * 0.5 / np.sqrt(d)
 
 
@@ -239,7 +239,7 @@ def simulate(problem, *, d, lr, steps, m0, n_points, seed, batch, joint, lr_c, s
         Number of SGD steps, ``>= 1``.
     m0 : float, optional
         Initial overlap ``<u_0, u>`` in [-1, 1], exact on every seed; the rest of u_0 is uniform on the
-        sphere of span(W, u)^perp. Default ``sign(h(0)) * 0.5 / sqrt(d)`` (specs/lora.md §3.6).
+        sphere of span(W, u)^perp. Default ``sign(h(0)) * 0.5 / sqrt(d)`` (docs/lora.md).
     seeds : int
         Independent runs ``>= 1``, batched on one device.
     device : str or torch.device
@@ -252,7 +252,7 @@ def simulate(problem, *, d, lr, steps, m0, n_points, seed, batch, joint, lr_c, s
         Fresh samples per step; the gradient is their mean (1 is online SGD, the paper's algorithm).
     joint : bool
         Also train c_hat (extension, Figs 2-4): plain SGD on the same sample with step ``lr_c``, no
-        normalisation or projection of c_hat (the paper gives neither, spec §1.4). In N1 the student
+        normalisation or projection of c_hat (the paper gives neither). In N1 the student
         norms ``r_hat_j = sqrt(1 + xi^2 c_hat_j^2)`` follow c_hat and its gradient includes them.
     lr_c : float, optional
         Step for c_hat when ``joint``, >= 0; default ``lr``. ``lr_c = 0`` keeps c_hat frozen: the same
@@ -275,14 +275,14 @@ def simulate(problem, *, d, lr, steps, m0, n_points, seed, batch, joint, lr_c, s
     -----
     Regime: any d >= k + 3; the population recursion ``m_{t+1} = m_t + eta h(m_t)(1 - m_t^2)`` holds
     for ``eta d -> 0``; at ``eta = delta / d`` the normalisation adds a drift ``-2 delta^2 m B0(m)`` in
-    ``tau = t / d`` (spec §2.6). W is placed in the first rank(G) coordinates (exact, x is isotropic),
+    ``tau = t / d`` (derived in docs/lora.md). W is placed in the first rank(G) coordinates (exact, x is isotropic),
     so Pi_W^perp is a coordinate restriction. In N1, ``r_hat`` is treated as constant in the u_hat
     gradient (its derivative is radial and removed by the projection).
 
     References
     ----------
-    .. [src] seed 003 L167-185 (Eq. 4), L1222-1230 (exact one-step relation); specs/lora.md §1.4, §2.6,
-       §7, Appendix A.3.
+    .. [src] [Dayi25, Section 2, eq. (4); App. E.1 (exact one-step relation)]; the normalisation drift derived
+       in docs/lora.md.
 
     Examples
     --------

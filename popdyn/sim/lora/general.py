@@ -89,7 +89,7 @@ def simulate(gp, *, d, lr, steps, m0, q0, joint, lr_c, n_points, seed, batch, se
 
     References
     ----------
-    .. [src] seed 003 L529-557 (Figs 4-5), L167-185 (Eq. 4); specs/lora.md §4 R5.
+    .. [src] [Dayi25, App. B (Figs 4-5), Section 2, eq. (4)]; docs/lora.md (general position).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Training the k-input modular-addition models in torch (seed 001 Ch. 4, App. C.10.1), one module per problem class.
+"""Training the k-input modular-addition models in torch ([Shi24] Ch. 4, App. C.10.1), one module per problem class.
 
 - :mod:`popdyn.sim.modular.network`: ``simulate`` of :class:`popdyn.models.modular.Problem` (the network (4.2))
   and its batched ``logits``.

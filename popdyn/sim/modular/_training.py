@@ -1,4 +1,4 @@
-"""The training protocol both modular-addition simulations share (App. C.10.1, L8671-8699): the train split,
+"""The training protocol both modular-addition simulations share ([Shi24, App. C.10.1]): the train split,
 AdamW or SGD with a linear warm-up, shuffled minibatch epochs and the recorded steps.
 
 Used by :mod:`popdyn.sim.modular.network` and :mod:`popdyn.sim.modular.transformer`; all seeds of a run are

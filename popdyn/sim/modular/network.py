@@ -1,4 +1,4 @@
-"""Training the k-input modular-addition network (dissertation 001, Ch. 4) in torch: ``popdyn.simulate`` of
+"""Training the k-input modular-addition network ([Shi24], Ch. 4) in torch: ``popdyn.simulate`` of
 :class:`popdyn.models.modular.Problem` (registered in ``popdyn/models/modular/predict.py``).
 
 Public names
@@ -13,11 +13,11 @@ simulate
 logits
     The network (4.2) in torch for a batch of seeds: ``logits(U, W, A)``.
 
-The network (eq. 4.2, seed 001 L1107-1111) is ``f(a)[c] = sum_i (sum_j u_ij(a_j))^k w_i[c]`` with
+The network ([Shi24, eq. (4.2)]) is ``f(a)[c] = sum_i (sum_j u_ij(a_j))^k w_i[c]`` with
 ``U`` of shape (width, k, p) and ``W`` of shape (width, p); inputs are one-hot, so the first layer is an
-embedding look-up (the same code on CPU and GPU). The paper's settings (App. C.10.1, L8671-8699): AdamW,
+embedding look-up (the same code on CPU and GPU). The paper's settings (App. C.10.1): AdamW,
 lr 5e-3, weight decay 0.005, betas (0.9, 0.98), 10 warm-up steps, batch 1024.
-See specs/modular_and_icl.md §A.1, §A.2.7 (diagnostics), §A.3 (experiments) and Appendix Z.4.
+See docs/modular_training.md.
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ __all__ = ["simulate", "logits"]
 
 _OWNER = "modular.simulate"
 _EVAL_ELEMENTS = 2**22   # evaluation chunk: at most 32 MB of float64 hidden activations (seeds x points x width)
-_SINGLE_FREQ = 0.9       # a neuron is single-frequency when its max normalized power exceeds 0.9 (spec §A.3 table)
-#: lr and weight decay when the option is None: the paper's AdamW (App. C.10.1, L8671-8699); plain SGD with a
+_SINGLE_FREQ = 0.9       # a neuron is single-frequency when its max normalized power exceeds 0.9
+#: lr and weight decay when the option is None: the paper's AdamW ([Shi24, App. C.10.1]); plain SGD with a
 #: small coupled L2 decay (an extension).
 RATES = {"adamw": {"lr": 5e-3, "weight_decay": 5e-3}, "sgd": {"lr": 0.5, "weight_decay": 1e-4}}
 
@@ -81,7 +81,7 @@ def logits(U, W, A):
 
 
 def _init_params(S, m, k, p, scale, gen, dtype, device):
-    """U ~ U(-1, 1) scale/sqrt(k p), W ~ U(-1, 1) scale/sqrt(m): torch's Linear init (spec Z.4), scaled."""
+    """U ~ U(-1, 1) scale/sqrt(k p), W ~ U(-1, 1) scale/sqrt(m): torch's Linear init, scaled."""
     U = (torch.rand((S, m, k, p), generator=gen, dtype=dtype, device=device) * 2 - 1) * (scale / np.sqrt(k * p))
     W = (torch.rand((S, m, p), generator=gen, dtype=dtype, device=device) * 2 - 1) * (scale / np.sqrt(m))
     return U.requires_grad_(), W.requires_grad_()
@@ -212,7 +212,7 @@ n_points, spacing, weights, seeds, seed, device, dtype, progress
     -----
     Regime: Lemma 4.7 links training to gamma* only as the regulariser tends to 0 (no rate), and
     for the ``||theta||_{2,k+1}`` regulariser on the full D_p; with AdamW's L2 decay at finite steps R
-    stays below 1 and need not be monotone (spec §A.3: 0.82 -> 0.89 at k = 3, p = 11, wd 0.1).
+    stays below 1 and need not be monotone (a reference run: 0.82 -> 0.89 at k = 3, p = 11, wd 0.1).
     The x^k activation makes outputs scale like pre^k: a large ``init_scale`` or ``lr`` diverges, and at
     small init the gradients scale like pre^(k-1), so plain SGD first sits on a plateau (k = 3, p = 11,
     lr 0.5: the loss leaves log p after about 1500 steps; AdamW normalises this away).
@@ -222,8 +222,8 @@ n_points, spacing, weights, seeds, seed, device, dtype, progress
 
     References
     ----------
-    .. [src] seed 001 L1101-1131 (setting, margins), L1170 (Lemma 4.7), L1207 (normalized power),
-       L8671-8699 (training configuration); specs/modular_and_icl.md §A.1, §A.2.7, §A.3, Appendix Z.4.
+    .. [src] [Shi24, Section 4.3 (setting, margins), Lemma 4.7, Section 4.4.1 (normalized power), App. C.10.1
+       (training configuration)].
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Training the transformer of the modular-addition chapter (seed 001 L1235-1255, Figs. 4.3, 4.4) in torch:
+"""Training the transformer of the modular-addition chapter ([Shi24] Section 4.5, Figs. 4.3, 4.4) in torch:
 ``popdyn.simulate`` of :class:`popdyn.models.modular.TransformerProblem` (registered in
 ``popdyn/models/modular/predict.py``).
 
@@ -15,7 +15,7 @@ forward
 
 The architecture is :class:`~popdyn.models.modular.TransformerProblem`'s (tokens a_1..a_k, learned positions,
 causal multi-head attention, bias-free MLP, no layer norm, logits at the last position). Training follows
-App. C.10.1 (L8671-8699) for the one-layer transformer: AdamW, betas (0.9, 0.98), 10 warm-up steps, batch 1024;
+App. C.10.1 for the one-layer transformer: AdamW, betas (0.9, 0.98), 10 warm-up steps, batch 1024;
 all seeds train batched in one loop, on CPU or CUDA unchanged. Splits, minibatches and recorded steps are those of
 :mod:`popdyn.sim.modular._training`, shared with the network (4.2).
 """
@@ -214,13 +214,12 @@ seed, device, dtype, progress
     Notes
     -----
     Regime: no theorem covers the transformer; the paper's statements (Figs. 4.3, 4.4) are empirical, at p^k of
-    order 10^4-10^6 with 160 heads on an A100 (L8699). The maps ``U`` are exact first-order (ANOVA) components on
+    order 10^4-10^6 with 160 heads on an A100 (App. C.10.1). The maps ``U`` are exact first-order (ANOVA) components on
     the full D_p; they describe the neuron completely only when its additive fraction is 1.
 
     References
     ----------
-    .. [src] seed 001 L1235-1255 (Figs. 4.3, 4.4), L8671-8699 (training), L8713-8742 (Figs. C.5, C.6);
-       specs/modular_and_icl.md §A.3 E4.3, E4.4.
+    .. [src] [Shi24, Section 4.5 (Figs. 4.3, 4.4), App. C.10.1 (training), App. C.10.3 (Figs. C.5, C.6)].
 
     Examples
     --------

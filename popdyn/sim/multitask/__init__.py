@@ -1,4 +1,4 @@
-"""One-step multi-task pretraining with finite samples (seed 000, eqs. (6)-(8)) in torch.
+"""One-step multi-task pretraining with finite samples ([Collins24], eqs. (6)-(8)) in torch.
 
 Public names
 ------------
@@ -12,7 +12,7 @@ downstream
     hypercube data (App. B): test 0-1 error and hinge loss.
 
 The algorithm is the paper's with empirical means over ``n = n_train`` Gaussian samples, shared by every
-task and by both steps (spec §7): the head step (7) with ``lambda_a = 1/eta``, then the first-layer step (8)
+task and by both steps: the head step (7) with ``lambda_a = 1/eta``, then the first-layer step (8)
 with the heads held fixed at ``a^+`` and the weight decay ``1 - eta lambda_w`` formed analytically
 (:func:`popdyn.models.multitask.decay_factor`). The hinge subgradients carry their threshold indicators.
 
@@ -24,7 +24,7 @@ over chunks (P = 2^r patterns, g distinct neurons), so the cost is independent o
 The thresholds are screened exactly by Cauchy-Schwarz, ``|f_i(x)| <= ||a_i|| ||relu(W0 x)||``: samples whose
 bound reaches 1 get their exact ``y f`` and their terms corrected; when the bound over all samples reaches
 1 after the head step, a second pass regenerates the same chunks (one seeded generator per chunk) for the
-W step. See specs/multitask.md §1.3-1.5, §4 E1, §7 and Appendix Z.5.
+W step. See docs/multitask.md.
 """
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ def simulate(problem, *, lr, n_train, stratified, chunk, seeds, seed, device, dt
     seeds : int
         Independent sample sets ``>= 1``.
     stratified : bool
-        n/2^r samples of each sign pattern u (``x_par = u |g|``), the same law conditioned on u (spec §7);
+        n/2^r samples of each sign pattern u (``x_par = u |g|``), the same law conditioned on u;
         False draws i.i.d. x, so the pattern counts are multinomial.
     seed : int
         Seed of the samples: chunk c of seed s is drawn from a generator seeded with (seed, s, c).
@@ -259,13 +259,12 @@ def simulate(problem, *, lr, n_train, stratified, chunk, seeds, seed, device, dt
     -----
     Regime: any problem; the threshold indicators are exact (screened by Cauchy-Schwarz, corrected where
     reached). The heads are held fixed in the W step: differentiating through ``a^+(W)`` doubles the
-    gradient (spec §2.3). The Monte Carlo error of W+ per neuron is about ``3.6 * 2^r sqrt(d/n)`` relative
-    (spec §4 E1). CUDA draws other numbers than the CPU for the same seed.
+    gradient (docs/multitask.md). The Monte Carlo error of W+ per neuron is about ``3.6 * 2^r sqrt(d/n)`` relative
+    (docs/multitask.md). CUDA draws other numbers than the CPU for the same seed.
 
     References
     ----------
-    .. [src] seed 000 L79-113 (eqs. (2)-(8)), L149 (Prop. 4.1), L716 (weight decay); specs/multitask.md
-       §1.3-1.4, §4 E1, §7, Appendix Z.5.
+    .. [src] [Collins24, eqs. (2)-(8), Proposition 4.1, proof of Lemma A.10 (weight decay)].
 
     Examples
     --------
@@ -361,7 +360,7 @@ def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, n_train, n_
     Parameters
     ----------
     W_plus : array_like of shape (m, d)
-        The pretrained first layer; its first ``m_bar = m/2`` rows are the distinct neurons (App. B L813).
+        The pretrained first layer; its first ``m_bar = m/2`` rows are the distinct neurons ([Collins24, App. B]).
     r : int
         Ground-truth coordinates, ``1 <= r < d``.
     m_hat : int
@@ -371,7 +370,7 @@ def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, n_train, n_
         constants unspecified).
     alpha : float
         Rescaling ``> 0``; the corrected paper choice is ``alpha_hat/kappa_par`` with ``alpha_hat =
-        2/(nu_w sqrt(m_bar))`` (spec §1.5), or the measured kappa in place of kappa_par.
+        2/(nu_w sqrt(m_bar))`` (docs/multitask.md), or the measured kappa in place of kappa_par.
     target : callable or array_like of shape (2**r,)
         ``fbar(u) -> +-1`` on a sign pattern u (ndarray (r,)), or its table in ``sign_patterns`` order.
     n_train : int
@@ -397,13 +396,12 @@ def downstream(W_plus, r, *, m_hat, gamma, gamma_hat, alpha, target, n_train, n_
     Notes
     -----
     Regime: the paper's guarantee (Thm 4.3) needs exp(r^5)-sized widths and samples; at practical sizes compare
-    trends (spec §4 E6). The squared hinge makes the probe smooth for L-BFGS (spec C12); the evaluation uses
+    trends (E6 of docs/multitask.md). The squared hinge makes the probe smooth for L-BFGS; the evaluation uses
     the hinge of eq. (11).
 
     References
     ----------
-    .. [src] seed 000 L115-141 (eqs. (9)-(11)), L813-837 (App. B: m_bar, random parameters, alpha);
-       specs/multitask.md §1.5, §4 E6.
+    .. [src] [Collins24, Section 3, eqs. (9)-(11); App. B: m_bar, random parameters, alpha].
 
     Examples
     --------

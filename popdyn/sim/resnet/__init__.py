@@ -1,4 +1,4 @@
-"""ResNet vs kernels (seed 004): the torch twin of :mod:`popdyn.models.resnet`.
+"""ResNet vs kernels ([AllenZhu19]): the torch twin of :mod:`popdyn.models.resnet`.
 
 Modules
 -------

@@ -1,4 +1,4 @@
-"""ResNet vs kernels (seed 004): the finite-sample twin of the exact kernel test error (:class:`resnet.Problem`)."""
+"""ResNet vs kernels ([AllenZhu19]): the finite-sample twin of the exact kernel test error (:class:`resnet.Problem`)."""
 from __future__ import annotations
 
 import time
@@ -47,7 +47,7 @@ def simulate(problem, *, n_test, chunk, seeds, seed, device, progress):
 
     References
     ----------
-    .. [src] seed 004 L122-155, L354-366; specs/resnet_kernels.md §2.7.
+    .. [src] [AllenZhu19, Section 3, Section 7]; the exact test error derived in docs/resnet.md.
 
     Examples
     --------

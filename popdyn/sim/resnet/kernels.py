@@ -1,4 +1,4 @@
-"""ResNet vs kernels (seed 004): kernel ridge regression with a network's finite-width kernel, its exact test error.
+"""ResNet vs kernels ([AllenZhu19]): kernel ridge regression with a network's finite-width kernel, its exact test error.
 
 Public names
 ------------
@@ -13,7 +13,7 @@ fc2_kernel_limit
     The exact infinite-width Hamming profile of the fc2 net's kernels at init (numpy, theory side:
     :func:`popdyn.models.resnet.fc2_kernel_limit`, re-exported here).
 
-See specs/resnet_kernels.md §2.7-2.8, §4.1 item 5(a).
+See docs/resnet.md (finite-width kernels).
 """
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def kernel_predictor(net, kernel, X, beta, Z):
 
     References
     ----------
-    .. [src] seed 004 L124-129 (program 3.1), L237, footnote 5 L151; specs/resnet_kernels.md §1.6, §2.8, §4.1.
+    .. [src] [AllenZhu19, program (3.1), Fig. 2, footnote 5]; the finite-width kernels derived in docs/resnet.md.
 
     Examples
     --------
@@ -229,7 +229,7 @@ def cube_krr_error(net, kernel, target, X, lam):
 
     References
     ----------
-    .. [src] seed 004 L124-129 (program 3.1), L237, L1106-1118; specs/resnet_kernels.md §2.7, §4.1 item 5(a).
+    .. [src] [AllenZhu19, program (3.1), Fig. 2, Prop. E.1]; the exact test error derived in docs/resnet.md.
 
     Examples
     --------

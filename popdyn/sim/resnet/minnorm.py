@@ -1,4 +1,4 @@
-r"""Appendix A.1 of seed 004 in torch: the min-norm Pareto solver and SGD on the sparse parity.
+r"""Appendix A.1 of [AllenZhu19] in torch: the min-norm Pareto solver and SGD on the sparse parity.
 
 Public names
 ------------
@@ -9,10 +9,10 @@ pareto
     optionally, a descent of that level norm over the direction of W.
 sgd
     Minibatch SGD (momentum, weight decay) on N samples of the parity, for a batch of (lr, wd) pairs at one width m,
-    as in the experiment of L444-446 (Fig. 3a): norm, training error, Monte Carlo test error.
+    as in the experiment of App. A.1 (Fig. 3(a)): norm, training error, Monte Carlo test error.
 
 Units: W acts on x in {±1/sqrt d}^d (the paper's units); norms are ||W||_F / sqrt d; the output layer is
-:func:`popdyn.models.resnet.minnorm.signs`. See specs/resnet_kernels.md §1.8, §4.3.
+:func:`popdyn.models.resnet.minnorm.signs`. See docs/resnet.md (Appendix A.1).
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _level_norm(W, X, y, a, eps):
 
 def pareto(d=6, m=200, lams=(3e-4, 1e-4), starts=4, steps=10_000, lr=0.025, init_std=1.0, levels=_LEVELS,
            refine_steps=3000, refine_lr=0.01, S=range(6), seed=0, device="cpu", dtype=None):
-    r"""Trace the (norm, MSE) Pareto frontier of A.1's two-layer network on the whole cube (V8 of the spec).
+    r"""Trace the (norm, MSE) Pareto frontier of A.1's two-layer network on the whole cube (docs/resnet.md).
 
     For each penalty λ in ``lams`` and each of ``starts`` random inits (all trained at once, full batch over the
     :math:`2^d` inputs, Adam):
@@ -114,7 +114,7 @@ def pareto(d=6, m=200, lams=(3e-4, 1e-4), starts=4, steps=10_000, lr=0.025, init
 
     References
     ----------
-    .. [src] seed 004 L436-440, footnote 13 (L450); specs/resnet_kernels.md §4.3, Appendix V8.
+    .. [src] [AllenZhu19, App. A.1, footnote 13]; the Pareto solver is popdyn's (docs/resnet.md).
 
     Examples
     --------
@@ -181,11 +181,11 @@ def pareto(d=6, m=200, lams=(3e-4, 1e-4), starts=4, steps=10_000, lr=0.025, init
 
 def sgd(d=20, N=2000, m=200, lrs=(0.1,), wds=(0.0,), epochs=100, batch=50, momentum=0.9, init_std=1.0,
         test=20_000, S=range(6), oracle_support=False, seed=0, device="cpu", dtype=None):
-    r"""Minibatch SGD on N samples of A.1's parity for every (lr, wd) pair at width m (L444-446, Fig. 3a).
+    r"""Minibatch SGD on N samples of A.1's parity for every (lr, wd) pair at width m (App. A.1, Fig. 3(a)).
 
     PyTorch's SGD (momentum, weight decay added to the gradient) on the training error
     :math:`\frac1N\sum_i(F(W;x_i)-y_i)^2`, all pairs trained at once on the same sample, for ``epochs`` epochs at lr
-    and ``epochs`` more at lr / 10 (the protocol of L424; A.1 states no schedule).
+    and ``epochs`` more at lr / 10 (the protocol of App. A; A.1 states no schedule).
 
     Parameters
     ----------
@@ -226,7 +226,7 @@ def sgd(d=20, N=2000, m=200, lrs=(0.1,), wds=(0.0,), epochs=100, batch=50, momen
 
     References
     ----------
-    .. [src] seed 004 L444-446, L424; specs/resnet_kernels.md §1.8, §4.3.
+    .. [src] [AllenZhu19, App. A.1, App. A].
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""ResNet vs kernels (seed 004): trained networks held against the kernels (:class:`resnet.NetworkProblem`)."""
+"""ResNet vs kernels ([AllenZhu19]): trained networks held against the kernels (:class:`resnet.NetworkProblem`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +14,7 @@ from .networks import STREAMS, init_net, signs, train
 
 __all__ = ["simulate", "training_inputs", "MINIBATCH"]
 
-#: the minibatch size of the paper's protocol (L424)
+#: the minibatch size of the paper's protocol ([AllenZhu19, App. A])
 MINIBATCH = 50
 
 
@@ -47,7 +47,7 @@ def training_inputs(problem, seeds=1, *, seed=0, device="cpu"):
 
     References
     ----------
-    .. [src] seed 004 L241, L424 (one training set of N points); specs/resnet_kernels.md §4.1 item 3, §4.2.
+    .. [src] [AllenZhu19, Section 6, App. A] (one training set of N points).
 
     Examples
     --------
@@ -110,12 +110,11 @@ def simulate(problem, *, X, kernels, ridges, protocol, lr, weight_decay, epochs,
     Notes
     -----
     Regime: any problem; the training is :func:`popdyn.sim.resnet.networks.train` with the experiment init (A, V ~
-    N(0, 1/m), W ~ N(0, 1/d), L422), the init and the training streams of ``seed``.
+    N(0, 1/m), W ~ N(0, 1/d), App. A), the init and the training streams of ``seed``.
 
     References
     ----------
-    .. [src] seed 004 L260-275 (Algorithm 1), L420-424 (the experiments); specs/resnet_kernels.md §1.4, §1.8, §4.1,
-       §4.2.
+    .. [src] [AllenZhu19, Algorithm 1, App. A (the experiments)].
 
     Examples
     --------

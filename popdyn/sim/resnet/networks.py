@@ -1,4 +1,4 @@
-"""ResNet vs kernels (seed 004): the torch networks of the paper, their training and their finite-width kernels.
+"""ResNet vs kernels ([AllenZhu19]): the torch networks of the paper, their training and their finite-width kernels.
 
 Public names
 ------------
@@ -7,8 +7,8 @@ ARCHS
     U in R^{m x (m+1)}), ``"fc3"`` and ``"fc2"`` (fully connected, hidden weights only).
 Net, init_net
     The weights of ``seeds`` independent networks batched on one device (float64 by default), with the paper's
-    inits: ``"experiment"`` (A, V ~ N(0, 1/m), W ~ N(0, 1/d); L422) or ``"theory"`` (A ~ N(0, 1/m),
-    W0 ~ N(0, sigma_w^2), V0 ~ N(0, sigma_v^2/m); L245-249).
+    inits: ``"experiment"`` (A, V ~ N(0, 1/m), W ~ N(0, 1/d); App. A) or ``"theory"`` (A ~ N(0, 1/m),
+    W0 ~ N(0, sigma_w^2), V0 ~ N(0, sigma_v^2/m); Section 6).
 train
     Algorithm 1 (online SGD, a fresh sample per step, separate eta_w, eta_v) or the paper's minibatch protocol
     (momentum 0.9, batch 50, epochs at lr then at lr/10, weight decay) on a target of
@@ -20,9 +20,9 @@ empirical_ntk, conjugate_kernel, ridge_fit
     Finite-width kernels of a network at its current weights as (seeds, n, n') matrices, and the ridge fit
     beta = (K + N lam I)^{-1} Y of program (3.1) on such a matrix.
 
-The trained tensors are the full weights W0 + W and V0 + V (footnote 10, L279: SGD on W0 + W is SGD on W); A is
+The trained tensors are the full weights W0 + W and V0 + V (footnote 10: SGD on W0 + W is SGD on W); A is
 never trained. Gradients are torch autograd; the tests hold them against the written gradient of Fact D.4 and
-finite differences. See specs/resnet_kernels.md §1.1, §1.4, §1.5, §1.8, §4.1-4.2.
+finite differences. See docs/resnet.md.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class Net:
 
     References
     ----------
-    .. [src] seed 004 L54-61 (2.1), L221-231, L245-249, L420-422; specs/resnet_kernels.md §1.1, §1.8.
+    .. [src] [AllenZhu19, eq. (2.1), Section 6, App. A].
     """
     arch: str
     A: torch.Tensor
@@ -116,7 +116,7 @@ class Net:
 
 def init_net(arch, d, k, m, *, seeds=1, seed=0, init="experiment", sigma_w=None, sigma_v=None, device="cpu",
              dtype=None):
-    r"""``seeds`` independent networks of seed 004 at initialization.
+    r"""``seeds`` independent networks of [AllenZhu19] at initialization.
 
     .. math:: \text{experiment: } A_{ij},V_{ij}\sim\mathcal N(0,1/m),\ W_{ij}\sim\mathcal N(0,1/d);\qquad
               \text{theory: } A_{ij}\sim\mathcal N(0,1/m),\ W^{(0)}_{ij}\sim\mathcal N(0,\sigma_w^2),\
@@ -146,12 +146,12 @@ def init_net(arch, d, k, m, *, seeds=1, seed=0, init="experiment", sigma_w=None,
 
     Notes
     -----
-    Regime: any sizes. The experiment init's "N(1, 1/m)" at L422 is read as N(0, 1/m) (spec §1.8); the theory
-    init makes out1 ~ 0 at init (spec §7 item 10).
+    Regime: any sizes. The experiment init's "N(1, 1/m)" (App. A) is read as N(0, 1/m) (an extraction artifact); the
+    theory init makes out1 ~ 0 at init (docs/resnet.md).
 
     References
     ----------
-    .. [src] seed 004 L245-249, L317, L422; specs/resnet_kernels.md §1.1, §1.5, §1.8.
+    .. [src] [AllenZhu19, Section 6, Section 6.1, App. A].
 
     Examples
     --------
@@ -246,17 +246,17 @@ def train(net, target, *, method="online", steps=1000, eta_w=0.1, eta_v=None, ba
     Simulation
         ``t`` (records,) the step counts; ``test_error`` (seeds, records) and its outputs ``test_error_output``
         (seeds, records, k); with ``hierarchy`` ``c_F`` and ``c_G`` (seeds, records, k) (c_G is NaN for an output
-        whose G is absent). ``status`` 1 and a message when the
-        loss of some seed became non-finite (spec §7 item 9); the records after it are NaN for that seed.
+        whose G is absent). ``status`` 1 and a message when the loss of some seed became non-finite (the
+        ResNet can diverge at a large lr where fc2 does not); the records after it are NaN for that seed.
 
     Notes
     -----
     Regime: any sizes. Algorithm 1 is the object of Theorem 1 (sample complexity = steps x batch); the minibatch
-    protocol is the experiments' (L424), whose (lr, wd) the paper tuned on the test error: choose them yourself.
+    protocol is the experiments' (App. A), whose (lr, wd) the paper tuned on the test error: choose them yourself.
 
     References
     ----------
-    .. [src] seed 004 L254, L260-279, L424; specs/resnet_kernels.md §1.4, §1.8, §4.1-4.2.
+    .. [src] [AllenZhu19, eq. (6.1), Algorithm 1, footnote 10, App. A].
 
     Examples
     --------
@@ -413,7 +413,7 @@ def preactivation_flips(net, X, layer="W"):
 
     References
     ----------
-    .. [src] seed 004 L583-610 (Prop. C.4), L614-620, L626-654 (Lemma D.1(a), (d)); specs/resnet_kernels.md §2.4.
+    .. [src] [AllenZhu19, Prop. C.4, App. D, Lemma D.1(a), (d)].
 
     Examples
     --------
@@ -469,7 +469,7 @@ def empirical_ntk(net, X, Y=None, which=None):
     X : array_like, shape (n, d), entries ±1
     Y : array_like, shape (n', d), or None for X
     which : tuple of {"W", "V"} or None
-        Default: every trained layer of the architecture (the paper's "(NTK)", L237).
+        Default: every trained layer of the architecture (the paper's "(NTK)", Fig. 2).
 
     Returns
     -------
@@ -484,7 +484,7 @@ def empirical_ntk(net, X, Y=None, which=None):
 
     References
     ----------
-    .. [src] seed 004 L151 (footnote 5), L237; specs/resnet_kernels.md §1.6, §2.8, §4.1 item 3.
+    .. [src] [AllenZhu19, footnote 5, Fig. 2]; the ResNet's empirical NTK derived in docs/resnet.md.
 
     Examples
     --------
@@ -532,7 +532,7 @@ def conjugate_kernel(net, X, Y=None):
 
     References
     ----------
-    .. [src] seed 004 L151, L237; specs/resnet_kernels.md §1.6, §4.1 item 3.
+    .. [src] [AllenZhu19, footnote 5, Fig. 2].
     """
     owner = "resnet.networks.conjugate_kernel"
     d, dev, dt = net.W.shape[2] - 1, net.W.device, net.W.dtype
@@ -574,7 +574,7 @@ def ridge_fit(K, Y, lam):
 
     References
     ----------
-    .. [src] seed 004 L124-129; specs/resnet_kernels.md §1.6.
+    .. [src] [AllenZhu19, program (3.1)].
 
     Examples
     --------
