@@ -94,11 +94,13 @@ def chi2_expect(f, a, b, s, q, n_nodes=64, decay=0.0):
 
     Notes
     -----
-    Accuracy (tests: against mpmath at 30 digits over Hypothesis-drawn a, b in [0, 1e4], s, q in 0..40): relative
-    error <= 1e-12 for the logistic and exponential losses with ``decay=1`` and 64 nodes, at every scale; the untilted
-    rule (``decay=0``) loses accuracy once a or b exceeds about 1 (relative error 3e-7 at a = 3, 0.5 at a = 100 for the
-    logistic loss), because f(a z) then varies on a scale 1/a far below the node spacing near 0. Without a decay rate
-    the rule is exact for polynomials of degree < 2 n_nodes.
+    Regime: f on [0, inf) growing slower than e^{t/2}; any a, b >= 0 and s, q >= 0. Accuracy (tests: against the
+    exact series sum_j (-1)^{j+1} (1 + 2ja)^{-k/2} / j at 40 digits over Hypothesis-drawn a in [1e-3, 1e4], k in
+    1..40, and scipy's dblquad in two variables): relative error <= 1e-12 for the logistic and exponential losses
+    with ``decay=1`` and 64 nodes, at every scale; the untilted rule (``decay=0``) loses accuracy once a or b exceeds
+    about 1 (relative error 3e-7 at a = 3, 0.5 at a = 100 for the logistic loss), because f(a z) then varies on a
+    scale 1/a far below the node spacing near 0. Without a decay rate the rule is exact for polynomials of degree
+    < 2 n_nodes.
 
     References
     ----------

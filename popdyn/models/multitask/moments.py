@@ -225,7 +225,7 @@ def sign_moments(w_par, s, method="auto"):
 
     Notes
     -----
-    Accuracy (tests: against the closed forms in mpmath at 40 digits over Hypothesis-drawn neurons with
+    Regime: any ``s > 0`` and any ``||w_par||``. Accuracy (tests: against the closed forms in mpmath at 40 digits over Hypothesis-drawn neurons with
     ``||w_par|| / s`` from 1e-3 to 1e8 and ``s`` from 1e-3 to 1e3): r <= 3 ("arcsin"), absolute error of p
     <= 1e-14 and relative error of q <= 1e-12 everywhere (r = 2 by a cancellation-free acos form, p by atan2, r = 3
     neurons with ``||w_par|| / s > 30`` in mpmath); "quad" (any r), absolute error of p <= 1e-14, relative error of q about
