@@ -91,9 +91,9 @@ def test_order1_fails_with_the_eta2_term_half_again_too_large(wrong, monkeypatch
 @pytest.mark.parametrize("wrong", [False, True])
 def test_activations_fail_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_path):
     memoise(monkeypatch, "popdyn.simulate")
-    if wrong:                  # the quadrature I3 10 % too large: the ODE runs 10 % fast (1.42 error units, 0.18 right)
+    if wrong:                  # the quadrature I3 10 % too large: the ODE runs 10 % fast (1.82 error units, 0.20 right)
         perturb(monkeypatch, PAIRS, _wrong_pairs)
-    _verdict("committee.activations", tmp_path, wrong, activations=["tanh"], d=[300], t_max=8.0, seeds=8,
+    _verdict("committee.activations", tmp_path, wrong, activations=["tanh"], d=[300], t_max=8.0, seeds=16,
              n_points=9)
 
 

@@ -12,7 +12,7 @@ pytest.importorskip("torch")
 
 
 # wrong theory: the optimal private norms 10 % too large (alpha_t x 1.1: the budget ignored), so the expected column
-# norms are 4.9 % off on every P_t: measured ~0.05 against the tolerance 0.01 and the true theory's 7.7e-3.
+# norms are 4.9 % off on every P_t: measured ~0.05 against the tolerance 0.015 and the true theory's 7.7e-3.
 @falsifies("contrastive.column_norms")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_column_norms_fail_private_norms_10_percent_off(wrong, monkeypatch, tmp_path):
@@ -22,7 +22,7 @@ def test_column_norms_fail_private_norms_10_percent_off(wrong, monkeypatch, tmp_
                 lambda f: lambda *a, **k: (lambda r: (r[0], 1.1 * r[1], r[2]))(f(*a, **k)))
     verdict, res = run_claim("contrastive.column_norms", tmp_path)
     assert verdict == ("FAIL" if wrong else "PASS"), (res.measured, res.nulls)
-    assert (res.measured > 0.04) if wrong else (res.measured < 0.01 and min(res.nulls.values()) > 0.1)
+    assert (res.measured > 0.04) if wrong else (res.measured < 0.015 and min(res.nulls.values()) > 0.1)
 
 
 # wrong theory: Prop. F.9 as printed (F.105 drops ||W||_F <= sqrt r): beta_CR = (T^-1/2 + gamma/sqrt s)^2 = 0.5166
@@ -54,4 +54,4 @@ def test_tradeoff_fails_a_universal_representation_without_the_budget(wrong, mon
     verdict, res = run_claim("contrastive.tradeoff", tmp_path, steps=2000, ft_steps=500, ms=[3, 10, 40], probes=400,
                              theory_probes=2000)
     assert verdict == ("FAIL" if wrong else "PASS"), (res.measured, res.nulls)
-    assert (res.measured > 8) if wrong else (res.measured < 4 and min(res.nulls.values()) > 4)
+    assert (res.measured > 8) if wrong else (res.measured < 5 and min(res.nulls.values()) > 5)

@@ -45,7 +45,13 @@ def _expected_norms(problem):
               "(7-e), B.3 (R7), B.4 (1)",
        metric="max over seeds and invariant columns of |learned column norm - theory| / theory (universal on R, "
               "specific on R_t)",
-       tolerance=0.01, tolerance_origin="spec B.4 (1): 1 % at 6000 x 512 samples (R7 measured 0.4 %)",
+       tolerance=0.015,
+       tolerance_origin="measured spread at the quick size (8 seeds): the 6 private-column norms per seed scatter "
+                        "about the theory with sd 0.25 % (48 values, mean 0.000 %, max 0.77 %); the shared columns "
+                        "and alpha, beta sit at the optimum to 1e-5. With the sd from 48 values a value's error is a "
+                        "Student t with 47 d.o.f.: 1.5 % is 6 sd, 5.4e-7 per value, over seeds x 6 values (12 quick, "
+                        "24 full) the false-failure bound is 3.2e-6 quick, 6.5e-6 full (the former 1 % is 4 sd: "
+                        "2.6e-3 quick). Private norms 10 % too large are 4.9 % off, the nulls >= 41 %",
        kind="training",
        nulls={"no_sharing": "the budget ||W||_F <= sqrt r does not bind across tasks: every invariant column has norm 1 "
                             "(the task-specific optimum's) in the universal representation too",
@@ -185,9 +191,11 @@ def _risks(problem, Ws, ms, probes, seed, device):
               "representation - that on the theory's population representation) / SE (both Monte Carlo over "
               "independent labelled sets); trained: projected-SGD pre-training, CR fine-tuning from the trained "
               "universal W",
-       tolerance=4.0,
-       tolerance_origin="Bonferroni over 3 representations x 5 m of nearly Gaussian z (>= 1600 probes per mean): "
-                        "two-sided family-wise 1e-3 gives 3.8, rounded up to 4",
+       tolerance=5.0,
+       tolerance_origin="z of two Monte Carlo means over >= 1600 probes each, Gaussian: P(|z| > 5) = 5.7e-7, "
+                        "Bonferroni over 3 representations x m (5 quick, 6 full): false-failure bound 8.6e-6 quick, "
+                        "1.0e-5 full (4 before: 9.5e-4, 1.1e-3). Recorded max |z| 2.80 (quick); the closest null, "
+                        "the Rademacher scaling, 15",
        kind="training",
        nulls={"rademacher_scaling": "risk proportional to the exact Rademacher term B R_m (monotone in beta): the "
                                     "specific representation's risk times R_rep / R_specific at each m",

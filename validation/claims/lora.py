@@ -33,7 +33,7 @@ from . import REGISTRY, ClaimResult, claim
 __all__ = ["mc_gradient_loss", "paper_glm_h"]
 
 
-def _q(seeds, comparisons, alpha=0.01):
+def _q(seeds, comparisons, alpha=2e-4):
     """Student-t quantile (seeds - 1 d.o.f.) at two-sided family-wise level ``alpha`` over ``comparisons``
     (Bonferroni): the number of standard errors of a seed mean that the max of the gaps exceeds by chance with
     probability <= alpha. It replaces the normal 3 of spec §4 R1, which holds for one comparison of many seeds."""
@@ -84,9 +84,11 @@ def _prop4_problem(activation, features, xi, k, seed):
        title="Prop. 4: the population spherical gradient is -h(m)(u - m u_hat); the loss is Phi(m)",
        source=f"{_SEED} L204-214 (Prop. 4), proof L758-789; specs/lora.md §2.3, §3.3, §7 (MC pitfalls)",
        metric="max |z| over settings of (MC mean - theory)/MC standard error, u-component of the gradient and loss",
-       tolerance=4.0,
-       tolerance_origin="|z| <= 4: two-sided normal tail 6e-5 per comparison, < 1% family-wise over <= 72 "
-                        "comparisons; He3's heavy tails make its SE less reliable (spec §7), hence 4 not 3",
+       tolerance=5.0,
+       tolerance_origin="z of a Monte Carlo mean of >= 4e5 draws, Gaussian: P(|z| > 5) = 5.7e-7 per comparison, "
+                        "Bonferroni over settings x (gradient, loss) (24 quick, 72 full): false-failure bound 1.4e-5 "
+                        "quick, 4.1e-5 full (4 before: 1.5e-3, 4.6e-3). He3's heavy tails make its SE less reliable, "
+                        "hence a margin over 4. Recorded max |z| 2.25 (quick); the nulls are >= 19 SE off",
        kind="independent",
        nulls={"G = I": "h(m) and Phi(m) of the orthonormal case (G replaced by I, same c, c_hat, xi) where G != I",
               "h / 2": "h without its factor 2 (as the paper prints h(0) in its appendix), Phi unchanged"},
@@ -113,8 +115,9 @@ def prop4_gradient(size, device, outdir):
     worst = float(np.abs(z).max())
     nulls = {"G = I": float(max(max(abs(r["z_grad_G=I"]), abs(r["z_loss_G=I"])) for r in rows)),
              "h / 2": float(max(max(abs(r["z_grad_h/2"]), abs(r["z_loss"])) for r in rows))}
+    tol = REGISTRY["lora.prop4_gradient"].tolerance
     fig = plot_curves(np.arange(len(rows)), {"z, gradient u-component": z[:, 0], "z, loss": z[:, 1]},
-                      outdir / "lora.prop4_gradient.png", refs={"|z| = 4 (tolerance)": 4.0, "_-4": -4.0},
+                      outdir / "lora.prop4_gradient.png", refs={f"|z| = {tol:g} (tolerance)": tol, f"_-{tol:g}": -tol},
                       styles={k: {"ls": "", "marker": "o"} for k in ("z, gradient u-component", "z, loss")},
                       xlabel="setting (activation x features x xi x m, table order)",
                       ylabel="(MC - theory) / SE", title=claim_title(REGISTRY["lora.prop4_gradient"], worst,
@@ -159,17 +162,19 @@ def _r1_excess(comp, cells=1):
        metric="max over d >= 1000 of max_t (|mean_SGD m_t - m_corr(t)| - q SD_t/sqrt(R)), eta = delta/d; "
               "the final sign must equal sign(h(0))",
        tolerance=0.01,
-       tolerance_origin="spec §4 R1: sup gap <= 3 SD/sqrt(R) + 0.01 for d >= 1000, delta <= 0.5 "
+       tolerance_origin="the acceptance sup gap <= 3 SD/sqrt(R) + 0.01 for d >= 1000, delta <= 0.5 "
                         "(standard errors of the seed mean plus the O(1/d) corrections of the ODE), with 3 replaced by "
-                        "q, the Student-t quantile (R - 1 d.o.f.) at family-wise 1 % over the recorded times "
-                        "(Bonferroni): q = 7.7 at 8 seeds",
+                        "q: per time the seed mean over its SE is a Student t with R - 1 = 15 d.o.f., q its quantile "
+                        "at family-wise 0.02 % over the recorded times and the d >= 1000 (Bonferroni: q = 7.9 quick, "
+                        "199 times; 8.4 full, x 2 d). False-failure bound 2e-4 while the finite-d bias stays within "
+                        "the 0.01 (recorded excess -0.015 at 8 seeds, quick)",
        kind="training",
        nulls={"paper's ODE": "the paper's population ODE (convention=\"paper\", delta -> 0: no normalisation "
                              "drift), same m0 and grid"},
        quick={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "delta": 0.5, "tau": 8.0,
-              "d": [500, 1000], "seeds": 8},
+              "d": [500, 1000], "seeds": 16},
        full={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "delta": 0.5, "tau": 12.0,
-             "d": [500, 1000, 2000], "seeds": 8})
+             "d": [500, 1000, 2000], "seeds": 16})
 def ode_vs_sgd(size, device, outdir):
     problem = lora.Problem.orthonormal(size["k"], size["xi"], size["activation"], size["seed"])
     sign = lora.limit_sign(problem)
@@ -236,16 +241,19 @@ def _fixed_point(problem, lr, d, n_mc, table_seeds):
        metric="max over delta of |(1-|m_SGD|) - (1-|m*|)| / (q SE + 2 % (1-|m*|)): the plateau's error in "
               "units of its allowed error, SE of the seed mean (the B0/B1 table is exact for G = I: se_table = 0)",
        tolerance=1.0,
-       tolerance_origin="allowed error per delta = q standard errors (q the Student-t quantile, S - 1 d.o.f., at family-wise 1 % over the deltas; seed mean of the late-time overlap; m* "
-                        "has none: B0/B1 by quadrature for G = I) plus 2 % of 1-|m*| for the "
-                        "first-order-in-delta ODE (spec §3.6: 2.6 % at delta = 0.5); in those units, pass iff <= 1",
+       tolerance_origin="allowed error per delta = q standard errors of the seed mean of the late-time overlap (a "
+                        "Student t with S - 1 = 15 d.o.f.; q its quantile at family-wise 0.02 % over the deltas, "
+                        "Bonferroni: 5.2 quick, 5.5 full; m* has none: B0/B1 by quadrature for G = I) plus 2 % of "
+                        "1-|m*| for the first-order-in-delta ODE (2.6 % measured at delta = 0.5); in those units, "
+                        "pass iff <= 1. False-failure bound 2e-4 while the bias stays within the 2 % (recorded 0.30 "
+                        "units at 8 seeds, quick)",
        kind="training",
        nulls={"paper's ODE": "the paper's population ODE (delta -> 0, no normalisation drift): no plateau, "
                              "|m*| = 1"},
        quick={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "d": 500, "delta": [0.5, 0.3],
-              "tau": 25.0, "late": 0.4, "seeds": 8, "n_mc": 1 << 14, "table_seeds": 4},
+              "tau": 25.0, "late": 0.4, "seeds": 16, "n_mc": 1 << 14, "table_seeds": 4},
        full={"activation": "tanh", "k": 8, "xi": 1.0, "seed": 1, "d": 1000, "delta": [0.5, 0.3, 0.2],
-             "tau": 40.0, "late": 0.4, "seeds": 8, "n_mc": 1 << 16, "table_seeds": 4})
+             "tau": 40.0, "late": 0.4, "seeds": 16, "n_mc": 1 << 16, "table_seeds": 4})
 def plateau(size, device, outdir):
     problem = lora.Problem.orthonormal(size["k"], size["xi"], size["activation"], size["seed"])
     d, sign = size["d"], lora.limit_sign(problem)

@@ -23,7 +23,7 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
-_TOL = 0.05
+_TOL = 0.08
 _EXACT = 1e-9
 
 
@@ -41,8 +41,10 @@ def _frontier(size):
               "(the paper's norm) - 1; negative = we find smaller norms",
        tolerance=_TOL,
        tolerance_origin="the paper's '≈' norms (two or three digits) and the spread of a non-convex search over "
-                        "starts (~3 % between starts at quick size); the constructions are existence claims, so only "
-                        "an excess counts",
+                        "starts (~3 % between starts at quick size, taken as the sd of a Gaussian) about the recorded "
+                        "-4.7 %: 0.08 is 4.2 sd above it, 1.2e-5 per MSE level, false-failure bound 1.2e-5 quick, "
+                        "3.5e-5 full (0.05 before: 6e-4). The constructions are existence claims, so only an excess "
+                        "counts; the nulls are >= 1.33 (the Frobenius unit) off",
        kind="training",
        nulls={"random_features": "the construction is not needed: the best ray of random (init) directions, the same "
                                  "number of draws as the solver's starts, reaches each level",
