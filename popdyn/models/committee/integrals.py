@@ -402,6 +402,13 @@ class Integrals:
         -----
         Regime: any PSD C; closed forms for erf, linear and ReLU, else the polar rule at 3 m2/2 (error
         estimate: the change from m2), exponentially convergent for g smooth away from 0.
+        Accuracy, measured against 50-digit mpmath closed forms (and, for tanh and softsign, a float64 hp quadrature
+        checked against them to 1e-12) over drawn covariances with standard deviations 2^-7 .. 2^3, repeated,
+        antipodal and near-repeated fields and any rank, the error relative to max(|I|, 1e-3 s) (s the product of the
+        factors' root mean squares): erf of any scale and linear <= 1e-13; ReLU <= 1e-11;
+        piecewise linear g by quadrature (abs, leaky ReLU, callables) <= 1e-13 (the polar rule is exact on its rays);
+        other g by quadrature <= 2e-3 (tanh, softsign, erf as a callable), <= 2e-2 (sin at variance 64). The error
+        estimate bounded the error in every draw.
 
         References
         ----------
@@ -451,6 +458,12 @@ class Integrals:
         Notes
         -----
         Regime: any PSD C (ReLU: positive variances).
+        Accuracy, measured against 50-digit mpmath closed forms (and, for tanh and softsign, a float64 hp quadrature
+        checked against them to 1e-12) over drawn covariances with standard deviations 2^-7 .. 2^3, repeated,
+        antipodal and near-repeated fields and any rank, the error relative to max(|I|, 1e-3 s) (s the product of the
+        factors' root mean squares): erf of any scale and linear <= 1e-13; ReLU <= 1e-11;
+        piecewise linear g by quadrature <= 1e-13; other g by quadrature <= 2e-3 (tanh, softsign, erf as a
+        callable), <= 2e-2 (sin at variance 64).
 
         References
         ----------
@@ -506,6 +519,12 @@ class Integrals:
         Notes
         -----
         Regime: any PSD C with :math:`C_{11} > 0`; g' of bounded variation (Stein's lemma).
+        Accuracy, measured against 50-digit mpmath closed forms (and, for tanh and softsign, a float64 hp quadrature
+        checked against them to 1e-12) over drawn covariances with standard deviations 2^-7 .. 2^3, repeated,
+        antipodal and near-repeated fields and any rank, the error relative to max(|I|, 1e-3 s) (s the product of the
+        factors' root mean squares): erf of any scale and linear <= 1e-13; ReLU <= 1e-11;
+        piecewise linear g by quadrature <= 1e-13; other g by quadrature <= 2e-3 (tanh, softsign, erf as a
+        callable), <= 2e-2 (sin at variance 64).
 
         References
         ----------
@@ -580,6 +599,10 @@ class Integrals:
         Plackett nodes plus 1e-8 of the scale. Any other g: tensor Gauss-Hermite with 3 m4/2 nodes per axis
         (estimate: the change from m4), fast for entire g and slow where g has poles near the real axis at the
         fields' scale (tanh at variance 4: ~1e-3) or kinks.
+        Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, ReLU <= 1e-7 (antipodal
+        fields, where Plackett's path meets a correlation -1). No accuracy is declared for g by quadrature: the
+        tensor rule errs by up to O(1) of the scale for kinked or large-variance fields (abs 4e-2, tanh 0.9 and sin
+        far beyond at variance 64) and its estimate is not a bound.
 
         References
         ----------
