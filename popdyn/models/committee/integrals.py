@@ -155,21 +155,19 @@ def _two_orders(C, F, m):
 
 # --------------------------------------------------------------------------- ReLU: orthant moments
 
-_RIDGE = 1e-14          # ridge on C / max C_ii before the orthant moments (two equal fields: error ~1e-9, measured)
-_PLACKETT = 32          # Gauss-Legendre nodes of Plackett's integral (24 already reach 1e-16 at regular C)
-_SAME = 1e-12           # fields with C_aa + C_bb - 2 C_ab <= 1e-12 x max C_ii are one field
+_RIDGE = 1e-14          # ridge on the correlations before the orthant moments (the limit of a regular covariance)
+_PLACKETT = 12          # Gauss-Legendre nodes per panel of Plackett's integral (8 already reach 1e-15 at regular C)
+_SAME = 1e-12           # fields with correlation within 1e-12 of +-1 are one field (with a sign)
 
 
 @functools.lru_cache(maxsize=4)
 def _plackett_nodes(n):
-    """Gauss-Legendre nodes of the Plackett path s in [0, 1], substituted s = 1 - (1 - u)^2 (removes the
-    1/sqrt(1 - s) of a correlation +-1 at the end)."""
+    """The n-point Gauss-Legendre rule on [0, 1]: one panel of Plackett's path (see :func:`_orthant`)."""
     x, w = np.polynomial.legendre.leggauss(n)
     u, wu = (x + 1) / 2, w / 2
-    s, ws = 1 - (1 - u) ** 2, 2 * (1 - u) * wu
-    s.setflags(write=False)
-    ws.setflags(write=False)
-    return s, ws
+    u.setflags(write=False)
+    wu.setflags(write=False)
+    return u, wu
 
 
 @numba.njit(cache=True)
@@ -206,6 +204,21 @@ def _orthant(C, idx, n, s, ws):  # pragma: no cover - compiled
     for a in range(4):
         for b in range(4):
             R[a, b] = C[idx[a], idx[b]] / math.sqrt(C[idx[a], idx[a]] * C[idx[b], idx[b]])
+    # Plackett's path s = 1 - (1 - u)^2, u in [0, 1] (removes the 1/sqrt(1 - s) of a correlation +-1 at s = 1), on
+    # Gauss-Legendre panels [1 - 2^-k, 1 - 2^-(k+1)] graded towards u = 1 down to a quarter of sqrt(lambda_min(R)):
+    # a nearly singular R puts features of that width there (a correlation 1 - 1e-7 cost 8e-5 on one 32-node rule)
+    lam = max(np.linalg.eigvalsh(R)[0], 1e-30)
+    levels = min(52, max(1, int(math.ceil(-0.5 * math.log2(lam))) + 2))
+    npan = s.shape[0]
+    nodes = np.empty((levels + 1) * npan)
+    weights = np.empty((levels + 1) * npan)
+    for k in range(levels + 1):
+        lo = 1.0 - 0.5 ** k if k > 0 else 0.0
+        hi = 1.0 - 0.5 ** (k + 1) if k < levels else 1.0
+        for t in range(npan):
+            uu = lo + (hi - lo) * s[t]
+            nodes[k * npan + t] = 1 - (1 - uu) ** 2
+            weights[k * npan + t] = 2 * (1 - uu) * (hi - lo) * ws[t]
     tot = 1.0 / 16
     for a in range(4):
         for b in range(a + 1, 4):
@@ -217,8 +230,8 @@ def _orthant(C, idx, n, s, ws):  # pragma: no cover - compiled
                     else:
                         q = c
             acc = 0.0
-            for t in range(s.shape[0]):         # partial correlation of (p, q) given (a, b) under R(s)
-                sv = s[t]
+            for t in range(nodes.shape[0]):     # partial correlation of (p, q) given (a, b) under R(s)
+                sv = nodes[t]
                 rab = sv * R[a, b]
                 det = 1 - rab * rab
                 xa, xb, ya, yb = sv * R[p, a], sv * R[p, b], sv * R[q, a], sv * R[q, b]
@@ -226,7 +239,7 @@ def _orthant(C, idx, n, s, ws):  # pragma: no cover - compiled
                 sqq = 1 - (ya * ya - 2 * rab * ya * yb + yb * yb) / det
                 spq = sv * R[p, q] - (xa * ya - rab * (xa * yb + xb * ya) + xb * yb) / det
                 rho = min(1.0, max(-1.0, spq / math.sqrt(max(spp * sqq, 1e-300))))
-                acc += ws[t] / (2 * math.pi * math.sqrt(det)) * (0.25 + math.asin(rho) / (2 * math.pi))
+                acc += weights[t] / (2 * math.pi * math.sqrt(det)) * (0.25 + math.asin(rho) / (2 * math.pi))
             tot += R[a, b] * acc
     return tot
 
@@ -266,80 +279,186 @@ def _orthant_second(C, i, j, idx, n, s, ws):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _relu_moments(Om, fields, u, K, r2, s2, s, ws):  # pragma: no cover - compiled
-    r""":math:`E_{kl} = r^4\sum_{ij}u_iu_j\mathbb E[f_if_j 1(f_k, f_l, f_i, f_j > 0)] + r^2\sigma^2P(f_k, f_l > 0)`
-    for g = relu(r .), k, l < K, the fields' covariance Om (P x P); ``fields[i]`` labels equal fields alike."""
-    P = Om.shape[0]
-    scale = 0.0
+def _signed_moment(C, sd, lab, sg, thr, nt, i, j, s, ws):  # pragma: no cover - compiled
+    r""":math:`\mathbb E[x_ix_j1(x_f > 0,\ f\in\mathrm{thr}[:nt])]` (``i < 0``: the orthant probability alone) for
+    fields :math:`x_f = \mathrm{sd}_f\mathrm{sg}_f\,y_{\mathrm{lab}_f}`, y of correlation matrix C: a label
+    thresholded with both signs gives 0 (:math:`1(y > 0)1(-y > 0) = 0`), otherwise the thresholds are flipped into
+    C and :func:`_orthant_second` takes the distinct labels (at most 4)."""
+    P = C.shape[0]
+    D = np.zeros(P)
+    idx = np.zeros(4, dtype=np.int64)
+    n = 0
+    for t in range(nt):
+        f = thr[t]
+        L = lab[f]
+        if D[L] == 0.0:
+            D[L] = sg[f]
+            idx[n] = L
+            n += 1
+        elif D[L] != sg[f]:
+            return 0.0
+    flip = False
     for a in range(P):
-        scale = max(scale, Om[a, a])
-    out = np.zeros((K, K))
-    if scale <= 0.0:
-        return out
-    C = Om / scale
-    for a in range(P):
-        C[a, a] += _RIDGE
-    idx = np.empty(4, dtype=np.int64)
+        if D[a] == 0.0:
+            D[a] = 1.0
+        flip = flip or D[a] < 0.0
+    Cd = C
+    if flip:
+        Cd = np.empty((P, P))
+        for a in range(P):
+            for b in range(P):
+                Cd[a, b] = D[a] * D[b] * C[a, b]
+    if i < 0:
+        return _orthant(Cd, idx, n, s, ws)
+    Li, Lj = lab[i], lab[j]
+    return sd[i] * sd[j] * sg[i] * sg[j] * D[Li] * D[Lj] * _orthant_second(Cd, Li, Lj, idx, n, s, ws)
+
+
+@numba.njit(cache=True)
+def _family_I4_nb(C, sd, lab, sg, cc, B, s, ws):  # pragma: no cover - compiled
+    r""":math:`\mathbb E[g'(a)g'(b)g(c)g(d)]` for :math:`g = c\,\mathrm{relu} - Bx`, :math:`g' = c\,1(x > 0) - B`: the
+    16 terms of the product, each an orthant moment :math:`\mathbb E[x_cx_d1(x_T > 0)]` (c = ``cc``)."""
+    thr = np.zeros(4, dtype=np.int64)
+    tot = 0.0
+    for m in range(16):
+        coef = 1.0
+        nt = 0
+        for f in range(4):
+            if (m >> f) & 1:
+                coef *= cc
+                thr[nt] = f
+                nt += 1
+            else:
+                coef *= -B
+        if coef != 0.0:
+            tot += coef * _signed_moment(C, sd, lab, sg, thr, nt, 2, 3, s, ws)
+    return tot
+
+
+@numba.njit(cache=True)
+def _family_moments(C, sd, lab, sg, u, K, cc, B, s, ws):  # pragma: no cover - compiled
+    r"""For :math:`g = c\,\mathrm{relu} - Bx` (c = ``cc``), fields :math:`f_0..f_{P-1}` and :math:`y = \sum_iu_if_i` at
+    index P (C their correlations with a ridge, (P + 1) x (P + 1), sd their standard deviations): the (K, K) pair
+
+    .. math:: A_{kl} = \mathbb E[g'(f_k)g'(f_l)\Delta^2],\quad
+              \Delta^2 = c^2\sum_{ij}u_iu_jf_i^+f_j^+ - 2cB\,y\sum_iu_if_i^+ + B^2y^2,\qquad
+              Z_{kl} = \mathbb E[g'(f_k)g'(f_l)]
+
+    each term an orthant moment of at most four thresholded fields."""
+    P = C.shape[0] - 1
+    A = np.zeros((K, K))
+    Z = np.zeros((K, K))
+    thr = np.zeros(4, dtype=np.int64)
     for k in range(K):
         for l in range(k, K):
-            tot = 0.0
-            for i in range(P):
-                for j in range(i, P):
-                    if u[i] == 0.0 or u[j] == 0.0:
+            tot, tz = 0.0, 0.0
+            for mk in range(2):
+                for ml in range(2):
+                    coef = (cc if mk else -B) * (cc if ml else -B)
+                    if coef == 0.0:
                         continue
-                    n = 0
-                    for x in (fields[k], fields[l], fields[i], fields[j]):
-                        new = True
-                        for y in range(n):
-                            new = new and idx[y] != x
-                        if new:
-                            idx[n] = x
-                            n += 1
-                    tot += (1.0 if i == j else 2.0) * u[i] * u[j] * _orthant_second(C, fields[i], fields[j], idx, n,
-                                                                                    s, ws)
-            idx[0], idx[1] = fields[k], fields[l]
-            val = r2 * r2 * scale * tot + r2 * s2 * _orthant(C, idx, 1 if fields[k] == fields[l] else 2, s, ws)
-            out[k, l] = val
-            out[l, k] = val
-    return out
+                    n0 = 0
+                    if mk:
+                        thr[n0] = k
+                        n0 += 1
+                    if ml:
+                        thr[n0] = l
+                        n0 += 1
+                    part = 0.0
+                    if cc != 0.0:
+                        for i in range(P):
+                            if u[i] == 0.0:
+                                continue
+                            thr[n0] = i
+                            for j in range(i, P):
+                                if u[j] == 0.0:
+                                    continue
+                                thr[n0 + 1] = j
+                                part += (cc * cc * (1.0 if i == j else 2.0) * u[i] * u[j]
+                                         * _signed_moment(C, sd, lab, sg, thr, n0 + 2, i, j, s, ws))
+                            if B != 0.0:
+                                part -= 2 * cc * B * u[i] * _signed_moment(C, sd, lab, sg, thr, n0 + 1, i, P, s, ws)
+                    if B != 0.0:
+                        part += B * B * _signed_moment(C, sd, lab, sg, thr, n0, P, P, s, ws)
+                    tot += coef * part
+                    tz += coef * _signed_moment(C, sd, lab, sg, thr, n0, -1, -1, s, ws)
+            A[k, l] = A[l, k] = tot
+            Z[k, l] = Z[l, k] = tz
+    return A, Z
 
 
 def _same_fields(C):
-    """Labels of the fields of C (P x P) with equal fields (C_aa + C_bb - 2 C_ab ~ 0) labelled alike."""
+    """Labels and signs of the fields of C (P x P): a field equal to +-an earlier one (C_aa + C_bb -+ 2 C_ab ~ 0)
+    takes its label and the sign, x_b = sign x_a."""
     P = C.shape[0]
     tol = _SAME * max(float(np.max(np.diag(C))), np.finfo(np.float64).tiny)
-    lab = np.arange(P)
+    lab, sg = np.arange(P), np.ones(P)
     for b in range(P):
         for a in range(b):
-            if lab[a] == a and C[a, a] + C[b, b] - 2 * C[a, b] <= tol:
-                lab[b] = a
-                break
-    return lab
+            if lab[a] == a:
+                if C[a, a] + C[b, b] - 2 * C[a, b] <= tol:
+                    lab[b] = a
+                    break
+                if C[a, a] + C[b, b] + 2 * C[a, b] <= tol:
+                    lab[b], sg[b] = a, -1.0
+                    break
+    return lab, sg
 
 
-def _relu_eta2(Om, u, K, r, s2):
-    r"""The ReLU :math:`\eta^2` term :math:`\mathbb E[g'(f_k)g'(f_l)(\Delta^2 + \sigma^2)]`, (K, K), from the
-    orthant moments of :func:`_orthant_second` (exact up to Plackett's smooth 1-D integral)."""
-    s, ws = _plackett_nodes(_PLACKETT)
-    return _relu_moments(np.ascontiguousarray(Om, dtype=np.float64), _same_fields(Om),
-                         np.ascontiguousarray(u, dtype=np.float64), K, float(r) ** 2, float(s2), s, ws)
+def _unit(C):
+    """(R + ridge I, sd): the correlations R of C and the standard deviations (floored at 1e-150 of the largest, a
+    zero-variance field then being uncorrelated: the limit of a small independent one). Orthant probabilities depend
+    on R alone and E[x_i x_j 1(...)] is sd_i sd_j times its value at R, so the ridge perturbs every field alike."""
+    var = np.diag(C)
+    sd = np.sqrt(np.maximum(var, 1e-300 * np.max(var)))
+    R = C / np.outer(sd, sd)
+    return np.ascontiguousarray(R + _RIDGE * np.eye(len(C))), sd
 
 
-def _relu_I4(C, r, n=_PLACKETT):
-    r"""ReLU's :math:`I_4 = r^4\,\mathbb E[cd\,1(a, b, c, d > 0)]` by :func:`_orthant_second` (equal fields merged,
-    C ridged by 1e-14 of its largest variance: a zero-variance field counts as the limit of a small one)."""
+def _family_eta2(Om, u, K, r, s2, cc, B, n=_PLACKETT):
+    r"""The ReLU family's :math:`\eta^2` term :math:`\mathbb E[g'(f_k)g'(f_l)(\Delta^2 + \sigma^2)]`, (K, K), for
+    :math:`g(x) = r(c\,\mathrm{relu}(x) - Bx)` (relu: c = 1, B = 0; abs: 2, 1; leaky ReLU: 1 - alpha, -alpha), from
+    the orthant moments of :func:`_family_moments` (exact up to Plackett's smooth 1-D integral)."""
+    P = len(Om)
+    if not np.max(np.diag(Om)) > 0:
+        return np.zeros((K, K))
+    aug = np.empty((P + 1, P + 1))
+    aug[:P, :P] = Om
+    aug[P, :P] = aug[:P, P] = Om @ u
+    aug[P, P] = u @ Om @ u
+    C, sd = _unit(aug)
+    lab, sg = _same_fields(C)
+    s, ws = _plackett_nodes(n)
+    A, Z = _family_moments(C, sd, lab, sg, np.ascontiguousarray(u, dtype=np.float64), K, float(cc), float(B), s, ws)
+    return r ** 4 * A + r ** 2 * s2 * Z
+
+
+def _family_I4(C, r, cc, B, n=_PLACKETT):
+    r""":math:`I_4` of :math:`g(x) = r(c\,\mathrm{relu}(x) - Bx)` by :func:`_family_I4_nb` (repeated and antipodal
+    fields merged, C ridged by 1e-14 of its largest variance: a zero-variance field counts as the limit of a small
+    one)."""
     s, ws = _plackett_nodes(n)
     out = []
     for c in C.reshape(-1, 4, 4):
-        scale = np.max(np.diag(c))       # I4 is linear in C (ReLU is positively homogeneous): work at unit scale
-        if scale <= 0:
+        if not np.max(np.diag(c)) > 0:
             out.append(0.0)
             continue
-        cn = np.ascontiguousarray(c / scale + _RIDGE * np.eye(4))
-        lab = _same_fields(cn)
-        idx = np.array(list(dict.fromkeys(lab.tolist())) + [0] * 4, dtype=np.int64)[:4]
-        out.append(scale * _orthant_second(cn, lab[2], lab[3], idx, len(set(lab.tolist())), s, ws))
+        cn, sd = _unit(c)
+        lab, sg = _same_fields(cn)
+        out.append(_family_I4_nb(cn, sd, lab, sg, float(cc), float(B), s, ws))
     return r ** 4 * np.array(out).reshape(C.shape[:-2])
+
+
+def _relu_family(act):
+    """(c, B) with act(x) = r (c relu(x) - B x) for the ReLU family (relu, abs, leaky ReLU, any scale); None for any
+    other activation. abs(x) = relu(x) + relu(-x) = 2 relu(x) - x; max(x, alpha x) = (1 - alpha) relu(x) + alpha x."""
+    fam = act._family
+    if fam.kinks != (0.0,) or fam.K is None or not (fam.name in ("relu", "abs") or fam.name.startswith("leaky_relu")):
+        return None
+    a, b = (float(v) for v in fam.fn(np.array([1.0, -1.0])))          # fn = a relu(x) + b relu(-x)
+    if not np.array_equal(fam.fn(np.array([2.5, -2.5, 0.0])), [2.5 * a, 2.5 * b, 0.0]):
+        return None
+    return a + b, b
 
 
 class Integrals:
@@ -363,7 +482,8 @@ class Integrals:
         self.activation = activation
         self.m2, self.m4 = m2, m4
         fam, r = activation._family.name, activation.r
-        self._kind = fam if fam in ("erf", "linear", "relu") else "generic"
+        self._family = _relu_family(activation)             # (c, B): g = r (c relu - B x), the ReLU family
+        self._kind = "relu" if self._family else (fam if fam in ("erf", "linear") else "generic")
         self._r = r
         self.closed = frozenset({"erf": ("I2", "I3", "I4", "J2"), "linear": ("I2", "I3", "I4", "J2"),
                                  "relu": ("I2", "I3", "I4", "J2")}.get(self._kind, ()))
@@ -432,7 +552,8 @@ class Integrals:
         elif k == "relu":
             s = np.sqrt(_diag(C, 0) * _diag(C, 1))
             rho = np.divide(C[..., 0, 1], s, out=np.zeros_like(s), where=s > 0)
-            v = self._r ** 2 * s * gaussian.arccos_kernel(rho, 1)
+            cc, B = self._family                      # E[(c a+ - B a)(c b+ - B b)], E[a+ b] = C12 / 2
+            v = self._r ** 2 * (cc * cc * s * gaussian.arccos_kernel(rho, 1) + (B * B - cc * B) * C[..., 0, 1])
         else:
             g = self.activation
             F = lambda x: g(x[..., 0]) * g(x[..., 1])
@@ -485,7 +606,8 @@ class Integrals:
         elif k == "linear":
             v = np.full(C.shape[:-2], self._r ** 2)
         elif k == "relu":
-            v = self._r ** 2 * gaussian.arccos_kernel(_corr(C, 0, 1), 0)
+            cc, B = self._family                      # E[(c 1(a > 0) - B)(c 1(b > 0) - B)]
+            v = self._r ** 2 * (cc * cc * gaussian.arccos_kernel(_corr(C, 0, 1), 0) + B * B - cc * B)
         else:
             d = self.activation.deriv
             F = lambda x: d(x[..., 0]) * d(x[..., 1])
@@ -554,7 +676,9 @@ class Integrals:
                              where=c11 > 0)
             first = np.divide(C[..., 0, 1] * np.sqrt(cond), 2 * np.pi * np.sqrt(c11), out=np.zeros_like(c11),
                               where=c11 > 0)
-            v = self._r ** 2 * (first + C[..., 1, 2] * gaussian.arccos_kernel(_corr(C, 0, 2), 0))
+            cc, B = self._family                      # E[1(a > 0) b c] = E[b c+] = C23 / 2
+            v = self._r ** 2 * (cc * cc * (first + C[..., 1, 2] * gaussian.arccos_kernel(_corr(C, 0, 2), 0))
+                                + (B * B - cc * B) * C[..., 1, 2])
         else:
             g, d = self.activation, self.activation.deriv
             S = C[..., [0, 2]][..., [0, 2], :]
@@ -632,10 +756,10 @@ class Integrals:
         elif k == "linear":
             v = self._r ** 4 * C[..., 2, 3]
         elif k == "relu":
-            v = _relu_I4(C, self._r)
-            if err:       # the Plackett integral at 16 vs 32 nodes, plus the ridge's error (~1e-9 x scale measured)
-                ridge = 1e-8 * self._r ** 4 * np.max(np.diagonal(C, axis1=-2, axis2=-1), axis=-1)
-                return v, np.abs(v - _relu_I4(C, self._r, 16)) + ridge
+            v = _family_I4(C, self._r, *self._family)
+            if err:       # Plackett's panels at 8 vs 12 nodes, plus 1e-11 of the scale r^4 sd_c sd_d (the ridge)
+                ridge = 1e-11 * self._r ** 4 * np.sqrt(np.abs(_diag(C, 2) * _diag(C, 3)))
+                return v, np.abs(v - _family_I4(C, self._r, *self._family, n=8)) + ridge
             return v
         else:
             g, d = self.activation, self.activation.deriv

@@ -31,7 +31,7 @@ from scipy.optimize import brentq, root
 from ...dynamics import solve_ode
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
-from .integrals import _polar_nodes, _relu_eta2, _tensor_rule, integrals
+from .integrals import _family_eta2, _polar_nodes, _tensor_rule, integrals
 from .problem import Problem
 
 __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
@@ -210,7 +210,7 @@ def _second_moment(problem, pl, Om, u):
     r""":math:`\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)]`, shape (K, K)."""
     K, P = pl.K, pl.P
     if pl.relu:
-        return _relu_eta2(Om, u, K, problem.activation.r, problem.sigma ** 2)
+        return _family_eta2(Om, u, K, problem.activation.r, problem.sigma ** 2, *pl.ig._family)
     if pl.i4 is not None:
         I4 = pl.ig._I4(_sub(Om, pl.i4)).reshape(K, K, P, P)
         out = np.einsum("klij,i,j->kl", I4, u, u)
