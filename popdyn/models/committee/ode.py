@@ -3,18 +3,25 @@ r"""The overlap ODE of online SGD for the soft committee machine, any activation
 With :math:`u = (v, -v^*)` over the :math:`P = K + M` fields :math:`f = (\lambda, \nu)` of covariance
 :math:`\Omega = [[Q, R], [R^T, T]]` (:math:`T = BB^T`, the problem's ``teacher_overlap``) and
 :math:`\Delta = \sum_j u_j g(f_j)`; the step sizes are :math:`\eta` = ``lr``, :math:`\eta_v` = ``lr_v`` and the
-weight decay wd = ``weight_decay``:
+weight decay wd = ``weight_decay`` (of both layers):
 
 .. math:: \frac{dR_{kn}}{dt} = -\eta v_k\,\mathbb E[g'(\lambda_k)\nu_n\Delta] - \eta\,\mathrm{wd}\,R_{kn}
 
 .. math:: \frac{dQ_{kl}}{dt} = -\eta v_k\,\mathbb E[g'(\lambda_k)\lambda_l\Delta] - \eta v_l\,\mathbb E[g'(\lambda_l)\lambda_k\Delta]
           + \eta^2 v_kv_l\,\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)] - 2\eta\,\mathrm{wd}\,Q_{kl}
 
-.. math:: \frac{dv_k}{dt} = -\eta_v\,\mathbb E[g(\lambda_k)\Delta],\qquad
+.. math:: \frac{dv_k}{dt} = -\eta_v\,\mathbb E[g(\lambda_k)\Delta] - \eta_v\,\mathrm{wd}\,v_k,\qquad
           \epsilon_g = \tfrac12\,\mathbb E[\Delta^2] = \tfrac12 u^T I_2(\Omega) u
 
 where :math:`\mathbb E[g'(f_k) f_i \Delta] = \sum_j u_j I_3(f_k, f_i, f_j)` and
 :math:`\mathbb E[g'g'\Delta^2] = \sum_{jj'}u_ju_{j'}I_4(f_k, f_l, f_j, f_{j'})`.
+
+Weight decay is SGD on the per-sample loss :math:`\Delta^2/2 + \tfrac{\mathrm{wd}}2(\|J\|_F^2 + \|v\|^2)`, each layer
+with its own step (:math:`J \leftarrow J - \tfrac{\eta}{d}(\dots + \mathrm{wd}\,J)`,
+:math:`v \leftarrow v - \tfrac{\eta_v}{d}(\dots + \mathrm{wd}\,v)`, the simulation's update): per unit of the ODE's
+time t = steps/d the penalty's gradient enters at the layer's rate, :math:`-\eta\,\mathrm{wd}\,J`, hence
+:math:`-\eta\,\mathrm{wd}\,R` and :math:`-2\eta\,\mathrm{wd}\,Q` (the :math:`(\eta\,\mathrm{wd}/d)^2` cross term is
+O(1/d)), and :math:`-\eta_v\,\mathrm{wd}\,v` (so ``lr_v = 0`` keeps v at v0 also under weight decay).
 """
 from __future__ import annotations
 
@@ -79,7 +86,7 @@ def _sub(Omega, idx):
 
 
 class _Rates(NamedTuple):
-    """The training hyperparameters the drift needs: step sizes of J and v, weight decay of J."""
+    """The training hyperparameters the drift needs: step sizes of J and v, weight decay of both."""
     lr: float
     lr_v: float
     weight_decay: float
@@ -91,7 +98,7 @@ class _Rates(NamedTuple):
 
 def _rates(owner, lr, lr_v, weight_decay):
     """Checked ``(lr, lr_v, weight_decay)``: the first-layer step size (> 0), the second layer's (>= 0; 0 keeps v
-    fixed) and the first layer's weight decay (>= 0)."""
+    fixed) and the weight decay of both layers (>= 0)."""
     return _Rates(check(owner, "lr", lr, Interval(0, np.inf, closed="neither")),
                   check(owner, "lr_v", lr_v, Interval(0, np.inf, closed="left")),
                   check(owner, "weight_decay", weight_decay, Interval(0, np.inf, closed="left")))
@@ -164,7 +171,7 @@ def _rhs(problem, rt, Q, R, v):
         dQ = dQ + eta ** 2 * np.outer(v, v) * _second_moment(problem, pl, Om, u)
     dv = np.zeros(K)
     if rt.trains_v:
-        dv = -rt.lr_v * (gD if pl.generic else pl.ig._I2(_sub(Om, pl.i2[:K * P])).reshape(K, P) @ u)
+        dv = -rt.lr_v * ((gD if pl.generic else pl.ig._I2(_sub(Om, pl.i2[:K * P])).reshape(K, P) @ u) + wd * v)
     return dQ, dR, dv
 
 
@@ -202,7 +209,7 @@ def _rhs_erf(problem, rt, pl, Q, R, v):
         dQ = dQ + eta ** 2 * s2 * np.outer(v, v) * E
     dv = np.zeros(K)
     if rt.trains_v:
-        dv = -rt.lr_v * (pl.ig._I2(_sub(Om / s2, pl.i2[:K * pl.P])).reshape(K, pl.P) @ u)
+        dv = -rt.lr_v * (pl.ig._I2(_sub(Om / s2, pl.i2[:K * pl.P])).reshape(K, pl.P) @ u + wd * v)
     return dQ, dR, dv
 
 
@@ -267,7 +274,8 @@ def drift(problem, Q, R, v=None, *, lr, lr_v=0.0, weight_decay=0.0):
               \dot Q_{kl} = -\eta\sum_j u_j\big[v_kI_3(\lambda_k,\lambda_l,f_j) + v_lI_3(\lambda_l,\lambda_k,f_j)\big]
               + \eta^2v_kv_l\Big[\sum_{jj'}u_ju_{j'}I_4(\lambda_k,\lambda_l,f_j,f_{j'}) + \sigma^2J_2(\lambda_k,\lambda_l)\Big]
 
-    (minus :math:`\eta\,\mathrm{wd}\,R` and :math:`2\eta\,\mathrm{wd}\,Q`), :math:`\dot v_k = -\eta_v\sum_j u_jI_2(\lambda_k, f_j)`,
+    (minus :math:`\eta\,\mathrm{wd}\,R` and :math:`2\eta\,\mathrm{wd}\,Q`),
+    :math:`\dot v_k = -\eta_v\sum_j u_jI_2(\lambda_k, f_j) - \eta_v\,\mathrm{wd}\,v_k`,
     :math:`u = (v, -v^*)`; ``order=1`` drops the :math:`\eta^2` term.
 
     Parameters
@@ -284,7 +292,9 @@ def drift(problem, Q, R, v=None, *, lr, lr_v=0.0, weight_decay=0.0):
     lr_v : float
         Step size of the second layer, the paper's eta_v, >= 0 (0: v stays fixed, dv = 0).
     weight_decay : float
-        Weight decay wd of the first layer, >= 0.
+        Weight decay wd of both layers, >= 0: SGD on :math:`\Delta^2/2 + \tfrac{\mathrm{wd}}2(\|J\|^2 + \|v\|^2)` with
+        each layer's step, i.e. :math:`-\eta\,\mathrm{wd}` on J and :math:`-\eta_v\,\mathrm{wd}` on v per unit time
+        (the module docstring derives the terms).
 
     Returns
     -------
@@ -517,7 +527,7 @@ def plateau(problem, v=1.0, t_relax=2000.0, *, lr, weight_decay=0.0):
     lr : float
         Step size of the first layer, the paper's eta, > 0 (the plateau moves with it through the eta^2 term).
     weight_decay : float
-        Weight decay of the first layer, >= 0.
+        Weight decay of the first layer, >= 0 (v is held fixed here).
 
     Returns
     -------
