@@ -191,7 +191,7 @@ def _adaptive_mean(owner, C, F, m):
 # --------------------------------------------------------------------------- ReLU: orthant moments
 
 _RIDGE = 1e-14          # ridge on the correlations before the orthant moments (the limit of a regular covariance)
-_PLACKETT = 12          # Gauss-Legendre nodes per panel of Plackett's integral (8 already reach 1e-15 at regular C)
+_PLACKETT = 8           # Gauss-Legendre nodes per panel of Plackett's integral (<= 4e-14 measured; 6: <= 3e-11)
 _SAME = 1e-12           # fields with correlation within 1e-12 of +-1 are one field (with a sign)
 
 
@@ -207,7 +207,8 @@ def _plackett_nodes(n):
 
 @numba.njit(cache=True)
 def _corr_nb(C, a, b):  # pragma: no cover - compiled
-    return min(1.0, max(-1.0, C[a, b] / math.sqrt(C[a, a] * C[b, b])))
+    v = C[a, a] * C[b, b]
+    return min(1.0, max(-1.0, C[a, b] / math.sqrt(v))) if v > 0.0 else 0.0     # a degenerate field: uncorrelated
 
 
 @numba.njit(cache=True)
@@ -238,22 +239,12 @@ def _orthant(C, idx, n, s, ws):  # pragma: no cover - compiled
     R = np.empty((4, 4))
     for a in range(4):
         for b in range(4):
-            R[a, b] = C[idx[a], idx[b]] / math.sqrt(C[idx[a], idx[a]] * C[idx[b], idx[b]])
+            R[a, b] = 1.0 if a == b else _corr_nb(C, idx[a], idx[b])
     # Plackett's path s = 1 - (1 - u)^2, u in [0, 1] (removes the 1/sqrt(1 - s) of a correlation +-1 at s = 1), on
-    # Gauss-Legendre panels [1 - 2^-k, 1 - 2^-(k+1)] graded towards u = 1 down to a quarter of sqrt(lambda_min(R)):
-    # a nearly singular R puts features of that width there (a correlation 1 - 1e-7 cost 8e-5 on one 32-node rule)
-    lam = max(np.linalg.eigvalsh(R)[0], 1e-30)
-    levels = min(52, max(1, int(math.ceil(-0.5 * math.log2(lam))) + 2))
+    # Gauss-Legendre panels [1 - 2^-k, 1 - 2^-(k+1)] graded towards u = 1 down to about the square root of the
+    # pair's smallest scale at s = 1 (1 - R_ab^2, the conditional variances of p and q and 1 - rho_pq|ab^2): a nearly
+    # singular R puts features of that width there (a correlation 1 - 1e-7 cost 8e-5 on one 32-node rule)
     npan = s.shape[0]
-    nodes = np.empty((levels + 1) * npan)
-    weights = np.empty((levels + 1) * npan)
-    for k in range(levels + 1):
-        lo = 1.0 - 0.5 ** k if k > 0 else 0.0
-        hi = 1.0 - 0.5 ** (k + 1) if k < levels else 1.0
-        for t in range(npan):
-            uu = lo + (hi - lo) * s[t]
-            nodes[k * npan + t] = 1 - (1 - uu) ** 2
-            weights[k * npan + t] = 2 * (1 - uu) * (hi - lo) * ws[t]
     tot = 1.0 / 16
     for a in range(4):
         for b in range(a + 1, 4):
@@ -264,19 +255,42 @@ def _orthant(C, idx, n, s, ws):  # pragma: no cover - compiled
                         p = c
                     else:
                         q = c
+            eps = _plackett_scale(R, a, b, p, q, 1.0)
+            levels = min(52, max(2, int(math.ceil(-0.5 * math.log2(max(eps, 1e-30)))) + 2))
             acc = 0.0
-            for t in range(nodes.shape[0]):     # partial correlation of (p, q) given (a, b) under R(s)
-                sv = nodes[t]
-                rab = sv * R[a, b]
-                det = 1 - rab * rab
-                xa, xb, ya, yb = sv * R[p, a], sv * R[p, b], sv * R[q, a], sv * R[q, b]
-                spp = 1 - (xa * xa - 2 * rab * xa * xb + xb * xb) / det
-                sqq = 1 - (ya * ya - 2 * rab * ya * yb + yb * yb) / det
-                spq = sv * R[p, q] - (xa * ya - rab * (xa * yb + xb * ya) + xb * yb) / det
-                rho = min(1.0, max(-1.0, spq / math.sqrt(max(spp * sqq, 1e-300))))
-                acc += weights[t] / (2 * math.pi * math.sqrt(det)) * (0.25 + math.asin(rho) / (2 * math.pi))
+            for k in range(levels + 1):
+                lo = 1.0 - 0.5 ** k if k > 0 else 0.0
+                hi = 1.0 - 0.5 ** (k + 1) if k < levels else 1.0
+                for t in range(npan):
+                    uu = lo + (hi - lo) * s[t]
+                    sv = 1 - (1 - uu) ** 2
+                    wt = 2 * (1 - uu) * (hi - lo) * ws[t]
+                    rab = sv * R[a, b]          # partial correlation of (p, q) given (a, b) under R(s)
+                    det = 1 - rab * rab
+                    xa, xb, ya, yb = sv * R[p, a], sv * R[p, b], sv * R[q, a], sv * R[q, b]
+                    spp = 1 - (xa * xa - 2 * rab * xa * xb + xb * xb) / det
+                    sqq = 1 - (ya * ya - 2 * rab * ya * yb + yb * yb) / det
+                    spq = sv * R[p, q] - (xa * ya - rab * (xa * yb + xb * ya) + xb * yb) / det
+                    rho = min(1.0, max(-1.0, spq / math.sqrt(max(spp * sqq, 1e-300))))
+                    acc += wt / (2 * math.pi * math.sqrt(det)) * (0.25 + math.asin(rho) / (2 * math.pi))
             tot += R[a, b] * acc
     return tot
+
+
+@numba.njit(cache=True)
+def _plackett_scale(R, a, b, p, q, sv):  # pragma: no cover - compiled
+    """The smallest of 1 - R_ab^2, the variances of p and q given (a, b) and 1 - their partial correlation^2,
+    under (1 - sv) I + sv R: the width (squared) of the features of Plackett's integrand near sv."""
+    rab = sv * R[a, b]
+    det = max(1 - rab * rab, 0.0)
+    if det <= 0.0:
+        return 0.0
+    xa, xb, ya, yb = sv * R[p, a], sv * R[p, b], sv * R[q, a], sv * R[q, b]
+    spp = 1 - (xa * xa - 2 * rab * xa * xb + xb * xb) / det
+    sqq = 1 - (ya * ya - 2 * rab * ya * yb + yb * yb) / det
+    spq = sv * R[p, q] - (xa * ya - rab * (xa * yb + xb * ya) + xb * yb) / det
+    r2 = spq * spq / max(spp * sqq, 1e-300)
+    return min(det, spp, sqq, 1 - r2)
 
 
 @numba.njit(cache=True)
@@ -422,32 +436,46 @@ def _family_moments(C, sd, lab, sg, u, K, cc, B, s, ws):  # pragma: no cover - c
     return A, Z
 
 
-def _same_fields(C):
-    """Labels and signs of the fields of C (P x P): a field equal to +-an earlier one (C_aa + C_bb -+ 2 C_ab ~ 0)
-    takes its label and the sign, x_b = sign x_a."""
+@numba.njit(cache=True)
+def _same_fields(C):  # pragma: no cover - compiled
+    """Labels and signs of the fields of the correlation matrix C (P x P): a field equal to +-an earlier one
+    (correlation within ``_SAME`` of +-1) takes its label and the sign, x_b = sign x_a."""
     P = C.shape[0]
-    tol = _SAME * max(float(np.max(np.diag(C))), np.finfo(np.float64).tiny)
     lab, sg = np.arange(P), np.ones(P)
     for b in range(P):
         for a in range(b):
             if lab[a] == a:
-                if C[a, a] + C[b, b] - 2 * C[a, b] <= tol:
+                if C[a, a] + C[b, b] - 2 * C[a, b] <= 2 * _SAME:
                     lab[b] = a
                     break
-                if C[a, a] + C[b, b] + 2 * C[a, b] <= tol:
+                if C[a, a] + C[b, b] + 2 * C[a, b] <= 2 * _SAME:
                     lab[b], sg[b] = a, -1.0
                     break
     return lab, sg
 
 
-def _unit(C):
-    """(R + ridge I, sd): the correlations R of C and the standard deviations (floored at 1e-150 of the largest, a
-    zero-variance field then being uncorrelated: the limit of a small independent one). Orthant probabilities depend
-    on R alone and E[x_i x_j 1(...)] is sd_i sd_j times its value at R, so the ridge perturbs every field alike."""
-    var = np.diag(C)
-    sd = np.sqrt(np.maximum(var, 1e-300 * np.max(var)))
-    R = C / np.outer(sd, sd)
-    return np.ascontiguousarray(R + _RIDGE * np.eye(len(C))), sd
+@numba.njit(cache=True)
+def _unit(C):  # pragma: no cover - compiled
+    """(R + ridge I, sd): the correlations R of C and the standard deviations. Orthant probabilities depend on R
+    alone and E[x_i x_j 1(...)] is sd_i sd_j times its value at R, so the ridge perturbs every field alike. A field
+    of variance <= 1e-28 of the largest (its direction lost to the rounding of C) is a zero field: sd 0, uncorrelated
+    (the limit of a small independent one); rounding-level correlations beyond +-1 are clipped."""
+    P = C.shape[0]
+    top = 0.0
+    for a in range(P):
+        top = max(top, C[a, a])
+    sd = np.zeros(P)
+    for a in range(P):
+        if C[a, a] > 1e-28 * top:
+            sd[a] = math.sqrt(C[a, a])
+    R = np.zeros((P, P))
+    for a in range(P):
+        for b in range(P):
+            if a == b:
+                R[a, b] = 1.0 + _RIDGE
+            elif sd[a] > 0.0 and sd[b] > 0.0:
+                R[a, b] = min(1.0, max(-1.0, C[a, b] / (sd[a] * sd[b])))
+    return R, sd
 
 
 def _family_eta2(Om, u, K, r, s2, cc, B, n=_PLACKETT):
@@ -794,9 +822,9 @@ class Integrals:
             v = self._r ** 4 * C[..., 2, 3]
         elif k == "relu":
             v = _family_I4(C, self._r, *self._family)
-            if err:       # Plackett's panels at 8 vs 12 nodes, plus 1e-11 of the scale r^4 sd_c sd_d (the ridge)
+            if err:       # Plackett's panels at 6 vs 8 nodes, plus 1e-11 of the scale r^4 sd_c sd_d (the ridge)
                 ridge = 1e-11 * self._r ** 4 * np.sqrt(np.abs(_diag(C, 2) * _diag(C, 3)))
-                return v, np.abs(v - _family_I4(C, self._r, *self._family, n=8)) + ridge
+                return v, np.abs(v - _family_I4(C, self._r, *self._family, n=6)) + ridge
             return v
         else:
             g, d = self.activation, self.activation.deriv
