@@ -109,18 +109,21 @@ def _sqrt2x2(C):
     return np.divide(out, t[..., None, None], out=np.zeros_like(out), where=t[..., None, None] > 0)
 
 
-def _polar_nodes(C, m):
+def _polar_nodes(C, m, lines=None):
     r"""Nodes (..., N, 2) and weights (..., N) of :math:`N(0, C)`, C (..., 2, 2), in polar coordinates of the
     principal square root S: :math:`x = S(r\cos\theta, r\sin\theta)`, the circle split at the four angles where a
-    field vanishes (kinks of g at 0 lie there), m/4 Gauss-Legendre angles per arc, m/2 radii of :func:`_radial_rule`.
+    field vanishes (kinks of g at 0 lie there) and at those where each of ``lines`` (..., k, 2) vanishes,
+    :math:`c\cdot x = 0` (a third field's kink, or the zero of its conditional mean), m/4 Gauss-Legendre angles per
+    arc, m/2 radii of :func:`_radial_rule`.
 
     Along each ray and arc the integrand of an activation smooth away from 0 is smooth, so the rule converges
     exponentially where tensor Gauss-Hermite converges like a power of m (softsign, whose g' has a cusp at 0:
     E g'(z) off by 3 % at 48 nodes).
     """
     S = _sqrt2x2(C)
-    th = np.stack([np.arctan2(-S[..., 0, 0], S[..., 0, 1]), np.arctan2(-S[..., 1, 0], S[..., 1, 1])], -1)
-    th = np.sort(np.mod(np.concatenate([th, th + np.pi], -1), 2 * np.pi), -1)            # (..., 4)
+    dirs = S if lines is None else np.concatenate([S, lines @ S], -2)          # rows c S: zero at c.x = 0
+    th = np.arctan2(-dirs[..., 0], dirs[..., 1])
+    th = np.sort(np.mod(np.concatenate([th, th + np.pi], -1), 2 * np.pi), -1)
     arc = np.diff(np.concatenate([th, th[..., :1] + 2 * np.pi], -1), axis=-1)
     xg, wg = np.polynomial.legendre.leggauss(max(2, m // 4))
     ang = (th[..., :, None] + arc[..., :, None] * (xg + 1) / 2).reshape(th.shape[:-1] + (-1,))
@@ -158,22 +161,23 @@ _M2_MAX = 324           # finest polar rule (81 angles per arc, 162 radii): the 
 _RTOL2 = 1e-11          # the adaptive 2-D rule stops when a refinement changes the value by < 1e-11 of its scale
 
 
-def _adaptive_mean(owner, C, F, m):
+def _adaptive_mean(owner, C, F, m, lines=None):
     r""":math:`\mathbb E[F(x)]`, :math:`x\sim N(0, C)`, C (..., 2, 2), by the polar rule of :func:`_polar_nodes` at m,
     3m/2, 9m/4, ... (at most ``_M2_MAX``) until a refinement changes the value by at most ``_RTOL2`` x max(|value|,
     1e-3 E|F|) or by no more than the rounding of the sum: ``(value, estimate)``, the estimate the last change (the rule converges exponentially for F smooth
     away from the rays where a field vanishes, so the last change bounds the finer value's error with room to spare).
-    ``F(x, sel)`` gets the nodes of the covariances ``C.reshape(-1, 2, 2)[sel]``. Where the finest rule leaves the
-    change above the tolerance one :class:`~popdyn.RegimeWarning` says so."""
+    ``F(x, sel)`` gets the nodes of the covariances ``C.reshape(-1, 2, 2)[sel]``; ``lines`` (k, 2), the same for
+    every C, are split as in :func:`_polar_nodes`. Where the finest rule leaves the change above the tolerance one
+    :class:`~popdyn.RegimeWarning` says so."""
     flat = C.reshape(-1, 2, 2)
     val, est, floor = np.zeros(len(flat)), np.full(len(flat), np.inf), np.ones(len(flat))
     sel = np.arange(len(flat))
-    x, w = _polar_nodes(flat, m)
+    x, w = _polar_nodes(flat, m, lines)
     prev = (F(x, sel) * w).sum(-1)
     val[:] = prev
     while sel.size and m < _M2_MAX:
         m = min(_M2_MAX, 4 * ((3 * m) // 8))
-        x, w = _polar_nodes(flat[sel], m)
+        x, w = _polar_nodes(flat[sel], m, lines)
         f = F(x, sel)
         v, l1 = (f * w).sum(-1), (np.abs(f) * w).sum(-1)
         change, rounding = np.abs(v - prev), 4 * np.sqrt(x.shape[-2]) * _EPS * l1
@@ -186,6 +190,97 @@ def _adaptive_mean(owner, C, F, m):
                       f"max(|value|, 1e-3 E|F|) at {sel.size} covariance(s) (fields of large variance, or a g with "
                       "features away from 0); the error estimate (err=True) says how far", RegimeWarning, stacklevel=4)
     return val.reshape(C.shape[:-2]), est.reshape(C.shape[:-2])
+
+
+def _hp_offsets(q=8):
+    """Offsets t >= 0 from a split point and their Gauss-Legendre weights: panels graded geometrically from 1e-4 to
+    1/4 (a kink, cusp or pole of g at the split), then 1/4 wide to 2 and 1 wide to 20 (the Gaussian weight)."""
+    x, w = np.polynomial.legendre.leggauss(q)
+    edges = [0.0, 1e-4]
+    while edges[-1] < 0.25:
+        edges.append(min(2 * edges[-1], 0.25))
+    edges = np.concatenate([edges, np.arange(0.5, 2.0 + 1e-9, 0.25), np.arange(3.0, 20.0 + 1e-9, 1.0)])
+    a, b = edges[:-1, None], edges[1:, None]
+    return ((a + b) / 2 + (b - a) / 2 * x).ravel(), ((b - a) / 2 * w).ravel()
+
+
+_HP = _hp_offsets()
+_HP_CHUNK = 4096        # outer nodes per block of the nested rule (its node array: 4096 x 616 floats, 20 MB)
+
+
+def _inner_mean(h, mu, s):
+    r""":math:`\mathbb E[h(\mu + sw)]`, w ~ N(0, 1), for each ``mu`` (an array), by the hp rule of :data:`_HP` on
+    both sides of :math:`w^* = -\mu/s` (where h's kink or poles at 0 lie; moved to +-10 beyond, outside the weight)."""
+    t, wt = _HP
+    c = np.clip(-mu / s, -10.0, 10.0)[..., None]
+    w = np.concatenate([c + t, c - t], -1)
+    weight = np.concatenate([wt, wt]) * np.exp(-0.5 * w * w) / math.sqrt(2 * math.pi)
+    return (h(mu[..., None] + s * w) * weight).sum(-1)
+
+
+def _merge(C, fns):
+    """Fields of C proportional to an earlier one (correlation within 1e-12 of +-1) or of zero variance (<= 1e-28 of
+    the largest) folded into products of one-field functions: ``(reps, funcs, const)``, E prod_i fns_i(x_i) =
+    const E prod_r funcs_r(x_{reps_r})."""
+    n = len(C)
+    top = float(np.max(np.diag(C)))
+    groups, const = [], 1.0
+    for b in range(n):
+        cbb = C[b, b]
+        if not cbb > 1e-28 * top:
+            const *= float(fns[b](np.zeros(1))[0])
+            continue
+        for grp in groups:
+            a = grp[0][0]
+            if C[a, b] ** 2 >= (1 - _SAME) * C[a, a] * cbb:
+                grp.append((b, C[a, b] / C[a, a]))
+                break
+        else:
+            groups.append([(b, 1.0)])
+
+    def product(grp):
+        return lambda x: functools.reduce(lambda acc, bk: acc * fns[bk[0]](bk[1] * x), grp, np.ones_like(x))
+    return [grp[0][0] for grp in groups], [product(grp) for grp in groups], const
+
+
+def _generic_mean(owner, C, fns, m2, m4):
+    r""":math:`\mathbb E\prod_i f_i(x_i)`, :math:`x\sim N(0, C)` for one C (n x n, n <= 4), f_i smooth away from 0:
+    ``(value, estimate)``. Proportional and zero-variance fields are folded (:func:`_merge`); two distinct fields by
+    the adaptive polar rule; three by the polar rule on two of them (split also where the third's conditional mean
+    vanishes) with the third integrated given them by the hp rule of :func:`_inner_mean` (or, determined by the two,
+    as a third split line); four by tensor Gauss-Hermite (no accuracy declared)."""
+    reps, funcs, const = _merge(C, fns)
+    n = len(reps)
+    if n == 0:
+        return const, 64 * _EPS * abs(const)
+    Cr = C[np.ix_(reps, reps)]
+    if n <= 2:
+        C2 = Cr if n == 2 else np.array([[Cr[0, 0], 0.0], [0.0, 0.0]])
+        f1 = funcs[1] if n == 2 else (lambda x: np.ones_like(x))
+        v, e = _adaptive_mean(owner, C2, lambda x, sel: funcs[0](x[..., 0]) * f1(x[..., 1]), m2)
+        return const * float(v), abs(const) * float(e)
+    if n == 3:
+        # the inner field: the one most independent of the other two
+        cond = [Cr[k, k] - Cr[k, o] @ np.linalg.pinv(Cr[np.ix_(o, o)], hermitian=True) @ Cr[o, k]
+                for k, o in ((k, [i for i in range(3) if i != k]) for k in range(3))]
+        k = int(np.argmax(np.array(cond) / np.diag(Cr)))
+        o = [i for i in range(3) if i != k]
+        beta = np.linalg.pinv(Cr[np.ix_(o, o)], hermitian=True) @ Cr[o, k]          # E[x_k | x_o] = beta . x_o
+        s = math.sqrt(max(cond[k], 0.0))
+        fo0, fo1, fk = funcs[o[0]], funcs[o[1]], funcs[k]
+        if not s > 1e-7 * math.sqrt(Cr[k, k]):                                      # x_k = beta . x_o
+            F = lambda x, sel: fo0(x[..., 0]) * fo1(x[..., 1]) * fk(x @ beta)
+        else:
+            def F(x, sel):
+                mu = x @ beta
+                inner = np.concatenate([_inner_mean(fk, mu[..., i:i + _HP_CHUNK], s)
+                                        for i in range(0, mu.shape[-1], _HP_CHUNK)], -1)
+                return fo0(x[..., 0]) * fo1(x[..., 1]) * inner
+        v, e = _adaptive_mean(owner, Cr[np.ix_(o, o)], F, m2, beta[None, :])
+        return const * float(v), abs(const) * float(e)
+    F = lambda x: funcs[0](x[..., 0]) * funcs[1](x[..., 1]) * funcs[2](x[..., 2]) * funcs[3](x[..., 3])
+    v, e = _two_orders(Cr, F, m4)
+    return const * float(v), abs(const) * float(e)
 
 
 # --------------------------------------------------------------------------- ReLU: orthant moments
@@ -828,8 +923,10 @@ class Integrals:
             return v
         else:
             g, d = self.activation, self.activation.deriv
-            F = lambda x: d(x[..., 0]) * d(x[..., 1]) * g(x[..., 2]) * g(x[..., 3])
-            return _two_orders(C, F, self.m4) if err else _gauss_mean(C, F, (3 * self.m4) // 2)
+            out = [_generic_mean("committee.integrals.I4", c, (d, d, g, g), self.m2, self.m4)
+                   for c in C.reshape(-1, 4, 4)]
+            v, e = (np.array([o[i] for o in out]).reshape(C.shape[:-2]) for i in (0, 1))
+            return (v, e) if err else v
         return self._out(v, err)
 
 

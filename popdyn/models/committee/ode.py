@@ -51,9 +51,10 @@ _PRUNE_ODE = 1e-10      # ODE rules drop nodes of weight < 1e-10 x the largest (
 
 
 class _Plan:
-    """Index tables and integrals of one problem's drift (cached per problem)."""
+    """Index tables and integrals of one problem's drift (cached per problem); ``refine`` > 1 scales the quadrature
+    rules of a drift without closed forms (the accuracy estimate of :func:`ode` compares against 3/2)."""
 
-    def __init__(self, problem):
+    def __init__(self, problem, refine=1.0):
         K, M = problem.K, problem.M
         P = K + M
         self.K, self.M, self.P = K, M, P
@@ -65,7 +66,8 @@ class _Plan:
         self.relu = self.ig._kind == "relu"                        # the eta^2 term from the orthant moments
         self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed and not self.relu else None
         self.j2 = g(range(K), range(K))
-        self.m_full = max(4, int(round(_FULL_NODES ** (1 / P))))
+        self.m_full = max(4, int(round(refine * _FULL_NODES ** (1 / P))))
+        self.m_pair = int(round(refine * ((3 * _M2_ODE) // 2)))     # polar rule of the pairs: 42 (10 x 4 angles, 21 radii)
         self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
         self.generic = not self.ig.closed                          # quadrature for I2, I3 and the eta^2 term
         if self.generic:                                           # the (k, j) pairs of the Stein-reduced I3
@@ -153,8 +155,8 @@ def _erf_kernel(Om, u, K, eta, eta2, sigma2):  # pragma: no cover - compiled
     return A, E
 
 
-def _rhs(problem, rt, Q, R, v):
-    pl = _plan(problem)
+def _rhs(problem, rt, Q, R, v, pl=None):
+    pl = _plan(problem) if pl is None else pl
     if pl.kernel:
         return _rhs_erf(problem, rt, pl, Q, R, v)
     Om = np.block([[Q, R], [R.T, problem.teacher_overlap]])
@@ -184,7 +186,7 @@ def _pair_moments(g, pl, Om, u):
 
     the polar rule of each pair's covariance, split where a field vanishes: smooth in Omega)."""
     K, P = pl.K, pl.P
-    x, w = _polar_nodes(_sub(Om, pl.pairs), (3 * _M2_ODE) // 2)     # (K P, N, 2) nodes of each pair's N(0, C)
+    x, w = _polar_nodes(_sub(Om, pl.pairs), pl.m_pair)             # (K P, N, 2) nodes of each pair's N(0, C)
     a, c = x[..., 0], x[..., 1]
     ga, da, gc, dc = g(a), g.deriv(a), g(c), g.deriv(c)
     e_agc = (a * da * gc * w).sum(-1).reshape(K, P)                  # E[f_k g'(f_k) g(f_j)]
@@ -379,7 +381,7 @@ def generalisation_error(problem, Q, R, v=None):
 
 
 def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, atol=None, *, lr, lr_v=0.0,
-        weight_decay=0.0):
+        weight_decay=0.0, error_estimate=True):
     r"""Integrate the overlap ODE from :math:`(Q_0, R_0, v_0)` and record eg, Q, R (and v) at the times t.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\qquad t = \text{steps}/d
@@ -401,6 +403,10 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         K = M = 2, eta = 0.5, t <= 20).
     lr, lr_v, weight_decay : float
         Step sizes of the first and second layer (the paper's eta, eta_v) and the weight decay: see :func:`drift`.
+    error_estimate : bool
+        Record the accuracy reached in ``meta["accuracy"]`` (a second solve at 10x looser tolerances, about 0.6x
+        the cost of the first, and for a quadrature drift the drift once more on rules 3/2 finer at the first and
+        last state).
 
     Returns
     -------
@@ -449,9 +455,52 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         obs["v"] = v
     meta = dict(problem=repr(problem), t_unit="steps/d", method=method, rtol=rtol, atol=atol, nfev=sol.nfev,
                 source=["Saad & Solla 1995 eqs. (5)-(7)", "Goldt et al. 2019 eqs. (7)-(9)"])
+    if error_estimate:
+        meta["accuracy"] = _accuracy(problem, rt, f, y, sol.t, method, rtol, atol, obs["eg"])
     pred = Prediction(t=sol.t, observables=obs, status=sol.status, message=sol.message, meta=meta)
     pred._flow = _Flow(problem, f, sol.t, y, method, rtol, atol)
     return pred
+
+
+# declared accuracy of the closed-form integrals in the drift (relative; see the integrals' docstrings)
+_CLOSED_ACCURACY = {"erf": 1e-12, "linear": 1e-13, "relu": 1e-10}
+
+
+def _accuracy(problem, rt, f, y, t, method, rtol, atol, eg):
+    r"""The accuracy an ODE Prediction reached, for ``meta["accuracy"]``:
+
+    * ``eg_solver``: :math:`\max_t|\epsilon_g - \epsilon_g'|/\max(\epsilon_g, 10^{-8}\max_t\epsilon_g)`, the
+      same ODE solved at 10x looser tolerances (an upper estimate of the solver's error: the error fell by 7-60x
+      per decade of rtol in the measured table of docs/committee.md), and ``eg_solver_t`` the time of the largest;
+    * ``drift_integrals``: the relative error of the drift's integrals: the declared accuracy of the closed forms,
+      or for a quadrature drift the largest relative change of (dQ, dR, dv) on rules 3/2 finer at the first and
+      last recorded state (the eta^2 term's tensor rule dominates), with ``integrals`` saying which.
+
+    An error of the drift is amplified in eg where the trajectory leaves a saddle (the plateau): compare
+    ``eg_solver`` of two tolerances there."""
+    K, M = problem.K, problem.M
+    nq, nr = K * K, K * M
+    out = {}
+    if t.size > 1:
+        loose = solve_ode(f, y[0], t, rtol=min(10 * rtol, 0.1), atol=min(10 * atol, 0.1), method=method)
+        if loose.y.shape == y.shape:
+            yl = loose.y
+            egl = generalisation_error(problem, yl[:, :nq].reshape(-1, K, K), yl[:, nq:nq + nr].reshape(-1, K, M),
+                                       yl[:, nq + nr:])
+            rel = np.abs(eg - egl) / np.maximum(eg, 1e-8 * np.max(eg) + 1e-300)
+            out.update(eg_solver=float(np.max(rel)), eg_solver_t=float(t[np.argmax(rel)]))
+    pl = _plan(problem)
+    if pl.generic:
+        fine, worst = _Plan(problem, 1.5), 0.0
+        for state in (y[0], y[-1]):
+            Q, R, v = state[:nq].reshape(K, K), state[nq:nq + nr].reshape(K, M), state[nq + nr:]
+            a = np.concatenate([d.ravel() for d in _rhs(problem, rt, Q, R, v, pl)])
+            b = np.concatenate([d.ravel() for d in _rhs(problem, rt, Q, R, v, fine)])
+            worst = max(worst, float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)))
+        out.update(integrals="quadrature", drift_integrals=worst)
+    else:
+        out.update(integrals="closed forms", drift_integrals=_CLOSED_ACCURACY[pl.ig._kind])
+    return out
 
 
 def _tolerances(owner, problem, rtol, atol):

@@ -89,6 +89,9 @@ class Problem:
         Option("atol", Interval(0, 1, closed="neither"), None,
                "absolute tolerance of the ODE solver; None: 1e-12 with closed forms, 1e-8 with a quadrature",
                calls=("predict",)),
+        Option("error_estimate", Options((True, False)), True,
+               "record the accuracy reached in meta['accuracy'] (a second solve at 10x looser tolerances)",
+               calls=("predict",), cli=False),
         *common("seeds", "device", "dtype", "progress"))
 
     observables: ClassVar[dict] = {
