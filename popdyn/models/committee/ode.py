@@ -3,18 +3,25 @@ r"""The overlap ODE of online SGD for the soft committee machine, any activation
 With :math:`u = (v, -v^*)` over the :math:`P = K + M` fields :math:`f = (\lambda, \nu)` of covariance
 :math:`\Omega = [[Q, R], [R^T, T]]` (:math:`T = BB^T`, the problem's ``teacher_overlap``) and
 :math:`\Delta = \sum_j u_j g(f_j)`; the step sizes are :math:`\eta` = ``lr``, :math:`\eta_v` = ``lr_v`` and the
-weight decay wd = ``weight_decay``:
+weight decay wd = ``weight_decay`` (of both layers):
 
 .. math:: \frac{dR_{kn}}{dt} = -\eta v_k\,\mathbb E[g'(\lambda_k)\nu_n\Delta] - \eta\,\mathrm{wd}\,R_{kn}
 
 .. math:: \frac{dQ_{kl}}{dt} = -\eta v_k\,\mathbb E[g'(\lambda_k)\lambda_l\Delta] - \eta v_l\,\mathbb E[g'(\lambda_l)\lambda_k\Delta]
           + \eta^2 v_kv_l\,\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)] - 2\eta\,\mathrm{wd}\,Q_{kl}
 
-.. math:: \frac{dv_k}{dt} = -\eta_v\,\mathbb E[g(\lambda_k)\Delta],\qquad
+.. math:: \frac{dv_k}{dt} = -\eta_v\,\mathbb E[g(\lambda_k)\Delta] - \eta_v\,\mathrm{wd}\,v_k,\qquad
           \epsilon_g = \tfrac12\,\mathbb E[\Delta^2] = \tfrac12 u^T I_2(\Omega) u
 
 where :math:`\mathbb E[g'(f_k) f_i \Delta] = \sum_j u_j I_3(f_k, f_i, f_j)` and
 :math:`\mathbb E[g'g'\Delta^2] = \sum_{jj'}u_ju_{j'}I_4(f_k, f_l, f_j, f_{j'})`.
+
+Weight decay is SGD on the per-sample loss :math:`\Delta^2/2 + \tfrac{\mathrm{wd}}2(\|J\|_F^2 + \|v\|^2)`, each layer
+with its own step (:math:`J \leftarrow J - \tfrac{\eta}{d}(\dots + \mathrm{wd}\,J)`,
+:math:`v \leftarrow v - \tfrac{\eta_v}{d}(\dots + \mathrm{wd}\,v)`, the simulation's update): per unit of the ODE's
+time t = steps/d the penalty's gradient enters at the layer's rate, :math:`-\eta\,\mathrm{wd}\,J`, hence
+:math:`-\eta\,\mathrm{wd}\,R` and :math:`-2\eta\,\mathrm{wd}\,Q` (the :math:`(\eta\,\mathrm{wd}/d)^2` cross term is
+O(1/d)), and :math:`-\eta_v\,\mathrm{wd}\,v` (so ``lr_v = 0`` keeps v at v0 also under weight decay).
 """
 from __future__ import annotations
 
@@ -31,7 +38,7 @@ from scipy.optimize import brentq, root
 from ...dynamics import solve_ode
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
-from .integrals import _polar_nodes, _relu_eta2, _tensor_rule, integrals
+from .integrals import _family_eta2, _polar_nodes, _tensor_rule, integrals
 from .problem import Problem
 
 __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
@@ -44,9 +51,10 @@ _PRUNE_ODE = 1e-10      # ODE rules drop nodes of weight < 1e-10 x the largest (
 
 
 class _Plan:
-    """Index tables and integrals of one problem's drift (cached per problem)."""
+    """Index tables and integrals of one problem's drift (cached per problem); ``refine`` > 1 scales the quadrature
+    rules of a drift without closed forms (the accuracy estimate of :func:`ode` compares against 3/2)."""
 
-    def __init__(self, problem):
+    def __init__(self, problem, refine=1.0):
         K, M = problem.K, problem.M
         P = K + M
         self.K, self.M, self.P = K, M, P
@@ -58,7 +66,8 @@ class _Plan:
         self.relu = self.ig._kind == "relu"                        # the eta^2 term from the orthant moments
         self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed and not self.relu else None
         self.j2 = g(range(K), range(K))
-        self.m_full = max(4, int(round(_FULL_NODES ** (1 / P))))
+        self.m_full = max(4, int(round(refine * _FULL_NODES ** (1 / P))))
+        self.m_pair = int(round(refine * ((3 * _M2_ODE) // 2)))     # polar rule of the pairs: 42 (10 x 4 angles, 21 radii)
         self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
         self.generic = not self.ig.closed                          # quadrature for I2, I3 and the eta^2 term
         if self.generic:                                           # the (k, j) pairs of the Stein-reduced I3
@@ -79,7 +88,7 @@ def _sub(Omega, idx):
 
 
 class _Rates(NamedTuple):
-    """The training hyperparameters the drift needs: step sizes of J and v, weight decay of J."""
+    """The training hyperparameters the drift needs: step sizes of J and v, weight decay of both."""
     lr: float
     lr_v: float
     weight_decay: float
@@ -91,7 +100,7 @@ class _Rates(NamedTuple):
 
 def _rates(owner, lr, lr_v, weight_decay):
     """Checked ``(lr, lr_v, weight_decay)``: the first-layer step size (> 0), the second layer's (>= 0; 0 keeps v
-    fixed) and the first layer's weight decay (>= 0)."""
+    fixed) and the weight decay of both layers (>= 0)."""
     return _Rates(check(owner, "lr", lr, Interval(0, np.inf, closed="neither")),
                   check(owner, "lr_v", lr_v, Interval(0, np.inf, closed="left")),
                   check(owner, "weight_decay", weight_decay, Interval(0, np.inf, closed="left")))
@@ -146,8 +155,8 @@ def _erf_kernel(Om, u, K, eta, eta2, sigma2):  # pragma: no cover - compiled
     return A, E
 
 
-def _rhs(problem, rt, Q, R, v):
-    pl = _plan(problem)
+def _rhs(problem, rt, Q, R, v, pl=None):
+    pl = _plan(problem) if pl is None else pl
     if pl.kernel:
         return _rhs_erf(problem, rt, pl, Q, R, v)
     Om = np.block([[Q, R], [R.T, problem.teacher_overlap]])
@@ -164,7 +173,7 @@ def _rhs(problem, rt, Q, R, v):
         dQ = dQ + eta ** 2 * np.outer(v, v) * _second_moment(problem, pl, Om, u)
     dv = np.zeros(K)
     if rt.trains_v:
-        dv = -rt.lr_v * (gD if pl.generic else pl.ig._I2(_sub(Om, pl.i2[:K * P])).reshape(K, P) @ u)
+        dv = -rt.lr_v * ((gD if pl.generic else pl.ig._I2(_sub(Om, pl.i2[:K * P])).reshape(K, P) @ u) + wd * v)
     return dQ, dR, dv
 
 
@@ -177,7 +186,7 @@ def _pair_moments(g, pl, Om, u):
 
     the polar rule of each pair's covariance, split where a field vanishes: smooth in Omega)."""
     K, P = pl.K, pl.P
-    x, w = _polar_nodes(_sub(Om, pl.pairs), (3 * _M2_ODE) // 2)     # (K P, N, 2) nodes of each pair's N(0, C)
+    x, w = _polar_nodes(_sub(Om, pl.pairs), pl.m_pair)             # (K P, N, 2) nodes of each pair's N(0, C)
     a, c = x[..., 0], x[..., 1]
     ga, da, gc, dc = g(a), g.deriv(a), g(c), g.deriv(c)
     e_agc = (a * da * gc * w).sum(-1).reshape(K, P)                  # E[f_k g'(f_k) g(f_j)]
@@ -202,7 +211,7 @@ def _rhs_erf(problem, rt, pl, Q, R, v):
         dQ = dQ + eta ** 2 * s2 * np.outer(v, v) * E
     dv = np.zeros(K)
     if rt.trains_v:
-        dv = -rt.lr_v * (pl.ig._I2(_sub(Om / s2, pl.i2[:K * pl.P])).reshape(K, pl.P) @ u)
+        dv = -rt.lr_v * (pl.ig._I2(_sub(Om / s2, pl.i2[:K * pl.P])).reshape(K, pl.P) @ u + wd * v)
     return dQ, dR, dv
 
 
@@ -210,7 +219,7 @@ def _second_moment(problem, pl, Om, u):
     r""":math:`\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)]`, shape (K, K)."""
     K, P = pl.K, pl.P
     if pl.relu:
-        return _relu_eta2(Om, u, K, problem.activation.r, problem.sigma ** 2)
+        return _family_eta2(Om, u, K, problem.activation.r, problem.sigma ** 2, *pl.ig._family)
     if pl.i4 is not None:
         I4 = pl.ig._I4(_sub(Om, pl.i4)).reshape(K, K, P, P)
         out = np.einsum("klij,i,j->kl", I4, u, u)
@@ -267,7 +276,8 @@ def drift(problem, Q, R, v=None, *, lr, lr_v=0.0, weight_decay=0.0):
               \dot Q_{kl} = -\eta\sum_j u_j\big[v_kI_3(\lambda_k,\lambda_l,f_j) + v_lI_3(\lambda_l,\lambda_k,f_j)\big]
               + \eta^2v_kv_l\Big[\sum_{jj'}u_ju_{j'}I_4(\lambda_k,\lambda_l,f_j,f_{j'}) + \sigma^2J_2(\lambda_k,\lambda_l)\Big]
 
-    (minus :math:`\eta\,\mathrm{wd}\,R` and :math:`2\eta\,\mathrm{wd}\,Q`), :math:`\dot v_k = -\eta_v\sum_j u_jI_2(\lambda_k, f_j)`,
+    (minus :math:`\eta\,\mathrm{wd}\,R` and :math:`2\eta\,\mathrm{wd}\,Q`),
+    :math:`\dot v_k = -\eta_v\sum_j u_jI_2(\lambda_k, f_j) - \eta_v\,\mathrm{wd}\,v_k`,
     :math:`u = (v, -v^*)`; ``order=1`` drops the :math:`\eta^2` term.
 
     Parameters
@@ -284,7 +294,9 @@ def drift(problem, Q, R, v=None, *, lr, lr_v=0.0, weight_decay=0.0):
     lr_v : float
         Step size of the second layer, the paper's eta_v, >= 0 (0: v stays fixed, dv = 0).
     weight_decay : float
-        Weight decay wd of the first layer, >= 0.
+        Weight decay wd of both layers, >= 0: SGD on :math:`\Delta^2/2 + \tfrac{\mathrm{wd}}2(\|J\|^2 + \|v\|^2)` with
+        each layer's step, i.e. :math:`-\eta\,\mathrm{wd}` on J and :math:`-\eta_v\,\mathrm{wd}` on v per unit time
+        (the module docstring derives the terms).
 
     Returns
     -------
@@ -369,7 +381,7 @@ def generalisation_error(problem, Q, R, v=None):
 
 
 def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, atol=None, *, lr, lr_v=0.0,
-        weight_decay=0.0):
+        weight_decay=0.0, error_estimate=True):
     r"""Integrate the overlap ODE from :math:`(Q_0, R_0, v_0)` and record eg, Q, R (and v) at the times t.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\qquad t = \text{steps}/d
@@ -391,6 +403,10 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         K = M = 2, eta = 0.5, t <= 20).
     lr, lr_v, weight_decay : float
         Step sizes of the first and second layer (the paper's eta, eta_v) and the weight decay: see :func:`drift`.
+    error_estimate : bool
+        Record the accuracy reached in ``meta["accuracy"]`` (a second solve at 10x looser tolerances, about 0.6x
+        the cost of the first, and for a quadrature drift the drift once more on rules 3/2 finer at the first and
+        last state).
 
     Returns
     -------
@@ -439,9 +455,52 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         obs["v"] = v
     meta = dict(problem=repr(problem), t_unit="steps/d", method=method, rtol=rtol, atol=atol, nfev=sol.nfev,
                 source=["Saad & Solla 1995 eqs. (5)-(7)", "Goldt et al. 2019 eqs. (7)-(9)"])
+    if error_estimate:
+        meta["accuracy"] = _accuracy(problem, rt, f, y, sol.t, method, rtol, atol, obs["eg"])
     pred = Prediction(t=sol.t, observables=obs, status=sol.status, message=sol.message, meta=meta)
     pred._flow = _Flow(problem, f, sol.t, y, method, rtol, atol)
     return pred
+
+
+# declared accuracy of the closed-form integrals in the drift (relative; see the integrals' docstrings)
+_CLOSED_ACCURACY = {"erf": 1e-12, "linear": 1e-13, "relu": 1e-10}
+
+
+def _accuracy(problem, rt, f, y, t, method, rtol, atol, eg):
+    r"""The accuracy an ODE Prediction reached, for ``meta["accuracy"]``:
+
+    * ``eg_solver``: :math:`\max_t|\epsilon_g - \epsilon_g'|/\max(\epsilon_g, 10^{-8}\max_t\epsilon_g)`, the
+      same ODE solved at 10x looser tolerances (an upper estimate of the solver's error: the error fell by 7-60x
+      per decade of rtol in the measured table of docs/committee.md), and ``eg_solver_t`` the time of the largest;
+    * ``drift_integrals``: the relative error of the drift's integrals: the declared accuracy of the closed forms,
+      or for a quadrature drift the largest relative change of (dQ, dR, dv) on rules 3/2 finer at the first and
+      last recorded state (the eta^2 term's tensor rule dominates), with ``integrals`` saying which.
+
+    An error of the drift is amplified in eg where the trajectory leaves a saddle (the plateau): compare
+    ``eg_solver`` of two tolerances there."""
+    K, M = problem.K, problem.M
+    nq, nr = K * K, K * M
+    out = {}
+    if t.size > 1:
+        loose = solve_ode(f, y[0], t, rtol=min(10 * rtol, 0.1), atol=min(10 * atol, 0.1), method=method)
+        if loose.y.shape == y.shape:
+            yl = loose.y
+            egl = generalisation_error(problem, yl[:, :nq].reshape(-1, K, K), yl[:, nq:nq + nr].reshape(-1, K, M),
+                                       yl[:, nq + nr:])
+            rel = np.abs(eg - egl) / np.maximum(eg, 1e-8 * np.max(eg) + 1e-300)
+            out.update(eg_solver=float(np.max(rel)), eg_solver_t=float(t[np.argmax(rel)]))
+    pl = _plan(problem)
+    if pl.generic:
+        fine, worst = _Plan(problem, 1.5), 0.0
+        for state in (y[0], y[-1]):
+            Q, R, v = state[:nq].reshape(K, K), state[nq:nq + nr].reshape(K, M), state[nq + nr:]
+            a = np.concatenate([d.ravel() for d in _rhs(problem, rt, Q, R, v, pl)])
+            b = np.concatenate([d.ravel() for d in _rhs(problem, rt, Q, R, v, fine)])
+            worst = max(worst, float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)))
+        out.update(integrals="quadrature", drift_integrals=worst)
+    else:
+        out.update(integrals="closed forms", drift_integrals=_CLOSED_ACCURACY[pl.ig._kind])
+    return out
 
 
 def _tolerances(owner, problem, rtol, atol):
@@ -517,7 +576,7 @@ def plateau(problem, v=1.0, t_relax=2000.0, *, lr, weight_decay=0.0):
     lr : float
         Step size of the first layer, the paper's eta, > 0 (the plateau moves with it through the eta^2 term).
     weight_decay : float
-        Weight decay of the first layer, >= 0.
+        Weight decay of the first layer, >= 0 (v is held fixed here).
 
     Returns
     -------

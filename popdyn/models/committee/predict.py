@@ -67,7 +67,8 @@ def check_dimension(owner, problem, d):
     return d
 
 
-def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_points, seed, Q0, R0, rtol, atol):
+def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_points, seed, Q0, R0, rtol, atol,
+             error_estimate):
     r"""The overlap ODE of online SGD on the committee at dimension d, recorded at step numbers.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\quad t = \text{steps}/d,\quad
@@ -109,7 +110,8 @@ def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
     if v0 is not None:
         v0 = check(owner, "v0", v0, FiniteArray(1, (problem.K,)))
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
-    pred = ode(problem, Q0, R0, v0, t=t / d, rtol=rtol, atol=atol, lr=lr, lr_v=lr_v, weight_decay=weight_decay)
+    pred = ode(problem, Q0, R0, v0, t=t / d, rtol=rtol, atol=atol, lr=lr, lr_v=lr_v, weight_decay=weight_decay,
+               error_estimate=error_estimate)
     meta = dict(pred.meta, t_unit="steps", rtol=pred.meta["rtol"], atol=pred.meta["atol"], Q0=Q0, R0=R0)
     out = Prediction(t=t[:pred.t.size], observables=pred.observables, status=pred.status, message=pred.message,
                      meta=meta)

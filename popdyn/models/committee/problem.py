@@ -24,7 +24,7 @@ class Problem:
               \lambda_k = J_k\cdot x,\ \nu_n = B_n\cdot x,\ x\sim N(0, I_d)
 
     SGD on :math:`(\hat y - y)^2/2` with step :math:`\eta/d` on J and :math:`\eta_v/d` on v (and weight decay
-    :math:`\eta\,\mathrm{wd}/d` on J); time :math:`t = \text{steps}/d`; order parameters
+    :math:`\eta\,\mathrm{wd}/d` on J, :math:`\eta_v\,\mathrm{wd}/d` on v); time :math:`t = \text{steps}/d`; order parameters
     :math:`Q = JJ^T`, :math:`R = JB^T`, :math:`T = BB^T`. The step sizes and the weight decay are run options of
     ``popdyn.predict`` and ``popdyn.simulate``: ``lr`` (:math:`\eta`), ``lr_v`` (:math:`\eta_v`) and
     ``weight_decay`` (wd).
@@ -71,7 +71,8 @@ class Problem:
         Option("lr_v", Interval(0, np.inf, closed="left"), 0.0,
                "step size of the second layer (the paper's eta_v); 0 keeps v at v0", match=True),
         Option("weight_decay", Interval(0, np.inf, closed="left"), 0.0,
-               "weight decay of the first layer (the paper's wd; lr weight_decay / d per step)", match=True),
+               "weight decay of both layers (the paper's wd): lr weight_decay / d per step on J, lr_v weight_decay / d "
+               "on v", match=True),
         Option("init_scale", Interval(0, np.inf, closed="neither"), 1.0,
                "scale of the initial student weights J = init_scale G / sqrt(d)", match=True),
         Option("v0", FiniteArray(1), None, "initial second layer, shape (K,); None for ones", match=True, cli=False),
@@ -88,6 +89,9 @@ class Problem:
         Option("atol", Interval(0, 1, closed="neither"), None,
                "absolute tolerance of the ODE solver; None: 1e-12 with closed forms, 1e-8 with a quadrature",
                calls=("predict",)),
+        Option("error_estimate", Options((True, False)), True,
+               "record the accuracy reached in meta['accuracy'] (a second solve at 10x looser tolerances)",
+               calls=("predict",), cli=False),
         *common("seeds", "device", "dtype", "progress"))
 
     observables: ClassVar[dict] = {

@@ -28,7 +28,7 @@ def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
     r"""Online SGD of the committee at input dimension d, all seeds batched: the finite-d twin of :func:`~popdyn.models.committee.ode`.
 
     .. math:: J_k \leftarrow J_k - \frac{\eta}{d}\big(v_kg'(\lambda_k)\Delta + \mathrm{wd}\,J_k\big)\cdot x,\qquad
-              v_k \leftarrow v_k - \frac{\eta_v}{d}g(\lambda_k)\Delta,\qquad
+              v_k \leftarrow v_k - \frac{\eta_v}{d}\big(g(\lambda_k)\Delta + \mathrm{wd}\,v_k\big),\qquad
               \Delta = \sum_kv_kg(\lambda_k) - \sum_nv^*_ng(\nu_n) - \sigma\zeta
 
     (the weight-decay term is ``wd J_k``, not multiplied by x), one fresh :math:`x \sim N(0, I_d)` and
@@ -44,7 +44,8 @@ def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
     lr, lr_v : float
         Step sizes of the first layer (> 0) and the second (>= 0; 0 keeps v at v0); an SGD step is lr/d.
     weight_decay : float
-        Weight decay of the first layer, >= 0.
+        Weight decay of both layers, >= 0 (wd J_k and wd v_k in the updates: SGD on the squared error / 2 plus
+        (wd / 2)(|J|^2 + |v|^2), each layer at its own step).
     seeds : int
         Independent runs, batched, >= 1.
     init_scale : float
@@ -134,7 +135,7 @@ def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
                     J.mul_(1 - eta * wd)
                 J.baddbmm_(c[:, :, None], z[:, None, :], alpha=-eta)
                 if eta_v:
-                    v.sub_(eta_v * g[:, :K] * delta[:, None])
+                    v.sub_(eta_v * (g[:, :K] * delta[:, None] + wd * v))
             step += n
             bar.update(n)
     bar.close()
