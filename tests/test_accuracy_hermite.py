@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from popdyn import hermite as H
 
-from ._accuracy import EPS, examples, record
+from ._accuracy import EPS, coeffs_mp, examples, record
 
 
 def _h_mp(k, x):
@@ -172,48 +172,6 @@ _FAMILY = {  # name: (numpy f(x, a, b), mpmath f(x, a, b), kinks(a)) -- a is a k
 }
 
 
-_GL = {}
-
-
-def _gl_panel_rule(n=16):
-    """n-point Gauss-Legendre nodes and weights on [-1, 1] at 30 digits (Newton-polished numpy nodes), cached."""
-    if n not in _GL:
-        with mp.workdps(34):
-            P = lambda t: mp.legendre(n, t)
-            nodes = []
-            for t0 in np.polynomial.legendre.leggauss(n)[0]:
-                t = mp.mpf(t0)
-                for _ in range(3):
-                    t -= P(t) / mp.diff(P, t)
-                nodes.append((t, 2 / ((1 - t * t) * mp.diff(P, t) ** 2)))
-            _GL[n] = nodes
-    return _GL[n]
-
-
-def _coeffs_mp(fm, a, b, kinks, kmax):
-    """mu_0..mu_kmax = int f h_k phi and ||f||^2 = int f^2 phi at 30 digits: 16-point Gauss-Legendre on panels of
-    width <= 1 (h_60 oscillates with wavelength 0.8) split at the kinks, over |x| <= 18 + 2b (beyond, |f h_k| phi <=
-    1.09 |f| e^(-x^2/4) < 1e-32 by Cramer's bound), with h_0..h_kmax by the recurrence in mpmath at each node."""
-    with mp.workdps(30):
-        L = 18 + 2 * b
-        edges = sorted({-L, L, *[float(c) for c in kinks if abs(c) < L]})
-        mu, norm = [mp.mpf(0)] * (kmax + 1), mp.mpf(0)
-        rec = [(mp.sqrt(k), 1 / mp.sqrt(k + 1)) for k in range(kmax + 1)]
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            m = max(1, math.ceil(hi - lo))
-            for j in range(m):
-                p0, p1 = mp.mpf(lo) + (hi - lo) * mp.mpf(j) / m, mp.mpf(lo) + (hi - lo) * mp.mpf(j + 1) / m
-                for t, wt in _gl_panel_rule():
-                    x = (p0 + p1) / 2 + (p1 - p0) / 2 * t
-                    fw = fm(x, mp.mpf(a), mp.mpf(b)) * (p1 - p0) / 2 * wt * mp.npdf(x)
-                    norm += fm(x, mp.mpf(a), mp.mpf(b)) * fw
-                    hm1, h = mp.mpf(0), mp.mpf(1)
-                    for k, (sk, rk) in enumerate(rec):
-                        mu[k] += fw * h
-                        hm1, h = h, (x * h - sk * hm1) * rk
-        return mu, mp.sqrt(norm)
-
-
 @settings(max_examples=examples(8), deadline=None)
 @given(st.sampled_from(sorted(_FAMILY)), st.floats(-6, 6), st.floats(0.05, 4), st.integers(0, 60))
 @example("step", 5.5, 1.0, 40)     # a jump far out: |f| phi ~ 1e-7 there
@@ -225,7 +183,7 @@ def test_hermite_coeffs_quad(name, a, b, kmax):
     estimate."""
     fn, fm, kinks = _FAMILY[name]
     mu, err = H.hermite_coeffs_quad(lambda x: fn(x, a, b), kmax, kinks(a))
-    ref, norm = _coeffs_mp(fm, a, b, kinks(a), kmax)
+    ref, norm = coeffs_mp(lambda t: fm(t, mp.mpf(a), mp.mpf(b)), kmax, kinks(a), 18 + 2 * b)
     bound = max(2 * err, 4e-15 * float(norm))
     ratio = max(abs(mu[k] - ref[k]) for k in range(kmax + 1)) / bound
     assert record("hermite.hermite_coeffs_quad", ratio, f=name, a=a, b=b, kmax=kmax) <= 1
