@@ -1,0 +1,92 @@
+"""Bookkeeping for the declared-accuracy tests (tests/test_accuracy_*.py).
+
+Each test measures ``ratio = error / declared bound`` against a high-precision reference and asserts
+``ratio <= 1``. :func:`record` keeps the worst ratio per function (and where it occurred) and feeds it to
+Hypothesis's ``target`` so the search climbs towards the corners; with ``POPDYN_ACCURACY_REPORT=1`` the worst
+cases are printed when the run ends; ``POPDYN_ACCURACY_EXPLORE=10`` multiplies every search's ``max_examples`` by
+10 (how the "measured" numbers in the docstrings' Notes were obtained, with ``POPDYN_HYPOTHESIS_PROFILE=dev``).
+"""
+import atexit
+import math
+import os
+
+import mpmath as mp
+import numpy as np
+from hypothesis import target
+
+EPS = 2.0 ** -52  # float64 unit roundoff times 2 (one ulp of 1)
+WORST = {}
+_EXPLORE = int(os.environ.get("POPDYN_ACCURACY_EXPLORE", "1"))
+
+
+def examples(n):
+    """``max_examples`` of a search: ``n`` (cheap, for CI), times POPDYN_ACCURACY_EXPLORE when exploring."""
+    return n * _EXPLORE
+
+
+def record(key, ratio, **where):
+    """Keep the worst ``ratio`` of ``key`` (a function) with its arguments; steer Hypothesis towards larger ratios."""
+    ratio = float(ratio)
+    if not math.isfinite(ratio):
+        ratio = math.inf
+    if ratio > WORST.get(key, (-1.0, None))[0]:
+        WORST[key] = (ratio, where)
+    try:
+        target(min(ratio, 1e300), label=key)
+    except Exception:  # outside @given (explicit examples, plain tests): nothing to steer
+        pass
+    return ratio
+
+
+_GL = {}
+
+
+def _gl_panel_rule(n=16):
+    """n-point Gauss-Legendre nodes and weights on [-1, 1] at 30 digits (Newton-polished numpy nodes), cached."""
+    if n not in _GL:
+        with mp.workdps(34):
+            P = lambda t: mp.legendre(n, t)  # noqa: E731
+            nodes = []
+            for t0 in np.polynomial.legendre.leggauss(n)[0]:
+                t = mp.mpf(t0)
+                for _ in range(3):
+                    t -= P(t) / mp.diff(P, t)
+                nodes.append((t, 2 / ((1 - t * t) * mp.diff(P, t) ** 2)))
+            _GL[n] = nodes
+    return _GL[n]
+
+
+def coeffs_mp(f, kmax, kinks=(), L=18.0):
+    """Hermite coefficients mu_0..mu_kmax = int f h_k phi and ||f|| = (int f^2 phi)^(1/2) of an mpmath function f
+    at 30 digits: 16-point Gauss-Legendre on panels of width <= 1 (h_60 oscillates with wavelength 0.8) split at the
+    kinks, over |x| <= L (beyond, |f h_k| phi <= 1.09 |f| e^(-x^2/4) by Cramer's bound: L = 18 + 2b leaves < 1e-32
+    of a function growing like e^(b x)), with h_0..h_kmax by the recurrence in mpmath at each node."""
+    with mp.workdps(30):
+        edges = sorted({-L, L, *[float(c) for c in kinks if abs(c) < L]})
+        mu, norm = [mp.mpf(0)] * (kmax + 1), mp.mpf(0)
+        rec = [(mp.sqrt(k), 1 / mp.sqrt(k + 1)) for k in range(kmax + 1)]
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            m = max(1, math.ceil(hi - lo))
+            for j in range(m):
+                p0, p1 = mp.mpf(lo) + (hi - lo) * mp.mpf(j) / m, mp.mpf(lo) + (hi - lo) * mp.mpf(j + 1) / m
+                for t, wt in _gl_panel_rule():
+                    x = (p0 + p1) / 2 + (p1 - p0) / 2 * t
+                    fx = f(x)
+                    fw = fx * (p1 - p0) / 2 * wt * mp.npdf(x)
+                    norm += fx * fw
+                    hm1, h = mp.mpf(0), mp.mpf(1)
+                    for k, (sk, rk) in enumerate(rec):
+                        mu[k] += fw * h
+                        hm1, h = h, (x * h - sk * hm1) * rk
+        return mu, mp.sqrt(norm)
+
+
+def _report():
+    if WORST:
+        print("\nworst error / declared bound:")
+        for name, (ratio, where) in sorted(WORST.items()):
+            print(f"  {name:48s} {ratio:9.3g}  at {where}")
+
+
+if os.environ.get("POPDYN_ACCURACY_REPORT"):
+    atexit.register(_report)
