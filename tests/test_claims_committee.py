@@ -102,7 +102,7 @@ def test_activations_fail_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_pa
 def test_activations_fail_with_the_relu_eta2_term_dropped(wrong, monkeypatch, tmp_path):
     memoise(monkeypatch, "popdyn.simulate")
     if wrong:                  # ReLU's orthant-moment eta^2 term dropped: 7.9 allowed-error units (0.65 right)
-        perturb(monkeypatch, "popdyn.models.committee.ode._relu_eta2", lambda f: lambda *a: 0.0 * f(*a))
+        perturb(monkeypatch, "popdyn.models.committee.ode._family_eta2", lambda f: lambda *a: 0.0 * f(*a))
     _verdict("committee.activations", tmp_path, wrong, activations=["relu"], d=[300], t_max=8.0, seeds=8,
              n_points=9)
 
