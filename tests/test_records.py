@@ -63,6 +63,7 @@ def _run_record(c, quick, verdict, measured):
 def test_store_keeps_both_sizes_and_full_decides_the_status(tmp_path, monkeypatch):
     c = _fake_claim()
     monkeypatch.setitem(claims.REGISTRY, c.id, c)
+    monkeypatch.setattr(records.error_budget, "markdown", lambda: "")  # the fake claim has no budget entry
     records.store([_run_record(c, True, "PASS", 0.5)], root=tmp_path)
     rec = json.loads((tmp_path / "lora.fake.json").read_text())
     assert rec["quick"]["measured"] == 0.5 and "full" not in rec and records.status(rec) == ("PASS", "quick")
