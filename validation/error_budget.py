@@ -678,13 +678,15 @@ def missing():
 def false_failure(claim_id, size="quick", *, tolerance=None, changes=None, entry=None):
     """Upper bound on the probability that claim ``claim_id`` fails by chance at ``size`` ("quick" or "full") when
     its theory is exactly right: criterion plus statistical sub-checks (union bound, capped at 1); NaN when
-    :class:`Unmodelled`.
+    :class:`Unmodelled` or without an entry (:func:`missing`; the tests require none).
 
     ``tolerance``, ``changes`` (entries replacing those of the size dictionary) and ``entry`` (a replacement
     :class:`Entry`) evaluate a proposed change without editing the claim."""
     if size not in SIZES:
         raise ValueError(f"size must be one of {SIZES}, got {size!r}")
-    c, e = _registry()[claim_id], entry or BUDGET[claim_id]
+    c, e = _registry()[claim_id], entry or BUDGET.get(claim_id)
+    if e is None:
+        return math.nan
     s = {**(c.quick if size == "quick" else c.full), **(changes or {})}
     tol = c.tolerance if tolerance is None else tolerance
     p = e.criterion.prob(tol, s) + sum(chk.prob(tol, s) for chk in e.checks)
