@@ -172,7 +172,7 @@ def test_jobs_gives_the_serial_records_and_report(tmp_path, monkeypatch, jobs):
         monkeypatch.setitem(claims_pkg.REGISTRY, c.id, c)
     serial = runner.run(["fake"], quick=True, out=tmp_path / "serial")
     par = runner.run(["fake"], quick=True, out=tmp_path / "par", jobs=jobs)
-    strip = lambda r: {k: v for k, v in r.items() if k not in ("elapsed_s", "host")}
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("elapsed_s", "host", "finished")}
     assert [strip(r) for r in serial] == [strip(r) for r in par]
     assert _report_body(tmp_path / "serial" / "REPORT.md") == _report_body(tmp_path / "par" / "REPORT.md")
 
