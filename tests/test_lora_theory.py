@@ -212,7 +212,8 @@ def test_n0_is_r2_times_n1_for_relu(problem, m):
     assert abs(lora.h(n0, m) - r2 * lora.h(problem, m)) <= 1e-12 * r2 * max(1.0, lora.h_bound(problem))  # rounding
     # N0 for a non-homogeneous sigma is not a rescaling of N1 (tanh), and uses sigma(r z): kernel = series
     t0 = lora.Problem(problem.G, problem.lam, problem.c, problem.c_hat, problem.xi, "tanh", normalisation="N0")
-    assert abs(lora.h(t0, m) - lora.h(t0, m, method="series")) <= 1e-10 * max(1.0, lora.h_bound(t0))
+    # tol 1e-10: at rho_max = 1 (parallel neurons) the tanh series needs P > 4096 terms for the default 1e-12
+    assert abs(lora.h(t0, m) - lora.h(t0, m, method="series", tol=1e-10)) <= 2e-10 * max(1.0, lora.h_bound(t0))
 
 
 def test_non_quantised_c_uses_per_neuron_norms():
