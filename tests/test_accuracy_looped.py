@@ -262,14 +262,15 @@ def test_gatmiry(T, d, n):
             assert record("looped.gatmiry_bound", abs(got - ref) / (2 * EPS * size * ref)) <= 1
 
 
-def _mp_curve(g, t, s):
+def _mp_curve(g, t, s, absolute=False):
     """E_gamma(t) in mpmath (30 digits): the phi-substituted integral on 9 + 5 sqrt(t) equal panels (the peaks of
     (1 - s x)^t at the support's ends have width ~ t^-1/2 in phi; fewer panels with tanh-sinh on each misjudged its
     own error by 1e3 at t = 1000), plus panels graded towards pi at the scale sqrt(x_- / r) of the 1/x dip."""
     with mp.workdps(30):
         G = mp.mpf(g)
         c, r = 1 + G, 2 * mp.sqrt(G)
-        f = lambda p: (1 - s * (c + r * mp.cos(p))) ** t * (r * mp.sin(p)) ** 2 / (2 * mp.pi * G * (c + r * mp.cos(p)))
+        base = (lambda p: abs(1 - s * (c + r * mp.cos(p)))) if absolute else (lambda p: 1 - s * (c + r * mp.cos(p)))
+        f = lambda p: base(p) ** t * (r * mp.sin(p)) ** 2 / (2 * mp.pi * G * (c + r * mp.cos(p)))
         w = mp.sqrt((c - r) / r)  # the dip of the density's 1/x at phi = pi as gamma -> 1
         pts = sorted(set(mp.linspace(0, mp.pi, 9 + int(5 * math.sqrt(t))))
                      | {mp.pi - w * mp.mpf(10) ** j for j in range(12) if w * 10 ** j < 0.1})
@@ -280,9 +281,12 @@ def _mp_curve(g, t, s):
 @given(st.one_of(st.floats(0.001, 0.999), st.floats(-12, -1).map(lambda u: 1 - 10.0 ** u)),
        st.integers(0, 400), st.sampled_from([1, 2]), st.one_of(st.none(), st.floats(0.05, 1.5)))
 @example(0.25, 1000, 1, None)   # was 4 % off: E(1000) = 2e-55 under an absolute tolerance 1e-14
+@example(0.5, 1, 1, 1.0)        # E(1) = 1 - E x = 0 exactly: the scale is the integral of |1 - s x|
 def test_mp_kappa_and_mp_error_curve(g, T, power, eta_n):
     """mp_kappa: relative error <= 4 eps for gamma in (0, 1) (before: 2e-4 at 1 - 1e-12, 1 - sqrt(gamma) cancelled);
-    mp_error_curve: relative error <= 1e-11 at every t however small E(t) is (before: 4 % at t = 1000, an absolute
+    mp_error_curve: error <= 1e-11 int |1 - s x|^t rho at every t however small it is, i.e. relative 1e-11 where
+    1 - s x >= 0 on the support (s <= 1/x_+, the default; with a larger step E(t) can cancel to 0, as E(1) = 0 at
+    s = 1) (before: 4 % at t = 1000, an absolute
     tolerance; and 2e-10 at t = 0 for gamma = 1 - 4e-10, the density's 1/x dip unresolved), for gamma in
     [1e-3, 1 - 1e-12], t <= 1000, both powers, eta_n in [0.05, 1.5] or 1/x_+."""
     with mp.workdps(40):
@@ -293,8 +297,9 @@ def test_mp_kappa_and_mp_error_curve(g, T, power, eta_n):
     E = LP.mp_error_curve(g, T, power, eta_n=eta_n)
     for t in sorted({1, T} & set(range(T + 1))):
         ref = _mp_curve(g, power * t, s)
+        size = ref if s * (1 + mp.sqrt(G)) ** 2 <= 1 else _mp_curve(g, power * t, s, absolute=True)
         note(f"t={t}: {E[t]!r} vs {mp.nstr(ref, 17)}")
-        assert record("looped.mp_error_curve", abs(E[t] - ref) / (1e-11 * abs(ref) + mp.mpf(1e-300)), g=g, t=t,
+        assert record("looped.mp_error_curve", abs(E[t] - ref) / (1e-11 * abs(size) + mp.mpf(1e-300)), g=g, t=t,
                       power=power, eta_n=eta_n) <= 1
 
 
