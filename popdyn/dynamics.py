@@ -100,6 +100,16 @@ def solve_ode(f, y0, t_eval, *, rtol=1e-10, atol=1e-12, method="DOP853", bounds=
     the high-order methods then converge at a reduced order near the boundary. A non-finite value of
     ``f`` stops the integration with ``status = -1`` and a message naming ``t`` and ``y``.
 
+    Accuracy: the tolerances bound the local error per step, not the result; the global error at the recorded
+    times, in units of ``atol + max(rtol, 1e-10) max_t |y(t)|`` (below rtol = 1e-10 the steps' rounding, not the
+    tolerance, sets it), is at most 100 (DOP853, RK45, RK23), 300 (Radau) and 1000 (LSODA, BDF) on smooth fields:
+    linear systems ``y' = A y`` with d <= 3, eigenvalues in ``[-100, 1]`` (``[-3e3, 1]`` for the implicit
+    methods), eigenvector condition <= ~10, ``t <= 10``, ``rtol`` in [1e-12, 1e-6], and ``y' = 1 - y^2``. Measured
+    worst cases over 900 random systems: 51 (DOP853), 1.1 (RK45), 8.6 (RK23), 0.23 (Radau), 117 (LSODA), 67 (BDF)
+    (tests/test_accuracy_dynamics.py against ``mpmath.expm`` and tanh at 30 digits). Faster growth, worse
+    conditioned eigenvectors or stiffer systems are outside the declaration (LSODA and BDF reached 9e4 and 6e3
+    units there).
+
     References
     ----------
     .. [src] derived (non-smooth drifts such as the LoRA h at +-1, docs/lora.md: adaptive solver, clipping).
@@ -165,6 +175,8 @@ def iterate(step, y0, steps, record_every=1):
     -----
     Regime: any step map; the cost is ``steps`` Python calls (vectorise over runs inside ``step``).
 
+    Accuracy: exact: the recorded states are bit for bit those of the float recursion (tested).
+
     References
     ----------
     .. [src] derived; the population recursion of [Dayi25, App. C.1].
@@ -222,6 +234,13 @@ def scalar_flow(y_nodes, f_nodes, y0, t_eval):
     the state stops there (as :func:`solve_ode`'s ``bounds`` clip). Against the ODE of the field that
     was sampled, the error is that of linear interpolation, O(max dy^2 |f''| / |f'|): second order
     in the node spacing (tests/test_dynamics.py fits the slope).
+
+    Accuracy (against the exact flow of the interpolated field): ``|y - y_exact| <= 8 eps (max|y_nodes| +
+    (N + 2) |f(y_exact)| tau)``, the second term being the inputs' own conditioning (a time known to eps tau
+    moves y by ``f eps tau``; the N cell times are added up), for 2..12 nodes with spacings and field values over
+    16 decades, sign changes, zeros, near-equal neighbours (the series branch) and times to 1e6; measured 0.13 of
+    the bound (tests/test_accuracy_dynamics.py, the cell-by-cell flow in mpmath at 40 digits). Never outside
+    the nodes.
 
     References
     ----------
@@ -326,6 +345,11 @@ def escape_time(t, y, level):
     -----
     Regime: ``y`` sampled finely enough that ``|y|`` is monotone between neighbouring samples.
 
+    Accuracy: ``|t_esc - t_exact| <= 4 eps max(|t_(i-1)|, |t_i|)`` for the linear interpolation, and the result
+    lies in ``[t_(i-1), t_i]``, for times and values of any scale with finite differences (``|t| <= 1e300``);
+    measured 0.11 of it (tests/test_accuracy_dynamics.py, exact rationals). For times of both signs near 1e308
+    ``t_i - t_(i-1)`` overflows and the result is ``inf``: a known defect (xfail test).
+
     References
     ----------
     .. [src] derived (escape time from m0 to 0.1; docs/lora.md).
@@ -373,6 +397,11 @@ def plateau(t, y, *, atol, min_duration=0.0):
     Notes
     -----
     Regime: scanned greedily from the left with a two-pointer sliding window (O(n)).
+
+    Accuracy: ``value`` is the band's midpoint to one ulp of ``max|y|`` (measured 0.41 ulp) and every segment
+    spans at most ``2 atol`` up to the rounding of the differences, for ``|y| <= 1e300``
+    (tests/test_accuracy_dynamics.py, exact rationals); near 1e308 ``max + min`` overflows and the value is
+    ``inf``: a known defect (xfail test).
 
     References
     ----------
@@ -436,6 +465,9 @@ def settling_time(t, y, *, atol):
     Notes
     -----
     Regime: a trajectory that has settled by ``t_end``; the final value is the estimate of the limit.
+
+    Accuracy: exact up to the rounding of ``y - y_end`` (one ulp): every sample from the returned time on is
+    within ``atol`` of the last, the one before is not (tested at scales 1e-300 to 1e300).
 
     References
     ----------

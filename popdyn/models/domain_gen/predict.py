@@ -49,6 +49,9 @@ def feature_stable_rank(alpha, beta, model):
     D_w Sigma D_w has r - 1 eigenvalues alpha^2/12, d - r - 1 eigenvalues beta^2 (1/3 - gamma^2) and the 2x2 block
     on the block means).
 
+    Accuracy: relative error <= 16 eps for any weights not both 0 (measured 0.09 of it against the eigenvalues of
+    D_w Sigma D_w in mpmath at 40 digits).
+
     References
     ----------
     .. [src] derived in docs/domain_gen.md; [Shi24, Fig. 6.5] (stable rank corrected).

@@ -86,6 +86,9 @@ def wishart_trace_moments(n, d, K):
     0.1 s). Checks: d = 1 gives E chi^2_n^k = n (n + 2) ... (n + 2k - 2); the moments are symmetric in (n, d)
     (tr (X^T X)^k = tr (X X^T)^k), which the recursion does not build in.
 
+    Accuracy: exact integers (the recursion in Python's integers; tested against the closed forms, Wick
+    enumeration and the (n, d) symmetry for k >= 1).
+
     References
     ----------
     .. [src] derived (Gaussian integration by parts; B. Deitmar, "A recursion formula for mixed trace moments
@@ -125,6 +128,9 @@ def lambda_max_mean(n, d):
     sigma. Measured against the sample mean of lambda_max (tests): within 0.3 % at d >= 50, n = 4 d. The
     Marchenko-Pastur edge n x_+ = (sqrt n + sqrt d)^2 overestimates it by about 1.2 sigma, i.e. a relative
     d^(-2/3) shift (1.6 % at d = 200, n = 800).
+
+    Accuracy: the formula is evaluated to relative 8 eps (measured 0.16 of it against mpmath at 40 digits); the
+    approximation's own error, the Tracy-Widom law's finite-size corrections, is the measured 0.3 % above.
 
     References
     ----------
@@ -177,6 +183,9 @@ def finite_error_curve(n, d, T, power=1, *, eta=None):
     through the weak coupling of lambda_max to the bulk. Measured against the theta-average over sampled
     prompts: 0.1-2 % for t <= 30 at d = 50..400, n = 4 d (looped.finite_size), where the MP limit is 2-8 % off.
     Cost: O(T^2) big-integer operations (2 T = 60: about 0.1 s, cached per (n, d)).
+
+    Accuracy: correctly rounded (within half an ulp of the exact rational value; tested against the same sum in
+    mpmath at 200 digits for n <= 100, d <= 100, 2T <= 40, both the default and given steps).
 
     References
     ----------
