@@ -4,10 +4,13 @@ r"""Gaussian averages of the committee-machine ODE: :math:`I_2, I_3, I_4, J_2` f
           I_4(C) = \mathbb E[g'(a)g'(b)g(c)g(d)],\quad J_2(C) = \mathbb E[g'(a)g'(b)]
 
 with the fields :math:`(a, b, \dots) \sim N(0, C)`. Closed forms: erf of any scale (Saad & Solla's arcsin
-forms), linear, and ReLU (:math:`I_2, I_3, J_2`, and :math:`I_4` up to one smooth 1-D integral: Tallis'
-orthant moments); any other activation by quadrature: the 2-D
-integrals (:math:`I_2, J_2`, and :math:`I_3` reduced to 2-D by Stein's lemma) by a polar rule split where a field
-vanishes, :math:`I_4` by tensor Gauss-Hermite on the eigen-factor of C.
+forms), linear, and the ReLU family :math:`c\,\mathrm{relu}(x) - Bx` (relu, abs, leaky ReLU at any scale:
+:math:`I_2, I_3, J_2` from arc-cosine forms, :math:`I_4` up to one smooth 1-D integral from Tallis' orthant moments);
+any other activation by quadrature: the 2-D integrals (:math:`I_2, J_2`, and :math:`I_3` reduced to 2-D by Stein's
+lemma) by an adaptive polar rule split where a field vanishes, :math:`I_4` with repeated fields folded, up to three
+distinct fields by the polar rule and a split hp rule for the third, four by tensor Gauss-Hermite. Every integral
+returns an error estimate with ``err=True``; the declared accuracies (Notes of each method) are asserted by the
+tests against 50-digit mpmath references over drawn covariances with corners.
 """
 from __future__ import annotations
 
@@ -161,11 +164,26 @@ _M2_MAX = 324           # finest polar rule (81 angles per arc, 162 radii): the 
 _RTOL2 = 1e-11          # the adaptive 2-D rule stops when a refinement changes the value by < 1e-11 of its scale
 
 
+_BATCH2 = 256           # covariances per block of the adaptive rule (bounds its node arrays to ~20 MB per level)
+
+
 def _adaptive_mean(owner, C, F, m, lines=None):
+    """:func:`_adaptive_block` on blocks of ``_BATCH2`` covariances (``F(x, sel)`` sees the flat indices)."""
+    flat = C.reshape(-1, 2, 2)
+    if len(flat) <= _BATCH2:
+        return _adaptive_block(owner, C, F, m, lines)
+    parts = [_adaptive_block(owner, flat[i:i + _BATCH2], lambda x, sel, i=i: F(x, sel + i), m, lines)
+             for i in range(0, len(flat), _BATCH2)]
+    return (np.concatenate([p[0] for p in parts]).reshape(C.shape[:-2]),
+            np.concatenate([p[1] for p in parts]).reshape(C.shape[:-2]))
+
+
+def _adaptive_block(owner, C, F, m, lines=None):
     r""":math:`\mathbb E[F(x)]`, :math:`x\sim N(0, C)`, C (..., 2, 2), by the polar rule of :func:`_polar_nodes` at m,
     3m/2, 9m/4, ... (at most ``_M2_MAX``) until a refinement changes the value by at most ``_RTOL2`` x max(|value|,
-    1e-3 E|F|) or by no more than the rounding of the sum: ``(value, estimate)``, the estimate the last change (the rule converges exponentially for F smooth
-    away from the rays where a field vanishes, so the last change bounds the finer value's error with room to spare).
+    1e-3 E|F|) or by no more than the rounding of the sum: ``(value, estimate)``, the estimate the last change plus
+    the sum's rounding (the rule converges exponentially for F smooth away from the rays where a field vanishes, so
+    the last change bounds the finer value's error with room to spare).
     ``F(x, sel)`` gets the nodes of the covariances ``C.reshape(-1, 2, 2)[sel]``; ``lines`` (k, 2), the same for
     every C, are split as in :func:`_polar_nodes`. Where the finest rule leaves the change above the tolerance one
     :class:`~popdyn.RegimeWarning` says so."""
@@ -401,7 +419,7 @@ def _without(idx, n, m):  # pragma: no cover - compiled
 
 @numba.njit(cache=True)
 def _orthant_second(C, i, j, idx, n, s, ws):  # pragma: no cover - compiled
-    r""":math:`\mathbb E[x_ix_j 1(x_{idx} > 0)]` (i, j in idx[:n], distinct fields) by Stein's lemma twice (Tallis 1961):
+    r""":math:`\mathbb E[x_ix_j 1(x_{idx} > 0)]` (any fields i, j; idx[:n] distinct) by Stein's lemma twice (Tallis):
     :math:`C_{ij}P(\mathrm{idx}) + \sum_{m\ne j}C_{im}\varphi_m(0)\sum_q C'_{jq}\varphi'_q(0)P''(\mathrm{idx}\setminus
     \{m, q\})`, primes the covariances given :math:`x_m = 0`, then :math:`x_q = 0`."""
     out = C[i, j] * _orthant(C, idx, n, s, ws)
@@ -632,8 +650,9 @@ class Integrals:
     closed : frozenset of str
         The integrals with a closed form for this activation (the others use quadrature).
     m2, m4 : int
-        Resolution of the 2-D polar rule (I2, I3, J2: m2/4 angles per arc, m2/2 radii) and Gauss-Hermite nodes per
-        axis of the 4-D rule (I4).
+        First resolution of the adaptive 2-D polar rule (I2, I3, J2 and I4 up to three distinct fields: m2/4 angles
+        per arc, m2/2 radii, refined by 3/2 up to 324) and Gauss-Hermite nodes per axis of the 4-D tensor rule (I4
+        of four distinct fields: 3 m4/2, estimate from m4).
     """
 
     def __init__(self, activation, m2, m4):
@@ -874,19 +893,23 @@ class Integrals:
 
         Notes
         -----
-        Regime: any PSD C. Closed form for erf and linear. ReLU: :math:`I_4 = r^4\mathbb E[cd\,1(a,b,c,d>0)]` by
-        Tallis' reduction (Stein's lemma twice) to orthant probabilities of up to 4 fields, Sheppard's closed forms
-        to 3 and Plackett's identity for 4 (one smooth 1-D integral, 32 Gauss-Legendre nodes; 24 already reach
-        1e-16), in numba: equal fields are merged, C is ridged by 1e-14 of its largest variance (a zero-variance
-        field counts as the limit of a small one; two equal but unmerged fields: error ~1e-9). Tested against Monte
-        Carlo and against the arc-cosine I2 it reduces to when fields repeat. Error estimate: the change from 16
-        Plackett nodes plus 1e-8 of the scale. Any other g: tensor Gauss-Hermite with 3 m4/2 nodes per axis
-        (estimate: the change from m4), fast for entire g and slow where g has poles near the real axis at the
-        fields' scale (tanh at variance 4: ~1e-3) or kinks.
-        Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, ReLU <= 1e-7 (antipodal
-        fields, where Plackett's path meets a correlation -1). No accuracy is declared for g by quadrature: the
-        tensor rule errs by up to O(1) of the scale for kinked or large-variance fields (abs 4e-2, tanh 0.9 and sin
-        far beyond at variance 64) and its estimate is not a bound.
+        Regime: any PSD C. Closed form for erf and linear. The ReLU family :math:`g = r(c\,\mathrm{relu} - Bx)`:
+        the 16 terms of :math:`(c1_a - B)(c1_b - B)(cc^+ - Bc)(cd^+ - Bd)`, each an orthant moment
+        :math:`\mathbb E[x_cx_d1(x_T > 0)]` reduced by Stein's lemma twice (Tallis 1961) to orthant probabilities of
+        up to 4 fields: Sheppard's closed forms to 3, Plackett's identity for 4 (one smooth 1-D integral on
+        Gauss-Legendre panels graded towards the end of the path down to the pair's smallest scale), in numba, on
+        the correlations ridged by 1e-14 (each field alike); repeated and antipodal fields are merged with a sign,
+        a zero-variance field is the limit of a small independent one. Error estimate: the change from 6 to 8
+        nodes per panel plus 1e-11 of :math:`r^4\sqrt{C_{33}C_{44}}`. Any other g: proportional and zero-variance
+        fields folded into one-field products; up to three distinct fields by the adaptive polar rule of
+        :meth:`I2` on two of them (split also where the third's conditional mean vanishes) with the third
+        integrated given them by Gauss-Legendre panels graded towards its kink (hp); four distinct fields by tensor
+        Gauss-Hermite with 3 m4/2 nodes per axis (estimate: the change from m4).
+        Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, the ReLU family <= 1e-10
+        (measured <= 7e-14), g by quadrature on at most three distinct fields <= 1e-10 (measured <= 6e-12; the
+        estimate bounds the error but at the 1e-12 level). No accuracy is declared for four distinct fields of a g
+        by quadrature: the tensor rule errs by 1e-3 (tanh at unit variance) to O(1) of the scale (kinks, variance 64)
+        and its estimate is not a bound.
 
         References
         ----------
@@ -952,11 +975,13 @@ def integrals(activation, m2=64, m4=12):
         A name for :func:`popdyn.activations.get` or an ``Activation`` (Saad & Solla's erf is
         ``activations.get("erf").rescaled(1/sqrt(2))``).
     m2 : int
-        Resolution of the 2-D quadratures (I2, I3, J2 without closed form), >= 2: a polar rule with m2/4
-        Gauss-Legendre angles on each of the four arcs between the lines where a field vanishes and m2/2 Gauss
-        radii; evaluated at ``3 m2 / 2``, the error estimate is the change from ``m2``.
+        First resolution of the 2-D quadratures (I2, I3, J2 without closed form, and I4 of up to three distinct
+        fields), >= 2: a polar rule with m2/4 Gauss-Legendre angles on each arc between the lines where a field
+        vanishes and m2/2 Gauss radii, refined by 3/2 until a refinement changes the value by at most 1e-11 of its
+        scale (at most 324); the error estimate is the last change plus the sum's rounding.
     m4 : int
-        The same for the 4-D quadrature of I4, >= 2.
+        Gauss-Hermite nodes per axis of the tensor rule of I4 on four distinct fields (evaluated at 3 m4/2, the
+        estimate the change from m4), >= 2.
 
     Returns
     -------
@@ -964,8 +989,12 @@ def integrals(activation, m2=64, m4=12):
 
     Notes
     -----
-    Regime: :math:`\mathbb E g(a)^2 < \infty`. Closed forms: erf at any scale (all four), linear (all
-    four), ReLU (I2, I3, J2; I4 up to Plackett's smooth 1-D integral). Cached per (activation, m2, m4).
+    Regime: :math:`\mathbb E g(a)^2 < \infty`; quadrature exponentially convergent for g smooth away from 0 (kinks
+    elsewhere, e.g. a ``from_callable`` with ``kinks=(1.0,)``, are not split). Closed forms: erf at any scale (all
+    four), linear (all four), the ReLU family relu, abs, leaky ReLU at any scale (I2, I3, J2; I4 up to Plackett's
+    smooth 1-D integral). Accuracy (each method's Notes, asserted by the tests over standard deviations
+    2^-7 .. 2^3, repeated, antipodal and near-repeated fields and any rank): closed forms <= 1e-10 (erf and linear
+    <= 1e-12), quadrature <= 1e-10 except I4 of four distinct fields. Cached per (activation, m2, m4).
 
     References
     ----------
