@@ -22,7 +22,7 @@ import warnings
 import numba
 import numpy as np
 
-from ... import activations, gaussian, hermite
+from ... import activations, hermite
 from ..._validate import InvalidParameterError, RegimeWarning, as_int
 
 __all__ = ["integrals", "Integrals"]
@@ -705,7 +705,7 @@ class Integrals:
         Accuracy, measured against 50-digit mpmath closed forms (and, for tanh and softsign, a float64 hp quadrature
         checked against them to 1e-12) over drawn covariances with standard deviations 2^-7 .. 2^3, repeated,
         antipodal and near-repeated fields and any rank, the error relative to max(|I|, 1e-3 s) (s the product of the
-        factors' root mean squares): erf of any scale and linear <= 1e-13; the ReLU family <= 1e-12; g by quadrature
+        factors' root mean squares): erf of any scale, linear and the ReLU family <= 1e-13; g by quadrature
         (tanh, softsign, sin, erf and abs as callables) <= 1e-10, piecewise linear g <= 1e-13 (the polar rule is exact
         on its rays). The error estimate bounded the error in every draw but at the rounding level.
 
@@ -729,10 +729,10 @@ class Integrals:
         elif k == "linear":
             v = self._r ** 2 * C[..., 0, 1]
         elif k == "relu":
-            s = np.sqrt(_diag(C, 0) * _diag(C, 1))
-            rho = np.divide(C[..., 0, 1], s, out=np.zeros_like(s), where=s > 0)
+            root, pi_th = _arccos_terms(_diag(C, 0), _diag(C, 1), C[..., 0, 1])   # sqrt(C11 C22) J_1(theta)
             cc, B = self._family                      # E[(c a+ - B a)(c b+ - B b)], E[a+ b] = C12 / 2
-            v = self._r ** 2 * (cc * cc * s * gaussian.arccos_kernel(rho, 1) + (B * B - cc * B) * C[..., 0, 1])
+            v = self._r ** 2 * (cc * cc * (root + pi_th * C[..., 0, 1]) / (2 * np.pi)
+                                + (B * B - cc * B) * C[..., 0, 1])
         else:
             g = self.activation
             v, e = _adaptive_mean("committee.integrals.I2", C, lambda x, sel: g(x[..., 0]) * g(x[..., 1]), self.m2)
@@ -761,9 +761,9 @@ class Integrals:
         Accuracy, measured against 50-digit mpmath closed forms (and, for tanh and softsign, a float64 hp quadrature
         checked against them to 1e-12) over drawn covariances with standard deviations 2^-7 .. 2^3, repeated,
         antipodal and near-repeated fields and any rank, the error relative to max(|I|, 1e-3 s) (s the product of the
-        factors' root mean squares): erf of any scale and linear <= 1e-13; the ReLU family <= 1e-11 (near antipodal
-        fields an input rounding of 1e-16 moves the arc-cosine form by 1e-16 / sqrt(1 - rho^2)); g by quadrature
-        <= 1e-10, piecewise linear g <= 1e-13.
+        factors' root mean squares): erf of any scale, linear and the ReLU family <= 1e-13 (the arc-cosine forms
+        read theta off a compensated determinant, so repeated and antipodal fields keep full accuracy); g by
+        quadrature <= 1e-10, piecewise linear g <= 1e-13.
 
         References
         ----------
@@ -786,7 +786,8 @@ class Integrals:
             v = np.full(C.shape[:-2], self._r ** 2)
         elif k == "relu":
             cc, B = self._family                      # E[(c 1(a > 0) - B)(c 1(b > 0) - B)]
-            v = self._r ** 2 * (cc * cc * gaussian.arccos_kernel(_corr(C, 0, 1), 0) + B * B - cc * B)
+            pi_th = _arccos_terms(_diag(C, 0), _diag(C, 1), C[..., 0, 1])[1]
+            v = self._r ** 2 * (cc * cc * pi_th / (2 * np.pi) + B * B - cc * B)
         else:
             d = self.activation.deriv
             v, e = _adaptive_mean("committee.integrals.J2", C, lambda x, sel: d(x[..., 0]) * d(x[..., 1]), self.m2)
@@ -823,7 +824,7 @@ class Integrals:
         Accuracy, measured against 50-digit mpmath closed forms (and, for tanh and softsign, a float64 hp quadrature
         checked against them to 1e-12) over drawn covariances with standard deviations 2^-7 .. 2^3, repeated,
         antipodal and near-repeated fields and any rank, the error relative to max(|I|, 1e-3 s) (s the product of the
-        factors' root mean squares): erf of any scale and linear <= 1e-13; the ReLU family <= 1e-12; g by quadrature
+        factors' root mean squares): erf of any scale, linear and the ReLU family <= 1e-13; g by quadrature
         <= 1e-10 (the polar rule of :meth:`I2` on the Stein-reduced pair), piecewise linear g <= 1e-13.
 
         References
@@ -848,14 +849,12 @@ class Integrals:
             v = self._r ** 2 * C[..., 1, 2]
         elif k == "relu":
             c11 = _diag(C, 0)
-            # C33 - C13^2/C11 as (C11 C33 - C13^2)/C11: exactly 0 for a repeated field (C13 = C11 = C33), where the
-            # difference form leaves a rounding error whose square root is ~1e-8
-            cond = np.divide(np.maximum(c11 * _diag(C, 2) - C[..., 0, 2] ** 2, 0), c11, out=np.zeros_like(c11),
-                             where=c11 > 0)
-            first = np.divide(C[..., 0, 1] * np.sqrt(cond), 2 * np.pi * np.sqrt(c11), out=np.zeros_like(c11),
-                              where=c11 > 0)
+            # C12 sqrt(C33 - C13^2/C11) / (2 pi sqrt(C11)) = C12 sqrt(det13) / (2 pi C11), det13 to full accuracy (a
+            # repeated or antipodal field leaves the plain difference ~1e-16 of C11 C33, 1e-8 after the root)
+            root, pi_th = _arccos_terms(c11, _diag(C, 2), C[..., 0, 2])
+            first = np.divide(C[..., 0, 1] * root, 2 * np.pi * c11, out=np.zeros_like(c11), where=c11 > 0)
             cc, B = self._family                      # E[1(a > 0) b c] = E[b c+] = C23 / 2
-            v = self._r ** 2 * (cc * cc * (first + C[..., 1, 2] * gaussian.arccos_kernel(_corr(C, 0, 2), 0))
+            v = self._r ** 2 * (cc * cc * (first + C[..., 1, 2] * pi_th / (2 * np.pi))
                                 + (B * B - cc * B) * C[..., 1, 2])
         else:
             g, d = self.activation, self.activation.deriv
@@ -953,9 +952,31 @@ class Integrals:
         return self._out(v, err)
 
 
-def _corr(C, i, j):
-    s = np.sqrt(_diag(C, i) * _diag(C, j))
-    return np.divide(C[..., i, j], s, out=np.zeros_like(s), where=s > 0)
+def _two_product(a, b):
+    """a b = p + e exactly (Dekker's product with Veltkamp's split)."""
+    p = a * b
+    ca, cb = 134217729.0 * a, 134217729.0 * b
+    ah, bh = ca - (ca - a), cb - (cb - b)
+    al, bl = a - ah, b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _det2(a, b, c):
+    """a b - c^2 to full relative accuracy (compensated products): the conditional variance of two nearly
+    repeated or antipodal fields, which the plain difference leaves at ~1e-16 of a b, i.e. 1e-8 after the root."""
+    p, e = _two_product(a, b)
+    q, f = _two_product(c, c)
+    return np.maximum((p - q) + (e - f), 0.0)
+
+
+def _arccos_terms(a, b, c):
+    r"""For the 2 x 2 covariance [[a, c], [c, b]]: :math:`\sqrt{\det}` and :math:`\pi - \theta`,
+    :math:`\theta = \arccos(c/\sqrt{ab})`, as ``atan2`` of the accurate determinant (no correlation formed, so
+    repeated and antipodal fields keep full accuracy; a zero-variance field counts as uncorrelated,
+    :math:`\theta = \pi/2`)."""
+    root = np.sqrt(_det2(a, b, c))
+    pi_th = np.where((a > 0) & (b > 0), np.arctan2(root, -c), np.pi / 2)
+    return root, pi_th
 
 
 @functools.lru_cache(maxsize=64)

@@ -84,7 +84,8 @@ class Problem:
         Option("R0", FiniteArray(2), None, "initial student-teacher overlaps, shape (K, M); None draws them at "
                "dimension d", calls=("predict",), cli=False),
         Option("rtol", Interval(0, 1, closed="neither"), None,
-               "relative tolerance of the ODE solver; None: 1e-10 with closed forms, 1e-5 with a quadrature",
+               "relative tolerance of the ODE solver; None: 1e-10 with closed forms (eg to ~3e-6 in a plateau; "
+               "1e-12 for 1e-8), 1e-5 with a quadrature",
                calls=("predict",)),
         Option("atol", Interval(0, 1, closed="neither"), None,
                "absolute tolerance of the ODE solver; None: 1e-12 with closed forms, 1e-8 with a quadrature",
