@@ -575,8 +575,8 @@ def _mp_moment(S, T, i, j):
             continue
         Sm = _mp_given(S, m)
         rest = [q for q in T if q != m]
-        inner = sum(Sm[j, q] / mpm.sqrt(2 * mpm.pi * Sm[q, q]) * _mp_orthant(_mp_given(Sm, q), [t for t in rest if t != q])
-                    for q in rest if Sm[q, q] > 0)
+        inner = sum(Sm[j, q] / mpm.sqrt(2 * mpm.pi * Sm[q, q])
+                    * _mp_orthant(_mp_given(Sm, q), [t for t in rest if t != q]) for q in rest if Sm[q, q] > 0)
         out += S[i, m] / mpm.sqrt(2 * mpm.pi * S[m, m]) * inner
     return out
 

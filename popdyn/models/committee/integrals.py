@@ -237,9 +237,11 @@ def _inner_mean(h, mu, s):
 
 
 def _merge(C, fns):
-    """Fields of C proportional to an earlier one (correlation within 1e-12 of +-1) or of zero variance (<= 1e-28 of
-    the largest) folded into products of one-field functions: ``(reps, funcs, const)``, E prod_i fns_i(x_i) =
-    const E prod_r funcs_r(x_{reps_r})."""
+    """Fields of C folded into products of one-field functions: ``(reps, funcs, const)``, E prod_i fns_i(x_i) =
+    const E prod_r funcs_r(x_{reps_r}). Field b folds onto an earlier a as x_b = kappa x_a, kappa = C_ab / C_aa,
+    when 1 - rho_ab^2 <= 1e-12 and the residual x_b - kappa x_a is uncorrelated (to 1e-13) with every field not
+    itself within 1e-12 of a: otherwise (a field 1e-12 off another but coupled to a third through its residual; it
+    cost 1e-10 of I4) it stays a field. A field of variance <= 1e-28 of the largest is the constant fns_b(0)."""
     n = len(C)
     top = float(np.max(np.diag(C)))
     groups, const = [], 1.0
@@ -251,8 +253,13 @@ def _merge(C, fns):
         for grp in groups:
             a = grp[0][0]
             if C[a, b] ** 2 >= (1 - _SAME) * C[a, a] * cbb:
-                grp.append((b, C[a, b] / C[a, a]))
-                break
+                kappa = C[a, b] / C[a, a]
+                near = [f for f in range(n) if C[a, f] ** 2 >= (1 - _SAME) * C[a, a] * C[f, f]]
+                coupled = [abs(C[b, f] - kappa * C[a, f]) > 1e-13 * math.sqrt(cbb * C[f, f])
+                           for f in range(n) if f not in near and C[f, f] > 1e-28 * top]
+                if not any(coupled):
+                    grp.append((b, kappa))
+                    break
         else:
             groups.append([(b, 1.0)])
 
@@ -264,9 +271,9 @@ def _merge(C, fns):
 def _generic_mean(owner, C, fns, m2, m4):
     r""":math:`\mathbb E\prod_i f_i(x_i)`, :math:`x\sim N(0, C)` for one C (n x n, n <= 4), f_i smooth away from 0:
     ``(value, estimate)``. Proportional and zero-variance fields are folded (:func:`_merge`); two distinct fields by
-    the adaptive polar rule; three by the polar rule on two of them (split also where the third's conditional mean
-    vanishes) with the third integrated given them by the hp rule of :func:`_inner_mean` (or, determined by the two,
-    as a third split line); four by tensor Gauss-Hermite (no accuracy declared)."""
+    the adaptive polar rule; three by the polar rule on the least correlated two (split also where the third's
+    conditional mean vanishes) with the third integrated given them by the hp rule of :func:`_inner_mean` (or,
+    determined by the two, as a third split line); four by tensor Gauss-Hermite (no accuracy declared)."""
     reps, funcs, const = _merge(C, fns)
     n = len(reps)
     if n == 0:
@@ -278,13 +285,12 @@ def _generic_mean(owner, C, fns, m2, m4):
         v, e = _adaptive_mean(owner, C2, lambda x, sel: funcs[0](x[..., 0]) * f1(x[..., 1]), m2)
         return const * float(v), abs(const) * float(e)
     if n == 3:
-        # the inner field: the one most independent of the other two
-        cond = [Cr[k, k] - Cr[k, o] @ np.linalg.pinv(Cr[np.ix_(o, o)], hermitian=True) @ Cr[o, k]
-                for k, o in ((k, [i for i in range(3) if i != k]) for k in range(3))]
-        k = int(np.argmax(np.array(cond) / np.diag(Cr)))
+        # the outer pair: the least correlated one (a well-conditioned regression of the third field on it)
+        k = int(np.argmin([abs(Cr[i, j]) / math.sqrt(Cr[i, i] * Cr[j, j]) for i, j in ((1, 2), (0, 2), (0, 1))]))
         o = [i for i in range(3) if i != k]
-        beta = np.linalg.pinv(Cr[np.ix_(o, o)], hermitian=True) @ Cr[o, k]          # E[x_k | x_o] = beta . x_o
-        s = math.sqrt(max(cond[k], 0.0))
+        So = Cr[np.ix_(o, o)]
+        beta = np.linalg.solve(So, Cr[o, k])                                        # E[x_k | x_o] = beta . x_o
+        s = math.sqrt(max(Cr[k, k] - Cr[o, k] @ beta, 0.0))
         fo0, fo1, fk = funcs[o[0]], funcs[o[1]], funcs[k]
         if not s > 1e-7 * math.sqrt(Cr[k, k]):                                      # x_k = beta . x_o
             F = lambda x, sel: fo0(x[..., 0]) * fo1(x[..., 1]) * fk(x @ beta)

@@ -24,7 +24,8 @@ class Problem:
               \lambda_k = J_k\cdot x,\ \nu_n = B_n\cdot x,\ x\sim N(0, I_d)
 
     SGD on :math:`(\hat y - y)^2/2` with step :math:`\eta/d` on J and :math:`\eta_v/d` on v (and weight decay
-    :math:`\eta\,\mathrm{wd}/d` on J, :math:`\eta_v\,\mathrm{wd}/d` on v); time :math:`t = \text{steps}/d`; order parameters
+    :math:`\eta\,\mathrm{wd}/d` on J, :math:`\eta_v\,\mathrm{wd}/d` on v); time :math:`t = \text{steps}/d`; order
+    parameters
     :math:`Q = JJ^T`, :math:`R = JB^T`, :math:`T = BB^T`. The step sizes and the weight decay are run options of
     ``popdyn.predict`` and ``popdyn.simulate``: ``lr`` (:math:`\eta`), ``lr_v`` (:math:`\eta_v`) and
     ``weight_decay`` (wd).
