@@ -911,7 +911,7 @@ class Integrals:
         integrated given them by Gauss-Legendre panels graded towards its kink (hp); four distinct fields by tensor
         Gauss-Hermite with 3 m4/2 nodes per axis (estimate: the change from m4).
         Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, the ReLU family <= 1e-10
-        (measured <= 7e-14), g by quadrature on at most three distinct fields <= 1e-10 (measured <= 6e-12; the
+        (measured <= 7e-14), g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13; the
         estimate bounds the error but at the 1e-12 level). No accuracy is declared for four distinct fields of a g
         by quadrature: the tensor rule errs by 1e-3 (tanh at unit variance) to O(1) of the scale (kinks, variance 64)
         and its estimate is not a bound.
