@@ -575,8 +575,8 @@ def _mp_moment(S, T, i, j):
             continue
         Sm = _mp_given(S, m)
         rest = [q for q in T if q != m]
-        inner = sum(Sm[j, q] / mpm.sqrt(2 * mpm.pi * Sm[q, q]) * _mp_orthant(_mp_given(Sm, q), [t for t in rest if t != q])
-                    for q in rest if Sm[q, q] > 0)
+        inner = sum(Sm[j, q] / mpm.sqrt(2 * mpm.pi * Sm[q, q])
+                    * _mp_orthant(_mp_given(Sm, q), [t for t in rest if t != q]) for q in rest if Sm[q, q] > 0)
         out += S[i, m] / mpm.sqrt(2 * mpm.pi * S[m, m]) * inner
     return out
 
@@ -584,10 +584,10 @@ def _mp_moment(S, T, i, j):
 def _mp_relu_family(name, Cb, idx, sgn, A, B):
     """g = A relu(x) + B relu(-x) = c relu(x) - B x, g' = c 1(x > 0) - B (c = A + B), fields x_i = sgn_i y_{idx_i},
     y ~ N(0, Cb): the integrand expanded into E[y_i y_j 1(+-y_T > 0)] over the distinct base fields (a repeated or
-    antipodal field is one base field; Cb ridged by 1e-30 of its scale, the limit of a regular covariance, which
-    moves the value by ~1e-15)."""
+    antipodal field is one base field; each variance ridged by 1e-40 of itself, the limit of a regular covariance,
+    which moves the value by ~1e-20 of its scale)."""
     nb = len(Cb)
-    S = _mpmat(Cb) + mpm.mpf(10) ** -30 * float(np.max(np.diag(Cb))) * mpm.eye(nb)
+    S = _mpmat(Cb) + mpm.diag([mpm.mpf(10) ** -40 * float(c) for c in np.diag(Cb)])
     c = mpm.mpf(A) + mpm.mpf(B)
     opts = {"g": [(c, True, True), (-mpm.mpf(B), False, True)], "d": [(c, True, False), (-mpm.mpf(B), False, False)],
             "x": [(mpm.mpf(1), False, True)]}
@@ -787,11 +787,11 @@ DECLARED = {
     "erf": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-12},        # closed forms, any scale
     "ss_erf": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-12},
     "linear": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-13},
-    # the ReLU family: arc-cosine forms and orthant moments; J2 near antipodal fields meets the conditioning of
-    # arcsin at -1 (an input rounding of 1e-16 moves it by 1e-16 / sqrt(1 - rho^2))
-    "relu": {"I2": 1e-12, "J2": 1e-11, "I3": 1e-12, "I4": 1e-10},
-    "abs": {"I2": 1e-12, "J2": 1e-11, "I3": 1e-12, "I4": 1e-10},
-    "leaky_relu": {"I2": 1e-12, "J2": 1e-11, "I3": 1e-12, "I4": 1e-10},
+    # the ReLU family: arc-cosine forms from compensated determinants (measured <= 1e-15) and orthant moments
+    # (measured <= 7e-14)
+    "relu": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-10},
+    "abs": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-10},
+    "leaky_relu": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-10},
     "abs_callable": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-10},   # piecewise linear: polar rule exact
     # the adaptive polar rule (stops at a change <= 1e-11 of the scale; measured <= 1e-11 over 100 draws each)
     "sin": {"I2": 1e-10, "J2": 1e-10, "I3": 1e-10, "I4": 1e-10},

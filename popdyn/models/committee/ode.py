@@ -38,12 +38,13 @@ from scipy.optimize import brentq, root
 from ...dynamics import solve_ode
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
-from .integrals import _family_eta2, _polar_nodes, _tensor_rule, integrals
+from .integrals import _family_eta2, _gauss_mean, _polar_nodes, _tensor_rule, integrals
 from .problem import Problem
 
 __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 
 _M2_ODE = 28            # 2-D integrals inside the ODE: polar rule at 42 (10 angles per arc x 21 radii)
+_M2_EG = 64             # eg of a quadrature activation: polar rule at 64 (16 angles per arc x 32 radii)
 _FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional rule of a quadrature eta^2 term
 _cache = weakref.WeakKeyDictionary()
 _EPS = np.finfo(np.float64).eps
@@ -67,7 +68,7 @@ class _Plan:
         self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed and not self.relu else None
         self.j2 = g(range(K), range(K))
         self.m_full = max(4, int(round(refine * _FULL_NODES ** (1 / P))))
-        self.m_pair = int(round(refine * ((3 * _M2_ODE) // 2)))     # polar rule of the pairs: 42 (10 x 4 angles, 21 radii)
+        self.m_pair = int(round(refine * ((3 * _M2_ODE) // 2)))     # pairs' polar rule: 42 (10 x 4 angles, 21 radii)
         self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
         self.generic = not self.ig.closed                          # quadrature for I2, I3 and the eta^2 term
         if self.generic:                                           # the (k, j) pairs of the Stein-reduced I3
@@ -304,13 +305,18 @@ def drift(problem, Q, R, v=None, *, lr, lr_v=0.0, weight_decay=0.0):
 
     Notes
     -----
-    Regime: d -> infinity at fixed t = steps/d (Saad & Solla's thermodynamic limit). Without closed forms the
-    first-order terms come from K P Stein-reduced pair integrals on a polar rule (840 nodes each, split where
-    a field vanishes: exponential for g smooth away from 0) and the eta^2 term from one Gauss-Hermite rule over
-    the P = K + M fields on the principal square root of Omega (15 nodes per axis at P = 4, 2e4 after pruning;
-    for tanh it moves eg by 0.5 % by t = 60 at eta = 0.5 against 25 or 38 nodes, which agree to 4e-4). ReLU: I2,
-    I3, J2 closed, its eta^2 term from Tallis' orthant moments (Plackett's smooth 1-D integral for four fields) in
-    one numba call, exact to ~1e-12 (1e-9 near equal fields).
+    Regime: d -> infinity at fixed t = steps/d (Saad & Solla's thermodynamic limit). The ReLU family (relu, abs,
+    leaky ReLU): I2, I3, J2 closed, the eta^2 term from Tallis' orthant moments (Plackett's smooth 1-D integral on
+    panels graded to the conditioning, for four fields) in one numba call, accuracy <= 1e-10 relative (the
+    integrals' declared bound; measured <= 7e-14). erf and linear: closed, <= 1e-12. Without closed forms (a fixed
+    rule, so that the drift is smooth in the state) the first-order terms come from K P Stein-reduced pair
+    integrals on a polar rule (840 nodes each, split where a field vanishes: exponential for g smooth away from 0;
+    1e-6 relative for tanh where a pair repeats a field) and the eta^2 term from one Gauss-Hermite rule over the
+    P = K + M fields on the principal square root of Omega (15 nodes per axis at P = 4, 2e4 after pruning). That
+    rule is the accuracy limit of a quadrature drift: measured against 40 nodes per axis on the trajectory of tanh
+    (K = M = 2, eta = 0.5, t = 0 .. 100) 7e-3 relative at t = 0 and 7e-5 after, softsign 0.4 to 6e-3; a tensor rule
+    at 1e-8 needs ~2e6 nodes (100x). :func:`ode` records the drift's estimated quadrature error in
+    ``meta["accuracy"]``.
 
     References
     ----------
@@ -374,7 +380,12 @@ def generalisation_error(problem, Q, R, v=None):
     pl = _plan(problem)
     T = np.broadcast_to(problem.teacher_overlap, lead + (M, M))
     Om = np.concatenate([np.concatenate([Q, R], -1), np.concatenate([np.swapaxes(R, -1, -2), T], -1)], -2)
-    I2 = pl.ig._I2(Om[..., pl.upper[:, :, None], pl.upper[:, None, :]])           # the P (P + 1) / 2 pairs i <= j
+    pairs = Om[..., pl.upper[:, :, None], pl.upper[:, None, :]]                   # the P (P + 1) / 2 pairs i <= j
+    if pl.generic:            # one polar rule of 2048 nodes (<= 4e-12 relative for tanh up to variance 4)
+        g = problem.activation
+        I2 = _gauss_mean(pairs, lambda x: g(x[..., 0]) * g(x[..., 1]), _M2_EG)
+    else:
+        I2 = pl.ig._I2(pairs)
     u = np.concatenate([v, np.broadcast_to(-problem.v_star, lead + (M,))], -1)
     uu = u[..., pl.upper[:, 0]] * u[..., pl.upper[:, 1]] * np.where(pl.upper[:, 0] == pl.upper[:, 1], 1.0, 2.0)
     return np.maximum(0.5 * np.einsum("...p,...p->...", uu, I2), 0.0)
@@ -397,10 +408,14 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         Strictly increasing times, ``t[0]`` the initial one.
     rtol, atol : float or None
         Tolerances of the integrator, in (0, 1). None: ``rtol=1e-10, atol=1e-12`` (DOP853) when every
-        integral has a closed form (erf of any scale, linear, ReLU); ``rtol=1e-5, atol=1e-8`` (RK45) when the
-        drift holds a quadrature (any other activation), whose own error (1e-6 to 1e-2 relative in the eta^2
-        term) a tighter tolerance cannot reduce: eg is then within 3e-5 relative of a rtol = 1e-8 run (tanh,
-        K = M = 2, eta = 0.5, t <= 20).
+        integral has a closed form (erf of any scale, linear, the ReLU family); ``rtol=1e-5, atol=1e-8`` (RK45)
+        when the drift holds a quadrature (any other activation), whose own error (7e-5 to 7e-3 relative in the
+        eta^2 term of tanh) a tighter tolerance cannot reduce. What they buy, the largest relative error of eg
+        against a rtol = 1e-13 solve (K = M = 2, eta = 0.5, from the overlaps of d = 1000, seed 0; docs/committee.md
+        has the table): Saad-Solla erf through its plateau and escape (t <= 300) 2.6e-6 at the default, 4e-8 at
+        1e-11, 1.9e-9 at 1e-12 (1.75x the evaluations); ReLU (t <= 100) 2.2e-8, 1.9e-9 at 1e-11. **eg to 1e-8
+        inside a plateau needs rtol <= 1e-12**: the saddle amplifies the solver's error. tanh (solver error
+        only, against rtol 1e-9): 4.3e-4 at the default, 3.4e-5 at 1e-6, 1.9e-7 at 1e-8.
     lr, lr_v, weight_decay : float
         Step sizes of the first and second layer (the paper's eta, eta_v) and the weight decay: see :func:`drift`.
     error_estimate : bool
@@ -416,9 +431,14 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
 
     Notes
     -----
-    Regime: see :func:`drift`. The state is the full Q (not its triangle), so the test that the drift keeps Q
-    symmetric is a real one. A quadrature drift is only piecewise smooth in the state where the integrand has
-    kinks crossing the nodes, which makes DOP853's error estimate reject steps; RK45 took 1.4-3x fewer
+    Regime: see :func:`drift`. ``meta["accuracy"]`` records what was reached: ``eg_solver``, the largest relative
+    change of eg against the same ODE at 10x looser tolerances (an upper estimate of the solver's error: 4.5x and
+    10x the true one for erf and ReLU at the defaults, 9x for tanh), at ``eg_solver_t``; ``drift_integrals``, the
+    relative error of the drift's integrals (declared for closed forms, measured on 3/2-finer rules at the first
+    and last state for a quadrature drift), with ``integrals`` naming which. The state is the full Q (not its
+    triangle), so the test that the drift keeps Q symmetric is a real one. A quadrature drift is only piecewise
+    smooth in the state where the integrand has kinks crossing the nodes, which makes DOP853's error estimate
+    reject steps; RK45 took 1.4-3x fewer
     evaluations there (tanh, K = M = 2, t = 20, rtol 1e-5: 116 vs 161; ReLU by the former quadrature: 164 vs 485).
 
     References

@@ -76,8 +76,10 @@ def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
 
     The options (``Problem.options``): ``d`` sets the time unit and the default initial overlaps
     (:func:`initial_overlaps` at ``init_scale``, ``seed``) unless ``Q0`` and ``R0`` are given; ``lr``, ``lr_v``,
-    ``weight_decay`` are the paper's eta, eta_v, wd; ``v0`` is the initial second layer (None: ones); ``rtol``,
-    ``atol`` None for the defaults of :func:`~popdyn.models.committee.ode`.
+    ``weight_decay`` are the paper's eta, eta_v, wd (the decay on both layers); ``v0`` is the initial second layer
+    (None: ones); ``rtol``, ``atol`` None for the defaults of :func:`~popdyn.models.committee.ode` (its docstring
+    says what each tolerance buys: eg to 1e-8 in a plateau needs rtol 1e-12); ``error_estimate`` records the
+    accuracy reached in ``meta["accuracy"]``.
 
     Returns
     -------

@@ -24,7 +24,8 @@ class Problem:
               \lambda_k = J_k\cdot x,\ \nu_n = B_n\cdot x,\ x\sim N(0, I_d)
 
     SGD on :math:`(\hat y - y)^2/2` with step :math:`\eta/d` on J and :math:`\eta_v/d` on v (and weight decay
-    :math:`\eta\,\mathrm{wd}/d` on J, :math:`\eta_v\,\mathrm{wd}/d` on v); time :math:`t = \text{steps}/d`; order parameters
+    :math:`\eta\,\mathrm{wd}/d` on J, :math:`\eta_v\,\mathrm{wd}/d` on v); time :math:`t = \text{steps}/d`; order
+    parameters
     :math:`Q = JJ^T`, :math:`R = JB^T`, :math:`T = BB^T`. The step sizes and the weight decay are run options of
     ``popdyn.predict`` and ``popdyn.simulate``: ``lr`` (:math:`\eta`), ``lr_v`` (:math:`\eta_v`) and
     ``weight_decay`` (wd).
@@ -84,7 +85,8 @@ class Problem:
         Option("R0", FiniteArray(2), None, "initial student-teacher overlaps, shape (K, M); None draws them at "
                "dimension d", calls=("predict",), cli=False),
         Option("rtol", Interval(0, 1, closed="neither"), None,
-               "relative tolerance of the ODE solver; None: 1e-10 with closed forms, 1e-5 with a quadrature",
+               "relative tolerance of the ODE solver; None: 1e-10 with closed forms (eg to ~3e-6 in a plateau; "
+               "1e-12 for 1e-8), 1e-5 with a quadrature",
                calls=("predict",)),
         Option("atol", Interval(0, 1, closed="neither"), None,
                "absolute tolerance of the ODE solver; None: 1e-12 with closed forms, 1e-8 with a quadrature",
