@@ -143,6 +143,11 @@ def test_claim_key_changes_with_size_tolerance_version_and_source(monkeypatch, t
     key2 = c2.key(True)
     src.write_text("x = 2\n")
     assert c2.key(True) != key2
+    # the key follows the module's imports inside popdyn, and only those: sweep is not imported, gaussian is
+    src.write_text("def f():\n    from popdyn.gaussian import normal_pdf\n")
+    files = {f.name for f in claims_pkg._source_files(c2)}
+    assert {"gaussian.py", "api.py", "results.py", "fake_claim_module.py"} <= files and "sweep.py" not in files
+    assert "cli.py" not in files
 
 
 def test_verdict_is_decided_by_the_declared_tolerance_and_checks():

@@ -128,23 +128,77 @@ class Claim:
         """Hash of everything the result depends on: a stored result with another key is stale.
 
         Covers the id, size and tolerance, popdyn's version, and the code of the claim's module, of the model
-        (``popdyn/models/<model>``, ``popdyn/sim/<model>``) and of popdyn's core modules (:func:`source_hash`:
-        docstrings, comments, layout and a claim's prose do not enter it).
+        (``popdyn/models/<model>``, ``popdyn/sim/<model>``) and of every module of popdyn and validation these
+        import (:func:`source_hash`: docstrings, comments, layout and a claim's prose do not enter it).
         """
         text = json.dumps({"id": self.id, "size": self.size(quick), "tolerance": self.tolerance,
                            "version": popdyn.__version__, "source": source_hash(self)}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+#: Packages whose ``__init__`` only gathers or registers: neither hashed nor followed (every claim imports them).
+_HUBS = ("popdyn", "popdyn.models", "popdyn.sim", "validation", "validation.claims")
+
+
+def _module_file(name):
+    """The file of module ``name`` inside popdyn or validation (``None`` outside them or if absent)."""
+    top = {"popdyn": Path(popdyn.__file__).parent, "validation": Path(__file__).parent.parent}.get(name.split(".")[0])
+    if top is None:
+        return None
+    base = top.joinpath(*name.split(".")[1:])
+    return next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_cached(path, mtime_ns, size):
+    """Modules of popdyn and validation that file ``path`` imports anywhere (module or function level)."""
+    name = _module_name(path)
+    package = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(Path(path).read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = package.split(".")
+                pkg = pkg[:len(pkg) - node.level + 1]
+                base = ".".join(pkg + ([node.module] if node.module else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return frozenset(m for m in out if _module_file(m) is not None)
+
+
+def _module_name(path):
+    path = Path(path).resolve()
+    for top in ("popdyn", "validation"):
+        root = _module_file(top).parent
+        if path.is_relative_to(root):
+            rel = path.relative_to(root.parent).with_suffix("").parts
+            return ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+    return path.stem  # a module outside both (a test's claim): its relative imports are not followed
+
+
 def _source_files(c):
-    """The files a claim's result depends on: its module, its model's theory and simulation, the core."""
+    """The files a claim's result depends on: the closure under static imports (inside popdyn and validation) of its
+    module, its model's theory and simulation packages and ``popdyn.api`` (``predict``/``simulate``/``compare``),
+    without the hub packages :data:`_HUBS`. A change to a core module a claim never imports leaves its key alone."""
     root = Path(popdyn.__file__).parent
-    files = [Path(sys.modules[c.run.__module__].__file__)] if c.run.__module__ in sys.modules else []
-    files += sorted(root.glob("*.py"))
+    todo = [Path(sys.modules[c.run.__module__].__file__)] if c.run.__module__ in sys.modules else []
+    todo += [root / "api.py"]
     for part in ("models", "sim"):
-        files += sorted((root / part).glob(f"{c.model}.py")) + sorted((root / part / c.model).glob("**/*.py"))
-        files += sorted((root / part).glob("_*.py"))
-    return files
+        todo += sorted((root / part).glob(f"{c.model}.py")) + sorted((root / part / c.model).glob("**/*.py"))
+    seen = set()
+    while todo:
+        f = todo.pop().resolve()
+        if f in seen:
+            continue
+        seen.add(f)
+        st = f.stat()
+        for m in _imports_cached(str(f), st.st_mtime_ns, st.st_size):
+            if m not in _HUBS:
+                todo.append(_module_file(m))
+    return sorted(seen, key=_module_name)
 
 
 #: A claim's prose: words about the measurement, not the measurement.
@@ -191,7 +245,7 @@ def source_hash(c):
     """
     h = hashlib.sha256()
     for f in _source_files(c):
-        h.update(f.name.encode() + b"\0" + _code(f).encode())
+        h.update(_module_name(f).encode() + b"\0" + _code(f).encode())
     return h.hexdigest()[:16]
 
 
