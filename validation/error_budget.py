@@ -91,41 +91,33 @@ def _tail(x, df=None):
 
 # ---- criteria ----------------------------------------------------------------------------------------------------
 
+class _Never:
+    """A criterion a correct theory never fails: probability 0, nothing to describe."""
+
+    def prob(self, tol, size):
+        return 0.0
+
+    def describe(self, size):
+        return {}
+
+
 @dataclass(frozen=True)
-class Exact:
+class Exact(_Never):
     """Deterministic: an identity, enumeration or converged solver checked to float rounding."""
     name = "exact"
 
-    def prob(self, tol, size):
-        return 0.0
-
-    def describe(self, size):
-        return {}
-
 
 @dataclass(frozen=True)
-class Bound:
+class Bound(_Never):
     """A one-sided inequality a correct theory satisfies for every draw."""
     name = "bound"
 
-    def prob(self, tol, size):
-        return 0.0
-
-    def describe(self, size):
-        return {}
-
 
 @dataclass(frozen=True)
-class Systematic:
+class Systematic(_Never):
     """A deterministic theory error ``measured`` (recorded) far below the tolerance; counted as 0."""
     measured: float
     name = "systematic"
-
-    def prob(self, tol, size):
-        return 0.0
-
-    def describe(self, size):
-        return {}
 
 
 @dataclass(frozen=True)
