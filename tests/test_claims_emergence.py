@@ -13,6 +13,7 @@ from popdyn.models.emergence import Problem as em_Problem
 from popdyn.models.emergence import correlations
 
 from validation import claims
+from validation.claims import emergence as EC
 
 from .falsify import falsifies, memoise, perturb, run_claim
 
@@ -172,13 +173,7 @@ def _without_stein(f):
     "- p(1-m))]/S."""
     def corr(model, w, b, s):
         nc = f(model, w, b, s)
-        W = np.atleast_2d(w)
-        E, yE = model.centers()
-        mv = E @ (model.M.T @ W.T) + b
-        S = np.sqrt(model.tau2 * (W ** 2).sum(1) + s ** 2)
-        pdf = lambda u: np.exp(-0.5 * u ** 2) / np.sqrt(2 * np.pi)
-        dens = (yE[:, None] * (pdf(mv / S) - pdf((1 - mv) / S)) / S).mean(0)
-        return correlations.NeuronCorr(nc.T - model.tau2 * W * dens[:, None], nc.Tb, nc.Ta, nc.beta)
+        return correlations.NeuronCorr(nc.T - EC._stein_term(model, w, b, s), nc.Tb, nc.Ta, nc.beta)
     return corr
 
 
