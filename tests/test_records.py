@@ -77,7 +77,7 @@ def test_store_keeps_both_sizes_and_full_decides_the_status(tmp_path, monkeypatc
     records.mark_not_run(c.id, "full", "over 600 s on 2 cores", "quick", root=tmp_path)
     rec = json.loads((tmp_path / "lora.fake.json").read_text())
     assert rec["full"]["verdict"] == "NOT RUN" and records.status(rec) == ("PASS", "quick")
-    assert "not run: over 600 s on 2 cores" in records.docs_page({c.id: rec})
+    assert "full size not run (1): over 600 s on 2 cores: `lora.fake`" in records.docs_page({c.id: rec})
 
 
 def test_headline_counts_each_kind_at_each_size(tmp_path, monkeypatch):
