@@ -39,7 +39,7 @@ def test_docstring_has_source_and_regime(qualname):
     assert doc, f"{qualname} has no docstring"
     if qualname.startswith("popdyn.models.") and not qualname.rsplit(".", 1)[1].startswith("check_"):
         # input checks (check_*) shared by predict and simulate compute no formula: no source, no regime
-        assert "[src]" in doc, f"{qualname}: References must give `.. [src]` (seed lines or 'derived; spec §')"
+        assert "[src]" in doc, f"{qualname}: References must give `.. [src]` (the paper's numbering or 'derived')"
         assert "Regime:" in doc, f"{qualname}: Notes must begin with `Regime:`"
 
 

@@ -2,6 +2,7 @@
 import json
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -113,10 +114,15 @@ def test_discovery_registers_every_claim_module():
     for name in modules:  # every module registers claims of its model (lora_figures -> lora, gradient_features)
         assert any(c.run.__module__ == f"validation.claims.{name}" and (name == c.model or name.startswith(c.model + "_"))
                    for c in reg.values()), name
+    bib = Path(__file__).resolve().parent.parent / "docs" / "references.bib"
+    bib_keys = re.findall(r"^@\w+\{([^,\s]+),", bib.read_text(), flags=re.M)
+    assert {"Collins24", "Shi24", "Shi22", "Dayi25", "AllenZhu19"} <= set(bib_keys)
     for c in reg.values():
         assert c.id.startswith(c.model + ".") and c.tolerance > 0 and c.source and c.metric and c.tolerance_origin
-        # a seed paper (with its spec) or, for a model without a seed (committee), published papers and its docs page
-        assert (("seed" in c.source or "derived" in c.source) and "spec" in c.source) or \
+        # the published papers by their own numbering, never internal files (paper texts, specs, line numbers)
+        assert not re.search(r"seeds/|\bseed \d|\bspecs?\b|\bL\d{3,}", c.source), c.source
+        # a bib key of docs/references.bib ([Shi24, Theorem 5.4.1]) or, for committee, a year and its docs page
+        assert any(f"[{k}," in c.source or f"[{k}]" in c.source for k in bib_keys) or \
             (re.search(r"\b(19|20)\d\d\b", c.source) and f"docs/{c.model}.md" in c.source), c.source
     assert {"lora.prop4_gradient", "lora.ode_vs_sgd", "lora.plateau", "lora.glm_limit"} <= set(reg)
 

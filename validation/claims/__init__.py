@@ -84,7 +84,8 @@ class Claim:
     title : str
         One line.
     source : str
-        Seed file and lines, and the spec section.
+        The paper by its own numbering, ``[Key, Theorem n]`` with a key of docs/references.bib (``[Shi24, Theorem
+        5.4.1]``), or "derived here, not in the paper" with the paper object it extends and its docs page.
     metric : str
         What ``measured`` is, in words.
     tolerance : float

@@ -41,8 +41,7 @@ def _expected_norms(problem):
 @claim(id="contrastive.column_norms", model="contrastive",
        title="Projected SGD learns the optimal column norms: 1 on S, 1/sqrt(T) on each P_t (universal), 1 on R_t "
              "(specific)",
-       source=f"{_SEED} L2027-2042 (Props 7.3, 7.4), L9591-9607 (Lemma F.3), L9826-9838 (Prop. F.8); spec B.2 (7-d), "
-              "(7-e), B.3 (R7), B.4 (1)",
+       source="[Shi24, Propositions 7.3, 7.4, Lemma F.3, Proposition F.8]",
        metric="max over seeds and invariant columns of |learned column norm - theory| / theory (universal on R, "
               "specific on R_t)",
        tolerance=0.015,
@@ -97,7 +96,8 @@ def column_norms(size, device, outdir):
        title="Prop. F.9 with the Frobenius budget kept: CR fine-tuning of the pre-trained universal representation "
              "within radius gamma reaches beta_CR (learned beta against the corrected form, the printed one and "
              "the start)",
-       source=f"{_SEED} L9846-9880 (Prop. F.9, F.104-F.112); spec B.2 (7-i), B.4 (2); corrected form derived",
+       source="[Shi24, Proposition F.9, eqs. (F.104)-(F.112)]; its corrected form derived here, not in the paper "
+              "(docs/contrastive.md)",
        metric="max over gamma and seeds of |beta learned - cr_finetune_beta(T, s, gamma)| / cr_finetune_beta; "
               "fine-tuning starts from the universal representation trained by projected SGD (not from W*)",
        tolerance=0.01, tolerance_origin="same SGD budget as contrastive.column_norms (1 %); measured 0.3-0.45 % from "
@@ -185,8 +185,7 @@ def _risks(problem, Ws, ms, probes, seed, device):
        title="Universality costs labels: the excess risk of norm-bounded probes on the trained universal, "
              "CR-fine-tuned and specific representations equals, at every m, that of the theory's population "
              "representations (W*, Prop. F.9 corrected, task optimum); not the Rademacher-term scaling, not 'no cost'",
-       source=f"{_SEED} L2036-2054 (Props 7.3, 7.4), L9682 (Lemma F.5), L9846-9892 (Prop. F.9); spec B.2 (7-g), "
-              "(7-h), (7-i), B.3, B.4 (3)",
+       source="[Shi24, Propositions 7.3, 7.4, Lemma F.5, Proposition F.9]",
        metric="max over representations and m of |z|, z = (mean excess risk of the probes on the trained "
               "representation - that on the theory's population representation) / SE (both Monte Carlo over "
               "independent labelled sets); trained: projected-SGD pre-training, CR fine-tuning from the trained "

@@ -43,15 +43,15 @@ def _predict(model, lam, penalty, **kw):
 
 
 @claim(id="domain_gen.erm_l2_finite_sample", model="domain_gen",
-       title="Lemma 6.1 / spec C.4: finite-sample GD on w (n ID samples, fixed all-ones head) reaches the population "
+       title="[Shi24, Lemma 6.1]: finite-sample GD on w (n ID samples, fixed all-ones head) reaches the population "
              "ERM-l2 optimum (alpha, beta) within 5 %; beta > 0 and OOD accuracy ~ 0, while ERM-NU and ERM-rank keep "
              "beta = 0 and OOD accuracy 1",
-       source=f"{_SEED} L1797-1811 (6.4, Lemma 6.1, Prop. 6.3), L9116-9136 (E.10-E.12); spec C.2 (6-b), (6-h), C.4",
+       source="[Shi24, Section 6.4 (Lemma 6.1, Proposition 6.3), App. E.1.2 (eqs. (E.10)-(E.12))]",
        metric="max over lambda and seeds of |alpha_sim - alpha| / alpha and |beta_sim - beta| / beta (block means "
               "of the trained w against erm_l2); checks: beta_sim > 0, population beta_NU = 0 (rho <= 1), OOD "
               "accuracy of the trained w below 0.01 and of the NU / rank optima = 1",
        tolerance=0.015, tolerance_origin="measured spread: max 0.36 % over 2 lambdas x 2 seeds at quick size (n = 4096; "
-                                          "the per-(lambda, seed) gaps are in details), so 4x headroom; spec C.4's "
+                                          "the per-(lambda, seed) gaps are in details), so 4x headroom; the Monte Carlo "
                                           "n^(-1/2) scale (1.6 %) is the finite-sample ceiling. A beta 2 % off fails",
        kind="training",
        nulls={"linearised": "the leading-order (large-lambda) optimum: the loss linearised at w = 0, "
@@ -124,15 +124,15 @@ def erm_l2_finite_sample(size, device, outdir):
        title="Spec C.2 (6-h), C.4: finite-sample ERM-NU (batch nuclear norm / sqrt(n), fixed all-ones head) reaches "
              "the population ERM-NU optimum: alpha within 5 % and the spurious weights ~ 0 (rho < 1), where ERM-l2 "
              "keeps beta/alpha ~ 0.6",
-       source=f"{_SEED} L1652-1676 (6.2-6.3, the NU code: loss += lambda * svd(feature).sum()); spec C.2 (6-g), (6-h), "
-              "C.4, C.7 (penalty scaling)",
+       source="[Shi24, Section 6.2.2, eqs. (6.2)-(6.3) and the code it gives for the NU penalty: loss += lambda * "
+              "svd(feature).sum()]",
        metric="max over lambda and seeds of |alpha_sim - alpha_NU| / alpha_NU (L-BFGS on the empirical objective); "
               "checks: |beta_sim| / alpha_sim < 0.01 and population beta_NU = 0",
-       tolerance=0.05, tolerance_origin="spec C.4: Monte Carlo error ~ n^(-1/2) (1.6 % at n = 4096) plus optimisation; "
+       tolerance=0.05, tolerance_origin="Monte Carlo error ~ n^(-1/2) (1.6 % at n = 4096) plus optimisation; "
                                          "measured 0.2-0.4 % at n = 4096, lambda = 0.1",
        kind="training",
        nulls={"erm_l2": "the nuclear penalty acts like l2: the ERM-l2 optimum's alpha",
-              "unnormalised": "the paper's code's penalty lambda * sum(svd(features)) (no 1/sqrt(n), spec C.7): the "
+              "unnormalised": "the paper's code's penalty lambda * sum(svd(features)) (no 1/sqrt(n)): the "
                               "population optimum at lambda sqrt(n)"},
        quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.1], "n_train": 4096, "steps": 300, "seeds": 1, "n_test": 2000,
               "seed": 0},
@@ -182,13 +182,13 @@ def _mc_accuracy(model, a, b, domain, n, seed):
 @claim(id="domain_gen.accuracy", model="domain_gen",
        title="Exact ID/OOD accuracy Pr[alpha S_R + beta S_U > 0] (contour integral) against Monte Carlo on fresh "
              "samples, at ERM-l2 optima where the accuracies are moderate; Chernoff above, normal approximation off",
-       source=f"{_SEED} L1811 (Prop. 6.3), L9238-9270 (E.46-E.53); spec C.2 (6-f), C.3",
+       source="[Shi24, Proposition 6.3, App. E.1.4 (eqs. (E.46)-(E.53))]",
        metric="max over (r, d, gamma, lambda, domain) of |exact - MC| / SE_MC (n Monte Carlo samples, seeded); checks: "
               "Chernoff bound >= exact, and the normal approximation's worst |error| reported",
        tolerance=5.0, tolerance_origin="5 standard errors of a binomial proportion (Monte Carlo, seeded): two-sided "
                                         "Bonferroni over 6-10 comparisons at family-wise 1e-4 gives 4.6",
        kind="independent",
-       nulls={"normal": "the normal approximation of alpha S_R + beta S_U (spec C.2 (6-f): not exact)",
+       nulls={"normal": "the normal approximation of alpha S_R + beta S_U (not exact)",
               "chernoff": "the Chernoff bound taken as the accuracy"},
        quick={"cases": [[5, 20, 0.3, 0.01], [5, 30, 0.45, 0.1], [10, 60, 0.3, 0.05]], "n": 400_000, "seed": 0},
        full={"cases": [[5, 20, 0.3, 0.01], [5, 30, 0.45, 0.1], [10, 60, 0.3, 0.05], [20, 120, 0.2, 0.1],
@@ -245,19 +245,18 @@ def _binomial_z(acc, p, test):
              "and ERM-NU, n ID samples) is the population stable rank of Sigma^{1/2} D_w within 5 %; NU's (1.31, "
              "beta = 0) is below l2's (~2.8) at every lambda, and the test OOD accuracies are the exact population "
              "ones (ERM-l2 ~1e-13.5, NU 1)",
-       source=f"{_SEED} L1745-1760 (6.3.3, Fig. 6.5, stable rank; the printed ||M||_F^2/||M||_2 corrected), "
-              "L1797-1811 (6.4); spec C.1 (stable rank), C.2 (6-f), (6-h), C.4 (Fig. 6.5 analogue), Appendix T",
+       source="[Shi24, Section 6.3.3, Fig. 6.5 (stable rank; the printed ||M||_F^2/||M||_2 corrected), Section 6.4]",
        metric="max over penalty (l2, nuclear), lambda and seeds of |srank_sim - srank_pop| / srank_pop (srank_sim of "
               "the test feature matrix Z_test diag(w), srank_pop = feature_stable_rank of the population optimum); "
               "checks: srank_NU < srank_l2 (population and trained) wherever the population says so, the closed "
               "form = the dense stable rank of Sigma_dom^{1/2} D_w for dom = id, ood (rel. 1e-9), test OOD "
               "accuracies within 5 binomial SE of the exact population ones, and the exact log10 OOD "
               "accuracy of the trained l2 block means within 0.4 decades of the population",
-       tolerance=0.05, tolerance_origin="spec C.4: ~5 % (Monte Carlo error of the trained w ~ n^(-1/2), 1.6 % at "
+       tolerance=0.05, tolerance_origin="~5 % (Monte Carlo error of the trained w ~ n^(-1/2), 1.6 % at "
                                          "n = 4096) plus the test features' sampling error ~ test^(-1/2); measured "
                                          "0.43 % (quick: n = 4096, test = 4000), 0.35 % (full: test = 20000)",
        kind="training",
-       nulls={"printed_stable_rank": "the paper's printed ||M||_F^2 / ||M||_2 (L1753) in place of ||M||_F^2 / ||M||_2^2",
+       nulls={"printed_stable_rank": "the paper's printed ||M||_F^2 / ||M||_2 ([Shi24, Section 6.3.3]) in place of ||M||_F^2 / ||M||_2^2",
               "nu_like_l2": "the nuclear penalty leaves the features as ERM-l2 does: NU's stable rank = l2's"},
        quick={"r": 20, "d": 300, "gamma": 0.3, "lam": [0.3, 0.1], "n_train": 4096, "steps": 300, "lr": 0.25, "seeds": 1,
               "n_test": 4000, "seed": 0},
@@ -344,7 +343,7 @@ def lambda_path(size, device, outdir):
        title="Section 6.3.1's 2-D toy: trained diagonal classifiers (ERM-l2 GD) have the population ratio c = "
              "beta/alpha of the ERM-l2 optimum (not the invariant c = 0), and their test accuracies are the closed "
              "forms (6-i) at their c; population ERM cannot give the paper's OOD 0.76 (c <= 2 gamma: OOD >= 0.86)",
-       source=f"{_SEED} L1729-1737 (section 6.3.1, Fig. 6.2-6.3); spec C.2 (6-i), C.4, R11",
+       source="[Shi24, Section 6.3.1, Figs. 6.2-6.3]",
        metric="max over lambda and seeds of |c_trained - c_pop| / c_pop, c = beta/alpha (c_pop of erm_l2); checks: "
               "test accuracies within 5 binomial SE (Bonferroni-free: a sub-check) of toy2d_accuracy(c_trained), "
               "population c < 2 gamma and OOD accuracy > 0.86 > 0.76 at every lambda",

@@ -93,8 +93,7 @@ def _step1_hat(model, params, size, method="network"):
 @claim(id="emergence.step1_correlations", model="emergence",
        title="Lemma 15 made exact: the population correlations T_j = E[y phi_j win_s(<q, phi> + b)] (Fourier "
              "inversion) equal the empirical step-1 gradient coordinate by coordinate",
-       source=f"{_SEED} L1473-1490 (Lemma 12), L1616-1662 (Lemma 15, eqs. (54), (89), (101)), L2008-2036 (Lemma 18); "
-              "specs/emergence.md §2.4, §2.5, §4.0 C1",
+       source="[Shi22, Lemma 12, Lemma 15 (eqs. (54), (89), (101)), Lemma 18]",
        metric="max over the settings (D, p_o), the neurons and the D coordinates of |z|, z = (T-hat_j - T_j) / SE_j, "
               "T-hat = -grad_q L / a from the torch step 1 on n balanced samples x seeds, SE_j from the per-sample sd of the estimator",
        tolerance=_Z_MAX,
@@ -162,12 +161,12 @@ _TOL_COS1 = 1e-4
        title="Features emerge at step 1: the population step-1 first layer of a typical neuron is along "
              "sum_A M_j to 1e-4 "
              "and every neuron's to 1e-2 (the paper's One-Step cosine 0.848 is not the theory-schedule value)",
-       source=f"{_SEED} L437-458 (Lemma 6 and the argument that step 1 is not enough), L2008-2036 (Lemma 18), "
-              "L3521-3601 (Table 1: One Step cos 0.848); specs/emergence.md §2.4 (S4b, S15), §2.5, §4.0 C2",
+       source="[Shi22, Section 5.1 (Lemma 6 and the argument that step 1 is not enough), Lemma 18, Table 1 (One Step "
+              "cos 0.848)]",
        metric="median over the m initial neurons of 1 - |cos(T_i, sum_A M_j)|, T_i the exact population correlations "
               "(w_i^(1) = eta^(1) a_i T_i), parity mixture at p_o = 1/2",
        tolerance=_TOL_COS1,
-       tolerance_origin="spec §4.0 C2 (cos >= 0.9999; S4b measured 0.999998 for one neuron): 1 - cos = ||T_B||^2 / "
+       tolerance_origin="cos >= 0.9999 (0.999998 measured for one neuron): 1 - cos = ||T_B||^2 / "
                         "(2 ||T_A||^2), median 1e-5 with the exact background response (the worst of 300 "
                         "neurons: 2e-3); "
                         "a background response 30x larger gives a median ~1e-2",
@@ -218,13 +217,12 @@ _TOL_C3 = 0.25
        title="Step 2 aligns every neuron with the empirical E[y phi]: 1 - max cos = tr(P_perp Sigma)/(2 "
              "n ||E y phi||^2)"
              " (derived; the paper reports 0.997/0.997/0.994 with unreported hyperparameters)",
-       source=f"{_SEED} L462-484 (feature improvement), L2200-2241 (Lemma 20), L3521-3601 and L3743-3779 (Tables 1, "
-              "5: cos); specs/emergence.md §2.13(a) (S7), §4.0 C3",
+       source="[Shi22, Section 5.1 (feature improvement), Lemma 20, Tables 1 and 5 (cos)]",
        metric="max over n of |mean_seeds(1 - max_i |cos(w_i^(2), sum_A M_j)|) / (1 - cos_pred(n)) - 1|, "
               "torch steps 1-2 "
               "of the theory schedule on n i.i.d. samples",
        tolerance=_TOL_C3,
-       tolerance_origin="spec §4.0 C3 (within 25 %; S7 within 10 %): 1 - cos is a ~chi^2_{D-1} variable, relative sd "
+       tolerance_origin="within 25 % (10 % measured): 1 - cos is a ~chi^2_{D-1} variable, relative sd "
                         "sqrt(2/(D-1)) = 0.14 per seed, 0.06 for 5 seeds; the formula without the 1/2 is 100 % off",
        quick={"D": 100, "k": 5, "neurons": 6, "n_train": [10_000, 25_000, 50_000], "seeds": 5},
        full={"D": 100, "k": 5, "neurons": 20, "n_train": [10_000, 25_000, 50_000, 100_000], "seeds": 10},
@@ -289,14 +287,14 @@ def _empirical_model(model, phi):
        title="Step 2 shifts each bias by a^(1) h(b^(1)) Ê[y] (finite-sample class imbalance; derived), "
              "and by O(eta^(1)) "
              "only with exactly balanced classes",
-       source=f"{_SEED} L1473-1490 (bias gradient, with xi inside the indicator: erratum 1), L2200-2241 (Lemma 20), "
-              "L2643-2650 (Lemma 23: b^(2) - b^(0) = O(1/m)); specs/emergence.md §2.13(b), §4.0 C4",
+       source="[Shi22, App. B.3 (the bias gradient, with xi inside the indicator: docs/errata.md), Lemma 20, Lemma 23 "
+              "(b^(2) - b^(0) = O(1/m))]",
        metric="1 - corr(b^(2) - b^(1) observed, predicted) over neurons and seeds, i.i.d. samples; the "
               "prediction is the "
               "eta^(1) -> 0 two-step limit on the sample's empirical A-block law",
        tolerance=_TOL_C4,
-       tolerance_origin="spec §4.0 C4 (corr > 0.999; S7 measured 1.0000); the O(eta^(1)) remainder is ~1e-7 relative; "
-                        "the unsmoothed window of the paper's bias gradient (erratum 1) gives corr ~ 0.8",
+       tolerance_origin="corr > 0.999 (1.0000 measured); the O(eta^(1)) remainder is ~1e-7 relative; "
+                        "the unsmoothed window of the paper's bias gradient (docs/errata.md) gives corr ~ 0.8",
        quick={"D": 100, "k": 5, "neurons": 20, "n_train": 10_000, "seeds": 4},
        full={"D": 100, "k": 5, "neurons": 100, "n_train": 50_000, "seeds": 10},
        kind="training",
@@ -361,13 +359,13 @@ def _lp_accuracy(F, y, Ft, yt):
 @claim(id="emergence.two_step_separability", model="emergence",
        title="Two steps make the parity linearly separable (LP loss 0); one step only carries the count linearly "
              "(best classifier = the count-threshold ceiling, 84.4 % at k = 5)",
-       source=f"{_SEED} L449-484 (one step is not enough, two steps are), L2643-2980 (Lemma 23), L3521-3601 (Table 1: "
-              "One Step 52.2 %, Two Step 100 %); specs/emergence.md §2.7 (S7), §2.10 (count threshold), §4.0 C5",
+       source="[Shi22, Section 5.1 (one step is not enough, two steps are), Lemma 23, Table 1 (One Step 52.2 %, Two "
+              "Step 100 %)]",
        metric="max over {one step, two step} of |test accuracy of the best classifier on the torch-trained frozen "
               "features - theory| (theory: two step = LP on the eta^(1) -> 0 two-step features on the counts; one "
               "step = the count-threshold ceiling)",
        tolerance=_TOL_C5,
-       tolerance_origin="spec §4.0 C5 (+- 3 %); test-sampling sd 0.4 % at 1e4 test points; a theory in "
+       tolerance_origin="+- 3 %; test-sampling sd 0.4 % at 1e4 test points; a theory in "
                         "which step 2 does "
                         "not improve the features predicts 50 % for two steps",
        quick={"D": 100, "k": 5, "neurons": 25, "n_train": 50_000, "n_lp": 4000, "n_test": 10_000, "seeds": 2},
@@ -431,12 +429,12 @@ _TOL_C6 = 5e-3
 @claim(id="emergence.reduced_gd", model="emergence",
        title="Stage 3 made exact: population GD from the two-step features stays on the class-relevant line and equals "
              "full-batch GD on n samples (derived invariant-subspace reduction)",
-       source=f"{_SEED} L2991-3199 (Lemmas 24-25, Thm 26: stage 3), L486-493; specs/emergence.md §2.8 (S8), §4.0 C6",
+       source="[Shi22, Lemmas 24-25, Theorem 26 (stage 3), Section 5.1]",
        metric="max over recorded t <= T of |mean_seeds test hinge loss of full-batch GD (torch, n "
               "samples) - population "
               "hinge loss of the reduced GD|, both started at the eta^(1) -> 0 two-step limit",
        tolerance=_TOL_C6,
-       tolerance_origin="spec §4.0 C6 (<= 5e-3; S8 <= 1.5e-3): finite-n fluctuations O(n^-1/2) averaged over seeds, "
+       tolerance_origin="<= 5e-3 (<= 1.5e-3 measured): finite-n fluctuations O(n^-1/2) averaged over seeds, "
                         "test noise ~1e-3; a step size 20 % off moves the curve by ~0.02",
        quick={"D": 20, "k": 5, "neurons": 10, "steps": 200, "lam": 1e-3, "n_train": 20_000, "n_test": 20_000,
               "seeds": 2},
@@ -524,7 +522,7 @@ def _stein_term(model, W, b, s):
 @claim(id="emergence.gmm_stein", model="emergence",
        title="Gaussian-mixture parity (E7): the exact population correlation E[y x win] by Stein's lemma, including "
              "the input-noise term tau^2 w E[y (p(m) - p(1 - m))] (derived; gamma = 0, so no first-order signal)",
-       source=f"{_SEED} L3814-3865 (E.3.2, eq. (290), Table 6); specs/emergence.md §2.12 (S11), §4.0 C7",
+       source="[Shi22, App. E.3.2, eq. (290), Table 6]",
        metric="max over neurons and the d coordinates of |z|, z = (G-hat - G)/SE, G-hat the torch autograd gradient "
               "-dL/dw / a of the hinge loss on n samples, G = emergence.gmm_correlations; neurons w = "
               "align M eps/sqrt(k) "
@@ -585,8 +583,7 @@ _TOL_C8 = 0.5
              "has hinge loss "
              ">= 1 - B sqrt(t N / C(D, k)) on the uniform parity D^(0) and >= p_o times that on D^mix "
              "(prob. >= 1 - 1/t)",
-       source=f"{_SEED} L297-300 (Thm 2), L3308-3404 (Thm 28, Thm 29 from Daniely-Malach); specs/emergence.md §2.10 "
-              "(S10), §3 erratum 5, §4.0 C8",
+       source="[Shi22, Theorem 2, App. C (Theorem 28, Theorem 29 from Daniely-Malach)]",
        metric="largest failure rate of 'hinge loss >= bound' over (i) random-feature draws (seeds) at D = 100 on D^(0) "
               "and on D^mix (second layer = the l2-regularised hinge fit on n samples, B = its norm, test loss on "
               "fresh samples) and (ii) every k-set A of a small cube (D = 10, k = 3) and feature draws, where the "
@@ -692,13 +689,13 @@ def _cube_losses(model, D, k, N, draws, frac, *, t):
 @claim(id="emergence.no_structure_signal", model="emergence",
        title="Emergence needs input structure: on the uniform cube (A1') the population step-1 correlations vanish "
              "(~1e-7) and the empirical gradient is pure sampling noise, while with structure it is significant",
-       source=f"{_SEED} L204-210 (A1'), L357-358 and L3426-3476 (Thm 4: SQ lower bound), L3521-3601 (Table 1: Network "
-              "w/o structure 52 % test); specs/emergence.md §2.4 (S16), §4.0 C9",
+       source="[Shi22, Section 3 (assumption (A1')), Theorem 4 (SQ lower bound; App. D), Table 1 (Network w/o "
+              "structure 52 % test)]",
        metric="max over neurons of |sum_j z_j^2 - D| / sqrt(2D), z_j = (T-hat_j - T_j)/SE_j on the no-structure data "
               "(T the exact population correlations of the uniform-cube model)",
        tolerance=_CHI_Z,
        tolerance_origin="a chi-square test: sum z^2 ~ chi^2_D per neuron under the theory (D = 100); "
-                        "its skewed tail at D + 6 sqrt(2D) is 5.2e-7 (4 sd, the spec's, was 2.6e-4), over the "
+                        "its skewed tail at D + 6 sqrt(2D) is 5.2e-7 (a 4 sd bound, used before, was 2.6e-4), over the "
                         "neurons (8 quick, 40 full): false-failure bound 4.2e-6 quick, 2.1e-5 full. Recorded 2.11 "
                         "(quick), 2.8x below. The structured signal would give sum z^2 ~ k (T_A/SE)^2 ~ 1e5",
        quick={"D": 100, "k": 5, "neurons": 8, "n_train": 50_000, "seeds": 4, "n_mc": 100_000},

@@ -25,8 +25,7 @@ _COS2 = 0.999         # step-2 rows: simulated vs population direction (1 - cos 
 @claim(id="emergence.incoherent_steps", model="emergence",
        title="Incoherent dictionary (App. F): the population steps with rho = M^T M predict the torch steps in R^d "
              "coordinate by coordinate",
-       source="seed 002 (seeds/002_b4668463d87e622f.txt) L4210-4330 (App. F: assumption (D), rho := M^T M, Thm 34); "
-              "specs/emergence.md §1.5, §2.5, §4.0 C1",
+       source="[Shi22, App. F (assumption (D), rho := M^T M, Theorem 34)]",
        metric="max over neurons and the D coordinates of |z|, z = (rho^-1 (Q-hat^(1) - Q^(1)) / (eta^(1) a^(0)))_j / "
               "SE_j, Q^(1) = population_step (exact, with rho), Q-hat^(1) = M^T w^(1) of the torch step in R^d",
        tolerance=_Z_MAX,

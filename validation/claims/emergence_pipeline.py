@@ -23,8 +23,7 @@ _TOL = 0.02
 @claim(id="emergence.pipeline", model="emergence",
        title="Steps 1-2 + classifier stage: the population theory predicts the trained network's test hinge loss "
              "and error over the whole classifier stage (balanced classes, assumption A0)",
-       source="seed 002 (seeds/002_b4668463d87e622f.txt) L214-236 (network, schedule), L3169-3260 (Thm 26); "
-              "specs/emergence.md §1.4, §2.8, §2.13(b), §4 E1",
+       source="[Shi22, Section 3.1 (network, schedule), Theorem 26]",
        metric="max over the recorded steps 2 < t <= T of the classifier stage of the larger of |mean over seeds of "
               "the simulated test error - predicted error| and |simulated test hinge loss - predicted hinge loss| "
               "(parity, p_o = 1/2, theory schedule, balanced samples; at t = 2 the population output is exactly 0, a "

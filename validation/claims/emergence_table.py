@@ -189,8 +189,7 @@ def _fmt(v):
        title="Table 1 at CPU scale: network and two-step features reach 100 %, the best classifier on the one-step "
              "features reaches the count-threshold ceiling (84.4 %, not chance), no structure stays at chance, random "
              "features and the NTK stay >= 10 points below the network",
-       source="seed 002 (seeds/002_b4668463d87e622f.txt) L3479-3601 (E.1 protocol, Table 1), L449-484 (one step is "
-              "not enough); specs/emergence.md §2.7, §2.10, §4 E1",
+       source="[Shi22, App. E.1 (protocol, Table 1), Section 5.1 (one step is not enough)]",
        metric="max over {network, two step, one step + best classifier, no structure} of |mean test accuracy over "
               "seeds - theory| (theory: population LP on the two-step features; the count-threshold ceiling, here "
               "the accuracy of the hinge-optimal linear function of the count, for the LP on the torch one-step "
@@ -198,7 +197,7 @@ def _fmt(v):
               "is reported, not judged: at lr_a <= 1e3 it stays a constant predictor for 2000 steps (the step-1 "
               "features vary little across inputs)",
        tolerance=_TOL,
-       tolerance_origin="spec §4.0 C5 (+-3 %); test SE 0.7 % at 5e3 points; the paper's own numbers sit within 2.2 % "
+       tolerance_origin="+-3 %; test SE 0.7 % at 5e3 points; the paper's own numbers sit within 2.2 % "
                         "of these predictions",
        quick={"D": 100, "k": 5, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000, "seeds": 2, "d": None,
               "n_lp": 4000, "lp_neurons": 10},
@@ -216,8 +215,8 @@ def table1(size, device, outdir):
        title="Table 4 at CPU scale (negative class 80 %): network and two-step features reach 100 %, the hinge LP "
              "on the one-step features reaches the hinge-optimal count-linear predictor's 78.1 % (not the "
              "count-threshold ceiling 90.6 %), random features and the NTK stay >= 10 points below",
-       source="seed 002 (seeds/002_b4668463d87e622f.txt) L3705-3741 (E4, class imbalance), L4210-4330 (App. F: the "
-              "class-weighted loss in steps 1-2, eta^(1) times p_min); specs/emergence.md §1.5, §4 E4",
+       source="[Shi22, App. E.2.2 (class imbalance, Table 4), App. F (the class-weighted loss in steps 1-2, eta^(1) "
+              "times p_min)]",
        metric="max over {network, one step + best classifier, no structure} of |mean test accuracy over seeds - "
               "theory| (theory: population LP on the class-weighted two-step features; the accuracy of the "
               "population hinge-optimal linear function of the count for the LP on the torch one-step features; "
@@ -226,7 +225,7 @@ def table1(size, device, outdir):
               "reported, not judged: hinge SGD on the frozen finite-sample features stalls at 0.92-0.97 on some "
               "sample sets (one count level) although the population features are LP-separable",
        tolerance=_TOL,
-       tolerance_origin="spec §4.0 C5 (+-3 %); test SE 0.6 % at 5e3 points",
+       tolerance_origin="+-3 %; test SE 0.6 % at 5e3 points",
        quick={"D": 100, "k": 5, "ratio": 0.8, "width": 50, "steps": 600, "n_train": 10_000, "n_test": 5_000,
               "seeds": 2, "d": None, "n_lp": 4000, "lp_neurons": 10},
        full={"D": 100, "k": 5, "ratio": 0.8, "width": 300, "steps": 600, "n_train": 50_000, "n_test": 10_000,

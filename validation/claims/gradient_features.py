@@ -88,13 +88,12 @@ _SLOPE_BAND = 0.1       # |slope + 1/2| of the median relative error against n (
        title="One-step feature emergence (E1): the torch first step on n samples matches the exact population step "
              "w^(1) = eta^(1)|l'(0)| a^(0) G(w^(0), b) neuron by neuron, with error ~ n^{-1/2} (the paper's bound: "
              "n^{-1/3}), for hinge and base-2 logistic loss and with E[y x] != 0",
-       source=f"{_SEED} L865 (3.4), L899-903 (3.9), L5643-5645 (B.16-B.17), L5966 (Remark B.13), L6002-6008 "
-              f"(Lemma B.18: n^{{-1/3}}), L7682-7704 (Lemma B.71); {_SPEC} §2.1, §2.2, §2.12, §4 E1",
+       source="[Shi24, eqs. (3.4), (3.9), (B.16)-(B.17), Remark B.13, Lemma B.18 (n^{-1/3}), Lemma B.71]",
        metric="max over settings and n of the fraction of the 2m distinct neurons with ||w_sim - w_pred|| > "
-              "3 sqrt(B_x2/n) eta^(1)|l'(0)||a_i| (the spec's relative tolerance 3 sqrt(B_x2/n)/||G||), w_pred the "
-              "population first step (closed form of spec §2.2), w_sim the torch step on n samples",
+              "3 sqrt(B_x2/n) eta^(1)|l'(0)||a_i| (a relative tolerance 3 sqrt(B_x2/n)/||G||), w_pred the "
+              "population first step (its closed form), w_sim the torch step on n samples",
        tolerance=_TOL_E1,
-       tolerance_origin="spec §4 E1: per-neuron error within 3 sqrt(B_x2/n)/||G|| for >= 95 % of neurons; "
+       tolerance_origin="per-neuron error within 3 sqrt(B_x2/n)/||G|| for >= 95 % of neurons; "
                         "E||G~ - G||^2 <= B_x2/n, so 3 rms is rarely exceeded. Lemma B.71's twin identity (wrong when "
                         "E[y x] != 0) misses every twin neuron (50 %), the natural-log logistic |l'(0)| = 1/2 is 31 % "
                         "off",
@@ -175,8 +174,8 @@ _Z_NICE = 4.3           # max |z| over the four XOR features (two-sided 1.7e-5 e
 @claim(id="gradient_features.nice_fraction", model="gradient_features",
        title="Lemma B.5 made exact (E1): after the torch first step, the nice set G_(D,+1),Nice of each XOR feature "
              "D = +-D_1, +-D_3 has Binomial(m, p/2) size, p the feature probability (3.6) of the closed-form G",
-       source=f"{_SEED} L873-877 (3.5-3.6), L931 (3.14), L5635-5660 (Def. B.4, Lemma B.5), L6758 (Lemma B.38), "
-              f"L6816-6826 (Lemma B.40: gamma = sigma_B/sqrt d, B_G = sqrt d/5); {_SPEC} §1.3, §2.8, §4 E1",
+       source="[Shi24, eqs. (3.5)-(3.6), (3.14), Definition B.4, Lemma B.5, Lemma B.38, Lemma B.40 (gamma = "
+              "sigma_B/sqrt d, B_G = sqrt d/5)]",
        metric="max over the four features of |z|, z = (|G_Nice| - m p/2) / sqrt(m q (1 - q) + (m/2)^2 Var p-hat), "
               "q = p/2, |G_Nice| counted on the torch first step (n samples), p-hat = feature_probability by Monte "
               "Carlo over fresh initial neurons",
@@ -269,8 +268,7 @@ def _parity_init(d, k, m, seed):
              "G_j = xi_{|A^{j}|} chi_{A^{j}}(w)/2 (B.548-B.549 lack the 1/2 and use xi_{k-1} off A), the finite-n "
              "step scatters around it with the binomial SE, and a fraction 2^{-(k-1)} of the neurons is in the "
              "infinity-norm cone of the parity feature (Lemma B.64)",
-       source=f"{_SEED} L7242 (B.53), L7250-7266 (B.479, Algorithm 6), L7519-7531 (B.546-B.549), L7543-7561 "
-              f"(Lemma B.64); {_SPEC} §2.6, §2.13.5, §4 E5, §7 erratum 9",
+       source="[Shi24, Assumption B.53, eq. (B.479), Algorithm 6, eqs. (B.546)-(B.549), Lemma B.64]",
        metric="max over neurons and coordinates of |W1_torch - W1_theory| / max |W1_theory|, W1_torch the torch first "
               "step (eta^(1) = 1/(k |xi_{k-1}|), lambda = 1/eta^(1)) on all 2^d points of the hypercube, W1_theory "
               "framework.first_step with UniformParity.simplified_gradient",
@@ -378,11 +376,11 @@ def _frozen_fit(model, init, size, seed, device):
        title="Beyond fixed features (E3): on the XOR mixture, the second layer trained on the features of one "
              "gradient step reaches the Bayes error at small width, while the same training on the random initial "
              "features (equal width 4m) stays near chance",
-       source=f"{_SEED} L985-992 (XOR: Omega(log d) neurons vs Omega(d^2) fixed features), L1034-1044 (Prop. 3.23), "
-              f"L5551-5557 (Algorithm 4), L6713-6902 (B.36-B.42); {_SPEC} §2.3, §3 V14, §4 E3",
+       source="[Shi24, Section 3.4 (XOR: Omega(log d) neurons vs Omega(d^2) fixed features), Proposition 3.23, "
+              "Algorithm 4, App. B.5.3 (B.36-B.42)]",
        metric="|test error of the learned-feature network at the largest width - Bayes error|, the network: torch "
               "first step (lambda = 1/eta^(1)) on n samples, then torch GD on a with W^(1) frozen on the same n "
-              "samples; Bayes error by quadrature (spec §2.3)",
+              "samples; Bayes error by quadrature",
        tolerance=_TOL_E3,
        tolerance_origin="learned features reach 0.018-0.019 against the Bayes error 0.01825 (d = 100, "
                         "sigma_B = 3) at 2m >= 128 (measured here: 0.0202 at 4m = 512, n = 5000: an excess of 0.0019); "
@@ -393,7 +391,7 @@ def _frozen_fit(model, init, size, seed, device):
        kind="training",
        nulls={"random_features": "fixed random features W^(0) (a kernel: no feature learning) reach the Bayes error "
                                  "at the same width",
-              "half_bayes": "the Bayes error Q(||mu||/sigma) instead of 2Q (spec §2.3): the learned error lands at it"},
+              "half_bayes": "the Bayes error Q(||mu||/sigma) instead of 2Q: the learned error lands at it"},
        quick={"d": 100, "sigma_B": 3.0, "tau": 1.0, "widths": [8, 128], "n": 5000, "test": 40_000, "T": 2000},
        full={"d": 100, "sigma_B": 3.0, "tau": 1.0, "widths": [8, 32, 128, 512], "n": 20_000, "test": 50_000,
              "T": 3000})
@@ -459,8 +457,7 @@ def _principal_sines(W, U):
        title="Multi-index (E6): Algorithm 7's torch first step (square loss, b = 0, labels preprocessed) matches the "
              "Hermite closed form w^(1) = 2 eta^(1) a E[y x 1[w.x > 0]] (degree 2: phi(0)(H w^ - (w^T H w^) w^/2)) "
              "with error ~ n^{-1/2}, and span(W^(1)) recovers span(U)",
-       source=f"{_SEED} L7579-7608 (Assumption B.66, B.561-B.562, Algorithm 7), L7610-7616 (Lemma B.68); "
-              f"{_SPEC} §2.7, §3 V7-V8, §4 E6",
+       source="[Shi24, Assumption B.66, eqs. (B.561)-(B.562), Algorithm 7, Lemma B.68]",
        metric="|slope + 1/2| of the median over the 2m distinct neurons of ||w_sim - w_pred|| / ||w_pred|| against n "
               "(log-log fit), w_pred = 2 eta^(1) a^(0) MultiIndexPolynomial.first_step_direction(W^(0))",
        tolerance=_SLOPE_BAND,
@@ -563,8 +560,7 @@ def _sparse_loss(model, a, W, b, n, seed):
        title="A good network exists after one step (Lemma B.6, E2): the constructive second layer a~ on the torch "
              "first-step features of the XOR mixture reaches the exact loss of the ground truth g* as the width "
              "grows; the B.25 bound lies far above (vacuous at this size)",
-       source=f"{_SEED} L935-939 (Lemma 3.14), L5674-5752 (Lemma B.6, B.25-B.52), L6882-6902 (Lemma B.41: g*, "
-              f"OPT bound); {_SPEC} §2.9, §2.13.2, §4 E2",
+       source="[Shi24, Lemma 3.14, Lemma B.6 (eqs. (B.25)-(B.52)), Lemma B.41 (g*, OPT bound)]",
        metric="|L(g(a~, W^(1), b)) - L(g*)| at the largest width, W^(1) the torch first step on n samples, a~ = "
               "framework.good_second_layer (eps_a below the paper's value, which exceeds 1 here), L by Monte Carlo "
               "(framework.population_loss), L(g*) by quadrature (GaussianMixture.ground_truth_loss)",
@@ -639,7 +635,7 @@ def _pad4(idx):
 @claim(id="gradient_features.lottery_ticket", model="gradient_features",
        title="Lottery ticket (Prop. B.1, E7): after the torch first step, training the second layer only on the "
              "support of Lemma B.6's a~ (a few % of the neurons) reaches the loss of training the whole layer",
-       source=f"{_SEED} L5539-5541 (Prop. B.1), L5674-5752 (Lemma B.6); {_SPEC} §2.9, §4 E7",
+       source="[Shi24, Proposition B.1, Lemma B.6]",
        metric="test hinge loss after T steps of torch GD on a (W^(1) frozen, eta = 1/L) from a^(1), restricted to "
               "U = supp(a~), minus the same for all 4m neurons (XOR mixture)",
        tolerance=_TOL_E7,
@@ -699,8 +695,7 @@ _GAP_E4 = 0.02          # test error of Algorithm 1 at T minus the Bayes error
              "and ||w_i^(t) - w_i^(1)||, but with at least 10x slack (measured ~60x on a, ~1e4 on W): the lemma is valid "
              "and loose here; freezing W (Theorem 3.4's setting) gives the same curve, and the test error falls toward "
              "the Bayes error of the XOR mixture",
-       source=f"{_SEED} L817-827 (Algorithm 1), L907-917 (Theorem 3.12), L5786-5848 (Lemma B.9, B.60-B.84), "
-              f"L5559-5597 (Theorem B.2); {_SPEC} §1.2, §2.3, §2.12, §4 E4",
+       source="[Shi24, Algorithm 1, Theorem 3.12, Lemma B.9 (eqs. (B.60)-(B.84)), Theorem B.2]",
        metric="max over neurons of the ratios |a_i^(T)| / bound_a(T) and ||w_i^(T) - w_i^(1)|| / bound_w(T), the "
               "bounds of Lemma B.9 (bounds.lemma_B9_bounds: the exact solution of the recursion B.72, no hidden "
               "constant), the torch Algorithm 1 on the XOR mixture d = 100, sigma_B = 3 (the V14 setting)",
@@ -785,12 +780,11 @@ def _unequal_xor(d, sigma, rho):
              "margin below 1, hinge slope -1) where a(t) = a^(1) + t eta A(W^(1), b) exactly; each cluster's mean "
              "margin grows at the closed-form rate y_j sum_i A_i E_j[relu(w_i.x - b_i)], so the clusters with the "
              "stronger features p_j ||mu_j|| are fit first",
-       source=f"{_SEED} L5529-5531 (B.3.1, simplicity bias), L5551-5557 (Algorithm 4), L7672-7678 (Lemma B.70); "
-              f"{_SPEC} §2.1, §2.2, §2.11 (regimes), §4 E8",
+       source="[Shi24, App. B.3.1 (simplicity bias), Algorithm 4, Lemma B.70]",
        metric="max over the four clusters of |M_sim - M_theory| / M_theory, M the mean margin y g(x) over a "
               "cluster after T GD steps on a (torch, W^(1) of the torch first step frozen), M_theory = "
-              "y_j sum_i (a^(1)_i + T eta A_i) E_j[relu(w_i.x - b_i)] with A and E_j the mixture closed forms (spec "
-              "§2.2) on the population W^(1)",
+              "y_j sum_i (a^(1)_i + T eta A_i) E_j[relu(w_i.x - b_i)] with A and E_j the mixture closed forms "
+              "on the population W^(1)",
        tolerance=_TOL_E8,
        tolerance_origin="exact in the linear phase up to the finite-n first step, the sample A and eta, which is set "
                         "from the simulation's own sample (empirical rates on a fresh draw, not the closed forms) so "

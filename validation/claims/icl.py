@@ -58,7 +58,7 @@ def _spectrum_problem(size, r, **kw):
 
 @claim(id="icl.lemma51_thm542_mc", model="icl",
        title="Lemma 5.1 population loss (C = tr(Lambda)/2) and Thm 5.4.2 eval risk agree with Monte Carlo",
-       source=f"{_SEED} L1358-1366 (Lemma 5.1), L1412-1414 (Thm 5.4.2); specs/modular_and_icl.md §B.2.1, §B.2.5, Z.3",
+       source="[Shi24, Lemma 5.1, Theorem 5.4.2]",
        metric="max |z| = |formula - MC| / SE over context N (loss) and r (risk of U*_r), Rao-Blackwellised MC",
        tolerance=_Z_MC,
        tolerance_origin="z is Gaussian (the SE of a Monte Carlo mean of >= 6e4 samples); P(|z| > 4.5) = 6.8e-6, "
@@ -107,10 +107,10 @@ def _train(p, size, device):
 @claim(id="icl.trained_optimum", model="icl",
        title="Rank-r attention trained by Adam on fresh prompts reaches the Thm 5.4.1 optimum U* (r = 1, 2, 4), not "
              "the unrestricted or the N -> infinity optimum",
-       source=f"{_SEED} L1376-1386 (Thm 5.4.1); specs/modular_and_icl.md §B.2.4, §B.6 S5.1",
+       source="[Shi24, Theorem 5.4.1]",
        metric="max over r of ||uU - U*||_F / ||U*||_F (Adam, fresh prompts); the loss must also be within 0.2 % of L*_r",
        tolerance=0.05,
-       tolerance_origin="issue text / spec §B.6 S5.1: 'a few %' (4 % after 4000 constant-rate Adam steps); loss 0.2 %. "
+       tolerance_origin="'a few %' (4 % after 4000 constant-rate Adam steps); loss 0.2 %. "
                         "The error falls like 1/sqrt(steps x batch) (4.0 % at 2500 x 1024, 2.0 % at 4000 x 2048): the "
                         "quick size has 2.5x headroom",
        quick={"d": 6, "context": 20, "test_context": 16, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 4000, "batch": 2048},
@@ -153,7 +153,7 @@ _RISK_NEAR_OPT = 0.01  # relative gap of the trained U's risk to R(U*)
 @claim(id="icl.risk_vs_noise", model="icl",
        title="Eval risk vs sigma^2 and vs flip fraction: Thm 5.4.2 / flip risk formulas hold at Adam-trained models "
              "(MC), whose risk is that of U*",
-       source=f"{_SEED} L1412-1432 (Thm 5.4.2, 5.4.3); flips derived; specs/modular_and_icl.md §B.2.5, §B.2.8, §B.6 S5.1",
+       source="[Shi24, Theorems 5.4.2, 5.4.3]; the label flips derived here, not in the paper (docs/icl.md)",
        metric="max over (r, sigma^2 or rho) of |MC risk of the trained uU - formula(uU)| / SE (eval_risk_avg, exact "
               "in x_q, w ~ N(0, I)); check: |formula(uU) - R(U*)| / R(U*) <= 1 % at every grid point",
        tolerance=_RISK_Z,
@@ -210,7 +210,7 @@ def risk_vs_noise(size, device, outdir):
 
 @claim(id="icl.rank_gap", model="icl",
        title="Thm 5.4.3: for w in the top-r space, the rank-r' model's extra risk is the closed-form gap (MC)",
-       source=f"{_SEED} L1426-1432 (Thm 5.4.3), proof L8880-8890; specs/modular_and_icl.md §B.2.6",
+       source="[Shi24, Theorem 5.4.3 and its proof, App. D.2.2]",
        metric="max |z| of (MC risk(U*_r') - MC risk(U*_r) - gap) with common random numbers",
        tolerance=_Z_MC,
        tolerance_origin="z of the paired Monte Carlo difference (>= 4e4 common prompts) is Gaussian: P(|z| > 4.5) = "
@@ -264,9 +264,9 @@ def _paired(p, w, r, r2, sigma, n, seed):
 
 @claim(id="icl.gradient_flow", model="icl",
        title="Population gradient flow of U = A B^T from small init reaches U* through the rank-k saddles (extension)",
-       source="derived (not in the paper), for the loss of seed 001 Lemma 5.1 (L1322-1434); specs/modular_and_icl.md §B.2.2, Z.9",
+       source="derived here, not in the paper: the gradient flow of the loss of [Shi24, Lemma 5.1] (docs/icl.md)",
        metric="||A B^T - U*||_F / ||U*||_F at the final flow time; plateaus must visit saddles 0..r in order",
-       tolerance=1e-6, tolerance_origin="spec §B.2.2: < 1e-6 at t = 400 (d = 6, N = 20, r = 2)",
+       tolerance=1e-6, tolerance_origin="measured < 1e-6 at t = 400 (d = 6, N = 20, r = 2; docs/icl.md)",
        quick={"d": 6, "context": 20, "r": 2, "t": 20000.0, "init_scale": 1e-3, "q": 0.5},
        full={"d": 8, "context": 50, "r": 4, "t": 200000.0, "init_scale": 1e-3, "q": 0.5},
        kind="independent",

@@ -27,7 +27,7 @@ _ORDER_SE = 3.0  # icl.parity_robustness: g1*'s hinge must be below g2*'s by thi
 
 @claim(id="icl.parity_construction", model="icl",
        title="Thm 5.5.1: the paper's parity heads have zero N->inf hinge loss and margins exactly 1",
-       source=f"{_SEED} L1474-1500, L8933-8990; specs/modular_and_icl.md B.4.2",
+       source="[Shi24, Theorem 5.5.1 (Section 5.5.1) and its proof, App. D.3.1]",
        metric="max over (nu1, nu2) of L(g2*), L_S1(g1*) and |min y_q g2* - 1|",
        tolerance=1e-12, tolerance_origin="float64 rounding of 2 gamma * 1/(4 gamma) products (a few ulp)",
        quick={"pairs": [[1, 2], [1, 3], [2, 3], [2, 4]], "gamma": 0.1},
@@ -68,7 +68,7 @@ def parity_construction(size, device, outdir):
 
 @claim(id="icl.parity_noise_ratio", model="icl",
        title="Thm 5.5.2: E||P_D1 Xi||^2 / E||P_D2 Xi||^2 = (nu1+1)/(nu2+1)",
-       source=f"{_SEED} L1529-1538, L9060-9064; specs/modular_and_icl.md B.4.3",
+       source="[Shi24, Theorem 5.5.2 (Section 5.5.2) and its proof, App. D.3.2]",
        metric="max |z| of the Monte Carlo ratio (delta-method SE) against (nu1+1)/(nu2+1)",
        tolerance=5.0,
        tolerance_origin="delta-method z of a ratio of means over >= 4e4 prompts, Gaussian: P(|z| > 5) = 5.7e-7 per "
@@ -117,7 +117,7 @@ def parity_noise_ratio(size, device, outdir):
 @claim(id="icl.parity_robustness", model="icl",
        title="Thm 5.5.2 / S5.2: at finite M the simulated hinge of g1* and g2* agrees with the theory, and g1* "
              "is more robust (lower hinge)",
-       source=f"{_SEED} L1529-1546, L1540-1546 (implications); specs/modular_and_icl.md B.4.3, B.6 S5.2",
+       source="[Shi24, Theorem 5.5.2 and its implications, Section 5.5.2]",
        metric="max over M, flip and model (g1*, g2*) of |simulated hinge - theory hinge| / SE of the difference "
               "(torch full prompts with a random dictionary vs the exact sampler of popdyn.predict)",
        tolerance=5.0,
@@ -191,7 +191,8 @@ def parity_robustness(size, device, outdir):
 
 @claim(id="icl.parity_width_counterexample", model="icl",
        title="Thm 5.5.1's width claim FAILS: 4 heads reach zero N->inf hinge loss on S1 and S2 (passing = refuted)",
-       source=f"{_SEED} L9000-9006 (lower-bound argument); specs/modular_and_icl.md B.5.3(a), Z.6",
+       source="[Shi24, App. D.3.1 (the lower-bound argument of the proof of Theorem 5.5.1)]; the counterexample "
+              "derived here (docs/icl.md)",
        metric="max over d of the 4-head network's N->inf hinge loss on S1 u S2 (0 refutes 'needs 2(nu2+1) heads')",
        tolerance=1e-12, tolerance_origin="exact zero up to float64 rounding (margins >= 1 by construction)",
        quick={"d": [4, 8, 16, 32], "gamma": 0.1},
@@ -228,11 +229,11 @@ def parity_width_counterexample(size, device, outdir):
 @claim(id="icl.parity_trained", model="icl",
        title="Trained ReLU-attention heads: fresh-prompt hinge at large N equals the exact N->inf population hinge, "
              "on S1 and on S2",
-       source=f"{_SEED} L8941-8950 (N->inf reduction); specs/modular_and_icl.md B.4.1, B.6 S5.2, E.10-11",
+       source="[Shi24, App. D.3.1 (the N -> inf reduction in the proof of Theorem 5.5.1)]",
        metric="max over seeds and task sets (S1, S2) of |fresh hinge(context_eval) - population_hinge(V = G^T W G)| / SE "
               "(SE of the fresh-prompt mean, floored at 1/prompts)",
        tolerance=5.0, tolerance_origin="5 SE of the fresh-prompt mean; the finite-N bias is O(1/sqrt(context_eval)) "
-                                       "(spec E.10); its 1-Lipschitz bound is reported per seed (not tight). The floor "
+                                       "its 1-Lipschitz bound is reported per seed (not tight). The floor "
                                        "1/prompts: an all-zero sample of n prompts bounds the mean hinge by ~3/n",
        quick={"m": 8, "context": 32, "steps": 300, "batch": 128, "lr": 2e-2, "seeds": 2, "context_eval": 4096,
               "prompts": 4000},

@@ -50,8 +50,7 @@ def _problem(size):
 @claim(id="icl.parity_minnorm_g2", model="icl",
        title="Thm 5.5.1's g2* is NOT the minimum-norm zero-loss network of its width 2(nu2+1): the solver's heads "
              "fit every task with a smaller norm (gamma = 0.1; passing = refuted)",
-       source=f"{_SEED} L1474-1482 (Thm 5.5.1, 'optimal'), L1462-1470 (the objective); specs/modular_and_icl.md "
-              "B.5.3(b), Z.7",
+       source="[Shi24, Section 5.5 (the objective), Theorem 5.5.1 ('optimal')]",
        metric="max over (nu1, nu2) and head forms (diagonal; full at d = 4) of the exact N->inf hinge loss "
               "(icl.population_hinge, independent of the solver) of the solver's smallest-norm network",
        tolerance=1e-12, tolerance_origin="exact zero up to float64 rounding of margins that are exactly 1 "
@@ -114,8 +113,7 @@ def parity_minnorm_g2(size, device, outdir):
 @claim(id="icl.parity_minnorm_four_heads", model="icl",
        title="With 4 heads (the width of g1*) the lambda->0+ optimum fits every task (norm certified by "
              "enumeration, reached by the search), and a 4-head network beats g1* in loss AND norm",
-       source=f"{_SEED} L1474-1482 (Thm 5.5.1, small model), L8968-8977 (covering); specs/modular_and_icl.md "
-              "B.5.3(a), (c), Z.7",
+       source="[Shi24, Theorem 5.5.1 (small model), App. D.3.1 (covering)]",
        metric="|min norm found by the search - global min norm by enumeration| / global min norm, zero-loss "
               "networks of 4 diagonal heads (the search may not go below a true global minimum, nor stay above it)",
        tolerance=1e-9, tolerance_origin="float64 accuracy of two exact QP solutions (NNLS least-distance "

@@ -44,10 +44,10 @@ def _random_prompt(rng):
 
 @claim(id="looped.tf_equals_gd", model="looped",
        title="Thm 8.14: the looped transformer with Lemma 8.13's weights outputs alpha * theta_GD^(T), any schedule",
-       source=f"{_SEED} L2275-2285 (Lemma 8.13), L2291-2314 (Thm 8.14); spec A.2 (8-b), A.3, Appendix R1",
+       source="[Shi24, Lemma 8.13, Theorem 8.14]",
        metric="max over prompts and schedules (1/L, 2/(L+mu), random per-loop) of |TF - alpha theta^(T)|_inf / "
               "max(1, |alpha|) (numpy full attention, numpy fast path, torch module; float64)",
-       tolerance=_TOL_TF, tolerance_origin="spec A.6 (1): float64 rounding; R1 measured 6.9e-16",
+       tolerance=_TOL_TF, tolerance_origin="float64 rounding; measured 6.9e-16 on random prompts",
        quick={"prompts": 100, "seed": 0}, full={"prompts": 1000, "seed": 0},
        kind="independent",
        nulls={"no_alpha": "the transformer outputs the GD iterate theta^(T) itself, not alpha theta^(T)",
@@ -166,8 +166,8 @@ def _narrows(rows, key):
 @claim(id="looped.fig8_1", model="looped",
        title="Fig. 8.1: log ||theta_t - theta*||^2 below -t/kappa for d = 4, n in {16..128}; the gap to the line widens "
              "on the plotted log axis but narrows in loops needed and on a linear axis",
-       source=f"{_SEED} L2480 (Fig. 8.1 caption: log axis), L2482-2484 (setup), L2486 (kappa values, 'gap narrowing "
-              "as n increases'), L2337 (Thm 8.16); spec A.4",
+       source="[Shi24, Section 8.6, Fig. 8.1 (its caption: log axis; setup; kappa values, 'gap narrowing as n "
+              "increases'), Theorem 8.16]",
        metric="max over prompts and t <= 200 of | ||theta_t^GD - theta*|| - sqrt(exact (8-g)) | (iterated float64 GD "
               "against the eigen-formula); checks: every curve below the paper's bound e^(-t/kappa) (bound_paper), "
               "the torch float32 transformer within 1e-5 of the exact distance. The gap to the line is reported, "
@@ -236,11 +236,12 @@ def fig8_1(size, device, outdir):
 @claim(id="looped.mp_limit", model="looped",
        title="Marchenko-Pastur E_gamma(t) is the d -> infinity limit of the mean error curve (gamma = 1/4): its "
              "finite-d gap shrinks like d^(-2/3) and is within 5 % at d = 400",
-       source="derived; spec A.2 (8-i), A.3 (1-4 % at d = 400), Appendix R3",
+       source="derived here, not in the paper: the Marchenko-Pastur limit of the GD error of [Shi24, Theorem 8.16, "
+              "Fig. 8.1] (docs/looped.md)",
        metric="max over t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts, n = 4 d) / E_gamma(t) - 1| at "
               "the largest d; check: that gap at most half the gap at the smallest d (d^(-2/3) predicts 1/4 over "
               "8-fold d). Reported per d: the gap, gap d^(2/3), gap d, the gap of the finite-(n, d) curve to MP",
-       tolerance=0.05, tolerance_origin="spec A.4 (d): 5 % relative for t <= 30, reached by MP from d ~ 300 "
+       tolerance=0.05, tolerance_origin="5 % relative for t <= 30, reached by MP from d ~ 300 "
                                         "(at d = 200 the gap is 4-6 %; the finite-d curve: looped.finite_size)",
        quick={"ds": [50, 100, 200, 400], "gamma": 0.25, "T": 30, "prompts_x_d2": 8_000_000, "seed": 0},
        full={"ds": [50, 100, 200, 400, 800], "gamma": 0.25, "T": 30, "prompts_x_d2": 16_000_000, "seed": 0},
@@ -301,7 +302,8 @@ def _weight_summary(model, d):
 @claim(id="looped.trained", model="looped",
        title="Beyond the paper: a trained looped linear transformer (tied Q, P; per-loop steps) learns preconditioned "
              "GD with a near-optimal step schedule",
-       source="derived; spec A.2 (8-m), A.5 (TorchLinearLoopedTransformer), A.7 (fixed-network steps)",
+       source="derived here, not in the paper: a looped transformer trained with fixed-network steps against the GD of "
+              "[Shi24, Theorem 8.14] (docs/looped.md)",
        metric="max(r, 1/r), r = mean ||TF_T/alpha - theta*||^2 of the trained network on held-out prompts / that of "
               "GD with the optimal per-loop schedule (the best Gamma = c I preconditioned GD): two-sided, so a "
               "theory optimum that training beats by a factor 1.5 fails as well as a training that misses it",

@@ -77,8 +77,8 @@ def _prompts(size, d):
        title="Finite d: the exact finite-(n, d) curve (real-Wishart moments, eta = 1/E lambda_max) within 2.5 % of "
              "the theta-averaged error at every t <= 30, d = 50..400, where the MP limit is 3-9 % off and half the "
              "finite-size correction 2-5 % off",
-       source="derived; spec A.2 (8-h), (8-i), A.3 (finite-size gap), A.4 (d); Tracy-Widom mean: "
-              "Johnstone 2001 Thm 1.1",
+       source="derived here, not in the paper: the finite-(n, d) GD error of [Shi24, Theorem 8.16, Fig. 8.1] "
+              "(docs/looped.md); Tracy-Widom mean: Johnstone 2001 Thm 1.1",
        metric="max over d and t <= 30 of |(1/d) tr (I - A/lambda_max)^t (mean over prompts, n = 4 d) / "
               "finite_error_curve(n, d, t) - 1|; checks: the squared distance (power 2t) within 5 %, and "
               "the finite curve closer to the simulation than the MP curve at every d",

@@ -82,7 +82,7 @@ def _prop4_problem(activation, features, xi, k, seed):
 
 @claim(id="lora.prop4_gradient", model="lora",
        title="Prop. 4: the population spherical gradient is -h(m)(u - m u_hat); the loss is Phi(m)",
-       source=f"{_SEED} L204-214 (Prop. 4), proof L758-789; specs/lora.md §2.3, §3.3, §7 (MC pitfalls)",
+       source="[Dayi25, Proposition 4 and its proof, App. D.1]",
        metric="max |z| over settings of (MC mean - theory)/MC standard error, u-component of the gradient and loss",
        tolerance=5.0,
        tolerance_origin="z of a Monte Carlo mean of >= 4e5 draws, Gaussian: P(|z| > 5) = 5.7e-7 per comparison, "
@@ -155,10 +155,10 @@ def _r1_excess(comp, cells=1):
 
 
 @claim(id="lora.ode_vs_sgd", model="lora",
-       title="Extension of L604: online SGD at finite delta = lr d follows the finite-delta overlap ODE (the "
+       title="Extension of the population recursion of [Dayi25, App. C.1]: online SGD at finite delta = lr d follows the finite-delta overlap ODE (the "
              "population ODE plus the mean normalisation drift); the paper's delta -> 0 ODE is reported",
-       source=f"{_SEED} L604 (population recursion), L1222-1230 (normalised step); specs/lora.md §2.6, "
-              "§3.6, §4 R1 (acceptance)",
+       source="[Dayi25, App. C.1 (the population recursion), App. E.1 (the normalised step)]; the finite-delta ODE "
+              "derived here, not in the paper (docs/lora.md)",
        metric="max over d >= 1000 of max_t (|mean_SGD m_t - m_corr(t)| - q SD_t/sqrt(R)), eta = delta/d; "
               "the final sign must equal sign(h(0))",
        tolerance=0.01,
@@ -237,7 +237,8 @@ def _fixed_point(problem, lr, d, n_mc, table_seeds):
 @claim(id="lora.plateau", model="lora",
        title="Extension: online SGD with constant eta = delta/d plateaus at the fixed point m* of the finite-delta "
              "ODE, 1 - |m*| ~ delta B0/|h| (O(eps^3) at Thm 16's delta)",
-       source=f"{_SEED} L598-617, L1228-1230; specs/lora.md §2.6 (fixed point, derived), §3.6 (plateau table)",
+       source="[Dayi25, App. C.1 (the population recursion), App. E.1 (the normalised step)]; the fixed point derived "
+              "here, not in the paper (docs/lora.md)",
        metric="max over delta of |(1-|m_SGD|) - (1-|m*|)| / (q SE + 2 % (1-|m*|)): the plateau's error in "
               "units of its allowed error, SE of the seed mean (the B0/B1 table is exact for G = I: se_table = 0)",
        tolerance=1.0,
@@ -330,13 +331,13 @@ def _glm_bound(activation, k, xi, P=200):
 
 
 @claim(id="lora.glm_limit", model="lora",
-       title="GLM limit: h(m) -> 2K'(m) as xi -> inf with c = c_hat; the paper's L588 formula is off",
-       source=f"{_SEED} L126, L216, L580-590 (Remark 15, L588 misprinted); specs/lora.md §2.3.5, §3.9",
+       title="GLM limit: h(m) -> 2K'(m) as xi -> inf with c = c_hat; the paper's formula in Remark 15 is off",
+       source="[Dayi25, Section 1.2 (GLMs), Section 3.1, Remark 15 (its formula for h(m) misprinted)]",
        metric="max over activations and m in [-1, 1] of |h(m) - 2K'(m)| / (2K'(1)) at xi = 1e4, in units "
               "of the derived O(k/xi^2) bound (O(sqrt(k)/xi) for ReLU)",
        tolerance=1.0,
        tolerance_origin="the bound |h - 2K'| <= 2 r^-2 (K'(m) + 2 K''(1)) (smooth sigma) or the 1/2-Hoelder "
-                        "bound of arccos (ReLU), r^-2 <= k/xi^2: pass iff error <= bound, and the paper's L588 "
+                        "bound of arccos (ReLU), r^-2 <= k/xi^2: pass iff error <= bound, and the paper's Remark 15 "
                         "form must miss by more than 100 bounds",
        kind="independent",
        nulls={"paper's formula": "the GLM drift as the paper prints it in Remark 15, sum_l l mu_(l+1)^2 m^l"},

@@ -77,8 +77,8 @@ def _on_grid(pred, t, name="m"):
 # ---- R1: Fig. 2b, m_t against the finite-delta ODE (and the paper's delta -> 0 ODE) ----------------------
 @claim(id="lora.fig2b_overlap_ode", model="lora",
        title="Fig. 2b: frozen-c_hat SGD overlap m_t follows the finite-delta overlap ODE (extension of the "
-             "paper's delta -> 0 population ODE, L604, which is reported)",
-       source=_SRC.format("503-516 (Fig. 2b), L598-617 (ODE L604)", "R1, §2.6, §3.6"),
+             "paper's delta -> 0 population ODE of App. C.1, which is reported)",
+       source="[Dayi25, App. B (Fig. 2b), App. C.1 (the population recursion)]",
        metric="max over instances and tau of |mean_SGD m - m_corrected| / (q SD/sqrt(R) + 0.01); "
               "infinite if any seed ends on the side opposite to sign(h(0))",
        tolerance=1.0,
@@ -222,7 +222,7 @@ def _sgd_row(k, xi, delta, tau, size, device):
 
 @claim(id="lora.fig6_he3_plateau", model="lora",
        title="Figs 6/1b: the He3 plateau at initialisation grows with xi towards the GLM escape time; ReLU has none",
-       source=_SRC.format("559-570 (Fig. 6), L136-141 (Fig. 1b)", "R2, §2.6"),
+       source="[Dayi25, App. B (Fig. 6), Fig. 1b]",
        metric="max over the SGD-checked xi of |log median tau_SGD - log tau_corrected| / (q SE(median log tau_SGD) "
               "+ eps^2); infinite unless the theory shows a plateau (escape time growing as m0 shrinks) "
               "at the largest xi but not the smallest, and none for ReLU",
@@ -289,7 +289,7 @@ def _window_means(pred, t, steps, name):
 @claim(id="lora.fig3a_lazy_floor", model="lora",
        title="Fig. 3a: at xi = sqrt(k) SGD's loss follows Phi(m_t) of the finite-delta overlap ODE down below the "
              "linearised (lazy) model's floor",
-       source=_SRC.format("506, 524-527 (Fig. 3a)", "R3, §2.6, §2.10"),
+       source="[Dayi25, App. B (Fig. 3a)]",
        metric="max over recorded t of |mean_SGD loss(t) - Phi(m_corr)(t)| / (q SE_t + 0.01 |h(m_corr(t))|), q the "
               "Student-t quantile at family-wise 0.02 % over the recorded times: the "
               "online SGD loss (mean over seeds, per recording window) against the finite-delta ODE's Phi(m_t) "
@@ -398,9 +398,9 @@ def joint_frozen_ratio(t_joint, t_frozen, *, dt, horizon):
 
 
 @claim(id="lora.fig2_joint_speedup", model="lora",
-       title="Extension (Fig. 2a vs 2b, L315): training c_hat jointly reaches |m| >= 0.5 reliably faster than "
+       title="Extension (Figs. 2a vs 2b, Section 4): training c_hat jointly reaches |m| >= 0.5 reliably faster than "
              "freezing it",
-       source=_SRC.format("315 (\"roughly twice\"), 503-516 (Fig. 2)", "R4, §1.4 (joint step size not given)"),
+       source="[Dayi25, Section 4 ('roughly twice'), App. B (Fig. 2)]; the joint step size is not given in the paper",
        metric="min over the F c_hat step sizes of (r + z_F SE(r)): r = geometric mean over paired seeds of "
               "t_joint/t_frozen, the steps to |m| >= 0.5; SE by the delta method from the per-seed log ratios "
               "plus the recording resolution; z_F the Student-t quantile (R - 1 d.o.f.) at one-sided level "

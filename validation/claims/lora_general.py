@@ -114,7 +114,7 @@ def _one_panel(key, tau, series):
 @claim(id="lora.fig5_nonorthogonal", model="lora",
        title="Fig. 5a: with u = alpha u_1 + sqrt(1-alpha^2) u_2 (A2 fails), projected SGD's m_t follows the "
              "general-position overlap ODE, which saturates at sqrt(1 - alpha^2)",
-       source=_SRC.format("542-557 (Fig. 5a), L180-182 (Eq. 4)"),
+       source="[Dayi25, App. B (Fig. 5a), eq. (4)]; popdyn.models.lora.general (derived here, docs/lora.md)",
        metric="max over alpha and tau of |mean_SGD m - m_theory| / (q SD/sqrt(R) + 0.01); infinite if a seed "
               "ends on the side opposite to the theory",
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,
@@ -155,7 +155,7 @@ def fig5_nonorthogonal(size, device, outdir):
 @claim(id="lora.fig5b_instances", model="lora",
        title="Fig. 5b: at ||Pi_W u|| = 1/2, projected SGD on random instances follows the general-position "
              "overlap ODE (S-curves toward sign * sqrt(3)/2)",
-       source=_SRC.format("542-557 (Fig. 5b)"),
+       source="[Dayi25, App. B (Fig. 5b)]; popdyn.models.lora.general (derived here, docs/lora.md)",
        metric="max over instances and tau of |mean_SGD m - m_theory| / (q SD/sqrt(R) + 0.01); infinite if a "
               "seed ends on the side opposite to the theory",
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,
@@ -191,7 +191,7 @@ def fig5b_instances(size, device, outdir):
 @claim(id="lora.fig4_activations", model="lora",
        title="Fig. 4: with u_hat not projected on span(W)^perp (A2 fails for u_hat), SGD's m_t follows the "
              "(k+1)-dimensional ODE of (m, q = W u_hat) for each activation, at xi = 1 (4a) and xi = sqrt(k) (4b)",
-       source=_SRC.format("529-540 (Fig. 4)"),
+       source="[Dayi25, App. B (Fig. 4)]; popdyn.models.lora.general (derived here, docs/lora.md)",
        metric="max over activations, xi and tau of |mean_SGD m - m_theory| / (q SD/sqrt(R) + 0.01); infinite "
               "if a seed ends on the side opposite to the theory",
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,

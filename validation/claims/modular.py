@@ -38,13 +38,13 @@ _TOL_CONSTRUCTION, _TOL_NEURON, _TOL_DFT = 1e-12, 1e-7, 1e-10  # the claims' tol
 
 @claim(id="modular.construction_margin", model="modular",
        title="Lemma C.18 / Thm 4.9: the explicit 2^(2k-2)(p-1)-neuron network has normalized margin gamma*",
-       source=f"{_SEED} L1182-1198 (Thm 4.9), L8388-8447 (Lemma C.18), L8640-8663; specs/modular_and_icl.md §A.2.5",
+       source="[Shi24, Theorem 4.9, Lemma C.18, App. C.9.2 (Theorem C.22)]",
        metric="max over (p, k) of max(|h(theta)/||theta||_{2,k+1}^{k+1} / gamma* - 1|, |construction_margin(p, k) / "
               "(h(theta)/||theta||^{k+1}) - 1|): the kernel's margin of the built network (h over all p^k inputs) "
-              "against Thm 4.9's gamma* and against the analytic margin of the construction (its logits, L8442)",
+              "against Thm 4.9's gamma* and against the analytic margin of the construction (its logits, in the proof of Lemma C.18)",
        tolerance=_TOL_CONSTRUCTION,
-       tolerance_origin="float64 rounding: logits are sums of 2^(2k-2)(p-1) terms of size ~1 (observed 1.2e-14 in the "
-                        "spec); the paper's '0 otherwise' logit gives construction_margin = gamma* (p-1)/p, off by "
+       tolerance_origin="float64 rounding: logits are sums of 2^(2k-2)(p-1) terms of size ~1 (observed 1.2e-14); "
+                        "the paper's '0 otherwise' logit gives construction_margin = gamma* (p-1)/p, off by "
                         ">= 1/11 here",
        kind="independent",
        nulls={"paper_zero_logit": "the paper's construction with its '0 otherwise' logit for the wrong classes: "
@@ -126,7 +126,7 @@ def maximise_single_neuron(p, k, *, restarts, seed, gtol=1e-12):
 
 @claim(id="modular.single_neuron_optimum", model="modular",
        title="Lemma C.15: max of Psi on the unit sphere is gamma*, at one-frequency cosines of amplitude sqrt(2/((k+1)p))",
-       source=f"{_SEED} L8083-8180 (Lemma C.15, eq. C.16); specs/modular_and_icl.md §A.2.3",
+       source="[Shi24, Lemma C.15, eq. (C.16)]",
        metric="max over (p, k) of max(|Psi_best/gamma* - 1|, 1 - min one-sided power, max |amplitude/sqrt(2/((k+1)p)) - 1|,"
               " max |(k+1)||component||^2 - 1|)",
        tolerance=_TOL_NEURON,
@@ -178,7 +178,7 @@ def single_neuron_optimum(size, device, outdir):
 
 @claim(id="modular.dft_all_frequencies", model="modular",
        title="Lemmas C.19/C.20: the logit DFT of a max-margin network is lambda p^k at (j,..,j,-j) for all j != 0",
-       source=f"{_SEED} L8455-8620 (Lemmas C.19, C.20); specs/modular_and_icl.md §A.2.6",
+       source="[Shi24, Lemmas C.19, C.20]",
        metric="max over (p, k) of max(max_j |F(j,..,j,-j)/(h p^k) - 1|, max |F| / (h p^k) over the other indices with "
               "j_{k+1} != 0, 1 - fraction of frequencies used, |closed form/fftn - 1|)",
        tolerance=_TOL_DFT,

@@ -64,14 +64,13 @@ def _spectra_figure(sims, path, title):
 
 @claim(id="modular.trained_circuit", model="modular",
        title="Trained networks learn single-frequency (Fourier) neurons and use every frequency, as predicted",
-       source=f"{_SEED} L1164, L1202-1233 (Figs. 4.1, 4.2), L8455-8603 (Lemmas C.19/C.20); "
-              "specs/modular_and_icl.md §A.2.7, §A.3 E4.1",
+       source="[Shi24, Section 4.3.3, Section 4.4.1 (Figs. 4.1, 4.2), Lemmas C.19, C.20]",
        metric="largest over settings and seeds of |predicted max_power - median over neurons of the trained "
               "max_power| (a neuron's max normalized one-sided power, least over its k+1 components; predicted "
               "by popdyn.predict: 1); the trained coverage must equal the predicted one (every frequency is some "
               "neuron's dominant frequency) for a pass",
        tolerance=0.05,
-       tolerance_origin="spec §A.3 plan item 3: 'expect an end median > 0.95 on full data' (0.987 at k=3, p=11, "
+       tolerance_origin="an end median > 0.95 expected on full data (0.987 at k=3, p=11, "
                         "20k steps, first input only); coverage 1 when m >= 2^(2k-2)(p-1) (Lemma C.20)",
        kind="training",
        nulls={"untrained": "training does not make neurons single-frequency: the median power stays at its init",
@@ -126,13 +125,12 @@ def _monotone_fraction(R):
 
 @claim(id="modular.margin_ratio", model="modular",
        title="Normalized margin / gamma* under AdamW on the full D_p: where it goes, and whether monotone",
-       source=f"{_SEED} L1125-1131 (margins), L1170 (Lemma 4.7), L1182-1194 (Thm 4.9); "
-              "specs/modular_and_icl.md §A.2.3 (R <= 1), §A.3 (0.82 -> 0.89 at k=3, p=11, wd 0.1)",
+       source="[Shi24, Section 4.3.2 (margins), Lemma 4.7, Theorem 4.9]",
        metric="1 - (largest seed-mean final R over the AdamW weight decays; an SGD run is reported beside them), "
               "R = trained normalized margin h/||theta||^{k+1} (simulate) / gamma* (modular.max_margin); a pass "
               "also needs R <= 1 at every recorded step (the hard bound h <= ||theta||^{k+1} gamma*)",
        tolerance=0.4,
-       tolerance_origin="spec §A.3: 'expect R ~ 0.6-0.9 for small (p, k) within 1e4 steps' (0.894 at 20k, "
+       tolerance_origin="R ~ 0.6-0.9 expected for small (p, k) within 1e4 steps (0.894 at 20k, "
                         "k=3, p=11, wd 0.1); Lemma 4.7 has no rate, so only the lower end 0.6 is asked",
        kind="training",
        nulls={"untrained": "training does not move the normalized margin toward gamma*: R stays at its init value"},
@@ -197,13 +195,12 @@ def _held_out_agreement(sim, theory, p, k):
 @claim(id="modular.grokking", model="modular",
        title="With half the data and enough weight decay the network predicts the held-out inputs as the max-margin "
              "circuit does (delayed test accuracy)",
-       source=f"{_SEED} L1251-1255 (Fig. 4.4, grokking), L1182-1198 (Thm 4.9), L8388-8447 (Lemma C.18), "
-              "L8671-8699 (wd 0.005 / 0.001); specs/modular_and_icl.md §A.3 E4.4, Part E.4",
+       source="[Shi24, Fig. 4.4 (grokking), Theorem 4.9, Lemma C.18, App. C.10.1 (wd 0.005 / 0.001)]",
        metric="1 - (largest over the weight decays of the seed-mean fraction of held-out inputs on which the trained "
               "network's class equals that of the theory's max-margin circuit, modular.max_margin_network), train "
               "fraction 1/2",
        tolerance=0.1,
-       tolerance_origin="spec §A.3: k=2, p=31, 50 % data, wd 0.1 reached 94 % test accuracy at 4k and 100 % at 8k "
+       tolerance_origin="a pilot at k=2, p=31, 50 % data, wd 0.1 reached 94 % test accuracy at 4k and 100 % at 8k "
                         "steps; 90 % is asked",
        kind="training",
        nulls={"sign_flipped_circuit": "the circuit with its output weights at -c (a DFT sign slip in Lemma C.18): "

@@ -87,20 +87,20 @@ def _neuron_figure(sim, theory, path, title):
 @claim(id="modular.transformer_neurons", model="modular",
        title="A trained transformer's MLP neurons are single-frequency (4.2) neurons, as the max-margin theory "
              "predicts",
-       source=f"{_SEED} L1235-1247 (Fig. 4.3: 'a learning mechanism similar to neural networks'), L1182-1198 "
-              "(Thm 4.9, Lemma 4.10), L8671-8699 (training); specs/modular_and_icl.md §A.2.7, §A.3 E4.3",
+       source="[Shi24, Fig. 4.3 ('a learning mechanism similar to neural networks'), Theorem 4.9, Lemma 4.10, App. "
+              "C.10.1 (training)]",
        metric="|predicted max_power - median over MLP neurons of the trained max_power|, the max normalized one-sided "
               "power of a neuron's first-order maps u_1..u_k and centred logit map w (least over them; popdyn.predict "
               "of the TransformerProblem: 1); a pass also needs the median additive share of the pre-activations "
               "within 0.1 of the predicted 1 (the MLP is the network (4.2))",
        tolerance=0.1,
-       tolerance_origin="spec §A.3 expects a median > 0.95 for the network (4.2) on full data; the transformer's maps "
+       tolerance_origin="a median > 0.95 is expected for the network of [Shi24, eq. (4.2)] on full data; the transformer's maps "
                         "are first-order parts of its neurons (additive share 0.95-0.98 measured), so 0.9 is asked. "
                         "Measured: 0.94 at k = 2 on full data, but 0.58 at k = 3 (quick) and 0.67 at k = 4 (full) "
                         "with half the data: the claim FAILS in the regime of Fig. 4.3",
        kind="training",
        nulls={"untrained": "training does not make the MLP neurons single-frequency: the median power stays at init",
-              "two_sided_power": "the paper's two-sided normalized power (L1207): a single-frequency neuron has 1/2"},
+              "two_sided_power": "the paper's two-sided normalized power ([Shi24, Section 4.4.1]): a single-frequency neuron has 1/2"},
        quick=_QUICK, full=_FULL)
 def transformer_neurons(size, device, outdir):
     sim = _train(size, device)
@@ -162,8 +162,8 @@ def _attention_figure(sim, path, title):
 
 @claim(id="modular.transformer_attention", model="modular",
        title="A trained transformer's attention matrices E^T W^K W^Q^T E concentrate on one frequency (Fig. 4.3)",
-       source=f"{_SEED} L1237-1247 (Fig. 4.3: '2-dim cosine shape' and its '2-dim Fourier power spectrum'), "
-              "L8713-8742 (Figs. C.5, C.6); specs/modular_and_icl.md §A.3 E4.3",
+       source="[Shi24, Fig. 4.3 ('2-dim cosine shape' and its '2-dim Fourier power spectrum'), App. C.10.3 (Figs. C.5, "
+              "C.6)]",
        metric="|predicted - trained median over heads| of the share of a head's centred matrix (softmax-invariant "
               "constant over keys removed) in the bins (zeta, 0) and (zeta, zeta) of its folded 2-D spectrum "
               "(popdyn.predict of the TransformerProblem: attention_power 1)",
@@ -226,9 +226,8 @@ def _discordant(widths, delays):
 @claim(id="modular.transformer_grokking", model="modular",
        title="Grokking weakens as k grows: the delay from fitting to generalising falls with the width the max-margin "
              "network needs (Fig. 4.4)",
-       source=f"{_SEED} L1249-1270 (Fig. 4.4 and its explanation: Thm 4.9's width 2^(2k-2)(p-1) as the data "
-              "complexity, 'as k increases, the grokking phenomenon becomes weak'), L8671-8699; "
-              "specs/modular_and_icl.md §A.3 E4.4",
+       source="[Shi24, Section 4.5 (Fig. 4.4 and its explanation: Theorem 4.9's width 2^(2k-2)(p-1) as the data "
+              "complexity, 'as k increases, the grokking phenomenon becomes weak'), App. C.10.1]",
        metric="fraction of the pairs of settings, ordered by the theory's construction width 2^(2k-2)(p-1) "
               "(modular.construction_width), whose grokking delays (first recorded step with test accuracy >= 0.9 "
               "minus first step with train accuracy >= 0.99, seed means, half the data; never generalising = inf) "

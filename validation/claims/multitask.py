@@ -61,8 +61,7 @@ def _simulate(problem, size, device):
 
 @claim(id="multitask.one_step_map", model="multitask",
        title="Prop. 4.1 / Lemma A.10 made exact: the population one-step map equals the trained W+ neuron by neuron",
-       source=f"{_SEED} L101-113 (algorithm), L349-455 (Lemmas A.3-A.6), L706-769 (Lemma A.10); "
-              "specs/multitask.md §2.6.1, §3 C6, §4 E1",
+       source="[Collins24, Section 3 (algorithm), Lemmas A.3-A.6, Lemma A.10]",
        metric="max over settings and neurons j of ||mean_seeds W+_sim,j - W+_pop,j|| / sigma_j (sigma_j: standard "
               "error of the seed mean of neuron j, from the spread over seeds)",
        tolerance=_Z,
@@ -135,7 +134,7 @@ def one_step_map(size, device, outdir):
 
 @claim(id="multitask.kappa_vs_r", model="multitask",
        title="Lemma A.10 corrected: kappa 2^r/eta^2 = 1/(2 pi) = 0.159 for every r, not the paper's 1/4",
-       source=f"{_SEED} L512-539 (Lemma A.7, A_par_par -> I/4), L709, L730, L789; specs/multitask.md §1.8, §3 C5, §4 E2",
+       source="[Collins24, Lemma A.7 (A_par_par -> I/4), the proofs of Lemma A.10 and Theorem A.12]",
        metric="max over r of |kappa_exact(r) / kappa_par(r) - 1|, kappa_exact the least-squares scale of w+_par on "
               "w0_par under the exact one-step map (d, m fixed, Hadamard tasks), kappa_par = eta^2 2^-r/(2 pi)",
        tolerance=_TOL_KAPPA,
@@ -196,10 +195,10 @@ def _slope(x, y):
 
 @claim(id="multitask.ratio_vs_d", model="multitask",
        title="Thm 4.2 at T = infinity: ||Pi_perp W+|| / sigma_r(Pi_par W+) decays like d^-1.5, and is 0 at r = 1",
-       source=f"{_SEED} L157-159 (Thm 4.2), L780-782; specs/multitask.md §2.6.2, §3 C9c, §4 E3",
+       source="[Collins24, Theorem 4.2, Theorem A.12]",
        metric="max over r of |fitted log-log slope of the median (over init draws) exact-map ratio vs d + 1.5|",
        tolerance=_TOL_SLOPE_D,
-       tolerance_origin="spec §3 C9c: ratio/(r/d)^1.5 in [0.16, 0.67] over d = 50..800, i.e. the prefactor wanders "
+       tolerance_origin="measured ratio/(r/d)^1.5 in [0.16, 0.67] over d = 50..800, i.e. the prefactor wanders "
                         "by 4x: a slope error up to ~0.2 over a 32x range of d (measured 0.08-0.12); a leakage of 1 % "
                         "of kappa left by a wrong weight decay gives a slope near 0",
        kind="independent",
@@ -252,12 +251,12 @@ def ratio_vs_d(size, device, outdir):
 @claim(id="multitask.ratio_vs_T", model="multitask",
        title="Thm 4.2 at finite T: the ratio follows the leading-order Walsh map, decays like T^-1/2, and the "
              "adaptive weight decay removes the leakage",
-       source=f"{_SEED} L157-159 (Thm 4.2: O(2^r sqrt(r) d/sqrt(T))); specs/multitask.md §2.6.3, §3 C9/C9b/C11, §4 E4",
+       source="[Collins24, Theorem 4.2 (O(2^r sqrt(r) d/sqrt(T)))]",
        metric="max over (d, T) of |mean_draws ratio_Walsh / mean_draws ratio_exact - 1| (random labelings, paper's "
               "lambda_w)",
        tolerance=_TOL_WALSH,
-       tolerance_origin="spec §4 (E3/E4: exact map vs leading order within 10 %); the leading-order error is O(eps) "
-                        "(spec C8), measured 0.1-7 % per draw (C9)",
+       tolerance_origin="exact map vs leading order within 10 %; the leading-order error is O(eps) "
+                        "(docs/multitask.md), measured 0.1-7 % per draw",
        kind="independent",
        nulls={"infinite_T_walsh": "the T = infinity Walsh map (the task statistics B_T, K_T, c_T ignored)"},
        quick={"r": 2, "d": [100, 400], "n_tasks": [100, 1000, 10000, 100000], "width": 40, "draws": 12},
@@ -314,7 +313,7 @@ _FAMILIES = {"universe": lambda r: mt.TaskSet.hadamard(r), "dictators": lambda r
 @claim(id="multitask.task_structure", model="multitask",
        title="Only degree-0/1 Walsh content drives feature learning: degree->=2 parities learn nothing, dictators "
              "learn without perp cancellation (derived; the paper assumes task diversity)",
-       source=f"{_SEED} L69-75 (Assumption 2.1); specs/multitask.md §2.6.3 (derived), §4 E5",
+       source="[Collins24, Assumption 2.1]; the Walsh map derived here, not in the paper (docs/multitask.md)",
        metric="max over families and r of |kappa_exact - kappa_Walsh| / kappa_par at large d (exact map vs the "
               "leading-order Walsh prediction)",
        tolerance=_TOL_STRUCT,

@@ -117,13 +117,12 @@ def downstream_errors(d, size, seed=0, device="cpu"):
        title="E6, Thm 4.3 vs Thm 4.6: torch-pretrained features + random ReLU layer + linear probe solve r-sparse "
              "parities and r-juntas at n >= 4 2^r (test 0-1 error), flat in d; random features stay at chance on the "
              "parity",
-       source=f"{_SEED} L115-141 (eqs. (9)-(11)), L165-173 (Thm 4.3), L813-921 (App. B, Lemma B.3), L191-199 "
-              "(Thm 4.6); specs/multitask.md §1.5, §2.8, §3 C12, §4 E6",
+       source="[Collins24, eqs. (9)-(11), Theorem 4.3, App. B (Lemma B.3), Theorem 4.6]",
        metric="max over d, task (3-sparse parity, random 3-junta) and n >= 4 2^r of the test 0-1 error of the "
               "squared-hinge probe (ridge 1e-4, bias) on the learned embedding (first layer: W+ trained in torch by "
               "popdyn.simulate) and on the purified embedding",
        tolerance=_TOL_ERR,
-       tolerance_origin="spec §4 E6 ('learned-feature error < 2 % for n >= 4 2^r'); spec §3 C12 observed 0.000 at "
+       tolerance_origin="learned-feature error < 2 % expected for n >= 4 2^r; observed 0.000 at "
                         "n = 200, 1000; without feature learning (W+ = kappa W0) the error is at chance, ~0.5",
        kind="training",
        nulls={"no_feature_learning": "random features: the same embedding on the initial first layer W0 (Thm 4.6's "
@@ -215,7 +214,7 @@ def _test_embeddings(V, chi, m_hat, r, seed):
 @claim(id="multitask.parity_lower_bound", model="multitask",
        title="E7, Thm 4.6 by enumeration: some r-sparse parity has best loss >= 1 - B/sqrt(binom(d, r)) for every "
              "embedding with ||Psi|| <= 1 (Bessel; no m_hat), attained by parity features",
-       source=f"{_SEED} L191-199 (Def. 4.5, Thm 4.6); specs/multitask.md §2.10, §3 C13, §4 E7, §6 item 13",
+       source="[Collins24, Definition 4.5, Theorem 4.6]",
        metric="max over (d, r), embeddings and B of [thm46_bessel(d, r, B) - certified lower bound of the proof's "
               "parity's best hinge loss within ||a|| <= B], and, for the parity-feature embedding, |best loss - "
               "thm46_bessel| (its attained value)",

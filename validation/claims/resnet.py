@@ -28,8 +28,7 @@ _Z = 6.0
        title="Parseval identity check: the exact kernel test error (Krawtchouk levels) equals the Monte Carlo test "
              "error of the same fitted KRR predictor on fresh points, and not the exact error of the hidden-layer NTK "
              "or of an affine-distorted CK; ReLU kernels do not learn G(F) below C(d, k) samples",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L122-155 (program 3.1), L354-366 (Theorem 2), L1100-1151 "
-              "(Prop. E.1, Lemma E.2); specs/resnet_kernels.md §2.7, §4.2",
+       source="[AllenZhu19, objective (3.1), Theorem 2, Proposition E.1, Lemma E.2]",
        metric="max over kernels, N and outputs of |z|, z = (mean Monte Carlo error - exact error) / SE of the mean "
               "over seeds",
        tolerance=_Z,

@@ -42,8 +42,7 @@ def _trained_net(d, k, alpha, m, seeds, steps, eta, batch, seed):
 @claim(id="resnet.sign_flips", model="resnet",
        title="SGD's first-layer perturbation flips no more ReLU signs than Prop. C.4's exact worst case (never "
              "close to it): it flips as many as a random direction of the same norm",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L583-610 (Prop. C.4, (C.1)), L626-654 (Lemma D.1(a)), "
-              "L260-275 (Algorithm 1); specs/resnet_kernels.md §2.4 (V4)",
+       source="[AllenZhu19, Proposition C.4 ((C.1)), Lemma D.1(a), Algorithm 1]",
        metric="max over widths and seeds of |R - 1|, R = sum_x flips(x) / sum_x m arctan(delta_x)/pi (the "
               "random-direction count at the measured delta = ||g'||/||g0||)",
        tolerance=_RANDOM_TOL,
@@ -120,8 +119,7 @@ def _phi_series(degree=3):
 @claim(id="resnet.indicator_construction", model="resnet",
        title="Lemma F.1''s construction W* (with Lemma F.2's exact h) reproduces Phi without bias, with error "
              "~ m^(-1/2), and m ||W*||_F^2 equals its closed form",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L1384-1394 (Lemma F.1'), L1400-1470 (Lemma F.2, Claims "
-              "F.3-F.4), L1511-1587 (proof, (F.3), (F.4)); specs/resnet_kernels.md §2.5, §2.6 (V2, V3)",
+       source="[AllenZhu19, Lemma F.1', Lemma F.2, Claims F.3-F.4, App. F.3 (the proof, (F.3), (F.4))]",
        metric="max over m, test inputs x and outputs r of |z|, z = (mean of the m R i.i.d. terms m a_rj <w*_j,x> "
               "1[<w0_j,x> >= 0] - Phi_r(x)) / their standard error, R = terms / m independent constructions per m",
        tolerance=_Z,

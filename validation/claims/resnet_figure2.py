@@ -90,8 +90,7 @@ def _legend(ax):
        title="Figure 2(a-b) at CPU scale: the 3-layer ResNet learns G(F) (error below k alpha^2 = 0.72) while the "
              "exact ReLU NTK / conjugate kernel on the same training set and the 2-layer net stay above it; F is "
              "learned before G(F)",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L104-114 (hierarchical learning), L237-243 (Figure 2, "
-              "k alpha^2 = 0.72), L414-424 (App. A protocol); specs/resnet_kernels.md §1.8, §2.7, §2.9, §4.1",
+       source="[AllenZhu19, Section 2.1 (hierarchical learning), Fig. 2 (k alpha^2 = 0.72), App. A (protocol)]",
        metric="ResNet test error (mean over seeds, best lr, Monte Carlo over the test set) at the largest N divided by "
               "the G-not-learned plateau k alpha^2 (target.error_G_not_learned)",
        tolerance=_TOL,
@@ -177,8 +176,7 @@ def figure2(size, device, outdir):
 @claim(id="resnet.figure2_beta", model="resnet",
        title="Figure 2(c) at CPU scale: with H = beta F + alpha G(F), alpha = 0.3, the 3-layer ResNet still learns "
              "G(F) (error below k alpha^2 / 2) for every alpha/beta <= 1",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L243 ('one can tolerate alpha/beta <= 1'), L237-241, "
-              "L414-424; specs/resnet_kernels.md §1.8, §2.9, §4.1",
+       source="[AllenZhu19, Section 6 ('one can tolerate alpha/beta <= 1'), Fig. 2, App. A]",
        metric="max over beta with alpha/beta <= 1 of the ResNet's test error (mean over seeds, best lr per beta) "
               "divided by the G-not-learned plateau k alpha^2; betas with alpha/beta > 1 are reported",
        tolerance=_TOL,

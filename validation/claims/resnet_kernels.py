@@ -46,8 +46,7 @@ def _slope(m, y):
 @claim(id="resnet.finite_width_kernels", model="resnet",
        title="KRR with the fc2 net's finite-width NTK and conjugate kernel at init tends to the exact infinite-width "
              "kernel error: gap = O(m^-1/2) fluctuation + O(1/m) bias, intercept 0",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L124-129 (program 3.1), L151 (footnote 5), L237 ('(last)', "
-              "'(NTK)'), L422 (init), L1106-1118 (Prop. E.1); specs/resnet_kernels.md §2.7, §2.8, §4.1 item 5(a)",
+       source="[AllenZhu19, objective (3.1), footnote 5, Fig. 2 ('(last)', '(NTK)'), App. A (init), Proposition E.1]",
        metric="max over kernels of |z|, z = Delta / SE(Delta), Delta the m -> infinity intercept of the weighted fit "
               "mean gap(m) = Delta + b/m, gap = exact finite-width error (all 2^d points) - exact Parseval error of "
               "the infinite-width profile, SE from the spread over init seeds",

@@ -35,8 +35,7 @@ def _frontier(size):
 @claim(id="resnet.min_norm_pareto", model="resnet",
        title="Weight-decayed training at d = 6, m = 200 attains the paper's min-norm constructions "
              "(9.7, 0.12), (12.5, 0.037), (13.8, 0.011) in units ||W||_F / sqrt d",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L430-440, footnote 13 (L450); specs/resnet_kernels.md §1.8, "
-              "§4.3, Appendix V8",
+       source="[AllenZhu19, App. A.1, footnote 13]",
        metric="max over the three MSE levels of (our smallest ||W||_F / sqrt d at that exact population MSE) / "
               "(the paper's norm) - 1; negative = we find smaller norms",
        tolerance=_TOL,
@@ -101,13 +100,12 @@ def min_norm_pareto(size, device, outdir):
 @claim(id="resnet.sgd_not_min_norm", model="resnet",
        title="SGD at d = 40, N = 5000 fits the training set (train MSE <= 0.12, the min-norm W's level) only at a norm "
              "far above the min-norm W's (~9.7 sqrt d) and does not generalise (test MSE >= 0.69)",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L436-446 (Fig. 3a), L442 (Rademacher bound), footnote 13; "
-              "specs/resnet_kernels.md §1.8, §4.3",
+       source="[AllenZhu19, App. A.1 (Fig. 3a, the Rademacher bound), footnote 13]",
        metric="SGD's smallest training MSE over (m, lr, wd) (Monte Carlo-free: the N training points); checks: every "
               "run with train MSE <= 0.12 has a norm above the min-norm W's, and no run has test MSE below the "
               "paper's SGD best 0.69",
        tolerance=0.12,
-       tolerance_origin="the MSE level 0.12 of the paper's smallest-norm construction (L436): SGD 'fits' when it is as "
+       tolerance_origin="the MSE level 0.12 of the paper's smallest-norm construction ([AllenZhu19, App. A.1]): SGD 'fits' when it is as "
                         "good on the training set as the min-norm W is on the whole cube; measured 0.09 at quick size "
                         "(lr 5, 25 epochs), lower with the full size's 60 epochs",
        kind="training",

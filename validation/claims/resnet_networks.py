@@ -49,9 +49,7 @@ _GROWTH = 5.0
 @claim(id="resnet.thm2_networks", model="resnet",
        title="On Theorem 2's target the trained ResNet beats the exact error of the ReLU NTK and conjugate kernel "
              "fitted on the same N points, which stay at the plateau k alpha^2",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L354-366 (Theorem 2), L1328-1338 (Cor. 7.1), L122-155 "
-              "(program 3.1), L1129-1151 (Lemma E.2), L420-424 (networks, protocol); specs/resnet_kernels.md §2.7, "
-              "§4.2",
+       source="[AllenZhu19, Theorem 2, Corollary 7.1, objective (3.1), Lemma E.2, App. A (networks, protocol)]",
        metric="max over N and seeds of (ResNet test error) / (the smaller exact kernel error, ReLU NTK or CK at the "
               "best ridge, fitted on that seed's training set)",
        tolerance=_RATIO_TOL,
@@ -145,8 +143,7 @@ def thm2_networks(size, device, outdir):
 @claim(id="resnet.kernel_transition", model="resnet",
        title="Exact kernel error vs N at d = 20, k = 3: G(F) is not learned while N <= C(d, k)/10 = 114 and is "
              "captured past C(d, k)",
-       source="seed 004 (seeds/004_3949d2a174c043cd.txt) L354-366 (Theorem 2), L1129-1163 (Lemma E.2, Lemma E.3), "
-              "L1169-1187 (assembly); specs/resnet_kernels.md §2.7, §4.2",
+       source="[AllenZhu19, Theorem 2, Lemmas E.2, E.3, App. E.1 (their assembly)]",
        metric="max over kernels and N <= C(d, k)/10 of c_S/alpha, the fraction of G(F)'s Walsh coefficient the kernel "
               "predictor captures (largest over the ridges, mean over outputs)",
        tolerance=_CAPTURE_TOL,

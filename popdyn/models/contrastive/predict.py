@@ -21,8 +21,7 @@ from .optimum import _chord_beta, optimal_representation, representation_matrix
 from .problem import REPRESENTATIONS, Problem
 
 __all__ = []
-_SRC = ["seed 001 L2036-2054 (Props 7.3, 7.4)", "seed 001 L9591-9607 (Lemma F.3)", "seed 001 L9846-9880 (Prop. F.9)",
-        "specs/looped_contrastive_dg.md B.2 (7-d)-(7-i), B.4"]
+_SRC = ["[Shi24, Propositions 7.3, 7.4]", "[Shi24, Lemma F.3]", "[Shi24, Proposition F.9]"]
 
 
 def _predict(problem, *, n_labelled, loss):
@@ -43,8 +42,9 @@ def _predict(problem, *, n_labelled, loss):
     jen = np.array([[rademacher_jensen(a, b, s, problem.r, mm, Bi, sS, sR) for mm in ms]
                     for a, b, Bi in zip(alpha, beta, B)])
     regime = regime_check(owner, [
-        ("even mixture (Props 7.3, F.9)", float(problem.is_even), 1.0, "seed 001 L2036, L9846", problem.is_even),
-        ("r = 2s (Props F.8, F.9)", problem.r, 2 * s, "seed 001 L9826, L9846", problem.r == 2 * s)])
+        ("even mixture (Props 7.3, F.9)", float(problem.is_even), 1.0, "[Shi24, Propositions 7.3, F.9]",
+         problem.is_even),
+        ("r = 2s (Props F.8, F.9)", problem.r, 2 * s, "[Shi24, Propositions F.8, F.9]", problem.r == 2 * s)])
     obs = {"alpha": alpha, "beta": beta, "probe_norm": B, "rademacher": rad, "rademacher_jensen": jen,
            "column_norms": np.linalg.norm(representation_matrix(alpha_u, alphas_u, problem), axis=0),
            "gram_offdiag": np.array(0.0),

@@ -20,8 +20,7 @@ from .risk import erm_l2, erm_nuclear, erm_rank, nuclear_norm_pop
 
 __all__ = ["feature_stable_rank"]
 
-_SRC = ["seed 001 L1797-1811 (6.4, 6.5, Lemmas 6.1-6.2, Prop. 6.3)", "seed 001 L1753 (Fig. 6.5)",
-        "specs/looped_contrastive_dg.md C.2 (6-b)-(6-h), C.4"]
+_SRC = ["[Shi24, Section 6.4, eqs. (6.4)-(6.5), Lemmas 6.1-6.2, Proposition 6.3]", "[Shi24, Section 6.3.3, Fig. 6.5]"]
 
 
 def feature_stable_rank(alpha, beta, model):
@@ -95,10 +94,10 @@ def _predict(model, *, lam, penalty, B_rank):
     if penalty != "nuclear":
         del obs["rho"]
     a63 = prop63_assumptions(model.r, model.d, model.gamma, float(lam.min()))
-    regime = regime_check(owner, [("gamma in (3/sqrt(r), 1/2)", model.gamma, 3 / np.sqrt(model.r), "seed 001 L1785",
-                                   a63["gamma"]),
+    regime = regime_check(owner, [("gamma in (3/sqrt(r), 1/2)", model.gamma, 3 / np.sqrt(model.r),
+                                   "[Shi24, Section 6.4]", a63["gamma"]),
                                   ("d > r/gamma^2 + r", model.d, model.r / max(model.gamma ** 2, 1e-300) + model.r,
-                                   "seed 001 L1811 (Prop. 6.3)", a63["d"])])
+                                   "[Shi24, Proposition 6.3]", a63["d"])])
     meta = {"source": _SRC, "regime": regime, "B_rank": B_rank}
     return Prediction(t=None, observables={k: np.asarray(v, dtype=float) for k, v in obs.items()}, meta=meta,
                       coords={"lam": lam})

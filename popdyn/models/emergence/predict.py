@@ -20,7 +20,7 @@ from .steps import population_two_steps, two_step_features, two_step_limit
 
 __all__ = []
 
-_SRC = "seed 002 L2008-2241, L2643-2650, L3169-3199; specs/emergence.md §2.5-2.8"
+_SRC = "[Shi22, Lemmas 18-20, Lemma 23, Theorem 26]"
 
 
 def _predict(problem, *, steps, lr, method):

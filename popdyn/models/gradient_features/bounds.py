@@ -575,7 +575,7 @@ def smoothness_constant(Phi, loss, *, bound="spectral"):
     owner = _own("smoothness_constant")
     if loss == "hinge":
         raise InvalidParameterError(f"The 'loss' parameter of {owner} must be one of ['logistic', 'squared']: the "
-                                    "hinge loss is not smooth (spec §7 erratum 11). Got 'hinge'.")
+                                    "hinge loss is not smooth (docs/errata.md). Got 'hinge'.")
     beta = _CURVATURE[check(owner, "loss", loss, Options(tuple(_CURVATURE)))]
     Phi = _finite(owner, "Phi", Phi, 2)
     if check(owner, "bound", bound, Options(("spectral", "trace"))) == "trace":
@@ -1025,7 +1025,7 @@ def _case_linear(P, C, convention):
                 B_a2=math.sqrt(2) / beta, B_b=1 / Bx1**2, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx2, OPT=0.0,
                 b_over_sigma_w=d**tau * Bx1,
                 err_bound_paper=Bx1 * Bx2**0.25 / (beta * math.sqrt(rho) * d ** (tau / 4 - 0.125)),
-                source="seed 001 L6278-6348 (Lemmas B.25-B.26, Thm B.27)")
+                source="[Shi24, Lemmas B.25-B.26, Theorem B.27]")
 
 
 def _case_mixture(P, C, convention):
@@ -1040,7 +1040,7 @@ def _case_mixture(P, C, convention):
                 OPT=3 * d**-tau + 4 / (d ** (0.9 * tau - 1) * math.sqrt(tau * L)),
                 b_over_sigma_w=C["C_b"] * math.sqrt(tau * d * L) * sp,
                 err_bound_paper=math.sqrt(2) * r * d ** (-(0.4 * tau - 0.8)),
-                source="seed 001 L6389-6410 (Lemma B.30), L6613-6705 (Lemma B.34, Thm B.35)")
+                source="[Shi24, Lemma B.30, Lemma B.34, Theorem B.35]")
 
 
 def _case_xor(P, C, convention):
@@ -1052,7 +1052,7 @@ def _case_xor(P, C, convention):
                 r=4, B_a1=1 / c, B_a2=2 / c, B_b=2 * c, Bx=P.get("Bx") or Bx1, Bx1=Bx1, Bx2=Bx1**2, tau_tilde=tt,
                 OPT=3 * d**-tt + 4 / (d ** (0.9 * tt - 1) * math.sqrt(tt * L)),
                 b_over_sigma_w=math.sqrt(d * math.log(L)) * sB, err_bound_paper=sB**1.5 * d**-0.25,
-                source="seed 001 L6713-6721 (Assumption B.36), L6882-6910 (Lemma B.41, Thm B.42)")
+                source="[Shi24, Assumption B.36, Lemma B.41, Theorem B.42]")
 
 
 def _case_parity(P, C, convention):
@@ -1064,7 +1064,7 @@ def _case_parity(P, C, convention):
                 B_b=(k + 1) / math.sqrt(k), Bx=math.sqrt(d), Bx1=math.sqrt(d), Bx2=float(d), OPT=0.0,
                 b_over_sigma_w=C["C_b"] * math.sqrt(tau * r * k * L),
                 err_bound_paper=3 * r * math.sqrt(k) * d ** (-(tau - 3) / 2),
-                source="seed 001 L6984-6990 (Lemma B.47), L7196-7232 (Lemma B.51, Thm B.52)")
+                source="[Shi24, Lemma B.47, Lemma B.51, Theorem B.52]")
 
 
 def _case_uniform_parity(P, C, convention):
@@ -1080,7 +1080,7 @@ def _case_uniform_parity(P, C, convention):
                 B_b=(k + 1) / math.sqrt(k), Bx=math.sqrt(d), Bx1=math.sqrt(d), Bx2=float(d), Bx_inf=1.0, OPT=0.0,
                 err_bound=r * B_a1 * math.sqrt(2 * d * math.log(d)) * gamma_inf,
                 err_bound_paper=k**2 * math.sqrt(d * math.log(d)) / (d - k),
-                source="seed 001 L7242 (Assumption B.53), L7533-7573 (Lemma B.64, Thm B.65)")
+                source="[Shi24, Assumption B.53, Lemma B.64, Theorem B.65]")
 
 
 _CASES = {  # case: (builder, required parameters, optional parameters)

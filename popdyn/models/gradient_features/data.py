@@ -185,7 +185,7 @@ def _as_neurons(owner, W, b):
     norms = np.linalg.norm(W, axis=1)
     if np.any(norms == 0):
         raise InvalidParameterError(f"The 'W' parameter of {owner} must have nonzero rows (G(0, b) is "
-                                    f"undefined, spec §7 pitfall 3). Got zero rows {np.flatnonzero(norms == 0)}.")
+                                    f"undefined). Got zero rows {np.flatnonzero(norms == 0)}.")
     return W, b, norms
 
 

@@ -22,8 +22,7 @@ from .problem import Problem
 
 __all__ = []
 
-_SRC = ("seed 001 L899-939, L5633-5752, L5884-5998, L7271-7306, L7672-7678; specs/gradient_features.md §2.1, "
-        "§2.8-2.11, §2.13.5")
+_SRC = "[Shi24, Section 3.3.3, App. B.4, App. B.5.5 (Lemma B.54, Theorem B.56), Lemma B.70]"
 _THEOREM_KEYS = ("m_min", "T", "n_min", "eta", "error_bound", "error_bound_population")
 
 
@@ -72,12 +71,12 @@ def _uniform_parity(problem, W1, b, eps, risk, regime):
     a_t, sets = uniform_parity_second_layer(W1, b, problem.model.subset)
     if problem.loss != "hinge" or problem.lr_first is not None:
         regime.append({"condition": "hinge step at lr_first = 1/(k |xi_{k-1}|) (Lemma B.54)", "value": problem.lr_first,
-                       "source": "seed 001 L7271"})
+                       "source": "[Shi24, Lemma B.54]"})
     obs = {"good_network_loss": risk(a_t, problem.loss)[0],
            "good_network_coverage": np.mean([len(S) > 0 for S in sets]),
            "good_network_linf": float(np.abs(a_t).max()), "good_network_l2": float(np.linalg.norm(a_t))}
     if not eps < 0.5:
-        regime.append({"condition": "eps < 1/2 (Thm B.56)", "value": eps, "source": "seed 001 L7283"})
+        regime.append({"condition": "eps < 1/2 (Thm B.56)", "value": eps, "source": "[Shi24, Theorem B.56]"})
         return obs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RegimeWarning)
@@ -181,7 +180,7 @@ def _predict(problem, *, n_train, n_mc, n_test, n_G, B_a2, B_eps, eps, delta):
         scales = good_network_scales(*args, B_eps=B_eps)
         if not scales["B_eps"] < c["B_b"]:
             regime.append({"condition": "B_eps < B_b (Lemma B.6)", "value": scales["B_eps"], "bound": c["B_b"],
-                           "source": "seed 001 L5674"})
+                           "source": "[Shi24, Lemma B.6]"})
             if B_eps is None:                 # the paper's minimiser is outside the lemma: the middle of (0, B_b)
                 scales = good_network_scales(*args, B_eps=c["B_b"] / 2.0)
         a_t, sets = good_second_layer(W1, a0, b, problem.gstar, gamma, B_G, scales["B_eps"], scales["eps_a"], eta1,

@@ -41,8 +41,7 @@ __all__ = ["task_sets", "pattern_probs", "pT_max", "population_hinge", "mc_popul
 
 _EXACT_MAX_D = 22  # full-V exact enumeration: 2^(d-2) <= 2^20 rest patterns per (task, pattern)
 _DIAG_TOL = 0.0  # a (m, d, d) V counts as diagonal only when its off-diagonal entries are exactly 0
-_SRC = ["seed 001 L1436-1546 (Sec. 5.5, Thms 5.5.1-5.5.2)", "seed 001 L8927-9064 (proofs)",
-        "specs/modular_and_icl.md B.3-B.5"]
+_SRC = ["[Shi24, Section 5.5, Theorems 5.5.1-5.5.2]", "[Shi24, App. D.3] (proofs)"]
 
 
 def _check_problem(problem, owner):

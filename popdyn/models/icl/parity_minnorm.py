@@ -40,7 +40,7 @@ __all__ = ["HeadFit", "query_design", "fit_heads", "four_head_min_norm"]
 _FEAS_TOL = 1e-9      # a constraint counts as tight (active) within this slack (relative to its scale 1)
 _MOVE_TOL = 1e-9      # an activation constraint is crossed when its multiplier exceeds this
 _MAX_MOVES = 60       # region moves per restart
-_SRC = "seed 001 L1462-1482, L8941-8977; specs/modular_and_icl.md B.4.1, B.5.3, Z.7"
+_SRC = "[Shi24, Section 5.5, Theorem 5.5.1, App. D.3.1]"
 
 
 @dataclass(frozen=True, eq=False)

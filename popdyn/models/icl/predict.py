@@ -113,7 +113,7 @@ def _parity_regime(problem):
     """Regime entries (condition, value, bound, source) of Thm 5.5.1, warned once when they fail."""
     bound = parity.pT_max(problem.d, problem.gamma)
     entries = [{"condition": "0 < pT < pT_max", "value": problem.pT, "bound": bound,
-                "holds": bool(0 < problem.pT < bound), "source": "seed 001 L1478"}]
+                "holds": bool(0 < problem.pT < bound), "source": "[Shi24, Theorem 5.5.1]"}]
     for e in entries:
         if not e["holds"]:
             warnings.warn(f"icl.ParityProblem: {e['condition']} fails (pT = {e['value']:.3g}, pT_max = "

@@ -30,7 +30,7 @@ __all__ = ["ICLOptimum", "spectrum", "gamma_matrix", "population_loss", "populat
 _SYM_TOL = 1e-10   # 1e-10: relative asymmetry of a covariance accepted as float64 rounding
 _PSD_TOL = 1e-10   # 1e-10 * lambda_max: eigh rounding of a symmetric matrix (eps * d * ||Lambda|| with margin)
 _GAP_TOL = 1e-12   # 1e-12 * lambda_max: eigenvalues closer than this count as tied (uniqueness of Thm 5.4.1)
-_SRC = "seed 001 L1322-1434, L8747-8925; specs/modular_and_icl.md Part B"
+_SRC = "[Shi24, Sections 5.3-5.4, App. D.2]"
 
 
 # ---- covariance ---------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from .transformer import condition_number, step_schedule
 
 __all__ = ["check_lr"]
 
-_SRC = ["seed 001 L2337-2345 (Thm 8.16)", "seed 001 L2476-2488 (Fig. 8.1)",
-        "specs/looped_contrastive_dg.md A.2 (8-g, 8-h, 8-i), A.4"]
+_SRC = ["[Shi24, Theorem 8.16]", "[Shi24, Fig. 8.1]",
+        "docs/looped.md (exact and Marchenko-Pastur errors, derived here)"]
 
 
 def _regime(problem, lr, method):
@@ -31,13 +31,14 @@ def _regime(problem, lr, method):
     out = []
     if problem.context <= problem.d:
         out.append(("context > d (the paper's n > d: X^T X invertible)", problem.context, problem.d,
-                    "seed 001 L2261 (Lemma 8.11)"))
+                    "[Shi24, Lemma 8.11]"))
     if problem.noise > 0:
-        out.append(("noise = 0 (realizable)", problem.noise, 0.0, "seed 001 L2198 (Def 8.3)"))
+        out.append(("noise = 0 (realizable)", problem.noise, 0.0, "[Shi24, Definition 8.3]"))
     if not (isinstance(lr, str) and lr == "1/L"):
-        out.append(("lr = 1/L", str(lr), "1/L", "seed 001 L2437-2447 (Thm 8.25)"))
+        out.append(("lr = 1/L", str(lr), "1/L", "[Shi24, Theorem 8.25]"))
     if method in ("mp", "finite") and not problem.isotropic:
-        out.append(("isotropic rows (Marchenko-Pastur)", "cov not constant", "cov = c 1", "spec A.2 (8-i)"))
+        out.append(("isotropic rows (Marchenko-Pastur)", "cov not constant", "cov = c 1",
+                    "docs/looped.md (Marchenko-Pastur limit, derived here)"))
     for cond, value, bound, src in out:
         warnings.warn(f"looped.predict: {cond} fails ({value} vs {bound}; {src}); computed outside the theorem.",
                       RegimeWarning)

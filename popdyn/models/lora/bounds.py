@@ -221,13 +221,14 @@ def theorem16_schedule(S_k, V_k, d, eps, *, mu1=1.0):
     alpha = 4 * L / (eps * delta * S_k)
     T, T_weak = math.ceil(alpha * d * V_k), math.ceil(4 * d * V_k / (delta * S_k))
     regime = [dict(condition=c, value=v, bound=b, holds=bool(ok), source=src) for c, v, b, ok, src in (
-        ("Condition 2: V_k >= 1", V_k, 1.0, V_k >= 1, "seed 003 L629"),
-        ("Condition 3: max(S_k, S_k^2) <= V_k", max(S_k, S_k**2), V_k, max(S_k, S_k**2) <= V_k, "seed 003 L640"),
-        ("T_weak <= T", T_weak, T, T_weak <= T, "seed 003 L653, L1490"))]
+        ("Condition 2: V_k >= 1", V_k, 1.0, V_k >= 1, "[Dayi25, Condition 2]"),
+        ("Condition 3: max(S_k, S_k^2) <= V_k", max(S_k, S_k**2), V_k, max(S_k, S_k**2) <= V_k,
+         "[Dayi25, Condition 3]"),
+        ("T_weak <= T", T_weak, T, T_weak <= T, "[Dayi25, Theorem 16, App. E.3.3]"))]
     inconsistencies = {
         "prop32_delta": eps**3 * S_k / (4 * max(1.0, mu1) * L),  # Prop. 32: single log, C_delta > max(1, mu1)
         "proof_T_weak": math.ceil(2 * d * V_k / (delta * S_k)),  # Thm 16's proof: 2 d V_k/(delta S_k), not 4
-        "lemma33_slope": "stated t S_k eta/2 (L1433), proved t S_k eta/4 (L1445)"}
+        "lemma33_slope": "stated t S_k eta/2 (Lemma 33), proved t S_k eta/4 (its proof)"}
     return dict(eta=delta / (d * V_k), T=T, T_weak=T_weak, delta=delta, alpha=alpha, log_dV=L, regime=regime,
                 inconsistencies=inconsistencies, assumed_constants=dict(mu1=mu1))
 
@@ -270,14 +271,15 @@ def _thm13(d, k, eps, lmin, lmax, g, C, Cd, Cs, xb, nz):
 _THEOREMS = {"11": _thm11, "12": _thm12, "13": _thm13}
 _NOTES = {
     "11": ["stated rate d k^3 (mu1 != 0) / d k^4 is one power of k above the explicit eta, T and Thm 16 "
-           "arithmetic d V_k/S_k^2 ~ d k^2 / d k^3 (specs/lora.md §2.8)",
-           "mu1 = 0: S_k scaled by k^-1/2 (Lemma 6, L277-279); the proof only says 'similarly'"],
-    "12": ["L469 exp(-2/(e xi_bar)) and L682 exp(-2k/(e xi_bar^2)) corrected to exp(-2/(e xi_bar^2)) (Claim 1)",
-           "L680 S_k = gamma k lam_min^2 mu1^2/2 lacks the xi_bar^2 of Lemma 6 (|h(0)| >~ gamma xi^2); with it "
+           "arithmetic d V_k/S_k^2 ~ d k^2 / d k^3 (docs/lora.md)",
+           "mu1 = 0: S_k scaled by k^-1/2 (Lemma 6); the proof only says 'similarly'"],
+    "12": ["Theorem 12's exp(-2/(e xi_bar)) and App. C.2's exp(-2k/(e xi_bar^2)) corrected to exp(-2/(e xi_bar^2)) "
+           "(Claim 1)",
+           "App. C.2's S_k = gamma k lam_min^2 mu1^2/2 lacks the xi_bar^2 of Lemma 6 (|h(0)| >~ gamma xi^2); with it "
            "Thm 16 reproduces the explicit eta, T (T ~ d k^2/xi_bar^2)",
            "stated rate d k^4/xi_bar^2 x {1/k; 1} is one power of k above the explicit eta, T",
            "delta and alpha take log(lam_max^4 d k^2), Thm 16 takes log(d V_k) = log(C lam_max^4 xi_bar^2 d k^4)"],
-    "13": ["L487 eta = lam_max^4 delta/(d k^2) corrected to delta/(lam_max^4 d k^2) (eta_as_printed keeps it)",
+    "13": ["Theorem 13's eta = lam_max^4 delta/(d k^2) corrected to delta/(lam_max^4 d k^2) (eta_as_printed keeps it)",
            "stated rate d k^3 agrees with Thm 16 arithmetic (S_k ~ k^-1/2, V_k ~ k^2)"],
 }
 
@@ -357,5 +359,5 @@ def theorem_schedule(which, d, k, eps, lam_min, lam_max, *, gamma=1.0, C=1.0, C_
     out = _THEOREMS[which](d, k, eps, lam_min, lam_max, gamma, C, C_delta, C_sigma, xi_bar, bool(mu1_nonzero))
     out.update(which=which, thm16=theorem16_schedule(out["S_k"], out["V_k"], d, eps, mu1=mu1),
                assumed_constants=dict(gamma=gamma, C=C, C_delta=C_delta, C_sigma=C_sigma, mu1=mu1),
-               notes=_NOTES[which], source=f"seed 003 Thm {which}; specs/lora.md §2.8")
+               notes=_NOTES[which], source=f"[Dayi25, Theorem {which}]")
     return out

@@ -25,8 +25,8 @@ from .theory import population_loss
 
 __all__ = []
 
-_SRC = ["seed 003 L598-617 (overlap recursion, L604)", "seed 003 L1222-1230 (normalised SGD step)",
-        "specs/lora.md §2.6 (finite-delta ODE, derived: an extension of L604), §3.6 (validation)"]
+_SRC = ["[Dayi25, App. C.1] (overlap recursion)", "[Dayi25, App. E.1] (normalised SGD step)",
+        "docs/lora.md (finite-delta ODE, derived here: an extension of the recursion of [Dayi25, App. C.1])"]
 
 
 def _regime(problem, lr, d, m0, convention):
@@ -35,16 +35,17 @@ def _regime(problem, lr, d, m0, convention):
     quantised, off, sep, cond3 = _cached(problem, "regime", lambda: _problem_regime(problem))
     entries = [
         ("delta = lr*d <= 1 (Thm 16 takes delta <= 1; corrected ODE validated to 0.5)", lr * d, 1.0,
-         lr * d <= 1, "seed 003 L650; specs/lora.md §3.6"),
-        ("A3: c, c_hat in {+-1/sqrt(k)}^k", quantised, True, quantised, "seed 003 L82"),
+         lr * d <= 1, "[Dayi25, Theorem 16]"),
+        ("A3: c, c_hat in {+-1/sqrt(k)}^k", quantised, True, quantised, "[Dayi25, Assumption 3]"),
         ("A4/A5: max_ij |G_ij - delta_ij| <= 1 - log k/sqrt k", float(off), float(sep), off <= sep,
-         "seed 003 L98, L110"),
-        ("sign(m0) = sign(h(0)) (limit is sign(h(0)) u)", float(m0 * s), 0.0, m0 * s > 0, "seed 003 L459, L475"),
-        ("Condition 3: s h(s m) >= |h(0)|/2 on m in [0, 1]", cond3, True, cond3, "seed 003 L640-644"),
+         "[Dayi25, Assumptions 4, 5]"),
+        ("sign(m0) = sign(h(0)) (limit is sign(h(0)) u)", float(m0 * s), 0.0, m0 * s > 0,
+         "[Dayi25, Theorem 11, App. A.2.1]"),
+        ("Condition 3: s h(s m) >= |h(0)|/2 on m in [0, 1]", cond3, True, cond3, "[Dayi25, Condition 3]"),
     ]
     if convention == "paper":
         entries.append(("paper ODE: delta = lr*d <= 0.01 (it drops the O(delta) drift -2 delta^2 m B0)",
-                        lr * d, 0.01, lr * d <= 0.01, "specs/lora.md §2.6"))
+                        lr * d, 0.01, lr * d <= 0.01, "docs/lora.md (derived here)"))
     out = [dict(condition=c, value=v, bound=b, holds=bool(ok), source=src) for c, v, b, ok, src in entries]
     for e in out:
         if not e["holds"]:
@@ -252,7 +253,7 @@ def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_poi
     options = dict(d=d, lr=lr, steps=steps, m0=float(m0), q0=q0.tolist(), joint=bool(joint), lr_c=lr_c,
                    convention=convention, n_points=n_points, n_mc=n_mc, seed=seed, rtol=rtol)
     regime = [dict(condition="delta = lr*d <= 1 (first order in delta, as the A2 corrected ODE)", value=lr * d,
-                   bound=1.0, holds=bool(lr * d <= 1), source="specs/lora.md §2.6, §3.6")]
+                   bound=1.0, holds=bool(lr * d <= 1), source="docs/lora.md (derived here)")]
     if joint:
         regime.append(dict(condition="joint c_hat: its per-step noise (no 1/d) is small; not checked, see docs/lora.md",
                            value=lr_c, bound=None, holds=None, source="docs/lora.md, General position"))
@@ -262,7 +263,7 @@ def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_poi
                           RegimeWarning)
     meta = dict(problem=repr(gp), options=options, t_unit="steps", delta=lr * d, alpha=gp.alpha, m_max=m_max,
                 nfev=sol.nfev, regime=regime,
-                source=["seed 003 L529-557 (Figs 4-5)", "specs/lora.md §2.6, §4 R5 (derived)"])
+                source=["[Dayi25, App. B (Figs. 4-5)]", "docs/lora.md (derived here)"])
     return Prediction(t=t, observables=obs, status=sol.status, message=sol.message, meta=meta)
 
 

@@ -246,7 +246,7 @@ def _h_series(problem, m, tol, P):
             raise InvalidParameterError(
                 f"The 'method' parameter of lora.h may be 'series' only where the Hermite series converges: "
                 f"{problem.activation.name} at rho_max={rho_max:.6g} needs P > {_P_MAX} for tol={tol:g} "
-                f"(relative tail bound {bound:.3g} at P={_P_MAX}; specs/lora.md §2.5). Got 'series' instead; "
+                f"(relative tail bound {bound:.3g} at P={_P_MAX}; docs/lora.md). Got 'series' instead; "
                 "use method='kernel', raise tol or pass P.")
     a = h_series_coeffs(problem, P - 1, P)
     return np.polynomial.polynomial.polyval(m.reshape(-1), a)

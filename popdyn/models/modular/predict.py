@@ -22,9 +22,8 @@ from .problem import Problem, TransformerProblem
 
 __all__ = []
 
-_SRC = "seed 001 L1170-1198, L8388-8447, L8455-8620; specs/modular_and_icl.md §A.2"
-_SRC_TRANSFORMER = ("seed 001 L1182-1198 (Thm 4.9), L1237-1247 (Fig. 4.3), L8455-8603 (Lemma C.20); "
-                    "specs/modular_and_icl.md §A.2.7, §A.3 E4.3")
+_SRC = "[Shi24, Lemma 4.7, Theorem 4.9, Lemmas C.18-C.20]"
+_SRC_TRANSFORMER = "[Shi24, Theorem 4.9, Fig. 4.3, Lemma C.20]"
 _SINGLE_FREQ = 0.9   # a neuron is single-frequency above this max normalized power (as the simulations count it)
 
 

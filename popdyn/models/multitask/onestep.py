@@ -700,6 +700,7 @@ def check_linear_regime(W0, tasks, eta, lam_a=None, A0=None, n_mc=100_000, seed=
     bound = float(np.abs(a).sum(1).max() * np.linalg.norm(W0, axis=1).max() * (math.sqrt(W0.shape[1]) + 6.0))
     if top >= 1.0:
         warnings.warn(f"{owner}: the hinge reaches its threshold (max y f = {top:.3g} >= 1 on {hits} of "
-                      f"{n_mc * ts.n_tasks} pairs): the closed forms miss the threshold term (seed 000 L369-370); use a "
-                      f"smaller nu_w (the paper: d^-1.25) or width.", RegimeWarning, stacklevel=2)
+                      f"{n_mc * ts.n_tasks} pairs): the closed forms miss the threshold term "
+                      f"([Collins24, Lemma A.3]); use a smaller nu_w (the paper: d^-1.25) or width.", RegimeWarning,
+                      stacklevel=2)
     return {"max_margin": top, "frac_active": hits / (n_mc * ts.n_tasks), "bound": bound}

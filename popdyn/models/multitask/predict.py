@@ -17,7 +17,7 @@ from .problem import Problem
 
 __all__ = []
 
-_SRC = "seed 000 L101-113, L149, L349-455, L706-769; specs/multitask.md §2.1-2.6"
+_SRC = "[Collins24, Section 3, Proposition 4.1, Lemmas A.3-A.6, Lemma A.10]"
 
 
 def _predict(problem, *, lr, method, delta):
@@ -68,7 +68,7 @@ def _predict(problem, *, lr, method, delta):
     bound = margin_bound(W0, heads, delta)
     status, message = 0, "exact one-step population map (linear regime certified)"
     if bound >= 1.0:
-        status, message = 1, f"linear regime not certified: margin bound {bound:.3g} >= 1 (seed 000 L369-370)"
+        status, message = 1, f"linear regime not certified: margin bound {bound:.3g} >= 1 ([Collins24, Lemma A.3])"
         warnings.warn(f"multitask.predict: {message}; the closed forms may miss the hinge threshold term. Use the "
                       f"paper's nu_w = d^-1.25 and width = O(d).", RegimeWarning)
     obs = {"W_plus": W_plus, "heads": heads, "loss": post_head_loss(W0, ts, eta),

@@ -97,7 +97,7 @@ class Problem:
         Option("lr", Interval(0, np.inf, closed="neither"), 1.0,
                "step size eta of the head step and of the first-layer step (the paper: Theta(1))", match=True),
         Option("method", Options(("exact", "leading")), "exact",
-               "one-step map: 'exact' sums over sign patterns, or the 'leading'-order Walsh map of spec §2.6.3",
+               "one-step map: 'exact' sums over sign patterns, or the 'leading'-order Walsh map (docs/multitask.md)",
                calls=("predict",)),
         Option("delta", Interval(0, 1, closed="neither"), 1e-9,
                "fraction of inputs the linear-regime certificate margin_bound may exclude", calls=("predict",)),

@@ -137,13 +137,15 @@ def theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, *, B_F=1.0, L_
     delta_min = OPT + delta0
     tau_v_min = sigma_v * (k / m) ** 0.375
     regime = regime_check(owner, [
-        ("alpha <= alpha_max", alpha, alpha_max, "L277", alpha <= alpha_max),
-        ("delta >= OPT + delta0", delta, delta_min, "L277, L1064", delta >= delta_min),
-        ("tau_w >= 1", tau_w, 1.0, "L321", tau_w >= 1.0),
-        ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "L321", tau_w < math.sqrt(m) * sigma_w),
-        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, tau_v_min, "L321", tau_v >= tau_v_min),
-        ("tau_v <= sigma_v", tau_v, sigma_v, "L321", tau_v <= sigma_v),
-        ("eta_w + eta_v tau_w^2 <= 0.1", eta_w + eta_v * tau_w ** 2, 0.1, "L1031", eta_w + eta_v * tau_w ** 2 <= 0.1),
+        ("alpha <= alpha_max", alpha, alpha_max, "[AllenZhu19, Theorem 1]", alpha <= alpha_max),
+        ("delta >= OPT + delta0", delta, delta_min, "[AllenZhu19, Theorem 1, App. D.4]", delta >= delta_min),
+        ("tau_w >= 1", tau_w, 1.0, "[AllenZhu19, Section 6.1]", tau_w >= 1.0),
+        ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "[AllenZhu19, Section 6.1]",
+         tau_w < math.sqrt(m) * sigma_w),
+        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, tau_v_min, "[AllenZhu19, Section 6.1]", tau_v >= tau_v_min),
+        ("tau_v <= sigma_v", tau_v, sigma_v, "[AllenZhu19, Section 6.1]", tau_v <= sigma_v),
+        ("eta_w + eta_v tau_w^2 <= 0.1", eta_w + eta_v * tau_w ** 2, 0.1, "[AllenZhu19, App. D.4]",
+         eta_w + eta_v * tau_w ** 2 <= 0.1),
     ])
     return dict(alpha_max=alpha_max, alpha_tilde=alpha_tilde, tau_w=tau_w, tau_v=tau_v, sigma_w=sigma_w,
                 sigma_v=sigma_v, T=T, eta_w=eta_w, eta_v=eta_v, L_G=L_G, delta0=delta0, delta_min=delta_min,
@@ -260,11 +262,12 @@ def coupling_bounds(m, k, tau_w, tau_v, sigma_v, *, sigma_w=None, out1_norm=None
     out1 = C["C_c"] * tau_w if out1_norm is None else check(owner, "out1_norm", out1_norm, _NONNEG)
     rw, rv, tau_v_min = tau_w / sigma_w, tau_v / sigma_v, sigma_v * (k / m) ** 0.375
     regime = regime_check(owner, [
-        ("sigma_w = m^(-1/8)", sigma_w, m ** -0.125, "L628", math.isclose(sigma_w, m ** -0.125)),
-        ("tau_w >= 1", tau_w, 1.0, "L628", tau_w >= 1.0),
-        ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "L628", tau_w < math.sqrt(m) * sigma_w),
-        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, tau_v_min, "L628", tau_v >= tau_v_min),
-        ("tau_v <= sigma_v", tau_v, sigma_v, "L628", tau_v <= sigma_v),
+        ("sigma_w = m^(-1/8)", sigma_w, m ** -0.125, "[AllenZhu19, Lemma D.1]", math.isclose(sigma_w, m ** -0.125)),
+        ("tau_w >= 1", tau_w, 1.0, "[AllenZhu19, Lemma D.1]", tau_w >= 1.0),
+        ("tau_w < sqrt(m) sigma_w", tau_w, math.sqrt(m) * sigma_w, "[AllenZhu19, Lemma D.1]",
+         tau_w < math.sqrt(m) * sigma_w),
+        ("tau_v >= sigma_v (k/m)^(3/8)", tau_v, tau_v_min, "[AllenZhu19, Lemma D.1]", tau_v >= tau_v_min),
+        ("tau_v <= sigma_v", tau_v, sigma_v, "[AllenZhu19, Lemma D.1]", tau_v <= sigma_v),
     ])
     return dict(a=C["C_a"] * rw ** (2 / 3) * m ** (2 / 3),
                 b=C["C_b"] * polylog * (tau_w * rw ** (1 / 3) / m ** (1 / 6) + sigma_w),

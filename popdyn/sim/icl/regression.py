@@ -176,7 +176,7 @@ def _result(p, rows, t, U, options, wall):
     obs["uU"] = to_numpy(U)
     finite = all(np.all(np.isfinite(v)) for v in obs.values())
     meta = dict(problem=repr(p), run=options, t_unit="steps", wall_s=wall,
-                source="seed 001 L1332-1354; specs/modular_and_icl.md §B.6 S5.1",
+                source="[Shi24, Section 5.3, eqs. (5.1)-(5.2)]",
                 eval_risk_formula_final=[eval_risk_avg(Ui, p.Lambda, p.test_context, p.sigma, rho=p.rho) for Ui in obs["uU"]])
     message = "success" if finite else "non-finite values: lower lr"
     return Simulation(t=np.array(t), observables=obs, status=0 if finite else -1, message=message, meta=meta)
