@@ -1,6 +1,6 @@
 """Declared accuracy of popdyn.gaussian over Hypothesis searches that reach the corners of each domain, against
-mpmath at 40 digits and exact rational arithmetic (``fractions``); defects of the (frozen) core code are
-``xfail(strict=True)`` at the end, with the fix in their docstring."""
+mpmath at 40 digits and exact rational arithmetic (``fractions``), with the corners where the code once failed
+(the far tail of normal_pdf, arccos_kernel near rho = -1) pinned as plain tests at the end."""
 import math
 from fractions import Fraction
 
@@ -16,12 +16,14 @@ from ._accuracy import EPS, examples, record
 
 
 @settings(max_examples=examples(40), deadline=None)
-@given(st.one_of(st.floats(-40, 40), st.floats(-2e5, 2e5), st.floats(36, 39), st.floats(0, 1e-300)))
+@given(st.one_of(st.floats(-40, 40), st.floats(-2e5, 2e5), st.floats(36, 39), st.floats(0, 1e-300),
+                st.floats(allow_nan=False)))
 @example(26.123456789)
 @example(38.5)
+@example(262229.536343)
 def test_normal_pdf(t):
     """normal_pdf: relative error <= 4 eps where phi(t) is a normal float (|t| <= 37.5), absolute <= 2^-1074 (one
-    subnormal ulp) where it is subnormal, exactly 0 where it underflows (|t| > 38.6); for |t| <= 2e5."""
+    subnormal ulp) where it is subnormal, exactly 0 where it underflows (|t| > 38.6); for every float t."""
     got = float(Gs.normal_pdf(t))
     with mp.workdps(40):
         ref = mp.npdf(mp.mpf(t))
@@ -96,17 +98,18 @@ def test_mc_mean(n, data, seed, log_scale, log_offset, kind):
     assert record("gaussian.mc_mean (se)", ratio, n=n, chunk=chunk) <= 1
 
 
-# ---- defects: documented, not fixed (the core's code is frozen) ---------------------------------------------------
+# ---- corners where the code once failed ----------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="defect: normal_pdf is nan for about half of all |t| >= 2.6e5")
-@pytest.mark.parametrize("t", [262229.536343, 1e150, -1.4e300])
+@pytest.mark.parametrize("t", [262229.536343, 1e150, -1.4e300, np.inf, -np.inf])
 def test_normal_pdf_far_out_is_zero(t):
-    """The Veltkamp split's low part can be negative, so exp(-(t_h t_l + t_l^2/2)) overflows to inf while
-    exp(-t_h^2/2) is 0, and 0 * inf = nan (553239 of the 2e6 points of a grid on [38, 1e6]); past 1.34e300 the split
-    itself overflows. phi is 0 in float64 beyond |t| = 38.6. Fix: return 0 where |t| > 39 (np.where before the
-    split), or multiply the two exponentials in log space: exp(-(t_h^2/2 + t_h t_l + t_l^2/2))."""
-    with np.errstate(all="ignore"):
-        assert float(Gs.normal_pdf(t)) == 0.0
+    """phi(t) = 0 in float64 beyond |t| = 38.6. Before |t| was clamped to 39, the Veltkamp split's low part could be
+    negative, so exp(-(t_h t_l + t_l^2/2)) overflowed to inf while exp(-t_h^2/2) was 0, and 0 * inf = nan (553239
+    of the 2e6 points of a grid on [38, 1e6]); past 1.34e300 the split itself overflowed."""
+    assert float(Gs.normal_pdf(t)) == 0.0
+
+
+def test_normal_pdf_keeps_nan():
+    assert np.isnan(Gs.normal_pdf(np.nan))
 
 
 @pytest.mark.xfail(strict=True, reason="defect: k_1, k_2 negative and k_n inaccurate relative near rho = -1")
