@@ -140,13 +140,12 @@ class Activation:
         Regime: rho in [-1, 1]. Closed form where one exists, else the Hermite series truncated
         where the certified tail (Parseval) is below 1e-13.
 
-        Accuracy: ReLU family (relu, abs, leaky_relu; any r) ``|dK| <= 16 eps K(1) / sqrt(1 - |rho|)``: near
-        rho = -1 (relu; and +1 for abs, leaky_relu through ``k_1(-rho)``) it inherits
-        :func:`popdyn.gaussian.arccos_kernel`'s absolute error, so relu's K is negative there (-1.2e-11 at
-        -1 + 1e-12; a known defect, xfail test). sign: relative 4 eps. erf(r z): relative ``4 eps (2 + r)``.
+        Accuracy: ReLU family (any r; from :func:`popdyn.gaussian.arccos_kernel`, relative 16 eps): relu relative
+        16 eps, also where K vanishes like (1 + rho)^(3/2) at rho = -1; abs, leaky_relu ``|dK| <= 16 eps K(1)``
+        (leaky_relu's K crosses 0). sign: relative 4 eps. erf(r z): relative ``4 eps (2 + r)``.
         exp(r z): relative ``2 eps (2 + r^2 (1 + |rho|))`` (overflow past r^2 (1 + rho) = 709). Polynomials of
         degree n rescaled by r: ``|dK| <= 4 eps (n^1.5 + 10)(K(1) + ||c||^2)``. Series (tanh, sigmoid, gelu,
-        softplus, callables): ``|dK| <= 1e-14 K(1)``. Measured worst cases 0.03, 0.16, 0.23, 0.1, 0.56 and 0.23
+        softplus, callables): ``|dK| <= 1e-14 K(1)``. Measured worst cases 0.19, 0.16, 0.23, 0.1, 0.56 and 0.23
         of these over rho within 3e-17 of +-1 and r in [1e-3, 1e3] (tests/test_accuracy_activations.py: the
         closed forms in mpmath at 50 digits; 2-D Gauss-Legendre values at 25 digits for the series).
         ``second_moment = K(1)`` has the same accuracy (1e-14 relative for the quadrature families).
@@ -182,13 +181,13 @@ class Activation:
         Notes
         -----
         Regime: rho in [-1, 1]; may be ``inf`` at ``|rho| = 1`` (sign). ReLU uses
-        :math:`(\pi - \arccos\rho)/(2\pi)` with a cancellation-free arccos.
+        :math:`(\pi - \arccos\rho)/(2\pi)` with a cancellation-free arccos and its complement.
 
-        Accuracy: as :meth:`K` with K'(1) for K(1): ReLU family ``16 eps K'(1) / sqrt(1 - |rho|)`` (k_0 is 1 % off
-        at -1 + 1e-14); sign relative 4 eps (``inf`` at +-1, as the true value); erf(r z) relative
+        Accuracy: as :meth:`K` with K'(1) for K(1): relu relative 16 eps, abs and leaky_relu ``16 eps K'(1)`` (abs's
+        K' crosses 0); sign relative 4 eps (``inf`` at +-1, as the true value); erf(r z) relative
         ``4 eps (2 + r^2)`` (the factor 1 - a rho, a = 2r^2/(1 + 2r^2), cancels: 2.2e-10 at r = 1e3, and K'(1) = inf
         from r ~ 7e7; a known defect, xfail test); exp relative ``2 eps (3 + r^2 (1 + |rho|))``; polynomials
-        ``4 eps (n^1.5 + 10)(K'(1) + n ||c||^2)``; series ``1e-14 K'(1)``. Measured worst cases 0.04, 0.33, 0.24,
+        ``4 eps (n^1.5 + 10)(K'(1) + n ||c||^2)``; series ``1e-14 K'(1)``. Measured worst cases 0.09, 0.33, 0.24,
         0.14, 0.59 and 0.2 of these (tests/test_accuracy_activations.py). ``Kprime1 = K'(1)`` likewise.
 
         References
@@ -584,8 +583,9 @@ def leaky_relu(alpha=0.01):
     -----
     Regime: alpha in [0, 1]; alpha = 0 is relu, alpha = 1 is linear.
 
-    Accuracy: the ReLU family's (:meth:`Activation.K`): ``|dK| <= 16 eps K(1) / sqrt(1 - |rho|)``, also at the ends
-    alpha = 0, 1 and 1 - 1e-9 (measured 0.03 of it; tests/test_accuracy_activations.py).
+    Accuracy: the ReLU family's (:meth:`Activation.K`): ``|dK| <= 16 eps K(1)`` and ``|dK'| <= 16 eps K'(1)`` for
+    every rho in [-1, 1], also at the ends alpha = 0, 1 and 1 - 1e-9 (measured 0.09 of it;
+    tests/test_accuracy_activations.py).
 
     References
     ----------
