@@ -17,7 +17,7 @@ _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 def normal_pdf(t):
     r"""Standard normal density, accurate to about 1 ulp also far in the tail.
 
-    .. math:: \varphi(t) = e^{-t^2/2}/\sqrt{2\pi},\qquad |t| \wedge 39 = t_h + t_l,\ t_h^2 \text{ exact (Veltkamp split)}
+    .. math:: \varphi(t) = e^{-t^2/2}/\sqrt{2\pi},\qquad \min(|t|, 39) = t_h + t_l,\ t_h^2 \text{ exact (Veltkamp)}
 
     Parameters
     ----------
