@@ -102,8 +102,8 @@ class Activation:
 
         Accuracy: closed forms (ReLU family, sign, erf, exp; any r) relative error
         ``<= 2 eps (10 + p ln(p + 1) + |ln|mu_p||)`` (the log-gamma differences cancel to p ln p: 1.7e-11 at
-        p = 9000), for P up to 10^4; ``mu_p`` that underflow are 0 (sign and erf: already below 1.5e-154, where
-        ``mu_p^2`` underflows, a known defect, xfail test). Polynomials of degree n rescaled by r:
+        p = 9000), for P up to 10^4, formed as ``exp(log mu_p^2 / 2)``; ``mu_p`` that underflow (below 1e-308) are
+        0. Polynomials of degree n rescaled by r:
         ``<= 2 eps (n^1.5 + 10) (K(1) + ||c||^2)^(1/2)``, ``||c||^2`` the squared h-coefficients before rescaling.
         Quadrature (tanh, sigmoid, gelu, softplus, callables; r in [0.2, 2], p <= 60):
         ``<= 4e-15 (E sigma^2)^(1/2)``. Measured worst cases 0.76, 0.5 and 0.16 of these
@@ -140,13 +140,12 @@ class Activation:
         Regime: rho in [-1, 1]. Closed form where one exists, else the Hermite series truncated
         where the certified tail (Parseval) is below 1e-13.
 
-        Accuracy: ReLU family (relu, abs, leaky_relu; any r) ``|dK| <= 16 eps K(1) / sqrt(1 - |rho|)``: near
-        rho = -1 (relu; and +1 for abs, leaky_relu through ``k_1(-rho)``) it inherits
-        :func:`popdyn.gaussian.arccos_kernel`'s absolute error, so relu's K is negative there (-1.2e-11 at
-        -1 + 1e-12; a known defect, xfail test). sign: relative 4 eps. erf(r z): relative ``4 eps (2 + r)``.
+        Accuracy: ReLU family (any r; from :func:`popdyn.gaussian.arccos_kernel`, relative 16 eps): relu relative
+        16 eps, also where K vanishes like (1 + rho)^(3/2) at rho = -1; abs, leaky_relu ``|dK| <= 16 eps K(1)``
+        (leaky_relu's K crosses 0). sign: relative 4 eps. erf(r z): relative 4 eps (r in [1e-150, 1e150]).
         exp(r z): relative ``2 eps (2 + r^2 (1 + |rho|))`` (overflow past r^2 (1 + rho) = 709). Polynomials of
         degree n rescaled by r: ``|dK| <= 4 eps (n^1.5 + 10)(K(1) + ||c||^2)``. Series (tanh, sigmoid, gelu,
-        softplus, callables): ``|dK| <= 1e-14 K(1)``. Measured worst cases 0.03, 0.16, 0.23, 0.1, 0.56 and 0.23
+        softplus, callables): ``|dK| <= 1e-14 K(1)``. Measured worst cases 0.19, 0.16, 0.23, 0.1, 0.56 and 0.23
         of these over rho within 3e-17 of +-1 and r in [1e-3, 1e3] (tests/test_accuracy_activations.py: the
         closed forms in mpmath at 50 digits; 2-D Gauss-Legendre values at 25 digits for the series).
         ``second_moment = K(1)`` has the same accuracy (1e-14 relative for the quadrature families).
@@ -182,13 +181,13 @@ class Activation:
         Notes
         -----
         Regime: rho in [-1, 1]; may be ``inf`` at ``|rho| = 1`` (sign). ReLU uses
-        :math:`(\pi - \arccos\rho)/(2\pi)` with a cancellation-free arccos.
+        :math:`(\pi - \arccos\rho)/(2\pi)` with a cancellation-free arccos and its complement.
 
-        Accuracy: as :meth:`K` with K'(1) for K(1): ReLU family ``16 eps K'(1) / sqrt(1 - |rho|)`` (k_0 is 1 % off
-        at -1 + 1e-14); sign relative 4 eps (``inf`` at +-1, as the true value); erf(r z) relative
-        ``4 eps (2 + r^2)`` (the factor 1 - a rho, a = 2r^2/(1 + 2r^2), cancels: 2.2e-10 at r = 1e3, and K'(1) = inf
-        from r ~ 7e7; a known defect, xfail test); exp relative ``2 eps (3 + r^2 (1 + |rho|))``; polynomials
-        ``4 eps (n^1.5 + 10)(K'(1) + n ||c||^2)``; series ``1e-14 K'(1)``. Measured worst cases 0.04, 0.33, 0.24,
+        Accuracy: as :meth:`K` with K'(1) for K(1): relu relative 16 eps, abs and leaky_relu ``16 eps K'(1)`` (abs's
+        K' crosses 0); sign relative 4 eps (``inf`` at +-1, as the true value); erf(r z) relative 4 eps for r in
+        [1e-150, 1e150] (``(2/pi)/sqrt((w + 1 - rho)(w + 1 + rho))``, w = 1/(2r^2): 1 -+ a rho, a = 2r^2/(1 + 2r^2),
+        without cancellation); exp relative ``2 eps (3 + r^2 (1 + |rho|))``; polynomials
+        ``4 eps (n^1.5 + 10)(K'(1) + n ||c||^2)``; series ``1e-14 K'(1)``. Measured worst cases 0.09, 0.33, 0.24,
         0.14, 0.59 and 0.2 of these (tests/test_accuracy_activations.py). ``Kprime1 = K'(1)`` likewise.
 
         References
@@ -458,27 +457,31 @@ def _relu_family(name, a, b, fn, deriv):
     return _Family(name, fn, deriv, (0.0,), coeffs, K, Kp, tail)
 
 
-def _arcsin_coeffs(P, scale):
-    """mu_{2n+1} = (-1)^n sqrt((2/pi) C(2n,n) 4^-n / (2n+1) * scale^(2n+1)): K = (2/pi) arcsin(scale rho)."""
+def _arcsin_coeffs(P, log_scale):
+    """mu_{2n+1} = (-1)^n exp(log mu^2 / 2), mu^2 = (2/pi) C(2n,n) 4^-n / (2n+1) * scale^(2n+1): K = (2/pi)
+    arcsin(scale rho); mu_p is a normal float down to 1e-308, not only where mu_p^2 is."""
     mu = np.zeros(P + 1)
     n = np.arange((P + 1) // 2)
-    log_c = gammaln(2 * n + 1) - 2 * gammaln(n + 1) - n * math.log(4)
-    mu[1::2] = np.where(n % 2 == 0, 1.0, -1.0) * np.sqrt(
-        2 / math.pi * np.exp(log_c + (2 * n + 1) * math.log(scale)) / (2 * n + 1))
+    log_mu2 = (gammaln(2 * n + 1) - 2 * gammaln(n + 1) - n * math.log(4) + (2 * n + 1) * log_scale
+               + math.log(2 / math.pi) - np.log(2 * n + 1))
+    mu[1::2] = np.where(n % 2 == 0, 1.0, -1.0) * np.exp(0.5 * log_mu2)
     return mu
 
 
-def _erf_scale(r):
-    return 2 * r * r / (1 + 2 * r * r)
-
-
 def _erf_family():
+    """erf(r z): K = (2/pi) arcsin(a rho), a = 2r^2/(1 + 2r^2) = 1/(1 + w), w = 1/(2r^2); 1 -+ a rho =
+    (w + 1 -+ rho)/(1 + w) without cancellation."""
+    def K(rho, r):
+        w = 0.5 / (r * r)
+        x = np.abs(rho) / (1 + w)
+        far = 2 * np.arcsin(np.sqrt(0.5 * (w + (1 - np.abs(rho))) / (1 + w)))   # pi/2 - arcsin(x)
+        return np.sign(rho) * np.where(x < 0.5, 2 / np.pi * np.arcsin(x), 1 - 2 / np.pi * far)
+
     def Kp(rho, r):
-        a = _erf_scale(r)
-        return 2 / np.pi * a / np.sqrt((1 - a * rho) * (1 + a * rho))
+        w = 0.5 / (r * r)
+        return 2 / np.pi / (np.sqrt(w + (1 - rho)) * np.sqrt(w + (1 + rho)))
     return _Family("erf", erf, lambda z: 2 / math.sqrt(math.pi) * np.exp(-z * z), (),
-                   lambda P, r: _arcsin_coeffs(P, _erf_scale(r)),
-                   lambda rho, r: 2 / np.pi * np.arcsin(_erf_scale(r) * rho), Kp)
+                   lambda P, r: _arcsin_coeffs(P, -math.log1p(0.5 / (r * r))), K, Kp)
 
 
 def _sign_family():
@@ -491,7 +494,7 @@ def _sign_family():
             return np.full_like(a_rho, np.inf)
         with np.errstate(divide="ignore"):
             return 2 / np.pi / np.sqrt(np.pi * P / 2) * a_rho**P / (1 - a_rho**2)
-    return _Family("sign", np.sign, np.zeros_like, (0.0,), lambda P, r: _arcsin_coeffs(P, 1.0),
+    return _Family("sign", np.sign, np.zeros_like, (0.0,), lambda P, r: _arcsin_coeffs(P, 0.0),
                    lambda rho, r: 2 / np.pi * np.arcsin(rho), Kp, tail)
 
 
@@ -584,8 +587,9 @@ def leaky_relu(alpha=0.01):
     -----
     Regime: alpha in [0, 1]; alpha = 0 is relu, alpha = 1 is linear.
 
-    Accuracy: the ReLU family's (:meth:`Activation.K`): ``|dK| <= 16 eps K(1) / sqrt(1 - |rho|)``, also at the ends
-    alpha = 0, 1 and 1 - 1e-9 (measured 0.03 of it; tests/test_accuracy_activations.py).
+    Accuracy: the ReLU family's (:meth:`Activation.K`): ``|dK| <= 16 eps K(1)`` and ``|dK'| <= 16 eps K'(1)`` for
+    every rho in [-1, 1], also at the ends alpha = 0, 1 and 1 - 1e-9 (measured 0.09 of it;
+    tests/test_accuracy_activations.py).
 
     References
     ----------

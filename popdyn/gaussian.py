@@ -3,6 +3,8 @@ mean with its standard error. A new integral lands here with its oracle test whe
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._validate import InvalidParameterError, as_int
@@ -15,7 +17,7 @@ _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 def normal_pdf(t):
     r"""Standard normal density, accurate to about 1 ulp also far in the tail.
 
-    .. math:: \varphi(t) = e^{-t^2/2}/\sqrt{2\pi},\qquad t = t_h + t_l,\ t_h^2 \text{ exact (Veltkamp split)}
+    .. math:: \varphi(t) = e^{-t^2/2}/\sqrt{2\pi},\qquad \min(|t|, 39) = t_h + t_l,\ t_h^2 \text{ exact (Veltkamp)}
 
     Parameters
     ----------
@@ -27,30 +29,30 @@ def normal_pdf(t):
 
     Notes
     -----
-    Regime: any t; ``exp(-t^2/2)`` with ``t^2`` rounded loses ``t^2 eps`` relative (1e-13 at t = 30), the split does
-    not.
+    Regime: any t (``nan`` stays ``nan``, ``+-inf`` give 0); ``exp(-t^2/2)`` with ``t^2`` rounded loses ``t^2 eps``
+    relative (1e-13 at t = 30), the split does not. phi is even and 0 in float64 beyond ``|t| = 38.6``, so ``|t|``
+    is clamped to 39 before the split (which keeps its parts in range).
 
     Accuracy: relative error <= 4 eps where phi(t) is a normal float (``|t| <= 37.5``), absolute <= 2^-1074 (one
-    subnormal ulp) where it is subnormal, 0 where it underflows (``|t| > 38.6``), for ``|t| <= 2e5``; measured 0.6
-    of the bound (tests/test_accuracy_gaussian.py, mpmath.npdf at 40 digits). From ``|t| ~ 2.6e5`` about half of
-    all t give ``nan`` instead of 0 (the split's low part makes one factor overflow while the other is 0): a
-    known defect (xfail test).
+    subnormal ulp) where it is subnormal, exactly 0 where it underflows (``|t| > 38.6``), for every float t;
+    measured 0.66 of the bound (tests/test_accuracy_gaussian.py, mpmath.npdf at 40 digits).
 
     References
     ----------
     .. [src] popdyn's own (stable Gaussian tail evaluation, used by docs/gradient_features.md's closed forms).
     """
-    t = np.asarray(t, dtype=np.float64)
+    t = np.minimum(np.abs(np.asarray(t, dtype=np.float64)), 39.0)
     c = 134217729.0 * t
     th = c - (c - t)
     tl = t - th
     return np.exp(-0.5 * th * th) * np.exp(-(th * tl + 0.5 * tl * tl)) * _INV_SQRT_2PI
 
 
-def _theta(rho):
-    """Angle arccos(rho) by the cancellation-free 2 arcsin(sqrt((1 - rho)/2)), rho clipped to [-1, 1]."""
-    rho = np.clip(np.asarray(rho, dtype=np.float64), -1.0, 1.0)
-    return rho, 2.0 * np.arcsin(np.sqrt(0.5 * (1.0 - rho)))
+# Taylor coefficients in u = delta^2 of J_1 / delta^3 and J_2 / delta^5 (delta = pi - theta), enough for 1e-18
+# relative at delta = pi/2: J_1 = sum_{k>=1} (-1)^(k+1) 2k delta^(2k+1)/(2k+1)!,
+# J_2 = sum_{k>=2} (-1)^k (k-1) (2 delta)^(2k+1)/(2k+1)!.
+_J1_TAYLOR = np.array([(-1) ** (k + 1) * 2 * k / math.factorial(2 * k + 1) for k in range(1, 12)])
+_J2_TAYLOR = np.array([(-1) ** k * (k - 1) * 2 ** (2 * k + 1) / math.factorial(2 * k + 1) for k in range(2, 16)])
 
 
 def arccos_kernel(rho, order):
@@ -76,15 +78,16 @@ def arccos_kernel(rho, order):
 
     Notes
     -----
-    Regime: unit-variance Gaussians, any rho in [-1, 1]; theta is computed as
-    ``2 arcsin(sqrt((1 - rho)/2))``, so ``1 - rho`` of order eps stays accurate.
+    Regime: unit-variance Gaussians, any rho in [-1, 1]. For rho >= 0 the angle is
+    ``theta = 2 arcsin(sqrt((1 - rho)/2))`` (``1 - rho`` of order eps stays accurate) and J_n as above. For
+    rho < 0 the complement ``delta = pi - theta = 2 arcsin(sqrt((1 + rho)/2))`` is computed directly and J_n by
+    its Taylor series in delta < pi/2, :math:`J_1 = \sin\delta - \delta\cos\delta = \delta^3/3 - \delta^5/30 + \dots`,
+    :math:`J_2 = \delta(1 + 2\cos^2\delta) - 3\sin\delta\cos\delta = 4\delta^5/15 - 16\delta^7/315 + \dots`,
+    so k_n, which vanishes like (1 + rho)^(n + 1/2), keeps its relative accuracy up to rho = -1.
     ``k_1`` is the ReLU dual kernel and ``k_0 = k_1'`` its derivative.
 
-    Accuracy: absolute error <= 8 eps / sqrt(1 + rho) for every rho in (-1, 1] (exact at -1), relative error
-    <= 32 eps for rho >= -1/2; measured 0.35 and 0.21 of these (tests/test_accuracy_gaussian.py, mpmath at 40
-    digits, rho within 3e-17 of +-1). Towards rho = -1 the angle pi - theta inherits arcsin's error near 1
-    (eps / sqrt(1 + rho)) while k_n vanishes like (1 + rho)^(n + 1/2): k_0 is 1 % off at -1 + 1e-14, and
-    k_1, k_2 come out negative (k_1(-1 + 1e-12) = -1.2e-11): a known defect (xfail test).
+    Accuracy: relative error <= 16 eps for every rho in [-1, 1] (exact 0 at -1); measured 0.4 of it
+    (tests/test_accuracy_gaussian.py, mpmath at 40 digits, rho within 3e-17 of +-1).
 
     References
     ----------
@@ -98,15 +101,19 @@ def arccos_kernel(rho, order):
     1.5
     """
     order = as_int("gaussian.arccos_kernel", "order", order, 0, 2)
-    rho, th = _theta(rho)
-    s = np.sqrt((1.0 - rho) * (1.0 + rho))
-    pi_th = np.pi - th
+    rho = np.clip(np.asarray(rho, dtype=np.float64), -1.0, 1.0)
+    pi_th = np.pi - 2.0 * np.arcsin(np.sqrt(0.5 * (1.0 - rho)))
+    delta = 2.0 * np.arcsin(np.sqrt(0.5 * (1.0 + rho)))
+    near = rho < 0.0
     if order == 0:
-        j = pi_th
-    elif order == 1:
-        j = s + pi_th * rho
+        return np.where(near, delta, pi_th) / (2.0 * np.pi)
+    s = np.sqrt((1.0 - rho) * (1.0 + rho))
+    u = delta * delta
+    if order == 1:
+        j = np.where(near, delta * u * np.polynomial.polynomial.polyval(u, _J1_TAYLOR), s + pi_th * rho)
     else:
-        j = 3.0 * s * rho + pi_th * (1.0 + 2.0 * rho * rho)
+        j = np.where(near, delta * u * u * np.polynomial.polynomial.polyval(u, _J2_TAYLOR),
+                     3.0 * s * rho + pi_th * (1.0 + 2.0 * rho * rho))
     return j / (2.0 * np.pi)
 
 

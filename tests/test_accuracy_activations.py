@@ -2,8 +2,9 @@
 Kprime1; get, leaky_relu, from_callable) over Hypothesis searches that reach the corners (rho within 3e-17 of +-1,
 scales r from 1e-3 to 1e3, leaky slopes 0 to 1, degrees to 10^4), against mpmath at 30-50 digits: the closed forms
 evaluated in mpmath, exact Hermite expansions of rescaled polynomials, Gauss-Legendre panels in mpmath for the
-numerical activations and 2-D Gauss-Legendre golden values (generator below, ``-m slow``). Defects of the (frozen)
-core are ``xfail(strict=True)`` at the end."""
+numerical activations and 2-D Gauss-Legendre golden values (generator below, ``-m slow``). The corners where the
+code once failed (relu near rho = -1, underflowing arcsin coefficients, erf at large scale) are plain tests at the
+end."""
 import math
 
 import mpmath as mp
@@ -86,9 +87,9 @@ class _Ref:
             return r * r * ((a * a + b * b) * _k0(rho) - 2 * a * b * _k0(-rho))
         if self.name == "sign":
             return 2 / (mp.pi * mp.sqrt((1 - rho) * (1 + rho))) if abs(rho) < 1 else mp.inf
-        if self.name == "erf":
-            a = 2 * r * r / (1 + 2 * r * r)
-            return 2 / mp.pi * a / mp.sqrt((1 - a * rho) * (1 + a * rho))
+        if self.name == "erf":  # (2/pi) a / sqrt((1 - a rho)(1 + a rho)), a = 1/(1 + w), w = 1/(2 r^2)
+            w = 1 / (2 * r * r)
+            return 2 / mp.pi / mp.sqrt((w + (1 - rho)) * (w + (1 + rho)))
         if self.name == "exp":
             return r * r * mp.exp(r * r * (1 + rho))
         return mp.fsum(q * c * c * rho ** (q - 1) for q, c in enumerate(self.b) if q)
@@ -144,14 +145,13 @@ def _c2(name):
 
 def _K_bounds(name, r, rho):
     """Declared absolute bounds on |K - K_ref| and |K' - K'_ref| as multiples of eps, before the scale K(1), K'(1)
-    (ReLU family, polynomials) or |K_ref|, |K'_ref| (sign, erf, exp)."""
+    (abs, leaky_relu, polynomials) or |K_ref|, |K'_ref| (relu, sign, erf, exp)."""
     if name in ("relu", "abs", "leaky_relu"):
-        b = 16 / math.sqrt(max(1 - abs(rho), 2.0 ** -60)) if abs(rho) < 1 else 16
-        return b, b
+        return 16, 16
     if name == "sign":
         return 4, 4
     if name == "erf":
-        return 4 * (2 + r), 4 * (2 + r * r)
+        return 4, 4
     if name == "exp":
         return 2 * (2 + r * r * (1 + abs(rho))), 2 * (3 + r * r * (1 + abs(rho)))
     n = _degree(name)
@@ -161,13 +161,18 @@ def _K_bounds(name, r, rho):
 @settings(max_examples=examples(40), deadline=None)
 @given(closed_forms(), _rhos.filter(lambda r: -1 <= r <= 1))
 @example(("abs", 1.0, None), 1 - 1e-15)          # k_1(-rho) of the antipodal term near -1
+@example(("relu", 1.0, None), -1 + 1e-12)        # k_1 ~ (1 + rho)^(3/2) = 1.5e-19
+@example(("leaky_relu", 2.0, 0.3), 1 - 1e-12)    # the antipodal k_1(-rho), k_0(-rho) near -1
 @example(("erf", 1000.0, None), 1.0)             # 1 - a rho with a = 2 r^2/(1 + 2 r^2) = 1 - 5e-7
+@example(("erf", 1e8, None), 1.0)                # a rounds to 1
+@example(("erf", 1000.0, None), -0.5264661546593379)
 @example(("exp", 13.0, None), 1.0)               # exp(338)
 @example(("he40", 1.3, None), 1.0)               # the rescaled degree-40 projection
 def test_closed_form_K_and_Kprime(act, rho):
-    """K and K' of the closed forms: ReLU family (relu, abs, leaky_relu) |dK| <= 16 eps K(1) / sqrt(1 - |rho|),
-    same for K' with K'(1); sign relative 4 eps (K' = inf at |rho| = 1); erf relative 4 eps (2 + r) for K and
-    4 eps (2 + r^2) for K'; exp relative 2 eps (2 + r^2 (1 + |rho|)) (K' one eps more); polynomials of degree n
+    """K and K' of the closed forms: relu relative 16 eps (also where K, K' vanish at rho = -1); abs, leaky_relu
+    |dK| <= 16 eps K(1), same for K' with K'(1) (K' of abs and K of leaky_relu cross 0); sign relative 4 eps
+    (K' = inf at |rho| = 1); erf relative 4 eps (K and K', any r); exp relative 2 eps (2 + r^2 (1 + |rho|)) (K' one
+    eps more); polynomials of degree n
     (he_n, linear, quadratic; rescaled by r) |dK| <= 4 eps (n^1.5 + 10)(K(1) + ||c||^2), with ||c||^2 the sum of the
     squared h-coefficients before rescaling (the projection of sigma(r x) rounds on that scale: quadratic at
     r = 0.1 has K(1) = 3e-4 but is evaluated as 1 + (r^2 x^2 - 1)), and |dK'| <= 4 eps (n^1.5 + 10)(K'(1) + n ||c||^2)."""
@@ -179,7 +184,7 @@ def test_closed_form_K_and_Kprime(act, rho):
     bK, bKp = _K_bounds(name, r, rho)
     with mp.workdps(50):
         Kr, Kpr = ref.K(rho), ref.Kp(rho)
-        if name in ("sign", "erf", "exp"):
+        if name in ("relu", "sign", "erf", "exp"):
             sK, sKp = abs(Kr), abs(Kpr)
         elif _degree(name):
             sK, sKp = ref.K(1) + _c2(name), ref.Kp(1) + _degree(name) * _c2(name)
@@ -199,8 +204,8 @@ def test_closed_form_K_and_Kprime(act, rho):
 @example(("erf", 0.001, None), 61, None)
 def test_closed_form_hermite_coeffs(act, P, data):
     """hermite_coeffs of the closed forms: |mu_p - mu_ref| <= 2 eps (10 + p ln(p + 1) + |ln|mu_p||) |mu_p| (the
-    log-gamma differences of the factorials cancel to the size of p ln p), absolute 1e-300 where mu_p underflows
-    (sign, erf: 1.5e-154, where mu_p^2 underflows, see the xfail); polynomials rescaled by r:
+    log-gamma differences of the factorials cancel to the size of p ln p), absolute 1e-300 where mu_p underflows;
+    polynomials rescaled by r:
     <= 2 eps (n^1.5 + 10) (K(1) + ||c||^2)^(1/2)."""
     name, r, alpha = act
     if _degree(name):
@@ -217,8 +222,7 @@ def test_closed_form_hermite_coeffs(act, P, data):
                 bound = 2 * EPS * (_degree(name) ** 1.5 + 10) * norm
             else:
                 bound = 2 * EPS * (10 + p * math.log(p + 1) + (abs(float(mp.log(abs(m)))) if m else 0)) * abs(m)
-            floor = 1.5e-154 if name in ("sign", "erf") else 1e-300
-            assert record(f"activations.hermite_coeffs ({name})", abs(mu[p] - m) / (bound + mp.mpf(floor)),
+            assert record(f"activations.hermite_coeffs ({name})", abs(mu[p] - m) / (bound + mp.mpf(1e-300)),
                           p=p, r=r) <= 1
 
 
@@ -418,36 +422,35 @@ def test_golden_K_values_regenerate(name, r):
         assert abs(K - Kr) <= 1e-20 * max(1, abs(Kr)) and abs(Kp - Kpr) <= 1e-20 * max(1, abs(Kpr))
 
 
-# ---- defects: documented, not fixed (the core's code is frozen) ---------------------------------------------------
+# ---- corners where the code once failed ----------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="defect: relu K < 0 near rho = -1 (gaussian.arccos_kernel)")
 @pytest.mark.parametrize("rho", [-1 + 1e-12, -1 + 1e-8])
 def test_relu_K_is_nonnegative_and_relatively_accurate_near_minus_one(rho):
-    """K_relu(rho) = E relu(g1) relu(g2) >= 0; near rho = -1 it is r^2 k_1(rho) with k_1 from arccos_kernel, which
-    cancels to -1.2e-11 at -1 + 1e-12 (true 1.5e-19), 2.9e-13 at -1 + 1e-8 (true 1.5e-13). The ReLU family's K and
-    K' are therefore only accurate to 16 eps K(1) / sqrt(1 - |rho|) (abs, leaky_relu: the antipodal k_1(-rho) makes
-    rho -> +1 as bad). Fix: in gaussian.arccos_kernel (see its xfail)."""
+    """K_relu(rho) = E relu(g1) relu(g2) >= 0 with relative error 16 eps near rho = -1, where it vanishes like
+    (1 + rho)^(3/2). It is r^2 k_1(rho) from gaussian.arccos_kernel, which used to cancel to -1.2e-11 at
+    -1 + 1e-12 (true 1.5e-19), 2.9e-13 at -1 + 1e-8 (true 1.5e-13), before pi - theta was computed directly."""
     got = float(A.get("relu").K(rho))
-    with mp.workdps(40):
-        assert got >= 0 and abs(got - _k1(mp.mpf(rho))) <= 1e-12 * _k1(mp.mpf(rho))
+    with mp.workdps(50):
+        ref = _k1(mp.mpf(rho))
+        assert got >= 0 and abs(got - ref) <= 16 * EPS * ref
 
 
-@pytest.mark.xfail(strict=True, reason="defect: sign/erf coefficients flush to 0 where mu_p^2 underflows")
 def test_arcsin_coefficients_do_not_underflow_early():
-    """mu_p of sign and erf is formed as sqrt(exp(log mu_p^2)), so it is 0 wherever mu_p^2 < 2^-1074 although mu_p is
-    a normal float down to 1e-308: erf(r = 1e-3) has mu_61 = 5.0e-176 and returns 0 (found by the search).
-    Fix: exp(log mu_p^2 / 2) (as the ReLU and exp families do)."""
+    """mu_p of sign and erf is exp(log mu_p^2 / 2), a normal float down to 1e-308; formed as sqrt(exp(log mu_p^2))
+    it was 0 wherever mu_p^2 < 2^-1074: erf(r = 1e-3) has mu_61 = 5.0e-176 and returned 0 (found by the search)."""
     ref = _Ref("erf", 0.001)
     with mp.workdps(50):
         assert abs(A.get("erf").rescaled(0.001).hermite_coeffs(61)[61] - ref.mu(61)) <= 1e-12 * abs(ref.mu(61))
 
 
-@pytest.mark.xfail(strict=True, reason="defect: erf K' loses r^2 eps relative at large r (1 - a rho cancels)")
-def test_erf_Kprime_at_large_scale():
-    """erf(r z) has K' = (2/pi) a / sqrt((1 - a rho)(1 + a rho)), a = 2 r^2/(1 + 2 r^2); with a rounded first,
-    1 - a rho cancels: K'(1) at r = 1e3 is 2.2e-10 relative off, and from r ~ 7e7 a rounds to 1 and K'(1) = inf
-    (true: (2/pi) a (1 + 2 r^2)^(1/2) / (1 + 4 r^2)^(1/2) ~ 0.45 r). Fix: 1 - a rho = ((1 - rho) 2 r^2 + 1)/(1 + 2 r^2)
-    and 1 + a rho likewise, formed without subtraction."""
-    ref = _Ref("erf", 1e3, None)
-    with mp.workdps(50):
-        assert abs(float(A.get("erf").rescaled(1e3).Kprime(1.0)) - ref.Kp(1)) <= 1e-13 * ref.Kp(1)
+@pytest.mark.parametrize("r", [1e3, 1e8, 1e150])
+def test_erf_Kprime_at_large_scale(r):
+    """erf(r z) has K' = (2/pi) a / sqrt((1 - a rho)(1 + a rho)), a = 2 r^2/(1 + 2 r^2) = 1/(1 + w), w = 1/(2 r^2),
+    evaluated as (2/pi) / sqrt((w + 1 - rho)(w + 1 + rho)) without cancellation; with a rounded first, 1 - a rho
+    cancelled: K'(1) at r = 1e3 was 2.2e-10 relative off, and from r ~ 7e7 a rounded to 1 and K'(1) = inf (true
+    (2/pi) (1 + 2 r^2)^(1/2) a / (1 + 4 r^2)^(1/2) ~ 0.45 r). K(1) = (2/pi) arcsin(a) likewise to 4 eps."""
+    ref = _Ref("erf", r, None)
+    act = A.get("erf").rescaled(r)
+    with mp.workdps(400):
+        assert abs(float(act.Kprime(1.0)) - ref.Kp(1)) <= 4 * EPS * ref.Kp(1)
+        assert abs(float(act.K(1.0)) - ref.K(1)) <= 4 * EPS * ref.K(1)

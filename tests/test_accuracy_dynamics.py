@@ -1,7 +1,7 @@
 """Declared accuracy of popdyn.dynamics over Hypothesis searches that reach the corners (stiff and growing linear
 systems, tolerances from 1e-12 to 1e-6, piecewise-linear fields with slopes and speeds over 30 decades, extreme
 times and values), against mpmath at 30-40 digits (``mpmath.expm``, the exact cell-by-cell flow) and exact
-rational arithmetic (``fractions``). Defects of the (frozen) core code are ``xfail(strict=True)`` at the end."""
+rational arithmetic (``fractions``); the corners where the code once failed are plain tests at the end."""
 import math
 import warnings
 from fractions import Fraction
@@ -163,11 +163,11 @@ def test_scalar_flow(field):
 
 
 @st.composite
-def recordings(draw, allow_huge=False):
-    """(t, y): 2..30 strictly increasing times and values, scales 10^-300 .. 10^300 (|t| <= 1e300 so differences
-    stay finite unless allow_huge), repeated values and plateaus."""
+def recordings(draw):
+    """(t, y): 2..30 strictly increasing times and values, scales 10^-300 .. 1.7e308 (differences of times of both
+    signs overflow near 1e308), repeated values and plateaus."""
     n = draw(st.integers(2, 30))
-    ts, ys = 10.0 ** draw(st.floats(-300, 300 if allow_huge else 299)), 10.0 ** draw(st.floats(-300, 300))
+    ts, ys = (10.0 ** draw(st.floats(-300, 308.23)) for _ in range(2))
     t = np.unique(np.array(draw(st.lists(st.floats(-1, 1), min_size=n, max_size=n, unique=True))) * ts)
     n = t.size
     y = np.array(draw(st.lists(st.one_of(st.floats(-1, 1), st.sampled_from([0.0, 0.5])), min_size=n,
@@ -177,9 +177,10 @@ def recordings(draw, allow_huge=False):
 
 @settings(max_examples=examples(40), deadline=None)
 @given(recordings(), st.floats(0, 1))
+@example((np.array([-1e308, 1e308]), np.array([0.0, 1.0])), 0.3)
 def test_escape_time(rec, frac):
     """escape_time: |t_esc - t_exact| <= 4 eps max(|t_(i-1)|, |t_i|) against the exact rational interpolation, and
-    t_(i-1) <= t_esc <= t_i, for times with finite differences (|t| <= 1e300; see the xfail)."""
+    t_(i-1) <= t_esc <= t_i, for times and values of any finite scale."""
     t, y = rec
     level = float(frac * np.max(np.abs(y)))
     got = escape_time(t, y, level)
@@ -201,14 +202,15 @@ def test_escape_time(rec, frac):
 
 @settings(max_examples=examples(40), deadline=None)
 @given(recordings(), st.floats(-6, 0), st.floats(0, 1))
+@example((np.array([-1.6e308, 0.0, 1.6e308]), np.array([1.6e308, 1.6e308, -1.6e308])), -6.0, 0.0)
 def test_plateau_and_settling_time(rec, log_atol, dur):
     """plateau: each value is the band's midpoint to 1 ulp of max|y|, and every reported segment spans at most
     2 atol (differences rounded: + 2 eps max|y|); settling_time: every sample after it is within atol of the last
-    (+ 1 ulp of the difference), the one before is not; for |y| <= 1e300 (see the xfail for 1e308)."""
+    (+ 1 ulp of the difference), the one before is not; for values of any finite scale."""
     t, y = rec
     ymax = float(np.max(np.abs(y)))
     atol = 10.0 ** log_atol * (ymax if ymax > 0 else 1.0)
-    for ta, tb, v in plateau(t, y, atol=atol, min_duration=dur * float(t[-1] - t[0])):
+    for ta, tb, v in plateau(t, y, atol=atol, min_duration=float(dur * t[-1] - dur * t[0])):
         seg = y[(t >= ta) & (t <= tb)]
         mid = (Fraction(float(seg.max())) + Fraction(float(seg.min()))) / 2
         assert record("dynamics.plateau", float(abs(Fraction(v) - mid)) / (EPS * ymax + 1e-320)) <= 1
@@ -220,18 +222,17 @@ def test_plateau_and_settling_time(rec, log_atol, dur):
         assert i == 0 or abs(y[i - 1] - y[-1]) > atol
 
 
-# ---- defects: documented, not fixed (the core's code is frozen) ---------------------------------------------------
+# ---- corners where the code once failed ----------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="defect: t_i - t_(i-1) overflows for times of both signs near 1e308")
 def test_escape_time_with_extreme_times():
-    """escape_time interpolates as t_(i-1) + frac (t_i - t_(i-1)); for t = (-1e308, 1e308) the difference is inf and the
-    result inf, outside [t_(i-1), t_i]. Fix: (1 - frac) t_(i-1) + frac t_i (or split the difference by halves)."""
-    got = escape_time(np.array([-1e308, 1e308]), np.array([0.0, 1.0]), 0.5)
-    assert -1e308 <= got <= 1e308
+    """escape_time interpolates as t_(i-1) + frac (t_i - t_(i-1)); for t = (-1e308, 1e308) the difference is inf, and
+    the result was inf, outside [t_(i-1), t_i]; there it is (1 - frac) t_(i-1) + frac t_i."""
+    assert escape_time(np.array([-1e308, 1e308]), np.array([0.0, 1.0]), 0.5) == 0.0
+    assert escape_time(np.array([-1e308, 1e308]), np.array([0.0, 1.0]), 0.75) == 0.5e308
 
 
-@pytest.mark.xfail(strict=True, reason="defect: the plateau value (max + min)/2 overflows near 1e308")
 def test_plateau_value_with_extreme_values():
-    """plateau's value is (max + min) / 2, inf for a band at 1.5e308. Fix: min + (max - min)/2 (or max/2 + min/2)."""
+    """plateau's value is (max + min) / 2, which was inf for a band at 1.5e308; where max + min overflows it is
+    max/2 + min/2."""
     (_, _, v), = plateau(np.array([0.0, 1.0, 2.0]), np.array([1.5e308, 1.5e308, 1.5e308]), atol=1.0)
     assert v == 1.5e308

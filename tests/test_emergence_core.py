@@ -119,6 +119,7 @@ def test_window_is_the_derivative_and_window_derivs_by_differences(s):
 @example(z=0.0, s=1e-4).via("kink at 0")
 @example(z=1.0, s=1e-4).via("kink at 1")
 @example(z=1e-4, s=2.0 ** -8).via("found: 1 - z rounds, and win' = phi(0)/s amplifies it")
+@example(z=26.690577839831462, s=1e-4).via("found: normal_pdf(z/s) was nan (0 * inf in the split) far out")
 def test_activation_properties(z, s):
     """sigma~(z) + sigma~(1-z) = 1; 0 <= sigma~ <= 1; win in [0,1], win(z) = win(1-z) up to the
     rounding of 1 - z (1.1e-16) times the slope phi(0)/s; |sigma~_s - sigma| <= s phi(0) (each relu is smoothed
