@@ -119,7 +119,7 @@ def test_theorem13_eta_typo_corrected():
     s = theorem_schedule("13", 1000, 16, 0.5, 1.0, 2.0)
     assert s["eta"] == pytest.approx(s["delta"] / (16 * 1000 * 256))
     assert s["eta_as_printed"] == pytest.approx(16 * s["delta"] / (1000 * 256))
-    assert any("L487" in n for n in s["notes"])
+    assert any("Theorem 13" in n for n in s["notes"])
 
 
 @pytest.mark.parametrize("which,mu1_nonzero,xi_bar", [("11", True, None), ("11", False, None), ("12", True, 0.5),

@@ -1,13 +1,13 @@
-"""Contrastive trade-off claims (seed 001 ch. 7, App. F; specs/looped_contrastive_dg.md part B).
+"""Contrastive trade-off claims ([Shi24], Ch. 7, App. F; docs/contrastive.md).
 
 * ``contrastive.column_norms``: projected SGD on the population contrastive loss learns the column norms of the
   convex program (7-d)/(7-e): sqrt(alpha) = 1 on S, sqrt(1/T) on every P_t (universal), 1 on R_t (specific), with
-  spurious columns near 0 and orthogonal columns within each task (spec B.3 R7, B.6 (8)).
+  spurious columns near 0 and orthogonal columns within each task (docs/contrastive.md).
 * ``contrastive.cr_beta``: CR fine-tuning within Frobenius radius gamma reaches beta_CR of Prop. F.9 with the
   budget ||W||_F <= sqrt r kept (the corrected form; the paper's drops it and overshoots).
 * ``contrastive.tradeoff``: excess risk of norm-bounded probes vs m for the universal, CR-fine-tuned and specific
   representations on the trained representations against those on the theory's population representations at every
-  m (the Rademacher-term scaling and "no cost" as nulls); the gap fades at large m (spec B.3, B.4).
+  m (the Rademacher-term scaling and "no cost" as nulls); the gap fades at large m (docs/contrastive.md).
 
 :func:`bench_contrastive` times the population optimum against projected-SGD pre-training to the same column norms.
 """
@@ -25,7 +25,6 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["bench_contrastive"]
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 _REPS = ("universal", "cr", "specific")
 
 

@@ -1,10 +1,10 @@
-"""Nuclear-norm domain generalisation claims (seed 001 ch. 6, specs/looped_contrastive_dg.md part C).
+"""Nuclear-norm domain generalisation claims ([Shi24], Ch. 6; docs/domain_gen.md).
 
 * ``domain_gen.erm_l2_finite_sample``: finite-sample full-batch GD on w (fixed all-ones head, n ID samples) against
-  the population ERM-l2 optimum (alpha, beta) of Lemma 6.1 (spec C.4: within about 5 %), along a lambda path, with
+  the population ERM-l2 optimum (alpha, beta) of Lemma 6.1 (within about 5 %), along a lambda path, with
   the ERM-rank / ERM-NU population optima and all OOD accuracies in the table.
 * ``domain_gen.nu_finite_sample``: finite-sample ERM-NU (batch nuclear norm over sqrt(n), L-BFGS) against the
-  population ERM-NU optimum (derived, spec C.2 (6-h)): alpha within 5 %, spurious weights ~ 0.
+  population ERM-NU optimum (derived here, docs/domain_gen.md): alpha within 5 %, spurious weights ~ 0.
 * ``domain_gen.accuracy``: the exact ID/OOD accuracy (contour integral) of trained and population classifiers against
   Monte Carlo on fresh samples, in standard errors; the normal approximation and the Chernoff bound beside it.
 * ``domain_gen.lambda_path``: the Fig. 6.5 analogue along a lambda sweep: the stable rank of the trained test features
@@ -33,7 +33,6 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["bench_domain_gen"]
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 
 
 def _predict(model, lam, penalty, **kw):
@@ -304,7 +303,7 @@ def lambda_path(size, device, outdir):
                   bool(np.all(sim["nuclear"]["stable_rank"][:, below] < sim["l2"]["stable_rank"][:, below])),
               "closed-form srank = dense srank of Sigma_dom^{1/2} D_w (id, ood)": dense < 1e-9,
               "test OOD accuracy within 5 SE of the exact population": z_ood < 5,
-              # 5 % in beta/alpha (spec C.4's tolerance) moves log10 acc_ood by 0.35-0.39 decades at these optima
+              # 5 % in beta/alpha (the tolerance of domain_gen.erm_l2_finite_sample) moves log10 acc_ood by 0.35-0.39 decades at these optima
               "log10 OOD accuracy of the trained block means within 0.4 decades (l2)": dlog < 0.4}
     fig, axes = subplots(2)
     sty = {"dot": {"ls": "", "marker": "o"}, "l2": {"color": "C0"}, "nu": {"color": "C1"}}

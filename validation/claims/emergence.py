@@ -1,7 +1,7 @@
-"""Feature-emergence claims (seed 002, Shi-Wei-Liang ICLR 2022; specs/emergence.md §4.0, check catalogue C1-C9).
+"""Feature-emergence claims ([Shi22], Shi-Wei-Liang ICLR 2022; checks C1-C9, docs/emergence.md).
 
-The paper's experiments use unreported hyperparameters (spec §4); these claims hold the exact population theory of
-the three-stage schedule (spec §2) against the torch training of ``popdyn.sim.emergence`` in pattern coordinates.
+The paper's experiments use unreported hyperparameters ([Shi22, App. E]); these claims hold the exact population theory of
+the three-stage schedule ([Shi22, Section 3.1]) against the torch training of ``popdyn.sim.emergence`` in pattern coordinates.
 
 * ``emergence.step1_correlations`` (C1): the exact single-neuron correlations T (Fourier inversion) against the
   empirical step-1 gradient, coordinate by coordinate.
@@ -29,9 +29,8 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
-_SEED = "seed 002 (seeds/002_b4668463d87e622f.txt)"
-_M_SCHEDULE = 300      # width of the paper's E1 (002 L3521-3547): sets eta^(1) = gamma^2 sigt/(k m^3) ~ 2e-9
-_Z_MAX = 6.0           # C1: max |z| over D coordinates x neurons (spec §4.0: 4.5; P(|Z| > 6) = 2e-9 per z)
+_M_SCHEDULE = 300      # width of the paper's parity experiment ([Shi22, App. E.1.1]): sets eta^(1) = gamma^2 sigt/(k m^3) ~ 2e-9
+_Z_MAX = 6.0           # C1: max |z| over D coordinates x neurons (first proposed: 4.5; P(|Z| > 6) = 2e-9 per z)
 _CHI_Z = 6.0           # C1/C7/C9: |sum z^2 - D| / sqrt(2 D) (chi^2_D tail at D + 6 sqrt(2D): <= 1.5e-5 for D >= 20)
 
 

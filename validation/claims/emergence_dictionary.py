@@ -1,4 +1,4 @@
-"""App. F's incoherent dictionaries (seed 002 L4210-4330, spec §1.5): steps 1-2 in R^d with ``rho = M^T M != I``.
+"""App. F's incoherent dictionaries ([Shi22, App. F.1-F.2]; docs/emergence.md): steps 1-2 in R^d with ``rho = M^T M != I``.
 
 * ``emergence.incoherent_steps``: with unit but non-orthogonal dictionary columns, a gradient step on ``w`` moves the
   pattern coordinates ``q = M^T w`` by ``rho`` times the pattern gradient. The exact population steps
@@ -19,7 +19,7 @@ from .emergence import _CHI_Z, _Z_MAX, _sched, _theory_vs_sim_panels, _train
 
 __all__ = []
 
-_COS2 = 0.999         # step-2 rows: simulated vs population direction (1 - cos ~ 39/n at n = 5e4, spec §2.13)
+_COS2 = 0.999         # step-2 rows: simulated vs population direction (1 - cos ~ 39/n at n = 5e4, derived here)
 
 
 @claim(id="emergence.incoherent_steps", model="emergence",

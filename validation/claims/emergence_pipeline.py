@@ -1,10 +1,10 @@
-"""The whole three-stage pipeline of seed 002: ``popdyn.predict`` against ``popdyn.simulate`` (spec §1.4, §2.8, §4 E1).
+"""The whole three-stage pipeline of [Shi22]: ``popdyn.predict`` against ``popdyn.simulate`` (Section 3.1, App. E.1).
 
 * ``emergence.pipeline``: the population theory of all three stages (steps 1-2 to the two-step features, then
   the exact reduced GD of the classifier stage) predicts the test error of the torch network trained on n_train
   balanced samples from the same initialisation, over the whole classifier stage: the error plateaus at the
   count-only classifier's 5/32, so the claim is held on the way there, where a constant count-only "theory" is off. With i.i.d. (unbalanced) sampling the step-2 bias moves by
-  ``a1 h(b1) E^[y]`` (spec §2.13(b), claim ``emergence.step2_bias_shift``), which the population (E y = 0) does not
+  ``a1 h(b1) E^[y]`` (derived here, docs/emergence.md; claim ``emergence.step2_bias_shift``), which the population (E y = 0) does not
   have; the claim reports that run beside the balanced one.
 """
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""Gradient-feature learning claims (seed 001 ch. 3, Shi-Wei-Liang NeurIPS 2023; specs/gradient_features.md §4).
+"""Gradient-feature learning claims ([Shi24], Ch. 3, Shi-Wei-Liang NeurIPS 2023; docs/gradient_features.md).
 
-The chapter reports no experiment (spec §0) and its bounds are vacuous at simulable sizes, so these claims hold the
-exact population predictions of the framework (spec §0 items 1-5) against the torch training of
-``popdyn.sim.gradient_features``, as the spec's proposed experiments E1-E8:
+The chapter reports no experiment and its bounds are vacuous at simulable sizes, so these claims hold the
+exact population predictions of the framework against the torch training of
+``popdyn.sim.gradient_features``, as experiments E1-E8:
 
 * ``gradient_features.first_step_rate`` (E1): the torch first step on n samples against the exact population step
   ``w^(1) = eta^(1)|l'(0)| a^(0) G(w^(0), b)`` (Gaussian-mixture closed form, hinge and base-2 logistic, E[y x] = 0
-  and != 0): every neuron within the spec's tolerance, and the error falls as n^{-1/2} (Lemma B.18's bound:
+  and != 0): every neuron within the per-neuron tolerance, and the error falls as n^{-1/2} (Lemma B.18's bound:
   n^{-1/3}).
 * ``gradient_features.nice_fraction`` (E1): the size of the nice set (3.14) after the torch first step is
   Binomial(m, p/2) with p the feature probability of (3.6) (Lemma B.5).
@@ -39,8 +39,6 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
-_SPEC = "specs/gradient_features.md"
 
 
 def _sim():
@@ -55,13 +53,13 @@ def _legend(*axes):
 
 
 def _b_tilde(d, sigma_B, tau):
-    """The XOR-case bias scale of Lemma B.37, b~/sigma_w = sqrt(tau d log log d) sigma_B (spec §2.13.2)."""
+    """The XOR-case bias scale of Lemma B.37, b~/sigma_w = sqrt(tau d log log d) sigma_B (docs/gradient_features.md)."""
     return math.sqrt(tau * d * math.log(math.log(d))) * sigma_B
 
 
 def _mixture(name, d, sigma):
     """The data models of E1: the XOR mixture (E[y x] = 0) and a two-cluster mixture with E[y x] != 0 (unequal
-    standard deviations), on which Lemma B.71's twin identity w^(1)_{i+m} = w^(1)_i fails (spec §2.1)."""
+    standard deviations), on which Lemma B.71's twin identity w^(1)_{i+m} = w^(1)_i fails (docs/gradient_features.md)."""
     if name == "xor":
         return data.xor_mixture(d, sigma)
     mus = np.zeros((2, d))
@@ -79,8 +77,8 @@ def _first_step_sim(model, init, n, eta1, loss, seed, seeds=1, both=False, devic
 
 # ---- E1: the first step at finite n against the population step ----------------------------------------------------
 
-_TOL_E1 = 0.05          # fraction of neurons outside the spec's per-neuron tolerance
-_E1_FACTOR = 3.0        # spec §4 E1: ||w_sim - w_pred|| / ||w_pred|| <= 3 sqrt(B_x2/n) / ||G||
+_TOL_E1 = 0.05          # fraction of neurons outside the per-neuron tolerance (_E1_FACTOR)
+_E1_FACTOR = 3.0        # E1: ||w_sim - w_pred|| / ||w_pred|| <= 3 sqrt(B_x2/n) / ||G||
 _SLOPE_BAND = 0.1       # |slope + 1/2| of the median relative error against n (the paper's -1/3 is 0.17 away)
 
 
@@ -140,7 +138,7 @@ def first_step_rate(size, device, outdir):
         slopes[f"{name}/{d}/{loss}"] = slope
         ax0.loglog(ns, med, "o-", color=f"C{i}", label=f"{name} d={d} sigma={sigma:g} {loss}: slope {slope:.2f}")
         ax0.loglog(ns, [r["median_rel_tolerance"] for r in rows[-len(ns):]], ":", color=f"C{i}",
-                   label="spec tolerance (median)")
+                   label="per-neuron tolerance (median)")
         if i == 0:
             D = model.mus[0] / np.linalg.norm(model.mus[0])
             cos = lambda W: W @ D / np.linalg.norm(W, axis=-1)
@@ -156,7 +154,7 @@ def first_step_rate(size, device, outdir):
     sample_axis(ax0, ns)
     _legend(ax0, ax1)
     path = save_figure(fig, outdir / "gradient_features.first_step_rate.png", title=claim_title(
-        REGISTRY["gradient_features.first_step_rate"], worst, what="max fraction outside the spec tolerance"))
+        REGISTRY["gradient_features.first_step_rate"], worst, what="max fraction outside the per-neuron tolerance"))
     checks = {f"median error slope in n within {_SLOPE_BAND:g} of -1/2 in every setting":
               all(abs(s + 0.5) <= _SLOPE_BAND for s in slopes.values())}
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, details={"slopes": slopes},

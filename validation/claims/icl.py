@@ -1,4 +1,4 @@
-"""Claims of seed 001 Ch. 5 (rank-r in-context linear regression) held against Monte Carlo and training.
+"""Claims of [Shi24], Ch. 5 (rank-r in-context linear regression) held against Monte Carlo and training.
 
 Each claim runs in seconds at its quick size. ``bench_icl()`` times the closed-form optimum against
 training to the same accuracy.
@@ -19,7 +19,6 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["bench_icl"]
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 _BIG = 10**9  # a context length standing for N, M -> infinity in the nulls
 _Z_MC = 4.5   # |z| of a closed form against Monte Carlo (SE from >= 4e4 samples): two-sided normal tail 6.8e-6
 
@@ -99,7 +98,7 @@ def lemma51_thm542_mc(size, device, outdir):
 
 
 def _train(p, size, device):
-    """Adam with a cosine schedule on fresh prompts (spec §B.6 S5.1 sizes); the trained uU per seed."""
+    """Adam with a cosine schedule on fresh prompts; the trained uU per seed."""
     return popdyn.simulate(p, lr=size["lr"], steps=size["steps"], batch=size["batch"], optimizer="adam",
                            schedule="cosine", seeds=size.get("seeds", 1), n_points=2, prompts=64, device=device, seed=p.r)
 

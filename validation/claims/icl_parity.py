@@ -1,4 +1,4 @@
-"""Sparse-parity ICL claims (dissertation 001 §5.5, specs/modular_and_icl.md B.4-B.6).
+"""Sparse-parity ICL claims ([Shi24], Section 5.5, App. D.3; docs/icl.md).
 
 * ``icl.parity_construction``: Thm 5.5.1's heads have zero N -> inf hinge loss (g_2^* on all tasks, g_1^*
   on S1) with margins exactly 1 (tight: 0.99 V has positive loss).
@@ -21,7 +21,6 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 _ORDER_SE = 3.0  # icl.parity_robustness: g1*'s hinge must be below g2*'s by this many SE (one-sided 1e-3)
 
 

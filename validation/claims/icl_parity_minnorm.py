@@ -1,5 +1,5 @@
-"""Sparse-parity ICL: the optimality statements of Thm 5.5.1 against numerical optima (specs/modular_and_icl.md
-B.5.3(b)-(c), Z.7).
+"""Sparse-parity ICL: the optimality statements of Thm 5.5.1 against numerical optima ([Shi24],
+Section 5.5, App. D.3.1; docs/icl.md).
 
 * ``icl.parity_minnorm_g2``: the paper's g_2^* (2(nu2+1) heads) is not the minimum-norm zero-loss network of
   its width: the solver's heads fit every task exactly with a smaller sum of squared Frobenius norms (diagonal
@@ -21,8 +21,7 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
-_SPEC_Z7 = {"six_heads_norm": 189.4, "four_heads_loss_1e-5": 2.8e-3, "four_heads_norm_1e-7": 2810.0}
+_EARLIER_RUN = {"six_heads_norm": 189.4, "four_heads_loss_1e-5": 2.8e-3, "four_heads_norm_1e-7": 2810.0}
 _KKT_TOL = 1e-8     # stationarity residual of an exact region QP (float64: ~1e-14 measured)
 _MARGIN_TOL = 1e-9  # a minimum-norm solution has its smallest margin exactly 1
 
@@ -83,7 +82,7 @@ def parity_minnorm_g2(size, device, outdir):
     for ax, row, f in zip(axes, rows, fits):
         refs = {"paper g2*": row["norm_g2"]}
         if row["d"] == 4:
-            refs[f"spec Z.7, d = 4 ({_SPEC_Z7['six_heads_norm']})"] = _SPEC_Z7["six_heads_norm"]
+            refs[f"earlier run, d = 4 ({_EARLIER_RUN['six_heads_norm']})"] = _EARLIER_RUN["six_heads_norm"]
         _restart_panel(ax, f.runs[:, 1], "solver, each restart (polished)", refs, f"{_NORM} at zero loss",
                        f"d = {row['d']}, {row['heads']} {row['form']} heads: best {row['norm']:.2f} < "
                        f"{row['norm_g2']:g} (g2*)")
@@ -91,7 +90,7 @@ def parity_minnorm_g2(size, device, outdir):
     fig = save_figure(fig, outdir / "icl.parity_minnorm_g2.png",
                       title=claim_title(REGISTRY["icl.parity_minnorm_g2"], worst,
                                         what="max exact hinge loss of the smallest-norm network"))
-    checks = {"norm of the best network < norm of g2* at every d and head form (spec B.5.3(b))":
+    checks = {"norm of the best network < norm of g2* at every d and head form ([Shi24, Theorem 5.5.1])":
                   all(r["norm"] < r["norm_g2"] for r in rows),
               "full heads reach a norm no larger than diagonal ones":
                   all(r["norm"] <= q["norm"] * (1 + 1e-9) for r in rows for q in rows
@@ -106,7 +105,7 @@ def parity_minnorm_g2(size, device, outdir):
                        message="; ".join(f"d = {r['d']}, {r['heads']} {r['form']} heads: norm {r['norm']:.4f} "
                                          f"({r['at_best']}/{r['restarts']} restarts) vs {r['norm_g2']:g} for g2*"
                                          for r in rows)
-                               + f" (spec Z.7, d = 4: {_SPEC_Z7['six_heads_norm']}); loss {worst:.1e}; g2* at the "
+                               + f" (an earlier run, d = 4: {_EARLIER_RUN['six_heads_norm']}); loss {worst:.1e}; g2* at the "
                                f"solver's norm: loss {nulls['g2_at_solver_norm']:.3g}.")
 
 
@@ -141,7 +140,7 @@ def parity_minnorm_four_heads(size, device, outdir):
                      "objective_g1": loss_g1 + lam * norm_g1, "objective_zero_loss": lam * enum.norm,
                      "kkt_residual": f.kkt_residual})
     gap = abs(search.norm - enum.norm) / enum.norm
-    nulls = {"earlier_norm_2810": abs(_SPEC_Z7["four_heads_norm_1e-7"] - enum.norm) / enum.norm}
+    nulls = {"earlier_norm_2810": abs(_EARLIER_RUN["four_heads_norm_1e-7"] - enum.norm) / enum.norm}
     small = rows[int(np.argmin(size["lams"]))]
     beats = [r for r in rows if r["loss"] < loss_g1 and r["norm"] < norm_g1]
     fig, axes = subplots(2)
@@ -149,8 +148,8 @@ def parity_minnorm_four_heads(size, device, outdir):
     for r in rows:
         axes[0].plot([r["norm"]], [r["loss"]], **{**key(r["lam"]), "ms": 7}, label=key.label(r["lam"]))
     axes[0].plot([norm_g1], [loss_g1], "s", color="k", ms=7, label=f"paper g1* ({norm_g1:g}, {loss_g1:.4f})")
-    axes[0].axhline(_SPEC_Z7["four_heads_loss_1e-5"], color="0.45", ls=":", lw=1.2,
-                    label=f"spec Z.7, λ = 1e-5 ({_SPEC_Z7['four_heads_loss_1e-5']:g})")
+    axes[0].axhline(_EARLIER_RUN["four_heads_loss_1e-5"], color="0.45", ls=":", lw=1.2,
+                    label=f"earlier run, λ = 1e-5 ({_EARLIER_RUN['four_heads_loss_1e-5']:g})")
     axes[0].set(xlim=(0, 1.25 * max(r["norm"] for r in rows)), xlabel=_NORM,
                 ylabel=r"exact hinge loss ($N \to \infty$)",
                 title=f"(a) 4-head optimum at each λ (dots): g1* is dominated")
@@ -172,11 +171,11 @@ def parity_minnorm_four_heads(size, device, outdir):
     return ClaimResult(measured=gap, checks=checks, figure=str(fig), table=rows, nulls=nulls,
                        details={"min_norm_enumeration": enum.norm, "regions_enumerated": len(enum.runs),
                                 "min_norm_search": search.norm, "counterexample_norm": norm_four,
-                                "g1_loss": loss_g1, "g1_norm": norm_g1, "spec_Z7": _SPEC_Z7,
+                                "g1_loss": loss_g1, "g1_norm": norm_g1, "spec_Z7": _EARLIER_RUN,
                                 "a_min_norm": enum.a.tolist(), "V_min_norm": enum.V.tolist()},
                        message=f"zero-loss minimum norm {enum.norm:.4f} over {len(enum.runs)} regions (search "
-                               f"{search.norm:.4f}; the 4-head counterexample has {norm_four:g}; spec Z.7's "
-                               f"lambda = 1e-7 run {_SPEC_Z7['four_heads_norm_1e-7']:g}); "
+                               f"{search.norm:.4f}; the 4-head counterexample has {norm_four:g}; an earlier "
+                               f"lambda = 1e-7 run had {_EARLIER_RUN['four_heads_norm_1e-7']:g}); "
                                + (f"lambda = {beats[0]['lam']:g}: loss {beats[0]['loss']:.4g} at norm "
                                   f"{beats[0]['norm']:.2f} vs g1* {loss_g1:.4g} at {norm_g1:g}." if beats else
                                   "no lambda beat g1*."))

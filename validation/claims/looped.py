@@ -1,12 +1,12 @@
-"""Looped linear transformer claims (seed 001 ch. 8, specs/looped_contrastive_dg.md part A).
+"""Looped linear transformer claims ([Shi24], Ch. 8; docs/looped.md).
 
 * ``looped.tf_equals_gd``: the looped transformer with Lemma 8.13's weights outputs alpha times the GD iterate
-  (numpy and torch, float64), for random prompts and step schedules (Thm 8.14; spec A.3 R1).
-* ``looped.fig8_1``: Fig. 8.1 in four panels (spec A.4): GD vs the exact curve, the torch transformer in float32,
-  both bounds, and the large-d panel; the paper's "gap narrowing as n increases" (L2486) is measured three ways:
+  (numpy and torch, float64), for random prompts and step schedules (Thm 8.14).
+* ``looped.fig8_1``: Fig. 8.1 in four panels (Section 8.6): GD vs the exact curve, the torch transformer in float32,
+  both bounds, and the large-d panel; the paper's "gap narrowing as n increases" (Section 8.6) is measured three ways:
   it widens on the plotted log axis, narrows in loops needed to reach 1e-3 / 1e-6 and on a linear axis.
 * ``looped.mp_limit``: the Marchenko-Pastur curve as the d -> infinity limit of the finite-d theta-average: the gap
-  at d = 50..400 (800 full size) shrinks like d^(-2/3) (spec 8-i); the finite-d curve is ``looped.finite_size``.
+  at d = 50..400 (800 full size) shrinks like d^(-2/3) (derived here, docs/looped.md); the finite-d curve is ``looped.finite_size``.
 * ``looped.trained``: beyond the paper, a looped transformer with tied (Q, P) and per-loop steps trained on random
   prompts, against the GD construction, the best constant step and the optimal per-loop schedule.
 
@@ -26,13 +26,12 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["bench_looped"]
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 _TOL_TF = 1e-10  # looped.tf_equals_gd's tolerance (also drawn in its figure)
-_FLOOR = 1e-28  # squared distances below this are at the float64 floor of iterated GD (spec A.4: ~1e-32)
+_FLOOR = 1e-28  # squared distances below this are at the float64 floor of iterated GD (~1e-32)
 
 
 def _random_prompt(rng):
-    """R1 of spec Appendix R: n in [5, 60), d < min(n, 12), T < 40, alpha ~ 3 N(0, 1), unit theta*."""
+    """Random instances: n in [5, 60), d < min(n, 12), T < 40, alpha ~ 3 N(0, 1), unit theta*."""
     n = int(rng.integers(5, 60))
     d = int(rng.integers(1, min(n, 12)))
     T = int(rng.integers(0, 40))
@@ -146,7 +145,7 @@ def _panel_row(n, t, kappa, exact, gd):
 
 
 def _gap_message(rows):
-    """The paper's "gap narrowing as n increases" (L2486), read on the plotted log axis, in loops and linearly."""
+    """The paper's "gap narrowing as n increases" (Section 8.6), read on the plotted log axis, in loops and linearly."""
     seq = lambda key, fmt: ", ".join("-" if r[key] is None else format(r[key], fmt) for r in rows)
     ns = ", ".join(str(r["n"]) for r in rows)
     loops = "; ".join(f"to {lv:g}: {seq(f'loops_to_{lv:g}', 'd')} loops against the line's "
@@ -154,8 +153,8 @@ def _gap_message(rows):
     return (f"the gap to -t/kappa for n = {ns}: on the plotted log axis at t = 10 it WIDENS "
             f"({seq('log_gap_t10', '.2f')}), and so does the rate ratio fitted slope / (-1/kappa) "
             f"({seq('rate_ratio', '.2f')}); in loops needed it NARROWS ({loops}); on a linear axis at t = 10 it "
-            f"NARROWS ({seq('linear_gap_t10', '.2e')}). The paper's 'gap narrowing as n increases' (L2486) holds in "
-            f"loops and linearly, not on the log axis it plots (L2480).")
+            f"NARROWS ({seq('linear_gap_t10', '.2e')}). The paper's 'gap narrowing as n increases' (Section 8.6) holds in "
+            f"loops and linearly, not on the log axis it plots (Fig. 8.1).")
 
 
 def _narrows(rows, key):

@@ -1,5 +1,5 @@
 """Looped transformer at finite d: the exact finite-(n, d) error curve against the simulation
-(seed 001 ch. 8, specs/looped_contrastive_dg.md A.2 (8-h), (8-i), A.3, A.4 (d)).
+([Shi24], Ch. 8, Theorem 8.16, Fig. 8.1; derived here, docs/looped.md).
 
 * ``looped.finite_size``: the theta-averaged error (1/d) tr (I - A/lambda_max)^t of sampled prompts against
   :func:`popdyn.models.looped.finite_error_curve` (exact real-Wishart moments, eta = 1 / E lambda_max from
@@ -25,7 +25,7 @@ _TOL_SQ = 0.05  # the squared distance (power 2t) is twice as noisy: 5 % is 3.9 
 def theta_averages(d, gamma, T, prompts, seed, chunk_floats=4_000_000):
     """Means over ``prompts`` sampled prompts (n = d / gamma, X_ij ~ N(0, 1), one generator seeded ``seed``, drawn
     in chunks of at most ``chunk_floats`` numbers) of the theta-averaged error (1/d) tr (I - A/L)^t and squared
-    distance (1/d) tr (I - A/L)^(2t), t = 0..T, L = lambda_max(A) per prompt (spec 8-h, exact per prompt), with
+    distance (1/d) tr (I - A/L)^(2t), t = 0..T, L = lambda_max(A) per prompt (derived here, exact per prompt), with
     their standard errors, and the sample mean of lambda_max."""
     problem = looped.Problem.from_gamma(d, gamma)
     rng, n, k = np.random.default_rng(seed), problem.context, np.arange(2 * T + 1)

@@ -1,18 +1,18 @@
-"""LoRA fine-tuning claims (seed 003, specs/lora.md): Prop. 4, the overlap ODE, the plateau, the GLM limit.
+"""LoRA fine-tuning claims ([Dayi25]; docs/lora.md): Prop. 4, the overlap ODE, the plateau, the GLM limit.
 
 * ``lora.prop4_gradient``: Monte Carlo spherical gradient (u-component) and loss against
-  ``-h(m)(1 - m^2)`` and ``Phi(m)`` (spec §3.3).
-* ``lora.ode_vs_sgd``: **extension** of L604: the finite-delta overlap ODE (``convention="corrected"``:
+  ``-h(m)(1 - m^2)`` and ``Phi(m)`` ([Dayi25, Proposition 4]).
+* ``lora.ode_vs_sgd``: **extension** of the population recursion of [Dayi25, App. C.1]: the finite-delta overlap ODE (``convention="corrected"``:
   the paper's population ODE plus the mean normalisation drift) against online SGD at d in
-  {500, 1000, 2000}; the paper's delta -> 0 ODE is reported beside it (spec §4 R1).
+  {500, 1000, 2000}; the paper's delta -> 0 ODE is reported beside it.
 * ``lora.plateau``: **extension**: the finite-delta ODE's fixed point m* against SGD's late-time overlap
-  (spec §2.6, §3.6).
+  (derived here, docs/lora.md).
 
-The paper derives L604 "ignoring the error terms E_j and Q_j" (seed L602; Q_t is "the error from
-ignoring the normalization", L600) and its Theorem 16 (L650-653) takes delta = O(eps^3), where the
+The paper derives its population recursion (App. C.1) "ignoring the error terms E_j and Q_j" (Q_t is "the error from
+ignoring the normalization", ibid.) and its Theorem 16 (App. C.1) takes delta = O(eps^3), where the
 plateau 1 - |m*| is O(eps^3): it claims no finite-delta trajectory. These two claims test popdyn's
 refinement, not a statement of the paper (docs/errata.md, LoRA, "Extension, not an erratum").
-* ``lora.glm_limit``: h(m) at xi -> inf against 2 K'(m), and the paper's L588 formula (spec §2.3.5).
+* ``lora.glm_limit``: h(m) at xi -> inf against 2 K'(m), and the paper's formula in Remark 15 (App. C), misprinted.
 
 Only popdyn's public API is used for the theory; the Monte Carlo of (a) is the independent check.
 """
@@ -36,11 +36,10 @@ __all__ = ["mc_gradient_loss", "paper_glm_h"]
 def _q(seeds, comparisons, alpha=2e-4):
     """Student-t quantile (seeds - 1 d.o.f.) at two-sided family-wise level ``alpha`` over ``comparisons``
     (Bonferroni): the number of standard errors of a seed mean that the max of the gaps exceeds by chance with
-    probability <= alpha. It replaces the normal 3 of spec §4 R1, which holds for one comparison of many seeds."""
+    probability <= alpha. It replaces a fixed normal quantile of 3, which holds for one comparison of many seeds."""
     from scipy import stats
     return float(stats.t.ppf(1 - alpha / (2 * comparisons), seeds - 1))
 
-_SEED = "seed 003 (seeds/003_fbdd4a671a69d349.txt)"
 
 
 # ---- (a) Proposition 4: Monte Carlo of the spherical gradient -----------------------------------------
@@ -57,7 +56,7 @@ def mc_gradient_loss(problem, m, n, *, seed=0, chunk=1 << 18):
 
     Seeded i.i.d. sampling through :func:`popdyn.gaussian.mc_mean` (chunks of ``chunk`` draws).
     Returns ``(grad_mean, grad_se, loss_mean, loss_se)``; theory: ``-h(m)(1 - m^2)`` and ``Phi(m)``
-    (seed 003 L204-214, L758-789; specs/lora.md §3.3, Appendix A.2).
+    ([Dayi25, Proposition 4 and its proof, App. D.1]; docs/lora.md).
     """
     L = np.linalg.cholesky(problem.G + 1e-15 * np.eye(problem.k))
     lam, xi, sig = np.asarray(problem.lam), problem.xi, problem.sigma
@@ -133,7 +132,7 @@ def prop4_gradient(size, device, outdir):
 def _sgd_and_odes(problem, d, delta, tau, seeds, device):
     """Simulation and both theories (finite-delta "corrected", delta -> 0 "paper") on its grid, same m0."""
     lr, steps = delta / d, int(round(tau * d))
-    m0 = lora.limit_sign(problem) * 0.5 / np.sqrt(d)  # spec §3.6: |m0| = 0.5/sqrt(d), sign of h(0)
+    m0 = lora.limit_sign(problem) * 0.5 / np.sqrt(d)  # |m0| = 0.5/sqrt(d) with the sign of h(0), as [Dayi25, App. A.2] assumes
     sim = popdyn.simulate(problem, d=d, lr=lr, steps=steps, m0=m0, seeds=seeds, device=device)
     with warnings.catch_warnings():  # the paper's ODE is run outside its regime (delta <= 0.01) on purpose
         warnings.simplefilter("ignore", popdyn.RegimeWarning)
@@ -143,7 +142,7 @@ def _sgd_and_odes(problem, d, delta, tau, seeds, device):
 
 
 def _r1_excess(comp, cells=1):
-    """max_{t > 0} (|mean - theory| - q SD/sqrt(R)): the R1 acceptance is excess <= 0.01 (spec §4), with q the
+    """max_{t > 0} (|mean - theory| - q SD/sqrt(R)): the R1 acceptance is excess <= 0.01, with q the
     Student-t quantile of :func:`_q` over the recorded times and ``cells`` runs in place of 3.
 
     t = 0 is left out: m0 is the same on every seed and in the theory, so its excess is 0 by construction.
@@ -194,10 +193,10 @@ def ode_vs_sgd(size, device, outdir):
                      "excess_paper": excess_paper[-1], "final_mean_m": float(corr.mean["m"][-1]), "sign_h0": sign})
         tau = np.asarray(corr.t, dtype=float) / d
         plot_curves(tau, {"SGD mean": corr.mean["m"], "finite-delta ODE": corr.theory["m"],
-                                "paper, delta -> 0 (L604)": paper.theory["m"]},
+                                "paper, delta -> 0 (App. C.1)": paper.theory["m"]},
                     ax=ax, bands={"SGD mean": 2 * corr.sd["m"]}, legend=False,
                     styles={"SGD mean": {"color": "C0"}, "finite-delta ODE": {"color": "k", "ls": "--"},
-                            "paper, delta -> 0 (L604)": {"color": "C3", "ls": ":"}},
+                            "paper, delta -> 0 (App. C.1)": {"color": "C3", "ls": ":"}},
                     xlabel=r"$\tau = t/d$", ylabel=r"$m_t = \langle u_t, u\rangle$",
                     title=f"d = {d}: sup gap finite-delta ODE {rows[-1]['sup_gap_corrected']:.3g}, "
                           f"delta -> 0 ODE {rows[-1]['sup_gap_paper']:.3g}")
@@ -209,7 +208,7 @@ def ode_vs_sgd(size, device, outdir):
     return ClaimResult(measured=worst, checks={"every seed ends on the side sign(h(0))": signs_ok},
                        figure=str(path), table=rows, nulls={"paper's ODE": worst_paper},
                        message=f"finite-delta ODE: worst excess over q SE {worst:.4f} (<= 0.01 required); "
-                               f"paper's delta -> 0 ODE (L604) sup gaps {[round(r['sup_gap_paper'], 4) for r in rows]} vs corrected "
+                               f"paper's delta -> 0 ODE (App. C.1) sup gaps {[round(r['sup_gap_paper'], 4) for r in rows]} vs corrected "
                                f"{[round(r['sup_gap_corrected'], 4) for r in rows]}; final sign "
                                f"{'=' if signs_ok else '!='} sign(h(0)) = {sign}.")
 
@@ -223,7 +222,7 @@ def _late_overlap(sim, frac):
     return float(late.mean()), float(late.std(ddof=1) / np.sqrt(len(late)))
 
 
-_MODEL_REL = 0.02  # first-order-in-delta ODE: spec §3.6 sees a 2.6 % relative bias of 1-|m*| at delta=0.5, d=1000
+_MODEL_REL = 0.02  # first-order-in-delta ODE: a 2.6 % relative bias of 1-|m*| at delta=0.5, d=1000 (derived here)
 
 
 def _fixed_point(problem, lr, d, n_mc, table_seeds):
@@ -290,16 +289,16 @@ def plateau(size, device, outdir):
                        message="1-|m_SGD| vs 1-|m*|: " + ", ".join(
                            f"delta={r['delta']}: {r['one_minus_m_sgd']:.4f} vs {r['one_minus_m_star']:.4f}, error "
                            f"{r['error']:.2g} (allowed {r['allowed']:.2g})" for r in rows)
-                       + f"; the paper's delta -> 0 population ODE (L604) has none (1-|m| -> 0: {worst_paper:.3g} "
+                       + f"; the paper's delta -> 0 population ODE (App. C.1) has none (1-|m| -> 0: {worst_paper:.3g} "
                          "error units), and the paper claims no finite-delta plateau.")
 
 
 # ---- (d) the GLM limit ---------------------------------------------------------------------------------
 
 def paper_glm_h(activation, m, P=200):
-    r"""The GLM drift as printed at seed 003 L588 (a misprint): :math:`\sum_l l\,\mu_{l+1}^2 m^l`.
+    r"""The GLM drift as printed in [Dayi25, Remark 15] (a misprint): :math:`\sum_l l\,\mu_{l+1}^2 m^l`.
 
-    The corrected form is ``2 sum_l (l+1) mu_(l+1)^2 m^l = 2 K'(m)`` (specs/lora.md §2.3.5, §3.9):
+    The corrected form is ``2 sum_l (l+1) mu_(l+1)^2 m^l = 2 K'(m)`` (docs/lora.md, docs/errata.md):
     for He_p the printed form is off by the factor ``(p-1)/(2p)`` (1/3 for He3).
     """
     mu = activations.get(activation).hermite_coeffs(P)
@@ -308,7 +307,7 @@ def paper_glm_h(activation, m, P=200):
 
 
 def _glm_problem(activation, k, xi):
-    """W = I_k, c = c_hat = 1/sqrt(k), lam = 1/k: h -> 2 K'(m) as xi -> inf (spec §2.3.5)."""
+    """W = I_k, c = c_hat = 1/sqrt(k), lam = 1/k: h -> 2 K'(m) as xi -> inf ([Dayi25, Remark 15], corrected)."""
     c = np.full(k, 1 / np.sqrt(k))
     return lora.Problem(np.eye(k), np.full(k, 1.0 / k), c, c, xi, activation=activation)
 
@@ -357,21 +356,21 @@ def glm_limit(size, device, outdir):
         if act in ("relu", "he3"):
             curves[f"2K'(m), {act}"] = glm
             curves[f"h(m), xi={size['xi'][-1]:g}, {act}"] = lora.h(_glm_problem(act, k, size["xi"][-1]), m)
-            curves[f"paper L588, {act}"] = paper_glm_h(act, m)
-            key = Key("", ("relu", "he3"), ["2K'(m)", "h(m)", "paper L588"])
+            curves[f"paper Remark 15, {act}"] = paper_glm_h(act, m)
+            key = Key("", ("relu", "he3"), ["2K'(m)", "h(m)", "paper Remark 15"])
             styles[f"2K'(m), {act}"] = key(act, "2K'(m)")
             styles[f"h(m), xi={size['xi'][-1]:g}, {act}"] = key(act, "h(m)")
-            styles[f"paper L588, {act}"] = key(act, "paper L588")
+            styles[f"paper Remark 15, {act}"] = key(act, "paper Remark 15")
     last = [r for r in rows if r["xi"] == size["xi"][-1]]
     worst = max(r["rel_error"] / r["bound"] for r in last)
     paper_ok = all(r["paper_L588_rel_error"] > 100 * r["bound"] for r in last)
     path = plot_curves(m, curves, outdir / "lora.glm_limit.png", styles=styles, xlabel="$m$", ylabel="$h(m)$",
                        title=claim_title(REGISTRY["lora.glm_limit"], worst, what=f"error / bound at xi = {size['xi'][-1]:g}",
-                                         note="the paper's L588 form visibly off"))
-    return ClaimResult(measured=worst, checks={"paper L588 form misses by > 100 bounds": paper_ok},
+                                         note="the paper's Remark 15 form visibly off"))
+    return ClaimResult(measured=worst, checks={"paper Remark 15 form misses by > 100 bounds": paper_ok},
                        figure=str(path), table=rows,
                        nulls={"paper's formula": float(max(r["paper_L588_rel_error"] / r["bound"] for r in last))},
                        message=f"at xi = {size['xi'][-1]:g}: max error/bound {worst:.3g}; worst relative error "
-                               f"{max(r['rel_error'] for r in last):.2e}; paper's L588 form misses by "
+                               f"{max(r['rel_error'] for r in last):.2e}; paper's Remark 15 form misses by "
                                f"{min(r['paper_L588_rel_error'] for r in last):.3g} or more "
                                f"({'>' if paper_ok else 'NOT >'} 100 bounds).")

@@ -1,16 +1,16 @@
-"""The figures of Dayi & Chen (seed 003, App. B L496-570, Fig. 1 L136-141) as claims at CPU scale.
+"""The figures of Dayi & Chen ([Dayi25], App. B, Fig. 1) as claims at CPU scale.
 
-The paper's figures carry no numbers (specs/lora.md §4): each claim below states what the population
+The paper's figures carry no numbers: each claim below states what the population
 theory predicts for the figure's experiment and measures finite-size online SGD against it.
 
 - ``lora.fig2b_overlap_ode`` (R1, Fig. 2b): m_t of frozen-c_hat SGD on random quantised instances
-  against the finite-delta overlap ODE (``convention="corrected"``, an extension of L604, spec §2.6);
-  the paper's delta -> 0 population ODE (L604) is reported beside it.
+  against the finite-delta overlap ODE (``convention="corrected"``, an extension of the recursion of App. C.1, docs/lora.md);
+  the paper's delta -> 0 population ODE (App. C.1) is reported beside it.
 - ``lora.fig6_he3_plateau`` (R2, Figs 6 / 1b): He3 escape time tau(m0 -> 0.1) in units of 1/max|h|
   grows with xi from the fine-tuning regime to the GLM value; ReLU has no plateau; SGD escape times.
 - ``lora.fig3a_lazy_floor`` (R3, Fig. 3a): SGD's online loss against Phi(m_t) of the finite-delta ODE, per
   time, and its end below the linearised (lazy) model's loss floor, at xi = sqrt(k).
-- ``lora.fig2_joint_speedup`` (R4, Figs 2a/2b, L315): **extension**: jointly training c_hat against
+- ``lora.fig2_joint_speedup`` (R4, Figs 2a/2b, Section 4): **extension**: jointly training c_hat against
   freezing it, paired seeds; joint must be faster by more than 3 standard errors (Bonferroni over the
   c_hat step sizes tried); the paper's "roughly twice" as fast is reported.
 
@@ -49,7 +49,6 @@ NOT_REPRODUCED = {
         "position)",
 }
 
-_SRC = "seed 003 L{}; specs/lora.md §4 {}"
 
 
 def _sign(x):
@@ -139,13 +138,13 @@ def _hmax(problem, n=2001):
 
 
 def _escape_theory(problem, m0, level):
-    """Paper's-ODE escape time tau(m0 -> level) * max|h| toward sign(h0) (spec §4 R2 units)."""
+    """Paper's-ODE escape time tau(m0 -> level) * max|h| toward sign(h0) (R2 units)."""
     s = _sign(lora.h0(problem))
     return lora.time_to_overlap(problem, s * m0, s * level) * _hmax(problem)
 
 
 def _escape_glm(act, d, level):
-    """The same normalised escape time for the GLM limit h = 2 K'(m) (spec §2.3.5)."""
+    """The same normalised escape time for the GLM limit h = 2 K'(m) ([Dayi25, Remark 15], corrected)."""
     hm = lambda m: float(lora.glm_h(act, m))
     hmax = float(np.max(np.abs(lora.glm_h(act, np.linspace(-1.0, 1.0, 2001)))))
     val, _ = integrate.quad(lambda m: 1.0 / (hm(m) * (1 - m * m)), 1 / math.sqrt(d), level, limit=200)
@@ -160,7 +159,7 @@ def _sgd_escape(problem, d, delta, tau, seeds, level, device):
 
     ``eps = 2 delta sqrt(B0(0) tau_esc / d) / m0``: the SD of the martingale part of m accumulated over the
     finite-delta-ODE escape (per-step variance ~ 4 lr^2 B0), relative to m0 = 1/sqrt(d). The mean-field ODE
-    holds when eps << 1; its escape-time bias is second order, O(eps^2) (spec §2.6). The ODEs run
+    holds when eps << 1; its escape-time bias is second order, O(eps^2) (docs/lora.md). The ODEs run
     ``_THEORY_HORIZON`` times longer than SGD, so that a theory escaping after the SGD horizon is still timed.
     """
     s, m0 = _sign(lora.h0(problem)), 1 / math.sqrt(d)
@@ -274,7 +273,7 @@ def fig6_he3_plateau(size, device, outdir):
 
 
 # ---- R3: Fig. 3a, the lazy floor against the LoRA loss ------------------------------------------------------
-_M_ALLOW = 0.01  # spec §4 R1: the finite-delta ODE tracks SGD's m_t to 0.01 (O(delta/d) + O(1/sqrt d)) at d >= 1000
+_M_ALLOW = 0.01  # R1: the finite-delta ODE tracks SGD's m_t to 0.01 (O(delta/d) + O(1/sqrt d)) at d >= 1000
 
 
 def _window_means(pred, t, steps, name):
@@ -351,7 +350,7 @@ def fig3a_lazy_floor(size, device, outdir):
                                "max_gap_over_allowed": float(gap.max()), "tau_of_max": float(t[j] / d)}])
 
 
-# ---- R4: Figs 2a/2b and L315, joint training of c_hat (extension) -----------------------------------------
+# ---- R4: Figs 2a/2b and Section 4, joint training of c_hat (extension) -----------------------------------------
 _ONE_SIDED_3SE = 0.5 * math.erfc(3 / math.sqrt(2))  # P(Z > 3) = 0.00135: the level of a single "ratio + 3 SE"
 
 

@@ -1,4 +1,4 @@
-"""Figures 4 and 5 of Dayi & Chen (seed 003, App. B L529-557): u or u_hat not orthogonal to span W.
+"""Figures 4 and 5 of Dayi & Chen ([Dayi25], App. B): u or u_hat not orthogonal to span W.
 
 Outside Assumption A2 the population dynamics is no longer a function of m = <u, u_hat> alone; the
 order parameters are (m, q = W u_hat) with the teacher's fixed overlaps p = W u
@@ -37,8 +37,7 @@ from .lora import _q
 
 __all__ = []
 
-_M_ALLOW = 0.01  # spec §4 R1: the finite-delta ODE tracks SGD's m_t to 0.01 (O(delta/d) + O(1/sqrt d)) at d >= 1000
-_SRC = "seed 003 L{}; specs/lora.md §4 R5, §2.6; popdyn.models.lora.general (derived)"
+_M_ALLOW = 0.01  # R1: the finite-delta ODE tracks SGD's m_t to 0.01 (O(delta/d) + O(1/sqrt d)) at d >= 1000
 _TOL_ORIGIN = ("as lora.fig2b_overlap_ode: gap <= q SD/sqrt(R) + 0.01 (O(delta/d) + "
                "O(1/sqrt d) corrections); per time the seed mean over its SE is a Student t with R - 1 = 15 d.o.f., q "
                "its quantile at family-wise 0.02 % over the recorded times and settings by Bonferroni (in place of "

@@ -1,6 +1,6 @@
-"""k-input modular addition claims on the max-margin theory (seed 001 Ch. 4, specs/modular_and_icl.md Part A).
+"""k-input modular addition claims on the max-margin theory ([Shi24], Ch. 4; docs/modular.md).
 
-* ``modular.construction_margin``: the explicit network of Lemma C.18 (made explicit in spec §A.2.5) has
+* ``modular.construction_margin``: the explicit network of Lemma C.18 (made explicit in docs/modular.md) has
   normalized margin gamma* on >= 9 (p, k) pairs, measured by the numba kernel over all p^k inputs.
 * ``modular.single_neuron_optimum``: numerical maximisation of the single-neuron margin Psi on the unit
   sphere (direct enumeration, BFGS, random restarts) reaches gamma* with one-frequency components of
@@ -29,8 +29,7 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["psi_direct", "maximise_single_neuron", "margin_numpy", "bench_modular"]
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
-_PAIRS = [[5, 2], [7, 2], [11, 2], [5, 3], [7, 3], [11, 3], [5, 4], [7, 4], [5, 5]]  # spec §A.2.5
+_PAIRS = [[5, 2], [7, 2], [11, 2], [5, 3], [7, 3], [11, 3], [5, 4], [7, 4], [5, 5]]  # (p, k)
 _TOL_CONSTRUCTION, _TOL_NEURON, _TOL_DFT = 1e-12, 1e-7, 1e-10  # the claims' tolerances (also drawn in the figures)
 
 
@@ -87,7 +86,7 @@ def psi_direct(x, p, k):
     .. math:: \Psi = \mathbb E_{\mathbf a}\Big[\Big(\sum_j u_j(a_j)\Big)^k\,\frac{p\,w(s) - \sum_c w(c)}{p-1}\Big]
 
     ``x`` is the flat vector ``(u_1, .., u_k, w)`` of length ``(k+1)p``; returns ``(Psi, grad)``
-    (seed 001 L8024-8036; specs/modular_and_icl.md §A.2.2).
+    ([Shi24, Definitions C.12-C.13]).
     """
     u, w = x[:k * p].reshape(k, p), x[k * p:]
     A = modular.all_inputs(p, k)
@@ -105,7 +104,7 @@ def maximise_single_neuron(p, k, *, restarts, seed, gtol=1e-12):
 
     .. math:: \max_{\|x\| = 1}\Psi(x) = \gamma^*(p, k)\quad\text{(Lemma C.15)}
 
-    Returns the best unit vector split as ``(u (k, p), w (p,))`` and its Psi (seed 001 L8083-8180).
+    Returns the best unit vector split as ``(u (k, p), w (p,))`` and its Psi ([Shi24, Lemma C.15]).
     """
     rng = np.random.default_rng(seed)
 
@@ -231,7 +230,7 @@ def margin_numpy(U, W, chunk=None):
               f = \Big(\sum_j U[:, j, a_j]\Big)^{k\,\top} W
 
     ``chunk=None`` forms the (p^k, m) pre-activations at once; otherwise ``chunk`` inputs at a time
-    (seed 001 L1107-1127; specs/modular_and_icl.md Part E.1).
+    ([Shi24, Section 4.3, Definitions 4.2-4.3]).
     """
     m, k, p = U.shape
     n = p ** k

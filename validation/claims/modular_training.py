@@ -1,4 +1,4 @@
-"""Trained k-input modular-addition networks (seed 001 Ch. 4, specs/modular_and_icl.md §A.3): the claims
+"""Trained k-input modular-addition networks ([Shi24], Ch. 4; docs/modular_training.md): the claims
 that concern training, held against ``popdyn.simulate`` at CPU scale.
 
 * ``modular.trained_circuit``: trained neurons are single-frequency and every frequency 1..(p-1)/2 is
@@ -25,7 +25,6 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 
 
 def _train(p, k, size, **options):
@@ -157,7 +156,7 @@ def margin_ratio(size, device, outdir):
     best = max(r["final_R"] for r in rows if r["optimizer"] == "adamw")
     null = 1 - max(r["init_R"] for r in rows if r["optimizer"] == "adamw")
     path = plot_curves(sim.t[1:], curves, outdir / "modular.margin_ratio.png", bands=bands,
-                       refs={"gamma* (R = 1)": 1.0, "spec: 0.894 at 20k (wd 0.1)": 0.894},
+                       refs={"gamma* (R = 1)": 1.0, "earlier run: 0.894 at 20k (wd 0.1)": 0.894},
                        xlabel="step", ylabel=r"$R = h(\theta)/(\|\theta\|_{2,k+1}^{k+1}\gamma^*)$",
                        title=claim_title(REGISTRY["modular.margin_ratio"], 1 - best, what="1 - best final R (AdamW)",
                                          note=f"p={size['p']}, k={size['k']}, full data"))

@@ -1,4 +1,4 @@
-"""The transformer of the modular-addition chapter (seed 001 L1235-1247, Fig. 4.3; specs/modular_and_icl.md §A.3 E4.3):
+"""The transformer of the modular-addition chapter ([Shi24, Section 4.5, Fig. 4.3]; docs/modular.md):
 the Fourier diagnostics of the max-margin theory applied to a trained transformer's weights.
 
 * ``modular.transformer_neurons``: the MLP neurons, written as the network (4.2) through their first-order maps
@@ -27,7 +27,6 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = []
 
-_SEED = "seed 001 (seeds/001_f43d5cd3f489e262.txt)"
 _ARCH = ("layers", "heads", "d_model", "d_head", "d_mlp")
 #: quick: k = 3 at p = 11 with half the data (the regime of the claim: k >= 3 and held-out inputs, as in Fig. 4.3;
 #: ~90 s on one shared core). A k = 2, full-data run (p = 23) reaches median neuron power 0.94 and hides what k >= 3

@@ -1,6 +1,6 @@
-"""Multi-task ReLU pretraining claims (seed 000, Collins et al.; specs/multitask.md §4 E1-E5).
+"""Multi-task ReLU pretraining claims ([Collins24], Collins et al.; experiments E1-E5, docs/multitask.md).
 
-The paper reports no experiments; these are the spec's reproductions of its statements.
+The paper reports no experiments; these claims reproduce its statements.
 
 * ``multitask.one_step_map``: the exact population one-step map (popdyn.predict) against the paper's algorithm
   trained in torch on n stratified Gaussian samples, neuron by neuron (E1).
@@ -8,7 +8,7 @@ The paper reports no experiments; these are the spec's reproductions of its stat
   2^r rescaling, not the paper's eta^2 2^-r-2 (E2): the exact map for r = 1..6 and the simulation.
 * ``multitask.ratio_vs_d``: Thm 4.2's ratio ||Pi_perp W+|| / sigma_r(Pi_par W+) at T = infinity decays like
   d^-1.5, and vanishes at r = 1 (E3).
-* ``multitask.ratio_vs_T``: with T random labelings the ratio follows the leading-order Walsh map (spec §2.6.3)
+* ``multitask.ratio_vs_T``: with T random labelings the ratio follows the leading-order Walsh map (derived here, docs/multitask.md)
   and decays like T^-1/2; the adaptive weight decay removes the leakage (E4).
 * ``multitask.task_structure``: only the degree-0/1 Walsh content of the tasks drives feature learning:
   degree >= 2 parities learn nothing, dictators learn without perp cancellation (E5), exact map and simulation.
@@ -31,11 +31,10 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["sim_stats", "quad_moments_numpy", "bench_multitask"]
 
-_SEED = "seed 000 (seeds/000_f381aa9622735195.txt)"
-_Z = 5.0            # "within 5 standard errors" (spec §4 E1/E2); SEs from >= 16 seeds: P(|t_15| > 5) = 1.6e-4
-_TOL_KAPPA = 0.02   # kappa_vs_r: exact map vs eta^2 2^-r/(2 pi), relative (spec §3 C5: <= 0.4 % at d = 200, r <= 6)
+_Z = 5.0            # "within 5 standard errors" (E1/E2); SEs from >= 16 seeds: P(|t_15| > 5) = 1.6e-4
+_TOL_KAPPA = 0.02   # kappa_vs_r: exact map vs eta^2 2^-r/(2 pi), relative (<= 0.4 % at d = 200, r <= 6)
 _TOL_SLOPE_D = 0.3  # ratio_vs_d: |slope + 1.5|
-_TOL_WALSH = 0.10   # ratio_vs_T: leading-order Walsh ratio vs the exact map (spec §4: E3/E4 within 10 %)
+_TOL_WALSH = 0.10   # ratio_vs_T: leading-order Walsh ratio vs the exact map (E3/E4 within 10 %)
 _TOL_STRUCT = 0.05  # task_structure: |kappa_exact - kappa_LO| / kappa_par
 _LR = 1.0           # the step size eta of every claim (the paper's Theta(1); simulate's default lr)
 

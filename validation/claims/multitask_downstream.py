@@ -1,6 +1,6 @@
-"""Multi-task ReLU downstream claims (seed 000 Thm 4.3 vs Thm 4.6; specs/multitask.md §4 E6, E7).
+"""Multi-task ReLU downstream claims ([Collins24], Theorem 4.3 vs Theorem 4.6; E6, E7).
 
-The paper reports no experiments; these are the spec's reproductions of its downstream statements.
+The paper reports no experiments; these claims reproduce its downstream statements.
 
 * ``multitask.downstream_probe`` (E6): the random two-layer embedding on the learned first layer (the torch-trained
   W+ of ``popdyn.simulate``, rescaled by alpha = alpha_hat/kappa_par) solves an r-sparse parity and a random r-junta from a few
@@ -29,11 +29,10 @@ from . import REGISTRY, ClaimResult, claim
 
 __all__ = ["downstream_errors", "parity_table"]
 
-_SEED = "seed 000 (seeds/000_f381aa9622735195.txt)"
-_TOL_ERR = 0.02     # E6: learned/purified test error (spec §4 E6)
+_TOL_ERR = 0.02     # E6: learned/purified test error
 _TOL_DIST = 0.10    # E6: max_v ||g - g~|| / mean ||g~||
 _CHANCE = 0.40      # E6: random features on the parity stay at or above this test error
-_LAM = 1e-4         # E6: probe ridge (spec §3 C12)
+_LAM = 1e-4         # E6: probe ridge
 _TOL_BOUND = 1e-9   # E7: bound minus certified loss, and the tightness gap
 _METHODS = {"learned": "-", "purified": "--", "random": ":"}
 _EMBEDDING_STYLES_LABELS = ("parity features", "random ReLU", "E6 random features")
@@ -50,7 +49,7 @@ def _embeddings(d, size, seed, device="cpu"):
     torch-trained W+ (``popdyn.simulate`` of the pretraining on the Hadamard universe, ``size["n_train"]`` samples),
     the exact one-step map's W+ and its embedding (for Lemma B.3, a population statement) are returned beside it.
 
-    nu_w = d^-1.25 min(1, d/m)^1/2 keeps ``m nu_w^2 d^1.5 <= 1`` (the hinge's linear regime, spec §2.1); the map
+    nu_w = d^-1.25 min(1, d/m)^1/2 keeps ``m nu_w^2 d^1.5 <= 1`` (the hinge's linear regime, docs/multitask.md); the map
     is 1-homogeneous and alpha ~ 1/nu_w, so the embeddings do not depend on nu_w otherwise.
     """
     r, m_bar, m_hat = size["r"], size["m_bar"], size["m_hat"]
@@ -61,7 +60,7 @@ def _embeddings(d, size, seed, device="cpu"):
     W_plus = popdyn.simulate(problem, n_train=size["n_train"], seeds=1, lr=1.0, device=device)["W_plus"][0]
     W_exact = mt.one_step_map(W0, r)
     alpha = downstream.rescaling_alpha(r, m_bar, nu_w, kappa=mt.kappa_par(r, 1.0))
-    gam = math.sqrt(r)                                   # gamma = gamma_hat = sqrt(r) (spec §3 C12)
+    gam = math.sqrt(r)                                   # gamma = gamma_hat = sqrt(r)
     learned = downstream.DownstreamEmbedding(W_plus, r, m_hat, gam, gam, alpha=alpha, nu_w=nu_w, seed=seed, W0=W0)
     random = downstream.DownstreamEmbedding(W0, r, m_hat, gam, gam, alpha=learned.alpha_hat * math.sqrt(r / d),
                                             nu_w=nu_w, seed=seed, W0=W0)   # same pre-activation scale as learned

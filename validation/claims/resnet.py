@@ -1,4 +1,4 @@
-"""ResNet vs kernels (seed 004): claims on the exact hypercube kernel error (spec §2.7, §4.2).
+"""ResNet vs kernels ([AllenZhu19]): claims on the exact hypercube kernel error (docs/resnet.md).
 
 * ``resnet.exact_kernel_error``: the population test error of kernel ridge regression, computed exactly through the
   Krawtchouk level eigenvalues (Parseval, no test sample), equals the Monte Carlo test error of the same fitted

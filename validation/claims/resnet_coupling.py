@@ -1,4 +1,4 @@
-"""ResNet vs kernels (seed 004): the coupling and existential-weights parts (spec §2.4-2.6).
+"""ResNet vs kernels ([AllenZhu19]): the coupling and existential-weights parts (docs/resnet.md).
 
 * ``resnet.sign_flips``: on ResNets trained by Algorithm 1 (online SGD) on the Theorem-2 target, the first-layer ReLU
   signs flipped between W0 and W on test inputs never exceed Prop. C.4's exact worst case for the measured

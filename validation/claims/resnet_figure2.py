@@ -1,17 +1,17 @@
-r"""Figure 2 of seed 004 at CPU scale (spec §1.8, §4.1): the three-layer ResNet learns G(F), kernels and FC nets do not.
+r"""Figure 2 of [AllenZhu19] at CPU scale (Section 6, App. A): the three-layer ResNet learns G(F), kernels and FC nets do not.
 
 * ``resnet.figure2`` (panels a-b): on H = F + alpha G(F) (d = 30, k = 8, alpha = 0.3, cyclic G; the "G not learned"
-  plateau is k alpha^2 = 0.72, L241), the trained ResNet goes below the plateau while the exact kernel errors of the
+  plateau is k alpha^2 = 0.72, Section 6), the trained ResNet goes below the plateau while the exact kernel errors of the
   ReLU NTK and conjugate kernel fitted on the same training set, and the trained two-layer net, stay above it; F is
   learned before G(F) (c_F saturates before c_G rises). The three-layer FC net is reported.
 * ``resnet.figure2_beta`` (panel c): H = beta F + alpha G(F), alpha = 0.3: the ResNet still learns G(F) for every
-  alpha/beta <= 1 (L243), reported along beta with where it stops.
+  alpha/beta <= 1 (Section 6), reported along beta with where it stops.
 
 The paper gives no number (only the ordering), so both metrics are the network's error over the theory's plateau
 k alpha^2. Protocol: the paper's minibatch SGD (momentum 0.9, batch 50, epochs at lr then at lr/10, weight decay,
-L424), shortened (``epochs`` of each size instead of 400 + 400: the pilot error curves are flat over the last fifth
+App. A), shortened (``epochs`` of each size instead of 400 + 400: the pilot error curves are flat over the last fifth
 of each stage) at a declared width; lr is picked per method (and per beta) from a grid of the paper's set
-{1, 2, 5} x 10^-j by the final test error, as the paper does (L424).
+{1, 2, 5} x 10^-j by the final test error, as the paper does (App. A).
 """
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ def figure2_beta(size, device, outdir):
     ax0.plot(ab, [r["zero_predictor"] for r in rows], "-", color="0.6", label="k(beta^2 + alpha^2) (nothing)")
     ax0.axhline(rows[0]["plateau"], color="0.3", ls="--", label="k alpha^2 (G not learned)")
     ax0.axhline(_TOL * rows[0]["plateau"], color="0.3", ls=":", label=f"{_TOL} k alpha^2 (tolerance)")
-    ax0.axvline(1.0, color="C3", lw=0.8, label="alpha/beta = 1 (L243)")
+    ax0.axvline(1.0, color="C3", lw=0.8, label="alpha/beta = 1 (Section 6)")
     ax0.set(yscale="log", xlabel="alpha / beta", ylabel="test error (sum over outputs)",
             title=f"max error / k alpha^2 at alpha/beta <= 1: {measured:.3f} (tol {_TOL})")
     for i, beta in enumerate(size["beta"]):

@@ -1,5 +1,5 @@
-"""ResNet vs kernels (seed 004): the finite-width kernels of the networks against their infinite-width limits (spec
-§4.1 item 5(a), §2.8).
+"""ResNet vs kernels ([AllenZhu19]): the finite-width kernels of the networks against their infinite-width limits
+(docs/resnet.md).
 
 * ``resnet.finite_width_kernels``: KRR with the fc2 net's empirical NTK (hidden weights, the paper's "(NTK)") and its
   conjugate kernel ("(last)") at init, fitted on N points of the Theorem 2 target, has an exact population test error

@@ -1,10 +1,10 @@
-"""ResNet vs kernels (seed 004), Appendix A.1: min-norm solutions exist, SGD does not find them (spec §4.3).
+"""ResNet vs kernels ([AllenZhu19]), Appendix A.1: min-norm solutions exist, SGD does not find them (docs/resnet.md).
 
 * ``resnet.min_norm_pareto``: the hand constructions (||W*||_F / sqrt d, MSE) = (9.7, 0.12), (12.5, 0.037),
-  (13.8, 0.011) (L436-440) are attained: the weight-decayed Pareto solver at d = 6, m = 200 finds, at each MSE level,
+  (13.8, 0.011) (App. A.1) are attained: the weight-decayed Pareto solver at d = 6, m = 200 finds, at each MSE level,
   a W whose norm exceeds the paper's by at most 5 % (it finds smaller ones), with the footnote-13 maps leaving the
   numbers unchanged.
-* ``resnet.sgd_not_min_norm``: at d = 40, N = 5000 (L444-446, Fig. 3a) SGD fits the training set (train MSE <= 0.12)
+* ``resnet.sgd_not_min_norm``: at d = 40, N = 5000 (App. A.1, Fig. 3a) SGD fits the training set (train MSE <= 0.12)
   only at a norm far above the constructed min-norm solution's (exact error 0.12 at the Pareto norm) and its test error
   is not below the paper's 0.69 (here ~1: no better than predicting 0); an untrained network or the zero predictor
   does not fit (train MSE ~1).
@@ -77,7 +77,7 @@ def min_norm_pareto(size, device, outdir):
         t = np.linspace(0.7, 1.3, 25)
         ax.plot(t * row["our_norm"], [minnorm.population_mse(s * W) for s in t], "-", color=f"C{j + 5}",
                 label=f"ray of our W at MSE {row['mse_level']} (norm {row['our_norm']:.2f})")
-    ax.plot(*zip(*minnorm.PAPER_POINTS), "kx", ms=9, mew=2, label="paper L436-440")
+    ax.plot(*zip(*minnorm.PAPER_POINTS), "kx", ms=9, mew=2, label="paper, App. A.1")
     ax.set(yscale="log", xlabel="||W||_F / sqrt d", ylabel="population MSE (exact)",
            title=f"d = {size['d']}, m = {size['m']}: max excess over the paper {worst:+.3f} (tol {_TOL})")
     legend_outside(ax)
@@ -146,8 +146,8 @@ def sgd_not_min_norm(size, device, outdir):
                 label=f"SGD train, m = {m}")
     ax.plot([float(init["norm"][0])], [nulls["untrained"]], "s", color="0.5", label="untrained (train)")
     ax.plot([built["norm"]], [built["mse"]], "k*", ms=12, label="min-norm W (d = 6 padded), exact MSE")
-    ax.plot(*zip(*minnorm.PAPER_POINTS), "kx", ms=9, label="paper constructions L436-440")
-    ax.axhline(minnorm.PAPER_SGD_BEST, color="0.4", ls=":", label="paper: SGD best test 0.69 (L446)")
+    ax.plot(*zip(*minnorm.PAPER_POINTS), "kx", ms=9, label="paper constructions (App. A.1)")
+    ax.axhline(minnorm.PAPER_SGD_BEST, color="0.4", ls=":", label="paper: SGD best test 0.69 (Fig. 3a)")
     ax.axhline(1.0, color="0.7", ls="--", label="predicting 0")
     ax.set(xlabel="||W||_F / sqrt d", ylabel="MSE", yscale="log",
            title=f"d = {d}, N = {N}: SGD best train {measured:.3f} (tol {level}) at norm {fit['norm']:.1f}; best test "

@@ -1,4 +1,4 @@
-"""ResNet vs kernels (seed 004): trained networks against the exact kernel errors (spec §2.7, §4.2).
+"""ResNet vs kernels ([AllenZhu19]): trained networks against the exact kernel errors (docs/resnet.md).
 
 * ``resnet.thm2_networks``: on Theorem 2's target, the trained ResNet (fc3 and fc2 reported beside it) ends far below
   the exact test error of the infinite-width ReLU NTK and conjugate kernel fitted on the same N training points
@@ -34,9 +34,9 @@ _K = 4
 #: >= k alpha^2 (the plateau), so a network below Theorem 2's kernel floor is below 1/(4k) of the best kernel
 _RATIO_TOL = 1 / (4 * _K)
 #: training (both sizes): m, lr = 0.2, wd = 1e-4 from a pilot grid lr in {0.01, 0.1, 0.2, 0.5} x wd in {0, 1e-4}
-#: (d = 30, k = 4, N = 1000, m = 200, 2 seeds; lr = 0.5 trains too but is closer to the divergence of spec §7 item 9);
-#: the full size runs 200 + 200 epochs instead of the paper's 400 + 400 (L424): the ResNet is at ~2e-5 by N = 3000
-#: kernels capture c_S <= alpha/20 of G below C(d, k)/6 samples (spec §2.7 V6: <= 0.016 of 0.3; the sizes below keep
+#: (d = 30, k = 4, N = 1000, m = 200, 2 seeds; lr = 0.5 trains too but is closer to divergence);
+#: the full size runs 200 + 200 epochs instead of the paper's 400 + 400 ([AllenZhu19, App. A]): the ResNet is at ~2e-5 by N = 3000
+#: kernels capture c_S <= alpha/20 of G below C(d, k)/6 samples (derived here: <= 0.016 of 0.3; the sizes below keep
 #: N <= C(d, k)/6), so by Lemma E.2 their G part costs >= k (alpha - alpha/20)^2 ~ 0.9 k alpha^2
 _PLATEAU_FRACTION = 0.9
 #: a fraction c_S/alpha <= 0.1 of G captured leaves >= (1 - 0.1)^2 = 81 % of its error (Lemma E.2): G not learned
