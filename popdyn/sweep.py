@@ -154,7 +154,7 @@ def sweep(fn, grid, *, executor=None, seeds=None, seed=0, progress=True):
 
     References
     ----------
-    .. [src] derived; issue 8 (sweeps past one machine).
+    .. [src] popdyn's own (no paper result: a parallel map over problems with reproducible seeds).
 
     Examples
     --------
