@@ -4,7 +4,9 @@
 trains the finite network (torch, imported lazily), ``popdyn.compare(pred, sim)`` measures the gap,
 ``popdyn.sweep(fn, grid, executor=...)`` runs a parameter study inline, on a process pool or on Dask.
 """
-from . import activations, models, results
+import importlib
+
+from . import results
 from ._validate import InvalidParameterError, RegimeWarning
 from .api import compare, predict, simulate
 from .results import Comparison, Prediction, Simulation, load
@@ -14,3 +16,10 @@ __version__ = "0.1.0"
 __all__ = ["predict", "simulate", "compare", "load", "sweep", "load_sweep", "SweepResult",
            "activations", "models", "results",
            "Prediction", "Simulation", "Comparison", "InvalidParameterError", "RegimeWarning"]
+
+
+def __getattr__(name):
+    """``popdyn.activations`` and ``popdyn.models`` load on first use (numba and scipy are not needed to import)."""
+    if name in ("activations", "models"):
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'popdyn' has no attribute {name!r}")
