@@ -40,6 +40,7 @@ __all__ = ["task_sets", "pattern_probs", "pT_max", "population_hinge", "mc_popul
            "noise_energy", "noise_energy_ratio", "mc_eval"]
 
 _EXACT_MAX_D = 22  # full-V exact enumeration: 2^(d-2) <= 2^20 rest patterns per (task, pattern)
+_RESET = 64  # Gray-code steps between exact recomputations of the pre-activations (at most 63 updates of rounding)
 _DIAG_TOL = 0.0  # a (m, d, d) V counts as diagonal only when its off-diagonal entries are exactly 0
 _SRC = ["seed 001 L1436-1546 (Sec. 5.5, Thms 5.5.1-5.5.2)", "seed 001 L8927-9064 (proofs)",
         "specs/modular_and_icl.md B.3-B.5"]
@@ -170,7 +171,13 @@ def _full_task_loss(a, S, i, j, fi, fj, two_gamma):
     total = 0.0
     count = 1 << (d - 2)
     for c in range(count):
-        if c > 0:
+        if c > 0 and c & (_RESET - 1) == 0:  # recompute: the running sums drifted by up to 52 eps at d = 18
+            gc = c ^ (c >> 1)
+            for n in range(m):
+                pre[n] = S[n, i] * fi + S[n, j] * fj
+                for b in range(d - 2):
+                    pre[n] += S[n, rest[b]] if (gc >> b) & 1 else -S[n, rest[b]]
+        elif c > 0:
             b = 0  # bit flipped between Gray codes c - 1 and c: the lowest set bit of c
             while not (c >> b) & 1:
                 b += 1
@@ -400,7 +407,13 @@ def frobenius_cost(V):
     if V.ndim not in (2, 3) or not np.all(np.isfinite(V)):
         raise InvalidParameterError(
             f"The 'V' parameter of icl.frobenius_cost must be a finite (m, d) or (m, d, d) array. Got shape {V.shape}.")
-    return float(np.sum(V * V))
+    big = float(np.abs(V).max()) if V.size else 0.0
+    if 1e-150 < big < 1e150:
+        return float(np.sum(V * V))
+    if big == 0.0:
+        return 0.0
+    W = V / big  # entries beyond 1e154 squared to inf (gamma = 1e-300 in the constructions), below 1e-162 to 0
+    return float(np.sum(W * W)) * big * big
 
 
 # ---- constructions ---------------------------------------------------------------------------------

@@ -34,8 +34,9 @@ _SRC = "seed 001 L1322-1434, L8747-8925; specs/modular_and_icl.md Part B"
 
 
 # ---- covariance ---------------------------------------------------------------------------------
-def _covariance(owner, Lambda):
-    """``Lambda`` as a symmetric PSD (d, d) float array; a 1-d array is a diagonal spectrum."""
+def _covariance(owner, Lambda, eig=False):
+    """``Lambda`` as a symmetric PSD (d, d) float array; a 1-d array is a diagonal spectrum. With ``eig`` also its
+    eigenvalues (descending, clipped at 0) and eigenvectors, from the one decomposition that checks PSD."""
     a = np.asarray(Lambda, dtype=np.float64) if not isinstance(Lambda, str) else Lambda
     if isinstance(a, np.ndarray) and a.ndim == 1:
         a = np.diag(a)
@@ -48,11 +49,38 @@ def _covariance(owner, Lambda):
     if not np.all(np.abs(a - a.T) <= _SYM_TOL * scale):
         raise InvalidParameterError(f"The 'Lambda' parameter of {owner} must be symmetric. Got {a!r} instead.")
     a = (a + a.T) / 2
-    lo = float(np.linalg.eigvalsh(a)[0])
+    if eig:
+        lam, Q = np.linalg.eigh(a)
+    else:
+        lam = np.linalg.eigvalsh(a)
+    lo = float(lam[0])
     if lo < -_PSD_TOL * scale or not float(np.trace(a)) > 0:
         raise InvalidParameterError(f"The 'Lambda' parameter of {owner} must be positive semi-definite and "
                                     f"non-zero. Got smallest eigenvalue {lo!r} instead.")
+    if eig:
+        return a, np.clip(lam[::-1], 0.0, None), Q[:, ::-1]
     return a
+
+
+def _excess_terms(L, lam, Q, N, U, u):
+    """(D.4) in the eigenbasis of Lambda: ``0.5 sum_ij g_i (u sqrt(lam_i lam_j) (Q^T U Q)_ij - delta_ij lam_i v_i)^2``
+    (g the eigenvalues of Gamma, lam_i v_i = N lam_i / ((N + 1) lam_i + T)), a sum of squares: >= 0 and relatively
+    accurate however close U is to Gamma^{-1}."""
+    T = lam.sum()
+    g = (1 + 1 / N) * lam + T / N
+    s = np.sqrt(lam)
+    E = u * (s[:, None] * (Q.T @ U @ Q) * s)
+    E.flat[::lam.size + 1] -= N * lam / ((N + 1) * lam + T)
+    return 0.5 * float(g @ (E * E).sum(1))
+
+
+def _loss_star(lam, N, r):
+    """L*_r = 0.5 sum_(i<=r) lam_i (lam_i + T)/((N + 1) lam_i + T) + 0.5 sum_(i>r) lam_i: positive terms (the form
+    0.5 T - 0.5 sum lam_i^2 v_i cancels by a factor ~N) and no lam_i^2 (which overflowed above 1e154)."""
+    T = lam.sum()
+    terms = lam.copy()
+    terms[:r] = lam[:r] * ((lam[:r] + T) / ((N + 1) * lam[:r] + T))
+    return 0.5 * float(terms.sum())
 
 
 def spectrum(Lambda):
@@ -86,8 +114,8 @@ def spectrum(Lambda):
     >>> lam.tolist()
     [3.0, 2.0, 1.0]
     """
-    lam, Q = np.linalg.eigh(_covariance("icl.spectrum", Lambda))
-    return np.clip(lam[::-1], 0.0, None), Q[:, ::-1]
+    _, lam, Q = _covariance("icl.spectrum", Lambda, eig=True)
+    return lam, Q
 
 
 def _rank(owner, r, d, name="r"):
@@ -195,9 +223,11 @@ def population_loss(U, Lambda, N, u=1.0):
     >>> population_loss(np.zeros((2, 2)), [1.0, 2.0], N=5)  # U = 0: tr(Lambda)/2
     1.5
     """
-    U, L, N, u = _setup("icl.population_loss", U, Lambda, N, u)
-    G = gamma_matrix(L, N)
-    return float(0.5 * u**2 * np.trace(G @ L @ U @ L @ U.T) - u * np.trace(L @ L @ U.T) + 0.5 * np.trace(L))
+    L, lam, Q = _covariance("icl.population_loss", Lambda, eig=True)
+    N = as_int("icl.population_loss", "N", N, low=1)
+    U = _square("icl.population_loss", "U", U, L.shape[0])
+    u = check("icl.population_loss", "u", u, Interval(-np.inf, np.inf, closed="neither"))
+    return _excess_terms(L, lam, Q, N, U, u) + _loss_star(lam, N, lam.size)
 
 
 def population_gradient(U, Lambda, N, u=1.0):
@@ -337,7 +367,7 @@ def optimum(Lambda, N, r):
     r = _rank("icl.optimum", r, lam.size)
     v = N / ((N + 1) * lam + lam.sum())
     v[r:] = 0.0
-    value = 0.5 * lam.sum() - 0.5 * float(np.sum(lam**2 * v))
+    value = _loss_star(lam, N, r)
     tol = _GAP_TOL * lam[0]
     unique = r in (0, lam.size) or (lam[r - 1] - lam[r] > tol and lam[r - 1] > tol)
     return ICLOptimum((Q * v) @ Q.T, v, Q, lam, float(value), bool(unique))
@@ -408,8 +438,8 @@ def full_rank_optimum(Lambda, N):
     (0.333333333333, 0.333333333333)
     """
     L = _covariance("icl.full_rank_optimum", Lambda)
-    Ginv = np.linalg.inv(gamma_matrix(L, N))
-    return Ginv, float(0.5 * np.trace(L) - 0.5 * np.trace(L @ L @ Ginv))
+    opt = optimum(L, as_int("icl.full_rank_optimum", "N", N, low=1), L.shape[0])
+    return opt.U, opt.value
 
 
 def optimal_loss(Lambda, N, r):
@@ -478,11 +508,8 @@ def excess_loss(U, Lambda, N, u=1.0):
     >>> excess_loss(full_rank_optimum([1.0, 3.0], 4)[0], [1.0, 3.0], 4)
     0.0
     """
-    U, L, N, u = _setup("icl.excess_loss", U, Lambda, N, u)
-    lam, Q = spectrum(L)
-    G = gamma_matrix(L, N)
-    half = (Q * np.sqrt(lam)) @ Q.T
-    gl, gQ = np.linalg.eigh(G)
-    Ghalf = (gQ * np.sqrt(gl)) @ gQ.T
-    E = Ghalf @ (u * half @ U @ half - L @ np.linalg.inv(G))
-    return float(0.5 * np.sum(E * E))
+    L, lam, Q = _covariance("icl.excess_loss", Lambda, eig=True)
+    N = as_int("icl.excess_loss", "N", N, low=1)
+    U = _square("icl.excess_loss", "U", U, L.shape[0])
+    u = check("icl.excess_loss", "u", u, Interval(-np.inf, np.inf, closed="neither"))
+    return _excess_terms(L, lam, Q, N, U, u)

@@ -23,7 +23,7 @@ __all__ = ["eval_risk", "eval_risk_avg", "eval_risk_flip", "optimum_eval_risk", 
 
 
 def _eval_setup(owner, U, Lambda, M, sigma, u, rho):
-    L = _covariance(owner, Lambda)
+    L, lam, Q = _covariance(owner, Lambda, eig=True)
     U = _square(owner, "U", U, L.shape[0])
     M = as_int(owner, "M", M, low=1)
     sigma = check(owner, "sigma", sigma, Interval(0, np.inf, closed="left"))
@@ -32,7 +32,7 @@ def _eval_setup(owner, U, Lambda, M, sigma, u, rho):
     if abs(rho * M - round(rho * M)) > 1e-9:  # 1e-9: float rounding of k/M
         raise InvalidParameterError(f"The 'rho' parameter of {owner} must make rho * M an integer (M = {M}). "
                                     f"Got {rho!r} instead.")
-    return u * U, L, M, sigma, 1 - 2 * rho
+    return u * U, L, M, sigma, 1 - 2 * rho, lam, Q
 
 
 def eval_risk(U, Lambda, w, M, sigma=0.0, *, u=1.0, rho=0.0):
@@ -80,13 +80,13 @@ def eval_risk(U, Lambda, w, M, sigma=0.0, *, u=1.0, rho=0.0):
     >>> eval_risk(np.zeros((2, 2)), [1.0, 2.0], [1.0, 1.0], M=4)  # U = 0 (r = 0): ||w||_Lambda^2
     3.0
     """
-    A, L, M, sigma, beta = _eval_setup("icl.eval_risk", U, Lambda, M, sigma, u, rho)
+    A, L, M, sigma, beta, lam, Q = _eval_setup("icl.eval_risk", U, Lambda, M, sigma, u, rho)
     w = _vector("icl.eval_risk", "w", w, L.shape[0])
-    Lw = L @ w
-    nw = float(w @ Lw)
-    ALA = A @ L @ A.T
-    return float((beta**2 + 1 / M) * Lw @ ALA @ Lw + (sigma**2 + nw) / M * np.trace(ALA @ L)
-                 - 2 * beta * Lw @ A.T @ Lw + nw)
+    At, wt = Q.T @ A @ Q, Q.T @ w
+    lw = lam * wt
+    z = lw @ At                      # Q^T A^T Lambda w
+    e = beta * z - wt
+    return float(lam @ (e * e + z * z / M) + (sigma**2 + lw @ wt) / M * (lam @ (At * At) @ lam))
 
 
 def eval_risk_avg(U, Lambda, M, sigma=0.0, *, u=1.0, rho=0.0):
@@ -128,11 +128,12 @@ def eval_risk_avg(U, Lambda, M, sigma=0.0, *, u=1.0, rho=0.0):
     >>> bool(np.isclose(eval_risk_avg(U, [1.0, 2.0], M=7), 2 * population_loss(U, [1.0, 2.0], N=7)))
     True
     """
-    A, L, M, sigma, beta = _eval_setup("icl.eval_risk_avg", U, Lambda, M, sigma, u, rho)
-    ALA = A @ L @ A.T
-    T = float(np.trace(L))
-    return float((beta**2 + 1 / M) * np.trace(L @ ALA @ L) + (sigma**2 + T) / M * np.trace(ALA @ L)
-                 - 2 * beta * np.trace(L @ L @ A) + T)
+    A, L, M, sigma, beta, lam, Q = _eval_setup("icl.eval_risk_avg", U, Lambda, M, sigma, u, rho)
+    At = Q.T @ A @ Q
+    A2 = At * At
+    E = beta * At.T * lam            # Q^T (beta A^T Lambda - I) Q
+    E.flat[::lam.size + 1] -= 1.0
+    return float(lam @ (E * E).sum(1) + (lam * lam) @ A2 @ lam / M + (sigma**2 + lam.sum()) / M * (lam @ A2 @ lam))
 
 
 def eval_risk_flip(U, Lambda, w, M, rho, *, u=1.0):
@@ -183,6 +184,16 @@ def _eigen_w(owner, Lambda, N, r, w):
     return opt, s, c - s
 
 
+def _eigen_factors(opt, N):
+    """``lam``, ``lam_i v_i*`` (0 beyond r) and ``1 - lam_i v_i* = (lam_i + T)/((N + 1) lam_i + T)`` without the
+    cancellation of 1 - lam v (a factor ~N lost) and without lam^2, lam^3 (overflow above 1e102)."""
+    lam, N = opt.lam, int(N)  # N validated by optimum
+    T = lam.sum()
+    den = (N + 1) * lam + T
+    lv = np.where(opt.v > 0, N * lam / den, 0.0)
+    return lam, lv, (lam + T) / den
+
+
 def optimum_eval_risk(Lambda, N, r, w, M, sigma=0.0):
     r"""Thm 5.4.2: evaluation risk of the rank-r optimum on a noisy M-shot prompt, conditional on w.
 
@@ -226,9 +237,9 @@ def optimum_eval_risk(Lambda, N, r, w, M, sigma=0.0):
     opt, s, xi = _eigen_w("icl.optimum_eval_risk", Lambda, N, r, w)
     M = as_int("icl.optimum_eval_risk", "M", M, low=1)
     sigma = check("icl.optimum_eval_risk", "sigma", sigma, Interval(0, np.inf, closed="left"))
-    lam, v = opt.lam, opt.v
-    return float(np.sum(v**2 * lam**3 * s**2) / M + (np.sum(lam * (s + xi)**2) + sigma**2) * np.sum(v**2 * lam**2) / M
-                 + np.sum(lam * xi**2) + np.sum(s**2 * lam * (lam * v - 1)**2))
+    lam, lv, gap = _eigen_factors(opt, N)
+    return float(np.sum(lv**2 * lam * s**2) / M + (np.sum(lam * (s + xi)**2) + sigma**2) * np.sum(lv**2) / M
+                 + np.sum(lam * xi**2) + np.sum(s**2 * lam * gap**2))
 
 
 def optimum_eval_risk_avg(Lambda, N, r, M, sigma=0.0):
@@ -271,9 +282,10 @@ def optimum_eval_risk_avg(Lambda, N, r, M, sigma=0.0):
     opt = optimum(Lambda, N, r)
     M = as_int("icl.optimum_eval_risk_avg", "M", M, low=1)
     sigma = check("icl.optimum_eval_risk_avg", "sigma", sigma, Interval(0, np.inf, closed="left"))
-    lam, v, top = opt.lam, opt.v, np.arange(opt.lam.size) < r
-    return float(np.sum(v**2 * lam**3) / M + (lam.sum() + sigma**2) / M * np.sum(v**2 * lam**2)
-                 + np.sum(lam[~top]) + np.sum((lam * (lam * v - 1)**2)[top]))
+    lam, lv, gap = _eigen_factors(opt, N)
+    top = np.arange(lam.size) < r
+    return float(np.sum(lv**2 * lam) / M + (lam.sum() + sigma**2) / M * np.sum(lv**2)
+                 + np.sum(lam[~top]) + np.sum((lam * gap**2)[top]))
 
 
 def large_n_eval_risk(Lambda, N, r, w, M, sigma=0.0):
@@ -376,5 +388,5 @@ def rank_gap(Lambda, N, r, r2, s, M, sigma=0.0):
     s = _vector("icl.rank_gap", "s", s, r) if r else np.zeros(0)
     M = as_int("icl.rank_gap", "M", M, low=1)
     sigma = check("icl.rank_gap", "sigma", sigma, Interval(0, np.inf, closed="left"))
-    lam = opt.lam
-    return float((np.sum(lam[:r] * s**2) + sigma**2) / M * np.sum((lam * opt.v)[r:r2]**2))
+    lam, lv, _ = _eigen_factors(opt, N)
+    return float((np.sum(lam[:r] * s**2) + sigma**2) / M * np.sum(lv[r:r2]**2))
