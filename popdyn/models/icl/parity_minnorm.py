@@ -103,6 +103,7 @@ def query_design(problem, *, full=False):
 
     Notes
     -----
+    Accuracy: features and labels exact; weights within 4 eps relative of the exact rationals, summing to 1 within d^2 eps; measured 0.14 of it (tested (tests/test_accuracy_icl.py)).
     Regime: N -> inf (B.4.1). An independent re-statement of :func:`popdyn.models.icl.population_hinge`,
     which the tests hold it against. When S2 is empty (k = d) every task is from S1 whatever pT (as in the
     parity samplers); ``population_hinge`` then weights the S1 loss by 1 - pT.
@@ -327,6 +328,8 @@ def fit_heads(problem, m, *, lam=None, restarts=60, seed=0, full=False, betas=(5
 
     Notes
     -----
+    Accuracy: loss, norm and min_margin are those of the returned heads to rounding (the minimum-norm heads are
+    rescaled so that min_margin >= 1 in floats); optimality is a local KKT point (``kkt_residual``), not certified.
     Regime: N -> inf, any d, k, gamma, pT. Non-convex: the result is the best local optimum over the restarts,
     each an exact KKT point of its region QP (``kkt_residual``), and is an upper bound on the global optimum
     (certified for m = 4 by :func:`four_head_min_norm`). ``|a_n| = 1`` at every optimum (the norm is on V only,
@@ -415,6 +418,8 @@ def four_head_min_norm(problem):
 
     Notes
     -----
+    Accuracy: as :func:`fit_heads` for the values; the minimum is certified by enumeration (each region QP solved by
+    NNLS to its rounding).
     Regime: N -> inf, diagonal heads, 2 <= d <= 5. Proof of completeness: with at most one head of ``a_n > 0``,
     a query and its negation (same label, opposite pre-activations) cannot both have ``y g > 0``, so a zero-loss
     4-head network has two positive and two negative heads with ``|a_n| = 1``. A positive head active on

@@ -379,6 +379,8 @@ def pT_max(d, gamma):
 
     Notes
     -----
+    Accuracy: relative error <= 4 eps, in (0, 1/2], for d to 1e7 and gamma from 1e-300 to 1/4; measured 0.32 of it
+    against exact rationals (tests/test_accuracy_icl.py).
     Regime: ``0 < pT < pT_max`` is equivalent to ``d(d-1)/2 pT (1/4+gamma) < (1-pT)(1/4-gamma)``
     (proof of Theorem 5.5.1, App. D.3.1).
 

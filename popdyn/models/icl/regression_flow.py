@@ -40,6 +40,7 @@ def initial_factors(d, r, scale, seed):
 
     Notes
     -----
+    Accuracy: exact: standard normals of the generator times scale (one rounding).
     Regime: small ``scale`` puts the start near the saddle at the origin (docs/icl.md: 1e-2).
 
     References
@@ -91,6 +92,9 @@ def gradient_flow(Lambda, N, A0, B0, t, *, u0=1.0, train_u=False, rtol=1e-10, at
 
     Notes
     -----
+    Accuracy: the solver's: relative error of U_ii(t) <= 1e3 rtol at the default tolerances against the logistic
+    closed form (A_0 = B_0 diagonal, diagonal Lambda, d <= 3, lam in [0.2, 1], horizons to 20 / lam_min^2); measured
+    0.007 of it (tests/test_accuracy_icl.py). Stiff spectra (ratios >> 1e3) make DOP853 slow, not inaccurate.
     Regime: population loss (infinitely many prompts), continuous time. GD with step lr follows it at
     time ``lr * steps`` when ``lr`` is small against ``1 / ||Gamma Lambda||``-type curvature.
 
@@ -162,6 +166,8 @@ def gradient_descent(Lambda, N, A0, B0, lr, t, *, u0=1.0, train_u=False):
 
     Notes
     -----
+    Accuracy: ||state_T - exact|| <= 8 eps (T + 1)(d + r + 2) max_t ||state_t|| for a stable step (exact: the same
+    iteration in mpmath at 40 digits; d, r <= 3, T <= 200); measured 0.004 of it (tests/test_accuracy_icl.py).
     Regime: population loss (infinitely many prompts per step), the exact mean map of SGD's updates; SGD on
     ``batch`` fresh prompts adds noise of order ``lr / batch`` to the loss. Cost: one d x d update per step.
 
@@ -226,6 +232,7 @@ def flow_parameters(y, d, r):
 
     Notes
     -----
+    Accuracy: exact (a reshape).
     Regime: any state layout produced by :func:`gradient_flow`.
 
     References
@@ -267,6 +274,7 @@ def saddle_losses(Lambda, N, r):
 
     Notes
     -----
+    Accuracy: as :func:`popdyn.models.icl.optimal_loss` for each k.
     Regime: distinct eigenvalues; the rank-k optimum embedded in rank r (k < r) is a critical point
     of the factorised loss (a strict saddle), and small-init flow learns the directions in the order
     of ``lambda_i`` (incremental learning; an observation of the extension, not a theorem).
@@ -310,6 +318,7 @@ def flow_plateaus(t, loss, saddles, *, rtol=0.01, min_duration=0.0):
 
     Notes
     -----
+    Accuracy: exact comparisons on the given curve; the value of a merged plateau is one rounding of its midpoint.
     Regime: uses :func:`popdyn.dynamics.plateau`; a plateau away from every saddle value is dropped.
 
     References
