@@ -111,3 +111,139 @@ def test_activations_vectorised_and_s0():
         assert np.array_equal(E.smooth_trunc_relu(z, s), [float(E.smooth_trunc_relu(v, s)) for v in z])
     assert np.array_equal(E.smooth_trunc_relu(z, 0.0), np.clip(z, 0, 1))
     assert np.array_equal(E.window(z, 0.0), ((z > 0) & (z < 1)).astype(float))
+
+
+# ---- data moments (exact rationals) -------------------------------------------------------------------------
+
+def _moments_exact(model):
+    """sigt^2, gamma, Ey, p_plus, gamma_weighted of a PatternModel in exact rationals from its (float) support."""
+    pi = [Fraction(float(v)) for v in model.A_probs]
+    S = [[Fraction(int(v)) for v in row] for row in model.A_support]
+    y = [Fraction(int(v)) for v in model.labels]
+    k = model.k
+    mean = [sum(p * r[j] for p, r in zip(pi, S)) for j in range(k)]
+    var = sum(sum(p * (r[j] - mean[j]) ** 2 for p, r in zip(pi, S)) for j in range(k))
+    pb = [Fraction(float(v)) for v in np.broadcast_to(model.p_bg, (model.D - k,))]
+    sig2 = var + sum(p * (1 - p) for p in pb)
+    Ey = sum(p * v for p, v in zip(pi, y))
+    gamma = [sum(p * v * (r[j] - mean[j]) for p, v, r in zip(pi, y, S)) for j in range(k)]
+    pp, pm = sum(p for p, v in zip(pi, y) if v > 0), sum(p for p, v in zip(pi, y) if v < 0)
+    alpha = [Fraction(1, 2) / (pp if v > 0 else pm) for v in y]
+    gw = [sum(p * a * v * r[j] for p, a, v, r in zip(pi, alpha, y, S)) for j in range(k)]
+    return sig2, gamma, Ey, (pp, pm), gw
+
+
+def _p_corner(draw):
+    """A probability in (0, 1): the bulk or within 10^[-12, -1] of 0 or 1."""
+    kind = draw(st.sampled_from(["bulk", "low", "high"]))
+    if kind == "bulk":
+        return draw(st.floats(0.02, 0.98))
+    e = 10.0 ** draw(st.floats(-12, -1))
+    return e if kind == "low" else 1.0 - e
+
+
+@st.composite
+def pattern_models(draw, k_max=8, nb_max=6):
+    """parity_mixture or iid_block_model (a random count labeling, both classes present) with k in [1, 8],
+    D - k in [1, 6], probabilities anywhere in (0, 1) including 1e-12 from the ends."""
+    k, nb = draw(st.integers(1, k_max)), draw(st.integers(1, nb_max))
+    p_bg = _p_corner(draw)
+    if draw(st.booleans()):
+        return E.parity_mixture(k + nb, k, p_bg if draw(st.booleans()) else _p_corner(draw))
+    pos = draw(st.sets(st.integers(0, k), min_size=1, max_size=k))
+    return E.iid_block_model(k + nb, k, _p_corner(draw), p_bg, sorted(pos))
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(pattern_models())
+@example(E.PatternModel(3, 2, np.array([[0, 0], [0, 1], [1, 0], [1, 1]]),   # P(y = -1) = 1e-18: was 1/0
+                        np.array([1 - 2e-9, 1e-9, 1e-9, 1e-18]), np.array([1, 1, 1, -1]), 0.5))
+def test_moments(model):
+    """PatternModel.moments: sigt, p_plus, p_minus relative error <= 1e-13, Ey absolute 1e-13; gamma absolute
+    <= 1e-13 E phi~_j, gamma_weighted <= 1e-13 E[alpha_y phi~_j]; against exact rationals (before: a class of
+    probability 1e-18 made p_plus round to 1 and the class weights divide by zero)."""
+    mom = model.moments()
+    sig2, gamma, Ey, (pp, pm), gw = _moments_exact(model)
+    sigt = mp.sqrt(mp.mpf(sig2.numerator) / sig2.denominator)
+    assert record("emergence.moments (sigt)", abs(mom.sigt - sigt) / (1e-13 * sigt)) <= 1
+    assert record("emergence.moments (Ey, p_plus)", max(float(abs(Fraction(mom.Ey) - Ey)),
+                                                       float(abs(Fraction(mom.p_plus) - pp) / pp),
+                                                       float(abs(Fraction(mom.p_minus) - pm) / pm)) / 1e-13) <= 1
+    assert mom.p_minus > 0 and mom.p_plus > 0
+    scale = model.A_probs @ model.A_support   # E phi~_j >= E|phi~_j - E phi~_j| / 2
+    wscale = (model.A_probs * np.where(model.labels > 0, 0.5 / float(pp), 0.5 / float(pm))) @ model.A_support
+    for j in range(model.k):
+        sc = max(float(scale[j]), 1e-300)
+        assert record("emergence.moments (gamma)", float(abs(Fraction(mom.gamma[j]) - gamma[j])) / (1e-13 * sc),
+                      k=model.k, j=j) <= 1
+        assert record("emergence.moments (gamma_weighted)",
+                      float(abs(Fraction(mom.gamma_weighted[j]) - gw[j])) / (1e-13 * max(wscale[j], 1e-300))) <= 1
+
+
+# ---- neuron correlations (exact enumeration of the joint law in mpmath) ----------------------------------------
+
+def _corr_exact(model, q, b, s):
+    """T (D,), Tb, Ta, beta by enumerating the A-support rows and every background configuration, with the
+    window and the smoothed ReLU in mpmath (the moments exact too)."""
+    sig2, _, _, _, _ = _moments_exact(model)
+    k, nb = model.k, model.D - model.k
+    pi = [mp.mpf(float(v)) for v in model.A_probs]
+    S = model.A_support
+    mean = [mp.fsum(p * int(r[j]) for p, r in zip(pi, S)) for j in range(k)]
+    sigt = mp.sqrt(mp.mpf(sig2.numerator) / sig2.denominator)
+    pb = [mp.mpf(float(v)) for v in np.broadcast_to(model.p_bg, (nb,))]
+    T = [mp.mpf(0)] * model.D
+    Tb = Ta = beta = mp.mpf(0)
+    qm = [mp.mpf(float(v)) for v in q]
+    cfgs = []
+    for cfg in itertools.product([0, 1], repeat=nb):
+        w = mp.fprod(p if c else 1 - p for c, p in zip(cfg, pb))
+        phB = [(c - p) / sigt for c, p in zip(cfg, pb)]
+        cfgs.append((w, phB, mp.fsum(qq * v for qq, v in zip(qm[k:], phB))))
+    for p, r, yv in zip(pi, S, model.labels):
+        phA = [(int(r[j]) - mean[j]) / sigt for j in range(k)]
+        cA = mp.mpf(float(b)) + mp.fsum(qq * v for qq, v in zip(qm[:k], phA))
+        for w, phB, sB in cfgs:
+            z = cA + sB
+            win, sr = _win_mp(z, s), _strelu_mp(z, s)
+            wy = p * w * int(yv)
+            for j, v in enumerate(phA + phB):
+                T[j] += wy * v * win
+            Tb += wy * win
+            Ta += wy * sr
+    for w, phB, sB in cfgs:
+        beta += w * _win_mp(mp.mpf(float(b)) + sB, s)
+    scale = [mp.fsum(p * w * abs(v) for p, r in zip(pi, S) for w, phB, _ in cfgs
+                     for v in [((int(r[j]) - mean[j]) / sigt if j < k else phB[j - k])]) for j in range(model.D)]
+    return T, Tb, Ta, beta, scale
+
+
+@st.composite
+def neurons(draw, model):
+    """(q, b, s): q of scale 10^[-3, 1] per coordinate with either sign or 0, b in [-2, 3], s in 10^[-2, 1]."""
+    D = model.D
+    q = np.array(draw(st.lists(st.one_of(st.just(0.0), st.floats(-3, 1).map(lambda e: 10.0 ** e)),
+                               min_size=D, max_size=D))) * np.array(
+        draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=D, max_size=D)))
+    return q, draw(st.floats(-2, 3)), 10.0 ** draw(st.floats(-2, 1))
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(pattern_models(k_max=3, nb_max=4), st.data())
+def test_neuron_correlations(model, data):
+    """neuron_correlations ("fourier" and "enumerate"): absolute error <= 1e-12 E|phi_j| for T_j and <= 1e-12
+    for T_b, T_a, beta (all bounded by those scales), for s in [1e-2, 10], |q_l| up to 10, probabilities within
+    1e-12 of 0 or 1; against the enumeration of the joint law in mpmath at 40 digits."""
+    q, b, s = data.draw(neurons(model))
+    with mp.workdps(40):
+        T, Tb, Ta, beta, scale = _corr_exact(model, q, b, s)
+    for method in ("fourier", "enumerate"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = E.neuron_correlations(model, q, b, s, method=method)
+        note(f"{method}: {got}")
+        err = max(max(abs(got.T[j] - T[j]) / scale[j] for j in range(model.D)),
+                  abs(got.Tb - Tb), abs(got.Ta - Ta), abs(got.beta - beta))
+        assert record(f"emergence.neuron_correlations ({method})", err / 1e-12, q=list(q), b=b, s=s,
+                      model=repr(model)) <= 1
+        assert 0 <= got.beta <= 1

@@ -72,8 +72,8 @@ def _alpha(model, y, weighted):
     """Class weights alpha_y = 1 / (2 P(y)) of App. F's weighted loss (1 when not weighted)."""
     if not weighted:
         return np.ones_like(y)
-    p_plus = model.moments().p_plus
-    return np.where(y > 0, 0.5 / p_plus, 0.5 / (1.0 - p_plus))
+    mom = model.moments()
+    return np.where(y > 0, 0.5 / mom.p_plus, 0.5 / mom.p_minus)
 
 
 def _pieces(model, Q, b, weighted):
