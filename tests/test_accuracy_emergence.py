@@ -116,8 +116,10 @@ def test_activations_vectorised_and_s0():
 # ---- data moments (exact rationals) -------------------------------------------------------------------------
 
 def _moments_exact(model):
-    """sigt^2, gamma, Ey, p_plus, gamma_weighted of a PatternModel in exact rationals from its (float) support."""
+    """sigt^2, gamma, Ey, p_plus, gamma_weighted of a PatternModel in exact rationals from its (float) support,
+    the probabilities normalised (their float sum is 1 only to rounding)."""
     pi = [Fraction(float(v)) for v in model.A_probs]
+    pi = [p / sum(pi) for p in pi]
     S = [[Fraction(int(v)) for v in row] for row in model.A_support]
     y = [Fraction(int(v)) for v in model.labels]
     k = model.k
@@ -188,6 +190,7 @@ def _corr_exact(model, q, b, s):
     sig2, _, _, _, _ = _moments_exact(model)
     k, nb = model.k, model.D - model.k
     pi = [mp.mpf(float(v)) for v in model.A_probs]
+    pi = [p / mp.fsum(pi) for p in pi]
     S = model.A_support
     mean = [mp.fsum(p * int(r[j]) for p, r in zip(pi, S)) for j in range(k)]
     sigt = mp.sqrt(mp.mpf(sig2.numerator) / sig2.denominator)
@@ -230,11 +233,16 @@ def neurons(draw, model):
 
 @settings(max_examples=examples(12), deadline=None)
 @given(pattern_models(k_max=3, nb_max=4), st.data())
+@example(E.PatternModel(2, 1, np.array([[0.], [1.]]), np.array([0.75, 0.25]), np.array([1., -1.]), 0.999999),
+         (np.zeros(2), 0.0, 1.0))   # enumerate: phi_B = v0 + (v1 - v0) lost eps |v0| of v1 (1.6e-12 E|phi_B| off)
+@example(E.PatternModel(2, 1, np.array([[0.], [1.]]), np.array([0.5, 0.5]), np.array([1., -1.]), 0.5),
+         (np.zeros(2), -2.0, 0.01))   # fourier: beta was -2e-17
+@example(E.iid_block_model(3, 2, 1 - 1e-6, 0.5, [0]), (np.zeros(3), 0.0, 1.0))   # gamma ~ 1e-12 from terms of 1e-6
 def test_neuron_correlations(model, data):
     """neuron_correlations ("fourier" and "enumerate"): absolute error <= 1e-12 E|phi_j| for T_j and <= 1e-12
     for T_b, T_a, beta (all bounded by those scales), for s in [1e-2, 10], |q_l| up to 10, probabilities within
     1e-12 of 0 or 1; against the enumeration of the joint law in mpmath at 40 digits."""
-    q, b, s = data.draw(neurons(model))
+    q, b, s = data.draw(neurons(model)) if isinstance(data, st.DataObject) else data
     with mp.workdps(40):
         T, Tb, Ta, beta, scale = _corr_exact(model, q, b, s)
     for method in ("fourier", "enumerate"):
@@ -247,3 +255,49 @@ def test_neuron_correlations(model, data):
         assert record(f"emergence.neuron_correlations ({method})", err / 1e-12, q=list(q), b=b, s=s,
                       model=repr(model)) <= 1
         assert 0 <= got.beta <= 1
+
+
+# ---- Gaussian-mixture parity (mpmath sums over the 2^k centres) ------------------------------------------------
+
+@settings(max_examples=examples(15), deadline=None)
+@given(st.integers(1, 4), st.integers(0, 2), st.floats(-2, 1), st.data())
+@example(2, 0, 0.0, None)   # S = 1e3, m = 1/2 - 1e-4 (the density difference cancels there)
+def test_gmm_correlations(k, extra, log_sr, data):
+    """gmm_correlations: |T_j - exact| <= 1e-12 2^-k sum_eps (|(M eps)_j| win_S + tau^2 |w_j| |win_S'|), T_b, T_a,
+    beta absolute <= 1e-12 2^-k sum (win_S, sigma~_S) + 1e-300 (the parity sums cancel: the scale is the sum of the
+    magnitudes), S from 1e-3 to 1e3, against the sums in mpmath at 50 digits with the window and its derivative
+    exact."""
+    d = k + extra
+    if data is None:
+        M, w, b, s, sr = np.eye(d)[:, :k], np.array([1e-3, 0.0]), 0.5 - 1e-4, 1e3, 1.0
+    else:
+        rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+        M = np.linalg.qr(rng.standard_normal((d, k)))[0]
+        w = rng.standard_normal(d) * 10.0 ** data.draw(st.floats(-3, 1))
+        b, s, sr = data.draw(st.floats(-2, 3)), 10.0 ** data.draw(st.floats(-3, 3)), 10.0 ** log_sr
+    model = E.GaussianParityMixture(d, k, sr, M)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = E.gmm_correlations(model, w, b, s)
+    with mp.workdps(50):
+        tau2 = mp.mpf(sr) ** 2 * k / d
+        S = mp.sqrt(tau2 * mp.fsum(mp.mpf(v) ** 2 for v in w) + mp.mpf(s) ** 2)
+        T, Ts = [mp.mpf(0)] * d, [mp.mpf(0)] * d
+        Tb = Ta = Bs = As = mp.mpf(0)
+        for eps in itertools.product([-1, 1], repeat=k):
+            y = math.prod(eps)
+            me = [mp.fsum(mp.mpf(M[i, j]) * eps[j] for j in range(k)) for i in range(d)]
+            m = mp.fsum(mp.mpf(w[i]) * me[i] for i in range(d)) + mp.mpf(b)
+            win, sr_ = _win_mp(m, S), _strelu_mp(m, S)
+            dens = (mp.npdf(m / S) - mp.npdf((1 - m) / S)) / S
+            for i in range(d):
+                T[i] += y * (me[i] * win + tau2 * mp.mpf(w[i]) * dens)
+                Ts[i] += abs(me[i]) * win + tau2 * abs(mp.mpf(w[i]) * dens)
+            Tb, Ta, Bs, As = Tb + y * win, Ta + y * sr_, Bs + win, As + sr_
+        n = 2 ** k
+        tiny = mp.mpf(1e-300)   # absolute where the scale is subnormal
+        err = max([abs(got.T[i] - T[i] / n) / (1e-12 * Ts[i] / n + tiny) for i in range(d)]
+                  + [abs(got.Tb - Tb / n) / (1e-12 * Bs / n + tiny), abs(got.Ta - Ta / n) / (1e-12 * As / n + tiny),
+                     abs(got.beta - _win_mp(b, S)) / (1e-12 * _win_mp(b, S) + tiny)])
+    assert 0 <= got.beta <= 1
+    assert record("emergence.gmm_correlations", float(err), k=k, d=d, w=list(w), b=b, s=s, sr=sr) <= 1
