@@ -753,8 +753,8 @@ class WeightedMoments(NamedTuple):
 
 
 def _alpha_y(model):
-    p = model.moments().p_plus
-    return model.labels * np.where(model.labels > 0, 0.5 / p, 0.5 / (1.0 - p))
+    mom = model.moments()
+    return model.labels * np.where(model.labels > 0, 0.5 / mom.p_plus, 0.5 / mom.p_minus)
 
 
 def class_weighted_moments(model):
@@ -795,7 +795,7 @@ def class_weighted_moments(model):
     mom = model.moments()
     w = model.A_probs * _alpha_y(model)
     phA = model.phi_A()
-    return WeightedMoments({1: 0.5 / mom.p_plus, -1: 0.5 / (1 - mom.p_plus)}, float(w.sum()),
+    return WeightedMoments({1: 0.5 / mom.p_plus, -1: 0.5 / mom.p_minus}, float(w.sum()),
                            float(np.abs(w).sum()), mom.gamma_weighted, w @ phA,
                            float((np.abs(w) @ np.abs(phA)).max()))
 

@@ -609,8 +609,8 @@ def _train(model, opts, schedule, lr, lam, lr_a, device, dtype, record):
     start = time.perf_counter()
     S, T, k = opts["seeds"], opts["steps"], int(model.k)
     gen = make_generator(opts["seed"], dev)
-    p_plus = float(model.moments().p_plus)
-    alpha = (0.5 / (1.0 - p_plus), 0.5 / p_plus)
+    mom = model.moments()
+    alpha = (0.5 / float(mom.p_minus), 0.5 / float(mom.p_plus))
     M = _dictionary(model, opts, dev, dt)
     kw = dict(dtype=dt, device=dev)
     if M is not None and getattr(model, "sigma_zeta", 0.0):
