@@ -205,10 +205,9 @@ def hermite_functions(kmax, x):
     :func:`hermite_polys` with a running log-scale.
 
     Accuracy: ``|psi - psi_k(x)| <= 4 eps (k + x^2/4 + 10) sqrt(psi_k^2 + psi_{k-1}^2) + 1e-300`` for
-    ``k <= 10_000`` and ``|x| <= 1e150`` (the ``x^2/4`` is the density's log-scale, rounded); measured worst case
-    0.24 of the bound (tests/test_accuracy_hermite.py, mpmath.hermite at 40 digits, incl. ``k = 10^4`` at the
-    turning point and on the roots). For ``|x| > 1.3e154`` the result is ``nan`` instead of 0 (``x * x``
-    overflows): a known defect (xfail test).
+    ``k <= 10_000`` and every finite ``x`` (the ``x^2/4`` is the density's log-scale, rounded; ``|x|`` is clamped
+    at 1e150, where ``psi`` is exactly 0); measured worst case 0.24 of the bound (tests/test_accuracy_hermite.py,
+    mpmath.hermite at 40 digits, incl. ``k = 10^4`` at the turning point and on the roots, ``|x|`` to 1.7e308).
 
     References
     ----------
@@ -221,6 +220,7 @@ def hermite_functions(kmax, x):
     """
     kmax = as_int("hermite.hermite_functions", "kmax", kmax, 0)
     x, flat = _points(x)
+    flat = np.clip(flat, -1e150, 1e150)       # psi_k(x) underflows to 0 long before: |x| = 1e150 gives exactly 0
     logabs, sgn = _logabs_table(kmax, flat, -0.25 * flat * flat - _LOG_QUARTER_2PI)
     return (sgn * np.exp(logabs)).reshape((kmax + 1,) + x.shape)
 
