@@ -482,7 +482,7 @@ def series_tail_bound(tail_mass, P, rho, *, deriv=False):
     ----------
     tail_mass : float
         :math:`\sum_{p>P} a_p` (or :math:`\sum_{p>P} p a_p` with ``deriv``), e.g. a Parseval
-        deficit ``E sigma^2 - sum_{p<=P} mu_p^2``; may be ``inf``.
+        deficit ``E sigma^2 - sum_{p<=P} mu_p^2``; ``>= 0``, may be ``inf``.
     P : int
         Truncation degree.
     rho : array_like
@@ -497,13 +497,16 @@ def series_tail_bound(tail_mass, P, rho, *, deriv=False):
     Notes
     -----
     Regime: ``a_p >= 0`` and ``|rho| <= 1`` (dual-kernel series ``a_p = mu_p^2``); the bound is
-    as exact as ``tail_mass`` (``0 * inf`` is taken as 0 at ``rho = 0``).
+    as exact as ``tail_mass`` (``0 * inf`` is taken as 0 at ``rho = 0``). Where the power ``|rho|^n``
+    (``n = P + 1``, or ``P`` with ``deriv``) is not a normal float the product is formed as
+    ``exp(n log|rho| + log tail_mass)``: it does not underflow before the product does (``inf`` for an infinite
+    mass at any ``rho != 0``).
 
-    Accuracy: ``|b - |rho|^(P+1) tail_mass| <= 4 eps |rho|^(P+1) tail_mass + 2^-1074 tail_mass`` against exact
-    rationals for finite ``tail_mass`` (measured 0.13 of it): the power is rounded first and underflows to 0
-    below 2^-1075, so the bound is the formula's value rounded, not certified in its last ulp (callers add
-    slack). With ``tail_mass = inf`` and an underflowing power the result is 0, not a bound: a known defect
-    (xfail test).
+    Accuracy: ``|b - T| <= 4 eps (1 + L) T + 2^-1074``, ``T = |rho|^n tail_mass``, with ``L = 0`` where
+    ``|rho|^n >= 2^-1022`` and ``L = n |log|rho|| + |log tail_mass|`` below (the exp's argument, rounded); exact
+    (``inf``, or 0 only at ``rho = 0``) for ``tail_mass = inf``; against exact rationals for ``P <= 5000`` and
+    ``tail_mass`` in ``[0, 1e300]`` (measured 0.20 of it, 0.17 where ``L > 0``). The value is the formula's,
+    rounded, not certified in its last ulp (callers add slack).
 
     References
     ----------
@@ -515,8 +518,10 @@ def series_tail_bound(tail_mass, P, rho, *, deriv=False):
     0.0625
     """
     P = as_int("hermite.series_tail_bound", "P", P, 0)
+    n = P if deriv else P + 1
     a = np.abs(np.asarray(rho, dtype=np.float64))
-    power = a ** (P if deriv else P + 1)
-    with np.errstate(invalid="ignore"):
-        out = np.where(power > 0, power * tail_mass, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        power = a ** n
+        small = np.where(a > 0, np.exp(n * np.log(a) + np.log(tail_mass)), 0.0)
+        out = np.where(power >= 2.0 ** -1022, power * tail_mass, small)
     return np.where(np.isnan(a), np.nan, out)

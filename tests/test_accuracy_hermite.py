@@ -220,17 +220,26 @@ def test_power_series(P, rho, deriv, seed, kind):
 
 
 @settings(max_examples=examples(30), deadline=None)
-@given(st.floats(0, 1e300), st.integers(0, 5000), st.floats(-1, 1), st.booleans())
+@given(st.one_of(st.floats(0, 1e300), st.just(math.inf)), st.integers(0, 5000),
+       st.one_of(st.floats(-1, 1), st.floats(-1e-3, 1e-3)), st.booleans())
+@example(math.inf, 1100, 0.5, False)     # 0.5^1101 underflows: the bound is inf, not 0
+@example(1e-300, 0, 0.0, True)           # |rho|^0 = 1 at rho = 0
+@example(6.139797742049078e80, 1139, 0.5005566483899094, False)   # a subnormal power: exp(n log|rho| + log mass)
+@example(1e300, 1800, -0.6, False)       # the power underflows, the bound is 2.8e-100
 def test_series_tail_bound(mass, P, rho, deriv):
-    """series_tail_bound: |bound - |rho|^(P+1) tail_mass| <= 4 eps |rho|^(P+1) tail_mass + 2^-1074 tail_mass (the
-    power is rounded to a float first: relative 4 eps where it is a normal float, and it underflows to 0 below
-    2^-1074), against exact rationals, for finite tail_mass (inf: see the xfail below); the value is the formula's,
-    rounded (callers add slack)."""
+    """series_tail_bound: |b - T| <= 4 eps (1 + L) T + 2^-1074, T = |rho|^n tail_mass (n = P + 1, or P with deriv),
+    L = 0 where |rho|^n is a normal float and n |log|rho|| + |log tail_mass| below (there it is exp of a rounded
+    log), against exact rationals, for tail_mass in [0, 1e300]; exact (inf, 0 only at rho = 0) for inf."""
+    n = P if deriv else P + 1
     got = float(H.series_tail_bound(mass, P, rho, deriv=deriv))
-    exact = abs(Fraction(rho)) ** (P if deriv else P + 1) * Fraction(mass)
-    err = abs(Fraction(got) - exact)
-    bound = 4 * EPS * exact + Fraction(2.0 ** -1074) * Fraction(mass) + Fraction(1e-320)
-    assert record("hermite.series_tail_bound", err / bound, P=P, rho=rho) <= 1
+    if math.isinf(mass):
+        assert got == (math.inf if rho != 0 or n == 0 else 0.0)
+        return
+    exact = abs(Fraction(rho)) ** n * Fraction(mass)
+    normal = abs(Fraction(rho)) ** n >= Fraction(2.0 ** -1022)
+    L = 0.0 if normal or exact == 0 else n * abs(math.log(abs(rho))) + abs(math.log(mass))
+    bound = 4 * EPS * (1 + L) * exact + Fraction(2.0 ** -1074)
+    assert record("hermite.series_tail_bound", abs(Fraction(got) - exact) / bound, P=P, rho=rho) <= 1
 
 
 # ---- defects: documented, not fixed (the core's code is frozen) ---------------------------------------------------
@@ -254,12 +263,12 @@ def test_project_is_exact_for_one_node(x, wf):
     assert H.project(np.array([x]), np.array([1.0]), np.array([wf]), 0)[0] == wf
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a power that underflows makes the bound 0 even for an infinite mass")
 def test_series_tail_bound_never_certifies_zero_for_a_positive_tail():
-    """The bound is certified only if it is >= the tail; with tail_mass = inf (a divergent K'(1), as for sign) and
-    |rho|^(P+1) below 2^-1075, power == 0 selects the branch meant for rho == 0 and returns 0. Fix: select on
-    rho == 0 (np.where(a > 0, ...)) and form the product as exp((P+1) log|rho| + log tail_mass)."""
-    assert float(H.series_tail_bound(np.inf, 1100, 0.5)) > 0
+    """A positive tail never gets the bound 0: with tail_mass = inf (a divergent K'(1), as for sign) and |rho|^(P+1)
+    below 2^-1075 the bound is inf (it was 0: the power's underflow selected the branch meant for rho == 0), and a
+    finite mass gets exp((P+1) log|rho| + log tail_mass) there."""
+    assert float(H.series_tail_bound(np.inf, 1100, 0.5)) == np.inf
+    assert float(H.series_tail_bound(1e300, 1100, 0.5)) == pytest.approx(float(Fraction(1e300) / 2 ** 1101), rel=1e-12)
 
 
 def test_hermite_functions_vanish_far_out():
