@@ -2,8 +2,8 @@
 mpmath at 40 digits (``mpmath.hermite``, ``mpmath.quad``) and exact rational arithmetic (``fractions``).
 
 Every bound below is the one written in the function's Notes; ``tests/_accuracy.py`` keeps the worst
-error / bound ratio (``POPDYN_ACCURACY_REPORT=1``). Defects that the code (frozen: the core's hash keys the stored
-validation runs) cannot meet are ``xfail(strict=True)`` at the end, with the fix in their docstring.
+error / bound ratio (``POPDYN_ACCURACY_REPORT=1``). The last section pins former defects at the inputs that exposed
+them (overflow past |x| ~ 1e154, an accumulated log-scale, a w f sent through exp and back, an underflowing power).
 """
 import math
 from fractions import Fraction
@@ -242,7 +242,7 @@ def test_series_tail_bound(mass, P, rho, deriv):
     assert record("hermite.series_tail_bound", abs(Fraction(got) - exact) / bound, P=P, rho=rho) <= 1
 
 
-# ---- defects: documented, not fixed (the core's code is frozen) ---------------------------------------------------
+# ---- former defects, at the inputs that exposed them --------------------------------------------------------------
 
 @pytest.mark.parametrize("k, x", [(4, 1e200), (300, 1e160), (3, 1e300), (10_000, 1.7e308)])
 def test_log_hermite_abs_is_finite_for_every_finite_x(k, x):
