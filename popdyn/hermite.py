@@ -22,8 +22,8 @@ __all__ = ["hermite_polys", "hermite_functions", "gauss_hermite", "project", "he
            "power_series", "series_tail_bound", "log_hermite_abs"]
 
 _LOG_QUARTER_2PI = 0.25 * math.log(2 * math.pi)
-_BIG = 1e150
-_LOG_BIG = math.log(_BIG)
+_BIG = 2.0 ** 498        # mantissas are renormalised past ~1.6e150, by exact powers of two
+_LN2 = math.log(2.0)
 
 
 @numba.njit(cache=True)
@@ -34,42 +34,44 @@ def _rec(kmax):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _step(xi, b, a, pm1, p0, logs):  # pragma: no cover - compiled
-    """One recurrence step on mantissas (h_{k-1}, h_k) -> (h_k, h_{k+1}) sharing the scale e^logs."""
-    p1 = b * xi * p0 - a * pm1
-    if abs(p1) > _BIG:
-        return p0 / _BIG, p1 / _BIG, logs + _LOG_BIG
-    return p0, p1, logs
-
-
-@numba.njit(cache=True)
 def _logabs_table(kmax, x, logs0):  # pragma: no cover - compiled
-    """log|h_k(x_i)| + logs0_i and sign h_k(x_i) for k <= kmax."""
+    """log|h_k(x_i)| + logs0_i and sign h_k(x_i) for k <= kmax.
+
+    The mantissas (h_{k-1}, h_k) 2^-e stay below ``top = min(2^498, 2^996/|x|)``, so ``x h_k`` cannot overflow:
+    past it both are shifted by 2^-m (exact) and the integer e counts the shifts; log 2^e = e log 2 is formed once.
+    """
     out = np.empty((kmax + 1, x.size))
     sgn = np.empty((kmax + 1, x.size))
     b, a = _rec(kmax)
     for i in range(x.size):
-        pm1, p0, logs = 0.0, 1.0, logs0[i]
-        out[0, i], sgn[0, i] = logs, 1.0
+        xi = x[i]
+        top = _BIG if abs(xi) <= _BIG else math.ldexp(1.0, 996) / abs(xi)
+        low = 0 if top >= 1.0 else math.frexp(top)[1] - 1      # a shifted h_k lies in [1/2, 1) 2^low <= top
+        pm1, p0, e = 0.0, 1.0, 0
+        out[0, i], sgn[0, i] = logs0[i], 1.0
         for k in range(kmax):
-            pm1, p0, logs = _step(x[i], b[k], a[k], pm1, p0, logs)
-            out[k + 1, i] = (math.log(abs(p0)) + logs) if p0 != 0.0 else -np.inf
+            p1 = b[k] * xi * p0 - a[k] * pm1
+            if abs(p1) > top:
+                m = math.frexp(p1)[1] - low
+                p0, p1, e = math.ldexp(p0, -m), math.ldexp(p1, -m), e + m
+            pm1, p0 = p0, p1
+            out[k + 1, i] = (math.log(abs(p0)) + (e * _LN2 + logs0[i])) if p0 != 0.0 else -np.inf
             sgn[k + 1, i] = 1.0 if p0 > 0 else (-1.0 if p0 < 0 else 0.0)
     return out, sgn
 
 
 @numba.njit(cache=True)
-def _project(x, c, kmax):  # pragma: no cover - compiled
-    """mu_k = sum_i c_i psi_k(x_i), the hot loop of every quadrature.
+def _project(x, c, h0, kmax):  # pragma: no cover - compiled
+    """mu_k = sum_i c_i p_k(x_i) with p_k = h0 h_k, the hot loop of every quadrature.
 
-    Degree outer, points inner (independent, so the loop pipelines/vectorises); each point keeps
-    its mantissas and scale ``c_i e^{logs_i}`` and is renormalised when a mantissa passes 1e150.
+    Degree outer, points inner (independent, so the loop pipelines/vectorises); each point keeps its mantissas
+    (p_{k-1}, p_k) and scale c_i, and both are shifted by 2^498 (exactly) when a mantissa passes it.
     """
     b, a = _rec(kmax)
     mu = np.zeros(kmax + 1)
-    pm1, p0 = np.zeros(x.size), np.ones(x.size)
-    scale = c * np.exp(-0.25 * x * x - _LOG_QUARTER_2PI)
-    mu[0] = np.sum(scale)
+    pm1, p0 = np.zeros(x.size), h0.copy()
+    scale = c.copy()
+    mu[0] = np.sum(scale * p0)
     for k in range(kmax):
         acc, big = 0.0, False
         for i in range(x.size):
@@ -112,11 +114,11 @@ def hermite_polys(kmax, x):
     -----
     Regime: exact recurrence in float64; relative error ~ k * eps where the value is representable.
 
-    Accuracy: ``|h - h_k(x)| <= 4 eps (k + 10 + l (1 + l/345)) sqrt(h_k(x)^2 + h_{k-1}(x)^2)`` with
-    ``l = |log h_k(x)|`` (relative to the recurrence's state, which does not vanish at the roots of h_k), for
-    ``k <= 10_000`` and ``|x| <= 1e150`` where ``|h_k(x)| < 1e300``; ``inf`` with the right sign beyond. Measured
-    worst case 0.06 of the bound (tests/test_accuracy_hermite.py, mpmath.hermite at 40 digits; bulk, turning
-    point, tail, roots and subnormal x).
+    Accuracy: ``|h - h_k(x)| <= 4 eps (k + 10 + l) sqrt(h_k(x)^2 + h_{k-1}(x)^2)`` with ``l = |log h_k(x)|``
+    (relative to the recurrence's state, which does not vanish at the roots of h_k), for ``k <= 10_000`` and
+    every finite ``x`` where ``|h_k(x)| < 1e308``; ``inf`` with the right sign beyond. Measured worst case 0.16 of
+    the bound (tests/test_accuracy_hermite.py, mpmath.hermite at 40 digits; bulk, turning point, tail to
+    ``|x| = 1.7e308``, roots and subnormal x).
 
     References
     ----------
@@ -154,15 +156,14 @@ def log_hermite_abs(kmax, x):
 
     Notes
     -----
-    Regime: any finite ``x`` and ``k``; the mantissa is renormalised by 1e150 when it grows.
+    Regime: any finite ``x`` and ``k``; the mantissas are kept below ``min(2^498, 2^996/|x|)`` (so ``x h_k``
+    cannot overflow) by exact power-of-two shifts, counted as an integer ``e``; the scale ``e log 2`` is formed once.
 
     Accuracy: ``sign * exp(logabs)`` meets the bound of :func:`hermite_polys`,
-    ``4 eps (k + 10 + l (1 + l/345)) sqrt(h_k^2 + h_{k-1}^2)``, ``l = |logabs|``, for ``k <= 10_000`` and
-    ``|x| <= 1e150`` (measured 0.06 of it; tests/test_accuracy_hermite.py, mpmath at 40 digits). The term
-    ``l^2/345`` is the running log-scale, a float sum of one ``log(1e150)`` per renormalisation: ``log|h|`` is
-    1.8e-9 off at ``k = 9999, x = 6.1e11`` and 2.7e-8 off at ``k = 10_000, x = 1e100``. Beyond
-    ``|x| ~ 1.8e158`` the product ``x * 1e150`` overflows and the result is ``nan`` (``inf`` for k = 3 at 1e300),
-    not finite: both are known defects (xfail tests).
+    ``4 eps (k + 10 + l) sqrt(h_k^2 + h_{k-1}^2)``, ``l = |logabs|``, for ``k <= 10_000`` and every finite ``x``
+    (measured 0.22 of it, at ``k = 3, x = 1e300``: the rounding of ``l`` itself; tests/test_accuracy_hermite.py,
+    mpmath at 40 digits, ``|x|`` to 1.7e308); off the roots that is ``|logabs - log|h_k|| <= 4 eps (k + 10 + l)``
+    (measured 0.16 of it at ``k = 9999, x = 6.1e11``).
 
     References
     ----------
@@ -205,10 +206,9 @@ def hermite_functions(kmax, x):
     :func:`hermite_polys` with a running log-scale.
 
     Accuracy: ``|psi - psi_k(x)| <= 4 eps (k + x^2/4 + 10) sqrt(psi_k^2 + psi_{k-1}^2) + 1e-300`` for
-    ``k <= 10_000`` and ``|x| <= 1e150`` (the ``x^2/4`` is the density's log-scale, rounded); measured worst case
-    0.24 of the bound (tests/test_accuracy_hermite.py, mpmath.hermite at 40 digits, incl. ``k = 10^4`` at the
-    turning point and on the roots). For ``|x| > 1.3e154`` the result is ``nan`` instead of 0 (``x * x``
-    overflows): a known defect (xfail test).
+    ``k <= 10_000`` and every finite ``x`` (the ``x^2/4`` is the density's log-scale, rounded; ``|x|`` is clamped
+    at 1e150, where ``psi`` is exactly 0); measured worst case 0.20 of the bound (tests/test_accuracy_hermite.py,
+    mpmath.hermite at 40 digits, incl. ``k = 10^4`` at the turning point and on the roots, ``|x|`` to 1.7e308).
 
     References
     ----------
@@ -221,6 +221,7 @@ def hermite_functions(kmax, x):
     """
     kmax = as_int("hermite.hermite_functions", "kmax", kmax, 0)
     x, flat = _points(x)
+    flat = np.clip(flat, -1e150, 1e150)       # psi_k(x) underflows to 0 long before: |x| = 1e150 gives exactly 0
     logabs, sgn = _logabs_table(kmax, flat, -0.25 * flat * flat - _LOG_QUARTER_2PI)
     return (sgn * np.exp(logabs)).reshape((kmax + 1,) + x.shape)
 
@@ -295,19 +296,21 @@ def project(x, w, fx, kmax):
 
     Notes
     -----
-    Regime: any ``kmax``; the recurrence runs on :math:`\psi_k` (numba, O(n kmax)) and
-    ``w f / sqrt(phi)`` is formed in log space, so nothing overflows.
+    Regime: any ``kmax``; the recurrence runs on :math:`h_k` (numba, O(n kmax)) with each node's scale
+    started at ``w_i f_i`` (exactly its float product; a product below 2^-1000 is shifted up by 2^s and its
+    mantissas start at 2^-s) and renormalised by exact powers of two, so nothing overflows that is representable.
+    Nodes with ``w_i <= 0`` are skipped.
 
-    Accuracy: ``|mu_k - sum_i w_i f_i h_k(x_i)| <= 4 eps (k + n + 10 + max_i (x_i^2/4 + |ln|w_i f_i||))
-    sum_i |w_i f_i| sqrt(h_k(x_i)^2 + h_{k-1}(x_i)^2) + 1e-300`` (the sum's condition; no cancellation assumed),
-    for finite nodes with ``|x_i| <= 53``, weights >= 0 and finite values with ``|w_i f_i| e^(x_i^2/4) <= 1e300``
-    (a rule whose weights carry the density, as Gauss rules do); measured 0.07 of it (tests, mpmath at 40
-    digits). Outside that domain ``w f e^(x^2/4)`` overflows (``mu = -inf`` for one node at 54 with ``w f = -1``)
-    or ``e^(-x^2/4)`` is subnormal: a known defect (xfail test).
+    Accuracy: ``|mu_k - sum_i w_i f_i h_k(x_i)| <= 4 eps (k + n + 10) sum_i |w_i f_i| sqrt(h_k(x_i)^2 +
+    h_{k-1}(x_i)^2) + 1e-300`` (the sum's condition; no cancellation assumed), for nodes with ``|x_i| <= 1e150``,
+    weights >= 0 and finite values with ``|w_i f_i| >= 2^-2000`` (or 0) and every term
+    ``|w_i f_i| sqrt(h_k(x_i)^2 + h_{k-1}(x_i)^2) <= 1e300``; a one-node rule gives ``mu_0 = w f`` exactly.
+    Measured 0.04 of it (tests/test_accuracy_hermite.py, mpmath at 40 digits; ``|x_i|`` to 1e4, subnormal weights,
+    ``|w_i f_i|`` from 1e-520 to 1e300).
 
     References
     ----------
-    .. [src] popdyn's own (Gauss-Hermite with the psi recurrence).
+    .. [src] popdyn's own (quadrature with the renormalised h_k recurrence).
 
     Examples
     --------
@@ -319,12 +322,12 @@ def project(x, w, fx, kmax):
     x = np.ascontiguousarray(x, dtype=np.float64).ravel()
     w = np.asarray(w, dtype=np.float64).ravel()
     fx = np.asarray(fx, dtype=np.float64).ravel()
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        c = np.where(w > 0, np.sign(fx) * np.exp(np.log(w) + np.log(np.abs(fx))
-                                                  + 0.25 * x * x + _LOG_QUARTER_2PI), 0.0)
-    c = np.where((w > 0) & (fx == 0), 0.0, c)
+    (mw, ew), (mf, ef) = np.frexp(w), np.frexp(fx)
+    s = np.clip(-1000 - (ew + ef), 0, 1000)          # w f = mw mf 2^(ew + ef): c = w f 2^s, h_0 = 2^-s
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = np.where(w > 0, np.ldexp(mw * mf, ew + ef + s), 0.0)
     c = np.where(np.isnan(fx), np.nan, c)
-    return _project(x, np.ascontiguousarray(c), kmax)
+    return _project(x, c, np.ldexp(1.0, -s), kmax)
 
 
 @functools.lru_cache(maxsize=64)
@@ -479,7 +482,7 @@ def series_tail_bound(tail_mass, P, rho, *, deriv=False):
     ----------
     tail_mass : float
         :math:`\sum_{p>P} a_p` (or :math:`\sum_{p>P} p a_p` with ``deriv``), e.g. a Parseval
-        deficit ``E sigma^2 - sum_{p<=P} mu_p^2``; may be ``inf``.
+        deficit ``E sigma^2 - sum_{p<=P} mu_p^2``; ``>= 0``, may be ``inf``.
     P : int
         Truncation degree.
     rho : array_like
@@ -494,13 +497,16 @@ def series_tail_bound(tail_mass, P, rho, *, deriv=False):
     Notes
     -----
     Regime: ``a_p >= 0`` and ``|rho| <= 1`` (dual-kernel series ``a_p = mu_p^2``); the bound is
-    as exact as ``tail_mass`` (``0 * inf`` is taken as 0 at ``rho = 0``).
+    as exact as ``tail_mass`` (``0 * inf`` is taken as 0 at ``rho = 0``). Where the power ``|rho|^n``
+    (``n = P + 1``, or ``P`` with ``deriv``) is not a normal float the product is formed as
+    ``exp(n log|rho| + log tail_mass)``: it does not underflow before the product does (``inf`` for an infinite
+    mass at any ``rho != 0``).
 
-    Accuracy: ``|b - |rho|^(P+1) tail_mass| <= 4 eps |rho|^(P+1) tail_mass + 2^-1074 tail_mass`` against exact
-    rationals for finite ``tail_mass`` (measured 0.13 of it): the power is rounded first and underflows to 0
-    below 2^-1075, so the bound is the formula's value rounded, not certified in its last ulp (callers add
-    slack). With ``tail_mass = inf`` and an underflowing power the result is 0, not a bound: a known defect
-    (xfail test).
+    Accuracy: ``|b - T| <= 4 eps (1 + L) T + 2^-1074``, ``T = |rho|^n tail_mass``, with ``L = 0`` where
+    ``|rho|^n >= 2^-1022`` and ``L = n |log|rho|| + |log tail_mass|`` below (the exp's argument, rounded); exact
+    (``inf``, or 0 only at ``rho = 0``) for ``tail_mass = inf``; against exact rationals for ``P <= 5000`` and
+    ``tail_mass`` in ``[0, 1e300]`` (measured 0.20 of it, 0.17 where ``L > 0``). The value is the formula's,
+    rounded, not certified in its last ulp (callers add slack).
 
     References
     ----------
@@ -512,8 +518,10 @@ def series_tail_bound(tail_mass, P, rho, *, deriv=False):
     0.0625
     """
     P = as_int("hermite.series_tail_bound", "P", P, 0)
+    n = P if deriv else P + 1
     a = np.abs(np.asarray(rho, dtype=np.float64))
-    power = a ** (P if deriv else P + 1)
-    with np.errstate(invalid="ignore"):
-        out = np.where(power > 0, power * tail_mass, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        power = a ** n
+        small = np.where(a > 0, np.exp(n * np.log(a) + np.log(tail_mass)), 0.0)
+        out = np.where(power >= 2.0 ** -1022, power * tail_mass, small)
     return np.where(np.isnan(a), np.nan, out)

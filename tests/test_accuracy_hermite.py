@@ -2,8 +2,8 @@
 mpmath at 40 digits (``mpmath.hermite``, ``mpmath.quad``) and exact rational arithmetic (``fractions``).
 
 Every bound below is the one written in the function's Notes; ``tests/_accuracy.py`` keeps the worst
-error / bound ratio (``POPDYN_ACCURACY_REPORT=1``). Defects that the code (frozen: the core's hash keys the stored
-validation runs) cannot meet are ``xfail(strict=True)`` at the end, with the fix in their docstring.
+error / bound ratio (``POPDYN_ACCURACY_REPORT=1``). The last section pins former defects at the inputs that exposed
+them (overflow past |x| ~ 1e154, an accumulated log-scale, a w f sent through exp and back, an underflowing power).
 """
 import math
 from fractions import Fraction
@@ -56,13 +56,14 @@ def degrees_and_points(draw, x_max=1e150):
 
 
 @settings(max_examples=examples(30), deadline=None)
-@given(degrees_and_points(x_max=1e150))
+@given(degrees_and_points(x_max=1.7e308))
 @example((3, 1e100))          # h_3 ~ 4e299: one renormalisation of the running scale
 @example((10_000, 199.9))     # the last turning point at the largest tested degree
+@example((3, 1e300))          # x h_k past the float range: a shift at every step
+@example((10_000, 1e100))     # 10^4 shifts of the scale, log|h| = 2.3e6
 def test_hermite_polys_and_log_hermite_abs(kx):
-    """hermite_polys and log_hermite_abs: |h - h_ref| <= 4 eps (k + 10 + |l|(1 + |l|/345)) sqrt(h_k^2 + h_{k-1}^2),
-    l = log|h_k(x)| (the log-scale's sum of renormalisations by 1e150 adds eps |l| each), for k <= 10^4 and
-    |x| <= 1e150; hermite_polys only where |h_k| < 1e300 (else inf)."""
+    """hermite_polys and log_hermite_abs: |h - h_ref| <= 4 eps (k + 10 + |l|) sqrt(h_k^2 + h_{k-1}^2),
+    l = log|h_k(x)|, for k <= 10^4 and every finite x; hermite_polys where |h_k| < 1e308 (inf beyond 1.8e308)."""
     k, x = kx
     note(f"k={k}, x={x!r}")
     h = H.hermite_polys(k, x)[k]
@@ -70,21 +71,22 @@ def test_hermite_polys_and_log_hermite_abs(kx):
     with mp.workdps(40):
         ref, amp = _h_mp(k, x), _amplitude(k, x)
         ell = abs(float(la[k])) if np.isfinite(la[k]) else 0.0
-        bound = 4 * EPS * (k + 10 + ell * (1 + ell / 345)) * amp
+        bound = 4 * EPS * (k + 10 + ell) * amp
         got = sg[k] * mp.exp(mp.mpf(float(la[k])))
         assert record("hermite.log_hermite_abs", abs(got - ref) / bound, k=k, x=x) <= 1
-        if abs(ref) < 1e300:
+        if abs(ref) < 1e308:
             assert record("hermite.hermite_polys", abs(mp.mpf(float(h)) - ref) / bound, k=k, x=x) <= 1
-        else:
+        elif abs(ref) > 1.8e308:
             assert np.isinf(h) and np.sign(h) == mp.sign(ref)
 
 
 @settings(max_examples=examples(30), deadline=None)
-@given(degrees_and_points(x_max=1e150))
+@given(degrees_and_points(x_max=1.7e308))
 @example((10_000, 181.776))   # deep renormalisation: the density's log-scale -x^2/4 = -8260 undone 24 times
+@example((5, -1e300))         # x * x overflows: |x| is clamped at 1e150
 def test_hermite_functions(kx):
     """hermite_functions: |psi - psi_ref| <= 4 eps (k + x^2/4 + 10) sqrt(psi_k^2 + psi_{k-1}^2) + 1e-300, for
-    k <= 10^4 and |x| <= 1e150 (psi underflows to 0 beyond |x| ~ 2 sqrt(k) + 40)."""
+    k <= 10^4 and every finite x (psi underflows to 0 beyond |x| ~ 2 sqrt(k) + 40)."""
     k, x = kx
     note(f"k={k}, x={x!r}")
     psi = H.hermite_functions(k, x)[k]
@@ -124,37 +126,38 @@ def test_gauss_hermite(n, data):
 
 @st.composite
 def rules(draw):
-    """(x, w, f, kmax): n <= 40 nodes anywhere in [-53, 53] (e^(-x^2/4) still normal), weights spanning 1e-300
-    to 1 with zeros, values spanning 1e-200 to 1e200 of either sign with zeros, kmax up to 400; each |w f| cut to
-    1e300 e^(-x^2/4) (the declared domain: a rule whose weights carry the density, as Gauss rules do)."""
+    """(x, w, f, kmax): n <= 40 nodes in [-8, 8], [-53, 53] or [-1e4, 1e4], weights spanning 1e-320 (subnormal) to
+    1 with zeros, values spanning 1e-200 to 1e200 of either sign with zeros (so |w f| down to 1e-520), kmax up to
+    400; each |w f| cut so that |w f| sqrt(h_k^2 + h_{k-1}^2) <= 1e300 for every k <= kmax (the declared domain)."""
     n = draw(st.integers(1, 40))
-    x = np.array(draw(st.lists(st.one_of(st.floats(-8, 8), st.floats(-53, 53)), min_size=n, max_size=n)))
-    w = np.array(draw(st.lists(st.one_of(st.just(0.0), st.floats(-300, 0).map(lambda e: 10.0 ** e)),
+    kmax = draw(st.one_of(st.integers(0, 30), st.integers(0, 400)))
+    x = np.array(draw(st.lists(st.one_of(st.floats(-8, 8), st.floats(-53, 53), st.floats(-1e4, 1e4)),
+                               min_size=n, max_size=n)))
+    w = np.array(draw(st.lists(st.one_of(st.just(0.0), st.floats(-320, 0).map(lambda e: 10.0 ** e)),
                                min_size=n, max_size=n)))
     f = np.array(draw(st.lists(st.one_of(st.just(0.0), st.floats(-200, 200).map(lambda e: 10.0 ** e)),
                                min_size=n, max_size=n))) * np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]),
                                                                                   min_size=n, max_size=n)))
-    with np.errstate(divide="ignore", over="ignore"):
-        f = f * np.minimum(1.0, np.exp(math.log(1e300) - x * x / 4 - np.log(w * np.abs(f))))
-    return x, w, f, draw(st.one_of(st.integers(0, 30), st.integers(0, 400)))
+    top = np.max(H.log_hermite_abs(kmax, x)[0], axis=0) + 0.5 * math.log(2)      # log max_k A_k(x_i), about
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        f = f * np.minimum(1.0, np.exp(math.log(1e300) - 1e-6 - top - np.log(w * np.abs(f))))
+    return x, w, f, kmax
 
 
 @settings(max_examples=examples(25), deadline=None)
 @given(rules())
+@example((np.array([54.0, 0.0, -3.0]), np.array([1.0, 1e-320, 0.5]), np.array([-1.0, 1e-190, 7.0]), 300))
 def test_project(rule):
-    """project: |mu_k - sum_i w_i f_i h_k(x_i)| <= 4 eps (k + n + 10 + max_i (x_i^2/4 + |ln|w_i f_i||))
-    sum_i |w_i f_i| A_k(x_i) + 1e-300,
-    A_k = sqrt(h_k^2 + h_{k-1}^2) (the sum's condition, no cancellation assumed), for finite nodes, weights >= 0 and
-    finite values with |x_i| <= 53 and |w_i f_i| e^(x_i^2/4) <= 1e300."""
+    """project: |mu_k - sum_i w_i f_i h_k(x_i)| <= 4 eps (k + n + 10) sum_i |w_i f_i| A_k(x_i) + 1e-300,
+    A_k = sqrt(h_k^2 + h_{k-1}^2) (the sum's condition, no cancellation assumed), for nodes with |x_i| <= 1e150,
+    weights >= 0 and finite values with |w_i f_i| >= 2^-2000 (or 0) and |w_i f_i| A_k(x_i) <= 1e300."""
     x, w, f, kmax = rule
     mu = H.project(x, w, f, kmax)
-    with np.errstate(divide="ignore"):
-        logs = np.where(w * f != 0, np.abs(np.log(np.abs(w * f))), 0.0)
-    big = 4 * EPS * (len(x) + 10 + float(np.max(x * x / 4 + logs)))
+    big = 4 * EPS * (len(x) + 10)
     with mp.workdps(40):
         for k in sorted({0, 1, kmax // 2, kmax} & set(range(kmax + 1))):
             terms = [mp.mpf(float(wi)) * mp.mpf(float(fi)) * _h_mp(k, xi) for xi, wi, fi in zip(x, w, f)]
-            scale = sum(abs(mp.mpf(float(wi * fi))) * _amplitude(k, xi) for xi, wi, fi in zip(x, w, f))
+            scale = sum(abs(mp.mpf(float(wi)) * mp.mpf(float(fi))) * _amplitude(k, xi) for xi, wi, fi in zip(x, w, f))
             bound = (big + 4 * EPS * k) * scale + mp.mpf(1e-300)
             assert record("hermite.project", abs(mp.mpf(float(mu[k])) - mp.fsum(terms)) / bound, k=k) <= 1
 
@@ -217,67 +220,69 @@ def test_power_series(P, rho, deriv, seed, kind):
 
 
 @settings(max_examples=examples(30), deadline=None)
-@given(st.floats(0, 1e300), st.integers(0, 5000), st.floats(-1, 1), st.booleans())
+@given(st.one_of(st.floats(0, 1e300), st.just(math.inf)), st.integers(0, 5000),
+       st.one_of(st.floats(-1, 1), st.floats(-1e-3, 1e-3)), st.booleans())
+@example(math.inf, 1100, 0.5, False)     # 0.5^1101 underflows: the bound is inf, not 0
+@example(1e-300, 0, 0.0, True)           # |rho|^0 = 1 at rho = 0
+@example(6.139797742049078e80, 1139, 0.5005566483899094, False)   # a subnormal power: exp(n log|rho| + log mass)
+@example(1e300, 1800, -0.6, False)       # the power underflows, the bound is 2.8e-100
 def test_series_tail_bound(mass, P, rho, deriv):
-    """series_tail_bound: |bound - |rho|^(P+1) tail_mass| <= 4 eps |rho|^(P+1) tail_mass + 2^-1074 tail_mass (the
-    power is rounded to a float first: relative 4 eps where it is a normal float, and it underflows to 0 below
-    2^-1074), against exact rationals, for finite tail_mass (inf: see the xfail below); the value is the formula's,
-    rounded (callers add slack)."""
+    """series_tail_bound: |b - T| <= 4 eps (1 + L) T + 2^-1074, T = |rho|^n tail_mass (n = P + 1, or P with deriv),
+    L = 0 where |rho|^n is a normal float and n |log|rho|| + |log tail_mass| below (there it is exp of a rounded
+    log), against exact rationals, for tail_mass in [0, 1e300]; exact (inf, 0 only at rho = 0) for inf."""
+    n = P if deriv else P + 1
     got = float(H.series_tail_bound(mass, P, rho, deriv=deriv))
-    exact = abs(Fraction(rho)) ** (P if deriv else P + 1) * Fraction(mass)
-    err = abs(Fraction(got) - exact)
-    bound = 4 * EPS * exact + Fraction(2.0 ** -1074) * Fraction(mass) + Fraction(1e-320)
-    assert record("hermite.series_tail_bound", err / bound, P=P, rho=rho) <= 1
+    if math.isinf(mass):
+        assert got == (math.inf if rho != 0 or n == 0 else 0.0)
+        return
+    exact = abs(Fraction(rho)) ** n * Fraction(mass)
+    normal = abs(Fraction(rho)) ** n >= Fraction(2.0 ** -1022)
+    L = 0.0 if normal or exact == 0 else n * abs(math.log(abs(rho))) + abs(math.log(mass))
+    bound = 4 * EPS * (1 + L) * exact + Fraction(2.0 ** -1074)
+    assert record("hermite.series_tail_bound", abs(Fraction(got) - exact) / bound, P=P, rho=rho) <= 1
 
 
-# ---- defects: documented, not fixed (the core's code is frozen) ---------------------------------------------------
+# ---- former defects, at the inputs that exposed them --------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="defect: the log-scale recurrence overflows for |x| > ~1.8e158 (x * 1e150)")
-@pytest.mark.parametrize("k, x", [(4, 1e200), (300, 1e160), (3, 1e300)])
+@pytest.mark.parametrize("k, x", [(4, 1e200), (300, 1e160), (3, 1e300), (10_000, 1.7e308)])
 def test_log_hermite_abs_is_finite_for_every_finite_x(k, x):
-    """log_hermite_abs promises a finite log|h_k(x)| for every finite x; at |x| > ~1.8e158 the product x * p0 with
-    p0 up to 1e150 overflows to inf before the renormalisation (then inf - inf = nan), and at 1e300 h_3 is inf.
-    Fix: renormalise on |x p0| (or run the recurrence on h_k / x^k for |x| > 1: p1 = b p0 - a pm1 / x^2, with
-    the scale k log|x|)."""
+    """log_hermite_abs: a finite log|h_k(x)| for every finite x, to 4 eps (k + 10 + |l|): the mantissas stay below
+    2^996/|x|, so x * p0 cannot overflow (it did past |x| ~ 1.8e158)."""
     la = H.log_hermite_abs(k, x)[0][k]
     with mp.workdps(40):
         ref = mp.log(abs(_h_mp(k, x)))
     assert np.isfinite(la) and abs(la - ref) <= 4 * EPS * (k + 10 + abs(ref))
 
 
-@pytest.mark.xfail(strict=True, reason="defect: w f is sent through exp(log(w f) + x^2/4) and back")
-@pytest.mark.parametrize("x, wf", [(54.0, -1.0), (54.0, -2.50797205e-17), (0.0, -1e158), (0.0, 7.0)])
+@pytest.mark.parametrize("x, wf", [(54.0, -1.0), (54.0, -2.50797205e-17), (0.0, -1e158), (0.0, 7.0), (3.0, 1e-310),
+                                   (1e150, 0.3)])
 def test_project_is_exact_for_one_node(x, wf):
-    """mu_0 of a one-node rule is w f h_0 = w f exactly. project forms c = w f e^(x^2/4) (2 pi)^(1/4) in log space and
-    exponentiates it, only to multiply it by e^(-x^2/4) (2 pi)^(-1/4) again inside the kernel: at x = 54 with w f = -1
-    this overflows to mu_0 = -inf (its Notes promise nothing overflows), with w f = -2.5e-17 the subnormal e^(-729)
-    leaves mu_0 8e9 times the declared bound off, and the exp costs eps (x^2/4 + |ln|w f||) relative anywhere
-    (-1e158 comes back as -1.0000000000000439e158, 7 as 6.999999999999999; all found by the search). Fix: start the
-    kernel's scale at w f itself (the kernel recurs on h_k, not psi_k, and renormalises it)."""
+    """mu_0 of a one-node rule is w f h_0 = w f exactly: the kernel's scale starts at w f itself (w f was sent
+    through exp(log(w f) + x^2/4) and back: -inf at x = 54 with w f = -1, 8e9 times the bound off with w f = -2.5e-17
+    there, -1e158 came back as -1.0000000000000439e158 and 7 as 6.999999999999999)."""
     assert H.project(np.array([x]), np.array([1.0]), np.array([wf]), 0)[0] == wf
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a power that underflows makes the bound 0 even for an infinite mass")
 def test_series_tail_bound_never_certifies_zero_for_a_positive_tail():
-    """The bound is certified only if it is >= the tail; with tail_mass = inf (a divergent K'(1), as for sign) and
-    |rho|^(P+1) below 2^-1075, power == 0 selects the branch meant for rho == 0 and returns 0. Fix: select on
-    rho == 0 (np.where(a > 0, ...)) and form the product as exp((P+1) log|rho| + log tail_mass)."""
-    assert float(H.series_tail_bound(np.inf, 1100, 0.5)) > 0
+    """A positive tail never gets the bound 0: with tail_mass = inf (a divergent K'(1), as for sign) and |rho|^(P+1)
+    below 2^-1075 the bound is inf (it was 0: the power's underflow selected the branch meant for rho == 0), and a
+    finite mass gets exp((P+1) log|rho| + log tail_mass) there."""
+    assert float(H.series_tail_bound(np.inf, 1100, 0.5)) == np.inf
+    assert float(H.series_tail_bound(1e300, 1100, 0.5)) == pytest.approx(float(Fraction(1e300) / 2 ** 1101), rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: psi is nan for |x| > ~1.3e154 (x * x overflows to inf)")
 def test_hermite_functions_vanish_far_out():
-    """hermite_functions promises finite values for every finite x; -x^2/4 overflows to -inf at |x| > 1.3e154 and
-    the recurrence makes nan of it. Fix: clamp |x| at 1e150 for the density (psi is 0 to double precision there)."""
-    assert np.all(H.hermite_functions(5, np.array([1e155, -1e300])) == 0.0)
+    """hermite_functions is finite for every finite x: past |x| ~ 1.3e154 x * x overflows, so |x| is clamped at
+    1e150, where psi is exactly 0."""
+    with np.errstate(over="raise", invalid="raise"):
+        assert np.all(H.hermite_functions(5, np.array([1e155, -1e300, 1.7e308])) == 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: the running log-scale gathers eps |l| per renormalisation")
 @pytest.mark.parametrize("k, x", [(9_999, 6.1e11), (10_000, 1e100)])
 def test_log_hermite_abs_without_accumulated_scale_error(k, x):
-    """The log-scale is a float sum of one log(1e150) per renormalisation, so log|h| gathers rounding eps |l| per
-    step: l = 2.3e5 at x = 6.1e11 (667 steps) is 1.8e-9 off, l = 2.3e6 at x = 1e100 is 2.7e-8 off (33 and 53 times
-    4 eps (k + 10 + |l|)). Fix: count the renormalisations as an integer and form logs = count * log(1e150) once."""
+    """log|h| to 4 eps (k + 10 + |l|) after many renormalisations: the shifts are exact powers of two, counted as an
+    integer e, and the scale e log 2 is formed once (a float sum of one log(1e150) per renormalisation was 33 and
+    53 times the bound off here: l = 2.3e5 at x = 6.1e11, l = 2.3e6 at x = 1e100)."""
     la = H.log_hermite_abs(k, x)[0][k]
     with mp.workdps(40):
         ref = mp.log(abs(_h_mp(k, x)))
