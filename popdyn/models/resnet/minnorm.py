@@ -304,7 +304,7 @@ def level_norm(W, mse, S=range(6), a=None):
     disc = p * p - q * (1.0 - eps)
     if p <= 0.0 or disc < 0.0:  # also W = 0 (q = p = 0): MSE(tW) = 1 > eps for every t
         return math.inf
-    # t* = (p - sqrt(disc))/q = (1 - eps)/(p + sqrt(disc)): no cancellation as eps -> 1 (was 8e-9 relative at mse = 1 - 1e-12)
+    # t* = (p - sqrt(disc))/q = (1 - eps)/(p + sqrt(disc)): no cancellation as eps -> 1 (was 8e-9 rel.)
     return float((1.0 - eps) / (p + math.sqrt(disc)) * paper_norm(W))
 
 
