@@ -5,6 +5,7 @@ Docs: docs/resnet.md. Conventions: x in {±1}^d; a dot-product kernel is its Ham
 tuple to its coefficient).
 
 * Hypercube kernels (``hypercube.py``): :func:`krawtchouk` (exact integers), :func:`level_eigenvalues`,
+  :func:`kernel_eigenvalues` (named kernels, full relative accuracy),
   :func:`profile_from_eigenvalues`, the profiles :func:`dot_product_profile`, :func:`relu_ck`,
   :func:`relu_ntk_hidden`, :func:`relu_ntk_full`, :func:`gaussian`, :func:`arcsin`, :func:`polynomial`;
   :func:`hypercube_points`, :func:`hamming_matrix` (numba popcount), :func:`kernel_matrix`, :func:`walsh_index`,
@@ -27,7 +28,8 @@ tuple to its coefficient).
   kernels fitted on its training set.
 """
 from .hypercube import (D_MAX, FWHT_D_MAX, arcsin, captured_coefficients, dot_product_profile, exact_test_error, fwht,
-                        gaussian, hamming_matrix, hypercube_points, kernel_matrix, krawtchouk, krr_fit, lemma_e2_bound,
+                        gaussian, hamming_matrix, hypercube_points, kernel_eigenvalues, kernel_matrix, krawtchouk,
+                        krr_fit, lemma_e2_bound,
                         level_eigenvalues, polynomial, profile_from_eigenvalues, relu_ck, relu_ntk_full,
                         relu_ntk_hidden, walsh_index, fc2_kernel_limit)
 from .complexity import C_s, TaylorSeries, log_C_eps, log_C_eps_parts, log_C_s
@@ -52,4 +54,5 @@ __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_p
            "sign_flips", "worst_case_flips", "worst_case_flip_fraction", "random_flip_fraction", "p_prime",
            "log_abs_p_prime", "h_coefficients", "h", "h_second_moment", "truncation_levels", "h_truncated", "truncation_error",
            "claim_f4_tails", "Phi", "random_feature_weights", "existential", "minnorm", "NetworkProblem", "NETWORK_ARCHS",
-           "NETWORK_RIDGES", "fc2_kernel_limit"]
+           "NETWORK_RIDGES", "fc2_kernel_limit",
+           "kernel_eigenvalues"]

@@ -40,6 +40,7 @@ def sign_flips(g0, g_prime):
     Notes
     -----
     Regime: any vectors; the paper's :math:`D'` ([AllenZhu19, Prop. C.4]) with the convention :math:`1[0 \ge 0] = 1`.
+    Accuracy: exact.
 
     References
     ----------
@@ -80,6 +81,8 @@ def worst_case_flips(g0, delta):
     :math:`g^{(0)}_j < 0` (the new value 0 counts as :math:`\ge 0`) and strict for :math:`g^{(0)}_j \ge 0`; so the
     cheapest s coordinates (negatives first among ties) flip iff their cost is :math:`< \delta^2`, or
     :math:`= \delta^2` with all of them negative. Prop. C.4 bounds the count by :math:`O(m\delta^{2/3})`.
+    Accuracy: exact up to the rounding of the cumulative cost at an exact tie (the count may move by the tied
+    coordinates there).
 
     References
     ----------
@@ -125,6 +128,9 @@ def worst_case_flip_fraction(delta, method="exact"):
     -----
     Regime: m -> inf (law of large numbers over the order statistics, derived); relative error of "small_delta"
     is :math:`O(\delta^{4/3})`. It turns Prop. C.4's :math:`O(m\delta^{2/3})` into :math:`1.2407\,\delta^{2/3}m`.
+    Accuracy: relative error <= 1e-13 of the m -> inf fraction for every delta >= 0 (below 1e-100 the leading term,
+    whose relative correction is < 1e-130: was 0 at delta = 1e-300 where delta^2 underflowed); in [0, 1]. Measured:
+    0.26 of the declared bound.
 
     References
     ----------
@@ -141,6 +147,8 @@ def worst_case_flip_fraction(delta, method="exact"):
         return (6.0 * delta * delta / math.pi) ** (1.0 / 3.0)
     if delta >= 1.0:
         return 1.0
+    if delta < 1e-100:  # delta^2 underflows (was 0 at 1e-300); the relative correction O(delta^(4/3)) is < 1e-130
+        return (6.0 / math.pi) ** (1.0 / 3.0) * delta ** (2.0 / 3.0)
     return float(gammainc(0.5, gammaincinv(1.5, delta * delta)))
 
 
@@ -164,6 +172,7 @@ def random_flip_fraction(delta):
     Notes
     -----
     Regime: exact for every m (each coordinate independently), derived; the count is Binomial(m, fraction).
+    Accuracy: relative error <= 2 eps, in [0, 1/2]. Measured: 0.32 of the declared bound.
 
     References
     ----------

