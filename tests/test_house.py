@@ -5,6 +5,8 @@ Walks ``popdyn.models`` (as sklearn's ``discovery.py`` walks sklearn) and the co
 import importlib
 import inspect
 import pkgutil
+import re
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +59,35 @@ def test_documented_parameters_exist(qualname):
     for name in listed:
         for part in name.replace("*", "").split(","):
             assert part.strip() in params, f"{qualname}: documents {part.strip()!r}, not in {sorted(params)}"
+
+
+# ---- what ships cites the papers, not files a reader does not have ---------------------------------------------
+
+_INTERNAL = re.compile(r"specs/|seeds/|\bseed 00\d|\bspecs?\b [A-Z§(]|\.\./shared|\bissue \d+|\bL\d{3,5}(?:-\d+)?\b")
+_SHIPPED = ("popdyn", "validation", "docs", "examples", "README.md", "CITATION.cff", "pyproject.toml")
+
+
+def _shipped_files():
+    root = Path(__file__).resolve().parent.parent
+    for name in _SHIPPED:
+        p = root / name
+        files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.suffix in (".py", ".md", ".json", ".cff",
+                                                                                         ".toml", ".rst", ".txt"))
+        yield from (f for f in files if "_build" not in f.parts and "__pycache__" not in f.parts)
+
+
+def test_shipped_text_cites_papers_not_internal_files():
+    """Docstrings, messages, claim sources, records, docs and README cite a paper's own numbering ([Key, Theorem n]):
+    no spec or seed files, issue numbers, ../shared paths or line numbers of a text conversion (L604)."""
+    hits = [f"{f.name}:{i}: {m.group(0)!r}" for f in _shipped_files()
+            for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1) if (m := _INTERNAL.search(line))]
+    assert not hits, f"{len(hits)} internal references, e.g. " + "; ".join(hits[:12])
+
+
+def test_the_internal_reference_pattern_catches_what_it_should():
+    for bad in ("see specs/lora.md", "seed 001 (seeds/001_x.txt)", "spec B.2 (7-d)", "L604", "L9002-9006",
+                "issue 8", "../shared/DESIGN.md"):
+        assert _INTERNAL.search(bad), bad
+    for fine in ("[Shi24, Theorem 5.4.1]", "spectrum", "the spectral norm", "Lipschitz L", "level 1000",
+                 "a special case"):
+        assert not _INTERNAL.search(fine), fine

@@ -178,7 +178,7 @@ def _cpu_per_call(make, fn, n):
 def _bench_predict_vs_simulate(sz):
     seeds = iter(range(10**6))
     make = lambda: lora.Problem.orthonormal(k=sz["k"], xi=1.0, activation="relu", seed=next(seeds))
-    kw = {"d": sz["d"], "lr": 0.1 / sz["d"], "steps": sz["steps"]}  # eta = delta/d with delta = 0.1 (spec §2.6)
+    kw = {"d": sz["d"], "lr": 0.1 / sz["d"], "steps": sz["steps"]}  # eta = delta/d with delta = 0.1 ([Dayi25, App. C.1])
     # cold: a new Problem each call, so every per-problem table (B0/B1 quadrature, h spline, h on the grid
     # nodes, loss kernels, regime checks) is rebuilt; only the numba JIT and the problem-independent rules are warm
     predict = lambda p: popdyn.predict(p, **kw)

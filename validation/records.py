@@ -55,8 +55,13 @@ def _put(root, c, size, part):
     """Replace one size of claim ``c``'s record (the header is refreshed from the registry), atomically."""
     rec = _read(root, c.id)
     rec[size] = part
-    text = json.dumps({**_header(c), **{s: rec[s] for s in SIZES if s in rec}}, indent=1, default=repr) + "\n"
+    text = _text(c, rec)
     atomic_write(_path(root, c.id), lambda f: f.write(text.encode()))
+
+
+def _text(c, rec):
+    """A record file's text: the registry's header of claim ``c`` and the stored sizes of ``rec``."""
+    return json.dumps({**_header(c), **{s: rec[s] for s in SIZES if s in rec}}, indent=1, default=repr) + "\n"
 
 
 def _compact(run_rec, date):
@@ -257,6 +262,9 @@ def write_pages(root=RECORDS, readme=README, docs=DOCS, check=False):
     for model in dict.fromkeys(r["model"] for r in records.values() if r):
         page = Path(docs).parent / f"{model}.md"
         want[page] = _with_block(page.read_text(), model_block(records, model), page)
+    for i, r in records.items():  # headers follow the registry's prose (a rewording needs no rerun)
+        if r and {k: r.get(k) for k in _header(_claims.REGISTRY[i])} != json.loads(json.dumps(_header(_claims.REGISTRY[i]))):
+            want[_path(root, i)] = _text(_claims.REGISTRY[i], r)
     differ = [p for p, t in want.items() if not p.exists() or p.read_text() != t]
     if not check:
         for p in differ:
