@@ -238,6 +238,8 @@ def neurons(draw, model):
 @example(E.PatternModel(2, 1, np.array([[0.], [1.]]), np.array([0.5, 0.5]), np.array([1., -1.]), 0.5),
          (np.zeros(2), -2.0, 0.01))   # fourier: beta was -2e-17
 @example(E.iid_block_model(3, 2, 1 - 1e-6, 0.5, [0]), (np.zeros(3), 0.0, 1.0))   # gamma ~ 1e-12 from terms of 1e-6
+@example(E.PatternModel(4, 1, np.array([[0.], [1.]]), np.array([1 - 1e-10, 1e-10]), np.array([1., -1.]), 1e-11),
+         (np.array([0., 0., 0., -1.]), 0.0, 0.1))   # fourier: 1e7 nodes (h ~ sqrt(p_bg)) summed plainly, Tb 1.4e-12 off
 def test_neuron_correlations(model, data):
     """neuron_correlations ("fourier" and "enumerate"): absolute error <= 1e-12 E|phi_j| for T_j and <= 1e-12
     for T_b, T_a, beta (all bounded by those scales), for s in [1e-2, 10], |q_l| up to 10, probabilities within
