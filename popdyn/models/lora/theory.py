@@ -117,8 +117,13 @@ def _pair_tables(xi, c, ch, r, rh, G, lam):  # pragma: no cover - compiled
     for i in range(k):
         for j in range(k):
             R[i, j], E[i, j] = r[i] * rh[j], xi2 * (c[i] * ch[j])
-            a_minus = xi2 * (c[i] - ch[j]) ** 2 / (R[i, j] + 1 + E[i, j])  # R - 1 - E
-            a_plus = xi2 * (c[i] + ch[j]) ** 2 / (R[i, j] + 1 - E[i, j])  # R - 1 + E
+            # R - |E| = (R^2 - E^2)/(R + |E|) with R^2 - E^2 = 1 + xi^2 (c_i^2 + c_hat_j^2) exactly: R + 1 - |E|
+            # formed as R - |E| plus 1 keeps its 1 when R ~ |E| >> 1 (xi >= 1e6 lost it: h off by 4e-5 at
+            # xi = 1e6, by 50 % and a division by zero at xi = 1e8)
+            near = 1 + (1 + xi2 * (c[i] ** 2 + ch[j] ** 2)) / (R[i, j] + abs(E[i, j]))  # R + 1 - |E|
+            far = R[i, j] + 1 + abs(E[i, j])  # R + 1 + |E|
+            a_minus = xi2 * (c[i] - ch[j]) ** 2 / (far if E[i, j] >= 0 else near)  # R - 1 - E
+            a_plus = xi2 * (c[i] + ch[j]) ** 2 / (near if E[i, j] >= 0 else far)  # R - 1 + E
             gaps[0, i, j], gaps[1, i, j] = a_minus + (1 - G[i, j]), a_plus + (1 + G[i, j])
             gaps[2, i, j], gaps[3, i, j] = a_plus + (1 - G[i, j]), a_minus + (1 + G[i, j])
             Wt[i, j] = 2 * (lam[i] * lam[j]) * E[i, j] / R[i, j]
