@@ -51,6 +51,9 @@ def glm_h(activation, m):
     limit xi -> inf with W fixed and c = c_hat. Remark 15 (App. C) prints ``sum_l l mu_(l+1)^2 m^l``: it
     misses the factor 2 and has l for l + 1 (docs/errata.md).
 
+    Accuracy: twice that of ``Activation.Kprime``: relative 32 eps for relu and erf, ``12 eps (n^1.5 + 10) n``
+    absolute for he_n; measured 0.031 (mpmath, m within 1e-16 of +-1 and 1e-300 included).
+
     References
     ----------
     .. [src] [Dayi25, Section 1.2, Section 3.1, Remark 15 (App. C); Remark 15's formula corrected].
@@ -87,6 +90,9 @@ def lazy_h(problem):
     The relative correction is O(xi^2) for smooth sigma but only O(xi) for ReLU: the diagonal
     overlaps sit O(xi^2) below rho = 1, where the ReLU K' has a square-root singularity (measured:
     7.6e-4, 7.6e-5, 7.6e-6 at xi = 1e-2, 1e-3, 1e-4; docs/errata.md).
+
+    Accuracy: ``|d| <= 4 (k + 8) eps sum_ij |2 xi^2 lam_i lam_j c_i c_hat_j K'(G_ij)|`` (plus the K' bound of the
+    polynomial activations); measured 0.031.
 
     References
     ----------
@@ -125,6 +131,10 @@ def lazy_solution(h0, m0, tau):
     Notes
     -----
     Regime: h constant on the path (xi -> 0, or a GLM with information exponent 1 near m = 0).
+
+    Accuracy: ``|dm| <= 4 eps |m| + 4 eps (1 - m^2)(|h0 tau| + |artanh m0|)`` (the argument's rounding through
+    tanh' = 1 - m^2), always in [-1, 1]; h0 in [-1e3, 1e3], tau in [0, 1e3], m0 within 1e-16 of +-1; measured
+    0.13.
 
     References
     ----------
@@ -368,6 +378,8 @@ def thm36_bound(problem, m):
     -----
     Regime: A1-A3. C_sigma = K'(1) = E[sigma'(g)^2] is a valid constant (|K'| <= K'(1)), which the
     paper leaves unspecified. The candidate of the proof has error exactly Phi_{c_hat = c}(|m|).
+
+    Accuracy: relative 16 eps; measured 0.093.
 
     References
     ----------

@@ -424,6 +424,9 @@ def overlaps(problem, m):
     -----
     Regime: A1-A2 (unit w_i, u and u_hat orthogonal to span W). Under A3 ``r_i = r = sqrt(1 + xi^2/k)``.
 
+    Accuracy: ``|drho_ij| <= 4 eps (|G_ij| + xi^2 |c_i c_hat_j m|)/(r_i r_hat_j)``, always in [-1, 1];
+    measured 0.42.
+
     References
     ----------
     .. [src] [Dayi25, proof of Proposition 4 (App. D.1)].
