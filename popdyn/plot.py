@@ -126,7 +126,7 @@ def save_figure(fig, path, *, title=None):
 
 
 def claim_title(claim, measured, *, what="measured", note=""):
-    """Title of a claim's figure: the claim (``id: title``) and its measured number against the tolerance.
+    r"""Title of a claim's figure: the claim (``id: title``) and its measured number against the tolerance.
 
     Parameters
     ----------

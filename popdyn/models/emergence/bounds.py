@@ -772,7 +772,7 @@ def class_weighted_moments(model):
     Returns
     -------
     WeightedMoments
-        ``alpha`` ({+1: alpha_+, -1: alpha_-}), ``E_alpha_y``, ``E_abs_alpha_y``, ``gamma`` (k,)
+        ``alpha`` (``{+1: alpha_+, -1: alpha_-}``), ``E_alpha_y``, ``E_abs_alpha_y``, ``gamma`` (k,)
         (``moments().gamma_weighted``), ``E_alpha_y_phi_A`` (k,), ``max_E_abs_alpha_y_phi_A`` (over A).
 
     Notes
@@ -908,10 +908,9 @@ def _y_phi_stats(model):
 def sigt_general(model, rho, sigma_zeta=0.0, d=None, *, convention="exact"):
     r"""Normaliser sigma-tilde of the general setting (App. F): incoherent dictionary and Gaussian input noise.
 
-    .. math:: 	ilde\sigma^2 = \mathbb E\|	ilde x - \mathbb E	ilde x\|^2
-              = \sum_{j,\ell}
-ho_{j\ell}\,\mathrm{Cov}(	ilde\phi_j, 	ilde\phi_\ell) + d\,\sigma_\zeta^2
-              \quad(	ext{exact}),\qquad \sum_j\mathrm{Var}(	ilde\phi_j) + d\,\sigma_\zeta^2\quad(	ext{paper})
+    .. math:: \tilde\sigma^2 = \mathbb E\|\tilde x - \mathbb E\tilde x\|^2
+              = \sum_{j,\ell}\rho_{j\ell}\,\mathrm{Cov}(\tilde\phi_j, \tilde\phi_\ell) + d\,\sigma_\zeta^2
+              \quad(\text{exact}),\qquad \sum_j\mathrm{Var}(\tilde\phi_j) + d\,\sigma_\zeta^2\quad(\text{paper})
 
     with ``rho = M^T M`` (unit diagonal, ``|rho_jl| <= mu_coh/sqrt(d)``).
 

@@ -597,7 +597,7 @@ def mp_error_curve(gamma, T, power=1, *, eta_n=None):
     gamma in [1e-3, 1 - 1e-12], t up to 1000, both powers and eta_n in [0.05, 1.5] or 1/x_+; measured 0.07 of it
     (tests/test_accuracy_looped.py, the same integral in mpmath at 30 digits on panels resolving the peaks). Each
     component is integrated scaled by its size m^t min(1, (m/(s t))^1.5), m = max |1 - s x| (before, one absolute
-    tolerance 1e-14 for all t left E(1000) = 2e-55 4 % off), x_- is formed without the cancellation of 1 -
+    tolerance 1e-14 for all t left E(1000) = 2e-55 4 % off), ``x_-`` is formed without the cancellation of 1 -
     sqrt(gamma), and breakpoints graded towards phi = pi resolve the density's 1/x as gamma -> 1.
 
     References
