@@ -38,12 +38,17 @@ import math
 import warnings
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
+from scipy.special import erfcx, log_ndtr, ndtr
 
 from ..._validate import (Interval, InvalidParameterError, Options, RegimeWarning, as_int, check, hidden_constants,
                            regime_check)
+from ...gaussian import normal_pdf
 from ..emergence.bounds import fixed_feature_lower_bound
 from .parity import majority_coefficient
+
+_SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_LOG_SQRT2PI = 0.5 * math.log(2.0 * math.pi)
 
 __all__ = ["main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales",
            "theorem_B2_bound", "smoothness_constant", "rademacher_bound", "lemma_B9_h", "lemma_B9_bounds",
@@ -1507,7 +1512,7 @@ def mills_bounds(z):
     z = np.asarray(z, dtype=np.float64)
     if not (np.all(np.isfinite(z)) and np.all(z > 0)):
         raise InvalidParameterError(f"The 'z' parameter of {_own('mills_bounds')} must be finite and > 0. Got {z!r}.")
-    phi = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    phi = normal_pdf(z)                          # split-accurate: exp(-z^2/2) with z^2 rounded loses z^2 eps
     return phi * z / (z * z + 1.0), phi / z
 
 
@@ -1546,7 +1551,20 @@ def tail_expectation_bound(z, *, log=False):
                                     f"Got {z!r}.")
     if log:
         return math.log(2.0) + 0.9 * log_ndtr(-z)
-    return 2.0 * ndtr(-z) ** 0.9
+    # Q(z) = phi(z) sqrt(pi/2) erfcx(z/sqrt 2) for z > 0 (phi split-accurate): ndtr(-z) loses z^2 eps in the tail
+    zf = float(z) if z.ndim == 0 else math.inf
+    if zf <= 37.0:
+        q = ndtr(-zf) if zf <= 3.0 else normal_pdf(zf) * _SQRT_HALF_PI * erfcx(zf * _INV_SQRT2)
+        return np.float64(2.0 * q ** 0.9)
+    Q = np.atleast_1d(ndtr(-z))
+    zz = np.atleast_1d(z)
+    far, out = zz > 3.0, zz > 37.0
+    Q[far] = normal_pdf(zz[far]) * _SQRT_HALF_PI * erfcx(zz[far] * _INV_SQRT2)
+    val = 2.0 * Q ** 0.9
+    if out.any():    # Q underflows before Q^0.9 does (z < 41.3): in logs, losing 0.45 z^2 eps
+        zo = zz[out]
+        val[out] = 2.0 * np.exp(0.9 * (-0.5 * zo * zo - _LOG_SQRT2PI + np.log(_SQRT_HALF_PI * erfcx(zo * _INV_SQRT2))))
+    return val[0] if z.ndim == 0 else val.reshape(z.shape)
 
 
 def _nonneg_array(owner, name, value):

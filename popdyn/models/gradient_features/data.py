@@ -27,8 +27,8 @@ __all__ = ["Bounds", "DataModel", "GaussianMixture", "xor_mixture", "LinearSepar
 
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT2PI = 0.5 * math.log(2.0 * math.pi)
-_PSI_SWITCH = 3.0     # relu_moment: erfcx form for -3 <= kappa < 0, Laplace continued fraction below
-_PSI_DEPTH = 120      # continued-fraction depth: relative error < 1e-15 for t >= 3 (tests check against mpmath)
+_PSI_SWITCH = 2.0     # relu_moment: erfcx form on [-2, 0) (it cancels 1 + kappa^2), continued fraction below
+_PSI_DEPTH = 120      # continued-fraction depth: relative error < 2 eps for t >= 2 (tests check against mpmath)
 _SUM_TOL = 1e-12      # |sum p_j - 1| accepted for mixture weights
 _RANK_TOL = 1e-12     # relative singular value below which a mean direction is dependent
 _STRUCT_TOL = 1e-12   # relative tolerance when recognising the XOR structure of a mixture
@@ -94,7 +94,7 @@ def _zero_one(z):
 def _ndtr_psi(kappa):
     r"""(:math:`\Phi(\kappa)`, :math:`\psi(\kappa)`) to ~1e-15 relative accuracy; see :func:`relu_moment`.
 
-    For :math:`\kappa<-3` both come from one continued fraction: with :math:`t=-\kappa` and
+    For :math:`\kappa<-2` both come from one continued fraction: with :math:`t=-\kappa` and
     :math:`S_n=t+(n+1)/S_{n+1}`, the Mills ratio is :math:`R=S_1/(tS_1+1)`, :math:`\Phi(\kappa)=\varphi(t)R` and
     :math:`\psi(\kappa)=\varphi(t)/(tS_1+1)` (``ndtr`` itself loses ~1e-13 there to the rounding of
     :math:`\kappa^2`).
@@ -122,11 +122,11 @@ def relu_moment(kappa):
     r"""Stable ReLU moment :math:`\psi(\kappa)=\kappa\Phi(\kappa)+\varphi(\kappa)=\mathbb E[\sigma(\kappa+Z)]`.
 
     .. math:: \psi(\kappa)=\frac{\varphi(t)}{t\,S_1(t)+1},\quad t=-\kappa,\quad
-              S_n(t)=t+\frac{n+1}{S_{n+1}(t)}\quad(\kappa<-3),
+              S_n(t)=t+\frac{n+1}{S_{n+1}(t)}\quad(\kappa<-2),
 
     the Laplace continued fraction of the Mills ratio, which avoids the cancellation of
     :math:`\kappa\Phi(\kappa)+\varphi(\kappa)\approx\varphi(\kappa)/\kappa^2`; the erfcx form
-    :math:`\varphi(\kappa)\,[1+\kappa\sqrt{\pi/2}\,\mathrm{erfcx}(-\kappa/\sqrt2)]` on :math:`[-3,0)`, and
+    :math:`\varphi(\kappa)\,[1+\kappa\sqrt{\pi/2}\,\mathrm{erfcx}(-\kappa/\sqrt2)]` on :math:`[-2,0)`, and
     :math:`\kappa\Phi(\kappa)+\varphi(\kappa)` itself for :math:`\kappa\ge0`.
 
     Parameters

@@ -298,7 +298,9 @@ class UniformParity(DataModel):
         W, b = _check_neurons_pm1(f"{self!r}.A", W, b, self.d)
         chi = np.prod(W[:, self.subset], axis=1)
         k, d = self.k, self.d
-        s = k * self.xi(k - 1) + ((d - k) * self.xi(k + 1) if k < d else 0.0)
+        # k xi_{k-1} + (d - k) xi_{k+1} = xi_{k-1} for k < d: (d - k) xi_{k+1} = -(k - 1) xi_{k-1} exactly (the ratio
+        # of the closed forms), so the sum is formed without the cancellation k - (k - 1) (2k ulp lost otherwise)
+        s = self.xi(k - 1) if k < d else k * self.xi(k - 1)
         return 0.5 * chi * (s - b * self.xi(k) + (1.0 if k == 1 else 0.0))
 
     def ground_truth(self):
