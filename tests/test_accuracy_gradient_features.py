@@ -37,7 +37,7 @@ def _dot(u, v):
 @given(st.one_of(st.floats(-37.5, 40), st.floats(-37.5, -2.9), st.floats(-3.01, 0.01), st.just(-37.49)))
 @example(-3.0)
 @example(-30.0)
-@example(-2.9232483336861343)   # was 1.002 of the bound: the erfcx form on [-3, -2] cancels 1 + kappa^2 (now on [-2, 0))
+@example(-2.9232483336861343)   # was 1.002 of the bound: the erfcx form on [-3, -2] cancels 1 + kappa^2
 def test_relu_moment(kappa):
     """relu_moment: relative error <= 5e-15 wherever psi is a normal float (kappa > -37.5), against
     kappa ncdf(kappa) + npdf(kappa) at 40 digits (before: 5.01e-15 at kappa = -2.92)."""
@@ -343,8 +343,8 @@ def test_uniform_parity_small(d, data):
     Gr, Ar = _parity_brute(d, list(up.subset), w, b)
     err = max(float(abs(Fraction(g) - r) / Fraction(math.ulp(float(r)) if r else 5e-324)) for g, r in zip(G, Gr))
     assert record("UniformParity.simplified_gradient", err / 0.5, d=d, k=k) <= 1
-    assert record("UniformParity.A", float(abs(Fraction(A) - Ar) / (2 * Fraction(EPS) * abs(Ar) + Fraction(1, 10 ** 300))),
-                  d=d, k=k, b=b) <= 1
+    errA = abs(Fraction(A) - Ar) / (2 * Fraction(EPS) * abs(Ar) + Fraction(1, 10 ** 300))
+    assert record("UniformParity.A", float(errA), d=d, k=k, b=b) <= 1
 
 
 @settings(max_examples=examples(20), deadline=None)
@@ -542,7 +542,8 @@ def test_lemma_B9(T, log_rho, log_a1, log_Z, log_Bx1):
 @example(26.149399999450367)   # mills_bounds was 13.4 times the bound (exp(-z^2/2) with z^2 rounded)
 def test_mills_and_tail_bounds(z):
     """mills_bounds: relative error <= 8 eps where the bounds are normal floats (z <= 37.5); absolute <= 2^-1074
-    beyond. tail_expectation_bound: relative <= 8 eps (value) for z <= 37, z^2 eps to z = 41.3 (logs), absolute <= 8 eps max(1, |log|) (log=True),
+    beyond. tail_expectation_bound: relative <= 8 eps (value) for z <= 37, z^2 eps to z = 41.3 (logs), absolute
+    <= 8 eps max(1, |log|) (log=True),
     for any real z (both signs)."""
     lo, hi = GF.mills_bounds(z)
     with mp.workdps(DPS):

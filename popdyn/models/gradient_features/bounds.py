@@ -778,6 +778,8 @@ def lemma_B9_h(t, a1, Z, eta, Bx1):
 
     Notes
     -----
+    Accuracy: relative error <= 64 eps against the exact rational recursion, eta Bx1 from 1e-12 to 0.9, t to 120;
+    measured 0.34 of the bound.
     Regime: ``0 < eta Bx1 < 1`` (the lemma assumes T eta Bx1 = o(1)); tested against exact rational iteration
     down to eta Bx1 = 1e-12.
 
@@ -825,6 +827,7 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
 
     Notes
     -----
+    Accuracy: relative error <= 64 eps for both bounds (exact rational recursion); measured 0.10 of the bound.
     Regime: any loss with |l'| <= 1, labels |y| <= 1, |b_i| <= b~ and lambda = 0 after step 1, population or
     full-batch GD on a fixed sample (its empirical law). The O(.) forms B.60-B.61 follow for T eta Bx1 = o(1).
 
@@ -901,6 +904,8 @@ def lemma_B8_bounds(m, d, sigma_w, b_tilde, eta1, B_G, B_eps, Bx1, *, delta=0.0,
 
     Notes
     -----
+    Accuracy: each size within 8 eps relative of the printed products (mpmath), scales 1e-6..1e6, m and d to 1e9;
+    measured 0.17 of the bound.
     Regime: the symmetric init with Gaussian a, w (3.9), biases +-b~, population first step with
     ``lambda = 1/eta1``, ``d >= log m`` (warned as :class:`popdyn.RegimeWarning` otherwise); orders of magnitude
     (hidden constants). Derived constants (docs/gradient_features.md): ``P(max_i |a_i^(0)| >= sigma_a sqrt(6 log m))
@@ -1425,6 +1430,8 @@ def max_gaussian_tail_bound(n, z):
 
     Notes
     -----
+    Accuracy: threshold and bound relative error <= 8 eps (bound absolute 2^-1074 where it is subnormal); measured 0.12
+    of the bound.
     Regime: n >= 2, z >= 0 (for z < 0 the bound exceeds 1). Follows from the union bound and the Mills upper
     bound since the threshold is >= sqrt(2 log 2) > 1/sqrt(2 pi).
 
@@ -1463,6 +1470,7 @@ def chi2_tail_bound(k, z):
 
     Notes
     -----
+    Accuracy: threshold relative error <= 8 eps; bound as :func:`max_gaussian_tail_bound`; measured 0.10 of the bound.
     Regime: z >= 0.
 
     References
@@ -1497,6 +1505,8 @@ def mills_bounds(z):
 
     Notes
     -----
+    Accuracy: relative error <= 8 eps where the bounds are normal floats, absolute 2^-1074 beyond; measured 0.46 of the
+    bound (before: 13.4, exp(-z^2/2) with z^2 rounded at z = 26.1; now popdyn.gaussian.normal_pdf).
     Regime: z > 0; both sides underflow to 0 past z ~ 38.
 
     References
@@ -1534,6 +1544,11 @@ def tail_expectation_bound(z, *, log=False):
 
     Notes
     -----
+    Accuracy: relative error <= 8 eps for z <= 37 (absolute 2^-1074 where subnormal), any real z; ``log=True`` absolute
+    <= 8 eps max(1, |log|); measured 0.64 of the bound (z^2 eps past z = 37, where Q underflows but Q^0.9 does not:
+    computed in logs; before: 0) and 0.26 (before: 57 times the bound, 1e-13 relative, at z = 37 where ndtr(-z) loses
+    z^2 eps; now phi(z) sqrt(pi/2) erfcx(z/sqrt 2) past z = 3); z^2 eps relative for 37 < z < 41.3 (in logs: Q
+    underflows there, 2 Q^0.9 does not; before: 0).
     Regime: all real z; the ratio phi(z)/(2 Q(z)^0.9) peaks near 0.853 and tends to 0 at both ends.
 
     References
