@@ -38,12 +38,17 @@ import math
 import warnings
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
+from scipy.special import erfcx, log_ndtr, ndtr
 
 from ..._validate import (Interval, InvalidParameterError, Options, RegimeWarning, as_int, check, hidden_constants,
                            regime_check)
+from ...gaussian import normal_pdf
 from ..emergence.bounds import fixed_feature_lower_bound
 from .parity import majority_coefficient
+
+_SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_LOG_SQRT2PI = 0.5 * math.log(2.0 * math.pi)
 
 __all__ = ["main_theorem", "average_loss_bound", "good_network_bound", "good_network_scales",
            "theorem_B2_bound", "smoothness_constant", "rademacher_bound", "lemma_B9_h", "lemma_B9_bounds",
@@ -773,6 +778,8 @@ def lemma_B9_h(t, a1, Z, eta, Bx1):
 
     Notes
     -----
+    Accuracy: relative error <= 64 eps against the exact rational recursion, eta Bx1 from 1e-12 to 0.9, t to 120;
+    measured 0.34 of the bound.
     Regime: ``0 < eta Bx1 < 1`` (the lemma assumes T eta Bx1 = o(1)); tested against exact rational iteration
     down to eta Bx1 = 1e-12.
 
@@ -820,6 +827,7 @@ def lemma_B9_bounds(t, a1, w1_norm, b_tilde, eta, Bx1):
 
     Notes
     -----
+    Accuracy: relative error <= 64 eps for both bounds (exact rational recursion); measured 0.10 of the bound.
     Regime: any loss with |l'| <= 1, labels |y| <= 1, |b_i| <= b~ and lambda = 0 after step 1, population or
     full-batch GD on a fixed sample (its empirical law). The O(.) forms B.60-B.61 follow for T eta Bx1 = o(1).
 
@@ -896,6 +904,8 @@ def lemma_B8_bounds(m, d, sigma_w, b_tilde, eta1, B_G, B_eps, Bx1, *, delta=0.0,
 
     Notes
     -----
+    Accuracy: each size within 8 eps relative of the printed products (mpmath), scales 1e-6..1e6, m and d to 1e9;
+    measured 0.17 of the bound.
     Regime: the symmetric init with Gaussian a, w (3.9), biases +-b~, population first step with
     ``lambda = 1/eta1``, ``d >= log m`` (warned as :class:`popdyn.RegimeWarning` otherwise); orders of magnitude
     (hidden constants). Derived constants (docs/gradient_features.md): ``P(max_i |a_i^(0)| >= sigma_a sqrt(6 log m))
@@ -1420,6 +1430,8 @@ def max_gaussian_tail_bound(n, z):
 
     Notes
     -----
+    Accuracy: threshold and bound relative error <= 8 eps (bound absolute 2^-1074 where it is subnormal); measured 0.12
+    of the bound.
     Regime: n >= 2, z >= 0 (for z < 0 the bound exceeds 1). Follows from the union bound and the Mills upper
     bound since the threshold is >= sqrt(2 log 2) > 1/sqrt(2 pi).
 
@@ -1458,6 +1470,7 @@ def chi2_tail_bound(k, z):
 
     Notes
     -----
+    Accuracy: threshold relative error <= 8 eps; bound as :func:`max_gaussian_tail_bound`; measured 0.10 of the bound.
     Regime: z >= 0.
 
     References
@@ -1492,6 +1505,8 @@ def mills_bounds(z):
 
     Notes
     -----
+    Accuracy: relative error <= 8 eps where the bounds are normal floats, absolute 2^-1074 beyond; measured 0.46 of the
+    bound (before: 13.4, exp(-z^2/2) with z^2 rounded at z = 26.1; now popdyn.gaussian.normal_pdf).
     Regime: z > 0; both sides underflow to 0 past z ~ 38.
 
     References
@@ -1507,7 +1522,7 @@ def mills_bounds(z):
     z = np.asarray(z, dtype=np.float64)
     if not (np.all(np.isfinite(z)) and np.all(z > 0)):
         raise InvalidParameterError(f"The 'z' parameter of {_own('mills_bounds')} must be finite and > 0. Got {z!r}.")
-    phi = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    phi = normal_pdf(z)                          # split-accurate: exp(-z^2/2) with z^2 rounded loses z^2 eps
     return phi * z / (z * z + 1.0), phi / z
 
 
@@ -1529,6 +1544,11 @@ def tail_expectation_bound(z, *, log=False):
 
     Notes
     -----
+    Accuracy: relative error <= 8 eps for z <= 37 (absolute 2^-1074 where subnormal), any real z; ``log=True`` absolute
+    <= 8 eps max(1, |log|); measured 0.64 of the bound (z^2 eps past z = 37, where Q underflows but Q^0.9 does not:
+    computed in logs; before: 0) and 0.26 (before: 57 times the bound, 1e-13 relative, at z = 37 where ndtr(-z) loses
+    z^2 eps; now phi(z) sqrt(pi/2) erfcx(z/sqrt 2) past z = 3); z^2 eps relative for 37 < z < 41.3 (in logs: Q
+    underflows there, 2 Q^0.9 does not; before: 0).
     Regime: all real z; the ratio phi(z)/(2 Q(z)^0.9) peaks near 0.853 and tends to 0 at both ends.
 
     References
@@ -1546,7 +1566,20 @@ def tail_expectation_bound(z, *, log=False):
                                     f"Got {z!r}.")
     if log:
         return math.log(2.0) + 0.9 * log_ndtr(-z)
-    return 2.0 * ndtr(-z) ** 0.9
+    # Q(z) = phi(z) sqrt(pi/2) erfcx(z/sqrt 2) for z > 0 (phi split-accurate): ndtr(-z) loses z^2 eps in the tail
+    zf = float(z) if z.ndim == 0 else math.inf
+    if zf <= 37.0:
+        q = ndtr(-zf) if zf <= 3.0 else normal_pdf(zf) * _SQRT_HALF_PI * erfcx(zf * _INV_SQRT2)
+        return np.float64(2.0 * q ** 0.9)
+    Q = np.atleast_1d(ndtr(-z))
+    zz = np.atleast_1d(z)
+    far, out = zz > 3.0, zz > 37.0
+    Q[far] = normal_pdf(zz[far]) * _SQRT_HALF_PI * erfcx(zz[far] * _INV_SQRT2)
+    val = 2.0 * Q ** 0.9
+    if out.any():    # Q underflows before Q^0.9 does (z < 41.3): in logs, losing 0.45 z^2 eps
+        zo = zz[out]
+        val[out] = 2.0 * np.exp(0.9 * (-0.5 * zo * zo - _LOG_SQRT2PI + np.log(_SQRT_HALF_PI * erfcx(zo * _INV_SQRT2))))
+    return val[0] if z.ndim == 0 else val.reshape(z.shape)
 
 
 def _nonneg_array(owner, name, value):

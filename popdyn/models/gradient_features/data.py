@@ -27,8 +27,8 @@ __all__ = ["Bounds", "DataModel", "GaussianMixture", "xor_mixture", "LinearSepar
 
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT2PI = 0.5 * math.log(2.0 * math.pi)
-_PSI_SWITCH = 3.0     # relu_moment: erfcx form for -3 <= kappa < 0, Laplace continued fraction below
-_PSI_DEPTH = 120      # continued-fraction depth: relative error < 1e-15 for t >= 3 (tests check against mpmath)
+_PSI_SWITCH = 2.0     # relu_moment: erfcx form on [-2, 0) (it cancels 1 + kappa^2), continued fraction below
+_PSI_DEPTH = 120      # continued-fraction depth: relative error < 2 eps for t >= 2 (tests check against mpmath)
 _SUM_TOL = 1e-12      # |sum p_j - 1| accepted for mixture weights
 _RANK_TOL = 1e-12     # relative singular value below which a mean direction is dependent
 _STRUCT_TOL = 1e-12   # relative tolerance when recognising the XOR structure of a mixture
@@ -94,7 +94,7 @@ def _zero_one(z):
 def _ndtr_psi(kappa):
     r"""(:math:`\Phi(\kappa)`, :math:`\psi(\kappa)`) to ~1e-15 relative accuracy; see :func:`relu_moment`.
 
-    For :math:`\kappa<-3` both come from one continued fraction: with :math:`t=-\kappa` and
+    For :math:`\kappa<-2` both come from one continued fraction: with :math:`t=-\kappa` and
     :math:`S_n=t+(n+1)/S_{n+1}`, the Mills ratio is :math:`R=S_1/(tS_1+1)`, :math:`\Phi(\kappa)=\varphi(t)R` and
     :math:`\psi(\kappa)=\varphi(t)/(tS_1+1)` (``ndtr`` itself loses ~1e-13 there to the rounding of
     :math:`\kappa^2`).
@@ -122,11 +122,11 @@ def relu_moment(kappa):
     r"""Stable ReLU moment :math:`\psi(\kappa)=\kappa\Phi(\kappa)+\varphi(\kappa)=\mathbb E[\sigma(\kappa+Z)]`.
 
     .. math:: \psi(\kappa)=\frac{\varphi(t)}{t\,S_1(t)+1},\quad t=-\kappa,\quad
-              S_n(t)=t+\frac{n+1}{S_{n+1}(t)}\quad(\kappa<-3),
+              S_n(t)=t+\frac{n+1}{S_{n+1}(t)}\quad(\kappa<-2),
 
     the Laplace continued fraction of the Mills ratio, which avoids the cancellation of
     :math:`\kappa\Phi(\kappa)+\varphi(\kappa)\approx\varphi(\kappa)/\kappa^2`; the erfcx form
-    :math:`\varphi(\kappa)\,[1+\kappa\sqrt{\pi/2}\,\mathrm{erfcx}(-\kappa/\sqrt2)]` on :math:`[-3,0)`, and
+    :math:`\varphi(\kappa)\,[1+\kappa\sqrt{\pi/2}\,\mathrm{erfcx}(-\kappa/\sqrt2)]` on :math:`[-2,0)`, and
     :math:`\kappa\Phi(\kappa)+\varphi(\kappa)` itself for :math:`\kappa\ge0`.
 
     Parameters
@@ -136,6 +136,9 @@ def relu_moment(kappa):
 
     Notes
     -----
+    Accuracy: relative error <= 5e-15 where psi is a normal float (kappa > -37.5); 0 below (true value < 1e-300);
+    measured 0.51 of the bound (tests/test_accuracy_gradient_features.py, mpmath at 40 digits; before the switch moved
+    from -3 to -2: 1.002 at kappa = -2.92, the erfcx form cancelling 1 + kappa^2).
     Regime: relative accuracy < 5e-15 for every kappa whose result is a normal float (kappa > -37.5);
     it underflows to 0 below (true value < 1e-300). NaN in, NaN out.
 
@@ -241,6 +244,8 @@ class DataModel:
 
         Notes
         -----
+        Accuracy: statistical: ``se`` is the CLT standard error of each coordinate; calibrated against the closed form
+        (|z| <= 6; measured max |z| = 2.5 on a 4-d XOR).
         Regime: any data model with a sampler; cost O(n M d) (one BLAS product per chunk).
 
         References
@@ -285,6 +290,7 @@ class DataModel:
 
         Notes
         -----
+        Accuracy: statistical: ``se`` is the CLT standard error; calibrated (|z| <= 6; measured 1.8).
         Regime: any data model with a sampler.
 
         References
@@ -323,6 +329,8 @@ class DataModel:
 
         Notes
         -----
+        Accuracy: statistical: ``se`` is the CLT standard error; calibrated against the exact XOR g* hinge risk (|z| <=
+        6; measured 1.9); the mean is >= 0.
         Regime: any data model with a sampler; chunked through :func:`popdyn.gaussian.mc_mean` (blocks of about
         2^22 floats, so the stream depends on (seed, M + d)).
 
@@ -466,6 +474,11 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
+        Accuracy: ||G - G_exact|| <= 4 eps sum_l |c_l| (Phi_l (||mu_l|| + |b|/||w||) + sigma_l phi_l) (1 + (d + 2)(1 +
+        |kappa_l|)(K_l + |kappa_l|)) + 1e-300 sum_l |c_l| (||mu_l|| + sigma_l), c_l = p_l y_l, K_l = (|<w, mu_l>| +
+        |b|)/(sigma_l ||w||) + ||mu_l||/sigma_l (the conditioning of Phi(kappa_l) under the rounding of kappa_l;
+        components of opposite labels may cancel, so the bound is norm-wise in the absolute scale, not relative to
+        ||G||), over sigma 1e-6..1e6, means to 1e4, biases 40 sigma out, weights to 1e-12; measured 0.39 of the bound.
         Regime: any w != 0 and b; norm-wise relative error below :math:`20\kappa^2\epsilon` (the conditioning of
         :math:`\Phi(\kappa)` under the rounding of :math:`\kappa`; 1.5e-13 at :math:`\kappa=-26`) down to
         :math:`\kappa_l\approx-37`, where :math:`\Phi` underflows (G is then 0 to double precision).
@@ -503,6 +516,8 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
+        Accuracy: |A - A_exact| <= 4 eps ||w|| sum_l |c_l| sigma_l psi_l (1 + (d + 2)(1 + |kappa_l|)(K_l + |kappa_l|))
+        (+ the 1e-300 floor), K_l as in :meth:`simplified_gradient`; measured 0.54 of the bound.
         Regime: any w != 0 and b; :math:`\nabla_{\mathbf w}A=G` (docs/gradient_features.md).
 
         References
@@ -592,6 +607,7 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
+        Accuracy: the bound of :meth:`simplified_gradient` with d the number of coordinates q + 1; measured 0.44 of it.
         Regime: w != 0; same accuracy as :meth:`simplified_gradient`.
 
         References
@@ -687,6 +703,9 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
+        Accuracy: XOR structure: absolute error <= 1e-12 for ||mu||/sigma in 1e-6..1e6 (mpmath quadrature at 30 digits);
+        measured 1.7e-16 (0.00017 of the bound). Otherwise statistical (standard error below 0.5/sqrt(n_mc), not
+        returned).
         Regime: any mixture; exact (quadrature, absolute error < 1e-12) for the XOR structure.
 
         References
@@ -785,6 +804,8 @@ class GaussianMixture(DataModel):
 
         Notes
         -----
+        Accuracy: XOR and hinge: absolute error <= 1e-12 (nested mpmath quadrature of the network's risk at 20 digits, d
+        to 1e6, sigma 0.3..10, tau 0.1..10); measured 1.7e-16 (0.00017 of the bound). Otherwise statistical (``se``).
         Regime: any tau > 0; exact path: XOR structure and hinge (absolute error < 1e-12).
 
         References
@@ -997,6 +1018,9 @@ class LinearSeparable(DataModel):
 
         Notes
         -----
+        Accuracy: ||G - G_exact|| <= 4 eps sum_{s,y} (q/2)(s Phi + phi)(1 + (d + 2)(1 + |kappa|)(K + |kappa|)) + 1e-300
+        rho, K = (s |<w, w*>| + |b| + ||w||)/||w_perp|| (the rounding of w_perp = w - <w, w*> w*, large for w within
+        1e-9 of w*); measured 0.051 of the bound.
         Regime: any w != 0 and b.
 
         References
@@ -1032,6 +1056,8 @@ class LinearSeparable(DataModel):
 
         Notes
         -----
+        Accuracy: |A - A_exact| <= 4 eps sum_{s,y} (q/2) ||w_perp|| psi (1 + (d + 2)(1 + |kappa|)(K + |kappa|)) + 1e-300
+        ||w||, K as in :meth:`simplified_gradient`; measured 0.052 of the bound.
         Regime: any w != 0 and b.
 
         References
@@ -1078,6 +1104,7 @@ class LinearSeparable(DataModel):
 
         Notes
         -----
+        Accuracy: relative error <= 8 eps (signals 1e-3..1e3); measured 0.16 of the bound.
         Regime: always; 0 for the hinge.
 
         References

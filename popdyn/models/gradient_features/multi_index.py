@@ -217,6 +217,10 @@ class MultiIndexPolynomial(DataModel):
 
         Notes
         -----
+        Accuracy: ||G - G_exact|| <= 8 (D + 2)^2 eps (1 + t^2) d s_G + 1e-300, D the degree, s_G the norm of the sums of
+        the absolute monomial terms (the sum's conditioning; |v_j| + 1 in place of v_j = <u_j, w_hat>, known to d eps),
+        t^2 that of phi(t) under the rounding of t; r <= 2, D <= 8, |t| <= 40; measured 0.023 of the bound (monomial
+        expansion with truncated-Gaussian moments in mpmath).
         Regime: any w != 0 and b; exact for the polynomial (no truncation).
 
         References
@@ -290,6 +294,8 @@ class MultiIndexPolynomial(DataModel):
 
         Notes
         -----
+        Accuracy: |A - A_exact| <= 8 (D + 2)^2 eps (1 + t^2) d s_A + 1e-300 as for :meth:`simplified_gradient`; measured
+        0.015 of the bound.
         Regime: any w != 0 and b; :math:`\nabla_{\mathbf w}A=G`.
 
         References

@@ -1,0 +1,658 @@
+"""Declared accuracy of popdyn.models.gradient_features over Hypothesis searches that reach the corners of the model
+(biases 40 sigma out on either side, sigma from 1e-6 to 1e6, means up to 1e4, mixture weights down to 1e-12, d to
+1e6, w within 1e-9 of w*, parity to d = 10^4), against independent references: the mixture and linear closed forms
+term by term in mpmath at 40 digits from the float inputs, the XOR Bayes error and g* hinge loss by mpmath
+quadrature, the multi-index G and A by expanding the polynomial in monomials of (s = <w_hat, x>, z_perp) with
+truncated-Gaussian moments (not the Hermite/Stein formula), majority coefficients and uniform-parity G, A by exact
+rationals (brute force over the cube for small d), Lemma B.9 by the exact rational recursion; Monte Carlo functions
+by the calibration of their standard errors (|z| <= 6)."""
+import itertools
+import math
+from fractions import Fraction
+
+import mpmath as mp
+import numpy as np
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
+
+from popdyn.models import gradient_features as GF
+from popdyn.models.gradient_features import bounds as GB
+
+from ._accuracy import EPS, examples, record
+
+DPS = 40
+
+
+def _mpf(x):
+    return mp.mpf(float(x))
+
+
+def _dot(u, v):
+    return mp.fsum(_mpf(a) * _mpf(b) for a, b in zip(u, v))
+
+
+# ---- relu_moment -------------------------------------------------------------------------------------------------
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.one_of(st.floats(-37.5, 40), st.floats(-37.5, -2.9), st.floats(-3.01, 0.01), st.just(-37.49)))
+@example(-3.0)
+@example(-30.0)
+@example(-2.9232483336861343)   # was 1.002 of the bound: the erfcx form on [-3, -2] cancels 1 + kappa^2
+def test_relu_moment(kappa):
+    """relu_moment: relative error <= 5e-15 wherever psi is a normal float (kappa > -37.5), against
+    kappa ncdf(kappa) + npdf(kappa) at 40 digits (before: 5.01e-15 at kappa = -2.92)."""
+    got = GF.relu_moment(kappa)
+    with mp.workdps(DPS):
+        k = _mpf(kappa)
+        ref = k * mp.ncdf(k) + mp.npdf(k)
+    assert got >= 0
+    assert record("relu_moment", abs(got - ref) / (5e-15 * ref), kappa=kappa) <= 1
+
+
+# ---- Gaussian mixtures: G, A, coords ------------------------------------------------------------------------------
+
+@st.composite
+def mixtures(draw, r_max=4, d_max=5):
+    """(model, W (M, d), b (M,)): r <= 4 components, means 10^[-3, 4] per direction (some parallel, some
+    opposite), sigmas 10^[-6, 6], weights down to 1e-12, labels of either sign; each neuron's bias puts one
+    component's kappa anywhere in [-40, 40] (the far tails included) or is arbitrary."""
+    r, d = draw(st.integers(1, r_max)), draw(st.integers(1, d_max))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    mus = rng.standard_normal((r, d)) * 10.0 ** np.array(draw(st.lists(st.floats(-3, 4), min_size=r, max_size=r)))[
+        :, None]
+    if r > 1 and draw(st.booleans()):
+        mus[1] = -draw(st.sampled_from([1.0, 0.5, 2.0])) * mus[0]
+    sig = 10.0 ** np.array(draw(st.lists(st.floats(-6, 6), min_size=r, max_size=r)))
+    w = np.array(draw(st.lists(st.floats(1e-12, 1.0), min_size=r, max_size=r)))
+    if r > 1 and draw(st.booleans()):
+        w[0] = 1e-12
+    w = w / w.sum()
+    w[-1] = 1.0 - w[:-1].sum()
+    assume(np.all(w >= 0))
+    lab = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=r, max_size=r)))
+    model = GF.GaussianMixture(mus, sig, w, lab)
+    M = draw(st.integers(1, 3))
+    W = rng.standard_normal((M, d)) * 10.0 ** draw(st.floats(-3, 3))
+    b = np.empty(M)
+    for i in range(M):
+        l = draw(st.integers(0, r - 1))
+        kappa = draw(st.one_of(st.floats(-40, 40), st.sampled_from([-37.0, -30.0, -8.0, 0.0, 8.0])))
+        b[i] = W[i] @ mus[l] - kappa * sig[l] * np.linalg.norm(W[i]) if draw(st.booleans()) else \
+            draw(st.floats(-1e4, 1e4))
+    return model, W, b
+
+
+def _mixture_ref(mus, sig, c, W, b, d_eff):
+    """Per neuron: G_ref (mp list), A_ref, the G scale and the A scale of the declared bound. kappa and its
+    conditioning K = (|<w, mu>| + |b|) / (sigma ||w||) from the float inputs; the scale sums
+    |c_l| (Phi (||mu|| + |b|/||w||) + sigma phi) (1 + (d + 2)(1 + |kappa|)(K + |kappa|))."""
+    out = []
+    for wi, bi in zip(W, b):
+        nw = mp.sqrt(_dot(wi, wi))
+        G = [mp.mpf(0)] * len(wi)
+        A = sG = sA = mp.mpf(0)
+        for mu, s, cl in zip(mus, sig, c):
+            proj = _dot(wi, mu)
+            s, cl, bb = _mpf(s), _mpf(cl), _mpf(bi)
+            k = (proj - bb) / (s * nw)
+            Phi, phi = mp.ncdf(k), mp.npdf(k)
+            for j in range(len(wi)):
+                G[j] += cl * (Phi * _mpf(mu[j]) + s * phi * _mpf(wi[j]) / nw)
+            psi = k * Phi + phi
+            A += cl * s * nw * psi
+            nmu = mp.sqrt(_dot(mu, mu))
+            K = (abs(proj) + abs(bb)) / (s * nw) + nmu / s
+            cond = 1 + (d_eff + 2) * (1 + abs(k)) * (K + abs(k))
+            sG += abs(cl) * (Phi * (nmu + abs(bb) / nw) + s * phi) * cond
+            sA += abs(cl) * s * nw * psi * cond
+        out.append((G, A, sG, sA))
+    return out
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(mixtures())
+def test_mixture_G_A(case):
+    """GaussianMixture.simplified_gradient: ||G - G_ref|| <= 4 eps sG + 1e-300 sum|c|(||mu|| + sigma), sG the
+    per-component absolute scale times the conditioning of Phi(kappa) under the rounding of kappa
+    (see _mixture_ref); A likewise with sA. Never NaN."""
+    model, W, b = case
+    G = model.simplified_gradient(W, b)
+    A = model.A(W, b)
+    assert np.all(np.isfinite(G)) and np.all(np.isfinite(A))
+    c = model.weights * model.labels
+    floor = 1e-300 * float(np.sum(np.abs(c) * (np.linalg.norm(model.mus, axis=1) + model.sigmas)))
+    with mp.workdps(DPS):
+        for i, (Gr, Ar, sG, sA) in enumerate(_mixture_ref(model.mus, model.sigmas, c, W, b, model.dim)):
+            err = mp.sqrt(mp.fsum((_mpf(G[i, j]) - Gr[j]) ** 2 for j in range(model.dim)))
+            assert record("GaussianMixture.simplified_gradient", err / (4 * EPS * sG + floor), W=W[i].tolist(),
+                          b=b[i]) <= 1
+            assert record("GaussianMixture.A", abs(_mpf(A[i]) - Ar) / (4 * EPS * sA + floor * np.linalg.norm(W[i])),
+                          W=W[i].tolist(), b=b[i]) <= 1
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(mixtures(r_max=3, d_max=6), st.floats(-6, 0))
+def test_mixture_coords(case, log_rho):
+    """GaussianMixture.simplified_gradient_coords: (G_Q, G_perp) against the same reference in the coordinates
+    (w = Q g + w_perp, ||w_perp|| = rho), same bound as simplified_gradient."""
+    model, W, b = case
+    Q, mus_q = model.span_basis
+    g = W @ Q
+    rho = np.full(len(b), 10.0 ** log_rho) * np.linalg.norm(W, axis=1) if model.dim > Q.shape[1] else np.zeros(len(b))
+    GQ, Gp = model.simplified_gradient_coords(g, rho, b)
+    c = model.weights * model.labels
+    Wc = np.c_[g, rho]
+    mus_c = np.c_[mus_q, np.zeros(len(c))]
+    floor = 1e-300 * float(np.sum(np.abs(c) * (np.linalg.norm(model.mus, axis=1) + model.sigmas)))
+    with mp.workdps(DPS):
+        for i, (Gr, _, sG, _) in enumerate(_mixture_ref(mus_c, model.sigmas, c, Wc, b, Q.shape[1] + 1)):
+            got = list(GQ[i]) + [Gp[i]]
+            err = mp.sqrt(mp.fsum((_mpf(got[j]) - Gr[j]) ** 2 for j in range(len(got))))
+            assert record("GaussianMixture.simplified_gradient_coords", err / (4 * EPS * sG + floor)) <= 1
+
+
+# ---- XOR: Bayes error and the exact g* hinge loss ----------------------------------------------------------------
+
+@settings(max_examples=examples(15), deadline=None)
+@given(st.floats(-3, 3), st.floats(-3, 3))
+@example(0.0, 0.0)
+def test_xor_bayes_error(log_nm, log_s):
+    """GaussianMixture.bayes_error (XOR structure): absolute error <= 1e-12, in [0, 1/2], against
+    int 2 Q(|nm/s + z|) phi(z) dz by mpmath quadrature split at the kink (30 digits)."""
+    nm, s = 10.0 ** log_nm, 10.0 ** log_s
+    got = GF.xor_mixture(2, s, mu_norm=nm).bayes_error()
+    with mp.workdps(30):
+        r = _mpf(nm) / _mpf(s)
+        ref = mp.quad(lambda z: 2 * mp.ncdf(-abs(r + z)) * mp.npdf(z), [-mp.inf, -r - 8, -r, -r + 8, 0, mp.inf])
+    assert 0 <= got <= 0.5
+    assert record("GaussianMixture.bayes_error", abs(got - ref) / 1e-12, nm=nm, s=s) <= 1
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(st.integers(2, 10 ** 6), st.floats(-0.5, 1.0), st.floats(-1, 1))
+def test_xor_ground_truth_hinge_loss(d, log_s, log_tau):
+    """GaussianMixture.ground_truth_loss (XOR, hinge): absolute error <= 1e-12, against the risk of the network
+    from ground_truth() on cluster 1 (u ~ N(||mu||, s^2), v ~ N(0, s^2)) by nested mpmath quadrature (20 digits)."""
+    s, tau = 10.0 ** log_s, 10.0 ** log_tau
+    gm = GF.xor_mixture(d, s)
+    got, se = gm.ground_truth_loss(tau)
+    a, Wst, bst = gm.ground_truth(tau)
+    nm = math.sqrt(d)
+    with mp.workdps(20):
+        aa, bb = [_mpf(x) for x in a], [_mpf(x) for x in bst]
+        w1 = [_mpf(Wst[j, 0]) for j in range(4)]
+        w2 = [_mpf(Wst[j, 1]) for j in range(4)]
+
+        def margin(u, v):
+            return mp.fsum(aa[j] * max(w1[j] * u + w2[j] * v - bb[j], 0) for j in range(4))
+        c = bb[0] / 2
+        S = _mpf(s)
+
+        def inner(v):
+            K = 1 + max(abs(v) - 2 * c, 0) / c
+            e = 2 * c + c * K
+            pts = sorted({-e, -2 * c, 2 * c, e})
+            lo, hi = min(pts[0], nm - 12 * S), max(pts[-1], nm + 12 * S)
+            return mp.quad(lambda u: max(1 - margin(u, v), 0) * mp.npdf(u, nm, S), [lo] + pts + [hi])
+        ref = mp.quad(lambda v: inner(v) * mp.npdf(v, 0, S), [-12 * S, -2 * c, 2 * c, 12 * S]
+                      if 2 * c < 12 * S else [-12 * S, 12 * S])
+    assert se == 0 and 0 <= got
+    assert record("GaussianMixture.ground_truth_loss", abs(got - ref) / 1e-12, d=d, s=s, tau=tau) <= 1
+
+
+# ---- linear data --------------------------------------------------------------------------------------------------
+
+@st.composite
+def linear_cases(draw):
+    d = draw(st.integers(2, 6))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    K = draw(st.integers(1, 3))
+    sig = 10.0 ** np.array(draw(st.lists(st.floats(-3, 3), min_size=K, max_size=K)))
+    model = GF.LinearSeparable(rng.standard_normal(d), sig)
+    M = draw(st.integers(1, 3))
+    W = rng.standard_normal((M, d))
+    par = draw(st.sampled_from([0.0, 1e-9, 1e-4, 1.0]))
+    if par:  # nearly parallel to w*
+        W = model.w_star * rng.standard_normal((M, 1)) + par * W
+    W *= 10.0 ** draw(st.floats(-3, 3))
+    b = np.empty(M)
+    for i in range(M):
+        kappa = draw(st.floats(-40, 40))
+        perp = W[i] - (W[i] @ model.w_star) * model.w_star
+        b[i] = sig[0] * (W[i] @ model.w_star) - kappa * np.linalg.norm(perp) if draw(st.booleans()) else \
+            draw(st.floats(-1e3, 1e3))
+    return model, W, b
+
+
+def _linear_ref(model, wi, bi):
+    """G_ref, A_ref and their scales: per atom (y s) |q| (s Phi + phi) (resp. ||w_perp|| psi) times
+    1 + (d + 2)(1 + |kappa|)(K + |kappa|), K = (|s alpha| + |b| + ||w||) / ||w_perp|| (the rounding of w_perp)."""
+    ws = [_mpf(x) for x in model.w_star]
+    w = [_mpf(x) for x in wi]
+    al = mp.fsum(a * b for a, b in zip(w, ws))
+    perp = [a - al * b for a, b in zip(w, ws)]
+    npp = mp.sqrt(mp.fsum(p * p for p in perp))
+    nw = mp.sqrt(mp.fsum(p * p for p in w))
+    d = len(w)
+    G, A, sG, sA = [mp.mpf(0)] * d, mp.mpf(0), mp.mpf(0), mp.mpf(0)
+    for s, q in zip(model.signal, model.signal_probs):
+        for y in (1, -1):
+            s_, q_ = _mpf(s), _mpf(q) / 2
+            k = (y * s_ * al - _mpf(bi)) / npp
+            Phi, phi = mp.ncdf(k), mp.npdf(k)
+            for j in range(d):
+                G[j] += q_ * (s_ * Phi * ws[j] + y * phi * perp[j] / npp)
+            psi = k * Phi + phi
+            A += q_ * y * npp * psi
+            K = (abs(s_ * al) + abs(_mpf(bi)) + nw) / npp
+            cond = 1 + (d + 2) * (1 + abs(k)) * (K + abs(k))
+            sG += q_ * (s_ * Phi + phi) * cond
+            sA += q_ * npp * psi * cond
+    return G, A, sG, sA
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(linear_cases())
+def test_linear_G_A(case):
+    """LinearSeparable.simplified_gradient / A: ||G - G_ref|| <= 4 eps sG + 1e-300 rho and
+    |A - A_ref| <= 4 eps sA + 1e-300 ||w|| (see _linear_ref: the scale includes the conditioning of Phi(kappa)
+    under the rounding of w_perp = w - <w, w*> w*, ||w|| / ||w_perp||), never NaN."""
+    model, W, b = case
+    G, A = model.simplified_gradient(W, b), model.A(W, b)
+    assert np.all(np.isfinite(G)) and np.all(np.isfinite(A))
+    with mp.workdps(DPS):
+        for i in range(len(b)):
+            Gr, Ar, sG, sA = _linear_ref(model, W[i], b[i])
+            err = mp.sqrt(mp.fsum((_mpf(G[i, j]) - Gr[j]) ** 2 for j in range(model.dim)))
+            assert record("LinearSeparable.simplified_gradient", err / (4 * EPS * sG + 1e-300 * model.rho),
+                          W=W[i].tolist(), b=b[i]) <= 1
+            assert record("LinearSeparable.A", abs(_mpf(A[i]) - Ar) / (4 * EPS * sA + 1e-300 * np.linalg.norm(W[i])),
+                          W=W[i].tolist(), b=b[i]) <= 1
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.lists(st.floats(-3, 3), min_size=1, max_size=4), st.sampled_from(["hinge", "logistic"]))
+def test_linear_ground_truth_loss(log_sig, loss):
+    """LinearSeparable.ground_truth_loss: relative error <= 8 eps (+ 1e-300) against E_s l(s/beta) in mpmath."""
+    sig = 10.0 ** np.array(log_sig)
+    model = GF.LinearSeparable(np.array([1.0, 2.0]), sig)
+    got = model.ground_truth_loss(loss)
+    with mp.workdps(DPS):
+        beta = min(_mpf(s) for s in sig)
+        ell = (lambda z: max(0, 1 - z)) if loss == "hinge" else (lambda z: mp.log1p(mp.exp(-z)) / mp.log(2))
+        ref = mp.fsum(_mpf(q) * ell(_mpf(s) / beta) for s, q in zip(sig, model.signal_probs))
+    assert got >= 0
+    assert record("LinearSeparable.ground_truth_loss", abs(got - ref) / (8 * EPS * ref + mp.mpf(1e-300))) <= 1
+
+
+# ---- uniform parity ------------------------------------------------------------------------------------------------
+
+def _xi_exact(n, j):
+    if j % 2 == 0:
+        return Fraction(0)
+    h, i = (n - 1) // 2, (j - 1) // 2
+    return (-1) ** i * Fraction(math.comb(h, i) * math.comb(n - 1, h), math.comb(n - 1, j - 1) * 2 ** (n - 1))
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.integers(0, 5000).map(lambda h: 2 * h + 1), st.data())
+@example(10001, None)
+def test_majority_coefficient(n, data):
+    """majority_coefficient: correctly rounded (<= 1/2 ulp of the exact rational; 0 only below the smallest
+    subnormal); log=True: absolute error <= 4 eps max(1, |log xi|)."""
+    j = data.draw(st.integers(0, n)) if data is not None else n // 2
+    ex = _xi_exact(n, j)
+    got = GF.majority_coefficient(n, j)
+    if ex == 0:
+        assert got == 0 and GF.majority_coefficient(n, j, log=True) == -math.inf
+        return
+    ulp = math.ulp(float(ex)) if float(ex) != 0 else 5e-324
+    assert record("majority_coefficient", float(abs(Fraction(got) - ex) / Fraction(ulp)) / 0.5, n=n, j=j) <= 1
+    with mp.workdps(DPS):
+        lr = mp.log(mp.mpf(abs(ex.numerator)) / abs(ex.denominator))
+    lg = GF.majority_coefficient(n, j, log=True)
+    assert record("majority_coefficient (log)", abs(lg - lr) / (4 * EPS * max(1, abs(lr))), n=n, j=j) <= 1
+
+
+def _parity_brute(d, A, w, b):
+    """Exact (G, A) over the cube in rationals."""
+    G = [Fraction(0)] * d
+    Av = Fraction(0)
+    wF = [Fraction(int(x)) for x in w]
+    bF = Fraction(b)
+    for x in itertools.product((-1, 1), repeat=d):
+        y = math.prod(x[a] for a in A)
+        pre = sum(wi * xi for wi, xi in zip(wF, x))
+        if pre > bF:
+            for j in range(d):
+                G[j] += y * x[j]
+            Av += y * (pre - bF)
+    return [g / 2 ** d for g in G], Av / 2 ** d
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.integers(0, 5).map(lambda h: 2 * h + 1), st.data())
+def test_uniform_parity_small(d, data):
+    """UniformParity.simplified_gradient / A for d <= 11: error <= 1/2 ulp of each exact entry (G) and
+    <= 2 eps |A| (A) against brute force over {+-1}^d in rationals, any |b| < 1."""
+    k = data.draw(st.integers(1, d))
+    up = GF.UniformParity(d, k)
+    w = np.array(data.draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=d, max_size=d)))
+    b = data.draw(st.floats(-0.999, 0.999))
+    G, A = up.simplified_gradient(w, b)[0], up.A(w, b)[0]
+    Gr, Ar = _parity_brute(d, list(up.subset), w, b)
+    err = max(float(abs(Fraction(g) - r) / Fraction(math.ulp(float(r)) if r else 5e-324)) for g, r in zip(G, Gr))
+    assert record("UniformParity.simplified_gradient", err / 0.5, d=d, k=k) <= 1
+    errA = abs(Fraction(A) - Ar) / (2 * Fraction(EPS) * abs(Ar) + Fraction(1, 10 ** 300))
+    assert record("UniformParity.A", float(errA), d=d, k=k, b=b) <= 1
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.integers(6, 2000).map(lambda h: 2 * h + 1), st.data())
+@example(1001, None)
+def test_uniform_parity_large(d, data):
+    """UniformParity.A for large d: relative error <= 2 eps against the exact rational
+    (chi/2)(k xi_{k-1} + (d - k) xi_{k+1} - b xi_k + 1[k = 1]), b a float in (-1, 1)."""
+    k = data.draw(st.integers(1, min(d, 400))) if data is not None else 400
+    b = data.draw(st.floats(-0.999, 0.999)) if data is not None else 0.3
+    up = GF.UniformParity(d, k)
+    w = np.ones(d)
+    A = up.A(w, b)[0]
+    ex = Fraction(1, 2) * (k * _xi_exact(d, k - 1) + ((d - k) * _xi_exact(d, k + 1) if k < d else 0)
+                           - Fraction(b) * _xi_exact(d, k) + (1 if k == 1 else 0))
+    assert record("UniformParity.A (large d)", float(abs(Fraction(A) - ex) / (2 * Fraction(EPS) * abs(ex)
+                                                                             + Fraction(1, 10 ** 320))), d=d, k=k) <= 1
+
+
+# ---- multi-index polynomial ---------------------------------------------------------------------------------------
+
+def _he_coeffs(k):
+    """Coefficients of He_k (probabilists') as exact ints, lowest degree first."""
+    a, b = [1], [0, 1]
+    if k == 0:
+        return a
+    for n in range(1, k):
+        c = [0] + b
+        for i, v in enumerate(a):
+            c[i] -= n * v
+        a, b = b, c
+    return b
+
+
+def _poly_mul(p, q):
+    out = {}
+    for e1, c1 in p.items():
+        for e2, c2 in q.items():
+            e = tuple(x + y for x, y in zip(e1, e2))
+            out[e] = out.get(e, 0) + c1 * c2
+    return out
+
+
+def _multi_index_ref(model, wi, bi, pad=False):
+    """G and A by monomials: basis e_0 = w_hat, e_1.. orthonormal completing span(U, w_hat) (Gram-Schmidt in
+    mpmath), y = sum c_hat prod h_alpha(<u_j, x>) expanded in (s, z_1..), E[s^a 1[s > t]] by the exact recursion
+    M_a = t^(a-1) phi(t) + (a - 1) M_(a-2), E[z^m] = (m - 1)!!; scales with |coefficients|."""
+    U = [[_mpf(x) for x in row] for row in model.U]
+    w = [_mpf(x) for x in wi]
+    nw = mp.sqrt(mp.fsum(x * x for x in w))
+    basis = [[x / nw for x in w]]
+    for u in U:
+        v = list(u)
+        for _ in range(2):
+            for e in basis:
+                pr = mp.fsum(a * b for a, b in zip(v, e))
+                v = [a - pr * b for a, b in zip(v, e)]
+        nv = mp.sqrt(mp.fsum(x * x for x in v))
+        if nv > mp.mpf(10) ** -25:
+            basis.append([x / nv for x in v])
+    nb = len(basis)
+    t = _mpf(bi) / nw
+    D = model.degree + 2
+    Ms = [mp.ncdf(-t), mp.npdf(t)]
+    for a in range(2, D + 2):
+        Ms.append(t ** (a - 1) * mp.npdf(t) + (a - 1) * Ms[a - 2])
+    zm = lambda m: 0 if m % 2 else mp.fac2(m - 1) if m else 1  # noqa: E731
+    lin = [{tuple(int(i == m) for i in range(nb)): mp.fsum(a * b for a, b in zip(u, basis[m])) for m in range(nb)}
+           for u in U]
+    if pad:   # the scale: |coefficients| and v_j's coefficients |u.e_m| + 1 (the rounding of v = U w_hat, d eps)
+        lin = [{e: abs(v) + 1 for e, v in f.items()} for f in lin]
+    poly = {}
+    for alpha, ch, act in zip(model.alphas, model.coefs, model._active):
+        if not act:
+            continue
+        term = {(0,) * nb: _mpf(ch) / mp.sqrt(mp.fprod(mp.factorial(int(a)) for a in alpha))}
+        if pad:
+            term = {k_: abs(v_) for k_, v_ in term.items()}
+        for j, a in enumerate(alpha):
+            he = {}
+            pw = {(0,) * nb: mp.mpf(1)}
+            for deg, cf in enumerate(_he_coeffs(int(a))):
+                cf = abs(cf) if pad else cf
+                if cf:
+                    for e, v in pw.items():
+                        he[e] = he.get(e, 0) + cf * v
+                pw = _poly_mul(pw, lin[j])
+            term = _poly_mul(term, he)
+        for e, v in term.items():
+            poly[e] = poly.get(e, 0) + v
+    Gc, sG = [mp.mpf(0)] * nb, [mp.mpf(0)] * nb
+    A = sA = mp.mpf(0)
+    for e, v in poly.items():
+        rest = mp.fprod(zm(m) for m in e[1:])
+        for m in range(nb):
+            ee = list(e)
+            ee[m] += 1
+            r2 = mp.fprod(zm(x) for x in ee[1:])
+            Gc[m] += v * Ms[ee[0]] * r2
+            sG[m] += abs(v * Ms[ee[0]] * r2)
+        A += v * rest * (Ms[e[0] + 1] - t * Ms[e[0]])
+        sA += abs(v * rest) * (abs(Ms[e[0] + 1]) + abs(t * Ms[e[0]]))
+    G = [mp.fsum(Gc[m] * basis[m][j] for m in range(nb)) for j in range(len(w))]
+    return G, A * nw, mp.sqrt(mp.fsum(x * x for x in sG)), sA * nw
+
+
+@st.composite
+def multi_index_cases(draw):
+    r = draw(st.integers(1, 2))
+    d = draw(st.integers(r, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    U = np.linalg.qr(rng.standard_normal((d, r)))[0].T
+    n_terms = draw(st.integers(1, 4))
+    terms = {}
+    for _ in range(n_terms):
+        alpha = tuple(draw(st.lists(st.integers(0, 4), min_size=r, max_size=r)))
+        terms[alpha] = draw(st.floats(-2, 2).filter(lambda v: abs(v) > 1e-3))
+    model = GF.MultiIndexPolynomial(U, terms, preprocess=draw(st.booleans()))
+    M = draw(st.integers(1, 2))
+    W = rng.standard_normal((M, d)) * 10.0 ** draw(st.floats(-3, 3))
+    par = draw(st.sampled_from([0.0, 1e-8, 1.0]))
+    if par:
+        W = W * par + U[0]
+    t = np.array([draw(st.one_of(st.floats(-40, 40), st.just(0.0))) for _ in range(M)])
+    return model, W, t * np.linalg.norm(W, axis=1)
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(multi_index_cases())
+@example((GF.MultiIndexPolynomial(np.eye(2), {(0, 1): 1.0}), np.array([[-0.19264634, -0.98126825]]), np.zeros(1)))
+def test_multi_index_G_A(case):
+    """MultiIndexPolynomial.simplified_gradient / A: ||G - G_ref|| <= 8 (D + 2)^2 eps (1 + t^2) d sG and
+    |A - A_ref| <= 8 (D + 2)^2 eps (1 + t^2) d sA (+ 1e-300), t = b/||w||, D the degree, sG and sA the sums of the
+    monomial terms' absolute values with |v_j| + 1 for each v_j = <u_j, w_hat> (the conditioning of the sum and of
+    v under its d eps rounding; t^2 that of phi(t) under the rounding of t). Before the padding (a test defect,
+    not the code's): 2.8e7 where <u_2, w_hat> = 3e-9 is known to d eps only."""
+    model, W, b = case
+    G, A = model.simplified_gradient(W, b), model.A(W, b)
+    assert np.all(np.isfinite(G)) and np.all(np.isfinite(A))
+    Dg = model.degree
+    with mp.workdps(DPS):
+        for i in range(len(b)):
+            Gr, Ar, _, _ = _multi_index_ref(model, W[i], b[i])
+            _, _, sG, sA = _multi_index_ref(model, W[i], b[i], pad=True)
+            sG, sA = sG * model.dim, sA * model.dim
+            t = b[i] / np.linalg.norm(W[i])
+            k = 8 * (Dg + 2) ** 2 * EPS * (1 + t * t)
+            err = mp.sqrt(mp.fsum((_mpf(G[i, j]) - Gr[j]) ** 2 for j in range(model.dim)))
+            assert record("MultiIndexPolynomial.simplified_gradient", err / (k * sG + mp.mpf(1e-300)), t=t) <= 1
+            assert record("MultiIndexPolynomial.A", abs(_mpf(A[i]) - Ar) / (k * sA + mp.mpf(1e-300)), t=t) <= 1
+
+
+# ---- bounds --------------------------------------------------------------------------------------------------------
+
+def _b9_exact(T, a1, Z, eta, Bx1):
+    """h(1..T) of B.72 by the exact rational recursion."""
+    a1, Z, eta, Bx1 = (Fraction(x) for x in (a1, Z, eta, Bx1))
+    rho2 = (eta * Bx1) ** 2
+    h = [None, a1, 2 * a1 + eta * Z]
+    for t in range(3, T + 1):
+        h.append(2 * h[t - 1] - (1 - rho2) * h[t - 2] + eta * Z)
+    return h
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.integers(2, 120), st.floats(-12, -0.05), st.floats(-3, 3), st.floats(-3, 3), st.floats(-3, 3))
+def test_lemma_B9(T, log_rho, log_a1, log_Z, log_Bx1):
+    """lemma_B9_h / lemma_B9_bounds: relative error <= 64 eps against the exact rational recursion (any
+    eta Bx1 from 1e-12 to 0.9, t up to 120)."""
+    Bx1 = 10.0 ** log_Bx1
+    eta = 10.0 ** log_rho / Bx1
+    assume(eta * Bx1 < 1)
+    a1, Z = 10.0 ** log_a1, 10.0 ** log_Z
+    h = _b9_exact(T, a1, Z, eta, Bx1)
+    got = GF.lemma_B9_h(np.arange(1, T + 1), a1, Z, eta, Bx1)
+    rel = max(float(abs(Fraction(g) - h[t]) / h[t]) for t, g in zip(range(1, T + 1), got))
+    assert record("lemma_B9_h", rel / (64 * EPS), T=T, rho=eta * Bx1) <= 1
+    w1 = 10.0 ** log_Z
+    bt = 1.0
+    Zb = Fraction(Bx1) * Fraction(w1) + 1
+    hb = _b9_exact(T, a1, Zb, eta, Bx1) if Zb == Fraction(float(Zb)) else None
+    if hb is not None:
+        ab, ws = GF.lemma_B9_bounds(np.array([T]), a1, w1, bt, eta, Bx1)
+        ra = float(abs(Fraction(ab[0]) - (hb[T] - hb[T - 1])) / (hb[T] - hb[T - 1]))
+        rw = float(abs(Fraction(ws[0]) - Fraction(eta) * Fraction(Bx1) * hb[T - 1]) / (Fraction(eta) * Fraction(Bx1)
+                                                                                        * hb[T - 1]))
+        assert record("lemma_B9_bounds", max(ra, rw) / (64 * EPS), T=T, rho=eta * Bx1) <= 1
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.one_of(st.floats(1e-300, 40), st.floats(20, 41.3), st.floats(1e-8, 1e-2)))
+@example(30.0)
+@example(37.0)   # tail_expectation_bound was 57 times the bound (ndtr(-z) loses z^2 eps)
+@example(39.15002500999663)    # tail_expectation_bound was 0 (Q underflows, Q^0.9 = 1e-301 does not)
+@example(26.149399999450367)   # mills_bounds was 13.4 times the bound (exp(-z^2/2) with z^2 rounded)
+def test_mills_and_tail_bounds(z):
+    """mills_bounds: relative error <= 8 eps where the bounds are normal floats (z <= 37.5); absolute <= 2^-1074
+    beyond. tail_expectation_bound: relative <= 8 eps (value) for z <= 37, z^2 eps to z = 41.3 (logs), absolute
+    <= 8 eps max(1, |log|) (log=True),
+    for any real z (both signs)."""
+    lo, hi = GF.mills_bounds(z)
+    with mp.workdps(DPS):
+        Z = _mpf(z)
+        phi = mp.npdf(Z)
+        rl, rh = phi * Z / (Z * Z + 1), phi / Z
+        for got, ref in ((lo, rl), (hi, rh)):
+            bound = 8 * EPS * ref + mp.mpf(2) ** -1074
+            assert record("mills_bounds", abs(_mpf(got) - ref) / bound, z=z) <= 1
+        for zz in (z, -z):
+            Zz = _mpf(zz)
+            ref = 2 * mp.ncdf(-Zz) ** mp.mpf(0.9)
+            got = GF.tail_expectation_bound(zz)
+            rel = 8 * EPS if zz <= 37 else zz * zz * EPS
+            assert record("tail_expectation_bound", abs(_mpf(got) - ref) / (rel * ref + mp.mpf(2) ** -1074),
+                          z=zz) <= 1
+            lr = mp.log(2) + mp.mpf(0.9) * mp.log(mp.ncdf(-Zz))
+            lg = GF.tail_expectation_bound(zz, log=True)
+            assert record("tail_expectation_bound (log)", abs(_mpf(lg) - lr) / (8 * EPS * max(1, abs(lr))), z=zz) <= 1
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.integers(2, 10 ** 9), st.floats(0, 1e6), st.integers(1, 10 ** 9))
+def test_max_gaussian_and_chi2_tail_bounds(n, z, k):
+    """max_gaussian_tail_bound, chi2_tail_bound: relative error <= 8 eps for thresholds and bounds (e^-z to
+    2^-1074 absolute)."""
+    t, bnd = GF.max_gaussian_tail_bound(n, z)
+    t2, bnd2 = GF.chi2_tail_bound(k, z)
+    with mp.workdps(DPS):
+        Z = _mpf(z)
+        s = mp.sqrt(2 * mp.log(n))
+        tiny = mp.mpf(2) ** -1074
+        assert record("max_gaussian_tail_bound", abs(_mpf(t) - (s + Z / s)) / (8 * EPS * (s + Z / s))) <= 1
+        for got in (bnd, bnd2):
+            assert record("max_gaussian_tail_bound", abs(_mpf(got) - mp.exp(-Z)) / (8 * EPS * mp.exp(-Z) + tiny)) <= 1
+        ref = k + 2 * mp.sqrt(k * Z) + 2 * Z
+        assert record("chi2_tail_bound", abs(_mpf(t2) - ref) / (8 * EPS * ref)) <= 1
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.integers(2, 10 ** 9), st.integers(1, 10 ** 9), st.lists(st.floats(-6, 6), min_size=6, max_size=6),
+       st.sampled_from(["hinge", "logistic"]))
+def test_lemma_B8_bounds(m, d, logs, loss):
+    """lemma_B8_bounds: every size relative error <= 8 eps (the printed products, in mpmath), probability
+    1 - delta - 1/m^2 absolute <= eps."""
+    import warnings
+    sw, bt, e1, BG, Be, Bx1 = (10.0 ** v for v in logs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = GF.lemma_B8_bounds(m, d, sw, bt, e1, BG, Be, Bx1, loss=loss)
+    with mp.workdps(DPS):
+        lp = mp.mpf(1) if loss == "hinge" else 1 / (2 * mp.log(2))
+        S = [_mpf(v) for v in (sw, bt, e1, BG, Be, Bx1)]
+        sw_, bt_, e1_, BG_, Be_, Bx_ = S
+        lm = mp.sqrt(mp.log(m))
+        sa = bt_ / (lp * e1_ * BG_ * Be_)
+        refs = dict(a0_inf=sa * lm, w0_norm=sw_ * mp.sqrt(d), a1_inf=e1_ * lp * (Bx_ * sw_ * mp.sqrt(d) + bt_),
+                    w1_norm=bt_ * lm * Bx_ / (BG_ * Be_), sigma_a=sa)
+        for key, ref in refs.items():
+            assert record("lemma_B8_bounds", abs(_mpf(out[key]) - ref) / (8 * EPS * ref), which=key) <= 1
+        assert abs(_mpf(out["probability"]) - (1 - mp.mpf(1) / m ** 2)) <= EPS
+
+
+# ---- Monte Carlo: calibration --------------------------------------------------------------------------------------
+
+Z_MAX = 6.0
+
+
+@settings(max_examples=examples(6), deadline=None)
+@given(st.integers(0, 2 ** 31), st.floats(-1, 1), st.sampled_from([1.0, 3.0]))
+def test_mc_calibration_mixture(seed, kappa, sigma_B):
+    """simplified_gradient_mc, A_mc: |estimate - closed form| <= 6 se per coordinate (the closed forms are
+    exact to 1e-13 above); network_loss_mc / population_loss: |estimate - exact XOR g* hinge loss| <= 6 se."""
+    d = 4
+    gm = GF.xor_mixture(d, sigma_B)
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((3, d))
+    b = kappa * np.linalg.norm(W, axis=1)
+    G, se = gm.simplified_gradient_mc(W, b, 20_000, seed)
+    Gr = gm.simplified_gradient(W, b)
+    z = np.abs(G - Gr) / np.where(se > 0, se, np.inf)
+    assert np.all(np.where(se > 0, True, G == Gr))
+    assert record("DataModel.simplified_gradient_mc (z / 6)", float(z.max()) / Z_MAX) <= 1
+    A, sa = gm.A_mc(W, b, 20_000, seed)
+    assert record("DataModel.A_mc (z / 6)", float(np.max(np.abs(A - gm.A(W, b)) / sa)) / Z_MAX) <= 1
+    a, Ws, bs = gm.ground_truth(1.0)
+    ex = gm.ground_truth_loss(1.0)[0]
+    for fn in (lambda: gm.network_loss_mc(a, Ws, bs, "hinge", 20_000, seed),
+               lambda: GF.population_loss(gm, a, Ws, bs, "hinge", 20_000, seed)):
+        v, s = fn()
+        assert 0 <= v and s >= 0
+        assert record("DataModel.network_loss_mc / population_loss (z / 6)", abs(v - ex) / s / Z_MAX) <= 1
+
+
+@settings(max_examples=examples(6), deadline=None)
+@given(st.integers(0, 2 ** 31), st.sampled_from([3, 5, 7]), st.integers(1, 3), st.floats(0.01, 0.9))
+def test_feature_probability_calibration(seed, d, k, gamma):
+    """feature_probability (law="sign", uniform parity): p_hat within 6 binomial SE of the exact p (enumeration
+    of the 2^d sign vectors), p_hat and the Clopper-Pearson interval in [0, 1], p_hat inside it."""
+    k = min(k, d)
+    up = GF.UniformParity(d, k)
+    D = np.zeros(d)
+    D[list(up.subset)] = 1 / math.sqrt(k)
+    Wall = np.array(list(itertools.product((-1.0, 1.0), repeat=d)))
+    G = up.simplified_gradient(Wall, np.full(len(Wall), 0.5))
+    nG = np.linalg.norm(G, axis=1)
+    p = float(np.mean(GF.cone_membership(G, D, gamma) & (nG >= 0.0)))
+    n = 4000
+    ph, (lo, hi) = GF.feature_probability(up, D, 1, gamma, 0.0, 0.5, n_mc=n, rng=seed, law="sign")
+    assert 0 <= lo <= ph <= hi <= 1
+    se = math.sqrt(max(p * (1 - p), 1e-12) / n)
+    assert record("feature_probability (z / 6)", abs(ph - p) / se / Z_MAX, d=d, k=k) <= 1
