@@ -235,3 +235,14 @@ def test_interrupted_run_resumes_without_rerunning_finished_claims(tmp_path):
     rerun = ["fake." + line for line in log.read_text().split()]
     assert not set(rerun) & set(finished) and len(rerun) + len(finished) == 6
     assert _report_body(tmp_path / "cut" / "REPORT.md") == _report_body(tmp_path / "full" / "REPORT.md")
+
+
+def test_list_names_each_selected_claim_with_its_kind_and_runs_nothing(capsys, monkeypatch):
+    from validation import runner
+    monkeypatch.setattr(runner, "run", lambda **kw: (_ for _ in ()).throw(AssertionError("ran a claim")))
+    assert runner.main(["--list", "looped"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    looped = [c for c in claims_pkg.discover().values() if c.model == "looped"]
+    assert len(lines) == 1 + len(looped)
+    for c, line in zip(looped, lines[1:]):
+        assert line.split()[:2] == [c.id, c.kind]

@@ -383,10 +383,28 @@ def add_arguments(parser):
                         help="also store each result in validation/records/ (the repository's records; see "
                              "python -m validation.records)")
     where = parser.add_mutually_exclusive_group()
+    parser.add_argument("--list", action="store_true",
+                        help="list the selected claims (kind, status, stored claim times) and run nothing")
     where.add_argument("--jobs", type=int, default=1, help="run claims on N local processes (default 1: serial)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="run claims on the Dask cluster at ADDRESS (tcp://host:8786; needs popdyn[dask])")
     return parser
+
+
+def _listing(selected):
+    """One line per claim: id, kind, status (the deciding size's verdict) and the claim times of its stored runs."""
+    from . import records
+
+    def secs(part):
+        return f"{part['elapsed_s']:.0f} s" if part and part.get("elapsed_s") else "-"
+
+    lines = [f"{'claim':45s} {'kind':12s} {'status':14s} {'quick':>7s} {'full':>7s}"]
+    for c in selected:
+        rec = records._read(records.RECORDS, c.id)
+        verdict, size = records.status(rec)
+        lines.append(f"{c.id:45s} {c.kind:12s} {verdict + (f' ({size})' if size else ''):14s} "
+                     f"{secs(rec.get('quick')):>7s} {secs(rec.get('full')):>7s}")
+    return "\n".join(lines)
 
 
 def main(argv=None, *, prog="python -m validation"):
@@ -402,6 +420,9 @@ def run_from_args(args, parser):
         selected = _claims.select(args.names)
     except KeyError as e:
         parser.error(e.args[0])
+    if args.list:
+        print(_listing(selected))
+        return 0
     try:
         if args.jobs < 1:
             parser.error(f"argument --jobs: must be >= 1, got {args.jobs}")
