@@ -29,6 +29,14 @@ _DELTA_B = Interval(0, 0.05, closed="right")      # Lemma B.1 / Thm B.5: delta i
 _T = Interval(0, math.inf, closed="right")         # T = inf allowed (the Hadamard universe)
 
 
+def _ldexp_inf(x, e):
+    """``x 2^e``, inf where it overflows (math.ldexp raises)."""
+    try:
+        return math.ldexp(x, e)
+    except OverflowError:
+        return math.inf
+
+
 def _rdm(owner, r, d, m):
     r = as_int(owner, "r", r, low=1)
     d = as_int(owner, "d", d, low=1)
@@ -37,14 +45,16 @@ def _rdm(owner, r, d, m):
     return r, d, as_int(owner, "m", m, low=1)
 
 
-def _binom(owner, d, r):
-    """``binom(d, r)`` as a float (checked ints, d >= r); ``math.inf`` past float64's range."""
+def _over_sqrt_binom(owner, d, r, x):
+    """``x / sqrt(binom(d, r))`` for a float ``x >= 0``, from the exact integer binomial: its leading 106 bits
+    (relative truncation 2^-105) times a power of 2, so neither ``binom`` nor ``x^2`` overflows."""
     r = as_int(owner, "r", r, low=0)
     d = as_int(owner, "d", d, low=1)
     if r > d:
         raise InvalidParameterError(f"The 'd' parameter of {owner} must be an int >= r = {r}. Got {d!r} instead.")
     c = math.comb(d, r)
-    return float(c) if c.bit_length() < 1020 else math.inf
+    e = max(0, c.bit_length() - 106) & ~1                  # even shift: sqrt(c) = sqrt(c >> e) 2^(e/2)
+    return math.ldexp(x / math.sqrt(float(c >> e)), -e // 2) if x > 0 else 0.0
 
 
 def prop41_rhs(r, d, m, T, C=1.0):
@@ -90,8 +100,8 @@ def prop41_rhs(r, d, m, T, C=1.0):
     r, d, m = _rdm(owner, r, d, m)
     T, C = check(owner, "T", T, _T), check(owner, "C", C, _POS)
     lm, tasks = math.log(m), math.sqrt(r) * d / math.sqrt(T)
-    return (C * ((r ** 4 + lm ** 4) / (2 ** r * d) + tasks),
-            C * ((r ** 3.5 + lm ** 3.5) / (2 ** r * d ** 1.5) + tasks))
+    return (C * (math.ldexp((r ** 4 + lm ** 4) / d, -r) + tasks),
+            C * (math.ldexp((r ** 3.5 + lm ** 3.5) / d ** 1.5, -r) + tasks))
 
 
 def thm42_rhs(r, d, m, T, C=1.0):
@@ -131,7 +141,7 @@ def thm42_rhs(r, d, m, T, C=1.0):
     owner = "multitask.bounds.thm42_rhs"
     r, d, m = _rdm(owner, r, d, m)
     T, C = check(owner, "T", T, _T), check(owner, "C", C, _POS)
-    return C * ((r ** 3.5 + math.log(m) ** 3.5) / d ** 1.5 + 2 ** r * math.sqrt(r) * d / math.sqrt(T))
+    return C * ((r ** 3.5 + math.log(m) ** 3.5) / d ** 1.5 + _ldexp_inf(math.sqrt(r) * d / math.sqrt(T), r))
 
 
 def prop41_requirements(r, d):
@@ -280,10 +290,9 @@ def thm46_lower(d, r, m_hat, B):
     0.0
     """
     owner = "multitask.bounds.thm46_lower"
-    binom = _binom(owner, d, r)
     m_hat = as_int(owner, "m_hat", m_hat, low=1)
     B = check(owner, "B", B, _NONNEG)
-    return 1.0 - math.sqrt(m_hat * B * B / binom)
+    return 1.0 - _over_sqrt_binom(owner, d, r, math.sqrt(m_hat) * B)
 
 
 def thm46_bessel(d, r, B):
@@ -325,9 +334,8 @@ def thm46_bessel(d, r, B):
     True
     """
     owner = "multitask.bounds.thm46_bessel"
-    binom = _binom(owner, d, r)
     B = check(owner, "B", B, _NONNEG)
-    return 1.0 - B / math.sqrt(binom)
+    return 1.0 - _over_sqrt_binom(owner, d, r, B)
 
 
 def downstream_eval(B_over_mu, n, delta_prime, C=1.0):

@@ -22,7 +22,6 @@ import numpy as np
 from scipy import linalg, optimize
 
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, as_int, check
-from .onestep import kappa_par
 from .tasks import sign_patterns
 
 __all__ = ["DownstreamEmbedding", "rescaling_alpha", "hypercube", "lemmaB3_rhs", "fit_linear_probe",
@@ -120,8 +119,14 @@ def rescaling_alpha(r, m_bar, nu_w, eta=1.0, kappa=None, convention="corrected")
     m_bar = as_int(owner, "m_bar", m_bar, low=1)
     nu_w, eta = check(owner, "nu_w", nu_w, _POS), check(owner, "eta", eta, _POS)
     convention = check(owner, "convention", convention, Options(("corrected", "paper")))
-    kappa = kappa_par(r, eta, convention == "corrected") if kappa is None else check(owner, "kappa", kappa, _POS)
-    return 2.0 / (nu_w * math.sqrt(m_bar)) / kappa
+    if kappa is not None:
+        return 2.0 / (nu_w * math.sqrt(m_bar)) / check(owner, "kappa", kappa, _POS)
+    m, x = math.frexp(eta)                     # 2 / (nu_w sqrt(m_bar) kappa_par) without forming 2^-r or eta^2
+    c, e = (2 * math.pi, r) if convention == "corrected" else (1.0, r + 2)
+    try:
+        return math.ldexp(2.0 * c / (nu_w * math.sqrt(m_bar)) / (m * m), e - 2 * x)
+    except OverflowError:
+        return math.inf
 
 
 def lemmaB3_rhs(r, d, m_bar, T, C=1.0):
@@ -163,7 +168,7 @@ def lemmaB3_rhs(r, d, m_bar, T, C=1.0):
         raise InvalidParameterError(f"The 'd' parameter of {owner} must be an int >= r = {r}. Got {d!r} instead.")
     m_bar = as_int(owner, "m_bar", m_bar, low=1)
     T, C = check(owner, "T", T, Interval(0, math.inf, closed="right")), check(owner, "C", C, _POS)
-    return C * ((r ** 3.5 + math.log(m_bar) ** 3.5) / (2 ** r * math.sqrt(d)) + math.sqrt(r) * d ** 1.5 / math.sqrt(T))
+    return C * (math.ldexp((r ** 3.5 + math.log(m_bar) ** 3.5) / math.sqrt(d), -r) + math.sqrt(r) * d ** 1.5 / math.sqrt(T))
 
 
 class DownstreamEmbedding:
@@ -446,6 +451,11 @@ def svm_margin(G, y):
     if len(pos) == 0 or len(neg) == 0:
         raise InvalidParameterError(f"The 'y' parameter of {owner} must contain both labels -1 and 1 (a one-class "
                                     f"problem has no finite margin). Got {y!r} instead.")
+    scale = float(np.abs(G).max())
+    if scale == 0.0:
+        return {"mu": 0.0, "mu_upper": 0.0, "a": np.zeros(G.shape[1]), "tau": 0.0}
+    scale = math.ldexp(1.0, math.frexp(scale)[1])   # a power of 2: the problem is solved at max|G| in (1/2, 1]
+    pos, neg = pos / scale, neg / scale
     A = np.vstack([pos, -neg])
     k = len(pos)
     Q = A @ A.T
@@ -462,7 +472,8 @@ def svm_margin(G, y):
         return {"mu": 0.0, "mu_upper": 0.0, "a": np.zeros(G.shape[1]), "tau": 0.0}
     a = diff / gap
     lo, hi = float((pos @ a).min()), float((neg @ a).max())
-    return {"mu": max(0.5 * (lo - hi), 0.0), "mu_upper": 0.5 * gap, "a": a, "tau": -0.5 * (lo + hi)}
+    return {"mu": max(0.5 * (lo - hi), 0.0) * scale, "mu_upper": 0.5 * gap * scale, "a": a,
+            "tau": -0.5 * (lo + hi) * scale}
 
 
 def purified_margin(embedding, fbar):
@@ -564,7 +575,7 @@ def ball_hinge_loss(G, y, B):
                                   options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-13}).x
         v = Gy.T @ theta
         nv = np.linalg.norm(v)
-        lower = max(lower, float(theta.mean() - B * nv))
+        lower = max(lower, float(theta.mean() - B * nv), 0.0)   # theta = 0: L* >= 0
         for a in (B * v / math.sqrt(nv * nv + eps * eps), B * v / nv if nv > 0 else 0.0 * v):   # two feasible heads
             upper = min(upper, float(np.maximum(1.0 - y * (G @ a), 0.0).mean()))
         if upper - lower <= 1e-13 or v @ v > 1e6 * eps * eps:   # closed, or smaller eps changes nothing

@@ -295,4 +295,7 @@ def conditional_moments(w_par, s, method="auto"):
     U = sign_patterns(w_par.shape[1])
     M_par = U[None] * math.sqrt(2.0 / math.pi) * p + (w_par / s[:, None])[:, None, :] * q[:, :, None]
     S = np.einsum("mpk,mk->mp", M_par, w_par) + s[:, None] * q
-    return M_par, q, S
+    # u_k M_k = E[sigma' |x_k| | u] >= 0 and S >= 0: where the two terms cancel (u_k w_k < 0, ||w_par|| >> s) the
+    # rounding can cross zero; clamping only moves the value towards the (non-negative) truth
+    M_par = U[None] * np.maximum(U[None] * M_par, 0.0)
+    return M_par, q, np.maximum(S, 0.0)

@@ -21,6 +21,16 @@ __all__ = ["A_matrix", "A_blocks_leading", "head_after_step", "post_head_loss", 
            "one_step_map", "one_step_map_reduced", "leading_order_map", "decay_factor", "lambda_w_paper",
            "lambda_w_adaptive", "kappa_par", "kappa_hat", "subspace_ratio", "margin_bound", "check_linear_regime"]
 
+def _eta2_ldexp(eta, c, e):
+    """``c eta^2 2^e`` with one rounding of the mantissa product: no overflow or underflow of ``eta^2`` or ``2^e``
+    before the (representable) result is formed."""
+    m, x = math.frexp(eta)
+    try:
+        return math.ldexp(c * (m * m), 2 * x + e)
+    except OverflowError:
+        return math.inf
+
+
 _LAM_W = Either((Options(("paper", "adaptive")), Interval(-np.inf, np.inf, closed="neither")))
 _POS = Interval(0, np.inf, closed="neither")
 
@@ -248,7 +258,12 @@ def post_head_loss(W0, tasks, eta, lam_a=None, A0=None):
     owner = "multitask.post_head_loss"
     ts, S, eta = _head_inputs(owner, W0, tasks, eta)
     a = _heads(owner, S, ts, eta, lam_a, A0)
-    return float(1.0 - np.sum(a * (ts.F @ S.T)) / (ts.n_tasks * ts.F.shape[1]))
+    loss = float(1.0 - np.sum(a * (ts.F @ S.T)) / (ts.n_tasks * ts.F.shape[1]))
+    if loss < 0.0:   # E[y f] > 1: y f >= 1 on inputs of positive probability, where the hinge is flat
+        warnings.warn(f"{owner}: the linear-regime loss is {loss:.3g} < 0, so the hinge reaches its threshold "
+                      f"([Collins24, Lemma A.3]) and the closed form is not the hinge loss; use a smaller eta, nu_w "
+                      f"or width (check_linear_regime).", RegimeWarning, stacklevel=2)
+    return loss
 
 
 def _gradient_parts(owner, W0, ts, r, eta, lam_a, A0, method, r_from_tasks=False):
@@ -321,7 +336,7 @@ def lambda_w_paper(r, eta):
     """
     r = as_int("multitask.lambda_w_paper", "r", r, 1)
     eta = check("multitask.lambda_w_paper", "eta", eta, _POS)
-    return (1.0 + eta ** 2 * 2.0 ** (-r - 1) / math.pi) / eta
+    return 1.0 / eta + math.ldexp(eta / math.pi, -r - 1)
 
 
 def lambda_w_adaptive(B, eta):
@@ -339,7 +354,7 @@ def lambda_w_adaptive(B, eta):
     """
     B = check("multitask.lambda_w_adaptive", "B", B, Interval(0, 1))
     eta = check("multitask.lambda_w_adaptive", "eta", eta, _POS)
-    return (1.0 + eta ** 2 * B / (2 * math.pi)) / eta
+    return 1.0 / eta + eta * B / (2 * math.pi)
 
 
 def decay_factor(r, eta, lam_w="paper", tasks=None):
@@ -380,9 +395,9 @@ def decay_factor(r, eta, lam_w="paper", tasks=None):
     eta = check(owner, "eta", eta, _POS)
     lam_w = check(owner, "lam_w", lam_w, _LAM_W)
     if lam_w == "paper":
-        return -eta ** 2 * 2.0 ** (-r - 1) / math.pi
+        return -_eta2_ldexp(eta, 1 / math.pi, -r - 1)
     if lam_w == "adaptive":
-        return -eta ** 2 * _stats(_tasks(owner, tasks, r), r)["B"] / (2 * math.pi)
+        return -_eta2_ldexp(eta, _stats(_tasks(owner, tasks, r), r)["B"] / (2 * math.pi), 0)
     return 1.0 - eta * lam_w
 
 
@@ -414,7 +429,7 @@ def kappa_par(r, eta, corrected=True):
     """
     r = as_int("multitask.kappa_par", "r", r, 1)
     eta = check("multitask.kappa_par", "eta", eta, _POS)
-    return eta ** 2 * 2.0 ** -r / (2 * math.pi) if corrected else eta ** 2 * 2.0 ** (-r - 2)
+    return _eta2_ldexp(eta, 1 / (2 * math.pi), -r) if corrected else _eta2_ldexp(eta, 1.0, -r - 2)
 
 
 def kappa_hat(W0, W_plus, r):
@@ -434,7 +449,10 @@ def kappa_hat(W0, W_plus, r):
     W0 = check("multitask.kappa_hat", "W0", W0, FiniteArray(2))
     W_plus = check("multitask.kappa_hat", "W_plus", W_plus, FiniteArray(2, W0.shape))
     r = as_int("multitask.kappa_hat", "r", r, 1, W0.shape[1] - 1)
-    return float(np.sum(W_plus[:, :r] * W0[:, :r]) / np.sum(W0[:, :r] ** 2))
+    A, B = W0[:, :r], W_plus[:, :r]
+    a, b = np.abs(A).max(), np.abs(B).max()   # scaled by powers of 2 (exact): no under/overflow of the sums
+    sa, sb = (math.ldexp(1.0, -math.frexp(x)[1]) if 0 < x < math.inf else 1.0 for x in (a, b))
+    return float(np.sum((B * sb) * (A * sa)) / np.sum((A * sa) ** 2) * (sa / sb))
 
 
 def subspace_ratio(W, r):
@@ -507,7 +525,7 @@ def leading_order_map(w_par, s, eta=1.0, tasks=None, lam_w="paper"):
     ts = _tasks(owner, tasks, r)
     st = _stats(ts, r)
     dec = decay_factor(r, eta, lam_w, ts)
-    c2 = eta ** 2 / (2 * math.pi)
+    c2 = _eta2_ldexp(eta, 1 / (2 * math.pi), 0)
     L = st["B"] * np.eye(r) + st["K"] + (2 / math.pi) * st["C2"]
     wp = dec * w_par + c2 * (s[:, None] * st["c"][None, :] + w_par @ L.T)
     return wp, dec + c2 * (st["B"] + w_par @ st["c"] / s)
