@@ -16,6 +16,12 @@ __all__ = ["power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostic
 _PHASE_POWER = 1e-12  # 1e-12: relative one-sided power below which a phase is undefined
 
 
+def _pow2_scale(v):
+    """Per vector (last axis) the power of 2 that brings max|v| into [1/2, 1) (1 where v = 0): exact scaling."""
+    top = np.max(np.abs(v), axis=-1, keepdims=True)
+    return np.ldexp(1.0, -np.frexp(np.where(top > 0, top, 1.0))[1])
+
+
 def power_spectrum(v):
     r"""One-sided power spectrum of real vectors over Z_p, bins ``0..(p-1)/2``, normalised to sum 1.
 
@@ -46,7 +52,8 @@ def power_spectrum(v):
     >>> power_spectrum(np.cos(2 * np.pi * 2 * x / 7 + 0.3)).round(12).tolist()
     [0.0, 0.0, 1.0, 0.0]
     """
-    P = np.abs(np.fft.rfft(np.asarray(v, dtype=np.float64), axis=-1)) ** 2
+    v = np.asarray(v, dtype=np.float64)
+    P = np.abs(np.fft.rfft(v * _pow2_scale(v), axis=-1)) ** 2   # per vector max|v| in [1/2, 1): no under/overflow
     tot = P.sum(axis=-1, keepdims=True)
     return np.divide(P, tot, out=np.zeros_like(P), where=tot > 0)
 
@@ -92,13 +99,15 @@ def fourier_diagnostics(U, W):
     U, W = check_network("modular.fourier_diagnostics", U, W)
     m, k, p = U.shape
     comps = np.concatenate([U, W[:, None, :]], axis=1)  # (m, k+1, p)
+    c = _pow2_scale(comps.reshape(m, -1))[:, :, None]   # per neuron, exact: powers and phases need no squares
+    comps = comps * c                                   # that under/overflow; norms are divided back below
     spec = np.fft.rfft(comps, axis=-1)
     power = np.abs(spec) ** 2
     zeta = 1 + np.argmax(power[:, :, 1:].sum(axis=1), axis=1)
     at = spec[np.arange(m), :, zeta]  # (m, k+1)
     ok = np.abs(at) ** 2 > _PHASE_POWER * power.sum(axis=-1)
     res = np.angle(np.exp(1j * (np.angle(at[:, :k]).sum(axis=1) - np.angle(at[:, k]))))
-    norms = np.linalg.norm(comps, axis=-1)
+    norms = np.linalg.norm(comps, axis=-1) / c[:, :, 0]
     coverage = np.bincount(zeta - 1, minlength=(p - 1) // 2)[: (p - 1) // 2]
     component = power_spectrum(comps).max(axis=-1)
     return {"dominant_frequency": zeta, "component_power": component, "max_power": component.min(axis=1),

@@ -8,8 +8,8 @@ import math
 import numpy as np
 
 from ..._validate import Integer, InvalidParameterError, Options, check
-from .network import check_network, norm
-from .problem import _check_pk, construction_width, max_margin
+from .network import _pow2, check_network, norm
+from .problem import _check_pk, construction_width, max_margin, sqrt_ratio
 
 __all__ = ["single_neuron_margin", "optimal_neuron", "max_margin_network", "construction_logit",
            "construction_margin", "margin_dft"]
@@ -70,7 +70,12 @@ def single_neuron_margin(u, w, *, method="fourier"):
     """
     method = check("modular.single_neuron_margin", "method", method, Options(tuple(_PSI)))
     U, W = check_network("modular.single_neuron_margin", np.asarray(u, dtype=float)[None], np.asarray(w, dtype=float)[None])
-    return _PSI[method](U[0], W[0])
+    c = _pow2(U, W)           # Psi is (k+1)-homogeneous: evaluate at max|theta| in [1/2, 1), scale back exactly
+    e = -math.frexp(c)[1] + 1
+    try:
+        return math.ldexp(_PSI[method](U[0] * c, W[0] * c), e * (U.shape[1] + 1))
+    except OverflowError:
+        return math.copysign(math.inf, _PSI[method](U[0] * c, W[0] * c))
 
 
 def optimal_neuron(p, k, zeta=1, phases=None):
@@ -117,7 +122,7 @@ def optimal_neuron(p, k, zeta=1, phases=None):
     if th.shape != (k,) or not np.all(np.isfinite(th)):
         raise InvalidParameterError(
             f"The 'phases' parameter of modular.optimal_neuron must be a finite array of shape ({k},). Got {phases!r} instead.")
-    amp, x = math.sqrt(2.0 / ((k + 1) * p)), 2 * np.pi * zeta * np.arange(p) / p
+    amp, x = math.sqrt(2.0 / ((k + 1) * p)), 2 * np.pi * (zeta * np.arange(p) % p) / p   # angle reduced exactly
     return amp * np.cos(th[:, None] + x[None, :]), amp * np.cos(th.sum() + x)
 
 
@@ -167,13 +172,14 @@ def max_margin_network(p, k, *, normalize=True):
     m = construction_width(p, k)
     beta = (math.sqrt(2.0 / ((k + 1) * p)) * m ** (-1.0 / (k + 1)) if normalize
             else (2.0 / (2 ** k * math.factorial(k))) ** (1.0 / (k + 1)))
-    x = 2 * np.pi * np.arange(p) / p
+    a = np.arange(p)
     bs = [b for b in itertools.product((0, 1), repeat=k + 1) if sum(b) % 2 == 0]
     sigmas = np.array([(1,) + s for s in itertools.product((1, -1), repeat=k - 1)], dtype=np.float64)
     U, W = np.empty((m, k, p)), np.empty((m, p))
     i = 0
     for zeta in range(1, (p - 1) // 2 + 1):
-        T = np.stack([np.cos(zeta * x), np.sin(zeta * x)])
+        x = 2 * np.pi * (zeta * a % p) / p   # zeta a reduced mod p exactly: the angle stays in [0, 2 pi)
+        T = np.stack([np.cos(x), np.sin(x)])
         T_neg = np.stack([T[0], -T[1]])  # T_b(-c)
         for b in bs:
             sign_b = (-1.0) ** (sum(b) // 2)
@@ -257,9 +263,10 @@ def construction_margin(p, k, *, convention="corrected"):
     True
     """
     p, k = _check_pk("modular.construction_margin", p, k)
-    unit = math.factorial(k) * 2 ** (k - 1) * (2.0 / ((k + 1) * p)) ** ((k + 1) / 2) / construction_width(p, k)
-    gap = construction_logit(p, 0, convention=convention) - construction_logit(p, 1, convention=convention)
-    return float(unit * gap)
+    # unit^2 gap^2 = (k! 2^(k-1) gap / m)^2 (2 / ((k+1) p))^(k+1) in exact integers (gap = p/2 or (p-1)/2)
+    two_gap = p if convention == "corrected" else p - 1
+    num = (math.factorial(k) * 2 ** (k - 1) * two_gap) ** 2 * 2 ** (k + 1)
+    return sqrt_ratio(num, 4 * construction_width(p, k) ** 2 * ((k + 1) * p) ** (k + 1))
 
 
 def margin_dft(U, W, *, normalize=True):
@@ -298,6 +305,9 @@ def margin_dft(U, W, *, normalize=True):
     """
     U, W = check_network("modular.margin_dft", U, W)
     m, k, p = U.shape
+    if normalize:                      # both sides (k+1)-homogeneous: evaluate at max|theta| in [1/2, 1)
+        c = _pow2(U, W)
+        U, W = U * c, W * c
     F = math.factorial(k) * np.einsum("ij,ij->j", np.conj(np.fft.fft(W, axis=1)),
                                       np.prod(np.fft.fft(U, axis=2), axis=1))[1:]
     return F / p ** k / (norm(U, W) ** (k + 1) if normalize else 1.0)

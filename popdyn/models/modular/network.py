@@ -6,6 +6,8 @@ summand varies inside a block) and keeps only per-chunk minima and sums: its mem
 """
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
@@ -109,8 +111,16 @@ def norm(U, W, q=None):
     q = U.shape[1] + 1 if q is None else float(q)
     if not (q >= 1):
         raise InvalidParameterError(f"The 'q' parameter of modular.norm must be a float in [1, inf). Got {q!r} instead.")
-    per = np.sqrt(np.einsum("ijc,ijc->i", U, U) + np.einsum("ic,ic->i", W, W))
-    return float(np.sum(per ** q) ** (1.0 / q))
+    c = _pow2(U, W)                                   # exact power-of-2 scaling: no under/overflow of squares
+    Uc, Wc = U * c, W * c
+    per = np.sqrt(np.einsum("ijc,ijc->i", Uc, Uc) + np.einsum("ic,ic->i", Wc, Wc))
+    return float(np.sum(per ** q) ** (1.0 / q)) / c
+
+
+def _pow2(U, W):
+    """The power of 2 that brings max(|U|, |W|) into [1/2, 1) (1 for a zero network)."""
+    top = max(float(np.abs(U).max(initial=0.0)), float(np.abs(W).max(initial=0.0)))
+    return math.ldexp(1.0, -math.frexp(top)[1]) if 0 < top < math.inf else 1.0
 
 
 # ---- numba kernels ----------------------------------------------------------------------------------
@@ -340,7 +350,8 @@ def normalized_margin(U, W, inputs=None):
     True
     """
     U, W = check_network("modular.normalized_margin", U, W)
-    return margin(U, W, inputs) / norm(U, W) ** (U.shape[1] + 1)
+    c = _pow2(U, W)     # f and ||theta||^(k+1) are both (k+1)-homogeneous: evaluate at max|theta| in [1/2, 1)
+    return margin(U * c, W * c, inputs) / norm(U * c, W * c) ** (U.shape[1] + 1)
 
 
 def class_weighted_margin(U, W):
