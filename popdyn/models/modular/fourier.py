@@ -55,6 +55,10 @@ def single_neuron_margin(u, w, *, method="fourier"):
 
     Notes
     -----
+    Accuracy: absolute error <= (k^2 + 2 log2(p^k) + 8) eps max(S_direct, S_fourier) + 2^-1073, S_direct = mean_a
+    |pre|^k (|w(s)| + mean|w|), S_fourier = k!/((p-1)p^k) sum_j |w^(j)| prod|u_i^(j)|; never NaN (evaluated at
+    max|theta| ~ 1 and scaled back exactly; +-inf past float64) (fourier measured: 0.017 of the declared bound,
+    direct measured: 0.012 of the declared bound).
     Regime: any real u, w (no zero-mean assumption: the terms missing some a_i cancel, docs/modular.md);
     ``s = (a_1 + ... + a_k) mod p``; DFT ``u^(j) = sum_x u(x) exp(-2 pi i j x / p)`` (numpy.fft.fft).
 
@@ -103,6 +107,8 @@ def optimal_neuron(p, k, zeta=1, phases=None):
 
     Notes
     -----
+    Accuracy: absolute error <= 8 eps amp (1 + sum|theta_j|) per entry for p to 1e5 (zeta a reduced mod p exactly;
+    before: 2.9e-11 amp at p = 100003) (measured: 0.55 of the declared bound).
     Regime: any (p, k); every maximiser has this form (equality in AM-GM and in
     ``sum z^{(k+1)/2} <= ||z||_1^{(k+1)/2}``).
 
@@ -154,6 +160,8 @@ def max_margin_network(p, k, *, normalize=True):
 
     Notes
     -----
+    Accuracy: absolute error <= 6 eps beta per entry (angles reduced mod p exactly) (measured: 0.69 of the declared
+    bound).
     Regime: any odd prime p and k >= 2. Wrong logits all equal ``-1/2`` per unit (the paper's "0
     otherwise", proofs of Lemmas C.17-C.18, is wrong; docs/errata.md), so every point has the same margin.
 
@@ -211,6 +219,7 @@ def construction_logit(p, d, *, convention="corrected"):
 
     Notes
     -----
+    Accuracy: exact ((p-1)/2 and -1/2 are floats).
     Regime: exact; independent of k. The paper's value is wrong (docs/errata.md, modular).
 
     References
@@ -250,6 +259,8 @@ def construction_margin(p, k, *, convention="corrected"):
 
     Notes
     -----
+    Accuracy: relative error <= 2 eps wherever the result is a normal float (exact integers, one integer square
+    root; before: OverflowError at large k) (measured: 0.24 of the declared bound).
     Regime: the unit-norm construction of :func:`max_margin_network`: per unit ``beta^{k+1} 2^{k-1} k!``
     the margin is ``p/2`` and ``||theta||^{k+1} = m ((k+1) beta^2 p/2)^{(k+1)/2}``.
 
@@ -280,7 +291,8 @@ def margin_dft(U, W, *, normalize=True):
     U : ndarray of shape (m, k, p)
     W : ndarray of shape (m, p)
     normalize : bool
-        Divide by ``p^k ||theta||_{2,k+1}^{k+1}``: for any max-margin network the result is ``gamma*``
+        Also divide by ``||theta||_{2,k+1}^{k+1}`` (the result is always divided by ``p^k``): for any max-margin
+        network the normalised result is ``gamma*``
         at every j (the margin part ``lambda 1[sum a = c]`` of f).
 
     Returns
@@ -290,6 +302,9 @@ def margin_dft(U, W, *, normalize=True):
 
     Notes
     -----
+    Accuracy: absolute error <= (k + 2)(log2 p + 4) eps k! sum_i |w_i^(j)| prod_l |u_il^(j)| / p^k (/
+    ||theta||^(k+1) when normalised); normalised: any scale (exact power-of-2 rescaling; before: NaN at 1e-200);
+    unnormalised: while the logits are below 1e300 (measured: 0.083 of the declared bound).
     Regime: any network; the closed form holds because only the multinomial terms containing every
     ``a_l`` once survive the sums over ``a_l`` at ``j != 0`` (derived; checked against numpy.fft.fftn).
 

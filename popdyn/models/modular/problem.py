@@ -383,6 +383,8 @@ def max_margin(p, k):
 
     Notes
     -----
+    Accuracy: relative error <= 2 eps wherever gamma* is a normal float (exact integers and one integer square root;
+    before: OverflowError from k = 300) (measured: 0.24 of the declared bound).
     Regime: full data set D_p, any width ``m >= 2^(2k-2)(p-1)``; the max-margin (lambda -> 0) limit of the
     regularised cross-entropy (Lemma 4.7), with no rate.
 
@@ -430,6 +432,7 @@ def construction_width(p, k):
 
     Notes
     -----
+    Accuracy: exact (int).
     Regime: a sufficient width, "may not be the tightest" (Section 4.4).
 
     References
