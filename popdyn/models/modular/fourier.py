@@ -8,8 +8,8 @@ import math
 import numpy as np
 
 from ..._validate import Integer, InvalidParameterError, Options, check
-from .network import check_network, norm
-from .problem import _check_pk, construction_width, max_margin
+from .network import _pow2, check_network, norm
+from .problem import _check_pk, construction_width, max_margin, sqrt_ratio
 
 __all__ = ["single_neuron_margin", "optimal_neuron", "max_margin_network", "construction_logit",
            "construction_margin", "margin_dft"]
@@ -55,6 +55,10 @@ def single_neuron_margin(u, w, *, method="fourier"):
 
     Notes
     -----
+    Accuracy: absolute error <= (k^2 + 2 log2(p^k) + 8) eps max(S_direct, S_fourier) + 2^-1073, S_direct = mean_a
+    |pre|^k (|w(s)| + mean|w|), S_fourier = k!/((p-1)p^k) sum_j |w^(j)| prod|u_i^(j)|; never NaN (evaluated at
+    max|theta| ~ 1 and scaled back exactly; +-inf past float64) (fourier measured: 0.017 of the declared bound,
+    direct measured: 0.012 of the declared bound).
     Regime: any real u, w (no zero-mean assumption: the terms missing some a_i cancel, docs/modular.md);
     ``s = (a_1 + ... + a_k) mod p``; DFT ``u^(j) = sum_x u(x) exp(-2 pi i j x / p)`` (numpy.fft.fft).
 
@@ -70,7 +74,12 @@ def single_neuron_margin(u, w, *, method="fourier"):
     """
     method = check("modular.single_neuron_margin", "method", method, Options(tuple(_PSI)))
     U, W = check_network("modular.single_neuron_margin", np.asarray(u, dtype=float)[None], np.asarray(w, dtype=float)[None])
-    return _PSI[method](U[0], W[0])
+    c = _pow2(U, W)           # Psi is (k+1)-homogeneous: evaluate at max|theta| in [1/2, 1), scale back exactly
+    e = -math.frexp(c)[1] + 1
+    try:
+        return math.ldexp(_PSI[method](U[0] * c, W[0] * c), e * (U.shape[1] + 1))
+    except OverflowError:
+        return math.copysign(math.inf, _PSI[method](U[0] * c, W[0] * c))
 
 
 def optimal_neuron(p, k, zeta=1, phases=None):
@@ -98,6 +107,8 @@ def optimal_neuron(p, k, zeta=1, phases=None):
 
     Notes
     -----
+    Accuracy: absolute error <= 8 eps amp (1 + sum|theta_j|) per entry for p to 1e5 (zeta a reduced mod p exactly;
+    before: 2.9e-11 amp at p = 100003) (measured: 0.55 of the declared bound).
     Regime: any (p, k); every maximiser has this form (equality in AM-GM and in
     ``sum z^{(k+1)/2} <= ||z||_1^{(k+1)/2}``).
 
@@ -117,7 +128,7 @@ def optimal_neuron(p, k, zeta=1, phases=None):
     if th.shape != (k,) or not np.all(np.isfinite(th)):
         raise InvalidParameterError(
             f"The 'phases' parameter of modular.optimal_neuron must be a finite array of shape ({k},). Got {phases!r} instead.")
-    amp, x = math.sqrt(2.0 / ((k + 1) * p)), 2 * np.pi * zeta * np.arange(p) / p
+    amp, x = math.sqrt(2.0 / ((k + 1) * p)), 2 * np.pi * (zeta * np.arange(p) % p) / p   # angle reduced exactly
     return amp * np.cos(th[:, None] + x[None, :]), amp * np.cos(th.sum() + x)
 
 
@@ -149,6 +160,8 @@ def max_margin_network(p, k, *, normalize=True):
 
     Notes
     -----
+    Accuracy: absolute error <= 6 eps beta per entry (angles reduced mod p exactly) (measured: 0.69 of the declared
+    bound).
     Regime: any odd prime p and k >= 2. Wrong logits all equal ``-1/2`` per unit (the paper's "0
     otherwise", proofs of Lemmas C.17-C.18, is wrong; docs/errata.md), so every point has the same margin.
 
@@ -167,13 +180,14 @@ def max_margin_network(p, k, *, normalize=True):
     m = construction_width(p, k)
     beta = (math.sqrt(2.0 / ((k + 1) * p)) * m ** (-1.0 / (k + 1)) if normalize
             else (2.0 / (2 ** k * math.factorial(k))) ** (1.0 / (k + 1)))
-    x = 2 * np.pi * np.arange(p) / p
+    a = np.arange(p)
     bs = [b for b in itertools.product((0, 1), repeat=k + 1) if sum(b) % 2 == 0]
     sigmas = np.array([(1,) + s for s in itertools.product((1, -1), repeat=k - 1)], dtype=np.float64)
     U, W = np.empty((m, k, p)), np.empty((m, p))
     i = 0
     for zeta in range(1, (p - 1) // 2 + 1):
-        T = np.stack([np.cos(zeta * x), np.sin(zeta * x)])
+        x = 2 * np.pi * (zeta * a % p) / p   # zeta a reduced mod p exactly: the angle stays in [0, 2 pi)
+        T = np.stack([np.cos(x), np.sin(x)])
         T_neg = np.stack([T[0], -T[1]])  # T_b(-c)
         for b in bs:
             sign_b = (-1.0) ** (sum(b) // 2)
@@ -205,6 +219,7 @@ def construction_logit(p, d, *, convention="corrected"):
 
     Notes
     -----
+    Accuracy: exact ((p-1)/2 and -1/2 are floats).
     Regime: exact; independent of k. The paper's value is wrong (docs/errata.md, modular).
 
     References
@@ -244,6 +259,8 @@ def construction_margin(p, k, *, convention="corrected"):
 
     Notes
     -----
+    Accuracy: relative error <= 2 eps wherever the result is a normal float (exact integers, one integer square
+    root; before: OverflowError at large k) (measured: 0.24 of the declared bound).
     Regime: the unit-norm construction of :func:`max_margin_network`: per unit ``beta^{k+1} 2^{k-1} k!``
     the margin is ``p/2`` and ``||theta||^{k+1} = m ((k+1) beta^2 p/2)^{(k+1)/2}``.
 
@@ -257,9 +274,10 @@ def construction_margin(p, k, *, convention="corrected"):
     True
     """
     p, k = _check_pk("modular.construction_margin", p, k)
-    unit = math.factorial(k) * 2 ** (k - 1) * (2.0 / ((k + 1) * p)) ** ((k + 1) / 2) / construction_width(p, k)
-    gap = construction_logit(p, 0, convention=convention) - construction_logit(p, 1, convention=convention)
-    return float(unit * gap)
+    # unit^2 gap^2 = (k! 2^(k-1) gap / m)^2 (2 / ((k+1) p))^(k+1) in exact integers (gap = p/2 or (p-1)/2)
+    two_gap = p if convention == "corrected" else p - 1
+    num = (math.factorial(k) * 2 ** (k - 1) * two_gap) ** 2 * 2 ** (k + 1)
+    return sqrt_ratio(num, 4 * construction_width(p, k) ** 2 * ((k + 1) * p) ** (k + 1))
 
 
 def margin_dft(U, W, *, normalize=True):
@@ -273,7 +291,8 @@ def margin_dft(U, W, *, normalize=True):
     U : ndarray of shape (m, k, p)
     W : ndarray of shape (m, p)
     normalize : bool
-        Divide by ``p^k ||theta||_{2,k+1}^{k+1}``: for any max-margin network the result is ``gamma*``
+        Also divide by ``||theta||_{2,k+1}^{k+1}`` (the result is always divided by ``p^k``): for any max-margin
+        network the normalised result is ``gamma*``
         at every j (the margin part ``lambda 1[sum a = c]`` of f).
 
     Returns
@@ -283,6 +302,9 @@ def margin_dft(U, W, *, normalize=True):
 
     Notes
     -----
+    Accuracy: absolute error <= (k + 2)(log2 p + 4) eps k! sum_i |w_i^(j)| prod_l |u_il^(j)| / p^k (/
+    ||theta||^(k+1) when normalised); normalised: any scale (exact power-of-2 rescaling; before: NaN at 1e-200);
+    unnormalised: while the logits are below 1e300 (measured: 0.083 of the declared bound).
     Regime: any network; the closed form holds because only the multinomial terms containing every
     ``a_l`` once survive the sums over ``a_l`` at ``j != 0`` (derived; checked against numpy.fft.fftn).
 
@@ -298,6 +320,9 @@ def margin_dft(U, W, *, normalize=True):
     """
     U, W = check_network("modular.margin_dft", U, W)
     m, k, p = U.shape
+    if normalize:                      # both sides (k+1)-homogeneous: evaluate at max|theta| in [1/2, 1)
+        c = _pow2(U, W)
+        U, W = U * c, W * c
     F = math.factorial(k) * np.einsum("ij,ij->j", np.conj(np.fft.fft(W, axis=1)),
                                       np.prod(np.fft.fft(U, axis=2), axis=1))[1:]
     return F / p ** k / (norm(U, W) ** (k + 1) if normalize else 1.0)

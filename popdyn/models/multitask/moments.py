@@ -43,6 +43,8 @@ def halfnormal_cf(beta):
 
     Notes
     -----
+    Accuracy: relative error <= 2e-15 (complex modulus) for every real beta, against e^(-b^2/2) (1 + i erfi(b/sqrt
+    2)) in mpmath (measured: 0.77 of the declared bound).
     Regime: any real beta (scipy's Dawson function, relative accuracy ~1e-15); ``|psi| ~ 1/beta`` for large beta.
 
     References
@@ -277,6 +279,12 @@ def conditional_moments(w_par, s, method="auto"):
 
     Notes
     -----
+    Accuracy (r <= 3, tests/test_accuracy_multitask.py): M_par, m_perp and S within 1e-12 of their absolute scale
+    (the same expression with every term replaced by its absolute value and p_k by p_k + 1/100: sign_moments' q
+    relative 1e-12 and p absolute 1e-14 carried through the sums); ``u_k M_k >= 0`` and ``S >= 0`` always (clamped:
+    at ||w_par||/s = 1e8 the float sum crossed zero, S = -2e-8 against 6e-9) (measured: 0.0078 of the declared
+    bound; M_par measured: 0.0087 of the declared bound). r >= 4: the quadrature accuracy of :func:`sign_moments`
+    carried through (not separately tested).
     Regime: exact for any ``s > 0`` (the accuracy of :func:`sign_moments`); ``M(u)`` lies in the span of
     ``e_1..e_r`` and ``w_perp/s``.
 
@@ -295,4 +303,7 @@ def conditional_moments(w_par, s, method="auto"):
     U = sign_patterns(w_par.shape[1])
     M_par = U[None] * math.sqrt(2.0 / math.pi) * p + (w_par / s[:, None])[:, None, :] * q[:, :, None]
     S = np.einsum("mpk,mk->mp", M_par, w_par) + s[:, None] * q
-    return M_par, q, S
+    # u_k M_k = E[sigma' |x_k| | u] >= 0 and S >= 0: where the two terms cancel (u_k w_k < 0, ||w_par|| >> s) the
+    # rounding can cross zero; clamping only moves the value towards the (non-negative) truth
+    M_par = U[None] * np.maximum(U[None] * M_par, 0.0)
+    return M_par, q, np.maximum(S, 0.0)
