@@ -197,7 +197,7 @@ def layers(draw, r_max=3):
 def _neuron_r(draw, r):
     s = 10.0 ** draw(st.floats(-3, 3))
     ratio = 10.0 ** draw(st.one_of(st.floats(-3, 8), st.sampled_from([-3.0, 0.0, 8.0])))
-    w = np.array(draw(st.lists(st.floats(-1, 1), min_size=r, max_size=r)))
+    w = np.array(draw(st.lists(st.floats(-1, 1, allow_subnormal=False), min_size=r, max_size=r)))
     if not np.linalg.norm(w) > 1e-3:
         w = np.ones(r)
     return w * (ratio * s / np.linalg.norm(w)), s

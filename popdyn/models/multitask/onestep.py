@@ -533,7 +533,8 @@ def leading_order_map(w_par, s, eta=1.0, tasks=None, lam_w="paper"):
     Notes
     -----
     Accuracy: w_par^+ and c_perp within 8 eps of their absolute scale |dec w| + eta^2/(2 pi) (s|c| + |L||w|), eta in
-    1e-150..1e150 (before: NaN at eta = 1e150) (measured: 0.13 of the declared bound).
+    1e-150..1e150 (before: NaN at eta = 1e150) (measured: 0.13 of the declared bound), for entries of W that are 0
+    or normal floats (a subnormal entry, |x| < 2.2e-308, can lose every digit of the terms at its own scale).
     Regime: ``s -> infinity`` with ``w_par`` fixed; error O(eta^2 ||w_par|| eps) in general, O(eps^2) for
     beta_bar = I, exact for single-coordinate tasks. Tasks with no degree-0/1 Walsh content learn nothing at
     this order.
