@@ -154,13 +154,16 @@ _RISK_NEAR_OPT = 0.01  # relative gap of the trained U's risk to R(U*)
              "(MC), whose risk is that of U*",
        source="[Shi24, Theorems 5.4.2, 5.4.3]; the label flips derived here, not in the paper (docs/icl.md)",
        metric="max over (r, sigma^2 or rho) of |MC risk of the trained uU - formula(uU)| / SE (eval_risk_avg, exact "
-              "in x_q, w ~ N(0, I)); check: |formula(uU) - R(U*)| / R(U*) <= 1 % at every grid point",
+              "in x_q, w ~ N(0, I)); check: |formula(uU) - R(U*)| / R(U*) <= 1 % at the training noise (sigma = rho "
+              "= 0)",
        tolerance=_RISK_Z,
        tolerance_origin="z is Gaussian (Monte Carlo SE from >= 2e4 prompts): P(|z| > 5) = 5.7e-7 per point, "
                         "Bonferroni over the points (quick: 21, full: 48): 1.2e-5 and 2.8e-5 (4 before: 1.3e-3, "
                         "3e-3). Recorded max |z| 1.77 (quick). The 1 % check: trained uU within a few % of U* "
                         "(icl.trained_optimum) changes the risk by <= 0.3 % measured over 3 ranks (second order at "
-                        "the optimum), while U = 0 is >= 6 % off. False-failure bound 1.2e-5 "
+                        "the optimum), while U = 0 is >= 6 % off. At sigma, rho > 0 (not the training "
+                        "noise) the gap is first order in ||uU - U*|| (0.5-2.3 % at r = d = 8, full): reported, "
+                        "not checked. False-failure bound 1.2e-5 "
                         "quick, 2.8e-5 full. The nulls are >= 100 SE off",
        quick={"d": 6, "context": 20, "test_context": 16, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 1500, "batch": 512,
               "sigma2": [0.0, 0.5, 1.0, 2.0], "rho": [0.0, 0.25, 0.5], "n": 20_000},
@@ -187,7 +190,8 @@ def risk_vs_noise(size, device, outdir):
                              "z_infinite_test_context": (mc - icl.eval_risk_avg(U, p.Lambda, _BIG, sigma, rho=rho)) / se})
     z = max(abs(row["z"]) for row in rows)
     nulls = {k: max(abs(row[f"z_{k}"]) for row in rows) for k in ("noise_blind", "infinite_test_context")}
-    near = max(row["rel_gap"] for row in rows)
+    near = max(row["rel_gap"] for row in rows if row["x"] == 0.0)
+    near_noisy = max(row["rel_gap"] for row in rows)
     sig = [row for row in rows if row["kind"] == "sigma2"]
     curves = {f"U*_{r}, Thm 5.4.2": [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
     points = {f"trained r={r}, MC": [row["mc"] for row in sig if row["r"] == r] for r in size["ranks"]}
@@ -198,11 +202,13 @@ def risk_vs_noise(size, device, outdir):
                               **{f"trained r={r}, MC": {"ls": "none", "marker": "o", "color": f"C{i}"}
                                  for i, r in enumerate(size["ranks"])}},
                       title=claim_title(REGISTRY["icl.risk_vs_noise"], z, what="max |z|",
-                                        note=f"trained vs R(U*): {100 * near:.2f} %"))
+                                        note=f"trained vs R(U*) at sigma = rho = 0: {100 * near:.2f} %"))
     crossing = {r: [row["optimal"] for row in sig if row["r"] == r] for r in size["ranks"]}
-    return ClaimResult(z, {f"trained risk within {100 * _RISK_NEAR_OPT:g} % of R(U*) everywhere": near <= _RISK_NEAR_OPT},
+    check = f"trained risk within {100 * _RISK_NEAR_OPT:g} % of R(U*) at sigma = rho = 0"
+    return ClaimResult(z, {check: near <= _RISK_NEAR_OPT},
                        str(fig), rows, f"formula vs MC at the trained U: max |z| = {z:.2f} over {len(rows)} points; "
-                       f"trained risk vs R(U*): max relative gap {near:.2e}; nulls: noise-blind {nulls['noise_blind']:.0f}, "
+                       f"trained risk vs R(U*): max relative gap {near:.2e} at sigma = rho = 0, {near_noisy:.2e} over "
+                       f"the grid; nulls: noise-blind {nulls['noise_blind']:.0f}, "
                        f"M -> inf {nulls['infinite_test_context']:.0f}", details={"risk_vs_sigma2_by_rank": crossing},
                        nulls=nulls)
 

@@ -45,6 +45,8 @@ _TOL_ORIGIN = ("as lora.fig2b_overlap_ode: gap <= q SD/sqrt(R) + 0.01 (O(delta/d
                "probability <= 2e-4: the false-failure bound while the finite-d bias stays within the 0.01 "
                "(recorded 0.13-0.19 of the band at 6-8 seeds, quick)")
 
+_SIGN_RULE = " where the theory's final |m| exceeds q SD + 0.01 (a seed's band)"
+
 
 def _compare(gp, *, d, delta, tau, seeds, device, n_points=101, nulls=None, cells=1):
     """Theory and SGD on one GeneralProblem: gap ratio, the curves on the SGD grid and a table row.
@@ -62,8 +64,9 @@ def _compare(gp, *, d, delta, tau, seeds, device, n_points=101, nulls=None, cell
     theory = np.interp(sim.t, pred.t, pred["m"])
     allowed = _q(seeds, (len(mean) - 1) * cells) * sd / math.sqrt(seeds) + _M_ALLOW
     gap = np.abs(theory - mean)
-    s = float(np.sign(theory[-1])) or 1.0
-    signs_ok = bool(np.all(np.sign(m[:, -1]) == s))
+    # a seed may end on either side where the theory itself has not left the saddle by more than a seed's spread
+    decided = abs(theory[-1]) > _q(seeds, cells) * sd[-1] + _M_ALLOW
+    signs_ok = not decided or bool(np.all(np.sign(m[:, -1]) == np.sign(theory[-1])))
     ratio = float(np.max(gap / allowed)) if signs_ok else math.inf
     null_ratios = {n: float(np.max(np.abs(np.interp(sim.t, p.t, p["m"]) - mean) / allowed)) if signs_ok else math.inf
                    for n, p in null_preds.items()}
@@ -73,7 +76,7 @@ def _compare(gp, *, d, delta, tau, seeds, device, n_points=101, nulls=None, cell
            "final_sgd": float(mean[-1]), "final_theory": float(theory[-1]), "m_max": m_max,
            "final_fraction_of_reachable": float(abs(mean[-1]) / m_max),
            "final_q_norm_sgd": float(np.mean(sim["q_norm"][:, -1])), "final_q_norm_theory": float(pred["q_norm"][-1]),
-           "signs_ok": signs_ok, "ratio": ratio, **{f"ratio_{n}": v for n, v in null_ratios.items()}}
+           "sign_decided": bool(decided), "signs_ok": signs_ok, "ratio": ratio, **{f"ratio_{n}": v for n, v in null_ratios.items()}}
     return ratio, sim.t / d, mean, sd, theory, row
 
 
@@ -115,7 +118,7 @@ def _one_panel(key, tau, series):
              "general-position overlap ODE, which saturates at sqrt(1 - alpha^2)",
        source="[Dayi25, App. B (Fig. 5a), eq. (4)]; popdyn.models.lora.general (derived here, docs/lora.md)",
        metric="max over alpha and tau of |mean_SGD m - m_theory| / (q SD/sqrt(R) + 0.01); infinite if a seed "
-              "ends on the side opposite to the theory",
+              "ends on the side opposite to the theory" + _SIGN_RULE,
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,
        kind="training", nulls=_A2_NULL,
        quick={"k": 8, "xi": 1.0, "d": 500, "delta": 0.1, "tau": 15.0, "seeds": 16, "alphas": [0.0, 0.5, 0.75]},
@@ -156,7 +159,7 @@ def fig5_nonorthogonal(size, device, outdir):
              "overlap ODE (S-curves toward sign * sqrt(3)/2)",
        source="[Dayi25, App. B (Fig. 5b)]; popdyn.models.lora.general (derived here, docs/lora.md)",
        metric="max over instances and tau of |mean_SGD m - m_theory| / (q SD/sqrt(R) + 0.01); infinite if a "
-              "seed ends on the side opposite to the theory",
+              "seed ends on the side opposite to the theory" + _SIGN_RULE,
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,
        kind="training", nulls=_A2_NULL,
        quick={"k": 8, "xi": 1.0, "d": 500, "delta": 0.1, "tau": 15.0, "seeds": 16, "instances": 2},
@@ -192,7 +195,7 @@ def fig5b_instances(size, device, outdir):
              "(k+1)-dimensional ODE of (m, q = W u_hat) for each activation, at xi = 1 (4a) and xi = sqrt(k) (4b)",
        source="[Dayi25, App. B (Fig. 4)]; popdyn.models.lora.general (derived here, docs/lora.md)",
        metric="max over activations, xi and tau of |mean_SGD m - m_theory| / (q SD/sqrt(R) + 0.01); infinite "
-              "if a seed ends on the side opposite to the theory",
+              "if a seed ends on the side opposite to the theory" + _SIGN_RULE,
        tolerance=1.0, tolerance_origin=_TOL_ORIGIN,
        kind="training",
        nulls={"paper's ODE": "the population flow alone (convention=\"paper\", delta -> 0: no normalisation drift)"},
