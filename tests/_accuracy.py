@@ -4,11 +4,15 @@ Each test measures ``ratio = error / declared bound`` against a high-precision r
 ``ratio <= 1``. :func:`record` keeps the worst ratio per function (and where it occurred) and feeds it to
 Hypothesis's ``target`` so the search climbs towards the corners; with ``POPDYN_ACCURACY_REPORT=1`` the worst
 cases are printed when the run ends; ``POPDYN_ACCURACY_EXPLORE=10`` multiplies every search's ``max_examples`` by
-10 (how the "measured" numbers in the docstrings' Notes were obtained, with ``POPDYN_HYPOTHESIS_PROFILE=dev``).
+10 (how the "measured" numbers in the docstrings' Notes were obtained, with ``POPDYN_HYPOTHESIS_PROFILE=dev``);
+``POPDYN_ACCURACY_RECORD=docs/accuracy.json`` merges the worst cases into that file (replacing the entries of the
+test files run), from which ``python docs/accuracy_table.py`` writes the table of docs/accuracy.md.
 """
 import atexit
+import json
 import math
 import os
+import sys
 
 import mpmath as mp
 import numpy as np
@@ -30,7 +34,7 @@ def record(key, ratio, **where):
     if not math.isfinite(ratio):
         ratio = math.inf
     if ratio > WORST.get(key, (-1.0, None))[0]:
-        WORST[key] = (ratio, where)
+        WORST[key] = (ratio, {"test": os.path.basename(sys._getframe(1).f_code.co_filename), **where})
     try:
         target(min(ratio, 1e300), label=key)
     except Exception:  # outside @given (explicit examples, plain tests): nothing to steer
@@ -90,3 +94,23 @@ def _report():
 
 if os.environ.get("POPDYN_ACCURACY_REPORT"):
     atexit.register(_report)
+
+
+def _save(path):
+    """Merge :data:`WORST` into the JSON at ``path``, written atomically: the entries of the test files run now are
+    replaced, and within this run the larger ratio per function wins."""
+    old = json.load(open(path)) if os.path.exists(path) else {}
+    ran = {where["test"] for _, where in WORST.values()}
+    old = {name: r for name, r in old.items() if r["where"].get("test") not in ran}
+    for name, (ratio, where) in WORST.items():
+        if name not in old or ratio > old[name]["ratio"]:
+            old[name] = {"ratio": ratio,
+                         "where": {k: repr(v) if not isinstance(v, (int, float, str)) else v for k, v in where.items()}}
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(dict(sorted(old.items())), f, indent=1)
+    os.replace(tmp, path)
+
+
+if os.environ.get("POPDYN_ACCURACY_RECORD"):
+    atexit.register(_save, os.environ["POPDYN_ACCURACY_RECORD"])

@@ -161,32 +161,32 @@ def test_multi_index_step_fails_without_the_radial_term(wrong, monkeypatch, tmp_
     assert (measured > 0.15) if wrong else (measured < 0.05)
 
 
-def _opt_bound_as_loss(f):
-    """Wrong theory: B.41's upper bound 3 d^-tau~ + 4/(d^(0.9 tau~ - 1) sqrt(tau~ log d)) taken as the loss of g*."""
-    def loss(self, tau=1.0, *a, **k):
-        return bounds.case_parameters("xor", d=self.dim, sigma_B=float(self.sigmas[0]), tau_tilde=tau)["OPT"], 0.0
-    return loss
+def _scaled_step(factor):
+    """Wrong theory: the population first step with eta^(1) scaled by ``factor`` (0: the features stay at init)."""
+    def wrap(f):
+        def step(model, a0, W0, b, eta1, *a, **k):
+            a1, W1 = f(model, a0, W0, b, eta1, *a, **k)
+            return a1, W0 + factor * (W1 - W0) if factor else W0.copy()
+        return step
+    return wrap
 
 
-# wrong theories of OPT: B.41's bound taken as the loss of g* (gap ~1 against 1e-3), and the exact loss 0.01 too large
-# (a perturbed constant: gap 0.0075). With the true L(g*) = 2.6e-3 (tau~ = 0.9) the claim FAILS too: L(a~) = 5.1e-3
-# stays ~2.6e-3 above it (Lemma B.6's excess at fixed eps_a, gamma; flat from 4m = 16384 to 32768), yet nearer than
-# the null L(g*) := 0 (5.1e-3).
+# wrong theories of the population first step: eta^(1) halved (a perturbed constant: the nice sets' scale test
+# |beta_j ||w_i|| / |b_i| - 1| <= eps_a then selects other neurons) and no step at all (the lazy/kernel null: the
+# features stay at their init); both make L(a~) differ from the torch network's by far more than 1.5e-3. The claim's
+# own null 'a~ reaches OPT' is 2.6e-3 off at quick size: Lemma B.6's excess at fixed eps_a, gamma stays.
 @falsifies("gradient_features.good_network")
-@pytest.mark.parametrize("wrong", [None, "B41", "shifted"])
-def test_good_network_fails_a_wrong_opt(wrong, monkeypatch, tmp_path):
+@pytest.mark.parametrize("wrong", [None, "half_step", "no_step"])
+def test_good_network_fails_a_wrong_first_step(wrong, monkeypatch, tmp_path):
     _memo(monkeypatch)
-    if wrong == "B41":
-        _perturb_method(monkeypatch, data.GaussianMixture, "ground_truth_loss", _opt_bound_as_loss)
-    if wrong == "shifted":
-        _perturb_method(monkeypatch, data.GaussianMixture, "ground_truth_loss",
-                        lambda f: lambda self, *a, **k: (f(self, *a, **k)[0] + 0.01, 0.0))
-    verdict, res = run_claim("gradient_features.good_network", tmp_path, n_loss=50_000)
-    assert verdict == "FAIL", (res.measured, res.checks)
     if wrong:
-        assert res.measured > 0.005
+        perturb(monkeypatch, f"{_GF}.framework.first_step", _scaled_step(0.5 if wrong == "half_step" else 0.0))
+    verdict, res = run_claim("gradient_features.good_network", tmp_path, n_loss=50_000)
+    assert verdict == ("FAIL" if wrong else "PASS"), (res.measured, res.checks, res.nulls)
+    if wrong:
+        assert res.measured > 3e-3
     else:
-        assert 1e-3 < res.measured < 4e-3 and res.nulls["zero_opt"] > 4e-3
+        assert res.nulls["reaches_opt"] > 1.5e-3 and res.nulls["zero_opt"] > 4e-3
 
 
 def _random_ticket(f):
