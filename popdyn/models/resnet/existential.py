@@ -27,6 +27,12 @@ __all__ = ["Phi", "random_feature_weights", "G"]
 _UNIT_TOL = 1e-9
 
 
+def _pow2_exponent(x, axis=None):
+    """The integer e with max|x| * 2^-e in [1/2, 1) (over ``axis``; 0 where x is all zero): exact rescaling."""
+    top = np.max(np.abs(x), axis=axis, initial=0.0)
+    return np.frexp(np.where(top > 0, top, 1.0))[1]
+
+
 def _unit_rows(owner, name, w, shape):
     w = check(owner, name, w, FiniteArray(3, shape))
     if np.abs(np.linalg.norm(w, axis=-1) - 1.0).max(initial=0.0) > _UNIT_TOL:
@@ -103,13 +109,14 @@ class Phi:
     def __call__(self, X):
         """:math:`\\Phi(x)` at the rows of X (n, d); returns (n, k)."""
         X = check("resnet.Phi", "X", X, FiniteArray(2, (None, self.d)))
-        norm = np.linalg.norm(X, axis=1)
-        if (norm == 0).any():
+        if not np.all(np.abs(X).max(axis=1, initial=0.0) > 0):
             raise InvalidParameterError(f"The 'X' parameter of resnet.Phi must have non-zero rows. Got {X!r} instead.")
+        Xs = np.ldexp(X, -_pow2_exponent(X, axis=1)[:, None])   # rows at max|x| in [1/2, 1): the norm cannot
+        norm = np.linalg.norm(Xs, axis=1)                        # under/overflow, and the cosines are unchanged
         out = np.zeros((X.shape[0], self.k))
         for r in range(self.k):
             for i in range(self.p):
-                out[:, r] += self.a_star[r, i] * self.series[r][i](X @ self.w1[r, i] / norm) * (X @ self.w2[r, i])
+                out[:, r] += self.a_star[r, i] * self.series[r][i](Xs @ self.w1[r, i] / norm) * (X @ self.w2[r, i])
         return out
 
     def h(self, r, i, alpha1):
@@ -141,14 +148,18 @@ class Phi:
         ----------
         .. [src] [AllenZhu19, Lemma F.1', eq. (F.4)]; the large-m limit derived in docs/resnet.md.
         """
-        beta = self._b * np.exp(0.5 * gammaln(np.arange(self._b.shape[2]) + 1.0))    # b_n sqrt(n!)
+        eb, ea = _pow2_exponent(self._b), _pow2_exponent(self.a_star)   # exact rescaling: no spurious overflow
+        beta = np.ldexp(self._b, -eb) * np.exp(0.5 * gammaln(np.arange(self._b.shape[2]) + 1.0))  # b_n sqrt(n!)
+        eg = _pow2_exponent(beta)
+        beta, a_star = np.ldexp(beta, -eg), np.ldexp(self.a_star, -ea)
         total = 0.0
         for r in range(self.k):
             rho = self.w1[r] @ self.w1[r].T                                         # (p, p)
             mehler = np.einsum("in,jn,ijn->ij", beta[r], beta[r],
                                rho[..., None] ** np.arange(beta.shape[2]))
-            total += float(self.a_star[r] @ (mehler * (self.w2[r] @ self.w2[r].T)) @ self.a_star[r])
-        return total
+            total += float(a_star[r] @ (mehler * (self.w2[r] @ self.w2[r].T)) @ a_star[r])
+        with np.errstate(over="ignore"):                # an expectation of a square: >= 0 (rounding can cancel
+            return float(np.ldexp(max(total, 0.0), 2 * int(eb + eg + ea)))   # below 0); inf past float64
 
     def __repr__(self):
         return f"Phi(k={self.k}, p={self.p}, d={self.d})"
@@ -198,13 +209,20 @@ def random_feature_weights(phi, W0, a):
     >>> random_feature_weights(f, np.ones((2, 2)), np.array([[1.0, -2.0]])).tolist()      # a_j e_2 / m
     [[0.0, 0.5], [0.0, -1.0]]
     """
-    W0, a = _weights("resnet.random_feature_weights", phi, W0, a)
+    owner = "resnet.random_feature_weights"
+    W0, a = _weights(owner, phi, W0, a)
     m = W0.shape[0]
     Ws = np.zeros_like(W0)
-    for r in range(phi.k):
-        for i in range(phi.p):
-            coef = a[r] * phi.a_star[r, i] * phi.h(r, i, math.sqrt(m) * (W0 @ phi.w1[r, i]))
-            Ws += np.outer(coef, phi.w2[r, i])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for r in range(phi.k):
+            for i in range(phi.p):
+                coef = a[r] * phi.a_star[r, i] * phi.h(r, i, math.sqrt(m) * (W0 @ phi.w1[r, i]))
+                Ws += np.outer(coef, phi.w2[r, i])
+    if not np.all(np.isfinite(Ws)):
+        bad = np.flatnonzero(~np.all(np.isfinite(Ws), axis=1))
+        raise InvalidParameterError(f"The 'W0' parameter of {owner} gives weights past float64's range at rows "
+                                    f"{bad[:10].tolist()} (h of sqrt(m) <w0_j, w*_1> overflows): its rows should be "
+                                    f"of the N(0, I/m) scale. Got max |W0| = {np.abs(W0).max():.3g} instead.")
     return Ws / m
 
 
@@ -245,4 +263,7 @@ def G(X, W_star, W0, a):
     W_star = check(owner, "W_star", W_star, FiniteArray(2, (None, X.shape[1])))
     W0 = check(owner, "W0", W0, FiniteArray(2, W_star.shape))
     a = check(owner, "a", a, FiniteArray(2, (None, W0.shape[0])))
-    return ((X @ W_star.T) * (X @ W0.T >= 0)) @ a.T
+    ex, ew, ea = _pow2_exponent(X), _pow2_exponent(W_star), _pow2_exponent(a)    # trilinear: exact rescaling, so
+    XW = np.where(X @ W0.T >= 0, np.ldexp(X, -ex) @ np.ldexp(W_star, -ew).T, 0.0)   # no inf * 0 past float64
+    with np.errstate(over="ignore"):
+        return np.ldexp(XW @ np.ldexp(a, -ea).T, int(ex + ew + ea))
