@@ -478,3 +478,142 @@ def test_fc2_kernel_limit(kernel, d, w_var):
                 assert got[t] == 0
                 continue
             assert record("resnet.fc2_kernel_limit", abs(got[t] - ref) / (6 * EPS * abs(ref)), d=d) <= 1
+
+
+# ---- schedules (theory.py): every entry rounded once from 40 digits ---------------------------------------------
+
+_HUGE, _TINY = mp.mpf("1.7976931348623157e308"), mp.mpf(2) ** -1022
+
+
+def _rounded_once(key, got, ref, **where):
+    """got = ref rounded once: relative error <= eps where ref is a normal float (recorded), inf past float64's
+    range, absolute <= 2^-1074 below it; never NaN."""
+    assert got == got, (key, where)
+    if ref > _HUGE:
+        assert got == math.inf, (key, ref, where)
+    elif ref < _TINY:
+        assert abs(got - ref) <= 2.0 ** -1074, (key, ref, where)
+    else:
+        assert record(key, abs(got - ref) / (EPS * ref), **where) <= 1
+
+
+def _mpx(x):
+    return mp.mpf(x) if isinstance(x, int) else mp.mpf(float(x))
+
+
+_scale = st.sampled_from([1e-300, 1e-150, 1e-40, 1.0, 1e40, 1e150, 1e300]) | st.floats(-300, 300).map(
+    lambda e: 10.0 ** e) | st.floats(0.1, 10)
+_ge1 = st.sampled_from([1.0, 1.5, 1e300]) | st.floats(0, 300).map(lambda e: 10.0 ** e)
+_ints = st.sampled_from([1, 2, 10 ** 8, 2 ** 60, 10 ** 400]) | st.integers(1, 10 ** 6)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(_ints, _ge1, _scale, _ge1, _scale, _scale, _scale, _ints, st.sampled_from([0.0, 1.0]) | _scale,
+       st.none() | _scale, st.sampled_from([0.0]) | _scale, _ge1,
+       st.dictionaries(st.sampled_from(R.THEOREM1_CONSTS), _scale), st.sampled_from(["proof", "statement"]))
+@example(10 ** 6, 1.0, 2e-253, 5e48, 422.0, 0.8, 3e-4, 1, 1.0, None, 0.0, 1.0, {}, "proof")    # T was NaN
+@example(5, 2.5e68, 0.06, 3.5, 6.5e-276, 4.5e-292, 0.86, 10 ** 8, 1.0, None, 0.0, 1.0, {}, "statement")
+@example(2, 1.0, 1.0, 1.0, 1.0, 1e-200, 0.5, 10 ** 8, 1.0, None, 0.0, 1.0, {}, "proof")  # was OverflowError
+@example(2, 1.0, 1.0, 1.0, 1.0, 0.1, 1e-200, 10 ** 8, 1.0, None, 0.0, 1.0, {}, "proof")  # was ZeroDivisionError
+def test_theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, B_F, L_G, OPT, pl, consts, conv):
+    """theorem1_schedule: every entry rounded once (relative error <= eps where it is a normal float, inf or 0 only
+    past float64's range), the regime's "holds" and ``admissible`` the exact comparisons, at inputs from 1e-300 to
+    1e300 and integers to 10^400 (before: NaN, OverflowError or ZeroDivisionError in those corners, 0 or inf from an
+    intermediate over/underflow); against the formulas in mpmath at 60 digits."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = R.theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, B_F=B_F, L_G=L_G, OPT=OPT, polylog=pl,
+                                consts=consts, eta_v_convention=conv)
+    C = {n: _mpx(consts.get(n, 1.0)) for n in R.THEOREM1_CONSTS}
+    with mp.workdps(60):
+        k_, pF, CF, pG, CG, a, dl, m_, BF, opt, P = map(_mpx, (k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, B_F, OPT,
+                                                              pl))
+        cF, cG = k_ * pF * CF, k_ * pG * CG
+        LG = mp.sqrt(cG) if L_G is None else _mpx(L_G)
+        tw, tv = C["C_tau_w"] * P * cF, C["C_tau_v"] * P * a * cG
+        ew = C["C_eta_w"] * min(1, dl)
+        ev = ew * (tv / tw) ** 2 if conv == "proof" else C["C_eta_v"] * ew * (pG * CG / (pF * CF)) ** 2
+        at = a / (k_ * (pF * CF + pG * CG))
+        d0 = C["C_delta0"] * (at ** 2 + tv ** 2 * (1 + BF) + a * tv * LG * (BF + 1)) ** 2
+        ref = dict(alpha_max=C["C_alpha"] / (P * cG), alpha_tilde=at, tau_w=tw, tau_v=tv, sigma_w=m_ ** -mp.mpf(0.125),
+                   sigma_v=tv ** -2, T=C["C_T"] * P * cF ** 2 / min(1, dl ** 2), eta_w=ew, eta_v=ev, L_G=LG,
+                   delta0=d0, delta_min=opt + d0)
+        for key, v in ref.items():
+            _rounded_once(f"resnet.theorem1_schedule ({key})", s[key], v, k=k, alpha=alpha, delta=delta)
+        sw = ref["sigma_w"]
+        holds = [a <= ref["alpha_max"], dl >= ref["delta_min"], tw >= 1, tw < mp.sqrt(m_) * sw,
+                 tv >= ref["sigma_v"] * (k_ / m_) ** mp.mpf(0.375), tv <= ref["sigma_v"], ew + ev * tw ** 2 <= 0.1]
+        assert [e["holds"] for e in s["regime"]] == holds
+        assert s["admissible"] == (holds[0] and holds[1])
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(_scale, _scale, _scale, st.sampled_from([0.0]) | _scale, st.sampled_from([0.0]) | _scale, _scale, _ints,
+       _ints, st.none() | _scale, st.none() | st.sampled_from([0.0]) | _scale, _ge1,
+       st.dictionaries(st.sampled_from(R.COUPLING_CONSTS), _scale))
+@example(1e-200, 1e-200, 1e200, 0.0, 0.0, 1.0, 1, 1, None, None, 1.0, {})   # regret: was ZeroDivisionError
+@example(1e200, 1.0, 1e-200, 0.0, 0.0, 1.0, 1, 1, 1e-200, None, 1.0, {})    # coupling (a): was inf (tau_w/sigma_w)
+def test_regret_and_coupling(T, eta_w, tau_w, OPT, delta0, C, m, k, sigma_w, out1, pl, consts):
+    """regret_bound and coupling_bounds (a)-(g): rounded once (as theorem1_schedule), inputs 1e-300..1e300, integers
+    to 10^400 (before: OverflowError, ZeroDivisionError, and inf from tau_w/sigma_w past float64 where the bound is
+    finite); against mpmath at 60 digits."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = R.regret_bound(T, eta_w, tau_w, OPT=OPT, delta0=delta0, C=C)
+        b = R.coupling_bounds(m, k, tau_w, eta_w, T, sigma_w=sigma_w, out1_norm=out1, polylog=pl, consts=consts)
+    Cc = {n: _mpx(consts.get(n, 1.0)) for n in R.COUPLING_CONSTS}
+    with mp.workdps(60):
+        T_, ew, tw, tv, sv, m_, P = map(_mpx, (T, eta_w, tau_w, eta_w, T, m, pl))
+        _rounded_once("resnet.regret_bound", got, mp.mpf(1) / 25 * tw ** 2 / (ew * T_) + _mpx(C) * (_mpx(OPT) +
+                                                                                                   _mpx(delta0)))
+        sw = m_ ** -mp.mpf(0.125) if sigma_w is None else _mpx(sigma_w)
+        o1 = Cc["C_c"] * tw if out1 is None else _mpx(out1)
+        rw, rv, third = tw / sw, tv / sv, mp.mpf(1) / 3
+        ref = dict(a=Cc["C_a"] * rw ** (2 * third) * m_ ** (2 * third),
+                   b=Cc["C_b"] * P * (tw * rw ** third / m_ ** (third / 2) + sw), c=Cc["C_c"] * tw,
+                   d=Cc["C_d"] * rv ** (2 * third) * m_, e=Cc["C_e"] * P * tv * rv ** third * (o1 + 1),
+                   f=Cc["C_f"] * P * tv * rv ** third, g=Cc["C_g"] * P * tv * (o1 + 1))
+        for key, v in ref.items():
+            _rounded_once(f"resnet.coupling_bounds ({key})", b[key], v, m=m, tau_w=tau_w, sigma_w=sigma_w)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.sampled_from([2, 4, 10, 170, 171, 1000, 1001, 10 ** 6]) | st.integers(2, 3000),
+       st.sampled_from([0, 1, 10 ** 12]) | st.integers(0, 10 ** 6), _scale, _scale, _ge1,
+       st.dictionaries(st.sampled_from(R.COROLLARY71_CONSTS), _scale))
+@example(171, 0, 0.5, 1e4, 1.0, {})     # a_star_max: was OverflowError (171! past float64)
+@example(4, 0, 1e-50, 1e4, 1.0, {})     # N: was ZeroDivisionError (alpha^8 underflowed)
+@example(2100, 0, 0.5, 1.0, 1.0, {})    # C_s_G: was OverflowError (2.0 ** 1050)
+def test_corollary71(k, extra, alpha, C_star, pl, consts):
+    """corollary71: every float entry rounded once (as theorem1_schedule), k to 10^6 (a_star_max by ln k! exact to
+    k = 1000 and Stirling's series beyond), alpha and C* from 1e-300 to 1e300 (before: OverflowError at k = 171 and
+    alpha = 1e50, ZeroDivisionError at alpha = 1e-50); against mpmath at 60 digits (loggamma, not Stirling)."""
+    d = k + extra
+    c = R.corollary71(d, k, alpha, C_star=C_star, polylog=pl, consts=consts)
+    Cc = {n: _mpx(consts.get(n, 1.0)) for n in R.COROLLARY71_CONSTS}
+    with mp.workdps(60):
+        k_, d_, a, Cs = mp.mpf(k), mp.mpf(d), _mpx(alpha), _mpx(C_star)
+        CG = Cs * (k_ + 1) * mp.mpf(2) ** (k_ / 2)
+        ref = dict(C_s_F=2 * Cs * mp.sqrt(2 * d_ / k_), C_s_G=CG,
+                   a_star_max=mp.exp(k_ * mp.log(k_) - mp.log(k_) / 2 - mp.loggamma(k_ + 1) - k_ * mp.log(2)),
+                   alpha_max=1 / (k_ * mp.mpf(2) ** k_ * CG), N=Cc["C_N"] * _mpx(pl) * d_ / a ** 8,
+                   risk=Cc["C_risk"] * a ** 4)
+        for key, v in ref.items():
+            _rounded_once(f"resnet.corollary71 ({key})", c[key], v, k=k, alpha=alpha)
+    assert c["p_G"] == 2 ** k and c["p_F"] == 1
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.sampled_from([2, 10 ** 16, 10 ** 18, 10 ** 400]) | st.integers(2, 10 ** 18), st.integers(1, 400),
+       st.integers(1, 10 ** 15))
+@example(10 ** 16, 100, 1)   # thm2_N_range: was OverflowError (the bound 1e378)
+@example(1000, 200, 5)       # thm2_alpha_min: was OverflowError ((d/5)^k = 200^200)
+def test_thm2_past_float64(d, k, N):
+    """thm2_N_range and thm2_alpha_min at d to 10^400 and k to 400: rounded once where normal, inf or 0 only past
+    float64's range (before: OverflowError from float powers); against mpmath at 60 digits."""
+    k = min(k, d)
+    with mp.workdps(60):
+        rN = (mp.mpf(d) / (20 * k * k * mp.log(d) ** 2)) ** (mp.mpf(k) / 2)
+        ra = 80 * mp.sqrt(k * mp.mpf(N) / (mp.mpf(d) / 5) ** k)
+        _rounded_once("resnet.thm2_N_range", R.thm2_N_range(d, k), rN, d=d, k=k)
+        _rounded_once("resnet.thm2_alpha_min", R.thm2_alpha_min(d, k, N), ra, d=d, k=k)
