@@ -14,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from popdyn.models import resnet as R
+from popdyn.models.resnet import existential as EX
 from popdyn.models.resnet import minnorm as MN
 
 from ._accuracy import EPS, examples, record
@@ -617,3 +618,177 @@ def test_thm2_past_float64(d, k, N):
         ra = 80 * mp.sqrt(k * mp.mpf(N) / (mp.mpf(d) / 5) ** k)
         _rounded_once("resnet.thm2_N_range", R.thm2_N_range(d, k), rN, d=d, k=k)
         _rounded_once("resnet.thm2_alpha_min", R.thm2_alpha_min(d, k, N), ra, d=d, k=k)
+
+
+# ---- existential weights (Lemma F.1') ----------------------------------------------------------------------------
+
+def _unit(rng, shape, kind):
+    w = rng.standard_normal(shape)
+    if kind == "axis":                       # degenerate: coordinate vectors, all terms along one axis
+        w = np.zeros(shape)
+        w[..., 0] = 1.0
+    return w / np.linalg.norm(w, axis=-1, keepdims=True)
+
+
+@st.composite
+def phis(draw):
+    """A Phi with k, p <= 2, d <= 4, odd degree <= 7, coefficients at 1e-100..1e100 (random or coordinate w*, a*
+    with a cancelling pair)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    k, p, d, deg = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(0, 3))
+    n = 2 * deg + 1
+    scale = 10.0 ** draw(st.sampled_from([0.0, -100.0, 100.0]) | st.floats(-5, 5))
+    coef = [[np.where((np.arange(n + 1) % 2 == 1) | (np.arange(n + 1) == 0), rng.standard_normal(n + 1), 0.0)
+             * scale for _ in range(p)] for _ in range(k)]
+    kind = draw(st.sampled_from(["random", "axis"]))
+    a = rng.uniform(-1, 1, (k, p))
+    if draw(st.booleans()) and p == 2:       # a cancelling pair: a*_2 = -a*_1 on the same phi and w*
+        a[:, 1] = -a[:, 0]
+        coef = [[row[0], row[0]] for row in coef]
+        kind = "axis"
+    series = [[R.TaylorSeries.from_coeffs(c) for c in row] for row in coef]
+    coef = [[sr.coeffs() for sr in row] for row in series]    # as the series holds them (log|c| and sign)
+    return R.Phi(a, _unit(rng, (k, p, d), kind), _unit(rng, (k, p, d), kind), series), coef, rng
+
+
+def _mp_b(c):
+    """b_0 = 2 c_0, b_i = c_i / p'_i (odd i): h's coefficients in mpmath from the plain coefficients."""
+    return [2 * _mpx(c[0])] + [(_mpx(c[i]) / ((-1) ** ((i - 1) // 2) * mp.fac2(i - 2) / mp.sqrt(2 * mp.pi))
+                                if i % 2 else mp.mpf(0)) for i in range(1, len(c))]
+
+
+def _mp_he(n, z):
+    He = [mp.mpf(1), z]
+    for i in range(1, n):
+        He.append(z * He[i] - i * He[i - 1])
+    return He[:n + 1]
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(phis(), st.sampled_from([1.0, 1e-170, 1e-300, 1e170, 1e300]) | st.floats(-300, 300).map(lambda e: 10.0 ** e))
+def test_phi_and_frobenius_limit(ph, xscale):
+    """Phi(x): absolute error <= eps sum_i |a*_i| ((2n + p + 4) Phi_i^abs |<w2,x>| + (2d + 4) |phi_i'|^abs |<w2,x>| +
+    (d + 2) phi_i^abs sum_l |w2_l x_l|) (Horner, the cosine's rounding through phi', the dot product), at rows of any
+    scale 1e-300..1e300 (before: ValueError 'non-zero rows' at 1e-170, wrong cosines from an overflowed norm at
+    1e170); frobenius_limit: absolute <= (16 (1 + n log(n + 1)) + 4 (n + p + 4)) eps S (S the sum of |terms| of
+    Mehler's sum; h_coefficients' error twice), never negative
+    (an expectation of a square; the cancelling pair gives exactly 0)."""
+    phi, coef, rng = ph
+    k, p, d = phi.k, phi.p, phi.d
+    X = rng.standard_normal((3, d)) * xscale
+    X[0] = 0.0
+    X[0, -1] = xscale                               # a row along one axis
+    n = len(coef[0][0]) - 1
+    got = phi(X)
+    fr = phi.frobenius_limit()
+    assert fr >= 0
+    with mp.workdps(40):
+        for t in range(X.shape[0]):
+            x = [_mpx(v) for v in X[t]]
+            nx = mp.sqrt(mp.fsum(v * v for v in x))
+            for r in range(k):
+                ref, bound = mp.mpf(0), mp.mpf(0)
+                for i in range(p):
+                    c = [_mpx(v) for v in coef[r][i]]
+                    cos = mp.fsum(_mpx(phi.w1[r, i, l]) * x[l] for l in range(d)) / nx
+                    y = mp.fsum(_mpx(phi.w2[r, i, l]) * x[l] for l in range(d))
+                    yabs = mp.fsum(abs(_mpx(phi.w2[r, i, l]) * x[l]) for l in range(d))
+                    val = mp.fsum(c[j] * cos ** j for j in range(n + 1))
+                    vabs = mp.fsum(abs(c[j] * cos ** j) for j in range(n + 1))
+                    dabs = mp.fsum(j * abs(c[j] * cos ** (j - 1)) for j in range(1, n + 1))
+                    A = abs(_mpx(phi.a_star[r, i]))
+                    ref += _mpx(phi.a_star[r, i]) * val * y
+                    bound += A * ((2 * n + p + 4) * vabs * abs(y) + (2 * d + 4) * dabs * abs(y) + (d + 2) * vabs * yabs)
+                bound = EPS * bound + mp.mpf(2) ** -1074 * 4 * p
+                if abs(ref) > _HUGE:
+                    assert got[t, r] == math.copysign(math.inf, ref)
+                    continue
+                if bound > _HUGE:           # the terms past float64's range, their sum within it: inf allowed
+                    assert got[t, r] == got[t, r]
+                    continue
+                assert record("resnet.Phi", abs(_mpx(got[t, r]) - ref) / bound, d=d, scale=xscale) <= 1
+        ref, S = mp.mpf(0), mp.mpf(0)
+        for r in range(k):
+            bs = [_mp_b(coef[r][i]) for i in range(p)]
+            for i in range(p):
+                for j in range(p):
+                    rho = mp.fsum(_mpx(phi.w1[r, i, l]) * _mpx(phi.w1[r, j, l]) for l in range(d))
+                    g2 = mp.fsum(_mpx(phi.w2[r, i, l]) * _mpx(phi.w2[r, j, l]) for l in range(d))
+                    aa = _mpx(phi.a_star[r, i]) * _mpx(phi.a_star[r, j])
+                    for q in range(n + 1):
+                        term = aa * g2 * bs[i][q] * bs[j][q] * mp.factorial(q) * rho ** q
+                        ref += term
+                        S += abs(term)
+        if S > _HUGE:
+            return
+        assert record("resnet.Phi.frobenius_limit", abs(fr - max(ref, 0)) / ((16 * (1 + n * math.log(n + 1)) + 4 * (n + p + 4)) * EPS * S +
+                                                                                mp.mpf(2) ** -1074), n=n) <= 1
+
+
+@settings(max_examples=examples(8), deadline=None)
+@given(phis(), st.integers(1, 4), st.sampled_from(["normal", "zero", "rank1", "big"]))
+def test_random_feature_weights_and_G(ph, m, kind):
+    """random_feature_weights: absolute error <= eps/m sum_{r,i} |a_rj a*_ri w2_ril| ((4 (n + 10 + L) + 8 (1 + n log(n
+    + 1)) + k p + 4) H^abs(z) + 2 (d + 2) sqrt(m) sum_l |w0_jl w1_l| H'^abs(z)), z = sqrt(m) <w0_j, w1>, L = max_q
+    |log h_q(z)| (the normalized Hermite recurrence's bound, which grows with |z|; h's recurrence,
+    h_coefficients, the argument's rounding through h'); ValueError naming W0 where the weights pass float64's range;
+    G: absolute error <= (d + m + 2) eps sum_j |a_rj| sum_l |x_l w*_jl| plus |a_rj <w*_j, x>| for each j whose sign
+    test |<w0_j, x>| <= (d + 1) eps sum_l |w0_jl x_l| is within rounding (the indicator of the rounded product), at
+    zero, rank-one and large W0; against mpmath (weights) and exact rationals (G)."""
+    phi, coef, rng = ph
+    k, p, d = phi.k, phi.p, phi.d
+    n = len(coef[0][0]) - 1
+    W0 = {"normal": rng.standard_normal((m, d)) / math.sqrt(m), "zero": np.zeros((m, d)),
+          "rank1": np.outer(rng.standard_normal(m), rng.standard_normal(d)), "big": rng.standard_normal((m, d)) * 1e60}[kind]
+    a = rng.standard_normal((k, m))
+    try:
+        Ws = R.random_feature_weights(phi, W0, a)
+    except ValueError as e:
+        assert "'W0'" in str(e) and kind == "big"
+        Ws = None
+    with mp.workdps(40):
+        if Ws is not None:
+            sm = mp.sqrt(m)
+            for j in range(m):
+                for l in range(d):
+                    ref, bound = mp.mpf(0), mp.mpf(0)
+                    for r in range(k):
+                        for i in range(p):
+                            b = _mp_b(coef[r][i])
+                            z = sm * mp.fsum(_mpx(W0[j, q]) * _mpx(phi.w1[r, i, q]) for q in range(d))
+                            He = _mp_he(n, z)
+                            hz = mp.fsum(b[q] * He[q] for q in range(n + 1))
+                            Habs = mp.fsum(abs(b[q] * He[q]) for q in range(n + 1))
+                            Dabs = mp.fsum(q * abs(b[q] * He[q - 1]) for q in range(1, n + 1))
+                            dz = 2 * (d + 2) * sm * mp.fsum(abs(_mpx(W0[j, q]) * _mpx(phi.w1[r, i, q])) for q in range(d))
+                            L = max(abs(mp.log(abs(He[q]) / mp.sqrt(mp.factorial(q)))) for q in range(n + 1)
+                                    if He[q] != 0)    # the recurrence's |log h_q| term (hermite_polys)
+                            A = _mpx(a[r, j]) * _mpx(phi.a_star[r, i]) * _mpx(phi.w2[r, i, l])
+                            ref += A * hz / m
+                            bound += abs(A) * ((4 * (n + 10 + L) + 8 * (1 + n * math.log(n + 1)) + k * p + 4) * Habs +
+                                               dz * Dabs) / m
+                    bound = EPS * bound + mp.mpf(2) ** -1074 * 4 * k * p
+                    assert record("resnet.random_feature_weights", abs(_mpx(Ws[j, l]) - ref) / bound, kind=kind) <= 1
+        Wstar = Ws if Ws is not None else rng.standard_normal((m, d)) * 1e250
+        X = np.vstack([rng.standard_normal((2, d)) * 10.0 ** rng.uniform(-200, 200), np.ones((1, d))])
+        got = EX.G(X, Wstar, W0, a)
+        assert np.all(got == got)
+        F = lambda v: Fraction(float(v))  # noqa: E731
+        for t in range(X.shape[0]):
+            for r in range(k):
+                ref, bound = Fraction(0), Fraction(0)
+                for j in range(m):
+                    s0 = sum(F(W0[j, l]) * F(X[t, l]) for l in range(d))
+                    s0abs = sum(abs(F(W0[j, l]) * F(X[t, l])) for l in range(d))
+                    y = sum(F(Wstar[j, l]) * F(X[t, l]) for l in range(d))
+                    yabs = sum(abs(F(Wstar[j, l]) * F(X[t, l])) for l in range(d))
+                    if s0 >= 0:
+                        ref += F(a[r, j]) * y
+                    bound += abs(F(a[r, j])) * yabs * (d + m + 2) * Fraction(EPS)
+                    if abs(s0) <= (d + 1) * Fraction(EPS) * s0abs:
+                        bound += abs(F(a[r, j]) * y)
+                if abs(ref) > 10 ** 308:
+                    assert math.isinf(got[t, r])
+                    continue
+                bound += Fraction(2.0 ** -1074) * 4 * m
+                assert record("resnet.G", float(abs(F(got[t, r]) - ref) / bound), kind=kind) <= 1

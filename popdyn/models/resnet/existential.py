@@ -59,6 +59,10 @@ class Phi:
     Notes
     -----
     Regime: any finite sizes; :math:`\Phi` is 1-homogeneous in x, as G is, so the lemma's ||x|| = 1 is no loss.
+    Accuracy: :math:`\Phi(x)` absolute error <= eps sum_i |a*_i| ((2n + p + 4) phi_i^abs |<w2,x>| + (2d + 4)
+    |phi_i'|^abs |<w2,x>| + (d + 2) phi_i^abs sum_l |w2_l x_l|) (phi^abs = sum_j |c_j t^j| at the cosine t, n the
+    degree), rows of any scale (evaluated at max|x| in [1/2, 1); before: ValueError at 1e-170, wrong cosines from an
+    overflowed norm at 1e170); measured 0.053 of the bound. :meth:`h` as :func:`.indicator.h`.
 
     References
     ----------
@@ -111,13 +115,15 @@ class Phi:
         X = check("resnet.Phi", "X", X, FiniteArray(2, (None, self.d)))
         if not np.all(np.abs(X).max(axis=1, initial=0.0) > 0):
             raise InvalidParameterError(f"The 'X' parameter of resnet.Phi must have non-zero rows. Got {X!r} instead.")
-        Xs = np.ldexp(X, -_pow2_exponent(X, axis=1)[:, None])   # rows at max|x| in [1/2, 1): the norm cannot
-        norm = np.linalg.norm(Xs, axis=1)                        # under/overflow, and the cosines are unchanged
+        e = _pow2_exponent(X, axis=1)[:, None]
+        Xs = np.ldexp(X, -e)                # rows at max|x| in [1/2, 1) (exact; Phi is 1-homogeneous): the norm and
+        norm = np.linalg.norm(Xs, axis=1)   # the terms cannot under/overflow, nor an inf - inf cancel to NaN
         out = np.zeros((X.shape[0], self.k))
         for r in range(self.k):
             for i in range(self.p):
-                out[:, r] += self.a_star[r, i] * self.series[r][i](Xs @ self.w1[r, i] / norm) * (X @ self.w2[r, i])
-        return out
+                out[:, r] += self.a_star[r, i] * self.series[r][i](Xs @ self.w1[r, i] / norm) * (Xs @ self.w2[r, i])
+        with np.errstate(over="ignore"):
+            return np.ldexp(out, e)
 
     def h(self, r, i, alpha1):
         """:math:`h^{(r,i)}` (Lemma F.2, untruncated) at the 1-d points ``alpha1``."""
@@ -143,6 +149,9 @@ class Phi:
         expectation is this value for every m (:math:`\mathbb E a_{r,j}a_{r',j} = \delta_{rr'}`, a independent of
         :math:`W^{(0)}`); it is :math:`\|\mathbf W^*_{\mathrm{main}}\|_F^2` in the main text's scaling, the O(1)
         quantity :math:`\widetilde O(kp\,\mathfrak C_s)^2` of Lemma F.1' (its proof, eq. (F.4)).
+        Accuracy: absolute error <= (16 (1 + n log(n + 1)) + 4 (n + p + 4)) eps S, S the sum of the |terms| above
+        (h_coefficients' error twice), never negative (clipped at 0: cancelling terms could round below), degree
+        n <= 61; inf only where S passes float64 (exact power-of-2 rescaling). Measured: 0.025 of the bound.
 
         References
         ----------
@@ -197,6 +206,10 @@ def random_feature_weights(phi, W0, a):
     Regime: any m; with the exact h of :func:`.indicator.h` (not the paper's truncated one)
     :math:`\mathbb E\,G_r(x;\mathbf W^*) = \Phi_r(x)` exactly. The index r' of the inner sum (a typo in
     (F.3)) is the outer one. Main-text scaling (A ~ N(0, 1/m)): multiply by :math:`\sqrt m`.
+    Accuracy: absolute error <= eps/m sum_{r,i} |a_rj a*_ri w*_2| ((4 (n + 10 + L) + 8 (1 + n log(n + 1)) + kp + 4)
+    sum_q |b_q He_q(z)| + 2 (d + 2) sqrt(m) sum_l |w0_jl w*_1l| sum_q q |b_q He_{q-1}(z)|) per entry, z = sqrt(m)
+    <w0_j, w*_1>, L = max_q |log h_q(z)| (the Hermite recurrence, h_coefficients, the argument's rounding through
+    h'); weights past float64's range raise ValueError naming W0 (before: inf or NaN). Measured: 0.14 of the bound.
 
     References
     ----------
@@ -248,6 +261,9 @@ def G(X, W_star, W0, a):
     Notes
     -----
     Regime: any sizes; the convention :math:`1[0\ge0]=1` of the paper.
+    Accuracy: absolute error <= (d + m + 2) eps sum_j |a_rj| sum_l |x_l w*_jl|, plus |a_rj <w*_j, x>| for each j with
+    |<w0_j, x>| <= (d + 1) eps sum_l |w0_jl x_l| (the indicator is that of the rounded product); any scale (exact
+    power-of-2 rescaling of X, W* and a: before, NaN from inf * 0 past float64). Measured: 0.1 of the bound.
 
     References
     ----------
