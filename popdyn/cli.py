@@ -164,7 +164,7 @@ def build_parser():
     """The ``popdyn`` argument parser with its sub-commands."""
     parser = argparse.ArgumentParser(prog="popdyn", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    from validation.runner import add_arguments  # lazily: popdyn never imports validation at load
+    from popdyn.validation.runner import add_arguments  # lazily: popdyn never imports validation at load
     add_arguments(sub.add_parser("validate", help="hold the theory against simulation; writes REPORT.md"))
     b = sub.add_parser("bench", help="performance of theory and kernels against baselines")
     b.add_argument("--quick", action="store_true", help="small sizes")
@@ -197,12 +197,12 @@ def build_parser():
 
 
 def _validate(args, parser):
-    from validation import runner
+    from popdyn.validation import runner
     return runner.run_from_args(args, parser)
 
 
 def _bench(args, parser):
-    from validation import bench
+    from popdyn.validation import bench
     return bench.main(["--quick"] if args.quick else [])
 
 

@@ -131,7 +131,7 @@ def claim_title(claim, measured, *, what="measured", note=""):
     Parameters
     ----------
     claim : object with attributes ``id``, ``title``, ``tolerance``
-        The claim (a ``validation.claims.Claim``, e.g. ``REGISTRY["looped.fig8_1"]``).
+        The claim (a ``popdyn.validation.claims.Claim``, e.g. ``REGISTRY["looped.fig8_1"]``).
     measured : float
         The number the claim reports (its ``ClaimResult.measured``).
     what : str

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from validation.claims import Claim, ClaimResult
+from popdyn.validation.claims import Claim, ClaimResult
 
 
 def _run(cid, value, size, outdir):

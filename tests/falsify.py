@@ -15,7 +15,7 @@ Use::
 """
 import importlib
 
-from validation import claims
+from popdyn.validation import claims
 
 __all__ = ["falsifies", "verdict_of", "run_claim", "measure", "perturb", "scaled", "memoise"]
 
@@ -30,7 +30,7 @@ def falsifies(*claim_ids):
 
 def run_claim(claim_id, outdir, *, size=None, device="cpu", **override):
     """Run claim ``claim_id`` at ``size`` (default: its quick size) updated by ``override``; return
-    ``(verdict, result)`` with the verdict decided by the runner's :func:`validation.claims.verdict`."""
+    ``(verdict, result)`` with the verdict decided by the runner's :func:`popdyn.validation.claims.verdict`."""
     (c,) = claims.select([claim_id])
     res = c.run({**(c.quick if size is None else size), **override}, device, outdir)
     return claims.verdict(c, res), res

@@ -452,3 +452,308 @@ def test_limit_sign_and_time_at_a_rounding_level_h0():
     assert lora.limit_sign(p) == 0
     assert lora.time_to_overlap(p, 0.0, -1 + 1e-12) == math.inf
     assert lora.time_to_overlap(p, 0.0, 0.5) == math.inf
+
+
+# ---- general position: pair moments, loss, gradient, drift, q_norm -------------------------------------------
+
+def _relu_pair_mp(saa, sbb, sab):
+    sa, sb = mp.sqrt(saa), mp.sqrt(sbb)
+    rho = max(min(sab / (sa * sb), mp.mpf(1)), mp.mpf(-1))
+    k1 = (mp.sqrt(1 - rho ** 2) + (mp.pi - mp.acos(rho)) * rho) / (2 * mp.pi)
+    return sa * sb * k1, (mp.pi - mp.acos(rho)) / (2 * mp.pi), sa / sb * mp.sqrt(1 - rho ** 2) / (2 * mp.pi)
+
+
+def _pair_mp(name, saa, sbb, sab):
+    """(kappa, kappa_1, kappa_2) and the sizes (E s(A)^2, E s(B)^2, E s'(A)^2, E s'(B)^2) in mpmath: relu's arc-cosine
+    forms, erf's arcsin form (kappa_2 = 2 d kappa/d S_BB by Price's theorem)."""
+    saa, sbb, sab = mp.mpf(saa), mp.mpf(sbb), mp.mpf(sab)
+    if name == "relu":
+        return _relu_pair_mp(saa, sbb, sab), (saa / 2, sbb / 2, mp.mpf(0.5), mp.mpf(0.5))
+    kap = lambda b: 2 / mp.pi * mp.asin(2 * sab / mp.sqrt((1 + 2 * saa) * (1 + 2 * b)))  # noqa: E731
+    k1 = 4 / mp.pi / mp.sqrt((1 + 2 * saa) * (1 + 2 * sbb) - 4 * sab ** 2)
+    e2 = lambda s: 2 / mp.pi * mp.asin(2 * s / (1 + 2 * s))  # noqa: E731
+    d2 = lambda s: 4 / mp.pi / mp.sqrt(1 + 4 * s)  # noqa: E731
+    return (kap(sbb), k1, 2 * mp.diff(kap, sbb)), (e2(saa), e2(sbb), d2(saa), d2(sbb))
+
+
+def _pair_bound(name, saa, sbb, sab, sizes):
+    """Declared bound of pair_moments: tol (sqrt(E s(A)^2 E s(B)^2) + sqrt(E s'(A)^2 E s'(B)^2)) for kappa, kappa_1, and
+    tol (sqrt(E s(A)^2 E s'(B)^2 / S_BB) + |S_AB| sqrt(E s'(A)^2 E s'(B)^2)/S_BB) + the kappa bound for kappa_2; tol =
+    16 eps (relu, closed forms) or 1e-12 (the trapezoid rule)."""
+    tol = 16 * EPS if name == "relu" else 1e-12
+    ea, eb, da, db = sizes
+    b01 = tol * (mp.sqrt(ea * eb) + mp.sqrt(da * db))
+    b2 = b01 + tol * (mp.sqrt(ea * db / mp.mpf(sbb)) + abs(mp.mpf(sab)) * mp.sqrt(da * db) / mp.mpf(sbb))
+    if name != "relu":
+        return b01, b01, b2
+    # relu: rho = S_AB/sqrt(S_AA S_BB) is rounded (delta = 4 eps |rho|) and sqrt(1 - rho^2) moves by
+    # min(delta/sqrt(1 - rho^2), sqrt(2 delta)) there: kappa_1 by that / 2 pi, kappa_2 by s_a/s_b times that / 2 pi
+    rho = min(abs(mp.mpf(sab)) / mp.sqrt(mp.mpf(saa) * mp.mpf(sbb)), mp.mpf(1))
+    delta = 4 * EPS * rho
+    move = min(delta / mp.sqrt(1 - rho ** 2) if rho < 1 else mp.inf, mp.sqrt(2 * delta)) / (2 * mp.pi)
+    return b01, b01 + move, b2 + move * mp.sqrt(mp.mpf(saa) / mp.mpf(sbb))
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.sampled_from(["relu", "erf"]), st.floats(-6, math.log10(16)) | st.sampled_from([-12.0, 0.0, math.log10(2)]),
+       st.floats(-6, math.log10(16)) | st.sampled_from([-12.0, 0.0, math.log10(2)]),
+       _overlaps_m())
+def test_pair_moments(name, la, lb, rho):
+    """pair_moments: within the declared bound (see _pair_bound) for S_AA, S_BB in [1e-12, 16], rho at +-1, 0 and near
+    them; against relu's arc-cosine and erf's arcsin forms in mpmath."""
+    saa, sbb = 10.0 ** la, 10.0 ** lb
+    sab = rho * math.sqrt(saa * sbb)
+    got = lora.pair_moments(name, saa, sbb, sab)
+    assert all(np.isfinite(g) for g in got)
+    with mp.workdps(DPS):
+        ref, sizes = _pair_mp(name, saa, sbb, sab)
+        bounds = _pair_bound(name, saa, sbb, sab, sizes)
+        for key, g, r, b in zip(("kappa", "kappa_1", "kappa_2"), got, ref, bounds):
+            assert record(f"lora.pair_moments ({key})", abs(g - r) / (b + mp.mpf(1e-300)), act=name, saa=saa, sbb=sbb,
+                          rho=rho) <= 1
+
+
+@pytest.mark.parametrize("act", ["tanh", "sigmoid", "gelu"])
+@pytest.mark.parametrize("s", [0.5, 1.0, 2.0, 16.0])
+def test_pair_moments_smooth_on_the_diagonal(act, s):
+    """tanh, sigmoid, gelu at rho = 1 (the worst corner of the former 48-point Gauss-Hermite rule, 5e-6 off for tanh
+    at unit variance): kappa = E s(A)^2 and kappa_1 = E s'(A)^2 within 1e-12 of themselves, against mpmath."""
+    f = {"tanh": mp.tanh, "sigmoid": lambda z: 1 / (1 + mp.exp(-z)), "gelu": lambda z: z * mp.ncdf(z)}[act]
+    df = {"tanh": lambda z: 1 / mp.cosh(z) ** 2, "sigmoid": lambda z: mp.exp(-z) / (1 + mp.exp(-z)) ** 2,
+          "gelu": lambda z: mp.ncdf(z) + z * mp.npdf(z)}[act]
+    got = lora.pair_moments(act, s, s, s)
+    with mp.workdps(30):
+        sd = mp.sqrt(s)
+        for g, fn, key in ((got[0], f, "kappa"), (got[1], df, "kappa_1")):
+            ref = mp.quad(lambda x: fn(sd * x) ** 2 * mp.npdf(x), mp.linspace(-14, 14, 29))
+            assert record("lora.pair_moments (smooth)", abs(g - ref) / (1e-12 * ref), act=act, s=s, which=key) <= 1
+
+
+def popdyn_act(name):
+    import popdyn.activations
+    return popdyn.activations.get(name)
+
+
+def test_pair_moments_refuses_what_it_cannot_meet():
+    """Kinks other than relu's and smooth variances past 16 raise, naming the parameter."""
+    with pytest.raises(ValueError, match="activation"):
+        lora.pair_moments("abs", 1.0, 1.0, 0.5)
+    with pytest.raises(ValueError, match="s_aa"):
+        lora.pair_moments("tanh", 100.0, 1.0, 0.5)
+
+
+@st.composite
+def general_states(draw, acts=("relu", "erf")):
+    """A GeneralProblem (k <= 3, u at alpha = |Pi_W u| in {0, 0.5, 0.99}) and a state (m, q): u_hat a random unit vector
+    of R^(k+2) near +-u or far from it; p, q, m read off the vectors (so Gamma is a Gram matrix)."""
+    k = draw(st.sampled_from([1, 2, 3]))
+    p0 = draw(problems(acts=acts, identity=True).filter(lambda p: p.k == k and 1e-3 <= p.xi <= 1e3))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    alpha = draw(st.sampled_from([0.0, 0.5, 0.99]))
+    a = rng.standard_normal(k)
+    a = alpha * a / np.linalg.norm(a)
+    u = np.r_[a, math.sqrt(1 - alpha ** 2), 0.0]
+    project = draw(st.booleans())
+    near = draw(st.sampled_from([0.0, 1e-6, 0.3, 2.0]))
+    v = rng.standard_normal(k + 2)
+    if project:
+        v[:k] = 0
+    uh = (rng.choice([-1, 1]) * u if near < 1 else 0) + near * v / np.linalg.norm(v)
+    if project:
+        uh[:k] = 0
+    uh /= np.linalg.norm(uh)
+    gp = lora.GeneralProblem(p0, a.copy(), project=project)
+    return gp, float(np.clip(u @ uh, -1, 1)), uh[:k].copy()
+
+
+def _general_loss_mp(gp, Gam):
+    """Phi in mpmath from the basis Gram Gam (mp.matrix, (k+2)^2; u_hat's row need not be a unit vector)."""
+    P, k = gp.problem, gp.k
+    xi = mp.mpf(P.xi)
+    C = mp.zeros(2 * k, k + 2)
+    for i in range(k):
+        r, rh = mp.sqrt(1 + xi ** 2 * mp.mpf(P.c[i]) ** 2), mp.sqrt(1 + xi ** 2 * mp.mpf(P.c_hat[i]) ** 2)
+        C[i, i], C[i, k] = 1 / r, xi * mp.mpf(P.c[i]) / r
+        C[k + i, i], C[k + i, k + 1] = 1 / rh, xi * mp.mpf(P.c_hat[i]) / rh
+    N = C * Gam * C.T
+    lam = [mp.mpf(x) for x in P.lam]
+    name = P.activation.name
+    tot, size = mp.mpf(0), mp.mpf(0)
+    for a in range(2 * k):
+        for b in range(2 * k):
+            sgn = 1 if (a < k) == (b < k) else -1
+            kap = _pair_mp(name, N[a, a], N[b, b], N[a, b])[0][0]
+            tot += sgn * lam[a % k] * lam[b % k] * kap
+            size += abs(lam[a % k] * lam[b % k]) * mp.sqrt(N[a, a] * N[b, b])
+    return tot, size
+
+
+def _gram_mp(gp, m, q):
+    k = gp.k
+    G = mp.matrix(k + 2, k + 2)
+    for i in range(k):
+        for j in range(k):
+            G[i, j] = mp.mpf(gp.problem.G[i, j])
+        G[i, k] = G[k, i] = mp.mpf(gp.p[i])
+        G[i, k + 1] = G[k + 1, i] = mp.mpf(q[i])
+    G[k, k] = G[k + 1, k + 1] = 1
+    G[k, k + 1] = G[k + 1, k] = mp.mpf(m)
+    return G
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(general_states())
+def test_general_loss_gradient_drift(state):
+    """general_loss: |dPhi| <= tol size (size = sum_ab |lam_a lam_b| |v_a| |v_b|, tol = 16 eps for relu, 1e-12
+    else), and >= 0; general_gradient: the inner products Gamma g with the basis within 8 tol size max(1, xi)
+    (1 + xi max|c_hat|); general_drift ("paper", lr = 1): dm within twice that; against the loss in mpmath and its
+    derivative along each basis vector (r_hat fixed) by mpmath's differentiation."""
+    gp, m, q = state
+    P, k = gp.problem, gp.k
+    got = lora.general_loss(gp, m, q if not gp.project else None)
+    qq = q if not gp.project else np.zeros(k)
+    assert got >= 0
+    with mp.workdps(DPS):
+        G = _gram_mp(gp, m, qq)
+        ref, size = _general_loss_mp(gp, G)
+        tol = 16 * EPS if P.activation.name == "relu" else 1e-12
+        assert record("lora.general_loss", abs(got - ref) / (tol * size + mp.mpf(1e-300)), m=m, xi=P.xi, k=k) <= 1
+        g, _, Gam = lora.general_gradient(gp, m, q if not gp.project else None)
+        inner = Gam @ g
+        scale = 8 * tol * size * max(1, P.xi) * (1 + max(abs(P.c_hat)) * P.xi)
+        drefs = []
+        for a in range(k + 2):
+            def moved(e, a=a):
+                H = G.copy()
+                for b in range(k + 2):
+                    if b != k + 1:
+                        H[k + 1, b] = H[b, k + 1] = G[k + 1, b] + e * G[a, b]
+                H[k + 1, k + 1] = 1 + 2 * e * G[a, k + 1] + e * e * G[a, a]
+                return _general_loss_mp(gp, H)[0]
+            drefs.append(mp.diff(moved, 0))
+            assert record("lora.general_gradient", abs(inner[a] - drefs[-1]) / scale, a=a, m=m, xi=P.xi) <= 1
+        if not gp.project:
+            dm = lora.general_drift(gp, m, q, lr=1.0, convention="paper")[0]
+            ref_dm = -(drefs[k] - m * drefs[k + 1])
+            assert record("lora.general_drift", abs(dm - ref_dm) / (2 * scale), m=m) <= 1
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(problems(acts=("relu",)), st.integers(0, 2 ** 32 - 1), st.sampled_from([0.0, 1e-8, 0.5, 1.0]))
+def test_q_norm(p, seed, scale):
+    """q_norm = sqrt(q^T G^+ q) for q = W u_hat (q in the range of G): |d| <= 8 k eps (kappa |Pi_W u_hat| +
+    |q|/sqrt(lam_min)), kappa = lam_max/lam_min of G on the range its pseudo-inverse keeps (eigenvalues above 1e-15
+    lam_max): the rounding of q is amplified by G^+ (near-parallel features); against mpmath."""
+    rng = np.random.default_rng(seed)
+    w, V = np.linalg.eigh(p.G)
+    keep = w > 1e-15 * w[-1]
+    F = V[:, keep] * np.sqrt(w[keep])  # W = F E^T with E orthonormal: q = F b, |Pi_W u_hat| = |b|
+    b = rng.standard_normal(F.shape[1])
+    b *= scale / max(np.linalg.norm(b), 1e-300)
+    q = F @ b
+    gp = lora.GeneralProblem(p, np.zeros(p.k))
+    got = float(lora.general.q_norm(gp, q))
+    with mp.workdps(DPS):
+        Fm, qm = mp.matrix(F.tolist()), mp.matrix(q.tolist())
+        bm = mp.lu_solve(Fm.T * Fm, Fm.T * qm)  # the exact b of the float q
+        ref = mp.sqrt(mp.fsum(x ** 2 for x in bm))
+        cond = w[keep][-1] / w[keep][0]
+        bound = 8 * p.k * EPS * (cond * ref + np.linalg.norm(q) / math.sqrt(w[keep][0]))
+        assert record("lora.q_norm", abs(got - ref) / (bound + mp.mpf(1e-300)), k=p.k, cond=cond) <= 1
+
+
+# ---- bounds and schedules ---------------------------------------------------------------------------------------
+
+@settings(max_examples=examples(30), deadline=None)
+@given(problems(acts=("relu",)))
+def test_claim1_condition_and_condition3(p):
+    """claim1_condition: |d ratio| <= 4 k eps (xi^2 sum|lam c| sum|lam c_hat|)/(2 |lam|^2) (the sums cancel), against
+    exact rationals; condition3: S_k = |h(0)|/2 within half of h0's bound, and (False, 0) exactly where limit_sign is
+    0 (|h(0)| at h's rounding level: formerly S_k = 2.8e-17 and holds = True)."""
+    holds, ratio = lora.claim1_condition(p)
+    F = lambda v: [Fraction(float(x)) for x in v]  # noqa: E731
+    lam, c, ch, xi2 = F(p.lam), F(p.c), F(p.c_hat), Fraction(p.xi) ** 2
+    ex = abs(xi2 * sum(a * b for a, b in zip(lam, c)) * sum(a * b for a, b in zip(lam, ch))) / (2 * sum(a * a for a in lam))
+    size = xi2 * sum(abs(a * b) for a, b in zip(lam, c)) * sum(abs(a * b) for a, b in zip(lam, ch)) / (2 * sum(a * a for a in lam))
+    assert record("lora.claim1_condition", float(abs(Fraction(ratio) - ex) / (4 * p.k * Fraction(EPS) * size
+                                                                           + Fraction(1e-300)))) <= 1
+    assert holds == (ratio <= 1)
+    if p.k <= 3:
+        ok, S_k = lora.condition3(p, np.linspace(0, 1, 5))
+        if lora.limit_sign(p) == 0:
+            assert (ok, S_k) == (False, 0.0) and lora.signal_noise(p)[0] == math.inf
+        else:
+            with mp.workdps(DPS):
+                ref, S = _h_mp(p, 0.0)
+                tol = 0 if p.activation.name == "relu" else 1e-12
+                assert record("lora.condition3 (S_k)", abs(S_k - abs(ref) / 2) / (_h_bound_declared(p, S, tol) / 2)) <= 1
+
+
+def test_condition3_and_signal_noise_at_a_rounding_level_h0():
+    """h(0) = 0 exactly, computed -5.6e-17 (the odd h of test_limit_sign_and_time_at_a_rounding_level_h0): condition3
+    is (False, 0) (was (True, 2.8e-17)) and signal_noise is (inf, 0) (was 6.3e32)."""
+    p = lora.Problem.orthonormal(2, 1.0, "relu", seed=3)
+    assert lora.condition3(p) == (False, 0.0)
+    assert lora.signal_noise(p) == (math.inf, 0.0)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.floats(-300, 300), st.floats(-300, 300), st.integers(4, 10 ** 18), st.floats(1e-300, 1 - 1e-16),
+       st.floats(-10, 10))
+def test_theorem16_schedule(lS, lV, d, eps, lmu):
+    """theorem16_schedule: eta, delta, alpha relative 16 eps (1 + (log d + |log V_k|)/log(d V_k)) (log(d V_k) formed as
+    log d + log V_k), T and T_weak
+    the ceilings of those; else (the schedule outside float64) a ValueError naming the parameters, never
+    ZeroDivisionError / OverflowError (formerly at S_k = 1e-300, V_k = 1e308, eps = 1e-120, S_k = V_k = 1e300);
+    against mpmath."""
+    S_k, V_k, mu1 = 10.0 ** lS, 10.0 ** lV, 10.0 ** lmu
+    try:
+        s = lora.theorem16_schedule(S_k, V_k, d, eps, mu1=mu1)
+    except ValueError as err:
+        assert "S_k" in str(err) or "V_k" in str(err)
+        with mp.workdps(DPS):
+            L = mp.log(d) + mp.log(V_k)
+            if L <= 0:
+                return
+            delta = min(S_k * mp.mpf(eps) ** 3 / (4 * mu1 * L ** 2), 1)
+            eta, alpha = delta / (d * V_k), 4 * L / (eps * delta * S_k)
+            assert not (mp.mpf(2) ** -1022 < eta < mp.mpf(2) ** 1023 and alpha * d * V_k < mp.mpf(2) ** 1023 and
+                        4 * d * V_k / (delta * S_k) < 2 ** 1023 and delta > mp.mpf(2) ** -1022), (S_k, V_k, d, eps, mu1)
+        return
+    with mp.workdps(DPS):
+        L = mp.log(d) + mp.log(V_k)
+        delta = min(S_k * mp.mpf(eps) ** 3 / (4 * mu1 * L ** 2), 1)
+        eta, alpha = delta / (d * V_k), 4 * L / (eps * delta * S_k)
+        for key, ref in (("eta", eta), ("delta", delta), ("alpha", alpha), ("log_dV", L)):
+            cond = 1 + (abs(mp.log(d)) + abs(mp.log(V_k))) / abs(L)  # log d + log V_k cancels for V_k < 1
+            assert record("lora.theorem16_schedule", abs(s[key] - ref) / (16 * EPS * cond * abs(ref)), which=key) <= 1
+        T = alpha * d * V_k
+        assert abs(s["T"] - mp.ceil(T)) <= 1 + 16 * EPS * T
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.sampled_from(["11", "12", "13"]), st.integers(4, 10 ** 12), st.integers(2, 10 ** 4), st.floats(1e-6, 0.99),
+       st.floats(-100, 100), st.booleans())
+def test_theorem_schedule(which, d, k, eps, llam, nz):
+    """theorem_schedule: eta relative 32 eps (1 + (4 |log lam_max| + log d + 2 log k)/|L|), L = log(lam_max^4 d k^2) (log(lam_max^4 d k^2) formed as a sum of logs: the product over/underflowed
+    to a math domain error at lam = 1e-200 and an OverflowError at 1e100), or a ValueError naming the parameters
+    when the schedule leaves float64; against mpmath (Theorems 11 and 13: eta = delta/(lam_max^4 d k^2))."""
+    lam = 10.0 ** llam
+    try:
+        s = lora.theorem_schedule(which, d, k, eps, lam, lam, xi_bar=1.0 if which == "12" else None, mu1_nonzero=nz)
+    except ValueError as err:
+        assert "lam_max" in str(err)
+        return
+    with mp.workdps(DPS):
+        L = 4 * mp.log(lam) + mp.log(d) + 2 * mp.log(k)
+        lam2, lam4 = mp.mpf(lam) ** 2, mp.mpf(lam) ** 4
+        if which == "11":
+            f = 1 if nz else 1 / mp.sqrt(k)
+            eta = lam2 * mp.mpf(eps) ** 3 / L ** 2 * f / (lam4 * d * k ** 2)
+        elif which == "13":
+            eta = lam2 * mp.mpf(eps) ** 3 / (L ** 2 * mp.sqrt(k)) / (lam4 * d * k ** 2)
+        else:
+            f = mp.sqrt(k) if nz else 1
+            eta = min(mp.sqrt(k) * lam2 * mp.mpf(eps) ** 3 / L ** 2 * f, 1) / (lam4 * d * k ** 4)
+        cond = 1 + (4 * abs(mp.log(lam)) + mp.log(d) + 2 * mp.log(k)) / abs(L)  # the sum of logs cancels near L = 0
+        assert record("lora.theorem_schedule", abs(s["eta"] - eta) / (32 * EPS * cond * eta), which=which) <= 1

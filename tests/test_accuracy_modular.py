@@ -351,3 +351,89 @@ def test_fourier_diagnostics(net):
             ref = lo / hi if hi > 0 else 0
             assert record("fourier_diagnostics.balance", abs(_mpf(d["balance"][i]) - ref) / (4 * p * EPS * max(ref, 1e-300))
                           if ref > 0 else 0) <= 1
+
+
+# ---- diagnostics, circuit_table (composed) ----------------------------------------------------------------------
+
+@settings(max_examples=examples(12), deadline=None)
+@given(networks(p_choices=[3, 5], k_max=3, m_max=2))
+@example((np.ones((1, 2, 3)) * 1e-200, np.ones((1, 3)) * 1e-200))   # was ZeroDivisionError (norm^(k+1) = 0)
+@example((np.ones((1, 2, 3)) * 1e200, np.ones((1, 3)) * 1e200))     # was OverflowError
+def test_diagnostics_and_circuit_table(net):
+    """diagnostics: margin absolute <= 2 (k^2 + m + p + 4) eps S (inf/0 only past float64), norm relative <= (k p + 4)
+    eps, normalized_margin and margin_ratio (x gamma*) as normalized_margin, weighted_ratio absolute <= (2 (k^2 + m +
+    p + 4) + log2(p^k) + (k + 1)(k p + 4)) eps S/||theta||^(k+1)/gamma*, dft_ratio as margin_dft / gamma*, every ratio
+    <= 1 (before: weighted_ratio 1 + 4e-16 at the optimum), nothing NaN but phase_residual and max_power (NaN only
+    when every neuron has a constant map); circuit_table: norm_share relative <= 2 (k + 1) p eps, dft as margin_dft;
+    at any scale (before: ZeroDivisionError at 1e-200, OverflowError at 1e200, NaN shares). Against exact rational
+    enumeration of Z_p^k and mpmath DFTs by the definition."""
+    U, W = net
+    m, k, p = U.shape
+    d = MD.diagnostics(U, W)
+    rows = MD.circuit_table(U, W)
+    assert all(v == v for key, v in d.items() if key not in ("phase_residual", "max_power"))
+    assert (d["max_power"] == d["max_power"]) == (not np.isnan(MD.fourier_diagnostics(U, W)["max_power"]).all())
+    assert d["margin_ratio"] <= 1 and d["weighted_ratio"] <= 1 and d["dft_ratio"] <= 1
+    ex, sc = _exact_logits(U, W)
+    inputs = NW.all_inputs(p, k)
+    g, gw = [], []
+    for t, a in enumerate(inputs):
+        y = int(a.sum()) % p
+        g.append(ex[t][y] - max(ex[t][c] for c in range(p) if c != y))
+        gw.append(ex[t][y] - sum(ex[t][c] for c in range(p) if c != y) / (p - 1))
+    S = max(max(row) for row in sc)
+    with mp.workdps(DPS):
+        q = lambda x: mp.mpf(x.numerator) / x.denominator  # noqa: E731
+        per = [mp.sqrt(mp.fsum(_mpf(x) ** 2 for x in U[i].ravel()) + mp.fsum(_mpf(x) ** 2 for x in W[i]))
+               for i in range(m)]
+        nk = mp.fsum(x ** (k + 1) for x in per)
+        gam = MD.max_margin(p, k)
+        Sm, tol = q(Fraction(S)), (k * k + m + p + 4) * EPS
+        href = q(min(g))
+        if href != 0 and mp.mpf("2.3e-308") < abs(href) < mp.mpf("1.7e308"):
+            record("diagnostics.margin", abs(_mpf(d["margin"]) - href) / (2 * tol * Sm))
+        elif abs(href) >= mp.mpf("1.7e308"):
+            assert d["margin"] == math.copysign(math.inf, href)
+        assert record("diagnostics.norm", abs(_mpf(d["norm"]) - nk ** (mp.mpf(1) / (k + 1))) /
+                      ((k * p + 4) * EPS * nk ** (mp.mpf(1) / (k + 1)))) <= 1
+        bn = (k * k + m + p + 4 + (k + 1) * (k * p + 4)) * EPS * Sm / nk
+        assert record("diagnostics.normalized_margin", abs(_mpf(d["normalized_margin"]) - href / nk) / bn) <= 1
+        rr = min(href / nk / gam, 1)
+        assert record("diagnostics.margin_ratio", abs(_mpf(d["margin_ratio"]) - rr) / (bn / gam + 4 * EPS)) <= 1
+        wr = min(mp.fsum(q(x) for x in gw) / len(gw) / nk / gam, 1)
+        bw = (2 * (k * k + m + p + 4) + math.log2(p ** k) + (k + 1) * (k * p + 4)) * EPS * Sm / nk / gam + 4 * EPS
+        assert record("diagnostics.weighted_ratio", abs(_mpf(d["weighted_ratio"]) - wr) / bw) <= 1
+        dft, bdft = [], []
+        for j in range(1, p):
+            ref = mp.fsum(q(ex[t][c]) * mp.cospi(-2 * mp.mpf(j * ((int(a.sum()) - c) % p)) / p)
+                          for t, a in enumerate(inputs) for c in range(p)) / mp.mpf(p) ** k / nk
+            size = mp.factorial(k) * mp.fsum(
+                abs(mp.fsum(_mpf(W[i, x]) * mp.expjpi(2 * mp.mpf(j * x) / p) for x in range(p))) *
+                mp.fprod(abs(mp.fsum(_mpf(U[i, l, x]) * mp.expjpi(-2 * mp.mpf(j * x) / p) for x in range(p)))
+                         for l in range(k)) for i in range(m)) / mp.mpf(p) ** k / nk
+            fabs = mp.fsum(abs(q(x)) for row in ex for x in row) / mp.mpf(p) ** k / nk
+            dft.append(ref)
+            bdft.append((k + 2) * (math.log2(p) + 4) * EPS * size + mp.mpf(10) ** -25 * fabs)
+        jmin = min(range(p - 1), key=lambda j: dft[j])
+        assert record("diagnostics.dft_ratio", abs(_mpf(d["dft_ratio"]) - min(dft[jmin] / gam, 1)) /
+                      (max(bdft) / gam + 4 * EPS)) <= 1
+        zeta = MD.fourier_diagnostics(U, W)["dominant_frequency"]
+        for row in rows:
+            sel = [i for i in range(m) if zeta[i] == row["zeta"]]
+            assert row["neurons"] == len(sel)
+            share = mp.fsum(per[i] ** (k + 1) for i in sel) / nk
+            assert record("circuit_table.norm_share", abs(_mpf(row["norm_share"]) - share) /
+                          (2 * (k + 1) * p * EPS * max(share, mp.mpf(2) ** -1074))) <= 1
+            j = row["zeta"] - 1
+            assert record("circuit_table.dft", abs(_mpf(row["dft"]) - dft[j]) / bdft[j]) <= 1
+
+
+def test_diagnostics_refuse_the_zero_network():
+    """A zero network has no norm to divide by: ValueError naming U and W (before: ZeroDivisionError, NaN rows)."""
+    for f in (MD.diagnostics, MD.circuit_table):
+        try:
+            f(np.zeros((2, 2, 5)), np.zeros((2, 5)))
+        except ValueError as e:
+            assert "'U' and 'W'" in str(e)
+        else:
+            raise AssertionError(f"{f.__name__} accepted the zero network")

@@ -14,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from popdyn.models import resnet as R
+from popdyn.models.resnet import existential as EX
 from popdyn.models.resnet import minnorm as MN
 
 from ._accuracy import EPS, examples, record
@@ -478,3 +479,316 @@ def test_fc2_kernel_limit(kernel, d, w_var):
                 assert got[t] == 0
                 continue
             assert record("resnet.fc2_kernel_limit", abs(got[t] - ref) / (6 * EPS * abs(ref)), d=d) <= 1
+
+
+# ---- schedules (theory.py): every entry rounded once from 40 digits ---------------------------------------------
+
+_HUGE, _TINY = mp.mpf("1.7976931348623157e308"), mp.mpf(2) ** -1022
+
+
+def _rounded_once(key, got, ref, **where):
+    """got = ref rounded once: relative error <= eps where ref is a normal float (recorded), inf past float64's
+    range, absolute <= 2^-1074 below it; never NaN."""
+    assert got == got, (key, where)
+    if ref > _HUGE:
+        assert got == math.inf, (key, ref, where)
+    elif ref < _TINY:
+        assert abs(got - ref) <= 2.0 ** -1074, (key, ref, where)
+    else:
+        assert record(key, abs(got - ref) / (EPS * ref), **where) <= 1
+
+
+def _mpx(x):
+    return mp.mpf(x) if isinstance(x, int) else mp.mpf(float(x))
+
+
+_scale = st.sampled_from([1e-300, 1e-150, 1e-40, 1.0, 1e40, 1e150, 1e300]) | st.floats(-300, 300).map(
+    lambda e: 10.0 ** e) | st.floats(0.1, 10)
+_ge1 = st.sampled_from([1.0, 1.5, 1e300]) | st.floats(0, 300).map(lambda e: 10.0 ** e)
+_ints = st.sampled_from([1, 2, 10 ** 8, 2 ** 60, 10 ** 400]) | st.integers(1, 10 ** 6)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(_ints, _ge1, _scale, _ge1, _scale, _scale, _scale, _ints, st.sampled_from([0.0, 1.0]) | _scale,
+       st.none() | _scale, st.sampled_from([0.0]) | _scale, _ge1,
+       st.dictionaries(st.sampled_from(R.THEOREM1_CONSTS), _scale), st.sampled_from(["proof", "statement"]))
+@example(10 ** 6, 1.0, 2e-253, 5e48, 422.0, 0.8, 3e-4, 1, 1.0, None, 0.0, 1.0, {}, "proof")    # T was NaN
+@example(5, 2.5e68, 0.06, 3.5, 6.5e-276, 4.5e-292, 0.86, 10 ** 8, 1.0, None, 0.0, 1.0, {}, "statement")
+@example(2, 1.0, 1.0, 1.0, 1.0, 1e-200, 0.5, 10 ** 8, 1.0, None, 0.0, 1.0, {}, "proof")  # was OverflowError
+@example(2, 1.0, 1.0, 1.0, 1.0, 0.1, 1e-200, 10 ** 8, 1.0, None, 0.0, 1.0, {}, "proof")  # was ZeroDivisionError
+def test_theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, B_F, L_G, OPT, pl, consts, conv):
+    """theorem1_schedule: every entry rounded once (relative error <= eps where it is a normal float, inf or 0 only
+    past float64's range), the regime's "holds" and ``admissible`` the exact comparisons, at inputs from 1e-300 to
+    1e300 and integers to 10^400 (before: NaN, OverflowError or ZeroDivisionError in those corners, 0 or inf from an
+    intermediate over/underflow); against the formulas in mpmath at 60 digits."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = R.theorem1_schedule(k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, B_F=B_F, L_G=L_G, OPT=OPT, polylog=pl,
+                                consts=consts, eta_v_convention=conv)
+    C = {n: _mpx(consts.get(n, 1.0)) for n in R.THEOREM1_CONSTS}
+    with mp.workdps(60):
+        k_, pF, CF, pG, CG, a, dl, m_, BF, opt, P = map(_mpx, (k, p_F, C_s_F, p_G, C_s_G, alpha, delta, m, B_F, OPT,
+                                                              pl))
+        cF, cG = k_ * pF * CF, k_ * pG * CG
+        LG = mp.sqrt(cG) if L_G is None else _mpx(L_G)
+        tw, tv = C["C_tau_w"] * P * cF, C["C_tau_v"] * P * a * cG
+        ew = C["C_eta_w"] * min(1, dl)
+        ev = ew * (tv / tw) ** 2 if conv == "proof" else C["C_eta_v"] * ew * (pG * CG / (pF * CF)) ** 2
+        at = a / (k_ * (pF * CF + pG * CG))
+        d0 = C["C_delta0"] * (at ** 2 + tv ** 2 * (1 + BF) + a * tv * LG * (BF + 1)) ** 2
+        ref = dict(alpha_max=C["C_alpha"] / (P * cG), alpha_tilde=at, tau_w=tw, tau_v=tv, sigma_w=m_ ** -mp.mpf(0.125),
+                   sigma_v=tv ** -2, T=C["C_T"] * P * cF ** 2 / min(1, dl ** 2), eta_w=ew, eta_v=ev, L_G=LG,
+                   delta0=d0, delta_min=opt + d0)
+        for key, v in ref.items():
+            _rounded_once(f"resnet.theorem1_schedule ({key})", s[key], v, k=k, alpha=alpha, delta=delta)
+        sw = ref["sigma_w"]
+        holds = [a <= ref["alpha_max"], dl >= ref["delta_min"], tw >= 1, tw < mp.sqrt(m_) * sw,
+                 tv >= ref["sigma_v"] * (k_ / m_) ** mp.mpf(0.375), tv <= ref["sigma_v"], ew + ev * tw ** 2 <= 0.1]
+        assert [e["holds"] for e in s["regime"]] == holds
+        assert s["admissible"] == (holds[0] and holds[1])
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(_scale, _scale, _scale, st.sampled_from([0.0]) | _scale, st.sampled_from([0.0]) | _scale, _scale, _ints,
+       _ints, st.none() | _scale, st.none() | st.sampled_from([0.0]) | _scale, _ge1,
+       st.dictionaries(st.sampled_from(R.COUPLING_CONSTS), _scale))
+@example(1e-200, 1e-200, 1e200, 0.0, 0.0, 1.0, 1, 1, None, None, 1.0, {})   # regret: was ZeroDivisionError
+@example(1e200, 1.0, 1e-200, 0.0, 0.0, 1.0, 1, 1, 1e-200, None, 1.0, {})    # coupling (a): was inf (tau_w/sigma_w)
+def test_regret_and_coupling(T, eta_w, tau_w, OPT, delta0, C, m, k, sigma_w, out1, pl, consts):
+    """regret_bound and coupling_bounds (a)-(g): rounded once (as theorem1_schedule), inputs 1e-300..1e300, integers
+    to 10^400 (before: OverflowError, ZeroDivisionError, and inf from tau_w/sigma_w past float64 where the bound is
+    finite); against mpmath at 60 digits."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = R.regret_bound(T, eta_w, tau_w, OPT=OPT, delta0=delta0, C=C)
+        b = R.coupling_bounds(m, k, tau_w, eta_w, T, sigma_w=sigma_w, out1_norm=out1, polylog=pl, consts=consts)
+    Cc = {n: _mpx(consts.get(n, 1.0)) for n in R.COUPLING_CONSTS}
+    with mp.workdps(60):
+        T_, ew, tw, tv, sv, m_, P = map(_mpx, (T, eta_w, tau_w, eta_w, T, m, pl))
+        _rounded_once("resnet.regret_bound", got, mp.mpf(1) / 25 * tw ** 2 / (ew * T_) + _mpx(C) * (_mpx(OPT) +
+                                                                                                   _mpx(delta0)))
+        sw = m_ ** -mp.mpf(0.125) if sigma_w is None else _mpx(sigma_w)
+        o1 = Cc["C_c"] * tw if out1 is None else _mpx(out1)
+        rw, rv, third = tw / sw, tv / sv, mp.mpf(1) / 3
+        ref = dict(a=Cc["C_a"] * rw ** (2 * third) * m_ ** (2 * third),
+                   b=Cc["C_b"] * P * (tw * rw ** third / m_ ** (third / 2) + sw), c=Cc["C_c"] * tw,
+                   d=Cc["C_d"] * rv ** (2 * third) * m_, e=Cc["C_e"] * P * tv * rv ** third * (o1 + 1),
+                   f=Cc["C_f"] * P * tv * rv ** third, g=Cc["C_g"] * P * tv * (o1 + 1))
+        for key, v in ref.items():
+            _rounded_once(f"resnet.coupling_bounds ({key})", b[key], v, m=m, tau_w=tau_w, sigma_w=sigma_w)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.sampled_from([2, 4, 10, 170, 171, 1000, 1001, 10 ** 6]) | st.integers(2, 3000),
+       st.sampled_from([0, 1, 10 ** 12]) | st.integers(0, 10 ** 6), _scale, _scale, _ge1,
+       st.dictionaries(st.sampled_from(R.COROLLARY71_CONSTS), _scale))
+@example(171, 0, 0.5, 1e4, 1.0, {})     # a_star_max: was OverflowError (171! past float64)
+@example(4, 0, 1e-50, 1e4, 1.0, {})     # N: was ZeroDivisionError (alpha^8 underflowed)
+@example(2100, 0, 0.5, 1.0, 1.0, {})    # C_s_G: was OverflowError (2.0 ** 1050)
+def test_corollary71(k, extra, alpha, C_star, pl, consts):
+    """corollary71: every float entry rounded once (as theorem1_schedule), k to 10^6 (a_star_max by ln k! exact to
+    k = 1000 and Stirling's series beyond), alpha and C* from 1e-300 to 1e300 (before: OverflowError at k = 171 and
+    alpha = 1e50, ZeroDivisionError at alpha = 1e-50); against mpmath at 60 digits (loggamma, not Stirling)."""
+    d = k + extra
+    c = R.corollary71(d, k, alpha, C_star=C_star, polylog=pl, consts=consts)
+    Cc = {n: _mpx(consts.get(n, 1.0)) for n in R.COROLLARY71_CONSTS}
+    with mp.workdps(60):
+        k_, d_, a, Cs = mp.mpf(k), mp.mpf(d), _mpx(alpha), _mpx(C_star)
+        CG = Cs * (k_ + 1) * mp.mpf(2) ** (k_ / 2)
+        ref = dict(C_s_F=2 * Cs * mp.sqrt(2 * d_ / k_), C_s_G=CG,
+                   a_star_max=mp.exp(k_ * mp.log(k_) - mp.log(k_) / 2 - mp.loggamma(k_ + 1) - k_ * mp.log(2)),
+                   alpha_max=1 / (k_ * mp.mpf(2) ** k_ * CG), N=Cc["C_N"] * _mpx(pl) * d_ / a ** 8,
+                   risk=Cc["C_risk"] * a ** 4)
+        for key, v in ref.items():
+            _rounded_once(f"resnet.corollary71 ({key})", c[key], v, k=k, alpha=alpha)
+    assert c["p_G"] == 2 ** k and c["p_F"] == 1
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.sampled_from([2, 10 ** 16, 10 ** 18, 10 ** 400]) | st.integers(2, 10 ** 18), st.integers(1, 400),
+       st.integers(1, 10 ** 15))
+@example(10 ** 16, 100, 1)   # thm2_N_range: was OverflowError (the bound 1e378)
+@example(1000, 200, 5)       # thm2_alpha_min: was OverflowError ((d/5)^k = 200^200)
+def test_thm2_past_float64(d, k, N):
+    """thm2_N_range and thm2_alpha_min at d to 10^400 and k to 400: rounded once where normal, inf or 0 only past
+    float64's range (before: OverflowError from float powers); against mpmath at 60 digits."""
+    k = min(k, d)
+    with mp.workdps(60):
+        rN = (mp.mpf(d) / (20 * k * k * mp.log(d) ** 2)) ** (mp.mpf(k) / 2)
+        ra = 80 * mp.sqrt(k * mp.mpf(N) / (mp.mpf(d) / 5) ** k)
+        _rounded_once("resnet.thm2_N_range", R.thm2_N_range(d, k), rN, d=d, k=k)
+        _rounded_once("resnet.thm2_alpha_min", R.thm2_alpha_min(d, k, N), ra, d=d, k=k)
+
+
+# ---- existential weights (Lemma F.1') ----------------------------------------------------------------------------
+
+def _unit(rng, shape, kind):
+    w = rng.standard_normal(shape)
+    if kind == "axis":                       # degenerate: coordinate vectors, all terms along one axis
+        w = np.zeros(shape)
+        w[..., 0] = 1.0
+    return w / np.linalg.norm(w, axis=-1, keepdims=True)
+
+
+@st.composite
+def phis(draw):
+    """A Phi with k, p <= 2, d <= 4, odd degree <= 7, coefficients at 1e-100..1e100 (random or coordinate w*, a*
+    with a cancelling pair)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    k, p, d, deg = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(0, 3))
+    n = 2 * deg + 1
+    scale = 10.0 ** draw(st.sampled_from([0.0, -100.0, 100.0]) | st.floats(-5, 5))
+    coef = [[np.where((np.arange(n + 1) % 2 == 1) | (np.arange(n + 1) == 0), rng.standard_normal(n + 1), 0.0)
+             * scale for _ in range(p)] for _ in range(k)]
+    kind = draw(st.sampled_from(["random", "axis"]))
+    a = rng.uniform(-1, 1, (k, p))
+    if draw(st.booleans()) and p == 2:       # a cancelling pair: a*_2 = -a*_1 on the same phi and w*
+        a[:, 1] = -a[:, 0]
+        coef = [[row[0], row[0]] for row in coef]
+        kind = "axis"
+    series = [[R.TaylorSeries.from_coeffs(c) for c in row] for row in coef]
+    coef = [[sr.coeffs() for sr in row] for row in series]    # as the series holds them (log|c| and sign)
+    return R.Phi(a, _unit(rng, (k, p, d), kind), _unit(rng, (k, p, d), kind), series), coef, rng
+
+
+def _mp_b(c):
+    """b_0 = 2 c_0, b_i = c_i / p'_i (odd i): h's coefficients in mpmath from the plain coefficients."""
+    return [2 * _mpx(c[0])] + [(_mpx(c[i]) / ((-1) ** ((i - 1) // 2) * mp.fac2(i - 2) / mp.sqrt(2 * mp.pi))
+                                if i % 2 else mp.mpf(0)) for i in range(1, len(c))]
+
+
+def _mp_he(n, z):
+    He = [mp.mpf(1), z]
+    for i in range(1, n):
+        He.append(z * He[i] - i * He[i - 1])
+    return He[:n + 1]
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(phis(), st.sampled_from([1.0, 1e-170, 1e-300, 1e170, 1e300]) | st.floats(-300, 300).map(lambda e: 10.0 ** e))
+def test_phi_and_frobenius_limit(ph, xscale):
+    """Phi(x): absolute error <= eps sum_i |a*_i| ((2n + p + 4) Phi_i^abs |<w2,x>| + (2d + 4) |phi_i'|^abs |<w2,x>| +
+    (d + 2) phi_i^abs sum_l |w2_l x_l|) (Horner, the cosine's rounding through phi', the dot product), at rows of any
+    scale 1e-300..1e300 (before: ValueError 'non-zero rows' at 1e-170, wrong cosines from an overflowed norm at
+    1e170); frobenius_limit: absolute <= (16 (1 + n log(n + 1)) + 4 (n + p + 4)) eps S (S the sum of |terms| of
+    Mehler's sum; h_coefficients' error twice), never negative
+    (an expectation of a square; the cancelling pair gives exactly 0)."""
+    phi, coef, rng = ph
+    k, p, d = phi.k, phi.p, phi.d
+    X = rng.standard_normal((3, d)) * xscale
+    X[0] = 0.0
+    X[0, -1] = xscale                               # a row along one axis
+    n = len(coef[0][0]) - 1
+    got = phi(X)
+    fr = phi.frobenius_limit()
+    assert fr >= 0
+    with mp.workdps(40):
+        for t in range(X.shape[0]):
+            x = [_mpx(v) for v in X[t]]
+            nx = mp.sqrt(mp.fsum(v * v for v in x))
+            for r in range(k):
+                ref, bound = mp.mpf(0), mp.mpf(0)
+                for i in range(p):
+                    c = [_mpx(v) for v in coef[r][i]]
+                    cos = mp.fsum(_mpx(phi.w1[r, i, l]) * x[l] for l in range(d)) / nx
+                    y = mp.fsum(_mpx(phi.w2[r, i, l]) * x[l] for l in range(d))
+                    yabs = mp.fsum(abs(_mpx(phi.w2[r, i, l]) * x[l]) for l in range(d))
+                    val = mp.fsum(c[j] * cos ** j for j in range(n + 1))
+                    vabs = mp.fsum(abs(c[j] * cos ** j) for j in range(n + 1))
+                    dabs = mp.fsum(j * abs(c[j] * cos ** (j - 1)) for j in range(1, n + 1))
+                    A = abs(_mpx(phi.a_star[r, i]))
+                    ref += _mpx(phi.a_star[r, i]) * val * y
+                    bound += A * ((2 * n + p + 4) * vabs * abs(y) + (2 * d + 4) * dabs * abs(y) + (d + 2) * vabs * yabs)
+                bound = EPS * bound + mp.mpf(2) ** -1074 * 4 * p
+                if abs(ref) > _HUGE:
+                    assert got[t, r] == math.copysign(math.inf, ref)
+                    continue
+                if bound > _HUGE:           # the terms past float64's range, their sum within it: inf allowed
+                    assert got[t, r] == got[t, r]
+                    continue
+                assert record("resnet.Phi", abs(_mpx(got[t, r]) - ref) / bound, d=d, scale=xscale) <= 1
+        ref, S = mp.mpf(0), mp.mpf(0)
+        for r in range(k):
+            bs = [_mp_b(coef[r][i]) for i in range(p)]
+            for i in range(p):
+                for j in range(p):
+                    rho = mp.fsum(_mpx(phi.w1[r, i, l]) * _mpx(phi.w1[r, j, l]) for l in range(d))
+                    g2 = mp.fsum(_mpx(phi.w2[r, i, l]) * _mpx(phi.w2[r, j, l]) for l in range(d))
+                    aa = _mpx(phi.a_star[r, i]) * _mpx(phi.a_star[r, j])
+                    for q in range(n + 1):
+                        term = aa * g2 * bs[i][q] * bs[j][q] * mp.factorial(q) * rho ** q
+                        ref += term
+                        S += abs(term)
+        if S > _HUGE:
+            return
+        assert record("resnet.Phi.frobenius_limit", abs(fr - max(ref, 0)) / ((16 * (1 + n * math.log(n + 1)) + 4 * (n + p + 4)) * EPS * S +
+                                                                                mp.mpf(2) ** -1074), n=n) <= 1
+
+
+@settings(max_examples=examples(8), deadline=None)
+@given(phis(), st.integers(1, 4), st.sampled_from(["normal", "zero", "rank1", "big"]))
+def test_random_feature_weights_and_G(ph, m, kind):
+    """random_feature_weights: absolute error <= eps/m sum_{r,i} |a_rj a*_ri w2_ril| ((4 (n + 10 + L) + 8 (1 + n log(n
+    + 1)) + k p + 4) H^abs(z) + 2 (d + 2) sqrt(m) sum_l |w0_jl w1_l| H'^abs(z)), z = sqrt(m) <w0_j, w1>, L = max_q
+    |log h_q(z)| (the normalized Hermite recurrence's bound, which grows with |z|; h's recurrence,
+    h_coefficients, the argument's rounding through h'); ValueError naming W0 where the weights pass float64's range;
+    G: absolute error <= (d + m + 2) eps sum_j |a_rj| sum_l |x_l w*_jl| plus |a_rj <w*_j, x>| for each j whose sign
+    test |<w0_j, x>| <= (d + 1) eps sum_l |w0_jl x_l| is within rounding (the indicator of the rounded product), at
+    zero, rank-one and large W0; against mpmath (weights) and exact rationals (G)."""
+    phi, coef, rng = ph
+    k, p, d = phi.k, phi.p, phi.d
+    n = len(coef[0][0]) - 1
+    W0 = {"normal": rng.standard_normal((m, d)) / math.sqrt(m), "zero": np.zeros((m, d)),
+          "rank1": np.outer(rng.standard_normal(m), rng.standard_normal(d)), "big": rng.standard_normal((m, d)) * 1e60}[kind]
+    a = rng.standard_normal((k, m))
+    try:
+        Ws = R.random_feature_weights(phi, W0, a)
+    except ValueError as e:
+        assert "'W0'" in str(e) and kind == "big"
+        Ws = None
+    with mp.workdps(40):
+        if Ws is not None:
+            sm = mp.sqrt(m)
+            for j in range(m):
+                for l in range(d):
+                    ref, bound = mp.mpf(0), mp.mpf(0)
+                    for r in range(k):
+                        for i in range(p):
+                            b = _mp_b(coef[r][i])
+                            z = sm * mp.fsum(_mpx(W0[j, q]) * _mpx(phi.w1[r, i, q]) for q in range(d))
+                            He = _mp_he(n, z)
+                            hz = mp.fsum(b[q] * He[q] for q in range(n + 1))
+                            Habs = mp.fsum(abs(b[q] * He[q]) for q in range(n + 1))
+                            Dabs = mp.fsum(q * abs(b[q] * He[q - 1]) for q in range(1, n + 1))
+                            dz = 2 * (d + 2) * sm * mp.fsum(abs(_mpx(W0[j, q]) * _mpx(phi.w1[r, i, q])) for q in range(d))
+                            L = max(abs(mp.log(abs(He[q]) / mp.sqrt(mp.factorial(q)))) for q in range(n + 1)
+                                    if He[q] != 0)    # the recurrence's |log h_q| term (hermite_polys)
+                            A = _mpx(a[r, j]) * _mpx(phi.a_star[r, i]) * _mpx(phi.w2[r, i, l])
+                            ref += A * hz / m
+                            bound += abs(A) * ((4 * (n + 10 + L) + 8 * (1 + n * math.log(n + 1)) + k * p + 4) * Habs +
+                                               dz * Dabs) / m
+                    bound = EPS * bound + mp.mpf(2) ** -1074 * 4 * k * p
+                    assert record("resnet.random_feature_weights", abs(_mpx(Ws[j, l]) - ref) / bound, kind=kind) <= 1
+        Wstar = Ws if Ws is not None else rng.standard_normal((m, d)) * 1e250
+        X = np.vstack([rng.standard_normal((2, d)) * 10.0 ** rng.uniform(-200, 200), np.ones((1, d))])
+        got = EX.G(X, Wstar, W0, a)
+        assert np.all(got == got)
+        F = lambda v: Fraction(float(v))  # noqa: E731
+        for t in range(X.shape[0]):
+            for r in range(k):
+                ref, bound = Fraction(0), Fraction(0)
+                for j in range(m):
+                    s0 = sum(F(W0[j, l]) * F(X[t, l]) for l in range(d))
+                    s0abs = sum(abs(F(W0[j, l]) * F(X[t, l])) for l in range(d))
+                    y = sum(F(Wstar[j, l]) * F(X[t, l]) for l in range(d))
+                    yabs = sum(abs(F(Wstar[j, l]) * F(X[t, l])) for l in range(d))
+                    if s0 >= 0:
+                        ref += F(a[r, j]) * y
+                    bound += abs(F(a[r, j])) * yabs * (d + m + 2) * Fraction(EPS)
+                    if abs(s0) <= (d + 1) * Fraction(EPS) * s0abs:
+                        bound += abs(F(a[r, j]) * y)
+                if abs(ref) > 10 ** 308:
+                    assert math.isinf(got[t, r])
+                    continue
+                bound += Fraction(2.0 ** -1074) * 4 * m
+                assert record("resnet.G", float(abs(F(got[t, r]) - ref) / bound), kind=kind) <= 1

@@ -12,7 +12,7 @@ import pytest
 
 from popdyn import activations
 from popdyn.models import lora
-from validation import bench
+from popdyn.validation import bench
 
 # independent reference script: k = 4, xi = 1.5, normalisation N1, m = (-1, -0.5, 0, 0.5, 1).
 GOLDEN_ARGS = dict(lam=np.array([1.0, -0.5, 0.8, 1.2]), c=np.array([1.0, 1, -1, 1]) / 2,
@@ -95,7 +95,7 @@ def test_cold_times_use_a_fresh_problem_and_warm_times_reuse_one():
 
 def test_multitask_numpy_baseline_computes_popdyns_moments():
     from popdyn.models import multitask as mt
-    from validation.claims.multitask import quad_moments_numpy
+    from popdyn.validation.claims.multitask import quad_moments_numpy
     rng = np.random.default_rng(0)
     w_par, s = rng.standard_normal((5, 3)), np.exp(rng.uniform(-2, 2, 5))
     q, p = quad_moments_numpy(w_par, s)

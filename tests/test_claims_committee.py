@@ -8,7 +8,7 @@ import pytest
 import popdyn
 from popdyn.models import committee
 from tests.falsify import falsifies, memoise, perturb, run_claim
-from validation import claims
+from popdyn.validation import claims
 
 pytest.importorskip("torch")
 

@@ -12,8 +12,8 @@ import pytest
 from popdyn.models.emergence import Problem as em_Problem
 from popdyn.models.emergence import correlations
 
-from validation import claims
-from validation.claims import emergence as EC
+from popdyn.validation import claims
+from popdyn.validation.claims import emergence as EC
 
 from .falsify import falsifies, memoise, perturb, run_claim
 
@@ -252,7 +252,7 @@ def _one_step_at(which):
 def test_tables_fail_a_wrong_one_step_row(wrong, claim_id, which, monkeypatch, tmp_path):
     _memo(monkeypatch)
     if wrong:
-        perturb(monkeypatch, "validation.claims.emergence_table._theory", _one_step_at(which))
+        perturb(monkeypatch, "popdyn.validation.claims.emergence_table._theory", _one_step_at(which))
     verdict, measured, checks = measure(claim_id, tmp_path, n_test=2000, seeds=1)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 0.1) if wrong else (measured < 0.03)

@@ -3,7 +3,7 @@ import importlib
 import pkgutil
 
 import tests
-from validation import claims
+from popdyn.validation import claims
 
 
 def _falsified():

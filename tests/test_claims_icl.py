@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from validation.claims import REGISTRY, null_rejected
+from popdyn.validation.claims import REGISTRY, null_rejected
 
 from tests.falsify import falsifies, memoise, perturb, run_claim, scaled
 
@@ -55,7 +55,7 @@ def test_trained_optimum_fails_an_optimum_ten_percent_too_large(wrong, monkeypat
 @pytest.mark.parametrize("wrong", [None, "formula", "U=0", "random U"])
 def test_risk_vs_noise_fails_a_wrong_formula_and_untrained_models(wrong, monkeypatch, tmp_path):
     pytest.importorskip("torch")
-    import validation.claims.icl as claim_module
+    import popdyn.validation.claims.icl as claim_module
     small = {"ranks": [2], "sigma2": [0.0, 1.0], "rho": [0.25, 0.5], "n": 20_000}
     if wrong == "formula":  # the risk formula 5 % too large: ~8-20 SE at n = 2e4
         perturb(monkeypatch, "popdyn.models.icl.eval_risk_avg", scaled(1.05))
@@ -67,7 +67,7 @@ def test_risk_vs_noise_fails_a_wrong_formula_and_untrained_models(wrong, monkeyp
             return {"uU": U[None]}
         monkeypatch.setattr(claim_module, "_train", untrained)
     else:
-        memoise(monkeypatch, "validation.claims.icl._train")
+        memoise(monkeypatch, "popdyn.validation.claims.icl._train")
     verdict, res = run_claim("icl.risk_vs_noise", tmp_path, **small)
     assert verdict == ("PASS" if wrong is None else "FAIL"), res.message
     if not wrong:

@@ -7,7 +7,7 @@ each wrong theory says why it must fail and by what margin.
 import numpy as np
 import pytest
 
-from validation.claims import REGISTRY, null_rejected
+from popdyn.validation.claims import REGISTRY, null_rejected
 
 from .falsify import falsifies, perturb, run_claim
 

@@ -9,7 +9,7 @@ import pytest
 from popdyn.models import icl
 from popdyn.models.icl.parity_minnorm import HeadFit
 
-from validation.claims import REGISTRY, null_rejected
+from popdyn.validation.claims import REGISTRY, null_rejected
 
 from .falsify import falsifies, memoise, run_claim
 

@@ -11,7 +11,7 @@ import pytest
 
 from popdyn.models import looped as L
 
-from validation.claims import REGISTRY, null_rejected
+from popdyn.validation.claims import REGISTRY, null_rejected
 
 from .falsify import falsifies, memoise, perturb, run_claim
 

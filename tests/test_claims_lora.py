@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import popdyn
-from validation import claims
+from popdyn.validation import claims
 from tests.falsify import falsifies, perturb, run_claim, scaled
 
 pytest.importorskip("torch")
@@ -58,7 +58,7 @@ def _verdict(claim_id, tmp_path, wrong, **size):
 
 def test_mc_gradient_matches_prop4_at_a_golden_point():
     from popdyn.models import lora
-    from validation.claims.lora import mc_gradient_loss
+    from popdyn.validation.claims.lora import mc_gradient_loss
     p = lora.Problem.orthonormal(4, 1.5, "tanh", seed=1)  # h(0.5) = 0.107, h(-0.5) = -0.011
     g, g_se, loss, loss_se = mc_gradient_loss(p, 0.5, 200_000, seed=7)
     assert abs(g - (-float(lora.h(p, 0.5)) * 0.75)) < 5 * g_se  # 5 SE, n = 2e5, seed 7
@@ -69,7 +69,7 @@ def test_mc_gradient_matches_prop4_at_a_golden_point():
 
 def test_mc_gradient_is_exactly_zero_when_student_is_teacher():
     from popdyn.models import lora
-    from validation.claims.lora import mc_gradient_loss
+    from popdyn.validation.claims.lora import mc_gradient_loss
     p = lora.Problem.orthonormal(4, 1.5, "relu", seed=2)
     p = lora.Problem(p.G, p.lam, p.c, p.c, p.xi, activation="relu")  # c_hat = c, m = 1: student = teacher
     assert mc_gradient_loss(p, 1.0, 10_000, seed=0) == (0.0, 0.0, 0.0, 0.0)  # residual is exactly 0
@@ -77,7 +77,7 @@ def test_mc_gradient_is_exactly_zero_when_student_is_teacher():
 
 def test_paper_glm_formula_is_off_by_the_errata_factor():
     from popdyn.models import lora
-    from validation.claims.lora import paper_glm_h
+    from popdyn.validation.claims.lora import paper_glm_h
     m = np.linspace(-1, 1, 7)
     # He3: only mu_3 = 1; printed sum_l l mu_(l+1)^2 m^l = 2 m^2, corrected 2 K'(m) = 6 m^2 (docs/errata.md)
     np.testing.assert_allclose(paper_glm_h("he3", m), 2 * m ** 2, atol=1e-12)  # 1e-12: Hermite coeffs of He3
@@ -85,7 +85,7 @@ def test_paper_glm_formula_is_off_by_the_errata_factor():
 
 
 def test_joint_frozen_ratio_and_its_standard_error():
-    from validation.claims.lora_figures import _bonferroni_z, joint_frozen_ratio
+    from popdyn.validation.claims.lora_figures import _bonferroni_z, joint_frozen_ratio
     assert [round(_bonferroni_z(n), 2) for n in (1, 2, 4)] == [3.0, 3.21, 3.4]
     assert [round(_bonferroni_z(n, seeds=8), 2) for n in (1, 2, 4)] == [4.53, 5.13, 5.78]  # Student t, 7 d.o.f.
     # identical runs: ratio exactly 1, SE from the recording resolution only: dt/sqrt(12) sqrt(2)/t/sqrt(R)
@@ -166,7 +166,7 @@ def test_glm_limit_fails_the_papers_l588_form(wrong, monkeypatch, tmp_path):
     # off by O(1) against a derived bound of 1e-7 (ReLU 1.4e-4) at xi = 1e4 (measured 3e6 bounds, and the
     # check that Remark 15 misses fails; right theory 0.70)
     if wrong:
-        from validation.claims.lora import paper_glm_h
+        from popdyn.validation.claims.lora import paper_glm_h
         perturb(monkeypatch, "popdyn.models.lora.glm_h", lambda f: paper_glm_h)
     _verdict("lora.glm_limit", tmp_path, wrong, activations=["relu", "he3"])
 

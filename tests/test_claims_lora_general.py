@@ -9,7 +9,7 @@ import pytest
 
 import popdyn
 from popdyn.models.lora import GeneralProblem
-from validation import claims
+from popdyn.validation import claims
 from tests.falsify import falsifies, memoise, perturb, run_claim
 
 pytest.importorskip("torch")

@@ -24,7 +24,7 @@ def _adversarial(f):
 @falsifies("resnet.sign_flips")
 @pytest.mark.parametrize("wrong", [None, "adversarial", "law_half_delta", "exact_tenth_delta"])
 def test_sign_flips_fails_wrong_flip_theories(wrong, monkeypatch, tmp_path):
-    memoise(monkeypatch, "validation.claims.resnet_coupling._trained_net")
+    memoise(monkeypatch, "popdyn.validation.claims.resnet_coupling._trained_net")
     if wrong == "adversarial":
         perturb(monkeypatch, "popdyn.models.resnet.random_flip_fraction", _adversarial)
     elif wrong == "law_half_delta":

@@ -14,8 +14,8 @@ _FIG2 = {"N": [2000], "m": 300, "m_fc3": 100, "epochs": [30, 5], "lr": {"resnet"
          "wd": 0.0, "kernels": ["relu_ck"], "lam": [1e-4], "records": 41, "test": 2000}
 _BETA = {"beta": [1.0, 0.2], "N": 2000, "m": 300, "epochs": [30, 5], "lr": [0.5], "wd": 0.0, "records": 11,
          "test": 2000}
-_TRAIN = "validation.claims.resnet_figure2._train"
-_KERNELS = "validation.claims.resnet_figure2._kernel_errors"
+_TRAIN = "popdyn.validation.claims.resnet_figure2._train"
+_KERNELS = "popdyn.validation.claims.resnet_figure2._kernel_errors"
 
 
 def _key(a):
@@ -85,7 +85,7 @@ def test_figure2_beta_fails_a_wrong_plateau_or_no_training(wrong, monkeypatch, t
 
 def test_training_set_is_the_one_train_draws(monkeypatch):
     """The exact kernels are fitted on the networks' own training set: the claim's copy equals train's draw."""
-    from validation.claims import resnet_figure2
+    from popdyn.validation.claims import resnet_figure2
     seen = []
     true = resnet_nets._evaluate
 

@@ -145,8 +145,8 @@ def test_simulate_writes_loadable_simulation(tmp_path):
 
 
 def test_validate_runs_the_runner(tmp_path, monkeypatch):
-    from validation import claims as claims_pkg
-    from validation.claims import Claim, ClaimResult
+    from popdyn.validation import claims as claims_pkg
+    from popdyn.validation.claims import Claim, ClaimResult
     c = Claim(id="fake.ok", model="fake", title="t", source="s", metric="m", tolerance=1.0, tolerance_origin="o",
               quick={}, full={}, run=lambda size, device, outdir: ClaimResult(0.0))
     monkeypatch.setitem(claims_pkg.REGISTRY, c.id, c)
@@ -155,6 +155,6 @@ def test_validate_runs_the_runner(tmp_path, monkeypatch):
 
 
 def test_import_popdyn_does_not_import_validation():
-    code = "import sys, popdyn, popdyn.cli; print('validation' in sys.modules)"
+    code = "import sys, popdyn, popdyn.cli; print('popdyn.validation' in sys.modules or 'validation' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

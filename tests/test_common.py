@@ -108,7 +108,7 @@ def test_predict_and_simulate_registered(model):
 def test_import_keeps_torch_and_matplotlib_out():
     import subprocess
     import sys
-    code = "import sys, popdyn; print(sorted(m for m in ('torch', 'matplotlib', 'validation', 'dask', 'distributed') if m in sys.modules))"
+    code = "import sys, popdyn; print(sorted(m for m in ('torch', 'matplotlib', 'popdyn.validation', 'validation', 'dask', 'distributed') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

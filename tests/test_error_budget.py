@@ -1,4 +1,4 @@
-"""The validation suite's error budget (validation.error_budget): every claim has an entry, the probabilities are
+"""The validation suite's error budget (popdyn.validation.error_budget): every claim has an entry, the probabilities are
 computed right (against mpmath and Monte Carlo), and the suite's false-failure bound is below 1 %."""
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from validation import claims
-from validation import error_budget as eb
+from popdyn.validation import claims
+from popdyn.validation import error_budget as eb
 
 REGISTRY = claims.discover()
 

@@ -42,7 +42,7 @@ def _overlap(a, b):
 
 def test_every_figure_is_named_after_its_claim():
     """One naming scheme in the report: ``<claim id>.png`` (issue 15 item 6: ``icl_x.png`` next to ``icl.x.png``)."""
-    from validation.claims import discover
+    from popdyn.validation.claims import discover
     ids = set(discover())
     folder = Path(__file__).parent.parent / "validation" / "claims"
     names = {n for f in folder.glob("*.py") for n in re.findall(r'"([\w.]+)\.png"', f.read_text())}
@@ -51,7 +51,7 @@ def test_every_figure_is_named_after_its_claim():
 
 def test_looped_fig8_1_one_colour_per_n_and_legend_clear_of_the_panels(kept, monkeypatch, tmp_path):
     pytest.importorskip("torch")
-    from validation.claims import REGISTRY, discover, looped
+    from popdyn.validation.claims import REGISTRY, discover, looped
     discover()
     monkeypatch.setattr(looped, "save_figure", kept.keep)  # imported by name into the claim's module
     size = {"ns": [16, 32, 64], "T": 30, "prompts": 2, "seed": 0, "d_large": 20, "prompts_large": 1}
@@ -74,7 +74,7 @@ def test_looped_fig8_1_one_colour_per_n_and_legend_clear_of_the_panels(kept, mon
 
 def test_icl_trained_optimum_rank_axis_is_discrete(kept, tmp_path):
     pytest.importorskip("torch")
-    from validation.claims import REGISTRY, discover
+    from popdyn.validation.claims import REGISTRY, discover
     discover()
     size = {"d": 4, "context": 10, "test_context": 8, "q": 0.75, "ranks": [1, 2, 4], "lr": 1e-2, "steps": 20, "batch": 64}
     REGISTRY["icl.trained_optimum"].run(size, "cpu", tmp_path)
@@ -109,7 +109,7 @@ def _legends_clear_of_panels(fig):
 def test_looped_finite_size_one_colour_per_d_one_legend_claim_title(kept, monkeypatch, tmp_path):
     import warnings
 
-    from validation.claims import REGISTRY, discover, looped_finite
+    from popdyn.validation.claims import REGISTRY, discover, looped_finite
     discover()
     monkeypatch.setattr(looped_finite, "save_figure", kept.keep)
     size = {"ds": [8, 16], "gamma": 0.25, "T": 6, "prompts_x_d2": 20_000, "seed": 0}
@@ -124,7 +124,7 @@ def test_looped_finite_size_one_colour_per_d_one_legend_claim_title(kept, monkey
 
 def test_lora_fig4_one_colour_per_activation_across_panels(kept, monkeypatch, tmp_path):
     pytest.importorskip("torch")
-    from validation.claims import REGISTRY, discover, lora_general
+    from popdyn.validation.claims import REGISTRY, discover, lora_general
     discover()
     monkeypatch.setattr(lora_general, "save_figure", kept.keep)
     size = {"k": 4, "d": 60, "seeds": 2, "activations": ["relu", "sigmoid"], "panels": [[1.0, 0.1, 1.0],

@@ -1,11 +1,11 @@
 """The stored validation records: every claim has one at both sizes, README and docs/validation.md are made from
-them (regenerate with ``python -m validation.records``), and a record whose code changed reads as stale."""
+them (regenerate with ``python -m popdyn.validation.records``), and a record whose code changed reads as stale."""
 import json
 
 import pytest
 
-from validation import claims, records
-from validation.claims import Claim, ClaimResult, _code
+from popdyn.validation import claims, records
+from popdyn.validation.claims import Claim, ClaimResult, _code
 
 claims.discover()
 RECORDS = records.load()
@@ -31,13 +31,13 @@ def test_readme_and_docs_agree_with_the_records():
     a registry that earlier tests of this session may have touched."""
     import subprocess
     import sys
-    proc = subprocess.run([sys.executable, "-m", "validation.records", "--check"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "popdyn.validation.records", "--check"], capture_output=True, text=True,
                           cwd=records.ROOT)
-    assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}: run python -m validation.records"
+    assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}: run python -m popdyn.validation.records"
 
 
 def test_claim_prose_does_not_enter_the_key_but_code_does(tmp_path):
-    base = ('"""Doc."""\nfrom validation.claims import claim\n\n'
+    base = ('"""Doc."""\nfrom popdyn.validation.claims import claim\n\n'
             '@claim(id="x.y", model="x", title="{t}", source="Theorem 1", metric="m", tolerance=0.1,\n'
             '       tolerance_origin="o", quick={{}}, full={{}}, kind="training", nulls={{"zero": "{n}"}})\n'
             'def run(size, device, outdir):\n    """Run."""\n    return {v}  # a comment\n')

@@ -222,7 +222,7 @@ def test_cuda_runs_with_cpu_shapes():
     ("modular.grokking", {"p": 7, "k": 2, "weight_decays": [0.1, 0.0], "steps": 30, "seeds": 2})])
 def test_training_claims_run_at_tiny_size(cid, size, tmp_path):
     """Every code path of the claims (figure, table, verdict) at a size too small to pass or fail meaningfully."""
-    from validation.claims import select
+    from popdyn.validation.claims import select
     (c,) = select([cid])
     res = c.run(size, "cpu", tmp_path)
     assert (tmp_path / f"{cid}.png").exists() and res.figure.endswith(".png")

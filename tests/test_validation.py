@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from validation import claims as claims_pkg
-from validation import runner
-from validation.claims import Claim, ClaimResult
+from popdyn.validation import claims as claims_pkg
+from popdyn.validation import runner
+from popdyn.validation.claims import Claim, ClaimResult
 
 
 def _claim(cid, behaviour, calls):
@@ -112,7 +112,7 @@ def test_discovery_registers_every_claim_module():
     reg = claims_pkg.discover()
     modules = {info.name for info in pkgutil.iter_modules(claims_pkg.__path__)}
     for name in modules:  # every module registers claims of its model (lora_figures -> lora, gradient_features)
-        assert any(c.run.__module__ == f"validation.claims.{name}" and (name == c.model or name.startswith(c.model + "_"))
+        assert any(c.run.__module__ == f"popdyn.validation.claims.{name}" and (name == c.model or name.startswith(c.model + "_"))
                    for c in reg.values()), name
     bib = Path(__file__).resolve().parent.parent / "docs" / "references.bib"
     bib_keys = re.findall(r"^@\w+\{([^,\s]+),", bib.read_text(), flags=re.M)
@@ -208,7 +208,7 @@ def test_interrupted_run_resumes_without_rerunning_finished_claims(tmp_path):
     import subprocess
     import sys
     import time
-    script = ("import sys; from tests import fake_claims; from validation import claims, runner\n"
+    script = ("import sys; from tests import fake_claims; from popdyn.validation import claims, runner\n"
               "cs = [fake_claims.make(f'c{i}', fake_claims.run_pass, sleep=0.8) for i in range(6)]\n"
               "[claims.register(c) for c in cs]\n"
               "sys.exit(runner.main(['fake', '--quick', '--out', sys.argv[1]] + sys.argv[2:]))\n")
@@ -238,7 +238,7 @@ def test_interrupted_run_resumes_without_rerunning_finished_claims(tmp_path):
 
 
 def test_list_names_each_selected_claim_with_its_kind_and_runs_nothing(capsys, monkeypatch):
-    from validation import runner
+    from popdyn.validation import runner
     monkeypatch.setattr(runner, "run", lambda **kw: (_ for _ in ()).throw(AssertionError("ran a claim")))
     assert runner.main(["--list", "looped"]) == 0
     lines = capsys.readouterr().out.splitlines()

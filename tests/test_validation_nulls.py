@@ -2,8 +2,8 @@
 is outside it, measured on the same draw; the report shows each null's number and counts the kinds apart."""
 import pytest
 
-from validation import runner
-from validation.claims import Claim, ClaimResult, verdict
+from popdyn.validation import runner
+from popdyn.validation.claims import Claim, ClaimResult, verdict
 
 
 def _claim(nulls=None, kind="training", run=None):
@@ -42,7 +42,7 @@ def test_unknown_kind_is_refused():
 
 
 def test_every_claim_declares_its_kind_and_every_validation_claim_a_null():
-    from validation.claims import KINDS, discover
+    from popdyn.validation.claims import KINDS, discover
     claims = discover().values()
     assert all(c.kind in KINDS for c in claims), [c.id for c in claims if c.kind not in KINDS]
     assert all(c.nulls for c in claims if c.kind != "finding"), [c.id for c in claims if not c.nulls]

@@ -1,4 +1,4 @@
-"""``python -m validation [model|claim ...] [--quick] [--device cpu|cuda] [--out DIR] [--resume] [--jobs N | --scheduler ADDRESS]``."""
+"""``python -m popdyn.validation [model|claim ...] [--quick] [--device cpu|cuda] [--out DIR] [--resume] [--jobs N | --scheduler ADDRESS]``."""
 import sys
 
 from .runner import main

@@ -1,6 +1,6 @@
 """Performance of popdyn, measured in one run as ratios against plain baselines.
 
-Measurements (``python -m validation.bench [--quick]``, also ``popdyn bench``):
+Measurements (``python -m popdyn.validation.bench [--quick]``, also ``popdyn bench``):
 
 1. ``predict_vs_simulate``: wall time of ``popdyn.simulate`` (torch, one seed) over ``popdyn.predict``
    (population ODE) for the same LoRA problem and horizon; goal: theory >= 1000x cheaper. The cold
@@ -384,7 +384,7 @@ def _bench_resnet(sz):
 def _bench_contrastive(sz):
     """Contrastive pre-training: the population optimum (convex program in T + 1 scalars) vs projected SGD reaching
     the same column norms (its remaining relative error is reported)."""
-    from validation.claims.contrastive import bench_contrastive
+    from .claims.contrastive import bench_contrastive
     out = bench_contrastive(steps=sz["contrastive_steps"])
     return {"what": f"contrastive: population optimal representation (T = 3, s = 2, r = 4) vs projected SGD on "
                     f"{sz['contrastive_steps']} x 512 pairs (SGD still {out['max_rel_error']:.2%} off)",
@@ -395,7 +395,7 @@ def _bench_contrastive(sz):
 def _bench_domain_gen(sz):
     """Domain generalisation: the exact OOD accuracy (contour integral) vs Monte Carlo to the same relative accuracy
     (extrapolated from the binomial SE), and the population ERM-l2 optimum vs finite-sample GD."""
-    from validation.claims.domain_gen import bench_domain_gen
+    from .claims.domain_gen import bench_domain_gen
     out = bench_domain_gen()
     return {"dg_accuracy": {"what": "domain_gen: exact OOD accuracy vs Monte Carlo to 1e-12 relative accuracy "
                                     "(extrapolated from the per-sample cost)", "fast_s": out["exact_accuracy_s"],
@@ -593,7 +593,7 @@ def _table(report):
 
 
 def main(argv=None):
-    """Command line: ``python -m validation.bench [--quick] [--out PATH]``; returns the exit status."""
+    """Command line: ``python -m popdyn.validation.bench [--quick] [--out PATH]``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="popdyn bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not the goals)")
     parser.add_argument("--out", type=Path, default=REPORT, help="where to write bench.json")

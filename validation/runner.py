@@ -1,13 +1,13 @@
 """Run claims, store each result at once, print a pass/fail table and write ``REPORT.md``.
 
-``python -m validation [model|claim ...] [--quick | --full] [--device cpu|cuda] [--out DIR] [--resume]
+``python -m popdyn.validation [model|claim ...] [--quick | --full] [--device cpu|cuda] [--out DIR] [--resume]
 [--record] [--jobs N | --scheduler ADDRESS]`` (also ``popdyn validate``). Each finished claim is written
 atomically to ``<out>/<id>.json`` (with its figure) the moment it finishes, keyed by a hash of its
 inputs and sources (:meth:`Claim.key`). ``--resume`` skips claims whose stored PASS/FAIL matches the
 current key, so an interrupted run loses no finished claim. Claims run one after another, on ``N``
 local processes (``--jobs``) or on a Dask cluster (``--scheduler``); the records and the report are
 the same apart from timings and hosts. ``--record`` also stores each result in the repository's records
-(:mod:`validation.records`). A claim that raises is recorded as ERROR; the runner goes on.
+(:mod:`popdyn.validation.records`). A claim that raises is recorded as ERROR; the runner goes on.
 ``REPORT.md`` covers every stored result in ``<out>``: where and how it ran, the summary table, one
 section per claim. ``--out`` defaults to ``./validation/report`` under the current directory.
 Exit status: 0 iff every selected claim passed, 1 otherwise, 2 on a usage error, 130 when interrupted
@@ -167,7 +167,7 @@ def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, s
     stored PASS/FAIL record has the current key is not rerun. Each record is saved to ``<out>/<id>.json``
     as soon as its claim finishes; ``REPORT.md`` is rewritten at the end (also after Ctrl-C, which is
     then re-raised). ``jobs > 1`` runs claims on a local process pool, ``scheduler`` on a Dask cluster.
-    ``record`` also stores each finished result in the repository's records (:mod:`validation.records`).
+    ``record`` also stores each finished result in the repository's records (:mod:`popdyn.validation.records`).
     """
     selected = _claims.select(names) if selected is None else list(selected)
     out = Path(out)
@@ -369,7 +369,7 @@ def write_report(out, env=None):
 
 
 def add_arguments(parser):
-    """The runner's options, shared by ``python -m validation`` and ``popdyn validate``."""
+    """The runner's options, shared by ``python -m popdyn.validation`` and ``popdyn validate``."""
     parser.add_argument("names", nargs="*", metavar="model|claim", help="models or claim ids (default: all)")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sizes (most claims well under a minute)")
@@ -381,7 +381,7 @@ def add_arguments(parser):
                         help="skip claims whose stored PASS/FAIL matches the current code and size")
     parser.add_argument("--record", action="store_true",
                         help="also store each result in validation/records/ (the repository's records; see "
-                             "python -m validation.records)")
+                             "python -m popdyn.validation.records)")
     where = parser.add_mutually_exclusive_group()
     parser.add_argument("--list", action="store_true",
                         help="list the selected claims (kind, status, stored claim times) and run nothing")
@@ -407,7 +407,7 @@ def _listing(selected):
     return "\n".join(lines)
 
 
-def main(argv=None, *, prog="python -m validation"):
+def main(argv=None, *, prog="python -m popdyn.validation"):
     """Parse ``argv``, run, print the pass/fail table and the report path; return the exit status."""
     parser = add_arguments(argparse.ArgumentParser(prog=prog, description="Hold popdyn's theory against simulation."))
     args = parser.parse_args(argv)

@@ -141,8 +141,15 @@ class Claim:
 _HUBS = ("popdyn", "popdyn.models", "popdyn.sim", "validation", "validation.claims")
 
 
+def _canonical(name):
+    """A module's name as the key sees it: ``popdyn.validation.x`` is ``validation.x`` (the folder it lives in), so a
+    key does not depend on the name the package was imported under."""
+    return name[len("popdyn."):] if name == "popdyn.validation" or name.startswith("popdyn.validation.") else name
+
+
 def _module_file(name):
     """The file of module ``name`` inside popdyn or validation (``None`` outside them or if absent)."""
+    name = _canonical(name)
     top = {"popdyn": Path(popdyn.__file__).parent, "validation": Path(__file__).parent.parent}.get(name.split(".")[0])
     if top is None:
         return None
@@ -167,12 +174,12 @@ def _imports_cached(path, mtime_ns, size):
                 base = ".".join(pkg + ([node.module] if node.module else []))
             out.add(base)
             out.update(f"{base}.{a.name}" for a in node.names)
-    return frozenset(m for m in out if _module_file(m) is not None)
+    return frozenset(_canonical(m) for m in out if _module_file(m) is not None)
 
 
 def _module_name(path):
     path = Path(path).resolve()
-    for top in ("popdyn", "validation"):
+    for top in ("validation", "popdyn"):  # validation first: an installed copy lives inside popdyn/
         root = _module_file(top).parent
         if path.is_relative_to(root):
             rel = path.relative_to(root.parent).with_suffix("").parts
@@ -235,7 +242,7 @@ def _code(path):
 
 @functools.lru_cache(maxsize=None)
 def _code_cached(path, mtime_ns, size):
-    return ast.dump(_CodeOnly().visit(ast.parse(Path(path).read_text())))
+    return ast.dump(_CodeOnly().visit(ast.parse(Path(path).read_text()))).replace("popdyn.validation", "validation")
 
 
 def source_hash(c):

@@ -253,7 +253,7 @@ _BENCH_CHILD = """
 import json, resource, sys, time
 import numpy as np
 from popdyn.models import modular
-from validation.claims.modular import margin_numpy
+from popdyn.validation.claims.modular import margin_numpy
 p, k, m, method, chunk, repeats = json.loads(sys.argv[1])
 rng = np.random.default_rng(0)
 U, W = rng.standard_normal((m, k, p)) / np.sqrt(k * p), rng.standard_normal((m, p)) / np.sqrt(m)

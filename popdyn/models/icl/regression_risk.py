@@ -232,8 +232,12 @@ def optimum_eval_risk(Lambda, N, r, w, M, sigma=0.0):
     -----
     Accuracy: a sum of positive terms (1 - lam_i v_i = (lam_i + T)/((N + 1) lam_i + T), no lam^3): relative error <=
     8 (d + 6) eps for a diagonal Lambda, plus 4 d^2 eps (1 + d lam_max / gap_r) lam_max (||w||^2 + sigma^2 d / M +
-    d) for a rotated one (gap_r >= 1e-6 lam_max); N, M to 1e15; measured 0.03 of it against the printed risk at U*
-    in mpmath (tests/test_accuracy_icl.py). lam v - 1 cancelled by a factor ~N before.
+    d) for a rotated one (gap_r >= 1e-6 lam_max), plus, for a rotated one, 2 sum_{i<=r} N T delta / D_i^2 (lam_max
+    (||w||^2 + d)(1 + 2/M) + sigma^2/M) with D_i = (N + 1) lam_i + T, delta = 4 d eps lam_max: eigh's absolute error
+    delta in a small eigenvalue moves lam_i v_i by up to N T delta / D_i^2, so the risk of a nearly singular rotated
+    Lambda is ill-conditioned where N lam_i ~ T (e.g. 6e-7 relative at d = 2, lam_min ~ 1e-12, N = 1e15; pass the
+    spectrum, a diagonal Lambda, to avoid it). N, M to 1e15; measured 0.03 of it against the printed risk at U* in
+    mpmath (tests/test_accuracy_icl.py). lam v - 1 cancelled by a factor ~N before.
     Regime: U = U*_r of Thm 5.4.1 (eigen-coordinates of :func:`spectrum`; with ``lambda_r =
     lambda_{r+1}`` the split s/xi depends on that choice). No 1/2 in the risk.
 

@@ -534,10 +534,12 @@ def margin(U, W, inputs=None, *, activation="x^k", degree=None, k=None, embeddin
     return _margin_of("modular.margin", net, act, inputs)
 
 
-def _scaled(net, c):
-    """The network with every parameter times c (c a power of 2: exact)."""
+def _unit_scale(net):
+    """The network with every parameter times the power of 2 ``c`` that brings max|theta| into [1/2, 1) (exact),
+    and ``c``."""
+    c = _pow2(net.first, net.W, net.E)
     return _Net(net.U * (c if net.E is None else c * c), net.W * c, net.first * c,
-                None if net.E is None else net.E * c, net.tied)
+                None if net.E is None else net.E * c, net.tied), c
 
 
 @_net_doc
@@ -599,8 +601,8 @@ def normalized_margin(U, W, inputs=None, *, activation="x^k", degree=None, k=Non
             f"otherwise: use modular.margin for the unnormalised one. Got {act.name!r} instead.")
     m, k, p = net.U.shape
     inputs = None if inputs is None else _check_inputs("modular.normalized_margin", inputs, k, p)
-    net = _scaled(net, _pow2(net.first, net.W, net.E))   # f and ||theta||^L are both L-homogeneous: evaluate at
-    return _margin_of("modular.normalized_margin", net, act, inputs) / _norm(net, act.L) ** act.L   # max|theta| ~ 1
+    net = _unit_scale(net)[0]            # f and ||theta||^L are both L-homogeneous: evaluate at max|theta| ~ 1
+    return _margin_of("modular.normalized_margin", net, act, inputs) / _norm(net, act.L) ** act.L
 
 
 def class_weighted_margin(U, W):

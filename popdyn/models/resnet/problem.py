@@ -78,6 +78,8 @@ class Problem:
     -----
     Regime: Theorem 2 bounds the error below by ``alpha^2/4`` per output for N up to ``(d/(20 k^2 log^2 d))^(k/2)``
     (empty at simulable d); the exact error here holds for every N.
+    Accuracy: ``kappa`` is the kernel's profile (exact gather of the named profiles, see their accuracies), ``X`` is
+    exactly ±1; the observables have the accuracies of :func:`exact_test_error` and :func:`captured_coefficients`.
 
     ``popdyn.predict(problem)`` takes no options; ``popdyn.simulate(problem, n_test=..., seeds=...)`` evaluates the same
     fitted predictor on fresh test points (``Problem.options`` lists every option).
