@@ -289,29 +289,35 @@ def test_margin_dft(net, normalize):
 @example(5, 0, "random", -170.0)     # was all 0 ("v = 0") though v != 0: |v^|^2 underflowed
 @example(5, 0, "random", 200.0)      # was NaN: |v^|^2 overflowed to inf
 def test_power_spectrum(p, seed, kind, log_scale):
-    """power_spectrum: absolute error <= 4 (log2 p + 2) eps per bin (the bins sum to 1), at scales 1e-200..1e200
-    (before: all 0 at 1e-170 and NaN at 1e200), against |DFT|^2 by its definition in mpmath."""
+    """power_spectrum: absolute error <= 4 (log2 p + 2) eps / sqrt(e) per bin, e the centred share of ||v||^2 (bins
+    1.. sum to 1, bin 0 is 0), at scales 1e-200..1e200 (before: all 0 at 1e-170 and NaN at 1e200); a constant v is
+    NaN; against |DFT|^2 by its definition in mpmath."""
     rng = np.random.default_rng(seed)
     x = np.arange(p)
     v = {"random": rng.standard_normal(p), "cosine": np.cos(2 * np.pi * (x * ((seed % ((p - 1) // 2)) + 1) % p) / p + 0.3),
          "spike": np.eye(p)[seed % p], "constant": np.ones(p)}[kind] * 10.0 ** log_scale
     got = MD.power_spectrum(v)
-    assert np.all(np.isfinite(got)) and np.all(got >= 0)
+    if kind == "constant":
+        assert np.isnan(got).all()
+        return
+    assert np.all(np.isfinite(got)) and np.all(got >= 0) and got[0] == 0
     with mp.workdps(DPS):
         P = [abs(mp.fsum(_mpf(v[a]) * mp.expjpi(-2 * mp.mpf(j * a) / p) for a in range(p))) ** 2
              for j in range((p + 1) // 2)]
-        tot = mp.fsum(P)
-        for j in range(len(P)):
-            assert record("power_spectrum", abs(_mpf(got[j]) - P[j] / tot) / (4 * (math.log2(p) + 2) * EPS),
+        cen = mp.fsum(P[1:])
+        e = 2 * cen / (P[0] + 2 * cen)
+        for j in range(1, len(P)):
+            assert record("power_spectrum", abs(_mpf(got[j]) - P[j] / cen) / (4 * (math.log2(p) + 2) * EPS / mp.sqrt(e)),
                           p=p, kind=kind, scale=log_scale) <= 1
 
 
 @settings(max_examples=examples(15), deadline=None)
 @given(networks(p_choices=[5, 7, 11, 13], m_max=3))
 def test_fourier_diagnostics(net):
-    """fourier_diagnostics: component_power as power_spectrum (absolute <= 4 (log2 p + 2) eps); phase_residual:
+    """fourier_diagnostics: component_power as power_spectrum (absolute <= 4 (log2 p + 2) eps / sqrt(e)); phase_residual:
     absolute error <= 8 (k + 1) (log2 p + 2) eps sqrt(p) max_v (||v|| / |v^(zeta)|) (the conditioning of each
-    angle), NaN exactly where some component has power below 1e-12 of its total; balance: relative <= 4 p eps.
+    angle), NaN where some component has power below 1e-12 of its centred total or no neuron frequency (zeta = 0:
+    every component constant, component_power NaN); balance: relative <= 4 p eps.
     Against mpmath DFTs by the definition."""
     U, W = net
     m, k, p = U.shape
@@ -325,12 +331,16 @@ def test_fourier_diagnostics(net):
             for j, v in enumerate(comps):
                 P = [abs(mp.fsum(_mpf(v[a]) * mp.expjpi(-2 * mp.mpf(jj * a) / p) for a in range(p))) ** 2
                      for jj in range((p + 1) // 2)]
-                tot = mp.fsum(P)
-                ref = max(P) / tot if tot > 0 else 0
-                assert record("fourier_diagnostics.component_power",
-                              abs(_mpf(d["component_power"][i, j]) - ref) / (4 * (math.log2(p) + 2) * EPS)) <= 1
+                cen = mp.fsum(P[1:])
+                e = 2 * cen / (P[0] + 2 * cen)                    # centred share; below the level: constant
+                if e <= (16 * (math.log2(p) + 2) * EPS) ** 2:
+                    assert np.isnan(d["component_power"][i, j])
+                    continue
+                ref = max(P[1:]) / cen
+                assert record("fourier_diagnostics.component_power", abs(_mpf(d["component_power"][i, j]) - ref)
+                              / (4 * (math.log2(p) + 2) * EPS / mp.sqrt(e))) <= 1
             res = d["phase_residual"][i]
-            if all(abs(h) > 0 and abs(h) ** 2 > 2e-12 * n ** 2 * p for h, n in zip(hats, norms)):
+            if z > 0 and all(abs(h) > 0 and abs(h) ** 2 > 2e-12 * n ** 2 * p for h, n in zip(hats, norms)):
                 assert res == res
                 ref = mp.fsum(mp.arg(h) for h in hats[:k]) - mp.arg(hats[k])
                 diff = abs((_mpf(res) - ref + mp.pi) % (2 * mp.pi) - mp.pi)
@@ -353,14 +363,16 @@ def test_diagnostics_and_circuit_table(net):
     """diagnostics: margin absolute <= 2 (k^2 + m + p + 4) eps S (inf/0 only past float64), norm relative <= (k p + 4)
     eps, normalized_margin and margin_ratio (x gamma*) as normalized_margin, weighted_ratio absolute <= (2 (k^2 + m +
     p + 4) + log2(p^k) + (k + 1)(k p + 4)) eps S/||theta||^(k+1)/gamma*, dft_ratio as margin_dft / gamma*, every ratio
-    <= 1 (before: weighted_ratio 1 + 4e-16 at the optimum); circuit_table: norm_share relative <= 2 (k + 1) p eps, dft
-    as margin_dft; at any scale (before: ZeroDivisionError at 1e-200, OverflowError at 1e200, NaN shares). Against
-    exact rational enumeration of Z_p^k and mpmath DFTs by the definition."""
+    <= 1 (before: weighted_ratio 1 + 4e-16 at the optimum), nothing NaN but phase_residual and max_power (NaN only
+    when every neuron has a constant map); circuit_table: norm_share relative <= 2 (k + 1) p eps, dft as margin_dft;
+    at any scale (before: ZeroDivisionError at 1e-200, OverflowError at 1e200, NaN shares). Against exact rational
+    enumeration of Z_p^k and mpmath DFTs by the definition."""
     U, W = net
     m, k, p = U.shape
     d = MD.diagnostics(U, W)
     rows = MD.circuit_table(U, W)
-    assert all(v == v for key, v in d.items() if key != "phase_residual")
+    assert all(v == v for key, v in d.items() if key not in ("phase_residual", "max_power"))
+    assert (d["max_power"] == d["max_power"]) == (not np.isnan(MD.fourier_diagnostics(U, W)["max_power"]).all())
     assert d["margin_ratio"] <= 1 and d["weighted_ratio"] <= 1 and d["dft_ratio"] <= 1
     ex, sc = _exact_logits(U, W)
     inputs = NW.all_inputs(p, k)

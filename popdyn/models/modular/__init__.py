@@ -1,7 +1,9 @@
 """k-input modular addition (a_1 + ... + a_k) mod p: max-margin Fourier circuits ([Shi24], Ch. 4).
 
 Docs: docs/modular.md. A network is a pair ``U`` (m, k, p), ``W`` (m, p) with
-``f(theta, a)[c] = sum_i (sum_j U[i, j, a_j])^k W[i, c]``.
+``f(theta, a)[c] = sum_i (sum_j U[i, j, a_j])^k W[i, c]``. Networks trained elsewhere: the margins, the norm and
+the diagnostics also take another activation (``activation=``, ``degree=``), a first layer tied across the inputs
+(``U`` of shape (m, p) with ``k=``) and a token embedding (``embedding=`` of shape (p, d)).
 
 * Problems and closed forms: :class:`Problem` (the network), :class:`TransformerProblem` (Figs. 4.3, 4.4),
   :func:`max_margin` (gamma*), :func:`construction_width`.

@@ -1,7 +1,10 @@
-"""Diagnostics of any network (trained or constructed) against the max-margin theory (``predict`` is in predict.py).
+"""Diagnostics of any network (trained or constructed, here or elsewhere) against the max-margin theory
+(``predict`` is in predict.py).
 
-One-sided spectra (``numpy.fft.rfft``, bins 0..(p-1)/2) are used throughout: the paper's two-sided
-"max normalized power" is at most 1/2 for a real cosine, yet the paper reports ~1 (docs/modular.md).
+Spectra are one-sided (``numpy.fft.rfft``): the paper's two-sided "max normalized power" is at most 1/2 for a real
+cosine, yet the paper reports ~1 (docs/modular.md). The constant (bin 0) is no frequency: powers are shares of a
+vector's centred energy over the frequencies ``1..(p-1)/2``, so a class-constant offset of ``w`` (which softmax
+ignores) moves no power, and a constant vector has no power (NaN). p must be odd (every frequency a pair +-j).
 """
 from __future__ import annotations
 
@@ -11,12 +14,29 @@ import numpy as np
 
 from ..._validate import InvalidParameterError
 from .fourier import margin_dft
-from .network import _pow2, check_network, class_weighted_margin, margin, norm
-from .problem import _check_pk, max_margin
+from .network import (_check_inputs, _margin_of, _norm, _unit_scale, class_weighted_margin, resolve_activation,
+                      resolve_network)
+from .problem import sqrt_ratio
 
 __all__ = ["power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostics"]
 
-_PHASE_POWER = 1e-12  # 1e-12: relative one-sided power below which a phase is undefined
+_PHASE_POWER = 1e-12  # 1e-12: share of a component's centred power below which its phase at zeta is undefined
+_EPS = np.finfo(np.float64).eps
+
+
+def _constant_level(p):
+    """Centred-energy share below which a vector counts as constant: where the declared error of its powers,
+    4 (log2 p + 2) eps / sqrt(share), would exceed 1/4 (FFT rounding of its mean alone reaches ~eps^2 log2(p)^2)."""
+    return (16 * (math.log2(p) + 2) * _EPS) ** 2
+
+
+def _check_p(owner, name, p):
+    """p (the last axis of ``name``) an odd integer >= 3, or InvalidParameterError naming p and the parameter."""
+    if not (p >= 3 and p % 2 == 1):
+        raise InvalidParameterError(
+            f"The 'p' of {owner} (the length of the last axis of {name!r}) must be an odd integer >= 3: the one-sided "
+            f"bins 1..(p-1)/2 are then the frequency pairs +-j (an even p has a Nyquist bin without a pair, and "
+            f"gamma* does not hold). Got p = {p} instead.")
 
 
 def _pow2_scale(v):
@@ -25,85 +45,127 @@ def _pow2_scale(v):
     return np.ldexp(1.0, -np.frexp(np.where(top > 0, top, 1.0))[1])
 
 
-def _nonzero(owner, U, W):
-    """``(U, W)`` checked to be a network with a non-zero weight (its norm divides), and the power of 2 that brings
-    max|theta| into [1/2, 1) (every ratio below is scale-free: evaluated there, nothing under/overflows)."""
-    U, W = check_network(owner, U, W)
-    if not (np.any(U) or np.any(W)):
-        raise InvalidParameterError(f"The 'U' and 'W' parameters of {owner} must have a non-zero entry (the norm "
-                                    f"||theta|| divides). Got all zeros of shapes {U.shape}, {W.shape} instead.")
-    return U, W, _pow2(U, W)
+def _spectra(v):
+    """|rfft|^2 of real vectors (last axis), each rescaled by an exact power of 2 where the powers could
+    under/overflow (the shares are scale-free)."""
+    with np.errstate(over="ignore"):                                   # an overflow is caught just below
+        power = np.abs(np.fft.rfft(v, axis=-1)) ** 2
+    tot = power.sum(axis=-1)
+    if tot.size and not (1e-200 < tot.min() and tot.max() < 1e200):   # possible under/overflow (or v = 0)
+        power = np.abs(np.fft.rfft(v * _pow2_scale(v), axis=-1)) ** 2
+    return power
+
+
+def _check_nonzero(owner, net):
+    """InvalidParameterError for a network without a non-zero parameter: its norm divides every ratio below."""
+    if not (np.any(net.first) or np.any(net.W) or (net.E is not None and np.any(net.E))):
+        raise InvalidParameterError(
+            f"The 'U' and 'W' parameters{' (and embedding)' if net.E is not None else ''} of {owner} must have a "
+            f"non-zero entry (the norm ||theta|| divides). Got all zeros of shapes {net.first.shape}, "
+            f"{net.W.shape}{'' if net.E is None else ', ' + str(net.E.shape)} instead.")
+
+
+def _shares(power, p):
+    """Centred shares (bins 1..(p-1)/2, bin 0 set to 0) and the constant flag of each vector."""
+    cen = power[..., 1:].sum(axis=-1, keepdims=True)
+    const = (2 * cen <= _constant_level(p) * (power[..., :1] + 2 * cen))[..., 0]   # share of ||v - mean||^2
+    P = np.zeros_like(power)
+    P[..., 1:] = np.divide(power[..., 1:], cen, out=np.zeros_like(power[..., 1:]), where=cen > 0)
+    P[const] = np.nan
+    return P, const
 
 
 def power_spectrum(v):
-    r"""One-sided power spectrum of real vectors over Z_p, bins ``0..(p-1)/2``, normalised to sum 1.
+    r"""One-sided power spectrum of real vectors over Z_p: the share of the centred energy at each frequency.
 
-    .. math:: P_v(j) = \frac{|\hat v(j)|^2}{\sum_{l=0}^{(p-1)/2}|\hat v(l)|^2},\qquad
-              \hat v(j) = \sum_{x=0}^{p-1} v(x)\,e^{-2\pi i jx/p}
+    .. math:: P_v(j) = \frac{|\hat v(j)|^2}{\sum_{l=1}^{(p-1)/2}|\hat v(l)|^2}\ (1 \le j \le \tfrac{p-1}2),
+              \qquad P_v(0) = 0,\qquad \hat v(j) = \sum_{x=0}^{p-1} v(x)\,e^{-2\pi i jx/p}
 
     Parameters
     ----------
     v : ndarray of shape (..., p)
-        Real vectors (e.g. ``U`` of shape (m, k, p) or ``W``).
+        Real vectors (e.g. ``U`` of shape (m, k, p) or ``W``); p odd, >= 3.
 
     Returns
     -------
     ndarray of shape (..., (p+1)//2)
-        ``max_j P_v(j)`` is the "max normalized power" of Fig. 4.2: 1 for a pure cosine (0 for v = 0).
+        Indexed by frequency j = 0..(p-1)/2; bins 1.. sum to 1, bin 0 (the mean) is 0: ``P_v`` is the spectrum of
+        ``v - mean(v)``, so adding a constant to v changes nothing. ``max_j P_v(j)`` is the "max normalized power"
+        of Fig. 4.2: 1 for a pure cosine of any phase and offset. NaN in every bin for a constant v (v = 0
+        included): it has no frequency.
 
     Notes
     -----
-    Accuracy: absolute error <= 4 (log2 p + 2) eps per bin at any scale (exact power-of-2 rescaling per vector;
-    before: all 0 at 1e-170, NaN at 1e200) (measured: 0.062 of the declared bound).
-    Regime: any real vectors; the two-sided definition of Section 4.4.1 (Fig. 4.2) caps a cosine at 1/2.
+    Accuracy: absolute error <= 4 (log2 p + 2) eps / sqrt(e) per bin, e = ||v - mean v||^2 / ||v||^2 the centred
+    share, at any scale (exact power-of-2 rescaling per vector; before: all 0 at 1e-170, NaN at 1e200); a vector
+    with e <= (16 (log2 p + 2) eps)^2, where that bound passes 1/4, counts as constant (NaN) (measured: 0.053 of
+    the declared bound).
+    Regime: any real vectors, p odd (the bins 1..(p-1)/2 are the pairs +-j; for p composite a frequency j with
+    gcd(j, p) = g > 1 is a vector of period p/g). The paper's two-sided formula (Section 4.4.1, Fig. 4.2) caps a
+    cosine at 1/2 and counts the mean as a frequency.
 
     References
     ----------
-    .. [src] [Shi24, Section 4.4.1, Fig. 4.2]; the one-sided form in docs/modular.md.
+    .. [src] [Shi24, Section 4.4.1, Fig. 4.2]; the one-sided, centred form in docs/modular.md.
 
     Examples
     --------
     >>> x = np.arange(7)
-    >>> power_spectrum(np.cos(2 * np.pi * 2 * x / 7 + 0.3)).round(12).tolist()
+    >>> power_spectrum(3 + np.cos(2 * np.pi * 2 * x / 7 + 0.3)).round(12).tolist()
     [0.0, 0.0, 1.0, 0.0]
+    >>> power_spectrum(np.ones(5)).tolist()   # a constant has no frequency
+    [nan, nan, nan]
     """
     v = np.asarray(v, dtype=np.float64)
-    P = np.abs(np.fft.rfft(v, axis=-1)) ** 2
-    tot = P.sum(axis=-1, keepdims=True)
-    if tot.size and not (1e-200 < tot.min() and tot.max() < 1e200):   # possible under/overflow (or v = 0):
-        P = np.abs(np.fft.rfft(v * _pow2_scale(v), axis=-1)) ** 2      # per vector max|v| in [1/2, 1), exact
-        tot = P.sum(axis=-1, keepdims=True)
-    return np.divide(P, tot, out=np.zeros_like(P), where=tot > 0)
+    if v.ndim < 1:
+        raise InvalidParameterError(f"The 'v' parameter of modular.power_spectrum must be an array of shape (..., p). "
+                                    f"Got shape {v.shape} instead.")
+    _check_p("modular.power_spectrum", "v", v.shape[-1])
+    return _shares(_spectra(v), v.shape[-1])[0]
 
 
-def fourier_diagnostics(U, W):
+def fourier_diagnostics(U, W, *, k=None, embedding=None):
     r"""Per-neuron Fourier diagnostics: dominant frequency, max normalized power, phase residual, balance.
 
-    .. math:: \zeta_i = \arg\max_{1 \le j \le (p-1)/2}\sum_{v \in \theta_i}|\hat v(j)|^2,\qquad
+    .. math:: P_{i,v} = \max_{1 \le j \le (p-1)/2} P_v(j),\qquad \mathrm{power}_i = \min_{v \in \theta_i} P_{i,v},
+              \qquad \zeta_i = \arg\max_{1 \le j \le (p-1)/2}\sum_{v \in \theta_i}|\hat v(j)|^2,\qquad
               r_i = \Big(\sum_{l=1}^k \arg\hat u_{i,l}(\zeta_i) - \arg\hat w_i(\zeta_i)\Big) \bmod 2\pi
+
+    with :math:`P_v` the centred one-sided spectrum of :func:`power_spectrum` and :math:`\theta_i = (u_{i,1}, \dots,
+    u_{i,k}, w_i)` the neuron's maps over Z_p.
 
     Parameters
     ----------
     U : ndarray of shape (m, k, p)
+        First layer; (m, p) with ``k`` given: tied across the inputs; with an ``embedding``, (m, k, d) or (m, d).
     W : ndarray of shape (m, p)
+        Output layer (a torch ``Linear(m, p)``'s weight, transposed).
+    k : int or None
+        Number of inputs; needed only for a tied ``U``.
+    embedding : ndarray of shape (p, d) or None
+        Token embedding E; the maps are then ``u_{i,j}(a) = U[i, j] . E[a]``.
 
     Returns
     -------
     dict
-        ``dominant_frequency`` (m,) in 1..(p-1)/2 (bin 0 excluded); ``component_power`` (m, k+1), the max
-        normalized one-sided power of each component (u_1..u_k, w); ``max_power`` (m,), its least over a
-        neuron's k+1 components (as ``popdyn.simulate`` records it); ``coverage`` ((p-1)/2,) neuron counts per
-        frequency;
-        ``coverage_fraction`` (frequencies used / (p-1)/2); ``phase_residual`` (m,) in (-pi, pi], NaN where
-        a component has no power at zeta_i; ``balance`` (m,) min/max component norm (1 at the optimum).
+        ``dominant_frequency`` (m,) in 1..(p-1)/2, 0 for a neuron without a frequency (every map constant);
+        ``component_power`` (m, k+1), the max normalized power of each map (u_1..u_k, w), bin 0 excluded, NaN for
+        a constant map; ``max_power`` (m,), its least over the neuron's k+1 maps (NaN where a map is constant; as
+        ``popdyn.simulate`` records it); ``constant_fraction`` (m, k+1), the share ``p mean(v)^2 / ||v||^2`` of each
+        map in its constant (NaN for v = 0); ``coverage`` ((p-1)/2,) neuron counts per frequency;
+        ``coverage_fraction`` (frequencies used / (p-1)/2); ``phase_residual`` (m,) in (-pi, pi], NaN where a map
+        has no power at zeta_i; ``balance`` (m,) min/max norm of the raw maps (1 at the optimum).
 
     Notes
     -----
-    Accuracy: ``component_power`` as :func:`power_spectrum` (measured: 0.065 of the declared bound);
+    Accuracy: ``component_power`` as :func:`power_spectrum` (measured: 0.052 of the declared bound);
     ``phase_residual`` absolute <= 8 (k + 1)(log2 p + 2) eps sqrt(p) max_v ||v||/|v^(zeta)| (measured: 0.017 of the
     declared bound); ``balance`` relative <= 4 p eps (measured: 0.066 of the declared bound); any scale (per-neuron
     power-of-2 rescaling; before: residual NaN at 1e-201).
-    Regime: any network. At a max-margin optimum (Thm 4.9) every neuron has power 1, residual 0 and
+    Regime: any network, p odd >= 3 (prime or not: for composite p the diagnostics and gamma* are unchanged, and a
+    neuron at a frequency zeta with gcd(zeta, p) = g > 1 reads the inputs mod p/g only). The constant of a map is
+    no frequency: in ``w`` it is a class-constant logit shift that softmax ignores, in ``u`` a bias of the neuron
+    (``constant_fraction`` reports it). At a max-margin optimum (Thm 4.9) every neuron has power 1, residual 0 and
     balance 1, and every frequency is used (Lemma C.20).
 
     References
@@ -117,29 +179,37 @@ def fourier_diagnostics(U, W):
     >>> d = fourier_diagnostics(*max_margin_network(7, 2))
     >>> d["coverage"].tolist(), float(d["max_power"].min()), float(np.abs(d["phase_residual"]).max()) < 1e-12
     ([8, 8, 8], 1.0, True)
+    >>> d = fourier_diagnostics(np.ones((1, 2, 5)), np.ones((1, 5)))   # a constant neuron: no frequency
+    >>> d["dominant_frequency"].tolist(), d["max_power"].tolist()
+    ([0], [nan])
     """
-    U, W = check_network("modular.fourier_diagnostics", U, W)
+    net = resolve_network("modular.fourier_diagnostics", U, W, k, embedding)
+    U, W = net.U, net.W
     m, k, p = U.shape
+    _check_p("modular.fourier_diagnostics", "W", p)
     comps = np.concatenate([U, W[:, None, :]], axis=1)  # (m, k+1, p)
-    spec = np.fft.rfft(comps, axis=-1)
-    power = np.abs(spec) ** 2
     c = np.ones((m, 1, 1))
-    tot = power.sum(axis=(1, 2))
+    tot = np.einsum("ijc,ijc->i", comps, comps)
     if not (1e-200 < tot.min() and tot.max() < 1e200):   # possible under/overflow: per neuron, an exact power of 2
         c = _pow2_scale(comps.reshape(m, -1))[:, :, None]  # (powers, phases and the balance are scale-free;
         comps = comps * c                                  # norms are divided back below)
-        spec = np.fft.rfft(comps, axis=-1)
-        power = np.abs(spec) ** 2
-    zeta = 1 + np.argmax(power[:, :, 1:].sum(axis=1), axis=1)
+    spec = np.fft.rfft(comps, axis=-1)
+    power = np.abs(spec) ** 2
+    P, const = _shares(power, p)                           # (m, k+1, h+1), (m, k+1)
+    none = const.all(axis=1)
+    summed = np.where(const[:, :, None], 0.0, power[:, :, 1:]).sum(axis=1)
+    zeta = np.where(none, 0, 1 + np.argmax(summed, axis=1))
     at = spec[np.arange(m), :, zeta]  # (m, k+1)
-    ok = np.abs(at) ** 2 > _PHASE_POWER * power.sum(axis=-1)
+    ok = (np.abs(at) ** 2 > _PHASE_POWER * power[:, :, 1:].sum(axis=-1)) & ~const
     res = np.angle(np.exp(1j * (np.angle(at[:, :k]).sum(axis=1) - np.angle(at[:, k]))))
     norms = np.linalg.norm(comps, axis=-1) / c[:, :, 0]
-    coverage = np.bincount(zeta - 1, minlength=(p - 1) // 2)[: (p - 1) // 2]
-    component = power_spectrum(comps).max(axis=-1)
+    energy = power[:, :, 0] + 2 * power[:, :, 1:].sum(axis=-1)
+    coverage = np.bincount(zeta[zeta > 0] - 1, minlength=(p - 1) // 2)[: (p - 1) // 2]
+    component = P[:, :, 1:].max(axis=-1)
     return {"dominant_frequency": zeta, "component_power": component, "max_power": component.min(axis=1),
+            "constant_fraction": np.divide(power[:, :, 0], energy, out=np.full((m, k + 1), np.nan), where=energy > 0),
             "coverage": coverage, "coverage_fraction": float(np.mean(coverage > 0)),
-            "phase_residual": np.where(ok.all(axis=1), res, np.nan),
+            "phase_residual": np.where(ok.all(axis=1) & (zeta > 0), res, np.nan),
             "balance": np.divide(norms.min(axis=1), norms.max(axis=1), out=np.zeros(m), where=norms.max(axis=1) > 0)}
 
 
@@ -158,7 +228,8 @@ def circuit_table(U, W):
     -------
     list of dict
         Keys ``zeta``, ``neurons``, ``norm_share``, ``median_power`` (median over the neurons of their
-        smallest component power), ``max_abs_phase_residual`` (NaN when no neuron or no phase), ``dft``
+        smallest component power, constant maps left out), ``max_abs_phase_residual`` (NaN when no neuron or no
+        phase), ``dft``
         (``gamma*`` at every zeta for a max-margin network, Lemma C.20).
 
     Notes
@@ -178,8 +249,11 @@ def circuit_table(U, W):
     >>> [r["neurons"] for r in circuit_table(*max_margin_network(5, 2))]
     [8, 8]
     """
-    U, W, c = _nonzero("modular.circuit_table", U, W)
-    U, W = U * c, W * c                 # exact: the shares, powers, phases and normalised dft are scale-free
+    owner = "modular.circuit_table"
+    net = resolve_network(owner, U, W)
+    _check_nonzero(owner, net)
+    net = _unit_scale(net)[0]           # exact: the shares, powers, phases and normalised dft are scale-free
+    U, W = net.U, net.W
     m, k, p = U.shape
     d = fourier_diagnostics(U, W)
     per = (np.einsum("ijc,ijc->i", U, U) + np.einsum("ic,ic->i", W, W)) ** ((k + 1) / 2)
@@ -189,47 +263,73 @@ def circuit_table(U, W):
         sel = d["dominant_frequency"] == zeta
         res = np.abs(d["phase_residual"][sel])
         rows.append({"zeta": zeta, "neurons": int(sel.sum()), "norm_share": float(per[sel].sum() / per.sum()),
-                     "median_power": float(np.median(d["max_power"][sel])) if sel.any() else np.nan,
+                     "median_power": _nanmedian(d["max_power"][sel]),
                      "max_abs_phase_residual": float(np.max(res)) if res.size and not np.isnan(res).all() else np.nan,
                      "dft": float(dft[zeta - 1])})
     return rows
 
 
-def diagnostics(U, W, inputs=None):
+def _nanmedian(x):
+    """Median of the non-NaN values (NaN when there are none), without numpy's all-NaN warning."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x[~np.isnan(x)]
+    return float(np.median(x)) if x.size else np.nan
+
+
+def diagnostics(U, W, inputs=None, *, activation="x^k", degree=None, k=None, embedding=None):
     r"""Scalar summary of a network against the max-margin theory (the observables of ``predict``).
 
-    .. math:: R = \frac{h(\theta)}{\|\theta\|_{2,k+1}^{k+1}\,\gamma^*} \le 1,\qquad
+    .. math:: \bar h = \frac{h(\theta)}{\|\theta\|_{2,L}^{L}},\qquad
+              R = \frac{h(\theta)}{\|\theta\|_{2,k+1}^{k+1}\,\gamma^*} \le 1,\qquad
               R' = \frac{\sum_i\Psi(\theta_i)}{\|\theta\|_{2,k+1}^{k+1}\,\gamma^*} \le 1
 
     Parameters
     ----------
     U : ndarray of shape (m, k, p)
+        First layer; (m, p) with ``k`` given: tied across the inputs; with an ``embedding``, (m, k, d) or (m, d).
     W : ndarray of shape (m, p)
     inputs : ndarray of shape (n, k), int, or None
         Inputs of the margin h (e.g. a training split); None: all of D_p.
+    activation : str or callable
+        ``"x^k"`` (the paper's), a name of :mod:`popdyn.activations` or a callable (see :func:`margin`).
+    degree : float or None
+        Homogeneity degree of a callable activation (see :func:`normalized_margin`).
+    k : int or None
+        Number of inputs; needed only for a tied ``U``.
+    embedding : ndarray of shape (p, d) or None
+        Token embedding E (rows are tokens).
 
     Returns
     -------
     dict of float
-        ``margin`` h, ``norm`` ``||theta||_{2,k+1}``, ``normalized_margin``, ``margin_ratio`` R,
-        ``weighted_ratio`` R', ``dft_ratio`` (min over j of the normalised ``Re f^(j,..,j,-j) / gamma*``),
-        ``max_power`` (median over neurons of their ``max_power``), ``coverage`` (fraction of frequencies
-        used), ``phase_residual`` (median |residual|), ``balance`` (median). Theory: 1, 1, 1, 1, 1, 0, 1.
+        Always: ``margin`` h (the network evaluated on every input), ``max_power`` (median over neurons of their
+        ``max_power``, neurons with a constant map left out; NaN when every neuron has one), ``coverage`` (fraction
+        of frequencies used), ``phase_residual`` (median |residual|), ``balance`` (median). A homogeneous
+        activation adds ``degree`` L (f(t theta) = t^L f(theta)), ``norm`` ``||theta||_{2,L}`` (:func:`norm`, each
+        parameter once) and ``normalized_margin`` ``h / ||theta||_{2,L}^L``; a non-homogeneous one has no
+        scale-free margin and gets h alone. The paper's network (x^k, untied, no embedding) adds ``margin_ratio`` R,
+        ``weighted_ratio`` R' and ``dft_ratio`` (min over j of the normalised ``Re f^(j,..,j,-j) / gamma*``), each
+        capped at its bound 1. Theory: R, R', dft_ratio, max_power, coverage, balance 1 and phase_residual 0.
 
     Notes
     -----
     Accuracy: that of :func:`margin` (inf or 0 only past float64), :func:`norm`, :func:`normalized_margin`,
     :func:`class_weighted_margin` and :func:`margin_dft` (normalised; ratios also / gamma*, + 4 eps) and
-    :func:`fourier_diagnostics`, at any scale (evaluated at max|theta| in [1/2, 1); before: ZeroDivisionError at
-    1e-200, OverflowError at 1e200); the three ratios are capped at their bound 1 (before: weighted_ratio 1 + 4e-16
-    at the optimum); ``phase_residual`` NaN when no neuron has a phase; a zero network raises ValueError. Measured:
-    0.063 of the declared bound.
-    Regime: any network with p an odd prime; R <= 1 always (docs/modular.md); R -> 1 only in the
-    max-margin limit (Lemma 4.7, no rate; reference runs give 0.6-0.9 after 1e4 AdamW steps).
+    :func:`fourier_diagnostics`, at any scale (evaluated at max|theta| in [1/2, 1) by an exact power-of-2
+    rescaling, the margin of the network given by ldexp; before: ZeroDivisionError at 1e-200, OverflowError at
+    1e200); the three ratios are capped at their bound 1 (before: weighted_ratio 1 + 4e-16 at the optimum);
+    ``phase_residual`` NaN when no neuron has a phase; a network without a non-zero parameter raises ValueError.
+    Measured: 0.063 of the declared bound.
+    Regime: any network with p odd >= 3. gamma* (Thm 4.9) and R <= 1 hold for every odd p, prime or not (the
+    derivation in docs/modular.md uses only Plancherel and the vanishing sum of the p-th roots of unity); the
+    other activations, tied layers and embeddings have no gamma*, so no ratios. R -> 1 only in the max-margin
+    limit (Lemma 4.7, no rate; reference runs give 0.6-0.9 after 1e4 AdamW steps). The Fourier diagnostics read
+    the maps ``u_{i,j}`` over Z_p (through E with an embedding).
 
     References
     ----------
-    .. [src] [Shi24, Definitions 4.3-4.4, Lemma 4.7, Theorem 4.9, Sections 4.4.1-4.5].
+    .. [src] [Shi24, Definitions 4.3-4.4, Lemma 4.7, Theorem 4.9, Sections 4.4.1-4.5]; other activations, tied
+       layers and embeddings in docs/modular.md.
 
     Examples
     --------
@@ -237,21 +337,37 @@ def diagnostics(U, W, inputs=None):
     >>> d = diagnostics(*max_margin_network(5, 3))
     >>> round(d["margin_ratio"], 12), round(d["dft_ratio"], 12), d["coverage"]
     (1.0, 1.0, 1.0)
+    >>> sorted(diagnostics(*max_margin_network(5, 3), activation="tanh"))   # not homogeneous: h alone
+    ['balance', 'coverage', 'margin', 'max_power', 'phase_residual']
     """
-    U, W, c = _nonzero("modular.diagnostics", U, W)
-    m, k, p = U.shape
-    gamma = max_margin(*_check_pk("modular.diagnostics", p, k))
-    U, W = U * c, W * c                 # exact; f is (k+1)-homogeneous: the ratios are scale-free
-    scale = norm(U, W) ** (k + 1)
-    h = margin(U, W, inputs)
-    f = fourier_diagnostics(U, W)
+    owner = "modular.diagnostics"
+    net = resolve_network(owner, U, W, k, embedding)
+    act = resolve_activation(owner, activation, degree, net)
+    m, k, p = net.U.shape
+    _check_p(owner, "W", p)
+    inputs = None if inputs is None else _check_inputs(owner, inputs, k, p)
+    _check_nonzero(owner, net)
+    scaled, c = _unit_scale(net)
+    f = fourier_diagnostics(net.first, net.W, k=k, embedding=net.E)
     res = np.abs(f["phase_residual"])
-    with np.errstate(over="ignore"):    # h of the network given (c = 2^j): inf or 0 only past float64
-        h_given = float(np.ldexp(h, -(k + 1) * (math.frexp(c)[1] - 1)))
-    return {"margin": h_given, "norm": norm(U, W) / c, "normalized_margin": h / scale,
-            "margin_ratio": min(h / scale / gamma, 1.0),    # <= 1 for every network: rounding at the optimum
-            "weighted_ratio": min(class_weighted_margin(U, W) / scale / gamma, 1.0),    # could pass 1 by an ulp
-            "dft_ratio": min(float(margin_dft(U, W).real.min() / gamma), 1.0),
-            "max_power": float(np.median(f["max_power"])), "coverage": f["coverage_fraction"],
-            "phase_residual": float(np.nanmedian(res)) if not np.isnan(res).all() else np.nan,
-            "balance": float(np.median(f["balance"]))}
+    if act.L is None:
+        out = {"margin": _margin_of(owner, net, act, inputs)}
+    else:                                          # f and ||theta||^L both L-homogeneous: ratios at the scaled net
+        h, n = _margin_of(owner, scaled, act, inputs), _norm(scaled, act.L)
+        scale = n ** act.L
+        e = (1 - math.frexp(c)[1]) * act.L         # h of the network given is h / c^L = h 2^e (c = 2^(1 - frexp))
+        with np.errstate(over="ignore"):           # inf or 0 only past float64; exact for an integer L
+            given = float(np.ldexp(h * 2.0 ** (e - math.floor(e)), math.floor(e)))
+        out = {"margin": given, "degree": float(act.L), "norm": n / c, "normalized_margin": h / scale}
+        if act.fn is None and not net.tied and net.E is None:
+            gamma = _gamma_star(p, k)              # the ratios are <= 1 for every network: capped at rounding
+            out.update(margin_ratio=min(h / scale / gamma, 1.0),
+                       weighted_ratio=min(class_weighted_margin(scaled.U, scaled.W) / scale / gamma, 1.0),
+                       dft_ratio=min(float(margin_dft(scaled.U, scaled.W).real.min() / gamma), 1.0))
+    return {**out, "max_power": _nanmedian(f["max_power"]), "coverage": f["coverage_fraction"],
+            "phase_residual": _nanmedian(res), "balance": float(np.median(f["balance"]))}
+
+
+def _gamma_star(p, k):
+    """gamma*(p, k) of :func:`max_margin` for any odd p >= 3 (the formula needs no primality)."""
+    return sqrt_ratio(4 * math.factorial(k) ** 2, (2 * k + 2) ** (k + 1) * (p - 1) ** 2 * p ** (k - 1))

@@ -1,17 +1,25 @@
-"""The network f(theta, a) = sum_i (sum_j u_ij(a_j))^k w_i: logits, norms and margins over Z_p^k.
+"""The network f(theta, a) = sum_i sigma(sum_j u_ij(a_j)) w_i: logits, norms and margins over Z_p^k.
 
-The margin over all ``p^k`` inputs is a numba kernel that streams blocks of ``p`` inputs (the last
+The paper's network (4.2) has sigma(x) = x^k and a first layer per input. Networks trained elsewhere are read
+in the same form: any activation (a name or a callable), a first layer tied across the k inputs (``U`` of shape
+(m, p) with ``k`` given), and a learned token embedding ``E`` (p, d) before the first layer (``U`` then acts on
+embeddings, shape (m, k, d) or (m, d)); :func:`norm` counts every parameter once.
+
+The margin of x^k over all ``p^k`` inputs is a numba kernel that streams blocks of ``p`` inputs (the last
 summand varies inside a block) and keeps only per-chunk minima and sums: its memory is
-``O(threads (p m + p^2))``, independent of ``p^k``.
+``O(threads (p m + p^2))``, independent of ``p^k``. Other activations are evaluated by numpy in chunks of inputs
+(memory independent of ``p^k`` too).
 """
 from __future__ import annotations
 
 import math
+from typing import Callable, NamedTuple
 
 import numba
 import numpy as np
 
-from ..._validate import InvalidParameterError
+from ... import activations as _activations
+from ..._validate import Interval, InvalidParameterError, as_int
 
 __all__ = ["all_inputs", "norm", "logits", "point_margins", "margin", "normalized_margin",
            "class_weighted_margin"]
@@ -39,6 +47,136 @@ def _check_inputs(owner, inputs, k, p):
             f"The 'inputs' parameter of {owner} must be an int array of shape (n, {k}) with entries in "
             f"[0, {p - 1}]. Got {a.dtype} array of shape {a.shape} instead.")
     return np.ascontiguousarray(a, dtype=np.int64)
+
+
+#: Positive-homogeneity degree nu (sigma(t z) = t^nu sigma(z) for t > 0) of the named activations that have one;
+#: "x^k" (the paper's, eq. (4.2)) has nu = k. Every other name of popdyn.activations is not homogeneous.
+_HOMOGENEOUS = {"relu": 1, "abs": 1, "leaky_relu": 1, "linear": 1, "he1": 1, "quadratic": 2}
+_CHUNK = 2 ** 18            # entries of the (inputs, m + p) block of the numpy forward pass
+
+
+class _Net(NamedTuple):
+    """A network read in the form (4.2): effective maps ``U`` (m, k, p) = u_ij(a), output ``W`` (m, p), and the
+    parameters as given (first layer, embedding or None), tied or not."""
+    U: np.ndarray
+    W: np.ndarray
+    first: np.ndarray
+    E: np.ndarray | None
+    tied: bool
+
+
+class _Act(NamedTuple):
+    """An activation: ``fn`` (None for x^k, the numba kernels), its name, and f's homogeneity degree ``L`` in all
+    parameters (None when sigma is not homogeneous)."""
+    fn: Callable | None
+    name: str
+    L: float | None
+
+
+def _finite(owner, name, a, ndims, shape_text):
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if a.ndim not in ndims or 0 in a.shape or not np.all(np.isfinite(a)):
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must be a finite float array of shape "
+                                    f"{shape_text}. Got shape {a.shape} instead.")
+    return a
+
+
+def resolve_network(owner, U, W, k=None, embedding=None):
+    """The network ``(U, W)`` with optional tied first layer (``U`` 2-d, ``k`` given) and token embedding, read in
+    the form (4.2): effective maps ``u_ij(a) = sum_d U[i, j, d] E[a, d]`` (U[i, d] for every j when tied)."""
+    inner = "d" if embedding is not None else "p"
+    U = _finite(owner, "U", U, (2, 3), f"(m, k, {inner}), or (m, {inner}) with k given (a tied first layer)")
+    tied = U.ndim == 2
+    if tied or k is not None:
+        k = as_int(owner, "k", k, low=1) if k is not None else _fail_tied(owner, U)
+        if not tied and k != U.shape[1]:
+            raise InvalidParameterError(f"The 'k' parameter of {owner} must equal U.shape[1] = {U.shape[1]} for an "
+                                        f"untied first layer. Got {k!r} instead.")
+    E = None if embedding is None else _finite(owner, "embedding", embedding, (2,), "(p, d)")
+    p = U.shape[-1] if E is None else E.shape[0]
+    if p < 2 or (E is not None and U.shape[-1] != E.shape[1]):
+        raise InvalidParameterError(f"The 'U' parameter of {owner} must have a last axis of length "
+                                    f"{'d = embedding.shape[1] = ' + str(E.shape[1]) if E is not None else 'p >= 2'}. "
+                                    f"Got shape {U.shape} instead.")
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    if W.shape != (U.shape[0], p) or not np.all(np.isfinite(W)):
+        raise InvalidParameterError(f"The 'W' parameter of {owner} must be a finite float array of shape (m, p) = "
+                                    f"{(U.shape[0], p)} (from U{' and embedding' if E is not None else ''}). "
+                                    f"Got shape {W.shape} instead.")
+    maps = U if E is None else U @ E.T
+    maps = np.ascontiguousarray(np.broadcast_to(maps[:, None], (U.shape[0], k, p)) if tied else maps)
+    return _Net(maps, W, U, E, tied)
+
+
+def _fail_tied(owner, U):
+    raise InvalidParameterError(f"The 'k' parameter of {owner} must be an int >= 1 when 'U' has shape {U.shape} "
+                                f"(a first layer tied across the k inputs). Got None instead.")
+
+
+def resolve_activation(owner, activation, degree, net):
+    """``activation`` (a name of popdyn.activations, "x^k", or a callable of an ndarray) and f's homogeneity
+    degree ``L = nu + 1`` (``2 nu + 1`` with an embedding), nu the degree of sigma (given for a callable)."""
+    k = net.U.shape[1]
+    if isinstance(activation, str):
+        nu = k if activation == "x^k" else _HOMOGENEOUS.get(activation)
+        fn = None if activation == "x^k" else _activations.get(activation)
+        if degree is not None and degree != nu:
+            raise InvalidParameterError(f"The 'degree' parameter of {owner} is for a callable activation; "
+                                        f"{activation!r} has degree {nu}. Got {degree!r} instead.")
+    elif callable(activation):
+        fn = activation
+        nu = None if degree is None else Interval(0, math.inf, "neither").convert(owner, "degree", degree)
+        if nu is not None:
+            _check_degree(owner, fn, nu)
+    else:
+        raise InvalidParameterError(f"The 'activation' parameter of {owner} must be \"x^k\", a name of "
+                                    f"popdyn.activations or a callable. Got {activation!r} instead.")
+    name = activation if isinstance(activation, str) else getattr(activation, "__name__", repr(activation))
+    return _Act(fn, name, None if nu is None else (2 * nu + 1 if net.E is not None else nu + 1))
+
+
+def _check_degree(owner, fn, nu):
+    z = np.linspace(-3.0, 3.0, 13)
+    for t in (0.5, 2.0):
+        a, b = np.asarray(fn(t * z), dtype=np.float64), t ** nu * np.asarray(fn(z), dtype=np.float64)
+        if a.shape != z.shape or not np.allclose(a, b, rtol=1e-9, atol=1e-12 * (1 + np.abs(b).max())):
+            raise InvalidParameterError(f"The 'degree' parameter of {owner} must be the activation's homogeneity "
+                                        f"degree (sigma(t z) = t^degree sigma(z), t > 0); sigma({t} z) != {t}^{nu} "
+                                        f"sigma(z) on z in [-3, 3]. Got {nu!r} instead.")
+
+
+def _chunks(p, k, m, inputs):
+    """Blocks of inputs (n, k): ``inputs`` in slices, or all of D_p in mixed-radix order, O(_CHUNK) memory each."""
+    n = p ** k if inputs is None else len(inputs)
+    step = max(1, _CHUNK // (m + p))
+    for s in range(0, n, step):
+        if inputs is not None:
+            yield inputs[s:s + step]
+        else:
+            idx = np.arange(s, min(n, s + step), dtype=np.int64)
+            yield np.stack([(idx // p ** (k - 1 - j)) % p for j in range(k)], axis=1)
+
+
+def _forward(owner, net, act, a):
+    """Logits (n, p) of the inputs ``a`` (n, k) under a numpy activation; the activation's output is checked."""
+    k = net.U.shape[1]
+    pre = sum(net.U[:, j, a[:, j]] for j in range(k)).T                 # (n, m)
+    out = np.asarray(act.fn(pre), dtype=np.float64)
+    if out.shape != pre.shape or not np.all(np.isfinite(out)):
+        raise InvalidParameterError(f"The 'activation' parameter of {owner} must map the pre-activations (shape "
+                                    f"{pre.shape}) elementwise to finite floats. Got shape {out.shape}"
+                                    f"{'' if out.shape != pre.shape else ' with non-finite values'} instead.")
+    return out @ net.W
+
+
+def _point_margins(L, a, p, weighted):
+    rows = np.arange(L.shape[0])
+    y = a.sum(axis=1) % p
+    correct = L[rows, y]
+    if weighted:
+        return correct - (L.sum(axis=1) - correct) / (p - 1)
+    L[rows, y] = -np.inf
+    return correct - L.max(axis=1)
 
 
 def all_inputs(p, k):
@@ -75,18 +213,29 @@ def all_inputs(p, k):
     return np.stack([g.ravel() for g in grids], axis=1)
 
 
-def norm(U, W, q=None):
+def norm(U, W, q=None, *, k=None, embedding=None, activation="x^k", degree=None):
     r"""The ``L_{2,q}`` norm of the parameters: per-neuron Euclidean norm, then ``L_q`` across neurons.
 
-    .. math:: \|\theta\|_{2,q} = \Big(\sum_{i=1}^m \|\theta_i\|_2^q\Big)^{1/q},\qquad
+    .. math:: \|\theta\|_{2,q} = \Big(\sum_{i=1}^m \|\theta_i\|_2^q + \|E\|_F^q\Big)^{1/q},\qquad
               \|\theta_i\|_2^2 = \sum_j \|u_{i,j}\|_2^2 + \|w_i\|_2^2
 
     Parameters
     ----------
     U : ndarray of shape (m, k, p)
+        First layer; (m, p) with ``k`` given: tied across the k inputs (``u_i`` counted once in ``theta_i``); with
+        an ``embedding``, (m, k, d) or (m, d) acting on embeddings.
     W : ndarray of shape (m, p)
     q : float or None
-        Exponent, >= 1; default ``k + 1`` (the homogeneity of f).
+        Exponent, >= 1; default the homogeneity degree L of f (``k + 1`` for the paper's network; see
+        :func:`normalized_margin`); required for an activation that is not homogeneous.
+    k : int or None
+        Number of inputs; needed only for a tied ``U`` (2-d).
+    embedding : ndarray of shape (p, d) or None
+        Token embedding E (rows are tokens); it is one more group of the norm, counted once.
+    activation : str or callable
+        Only sets the default q (see :func:`normalized_margin`).
+    degree : float or None
+        Homogeneity degree of a callable activation (see :func:`normalized_margin`).
 
     Returns
     -------
@@ -95,33 +244,47 @@ def norm(U, W, q=None):
     Notes
     -----
     Accuracy: relative error <= (k p + 4) eps at any scale (exact power-of-2 rescaling; before: 0 at 1e-200)
-    (measured: 0.072 of the declared bound).
-    Regime: any parameters. Rebalancing ``u -> alpha u, w -> alpha^-k w`` leaves f unchanged but not the
+    (measured: 0.072 of the declared bound); tied or embedded: the same with k p replaced by the number of
+    entries of the largest group.
+    Regime: any parameters; each parameter is counted once (a tied first layer once, not k times; the shared
+    embedding as its own group). Rebalancing ``u -> alpha u, w -> alpha^-k w`` leaves f unchanged but not the
     norm: report the raw norm or rebalance explicitly.
 
     References
     ----------
-    .. [src] [Shi24, Section 4.3.1, Definition C.2].
+    .. [src] [Shi24, Section 4.3.1, Definition C.2]; tied layers and the embedding group in docs/modular.md.
 
     Examples
     --------
     >>> U, W = np.ones((2, 3, 5)), np.ones((2, 5))  # each neuron: ||theta_i||^2 = 20
     >>> bool(np.isclose(norm(U, W, q=2), np.sqrt(40)))
     True
+    >>> bool(np.isclose(norm(U[:, 0], W, q=2, k=3), np.sqrt(20)))  # tied: u_i counted once
+    True
     """
-    U, W = check_network("modular.norm", U, W)
-    q = U.shape[1] + 1 if q is None else float(q)
-    if not (q >= 1):
-        raise InvalidParameterError(f"The 'q' parameter of modular.norm must be a float in [1, inf). Got {q!r} instead.")
-    c = _pow2(U, W)                                   # exact power-of-2 scaling: no under/overflow of squares
-    Uc, Wc = U * c, W * c
-    per = np.sqrt(np.einsum("ijc,ijc->i", Uc, Uc) + np.einsum("ic,ic->i", Wc, Wc))
+    net = resolve_network("modular.norm", U, W, k, embedding)
+    if q is None:
+        q = resolve_activation("modular.norm", activation, degree, net).L
+        if q is None:
+            raise InvalidParameterError(f"The 'q' parameter of modular.norm must be a float in [1, inf) when the "
+                                        f"activation {activation!r} is not homogeneous. Got None instead.")
+    q = Interval(1, math.inf, "left").convert("modular.norm", "q", q)
+    return _norm(net, q)
+
+
+def _norm(net, q):
+    c = _pow2(net.first, net.W, net.E)                # exact power-of-2 scaling: no under/overflow of squares
+    F, Wc = net.first * c, net.W * c
+    F = F.reshape(len(F), -1)
+    per = np.sqrt(np.einsum("ic,ic->i", F, F) + np.einsum("ic,ic->i", Wc, Wc))
+    if net.E is not None:
+        per = np.append(per, np.linalg.norm(net.E * c))
     return float(np.sum(per ** q) ** (1.0 / q)) / c
 
 
-def _pow2(U, W):
-    """The power of 2 that brings max(|U|, |W|) into [1/2, 1) (1 for a zero network)."""
-    top = max(float(np.abs(U).max(initial=0.0)), float(np.abs(W).max(initial=0.0)))
+def _pow2(U, W, E=None):
+    """The power of 2 that brings max(|U|, |W|, |E|) into [1/2, 1) (1 for a zero network)."""
+    top = max(float(np.abs(a).max(initial=0.0)) for a in (U, W, np.zeros(0) if E is None else E))
     return math.ldexp(1.0, -math.frexp(top)[1]) if 0 < top < math.inf else 1.0
 
 
@@ -195,17 +358,46 @@ def _transpose(U):
     return np.ascontiguousarray(U.transpose(1, 2, 0))  # (k, p, m): U[i, j, a] = UT[j, a, i]
 
 
-def logits(U, W, inputs=None):
-    r"""Logits ``f(theta, a)`` of the network on explicit inputs (numba, parallel over inputs).
+_NET_PARAMS = """activation : str or callable
+        ``"x^k"`` (default, the paper's sigma(x) = x^k, eq. (4.2)), a name of :mod:`popdyn.activations` ("relu",
+        "gelu", ...) or a callable applied elementwise to an ndarray of pre-activations.
+    degree : float or None
+        Homogeneity degree nu of a callable activation (``sigma(t z) = t^nu sigma(z)``, t > 0; checked on
+        [-3, 3]); None: not homogeneous. Names carry their own (relu, abs, leaky_relu, linear: 1; quadratic: 2).
+    k : int or None
+        Number of inputs; needed only for a first layer tied across the inputs (``U`` of shape (m, p) or (m, d)).
+    embedding : ndarray of shape (p, d) or None
+        Token embedding E (row a is token a's embedding); ``U`` then has shape (m, k, d) or (m, d) and
+        ``u_{i,j}(a) = U[i, j] . E[a]``."""
 
-    .. math:: f(\theta, \mathbf a)[c] = \sum_{i=1}^m \Big(\sum_{j=1}^k u_{i,j}(a_j)\Big)^k w_i(c)
+
+def _net_doc(fn):
+    fn.__doc__ = fn.__doc__.replace("{net_params}", _NET_PARAMS)
+    return fn
+
+
+def _logits_of(owner, net, act, inputs):
+    m, k, p = net.U.shape
+    if act.fn is None:
+        return _row_logits(_transpose(net.U), net.W, all_inputs(p, k) if inputs is None else inputs)
+    return np.concatenate([_forward(owner, net, act, a) for a in _chunks(p, k, m, inputs)], axis=0)
+
+
+@_net_doc
+def logits(U, W, inputs=None, *, activation="x^k", degree=None, k=None, embedding=None):
+    r"""Logits ``f(theta, a)`` of the network on explicit inputs (numba for x^k, parallel over inputs).
+
+    .. math:: f(\theta, \mathbf a)[c] = \sum_{i=1}^m \sigma\Big(\sum_{j=1}^k u_{i,j}(a_j)\Big) w_i(c),
+              \qquad \sigma(x) = x^k \text{ by default}
 
     Parameters
     ----------
     U : ndarray of shape (m, k, p)
+        First layer (see ``k`` and ``embedding`` for the tied and embedded forms).
     W : ndarray of shape (m, p)
     inputs : ndarray of shape (n, k), int, or None
         Inputs with entries in [0, p-1]; None means all of D_p (materialises ``p^(k+1)`` floats).
+    {net_params}
 
     Returns
     -------
@@ -214,26 +406,31 @@ def logits(U, W, inputs=None):
     Notes
     -----
     Accuracy: absolute error <= (k^2 + m + p + 4) eps S, S = max over inputs and classes of sum_i |pre_i|^k |w_ic|,
-    while S is a normal float (measured: 0.075 of the declared bound).
+    while S is a normal float (measured: 0.075 of the declared bound); other activations: their own rounding plus
+    (k + m) eps S with |sigma(pre_i)| in place of |pre_i|^k.
     Regime: any network; exact up to float64 rounding, ``O(n m (k + p))`` work.
 
     References
     ----------
-    .. [src] [Shi24, eq. (4.2)].
+    .. [src] [Shi24, eq. (4.2)]; other activations, tied layers and embeddings in docs/modular.md.
 
     Examples
     --------
     >>> U, W = np.ones((1, 2, 3)), np.eye(3)[:1]  # one neuron: (1 + 1)^2 on class 0
     >>> logits(U, W, np.array([[0, 1]])).tolist()
     [[4.0, 0.0, 0.0]]
+    >>> logits(-U, W, np.array([[0, 1]]), activation="relu").tolist()  # relu(-2) = 0
+    [[0.0, 0.0, 0.0]]
     """
-    U, W = check_network("modular.logits", U, W)
-    m, k, p = U.shape
-    inputs = all_inputs(p, k) if inputs is None else _check_inputs("modular.logits", inputs, k, p)
-    return _row_logits(_transpose(U), W, inputs)
+    net = resolve_network("modular.logits", U, W, k, embedding)
+    act = resolve_activation("modular.logits", activation, degree, net)
+    m, k, p = net.U.shape
+    inputs = None if inputs is None else _check_inputs("modular.logits", inputs, k, p)
+    return _logits_of("modular.logits", net, act, inputs)
 
 
-def point_margins(U, W, inputs, *, weighted=False):
+@_net_doc
+def point_margins(U, W, inputs, *, weighted=False, activation="x^k", degree=None, k=None, embedding=None):
     r"""Per-point margin ``g`` (Def. 4.2) or class-weighted margin ``g'`` with uniform tau (Def. 4.6).
 
     .. math:: g(\theta, \mathbf a, y) = f[y] - \max_{y' \ne y} f[y'],\qquad
@@ -247,6 +444,7 @@ def point_margins(U, W, inputs, *, weighted=False):
         Inputs with entries in [0, p-1] (e.g. a training split).
     weighted : bool
         False: g; True: g' with ``tau = 1/(p-1)`` (Section 4.4). Always ``g <= g'``.
+    {net_params}
 
     Returns
     -------
@@ -268,17 +466,11 @@ def point_margins(U, W, inputs, *, weighted=False):
     >>> point_margins(U, W, np.array([[0, 0], [1, 1]])).tolist()  # labels 0 and 2
     [4.0, -8.0]
     """
-    U, W = check_network("modular.point_margins", U, W)
-    m, k, p = U.shape
+    net = resolve_network("modular.point_margins", U, W, k, embedding)
+    act = resolve_activation("modular.point_margins", activation, degree, net)
+    m, k, p = net.U.shape
     inputs = _check_inputs("modular.point_margins", inputs, k, p)
-    L = _row_logits(_transpose(U), W, inputs)
-    rows = np.arange(L.shape[0])
-    y = inputs.sum(axis=1) % p
-    correct = L[rows, y]
-    if weighted:
-        return correct - (L.sum(axis=1) - correct) / (p - 1)
-    L[rows, y] = -np.inf
-    return correct - L.max(axis=1)
+    return _point_margins(_logits_of("modular.point_margins", net, act, inputs), inputs, p, weighted)
 
 
 def _grid(U, W):
@@ -287,7 +479,18 @@ def _grid(U, W):
     return _grid_margins(_transpose(U), W, n_chunks)
 
 
-def margin(U, W, inputs=None):
+def _margin_of(owner, net, act, inputs):
+    m, k, p = net.U.shape
+    if act.fn is None and inputs is None:
+        return float(_grid(net.U, net.W)[0])
+    if act.fn is None:
+        return float(_point_margins(_logits_of(owner, net, act, inputs), inputs, p, False).min())
+    return float(min(_point_margins(_forward(owner, net, act, a), a, p, False).min()
+                     for a in _chunks(p, k, m, inputs)))
+
+
+@_net_doc
+def margin(U, W, inputs=None, *, activation="x^k", degree=None, k=None, embedding=None):
     r"""Dataset margin ``h(theta)``: the smallest per-point margin over D_p (Def. 4.3).
 
     .. math:: h(\theta) = \min_{\mathbf a \in \mathbb Z_p^k}\Big(f[y] - \max_{y' \ne y} f[y']\Big)
@@ -297,18 +500,20 @@ def margin(U, W, inputs=None):
     U : ndarray of shape (m, k, p)
     W : ndarray of shape (m, p)
     inputs : ndarray of shape (n, k), int, or None
-        None: all ``p^k`` inputs, streamed by a numba kernel in memory independent of ``p^k``;
-        otherwise the minimum over these inputs.
+        None: all ``p^k`` inputs, streamed (x^k: a numba kernel; others: numpy chunks) in memory independent of
+        ``p^k``; otherwise the minimum over these inputs.
+    {net_params}
 
     Returns
     -------
     float
+        Not normalised (see :func:`normalized_margin`); for any activation, by evaluating the network.
 
     Notes
     -----
     Accuracy: absolute error <= 2 (k^2 + m + p + 4) eps S (S as in :func:`logits`) (measured: 0.035 of the declared
     bound).
-    Regime: any network; ``O(p^k m p)`` work over D_p, parallel over blocks of p inputs.
+    Regime: any network; ``O(p^k m p)`` work over D_p. Unchanged by a class-constant offset of ``w_i``.
 
     References
     ----------
@@ -319,38 +524,63 @@ def margin(U, W, inputs=None):
     >>> U, W = np.ones((1, 2, 3)), np.array([[1.0, 0.0, -1.0]])  # f = 4 (1, 0, -1): worst label 2
     >>> margin(U, W)
     -8.0
+    >>> margin(U, W, activation="relu")  # f = 2 (1, 0, -1)
+    -4.0
     """
-    if inputs is not None:
-        return float(point_margins(U, W, inputs).min())
-    return float(_grid(U, W)[0])
+    net = resolve_network("modular.margin", U, W, k, embedding)
+    act = resolve_activation("modular.margin", activation, degree, net)
+    m, k, p = net.U.shape
+    inputs = None if inputs is None else _check_inputs("modular.margin", inputs, k, p)
+    return _margin_of("modular.margin", net, act, inputs)
 
 
-def normalized_margin(U, W, inputs=None):
-    r"""Normalized margin ``h(theta / ||theta||) = h(theta) / ||theta||_{2,k+1}^{k+1}`` (f is (k+1)-homogeneous).
+def _unit_scale(net):
+    """The network with every parameter times the power of 2 ``c`` that brings max|theta| into [1/2, 1) (exact),
+    and ``c``."""
+    c = _pow2(net.first, net.W, net.E)
+    return _Net(net.U * (c if net.E is None else c * c), net.W * c, net.first * c,
+                None if net.E is None else net.E * c, net.tied), c
 
-    .. math:: \bar h(\theta) = \frac{h(\theta)}{\|\theta\|_{2,k+1}^{k+1}} \le \gamma^*(p, k)
+
+@_net_doc
+def normalized_margin(U, W, inputs=None, *, activation="x^k", degree=None, k=None, embedding=None):
+    r"""Normalized margin ``h(theta / ||theta||) = h(theta) / ||theta||_{2,L}^L``, L the homogeneity degree of f.
+
+    .. math:: \bar h(\theta) = \frac{h(\theta)}{\|\theta\|_{2,L}^{L}},\qquad L = \nu + 1
+              \ (2\nu + 1 \text{ with an embedding}),\qquad \bar h \le \gamma^*(p, k) \text{ for } x^k
 
     Parameters
     ----------
     U : ndarray of shape (m, k, p)
     W : ndarray of shape (m, p)
     inputs : ndarray of shape (n, k), int, or None
-        None: all of D_p (numba kernel); otherwise these inputs only.
+        None: all of D_p; otherwise these inputs only.
+    {net_params}
 
     Returns
     -------
     float
-        At most gamma* over D_p, for every network (docs/modular.md); equal for the explicit construction.
+        For the paper's network (x^k, untied, no embedding; L = k + 1) at most gamma* over D_p, for every network
+        (docs/modular.md); equal for the explicit construction.
+
+    Raises
+    ------
+    InvalidParameterError
+        For an activation that is not homogeneous (a name without a degree, or a callable without ``degree``):
+        f has no scale-free margin; :func:`margin` gives the unnormalised one.
 
     Notes
     -----
     Accuracy: absolute error <= (k^2 + m + p + 4 + (k + 1)(k p + 4)) eps S/||theta||^(k+1) at any scale (evaluated
     at max|theta| in [1/2, 1): before, NaN at 1e-200) (measured: 0.027 of the declared bound).
-    Regime: any network. Divides by the norm to the power k+1, not by the norm.
+    Regime: any network with a positively homogeneous sigma of degree nu: f(t theta) = t^L f(theta) for t > 0
+    (x^k: L = k + 1; relu: 2; an embedding adds a layer, L = 2 nu + 1), so the ratio is scale-free; the norm is
+    :func:`norm` with q = L (each parameter once). Divides by the norm to the power L, not by the norm.
 
     References
     ----------
-    .. [src] [Shi24, Definitions 4.3-4.4, Section 4.3.3 (homogeneity)].
+    .. [src] [Shi24, Definitions 4.3-4.4, Section 4.3.3 (homogeneity)]; other activations, tied layers and
+       embeddings in docs/modular.md.
 
     Examples
     --------
@@ -358,10 +588,21 @@ def normalized_margin(U, W, inputs=None):
     >>> U, W = rng.standard_normal((4, 2, 5)), rng.standard_normal((4, 5))
     >>> bool(np.isclose(normalized_margin(3 * U, 3 * W), normalized_margin(U, W)))  # scale invariant
     True
+    >>> h = normalized_margin(U, W, activation="relu")   # relu: L = 2
+    >>> bool(np.isclose(h, margin(U, W, activation="relu") / norm(U, W, q=2) ** 2))
+    True
     """
-    U, W = check_network("modular.normalized_margin", U, W)
-    c = _pow2(U, W)     # f and ||theta||^(k+1) are both (k+1)-homogeneous: evaluate at max|theta| in [1/2, 1)
-    return margin(U * c, W * c, inputs) / norm(U * c, W * c) ** (U.shape[1] + 1)
+    net = resolve_network("modular.normalized_margin", U, W, k, embedding)
+    act = resolve_activation("modular.normalized_margin", activation, degree, net)
+    if act.L is None:
+        raise InvalidParameterError(
+            f"The 'activation' parameter of modular.normalized_margin must be positively homogeneous (a name of "
+            f"degree {sorted(_HOMOGENEOUS)} or \"x^k\", or a callable with 'degree'); f has no scale-free margin "
+            f"otherwise: use modular.margin for the unnormalised one. Got {act.name!r} instead.")
+    m, k, p = net.U.shape
+    inputs = None if inputs is None else _check_inputs("modular.normalized_margin", inputs, k, p)
+    net = _unit_scale(net)[0]            # f and ||theta||^L are both L-homogeneous: evaluate at max|theta| ~ 1
+    return _margin_of("modular.normalized_margin", net, act, inputs) / _norm(net, act.L) ** act.L
 
 
 def class_weighted_margin(U, W):

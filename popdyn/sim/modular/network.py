@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ...models.modular import all_inputs, construction_width, max_margin
+from ...models.modular.diagnostics import _constant_level
 from ...results import Simulation
 from .._torch import make_generator, progress as open_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
 from ._training import batches, make_optimizer, record_steps, split, train_mask, train_size
@@ -119,15 +120,18 @@ def _diagnostics(U, W, data, gamma, chunk):
     """Recorded observables at one step, each of shape (S,) except ``neuron_power`` (S, width).
 
     Spectra follow :func:`popdyn.models.modular.fourier_diagnostics`: one-sided power per component
-    (u_1..u_k, w), normalised; a neuron's max normalized power is the least over its k + 1 components
-    (``max_power`` is its median over neurons, as in :func:`popdyn.models.modular.diagnostics`); its
+    (u_1..u_k, w) over the frequencies 1..(p-1)/2, as a share of its centred energy (the constant is no
+    frequency; NaN for a constant component); a neuron's max normalized power is the least over its k + 1
+    components (``max_power`` is its median over neurons, as in :func:`popdyn.models.modular.diagnostics`); its
     dominant frequency the argmax over bins 1..(p-1)/2 of the components' summed power.
     """
     A, y, tr, te = data
     g, ok, ce = _margins(U, W, A, y, chunk)
     norm = _norm_power(U, W)
     P = torch.fft.rfft(torch.cat([U, W.unsqueeze(2)], 2), dim=3).abs().square()      # (S, m, k+1, h+1)
-    power = (P.amax(3) / P.sum(3)).amin(2)
+    cen = P[..., 1:].sum(3)
+    const = 2 * cen <= _constant_level(U.shape[3]) * (P[..., 0] + 2 * cen)   # as modular.power_spectrum
+    power = torch.where(const, torch.nan, P[..., 1:].amax(3) / cen).amin(2)
     dom = P[..., 1:].sum(2).argmax(2)
     seen = torch.zeros((U.shape[0], P.shape[3] - 1), dtype=torch.bool, device=U.device).scatter_(1, dom, True)
     rec = {"loss": torch.gather(ce, 1, tr).mean(1), "normalized_margin": g.amin(1) / norm,
@@ -142,10 +146,13 @@ def _diagnostics(U, W, data, gamma, chunk):
 
 
 def _median(x):
-    """numpy's median over the last axis (the mean of the two middle values for an even count)."""
-    s = x.sort(-1).values
-    n = s.shape[-1]
-    return 0.5 * (s[..., (n - 1) // 2] + s[..., n // 2])
+    """numpy's median over the last axis of the non-NaN values (the mean of the two middle values for an even
+    count; NaN where all are NaN), as :func:`popdyn.models.modular.diagnostics` takes it."""
+    s = x.sort(-1).values                                   # NaN sorts last
+    n = (~x.isnan()).sum(-1, keepdim=True)
+    lo, hi = ((n - 1).clamp(min=0) // 2), (n // 2).clamp(max=x.shape[-1] - 1)
+    med = 0.5 * (s.gather(-1, lo) + s.gather(-1, hi))[..., 0]
+    return torch.where(n[..., 0] > 0, med, torch.nan)
 
 
 def _run(params, data, opts, t, gamma, gen, bar):
