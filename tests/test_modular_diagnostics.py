@@ -315,3 +315,11 @@ def test_bad_input_names_the_parameter():
     for fn, name in cases:
         with pytest.raises(ValueError, match=name):
             fn()
+
+
+@pytest.mark.parametrize("fn", ["normalized_margin", "diagnostics", "circuit_table"])
+def test_an_all_zero_network_is_refused_by_name(fn):
+    """The norm divides every normalised quantity: a network without a non-zero parameter raises ValueError
+    naming U and W (normalized_margin divided by zero before)."""
+    with pytest.raises(ValueError, match="'U' and 'W'"):
+        getattr(modular, fn)(np.zeros((3, 2, 5)), np.zeros((3, 5)))

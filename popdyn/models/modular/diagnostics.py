@@ -14,8 +14,8 @@ import numpy as np
 
 from ..._validate import InvalidParameterError
 from .fourier import margin_dft
-from .network import (_check_inputs, _margin_of, _norm, _unit_scale, class_weighted_margin, resolve_activation,
-                      resolve_network)
+from .network import (_check_inputs, _check_nonzero, _margin_of, _norm, _unit_scale, class_weighted_margin,
+                      resolve_activation, resolve_network)
 from .problem import sqrt_ratio
 
 __all__ = ["power_spectrum", "fourier_diagnostics", "circuit_table", "diagnostics"]
@@ -54,15 +54,6 @@ def _spectra(v):
     if tot.size and not (1e-200 < tot.min() and tot.max() < 1e200):   # possible under/overflow (or v = 0)
         power = np.abs(np.fft.rfft(v * _pow2_scale(v), axis=-1)) ** 2
     return power
-
-
-def _check_nonzero(owner, net):
-    """InvalidParameterError for a network without a non-zero parameter: its norm divides every ratio below."""
-    if not (np.any(net.first) or np.any(net.W) or (net.E is not None and np.any(net.E))):
-        raise InvalidParameterError(
-            f"The 'U' and 'W' parameters{' (and embedding)' if net.E is not None else ''} of {owner} must have a "
-            f"non-zero entry (the norm ||theta|| divides). Got all zeros of shapes {net.first.shape}, "
-            f"{net.W.shape}{'' if net.E is None else ', ' + str(net.E.shape)} instead.")
 
 
 def _shares(power, p):

@@ -534,6 +534,15 @@ def margin(U, W, inputs=None, *, activation="x^k", degree=None, k=None, embeddin
     return _margin_of("modular.margin", net, act, inputs)
 
 
+def _check_nonzero(owner, net):
+    """InvalidParameterError for a network without a non-zero parameter: its norm divides every ratio below."""
+    if not (np.any(net.first) or np.any(net.W) or (net.E is not None and np.any(net.E))):
+        raise InvalidParameterError(
+            f"The 'U' and 'W' parameters{' (and embedding)' if net.E is not None else ''} of {owner} must have a "
+            f"non-zero entry (the norm ||theta|| divides). Got all zeros of shapes {net.first.shape}, "
+            f"{net.W.shape}{'' if net.E is None else ', ' + str(net.E.shape)} instead.")
+
+
 def _unit_scale(net):
     """The network with every parameter times the power of 2 ``c`` that brings max|theta| into [1/2, 1) (exact),
     and ``c``."""
@@ -601,6 +610,7 @@ def normalized_margin(U, W, inputs=None, *, activation="x^k", degree=None, k=Non
             f"otherwise: use modular.margin for the unnormalised one. Got {act.name!r} instead.")
     m, k, p = net.U.shape
     inputs = None if inputs is None else _check_inputs("modular.normalized_margin", inputs, k, p)
+    _check_nonzero("modular.normalized_margin", net)
     net = _unit_scale(net)[0]            # f and ||theta||^L are both L-homogeneous: evaluate at max|theta| ~ 1
     return _margin_of("modular.normalized_margin", net, act, inputs) / _norm(net, act.L) ** act.L
 
