@@ -757,3 +757,181 @@ def test_theorem_schedule(which, d, k, eps, llam, nz):
             eta = min(mp.sqrt(k) * lam2 * mp.mpf(eps) ** 3 / L ** 2 * f, 1) / (lam4 * d * k ** 4)
         cond = 1 + (4 * abs(mp.log(lam)) + mp.log(d) + 2 * mp.log(k)) / abs(L)  # the sum of logs cancels near L = 0
         assert record("lora.theorem_schedule", abs(s["eta"] - eta) / (32 * EPS * cond * eta), which=which) <= 1
+
+
+# ---- normalisation drift: B0, B1, E||L_t||^2 -----------------------------------------------------------------
+
+def _relu_cond_moments(al, be, r, rh):
+    """M[p, q] = E[D^p G^q | a, t] (p, q <= 2) of one ReLU neuron, D = relu((z + al)/r) - relu((z + be)/rh),
+    G = 1{z > -be}, z ~ N(0, 1): truncated normal moments written out here (E[(z + x)(z + y) 1{z > -min(x, y)}] =
+    (1 + xy) Phi(g) + (x + y - g) phi(g), g = min(x, y), and its special cases)."""
+    from scipy.special import ndtr
+    f = lambda x: np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # noqa: E731
+    g = np.minimum(al, be)
+    erp, erq = (al * ndtr(al) + f(al)) / r, (be * ndtr(be) + f(be)) / rh
+    erp2, erq2 = ((al * al + 1) * ndtr(al) + al * f(al)) / r ** 2, ((be * be + 1) * ndtr(be) + be * f(be)) / rh ** 2
+    erpq = (ndtr(g) * (1 + al * be) + f(g) * (al + be - g)) / (r * rh)
+    M = np.empty((3, 3) + al.shape)
+    M[0, 0], M[0, 1], M[0, 2] = 1.0, ndtr(be), ndtr(be)
+    M[1, 0] = erp - erq
+    M[1, 1] = M[1, 2] = (al * ndtr(g) + f(g)) / r - erq
+    M[2, 0] = erp2 - 2 * erpq + erq2
+    M[2, 1] = M[2, 2] = ((1 + al * al) * ndtr(g) + (2 * al - g) * f(g)) / r ** 2 - 2 * erpq + erq2
+    return M
+
+
+def _smooth_cond_moments(sig, al, be, r, rh, n_z=40):
+    """The moments of _relu_cond_moments for a smooth sigma by an n_z-point Gauss-Hermite rule in z."""
+    z, w = np.polynomial.hermite_e.hermegauss(n_z)
+    w = w / w.sum()
+    D = sig((z + al[..., None]) / r) - sig((z + be[..., None]) / rh)
+    G = sig.deriv((z + be[..., None]) / rh)
+    M = np.empty((3, 3) + al.shape)
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = (D ** i * G ** j) @ w
+    return M
+
+
+def _b_ref(p, m, n_ang=24, sub=2, n_rad=12):
+    """(B0, B1) for G = I, independently of lora.normalisation: E[F] and E[F e^2] over (t, e) i.i.d. N(0, 1),
+    a = m t + sqrt(1 - m^2) e, with F = E[X^2 Y^2 | a, t] expanded over the k^4 index quadruples (the neurons are
+    independent given (a, t), so each term is a product of one-neuron moments); polar coordinates, Gauss-Legendre on
+    angular panels cut at every kink line c_i a = c_hat_i t and at a = 0, t = 0, and on radial panels refined
+    towards 0 on the scale 1/(xi max|c|) of the steepest Phi. Agrees with itself at twice the nodes to 1e-14
+    relative (B of order the size of its terms)."""
+    k, xi = p.k, p.xi
+    s = math.sqrt(max(1 - m * m, 0.0))
+    th = [0.0, math.pi / 2, math.atan2(-m, s) % math.pi]
+    for c, ch in zip(p.c, p.c_hat):
+        if c * s != 0 or ch - c * m != 0:
+            th.append(math.atan2(ch - c * m, c * s) % math.pi)
+    th = np.unique(np.round(np.array(th) % math.pi, 15))
+    cuts = np.unique(np.r_[th, th + math.pi, 2 * math.pi])
+    x, w = np.polynomial.legendre.leggauss(n_ang)
+    TH, WT = [], []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        edges = np.linspace(lo, hi, sub + 1)
+        for a_, b_ in zip(edges[:-1], edges[1:]):
+            TH.append((a_ + b_) / 2 + (b_ - a_) / 2 * x)
+            WT.append((b_ - a_) / 2 * w)
+    TH, WT = np.concatenate(TH), np.concatenate(WT) / (2 * math.pi)
+    kap = max(1.0, xi * max(np.max(np.abs(p.c)), np.max(np.abs(p.c_hat))))
+    br = np.unique(np.r_[0.0, [2.0 ** j / kap for j in range(-4, 4)], np.arange(0.5, 12.01, 0.5)])
+    br = br[br <= 12]
+    xr, wr = np.polynomial.legendre.leggauss(n_rad)
+    R = np.concatenate([(lo + hi) / 2 + (hi - lo) / 2 * xr for lo, hi in zip(br[:-1], br[1:])])
+    WR = np.concatenate([(hi - lo) / 2 * wr for lo, hi in zip(br[:-1], br[1:])]) * R * np.exp(-R * R / 2)
+    t, e = (np.cos(TH)[:, None] * R).ravel(), (np.sin(TH)[:, None] * R).ravel()
+    W = (WT[:, None] * WR).ravel()
+    a = m * t + s * e
+    r, rh = np.sqrt(1 + xi ** 2 * p.c ** 2), np.sqrt(1 + xi ** 2 * p.c_hat ** 2)
+    gam = xi * p.c_hat / rh
+    Ms = [(_relu_cond_moments if p.activation.name == "relu" else
+           lambda *args: _smooth_cond_moments(p.activation, *args))(xi * p.c[i] * a, xi * p.c_hat[i] * t, r[i], rh[i])
+          for i in range(k)]
+    F = np.zeros_like(t)
+    for i in range(k):
+        for i2 in range(k):
+            for j in range(k):
+                for j2 in range(k):
+                    cnt = {}
+                    for n, dp, dq in ((i, 1, 0), (i2, 1, 0), (j, 0, 1), (j2, 0, 1)):
+                        pp, qq = cnt.get(n, (0, 0))
+                        cnt[n] = (pp + dp, qq + dq)
+                    prod = np.full_like(t, p.lam[i] * p.lam[i2] * p.lam[j] * p.lam[j2] * gam[j] * gam[j2])
+                    for n, (pp, qq) in cnt.items():
+                        prod = prod * Ms[n][pp, qq]
+                    F += prod
+    return float(F @ W), float((F * e * e) @ W)
+
+
+def _b_size(p):
+    """S = (sum |lam_i|)^2 (sum |lam_j xi c_hat_j / r_hat_j|)^2: the size of the terms of E[X^2 Y^2] (|sigma'| <= 1.13,
+    E sigma^2 <= 1/2 for relu and erf), the scale of the rounding of D = sigma(P) - sigma(Q) when P ~ Q."""
+    return float(np.sum(np.abs(p.lam)) ** 2 * np.sum(np.abs(p.lam * p.xi * p.c_hat / p.r_hat)) ** 2)
+
+
+_B_REL = 5e-4  # declared relative accuracy of the B0/B1 quadrature (rule (8, 12, 48) of lora.normalisation)
+
+
+def _b_problems():
+    return problems(acts=("relu", "erf"), identity=True).filter(
+        lambda p: 1e-3 <= p.xi <= 20 and p.k <= (3 if p.activation.name == "relu" else 2))
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(_b_problems(), _overlaps_m(), st.sampled_from([None, 0, 100, 10 ** 4]))
+@example(lora.Problem(np.eye(1), np.array([0.7]), np.ones(1), np.ones(1), 1.0), 1 - 1e-9, None)  # 7e-5 (B1)
+@example(lora.Problem(np.eye(3), np.array([0.3, -1.2, 0.8]), np.array([1.0, 1.0, -1.0]) / 3 ** 0.5,
+                      np.array([1.0, 1.0, 1.0]) / 3 ** 0.5, 3.0), 1 - 1e-12, 5)
+def test_B0_B1_quadrature(p, m, dd):
+    """B0, B1 (quadrature, G = I) and gradient_second_moment = 4[(d-k-2) B0 + B1]: |dB| <= 5e-4 |B| + 64 eps S
+    (S of _b_size: the rounding of D = sigma(P) - sigma(Q) where teacher and student neurons nearly coincide, e.g.
+    c_hat = c at m -> 1 or xi -> 0), and the returned estimate covers the error: |dB| <= err + 64 eps S; against
+    _b_ref (direct k^4 expansion, closed-form ReLU moments)."""
+    b0, e0 = (float(v) for v in lora.B0(p, m))
+    b1, e1 = (float(v) for v in lora.B1(p, m))
+    r0, r1 = _b_ref(p, m) if p.activation.name == "relu" else _b_ref(p, m, n_ang=16, sub=2, n_rad=10)
+    S = 64 * EPS * _b_size(p) + 1e-300
+    for key, got, err, ref in (("lora.B0", b0, e0, r0), ("lora.B1", b1, e1, r1)):
+        assert record(key, abs(got - ref) / (_B_REL * abs(ref) + S), m=m, xi=p.xi, k=p.k, act=p.activation.name) <= 1
+        assert record(key + " (error estimate)", abs(got - ref) / (err + S), m=m, xi=p.xi, k=p.k) <= 1
+    if dd is not None:
+        d = p.k + 2 + dd
+        g, eg = (float(v) for v in lora.gradient_second_moment(p, m, d=d))
+        ref = 4 * ((d - p.k - 2) * r0 + r1)
+        bound = 4 * ((d - p.k - 2) * (_B_REL * abs(r0) + S) + _B_REL * abs(r1) + S)
+        assert record("lora.gradient_second_moment", abs(g - ref) / bound, m=m, d=d, xi=p.xi) <= 1
+
+
+def _b0_k1_mp(p, m):
+    """B0 of a one-neuron ReLU problem in mpmath: lam^4 gamma^2 E[(relu A - relu B)^2 1{B > 0}], (A, B) standard with
+    correlation rho = (1 + xi^2 c c_hat m)/(r r_hat); A | B = b is N(rho b, 1 - rho^2), so the inner expectation is
+    a truncated normal moment and the outer a 1-D quad at 30 digits."""
+    with mp.workdps(30):
+        xi, c, ch, lam, m = (mp.mpf(float(v)) for v in (p.xi, p.c[0], p.c_hat[0], p.lam[0], m))
+        r, rh = mp.sqrt(1 + xi ** 2 * c ** 2), mp.sqrt(1 + xi ** 2 * ch ** 2)
+        rho = (1 + xi ** 2 * c * ch * m) / (r * rh)
+        s = mp.sqrt(max(1 - rho, mp.mpf(0)) * (1 + rho))
+
+        def f(b):
+            mu = rho * b
+            if s == 0:
+                return ((mu - b) ** 2 if mu > 0 else b ** 2) * mp.npdf(b)
+            x = mu / s
+            return (((mu - b) ** 2 + s ** 2) * mp.ncdf(x) + (2 * (mu - b) - mu) * s * mp.npdf(x)
+                    + b ** 2 * mp.ncdf(-x)) * mp.npdf(b)
+        return lam ** 4 * (xi * ch / rh) ** 2 * mp.quad(f, [0, 1, 3, 6, 10, 40])
+
+
+@settings(max_examples=examples(8), deadline=None)
+@given(st.sampled_from([1e-8, 1e-4, 1e-2, 1.0, 3.0, 30.0]) | st.floats(1e-8, 30), st.sampled_from([1.0, -1.0]),
+       st.sampled_from([1.0, -1.0]), st.floats(0.1, 3), _overlaps_m())
+@example(1e-4, 1.0, 1.0, 0.7, 1 - 1e-12)  # B0 = 2.4e-29 computed 1.1e-26: rounding, 3e-4 of 64 eps S
+def test_B0_one_neuron_against_mpmath(xi, c, ch, lam, m):
+    """B0 (k = 1, ReLU) at xi from 1e-8 to 30 and c_hat = +-c near m = +-1 (B0 -> 0 like (1 - m) or xi^4):
+    |dB0| <= 5e-4 B0 + 64 eps S, against a 1-D mpmath quad at 30 digits."""
+    p = lora.Problem(np.eye(1), np.array([lam]), np.array([c]), np.array([ch]), xi)
+    got = float(lora.B0(p, m)[0])
+    ref = _b0_k1_mp(p, m)
+    assert record("lora.B0", abs(got - ref) / (_B_REL * ref + 64 * EPS * _b_size(p) + mp.mpf(1e-300)), m=m, xi=xi,
+                  k=1) <= 1
+
+
+_T15 = 7.903233627313883  # two-sided 1e-6 quantile of Student's t with 15 degrees of freedom (scipy.stats.t.isf)
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(problems(acts=("relu",), identity=True).filter(lambda p: p.k <= 3 and 0.1 <= p.xi <= 10),
+       st.sampled_from([-0.9, 0.0, 0.5, 1 - 1e-9, 1.0]))
+def test_B0_B1_rqmc_is_unbiased(p, m):
+    """method "rqmc": unbiased with an honest standard error, |mean - B| <= t se with t = 7.9 (Student's t with
+    15 degrees of freedom, the 16 replicates: false-failure rate 1e-6 per comparison), and se <= 0.2 |B| + 64 eps S
+    at n = 2^12 (else the z-test could not fail); against _b_ref."""
+    r0, r1 = _b_ref(p, m)
+    S = 64 * EPS * _b_size(p) + 1e-300
+    for key, fn, ref in (("lora.B0 (rqmc)", lora.B0, r0), ("lora.B1 (rqmc)", lora.B1, r1)):
+        mean, se = (float(v) for v in fn(p, m, n=1 << 12, method="rqmc"))
+        assert se <= 0.2 * abs(ref) + S
+        assert record(key, abs(mean - ref) / (_T15 * se + S), m=m, k=p.k, xi=p.xi) <= 1
