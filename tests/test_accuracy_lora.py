@@ -757,3 +757,431 @@ def test_theorem_schedule(which, d, k, eps, llam, nz):
             eta = min(mp.sqrt(k) * lam2 * mp.mpf(eps) ** 3 / L ** 2 * f, 1) / (lam4 * d * k ** 4)
         cond = 1 + (4 * abs(mp.log(lam)) + mp.log(d) + 2 * mp.log(k)) / abs(L)  # the sum of logs cancels near L = 0
         assert record("lora.theorem_schedule", abs(s["eta"] - eta) / (32 * EPS * cond * eta), which=which) <= 1
+
+
+# ---- normalisation drift: B0, B1, E||L_t||^2 -----------------------------------------------------------------
+
+def _relu_cond_moments(al, be, r, rh):
+    """M[p, q] = E[D^p G^q | a, t] (p, q <= 2) of one ReLU neuron, D = relu((z + al)/r) - relu((z + be)/rh),
+    G = 1{z > -be}, z ~ N(0, 1): truncated normal moments written out here (E[(z + x)(z + y) 1{z > -min(x, y)}] =
+    (1 + xy) Phi(g) + (x + y - g) phi(g), g = min(x, y), and its special cases)."""
+    from scipy.special import ndtr
+    f = lambda x: np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # noqa: E731
+    g = np.minimum(al, be)
+    erp, erq = (al * ndtr(al) + f(al)) / r, (be * ndtr(be) + f(be)) / rh
+    erp2, erq2 = ((al * al + 1) * ndtr(al) + al * f(al)) / r ** 2, ((be * be + 1) * ndtr(be) + be * f(be)) / rh ** 2
+    erpq = (ndtr(g) * (1 + al * be) + f(g) * (al + be - g)) / (r * rh)
+    M = np.empty((3, 3) + al.shape)
+    M[0, 0], M[0, 1], M[0, 2] = 1.0, ndtr(be), ndtr(be)
+    M[1, 0] = erp - erq
+    M[1, 1] = M[1, 2] = (al * ndtr(g) + f(g)) / r - erq
+    M[2, 0] = erp2 - 2 * erpq + erq2
+    M[2, 1] = M[2, 2] = ((1 + al * al) * ndtr(g) + (2 * al - g) * f(g)) / r ** 2 - 2 * erpq + erq2
+    return M
+
+
+def _smooth_cond_moments(sig, al, be, r, rh, n_z=40):
+    """The moments of _relu_cond_moments for a smooth sigma by an n_z-point Gauss-Hermite rule in z."""
+    z, w = np.polynomial.hermite_e.hermegauss(n_z)
+    w = w / w.sum()
+    D = sig((z + al[..., None]) / r) - sig((z + be[..., None]) / rh)
+    G = sig.deriv((z + be[..., None]) / rh)
+    M = np.empty((3, 3) + al.shape)
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = (D ** i * G ** j) @ w
+    return M
+
+
+def _b_ref(p, m, n_ang=24, sub=2, n_rad=12):
+    """(B0, B1) for G = I, independently of lora.normalisation: E[F] and E[F e^2] over (t, e) i.i.d. N(0, 1),
+    a = m t + sqrt(1 - m^2) e, with F = E[X^2 Y^2 | a, t] expanded over the k^4 index quadruples (the neurons are
+    independent given (a, t), so each term is a product of one-neuron moments); polar coordinates, Gauss-Legendre on
+    angular panels cut at every kink line c_i a = c_hat_i t and at a = 0, t = 0, and on radial panels refined
+    towards 0 on the scale 1/(xi max|c|) of the steepest Phi. Agrees with itself at twice the nodes to 1e-14
+    relative (B of order the size of its terms)."""
+    k, xi = p.k, p.xi
+    s = math.sqrt(max(1 - m * m, 0.0))
+    th = [0.0, math.pi / 2, math.atan2(-m, s) % math.pi]
+    for c, ch in zip(p.c, p.c_hat):
+        if c * s != 0 or ch - c * m != 0:
+            th.append(math.atan2(ch - c * m, c * s) % math.pi)
+    th = np.unique(np.round(np.array(th) % math.pi, 15))
+    cuts = np.unique(np.r_[th, th + math.pi, 2 * math.pi])
+    x, w = np.polynomial.legendre.leggauss(n_ang)
+    TH, WT = [], []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        edges = np.linspace(lo, hi, sub + 1)
+        for a_, b_ in zip(edges[:-1], edges[1:]):
+            TH.append((a_ + b_) / 2 + (b_ - a_) / 2 * x)
+            WT.append((b_ - a_) / 2 * w)
+    TH, WT = np.concatenate(TH), np.concatenate(WT) / (2 * math.pi)
+    kap = max(1.0, xi * max(np.max(np.abs(p.c)), np.max(np.abs(p.c_hat))))
+    br = np.unique(np.r_[0.0, [2.0 ** j / kap for j in range(-4, 4)], np.arange(0.5, 12.01, 0.5)])
+    br = br[br <= 12]
+    xr, wr = np.polynomial.legendre.leggauss(n_rad)
+    R = np.concatenate([(lo + hi) / 2 + (hi - lo) / 2 * xr for lo, hi in zip(br[:-1], br[1:])])
+    WR = np.concatenate([(hi - lo) / 2 * wr for lo, hi in zip(br[:-1], br[1:])]) * R * np.exp(-R * R / 2)
+    t, e = (np.cos(TH)[:, None] * R).ravel(), (np.sin(TH)[:, None] * R).ravel()
+    W = (WT[:, None] * WR).ravel()
+    a = m * t + s * e
+    r, rh = np.sqrt(1 + xi ** 2 * p.c ** 2), np.sqrt(1 + xi ** 2 * p.c_hat ** 2)
+    gam = xi * p.c_hat / rh
+    Ms = [(_relu_cond_moments if p.activation.name == "relu" else
+           lambda *args: _smooth_cond_moments(p.activation, *args))(xi * p.c[i] * a, xi * p.c_hat[i] * t, r[i], rh[i])
+          for i in range(k)]
+    F = np.zeros_like(t)
+    for i in range(k):
+        for i2 in range(k):
+            for j in range(k):
+                for j2 in range(k):
+                    cnt = {}
+                    for n, dp, dq in ((i, 1, 0), (i2, 1, 0), (j, 0, 1), (j2, 0, 1)):
+                        pp, qq = cnt.get(n, (0, 0))
+                        cnt[n] = (pp + dp, qq + dq)
+                    prod = np.full_like(t, p.lam[i] * p.lam[i2] * p.lam[j] * p.lam[j2] * gam[j] * gam[j2])
+                    for n, (pp, qq) in cnt.items():
+                        prod = prod * Ms[n][pp, qq]
+                    F += prod
+    return float(F @ W), float((F * e * e) @ W)
+
+
+def _b_size(p):
+    """S = (sum |lam_i|)^2 (sum |lam_j xi c_hat_j / r_hat_j|)^2: the size of the terms of E[X^2 Y^2] (|sigma'| <= 1.13,
+    E sigma^2 <= 1/2 for relu and erf), the scale of the rounding of D = sigma(P) - sigma(Q) when P ~ Q."""
+    return float(np.sum(np.abs(p.lam)) ** 2 * np.sum(np.abs(p.lam * p.xi * p.c_hat / p.r_hat)) ** 2)
+
+
+_B_REL = 1e-3  # declared relative accuracy of the B0/B1 quadrature (rule (8, 12, 48) of lora.normalisation)
+
+
+def _b_problems():
+    return problems(acts=("relu", "erf"), identity=True).filter(
+        lambda p: 1e-3 <= p.xi <= 20 and p.k <= (3 if p.activation.name == "relu" else 2))
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(_b_problems(), _overlaps_m(), st.sampled_from([None, 0, 100, 10 ** 4]))
+@example(lora.Problem(np.eye(1), np.array([0.7]), np.ones(1), np.ones(1), 1.0), 1 - 1e-9, None)  # 7e-5 (B1)
+@example(lora.Problem(np.eye(3), np.array([0.3, -1.2, 0.8]), np.array([1.0, 1.0, -1.0]) / 3 ** 0.5,
+                      np.array([1.0, 1.0, 1.0]) / 3 ** 0.5, 3.0), 1 - 1e-12, 5)
+def test_B0_B1_quadrature(p, m, dd):
+    """B0, B1 (quadrature, G = I) and gradient_second_moment = 4[(d-k-2) B0 + B1]: |dB| <= 1e-3 |B| + 64 eps S
+    (S of _b_size: the rounding of D = sigma(P) - sigma(Q) where teacher and student neurons nearly coincide, e.g.
+    c_hat = c at m -> 1 or xi -> 0), and the returned estimate covers the error: |dB| <= err + 64 eps S; against
+    _b_ref (direct k^4 expansion, closed-form ReLU moments)."""
+    b0, e0 = (float(v) for v in lora.B0(p, m))
+    b1, e1 = (float(v) for v in lora.B1(p, m))
+    r0, r1 = _b_ref(p, m) if p.activation.name == "relu" else _b_ref(p, m, n_ang=16, sub=2, n_rad=10)
+    S = 64 * EPS * _b_size(p) + 1e-300
+    for key, got, err, ref in (("lora.B0", b0, e0, r0), ("lora.B1", b1, e1, r1)):
+        assert record(key, abs(got - ref) / (_B_REL * abs(ref) + S), m=m, xi=p.xi, k=p.k, act=p.activation.name) <= 1
+        assert record(key + " (error estimate)", abs(got - ref) / (err + S), m=m, xi=p.xi, k=p.k) <= 1
+    if dd is not None:
+        d = p.k + 2 + dd
+        g, eg = (float(v) for v in lora.gradient_second_moment(p, m, d=d))
+        ref = 4 * ((d - p.k - 2) * r0 + r1)
+        bound = 4 * ((d - p.k - 2) * (_B_REL * abs(r0) + S) + _B_REL * abs(r1) + S)
+        assert record("lora.gradient_second_moment", abs(g - ref) / bound, m=m, d=d, xi=p.xi) <= 1
+
+
+def _b0_k1_mp(p, m):
+    """B0 of a one-neuron ReLU problem in mpmath: lam^4 gamma^2 E[(relu A - relu B)^2 1{B > 0}], (A, B) standard with
+    correlation rho = (1 + xi^2 c c_hat m)/(r r_hat); A | B = b is N(rho b, 1 - rho^2), so the inner expectation is
+    a truncated normal moment and the outer a 1-D quad at 30 digits."""
+    with mp.workdps(30):
+        xi, c, ch, lam, m = (mp.mpf(float(v)) for v in (p.xi, p.c[0], p.c_hat[0], p.lam[0], m))
+        r, rh = mp.sqrt(1 + xi ** 2 * c ** 2), mp.sqrt(1 + xi ** 2 * ch ** 2)
+        rho = (1 + xi ** 2 * c * ch * m) / (r * rh)
+        s = mp.sqrt(max(1 - rho, mp.mpf(0)) * (1 + rho))
+
+        def f(b):
+            mu = rho * b
+            if s == 0:
+                return ((mu - b) ** 2 if mu > 0 else b ** 2) * mp.npdf(b)
+            x = mu / s
+            return (((mu - b) ** 2 + s ** 2) * mp.ncdf(x) + (2 * (mu - b) - mu) * s * mp.npdf(x)
+                    + b ** 2 * mp.ncdf(-x)) * mp.npdf(b)
+        return lam ** 4 * (xi * ch / rh) ** 2 * mp.quad(f, [0, 1, 3, 6, 10, 40])
+
+
+@settings(max_examples=examples(8), deadline=None)
+@given(st.sampled_from([1e-8, 1e-4, 1e-2, 1.0, 3.0, 30.0]) | st.floats(1e-8, 30), st.sampled_from([1.0, -1.0]),
+       st.sampled_from([1.0, -1.0]), st.floats(0.1, 3), _overlaps_m())
+@example(1e-4, 1.0, 1.0, 0.7, 1 - 1e-12)  # B0 = 2.4e-29 computed 1.1e-26: rounding, 3e-4 of 64 eps S
+def test_B0_one_neuron_against_mpmath(xi, c, ch, lam, m):
+    """B0 (k = 1, ReLU) at xi from 1e-8 to 30 and c_hat = +-c near m = +-1 (B0 -> 0 like (1 - m) or xi^4):
+    |dB0| <= 1e-3 B0 + 64 eps S, against a 1-D mpmath quad at 30 digits."""
+    p = lora.Problem(np.eye(1), np.array([lam]), np.array([c]), np.array([ch]), xi)
+    got = float(lora.B0(p, m)[0])
+    ref = _b0_k1_mp(p, m)
+    assert record("lora.B0", abs(got - ref) / (_B_REL * ref + 64 * EPS * _b_size(p) + mp.mpf(1e-300)), m=m, xi=xi,
+                  k=1) <= 1
+
+
+_T15 = 7.903233627313883  # two-sided 1e-6 quantile of Student's t with 15 degrees of freedom (scipy.stats.t.isf)
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(problems(acts=("relu",), identity=True).filter(lambda p: p.k <= 3 and 0.1 <= p.xi <= 10),
+       st.sampled_from([-0.9, 0.0, 0.5, 1 - 1e-9, 1.0]))
+def test_B0_B1_rqmc_is_unbiased(p, m):
+    """method "rqmc": unbiased with an honest standard error, |mean - B| <= t se with t = 7.9 (Student's t with
+    15 degrees of freedom, the 16 replicates: false-failure rate 1e-6 per comparison), and se <= 0.2 |B| + 64 eps S
+    at n = 2^12 (else the z-test could not fail); against _b_ref."""
+    r0, r1 = _b_ref(p, m)
+    S = 64 * EPS * _b_size(p) + 1e-300
+    for key, fn, ref in (("lora.B0 (rqmc)", lora.B0, r0), ("lora.B1 (rqmc)", lora.B1, r1)):
+        mean, se = (float(v) for v in fn(p, m, n=1 << 12, method="rqmc"))
+        assert se <= 0.2 * abs(ref) + S
+        assert record(key, abs(mean - ref) / (_T15 * se + S), m=m, k=p.k, xi=p.xi) <= 1
+
+
+def test_gradient_second_moment_general_is_unbiased():
+    """gradient_second_moment_general (one scrambled Sobol sample per seed, no standard error returned): unbiased,
+    |mean over 16 seeds - ref| <= t se with se the spread of the 16 seeds / 4 and t = 7.9 (Student's t, 15 degrees
+    of freedom: false-failure rate 1e-6 per comparison), and each seed within 0.1 relative at n_mc = 2^12; under A2
+    with projection, where it is 4[(d-k-2) B0 + B1] (against _b_ref)."""
+    for p, m, d in ((lora.Problem(np.eye(2), np.array([1.0, -0.6]), np.array([0.6, 0.8]), np.array([0.8, -0.6]), 1.0),
+                     0.3, 6), (lora.Problem.orthonormal(3, 2.0, "relu", seed=4), -0.8, 400),
+                    (lora.Problem(np.eye(1), np.ones(1), np.ones(1), -np.ones(1), 0.5), 0.99, 50)):
+        gp = lora.GeneralProblem(p, np.zeros(p.k), project=True)
+        r0, r1 = _b_ref(p, m)
+        ref = 4 * ((d - p.k - 2) * r0 + r1)
+        vals = np.array([lora.general.gradient_second_moment_general(gp, m, d=d, seed=s) for s in range(16)])
+        se = vals.std(ddof=1) / 4
+        assert np.all(np.abs(vals / ref - 1) <= 0.1)
+        assert record("lora.gradient_second_moment_general", abs(vals.mean() - ref) / (_T15 * se), m=m, d=d) <= 1
+
+
+# ---- overlap ODE and plateau -----------------------------------------------------------------------------------
+
+def _tau_mp(p, m0, m1):
+    """Time of the paper's ODE from m0 to m1 in mpmath: int dy / h(tanh y) over y = artanh m, h in mpmath."""
+    with mp.workdps(20):
+        return mp.quad(lambda y: 1 / _h_mp(p, mp.tanh(y))[0], [mp.atanh(mp.mpf(m0)), mp.atanh(mp.mpf(m1))])
+
+
+@settings(max_examples=examples(6), deadline=None)
+@given(problems(acts=("relu", "he2", "he3", "erf"), identity=True).filter(lambda p: p.k <= 2 and 0.1 <= p.xi <= 3),
+       st.floats(-0.9, 0.9) | st.sampled_from([0.0, 0.5]), st.sampled_from(["DOP853", "grid"]))
+def test_overlap_ode_paper(p, m0, method):
+    """overlap_ode ("paper"): DOP853 at its default rtol = 1e-10, atol = 1e-12: |dm| <= 4 (rtol |m| + atol) (1 +
+    lr t h_bound); "grid" at the default n_grid: |dm| <= 1e-7; the error read off in time: m_got is reached by the
+    exact flow at tau_ref(m0 -> m_got) (mpmath quad in artanh m of 1/h with h in mpmath), so dm = |lr t - tau_ref|
+    |h(m_got)| (1 - m_got^2)."""
+    s = lora.limit_sign(p)
+    if s == 0 or np.any(lora.h(p, np.linspace(m0, s, 65)) * s <= 1e-6 * lora.h_bound(p)):
+        return  # a zero of h on the way: tau is not a coordinate there
+    lr = 1 / lora.h_bound(p)
+    t = np.array([0.0, 0.5, 2.0, 6.0])
+    sol = lora.overlap_ode(p, m0, t, lr=lr, convention="paper", method=method)
+    for tt, mg in zip(t[1:], np.ravel(sol.y)[1:]):
+        if abs(mg) >= 1 - 1e-13 or mg == m0:
+            continue
+        with mp.workdps(20):
+            dm = abs(lr * tt - _tau_mp(p, m0, mg)) * abs(_h_mp(p, mg)[0]) * (1 - mp.mpf(mg) ** 2)
+        bound = 4 * (1e-10 * abs(mg) + 1e-12) * (1 + lr * tt * lora.h_bound(p)) if method == "DOP853" else 1e-7
+        assert record(f"lora.overlap_ode ({method})", dm / bound, m0=m0, t=tt, xi=p.xi, act=p.activation.name) <= 1
+
+
+def _secant_root(f, x0, x1, n=4):
+    f0, f1 = f(x0), f(x1)
+    for _ in range(n):
+        if f1 == f0:
+            break
+        x0, x1, f0 = x1, x1 - f1 * (x1 - x0) / (f1 - f0), f1
+        f1 = f(x1)
+    return x1
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(problems(acts=("relu",), identity=True).filter(lambda p: p.k <= 3 and 0.3 <= p.xi <= 3),
+       st.sampled_from([0.01, 0.1, 1.0]), st.sampled_from([100, 1000]))
+@example(lora.Problem(np.eye(2), np.array([-0.94, 0.34]), np.array([0.6, -0.8]), np.array([0.0, 1.0]), 1.0), 1.0,
+         200)
+def test_plateau_overlap(p, delta, d):
+    """plateau_overlap ("root"): |d(1 - |m*|)| <= 5e-3 (1 - |m*|) against the root of the drift with exact B0, B1
+    (_b_ref, secant from the returned value) and h: the drift reads B0, B1 off the ODE's table (41 points,
+    linear interpolation); "first_order": relative 1e-3 in 1 - |m*| (the table at the node s = +-1)."""
+    s = lora.limit_sign(p)
+    if s == 0:
+        return
+    lr = delta / d
+    got = lora.plateau_overlap(p, lr, d)
+    b0, b1 = _b_ref(p, float(s))
+    if b0 == 0 and b1 == 0:
+        assert got == s
+        return
+
+    def drift(m):
+        r0, r1 = _b_ref(p, m)
+        return lr * float(lora.h(p, m)) * (1 - m) * (1 + m) - 2 * lr ** 2 * m * ((d - p.k - 2) * r0 + r1)
+    gap = 1 - s * got
+    ref = _secant_root(drift, got, s * (1 - 1.01 * gap))
+    assert record("lora.plateau_overlap (root)", abs(got - ref) / (5e-3 * (1 - abs(ref))), delta=delta, d=d) <= 1
+    fo = lora.plateau_overlap(p, lr, d, method="first_order")
+    ref_fo = s * (1 - lr * ((d - p.k - 2) * b0 + b1) / abs(float(lora.h(p, float(s)))))
+    assert record("lora.plateau_overlap (first_order)", abs(fo - ref_fo) / (1e-3 * abs(1 - abs(ref_fo)) + 1e-300),
+                  delta=delta, d=d) <= 1
+
+
+# ---- refit, lazy floor -----------------------------------------------------------------------------------------
+
+def _pinv_quad_mp(M, b, rtol=1e-12):
+    """b^T M^+ b in mpmath with eigenvalues below rtol * max dropped (as the documented pseudo-inverse), and the
+    condition number of the kept part."""
+    E, Q = mp.eigsy(M)
+    E = [E[i] for i in range(M.rows)]
+    top = max(E)
+    keep = [i for i in range(M.rows) if E[i] > rtol * top]
+    y = [mp.fsum(Q[a, i] * b[a] for a in range(M.rows)) for i in keep]
+    return mp.fsum(y[n] ** 2 / E[i] for n, i in enumerate(keep)), top / min(E[i] for i in keep)
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(problems(acts=("relu", "erf", "he3")).filter(lambda p: p.k <= 5), _overlaps_m())
+def test_refit_error(p, m):
+    """refit_error: |dLS| <= 64 k eps (1 + kappa) E f*^2, kappa the condition number of M = K(Z) on the range its
+    pseudo-inverse keeps (LS = E f*^2 - b^T M^+ b cancels to 0 as |m| -> 1); against mpmath at 40 digits (K in
+    closed form, eigen-decomposition of M)."""
+    name = p.activation.name
+    got = float(lora.refit_error(p, m))
+    assert got >= 0
+    with mp.workdps(DPS):
+        k, xi = p.k, mp.mpf(p.xi)
+        r0 = mp.sqrt(1 + xi ** 2 / k)
+        sg = [1] * k + [-1] * k
+        K = lambda rho: _kernels(name, rho)[0]  # noqa: E731
+        Z = mp.matrix(2 * k, 2 * k)
+        for a in range(2 * k):
+            for b in range(2 * k):
+                Z[a, b] = K((mp.mpf(p.G[a % k, b % k]) + sg[a] * sg[b] * xi ** 2 / k) / r0 ** 2)
+        r = [mp.sqrt(1 + xi ** 2 * mp.mpf(x) ** 2) for x in p.c]
+        lam = [mp.mpf(x) for x in p.lam]
+        bv = [mp.fsum(lam[i] * K((mp.mpf(p.G[i, a % k]) + xi ** 2 * mp.mpf(p.c[i]) * sg[a] * mp.mpf(m) / mp.sqrt(k))
+                                 / (r[i] * r0)) for i in range(k)) for a in range(2 * k)]
+        energy = mp.fsum(lam[i] * lam[j] * K((mp.mpf(p.G[i, j]) + xi ** 2 * mp.mpf(p.c[i]) * mp.mpf(p.c[j]))
+                                             / (r[i] * r[j])) for i in range(k) for j in range(k))
+        quad, cond = _pinv_quad_mp(Z, bv)
+        ref = max(energy - quad, 0)
+        bound = 64 * k * EPS * (1 + cond) * abs(energy) + mp.mpf(1e-300)
+        assert record("lora.refit_error", abs(got - ref) / bound, m=m, k=k, xi=p.xi, act=name, cond=float(cond)) <= 1
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(problems(acts=("relu-N0",)).filter(lambda p: p.k <= 5) | problems(acts=("erf",), quantised=True).filter(
+    lambda p: p.k <= 5).map(lambda p: lora.Problem(p.G, p.lam, p.c, p.c_hat, p.xi, "erf", "N0")))
+def test_lazy_floor(p):
+    """lazy_floor: |d| <= 64 k eps (1 + kappa) (E f*^2 + E f0^2), kappa the condition number of N = lam lam^T K'(G)
+    on the range its pseudo-inverse keeps; against mpmath at 40 digits from the pair expectations of the raw
+    neurons v_i = w_i + xi c_i u and w_j (relu's arc-cosine, erf's arcsin forms)."""
+    name = p.activation.name
+    got = lora.lazy_floor(p)
+    assert got >= 0
+    with mp.workdps(DPS):
+        k, xi = p.k, mp.mpf(p.xi)
+        lam = [mp.mpf(x) for x in p.lam]
+        c = [mp.mpf(x) for x in p.c]
+        G = [[mp.mpf(p.G[i, j]) for j in range(k)] for i in range(k)]
+        vv = lambda i, j: G[i][j] + xi ** 2 * c[i] * c[j]  # noqa: E731
+        r2 = 1 + xi ** 2 / k
+        pm = lambda saa, sbb, sab: _pair_mp(name, saa, sbb, sab)[0]  # noqa: E731
+        ef = mp.fsum(lam[i] * lam[j] * pm(r2, r2, vv(i, j))[0] for i in range(k) for j in range(k))
+        e0 = mp.fsum(lam[i] * lam[j] * pm(1, 1, G[i][j])[0] for i in range(k) for j in range(k))
+        cross = mp.fsum(lam[i] * lam[j] * pm(r2, 1, G[i][j])[0] for i in range(k) for j in range(k))
+        N = mp.matrix(k, k)
+        for i in range(k):
+            for j in range(k):
+                N[i, j] = lam[i] * lam[j] * pm(1, 1, G[i][j])[1]
+        q = [lam[j] * xi * mp.fsum(lam[i] * c[i] * pm(r2, 1, G[i][j])[1] for i in range(k)) for j in range(k)]
+        quad, cond = _pinv_quad_mp(N, q)
+        ref = max(ef - 2 * cross + e0 - quad, 0)
+        bound = 64 * k * EPS * (1 + cond) * (abs(ef) + abs(e0)) + mp.mpf(1e-300)
+        assert record("lora.lazy_floor", abs(got - ref) / bound, k=k, xi=p.xi, act=name, cond=float(cond)) <= 1
+
+
+# ---- constructions ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 16])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_claim2_and_separation_instance(k, seed):
+    """claim2_instance: each entry of W within 1 ulp of 1/sqrt(k), -sqrt(k) c_i c_j (u exact), so |(W W^T)_ij -
+    (delta_ij - c_i c_j (1 - delta_ij))| <= 4 eps; separation_instance: G within 4 eps of the same exact Gram; against
+    exact rationals of the float c (and of sqrt(k) to 60 digits)."""
+    c = np.random.default_rng(seed).choice([-1.0, 1.0], size=k) / math.sqrt(k)
+    W, u = lora.claim2_instance(c)
+    assert u[-1] == 1 and not np.any(u[:-1]) and not np.any(W[:, -1])
+    with mp.workdps(60):
+        sk = mp.sqrt(k)
+        col, worst = k, 0
+        for i in range(k):
+            worst = max(worst, abs(mp.mpf(W[i, i]) * sk - 1))
+            for j in range(i + 1, k):
+                worst = max(worst, abs(mp.mpf(W[j, col]) / (-sk * mp.mpf(c[i]) * mp.mpf(c[j])) - 1),
+                            abs(mp.mpf(W[i, col]) * sk - 1))
+                col += 1
+        assert record("lora.claim2_instance", worst / EPS, k=k) <= 1
+    F = lambda x: Fraction(float(x))  # noqa: E731
+    Gex = [[Fraction(1) if i == j else -F(c[i]) * F(c[j]) for j in range(k)] for i in range(k)]
+    Wf = [[F(x) for x in row] for row in W]
+    gram = max(abs(sum(a * b for a, b in zip(Wf[i], Wf[j])) - Gex[i][j]) for i in range(k) for j in range(k))
+    assert record("lora.claim2_instance (Gram)", float(gram / (4 * Fraction(EPS)))) <= 1
+    p = lora.separation_instance(c, -c, "he3")
+    sep = max(abs(F(p.G[i, j]) - Gex[i][j]) for i in range(k) for j in range(k))
+    assert record("lora.separation_instance", float(sep / (4 * Fraction(EPS)))) <= 1
+
+
+def test_example_f1():
+    """example_f1: each entry relative 4 eps of its closed form, against mpmath at 40 digits; and the two teachers
+    agree exactly in mpmath (sum_i (w_i + c_i u)(w_i + c_i u)^T = the same with c', u')."""
+    got = lora.example_f1()
+    with mp.workdps(DPS):
+        s2, s3 = mp.sqrt(2), mp.sqrt(3)
+        c = [-(1 + s2) * (2 + s3), (1 + s2) * (s2 + s3)]
+        u, up = [1 / s2, 1 / s2], [1 / s3, mp.sqrt(6) / 3]
+        refs = (c, u, [-x for x in c], up)
+        worst = max(abs(mp.mpf(g[i]) / r[i] - 1) for g, r in zip(got, refs) for i in range(2))
+        assert record("lora.example_f1", worst / (4 * EPS)) <= 1
+        M = lambda cc, uu: [[mp.fsum(((1 if a == i else 0) + cc[i] * uu[a]) * ((1 if b == i else 0) + cc[i] * uu[b])  # noqa: E731
+                                     for i in range(2)) for b in range(2)] for a in range(2)]
+        A, B = M(c, u), M(refs[2], up)
+        assert max(abs(A[a][b] - B[a][b]) for a in range(2) for b in range(2)) < mp.mpf(10) ** -35
+
+
+def _general_loss_c_mp(gp, Gam, ch):
+    """Phi in mpmath at the student coefficients ch (mp list; r_hat = sqrt(1 + xi^2 ch^2) follows them, N1)."""
+    P, k = gp.problem, gp.k
+    xi = mp.mpf(P.xi)
+    C = mp.zeros(2 * k, k + 2)
+    for i in range(k):
+        r, rh = mp.sqrt(1 + xi ** 2 * mp.mpf(P.c[i]) ** 2), mp.sqrt(1 + xi ** 2 * ch[i] ** 2)
+        C[i, i], C[i, k] = 1 / r, xi * mp.mpf(P.c[i]) / r
+        C[k + i, i], C[k + i, k + 1] = 1 / rh, xi * ch[i] / rh
+    N = C * Gam * C.T
+    lam = [mp.mpf(x) for x in P.lam]
+    return mp.fsum((1 if (a < k) == (b < k) else -1) * lam[a % k] * lam[b % k]
+                   * _pair_mp(P.activation.name, N[a, a], N[b, b], N[a, b])[0][0]
+                   for a in range(2 * k) for b in range(2 * k))
+
+
+@settings(max_examples=examples(8), deadline=None)
+@given(general_states())
+def test_general_gradient_grad_c(state):
+    """general_gradient's grad_c = dPhi/dc_hat (r_hat following c_hat): each within 8 tol size xi max(1, xi)
+    (1 + xi max|c_hat|) (size, tol as general_loss; d/dc_hat carries a factor xi); against mpmath's derivative of the
+    loss in mpmath along c_hat_j."""
+    gp, m, q = state
+    P, k = gp.problem, gp.k
+    qq = q if not gp.project else np.zeros(k)
+    _, grad_c, _ = lora.general_gradient(gp, m, q if not gp.project else None)
+    with mp.workdps(DPS):
+        G = _gram_mp(gp, m, qq)
+        _, size = _general_loss_mp(gp, G)
+        tol = 16 * EPS if P.activation.name == "relu" else 1e-12
+        bound = 8 * tol * size * P.xi * max(1, P.xi) * (1 + max(abs(P.c_hat)) * P.xi) + mp.mpf(1e-300)
+        ch = [mp.mpf(x) for x in P.c_hat]
+        for j in range(k):
+            ref = mp.diff(lambda e, j=j: _general_loss_c_mp(gp, G, [x + (e if i == j else 0) for i, x in enumerate(ch)]),
+                          0)
+            assert record("lora.general_gradient (grad_c)", abs(grad_c[j] - ref) / bound, j=j, m=m, xi=P.xi) <= 1

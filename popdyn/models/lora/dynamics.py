@@ -223,6 +223,12 @@ def overlap_ode(problem, m0, t, *, lr, d=None, convention="corrected", n_mc=_N_T
     ``1 - m* ~ delta B0/|h|``; the paper claims no finite-delta trajectory (its Thm 16 takes
     delta = O(eps^3), where the plateau is O(eps^3); docs/errata.md).
 
+    Accuracy ("paper"): DOP853 at the default rtol, atol: ``|dm| <= 4 (rtol |m| + atol)(1 + lr t h_bound)``; "grid"
+    at the default n_grid: ``|dm| <= 1e-7``. Measured 0.12 and 0.11 (relu, erf, he2, he3, k <= 2, xi in [0.1, 3],
+    lr = 1/h_bound, lr t up to 6: the time the exact flow takes to m(t), mpmath quad of 1/h in artanh m with h in
+    mpmath). "corrected" adds the normalisation drift read off the 41-point B0/B1 table (linear interpolation):
+    the plateau depth ``1 - |m*|`` it gives is within 5e-3 relative of the exact-B0 one (:func:`plateau_overlap`).
+
     References
     ----------
     .. [src] [Dayi25, App. C.1 (population recursion), App. E.1 (normalised step)]; the correction derived in
@@ -426,6 +432,11 @@ def plateau_overlap(problem, lr, d, *, method="root", n_mc=_N_TABLE, seed=0):
     at finite delta, and at its Thm 16 step size it is O(eps^3). The first-order formula holds as
     delta -> 0 (relative error O(delta), O(sqrt(delta)) for ReLU whose h has a sqrt(1 - |m|) term at
     +-1). Raises when h(0) = 0.
+
+    Accuracy: "root": ``|d(1 - |m*|)| <= 5e-3 (1 - |m*|)`` against the root of the drift with exact B0, B1 (the
+    table's linear interpolation on 41 points dominates: measured 2.2e-3 relative at delta = 1); "first_order": the
+    formula within ``1e-3 (1 - |m*|)`` of itself with exact B0(s), B1(s); measured 0.25 and 0.075 of these
+    (relu, k <= 3, xi in [0.3, 3], delta in [0.01, 1], against the quadrature reference of B0, B1).
 
     References
     ----------

@@ -304,8 +304,8 @@ def general_gradient(gp, m, q=None, c_hat=None):
     (Prop. 4; tests).
 
     Accuracy: each ``(gram @ g)_a`` within ``8 tol size max(1, xi)(1 + xi max|c_hat_j|)`` (size and tol as
-    :func:`general_loss`); ``grad_c`` is not covered by the accuracy tests. Measured 1.2e-3 of the bound (against the
-    derivative of the loss in mpmath along each basis vector).
+    :func:`general_loss`); ``grad_c`` within ``8 tol size xi max(1, xi)(1 + xi max|c_hat_j|)``. Measured 1.2e-3 and
+    0.03 of the bounds (against the derivative of the loss in mpmath along each basis vector and along c_hat_j).
 
     References
     ----------
@@ -369,6 +369,11 @@ def gradient_second_moment_general(gp, m, q=None, c_hat=None, *, d, n_mc=_N_MC, 
     -----
     Regime: batch size 1 (online SGD, Eq. 4). Relative Monte Carlo error ~ a few / sqrt(n_mc); it enters
     the drift at order lr^2 d (the finite-delta correction), so 1e-2 relative suffices.
+
+    Accuracy: unbiased (one scrambled Sobol sample); no standard error is returned, the spread over seeds is it:
+    each seed within 0.1 relative at the default n_mc = 2^12, and the mean of 16 seeds within 7.9 of their standard
+    error (Student's t, 15 degrees of freedom: false-failure rate 1e-6 per comparison) of 4[(d-k-2) B0 + B1]
+    under A2 with projection; measured 0.17.
 
     References
     ----------

@@ -178,6 +178,9 @@ def claim2_instance(c):
     Regime: A1-A3 with xi = 1. The paper's k = 4 example (App. C.3) states c_i = (-1/2)^i, which is not a
     unit vector and breaks orthogonality by 0.24; its matrix needs c_i = (-1)^i / 2 (docs/errata.md).
 
+    Accuracy: each entry of W within 1 ulp (relative eps) of ``1/sqrt(k)`` or ``-sqrt(k) c_i c_j``, u exact, so
+    ``|(W W^T)_ij - (delta_ij - c_i c_j (1 - delta_ij))| <= 4 eps``; measured 0.61 and 0.30 (exact rationals, k <= 16).
+
     References
     ----------
     .. [src] [Dayi25, Claim 2 (App. C.3); the k = 4 example corrected].
@@ -233,6 +236,8 @@ def separation_instance(c, c_hat, activation="he3"):
     -----
     Regime: A1-A3, xi = 1. Learning the teacher from scratch needs d^(p/2) CSQ queries (Thm 19).
 
+    Accuracy: ``|G_ij - (delta_ij - c_i c_j (1 - delta_ij))| <= 4 eps``; measured 0.03 (exact rationals, k <= 16).
+
     References
     ----------
     .. [src] [Dayi25, Claim 2, Proposition 18, Theorem 19 (App. C.3)].
@@ -271,6 +276,9 @@ def example_f1():
     -----
     Regime: A2 violated (u in span W): the closed forms of this package do not apply and the global
     optimum is not unique. Note ||c|| = 11.78, far from the unit c of the main text.
+
+    Accuracy: each entry relative ``4 eps`` of its closed form; measured 0.15 (mpmath at 40 digits, where the two
+    teachers agree to 1e-35).
 
     References
     ----------
@@ -337,6 +345,10 @@ def refit_error(problem, m):
     Notes
     -----
     Regime: A1-A2 (any c). LS(m) <= Phi_{c_hat = c}(|m|) <= :func:`thm36_bound`, and LS(+-1) = 0 under A3.
+
+    Accuracy: ``|dLS| <= 64 k eps (1 + kappa) E f*^2``, kappa the condition number of ``M`` on the range its
+    pseudo-inverse keeps (LS cancels to 0 as |m| -> 1); never negative. Measured 0.012 (relu, erf, he3, k <= 5,
+    xi in [1e-8, 1e8], near-parallel features; mpmath at 40 digits).
 
     References
     ----------
@@ -436,6 +448,10 @@ def lazy_floor(problem):
     -----
     Regime: A1-A3, N0. For ReLU the mixed expectations are closed forms (homogeneity); for other
     activations a Hermite series in ``G_ij / r`` (|.| <= 1/r < 1, geometric).
+
+    Accuracy: ``|d| <= 64 k eps (1 + kappa)(E f*^2 + E f_0^2)``, kappa the condition number of ``N`` on the range its
+    pseudo-inverse keeps; never negative. Measured 0.07 (relu and erf, k <= 5, xi in [1e-8, 1e8]; mpmath at 40
+    digits from the pair expectations of the raw neurons).
 
     References
     ----------

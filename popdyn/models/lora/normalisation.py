@@ -494,6 +494,16 @@ def B0(problem, m, *, n=1 << 16, seed=0, method="auto"):
     lines ``c_i a = c_hat_i t`` where a ReLU-family neuron's teacher and student kinks coincide. Other
     activations with kinks (sign, from_callable) converge slowly there: the error estimate shows it.
 
+    Accuracy: quadrature (relu and erf, k <= 3, xi in [1e-3, 20]; one ReLU neuron for xi in [1e-8, 30]):
+    ``|dB0| <= 1e-3 |B0| + 64 eps S`` with ``S = (sum_i |lam_i|)^2 (sum_j |lam_j xi c_hat_j / r_hat_j|)^2``, the rounding
+    of ``sigma(P) - sigma(Q)`` where teacher and student neurons nearly coincide (there the relative error is not
+    bounded: B0 = 2.4e-29 is computed 1.1e-26 at k = 1, c_hat = c, xi = 1e-4, m = 1 - 1e-12); the returned
+    estimate covers the error, ``|dB0| <= err + 64 eps S``. Measured 0.45 and 0.15 of these (worst relative
+    error 4.5e-4, erf at xi = 1e-3; 9e-5 for relu), against an independent polar quadrature with closed-form
+    one-neuron moments and a one-neuron mpmath integral at 30 digits. RQMC: unbiased with an honest standard
+    error, ``|mean - B0| <= 7.9 se`` (Student's t, 15 degrees of freedom: false-failure rate 1e-6 per
+    comparison; tested on G = I against the quadrature reference); measured 0.31.
+
     References
     ----------
     .. [src] derived in docs/lora.md (E||L_t||^2 = 4[(d-k-2) B0 + B1]).
@@ -541,6 +551,9 @@ def B1(problem, m, *, n=1 << 16, seed=0, method="auto"):
     Regime: as :func:`B0`. At ``m = +-1`` ``e`` is any unit vector orthogonal to u_hat and W, so
     ``B1(+-1) = B0(+-1)`` exactly (the limit of the formula, ``e.x = -m b``).
 
+    Accuracy: as :func:`B0`: quadrature ``|dB1| <= 1e-3 |B1| + 64 eps S`` and ``|dB1| <= err + 64 eps S``
+    (measured 0.45 and 0.15 of these); RQMC ``|mean - B1| <= 7.9 se`` (measured 0.48).
+
     References
     ----------
     .. [src] derived in docs/lora.md (e.x = (a - m(m a + sqrt(1-m^2) b))/sqrt(1-m^2)).
@@ -584,6 +597,9 @@ def gradient_second_moment(problem, m, *, d, n=1 << 16, seed=0, method="auto"):
     -----
     Regime: exact in d under A1-A2 (the d-k-2 directions orthogonal to W, u, u_hat contribute
     independent unit-variance factors); W of rank k.
+
+    Accuracy: that of :func:`B0` and :func:`B1` with the weights ``4(d-k-2)`` and 4:
+    ``|dE| <= 4[(d-k-2)(1e-3 |B0| + 64 eps S) + 1e-3 |B1| + 64 eps S]`` for the quadrature; measured 0.45.
 
     References
     ----------
