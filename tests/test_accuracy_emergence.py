@@ -303,3 +303,223 @@ def test_gmm_correlations(k, extra, log_sr, data):
                      abs(got.beta - _win_mp(b, S)) / (1e-12 * _win_mp(b, S) + tiny)])
     assert 0 <= got.beta <= 1
     assert record("emergence.gmm_correlations", float(err), k=k, d=d, w=list(w), b=b, s=s, sr=sr) <= 1
+
+
+# ---- rates, error scales and lower bounds (mpmath at 40 digits from the float inputs) ---------------------------
+
+def _relerr(got, ref):
+    ref = mp.mpf(ref)
+    return float(abs(mp.mpf(float(got)) - ref) / abs(ref)) if ref != 0 else float(abs(got))
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.integers(1, 10 ** 6), st.integers(1, 10 ** 6), st.floats(-6, 12), st.floats(-6, 6), st.floats(-6, 6))
+def test_rates_and_error_scales(k, m, log_T, log_C, log_x):
+    """theorem1_rate, theorem26_intermediate_rate, theorem26_terms, width_for_loss, eps_e, eps_e2: relative error
+    <= 16 eps (sums of positive products), k and m to 1e6, T, C and the data scales over 1e-6..1e12."""
+    T, C, x = 10.0 ** log_T, 10.0 ** log_C, 10.0 ** log_x
+    with mp.workdps(40):
+        K, Mm, TT, CC, X = (mp.mpf(v) for v in (k, m, T, C, x))
+        m23 = Mm ** (mp.mpf(2) / 3)
+        r1 = CC * (K ** 8 / m23 + K ** 3 * TT / Mm ** 2 + K ** 2 * m23 / TT)
+        eta = K ** 2 / (TT * Mm ** (mp.mpf(1) / 3))
+        r26 = CC * (K ** 9 / Mm + K ** 4 * eta ** 2 * TT ** 2 + K ** 3 * TT / Mm ** 2 + K ** 9 / (eta * TT * Mm)
+                    + eta * Mm)
+        lam = K ** 3 / (X * Mm ** (mp.mpf(1) / 3))
+        a2sq, a0, a2 = K ** 9 / Mm, Mm / K, mp.sqrt(2 * Mm) / (K * Mm ** 2)
+        lever = mp.sqrt(a2sq * a0)
+        terms = [a2sq / 2, lever * CC * TT * eta * lam * X / K, lever * eta ** 2 * TT ** 2,
+                 lever * CC * TT / (K * Mm ** 2), a2sq / (2 * eta * TT), a2 * mp.sqrt(Mm), eta * Mm]
+        epsl = mp.mpf(min(0.5, x / 1e6))
+        wfl = CC * K ** 12 / epsl ** mp.mpf(1.5)
+        D, po, delta = k + m, mp.mpf(min(x, 1e6) / 1e6 / 2), mp.mpf(0.05)
+        L = mp.log(D * Mm / delta)
+        ee = CC * (K * mp.sqrt(L) + L ** mp.mpf(1.5)) / mp.sqrt(po * (1 - po) * (D - K))
+        ee2 = CC * TT * X * K * (X + ee) / (X ** 2 * CC) + mp.exp(-K)
+    got = E.theorem26_terms(k, m, T, sigt=x, C=C)
+    errs = [_relerr(E.theorem1_rate(k, m, T, C=C), r1), _relerr(E.theorem26_intermediate_rate(k, m, T, C=C), r26),
+            _relerr(got["total"], mp.fsum(terms)), _relerr(E.width_for_loss(k, float(epsl), C=C), wfl)]
+    errs += [_relerr(got[key], t) for key, t in zip(("a_tilde", "lam_drift", "eta_drift", "step2_drift",
+                                                     "oco_norm", "a2", "eta_m"), terms)]
+    errs.append(_relerr(E.eps_e(k, D, float(po), m, 0.05, C=C), ee))
+    errs.append(_relerr(E.eps_e2(T, x, k, x, x, C, float(ee), C=C), ee2))
+    assert record("emergence rates and error scales", max(errs) / (16 * EPS), k=k, m=m, T=T) <= 1
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.integers(1, 3000), st.data())
+@example(60, None)
+def test_lower_bounds(D, data):
+    """fixed_feature_lower_bound (all forms), kernel_lower_bound: absolute error <= 1e-12 p_o (the clipped
+    difference 1 - gap cancels; gap = B sqrt(t N / C(D, k)) from logs of numbers to 1e300 loses
+    eps (log tN + log C)); sq_lower_bound: min_queries and error_gap relative <= 1e-12 where normal (the
+    exponentials of logs to 709), sq_dim exact; against mpmath at 40 digits with the exact binomial."""
+    if data is None:
+        k, N, B, t, po, poly = 30, 10 ** 8, 10.0 ** 0.5, 1.0, 0.5, 2.0 ** 15
+    else:
+        k = data.draw(st.integers(1, D))
+        N = data.draw(st.integers(1, 10 ** 300))
+        B, t = 10.0 ** data.draw(st.floats(-300, 300)), 10.0 ** data.draw(st.floats(0, 5))
+        po = data.draw(st.sampled_from([1.0, 0.5, 1e-12, 0.3]))
+        poly = 10.0 ** data.draw(st.floats(0, 12))
+        if data.draw(st.booleans()):   # gap near 1: B = sqrt(C / (t N)) (1 + tiny)
+            with mp.workdps(40):
+                B = float(mp.sqrt(mp.binomial(D, k) / (mp.mpf(t) * N)) * (1 + mp.mpf(10) ** data.draw(
+                    st.integers(-15, -1)) * data.draw(st.sampled_from([-1, 1]))))
+            assume(0 < B < 1e300)
+    assume(float(t) * N < 1e308)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = {f: E.fixed_feature_lower_bound(po, N, B, k, D, f, t=t if f == "parseval" else 1.0)
+               for f in ("parseval", "paper_sqrt2N_B", "paper_sqrt2NB")}
+    with mp.workdps(40):
+        C = mp.binomial(D, k)
+        P, BB = mp.mpf(po), mp.mpf(B)
+        refs = {"parseval": P * max(0, 1 - BB * mp.sqrt(mp.mpf(t) * N / C)),
+                "paper_sqrt2N_B": P * max(0, 1 - mp.sqrt(2 * mp.mpf(N)) * BB / mp.mpf(2) ** k),
+                "paper_sqrt2NB": P * max(0, 1 - mp.sqrt(2 * mp.mpf(N) * BB) / mp.mpf(2) ** k)}
+        err = max(float(abs(got[f] - refs[f]) / P) for f in refs)
+        kl = max(0, P * (1 - mp.mpf(poly) / mp.mpf(2) ** k) - 1 / mp.mpf(poly))
+        err_k = float(abs(E.kernel_lower_bound(po, k, poly) - kl) / P)
+        sq = E.sq_lower_bound(D, k)
+        q, gap = C ** (mp.mpf(1) / 3) / 2, C ** -3
+        rq = _relerr(sq.min_queries, q) if q < mp.mpf(2) ** 1023 else 0.0
+        rg = _relerr(sq.error_gap, gap) if gap > mp.mpf(2) ** -1022 else float(abs(sq.error_gap - gap) / 1e-300)
+    assert all(0 <= v <= po for v in got.values()) and 0 <= E.kernel_lower_bound(po, k, poly) <= po
+    assert sq.sq_dim == math.comb(D, k)
+    assert record("emergence.fixed_feature_lower_bound", err / 1e-12, D=D, k=k, N=N, B=B, t=t) <= 1
+    assert record("emergence.kernel_lower_bound", err_k / 1e-12, k=k, poly=poly) <= 1
+    assert record("emergence.sq_lower_bound", max(rq, rg) / 1e-12, D=D, k=k) <= 1
+
+
+# ---- data-model helpers and finite samples (exact rationals; mpmath for the square roots) -----------------------
+
+def _rows_exact(model):
+    """pi (normalised), y, the centred row means E[phi~ - E phi~ | r] (R, D), the within-row background variances
+    (R, D - k) and sigt^2, all exact rationals from the float inputs."""
+    pi = [Fraction(float(v)) for v in model.A_probs]
+    pi = [p / sum(pi) for p in pi]
+    y = [int(v) for v in model.labels]
+    P, group = model.background_groups()
+    rows = [[Fraction(int(v)) for v in r] + [Fraction(float(p)) for p in P[g]]
+            for r, g in zip(model.A_support, group)]
+    D = model.D
+    mean = [sum(p * r[j] for p, r in zip(pi, rows)) for j in range(D)]
+    cen = [[r[j] - mean[j] for j in range(D)] for r in rows]
+    var = [[p * (1 - p) for p in r[model.k:]] for r in rows]
+    sig2 = sum(p * sum(c * c for c in r) for p, r in zip(pi, cen)) + sum(p * sum(v) for p, v in zip(pi, var))
+    return pi, y, cen, var, sig2
+
+
+def _y_phi_exact(model):
+    """mu~ = E[y psi] and Sigma~ = Cov(y psi) for psi = phi~ - E phi~ (phi = psi / sigt), exact."""
+    pi, y, cen, var, sig2 = _rows_exact(model)
+    D, k = model.D, model.k
+    mu = [sum(p * v * r[j] for p, v, r in zip(pi, y, cen)) for j in range(D)]
+    S = [[sum(p * r[i] * r[j] for p, r in zip(pi, cen)) - mu[i] * mu[j] for j in range(D)] for i in range(D)]
+    for j in range(k, D):
+        S[j][j] += sum(p * v[j - k] for p, v in zip(pi, var))
+    return mu, S, sig2
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(pattern_models(k_max=5, nb_max=3), st.integers(1, 10 ** 9), st.floats(-2, 3), st.floats(-2, 1))
+@example(E.PatternModel(2, 1, np.array([[0.], [1.]]), np.array([0.5, 0.5]), np.array([-1., 1.]), 1e-9), 10,
+         0.5, 0.0)   # y phi_A constant: tr Cov(y phi) = 4e-9 was E||y phi||^2 - ||mu||^2 (2.5e-8 relative off)
+@example(E.PatternModel(3, 2, np.array([[0, 0], [0, 1], [1, 0], [1, 1]]), np.array([1 - 2e-9, 1e-9, 1e-9, 1e-18]),
+                        np.array([1, 1, 1, -1]), 0.5), 10, 0.5, -1.0)   # 1 - Ey^2 = 4e-18 (the sd was 7.4x off)
+def test_finite_sample_predictions(model, n, b1, log_s):
+    """finite_sample_step2_deviation: relative error <= 1e-13; finite_sample_step2_cos: absolute <= 1e-13 (1 + |K|/n)
+    (K/n the 1/n term); finite_sample_bias_shift: mean absolute <= 2e-12 |a1| win_s(b1), sd relative <= 2e-12;
+    against exact rationals (mpmath for the roots and the window). Before: the trace of Cov(y phi) came from
+    E||y phi||^2 - ||mu||^2 and the sd from 1 - Ey^2, both cancelling to nothing."""
+    s = 10.0 ** log_s
+    mu, S, sig2 = _y_phi_exact(model)
+    D = model.D
+    r2 = sum(m * m for m in mu)
+    assume(r2 > 0)
+    tr = sum(S[j][j] for j in range(D))
+    with mp.workdps(40):
+        dev = mp.sqrt(mp.mpf(tr.numerator) / tr.denominator / n / (mp.mpf(r2.numerator) / r2.denominator))
+        f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+        nm = mp.sqrt(f(r2))
+        u = [f(m) / nm for m in mu]
+        v = [mp.mpf(1) / mp.sqrt(model.k) if j < model.k else mp.mpf(0) for j in range(D)]
+        c = mp.fsum(a * b for a, b in zip(u, v))
+        quad = lambda x, z: mp.fsum(x[i] * f(S[i][j]) * z[j] for i in range(D) for j in range(D))  # noqa: E731
+        K = (3 * c * quad(u, u) - 2 * quad(v, u) - c * f(tr)) / (2 * f(r2))  # sigt^2 cancels
+        cos = c + K / n
+        win = _win_mp(b1, s)
+        pp = sum(p for p, yv in zip(*_rows_exact(model)[:2]) if yv > 0)
+        Ey, sd = f(2 * pp - 1), 2 * win * mp.sqrt(f(pp * (1 - pp)) / n)
+    pi, y, cen, _, _ = _rows_exact(model)
+    with mp.workdps(40):   # the conditioning of mu = E[y psi]: E||E[psi | r]|| / ||mu||
+        kappa = 1 + mp.fsum(f(p) * mp.sqrt(f(sum(c * c for c in r))) for p, r in zip(pi, cen)) / mp.sqrt(f(r2))
+    got = E.finite_sample_step2_deviation(model, n)
+    assert record("emergence.finite_sample_step2_deviation", abs(got - dev) / (64 * EPS * kappa * dev),
+                  model=repr(model), kappa=float(kappa)) <= 1
+    if -1 <= cos <= 1:
+        gc = E.finite_sample_step2_cos(model, n)
+        assert -1 <= gc <= 1
+        assert record("emergence.finite_sample_step2_cos", abs(gc - cos) / (64 * EPS * kappa * (1 + abs(K) / n)),
+                      n=n) <= 1
+    else:
+        with pytest.raises(ValueError, match="'n'"):
+            E.finite_sample_step2_cos(model, n)
+    mean, sdg = E.finite_sample_bias_shift(model, n, [1.0], [b1], s)
+    tiny = mp.mpf(1e-300)   # the window is absolute 1e-300 where subnormal
+    assert record("emergence.finite_sample_bias_shift", max(abs(mean[0] - win * Ey) / (2e-12 * win + tiny),
+                                                            abs(sdg[0] - sd) / (2e-12 * sd + tiny)),
+                  model=repr(model)) <= 1
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(pattern_models(k_max=6, nb_max=3), st.data())
+@example(E.iid_block_model(4, 3, 0.6133887424201363, 0.5, [3]), None)   # P(y=-1) + net masses rounded to 1 + 2^-52
+def test_count_threshold_and_weighted_moments(model, data):
+    """count_threshold_ceiling: absolute error <= 4 (R + k) eps and in [max P(y), 1] (before: 1 + 2^-52);
+    class_weighted_moments: E_alpha_y, E_abs_alpha_y absolute <= 1e-13, E_alpha_y_phi_A absolute <= 1e-13
+    E|alpha_y phi_j|, max_E_abs_alpha_y_phi_A relative <= 1e-13; sigt_general: sigt^2 absolute <= 1e-13
+    (sum_jl |rho_jl Cov_jl| + d sigma_zeta^2); against exact rationals (brute force over thresholds and signs)."""
+    pi, y, cen, var, sig2 = _rows_exact(model)
+    counts = [int(v) for v in model.A_support.sum(1)]
+    best = max(sum(p for p, c, yv in zip(pi, counts, y) if (1 if sg * (c - t) > 0 else -1) == yv)
+               for t in [Fraction(2 * j - 1, 2) for j in range(model.k + 2)] for sg in (1, -1))
+    got = E.count_threshold_ceiling(model)
+    R = len(pi)
+    assert max(sum(p for p, v in zip(pi, y) if v > 0), sum(p for p, v in zip(pi, y) if v < 0)) - 4 * R * EPS \
+        <= got <= 1
+    assert record("emergence.count_threshold_ceiling", float(abs(Fraction(got) - best)) / (4 * (R + model.k) * EPS),
+                  model=repr(model)) <= 1
+    pp = sum(p for p, v in zip(pi, y) if v > 0)
+    al = [Fraction(1, 2) / (pp if v > 0 else 1 - pp) for v in y]
+    wm = E.class_weighted_moments(model)
+    with mp.workdps(40):
+        st_ = mp.sqrt(mp.mpf(sig2.numerator) / sig2.denominator)
+        f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+        ey = [f(sum(p * a * v * r[j] for p, a, v, r in zip(pi, al, y, cen))) / st_ for j in range(model.k)]
+        ea = [f(sum(p * a * abs(r[j]) for p, a, r in zip(pi, al, cen))) / st_ for j in range(model.k)]
+    err = max(abs(wm.E_alpha_y) / 1e-13, abs(wm.E_abs_alpha_y - 1) / 1e-13,
+              max(float(abs(wm.E_alpha_y_phi_A[j] - ey[j]) / (1e-13 * ea[j])) for j in range(model.k)),
+              float(abs(wm.max_E_abs_alpha_y_phi_A - max(ea)) / (1e-13 * max(ea))))
+    assert record("emergence.class_weighted_moments", err, model=repr(model)) <= 1
+    # sigt_general with a random unit-diagonal Gram matrix and input noise
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)) if data is not None else 0)
+    Mm = rng.standard_normal((model.D + 2, model.D))
+    Mm /= np.linalg.norm(Mm, axis=0)
+    rho = Mm.T @ Mm
+    rho = (rho + rho.T) / 2
+    np.fill_diagonal(rho, 1.0)
+    sz = 10.0 ** (data.draw(st.floats(-3, 1)) if data is not None else 0.0)
+    d = model.D + 2
+    _, Scov, _ = _y_phi_exact(model)   # Cov(phi~) = E[psi psi^T]: Sigma~ + mu~ mu~^T (y^2 = 1)
+    mu_, _, _ = _y_phi_exact(model)
+    cov = [[Scov[i][j] + mu_[i] * mu_[j] for j in range(model.D)] for i in range(model.D)]
+    ref = sum(Fraction(float(rho[i, j])) * cov[i][j] for i in range(model.D) for j in range(model.D)) \
+        + Fraction(sz) ** 2 * d
+    scale = sum(abs(Fraction(float(rho[i, j])) * cov[i][j]) for i in range(model.D) for j in range(model.D)) \
+        + Fraction(sz) ** 2 * d
+    for conv in ("exact", "paper"):
+        g = E.sigt_general(model, rho, sz, d, convention=conv)
+        r = ref if conv == "exact" else sum(cov[j][j] for j in range(model.D)) + Fraction(sz) ** 2 * d
+        assert record("emergence.sigt_general", float(abs(Fraction(g) ** 2 - r) / (Fraction(1e-13) * scale))) <= 1

@@ -739,7 +739,7 @@ def count_threshold_ceiling(model):
     net = np.bincount(c, weights=pr * y, minlength=model.k + 1)  # P(y=+1, c) - P(y=-1, c)
     # predict +1 for c >= t: accuracy = P(y=-1) + sum_{c >= t} net_c, t = 0..k+1
     acc = float(pr @ (y < 0)) + np.concatenate([np.cumsum(net[::-1])[::-1], [0.0]])
-    return float(max(acc.max(), (1.0 - acc).max()))
+    return min(1.0, float(max(acc.max(), (1.0 - acc).max())))  # rounding may overshoot 1 by an ulp
 
 
 class WeightedMoments(NamedTuple):
@@ -899,10 +899,20 @@ def _second_moment(model, weights):
 
 
 def _y_phi_stats(model):
-    """mu = E[y phi] and Sigma = Cov(y phi) (D, D) in pattern coordinates, background given the row exactly."""
-    mean_r, _ = _row_moments(model)
-    mu = (model.A_probs * model.labels) @ mean_r
-    return mu, _second_moment(model, model.A_probs) - np.outer(mu, mu)  # y^2 = 1
+    """mu = E[y phi] and Sigma = Cov(y phi) (D, D) in pattern coordinates, background given the row exactly.
+
+    mu = 2 p_+ p_- (E[phi | y = 1] - E[phi | y = -1]) (no cancellation of sum_r pi_r y_r m_r when one class is
+    rare), and Sigma is summed from the centred rows, ``sum_r pi_r (y_r m_r - mu)(y_r m_r - mu)^T`` plus the
+    within-row background variances (``E||y phi||^2 - ||mu||^2`` would lose all digits of a trace far below 1)."""
+    mean_r, var_r = _row_moments(model)
+    mom, pi, pos = model.moments(), model.A_probs, model.labels > 0
+    delta = (pi * pos) @ mean_r / mom.p_plus - (pi * ~pos) @ mean_r / mom.p_minus
+    mu = 2 * mom.p_plus * mom.p_minus * delta
+    dev = model.labels[:, None] * mean_r - mu
+    Sigma = (dev * model.A_probs[:, None]).T @ dev
+    idx = np.arange(model.k, model.D)
+    Sigma[idx, idx] += model.A_probs @ var_r
+    return mu, Sigma
 
 
 def sigt_general(model, rho, sigma_zeta=0.0, d=None, *, convention="exact"):
@@ -1023,7 +1033,13 @@ def finite_sample_step2_cos(model, n, *, target=None):
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have E[y phi] != 0 (gamma > 0).")
     u = mu / math.sqrt(r2)
     c = float(u @ v)
-    return c + (3 * c * float(u @ Sigma @ u) - 2 * float(v @ Sigma @ u) - c * float(np.trace(Sigma))) / (2 * n * r2)
+    K = (3 * c * float(u @ Sigma @ u) - 2 * float(v @ Sigma @ u) - c * float(np.trace(Sigma))) / (2 * r2)
+    cos = c + K / n
+    if not -1.0 <= cos <= 1.0:   # the 1/n term is not small: the expansion says nothing, not a cosine
+        raise InvalidParameterError(f"The 'n' parameter of {owner} must be large enough for the 1/n expansion, "
+                                    f"n >> |K| = {abs(K):.3g} (the correction is K/n); at n = {n} it gives "
+                                    f"cos = {cos:.3g}, outside [-1, 1].")
+    return cos
 
 
 def finite_sample_step2_deviation(model, n):
@@ -1114,6 +1130,6 @@ def finite_sample_bias_shift(model, n, a1, b1, s):
     if a1.shape != b1.shape or not (np.all(np.isfinite(a1)) and np.all(np.isfinite(b1))):
         raise InvalidParameterError(f"The 'a1' and 'b1' parameters of {owner} must be finite arrays of one shape. "
                                     f"Got shapes {a1.shape} and {b1.shape}.")
-    Ey = model.moments().Ey
+    mom = model.moments()
     ah = a1 * window(b1, s)
-    return ah * Ey, np.abs(ah) * math.sqrt((1 - Ey**2) / n)
+    return ah * mom.Ey, np.abs(ah) * math.sqrt(4 * mom.p_plus * mom.p_minus / n)  # 1 - Ey^2, no cancellation

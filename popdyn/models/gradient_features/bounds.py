@@ -1239,6 +1239,8 @@ def case_parameters(case, *, d, tau=None, sigma_B=None, tau_tilde=None, r=None, 
 
 
 _UP_CONSTS = ("C_m", "C_n", "C_d", "C_eta", "C_T")
+_TINY = 2.0 ** -1022           # smallest normal float64
+_LOG_MAX = math.log(2.0 ** 1023 * (2.0 - 2.0 ** -52))   # log of the largest float64
 
 
 def uniform_parity_requirements(d, k, eps, *, m=None, consts=None):
@@ -1297,15 +1299,28 @@ def uniform_parity_requirements(d, k, eps, *, m=None, consts=None):
     eps = check(owner, "eps", eps, Interval(0.0, 0.5, "neither"))
     C = hidden_constants(owner, consts, _UP_CONSTS)
     xi = abs(majority_coefficient(d, k - 1))
-    m_min = C["C_m"] * k * 2.0**k * math.log(k / eps)
-    m = max(1, math.ceil(m_min)) if m is None else as_int(owner, "m", m, 1)
-    log_comb = math.lgamma(d + 1) - math.lgamma(k) - math.lgamma(d - k + 2)
+    if xi >= _TINY:
+        eta1 = 1.0 / (k * xi)
+    else:   # xi subnormal or 0 (d = 10^4, k = 300 and beyond): 1/(k xi) from log xi, inf past float64
+        log_eta1 = -math.log(k) - majority_coefficient(d, k - 1, log=True)
+        eta1 = math.exp(log_eta1) if log_eta1 < _LOG_MAX else math.inf
+    m_min = C["C_m"] * k * math.log(k / eps) * (2.0**k if k < 1024 else math.inf)
+    if m is None:
+        if not math.isfinite(m_min):
+            raise InvalidParameterError(f"{owner}: m_min = C_m k 2^k log(k/eps) overflows float64 (k={k!r}); pass "
+                                        f"'m'.")
+        m = max(1, math.ceil(m_min))
+    m = as_int(owner, "m", m, 1)
+    j = min(k - 1, d - k + 1)   # log C(d, k - 1) from the exact integer: the lgamma difference lost d log d eps
+    log_comb = math.log(math.comb(d, j)) if j <= 1100 else math.inf   # j > 1100: C >= 2^1100, n_min is inf
     with np.errstate(over="ignore"):
         first = np.exp(log_comb + math.log(k ** (7 / 6) * d * math.log(k * d / eps) * math.log(d * m / eps)))
     d_min = C["C_d"] * k**4 * math.log(k * d / eps)
-    return dict(eta1=1.0 / (k * xi), tau_g=xi / (16 * k * math.sqrt(2 * d * math.log(32 * k**3 * d / eps))),
-                m_min=m_min, m=m, d_min=d_min, n_min=C["C_n"] * (float(first) + k**3 * m * d**2 / eps**2),
-                eta=C["C_eta"] / (d**2 * m), T=C["C_T"] * k**3 * m * d**2 / eps, a_tilde_linf=8.0 * k,
+    with np.errstate(over="ignore"):
+        k3md2 = np.float64(k) ** 3 * np.float64(m) * np.float64(d) ** 2   # floats: inf, not OverflowError, past 1e308
+    return dict(eta1=eta1, tau_g=xi / (16 * k * math.sqrt(2 * d * math.log(32 * k**3 * d / eps))),
+                m_min=m_min, m=m, d_min=d_min, n_min=C["C_n"] * (float(first) + float(k3md2) / eps**2),
+                eta=C["C_eta"] / (float(d) ** 2 * m), T=C["C_T"] * float(k3md2) / eps, a_tilde_linf=8.0 * k,
                 a_tilde_l2=8.0 * k**1.5, feature_linf=d + 1.0, assumed_constants=C,
                 regime=regime_check(owner, [("d >= d_min", d, d_min, "Thm B.56", d >= d_min)]))
 
