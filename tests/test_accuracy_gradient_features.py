@@ -656,3 +656,146 @@ def test_feature_probability_calibration(seed, d, k, gamma):
     assert 0 <= lo <= ph <= hi <= 1
     se = math.sqrt(max(p * (1 - p), 1e-12) / n)
     assert record("feature_probability (z / 6)", abs(ph - p) / se / Z_MAX, d=d, k=k) <= 1
+
+
+# ---- closed-form bounds of the framework (mpmath at 40 digits from the float inputs) -----------------------------
+
+def _rel(got, ref):
+    ref = mp.mpf(ref)
+    return float(abs(_mpf(got) - ref) / abs(ref)) if ref != 0 else float(abs(got))
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.lists(st.floats(-6, 6), min_size=8, max_size=8), st.integers(1, 10 ** 9), st.integers(1, 50),
+       st.floats(-12, 0), st.floats(-12, -1e-9), st.floats(0, 12), st.sampled_from(["hinge", "logistic"]))
+def test_network_and_training_bounds(logs, m, r, log_p, log_g, log_n, loss):
+    """good_network_bound, good_network_scales, average_loss_bound, rademacher_bound, theorem_B2_bound,
+    gradient_concentration, oco_bound, lemma_B10_bounds, main_theorem (m_min, T, eta, eta1, sigma_a, b_tilde,
+    n_min, error bounds): relative error <= 64 eps (sums of positive products and their roots), every scale in
+    1e-6..1e6, p and gamma to 1e-12, m to 1e9, n to 1e12."""
+    import warnings
+    B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, bt = (10.0 ** v for v in logs)
+    p, gamma, n = 10.0 ** log_p, 10.0 ** log_g, 10.0 ** log_n
+    eta, T = 10.0 ** (-logs[0]), 10.0 ** (3 + logs[1] / 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gnb = GF.good_network_bound(p, gamma, B_G, r, B_a1, B_b, Bx1, m, n=n, Bx2=Bx2, loss=loss)
+        gns = GF.good_network_scales(p, B_G, B_b, Bx1, m, r, B_a1, B_a2, bt)
+        alb = GF.average_loss_bound(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx1, m, eta, T, bt, n=n, Bx=Bx, Bx2=Bx2,
+                                    loss=loss)
+        mt = GF.main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, 0.1, 0.05, m=m, n=n, d=1000,
+                             loss=loss)
+    rng = np.random.default_rng(m)
+    W, b = rng.standard_normal((3, 4)) * Bx, rng.standard_normal(3) * B_b
+    errs = []
+    with mp.workdps(DPS):
+        P, G_, Ba1, Ba2, Bb, X, X1, X2, BT, N, M = (_mpf(v) for v in (p, B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, bt,
+                                                                      n, m))
+        lp = mp.mpf(1) if loss == "hinge" else 1 / (2 * mp.log(2))
+        sq = mp.sqrt(M * P)
+        sn = mp.sqrt(X2) / (G_ * lp * mp.cbrt(N))
+        Be = X1 * mp.sqrt(2 * Bb / (G_ * sq))
+        errs.append(_rel(gnb, r * Ba1 * (2 * X1 ** 2 * Bb / (sq * G_ * Be) + X1 * mp.sqrt(2 * _mpf(gamma) + sn)
+                                          + Be)))
+        Be = X1 * mp.sqrt(Bb / G_) / mp.sqrt(sq)
+        for key, ref in dict(B_eps=Be, eps_a=X1 * Bb / (sq * G_ * Be), l0=r * sq, l2=Ba2 * Bb / (BT * mp.sqrt(sq)),
+                             linf=Ba1 * Bb / (BT * sq)).items():
+            errs.append(_rel(gns[key], ref))
+        E_, T_, mp4 = _mpf(eta), _mpf(T), mp.root(M * P, 4)
+        w = BT * mp.sqrt(mp.log(M)) * mp4 / mp.sqrt(Bb * G_)
+        wT = w + T_ * E_ ** 2 * X1 * BT
+        refs = dict(sample=((r * Ba1 * Bb / BT + M * (w + BT / X1)) * (wT * X + BT) + 1 + M * E_ * wT * mp.sqrt(X2))
+                    / mp.cbrt(N),
+                    approximation=r * Ba1 * (2 * mp.sqrt(2) * X1 * mp.sqrt(Bb / G_) / mp4
+                                             + X1 * mp.sqrt(2 * _mpf(gamma) + sn)),
+                    drift=E_ * (mp.sqrt(r) * Ba2 * Bb * T_ * E_ * X1 ** 2 + M * BT)
+                    * (mp.sqrt(mp.log(M)) * X1 * mp4 / mp.sqrt(Bb * G_) + 1),
+                    init=Ba2 ** 2 * Bb ** 2 / (E_ * T_ * BT ** 2 * mp4 ** 2))
+        for key, ref in refs.items():
+            if ref != 0:
+                errs.append(_rel(alb[key], ref))
+        errs.append(_rel(alb["bound"], mp.fsum(refs.values())))
+        # main theorem at eps = 0.1, delta = 0.05, d = 1000, the constants 1
+        ep, de = _mpf(0.1), _mpf(0.05)
+        mmin = (r * Ba1 * X1 * mp.sqrt(Bb / G_)) ** 4 / (P * ep ** 4) + 1 / mp.sqrt(de) + mp.log(r / de) ** 2 / P
+        btl = mp.root(G_, 4) * Ba2 * Bb ** mp.mpf(0.75) / (mp.sqrt(r) * Ba1)
+        et = ep / ((mp.sqrt(r) * Ba2 * Bb * X1 / mp4 + M * btl) * (mp.sqrt(mp.log(M)) * X1 * mp4 / mp.sqrt(Bb * G_)
+                                                                   + 1))
+        TT = 1 / (et * X1 * mp4)
+        e1 = et * min(1, btl) / (lp * (X1 * mp.sqrt(1000) + btl))
+        sa_e1 = btl * mp4 / (lp * X1 * mp.sqrt(G_ * Bb))
+        first = M * X * Ba2 ** 2 * mp.sqrt(Bb) * mp.sqrt(M * P) * mp.log(M) / (ep * r * Ba1 * mp.sqrt(G_))
+        second = X / mp.sqrt(X2) + mp.log(TT * M / (P * de)) + (1 + 1 / G_) * mp.sqrt(X2) / lp
+        for key, ref in dict(m_min=mmin, b_tilde=btl, eta=et, T=TT, eta1=e1, sigma_a=sa_e1 / e1,
+                             sigma_a_eta1=sa_e1, n_min=first ** 3 + second ** 3,
+                             error_bound=r * Ba1 * X1 * mp.sqrt(2 * _mpf(gamma) + sn) + ep,
+                             error_bound_population=r * Ba1 * X1 * mp.sqrt(2 * _mpf(gamma)) + ep).items():
+            if mp.mpf(2) ** -1000 < abs(ref) < mp.mpf(2) ** 1000:
+                errs.append(_rel(mt[key], ref))
+        # frozen layer, concentration, OCO, Lemma B.10
+        wf = mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in W.ravel()))
+        bn = mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in b))
+        rad = Ba2 * (wf * X + bn) / mp.sqrt(N)
+        n_int = int(min(n, 10 ** 12))
+        errs.append(_rel(GF.rademacher_bound(B_a2, W, b, Bx, n_int), Ba2 * (wf * X + bn) / mp.sqrt(n_int)))
+        errs.append(_rel(GF.rademacher_bound(B_a2, W, b, Bx, n_int, convention="paper"),
+                         mp.sqrt(Ba2 ** 2 * (wf ** 2 * X ** 2 + bn ** 2) / n_int)))
+        errs.append(_rel(GF.theorem_B2_bound(B_G, B_a1, B_a2, T, W, b, Bx, n_int, OPT_frozen=gamma),
+                         _mpf(gamma) + G_ * (Ba1 ** 2 + Ba2 ** 2) / T_ + Ba2 * (wf * X + bn) / mp.sqrt(n_int)))
+        gc = GF.gradient_concentration(n, Bx, Bx2, delta=0.05)
+        errs += [_rel(gc["paper"], mp.sqrt(X2) / mp.cbrt(N)), _rel(gc["n_min_paper"], (X / mp.sqrt(X2)) ** 3),
+                 _rel(gc["bernstein"], mp.sqrt(8 * X2 * (mp.log(20) + mp.mpf(0.25)) / N))]
+        f = rng.random(5) * Bx
+        g = rng.random(5) * B_G
+        errs.append(_rel(GF.oco_bound(f, B_a1, B_a2, g, eta),
+                         mp.fsum(_mpf(v) for v in f) / 5 + Ba1 ** 2 / (2 * E_ * 5)
+                         + Ba2 * mp.fsum(_mpf(v) for v in g) / 5 + E_ * mp.fsum(_mpf(v) ** 2 for v in g) / 5))
+        Wt = W + rng.standard_normal(W.shape) * B_b
+        a_t = rng.standard_normal(3) * B_a1
+        out = GF.lemma_B10_bounds(a_t, Wt, W, b, Bx1, loss=loss)
+        lip = mp.mpf(1) if loss == "hinge" else 1 / mp.log(2)
+        dr = [mp.sqrt(mp.fsum((_mpf(Wt[i, j]) - _mpf(W[i, j])) ** 2 for j in range(4))) for i in range(3)]
+        errs.append(_rel(out["loss_gap"], lip * X1 * mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in a_t)) * mp.sqrt(3)
+                         * max(dr)))
+        for i in range(3):
+            errs.append(_rel(out["grad_a"][i], lip * (X1 * (dr[i] + mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in W[i])))
+                                                      + abs(_mpf(b[i])))))
+    assert record("gradient_features closed-form bounds", max(errs) / (64 * EPS), m=m, r=r, p=p) <= 1
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(st.integers(1, 10 ** 5).map(lambda h: 2 * h + 1), st.data())
+@example(2 * 10 ** 5 + 1, None)   # log C(d, k - 1) from lgamma differences lost d log d eps (n_min 1e-11 off)
+def test_uniform_parity_requirements(d, data):
+    """uniform_parity_requirements: eta1, tau_g, m_min, d_min, n_min, eta, T relative error <= 1e-12 where normal
+    (inf where the value passes float64; eta1 from log xi where xi is subnormal), d to 2e5 (the exact majority
+    coefficient costs O(d) bits beyond), k to 1100, eps to 1e-12; against mpmath at 40 digits with the exact
+    binomials. Before: n_min 6e-11 off at d = 1e6, OverflowError or ZeroDivisionError for k ~ 300-1100."""
+    import warnings
+    k = 2 * data.draw(st.integers(1, min((d - 1) // 2, 550))) if data is not None else 2
+    ep = 10.0 ** data.draw(st.floats(-12, math.log10(0.49))) if data is not None else 0.1
+    if k >= 990:   # m_min may pass float64: the width is then required
+        m = data.draw(st.integers(1, 10 ** 300))
+    else:
+        m = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = GF.uniform_parity_requirements(d, k, ep, m=m)
+    m = out["m"]
+    with mp.workdps(DPS):
+        K, Dd, e = mp.mpf(k), mp.mpf(d), _mpf(ep)
+        h, i = (d - 1) // 2, (k - 2) // 2
+        lxi = mp.log(mp.binomial(h, i)) + mp.log(mp.binomial(d - 1, h)) - mp.log(mp.binomial(d - 1, k - 2)) \
+            - (d - 1) * mp.log(2)
+        xi = mp.exp(lxi)
+        first = mp.binomial(d, k - 1) * K ** (mp.mpf(7) / 6) * Dd * mp.log(K * Dd / e) * mp.log(Dd * m / e)
+        refs = dict(eta1=1 / (K * xi), tau_g=xi / (16 * K * mp.sqrt(2 * Dd * mp.log(32 * K ** 3 * Dd / e))),
+                    m_min=K * mp.mpf(2) ** k * mp.log(K / e), d_min=K ** 4 * mp.log(K * Dd / e),
+                    n_min=first + K ** 3 * m * Dd ** 2 / e ** 2, eta=1 / (Dd ** 2 * m), T=K ** 3 * m * Dd ** 2 / e)
+        for key, ref in refs.items():
+            if ref > mp.mpf(2) ** 1024 * (1 - mp.mpf(2) ** -54):
+                assert out[key] == math.inf, key
+            elif ref >= mp.mpf(2) ** -1022:
+                assert record("uniform_parity_requirements", _rel(out[key], ref) / 1e-12, d=d, k=k, which=key) <= 1
+            else:
+                assert abs(out[key] - ref) <= mp.mpf(2) ** -1074

@@ -1032,14 +1032,14 @@ def finite_sample_step2_cos(model, n, *, target=None):
     if not r2 > 0:
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have E[y phi] != 0 (gamma > 0).")
     u = mu / math.sqrt(r2)
-    c = float(u @ v)
+    c = min(1.0, max(-1.0, float(u @ v)))   # |<u, v>| <= 1 for unit vectors; rounding may overshoot by an ulp
     K = (3 * c * float(u @ Sigma @ u) - 2 * float(v @ Sigma @ u) - c * float(np.trace(Sigma))) / (2 * r2)
     cos = c + K / n
-    if not -1.0 <= cos <= 1.0:   # the 1/n term is not small: the expansion says nothing, not a cosine
+    if not abs(cos) <= 1.0 + 8 * np.finfo(float).eps:   # the 1/n term is not small: the expansion says nothing
         raise InvalidParameterError(f"The 'n' parameter of {owner} must be large enough for the 1/n expansion, "
                                     f"n >> |K| = {abs(K):.3g} (the correction is K/n); at n = {n} it gives "
                                     f"cos = {cos:.3g}, outside [-1, 1].")
-    return cos
+    return min(1.0, max(-1.0, cos))   # within rounding of +-1
 
 
 def finite_sample_step2_deviation(model, n):

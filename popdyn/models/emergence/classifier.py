@@ -28,7 +28,7 @@ def _table(owner, F, pi, y):
     if np.any(pi < 0) or not abs(pi.sum() - 1.0) < 1e-9 or np.any(np.abs(y) != 1.0):
         raise InvalidParameterError(f"The 'pi' and 'y' parameters of {owner} must be probabilities summing to 1 "
                                     f"and +-1 labels. Got sum(pi) = {pi.sum()!r}, labels {np.unique(y).tolist()}.")
-    return F, pi, y
+    return F, pi / pi.sum(), y   # summing to 1 within 1e-9 is accepted: normalised, an error is never above 1
 
 
 def hinge_and_error(F, pi, y, a):
@@ -346,6 +346,7 @@ def reduced_population_gd(model, alpha, b, a, eta, lam, T, train=_TRAIN, s=0.0):
         raise InvalidParameterError(f"The 'model' parameter of {owner} must have an exchangeable A block "
                                     f"(E[phi~_j | c] = c/k for j in A), so that the line is invariant.")
     pi, y = model.count_law()
+    pi = pi / pi.sum()   # the count law sums to 1 only to rounding: an error of all counts stays <= 1
     mom = model.moments()
     u = (np.arange(model.k + 1) - mom.mu_A) / (mom.sigt * np.sqrt(model.k))
     loss, err = np.empty(T + 1), np.empty(T + 1)

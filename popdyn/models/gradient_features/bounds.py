@@ -1310,17 +1310,18 @@ def uniform_parity_requirements(d, k, eps, *, m=None, consts=None):
             raise InvalidParameterError(f"{owner}: m_min = C_m k 2^k log(k/eps) overflows float64 (k={k!r}); pass "
                                         f"'m'.")
         m = max(1, math.ceil(m_min))
-    m = as_int(owner, "m", m, 1)
+    m = as_int(owner, "m", m, 1, 2 ** 1023)
     j = min(k - 1, d - k + 1)   # log C(d, k - 1) from the exact integer: the lgamma difference lost d log d eps
     log_comb = math.log(math.comb(d, j)) if j <= 1100 else math.inf   # j > 1100: C >= 2^1100, n_min is inf
     with np.errstate(over="ignore"):
-        first = np.exp(log_comb + math.log(k ** (7 / 6) * d * math.log(k * d / eps) * math.log(d * m / eps)))
+        log_dm = math.log(d * m) - math.log(eps)   # d m may pass float64
+        first = np.exp(log_comb + math.log(k ** (7 / 6) * d * math.log(k * d / eps) * log_dm))
     d_min = C["C_d"] * k**4 * math.log(k * d / eps)
     with np.errstate(over="ignore"):
         k3md2 = np.float64(k) ** 3 * np.float64(m) * np.float64(d) ** 2   # floats: inf, not OverflowError, past 1e308
     return dict(eta1=eta1, tau_g=xi / (16 * k * math.sqrt(2 * d * math.log(32 * k**3 * d / eps))),
                 m_min=m_min, m=m, d_min=d_min, n_min=C["C_n"] * (float(first) + float(k3md2) / eps**2),
-                eta=C["C_eta"] / (float(d) ** 2 * m), T=C["C_T"] * float(k3md2) / eps, a_tilde_linf=8.0 * k,
+                eta=C["C_eta"] / float(d) ** 2 / float(m), T=C["C_T"] * float(k3md2) / eps, a_tilde_linf=8.0 * k,
                 a_tilde_l2=8.0 * k**1.5, feature_linf=d + 1.0, assumed_constants=C,
                 regime=regime_check(owner, [("d >= d_min", d, d_min, "Thm B.56", d >= d_min)]))
 
