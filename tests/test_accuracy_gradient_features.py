@@ -799,3 +799,240 @@ def test_uniform_parity_requirements(d, data):
                 assert record("uniform_parity_requirements", _rel(out[key], ref) / 1e-12, d=d, k=k, which=key) <= 1
             else:
                 assert abs(out[key] - ref) <= mp.mpf(2) ** -1074
+
+
+# ---- structured parity (exact enumeration of the law in rationals; mpmath for g*) --------------------------------
+
+def _sp_support_exact(sp):
+    """Every (phi, Pr(phi), y) of the structured parity in exact rationals, enumerated component by component."""
+    r, k, d, rk = sp.r, sp.k, sp.d, sp.r * sp.k
+    pA, po = Fraction(float(sp.p_A)), Fraction(float(sp.p_o))
+    w0 = Fraction(float(sp._weights()[0]))   # the model's uniform weight: 1 - 2 r p_A rounded, 0 at p_A = 1/(2r)
+    comps = [(w0, list(z), Fraction(1, 2 ** rk)) for z in itertools.product((-1, 1), repeat=rk)]
+    for j in range(r):
+        for sg in (1, -1):
+            z = [0] * rk
+            z[j * k:(j + 1) * k] = [sg] * k
+            comps.append((pA, z, Fraction(1)))
+    noise = [(v, po if v else 1 - 2 * po) for v in (-1, 0, 1)]
+    out = []
+    for w, z, q in comps:
+        if w * q == 0:
+            continue
+        y = int(np.sign(sum(math.prod(z[j * k:(j + 1) * k]) for j in range(r))))
+        for cfg in itertools.product(noise, repeat=d - rk):
+            pr = w * q * math.prod(p for _, p in cfg)
+            if pr:
+                out.append((z + [v for v, _ in cfg], pr, y))
+    return out
+
+
+@st.composite
+def structured_parities(draw):
+    r = draw(st.sampled_from([1, 3]))
+    k = draw(st.sampled_from([1, 3])) if r == 3 else draw(st.sampled_from([1, 3, 5]))
+    d = r * k + draw(st.integers(0, 3 if r * k <= 5 else 1))
+    pA = draw(st.sampled_from([0.0, 1e-12, 0.1, 1.0 / (2 * r)]))
+    po = draw(st.sampled_from([0.0, 1e-12, 0.2, 0.5]))
+    return GF.StructuredParity(d, r, k, pA, po)
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(structured_parities(), st.data())
+def test_structured_parity_exact(sp, data):
+    """StructuredParity.simplified_gradient: |G_l - exact| <= N eps E|x_l| (N support points); A: <= (N + d + 2)
+    eps E[|<w, x>| + |b|]; E_yx relative <= 4 eps (0 exact); bounds() Bx, Bx1, Bx2 relative <= 1e-13;
+    ground_truth_loss: logistic relative <= 1e-13, hinge (exactly 0) absolute <= 64 (k + 1) eps; against the
+    enumeration of the law in exact rationals (mpmath for the roots), neurons away from their kinks (1e-9)."""
+    sup = _sp_support_exact(sp)
+    d = sp.d
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    W = rng.standard_normal((2, d)) * 10.0 ** data.draw(st.floats(-2, 2))
+    b = rng.standard_normal(2) * np.linalg.norm(W, axis=1) * data.draw(st.sampled_from([0.0, 0.3, 1.0]))
+    G, A = sp.simplified_gradient(W, b), sp.A(W, b)
+    N = len(sup)
+    Wf = [[Fraction(float(v)) for v in row] for row in W]
+    for i in range(2):
+        pre = [sum(w * x for w, x in zip(Wf[i], phi)) - Fraction(float(b[i])) for phi, _, _ in sup]
+        if any(abs(p_) < Fraction(1, 10 ** 9) for p_ in pre):
+            continue
+        for l in range(d):
+            ex = sum(pr * y * phi[l] for (phi, pr, y), p_ in zip(sup, pre) if p_ > 0)
+            sc = sum(pr * abs(phi[l]) for phi, pr, _ in sup)
+            if sc:
+                assert record("StructuredParity.simplified_gradient", float(abs(Fraction(G[i, l]) - ex)
+                                                                            / (N * Fraction(EPS) * sc))) <= 1
+        exA = sum(pr * y * p_ for (_, pr, y), p_ in zip(sup, pre) if p_ > 0)
+        scA = sum(pr * (sum(abs(w * x) for w, x in zip(Wf[i], phi)) + abs(Fraction(float(b[i]))))
+                  for phi, pr, _ in sup)
+        assert record("StructuredParity.A", float(abs(Fraction(A[i]) - exA) / ((N + d + 2) * Fraction(EPS) * scA)),
+                      d=d) <= 1
+    Eyx = sp.E_yx()
+    for l in range(d):
+        ex = sum(pr * y * phi[l] for phi, pr, y in sup)
+        assert record("StructuredParity.E_yx", float(abs(Fraction(Eyx[l]) - ex) / (4 * Fraction(EPS) * abs(ex)))
+                      if ex else (0.0 if Eyx[l] == 0 else math.inf)) <= 1
+    Bx, Bx1, Bx2 = sp.bounds()
+    with mp.workdps(DPS):
+        f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+        n2 = [sum(v * v for v in phi) for phi, _, _ in sup]
+        refs = (mp.sqrt(max(n2)), mp.fsum(f(pr) * mp.sqrt(v) for (_, pr, _), v in zip(sup, n2)),
+                f(sum(pr * v for (_, pr, _), v in zip(sup, n2))))
+        err = max(_rel(g, rf) for g, rf in zip((Bx, Bx1, Bx2), refs))
+        assert record("StructuredParity.bounds", err / 1e-13, d=d) <= 1
+        a, Ws, bs = sp.ground_truth()
+        hk = 1 / mp.sqrt(sp.k)
+        Lh = Ll = mp.mpf(0)
+        for phi, pr, y in sup:   # g* through the block sums z_j = <D_j, x> (exact in mpmath)
+            z = [mp.fsum(phi[j * sp.k:(j + 1) * sp.k]) * hk for j in range(sp.r)]
+            g = mp.fsum(mp.sqrt(sp.k) * (-1) ** (i + 1) * (max(0, z[j] - (2 * i - sp.k - 1) * hk)
+                                                         - 2 * max(0, z[j] - (2 * i - sp.k) * hk)
+                                                         + max(0, z[j] - (2 * i - sp.k + 1) * hk))
+                        for j in range(sp.r) for i in range(sp.k + 1))
+            Lh += f(pr) * max(0, 1 - y * g)
+            Ll += f(pr) * mp.log1p(mp.exp(-y * g)) / mp.log(2)
+        gh, gl = sp.ground_truth_loss("hinge")[0], sp.ground_truth_loss("logistic")[0]
+        assert record("StructuredParity.ground_truth_loss", max(float(abs(gh - Lh)) / (64 * (sp.k + 1) * EPS),
+                                                                _rel(gl, Ll) / 1e-13), k=sp.k, r=sp.r) <= 1
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(st.integers(0, 2 ** 31), st.sampled_from(["numba", "numpy"]), st.sampled_from([0.0, 0.3, 1.0]))
+def test_structured_parity_mc_calibration(seed, method, kappa):
+    """StructuredParity.simplified_gradient_mc: |G_mc - G| <= 6 se per coordinate (se > 0; unbiased, the CLT
+    standard error it reports), against the exact enumeration, both reductions."""
+    sp = GF.StructuredParity(6, 1, 3, 0.1, 0.2)
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((3, 6))
+    b = kappa * np.linalg.norm(W, axis=1)
+    Gm, se = sp.simplified_gradient_mc(W, b, 20_000, seed, method=method)
+    G = sp.simplified_gradient(W, b)
+    ok = se > 0
+    assert np.all(np.where(ok, True, Gm == G) | (np.abs(G) < 1e-3))
+    assert record("StructuredParity.simplified_gradient_mc (z / 6)", float(np.max(np.abs(Gm - G)[ok] / se[ok]))
+                  / Z_MAX) <= 1
+
+
+def test_structured_parity_bounds_large_d():
+    """StructuredParity.bounds at d = 10^3 and 10^5: Bx2 relative <= 1e-13 against its closed form
+    (1 - 2rp_A) rk + 2rp_A k + 2p_o (d - rk), Bx1 against E sqrt(a + N) in mpmath (d = 10^3)."""
+    for d in (10 ** 3, 10 ** 5):
+        sp = GF.StructuredParity(d, 3, 5, 0.1, 0.01)
+        Bx, Bx1, Bx2 = sp.bounds()
+        ref = Fraction(4, 10) * 15 + Fraction(6, 10) * 5 + 2 * Fraction(0.01) * (d - 15)
+        assert record("StructuredParity.bounds", float(abs(Fraction(Bx2) - ref) / ref) / 1e-13, d=d) <= 1
+        assert Bx == math.sqrt(d)
+    with mp.workdps(DPS):
+        d, nb = 10 ** 3, 10 ** 3 - 15
+        pN = [mp.binomial(nb, j) * mp.mpf(0.02) ** j * (1 - mp.mpf(0.02)) ** (nb - j) for j in range(nb + 1)]
+        ref = mp.fsum((_mpf(0.4) * mp.sqrt(15 + j) + _mpf(0.6) * mp.sqrt(5 + j)) * p for j, p in enumerate(pN))
+        assert record("StructuredParity.bounds", _rel(GF.StructuredParity(d, 3, 5, 0.1, 0.01).bounds()[1], ref)
+                      / 1e-13, d=d) <= 1
+
+
+# ---- framework: cones, the first step on a sample, the frozen-feature optimum ------------------------------------
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.integers(1, 6), st.floats(-12, -1e-3), st.floats(-6, 6), st.data())
+def test_cone_membership(d, log_g, log_w, data):
+    """cone_membership: every decision exact where |cos(w, D)| is not within 8 d eps of 1 - gamma (l2) or
+    ||w/||w|| - D||_inf not within 8 eps of gamma (linf); w of scale 1e-6..1e6 and near the boundary; against
+    mpmath at 40 digits."""
+    gamma = 10.0 ** log_g
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    D = rng.standard_normal(d)
+    D /= np.linalg.norm(D)
+    W = rng.standard_normal((4, d))
+    W[0] = D + rng.standard_normal(d) * math.sqrt(2 * gamma) / math.sqrt(d)   # near the l2 boundary
+    W[1] = -D
+    W *= 10.0 ** log_w
+    for norm in ("l2", "linf"):
+        got = GF.cone_membership(W, D, gamma if norm == "l2" else min(gamma * 10, 2.0), norm)
+        g_ = _mpf(gamma if norm == "l2" else min(gamma * 10, 2.0))
+        with mp.workdps(DPS):
+            for i in range(4):
+                nw = mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in W[i]))
+                if norm == "l2":
+                    v = abs(mp.fsum(_mpf(a) * _mpf(b) for a, b in zip(W[i], D))) / nw
+                    margin, inside = v - (1 - g_), None
+                    inside = v > 1 - g_
+                    tol = 8 * d * EPS
+                else:
+                    v = max(abs(_mpf(a) / nw - _mpf(b)) for a, b in zip(W[i], D))
+                    margin, inside = g_ - v, v < g_
+                    tol = 8 * EPS
+                if abs(margin) > tol:
+                    assert record("cone_membership (wrong decisions)", float(got[i] != inside)) <= 0.5
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 40), st.sampled_from(["hinge", "logistic"]), st.data())
+def test_first_step_sample(d, m, n, loss, data):
+    """first_step on a sample (X, y): |delta a_i - exact| <= 4 (n + d + 4) eps eta1 E|l'| relu(pre_i), |delta W_ij -
+    exact| <= 4 (n + d + 4) eps eta1 |a_i| E[|l'| |x_j|] (sums of n terms; the kink decisions away from 1e-9);
+    against exact rationals (the logistic derivative in mpmath)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    a0, W0, b = GF.symmetric_init(d, m, 1.0, 1.0, 0.3, rng)
+    X = rng.standard_normal((n, d)) * 10.0 ** data.draw(st.floats(-2, 2))
+    y = rng.choice([-1.0, 1.0], n)
+    eta1 = 10.0 ** data.draw(st.floats(-3, 1))
+    da, dW = GF.first_step(None, a0, W0, b, eta1, loss, X=X, y=y)
+    with mp.workdps(DPS):
+        pre = [[mp.fsum(_mpf(W0[i, j]) * _mpf(X[s, j]) for j in range(d)) - _mpf(b[i]) for i in range(len(a0))]
+               for s in range(n)]
+        if any(abs(p) < 1e-9 for row in pre for p in row):
+            return
+        g = [mp.fsum(_mpf(a0[i]) * max(p, 0) for i, p in enumerate(row)) for row in pre]
+        if loss == "hinge":
+            if any(abs(_mpf(y[s]) * g[s] - 1) < 1e-9 for s in range(n)):
+                return
+            lp = [-(1 if _mpf(y[s]) * g[s] < 1 else 0) for s in range(n)]
+        else:
+            lp = [-1 / (1 + mp.exp(_mpf(y[s]) * g[s])) / mp.log(2) for s in range(n)]
+        for i in range(len(a0)):
+            ref = -_mpf(eta1) * mp.fsum(lp[s] * _mpf(y[s]) * max(pre[s][i], 0) for s in range(n)) / n
+            sc = _mpf(eta1) * mp.fsum(abs(lp[s]) * max(pre[s][i], 0) for s in range(n)) / n
+            assert record("first_step (sample)", float(abs(da[i] - ref) / (4 * (n + d + 4) * EPS * sc + mp.mpf(1e-300))))\
+                <= 1
+            for j in range(d):
+                ref = -_mpf(eta1) * _mpf(a0[i]) * mp.fsum(lp[s] * _mpf(y[s]) * (1 if pre[s][i] > 0 else 0)
+                                                          * _mpf(X[s, j]) for s in range(n)) / n
+                sc = _mpf(eta1) * abs(_mpf(a0[i])) * mp.fsum(abs(lp[s] * _mpf(X[s, j])) for s in range(n)) / n
+                assert record("first_step (sample)", float(abs(dW[i, j] - ref) / (4 * (n + d) * EPS * sc
+                                                                                  + mp.mpf(1e-300)))) <= 1
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(st.integers(1, 6), st.integers(1, 2), st.data())
+def test_opt_frozen_hinge(n, M, data):
+    """opt_frozen (hinge, no ball): value - OPT <= 1e-6 max(1, OPT) and gap = 0, OPT by exact brute force over the
+    vertices of the hinge arrangement (M <= 2 full-rank features); with a ball: value - gap <= OPT_ball (the gap is
+    an honest certificate) with OPT_ball >= OPT and value the exact loss of a feasible a (||a|| <= B)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    X = rng.standard_normal((n, 2)) * 10.0 ** data.draw(st.floats(-2, 2))
+    y = rng.choice([-1.0, 1.0], n)
+    W, b = rng.standard_normal((M, 2)), rng.uniform(-0.5, 0.5, M)
+    F = np.maximum(X @ W.T - b, 0.0)
+    if np.linalg.matrix_rank(F) < M:
+        return
+    a, value, gap = GF.opt_frozen(X, y, W, b)
+    rows = [[Fraction(float(v)) * int(yv) for v in F[s]] for s, yv in enumerate(y)]
+    cands = [[Fraction(0)] * M]
+    for combo in itertools.combinations(range(n), M):
+        Mx = [rows[c] for c in combo]
+        if M == 1 and Mx[0][0] != 0:
+            cands.append([1 / Mx[0][0]])
+        elif M == 2:
+            det = Mx[0][0] * Mx[1][1] - Mx[0][1] * Mx[1][0]
+            if det != 0:
+                cands.append([(Mx[1][1] - Mx[0][1]) / det, (Mx[0][0] - Mx[1][0]) / det])
+    loss = lambda c: sum(max(Fraction(0), 1 - sum(r_ * x for r_, x in zip(row, c))) for row in rows) / n  # noqa
+    opt = min(loss(c) for c in cands)
+    assert gap == 0 and record("opt_frozen (LP)", float((Fraction(value) - opt) / max(1, opt)) / 1e-6) <= 1
+    B = 0.5 * float(np.linalg.norm(a)) if np.linalg.norm(a) > 0 else 1.0
+    a2, v2, g2 = GF.opt_frozen(X, y, W, b, B_a2=B, maxiter=500)
+    assert np.linalg.norm(a2) <= B * (1 + 1e-12) and g2 >= 0
+    assert abs(Fraction(v2) - loss([Fraction(float(v)) for v in a2])) <= 4 * n * Fraction(EPS) * (1 + max(
+        sum(abs(r_ * Fraction(float(v))) for r_, v in zip(row, a2)) for row in rows))
+    assert record("opt_frozen (ball: OPT - (value - gap))", float(Fraction(v2 - g2) - max(opt, Fraction(0)))
+                  / 1e-9 if v2 - g2 < float(opt) else 0.0) <= 1

@@ -536,7 +536,9 @@ class StructuredParity(DataModel):
         :math:`B_{x1}=\mathbb E\sqrt{a+N}`, :math:`B_{x2}=\mathbb E[a+N]`; all :math:`\le` the paper's
         :math:`\sqrt d,\sqrt d,d` (Lemma B.51)."""
         v, p = self._norm_law()
-        return Bounds(float(np.sqrt(v[p > 0].max())), float(p @ np.sqrt(v)), float(p @ v))
+        # the largest ||x||^2 of the support, exactly: the binomial pmf underflows to 0 in its upper tail
+        top = (self._rk if self._weights()[0] > 0 else self.k) + (self.d - self._rk if self.p_o > 0 else 0)
+        return Bounds(math.sqrt(top), float(p @ np.sqrt(v)), float(p @ v))
 
     # ---- Monte Carlo and exact G ----------------------------------------------------------------------------------
 
