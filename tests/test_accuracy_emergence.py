@@ -429,10 +429,13 @@ def _y_phi_exact(model):
 @example(E.PatternModel(3, 2, np.array([[0, 0], [0, 1], [1, 0], [1, 1]]), np.array([1 - 2e-9, 1e-9, 1e-9, 1e-18]),
                         np.array([1, 1, 1, -1]), 0.5), 10, 0.5, -1.0)   # 1 - Ey^2 = 4e-18 (the sd was 7.4x off)
 def test_finite_sample_predictions(model, n, b1, log_s):
-    """finite_sample_step2_deviation: relative error <= 1e-13; finite_sample_step2_cos: absolute <= 1e-13 (1 + |K|/n)
-    (K/n the 1/n term); finite_sample_bias_shift: mean absolute <= 2e-12 |a1| win_s(b1), sd relative <= 2e-12;
-    against exact rationals (mpmath for the roots and the window). Before: the trace of Cov(y phi) came from
-    E||y phi||^2 - ||mu||^2 and the sd from 1 - Ey^2, both cancelling to nothing."""
+    """finite_sample_step2_deviation: relative error <= 64 eps kappa, kappa = 1 + E||E[phi | r]|| / ||E[y phi]||
+    (the conditioning of E[y phi]); finite_sample_step2_cos: absolute <= 64 eps kappa (1 + K+/n), K+ the 1/n
+    term's numerator (3|u'Su| + 2|v'Su| + tr S)/(2||mu||^2) with its terms in modulus (they cancel when v ~ u), and
+    n refused where the expansion leaves [-1, 1]; finite_sample_bias_shift: mean absolute <= 2e-12 |a1| win_s(b1),
+    sd relative <= 2e-12; against exact rationals (mpmath for the roots and the window). Before: E[y phi] and
+    tr Cov(y phi) were sums that cancel where one class is rare or y phi nearly constant, the sd came from
+    1 - Ey^2, and n = 1 gave a cosine of -37.8."""
     s = 10.0 ** log_s
     mu, S, sig2 = _y_phi_exact(model)
     D = model.D
@@ -448,6 +451,7 @@ def test_finite_sample_predictions(model, n, b1, log_s):
         c = mp.fsum(a * b for a, b in zip(u, v))
         quad = lambda x, z: mp.fsum(x[i] * f(S[i][j]) * z[j] for i in range(D) for j in range(D))  # noqa: E731
         K = (3 * c * quad(u, u) - 2 * quad(v, u) - c * f(tr)) / (2 * f(r2))  # sigt^2 cancels
+        Kabs = (3 * abs(quad(u, u)) + 2 * abs(quad(v, u)) + f(tr)) / (2 * f(r2))   # its terms' magnitudes
         cos = c + K / n
         win = _win_mp(b1, s)
         pp = sum(p for p, yv in zip(*_rows_exact(model)[:2]) if yv > 0)
@@ -461,7 +465,7 @@ def test_finite_sample_predictions(model, n, b1, log_s):
     if abs(cos) <= 1 + 1e-13:   # beyond, the expansion is not a cosine and n must be refused
         gc = E.finite_sample_step2_cos(model, n)
         assert -1 <= gc <= 1
-        assert record("emergence.finite_sample_step2_cos", abs(gc - cos) / (64 * EPS * kappa * (1 + abs(K) / n)),
+        assert record("emergence.finite_sample_step2_cos", abs(gc - cos) / (64 * EPS * kappa * (1 + Kabs / n)),
                       n=n) <= 1
     else:
         with pytest.raises(ValueError, match="'n'"):
@@ -654,7 +658,8 @@ def small_networks(draw, model):
 @settings(max_examples=examples(15), deadline=None)
 @given(pattern_models(k_max=3, nb_max=3), st.data())
 def test_full_support_gradient_certificate(model, data):
-    """full_support: probabilities relative <= 2 (D - k + 2) eps, phi relative <= 1e-13; population_gradient
+    """full_support: probabilities relative <= 2 (D - k + 2) eps, phi absolute <= 1e-13/sigt (its entries are
+    differences of numbers in [0, 1] over sigt, which cancel where a mean is near 0 or 1); population_gradient
     (indicator "enumerate"): absolute <= 1e-12 times the sum of the magnitudes of each sum's terms, away from
     the hinge kink (|y g - 1| > 1e-9 on the support); hinge_certificate: B >= sup|g| - 1e-12 sum|a| (a bound up to
     rounding); against the enumeration of the joint law in mpmath at 40 digits."""
@@ -665,7 +670,8 @@ def test_full_support_gradient_certificate(model, data):
         assert len(sup) == len(prob)
         err_p = max(float(abs(mp.mpf(float(p)) - mp.mpf(pr.numerator) / pr.denominator) /
                           (mp.mpf(pr.numerator) / pr.denominator)) for p, (_, pr, _) in zip(prob, sup))
-        err_phi = max(float(abs(mp.mpf(float(phi[i, j])) - ph[j]) / (abs(ph[j]) + mp.mpf(1e-300)))
+        st_ = mp.sqrt(mp.mpf(_rows_exact(model)[4].numerator) / _rows_exact(model)[4].denominator)
+        err_phi = max(float(abs(mp.mpf(float(phi[i, j])) - ph[j]) * st_)   # differences of numbers in [0, 1]
                       for i, (ph, _, _) in enumerate(sup) for j in range(model.D))
         assert np.array_equal(y, [yv for _, _, yv in sup])
         assert record("emergence.full_support (prob)", err_p / (2 * (model.D - model.k + 2) * EPS)) <= 1
@@ -787,7 +793,6 @@ def test_reduced_population_gd(k, n, pA, data):
     s = data.draw(st.sampled_from([0.0, 0.1, 1.0]))
     tr = E.reduced_population_gd(model, alpha, b, a, eta, lam, T, s=s)
     pi, yc = model.count_law()
-    mom = model.moments()
     with mp.workdps(40):
         piM = [mp.mpf(float(p)) for p in pi]
         piM = [p / mp.fsum(piM) for p in piM]
@@ -820,3 +825,64 @@ def test_reduced_population_gd(k, n, pA, data):
             A_ = [A_[i] - E_ * gal[i] for i in range(n)]
             B_ = [B_[i] - E_ * gb[i] for i in range(n)]
             C_ = [C_[i] - E_ * ga[i] for i in range(n)]
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(pattern_models(k_max=5, nb_max=3), st.data())
+def test_two_step_limit_and_features(model, data):
+    """two_step_limit: |Q_ij - exact| <= 2e-12 |a_i h_i| (|E[y phi_j]| + E phi~_j / sigt), |a2_i - exact| <=
+    2e-12 sigma~_s(b_i) (|Ey| + 1), |b2_i - exact| <= 4 eps |b_i| + 2e-12 |a_i h_i| (|Ey| + 1) (h = win_s, the
+    moments' absolute scales), both weightings; two_step_features and line_params: |F - exact| <= 1e-12 |F| +
+    8 eps (|alpha| (k + mu_A) / sigt + |b|) + 1e-300; against exact rationals with the window and the smoothed
+    ReLU in mpmath at 40 digits."""
+    n = data.draw(st.integers(1, 3))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    s2 = 10.0 ** data.draw(st.floats(-2, 1))
+    p0 = E.TwoLayerParams(rng.standard_normal((n, model.D)), rng.uniform(-2, 3, n),
+                          rng.standard_normal(n) * 10.0 ** data.draw(st.floats(-3, 3)))
+    pi, y, cen, _, sig2 = _rows_exact(model)
+    pp = sum(p for p, v in zip(pi, y) if v > 0)
+    tiny = mp.mpf(1e-300)
+    for weighted in (False, True):
+        got = E.two_step_limit(model, p0, s2, weighted=weighted)
+        with mp.workdps(40):
+            f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+            st_ = mp.sqrt(f(sig2))
+            w = [p * ((Fraction(1, 2) / (pp if v > 0 else 1 - pp)) if weighted else 1) * v for p, v in zip(pi, y)]
+            Ey = f(sum(w))
+            Ephi = [f(sum(wr * r[j] for wr, r in zip(w, cen))) / st_ if j < model.k else mp.mpf(0)
+                    for j in range(model.D)]
+            if weighted:   # gamma_weighted = E[alpha_y y phi~]: E[alpha_y y] = 0, so centring does not matter
+                Ey = mp.mpf(0)
+            Ephit = [f(sum(p * int(rr[j]) for p, rr in zip(pi, model.A_support))) for j in range(model.k)]
+            errs = []
+            for i in range(n):
+                b = mp.mpf(float(p0.b[i]))
+                ah = mp.mpf(float(p0.a[i])) * _win_mp(b, s2)
+                for j in range(model.D):
+                    sc = abs(ah) * (abs(Ephi[j]) + (Ephit[j] / st_ if j < model.k else 0))
+                    errs.append(abs(got.Q[i, j] - ah * Ephi[j]) / (2e-12 * sc + tiny))
+                errs.append(abs(got.b[i] - (b + ah * Ey)) / (4 * EPS * abs(b) + 2e-12 * abs(ah) * (abs(Ey) + 1) + tiny))
+                srl = _strelu_mp(b, s2)
+                errs.append(abs(got.a[i] - Ey * srl) / (2e-12 * srl * (abs(Ey) + 1) + tiny))
+        assert record("emergence.two_step_limit", float(max(errs)), weighted=weighted) <= 1
+    # features of a line network (q_i = alpha_i 1_A / sqrt(k)), by count and by support row
+    alpha = rng.standard_normal(n) * 10.0 ** data.draw(st.floats(-2, 2))
+    lp = E.line_params(model, alpha, p0.b, p0.a)
+    s = data.draw(st.sampled_from([0.0, 0.01, 1.0]))
+    with mp.workdps(40):
+        st_ = mp.sqrt(f(sig2))
+        errs = [abs(lp.Q[i, j] - (mp.mpf(float(alpha[i])) / mp.sqrt(model.k) if j < model.k else 0))
+                / (EPS * abs(mp.mpf(float(alpha[i])) / mp.sqrt(model.k))) for i in range(n) for j in range(model.D)]
+        assert record("emergence.line_params", float(max(errs))) <= 1
+        muA = f(sum(p * sum(int(v) for v in rr) for p, rr in zip(pi, model.A_support)))
+        for by in ("count", "support"):
+            F = E.two_step_features(model, lp, s, by=by)
+            counts = range(model.k + 1) if by == "count" else [int(v) for v in model.A_support.sum(1)]
+            for r_, c in enumerate(counts):
+                for i in range(n):
+                    a_ = mp.mpf(float(lp.Q[i, 0]))
+                    z = a_ * (c - muA) / st_ + mp.mpf(float(p0.b[i]))
+                    ref = _strelu_mp(z, s) if s > 0 else min(max(z, 0), 1)
+                    bound = 1e-12 * abs(ref) + 8 * EPS * (abs(a_) * (model.k + muA) / st_ + abs(p0.b[i])) + tiny
+                    assert record("emergence.two_step_features", float(abs(F[r_, i] - ref) / bound), by=by) <= 1

@@ -735,7 +735,6 @@ def test_network_and_training_bounds(logs, m, r, log_p, log_g, log_n, loss):
         # frozen layer, concentration, OCO, Lemma B.10
         wf = mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in W.ravel()))
         bn = mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in b))
-        rad = Ba2 * (wf * X + bn) / mp.sqrt(N)
         n_int = int(min(n, 10 ** 12))
         errs.append(_rel(GF.rademacher_bound(B_a2, W, b, Bx, n_int), Ba2 * (wf * X + bn) / mp.sqrt(n_int)))
         errs.append(_rel(GF.rademacher_bound(B_a2, W, b, Bx, n_int, convention="paper"),
@@ -992,8 +991,8 @@ def test_first_step_sample(d, m, n, loss, data):
         for i in range(len(a0)):
             ref = -_mpf(eta1) * mp.fsum(lp[s] * _mpf(y[s]) * max(pre[s][i], 0) for s in range(n)) / n
             sc = _mpf(eta1) * mp.fsum(abs(lp[s]) * max(pre[s][i], 0) for s in range(n)) / n
-            assert record("first_step (sample)", float(abs(da[i] - ref) / (4 * (n + d + 4) * EPS * sc + mp.mpf(1e-300))))\
-                <= 1
+            bound = 4 * (n + d + 4) * EPS * sc + mp.mpf(1e-300)
+            assert record("first_step (sample)", float(abs(da[i] - ref) / bound)) <= 1
             for j in range(d):
                 ref = -_mpf(eta1) * _mpf(a0[i]) * mp.fsum(lp[s] * _mpf(y[s]) * (1 if pre[s][i] > 0 else 0)
                                                           * _mpf(X[s, j]) for s in range(n)) / n
@@ -1036,3 +1035,67 @@ def test_opt_frozen_hinge(n, M, data):
         sum(abs(r_ * Fraction(float(v))) for r_, v in zip(row, a2)) for row in rows))
     assert record("opt_frozen (ball: OPT - (value - gap))", float(Fraction(v2 - g2) - max(opt, Fraction(0)))
                   / 1e-9 if v2 - g2 < float(opt) else 0.0) <= 1
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.integers(3, 10 ** 6), st.floats(0.5, 12), st.lists(st.floats(-3, 3), min_size=4, max_size=4),
+       st.integers(1, 6), st.integers(2, 8), st.data())
+def test_case_parameters_and_smoothness(d, tau, logs, n, M, data):
+    """case_parameters ("linear", "uniform_parity"): every entry relative error <= 16 eps, except B_G = rho - C_G s,
+    absolute <= 4 eps (rho + C_G s); smoothness_constant: relative <= 4 (M + n) eps (spectral: the top eigenvalue of
+    the PSD Gram; trace); symmetric_init: the mirror copies bit-identical (g = 0 exactly, the halves summed apart);
+    against mpmath."""
+    import warnings
+    rho, beta, Bx1, Bx2 = (10.0 ** v for v in logs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = GF.case_parameters("linear", d=d, tau=tau, rho=rho, beta=beta, Bx1=Bx1, Bx2=Bx2)
+        except ValueError:   # B_G <= 0: refused, as documented
+            out = None
+    errs = []
+    with mp.workdps(DPS):
+        D_, T_, R, Bt, X1, X2 = (_mpf(v) for v in (d, tau, rho, beta, Bx1, Bx2))
+        s = mp.sqrt(X2) / D_ ** (T_ / 2 - mp.mpf(0.25))
+        if out is not None:
+            refs = dict(gamma=s / R, B_a1=1 / Bt, B_a2=mp.sqrt(2) / Bt, B_b=1 / X1 ** 2, b_over_sigma_w=D_ ** T_ * X1,
+                        err_bound_paper=X1 * mp.root(X2, 4) / (Bt * mp.sqrt(R) * D_ ** (T_ / 4 - mp.mpf(0.125))),
+                        err_bound=2 / Bt * X1 * mp.sqrt(2 * s / R))
+            errs += [_rel(out[kk], v) / (16 * EPS) for kk, v in refs.items()
+                     if mp.mpf(2) ** -1000 < v < mp.mpf(2) ** 1000]
+            errs.append(float(abs(_mpf(out["B_G"]) - (R - s)) / (4 * EPS * (R + s))))
+        dd = 2 * data.draw(st.integers(1, 2000)) + 1
+        k = 2 * data.draw(st.integers(1, max(1, min(20, (dd - 1) // 2))))
+        up = GF.case_parameters("uniform_parity", d=dd, k=k)
+        K, DD = mp.mpf(k), mp.mpf(dd)
+
+        def xi(n_, j):
+            h, i = (n_ - 1) // 2, (j - 1) // 2
+            return (-1) ** i * mp.binomial(h, i) * mp.binomial(n_ - 1, h) / (mp.binomial(n_ - 1, j - 1)
+                                                                            * mp.mpf(2) ** (n_ - 1))
+        BG = mp.sqrt(K * xi(dd, k - 1) ** 2 + (DD - K) * xi(dd, k + 1) ** 2) / 2
+        gi = mp.sqrt(K) / (DD - K)
+        eb = 3 * (K + 1) * 2 * mp.sqrt(K) * mp.sqrt(2 * DD * mp.log(DD)) * gi
+        for kk, v in dict(B_G=BG, gamma_inf=gi, B_a1=2 * mp.sqrt(K), B_a2=mp.sqrt(6 * K * (K + 1)),
+                          B_b=(K + 1) / mp.sqrt(K), err_bound=eb,
+                          err_bound_paper=K ** 2 * mp.sqrt(DD * mp.log(DD)) / (DD - K)).items():
+            errs.append(_rel(up[kk], v) / (16 * EPS))
+        assert up["log_p"] == -(k - 1) * math.log(2.0) or abs(up["log_p"] + (k - 1) * mp.log(2)) <= 16 * EPS * k
+        rng = np.random.default_rng(d)
+        Phi = rng.standard_normal((n, M)) * 10.0 ** rng.uniform(-3, 3, M)
+        G = mp.matrix(M, M)
+        for i in range(M):
+            for j in range(M):
+                G[i, j] = mp.fsum(_mpf(Phi[r, i]) * _mpf(Phi[r, j]) for r in range(n)) / n
+        lmax = max(mp.eigsy(G)[0])
+        for loss, beta_ in (("logistic", 1 / (4 * mp.log(2))), ("squared", mp.mpf(2))):
+            errs.append(_rel(GF.smoothness_constant(Phi, loss), beta_ * lmax) / (4 * (M + n) * EPS))
+            errs.append(_rel(GF.smoothness_constant(Phi, loss, bound="trace"), beta_ * sum(G[i, i] for i in range(M)))
+                        / (4 * (M + n) * EPS))
+    assert record("case_parameters / smoothness_constant", max(errs), d=d, tau=tau) <= 1
+    a, W, b = GF.symmetric_init(3, M, 1.0, 1.0, 0.5, rng)
+    h = 2 * M
+    assert np.array_equal(a[h:], -a[:h]) and np.array_equal(W[h:], W[:h]) and np.array_equal(b[h:], b[:h])
+    X = rng.standard_normal((5, 3))
+    F = np.maximum(X @ W.T - b, 0)
+    assert np.all(F[:, :h] @ a[:h] + F[:, h:] @ a[h:] == 0)   # each half is the other's exact negative
