@@ -886,3 +886,73 @@ def test_two_step_limit_and_features(model, data):
                     ref = _strelu_mp(z, s) if s > 0 else min(max(z, 0), 1)
                     bound = 1e-12 * abs(ref) + 8 * EPS * (abs(a_) * (model.k + muA) / st_ + abs(p0.b[i])) + tiny
                     assert record("emergence.two_step_features", float(abs(F[r_, i] - ref) / bound), by=by) <= 1
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(pattern_models(k_max=4, nb_max=3), st.data())
+def test_step2_expansion(model, data):
+    """step2_expansion: |T - exact| <= 2e-12 times the expansion with every term and factor in modulus (|h''| as
+    (|u0| phi(u0) + |u1| phi(u1))/s^2, window_derivs' own scale; the label moments Ey, E[y phi...] as the sums of
+    their terms' moduli, E|y| = 1 and E|phi...| (plus E phi~_j / sigt for E[y phi_j], the moments' own scale), the
+    scales of their rounding), q of scale 1e-4..1, b in [-2, 3], s in
+    1e-2..10; against the expansion in mpmath at 40 digits from exact moments (the evaluation only: the
+    truncation error O(|q|^3/s^3) is the approximation's)."""
+    n = data.draw(st.integers(1, 2))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    Q = rng.standard_normal((n, model.D)) * 10.0 ** data.draw(st.floats(-4, 0))
+    b, s = rng.uniform(-2, 3, n), 10.0 ** data.draw(st.floats(-2, 1))
+    T, Tb, Ta = E.step2_expansion(model, Q, b, s)
+    pi, y, cen, _, sig2 = _rows_exact(model)
+    k, D = model.k, model.D
+    with mp.workdps(40):
+        f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+        st_ = mp.sqrt(f(sig2))
+        pb = [mp.mpf(float(v)) for v in np.broadcast_to(model.p_bg, (D - k,))]
+        sp2 = [p * (1 - p) / f(sig2) for p in pb]
+        Ephi3 = [p * (1 - p) * (1 - 2 * p) / st_ ** 3 for p in pb]
+        Ey = f(sum(p * v for p, v in zip(pi, y)))
+        phA = [[f(r[j]) / st_ for j in range(k)] for r in cen]
+        wy = [f(p) * v for p, v in zip(pi, y)]
+        E1 = [mp.fsum(w * r[j] for w, r in zip(wy, phA)) for j in range(k)]
+        M2 = [[mp.fsum(w * r[j] * r[l] for w, r in zip(wy, phA)) for l in range(k)] for j in range(k)]
+        M3 = [[[mp.fsum(w * r[j] * r[l] * r[m] for w, r in zip(wy, phA)) for m in range(k)] for l in range(k)]
+              for j in range(k)]
+        wa = [f(p) for p in pi]   # the label moments' sums of moduli (E|y| = 1): the scales of their rounding
+        E1a = [mp.fsum(w * abs(r[j]) for w, r in zip(wa, phA))   # + E phi~_j / sigt: the moments' gamma scale
+               + f(sum(p * int(rr[j]) for p, rr in zip(pi, model.A_support))) / st_ for j in range(k)]
+        M2a = [[mp.fsum(w * abs(r[j] * r[l]) for w, r in zip(wa, phA)) for l in range(k)] for j in range(k)]
+        M3a = [[[mp.fsum(w * abs(r[j] * r[l] * r[m]) for w, r in zip(wa, phA)) for m in range(k)] for l in range(k)]
+               for j in range(k)]
+        errs = []
+        for i in range(n):
+            B, S = mp.mpf(float(b[i])), mp.mpf(s)
+            u0, u1 = B / S, (1 - B) / S
+            h, h1 = _win_mp(B, S), (mp.npdf(u0) - mp.npdf(u1)) / S
+            h2, h2a = -(u0 * mp.npdf(u0) + u1 * mp.npdf(u1)) / S ** 2, (abs(u0) * mp.npdf(u0)
+                                                                         + abs(u1) * mp.npdf(u1)) / S ** 2
+            q = [mp.mpf(float(v)) for v in Q[i]]
+            qA, qB = q[:k], q[k:]
+            ES2 = mp.fsum(v * v * c for v, c in zip(qB, sp2))
+            Eyc = mp.fsum(a * e for a, e in zip(qA, E1))
+            Eyca = mp.fsum(abs(a) * e for a, e in zip(qA, E1a))
+            Eyc2 = mp.fsum(qA[l] * M2[l][m] * qA[m] for l in range(k) for m in range(k))
+            Eyc2a = mp.fsum(abs(qA[l] * qA[m]) * M2a[l][m] for l in range(k) for m in range(k))
+            for j in range(k):
+                lin = mp.fsum(qA[l] * M2[j][l] for l in range(k))
+                qua = mp.fsum(qA[l] * qA[m] * M3[j][l][m] for l in range(k) for m in range(k))
+                ref = E1[j] * (h + h2 * ES2 / 2) + h1 * lin + h2 * qua / 2
+                sc = E1a[j] * (h + h2a * ES2 / 2) + abs(h1) * mp.fsum(abs(qA[l]) * M2a[j][l] for l in range(k)) \
+                    + h2a * mp.fsum(abs(qA[l] * qA[m]) * M3a[j][l][m] for l in range(k) for m in range(k)) / 2
+                errs.append(abs(T[i, j] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
+            for j in range(D - k):
+                ref = sp2[j] * qB[j] * (h1 * Ey + h2 * Eyc) + h2 * qB[j] ** 2 * Ey * Ephi3[j] / 2
+                sc = sp2[j] * abs(qB[j]) * (abs(h1) + h2a * Eyca) + h2a * qB[j] ** 2 * abs(Ephi3[j]) / 2
+                errs.append(abs(T[i, k + j] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
+            ref = h * Ey + h1 * Eyc + h2 * (Eyc2 + Ey * ES2) / 2
+            sc = h + abs(h1) * Eyca + h2a * (Eyc2a + ES2) / 2
+            errs.append(abs(Tb[i] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
+            srl = _strelu_mp(B, S)
+            ref = srl * Ey + h * Eyc + h1 * (Eyc2 + Ey * ES2) / 2
+            sc = srl + h * Eyca + abs(h1) * (Eyc2a + ES2) / 2
+            errs.append(abs(Ta[i] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
+    assert record("emergence.step2_expansion", float(max(errs)), model=repr(model), s=s) <= 1

@@ -244,7 +244,7 @@ def line_params(model, alpha, b, a):
 
     Notes
     -----
-    Accuracy: relative error <= 2^-52 (alpha_i / sqrt(k): two roundings); measured 0.63 of the bound
+    Accuracy: relative error <= 2^-52 (alpha_i / sqrt(k): two roundings); measured 0.76 of the bound
     (tests/test_accuracy_emergence.py, mpmath).
     Regime: any; the line is invariant under population GD for exchangeable count labelings (docs/emergence.md).
 
