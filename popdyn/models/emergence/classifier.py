@@ -56,7 +56,7 @@ def hinge_and_error(F, pi, y, a):
     Notes
     -----
     Accuracy: loss absolute error <= 2 (n + 2) eps sum_c pi_c (1 + sum_i |F_ci a_i|); the error exact where no |g_c| is
-    within that of 0, and in [0, 1] (pi is normalised; before, 1 + 1e-9 when pi summed to 1 + 1e-9); measured 0.19 of
+    within that of 0, and in [0, 1] (pi is normalised; before, 1 + 1e-9 when pi summed to 1 + 1e-9); measured 0.28 of
     the bound (tests/test_accuracy_emergence.py, exact rationals).
     Regime: exact for any finite support.
 

@@ -399,7 +399,7 @@ def two_step_limit(model, params0, s2, weighted=False):
     -----
     Accuracy: |Q_ij - exact| <= 2e-12 |a_i h_i| (|E[y phi_j]| + E phi~_j / sigt), |a_i^(2) - exact| <= 2e-12
     sigma~_s(b_i) (|Ey| + 1), |b_i^(2) - exact| <= 4 eps |b_i| + 2e-12 |a_i h_i| (|Ey| + 1) (h = win_s; the moments'
-    absolute scales; 1e-300 absolute where subnormal), both weightings; measured 0.094 of the bound
+    absolute scales; 1e-300 absolute where subnormal), both weightings; measured 0.11 of the bound
     (tests/test_accuracy_emergence.py, exact rationals, the window in mpmath).
     Regime: the theory schedule (``lambda = 1/(2 eta)`` kills at steps 1-2, ``eta^(2) = 1``) as ``eta^(1) -> 0``;
     the finite-``eta^(1)`` correction is O(eta^(1) |a^(0)| ||T^(1)||) (:func:`step2_expansion`). For balanced
@@ -454,7 +454,7 @@ def two_step_features(model, params, s=0.0, by="count"):
     Notes
     -----
     Accuracy: absolute error <= 1e-12 |F| + 8 eps (|alpha| (k + mu_A)/sigt + |b|) (smooth_trunc_relu's relative 1e-12
-    and the rounding of its argument, it being 1-Lipschitz), s = 0 included; measured 1.8e-3 of the bound
+    and the rounding of its argument, it being 1-Lipschitz), s = 0 included; measured 0.010 of the bound
     (tests/test_accuracy_emergence.py, the smoothed ReLU in mpmath).
     Regime: the background block of ``Q`` exactly 0 (else InvalidParameterError: the features would be random
     given the A block).

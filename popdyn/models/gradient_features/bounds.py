@@ -171,7 +171,7 @@ def main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, eps, delta, *,
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: Assumption 3.1, ``log m <= d`` (B.11), ``T eta Bx1 = C_T/(mp)^(1/4) = o(1)`` and the Lemma B.6
     tolerance ``B_eps = Bx1 sqrt(B_b/B_G)/(mp)^(1/4) < B_b``; failures are listed in ``regime`` and warned
@@ -290,7 +290,7 @@ def average_loss_bound(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx1, m, eta, T, b_tild
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: Thm B.11 / B.23, ``T eta Bx1 = o(1)``; orders of magnitude (hidden constants). At the choices of
     :func:`main_theorem` with unit constants, ``drift = eps`` exactly, ``init = B_a1 X/(mp)^(1/4)`` and the
@@ -384,7 +384,7 @@ def good_network_bound(p, gamma, B_G, r, B_a1, B_b, Bx1, m, *, B_eps=None, OPT=0
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: probability ``>= 1 - 2r exp(-sqrt(mp))`` over the init (B.6), plus
     ``n > Omega((Bx/sqrt(Bx2) + log(1/p) + sqrt(Bx2)/(B_G|l'(0)|))^3)`` for B.149. The |Gamma| B_a1 B_eps of B.52
@@ -452,7 +452,7 @@ def good_network_scales(p, B_G, B_b, Bx1, m, r, B_a1, B_a2, b_tilde, *, B_eps=No
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: as :func:`good_network_bound`. With ``|Lambda_j|`` neurons for target j, the construction gives
     exactly ``||a~||_2^2 = sum_j a*_j^2 beta_j^2/(|Lambda_j| b~^2)`` with ``beta_j <= B_b``.
@@ -515,7 +515,7 @@ def rademacher_bound(B_a2, W, b, Bx, n, *, convention="corrected"):
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: any W, b and inputs with ``||x|| <= Bx``; the paper's form holds when ``b >= 0`` (then
     ``sigma(w.x - b) <= |w.x|``).
@@ -646,7 +646,7 @@ def theorem_B2_bound(L, a1_norm, B_a2, T, W, b, Bx, n, *, OPT_frozen=0.0, C=1.0,
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: the empirical loss must be L-smooth in a, which the hinge loss is not (B.486; docs/errata.md):
     valid for smooth losses (base-2 logistic, MSE). Theorem 3.4 states eta = 1/t; B.2 has eta = 1/L (errata).
@@ -700,7 +700,7 @@ def gradient_concentration(n, Bx, Bx2, *, delta=None, C=1.0):
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: bounded inputs ``||x|| <= Bx``, |y| <= 1, any (w, b); the deviation of the first-step weights is
     ``eta1 |l'(0)| |a_i|`` times this.
@@ -1001,7 +1001,7 @@ def lemma_B10_bounds(a_tilde, W_t, W_1, b, Bx1, *, loss="hinge", convention="cor
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: any data law with ``E||x|| <= Bx1``, any ``a~, W_t, W_1, b`` and any a in B.86; no hidden constant.
     B.85 is Lipschitz continuity of l, Cauchy-Schwarz over supp(a~) and ``|sigma(u) - sigma(v)| <= |u - v|``;
@@ -1388,7 +1388,7 @@ def oco_bound(f_star, theta_star_norm, theta1_norm, grad_norms, eta):
     Notes
     -----
     Accuracy: relative error <= 64 eps (sums of positive products and their roots) for every scale in 1e-6..1e6, p and
-    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.094 of the bound over the framework's closed-form bounds
+    gamma down to 1e-12, m to 1e9, n to 1e12; measured 0.12 of the bound over the framework's closed-form bounds
     (tests/test_accuracy_gradient_features.py, mpmath at 40 digits).
     Regime: every f_t convex (any sequence, chosen adaptively); the step of Algorithm 1 on a with W frozen is of
     this form with f_t the loss on the fresh batch.

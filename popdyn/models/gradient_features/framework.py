@@ -220,9 +220,10 @@ def first_step(model, a0, W0, b, eta1, loss="hinge", X=None, y=None):
 
     Notes
     -----
-    Accuracy: sample: |delta a_i - exact| <= 4 (n + d + 4) eps eta1 E|l'| relu(pre_i) and |delta W_ij - exact| <= 4 (n +
-    d + 4) eps eta1 |a_i| E|l' x_j| (away from the kinks, 1e-9); measured 0.81 of the bound
-    (tests/test_accuracy_gradient_features.py, exact rationals and mpmath). Population: that of the model's
+    Accuracy: sample: |delta a_i - exact| <= 4 (n + d + 4) eps c eta1 E|l'| relu(pre_i) and |delta W_ij - exact| <= 4
+    (n + d + 4) eps c eta1 |a_i| E|l' x_j| (away from the kinks, 1e-9), c = 1 for the hinge and 1 + max_x sum_i |a_i|
+    (|w_i| . |x| + |b_i|) for the logistic loss (its derivative moves with the rounding of y g); measured 0.15 of the
+    bound (tests/test_accuracy_gradient_features.py, exact rationals and mpmath). Population: that of the model's
     simplified_gradient and A, times one product.
     Regime: population: the symmetric init (3.9) (``g^(0) = 0``, checked exactly; an InvalidParameterError
     otherwise), any model with a closed-form or Monte Carlo ``G`` and ``A``. On a sample: the exact gradient

@@ -681,7 +681,7 @@ class StructuredParity(DataModel):
 
         Notes
         -----
-        Accuracy: |G_l - exact| <= N eps E|x_l| (N support points); measured 0.063 of the bound
+        Accuracy: |G_l - exact| <= N eps E|x_l| (N support points); measured 0.11 of the bound
         (tests/test_accuracy_gradient_features.py, exact rationals), neurons away from the kink (1e-9).
         Regime: support size :math:`(2^{rk}+2r)\,3^{d-rk}\le2^{18}` (fewer when a probability is 0), else an error
         pointing to :meth:`simplified_gradient_mc`; exact up to float64 summation.
@@ -711,7 +711,7 @@ class StructuredParity(DataModel):
 
         Notes
         -----
-        Accuracy: |A - exact| <= (N + d + 2) eps E[|<w, x>| + |b|] (N support points); measured 0.041 of the bound
+        Accuracy: |A - exact| <= (N + d + 2) eps E[|<w, x>| + |b|] (N support points); measured 0.054 of the bound
         (tests/test_accuracy_gradient_features.py, exact rationals).
         Regime: as :meth:`simplified_gradient` (the inherited ``A_mc`` samples at any d).
 
