@@ -303,3 +303,656 @@ def test_gmm_correlations(k, extra, log_sr, data):
                      abs(got.beta - _win_mp(b, S)) / (1e-12 * _win_mp(b, S) + tiny)])
     assert 0 <= got.beta <= 1
     assert record("emergence.gmm_correlations", float(err), k=k, d=d, w=list(w), b=b, s=s, sr=sr) <= 1
+
+
+# ---- rates, error scales and lower bounds (mpmath at 40 digits from the float inputs) ---------------------------
+
+def _relerr(got, ref):
+    ref = mp.mpf(ref)
+    return float(abs(mp.mpf(float(got)) - ref) / abs(ref)) if ref != 0 else float(abs(got))
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.integers(1, 10 ** 6), st.integers(1, 10 ** 6), st.floats(-6, 12), st.floats(-6, 6), st.floats(-6, 6))
+def test_rates_and_error_scales(k, m, log_T, log_C, log_x):
+    """theorem1_rate, theorem26_intermediate_rate, theorem26_terms, width_for_loss, eps_e, eps_e2: relative error
+    <= 16 eps (sums of positive products), k and m to 1e6, T, C and the data scales over 1e-6..1e12."""
+    T, C, x = 10.0 ** log_T, 10.0 ** log_C, 10.0 ** log_x
+    with mp.workdps(40):
+        K, Mm, TT, CC, X = (mp.mpf(v) for v in (k, m, T, C, x))
+        m23 = Mm ** (mp.mpf(2) / 3)
+        r1 = CC * (K ** 8 / m23 + K ** 3 * TT / Mm ** 2 + K ** 2 * m23 / TT)
+        eta = K ** 2 / (TT * Mm ** (mp.mpf(1) / 3))
+        r26 = CC * (K ** 9 / Mm + K ** 4 * eta ** 2 * TT ** 2 + K ** 3 * TT / Mm ** 2 + K ** 9 / (eta * TT * Mm)
+                    + eta * Mm)
+        lam = K ** 3 / (X * Mm ** (mp.mpf(1) / 3))
+        a2sq, a0, a2 = K ** 9 / Mm, Mm / K, mp.sqrt(2 * Mm) / (K * Mm ** 2)
+        lever = mp.sqrt(a2sq * a0)
+        terms = [a2sq / 2, lever * CC * TT * eta * lam * X / K, lever * eta ** 2 * TT ** 2,
+                 lever * CC * TT / (K * Mm ** 2), a2sq / (2 * eta * TT), a2 * mp.sqrt(Mm), eta * Mm]
+        epsl = mp.mpf(min(0.5, x / 1e6))
+        wfl = CC * K ** 12 / epsl ** mp.mpf(1.5)
+        D, po, delta = k + m, mp.mpf(min(x, 1e6) / 1e6 / 2), mp.mpf(0.05)
+        L = mp.log(D * Mm / delta)
+        ee = CC * (K * mp.sqrt(L) + L ** mp.mpf(1.5)) / mp.sqrt(po * (1 - po) * (D - K))
+        ee2 = CC * TT * X * K * (X + ee) / (X ** 2 * CC) + mp.exp(-K)
+    got = E.theorem26_terms(k, m, T, sigt=x, C=C)
+    errs = [_relerr(E.theorem1_rate(k, m, T, C=C), r1), _relerr(E.theorem26_intermediate_rate(k, m, T, C=C), r26),
+            _relerr(got["total"], mp.fsum(terms)), _relerr(E.width_for_loss(k, float(epsl), C=C), wfl)]
+    errs += [_relerr(got[key], t) for key, t in zip(("a_tilde", "lam_drift", "eta_drift", "step2_drift",
+                                                     "oco_norm", "a2", "eta_m"), terms)]
+    errs.append(_relerr(E.eps_e(k, D, float(po), m, 0.05, C=C), ee))
+    errs.append(_relerr(E.eps_e2(T, x, k, x, x, C, float(ee), C=C), ee2))
+    assert record("emergence rates and error scales", max(errs) / (16 * EPS), k=k, m=m, T=T) <= 1
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.integers(1, 3000), st.data())
+@example(60, None)
+def test_lower_bounds(D, data):
+    """fixed_feature_lower_bound (all forms), kernel_lower_bound: absolute error <= 1e-12 p_o (the clipped
+    difference 1 - gap cancels; gap = B sqrt(t N / C(D, k)) from logs of numbers to 1e300 loses
+    eps (log tN + log C)); sq_lower_bound: min_queries and error_gap relative <= 1e-12 where normal (the
+    exponentials of logs to 709), sq_dim exact; against mpmath at 40 digits with the exact binomial."""
+    if data is None:
+        k, N, B, t, po, poly = 30, 10 ** 8, 10.0 ** 0.5, 1.0, 0.5, 2.0 ** 15
+    else:
+        k = data.draw(st.integers(1, D))
+        N = data.draw(st.integers(1, 10 ** 300))
+        B, t = 10.0 ** data.draw(st.floats(-300, 300)), 10.0 ** data.draw(st.floats(0, 5))
+        po = data.draw(st.sampled_from([1.0, 0.5, 1e-12, 0.3]))
+        poly = 10.0 ** data.draw(st.floats(0, 12))
+        if data.draw(st.booleans()):   # gap near 1: B = sqrt(C / (t N)) (1 + tiny)
+            with mp.workdps(40):
+                B = float(mp.sqrt(mp.binomial(D, k) / (mp.mpf(t) * N)) * (1 + mp.mpf(10) ** data.draw(
+                    st.integers(-15, -1)) * data.draw(st.sampled_from([-1, 1]))))
+            assume(0 < B < 1e300)
+    assume(float(t) * N < 1e308)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = {f: E.fixed_feature_lower_bound(po, N, B, k, D, f, t=t if f == "parseval" else 1.0)
+               for f in ("parseval", "paper_sqrt2N_B", "paper_sqrt2NB")}
+    with mp.workdps(40):
+        C = mp.binomial(D, k)
+        P, BB = mp.mpf(po), mp.mpf(B)
+        refs = {"parseval": P * max(0, 1 - BB * mp.sqrt(mp.mpf(t) * N / C)),
+                "paper_sqrt2N_B": P * max(0, 1 - mp.sqrt(2 * mp.mpf(N)) * BB / mp.mpf(2) ** k),
+                "paper_sqrt2NB": P * max(0, 1 - mp.sqrt(2 * mp.mpf(N) * BB) / mp.mpf(2) ** k)}
+        err = max(float(abs(got[f] - refs[f]) / P) for f in refs)
+        kl = max(0, P * (1 - mp.mpf(poly) / mp.mpf(2) ** k) - 1 / mp.mpf(poly))
+        err_k = float(abs(E.kernel_lower_bound(po, k, poly) - kl) / P)
+        sq = E.sq_lower_bound(D, k)
+        q, gap = C ** (mp.mpf(1) / 3) / 2, C ** -3
+        rq = _relerr(sq.min_queries, q) if q < mp.mpf(2) ** 1023 else 0.0
+        rg = _relerr(sq.error_gap, gap) if gap > mp.mpf(2) ** -1022 else float(abs(sq.error_gap - gap) / 1e-300)
+    assert all(0 <= v <= po for v in got.values()) and 0 <= E.kernel_lower_bound(po, k, poly) <= po
+    assert sq.sq_dim == math.comb(D, k)
+    assert record("emergence.fixed_feature_lower_bound", err / 1e-12, D=D, k=k, N=N, B=B, t=t) <= 1
+    assert record("emergence.kernel_lower_bound", err_k / 1e-12, k=k, poly=poly) <= 1
+    assert record("emergence.sq_lower_bound", max(rq, rg) / 1e-12, D=D, k=k) <= 1
+
+
+# ---- data-model helpers and finite samples (exact rationals; mpmath for the square roots) -----------------------
+
+def _rows_exact(model):
+    """pi (normalised), y, the centred row means E[phi~ - E phi~ | r] (R, D), the within-row background variances
+    (R, D - k) and sigt^2, all exact rationals from the float inputs."""
+    pi = [Fraction(float(v)) for v in model.A_probs]
+    pi = [p / sum(pi) for p in pi]
+    y = [int(v) for v in model.labels]
+    P, group = model.background_groups()
+    rows = [[Fraction(int(v)) for v in r] + [Fraction(float(p)) for p in P[g]]
+            for r, g in zip(model.A_support, group)]
+    D = model.D
+    mean = [sum(p * r[j] for p, r in zip(pi, rows)) for j in range(D)]
+    cen = [[r[j] - mean[j] for j in range(D)] for r in rows]
+    var = [[p * (1 - p) for p in r[model.k:]] for r in rows]
+    sig2 = sum(p * sum(c * c for c in r) for p, r in zip(pi, cen)) + sum(p * sum(v) for p, v in zip(pi, var))
+    return pi, y, cen, var, sig2
+
+
+def _y_phi_exact(model):
+    """mu~ = E[y psi] and Sigma~ = Cov(y psi) for psi = phi~ - E phi~ (phi = psi / sigt), exact."""
+    pi, y, cen, var, sig2 = _rows_exact(model)
+    D, k = model.D, model.k
+    mu = [sum(p * v * r[j] for p, v, r in zip(pi, y, cen)) for j in range(D)]
+    S = [[sum(p * r[i] * r[j] for p, r in zip(pi, cen)) - mu[i] * mu[j] for j in range(D)] for i in range(D)]
+    for j in range(k, D):
+        S[j][j] += sum(p * v[j - k] for p, v in zip(pi, var))
+    return mu, S, sig2
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(pattern_models(k_max=5, nb_max=3), st.integers(1, 10 ** 9), st.floats(-2, 3), st.floats(-2, 1))
+@example(E.PatternModel(2, 1, np.array([[0.], [1.]]), np.array([0.5, 0.5]), np.array([-1., 1.]), 1e-9), 10,
+         0.5, 0.0)   # y phi_A constant: tr Cov(y phi) = 4e-9 was E||y phi||^2 - ||mu||^2 (2.5e-8 relative off)
+@example(E.PatternModel(3, 2, np.array([[0, 0], [0, 1], [1, 0], [1, 1]]), np.array([1 - 2e-9, 1e-9, 1e-9, 1e-18]),
+                        np.array([1, 1, 1, -1]), 0.5), 10, 0.5, -1.0)   # 1 - Ey^2 = 4e-18 (the sd was 7.4x off)
+def test_finite_sample_predictions(model, n, b1, log_s):
+    """finite_sample_step2_deviation: relative error <= 64 eps kappa, kappa = 1 + E||E[phi | r]|| / ||E[y phi]||
+    (the conditioning of E[y phi]); finite_sample_step2_cos: absolute <= 64 eps kappa (1 + K+/n), K+ the 1/n
+    term's numerator (3|u'Su| + 2|v'Su| + tr S)/(2||mu||^2) with its terms in modulus (they cancel when v ~ u), and
+    n refused where the expansion leaves [-1, 1]; finite_sample_bias_shift: mean absolute <= 2e-12 |a1| win_s(b1),
+    sd relative <= 2e-12; against exact rationals (mpmath for the roots and the window). Before: E[y phi] and
+    tr Cov(y phi) were sums that cancel where one class is rare or y phi nearly constant, the sd came from
+    1 - Ey^2, and n = 1 gave a cosine of -37.8."""
+    s = 10.0 ** log_s
+    mu, S, sig2 = _y_phi_exact(model)
+    D = model.D
+    r2 = sum(m * m for m in mu)
+    assume(r2 > 0)
+    tr = sum(S[j][j] for j in range(D))
+    with mp.workdps(40):
+        dev = mp.sqrt(mp.mpf(tr.numerator) / tr.denominator / n / (mp.mpf(r2.numerator) / r2.denominator))
+        f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+        nm = mp.sqrt(f(r2))
+        u = [f(m) / nm for m in mu]
+        v = [mp.mpf(1) / mp.sqrt(model.k) if j < model.k else mp.mpf(0) for j in range(D)]
+        c = mp.fsum(a * b for a, b in zip(u, v))
+        quad = lambda x, z: mp.fsum(x[i] * f(S[i][j]) * z[j] for i in range(D) for j in range(D))  # noqa: E731
+        K = (3 * c * quad(u, u) - 2 * quad(v, u) - c * f(tr)) / (2 * f(r2))  # sigt^2 cancels
+        Kabs = (3 * abs(quad(u, u)) + 2 * abs(quad(v, u)) + f(tr)) / (2 * f(r2))   # its terms' magnitudes
+        cos = c + K / n
+        win = _win_mp(b1, s)
+        pp = sum(p for p, yv in zip(*_rows_exact(model)[:2]) if yv > 0)
+        Ey, sd = f(2 * pp - 1), 2 * win * mp.sqrt(f(pp * (1 - pp)) / n)
+    pi, y, cen, _, _ = _rows_exact(model)
+    with mp.workdps(40):   # the conditioning of mu = E[y psi]: E||E[psi | r]|| / ||mu||
+        kappa = 1 + mp.fsum(f(p) * mp.sqrt(f(sum(c * c for c in r))) for p, r in zip(pi, cen)) / mp.sqrt(f(r2))
+    got = E.finite_sample_step2_deviation(model, n)
+    assert record("emergence.finite_sample_step2_deviation", abs(got - dev) / (64 * EPS * kappa * dev),
+                  model=repr(model), kappa=float(kappa)) <= 1
+    if abs(cos) <= 1 + 1e-13:   # beyond, the expansion is not a cosine and n must be refused
+        gc = E.finite_sample_step2_cos(model, n)
+        assert -1 <= gc <= 1
+        assert record("emergence.finite_sample_step2_cos", abs(gc - cos) / (64 * EPS * kappa * (1 + Kabs / n)),
+                      n=n) <= 1
+    else:
+        with pytest.raises(ValueError, match="'n'"):
+            E.finite_sample_step2_cos(model, n)
+    mean, sdg = E.finite_sample_bias_shift(model, n, [1.0], [b1], s)
+    tiny = mp.mpf(1e-300)   # the window is absolute 1e-300 where subnormal
+    assert record("emergence.finite_sample_bias_shift", max(abs(mean[0] - win * Ey) / (2e-12 * win + tiny),
+                                                            abs(sdg[0] - sd) / (2e-12 * sd + tiny)),
+                  model=repr(model)) <= 1
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(pattern_models(k_max=6, nb_max=3), st.data())
+@example(E.iid_block_model(4, 3, 0.6133887424201363, 0.5, [3]), None)   # P(y=-1) + net masses rounded to 1 + 2^-52
+def test_count_threshold_and_weighted_moments(model, data):
+    """count_threshold_ceiling: absolute error <= 4 (R + k) eps and in [max P(y), 1] (before: 1 + 2^-52);
+    class_weighted_moments: E_alpha_y, E_abs_alpha_y absolute <= 1e-13, E_alpha_y_phi_A absolute <= 1e-13
+    E|alpha_y phi_j|, max_E_abs_alpha_y_phi_A relative <= 1e-13; sigt_general: sigt^2 absolute <= 1e-13
+    (sum_jl |rho_jl Cov_jl| + d sigma_zeta^2); against exact rationals (brute force over thresholds and signs)."""
+    pi, y, cen, var, sig2 = _rows_exact(model)
+    counts = [int(v) for v in model.A_support.sum(1)]
+    best = max(sum(p for p, c, yv in zip(pi, counts, y) if (1 if sg * (c - t) > 0 else -1) == yv)
+               for t in [Fraction(2 * j - 1, 2) for j in range(model.k + 2)] for sg in (1, -1))
+    got = E.count_threshold_ceiling(model)
+    R = len(pi)
+    assert max(sum(p for p, v in zip(pi, y) if v > 0), sum(p for p, v in zip(pi, y) if v < 0)) - 4 * R * EPS \
+        <= got <= 1
+    assert record("emergence.count_threshold_ceiling", float(abs(Fraction(got) - best)) / (4 * (R + model.k) * EPS),
+                  model=repr(model)) <= 1
+    pp = sum(p for p, v in zip(pi, y) if v > 0)
+    al = [Fraction(1, 2) / (pp if v > 0 else 1 - pp) for v in y]
+    wm = E.class_weighted_moments(model)
+    with mp.workdps(40):
+        st_ = mp.sqrt(mp.mpf(sig2.numerator) / sig2.denominator)
+        f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+        ey = [f(sum(p * a * v * r[j] for p, a, v, r in zip(pi, al, y, cen))) / st_ for j in range(model.k)]
+        ea = [f(sum(p * a * abs(r[j]) for p, a, r in zip(pi, al, cen))) / st_ for j in range(model.k)]
+    err = max(abs(wm.E_alpha_y) / 1e-13, abs(wm.E_abs_alpha_y - 1) / 1e-13,
+              max(float(abs(wm.E_alpha_y_phi_A[j] - ey[j]) / (1e-13 * ea[j])) for j in range(model.k)),
+              float(abs(wm.max_E_abs_alpha_y_phi_A - max(ea)) / (1e-13 * max(ea))))
+    assert record("emergence.class_weighted_moments", err, model=repr(model)) <= 1
+    # sigt_general with a random unit-diagonal Gram matrix and input noise
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)) if data is not None else 0)
+    Mm = rng.standard_normal((model.D + 2, model.D))
+    Mm /= np.linalg.norm(Mm, axis=0)
+    rho = Mm.T @ Mm
+    rho = (rho + rho.T) / 2
+    np.fill_diagonal(rho, 1.0)
+    sz = 10.0 ** (data.draw(st.floats(-3, 1)) if data is not None else 0.0)
+    d = model.D + 2
+    _, Scov, _ = _y_phi_exact(model)   # Cov(phi~) = E[psi psi^T]: Sigma~ + mu~ mu~^T (y^2 = 1)
+    mu_, _, _ = _y_phi_exact(model)
+    cov = [[Scov[i][j] + mu_[i] * mu_[j] for j in range(model.D)] for i in range(model.D)]
+    ref = sum(Fraction(float(rho[i, j])) * cov[i][j] for i in range(model.D) for j in range(model.D)) \
+        + Fraction(sz) ** 2 * d
+    scale = sum(abs(Fraction(float(rho[i, j])) * cov[i][j]) for i in range(model.D) for j in range(model.D)) \
+        + Fraction(sz) ** 2 * d
+    for conv in ("exact", "paper"):
+        g = E.sigt_general(model, rho, sz, d, convention=conv)
+        r = ref if conv == "exact" else sum(cov[j][j] for j in range(model.D)) + Fraction(sz) ** 2 * d
+        assert record("emergence.sigt_general", float(abs(Fraction(g) ** 2 - r) / (Fraction(1e-13) * scale))) <= 1
+
+
+# ---- parity certificates (exact rationals; mpmath enumeration of the cube) --------------------------------------
+
+@settings(max_examples=examples(25), deadline=None)
+@given(st.integers(1, 7), st.integers(1, 3), st.data())
+def test_parity_correlations(D, N, data):
+    """parity_correlations: absolute error <= D eps E|Psi_i| per entry (D butterfly passes), against the exact
+    rational sums over the cube of feature values of every magnitude (1e-300 to 1e300, either sign)."""
+    k = data.draw(st.integers(0, D))
+    mags = 10.0 ** np.array(data.draw(st.lists(st.floats(-300, 300), min_size=N, max_size=N)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    Psi = rng.uniform(-1, 1, (2 ** D, N)) * mags
+    A, c = E.parity_correlations(Psi, k)
+    Z = list(itertools.product([-1, 1], repeat=D))
+    for a, row in zip(A, c):
+        for i in range(N):
+            ex = sum(Fraction(math.prod(z[j] for j in a)) * Fraction(float(Psi[r, i])) for r, z in enumerate(Z))
+            scale = sum(abs(Fraction(float(v))) for v in Psi[:, i]) / 2 ** D
+            assert record("emergence.parity_correlations", float(abs(Fraction(float(row[i])) - ex / 2 ** D)
+                                                                 / (D * Fraction(EPS) * scale)), D=D, k=k) <= 1
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(st.integers(1, 5), st.floats(-3, 3), st.floats(-2, 1), st.data())
+@example(3, -3.0, 1.0, None)   # s = 1e-3 and |a| ~ 10: 1e5 trapezoid nodes
+def test_parity_feature_correlations(D, log_s, log_a, data):
+    """parity_feature_correlations: absolute error <= 1e-14 for s in [1e-3, 1e3], |a_ij|, |b_i| up to 10 (the
+    values are at most 1 in modulus), against E[f_A sigma~_s(<a, z> + b)] over the cube with the smoothed ReLU in
+    mpmath at 30 digits."""
+    s = 10.0 ** log_s
+    if data is None:
+        a, b, A = np.array([[10.0, -7.0, 3.0]]), np.array([0.3]), [0, 2]
+    else:
+        rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+        a = rng.standard_normal((2, D)) * 10.0 ** log_a
+        b = rng.uniform(-2, 3, 2)
+        A = sorted(data.draw(st.sets(st.integers(0, D - 1), min_size=1, max_size=D)))
+    got = E.parity_feature_correlations(a, b, s, A)
+    with mp.workdps(30):
+        for i in range(len(b)):
+            ref = mp.fsum(math.prod(z[j] for j in A) * _strelu_mp(mp.fsum(mp.mpf(a[i, j]) * z[j] for j in
+                                                                           range(a.shape[1])) + mp.mpf(b[i]), s)
+                          for z in itertools.product([-1, 1], repeat=a.shape[1])) / 2 ** a.shape[1]
+            assert record("emergence.parity_feature_correlations", float(abs(got[i] - ref)) / 1e-14, s=s,
+                          a=a[i].tolist(), b=b[i], A=A) <= 1
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(pattern_models(k_max=3, nb_max=3), st.data())
+def test_input_noise_gradient(model, data):
+    """input_noise_gradient: |T_j - exact| <= 1e-12 sum |w| |phi_j| and |v_coef - exact| <= 1e-12 (sigma_zeta^2 /
+    sigt^2) sum |w| (p(c) + p(1 - c)) (w = pi alpha_y y Pr(background), the sums' absolute scales), s from 1e-2 to
+    10, sigma_zeta from 1e-3 to 10, either loss weighting; against the enumeration in mpmath at 40 digits."""
+    q, b, s = data.draw(neurons(model))
+    sz, wp = 10.0 ** data.draw(st.floats(-3, 1)), data.draw(st.sampled_from([0.0, 0.5, 3.0]))
+    weighted = data.draw(st.booleans())
+    T, v = E.input_noise_gradient(model, q, b, s, sz, wp, weighted=weighted)
+    pi, y, cen, var, sig2 = _rows_exact(model)
+    pp = sum(p for p, yv in zip(pi, y) if yv > 0)
+    k, nb = model.k, model.D - model.k
+    P, group = model.background_groups()
+    with mp.workdps(40):
+        f = lambda x: mp.mpf(x.numerator) / x.denominator  # noqa: E731
+        st_ = mp.sqrt(f(sig2))
+        qm = [mp.mpf(float(x)) for x in q]
+        stt = mp.sqrt(mp.mpf(s) ** 2 + mp.mpf(sz) ** 2 * (mp.fsum(x * x for x in qm) + mp.mpf(wp)) / f(sig2))
+        Tr, Ts = [mp.mpf(0)] * model.D, [mp.mpf(0)] * model.D
+        vr = vs = mp.mpf(0)
+        meanB = [sum(p * Fraction(float(P[g][j])) for p, g in zip(pi, group)) for j in range(nb)]
+        for p, yv, r, g in zip(pi, y, model.A_support, group):
+            al = (Fraction(1, 2) / (pp if yv > 0 else 1 - pp)) if weighted else 1
+            phA = [f(Fraction(int(r[j])) - sum(pp_ * int(rr[j]) for pp_, rr in zip(pi, model.A_support))) / st_
+                   for j in range(k)]
+            for cfg in itertools.product([0, 1], repeat=nb):
+                w = f(p * al) * yv * mp.fprod(mp.mpf(float(P[g][j])) if c else 1 - mp.mpf(float(P[g][j]))
+                                              for j, c in enumerate(cfg))
+                phi = phA + [f(c - meanB[j]) / st_ for j, c in enumerate(cfg)]
+                c = mp.mpf(b) + mp.fsum(a * x for a, x in zip(qm, phi))
+                win = _win_mp(c, stt)
+                dens = (mp.npdf(c / stt) - mp.npdf((1 - c) / stt)) / stt
+                for j in range(model.D):
+                    Tr[j] += w * phi[j] * win
+                    Ts[j] += abs(w * phi[j])
+                vr += w * dens
+                vs += abs(w) * (mp.npdf(c / stt) + mp.npdf((1 - c) / stt)) / stt
+        coef = mp.mpf(sz) ** 2 / f(sig2)
+        err = max([abs(T[j] - Tr[j]) / (1e-12 * Ts[j] + mp.mpf(1e-300)) for j in range(model.D)]
+                  + [abs(v - coef * vr) / (1e-12 * coef * vs + mp.mpf(1e-300))])
+    assert record("emergence.input_noise_gradient", float(err), model=repr(model), s=s, sz=sz) <= 1
+
+
+# ---- steps: support, exact population gradient, hinge certificate (mpmath enumeration) ---------------------------
+
+def _support_mp(model):
+    """Every (phi, prob, y) of the joint law in mpmath (phi from the exact centred rows over sqrt(sigt^2))."""
+    pi, y, cen, var, sig2 = _rows_exact(model)
+    f = lambda x: mp.mpf(x.numerator) / x.denominator  # noqa: E731
+    st_ = mp.sqrt(f(sig2))
+    k, nb = model.k, model.D - model.k
+    P, group = model.background_groups()
+    out = []
+    for p, yv, r, g in zip(pi, y, cen, group):
+        pb = [Fraction(float(v)) for v in P[g]]
+        meanB = [pb[j] - r[k + j] for j in range(nb)]   # E phi~_B (row r's background mean is centred in cen)
+        for cfg in itertools.product([0, 1], repeat=nb):
+            pr = p * math.prod(pb[j] if c else 1 - pb[j] for j, c in enumerate(cfg))
+            phi = [f(r[j]) / st_ for j in range(k)] + [f(c - meanB[j]) / st_ for j, c in enumerate(cfg)]
+            out.append((phi, pr, yv))
+    return out
+
+
+@st.composite
+def small_networks(draw, model):
+    """(params, s): n in {1, 2, 4} neurons, q of scale 10^[-2, 1], b in [-2, 3], a of scale 10^[-3, 1], s from
+    0 (the truncated ReLU) to 10; with n even, half the time the symmetric pairing of the theory."""
+    n = draw(st.sampled_from([1, 2, 4]))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    Q = rng.standard_normal((n, model.D)) * 10.0 ** draw(st.floats(-2, 1))
+    b = rng.uniform(-2, 3, n)
+    a = rng.standard_normal(n) * 10.0 ** draw(st.floats(-3, 1))
+    if n > 1 and draw(st.booleans()):
+        h = n // 2
+        Q[h:], b[h:], a[h:] = Q[:h] + 1e-3 * rng.standard_normal((h, model.D)), b[:h], -a[:h] * (1 + 1e-3)
+    s = draw(st.sampled_from([0.0, 0.01, 0.1, 1.0, 10.0]))
+    return E.TwoLayerParams(Q, b, a), s
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(pattern_models(k_max=3, nb_max=3), st.data())
+def test_full_support_gradient_certificate(model, data):
+    """full_support: probabilities relative <= 2 (D - k + 2) eps, phi absolute <= 1e-13/sigt (its entries are
+    differences of numbers in [0, 1] over sigt, which cancel where a mean is near 0 or 1); population_gradient
+    (indicator "enumerate"): absolute <= 1e-12 times the sum of the magnitudes of each sum's terms, away from
+    the hinge kink (|y g - 1| > 1e-9 on the support); hinge_certificate: B >= sup|g| - 1e-12 sum|a| (a bound up to
+    rounding); against the enumeration of the joint law in mpmath at 40 digits."""
+    params, s = data.draw(small_networks(model))
+    phi, prob, y = E.full_support(model)
+    with mp.workdps(40):
+        sup = _support_mp(model)
+        assert len(sup) == len(prob)
+        err_p = max(float(abs(mp.mpf(float(p)) - mp.mpf(pr.numerator) / pr.denominator) /
+                          (mp.mpf(pr.numerator) / pr.denominator)) for p, (_, pr, _) in zip(prob, sup))
+        st_ = mp.sqrt(mp.mpf(_rows_exact(model)[4].numerator) / _rows_exact(model)[4].denominator)
+        err_phi = max(float(abs(mp.mpf(float(phi[i, j])) - ph[j]) * st_)   # differences of numbers in [0, 1]
+                      for i, (ph, _, _) in enumerate(sup) for j in range(model.D))
+        assert np.array_equal(y, [yv for _, _, yv in sup])
+        assert record("emergence.full_support (prob)", err_p / (2 * (model.D - model.k + 2) * EPS)) <= 1
+        assert record("emergence.full_support (phi)", err_phi / 1e-13) <= 1
+        Q, b, a = params.Q, params.b, params.a
+        n = params.n
+        gQ, gb, ga = [[mp.mpf(0)] * model.D for _ in range(n)], [mp.mpf(0)] * n, [mp.mpf(0)] * n
+        sQ, sb, sa = [[mp.mpf(0)] * model.D for _ in range(n)], [mp.mpf(0)] * n, [mp.mpf(0)] * n
+        gmax, near = mp.mpf(0), False
+        for ph, pr, yv in sup:
+            pr = mp.mpf(pr.numerator) / pr.denominator
+            z = [mp.fsum(mp.mpf(float(Q[i, j])) * ph[j] for j in range(model.D)) + mp.mpf(float(b[i]))
+                 for i in range(n)]
+            act = [_strelu_mp(zi, s) if s > 0 else min(max(zi, 0), 1) for zi in z]
+            win = [_win_mp(zi, s) if s > 0 else mp.mpf(1 if 0 < zi < 1 else 0) for zi in z]
+            g = mp.fsum(mp.mpf(float(a[i])) * act[i] for i in range(n))
+            gmax = max(gmax, abs(g))
+            near |= abs(yv * g - 1) < mp.mpf(1e-9) or (s == 0 and any(min(abs(zi), abs(zi - 1)) < 1e-9 for zi in z))
+            ind = 1 if yv * g <= 1 else 0
+            for i in range(n):
+                ai = mp.mpf(float(a[i]))
+                for j in range(model.D):
+                    gQ[i][j] -= ai * pr * yv * ind * win[i] * ph[j]
+                    sQ[i][j] += abs(ai * pr * win[i] * ph[j])
+                gb[i] -= ai * pr * yv * ind * win[i]
+                sb[i] += abs(ai * pr * win[i])
+                ga[i] -= pr * yv * ind * act[i]
+                sa[i] += pr * act[i]
+    cert = E.hinge_certificate(model, params, s)
+    assert record("emergence.hinge_certificate (sup|g| - B)", float((gmax - cert) / (1e-12 * np.abs(a).sum()))) <= 1
+    if near:
+        return
+    got = E.population_gradient(model, params, s, indicator="enumerate")
+    tiny = mp.mpf(1e-300)
+    err = max([abs(got.Q[i, j] - gQ[i][j]) / (1e-12 * sQ[i][j] + tiny) for i in range(n) for j in range(model.D)]
+              + [abs(got.b[i] - gb[i]) / (1e-12 * sb[i] + tiny) for i in range(n)]
+              + [abs(got.a[i] - ga[i]) / (1e-12 * sa[i] + tiny) for i in range(n)])
+    assert record("emergence.population_gradient (enumerate)", float(err), s=s) <= 1
+
+
+# ---- classifier stage (exact rationals; brute force over the LP's vertices; mpmath replay of the GD) -----------
+
+@st.composite
+def tables(draw, n_max=2):
+    """(F, pi, y): R in [1, 6] rows, n in [1, n_max] features of scale 10^[-3, 3] (some rows 0), probabilities
+    down to 1e-12 summing to 1 only to rounding, labels of both signs."""
+    R, n = draw(st.integers(1, 6)), draw(st.integers(1, n_max))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    F = rng.standard_normal((R, n)) * 10.0 ** draw(st.floats(-3, 3))
+    if R > 1 and draw(st.booleans()):
+        F[0] = 0.0
+    pi = rng.random(R) * 10.0 ** rng.uniform(-12, 0, R)
+    pi /= pi.sum()
+    y = rng.choice([-1.0, 1.0], R)
+    return F, pi, y
+
+
+def _hinge_exact(F, pi, y, a):
+    Fa = [sum(Fraction(float(F[c, i])) * a[i] for i in range(F.shape[1])) for c in range(F.shape[0])]
+    return sum(p * max(Fraction(0), 1 - int(yv) * g) for p, yv, g in zip(pi, y, Fa)), Fa
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(tables(), st.data())
+@example((np.array([[1.0], [1.0]]), np.array([0.5 + 5e-10, 0.5]), np.array([-1.0, -1.0])), None)   # error was 1+1e-9
+def test_hinge_and_error_and_lp(table, data):
+    """hinge_and_error: loss absolute <= 2 (n + 2) eps sum_c pi_c (1 + sum_i |F_ci a_i|), error exact where no
+    |g_c| is within that of 0 (in [0, 1]: pi is normalised, before it could sum to 1 + 1e-9); optimal_second_layer
+    (LP): loss - OPT <= 1e-6 max(1, OPT) for features of scale 1e-3..1e3, OPT by exact brute force over the
+    vertices of the hinge arrangement (n <= 2)."""
+    F, pi, y = table
+    piF = [Fraction(float(p)) for p in pi]
+    piF = [p / sum(piF) for p in piF]
+    a = np.array(data.draw(st.lists(st.floats(-1e3, 1e3), min_size=F.shape[1], max_size=F.shape[1]))) \
+        if data is not None else np.array([1.0])
+    loss, err = E.hinge_and_error(F, pi, y, a)
+    L, Fa = _hinge_exact(F, piF, y, [Fraction(float(v)) for v in a])
+    scale = sum(p * (1 + sum(abs(Fraction(float(F[c, i]) * float(a[i]))) for i in range(F.shape[1])))
+                for c, p in enumerate(piF))
+    bnd = 2 * (F.shape[1] + 2) * Fraction(EPS) * scale
+    assert 0 <= err <= 1 and loss >= 0
+    assert record("emergence.hinge_and_error (loss)", float(abs(Fraction(loss) - L) / bnd)) <= 1
+    if all(abs(g) > bnd for g in Fa):
+        ex = sum(p for p, yv, g in zip(piF, y, Fa) if yv * g < 0)
+        assert record("emergence.hinge_and_error (error)", float(abs(Fraction(err) - ex)) / (4 * len(pi) * EPS)) <= 1
+    # the LP against its vertices
+    R, n = F.shape
+    rows = [[Fraction(float(v)) * int(yv) for v in F[c]] for c, yv in zip(range(R), y)]
+    cands = [[Fraction(0)] * n]
+    for combo in itertools.combinations(range(R), n):
+        M = [rows[c] for c in combo]
+        if n == 1 and M[0][0] != 0:
+            cands.append([1 / M[0][0]])
+        elif n == 2:
+            det = M[0][0] * M[1][1] - M[0][1] * M[1][0]
+            if det != 0:
+                cands.append([(M[1][1] - M[0][1]) / det, (M[0][0] - M[1][0]) / det])
+    if n == 2 and np.linalg.matrix_rank(F) < 2:
+        return   # a line of optima: the vertices above do not cover it
+    opt = min(_hinge_exact(F, piF, y, c)[0] for c in cands)
+    _, lp_loss = E.optimal_second_layer(F, pi, y)
+    assert record("emergence.optimal_second_layer (LP)", float((Fraction(lp_loss) - opt) / max(1, opt)) / 1e-6,
+                  F=F.tolist()) <= 1
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(st.integers(1, 5), st.integers(1, 3), st.floats(0.05, 0.95), st.data())
+def test_reduced_population_gd(k, n, pA, data):
+    """reduced_population_gd: loss at every step absolute <= 1e-12 (1 + t) (1 + ||a_t||_1) and the error exact
+    away from ties, T <= 6 steps, s in {0, 0.1, 1}, against the same iteration replayed in mpmath at 40 digits
+    (examples within 1e-9 of a kink of the hinge or of the truncated ReLU are skipped: the iteration is
+    discontinuous there)."""
+    pos = sorted(data.draw(st.sets(st.integers(0, k), min_size=1, max_size=k)))
+    model = E.iid_block_model(k + 2, k, pA, 0.5, pos)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    alpha, b, a = rng.standard_normal(n) * 2, rng.uniform(-1, 1, n), rng.standard_normal(n)
+    eta, lam, T = 10.0 ** data.draw(st.floats(-2, 0)), data.draw(st.sampled_from([0.0, 1e-3])), data.draw(
+        st.integers(0, 6))
+    s = data.draw(st.sampled_from([0.0, 0.1, 1.0]))
+    tr = E.reduced_population_gd(model, alpha, b, a, eta, lam, T, s=s)
+    pi, yc = model.count_law()
+    with mp.workdps(40):
+        piM = [mp.mpf(float(p)) for p in pi]
+        piM = [p / mp.fsum(piM) for p in piM]
+        sig2 = _moments_exact(model)[0]
+        st_ = mp.sqrt(mp.mpf(sig2.numerator) / sig2.denominator)
+        muA = mp.mpf(pA) * k
+        u = [(c - muA) / (st_ * mp.sqrt(k)) for c in range(k + 1)]
+        A_, B_, C_ = ([mp.mpf(float(v)) for v in x] for x in (alpha, b, a))
+        E_, L_ = mp.mpf(eta), mp.mpf(lam)
+        act = lambda z: _strelu_mp(z, s) if s > 0 else min(max(z, 0), 1)  # noqa: E731
+        win = lambda z: _win_mp(z, s) if s > 0 else mp.mpf(1 if 0 < z < 1 else 0)  # noqa: E731
+        for t in range(T + 1):
+            Z = [[u[c] * A_[i] + B_[i] for i in range(n)] for c in range(k + 1)]
+            if s == 0 and any(min(abs(z), abs(z - 1)) < 1e-9 for row in Z for z in row):
+                return
+            Fm = [[act(z) for z in row] for row in Z]
+            m = [int(yc[c]) * mp.fsum(Fm[c][i] * C_[i] for i in range(n)) for c in range(k + 1)]
+            if any(abs(x - 1) < 1e-9 or abs(x) < 1e-9 for x in m):
+                return
+            L = mp.fsum(p * max(0, 1 - x) for p, x in zip(piM, m))
+            err = mp.fsum(p for p, x in zip(piM, m) if x < 0)
+            bound = 1e-12 * (1 + t) * (1 + mp.fsum(abs(x) for x in C_))
+            assert record("emergence.reduced_population_gd", float(abs(tr.loss[t] - L) / bound), t=t, s=s) <= 1
+            assert abs(tr.error[t] - err) <= 8 * (k + 1) * EPS and 0 <= tr.error[t] <= 1
+            r = [piM[c] * int(yc[c]) * (1 if m[c] <= 1 else 0) for c in range(k + 1)]
+            G = [[r[c] * win(Z[c][i]) * C_[i] for i in range(n)] for c in range(k + 1)]
+            ga = [-mp.fsum(r[c] * Fm[c][i] for c in range(k + 1)) + 2 * L_ * C_[i] for i in range(n)]
+            gb = [-mp.fsum(G[c][i] for c in range(k + 1)) for i in range(n)]
+            gal = [-mp.fsum(u[c] * G[c][i] for c in range(k + 1)) + 2 * L_ * A_[i] for i in range(n)]
+            A_ = [A_[i] - E_ * gal[i] for i in range(n)]
+            B_ = [B_[i] - E_ * gb[i] for i in range(n)]
+            C_ = [C_[i] - E_ * ga[i] for i in range(n)]
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(pattern_models(k_max=5, nb_max=3), st.data())
+def test_two_step_limit_and_features(model, data):
+    """two_step_limit: |Q_ij - exact| <= 2e-12 |a_i h_i| (|E[y phi_j]| + E phi~_j / sigt), |a2_i - exact| <=
+    2e-12 sigma~_s(b_i) (|Ey| + 1), |b2_i - exact| <= 4 eps |b_i| + 2e-12 |a_i h_i| (|Ey| + 1) (h = win_s, the
+    moments' absolute scales), both weightings; two_step_features and line_params: |F - exact| <= 1e-12 |F| +
+    8 eps (|alpha| (k + mu_A) / sigt + |b|) + 1e-300; against exact rationals with the window and the smoothed
+    ReLU in mpmath at 40 digits."""
+    n = data.draw(st.integers(1, 3))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    s2 = 10.0 ** data.draw(st.floats(-2, 1))
+    p0 = E.TwoLayerParams(rng.standard_normal((n, model.D)), rng.uniform(-2, 3, n),
+                          rng.standard_normal(n) * 10.0 ** data.draw(st.floats(-3, 3)))
+    pi, y, cen, _, sig2 = _rows_exact(model)
+    pp = sum(p for p, v in zip(pi, y) if v > 0)
+    tiny = mp.mpf(1e-300)
+    for weighted in (False, True):
+        got = E.two_step_limit(model, p0, s2, weighted=weighted)
+        with mp.workdps(40):
+            f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+            st_ = mp.sqrt(f(sig2))
+            w = [p * ((Fraction(1, 2) / (pp if v > 0 else 1 - pp)) if weighted else 1) * v for p, v in zip(pi, y)]
+            Ey = f(sum(w))
+            Ephi = [f(sum(wr * r[j] for wr, r in zip(w, cen))) / st_ if j < model.k else mp.mpf(0)
+                    for j in range(model.D)]
+            if weighted:   # gamma_weighted = E[alpha_y y phi~]: E[alpha_y y] = 0, so centring does not matter
+                Ey = mp.mpf(0)
+            Ephit = [f(sum(p * int(rr[j]) for p, rr in zip(pi, model.A_support))) for j in range(model.k)]
+            errs = []
+            for i in range(n):
+                b = mp.mpf(float(p0.b[i]))
+                ah = mp.mpf(float(p0.a[i])) * _win_mp(b, s2)
+                for j in range(model.D):
+                    sc = abs(ah) * (abs(Ephi[j]) + (Ephit[j] / st_ if j < model.k else 0))
+                    errs.append(abs(got.Q[i, j] - ah * Ephi[j]) / (2e-12 * sc + tiny))
+                errs.append(abs(got.b[i] - (b + ah * Ey)) / (4 * EPS * abs(b) + 2e-12 * abs(ah) * (abs(Ey) + 1) + tiny))
+                srl = _strelu_mp(b, s2)
+                errs.append(abs(got.a[i] - Ey * srl) / (2e-12 * srl * (abs(Ey) + 1) + tiny))
+        assert record("emergence.two_step_limit", float(max(errs)), weighted=weighted) <= 1
+    # features of a line network (q_i = alpha_i 1_A / sqrt(k)), by count and by support row
+    alpha = rng.standard_normal(n) * 10.0 ** data.draw(st.floats(-2, 2))
+    lp = E.line_params(model, alpha, p0.b, p0.a)
+    s = data.draw(st.sampled_from([0.0, 0.01, 1.0]))
+    with mp.workdps(40):
+        st_ = mp.sqrt(f(sig2))
+        errs = [abs(lp.Q[i, j] - (mp.mpf(float(alpha[i])) / mp.sqrt(model.k) if j < model.k else 0))
+                / (EPS * abs(mp.mpf(float(alpha[i])) / mp.sqrt(model.k))) for i in range(n) for j in range(model.D)]
+        assert record("emergence.line_params", float(max(errs))) <= 1
+        muA = f(sum(p * sum(int(v) for v in rr) for p, rr in zip(pi, model.A_support)))
+        for by in ("count", "support"):
+            F = E.two_step_features(model, lp, s, by=by)
+            counts = range(model.k + 1) if by == "count" else [int(v) for v in model.A_support.sum(1)]
+            for r_, c in enumerate(counts):
+                for i in range(n):
+                    a_ = mp.mpf(float(lp.Q[i, 0]))
+                    z = a_ * (c - muA) / st_ + mp.mpf(float(p0.b[i]))
+                    ref = _strelu_mp(z, s) if s > 0 else min(max(z, 0), 1)
+                    bound = 1e-12 * abs(ref) + 8 * EPS * (abs(a_) * (model.k + muA) / st_ + abs(p0.b[i])) + tiny
+                    assert record("emergence.two_step_features", float(abs(F[r_, i] - ref) / bound), by=by) <= 1
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(pattern_models(k_max=4, nb_max=3), st.data())
+def test_step2_expansion(model, data):
+    """step2_expansion: |T - exact| <= 2e-12 times the expansion with every term and factor in modulus (|h''| as
+    (|u0| phi(u0) + |u1| phi(u1))/s^2, window_derivs' own scale; the label moments Ey, E[y phi...] as the sums of
+    their terms' moduli, E|y| = 1 and E|phi...| (plus E phi~_j / sigt for E[y phi_j], the moments' own scale), the
+    scales of their rounding), q of scale 1e-4..1, b in [-2, 3], s in
+    1e-2..10; against the expansion in mpmath at 40 digits from exact moments (the evaluation only: the
+    truncation error O(|q|^3/s^3) is the approximation's)."""
+    n = data.draw(st.integers(1, 2))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    Q = rng.standard_normal((n, model.D)) * 10.0 ** data.draw(st.floats(-4, 0))
+    b, s = rng.uniform(-2, 3, n), 10.0 ** data.draw(st.floats(-2, 1))
+    T, Tb, Ta = E.step2_expansion(model, Q, b, s)
+    pi, y, cen, _, sig2 = _rows_exact(model)
+    k, D = model.k, model.D
+    with mp.workdps(40):
+        f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+        st_ = mp.sqrt(f(sig2))
+        pb = [mp.mpf(float(v)) for v in np.broadcast_to(model.p_bg, (D - k,))]
+        sp2 = [p * (1 - p) / f(sig2) for p in pb]
+        Ephi3 = [p * (1 - p) * (1 - 2 * p) / st_ ** 3 for p in pb]
+        Ey = f(sum(p * v for p, v in zip(pi, y)))
+        phA = [[f(r[j]) / st_ for j in range(k)] for r in cen]
+        wy = [f(p) * v for p, v in zip(pi, y)]
+        E1 = [mp.fsum(w * r[j] for w, r in zip(wy, phA)) for j in range(k)]
+        M2 = [[mp.fsum(w * r[j] * r[l] for w, r in zip(wy, phA)) for l in range(k)] for j in range(k)]
+        M3 = [[[mp.fsum(w * r[j] * r[l] * r[m] for w, r in zip(wy, phA)) for m in range(k)] for l in range(k)]
+              for j in range(k)]
+        wa = [f(p) for p in pi]   # the label moments' sums of moduli (E|y| = 1): the scales of their rounding
+        E1a = [mp.fsum(w * abs(r[j]) for w, r in zip(wa, phA))   # + E phi~_j / sigt: the moments' gamma scale
+               + f(sum(p * int(rr[j]) for p, rr in zip(pi, model.A_support))) / st_ for j in range(k)]
+        M2a = [[mp.fsum(w * abs(r[j] * r[l]) for w, r in zip(wa, phA)) for l in range(k)] for j in range(k)]
+        M3a = [[[mp.fsum(w * abs(r[j] * r[l] * r[m]) for w, r in zip(wa, phA)) for m in range(k)] for l in range(k)]
+               for j in range(k)]
+        errs = []
+        for i in range(n):
+            B, S = mp.mpf(float(b[i])), mp.mpf(s)
+            u0, u1 = B / S, (1 - B) / S
+            h, h1 = _win_mp(B, S), (mp.npdf(u0) - mp.npdf(u1)) / S
+            h2, h2a = -(u0 * mp.npdf(u0) + u1 * mp.npdf(u1)) / S ** 2, (abs(u0) * mp.npdf(u0)
+                                                                         + abs(u1) * mp.npdf(u1)) / S ** 2
+            q = [mp.mpf(float(v)) for v in Q[i]]
+            qA, qB = q[:k], q[k:]
+            ES2 = mp.fsum(v * v * c for v, c in zip(qB, sp2))
+            Eyc = mp.fsum(a * e for a, e in zip(qA, E1))
+            Eyca = mp.fsum(abs(a) * e for a, e in zip(qA, E1a))
+            Eyc2 = mp.fsum(qA[l] * M2[l][m] * qA[m] for l in range(k) for m in range(k))
+            Eyc2a = mp.fsum(abs(qA[l] * qA[m]) * M2a[l][m] for l in range(k) for m in range(k))
+            for j in range(k):
+                lin = mp.fsum(qA[l] * M2[j][l] for l in range(k))
+                qua = mp.fsum(qA[l] * qA[m] * M3[j][l][m] for l in range(k) for m in range(k))
+                ref = E1[j] * (h + h2 * ES2 / 2) + h1 * lin + h2 * qua / 2
+                sc = E1a[j] * (h + h2a * ES2 / 2) + abs(h1) * mp.fsum(abs(qA[l]) * M2a[j][l] for l in range(k)) \
+                    + h2a * mp.fsum(abs(qA[l] * qA[m]) * M3a[j][l][m] for l in range(k) for m in range(k)) / 2
+                errs.append(abs(T[i, j] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
+            for j in range(D - k):
+                ref = sp2[j] * qB[j] * (h1 * Ey + h2 * Eyc) + h2 * qB[j] ** 2 * Ey * Ephi3[j] / 2
+                sc = sp2[j] * abs(qB[j]) * (abs(h1) + h2a * Eyca) + h2a * qB[j] ** 2 * abs(Ephi3[j]) / 2
+                errs.append(abs(T[i, k + j] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
+            ref = h * Ey + h1 * Eyc + h2 * (Eyc2 + Ey * ES2) / 2
+            sc = h + abs(h1) * Eyca + h2a * (Eyc2a + ES2) / 2
+            errs.append(abs(Tb[i] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
+            srl = _strelu_mp(B, S)
+            ref = srl * Ey + h * Eyc + h1 * (Eyc2 + Ey * ES2) / 2
+            sc = srl + h * Eyca + abs(h1) * (Eyc2a + ES2) / 2
+            errs.append(abs(Ta[i] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
+    assert record("emergence.step2_expansion", float(max(errs)), model=repr(model), s=s) <= 1

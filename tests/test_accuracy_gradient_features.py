@@ -656,3 +656,451 @@ def test_feature_probability_calibration(seed, d, k, gamma):
     assert 0 <= lo <= ph <= hi <= 1
     se = math.sqrt(max(p * (1 - p), 1e-12) / n)
     assert record("feature_probability (z / 6)", abs(ph - p) / se / Z_MAX, d=d, k=k) <= 1
+
+
+# ---- closed-form bounds of the framework (mpmath at 40 digits from the float inputs) -----------------------------
+
+def _rel(got, ref):
+    ref = mp.mpf(ref)
+    return float(abs(_mpf(got) - ref) / abs(ref)) if ref != 0 else float(abs(got))
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.lists(st.floats(-6, 6), min_size=8, max_size=8), st.integers(1, 10 ** 9), st.integers(1, 50),
+       st.floats(-12, 0), st.floats(-12, -1e-9), st.floats(0, 12), st.sampled_from(["hinge", "logistic"]))
+def test_network_and_training_bounds(logs, m, r, log_p, log_g, log_n, loss):
+    """good_network_bound, good_network_scales, average_loss_bound, rademacher_bound, theorem_B2_bound,
+    gradient_concentration, oco_bound, lemma_B10_bounds, main_theorem (m_min, T, eta, eta1, sigma_a, b_tilde,
+    n_min, error bounds): relative error <= 64 eps (sums of positive products and their roots), every scale in
+    1e-6..1e6, p and gamma to 1e-12, m to 1e9, n to 1e12."""
+    import warnings
+    B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, bt = (10.0 ** v for v in logs)
+    p, gamma, n = 10.0 ** log_p, 10.0 ** log_g, 10.0 ** log_n
+    eta, T = 10.0 ** (-logs[0]), 10.0 ** (3 + logs[1] / 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gnb = GF.good_network_bound(p, gamma, B_G, r, B_a1, B_b, Bx1, m, n=n, Bx2=Bx2, loss=loss)
+        gns = GF.good_network_scales(p, B_G, B_b, Bx1, m, r, B_a1, B_a2, bt)
+        alb = GF.average_loss_bound(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx1, m, eta, T, bt, n=n, Bx=Bx, Bx2=Bx2,
+                                    loss=loss)
+        mt = GF.main_theorem(p, gamma, B_G, r, B_a1, B_a2, B_b, Bx, Bx1, Bx2, 0.1, 0.05, m=m, n=n, d=1000,
+                             loss=loss)
+    rng = np.random.default_rng(m)
+    W, b = rng.standard_normal((3, 4)) * Bx, rng.standard_normal(3) * B_b
+    errs = []
+    with mp.workdps(DPS):
+        P, G_, Ba1, Ba2, Bb, X, X1, X2, BT, N, M = (_mpf(v) for v in (p, B_G, B_a1, B_a2, B_b, Bx, Bx1, Bx2, bt,
+                                                                      n, m))
+        lp = mp.mpf(1) if loss == "hinge" else 1 / (2 * mp.log(2))
+        sq = mp.sqrt(M * P)
+        sn = mp.sqrt(X2) / (G_ * lp * mp.cbrt(N))
+        Be = X1 * mp.sqrt(2 * Bb / (G_ * sq))
+        errs.append(_rel(gnb, r * Ba1 * (2 * X1 ** 2 * Bb / (sq * G_ * Be) + X1 * mp.sqrt(2 * _mpf(gamma) + sn)
+                                          + Be)))
+        Be = X1 * mp.sqrt(Bb / G_) / mp.sqrt(sq)
+        for key, ref in dict(B_eps=Be, eps_a=X1 * Bb / (sq * G_ * Be), l0=r * sq, l2=Ba2 * Bb / (BT * mp.sqrt(sq)),
+                             linf=Ba1 * Bb / (BT * sq)).items():
+            errs.append(_rel(gns[key], ref))
+        E_, T_, mp4 = _mpf(eta), _mpf(T), mp.root(M * P, 4)
+        w = BT * mp.sqrt(mp.log(M)) * mp4 / mp.sqrt(Bb * G_)
+        wT = w + T_ * E_ ** 2 * X1 * BT
+        refs = dict(sample=((r * Ba1 * Bb / BT + M * (w + BT / X1)) * (wT * X + BT) + 1 + M * E_ * wT * mp.sqrt(X2))
+                    / mp.cbrt(N),
+                    approximation=r * Ba1 * (2 * mp.sqrt(2) * X1 * mp.sqrt(Bb / G_) / mp4
+                                             + X1 * mp.sqrt(2 * _mpf(gamma) + sn)),
+                    drift=E_ * (mp.sqrt(r) * Ba2 * Bb * T_ * E_ * X1 ** 2 + M * BT)
+                    * (mp.sqrt(mp.log(M)) * X1 * mp4 / mp.sqrt(Bb * G_) + 1),
+                    init=Ba2 ** 2 * Bb ** 2 / (E_ * T_ * BT ** 2 * mp4 ** 2))
+        for key, ref in refs.items():
+            if ref != 0:
+                errs.append(_rel(alb[key], ref))
+        errs.append(_rel(alb["bound"], mp.fsum(refs.values())))
+        # main theorem at eps = 0.1, delta = 0.05, d = 1000, the constants 1
+        ep, de = _mpf(0.1), _mpf(0.05)
+        mmin = (r * Ba1 * X1 * mp.sqrt(Bb / G_)) ** 4 / (P * ep ** 4) + 1 / mp.sqrt(de) + mp.log(r / de) ** 2 / P
+        btl = mp.root(G_, 4) * Ba2 * Bb ** mp.mpf(0.75) / (mp.sqrt(r) * Ba1)
+        et = ep / ((mp.sqrt(r) * Ba2 * Bb * X1 / mp4 + M * btl) * (mp.sqrt(mp.log(M)) * X1 * mp4 / mp.sqrt(Bb * G_)
+                                                                   + 1))
+        TT = 1 / (et * X1 * mp4)
+        e1 = et * min(1, btl) / (lp * (X1 * mp.sqrt(1000) + btl))
+        sa_e1 = btl * mp4 / (lp * X1 * mp.sqrt(G_ * Bb))
+        first = M * X * Ba2 ** 2 * mp.sqrt(Bb) * mp.sqrt(M * P) * mp.log(M) / (ep * r * Ba1 * mp.sqrt(G_))
+        second = X / mp.sqrt(X2) + mp.log(TT * M / (P * de)) + (1 + 1 / G_) * mp.sqrt(X2) / lp
+        for key, ref in dict(m_min=mmin, b_tilde=btl, eta=et, T=TT, eta1=e1, sigma_a=sa_e1 / e1,
+                             sigma_a_eta1=sa_e1, n_min=first ** 3 + second ** 3,
+                             error_bound=r * Ba1 * X1 * mp.sqrt(2 * _mpf(gamma) + sn) + ep,
+                             error_bound_population=r * Ba1 * X1 * mp.sqrt(2 * _mpf(gamma)) + ep).items():
+            if mp.mpf(2) ** -1000 < abs(ref) < mp.mpf(2) ** 1000:
+                errs.append(_rel(mt[key], ref))
+        # frozen layer, concentration, OCO, Lemma B.10
+        wf = mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in W.ravel()))
+        bn = mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in b))
+        n_int = int(min(n, 10 ** 12))
+        errs.append(_rel(GF.rademacher_bound(B_a2, W, b, Bx, n_int), Ba2 * (wf * X + bn) / mp.sqrt(n_int)))
+        errs.append(_rel(GF.rademacher_bound(B_a2, W, b, Bx, n_int, convention="paper"),
+                         mp.sqrt(Ba2 ** 2 * (wf ** 2 * X ** 2 + bn ** 2) / n_int)))
+        errs.append(_rel(GF.theorem_B2_bound(B_G, B_a1, B_a2, T, W, b, Bx, n_int, OPT_frozen=gamma),
+                         _mpf(gamma) + G_ * (Ba1 ** 2 + Ba2 ** 2) / T_ + Ba2 * (wf * X + bn) / mp.sqrt(n_int)))
+        gc = GF.gradient_concentration(n, Bx, Bx2, delta=0.05)
+        errs += [_rel(gc["paper"], mp.sqrt(X2) / mp.cbrt(N)), _rel(gc["n_min_paper"], (X / mp.sqrt(X2)) ** 3),
+                 _rel(gc["bernstein"], mp.sqrt(8 * X2 * (mp.log(20) + mp.mpf(0.25)) / N))]
+        f = rng.random(5) * Bx
+        g = rng.random(5) * B_G
+        errs.append(_rel(GF.oco_bound(f, B_a1, B_a2, g, eta),
+                         mp.fsum(_mpf(v) for v in f) / 5 + Ba1 ** 2 / (2 * E_ * 5)
+                         + Ba2 * mp.fsum(_mpf(v) for v in g) / 5 + E_ * mp.fsum(_mpf(v) ** 2 for v in g) / 5))
+        Wt = W + rng.standard_normal(W.shape) * B_b
+        a_t = rng.standard_normal(3) * B_a1
+        out = GF.lemma_B10_bounds(a_t, Wt, W, b, Bx1, loss=loss)
+        lip = mp.mpf(1) if loss == "hinge" else 1 / mp.log(2)
+        dr = [mp.sqrt(mp.fsum((_mpf(Wt[i, j]) - _mpf(W[i, j])) ** 2 for j in range(4))) for i in range(3)]
+        errs.append(_rel(out["loss_gap"], lip * X1 * mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in a_t)) * mp.sqrt(3)
+                         * max(dr)))
+        for i in range(3):
+            errs.append(_rel(out["grad_a"][i], lip * (X1 * (dr[i] + mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in W[i])))
+                                                      + abs(_mpf(b[i])))))
+    assert record("gradient_features closed-form bounds", max(errs) / (64 * EPS), m=m, r=r, p=p) <= 1
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(st.integers(1, 10 ** 5).map(lambda h: 2 * h + 1), st.data())
+@example(2 * 10 ** 5 + 1, None)   # log C(d, k - 1) from lgamma differences lost d log d eps (n_min 1e-11 off)
+def test_uniform_parity_requirements(d, data):
+    """uniform_parity_requirements: eta1, tau_g, m_min, d_min, n_min, eta, T relative error <= 1e-12 where normal
+    (inf where the value passes float64; eta1 from log xi where xi is subnormal), d to 2e5 (the exact majority
+    coefficient costs O(d) bits beyond), k to 1100, eps to 1e-12; against mpmath at 40 digits with the exact
+    binomials. Before: n_min 6e-11 off at d = 1e6, OverflowError or ZeroDivisionError for k ~ 300-1100."""
+    import warnings
+    k = 2 * data.draw(st.integers(1, min((d - 1) // 2, 550))) if data is not None else 2
+    ep = 10.0 ** data.draw(st.floats(-12, math.log10(0.49))) if data is not None else 0.1
+    if k >= 990:   # m_min may pass float64: the width is then required
+        m = data.draw(st.integers(1, 10 ** 300))
+    else:
+        m = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = GF.uniform_parity_requirements(d, k, ep, m=m)
+    m = out["m"]
+    with mp.workdps(DPS):
+        K, Dd, e = mp.mpf(k), mp.mpf(d), _mpf(ep)
+        h, i = (d - 1) // 2, (k - 2) // 2
+        lxi = mp.log(mp.binomial(h, i)) + mp.log(mp.binomial(d - 1, h)) - mp.log(mp.binomial(d - 1, k - 2)) \
+            - (d - 1) * mp.log(2)
+        xi = mp.exp(lxi)
+        first = mp.binomial(d, k - 1) * K ** (mp.mpf(7) / 6) * Dd * mp.log(K * Dd / e) * mp.log(Dd * m / e)
+        refs = dict(eta1=1 / (K * xi), tau_g=xi / (16 * K * mp.sqrt(2 * Dd * mp.log(32 * K ** 3 * Dd / e))),
+                    m_min=K * mp.mpf(2) ** k * mp.log(K / e), d_min=K ** 4 * mp.log(K * Dd / e),
+                    n_min=first + K ** 3 * m * Dd ** 2 / e ** 2, eta=1 / (Dd ** 2 * m), T=K ** 3 * m * Dd ** 2 / e)
+        for key, ref in refs.items():
+            if ref > mp.mpf(2) ** 1024 * (1 - mp.mpf(2) ** -54):
+                assert out[key] == math.inf, key
+            elif ref >= mp.mpf(2) ** -1022:
+                assert record("uniform_parity_requirements", _rel(out[key], ref) / 1e-12, d=d, k=k, which=key) <= 1
+            else:
+                assert abs(out[key] - ref) <= mp.mpf(2) ** -1074
+
+
+# ---- structured parity (exact enumeration of the law in rationals; mpmath for g*) --------------------------------
+
+def _sp_support_exact(sp):
+    """Every (phi, Pr(phi), y) of the structured parity in exact rationals, enumerated component by component."""
+    r, k, d, rk = sp.r, sp.k, sp.d, sp.r * sp.k
+    pA, po = Fraction(float(sp.p_A)), Fraction(float(sp.p_o))
+    w0 = Fraction(float(sp._weights()[0]))   # the model's uniform weight: 1 - 2 r p_A rounded, 0 at p_A = 1/(2r)
+    comps = [(w0, list(z), Fraction(1, 2 ** rk)) for z in itertools.product((-1, 1), repeat=rk)]
+    for j in range(r):
+        for sg in (1, -1):
+            z = [0] * rk
+            z[j * k:(j + 1) * k] = [sg] * k
+            comps.append((pA, z, Fraction(1)))
+    noise = [(v, po if v else 1 - 2 * po) for v in (-1, 0, 1)]
+    out = []
+    for w, z, q in comps:
+        if w * q == 0:
+            continue
+        y = int(np.sign(sum(math.prod(z[j * k:(j + 1) * k]) for j in range(r))))
+        for cfg in itertools.product(noise, repeat=d - rk):
+            pr = w * q * math.prod(p for _, p in cfg)
+            if pr:
+                out.append((z + [v for v, _ in cfg], pr, y))
+    return out
+
+
+@st.composite
+def structured_parities(draw):
+    r = draw(st.sampled_from([1, 3]))
+    k = draw(st.sampled_from([1, 3])) if r == 3 else draw(st.sampled_from([1, 3, 5]))
+    d = r * k + draw(st.integers(0, 3 if r * k <= 5 else 1))
+    pA = draw(st.sampled_from([0.0, 1e-12, 0.1, 1.0 / (2 * r)]))
+    po = draw(st.sampled_from([0.0, 1e-12, 0.2, 0.5]))
+    return GF.StructuredParity(d, r, k, pA, po)
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(structured_parities(), st.data())
+def test_structured_parity_exact(sp, data):
+    """StructuredParity.simplified_gradient: |G_l - exact| <= N eps E|x_l| (N support points); A: <= (N + d + 2)
+    eps E[|<w, x>| + |b|]; E_yx relative <= 4 eps (0 exact); bounds() Bx, Bx1, Bx2 relative <= 1e-13;
+    ground_truth_loss: logistic relative <= 1e-13, hinge (exactly 0) absolute <= 64 (k + 1) eps; against the
+    enumeration of the law in exact rationals (mpmath for the roots), neurons away from their kinks (1e-9)."""
+    sup = _sp_support_exact(sp)
+    d = sp.d
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    W = rng.standard_normal((2, d)) * 10.0 ** data.draw(st.floats(-2, 2))
+    b = rng.standard_normal(2) * np.linalg.norm(W, axis=1) * data.draw(st.sampled_from([0.0, 0.3, 1.0]))
+    G, A = sp.simplified_gradient(W, b), sp.A(W, b)
+    N = len(sup)
+    Wf = [[Fraction(float(v)) for v in row] for row in W]
+    for i in range(2):
+        pre = [sum(w * x for w, x in zip(Wf[i], phi)) - Fraction(float(b[i])) for phi, _, _ in sup]
+        if any(abs(p_) < Fraction(1, 10 ** 9) for p_ in pre):
+            continue
+        for l in range(d):
+            ex = sum(pr * y * phi[l] for (phi, pr, y), p_ in zip(sup, pre) if p_ > 0)
+            sc = sum(pr * abs(phi[l]) for phi, pr, _ in sup)
+            if sc:
+                assert record("StructuredParity.simplified_gradient", float(abs(Fraction(G[i, l]) - ex)
+                                                                            / (N * Fraction(EPS) * sc))) <= 1
+        exA = sum(pr * y * p_ for (_, pr, y), p_ in zip(sup, pre) if p_ > 0)
+        scA = sum(pr * (sum(abs(w * x) for w, x in zip(Wf[i], phi)) + abs(Fraction(float(b[i]))))
+                  for phi, pr, _ in sup)
+        assert record("StructuredParity.A", float(abs(Fraction(A[i]) - exA) / ((N + d + 2) * Fraction(EPS) * scA)),
+                      d=d) <= 1
+    Eyx = sp.E_yx()
+    for l in range(d):
+        ex = sum(pr * y * phi[l] for phi, pr, y in sup)
+        assert record("StructuredParity.E_yx", float(abs(Fraction(Eyx[l]) - ex) / (4 * Fraction(EPS) * abs(ex)))
+                      if ex else (0.0 if Eyx[l] == 0 else math.inf)) <= 1
+    Bx, Bx1, Bx2 = sp.bounds()
+    with mp.workdps(DPS):
+        f = lambda q: mp.mpf(q.numerator) / q.denominator  # noqa: E731
+        n2 = [sum(v * v for v in phi) for phi, _, _ in sup]
+        refs = (mp.sqrt(max(n2)), mp.fsum(f(pr) * mp.sqrt(v) for (_, pr, _), v in zip(sup, n2)),
+                f(sum(pr * v for (_, pr, _), v in zip(sup, n2))))
+        err = max(_rel(g, rf) for g, rf in zip((Bx, Bx1, Bx2), refs))
+        assert record("StructuredParity.bounds", err / 1e-13, d=d) <= 1
+        a, Ws, bs = sp.ground_truth()
+        hk = 1 / mp.sqrt(sp.k)
+        Lh = Ll = mp.mpf(0)
+        for phi, pr, y in sup:   # g* through the block sums z_j = <D_j, x> (exact in mpmath)
+            z = [mp.fsum(phi[j * sp.k:(j + 1) * sp.k]) * hk for j in range(sp.r)]
+            g = mp.fsum(mp.sqrt(sp.k) * (-1) ** (i + 1) * (max(0, z[j] - (2 * i - sp.k - 1) * hk)
+                                                         - 2 * max(0, z[j] - (2 * i - sp.k) * hk)
+                                                         + max(0, z[j] - (2 * i - sp.k + 1) * hk))
+                        for j in range(sp.r) for i in range(sp.k + 1))
+            Lh += f(pr) * max(0, 1 - y * g)
+            Ll += f(pr) * mp.log1p(mp.exp(-y * g)) / mp.log(2)
+        gh, gl = sp.ground_truth_loss("hinge")[0], sp.ground_truth_loss("logistic")[0]
+        assert record("StructuredParity.ground_truth_loss", max(float(abs(gh - Lh)) / (64 * (sp.k + 1) * EPS),
+                                                                _rel(gl, Ll) / 1e-13), k=sp.k, r=sp.r) <= 1
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(st.integers(0, 2 ** 31), st.sampled_from(["numba", "numpy"]), st.sampled_from([0.0, 0.3, 1.0]))
+def test_structured_parity_mc_calibration(seed, method, kappa):
+    """StructuredParity.simplified_gradient_mc: |G_mc - G| <= 6 se per coordinate (se > 0; unbiased, the CLT
+    standard error it reports), against the exact enumeration, both reductions."""
+    sp = GF.StructuredParity(6, 1, 3, 0.1, 0.2)
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((3, 6))
+    b = kappa * np.linalg.norm(W, axis=1)
+    Gm, se = sp.simplified_gradient_mc(W, b, 20_000, seed, method=method)
+    G = sp.simplified_gradient(W, b)
+    ok = se > 0
+    assert np.all(np.where(ok, True, Gm == G) | (np.abs(G) < 1e-3))
+    assert record("StructuredParity.simplified_gradient_mc (z / 6)", float(np.max(np.abs(Gm - G)[ok] / se[ok]))
+                  / Z_MAX) <= 1
+
+
+def test_structured_parity_bounds_large_d():
+    """StructuredParity.bounds at d = 10^3 and 10^5: Bx2 relative <= 1e-13 against its closed form
+    (1 - 2rp_A) rk + 2rp_A k + 2p_o (d - rk), Bx1 against E sqrt(a + N) in mpmath (d = 10^3)."""
+    for d in (10 ** 3, 10 ** 5):
+        sp = GF.StructuredParity(d, 3, 5, 0.1, 0.01)
+        Bx, Bx1, Bx2 = sp.bounds()
+        ref = Fraction(4, 10) * 15 + Fraction(6, 10) * 5 + 2 * Fraction(0.01) * (d - 15)
+        assert record("StructuredParity.bounds", float(abs(Fraction(Bx2) - ref) / ref) / 1e-13, d=d) <= 1
+        assert Bx == math.sqrt(d)
+    with mp.workdps(DPS):
+        d, nb = 10 ** 3, 10 ** 3 - 15
+        pN = [mp.binomial(nb, j) * mp.mpf(0.02) ** j * (1 - mp.mpf(0.02)) ** (nb - j) for j in range(nb + 1)]
+        ref = mp.fsum((_mpf(0.4) * mp.sqrt(15 + j) + _mpf(0.6) * mp.sqrt(5 + j)) * p for j, p in enumerate(pN))
+        assert record("StructuredParity.bounds", _rel(GF.StructuredParity(d, 3, 5, 0.1, 0.01).bounds()[1], ref)
+                      / 1e-13, d=d) <= 1
+
+
+# ---- framework: cones, the first step on a sample, the frozen-feature optimum ------------------------------------
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.integers(1, 6), st.floats(-12, -1e-3), st.floats(-6, 6), st.data())
+def test_cone_membership(d, log_g, log_w, data):
+    """cone_membership: every decision exact where |cos(w, D)| is not within 8 d eps of 1 - gamma (l2) or
+    ||w/||w|| - D||_inf not within 8 eps of gamma (linf); w of scale 1e-6..1e6 and near the boundary; against
+    mpmath at 40 digits."""
+    gamma = 10.0 ** log_g
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    D = rng.standard_normal(d)
+    D /= np.linalg.norm(D)
+    W = rng.standard_normal((4, d))
+    W[0] = D + rng.standard_normal(d) * math.sqrt(2 * gamma) / math.sqrt(d)   # near the l2 boundary
+    W[1] = -D
+    W *= 10.0 ** log_w
+    for norm in ("l2", "linf"):
+        got = GF.cone_membership(W, D, gamma if norm == "l2" else min(gamma * 10, 2.0), norm)
+        g_ = _mpf(gamma if norm == "l2" else min(gamma * 10, 2.0))
+        with mp.workdps(DPS):
+            for i in range(4):
+                nw = mp.sqrt(mp.fsum(_mpf(v) ** 2 for v in W[i]))
+                if norm == "l2":
+                    v = abs(mp.fsum(_mpf(a) * _mpf(b) for a, b in zip(W[i], D))) / nw
+                    margin, inside = v - (1 - g_), None
+                    inside = v > 1 - g_
+                    tol = 8 * d * EPS
+                else:
+                    v = max(abs(_mpf(a) / nw - _mpf(b)) for a, b in zip(W[i], D))
+                    margin, inside = g_ - v, v < g_
+                    tol = 8 * EPS
+                if abs(margin) > tol:
+                    assert record("cone_membership (wrong decisions)", float(got[i] != inside)) <= 0.5
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 40), st.sampled_from(["hinge", "logistic"]), st.data())
+def test_first_step_sample(d, m, n, loss, data):
+    """first_step on a sample (X, y): |delta a_i - exact| <= 4 (n + d + 4) eps c eta1 E|l'| relu(pre_i), |delta W_ij -
+    exact| <= 4 (n + d + 4) eps c eta1 |a_i| E[|l'| |x_j|] (sums of n terms; the kink decisions away from 1e-9),
+    c = 1 (hinge) or 1 + max_x sum_i |a_i| (|w_i| . |x| + |b_i|) (logistic: l'(y g) moves with the rounding of g);
+    against exact rationals (the logistic derivative in mpmath)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    a0, W0, b = GF.symmetric_init(d, m, 1.0, 1.0, 0.3, rng)
+    X = rng.standard_normal((n, d)) * 10.0 ** data.draw(st.floats(-2, 2))
+    y = rng.choice([-1.0, 1.0], n)
+    eta1 = 10.0 ** data.draw(st.floats(-3, 1))
+    da, dW = GF.first_step(None, a0, W0, b, eta1, loss, X=X, y=y)
+    with mp.workdps(DPS):
+        pre = [[mp.fsum(_mpf(W0[i, j]) * _mpf(X[s, j]) for j in range(d)) - _mpf(b[i]) for i in range(len(a0))]
+               for s in range(n)]
+        if any(abs(p) < 1e-9 for row in pre for p in row):
+            return
+        g = [mp.fsum(_mpf(a0[i]) * max(p, 0) for i, p in enumerate(row)) for row in pre]
+        if loss == "hinge":
+            if any(abs(_mpf(y[s]) * g[s] - 1) < 1e-9 for s in range(n)):
+                return
+            lp = [-(1 if _mpf(y[s]) * g[s] < 1 else 0) for s in range(n)]
+        else:
+            lp = [-1 / (1 + mp.exp(_mpf(y[s]) * g[s])) / mp.log(2) for s in range(n)]
+        # the logistic l'(z) moves by up to |dz| relative with z = y g rounded: its conditioning in the terms of g
+        cond = 1 if loss == "hinge" else 1 + max(
+            mp.fsum(abs(_mpf(a0[i])) * (mp.fsum(abs(_mpf(W0[i, j]) * _mpf(X[s, j])) for j in range(d))
+                                        + abs(_mpf(b[i]))) for i in range(len(a0))) for s in range(n))
+        for i in range(len(a0)):
+            ref = -_mpf(eta1) * mp.fsum(lp[s] * _mpf(y[s]) * max(pre[s][i], 0) for s in range(n)) / n
+            sc = _mpf(eta1) * mp.fsum(abs(lp[s]) * max(pre[s][i], 0) for s in range(n)) / n
+            bound = 4 * (n + d + 4) * EPS * cond * sc + mp.mpf(1e-300)
+            assert record("first_step (sample)", float(abs(da[i] - ref) / bound)) <= 1
+            for j in range(d):
+                ref = -_mpf(eta1) * _mpf(a0[i]) * mp.fsum(lp[s] * _mpf(y[s]) * (1 if pre[s][i] > 0 else 0)
+                                                          * _mpf(X[s, j]) for s in range(n)) / n
+                sc = _mpf(eta1) * abs(_mpf(a0[i])) * mp.fsum(abs(lp[s] * _mpf(X[s, j])) for s in range(n)) / n
+                bound = 4 * (n + d + 4) * EPS * cond * sc + mp.mpf(1e-300)
+                assert record("first_step (sample)", float(abs(dW[i, j] - ref) / bound)) <= 1
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(st.integers(1, 6), st.integers(1, 2), st.data())
+def test_opt_frozen_hinge(n, M, data):
+    """opt_frozen (hinge, no ball): value - OPT <= 1e-6 max(1, OPT) and gap = 0, OPT by exact brute force over the
+    vertices of the hinge arrangement (M <= 2 full-rank features); with a ball: value - gap <= OPT_ball (the gap is
+    an honest certificate) with OPT_ball >= OPT and value the exact loss of a feasible a (||a|| <= B)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    X = rng.standard_normal((n, 2)) * 10.0 ** data.draw(st.floats(-2, 2))
+    y = rng.choice([-1.0, 1.0], n)
+    W, b = rng.standard_normal((M, 2)), rng.uniform(-0.5, 0.5, M)
+    F = np.maximum(X @ W.T - b, 0.0)
+    if np.linalg.matrix_rank(F) < M:
+        return
+    a, value, gap = GF.opt_frozen(X, y, W, b)
+    rows = [[Fraction(float(v)) * int(yv) for v in F[s]] for s, yv in enumerate(y)]
+    cands = [[Fraction(0)] * M]
+    for combo in itertools.combinations(range(n), M):
+        Mx = [rows[c] for c in combo]
+        if M == 1 and Mx[0][0] != 0:
+            cands.append([1 / Mx[0][0]])
+        elif M == 2:
+            det = Mx[0][0] * Mx[1][1] - Mx[0][1] * Mx[1][0]
+            if det != 0:
+                cands.append([(Mx[1][1] - Mx[0][1]) / det, (Mx[0][0] - Mx[1][0]) / det])
+    loss = lambda c: sum(max(Fraction(0), 1 - sum(r_ * x for r_, x in zip(row, c))) for row in rows) / n  # noqa
+    opt = min(loss(c) for c in cands)
+    assert gap == 0 and record("opt_frozen (LP)", float((Fraction(value) - opt) / max(1, opt)) / 1e-6) <= 1
+    B = 0.5 * float(np.linalg.norm(a)) if np.linalg.norm(a) > 0 else 1.0
+    a2, v2, g2 = GF.opt_frozen(X, y, W, b, B_a2=B, maxiter=500)
+    assert np.linalg.norm(a2) <= B * (1 + 1e-12) and g2 >= 0
+    assert abs(Fraction(v2) - loss([Fraction(float(v)) for v in a2])) <= 4 * n * Fraction(EPS) * (1 + max(
+        sum(abs(r_ * Fraction(float(v))) for r_, v in zip(row, a2)) for row in rows))
+    assert record("opt_frozen (ball: OPT - (value - gap))", float(Fraction(v2 - g2) - max(opt, Fraction(0)))
+                  / 1e-9 if v2 - g2 < float(opt) else 0.0) <= 1
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.integers(3, 10 ** 6), st.floats(0.5, 12), st.lists(st.floats(-3, 3), min_size=4, max_size=4),
+       st.integers(1, 6), st.integers(2, 8), st.data())
+def test_case_parameters_and_smoothness(d, tau, logs, n, M, data):
+    """case_parameters ("linear", "uniform_parity"): every entry relative error <= 16 eps, except B_G = rho - C_G s,
+    absolute <= 4 eps (rho + C_G s); smoothness_constant: relative <= 4 (M + n) eps (spectral: the top eigenvalue of
+    the PSD Gram; trace); symmetric_init: the mirror copies bit-identical (g = 0 exactly, the halves summed apart);
+    against mpmath."""
+    import warnings
+    rho, beta, Bx1, Bx2 = (10.0 ** v for v in logs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = GF.case_parameters("linear", d=d, tau=tau, rho=rho, beta=beta, Bx1=Bx1, Bx2=Bx2)
+        except ValueError:   # B_G <= 0: refused, as documented
+            out = None
+    errs = []
+    with mp.workdps(DPS):
+        D_, T_, R, Bt, X1, X2 = (_mpf(v) for v in (d, tau, rho, beta, Bx1, Bx2))
+        s = mp.sqrt(X2) / D_ ** (T_ / 2 - mp.mpf(0.25))
+        if out is not None:
+            refs = dict(gamma=s / R, B_a1=1 / Bt, B_a2=mp.sqrt(2) / Bt, B_b=1 / X1 ** 2, b_over_sigma_w=D_ ** T_ * X1,
+                        err_bound_paper=X1 * mp.root(X2, 4) / (Bt * mp.sqrt(R) * D_ ** (T_ / 4 - mp.mpf(0.125))),
+                        err_bound=2 / Bt * X1 * mp.sqrt(2 * s / R))
+            errs += [_rel(out[kk], v) / (16 * EPS) for kk, v in refs.items()
+                     if mp.mpf(2) ** -1000 < v < mp.mpf(2) ** 1000]
+            errs.append(float(abs(_mpf(out["B_G"]) - (R - s)) / (4 * EPS * (R + s))))
+        dd = 2 * data.draw(st.integers(1, 2000)) + 1
+        k = 2 * data.draw(st.integers(1, max(1, min(20, (dd - 1) // 2))))
+        up = GF.case_parameters("uniform_parity", d=dd, k=k)
+        K, DD = mp.mpf(k), mp.mpf(dd)
+
+        def xi(n_, j):
+            h, i = (n_ - 1) // 2, (j - 1) // 2
+            return (-1) ** i * mp.binomial(h, i) * mp.binomial(n_ - 1, h) / (mp.binomial(n_ - 1, j - 1)
+                                                                            * mp.mpf(2) ** (n_ - 1))
+        BG = mp.sqrt(K * xi(dd, k - 1) ** 2 + (DD - K) * xi(dd, k + 1) ** 2) / 2
+        gi = mp.sqrt(K) / (DD - K)
+        eb = 3 * (K + 1) * 2 * mp.sqrt(K) * mp.sqrt(2 * DD * mp.log(DD)) * gi
+        for kk, v in dict(B_G=BG, gamma_inf=gi, B_a1=2 * mp.sqrt(K), B_a2=mp.sqrt(6 * K * (K + 1)),
+                          B_b=(K + 1) / mp.sqrt(K), err_bound=eb,
+                          err_bound_paper=K ** 2 * mp.sqrt(DD * mp.log(DD)) / (DD - K)).items():
+            errs.append(_rel(up[kk], v) / (16 * EPS))
+        assert up["log_p"] == -(k - 1) * math.log(2.0) or abs(up["log_p"] + (k - 1) * mp.log(2)) <= 16 * EPS * k
+        rng = np.random.default_rng(d)
+        Phi = rng.standard_normal((n, M)) * 10.0 ** rng.uniform(-3, 3, M)
+        G = mp.matrix(M, M)
+        for i in range(M):
+            for j in range(M):
+                G[i, j] = mp.fsum(_mpf(Phi[r, i]) * _mpf(Phi[r, j]) for r in range(n)) / n
+        lmax = max(mp.eigsy(G)[0])
+        for loss, beta_ in (("logistic", 1 / (4 * mp.log(2))), ("squared", mp.mpf(2))):
+            errs.append(_rel(GF.smoothness_constant(Phi, loss), beta_ * lmax) / (4 * (M + n) * EPS))
+            errs.append(_rel(GF.smoothness_constant(Phi, loss, bound="trace"), beta_ * sum(G[i, i] for i in range(M)))
+                        / (4 * (M + n) * EPS))
+    assert record("case_parameters / smoothness_constant", max(errs), d=d, tau=tau) <= 1
+    a, W, b = GF.symmetric_init(3, M, 1.0, 1.0, 0.5, rng)
+    h = 2 * M
+    assert np.array_equal(a[h:], -a[:h]) and np.array_equal(W[h:], W[:h]) and np.array_equal(b[h:], b[:h])
+    X = rng.standard_normal((5, 3))
+    F = np.maximum(X @ W.T - b, 0)
+    assert np.all(F[:, :h] @ a[:h] + F[:, h:] @ a[h:] == 0)   # each half is the other's exact negative

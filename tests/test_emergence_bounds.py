@@ -609,14 +609,16 @@ def test_step2_deviation_exact(n):
     assert abs(z) < Z_MAX
 
 
-@given(st.integers(1, 10**7))
+@given(st.integers(7, 10**7))
 @settings(max_examples=20)
 def test_step2_cos_increasing_in_n_to_the_population_cos(n):
-    model = parity_mixture(30, 3, 0.4)
+    model = parity_mixture(30, 3, 0.4)   # 1 - cos = 12.4/n: n <= 6 leaves [-1, 1] and is refused
     assert finite_sample_step2_cos(model, n) < finite_sample_step2_cos(model, n + 1) < 1.0
     # 1 - cos is exactly proportional to 1/n when E[y phi] is along the target
-    assert (1 - finite_sample_step2_cos(model, n)) * n == pytest.approx(1 - finite_sample_step2_cos(model, 1),
+    assert (1 - finite_sample_step2_cos(model, n)) * n == pytest.approx(7 * (1 - finite_sample_step2_cos(model, 7)),
                                                                         rel=1e-6)
+    with pytest.raises(ValueError, match="'n'"):
+        finite_sample_step2_cos(model, 6)
 
 
 def test_bias_shift_vs_sampling():

@@ -126,6 +126,8 @@ def symmetric_init(d, m, sigma_a, sigma_w, b_tilde, rng=0, *, law="gauss"):
 
     Notes
     -----
+    Accuracy: exact: the mirror copies are bit-identical, so g = 0 exactly at init (with the two halves summed
+    apart; a plain dot product may leave a few ulps).
     Regime: exact copies, never re-sampled ones: ``g^{(0)} = 0`` to rounding, so the first
     step sees ``l'(0)`` on every sample.
 
@@ -218,6 +220,11 @@ def first_step(model, a0, W0, b, eta1, loss="hinge", X=None, y=None):
 
     Notes
     -----
+    Accuracy: sample: |delta a_i - exact| <= 4 (n + d + 4) eps c eta1 E|l'| relu(pre_i) and |delta W_ij - exact| <= 4
+    (n + d + 4) eps c eta1 |a_i| E|l' x_j| (away from the kinks, 1e-9), c = 1 for the hinge and 1 + max_x sum_i |a_i|
+    (|w_i| . |x| + |b_i|) for the logistic loss (its derivative moves with the rounding of y g); measured 0.15 of the
+    bound (tests/test_accuracy_gradient_features.py, exact rationals and mpmath). Population: that of the model's
+    simplified_gradient and A, times one product.
     Regime: population: the symmetric init (3.9) (``g^(0) = 0``, checked exactly; an InvalidParameterError
     otherwise), any model with a closed-form or Monte Carlo ``G`` and ``A``. On a sample: the exact gradient
     step of the empirical loss at any init (``l'(y g)`` evaluated at the actual ``g^(0)``; at the symmetric
@@ -288,6 +295,9 @@ def cone_membership(W, D, gamma, norm="l2"):
 
     Notes
     -----
+    Accuracy: every decision exact where |cos(w, D)| is not within 8 d eps of 1 - gamma (l2) or the l_inf distance not
+    within 8 eps of gamma; no wrong decision found (tests/test_accuracy_gradient_features.py, mpmath at 40 digits, w of
+    scale 1e-6..1e6).
     Regime: exact; the zero vector lies in no cone. ``rho w`` is in the l2 cone iff ``w`` is (any ``rho != 0``).
 
     References
@@ -353,6 +363,8 @@ def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge", norm="l2"):
 
     Notes
     -----
+    Accuracy: that of :func:`cone_membership` for the cone; the sign and norm comparisons are exact except within 4 eps
+    (relative) of the threshold B_G.
     Regime: exact. Note the signed inner product: with ``w^(1) = eta |l'(0)| a0 G``, neuron i is nice iff
     ``G`` is in the l2 cone with ``sign(a0_i <G, D>) = +1`` and ``||G|| >= B_G``, so under (3.9) the count is
     ``Binomial(m, p/2)`` with ``p`` of :func:`feature_probability` (Lemma B.5's ``p/2``).
@@ -523,6 +535,8 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
 
     Notes
     -----
+    Accuracy: a_tilde relative error <= 8 eps of its formula; the set decisions are exact except within 4 eps (relative)
+    of the cone, B_G and eps_a thresholds (not tested separately).
     Regime: Lemma B.6 bounds ``L(g~) <= r B_a1 (B_x1 (eps_a + sqrt(2 gamma)) + B_eps) + OPT`` (B.52) when every
     ``Lambda_j`` is non-empty; the signed nice sets make ``(beta_j/|b_i|) w_i^(1)`` a ``sqrt(2 gamma)``-close,
     ``eps_a``-scaled copy of ``w*_j``. Sets are not made disjoint (the proof does not need it).
@@ -608,6 +622,8 @@ def uniform_parity_second_layer(W1, b, A, margin=2.0):
 
     Notes
     -----
+    Accuracy: a_tilde relative error <= 4 eps of the coefficients (exact for k a power of 2); the good-neuron decisions
+    are exact except within 4 eps of the 1/(4k) window (not tested separately).
     Regime: ``k`` even, hinge step at the lemma's ``eta^(1)`` (a neuron is good when its ``A``-coordinates are all
     within ``1/(4k)`` of ``sigma/(2k)``); the lemma's width ``m >= k 2^k log(k/delta)`` makes every set non-empty
     with probability ``>= 1 - delta`` and its ``d >= Omega(k^4 log(kd/eps))`` makes ``nu`` small. The seed states the
@@ -787,6 +803,10 @@ def opt_frozen(X, y, W, b, B_a2=None, loss="hinge", maxiter=5000):
 
     Notes
     -----
+    Accuracy: hinge without a ball: value - OPT <= 1e-6 max(1, OPT) (HiGHS's tolerances) with gap 0; measured 2e-4 of
+    the bound (tests/test_accuracy_gradient_features.py, brute force over the vertices of the hinge arrangement, M <=
+    2). With a ball: value is the exact sample loss of a feasible a, and value - gap never exceeded OPT (the gap is the
+    certificate).
     Regime: a convex program in ``a`` (Theorem 3.4's comparator). Hinge: a sparse LP (HiGHS, ``n + M``
     variables), exact when its optimum lies in the ball. Otherwise the ball problem goes through its box-constrained
     dual (``l*`` the convex conjugate: hinge ``-u`` on ``[0, 1]``, base-2 logistic ``c[t ln t + (1-t) ln(1-t)]``,
