@@ -27,9 +27,19 @@ from . import error_budget
 __all__ = ["RECORDS", "SIZES", "store", "mark_not_run", "load", "is_stale", "status", "headline", "docs_page",
            "readme_block", "model_block", "write_pages", "main"]
 
-RECORDS = Path(__file__).resolve().parent / "records"
+
+def _checkout():
+    """The repository whose records and pages these are: the one this package sits in (a source checkout or an
+    editable install), else the current directory when it is one (an installed wheel run from a checkout)."""
+    for root in (Path(__file__).resolve().parent.parent, Path.cwd()):
+        if (root / "validation" / "records").is_dir() and (root / "README.md").is_file():
+            return root
+    return Path(__file__).resolve().parent.parent
+
+
+ROOT = _checkout()
+RECORDS = ROOT / "validation" / "records"
 SIZES = ("quick", "full")
-ROOT = RECORDS.parent.parent
 README, DOCS = ROOT / "README.md", ROOT / "docs" / "validation.md"
 BEGIN, END = "<!-- records:begin -->", "<!-- records:end -->"
 _ENV_KEYS = ("popdyn", "git_commit", "python", "numpy", "scipy", "numba", "torch", "platform", "cpus", "device")
