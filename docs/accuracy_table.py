@@ -18,9 +18,9 @@ def _where(w):
 
 
 def table(record):
-    """The markdown table: one row per function, grouped by module, the worst ratio and where it occurred."""
+    """The markdown table: one row per function, grouped by test file (a module), the worst ratio and where."""
     rows = ["| function | worst error / declared bound | where (worst case) | test |", "|---|---|---|---|"]
-    for name, r in sorted(record.items()):
+    for name, r in sorted(record.items(), key=lambda kv: (kv[1]["where"].get("test", ""), kv[0])):
         ratio = r["ratio"]
         flag = "" if ratio <= 1 else " **(exceeds)**"
         shown = "inf" if not math.isfinite(ratio) else f"{ratio:.2g}"
