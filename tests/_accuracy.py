@@ -9,10 +9,12 @@ cases are printed when the run ends; ``POPDYN_ACCURACY_EXPLORE=10`` multiplies e
 test files run), from which ``python docs/accuracy_table.py`` writes the table of docs/accuracy.md.
 """
 import atexit
+import itertools
 import json
 import math
 import os
 import sys
+from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
@@ -114,3 +116,19 @@ def _save(path):
 
 if os.environ.get("POPDYN_ACCURACY_RECORD"):
     atexit.register(_save, os.environ["POPDYN_ACCURACY_RECORD"])
+
+
+def hinge_vertices(rows):
+    """Candidate optima of min_a sum_s max(0, 1 - <rows_s, a>) for n = len(rows[0]) <= 2, exactly (Fractions): a = 0
+    and every vertex where n of the margins equal 1 (the LP's vertices; a line of optima is not covered)."""
+    n = len(rows[0])
+    cands = [[Fraction(0)] * n]
+    for combo in itertools.combinations(range(len(rows)), n):
+        M = [rows[c] for c in combo]
+        if n == 1 and M[0][0] != 0:
+            cands.append([1 / M[0][0]])
+        elif n == 2:
+            det = M[0][0] * M[1][1] - M[0][1] * M[1][0]
+            if det != 0:
+                cands.append([(M[1][1] - M[0][1]) / det, (M[0][0] - M[1][0]) / det])
+    return cands

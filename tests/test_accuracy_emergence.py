@@ -14,9 +14,8 @@ from hypothesis import assume, example, given, note, settings
 from hypothesis import strategies as st
 
 from popdyn.models import emergence as E
-from popdyn.models.emergence import activation as ACT
 
-from ._accuracy import EPS, examples, record
+from ._accuracy import EPS, examples, hinge_vertices, record
 
 # gaussian.normal_pdf returns nan for |t| > 2.6e5 (a known defect fixed in popdyn/gaussian.py): the searches keep
 # |z|/s and |1 - z|/s below 2e5
@@ -760,15 +759,7 @@ def test_hinge_and_error_and_lp(table, data):
     # the LP against its vertices
     R, n = F.shape
     rows = [[Fraction(float(v)) * int(yv) for v in F[c]] for c, yv in zip(range(R), y)]
-    cands = [[Fraction(0)] * n]
-    for combo in itertools.combinations(range(R), n):
-        M = [rows[c] for c in combo]
-        if n == 1 and M[0][0] != 0:
-            cands.append([1 / M[0][0]])
-        elif n == 2:
-            det = M[0][0] * M[1][1] - M[0][1] * M[1][0]
-            if det != 0:
-                cands.append([(M[1][1] - M[0][1]) / det, (M[0][0] - M[1][0]) / det])
+    cands = hinge_vertices(rows)
     if n == 2 and np.linalg.matrix_rank(F) < 2:
         return   # a line of optima: the vertices above do not cover it
     opt = min(_hinge_exact(F, piF, y, c)[0] for c in cands)

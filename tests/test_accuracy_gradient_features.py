@@ -16,9 +16,8 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from popdyn.models import gradient_features as GF
-from popdyn.models.gradient_features import bounds as GB
 
-from ._accuracy import EPS, examples, record
+from ._accuracy import EPS, examples, hinge_vertices, record
 
 DPS = 40
 
@@ -1021,15 +1020,7 @@ def test_opt_frozen_hinge(n, M, data):
         return
     a, value, gap = GF.opt_frozen(X, y, W, b)
     rows = [[Fraction(float(v)) * int(yv) for v in F[s]] for s, yv in enumerate(y)]
-    cands = [[Fraction(0)] * M]
-    for combo in itertools.combinations(range(n), M):
-        Mx = [rows[c] for c in combo]
-        if M == 1 and Mx[0][0] != 0:
-            cands.append([1 / Mx[0][0]])
-        elif M == 2:
-            det = Mx[0][0] * Mx[1][1] - Mx[0][1] * Mx[1][0]
-            if det != 0:
-                cands.append([(Mx[1][1] - Mx[0][1]) / det, (Mx[0][0] - Mx[1][0]) / det])
+    cands = hinge_vertices(rows)
     loss = lambda c: sum(max(Fraction(0), 1 - sum(r_ * x for r_, x in zip(row, c))) for row in rows) / n  # noqa
     opt = min(loss(c) for c in cands)
     assert gap == 0 and record("opt_frozen (LP)", float((Fraction(value) - opt) / max(1, opt)) / 1e-6) <= 1
