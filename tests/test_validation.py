@@ -149,6 +149,14 @@ def test_claim_key_changes_with_size_tolerance_version_and_source(monkeypatch, t
     key2 = c2.key(True)
     src.write_text("x = 2\n")
     assert c2.key(True) != key2
+    # a claim(...) call's quick size enters the quick key only: editing it leaves the full record current
+    decl = "claim(id='m.a', title='t', quick={'n': %d}, full={'n': 9})(None)\n"
+    src.write_text(decl % 1)
+    keys = c2.key(True), c2.key(False)
+    src.write_text(decl % 2)
+    assert c2.key(False) == keys[1]
+    src.write_text((decl % 2).replace("title='t'", "title='t', tolerance=0.5"))
+    assert c2.key(False) != keys[1]  # code other than sizes and prose still counts
     # the key follows the module's imports inside popdyn, and only those: sweep is not imported, gaussian is
     src.write_text("def f():\n    from popdyn.gaussian import normal_pdf\n")
     files = {f.name for f in claims_pkg._source_files(c2)}

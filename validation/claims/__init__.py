@@ -211,10 +211,14 @@ def _source_files(c):
 
 #: A claim's prose: words about the measurement, not the measurement.
 _PROSE = frozenset({"title", "source", "metric", "tolerance_origin", "kind"})
+#: A claim's sizes: :meth:`Claim.key` hashes the one a record was run at, so changing the quick size leaves the full
+#: record current (and the other way round).
+_SIZES = frozenset({"quick", "full"})
 
 
 class _CodeOnly(ast.NodeTransformer):
-    """Drop docstrings, and the prose of ``claim(...)`` / ``Claim(...)`` calls (null names stay, not their words)."""
+    """Drop docstrings, the prose of ``claim(...)`` / ``Claim(...)`` calls (null names stay, not their words) and
+    their ``quick`` / ``full`` sizes."""
 
     def _strip_docstring(self, node):
         body = node.body
@@ -227,7 +231,7 @@ class _CodeOnly(ast.NodeTransformer):
 
     def visit_Call(self, node):
         if getattr(node.func, "id", getattr(node.func, "attr", None)) in ("claim", "Claim"):
-            node.keywords = [k for k in node.keywords if k.arg not in _PROSE]
+            node.keywords = [k for k in node.keywords if k.arg not in _PROSE | _SIZES]
             for k in node.keywords:
                 if k.arg == "nulls" and isinstance(k.value, ast.Dict):
                     k.value.values = [ast.Constant("") for _ in k.value.values]
