@@ -16,7 +16,6 @@ import collections
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from scipy.integrate import solve_ivp
 
@@ -268,36 +267,27 @@ def _scalar_flow(y_nodes, f_nodes, y0, t_eval):
     return Trajectory(t_eval, s * y_t, 0, "success", y_nodes.size)
 
 
-@numba.njit(cache=True)
-def _increasing_flow(y_nodes, f_nodes, y0, f0, tau):  # pragma: no cover - compiled
-    """y(tau) of :func:`_scalar_flow` for ``f(y0) = f0 >= 0``, in one pass: the crossing time of each cell
-    from y0 up to the first node with f <= 0 (``dy/fa log(fb/fa)/(fb/fa - 1)``; the cell holding the
-    zero takes forever), their running sum T, then the exact solution inside the cell of each tau."""
+def _increasing_flow(y_nodes, f_nodes, y0, f0, tau):
+    """y(tau) of :func:`_scalar_flow` for ``f(y0) = f0 >= 0``: the crossing time of each cell from y0 up to the
+    first node with f <= 0 (``dy/fa log(fb/fa)/(fb/fa - 1)``; the cell holding the zero takes forever), their
+    running sum T, then the exact solution inside the cell of each tau."""
     j = np.searchsorted(y_nodes, y0, side="right")
-    y, f = np.empty(1 + y_nodes.size - j), np.empty(1 + y_nodes.size - j)
-    y[0], f[0], y[1:], f[1:] = y0, f0, y_nodes[j:], f_nodes[j:]
-    q, stopped = y.size - 1, False
-    for i in range(y.size):
-        if f[i] <= 0:
-            q, stopped = i, True
-            break
+    y, f = np.concatenate(([y0], y_nodes[j:])), np.concatenate(([f0], f_nodes[j:]))
+    rest = np.flatnonzero(f <= 0)
+    q, stopped = (int(rest[0]), True) if rest.size else (y.size - 1, False)
     if q == 0:  # at rest (f(y0) = 0) or already at the last node
         return np.full(tau.size, y0)
-    cell, T = np.empty(q), np.zeros(q + 1)
-    for c in range(q):
-        if c < q - stopped:
-            x = f[c + 1] / f[c] - 1  # log(1 + x)/x, inf at x = -1 (f_b underflowed to 0), series below 1e-8
-            cell[c] = (y[c + 1] - y[c]) / f[c] * (1 - x / 2 if abs(x) < 1e-8 else np.log1p(x) / x)
-        else:
-            cell[c] = np.inf
-        T[c + 1] = T[c] + cell[c]
-    out = np.empty(tau.size)
-    for n in range(tau.size):
-        i = min(np.searchsorted(T, tau[n], side="right") - 1, q - 1)
-        dt = min(tau[n] - T[i], cell[i])  # past the last node (f > 0 to the end): stay there
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = f[1:q + 1] / f[:q] - 1  # log(1 + x)/x, inf at x = -1 (f_b underflowed to 0), series below 1e-8
+        cell = (y[1:q + 1] - y[:q]) / f[:q] * np.where(np.abs(x) < 1e-8, 1 - x / 2, np.log1p(x) / x)
+        if stopped:
+            cell[q - 1] = np.inf
+        T = np.concatenate(([0.0], np.cumsum(cell)))
+        i = np.minimum(np.searchsorted(T, tau, side="right") - 1, q - 1)
+        dt = np.minimum(tau - T[i], cell[i])  # past the last node (f > 0 to the end): stay there
         x = (f[i + 1] - f[i]) / (y[i + 1] - y[i]) * dt  # (exp(x) - 1)/x, 1 at x = 0; x <= 0 or bounded by the cell time
-        out[n] = min(max(y[i] + f[i] * dt * (1 + x / 2 if abs(x) < 1e-8 else np.expm1(x) / x), y[i]), y[i + 1])
-    return out
+        grow = np.where(np.abs(x) < 1e-8, 1 + x / 2, np.expm1(x) / x)
+    return np.minimum(np.maximum(y[i] + f[i] * dt * grow, y[i]), y[i + 1])
 
 
 def _flow_input(y_nodes, f_nodes, y0, t_eval):

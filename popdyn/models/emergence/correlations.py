@@ -12,7 +12,7 @@ so that ``dL/dw = -a sum_j M_j T_j``, ``dL/db = -a T_b``, ``dL/da = -T_a``. Meth
   of independent two-point variables; ``W(c) = P(0 < c + S + xi < 1)`` by Fourier inversion on a trapezoid
   grid free of aliasing; the leave-one-out characteristic functions of ``T_B`` from prefix/suffix products
   (never dividing by ``psi_l``, which vanishes at p = 1/2). The label sum ``Y(t) = sum_r pi_r y_r e^{itc_r}``
-  is formed once per node, so ``T_B`` costs O(|B|) per node and neuron. numba, parallel over neurons.
+  is formed once per node, so ``T_B`` costs O(|B|) per node and neuron. numba, parallel over neurons from 64 on.
 * ``"enumerate"``: brute force over every background configuration (``D - k <= 20``), any s >= 0.
 * ``"mc"``: seeded Monte Carlo (the xi expectation done in closed form), any s >= 0; :func:`mc_correlations`
   also returns standard errors.
@@ -29,6 +29,7 @@ import numba
 import numpy as np
 from scipy.special import ndtr
 
+from ..._jit import serial_and_parallel
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
 from ...gaussian import normal_pdf
 from .activation import smooth_trunc_relu, window, window_derivs
@@ -37,6 +38,7 @@ from .data import ExchangeablePatternModel, GaussianParityMixture, PatternModel
 __all__ = ["NeuronCorr", "neuron_correlations", "mc_correlations", "clt_error_bound", "gmm_correlations"]
 
 _T_MAX_S = 9.6        # t_max = 9.6 / s: exp(-s^2 t^2 / 2) = 1e-20 there
+_PARALLEL_M = 64      # neurons from which the Fourier kernels run in parallel (their compile takes 4x longer)
 _TAIL_S = 12.0        # the Gaussian xi is inside [-12 s, 12 s] up to 4e-33 when sizing the aliasing-free step
 _BE_C = 0.56          # Berry-Esseen constant, independent non-identical summands (Shevtsova 2010: C <= 0.5600)
 _RESYNC = 16         # nodes between exact phase evaluations in the kernel (rotation error ~16 ulp)
@@ -104,7 +106,7 @@ def _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn):
 
 # ---- Fourier: numba kernel ---------------------------------------------------------------------------------
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _flush(tot, cmp, acc):  # pragma: no cover - compiled
     """tot + cmp += acc (Neumaier's compensated sum), acc = 0: the trapezoid sums run over up to ~1e7 nodes
     (h ~ 1/span, span ~ |q|/sqrt(p) for a rare background coordinate), whose plain running sum loses ~N eps."""
@@ -119,7 +121,6 @@ def _flush(tot, cmp, acc):  # pragma: no cover - compiled
         acc[j] = 0.0
 
 
-@numba.njit(cache=True, parallel=True)
 def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s_t):  # pragma: no cover - compiled
     m, R = cA.shape
     nb = qB.shape[1]
@@ -232,9 +233,13 @@ def _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, s_t):  # pragma: no cover
     return W, Sa, Dn, beta, TB
 
 
+_fourier_serial, _fourier_parallel = serial_and_parallel(_fourier_kernel)
+
+
 def _fourier(model, Q, b, s, single, weighted=False):
     cA, qB, w, grp, P, v0, v1, piG, phA = _pieces(model, Q, b, weighted)
-    W, Es, Dn, beta, TB = _fourier_kernel(cA, qB, w, grp, P, v0, v1, piG, b, _total_s(model, Q, s))
+    kernel = _fourier_parallel if cA.shape[0] >= _PARALLEL_M else _fourier_serial
+    W, Es, Dn, beta, TB = kernel(cA, qB, w, grp, P, v0, v1, piG, b, _total_s(model, Q, s))
     np.clip(beta, 0.0, 1.0, out=beta)   # a probability: the quadrature's 1e-17 around 0 and 1 stays inside
     return _assemble(model, W, Es, beta, TB, w, phA, single, Q, Dn)
 
@@ -296,7 +301,6 @@ def _fourier_numpy(model, q, b, s, chunk=16, weighted=False):
 
 # ---- Fourier, count-resolved iid block: numba kernel -------------------------------------------------------
 
-@numba.njit(cache=True, parallel=True)
 def _exchangeable_kernel(qA, qB, yc, pA, u0, u1, pB, v0, v1, b, s, t0):  # pragma: no cover - compiled
     """T_A, T_B, T_b, T_a integrals for an iid A-block with count labels y_c: per node, the A-block generating
     function prod_j ((1-p_A) e^{itq_j u0} + p_A z e^{itq_j u1}) by prefix polynomials in z and the label-contracted
@@ -393,6 +397,9 @@ def _exchangeable_kernel(qA, qB, yc, pA, u0, u1, pB, v0, v1, b, s, t0):  # pragm
     return TA, TB, Tb, Ta, beta
 
 
+_exchangeable_serial, _exchangeable_parallel = serial_and_parallel(_exchangeable_kernel)
+
+
 def _fourier_exchangeable(model, Q, b, s, single, weighted=False):
     mom = model.moments()
     pi_c, y_c = model.count_law()
@@ -401,7 +408,8 @@ def _fourier_exchangeable(model, Q, b, s, single, weighted=False):
     Eyw = pi_c @ yw                                                         # E[alpha_y y]
     Eywphi = (pi_c @ (yw * np.arange(k + 1) / k) - Eyw * p) / mom.sigt      # E[alpha_y y phi_j], j in A
     t0 = Eyw * (b - 0.5) + Eywphi * Q[:, :k].sum(1)                         # t -> 0 limit of the T_a integrand
-    TA, TB, Tb, Ta, beta = _exchangeable_kernel(
+    kernel = _exchangeable_parallel if Q.shape[0] >= _PARALLEL_M else _exchangeable_serial
+    TA, TB, Tb, Ta, beta = kernel(
         np.ascontiguousarray(Q[:, :k]), np.ascontiguousarray(Q[:, k:]), yw, p, -p / mom.sigt,
         (1 - p) / mom.sigt, mom.p_bar, -mom.p_bar / mom.sigt, (1 - mom.p_bar) / mom.sigt, b, s, t0)
     out = NeuronCorr(np.concatenate([TA, TB], axis=1), Tb, Ta + 0.5 * Eyw, np.clip(beta, 0.0, 1.0))

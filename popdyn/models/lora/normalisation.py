@@ -246,22 +246,16 @@ def _classes(problem):
 _POWER_TABLE = np.array(_POWERS, dtype=np.float64)
 
 
-@numba.njit(cache=True)
-def _class_tables(c, c_hat, lam, r_hat, xi):  # pragma: no cover - compiled
-    """The tables of :func:`_classes` in one pass: class rows (xi c, xi c_hat, r, r_hat) in lexicographic
-    order of (c, c_hat), the sums ``S[class, (i, j)] = sum lam^(i+j) gamma^j`` (gamma = xi c_hat / r_hat) and
-    the shared tables of :func:`_pl_fourth_moment`."""
+def _class_tables(c, c_hat, lam, r_hat, xi):
+    """The tables of :func:`_classes`: class rows (xi c, xi c_hat, r, r_hat) in lexicographic order of
+    (c, c_hat), the sums ``S[class, (i, j)] = sum lam^(i+j) gamma^j`` (gamma = xi c_hat / r_hat) and the shared
+    tables of :func:`_pl_fourth_moment`."""
     keys, inv = _unique_rows(np.stack((c, c_hat), axis=1))
+    i, j = _POWER_TABLE[:, 0], _POWER_TABLE[:, 1]
     S = np.zeros((keys.shape[0], 8))
-    for n in range(c.size):
-        gamma = xi * c_hat[n] / r_hat[n]
-        for p in range(8):
-            i, j = _POWER_TABLE[p, 0], _POWER_TABLE[p, 1]
-            S[inv[n], p] += lam[n] ** (i + j) * gamma ** j
-    params = np.empty((keys.shape[0], 4))
-    params[:, 0], params[:, 1] = xi * keys[:, 0], xi * keys[:, 1]
-    params[:, 2] = np.sqrt(1 + xi**2 * keys[:, 0] ** 2)
-    params[:, 3] = np.sqrt(1 + xi**2 * keys[:, 1] ** 2)
+    np.add.at(S, inv, lam[:, None] ** (i + j) * (xi * c_hat / r_hat)[:, None] ** j)
+    params = np.stack((xi * keys[:, 0], xi * keys[:, 1], np.sqrt(1 + xi**2 * keys[:, 0] ** 2),
+                       np.sqrt(1 + xi**2 * keys[:, 1] ** 2)), axis=1)
     # the classes on both sides, (xi c, xi c_hat) and (-xi c, -xi c_hat), merged where they coincide
     both = np.concatenate((params, params))
     both[keys.shape[0]:, :2] *= -1.0
@@ -284,36 +278,24 @@ def _polar_nodes(m, lines, n_theta, n_rho):
     return _polar_grid(m, np.ascontiguousarray(lines, dtype=np.float64), x, w, rho, w_rho)
 
 
-@numba.njit(cache=True)
-def _polar_grid(m, lines, x, wx, rho, w_rho):  # pragma: no cover - compiled
-    """The nodes of :func:`_polar_nodes` in one pass (Legendre rule ``x, wx``, radial rule ``rho, w_rho``)."""
-    n_lines, n_x, n_rho = lines.shape[0], x.size, rho.size
-    n_ang = n_lines * n_x if n_lines else 2 * n_x
-    a, t, e, w = np.empty((m.size, n_ang * n_rho)), np.empty((m.size, n_ang * n_rho)), np.empty((m.size, n_ang * n_rho)), np.empty((m.size, n_ang * n_rho))
-    theta, w_theta, phi = np.empty(n_ang), np.empty(n_ang), np.empty(n_lines)
-    for i in range(m.size):
-        s = math.sqrt(max(1 - m[i] * m[i], 0.0))
-        if n_lines:
-            for j in range(n_lines):  # the cut of line j: its direction in (t, e), modulo pi
-                dt, de = lines[j, 0] * s, lines[j, 1] - lines[j, 0] * m[i]
-                phi[j] = 0.0 if dt == 0 and de == 0 else math.atan2(de, dt) % math.pi
-            phi.sort()
-            for j in range(n_lines):
-                half = 0.5 * ((phi[j + 1] if j + 1 < n_lines else phi[0] + math.pi) - phi[j])
-                for q in range(n_x):
-                    theta[j * n_x + q] = phi[j] + half * (x[q] + 1)
-                    w_theta[j * n_x + q] = half * wx[q] / (2 * math.pi)
-        else:
-            for q in range(n_ang):
-                theta[q] = math.pi * q / n_ang
-                w_theta[q] = 1 / (4 * n_x)
-        for q in range(n_ang):
-            ct, st = math.cos(theta[q]), math.sin(theta[q])
-            for r in range(n_rho):
-                n = q * n_rho + r
-                t[i, n], e[i, n], w[i, n] = ct * rho[r], st * rho[r], w_theta[q] * w_rho[r]
-                a[i, n] = m[i] * t[i, n] + s * e[i, n]
-    return a, t, e, w
+def _polar_grid(m, lines, x, wx, rho, w_rho):
+    """The nodes of :func:`_polar_nodes` (Legendre rule ``x, wx``, radial rule ``rho, w_rho``), all overlaps at once."""
+    n_lines, n_x = lines.shape[0], x.size
+    s = np.sqrt(np.maximum(1 - m * m, 0.0))[:, None]
+    if n_lines:  # the cut of line j: its direction in (t, e), modulo pi; panels between consecutive cuts
+        dt, de = lines[None, :, 0] * s, lines[None, :, 1] - lines[None, :, 0] * m[:, None]
+        phi = np.sort(np.where((dt == 0) & (de == 0), 0.0, np.arctan2(de, dt) % math.pi), axis=1)
+        half = 0.5 * (np.concatenate((phi[:, 1:], phi[:, :1] + math.pi), axis=1) - phi)
+        theta = (phi[:, :, None] + half[:, :, None] * (x + 1)).reshape(m.size, -1)
+        w_theta = (half[:, :, None] * wx / (2 * math.pi)).reshape(m.size, -1)
+    else:
+        n_ang = 2 * n_x
+        theta = np.broadcast_to(math.pi * np.arange(n_ang) / n_ang, (m.size, n_ang))
+        w_theta = np.full((m.size, n_ang), 1 / (4 * n_x))
+    t = (np.cos(theta)[:, :, None] * rho).reshape(m.size, -1)
+    e = (np.sin(theta)[:, :, None] * rho).reshape(m.size, -1)
+    w = (w_theta[:, :, None] * w_rho).reshape(m.size, -1)
+    return m[:, None] * t + s * e, t, e, w
 
 
 def _kink_lines(classes):
@@ -324,22 +306,16 @@ def _kink_lines(classes):
     return _line_rows(params)
 
 
-@numba.njit(cache=True)
-def _line_rows(params):  # pragma: no cover - compiled
+def _line_rows(params):
     """The lines of :func:`_kink_lines` from the class rows: each (xi c, xi c_hat) != 0 and the axes a = 0,
     t = 0 (where Phi(xi c a), Phi(xi c_hat t) are steepest), scaled to unit length with a nonnegative first
     nonzero coordinate, rounded to 1e-14, distinct."""
     pts = np.concatenate((params[:, :2], np.eye(2)))
-    v, n = np.empty_like(pts), 0
-    for row in range(pts.shape[0]):
-        x, y = pts[row, 0], pts[row, 1]
-        if x == 0 and y == 0:  # a neuron with c_i = c_hat_i = 0 has no kink line
-            continue
-        norm = np.sqrt(x * x + y * y)
-        sign = -1.0 if x < 0 or (x == 0 and y < 0) else 1.0
-        v[n, 0], v[n, 1] = np.round(sign * (x / norm), 14), np.round(sign * (y / norm), 14)
-        n += 1
-    return _unique_rows(v[:n])[0]
+    pts = pts[(pts[:, 0] != 0) | (pts[:, 1] != 0)]  # a neuron with c_i = c_hat_i = 0 has no kink line
+    x, y = pts[:, 0], pts[:, 1]
+    sign = np.where((x < 0) | ((x == 0) & (y < 0)), -1.0, 1.0)
+    v = np.round(sign[:, None] * (pts / np.sqrt(x * x + y * y)[:, None]), 14)
+    return _unique_rows(v)[0]
 
 
 def _quadrature(problem, m, rule):

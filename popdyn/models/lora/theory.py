@@ -109,24 +109,20 @@ def _pairs(problem):
     return Wt, E, R, tuple(gaps)
 
 
-@numba.njit(cache=True)
-def _pair_tables(xi, c, ch, r, rh, G, lam):  # pragma: no cover - compiled
-    """The arrays of :func:`_pairs` in one pass over the pairs (gaps stacked: shape (4, k, k))."""
-    k, xi2 = c.size, xi**2
-    Wt, E, R, gaps = np.empty((k, k)), np.empty((k, k)), np.empty((k, k)), np.empty((4, k, k))
-    for i in range(k):
-        for j in range(k):
-            R[i, j], E[i, j] = r[i] * rh[j], xi2 * (c[i] * ch[j])
-            # R - |E| = (R^2 - E^2)/(R + |E|) with R^2 - E^2 = 1 + xi^2 (c_i^2 + c_hat_j^2) exactly: R + 1 - |E|
-            # formed as R - |E| plus 1 keeps its 1 when R ~ |E| >> 1 (xi >= 1e6 lost it: h off by 4e-5 at
-            # xi = 1e6, by 50 % and a division by zero at xi = 1e8)
-            near = 1 + (1 + xi2 * (c[i] ** 2 + ch[j] ** 2)) / (R[i, j] + abs(E[i, j]))  # R + 1 - |E|
-            far = R[i, j] + 1 + abs(E[i, j])  # R + 1 + |E|
-            a_minus = xi2 * (c[i] - ch[j]) ** 2 / (far if E[i, j] >= 0 else near)  # R - 1 - E
-            a_plus = xi2 * (c[i] + ch[j]) ** 2 / (near if E[i, j] >= 0 else far)  # R - 1 + E
-            gaps[0, i, j], gaps[1, i, j] = a_minus + (1 - G[i, j]), a_plus + (1 + G[i, j])
-            gaps[2, i, j], gaps[3, i, j] = a_plus + (1 - G[i, j]), a_minus + (1 + G[i, j])
-            Wt[i, j] = 2 * (lam[i] * lam[j]) * E[i, j] / R[i, j]
+def _pair_tables(xi, c, ch, r, rh, G, lam):
+    """The arrays of :func:`_pairs` over all pairs at once (gaps stacked: shape (4, k, k))."""
+    xi2 = xi**2
+    R, E = np.outer(r, rh), xi2 * np.outer(c, ch)
+    # R - |E| = (R^2 - E^2)/(R + |E|) with R^2 - E^2 = 1 + xi^2 (c_i^2 + c_hat_j^2) exactly: R + 1 - |E|
+    # formed as R - |E| plus 1 keeps its 1 when R ~ |E| >> 1 (xi >= 1e6 lost it: h off by 4e-5 at
+    # xi = 1e6, by 50 % and a division by zero at xi = 1e8)
+    near = 1 + (1 + xi2 * (c[:, None] ** 2 + ch[None, :] ** 2)) / (R + np.abs(E))  # R + 1 - |E|
+    far = R + 1 + np.abs(E)  # R + 1 + |E|
+    pos = E >= 0
+    a_minus = xi2 * (c[:, None] - ch[None, :]) ** 2 / np.where(pos, far, near)  # R - 1 - E
+    a_plus = xi2 * (c[:, None] + ch[None, :]) ** 2 / np.where(pos, near, far)  # R - 1 + E
+    gaps = np.stack((a_minus + (1 - G), a_plus + (1 + G), a_plus + (1 - G), a_minus + (1 + G)))
+    Wt = 2 * np.outer(lam, lam) * E / R
     return Wt, E, R, gaps
 
 
@@ -148,21 +144,19 @@ def _distinct_rows(columns):
     return _unique_rows(np.stack(columns, axis=1))
 
 
-@numba.njit(cache=True)
-def _unique_rows(rows):  # pragma: no cover - compiled
-    """:func:`_distinct_rows` of the 2-d array ``rows``: stable sorts from the last column to the first
-    (``np.lexsort``), then one pass marking the rows that differ from their predecessor."""
-    n, n_col = rows.shape
-    order = np.arange(n)
-    for j in range(n_col - 1, -1, -1):
-        order = order[np.argsort(rows[order, j], kind="mergesort")]
-    keep, inv = np.zeros(n, dtype=np.bool_), np.empty(n, dtype=np.int64)
-    count = -1
-    for q in range(n):
-        keep[q] = q == 0 or np.any(rows[order[q]] != rows[order[q - 1]])
-        count += keep[q]
-        inv[order[q]] = count
-    return rows[order[keep]], inv
+def _unique_rows(rows):
+    """:func:`_distinct_rows` of the 2-d array ``rows``: a stable lexicographic sort (``np.lexsort``), then the
+    rows that differ from their predecessor."""
+    n = rows.shape[0]
+    if n == 0:
+        return rows.copy(), np.empty(0, dtype=np.int64)
+    order = np.lexsort(rows.T[::-1])
+    ranked = rows[order]
+    keep = np.ones(n, dtype=bool)
+    keep[1:] = np.any(ranked[1:] != ranked[:-1], axis=1)
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.cumsum(keep) - 1
+    return ranked[keep], inv
 
 
 def _relu_scale(problem):
@@ -658,21 +652,14 @@ def _kernel_rows(problem, key, a, b):
     return _cached(problem, ("kernel_sum", key), lambda: _kernel_table(problem.G, a, b, problem.lam, problem.xi))
 
 
-@numba.njit(cache=True)
-def _kernel_table(G, a, b, lam, xi):  # pragma: no cover - compiled
-    """:func:`_kernel_rows` in one pass: the rows ``(G_ij, a_i b_j, r_i r_j)`` (``r = sqrt(1 + xi^2 a^2)``,
-    likewise b), their distinct rows (transposed) and the summed weights ``lam_i lam_j`` of each."""
-    k = a.size
-    full = np.empty((k * k, 3))
-    for i in range(k):
-        ra = np.sqrt(1 + xi**2 * a[i] ** 2)
-        for j in range(k):
-            full[i * k + j, 0], full[i * k + j, 1] = G[i, j], a[i] * b[j]
-            full[i * k + j, 2] = ra * np.sqrt(1 + xi**2 * b[j] ** 2)
+def _kernel_table(G, a, b, lam, xi):
+    """:func:`_kernel_rows`: the rows ``(G_ij, a_i b_j, r_i r_j)`` (``r = sqrt(1 + xi^2 a^2)``, likewise b), their
+    distinct rows (transposed) and the summed weights ``lam_i lam_j`` of each."""
+    ra, rb = np.sqrt(1 + xi**2 * a**2), np.sqrt(1 + xi**2 * b**2)
+    full = np.stack((G.ravel(), np.outer(a, b).ravel(), np.outer(ra, rb).ravel()), axis=1)
     rows, inv = _unique_rows(full)
     weights = np.zeros(rows.shape[0])
-    for n in range(k * k):
-        weights[inv[n]] += lam[n // k] * lam[n % k]
+    np.add.at(weights, inv, np.outer(lam, lam).ravel())
     return rows.T.copy(), weights
 
 
