@@ -665,3 +665,20 @@ def test_class_ratio_sets_the_prior_and_keeps_each_class_law(base, rho):
 def test_class_ratio_rejects_a_ratio_outside_the_open_unit_interval(rho):
     with pytest.raises(InvalidParameterError, match="negative_ratio"):
         em.with_class_ratio(em.parity_mixture(12, 3, 0.5), rho)
+
+
+def test_parallel_kernels_from_64_neurons_equal_the_serial_ones(monkeypatch):
+    """From 64 neurons the Fourier kernels run in parallel (a separately cached dispatcher): the same numbers, bit
+    for bit, as the serial kernels on the same neurons (row-dependent and count-resolved models)."""
+    from popdyn.models.emergence import correlations as co
+    rng = np.random.default_rng(3)
+    for model in (em.parity_mixture(11, 3, 0.3, independent_background=False),
+                  em.ExchangeablePatternModel(12, 4, 0.6, np.linspace(0.2, 0.8, 8), (1, 3))):
+        Q, b = rng.normal(0, 0.3, (64, model.D)), rng.normal(0, 0.3, 64)
+        par = em.neuron_correlations(model, Q, b, 0.3)
+        monkeypatch.setattr(co, "_PARALLEL_M", 65)
+        ser = em.neuron_correlations(model, Q, b, 0.3)
+        monkeypatch.undo()
+        for p, s in zip(par, ser):
+            np.testing.assert_array_equal(p, s)
+    assert co._fourier_parallel.py_func.__qualname__ == "_fourier_kernel_parallel"   # its own cache entry
