@@ -397,3 +397,21 @@ def test_exact_test_error_holds_at_tiny_ridges_against_exact_rational_arithmetic
     exact = float(total / len(cube))
     assert err[0] >= 0 and abs(err[0] - exact) <= max(10 * acc[0], 1e-12 * exact), (err, exact, acc)
     assert lam > 1e-9 or np.abs(beta).sum() > 1e-2 / lam  # beta ~ 1/ridge: where the plain quadratic form failed
+
+
+def test_parallel_pair_loops_equal_the_serial_ones(monkeypatch):
+    """From 2^22 pairs the Hamming matrix and the exact error's pair sums run in parallel (a separately cached
+    dispatcher): the same numbers, bit for bit, as the serial loops on a small problem forced parallel."""
+    from popdyn.models.resnet import hypercube as hc
+    rng = np.random.default_rng(5)
+    d = 12
+    X = rng.choice([-1.0, 1.0], size=(300, d))
+    kappa = resnet.relu_ntk_full(d)
+    target = [{(0, 3): 1.0, (5,): -0.5}]
+    y = np.prod(X[:, [0, 3]], axis=1) - 0.5 * X[:, 5]
+    beta = resnet.krr_fit(kappa, X, y, 1e-3)
+    serial = hamming_matrix(X), exact_test_error(kappa, X, beta, target)
+    monkeypatch.setattr(hc, "_PARALLEL_PAIRS", 1)
+    parallel = hamming_matrix(X), exact_test_error(kappa, X, beta, target)
+    np.testing.assert_array_equal(serial[0], parallel[0])
+    np.testing.assert_array_equal(serial[1], parallel[1])

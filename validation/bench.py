@@ -20,6 +20,11 @@ Measurements (``python -m popdyn.validation.bench [--quick]``, also ``popdyn ben
 5. ``sweep_pool`` / ``sweep_dask``: a sweep of 32 LoRA simulations inline against a 2-process pool and
    a 2-worker local Dask cluster (the three must give the same numbers; the Dask overhead per task is
    the time beyond an ideal 2x), and ``validate_jobs``: ``validate --quick`` serially against ``--jobs 2``.
+6. Start-up, against times rather than ratios (:func:`startup`): ``import popdyn`` in a fresh interpreter, the
+   first ``popdyn.predict`` of every problem class's ``example()`` in a fresh process with an empty numba cache
+   (the one-time compile a new install pays; goal under 3 s each) and the second call, and ``validate --quick``
+   from the stored records (serial total, with ``--jobs 2`` by longest-first scheduling, the slowest claim;
+   goals 10 minutes and 60 s), labelled as read from the records.
 
 Every popdyn time is what a user gets: a FRESH problem with cold caches (numba JIT warmed up once on
 a throwaway problem, nothing else reused), the median of a few repeats. The warm figure (the same
@@ -78,6 +83,8 @@ GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "h_ke
          "resnet_hamming": 1.0, "contrastive_optimum": 1.0, "dg_accuracy": 1.0, "dg_optimum": 1.0,
          "committee_erf_ode": 10.0, "committee_relu_ode": 5.0, "committee_tanh_ode": 5.0, "sweep_pool": 1.0,
          "sweep_dask": 1.0, "validate_jobs": 1.0}
+#: Start-up goals in seconds (:func:`startup`).
+STARTUP_GOALS = {"import": 0.3, "first_call": 3.0, "validate_quick_jobs2": 600.0, "slowest_quick_claim": 60.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
 
 
@@ -551,6 +558,78 @@ def _bench_validate(sz):
             "fast_s": times[2], "slow_s": times[1], "ratio": times[1] / times[2], "goal": GOALS["validate_jobs"]}
 
 
+_FIRST_CALL = """
+import json, sys, time
+t0 = time.perf_counter()
+import popdyn
+from popdyn.models import catalogue
+t1 = time.perf_counter()
+cls = next(e.cls for e in catalogue() if e.name == sys.argv[1])
+ex = cls.example()
+problem, options = ex if isinstance(ex, tuple) else (ex, {})
+t2 = time.perf_counter()
+popdyn.predict(problem, **options)
+t3 = time.perf_counter()
+popdyn.predict(problem, **options)
+print(json.dumps({"import": t1 - t0, "first": t3 - t2, "second": time.perf_counter() - t3}))
+"""
+
+
+def _fresh_process(name, cache):
+    """Import time, first and second ``predict`` of ``name``'s example in a new interpreter with numba cache
+    ``cache`` (a new empty folder: the compile a new install pays)."""
+    import os
+    import subprocess
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, "-c", _FIRST_CALL, name], env=env, capture_output=True, text=True,
+                         check=True, cwd=str(cache))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _quick_from_records():
+    """Quick validation time from the stored records: the serial total, the wall time on 2 processes by
+    longest-first scheduling (what ``--jobs 2`` does with these times) and the slowest claim."""
+    from .records import load
+    times = {i: r["quick"].get("elapsed_s") for i, r in load().items() if r.get("quick", {}).get("elapsed_s")}
+    loads = [0.0, 0.0]
+    for t in sorted(times.values(), reverse=True):
+        loads[loads.index(min(loads))] += t
+    slowest = max(times, key=times.get)
+    return {"claims": len(times), "serial_s": sum(times.values()), "jobs2_s": max(loads), "slowest": slowest,
+            "slowest_s": times[slowest]}
+
+
+def startup():
+    """Start-up times (seconds) with their goals (:data:`STARTUP_GOALS`): see the module docstring, item 6."""
+    import tempfile
+    from popdyn.models import catalogue
+    rows = {}
+    for e in catalogue():
+        with tempfile.TemporaryDirectory() as cache:
+            r = _fresh_process(e.name, cache)
+        rows[e.name] = {"first_s": r["first"], "second_s": r["second"], "import_s": r["import"]}
+    q = _quick_from_records()
+    imports = sorted(r["import_s"] for r in rows.values())
+    return {"import_s": imports[len(imports) // 2], "first_call": rows, "validate_quick": q}
+
+
+def _startup_table(st):
+    g = STARTUP_GOALS
+    met = lambda v, goal: f"{goal:g} s ({'met' if v <= goal else 'short'})"
+    q = st["validate_quick"]
+    lines = ["| start-up | seconds | goal |", "|---|---|---|",
+             f"| import popdyn (fresh interpreter, median over the processes) | {st['import_s']:.3g} | "
+             f"{met(st['import_s'], g['import'])} |"]
+    for name, r in st["first_call"].items():
+        lines.append(f"| first predict of {name}.example(), empty numba cache (second call {r['second_s']:.3g} s) | "
+                     f"{r['first_s']:.3g} | {met(r['first_s'], g['first_call'])} |")
+    lines += [f"| validate --quick, {q['claims']} claims, --jobs 2 (from the stored records; serial "
+              f"{q['serial_s']:.0f} s) | {q['jobs2_s']:.0f} | {met(q['jobs2_s'], g['validate_quick_jobs2'])} |",
+              f"| slowest quick claim, {q['slowest']} (from the stored records) | {q['slowest_s']:.0f} | "
+              f"{met(q['slowest_s'], g['slowest_quick_claim'])} |"]
+    return "\n".join(lines)
+
+
 def run(quick=False):
     """Run every measurement; returns the report dict (also what ``main`` saves)."""
     sz = SIZES["quick" if quick else "full"]
@@ -573,7 +652,8 @@ def run(quick=False):
             rows.update(out if "," in name else {name: out})
         except Exception as e:  # a missing piece is reported in the table, the others still run
             rows.update({n: {"what": n, "error": f"{type(e).__name__}: {e}", "goal": GOALS[n]} for n in name.split(",")})
-    return {"quick": quick, "sizes": sz, "results": rows, "popdyn": popdyn.__version__,
+    print("bench: start-up ...", file=sys.stderr, flush=True)
+    return {"quick": quick, "sizes": sz, "results": rows, "startup": startup(), "popdyn": popdyn.__version__,
             "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine()}
 
 
@@ -600,6 +680,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     report = run(quick=args.quick)
     print(_table(report))
+    print()
+    print(_startup_table(report["startup"]))
     atomic_write(args.out, lambda f: f.write(json.dumps(report, indent=1).encode()))
     print(args.out)
     return 1 if any("error" in r for r in report["results"].values()) else 0

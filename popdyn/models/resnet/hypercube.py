@@ -17,6 +17,7 @@ import numba
 import numpy as np
 import scipy.linalg
 
+from popdyn._jit import serial_and_parallel
 from popdyn._validate import FiniteArray, Integer, InvalidParameterError, Interval, Options, check
 
 __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_ck",
@@ -654,14 +655,17 @@ def _popcount(x):
     return (x * _H01) >> np.uint64(56)
 
 
-@numba.njit(cache=True, parallel=True)
-def _hamming(A, B, out):
+def _hamming(A, B, out):  # pragma: no cover - compiled
     for i in numba.prange(A.shape[0]):
         for j in range(B.shape[0]):
             s = np.uint64(0)
             for w in range(A.shape[1]):
                 s += _popcount(A[i, w] ^ B[j, w])
             out[i, j] = s
+
+
+_hamming_serial, _hamming_parallel = serial_and_parallel(_hamming)
+_PARALLEL_PAIRS = 1 << 22  # pairs of points from which the pair loops run in parallel (their compile is 2x longer)
 
 
 def hamming_matrix(X, Y=None):
@@ -694,7 +698,7 @@ def hamming_matrix(X, Y=None):
     X = _points("resnet.hamming_matrix", X)
     Y = X if Y is None else _points("resnet.hamming_matrix", Y, X.shape[1], "Y")
     out = np.empty((X.shape[0], Y.shape[0]), dtype=np.int64)
-    _hamming(_pack(X), _pack(Y), out)
+    (_hamming_parallel if out.size >= _PARALLEL_PAIRS else _hamming_serial)(_pack(X), _pack(Y), out)
     return out
 
 
@@ -951,8 +955,7 @@ def _dd_add(hi, lo, x_hi, x_lo):
     return _two_sum(s, e)
 
 
-@numba.njit(cache=True, parallel=True)
-def _pair_sums(H, b, d):
+def _pair_sums(H, b, d):  # pragma: no cover - compiled
     """Per Hamming distance t: sum over pairs (j, k) at distance t of b_j b_k, in double-double, and of |b_j b_k|
     (rows in parallel, then reduced in double-double)."""
     n = b.size
@@ -973,6 +976,9 @@ def _pair_sums(H, b, d):
             hi[t], lo[t] = _dd_add(hi[t], lo[t], rh[j, t], rl[j, t])
             ab[t] += ra[j, t]
     return hi, lo, ab
+
+
+_pair_sums_serial, _pair_sums_parallel = serial_and_parallel(_pair_sums)
 
 
 @numba.njit(cache=True)
@@ -1061,7 +1067,7 @@ def exact_test_error(kappa, X, beta, target, *, return_accuracy=False):
     err, acc = np.empty(len(target)), np.empty(len(target))
     for i, (sets, coef) in enumerate(target):
         bi = np.ascontiguousarray(b[:, i])
-        p_hi, p_lo, p_abs = _pair_sums(H, bi, d)
+        p_hi, p_lo, p_abs = (_pair_sums_parallel if H.size >= _PARALLEL_PAIRS else _pair_sums_serial)(H, bi, d)
         norm2, small, big = 0.0, 0.0, 0.0
         for l in range(d + 1):
             if lam[l] == 0.0:
