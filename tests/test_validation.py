@@ -254,3 +254,14 @@ def test_list_names_each_selected_claim_with_its_kind_and_runs_nothing(capsys, m
     assert len(lines) == 1 + len(looped)
     for c, line in zip(looped, lines[1:]):
         assert line.split()[:2] == [c.id, c.kind]
+
+
+def test_a_pool_starts_the_longest_claims_first():
+    """On a pool, claims are submitted by their stored run time, longest first (the wall time nears the total over
+    the jobs instead of ending with a long claim started last)."""
+    from popdyn.validation import records, runner
+    reg = claims_pkg.discover()
+    ids = ["modular.construction_margin", "committee.gap_scaling", "icl.rank_gap"]
+    times = [records._read(records.RECORDS, i)["quick"]["elapsed_s"] for i in ids]
+    order = [c.id for c in runner._longest_first([reg[i] for i in ids], quick=True)]
+    assert order == [i for _, i in sorted(zip(times, ids), reverse=True)]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import socket
@@ -159,6 +160,17 @@ def _executor(jobs, scheduler):
     return None, lambda: None
 
 
+def _longest_first(claims, quick):
+    """Claims by their stored run time at this size, longest first (unknown times first): on a pool the long ones
+    start at once and the short ones fill in, so the wall time nears the longest claim or the total / jobs."""
+    from . import records
+
+    def secs(c):
+        t = (records._read(records.RECORDS, c.id).get("quick" if quick else "full") or {}).get("elapsed_s")
+        return math.inf if t is None else t
+    return sorted(claims, key=secs, reverse=True)
+
+
 def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, selected=None, jobs=1,
         scheduler=None, record=False):
     """Run the claims named by model or id (all when empty); return their records in selection order.
@@ -189,7 +201,7 @@ def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, s
                 records[c.id] = _finish(out, c, quick, device, env, _execute(c, c.size(quick), device, out), record)
                 bar.update(1)
         else:
-            pending = {ex.submit(_execute, c, c.size(quick), device, out): c for c in todo}
+            pending = {ex.submit(_execute, c, c.size(quick), device, out): c for c in _longest_first(todo, quick)}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for f in done:
