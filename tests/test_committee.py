@@ -983,17 +983,16 @@ def test_compiled_sgd_steps_equal_the_torch_steps(name, monkeypatch):
     and eg equal those of the torch loop to rounding (1e-12 relative over 600 steps, d = 40, K = 3, M = 2, output
     noise, weight decay and a trained second layer, the activation rescaled by 0.8); a callable takes the torch loop."""
     import popdyn
-    import popdyn.sim.committee as sc
+    from popdyn import _pointwise
     pytest.importorskip("torch")
     act = activations.get(name).rescaled(0.8)
     p = cm.Problem(3, 2, act, sigma=0.2)
     kw = dict(d=40, steps=600, lr=0.3, lr_v=0.2, weight_decay=0.05, seeds=3, n_points=4, seed=2, progress=False)
-    assert sc.activation_code(act) is not None
+    assert _pointwise.code(act) is not None
     fast = popdyn.simulate(p, **kw)
-    monkeypatch.setattr(sc, "activation_code", lambda a: None)
+    monkeypatch.setattr(_pointwise, "code", lambda a: None)
     slow = popdyn.simulate(p, **kw)
     for key in ("Q", "R", "v", "eg"):
         scale = max(np.abs(slow[key]).max(), 1e-300)
         assert np.abs(fast[key] - slow[key]).max() <= 1e-12 * scale, (key, np.abs(fast[key] - slow[key]).max())
-    assert sc.activation_code(activations.Activation.from_callable(np.tanh, deriv=lambda z: 1 - np.tanh(z) ** 2)) \
-        is None
+    assert _pointwise.code(activations.Activation.from_callable(np.tanh, deriv=lambda z: 1 - np.tanh(z) ** 2)) is None

@@ -12,14 +12,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ... import activations
+from ... import _pointwise, activations
 from ..._validate import FiniteArray, check
 from ...models.committee import check_dimension, generalisation_error
 from ...results import Simulation
 from .. import _torch
 from .._torch import make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_, to_numpy, \
     torch_activation
-from ._steps import activation_code, sgd_chunk
+from ._steps import sgd_chunk
 
 __all__ = ["simulate"]
 
@@ -109,7 +109,7 @@ def simulate(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
     u = torch.cat([torch.tensor(v0, dtype=dt, device=dev), -vstar]).expand(S, K + M).clone()      # (v, -v*)
     v = u[:, :K]
     # on CPU in float64 a compiled loop takes the steps (popdyn's own activations; same draws, same update)
-    fast = activation_code(activations.get(problem.activation)) if dev.type == "cpu" and dt == torch.float64 else None
+    fast = _pointwise.code(activations.get(problem.activation)) if dev.type == "cpu" and dt == torch.float64 else None
     if fast:
         J, v = J.contiguous(), v.contiguous()
         fast_args = (J.numpy(), v.numpy(), L.numpy(), vstar.numpy())
