@@ -298,6 +298,21 @@ def test_series_path_equals_closed_form():
     assert np.allclose(series.ntk(X), closed.ntk(X), rtol=0, atol=1e-13)
 
 
+def test_registry_activations_use_their_closed_forms():
+    """An Activation of the registry (rescaled too) gives the named closed form: sigma(r x) = NT's layer at b = r."""
+    X = np.random.default_rng(4).standard_normal((5, 3))
+    pairs = [(activations.get("relu").rescaled(2.0), kernels.fc(2, "abrelu", a=0.0, b=2.0)),
+             (activations.leaky_relu(0.3), kernels.fc(2, "leaky_relu", alpha=0.3)),
+             (activations.get("erf(r=0.7)"), kernels.fc(2, "erf", b=0.7)),
+             (activations.get("exp").rescaled(0.5), kernels.fc(2, "exp", b=0.5)),
+             (activations.get("sign").rescaled(3.0), kernels.fc(2, "sign")),
+             (activations.get("linear"), kernels.fc(2, "identity"))]
+    for act, named in pairs:
+        net = kernels.fc(2, act)
+        # 8 eps: the rescaled forms scale the covariance by r^2 first (a rounding per entry and layer)
+        assert np.allclose(net.ntk(X), named.ntk(X), rtol=8 * EPS, atol=8 * EPS * np.abs(named.ntk(X)).max())
+
+
 def test_series_path_refuses_what_it_cannot_certify():
     X = np.array([[1.0, 0.0], [1.0, 1e-7]])
     lazy = activations.Activation.from_callable(np.tanh, name="tanh_fd")      # derivative by central differences
