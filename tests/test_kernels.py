@@ -48,6 +48,62 @@ def test_matrix_kernels_are_the_profile_on_cube_points():
         assert np.all(hypercube.level_eigenvalues(prof) >= -1e-15 * prof[0])   # PSD on the cube
 
 
+# Neural Tangents 0.6.5's kernel_fn(X, None, ("nngp", "ntk")) in float64 (jax 0.4.30) of stax.serial(Dense(64, 1.4,
+# b_std, parameterization), act, ..., Dense(1, 1.4, b_std, parameterization)) on _NT_X: upper triangles, row by row
+_NT_X = np.array([[1.0, 0.5, -0.25], [-1.0, -0.5, 0.25], [0.75, -1.5, 2.0]])
+_NT = [   # name, parameters, depth, parameterization, b_std, nngp, ntk
+    ("relu", {}, 3, "ntk", 0.3,
+     [1.1564154199999996, 0.6889274694002808, 1.4063270680916382,
+      1.1564154199999996, 1.5396949776499051, 4.538432006666664],
+     [4.092825679999999, 0.9688922175481482, 2.3156159158382508,
+      4.092825679999999, 2.9395198849147457, 17.62089202666666]),
+    ("abrelu", {"a": -0.3, "b": 1.5}, 2, "standard", 0.3,
+     [5.279069012399996, 3.1318340449713986, 6.886809115178399,
+      5.279069012399996, 7.473208341005439, 24.175569034799985],
+     [347.5928732499999, 128.3098897419501, 296.76846081448343,
+      347.5928732499999, 344.77866675183003, 1610.573231889999]),
+    ("erf", {"a": 2.0, "b": 0.7, "c": 0.3}, 3, "ntk", 0.2,
+     [4.8953388252391, -2.3987383788238263, 0.1966233505521292,
+      4.8953388252391, 1.1464974860240298, 5.1327447459318805],
+     [28.364717295984633, -12.960899255418301, -0.44767005904513657,
+      28.364717295984633, 3.3894542247561628, 39.04117175342753]),
+    ("sign", {}, 2, "standard", 0.0,
+     [1.9599999999999997, -1.9599999999999997, -0.13370872566907385,
+      1.9599999999999997, 0.13370872566907321, 1.9599999999999997],
+     [65.0, -63.0, -3.3659992055207795,
+      65.0, 5.365999205520758, 65.0]),
+    ("gelu", {}, 2, "ntk", 0.3,
+     [0.8034652750059383, 0.20258084428505557, 0.670484459497951,
+      0.8034652750059383, 0.8651526242723127, 4.2745017429980585],
+     [2.3058910647822644, 0.12056175626889384, 0.8276220993978116,
+      2.3058910647822644, 1.4552651221771047, 13.147906791621253]),
+    ("sin", {"a": 1.3, "b": 0.9, "c": 0.4}, 2, "standard", 0.1,
+     [1.5434500693512705, -0.35690632891332363, 0.14671836044067102,
+      1.5434500693512705, 0.2635352847789005, 1.5884883347990497],
+     [122.35666501525537, -29.104487617899032, 5.687766559273493,
+      122.35666501525537, 13.598004629677982, 144.58931108645112]),
+    ("exp", {"a": 0.5, "b": 0.8}, 1, "ntk", 0.2,
+     [1.5856586220819968, 0.5557413556657635, 2.3274784837732447,
+      1.5856586220819968, 3.51496165858744, 153.72680207787545],
+     [2.473484934605896, 0.28590547838143604, 1.9078024312836468,
+      2.473484934605896, 4.330419327802626, 595.4431628233]),
+    ("cos", {"a": 0.7, "b": 1.1, "c": 0.2}, 3, "ntk", 0.0,
+     [0.5834495360044052, 0.5771791000928037, 0.5360709683542197,
+      0.5834495360044052, 0.5360957536772136, 0.5791936510994157],
+     [1.0512186838750137, 1.0001577878227477, 0.7218114501549138,
+      1.0512186838750137, 0.7219538126949433, 1.4495221439786028]),
+]
+
+
+@pytest.mark.parametrize("name, params, depth, param, b, nngp, ntk", _NT, ids=[c[0] for c in _NT])
+def test_neural_tangents_values(name, params, depth, param, b, nngp, ntk):
+    net = kernels.fc(depth, name, 1.4, b, param, width=64, **params)
+    iu = np.triu_indices(3)
+    for got, want in ((net.nngp(_NT_X)[iu], nngp), (net.ntk(_NT_X)[iu], ntk)):
+        # 16 eps of the largest entry: both are a few roundings per layer from the exact kernel (measured 4.7 eps)
+        assert np.max(np.abs(got - want)) <= 16 * EPS * np.max(np.abs(want))
+
+
 # ---- 2. every dual map against 2-D quadrature ------------------------------------------------------------------
 
 _T, _W = np.polynomial.legendre.leggauss(16)
@@ -106,10 +162,13 @@ DUALS = [
     ("sign", {}, np.sign, np.zeros_like),
     ("identity", {}, lambda x: x, np.ones_like),
     ("erf", {}, erf, lambda x: _SQPI * np.exp(-x * x)),
-    ("erf", {"a": 2.0, "b": 0.7, "c": 0.3}, lambda x: 2 * erf(0.7 * x) + 0.3, lambda x: 1.4 * _SQPI * np.exp(-0.49 * x * x)),
+    ("erf", {"a": 2.0, "b": 0.7, "c": 0.3}, lambda x: 2 * erf(0.7 * x) + 0.3,
+     lambda x: 1.4 * _SQPI * np.exp(-0.49 * x * x)),
     ("exp", {"a": 0.5, "b": 0.8}, lambda x: 0.5 * np.exp(0.8 * x), lambda x: 0.4 * np.exp(0.8 * x)),
-    ("sin", {"a": 1.3, "b": 0.9, "c": 0.4}, lambda x: 1.3 * np.sin(0.9 * x + 0.4), lambda x: 1.17 * np.cos(0.9 * x + 0.4)),
-    ("cos", {"a": 0.7, "b": 1.1, "c": 0.2}, lambda x: 0.7 * np.cos(1.1 * x + 0.2), lambda x: -0.77 * np.sin(1.1 * x + 0.2)),
+    ("sin", {"a": 1.3, "b": 0.9, "c": 0.4}, lambda x: 1.3 * np.sin(0.9 * x + 0.4),
+     lambda x: 1.17 * np.cos(0.9 * x + 0.4)),
+    ("cos", {"a": 0.7, "b": 1.1, "c": 0.2}, lambda x: 0.7 * np.cos(1.1 * x + 0.2),
+     lambda x: -0.77 * np.sin(1.1 * x + 0.2)),
     ("gelu", {}, lambda x: x * ndtr(x), lambda x: ndtr(x) + x * _phi(x)),
     ("tanh", {}, np.tanh, lambda x: 1 - np.tanh(x) ** 2),                         # the Hermite-series path
     ("sigmoid", {}, lambda x: 1 / (1 + np.exp(-x)), lambda x: 0.25 / np.cosh(x / 2) ** 2),   # series too
@@ -123,8 +182,8 @@ def _pair(kxx, kyy, rho):
     """Inputs x, y in R^2 with x.x/2 = kxx, y.y/2 = kyy, x.y/2 = sqrt(kxx kyy) rho (as nearly as floats allow) and
     their exact Gram / 2 (Fractions)."""
     x = math.sqrt(2 * kxx) * np.array([1.0, 0.0])
-    y = -x * math.sqrt(kyy / kxx) if rho == -1 else math.sqrt(2 * kyy) * np.array([rho, math.sqrt((1 - rho) * (1 + rho))])
-    y = x.copy() if rho == 1 else y
+    y = math.sqrt(2 * kyy) * np.array([rho, math.sqrt((1 - rho) * (1 + rho))])
+    y = x.copy() if rho == 1 else -x * math.sqrt(kyy / kxx) if rho == -1 else y
     dot = lambda a, b: sum(Fraction(u) * Fraction(v) for u, v in zip(a, b)) / 2     # noqa: E731
     return x[None], y[None], dot(x, x), dot(y, y), dot(x, y)
 
