@@ -14,12 +14,13 @@ from .sweep import SweepResult, load_sweep, sweep
 
 __version__ = "0.1.0"
 __all__ = ["predict", "simulate", "compare", "load", "sweep", "load_sweep", "SweepResult",
-           "activations", "models", "results",
+           "activations", "kernels", "models", "results",
            "Prediction", "Simulation", "Comparison", "InvalidParameterError", "RegimeWarning"]
 
 
 def __getattr__(name):
-    """``popdyn.activations`` and ``popdyn.models`` load on first use (numba and scipy are not needed to import)."""
-    if name in ("activations", "models"):
+    """``popdyn.activations``, ``popdyn.kernels`` and ``popdyn.models`` load on first use (numba and scipy are not
+    needed to import)."""
+    if name in ("activations", "kernels", "models"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'popdyn' has no attribute {name!r}")
