@@ -119,7 +119,7 @@ def xor_counterexample(size, device, outdir):
     path = save_figure(fig, outdir / "contrastive.xor_counterexample.png", title=claim_title(
         REGISTRY["contrastive.xor_counterexample"], measured, what="|min loss - XOR map's loss|",
         note=f"label-only null {nulls['label_only']:.4f}, Jensen null {nulls['jensen_bound']:.4f}"))
-    table = [{"representation": name, "loss": v, "loss_minus_optimum": v - best, "probe_error": probe.get(key, np.nan)}
+    table = [{"representation": name, "loss": v, "loss_minus_optimum": v - best, "probe_error": probe.get(key, "")}
              for name, key, v in (("xor (paper)", "xor", loss_xor), ("linear z/sqrt 2", "linear", loss_lin),
                                   ("label only (z_1, 0)", "label", null_values["label_only"]),
                                   ("Jensen bound ell(1)", "", null_values["jensen_bound"]),
