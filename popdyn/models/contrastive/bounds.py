@@ -4,7 +4,8 @@ docs/contrastive.md).
 Public names
 ------------
 :func:`probe_norm` (F.68), :func:`rademacher_exact` (derived), :func:`rademacher_jensen` (F.75), :func:`risk_bound`
-(Lemma F.5 with Props 7.3/7.4), :func:`leading_term_ratio` (universal / specific), :func:`cr_bound_factor`.
+(Lemma F.5 with Props 7.3/7.4), :func:`leading_term_ratio` (universal / specific), :func:`cr_bound_factor`,
+:func:`task_specific_floor` (Prop. 7.4's floor on the other tasks, in closed form; derived).
 """
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import gammaln, roots_jacobi
 
-from ..._validate import Interval, InvalidParameterError, as_int, check
+from ..._validate import Integer, Interval, InvalidParameterError, as_int, check
 
 __all__ = ["probe_norm", "rademacher_exact", "rademacher_jensen", "risk_bound", "leading_term_ratio",
-           "cr_bound_factor"]
+           "cr_bound_factor", "task_specific_floor"]
 
 _POS = Interval(0.0, np.inf, "neither")
 _NONNEG = Interval(0.0, np.inf)
@@ -304,3 +305,59 @@ def cr_bound_factor(alpha, beta):
     owner = "contrastive.cr_bound_factor"
     alpha, beta = check(owner, "alpha", alpha, _POS), check(owner, "beta", beta, _POS)
     return float(2 + alpha / beta + beta / alpha)
+
+
+def task_specific_floor(problem, task, n_labelled=None):
+    r"""Excess risk on task i of the least-squares probe on the task-specific representation phi_t^* (Prop. 7.4).
+
+    .. math:: \varepsilon_\infty = \min_u\mathbb E_{\mathcal D_i}\big(u^\top\phi_t^*(x) - y\big)^2 - \sigma^2
+              = \sigma_{R,i}^2\,v_{i,2}\ (i\ne t),\ 0\ (i = t);\qquad
+              \mathbb E\,\varepsilon_m = \varepsilon_\infty + (\varepsilon_\infty + \sigma^2)\,\frac{p}{m - p - 1},
+              \quad p = s\ (i\ne t),\ r\ (i = t)
+
+    Parameters
+    ----------
+    problem : Problem
+        The model, its target task t (the representation's task), the target weights (v_{i,2} = ``v2`` for every
+        task: u* spreads the same weights on S and P_i), the label noise sigma and sigma_R.
+    task : int
+        The task i the probe is trained and evaluated on, in [0, n_tasks - 1] (i = t: the representation's own).
+    n_labelled : int or None
+        Labelled samples m of the probe, m >= p + 2; None gives the floor itself (m -> inf).
+
+    Returns
+    -------
+    float
+        The excess risk over the noise sigma^2 (the risk is this plus sigma^2).
+
+    Notes
+    -----
+    Regime: phi_t^* = Q [z_{R_t}; 0] exactly (Prop. 7.4: no weight on the other tasks' private features nor on U), so on
+    task i != t it sees z_S only, and the residual y - (u_{i,S}^*)^T z_S = (u_{i,P_i}^*)^T z_{P_i} + sigma eps is
+    Gaussian with variance sigma_{R,i}^2 v_{i,2} + sigma^2, independent of z_S (derived in docs/contrastive.md). The
+    floor bounds every linear predictor on phi_t^*; the m-sample term is that of unconstrained least squares with
+    Gaussian design (E tr(Sigma (Z^T Z)^{-1}) = p / (m - p - 1)), which the norm-bounded probe ||u|| <= ||u*|| of
+    (7.8) matches while the bound does not bind (m >= 100 at unit scales). With unit sigma_R and noiseless labels the
+    floor is v_{i,2}. An approximate phi_t (trained: the other tasks' private columns small, not 0, e.g. 1e-3 to
+    1e-6 after 3000 to 6000 projected SGD steps) keeps the floor reliably only under the norm bound: unconstrained
+    least squares rescales those columns, as far as its rank cutoff lets it, and can beat it. Exact (closed form).
+
+    References
+    ----------
+    .. [src] [Shi24, Proposition 7.4 = Proposition F.7]; the closed form derived in docs/contrastive.md.
+
+    Examples
+    --------
+    >>> from popdyn.models.contrastive import Problem
+    >>> problem = Problem.tradeoff(n_tasks=3, s=2, r=4, v1=0.5, v2=0.5, noise=0.5)
+    >>> task_specific_floor(problem, 1), round(task_specific_floor(problem, 1, 100), 6)  # v2; + 0.75 * 2 / 97
+    (0.5, 0.515464)
+    """
+    owner = "contrastive.task_specific_floor"
+    i = check(owner, "task", task, Integer(0, problem.n_tasks - 1))
+    floor = 0.0 if i == problem.t else float(problem.sigma_R[i] ** 2 * problem.v2)
+    if n_labelled is None:
+        return floor
+    p = problem.r if i == problem.t else problem.s
+    m = as_int(owner, "n_labelled", n_labelled, low=p + 2)
+    return float(floor + (floor + problem.noise ** 2) * p / (m - p - 1))

@@ -141,23 +141,26 @@ def _norms(problem, W):
     return to_numpy(c2[:, S].mean(-1)), to_numpy(c2[:, P[problem.t]].mean(-1))
 
 
-def probe_excess_risk(problem, W, n_labelled, probes, gen):
-    """Excess risks (seeds, probes) of the norm-bounded least-squares probe on n_labelled points, and B_{phi,t}
-    (seeds,).
+def probe_excess_risk(problem, W, n_labelled, probes, gen, task=None, B=None):
+    """Excess risks (seeds, probes) of the norm-bounded least-squares probe on n_labelled points of task ``task``
+    (default the target t), and the norm bound (seeds,).
 
-    B is the norm of the min-norm exact probe W_{R_t}^T u = u*_t on the learned W (F.68; task t's inputs vanish on
-    the other tasks' private features, so only the R_t columns constrain u); the fit is the minimiser of the empirical
-    squared loss over ||u|| <= B (ridge with lambda by bisection when the min-norm fit is longer); the excess risk is
-    the exact population value (W^T u - u*)^T Sigma_t (W^T u - u*).
+    B defaults to the norm of the min-norm exact probe W_{R_i}^T u = u*_i on the learned W (F.68; task i's inputs
+    vanish on the other tasks' private features, so only the R_i columns constrain u); a float B is used as given
+    (inf: unconstrained). The fit is the minimiser of the empirical squared loss over ||u|| <= B (ridge with lambda
+    by bisection when the min-norm fit is longer); the excess risk is the exact population value
+    (W^T u - u*_i)^T Sigma_i (W^T u - u*_i).
     """
     dt, dev, seeds = W.dtype, W.device, W.shape[0]
+    i = problem.t if task is None else task
     S, P, _, _ = problem.index_sets()
-    Rt = np.concatenate([S, P[problem.t]])
+    Rt = np.concatenate([S, P[i]])
     target = torch.zeros(problem.d, dtype=dt, device=dev)
     u_star = torch.as_tensor(problem.u_star, dtype=dt, device=dev)
     target[Rt] = u_star
-    B = (torch.linalg.pinv(W[:, :, Rt].mT) @ u_star).norm(dim=-1)            # (seeds,): only R_t is seen on task t
-    scale = torch.as_tensor(problem.feature_scales(problem.t), dtype=dt, device=dev)
+    B = ((torch.linalg.pinv(W[:, :, Rt].mT) @ u_star).norm(dim=-1) if B is None    # (seeds,): only R_i is seen
+         else torch.full((seeds,), float(B), dtype=dt, device=dev))
+    scale = torch.as_tensor(problem.feature_scales(i), dtype=dt, device=dev)
     m = n_labelled
     x = standard_normal_(torch.empty(seeds, probes, m, problem.d, dtype=dt, device=dev), gen) * scale
     y = x @ target + problem.noise * standard_normal_(torch.empty(seeds, probes, m, dtype=dt, device=dev), gen)
