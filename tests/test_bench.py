@@ -120,3 +120,20 @@ def test_kprime_floor_is_k2_arcsin_sqrt_per_overlap():
     gaps, m = np.random.default_rng(2).uniform(0, 0.5, 49), np.linspace(-1, 1, 7)
     ref = np.arcsin(np.sqrt(gaps[None, :] * (1 - 1e-3 * np.abs(m))[:, None])).sum(axis=1)
     np.testing.assert_allclose(bench.kprime_floor(gaps, m), ref, rtol=1e-13)
+
+
+def test_startup_measures_a_fresh_process_and_the_stored_quick_times(tmp_path):
+    """The start-up table: a fresh interpreter with an empty numba cache times import and the first and second
+    predict of a problem class's example (the first includes the compile, so it is not faster than the second by
+    more than rounding); the quick validation time comes from the stored records (the --jobs 2 schedule lies between
+    half the serial total and the serial total, and is at least the slowest claim)."""
+    from popdyn.validation import bench
+    r = bench._fresh_process("multitask", tmp_path)
+    assert 0 < r["import"] < 30 and 0 < r["second"] and r["first"] >= 0.5 * r["second"]
+    q = bench._quick_from_records()
+    assert q["claims"] >= 90 and q["slowest_s"] <= q["jobs2_s"] <= q["serial_s"]
+    assert q["jobs2_s"] >= q["serial_s"] / 2 - 1e-9
+    st = {"import_s": r["import"], "first_call": {"multitask": {"first_s": r["first"], "second_s": r["second"],
+                                                                 "import_s": r["import"]}}, "validate_quick": q}
+    table = bench._startup_table(st)
+    assert table.count("\n") == 5 and "first predict of multitask.example()" in table and "(met)" in table
