@@ -947,3 +947,259 @@ def test_step2_expansion(model, data):
             sc = srl + h * Eyca + abs(h1) * (Eyc2a + ES2) / 2
             errs.append(abs(Ta[i] - ref) / (2e-12 * sc + mp.mpf(1e-300)))
     assert record("emergence.step2_expansion", float(max(errs)), model=repr(model), s=s) <= 1
+
+
+# ---- Lemma 23's second layer (exact rationals for the law and the targets; mpmath at 50 digits for sigt) ---------
+
+def _count_law_exact(model):
+    """mu_A = E c, sigt^2 (exact rationals from the float inputs, the probabilities normalised) and the count labels
+    y_c (counts absent from the support: +1, as count_law documents)."""
+    k = model.k
+    pb = [Fraction(float(v)) for v in np.broadcast_to(model.p_bg, (model.D - k,))]
+    if hasattr(model, "A_support"):   # phi~_j in {0, 1}: Var phi~_j = m_j (1 - m_j), m_j = E phi~_j
+        assert model.p_bg_rows is None and model.sigma_zeta == 0
+        pi = [Fraction(float(v)) for v in model.A_probs]
+        tot = sum(pi)
+        m = [sum(p for p, r in zip(pi, model.A_support) if r[j]) / tot for j in range(k)]
+        cnt = [int(v) for v in model.A_support.sum(1)]
+        lab = dict(zip(cnt, (int(v) for v in model.labels)))
+        return sum(m), sum(v * (1 - v) for v in m) + sum(p * (1 - p) for p in pb), [lab.get(c, 1)
+                                                                                   for c in range(k + 1)]
+    pA = Fraction(float(model.p_A))
+    return k * pA, k * pA * (1 - pA) + sum(p * (1 - p) for p in pb), \
+        [1 if c in model.positive_counts else -1 for c in range(k + 1)]
+
+
+def _lemma5_targets(k, muA, yc, scale):
+    """g* of Lemma 5 (main) / Lemma 35 (general) exactly: the candidate (b* (3(k+1),), a*) whose ReLU biases all
+    have |K b*| >= 1/8, K = 4k or 8k, or both where mu_A is within 1e-9 of a tie (mu_A = 1/8 mod 1/4, both at
+    1/8: which one is g* is ground_truth_network's choice there); the triangles delta_{p - mu_A + off, slope, 1/2}
+    as relu(z - c + 1/2) - 2 relu(z - c) + relu(z - c - 1/2)."""
+    s1, s2, K = {"main": (2, 4, 4 * k), "general": (4, 8, 8 * k)}[scale]
+    cands = []
+    for slope, off in ((s1, Fraction(0)), (s2, Fraction(1, 4))):
+        c = [(Fraction(p) - muA + off, yc[p] * slope) for p in range(k + 1)]
+        bs = [-(ce + d) / K for ce, _ in c for d in (Fraction(-1, 2), Fraction(0), Fraction(1, 2))]
+        a_s = [K * a * w for _, a in c for w in (1, -2, 1)]
+        cands.append((min(abs(v) for v in bs) * K, bs, a_s))
+    best = max(m for m, _, _ in cands)
+    return [(bs, a_s) for m, bs, a_s in cands if best - m <= Fraction(1, 10 ** 9)], K
+
+
+def _lemma23_walk(model, Q, b, ea, n_a, targets, K, sigt, a_t, sets, x_ratio, x_b):
+    """(wrong decisions, worst a_tilde error / bound) of lemma23_construction's output on one candidate g*: the
+    targets in order, each taking the first n_a still free neurons (by index) that satisfy the bias window
+    1/(2k^2) <= |b_i| <= 2/k^2, sign b_i = sign b*_l and |K |b*_l| alpha_i / |b_i| - 1| <= eps_a (alpha_i =
+    mean_A q_i / sigt), either decision accepted within 4 eps of the window's ends (relative) and within
+    4 eps + x_ratio_l of the ratio's thresholds t = 1 +- eps_a (relative to max(|t|, eps_a)); a_tilde = 2 a*_l
+    |b*_l| / (|b_i| n_l): the worst (relative error - x_b_l) / (8 eps), 0 off the sets. ``x_ratio``, ``x_b``: per
+    target relative errors of the inputs (0, or the measured upstream errors of the ratio and of b*_l)."""
+    k, n = model.k, len(b)
+    lo, hi = Fraction(1, 2 * k * k), Fraction(2, k * k)
+    free, wrong, err = set(range(n)), 0, 0.0
+    alpha = [mp.mpf(sum(Fraction(float(v)) for v in Q[i, :k]).numerator) / k
+             / mp.mpf(sum(Fraction(float(v)) for v in Q[i, :k]).denominator) / sigt for i in range(n)]
+    touched = set()
+    for l, (bl, al) in enumerate(zip(*targets)):
+        S = [int(i) for i in sets[l]]
+        if S != sorted(S) or not set(S) <= free:
+            return math.inf, math.inf
+        tol = 4 * EPS + x_ratio[l]                  # the ratio's slack; the window's is 4 eps
+        count = 0
+        for i in sorted(free):
+            bi = abs(Fraction(float(b[i])))
+            if count >= n_a:
+                wrong += i in S
+                continue
+            win = None if any(abs(bi - t) <= 4 * EPS * t for t in (lo, hi)) else lo <= bi <= hi
+            sgn = bool(b[i] != 0 and (b[i] > 0) == (bl > 0))
+            if bi == 0:
+                e = False
+            else:
+                rho = K * mp.mpf(abs(bl).numerator) / abs(bl).denominator * alpha[i] / (mp.mpf(bi.numerator)
+                                                                                      / bi.denominator)
+                near = any(abs(rho - t) <= tol * max(abs(t), ea) for t in (1 - ea, 1 + ea))
+                e = _all_of([win, sgn, None if near else abs(rho - 1) <= ea])
+            if i in S:
+                wrong += e is False
+                count += 1
+            else:
+                wrong += e is True
+        for i in S:
+            ref = 2 * al * abs(bl) / (abs(Fraction(float(b[i]))) * len(S))
+            err = max(err, float((abs(Fraction(float(a_t[i])) - ref) / abs(ref) - Fraction(x_b[l]))
+                                 / (8 * Fraction(EPS))))
+            touched.add(i)
+        free -= set(S)
+    if any(a_t[i] != 0 for i in range(n) if i not in touched):
+        return math.inf, math.inf
+    return wrong, err
+
+
+def _all_of(conds):
+    """Conjunction where None is 'either' (within a declared slack): False if any is False."""
+    if any(c is False for c in conds):
+        return False
+    return None if any(c is None for c in conds) else True
+
+
+def _lemma23_check(model, params2, eps_a, n_a, scale, upstream=True):
+    """Run lemma23_construction and check it against the exact construction: the worst (wrong decisions, a_tilde
+    error / bound) over the acceptable g* candidates and n_a values. With ``upstream`` the slack adds the relative
+    errors of the model's sigt and of ground_truth_network's b*_l (the inputs the function is given), measured."""
+    k, n = model.k, params2.n
+    a_t, sets = E.lemma23_construction(model, params2, eps_a, n_a, scale)
+    muA, sig2, yc = _count_law_exact(model)
+    cands, K = _lemma5_targets(k, muA, yc, scale)
+    ea = Fraction(1, k * k) if eps_a is None else Fraction(eps_a)
+    if n_a is None:   # floor(eps_a n / 8), and the integer above where eps_a n / 8 is within 4 eps of it (xfail below)
+        x = ea * n / 8
+        n_as = {max(1, math.floor(x))} | ({max(1, math.ceil(x))} if abs(x - round(x)) <= 4 * EPS * x else set())
+    else:
+        n_as = {n_a}
+    with mp.workdps(50):
+        sigt = mp.sqrt(mp.mpf(sig2.numerator) / sig2.denominator)
+        ds = float(abs(mp.mpf(model.moments().sigt) - sigt) / sigt) if upstream else 0.0
+        gb = E.ground_truth_network(model, scale).b
+        best = (math.inf, math.inf)
+        for bs, a_s in cands:
+            x_b = [float(abs(Fraction(float(g)) - v) / abs(v)) if upstream else 0.0 for g, v in zip(gb, bs)]
+            for na in n_as:
+                res = _lemma23_walk(model, params2.Q, params2.b, mp.mpf(ea.numerator) / ea.denominator, na,
+                                    (bs, a_s), K, sigt, a_t, sets, [ds + x for x in x_b], x_b)
+                best = min(best, res)
+    return best
+
+
+@st.composite
+def lemma23_cases(draw):
+    """(model, params2, eps_a, n_a, scale): the parity mixture (k <= 6), iid blocks with a random label set (k <= 8,
+    explicit; k in 17..120, count-resolved), probabilities within 1e-12 of 0 or 1 and on a tie of the two g*
+    candidates (mu_A = 1/8 mod 1/4); 1..10 neurons, each aimed at a target of the exact g*: |b_i| inside the
+    window, on its ends within 0..64 eps, outside, or 0, the sign of b*_l or not, and the scale ratio inside the
+    tolerance, on 1 +- eps_a within 0..64 eps, at 1, outside, or negative; copies of a neuron (ties for the n_a
+    slots); eps_a = 1/k^2 (None), 1e-12..1e-2, in (0, 1), within 1e-12 of 1, up to 1e3, or 8 q / n rounded and
+    one ulp either side (the integer steps of the default n_a); n_a None or 1..3; scale main or general."""
+    kind = draw(st.sampled_from(["parity", "block", "large", "tie"]))
+    nb = draw(st.integers(1, 3))
+    if kind == "parity":
+        k = draw(st.integers(1, 6))
+        model = E.parity_mixture(k + nb, k, _p_corner(draw))
+    elif kind == "tie":
+        k = draw(st.sampled_from([1, 2, 3, 5, 7]))
+        j = draw(st.integers(0, 4 * k - 1))
+        pos = draw(st.sets(st.integers(0, k), min_size=1, max_size=k))
+        model = E.iid_block_model(k + nb, k, (2 * j + 1) / (8 * k) if (2 * j + 1) < 8 * k else 0.5, 0.5, pos)
+    else:
+        k = draw(st.integers(1, 8) if kind == "block" else st.integers(17, 120))
+        pos = draw(st.sets(st.integers(0, k), min_size=1, max_size=k))
+        model = E.iid_block_model(k + nb, k, _p_corner(draw), _p_corner(draw), sorted(pos))
+    pi_c, y_c = model.count_law()
+    assume(pi_c[y_c > 0].sum() > 0 and pi_c[y_c < 0].sum() > 0)   # else moments() divides by 0 (xfail below)
+    scale = draw(st.sampled_from(["main", "general"]))
+    n = draw(st.integers(1, 10))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    eps_kind = draw(st.sampled_from(["none", "small", "mid", "near1", "large", "step"]))
+    eps_a = {"none": None, "small": 10.0 ** draw(st.floats(-12, -2)), "mid": draw(st.floats(0.01, 0.9)),
+             "near1": 1.0 - 10.0 ** draw(st.floats(-12, -1)), "large": 10.0 ** draw(st.floats(0, 3)),
+             "step": float(np.nextafter(8.0 * draw(st.integers(2, 5)) / n, draw(st.sampled_from([0.0, 0.0, 99.0]))))
+             if draw(st.booleans()) else 8.0 * draw(st.integers(2, 5)) / n}[eps_kind]
+    n_a = draw(st.one_of(st.none(), st.integers(1, 3)))
+    muA, sig2, yc = _count_law_exact(model)
+    cands, K = _lemma5_targets(k, muA, yc, scale)
+    bs = cands[0][0]
+    Q, b = np.zeros((n, model.D)), np.zeros(n)
+    with mp.workdps(50):
+        ea = mp.mpf(1) / k ** 2 if eps_a is None else mp.mpf(eps_a)
+        lo, hi = mp.mpf(1) / (2 * k * k), mp.mpf(2) / (k * k)
+        sigt = mp.sqrt(mp.mpf(sig2.numerator) / sig2.denominator)
+        for i in range(n):
+            if i and draw(st.integers(0, 3)) == 0:          # a copy of an earlier neuron
+                src = draw(st.integers(0, i - 1))
+                Q[i], b[i] = Q[src], b[src]
+                continue
+            l = draw(st.integers(0, len(bs) - 1))
+            bl = mp.mpf(bs[l].numerator) / bs[l].denominator
+            off = draw(st.sampled_from(_OFF23)) * EPS
+            mag = {"inside": lo + (hi - lo) * draw(st.floats(0, 1)), "lo": lo * (1 + off), "hi": hi * (1 + off),
+                   "below": lo * draw(st.floats(0.01, 0.99)), "above": hi * draw(st.floats(1.01, 100)),
+                   "zero": mp.mpf(0)}[draw(st.sampled_from(["lo", "hi", "inside", "below", "above", "zero"]))]
+            sg = mp.sign(bl) * (1 if draw(st.integers(0, 4)) else -1)
+            b[i] = float(sg * mag)
+            off = draw(st.sampled_from(_OFF23)) * EPS
+            rho = {"lo": (1 - ea) * (1 + off), "hi": (1 + ea) * (1 + off), "one": mp.mpf(1),
+                   "inside": 1 + ea * draw(st.floats(-0.99, 0.99)), "outside": (1 + ea) * draw(st.floats(1.01, 50)),
+                   "negative": -mp.mpf(draw(st.floats(0.1, 2)))}[draw(st.sampled_from(
+                       ["lo", "hi", "one", "inside", "outside", "negative"]))]
+            if b[i] != 0:   # alpha_i = rho |b_i| / (K |b*_l|), q_i = alpha_i sigt 1_A
+                Q[i, :k] = float(rho * abs(mp.mpf(b[i])) / (K * abs(bl)) * sigt)
+    return model, E.TwoLayerParams(Q, b, rng.standard_normal(n)), eps_a, n_a, scale
+
+
+_OFF23 = [0, 1, -1, 2, -2, 4, -4, 5, -5, 8, -8, 16, -16, 64, -64]
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(lemma23_cases())
+def test_lemma23_construction(case):
+    """lemma23_construction against Lemma 23's construction on the exact g* of Lemma 5 / 35 and the exact sigt
+    (exact rationals; sigt at 50 digits): the assignments (targets in order, each the first n_a free neurons by
+    index) exact except within 4 eps (relative) of the bias window's ends and within 4 eps + delta_l of the ratio's
+    thresholds 1 +- eps_a (relative to max(|t|, eps_a)); a_tilde = 2 a*_l |b*_l| / (|b_i| n_l) with relative error
+    <= beta_l + 8 eps (the ratio recorded: (error - beta_l) / 8 eps), where beta_l is the relative error of
+    ground_truth_network's b*_l and delta_l = beta_l + the relative error of the model's sigt: the errors of the
+    inputs the function is given, measured (up to 1e4 eps at k = 12: mu_A summed over 2^k rows cancels in b* = -(p - mu_A + off + d)/K; without
+    them the declared 8 eps and 4 eps fail, see test_lemma23_construction_declared_*). Where eps_a n / 8 is within
+    4 eps of an integer the default n_a may be either (see test_lemma23_default_n_a)."""
+    model, params2, eps_a, n_a, scale = case
+    wrong, err = _lemma23_check(model, params2, eps_a, n_a, scale)
+    assert record("emergence.lemma23_construction (wrong decisions; + error of sigt, g*)", wrong, model=repr(model),
+                  eps_a=eps_a, scale=scale) <= 0.5
+    assert record("emergence.lemma23_construction (a_tilde; + error of g*)", err, model=repr(model), scale=scale) <= 1
+
+
+def _lemma23_one_neuron(q, b):
+    """The interval-like iid block of k = 12 (p_A = 0.3, labels +1 on counts 1, 5, 7) with one neuron (q 1_A, b)."""
+    model = E.iid_block_model(14, 12, 0.3, 0.5, [1, 5, 7])
+    Q = np.zeros((1, 14))
+    Q[0, :12] = q
+    return model, E.TwoLayerParams(Q, np.array([b]), np.zeros(1))
+
+
+@pytest.mark.xfail(strict=True, reason="lemma23_construction: a~ is 1119 eps (2.5e-13 relative) off its formula at "
+                   "k = 12: mu_A summed over the 4096 support rows is 4.2e-13 off and cancels in b*_l = -(p - mu_A + "
+                   "off + d)/K; b = -1/144 matched to target 11 (b* = -0.003125) gives -172.80000000004287 for "
+                   "2 a* |b*| / |b| = -172.79999999999995")
+def test_lemma23_construction_declared_a_tilde():
+    model, params2 = _lemma23_one_neuron(0.08045438517121654, -0.006944444444444444)
+    wrong, err = _lemma23_check(model, params2, 1e-9, None, "main", upstream=False)
+    assert wrong == 0 and err <= 1
+
+
+@pytest.mark.xfail(strict=True, reason="lemma23_construction: a neuron 50 eps inside the scale tolerance (exact "
+                   "ratio = (1 + eps_a)(1 - 50 eps), eps_a = 1e-9, b = -1/144, target 11 of the k = 12 block) is not "
+                   "assigned: the ratio carries the 1119 eps error of b*_l and the 10 eps error of sigt; the declared "
+                   "slack is 4 eps")
+def test_lemma23_construction_declared_decisions():
+    model, params2 = _lemma23_one_neuron(0.08045438525167004, -0.006944444444444444)
+    wrong, err = _lemma23_check(model, params2, 1e-9, None, "main", upstream=False)
+    assert wrong == 0 and err <= 1
+
+
+@pytest.mark.xfail(strict=True, reason="lemma23_construction: the default n_a = max(1, floor(eps_a n / 8)) is "
+                   "taken of the rounded product: eps_a = 2.4 (2.3999999999999999112 as a float), n = 10 gives "
+                   "n_a = 3 for floor(2.99999999999999989) = 2 (a threshold the declared slack does not list)")
+def test_lemma23_default_n_a():
+    model = E.iid_block_model(3, 2, 0.5, 0.5, [1])          # mu_A = 1, K = 8: the first target has b* = 0.15625
+    Q = np.zeros((10, 3))
+    Q[:, :2] = 0.2 * model.moments().sigt                    # alpha = 0.2: ratio 8 * 0.15625 * 0.2 / 0.25 = 1
+    _, sets = E.lemma23_construction(model, E.TwoLayerParams(Q, np.full(10, 0.25), np.zeros(10)), 2.4)
+    assert sets[0].tolist() == [0, 1]
+
+
+@pytest.mark.xfail(strict=True, raises=ZeroDivisionError,
+                   reason="lemma23_construction: an iid block whose class P(y = +1) = C(30, 30) 1e-360 underflows to "
+                   "0 (p_A = 1e-12, positive count 30) makes ExchangeablePatternModel.moments divide 0.5 by 0")
+def test_lemma23_construction_rare_class():
+    model = E.iid_block_model(32, 30, 1e-12, 0.5, [30])
+    E.lemma23_construction(model, E.TwoLayerParams(np.zeros((1, 32)), np.array([1e-3]), np.zeros(1)))

@@ -167,8 +167,9 @@ def lemma23_construction(model, params2, eps_a=None, n_a=None, scale="main"):
     .. math:: \tfrac1{2k^2}\le|b_i|\le\tfrac2{k^2},\quad \mathrm{sign}\,b_i = \mathrm{sign}\,b^*_\ell,\quad
               \Big|\frac{K|b^*_\ell|\alpha_i}{|b_i|} - 1\Big|\le\epsilon_a,
 
-    at most ``n_a`` neurons per target (disjoint), and ``a~_i = 2a*_l |b*_l|/(|b_i| n_l)`` (``n_l`` = neurons
-    assigned to l). Then ``g~ = sum a~_i F_i ~ 2 g*`` up to ``O(k^4/m + k^2 eps_a)``.
+    at most ``n_a`` neurons per target (disjoint: the targets in the order of ``g*``'s neurons, each taking the
+    first ``n_a`` still unassigned neurons that qualify, by index), and ``a~_i = 2a*_l |b*_l|/(|b_i| n_l)``
+    (``n_l`` = neurons assigned to l). Then ``g~ = sum a~_i F_i ~ 2 g*`` up to ``O(k^4/m + k^2 eps_a)``.
 
     Parameters
     ----------
