@@ -9,8 +9,8 @@
   Walsh functions, nor the zero predictor.
 * ``kernels.small_cube_breakdown`` (finding): on a tiny cube (d = 6, and d = 8 at full size), where N reaches 2^d,
   the same theory underestimates the ReLU NTKs' mean exact error by factors of 1.5 to 10; the erf NNGP stays within
-  a few per cent. A prediction at the expected number of distinct training points (the draws repeat points) closes
-  much of the gap, recorded as a detail.
+  a few per cent. The prediction at the expected number of distinct training points (the draws repeat points) is
+  recorded beside it: it closes the gap in some cells and overshoots in others, so repeats are not the whole story.
 
 Only popdyn's public API is used; the exact errors are the independent side.
 """
