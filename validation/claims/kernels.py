@@ -72,8 +72,9 @@ def _q(S, cells):
 
 
 @claim(id="kernels.eigenlearning_curves", model="kernels",
-       title="Eigenlearning predicts the mean exact test error of kernel ridge regression on the hypercube for a "
-             "sparse-parity target under three wide networks (ReLU depth 1 and 3 NTK, erf depth 2 NNGP), at every N",
+       title="Eigenlearning predicts the mean exact test error of kernel ridge regression on the hypercube for the "
+             "low-degree target x0 x1 + 0.5 x0 (a sparse parity plus a linear term) under three wide networks (ReLU "
+             "depth 1 and 3 NTK, erf depth 2 NNGP), at every N",
        source=_SRC,
        metric="max over networks and N of |mean_seeds(E) - E_theory| / (q SE + 0.03 E_theory): E the exact "
               "population test error (Parseval over all 2^d points) of KRR on one uniform training set, SE the "
