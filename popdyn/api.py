@@ -154,6 +154,7 @@ def predict(problem, **options):
     - ``gradient_features`` (Problem): the exact first gradient step from the symmetric init, its nice neurons and feature probability, the frozen-feature optimum, the good network and the main theorem's sizes.
     - ``icl`` (Problem): population gradient descent of the rank-r linear attention through its saddles to the Thm 5.4.1 optimum, with loss and eval risk per step.
     - ``icl.parity`` (ParityProblem): the paper's sparse-parity heads: N -> inf hinge loss and margins, noise-energy ratio, accuracy and hinge at finite prompt lengths.
+    - ``kernels`` (Problem): eigenlearning learning curve of a wide network's kernel on a Walsh target over the hypercube.
     - ``looped`` (Problem): in-context error curves of a looped linear transformer emulating GD, loop by loop.
     - ``lora`` (Problem): overlap ODE of online SGD on the LoRA student and the population loss along it.
     - ``lora.general`` (GeneralProblem): order parameters (m, q, c_hat) of online SGD with u not orthogonal to span W, and the loss.

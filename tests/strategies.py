@@ -14,8 +14,8 @@ import numpy as np
 from hypothesis import assume, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from popdyn.models import (committee, contrastive, domain_gen, emergence, gradient_features, icl, looped, lora, modular,
-                           multitask, resnet)
+from popdyn.models import (committee, contrastive, domain_gen, emergence, gradient_features, icl, kernels, looped, lora,
+                           modular, multitask, resnet)
 
 __all__ = ["ModelSpec", "MODELS", "EXAMPLES", "lora_problems", "unit_rows"]
 
@@ -174,6 +174,20 @@ def resnet_problems(draw):
 
 
 @st.composite
+def kernel_problems(draw):
+    """Kernel learning on the cube: d <= 30, a target of up to 3 Walsh terms of degree <= 3, closed-form and Hermite
+    activations at depth <= 3, either kernel, ridge in [1e-6, 1], label noise <= 0.5."""
+    d = draw(st.integers(1, 30))
+    sets = draw(st.lists(st.lists(st.integers(0, d - 1), max_size=min(3, d), unique=True), min_size=1, max_size=3,
+                         unique_by=lambda S: tuple(sorted(S))))
+    coefs = draw(hnp.arrays(np.float64, len(sets), elements=st.floats(-2.0, 2.0)))
+    return kernels.Problem(d, {tuple(S): float(c) for S, c in zip(sets, coefs)}, draw(st.integers(1, 3)),
+                           draw(st.sampled_from(["relu", "erf", "abs", "gelu", "tanh"])), draw(st.floats(0.5, 2.0)),
+                           draw(st.floats(0.0, 1.0)), draw(st.sampled_from(["ntk", "nngp"])),
+                           draw(st.floats(1e-6, 1.0)), draw(st.floats(0.0, 0.5)))
+
+
+@st.composite
 def resnet_network_problems(draw):
     """Networks of [AllenZhu19] at tiny sizes: the Theorem 2 target (d <= 10, k <= min(d, 4)) or Figure 2's (k = 4,
     d in [8, 10]), n_train <= 40, width <= 16 (the training is a run option)."""
@@ -324,6 +338,17 @@ MODELS = {
         predict={"kernels": ["relu_ck"], "ridges": [1e-4]},
         bad_predict=(("kernels", ["nope"]), ("ridges", [-1.0])),
         simulate={"seeds": 2, "n_test": 64, "n_points": 2, "epochs": 2}),
+    "kernels": ModelSpec(
+        kernel_problems(),
+        edges=(lambda: kernels.Problem(d=8),
+               lambda: kernels.Problem(d=1, target={(): 1.0}, activation="erf", kernel="nngp"),     # d = 1, constant
+               lambda: kernels.Problem.parity(d=12, k=3, depth=3, b_std=0.0, noise=0.5),           # structural zero
+               lambda: kernels.Problem(d=30, target={(0, 1, 2, 3, 4): 1.0}, ridge=1e-8)),          # level far away
+        predict={"n_train": (1, 10, 100)},
+        bad_predict=(("n_train", 0), ("n_train", [1.5]), ("n_train", [])),
+        functions=((lambda p: kernels.cube_eigenvalues(p.net, p.d, p.kernel), {}),
+                   (lambda p: kernels.effective_regularization(p.eigenvalues, [1, 50], p.ridge, p.multiplicity), {})),
+        simulate={"n_train": (4, 16), "seeds": 2}),
     "committee": ModelSpec(
         committee_problems(),
         edges=(lambda: committee.Problem.saad_solla(K=2, M=2),                                   # Saad-Solla plateau setting
@@ -384,6 +409,8 @@ EXAMPLES = {
     "modular": [lambda: modular.Problem(p=11, k=3), lambda: modular.TransformerProblem.setting("cpu")],
     "resnet": [lambda: resnet.Problem(d=12, k=3, n_train=100), lambda: resnet.Problem.thm2(d=14, n_train=200),
                lambda: resnet.NetworkProblem.thm2(d=10, k=3, width=16, n_train=50)],
+    "kernels": [lambda: kernels.Problem(d=12), lambda: kernels.Problem.parity(d=20, k=3, depth=2, activation="erf",
+                                                                              b_std=0.1, kernel="nngp", noise=0.1)],
     "committee": [lambda: committee.Problem.saad_solla(K=2, M=2),
                   lambda: committee.Problem(3, 2, "tanh", teacher_overlap=np.array([[1.0, 0.2], [0.2, 0.5]]),
                                             v_star=np.array([1.0, -0.5]), sigma=0.1)],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-MODELS = ("committee", "contrastive", "domain_gen", "emergence", "gradient_features", "icl", "looped", "lora",
+MODELS = ("committee", "contrastive", "domain_gen", "emergence", "gradient_features", "icl", "kernels", "looped", "lora",
           "modular", "multitask", "resnet")
 
 __all__ = list(MODELS) + ["catalogue", "CatalogueEntry", "MODELS"]
