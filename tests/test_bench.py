@@ -137,3 +137,10 @@ def test_startup_measures_a_fresh_process_and_the_stored_quick_times(tmp_path):
                                                                  "import_s": r["import"]}}, "validate_quick": q}
     table = bench._startup_table(st)
     assert table.count("\n") == 5 and "first predict of multitask.example()" in table and "(met)" in table
+
+
+def test_kernels_exact_error_bench_agrees_with_brute_force():
+    """The kernels row: the exact test error equals the predictor's error summed over all 2^d points (d = 8)."""
+    from popdyn.validation import bench
+    row = bench._bench_kernels({"cube": (8,)})
+    assert row["max_abs_diff"] < 1e-12 and row["fast_s"] > 0 and row["slow_s"] > 0

@@ -15,8 +15,8 @@ Measurements (``python -m popdyn.validation.bench [--quick]``, also ``popdyn ben
    K' (one sqrt and one arcsin each) per overlap (:func:`kprime_floor`); goal: within 2x of it.
 4. ``icl_optimum``, ``looped_error``, ``modular_margin``, ``multitask_moments``, ``multitask_predict``,
    ``emergence_kernel``, ``emergence_steps``, ``gf_mixture_G``, ``gf_parity_mc``,
-   ``resnet_exact_error``, ``resnet_hamming``: each model's closed form against the training or the plain numpy
-   computation it replaces.
+   ``resnet_exact_error``, ``resnet_hamming``, ``kernels_exact_error`` (d = 14, 18, 22; quick 10, 12): each model's
+   closed form against the training or the plain numpy computation it replaces.
 5. ``sweep_pool`` / ``sweep_dask``: a sweep of 32 LoRA simulations inline against a 2-process pool and
    a 2-worker local Dask cluster (the three must give the same numbers; the Dask overhead per task is
    the time beyond an ideal 2x), and ``validate_jobs``: ``validate --quick`` serially against ``--jobs 2``.
@@ -65,7 +65,7 @@ SIZES = {
              "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
              "resnet": {"d": 30, "n_train": 3000, "mc": 100_000, "hamming_N": 10_000},
              "contrastive_steps": 6000, "committee_t": 100.0,
-             "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": ()},
+             "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": (), "cube": (14, 18, 22)},
     "quick": {"d": 500, "k": 8, "steps": 2_000, "P": 60, "n_m": 1_000, "k_h": 16, "repeats": 3,
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
               "multitask_n_train": 2 ** 16,
@@ -73,7 +73,7 @@ SIZES = {
               "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
               "resnet": {"d": 20, "n_train": 1000, "mc": 20_000, "hamming_N": 2000},
               "contrastive_steps": 1500, "committee_t": 20.0,
-              "sweep": {"runs": 8, "d": 100, "tau": 5},
+              "sweep": {"runs": 8, "d": 100, "tau": 5}, "cube": (10, 12),
               "validate": ("modular.construction_margin", "modular.dft_all_frequencies", "icl.rank_gap")},
 }
 GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "h_kernel_floor": 0.5, "icl_optimum": 1.0,
@@ -82,7 +82,7 @@ GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "h_ke
          "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "resnet_exact_error": 1.0,
          "resnet_hamming": 1.0, "contrastive_optimum": 1.0, "dg_accuracy": 1.0, "dg_optimum": 1.0,
          "committee_erf_ode": 10.0, "committee_relu_ode": 5.0, "committee_tanh_ode": 5.0, "sweep_pool": 1.0,
-         "sweep_dask": 1.0, "validate_jobs": 1.0}
+         "sweep_dask": 1.0, "validate_jobs": 1.0, "kernels_exact_error": 1.0}
 #: Start-up goals in seconds (:func:`startup`).
 STARTUP_GOALS = {"import": 0.3, "first_call": 3.0, "validate_quick_jobs2": 600.0, "slowest_quick_claim": 60.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
@@ -542,6 +542,39 @@ def _bench_sweeps(sz):
                            "overhead_per_task_s": (t_dask - 0.5 * t_inline) / n, "inline_per_task_s": per}}
 
 
+def _bench_kernels(sz):
+    """The exact population test error of KRR with a depth-2 ReLU NTK on {±1}^d (Parseval over the Walsh levels,
+    ``KernelRegression.test_error``; fresh fit) against brute force: the predictor on all 2^d points, in chunks."""
+    from popdyn import kernels
+    from popdyn.models.kernels import KernelRegression, WalshTarget
+    from popdyn.models.resnet import hamming_matrix
+    net, out = kernels.fc(2, "relu", b_std=0.1), {}
+    for d in (6,) + tuple(sz["cube"]):  # d = 6: JIT warm-up, not reported
+        f = WalshTarget(d, {(0, 1): 1.0, (2,): 0.5})
+        rng = np.random.default_rng(d)
+        X = rng.choice([-1.0, 1.0], size=(1000, d))
+        t0 = time.perf_counter()
+        krr = KernelRegression(net, X, f(X), 1e-3)
+        exact = krr.test_error(f)
+        t_exact = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        sq, n = 0.0, 1 << d
+        for lo in range(0, n, 1 << 14):
+            codes = np.arange(lo, min(n, lo + (1 << 14)))
+            Z = 1.0 - 2.0 * ((codes[:, None] >> np.arange(d)) & 1)
+            pred = krr.kappa[hamming_matrix(Z, X)] @ krr.beta
+            sq += float(np.sum((pred - f(Z)) ** 2))
+        t_brute = time.perf_counter() - t0
+        out[d] = (t_exact, t_brute, abs(exact - sq / n) / (sq / n))
+    del out[6]
+    worst = max(out.values(), key=lambda v: v[1])
+    return {"what": "kernels: exact KRR test error on {±1}^d (depth-2 ReLU NTK, N = 1000; fresh fit) vs the predictor "
+                    "summed over all 2^d points, d = " + ", ".join(
+                        f"{d}: {te:.3g} s vs {tb:.3g} s (rel. diff {r:.1e})" for d, (te, tb, r) in out.items()),
+            "fast_s": worst[0], "slow_s": worst[1], "ratio": worst[1] / worst[0], "goal": GOALS["kernels_exact_error"],
+            "max_abs_diff": max(v[2] for v in out.values())}
+
+
 def _bench_validate(sz):
     """``validate --quick`` serially and with ``--jobs 2`` (in subprocesses: what a user runs)."""
     import subprocess
@@ -644,7 +677,7 @@ def run(quick=False):
                      ("contrastive_optimum", _bench_contrastive), ("dg_accuracy,dg_optimum", _bench_domain_gen),
                      ("committee_erf_ode", _bench_committee),
                      ("committee_relu_ode,committee_tanh_ode", _bench_committee_quadrature),
-                     ("sweep_pool,sweep_dask", _bench_sweeps),
+                     ("kernels_exact_error", _bench_kernels), ("sweep_pool,sweep_dask", _bench_sweeps),
                      ("validate_jobs", _bench_validate)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:
