@@ -44,3 +44,15 @@ def make(name, run, sleep=0.0):
 
 
 CLAIMS = [make("pass", run_pass), make("fail", run_fail), make("raise", run_raise)]
+
+
+def run_threads(size, device, outdir):
+    """Measures the threads the worker runs: numba's, torch's (when installed) and the environment's for BLAS."""
+    import numba
+    threads = {"numba": numba.get_num_threads(), "OMP_NUM_THREADS": int(os.environ.get("OMP_NUM_THREADS", "0"))}
+    try:
+        import torch
+        threads["torch"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    return ClaimResult(measured=max(threads.values()), figure=None, table=[threads], message=repr(threads))

@@ -16,6 +16,7 @@ def test_parser_reads_every_command():
     assert (v.names, v.quick, v.device, v.resume, str(v.out), v.jobs) == (["lora", "lora.glm_limit"], True, "cuda",
                                                                          True, "r", 2)
     assert p.parse_args(["validate", "--scheduler", "tcp://127.0.0.1:8786"]).scheduler == "tcp://127.0.0.1:8786"
+    assert p.parse_args(["validate"]).jobs is None  # one process per core unless told
     assert p.parse_args(["bench", "--quick"]).quick
     pr = p.parse_args(["predict", "lora", "orthonormal", "--k", "8", "--out", "traj.npz"])
     assert (pr.model, pr.constructor, pr.rest) == ("lora", "orthonormal", ["--k", "8", "--out", "traj.npz"])
@@ -150,7 +151,7 @@ def test_validate_runs_the_runner(tmp_path, monkeypatch):
     c = Claim(id="fake.ok", model="fake", title="t", source="s", metric="m", tolerance=1.0, tolerance_origin="o",
               quick={}, full={}, run=lambda size, device, outdir: ClaimResult(0.0))
     monkeypatch.setitem(claims_pkg.REGISTRY, c.id, c)
-    assert cli.main(["validate", "fake", "--quick", "--out", str(tmp_path)]) == 0
+    assert cli.main(["validate", "fake", "--quick", "--jobs", "1", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "REPORT.md").exists() and (tmp_path / "fake.ok.json").exists()
 
 

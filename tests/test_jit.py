@@ -21,7 +21,10 @@ def test_serial_and_parallel_are_cached_apart(tmp_path):
     '''))
     run = "import kern, numpy as np; f = kern.{}; y = f(np.arange(5.0)); print(len(f.stats.cache_hits), y.sum())"
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path) + ":" + ":".join(sys.path)}
-    out = [subprocess.run([sys.executable, "-c", run.format(f)], env=env, cwd=tmp_path, capture_output=True,
-                          text=True, check=True).stdout.split() for f in ("ser", "par", "par")]
+    procs = [subprocess.run([sys.executable, "-c", run.format(f)], env=env, cwd=tmp_path, capture_output=True,
+                            text=True, check=True) for f in ("ser", "par", "par")]
+    out = [p.stdout.split() for p in procs]
     assert [o[0] for o in out] == ["0", "0", "1"]                    # the parallel one compiled, then hit its own
+    # a one-line notice before the parallel compile, none when it loads from the cache (or for the serial one)
+    assert [p.stderr.count("popdyn: compiling kern.body for all cores") for p in procs] == [0, 1, 0]
     assert float(out[0][1]) == float(out[1][1]) == float(np.sum(np.sin(np.arange(5.0)) ** 2))

@@ -1,6 +1,6 @@
 """The validation runner on fake claims: stored results, resume, ERROR records, report, exit status."""
 import json
-
+import os
 import re
 from pathlib import Path
 
@@ -38,7 +38,7 @@ def fake(monkeypatch):
 
 def test_runner_writes_json_per_claim_and_report(tmp_path, fake, capsys):
     made, calls = fake
-    status = runner.main(["fake", "--quick", "--out", str(tmp_path)])
+    status = runner.main(["fake", "--quick", "--jobs", "1", "--out", str(tmp_path)])
     assert status == 1  # one FAIL and one ERROR
     recs = {json.loads(p.read_text())["id"]: json.loads(p.read_text()) for p in tmp_path.glob("*.json")}
     assert {r: recs[r]["verdict"] for r in recs} == {"fake.pass": "PASS", "fake.fail": "FAIL", "fake.raise": "ERROR"}
@@ -73,8 +73,8 @@ def test_runner_reruns_by_default_and_resume_skips_stored(tmp_path, fake):
 
 
 def test_exit_status_zero_iff_all_pass(tmp_path, fake):
-    assert runner.main(["fake.pass", "--out", str(tmp_path)]) == 0
-    assert runner.main(["fake.pass", "fake.fail", "--out", str(tmp_path)]) == 1
+    assert runner.main(["fake.pass", "--jobs", "1", "--out", str(tmp_path)]) == 0
+    assert runner.main(["fake.pass", "fake.fail", "--jobs", "1", "--out", str(tmp_path)]) == 1
 
 
 def test_interrupt_keeps_finished_results(tmp_path, monkeypatch):
@@ -87,7 +87,7 @@ def test_interrupt_keeps_finished_results(tmp_path, monkeypatch):
     assert "fake.pass" in (tmp_path / "REPORT.md").read_text()
     monkeypatch.setitem(claims_pkg.REGISTRY, first.id, first)
     monkeypatch.setitem(claims_pkg.REGISTRY, stop.id, stop)
-    assert runner.main(["fake", "--out", str(tmp_path)]) == 130
+    assert runner.main(["fake", "--jobs", "1", "--out", str(tmp_path)]) == 130
 
 
 def test_unknown_name_is_usage_error(tmp_path, capsys):
@@ -184,7 +184,7 @@ def _report_body(path):
     return "\n".join(line for line in text.splitlines() if not line.startswith("- **Ran:**"))
 
 
-@pytest.mark.parametrize("jobs", [2])
+@pytest.mark.parametrize("jobs", [2, None])
 def test_jobs_gives_the_serial_records_and_report(tmp_path, monkeypatch, jobs):
     from tests import fake_claims
     for c in fake_claims.CLAIMS:
@@ -219,7 +219,7 @@ def test_interrupted_run_resumes_without_rerunning_finished_claims(tmp_path):
     script = ("import sys; from tests import fake_claims; from popdyn.validation import claims, runner\n"
               "cs = [fake_claims.make(f'c{i}', fake_claims.run_pass, sleep=0.8) for i in range(6)]\n"
               "[claims.register(c) for c in cs]\n"
-              "sys.exit(runner.main(['fake', '--quick', '--out', sys.argv[1]] + sys.argv[2:]))\n")
+              "sys.exit(runner.main(['fake', '--quick', '--jobs', '1', '--out', sys.argv[1]] + sys.argv[2:]))\n")
     log = tmp_path / "ran.log"
     env = {**os.environ, "POPDYN_FAKE_LOG": str(log), "MPLBACKEND": "Agg"}
     # SIGINT back to its default in the child: an ignored SIGINT (left by an earlier test in this process) would be
@@ -265,3 +265,16 @@ def test_a_pool_starts_the_longest_claims_first():
     times = [records._read(records.RECORDS, i)["quick"]["elapsed_s"] for i in ids]
     order = [c.id for c in runner._longest_first([reg[i] for i in ids], quick=True)]
     assert order == [i for _, i in sorted(zip(times, ids), reverse=True)]
+
+
+def test_pool_workers_share_the_cores(tmp_path, monkeypatch):
+    """Under a pool of 2 each worker runs cores // 2 threads (numba, torch, BLAS/OpenMP), and the parent's
+    environment is restored after the run."""
+    from tests import fake_claims
+    c = fake_claims.make("threads", fake_claims.run_threads)
+    monkeypatch.setitem(claims_pkg.REGISTRY, c.id, c)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    want = max(1, runner.cores() // 2)
+    rec, = runner.run(["fake.threads"], quick=True, out=tmp_path, jobs=2)
+    assert set(rec["result"]["table"][0].values()) == {want}, rec["result"]["message"]
+    assert "OMP_NUM_THREADS" not in os.environ

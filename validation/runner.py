@@ -4,9 +4,9 @@
 [--record] [--jobs N | --scheduler ADDRESS]`` (also ``popdyn validate``). Each finished claim is written
 atomically to ``<out>/<id>.json`` (with its figure) the moment it finishes, keyed by a hash of its
 inputs and sources (:meth:`Claim.key`). ``--resume`` skips claims whose stored PASS/FAIL matches the
-current key, so an interrupted run loses no finished claim. Claims run one after another, on ``N``
-local processes (``--jobs``) or on a Dask cluster (``--scheduler``); the records and the report are
-the same apart from timings and hosts. ``--record`` also stores each result in the repository's records
+current key, so an interrupted run loses no finished claim. The command runs claims on one local process
+per core (``--jobs N``: on N; ``--jobs 1``: one after another) or on a Dask cluster (``--scheduler``); the
+records and the report are the same apart from timings and hosts. ``--record`` also stores each result in the repository's records
 (:mod:`popdyn.validation.records`). A claim that raises is recorded as ERROR; the runner goes on.
 ``REPORT.md`` covers every stored result in ``<out>``: where and how it ran, the summary table, one
 section per claim. ``--out`` defaults to ``./validation/report`` under the current directory.
@@ -145,8 +145,30 @@ def _save(out, rec):
     atomic_write(_record_path(out, rec["id"]), lambda f: f.write(text))
 
 
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def cores():
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _limit_threads(n):
+    """Worker start-up: torch and numba use ``n`` threads (BLAS and OpenMP read the environment it was spawned with)."""
+    import numba
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(n)
+
+
 def _executor(jobs, scheduler):
-    """``(executor, close)``: None (serial), a local process pool of ``jobs``, or a Dask client's executor."""
+    """``(executor, close)``: None (serial), a local process pool of ``jobs``, or a Dask client's executor.
+
+    The pool's workers are fresh interpreters (spawned, not forked) that share the cores: each runs
+    ``cores() // jobs`` threads, so ``jobs`` claims never oversubscribe the machine."""
     if scheduler:
         try:
             from distributed import Client
@@ -155,8 +177,21 @@ def _executor(jobs, scheduler):
         client = Client(scheduler)
         return client.get_executor(), client.close
     if jobs and jobs > 1:
-        pool = ProcessPoolExecutor(jobs)
-        return pool, lambda: pool.shutdown(wait=False, cancel_futures=True)
+        import multiprocessing
+        threads = max(1, cores() // jobs)
+        saved = {v: os.environ.get(v) for v in _THREAD_VARS}
+        os.environ.update({v: str(threads) for v in _THREAD_VARS})   # read by the workers as they start
+        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_limit_threads,
+                                   initargs=(threads,))
+
+        def close():
+            pool.shutdown(wait=False, cancel_futures=True)
+            for v, old in saved.items():
+                if old is None:
+                    os.environ.pop(v, None)
+                else:
+                    os.environ[v] = old
+        return pool, close
     return None, lambda: None
 
 
@@ -178,7 +213,8 @@ def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, s
     ``selected`` (a list of :class:`Claim`) overrides the name lookup. With ``resume``, a claim whose
     stored PASS/FAIL record has the current key is not rerun. Each record is saved to ``<out>/<id>.json``
     as soon as its claim finishes; ``REPORT.md`` is rewritten at the end (also after Ctrl-C, which is
-    then re-raised). ``jobs > 1`` runs claims on a local process pool, ``scheduler`` on a Dask cluster.
+    then re-raised). ``jobs > 1`` runs claims on a local process pool (``None``: one process per core, at most one
+    per claim, the command's default), ``scheduler`` on a Dask cluster.
     ``record`` also stores each finished result in the repository's records (:mod:`popdyn.validation.records`).
     """
     selected = _claims.select(names) if selected is None else list(selected)
@@ -193,6 +229,7 @@ def run(names=(), *, quick=False, device="cpu", out=DEFAULT_OUT, resume=False, s
         else:
             records[c.id] = rec | {"skipped": True}
             bar.update(1)
+    jobs = min(cores(), len(todo)) if jobs is None else jobs
     (ex, close), pending = _executor(jobs, scheduler), {}
     try:
         if ex is None:
@@ -397,7 +434,8 @@ def add_arguments(parser):
     where = parser.add_mutually_exclusive_group()
     parser.add_argument("--list", action="store_true",
                         help="list the selected claims (kind, status, stored claim times) and run nothing")
-    where.add_argument("--jobs", type=int, default=1, help="run claims on N local processes (default 1: serial)")
+    where.add_argument("--jobs", type=int, default=None,
+                       help="run claims on N local processes (default: one per core; 1: serially)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="run claims on the Dask cluster at ADDRESS (tcp://host:8786; needs popdyn[dask])")
     return parser
@@ -436,7 +474,7 @@ def run_from_args(args, parser):
         print(_listing(selected))
         return 0
     try:
-        if args.jobs < 1:
+        if args.jobs is not None and args.jobs < 1:
             parser.error(f"argument --jobs: must be >= 1, got {args.jobs}")
         records = run(quick=args.quick, device=args.device, out=args.out, resume=args.resume, selected=selected,
                       jobs=args.jobs, scheduler=args.scheduler, record=args.record)
