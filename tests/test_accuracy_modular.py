@@ -283,29 +283,40 @@ def test_margin_dft(net, normalize):
 
 
 @settings(max_examples=examples(30), deadline=None)
-@given(st.sampled_from([3, 5, 7, 11, 13, 47, 97]), st.integers(0, 2 ** 32 - 1),
+@given(st.sampled_from([2, 3, 4, 5, 7, 8, 11, 13, 47, 64, 97]), st.integers(0, 2 ** 32 - 1),
        st.sampled_from(["random", "cosine", "spike", "constant"]),
        st.sampled_from([0.0, -200.0, 200.0, -170.0, 170.0]) | st.floats(-10, 10))
 @example(5, 0, "random", -170.0)     # was all 0 ("v = 0") though v != 0: |v^|^2 underflowed
 @example(5, 0, "random", 200.0)      # was NaN: |v^|^2 overflowed to inf
+@example(8, 3, "cosine", 0.0)        # the Nyquist bin of an even p: counted once
 def test_power_spectrum(p, seed, kind, log_scale):
-    """power_spectrum: absolute error <= 4 (log2 p + 2) eps / sqrt(e) per bin, e the centred share of ||v||^2 (bins
-    1.. sum to 1, bin 0 is 0), at scales 1e-200..1e200 (before: all 0 at 1e-170 and NaN at 1e200); a constant v is
-    NaN; against |DFT|^2 by its definition in mpmath."""
+    """power_spectrum: shares absolute error <= 4 (log2 p + 2) eps / sqrt(e) per bin, e the centred share of ||v||^2
+    (bins 1.. sum to 1, bin 0 is 0), at scales 1e-200..1e200 (before: all 0 at 1e-170 and NaN at 1e200); a constant
+    v is 0 in every bin (before: NaN); energies (normalize=False) absolute error <= 4 (log2 p + 2) eps ||v||^2 per bin
+    while ||v||^2 is a normal float; against |DFT|^2 by its definition in mpmath, weighted 1 at j = 0 and j = p/2
+    and 2 elsewhere (Parseval)."""
     rng = np.random.default_rng(seed)
     x = np.arange(p)
-    v = {"random": rng.standard_normal(p), "cosine": np.cos(2 * np.pi * (x * ((seed % ((p - 1) // 2)) + 1) % p) / p + 0.3),
+    zeta = seed % (p // 2) + 1
+    v = {"random": rng.standard_normal(p), "cosine": np.cos(2 * np.pi * (x * zeta % p) / p + 0.3),
          "spike": np.eye(p)[seed % p], "constant": np.ones(p)}[kind] * 10.0 ** log_scale
     got = MD.power_spectrum(v)
-    if kind == "constant":
-        assert np.isnan(got).all()
-        return
-    assert np.all(np.isfinite(got)) and np.all(got >= 0) and got[0] == 0
+    energy = MD.power_spectrum(v, normalize=False)
     with mp.workdps(DPS):
-        P = [abs(mp.fsum(_mpf(v[a]) * mp.expjpi(-2 * mp.mpf(j * a) / p) for a in range(p))) ** 2
-             for j in range((p + 1) // 2)]
+        c = [1 if j == 0 or 2 * j == p else 2 for j in range(p // 2 + 1)]
+        P = [c[j] * abs(mp.fsum(_mpf(v[a]) * mp.expjpi(-2 * mp.mpf(j * a) / p) for a in range(p))) ** 2
+             for j in range(p // 2 + 1)]
+        total = mp.fsum(P) / p                                  # = ||v||^2
+        if mp.mpf("2.3e-308") < total < mp.mpf("1.7e308"):
+            for j in range(len(P)):
+                assert record("power_spectrum.energy", abs(_mpf(energy[j]) - P[j] / p) /
+                              (4 * (math.log2(p) + 2) * EPS * total), p=p, kind=kind, scale=log_scale) <= 1
+        if kind == "constant":
+            assert got.tolist() == [0.0] * (p // 2 + 1)
+            return
+        assert np.all(np.isfinite(got)) and np.all(got >= 0) and got[0] == 0
         cen = mp.fsum(P[1:])
-        e = 2 * cen / (P[0] + 2 * cen)
+        e = cen / (P[0] + cen)
         for j in range(1, len(P)):
             assert record("power_spectrum", abs(_mpf(got[j]) - P[j] / cen) / (4 * (math.log2(p) + 2) * EPS / mp.sqrt(e)),
                           p=p, kind=kind, scale=log_scale) <= 1
@@ -317,7 +328,7 @@ def test_fourier_diagnostics(net):
     """fourier_diagnostics: component_power as power_spectrum (absolute <= 4 (log2 p + 2) eps / sqrt(e)); phase_residual:
     absolute error <= 8 (k + 1) (log2 p + 2) eps sqrt(p) max_v (||v|| / |v^(zeta)|) (the conditioning of each
     angle), NaN where some component has power below 1e-12 of its centred total or no neuron frequency (zeta = 0:
-    every component constant, component_power NaN); balance: relative <= 4 p eps.
+    every component constant, component_power 0); balance: relative <= 4 p eps.
     Against mpmath DFTs by the definition."""
     U, W = net
     m, k, p = U.shape
@@ -334,7 +345,7 @@ def test_fourier_diagnostics(net):
                 cen = mp.fsum(P[1:])
                 e = 2 * cen / (P[0] + 2 * cen)                    # centred share; below the level: constant
                 if e <= (16 * (math.log2(p) + 2) * EPS) ** 2:
-                    assert np.isnan(d["component_power"][i, j])
+                    assert d["component_power"][i, j] == 0.0
                     continue
                 ref = max(P[1:]) / cen
                 assert record("fourier_diagnostics.component_power", abs(_mpf(d["component_power"][i, j]) - ref)
@@ -363,16 +374,16 @@ def test_diagnostics_and_circuit_table(net):
     """diagnostics: margin absolute <= 2 (k^2 + m + p + 4) eps S (inf/0 only past float64), norm relative <= (k p + 4)
     eps, normalized_margin and margin_ratio (x gamma*) as normalized_margin, weighted_ratio absolute <= (2 (k^2 + m +
     p + 4) + log2(p^k) + (k + 1)(k p + 4)) eps S/||theta||^(k+1)/gamma*, dft_ratio as margin_dft / gamma*, every ratio
-    <= 1 (before: weighted_ratio 1 + 4e-16 at the optimum), nothing NaN but phase_residual and max_power (NaN only
-    when every neuron has a constant map); circuit_table: norm_share relative <= 2 (k + 1) p eps, dft as margin_dft;
+    <= 1 (before: weighted_ratio 1 + 4e-16 at the optimum), nothing NaN but phase_residual (max_power 0 only when
+    every neuron has a constant map); circuit_table: norm_share relative <= 2 (k + 1) p eps, dft as margin_dft;
     at any scale (before: ZeroDivisionError at 1e-200, OverflowError at 1e200, NaN shares). Against exact rational
     enumeration of Z_p^k and mpmath DFTs by the definition."""
     U, W = net
     m, k, p = U.shape
     d = MD.diagnostics(U, W)
     rows = MD.circuit_table(U, W)
-    assert all(v == v for key, v in d.items() if key not in ("phase_residual", "max_power"))
-    assert (d["max_power"] == d["max_power"]) == (not np.isnan(MD.fourier_diagnostics(U, W)["max_power"]).all())
+    assert all(v == v for key, v in d.items() if key != "phase_residual")
+    assert (d["max_power"] > 0) == bool((MD.fourier_diagnostics(U, W)["max_power"] > 0).any())
     assert d["margin_ratio"] <= 1 and d["weighted_ratio"] <= 1 and d["dft_ratio"] <= 1
     ex, sc = _exact_logits(U, W)
     inputs = NW.all_inputs(p, k)

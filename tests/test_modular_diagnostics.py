@@ -1,10 +1,11 @@
 """Diagnostics of networks trained outside popdyn (popdyn.models.modular; docs/modular.md, "Diagnostics").
 
-Oracles: the DFT by explicit cosine and sine sums (no FFT), and the network evaluated on every input of Z_p^k by
-plain Python loops over inputs and neurons, for x^k, relu, tanh and a user callable, with untied, tied and
-embedded first layers. Properties (Hypothesis): powers do not move under a class-constant offset of W or a
-permutation of the neurons; a single-frequency neuron has power 1 at its frequency; a constant neuron has none;
-a tied first layer is counted once in the norm; normalized margins are scale-free. Bad input names its parameter.
+Oracles: the DFT by explicit cosine and sine sums (no FFT), Parseval's identity, and the network evaluated on every
+input of Z_p^k by plain Python loops over inputs and neurons, for x^k, relu, tanh and a user callable, with untied,
+tied and embedded first layers. Properties (Hypothesis): powers do not move under a class-constant offset of W or a
+permutation of the neurons; a single-frequency neuron has power 1 at its frequency (Nyquist included); a constant
+neuron has none (power 0, frequency 0, never NaN); a tied first layer is counted once in the norm; normalized margins
+are scale-free; the x^k kernel equals the generic forward pass. Any p >= 2. Bad input names its parameter.
 """
 import itertools
 import math
@@ -17,18 +18,26 @@ from popdyn import InvalidParameterError
 from popdyn.models import modular
 
 ODD = [3, 5, 7, 9, 11, 15]                 # primes and composites
+ANY_P = [2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15]  # odd and even, primes and composites
 FAST = settings(max_examples=25, deadline=None)
 
 
 # --------------------------------------------------------------------------- independent references
-def brute_power(v):
-    """Centred one-sided shares by explicit sums: |v^(j)|^2 / sum_{l=1}^{(p-1)/2} |v^(l)|^2, j = 1..(p-1)/2."""
+def brute_energy(v):
+    """One-sided energies by explicit sums: c_j |v^(j)|^2 / p, j = 0..floor(p/2), c_j = 1 at j = 0 and j = p/2,
+    2 otherwise."""
     p = len(v)
-    raw = []
-    for j in range(1, (p - 1) // 2 + 1):
+    out = []
+    for j in range(p // 2 + 1):
         re = sum(v[x] * math.cos(2 * math.pi * j * x / p) for x in range(p))
         im = sum(v[x] * math.sin(2 * math.pi * j * x / p) for x in range(p))
-        raw.append(re * re + im * im)
+        out.append((1 if j == 0 or 2 * j == p else 2) * (re * re + im * im) / p)
+    return out
+
+
+def brute_power(v):
+    """Centred one-sided shares E(j) / sum_{l >= 1} E(l), j = 1..floor(p/2), and the energies E(1..)."""
+    raw = brute_energy(v)[1:]
     tot = sum(raw)
     return [r / tot for r in raw], raw
 
@@ -67,7 +76,7 @@ SIGMAS = {"x^k": None, "relu": lambda z: max(z, 0.0), "tanh": math.tanh}
 
 
 @st.composite
-def nets(draw, ps=(3, 5, 7, 9), m_max=5):
+def nets(draw, ps=(3, 4, 5, 6, 7, 9), m_max=5):
     p = draw(st.sampled_from(ps))
     k = draw(st.integers(2, 3 if p <= 7 else 2))
     m = draw(st.integers(1, m_max))
@@ -127,30 +136,42 @@ def test_class_constant_offset_and_neuron_permutation_move_nothing(net, seed, sc
 
 
 @FAST
-@given(st.sampled_from(ODD), st.integers(2, 4), st.data())
+@given(st.sampled_from(ANY_P), st.integers(2, 4), st.data())
 def test_single_frequency_neuron_has_power_one_at_its_frequency(p, k, data):
-    zeta = data.draw(st.integers(1, (p - 1) // 2))
+    """Cosines of one frequency with random amplitudes, phases and offsets: power exactly 1 in every map, at that
+    frequency (the Nyquist p/2 of an even p included)."""
+    zeta = data.draw(st.integers(1, p // 2))
     u, w = cosine_neuron(p, k, zeta, np.random.default_rng(data.draw(st.integers(0, 2 ** 31 - 1))))
     d = modular.fourier_diagnostics(u, w)
     np.testing.assert_allclose(d["component_power"], 1.0, rtol=1e-12)     # 1e-12: float64 FFT, p <= 15
     assert d["dominant_frequency"].tolist() == [zeta]
     assert d["coverage"].sum() == 1 and d["coverage"][zeta - 1] == 1
+    spec = modular.power_spectrum(np.concatenate([u[0], w]))
+    assert np.all(np.argmax(spec, axis=1) == zeta) and np.all(spec[:, 0] == 0)
 
 
-@pytest.mark.parametrize("p, k", [(5, 2), (9, 3), (23, 2)])
+@pytest.mark.parametrize("p, k", [(5, 2), (9, 3), (23, 2), (6, 2), (2, 3)])
 def test_constant_neuron_reports_no_frequency(p, k):
+    """A constant neuron (and a zero one) has frequency 0 and power 0 (the sentinel, not NaN), uses no frequency,
+    and is left out of the median power; a neuron with one constant map has power 0 too."""
     rng = np.random.default_rng(0)
     u, w = cosine_neuron(p, k, 1, rng)
-    U = np.concatenate([u, np.full((1, k, p), 0.3), np.zeros((1, k, p))])
-    W = np.concatenate([w, np.full((1, p), -2.0), np.zeros((1, p))])
+    part_u = np.concatenate([np.full((1, 1, p), 0.3), u[:, 1:]], axis=1)      # u_1 constant, the rest cosines
+    U = np.concatenate([u, np.full((1, k, p), 0.3), np.zeros((1, k, p)), part_u])
+    W = np.concatenate([w, np.full((1, p), -2.0), np.zeros((1, p)), w])
     d = modular.fourier_diagnostics(U, W)
-    assert d["dominant_frequency"].tolist() == [1, 0, 0]
-    assert d["max_power"][0] == pytest.approx(1.0) and np.isnan(d["max_power"][1:]).all()
-    assert np.isnan(d["component_power"][1:]).all() and np.isnan(d["phase_residual"][1:]).all()
-    assert d["coverage"].sum() == 1                           # constant neurons use no frequency
-    np.testing.assert_allclose(d["constant_fraction"][1], 1.0)
-    assert np.isnan(modular.power_spectrum(np.full(p, 7.0))).all()
+    assert d["dominant_frequency"].tolist() == [1, 0, 0, 1]
+    assert d["max_power"][0] == pytest.approx(1.0) and d["max_power"][1:].tolist() == [0.0, 0.0, 0.0]
+    assert d["component_power"][1:3].tolist() == [[0.0] * (k + 1)] * 2 and d["component_power"][3, 0] == 0.0
+    assert np.isnan(d["phase_residual"][1:]).all()            # no phase to read: NaN, as documented
+    assert d["coverage"].sum() == 2                           # constant neurons use no frequency
+    np.testing.assert_allclose(d["constant_fraction"][1:3], 1.0)   # a zero map counts as constant
+    for v in (np.full(p, 7.0), np.zeros(p)):
+        assert modular.power_spectrum(v).tolist() == [0.0] * (p // 2 + 1)
     assert modular.diagnostics(U, W)["max_power"] == pytest.approx(1.0)   # the median leaves them out
+    assert modular.diagnostics(U[1:3], W[1:3])["max_power"] == 0.0        # none left: 0, not NaN
+    for row in modular.circuit_table(U, W):
+        assert row["median_power"] == (pytest.approx(1.0) if row["zeta"] == 1 else 0.0)
 
 
 def test_offset_power_numbers():
@@ -204,6 +225,29 @@ def test_margin_against_plain_loops(act, form):
     assert d["normalized_margin"] == pytest.approx(ref / nrm ** L, rel=1e-11)
     assert modular.normalized_margin(U, W, **kw) == pytest.approx(ref / nrm ** L, rel=1e-11)
     assert ("margin_ratio" in d) == (act == "x^k" and form == "untied")
+
+
+@pytest.mark.parametrize("p, k, m, form", [(11, 2, 12, "untied"), (7, 3, 10, "untied"), (6, 3, 5, "tied"),
+                                          (5, 4, 4, "untied"), (9, 2, 6, "embedding")])
+def test_xk_kernel_equals_the_generic_forward_pass(p, k, m, form):
+    """The x^k fast path (numba kernel over all p^k inputs) against the generic numpy forward pass with the callable
+    z -> z^k (degree k), on every input: margin, normalized margin, logits and the diagnostics' margin."""
+    rng = np.random.default_rng(p * k)
+    E = rng.standard_normal((p, 3)) if form == "embedding" else None
+    inner = 3 if E is not None else p
+    U = rng.standard_normal((m, inner) if form == "tied" else (m, k, inner))
+    W = rng.standard_normal((m, p))
+    kw = {"k": k if form == "tied" else None, "embedding": E}
+    generic = {"activation": lambda z: z ** k, "degree": k, **kw}
+    a = modular.all_inputs(p, k)
+    fast, slow = modular.logits(U, W, a, **kw), modular.logits(U, W, a, **generic)
+    S = np.abs(fast).max()
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-13 * m * S)     # 1e-13: sums of m terms of size <= S
+    assert modular.margin(U, W, **kw) == pytest.approx(modular.margin(U, W, **generic), abs=2e-13 * m * S)
+    assert modular.normalized_margin(U, W, **kw) == pytest.approx(modular.normalized_margin(U, W, **generic),
+                                                                   rel=1e-11, abs=1e-15)
+    assert modular.diagnostics(U, W, **kw)["margin"] == pytest.approx(modular.margin(U, W, **generic),
+                                                                       abs=2e-13 * m * S)
 
 
 @FAST
@@ -280,13 +324,76 @@ def test_composite_odd_p_is_accepted_and_the_construction_reaches_gamma_star(p, 
     assert modular.fourier_diagnostics(U, W)["coverage"].tolist() == [2 ** (2 * k - 1)] * ((p - 1) // 2)
 
 
-@pytest.mark.parametrize("p", [4, 6, 2])
-def test_even_p_is_rejected_by_every_fourier_diagnostic(p):
-    U, W = np.random.default_rng(0).standard_normal((3, 2, p)), np.random.default_rng(1).standard_normal((3, p))
-    for fn in (lambda: modular.fourier_diagnostics(U, W), lambda: modular.diagnostics(U, W),
-               lambda: modular.circuit_table(U, W), lambda: modular.power_spectrum(W)):
-        with pytest.raises(InvalidParameterError, match=f"'p'.*odd integer >= 3.*p = {p}"):
+@pytest.mark.parametrize("p", [2, 4, 6, 8])
+def test_even_p_is_accepted_without_the_odd_p_ratios(p):
+    """Every Fourier diagnostic takes an even p (bins 1..p/2, the Nyquist bin once); the ratios to gamma* are left
+    out, because on the Nyquist frequency one neuron's class-weighted margin passes gamma*: 2^((k-1)/2) gamma*."""
+    rng = np.random.default_rng(p)
+    U, W = rng.standard_normal((3, 2, p)), rng.standard_normal((3, p))
+    d = modular.fourier_diagnostics(U, W)
+    assert d["coverage"].shape == (p // 2,) and d["component_power"].min() >= 1 / (p // 2) - 1e-12
+    s = modular.diagnostics(U, W)
+    assert not {"margin_ratio", "weighted_ratio", "dft_ratio"} & set(s)
+    assert s["margin"] == pytest.approx(brute_margin(U, W, lambda z: z ** 2, 2), rel=1e-12, abs=1e-12)
+    assert [r["zeta"] for r in modular.circuit_table(U, W)] == list(range(1, p // 2 + 1))
+    for k in (2, 3):                                          # the Nyquist neuron, unit norm
+        amp = (1 / ((k + 1) * p)) ** 0.5
+        u, w = np.tile(amp * (-1.0) ** np.arange(p), (1, k, 1)), amp * (-1.0) ** np.arange(p)[None]
+        gamma = 2 * math.factorial(k) / ((2 * k + 2) ** ((k + 1) / 2) * (p - 1) * p ** ((k - 1) / 2))
+        assert modular.class_weighted_margin(u, w) == pytest.approx(2 ** ((k - 1) / 2) * gamma, rel=1e-12)
+        assert modular.fourier_diagnostics(u, w)["dominant_frequency"].tolist() == [p // 2]
+
+
+@pytest.mark.parametrize("p, k", [(6, 2), (9, 2), (15, 2)])
+def test_diagnostics_and_fourier_diagnostics_agree_on_p(p, k):
+    """Both accept the same p (before: diagnostics refused a composite p that fourier_diagnostics took)."""
+    rng = np.random.default_rng(0)
+    U, W = rng.standard_normal((4, k, p)), rng.standard_normal((4, p))
+    f, d = modular.fourier_diagnostics(U, W), modular.diagnostics(U, W)
+    assert d["coverage"] == f["coverage_fraction"]
+    assert d["max_power"] == pytest.approx(np.median(f["max_power"]), rel=1e-15)
+    assert ("margin_ratio" in d) == (p % 2 == 1)
+
+
+def test_p_below_2_is_refused_by_name():
+    for fn, name in ((lambda: modular.power_spectrum(np.ones(1)), "'p'.*>= 2.*p = 1"),
+                     (lambda: modular.fourier_diagnostics(np.ones((2, 2, 1)), np.ones((2, 1))), "'U'"),
+                     (lambda: modular.diagnostics(np.ones((2, 2, 1)), np.ones((2, 1))), "'U'")):
+        with pytest.raises(InvalidParameterError, match=name):
             fn()
+
+
+# --------------------------------------------------------------------------- Parseval
+@FAST
+@given(st.sampled_from(ANY_P), st.integers(0, 2 ** 31 - 1), st.floats(-20, 20))
+def test_power_spectrum_parseval(p, seed, offset):
+    """The one-sided energies (constant and Nyquist once, the pairs +-j twice) sum to ||v||^2 and match explicit
+    sums; the shares are the energies over ||v - mean v||^2 and sum to 1; the constant bin holds p mean(v)^2."""
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((3, p)) + offset
+    E = modular.power_spectrum(v, normalize=False)
+    P = modular.power_spectrum(v)
+    assert E.shape == P.shape == (3, p // 2 + 1)
+    sq = (v ** 2).sum(axis=1)
+    scale = 1 + offset ** 2
+    # 1e-13: float64 FFT of p <= 15 entries vs explicit sums, relative to ||v||^2 ~ p (1 + offset^2)
+    np.testing.assert_allclose(E.sum(axis=1), sq, rtol=1e-13)
+    np.testing.assert_allclose(E, [brute_energy(x) for x in v], atol=1e-13 * p * scale)
+    np.testing.assert_allclose(E[:, 0], p * v.mean(axis=1) ** 2, rtol=1e-12, atol=1e-13 * p * scale)
+    cen = ((v - v.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+    # shares: the energies' absolute error 1e-13 p scale divided by the centred energy ~ p
+    np.testing.assert_allclose(P[:, 1:], E[:, 1:] / cen[:, None], atol=1e-12 * scale)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.all(P[:, 0] == 0)
+
+
+def test_parseval_counts_the_constant_and_nyquist_bins_once():
+    """Hand values: v = 2 + (-1)^x on Z_4 has energy 16 in the constant (p mean^2 = 4 * 4) and 4 at the Nyquist bin;
+    doubling either (the former one-sided sum) breaks sum = ||v||^2 = 20."""
+    v = 2 + (-1.0) ** np.arange(4)
+    assert modular.power_spectrum(v, normalize=False).tolist() == [16.0, 0.0, 4.0]
+    assert modular.power_spectrum(v).tolist() == [0.0, 0.0, 1.0]
+    assert modular.fourier_diagnostics(np.tile(v, (1, 2, 1)), v[None])["constant_fraction"].tolist() == [[0.8] * 3]
 
 
 # --------------------------------------------------------------------------- bad input names the parameter
@@ -311,6 +418,9 @@ def test_bad_input_names_the_parameter():
         (lambda: modular.normalized_margin(U, W, activation=np.tanh), "'activation'"),
         (lambda: modular.norm(U, W, activation="tanh"), "'q'"),
         (lambda: modular.diagnostics(U, W, np.array([[0, 5]])), "'inputs'"),
+        (lambda: modular.power_spectrum(np.array([1.0, np.nan, 2.0])), "'v'"),
+        (lambda: modular.power_spectrum(np.float64(2.0)), "'v'"),
+        (lambda: modular.power_spectrum(W, normalize="yes"), "'normalize'"),
     ]
     for fn, name in cases:
         with pytest.raises(ValueError, match=name):

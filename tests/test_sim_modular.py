@@ -134,6 +134,26 @@ def test_final_observables_match_numpy_evaluation(split_run):
         assert sim["single_freq_fraction"][s, -1] == np.mean(power > 0.9)
 
 
+def test_recorded_power_of_constant_neurons_matches_numpy():
+    """A constant and a zero neuron: the twin records power 0 for them (not NaN, which also marked the run as
+    diverged), leaves them out of the median and of the coverage, exactly as modular.diagnostics does."""
+    p, k = 5, 2
+    x = 2 * np.pi * np.arange(p) / p
+    U = np.stack([np.stack([np.cos(2 * x), np.cos(2 * x + 0.3)]), np.full((k, p), 0.7), np.zeros((k, p)),
+                  np.stack([np.cos(2 * x - 1), 0.1 * np.sin(x) + np.cos(2 * x)])])      # frequency 2 only
+    W = np.stack([np.cos(2 * x + 0.3), np.full(p, -1.0), np.zeros(p), np.cos(2 * x) + 0.1 * np.sin(x)])
+    A = torch.as_tensor(modular.all_inputs(p, k))
+    data = (A, A.sum(1) % p, torch.arange(len(A))[None], torch.zeros((1, 0), dtype=torch.int64))
+    rec = sim_modular._diagnostics(torch.as_tensor(U)[None], torch.as_tensor(W)[None], data,
+                                   modular.max_margin(p, k), 1000)
+    d, s = modular.fourier_diagnostics(U, W), modular.diagnostics(U, W)
+    assert rec["neuron_power"][0, 1:3].tolist() == [0.0, 0.0]
+    np.testing.assert_allclose(rec["neuron_power"][0].numpy(), d["max_power"], rtol=1e-12)   # 1e-12: float64 FFT
+    np.testing.assert_allclose(float(rec["max_power"][0]), s["max_power"], rtol=1e-12)
+    assert float(rec["coverage"][0]) == d["coverage_fraction"] == 0.5      # the constant neurons add no frequency 1
+    assert all(bool(torch.isfinite(v).all()) for v in rec.values())
+
+
 def test_train_and_test_accuracy_use_disjoint_splits(split_run):
     n, n_train = 7**3, int(round(0.6 * 7**3))
     sim = split_run

@@ -3,7 +3,8 @@
 Docs: docs/modular.md. A network is a pair ``U`` (m, k, p), ``W`` (m, p) with
 ``f(theta, a)[c] = sum_i (sum_j U[i, j, a_j])^k W[i, c]``. Networks trained elsewhere: the margins, the norm and
 the diagnostics also take another activation (``activation=``, ``degree=``), a first layer tied across the inputs
-(``U`` of shape (m, p) with ``k=``) and a token embedding (``embedding=`` of shape (p, d)).
+(``U`` of shape (m, p) with ``k=``) and a token embedding (``embedding=`` of shape (p, d)), for any p >= 2 (the
+ratios to gamma*: the paper's network with p odd).
 
 * Problems and closed forms: :class:`Problem` (the network), :class:`TransformerProblem` (Figs. 4.3, 4.4),
   :func:`max_margin` (gamma*), :func:`construction_width`.

@@ -1,14 +1,17 @@
 """Diagnostics of any network (trained or constructed, here or elsewhere) against the max-margin theory
 (``predict`` is in predict.py).
 
-Spectra are one-sided (``numpy.fft.rfft``): the paper's two-sided "max normalized power" is at most 1/2 for a real
-cosine, yet the paper reports ~1 (docs/modular.md). The constant (bin 0) is no frequency: powers are shares of a
-vector's centred energy over the frequencies ``1..(p-1)/2``, so a class-constant offset of ``w`` (which softmax
-ignores) moves no power, and a constant vector has no power (NaN). p must be odd (every frequency a pair +-j).
+Spectra are one-sided (``numpy.fft.rfft``) with Parseval's weights: the constant (bin 0) and, for an even p, the
+Nyquist bin p/2 once, every other bin (the pair of frequencies +-j) twice, so the bins of a vector sum to its energy
+``||v||^2``. The paper's two-sided "max normalized power" is at most 1/2 for a real cosine, yet the paper reports
+~1 (docs/modular.md). The constant is no frequency: powers are shares of a vector's centred energy
+``||v - mean(v)||^2`` over the bins ``1..floor(p/2)``, so a class-constant offset of ``w`` (which softmax ignores)
+moves no power, and a constant vector has power 0 in every bin (its centred energy is 0). Any p >= 2.
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -31,12 +34,21 @@ def _constant_level(p):
 
 
 def _check_p(owner, name, p):
-    """p (the last axis of ``name``) an odd integer >= 3, or InvalidParameterError naming p and the parameter."""
-    if not (p >= 3 and p % 2 == 1):
+    """p (the last axis of ``name``) an integer >= 2, or InvalidParameterError naming p and the parameter."""
+    if not p >= 2:
         raise InvalidParameterError(
-            f"The 'p' of {owner} (the length of the last axis of {name!r}) must be an odd integer >= 3: the one-sided "
-            f"bins 1..(p-1)/2 are then the frequency pairs +-j (an even p has a Nyquist bin without a pair, and "
-            f"gamma* does not hold). Got p = {p} instead.")
+            f"The 'p' of {owner} (the length of the last axis of {name!r}) must be an integer >= 2 (the vectors are "
+            f"functions on Z_p). Got p = {p} instead.")
+
+
+def _weights(p):
+    """Parseval's weights of the one-sided bins 0..floor(p/2): 1 for the constant and (p even) the Nyquist bin p/2,
+    2 for every pair +-j, so that ``sum_j weight_j |v^(j)|^2 = p ||v||^2``."""
+    w = np.full(p // 2 + 1, 2.0)
+    w[0] = 1.0
+    if p % 2 == 0:
+        w[-1] = 1.0
+    return w
 
 
 def _pow2_scale(v):
@@ -57,43 +69,62 @@ def _spectra(v):
 
 
 def _shares(power, p):
-    """Centred shares (bins 1..(p-1)/2, bin 0 set to 0) and the constant flag of each vector."""
-    cen = power[..., 1:].sum(axis=-1, keepdims=True)
-    const = (2 * cen <= _constant_level(p) * (power[..., :1] + 2 * cen))[..., 0]   # share of ||v - mean||^2
-    P = np.zeros_like(power)
-    P[..., 1:] = np.divide(power[..., 1:], cen, out=np.zeros_like(power[..., 1:]), where=cen > 0)
-    P[const] = np.nan
-    return P, const
+    """Weighted bins ``weight_j |v^(j)|^2``, the centred shares (bins 1..floor(p/2); bin 0 and every bin of a
+    constant vector 0) and the constant flag of each vector."""
+    E = power * _weights(p)
+    cen = E[..., 1:].sum(axis=-1, keepdims=True)
+    const = (cen <= _constant_level(p) * (E[..., :1] + cen))[..., 0]   # share of ||v - mean||^2 in ||v||^2
+    P = np.zeros_like(E)
+    P[..., 1:] = np.divide(E[..., 1:], cen, out=np.zeros_like(E[..., 1:]), where=cen > 0)
+    P[const] = 0.0
+    return E, P, const
 
 
-def power_spectrum(v):
+def _energy(v):
+    """One-sided energy spectrum ``weight_j |v^(j)|^2 / p`` at the scale of v (inf or 0 only where ||v||^2 is)."""
+    c = _pow2_scale(v)
+    inv = 1.0 / c                                                      # a power of 2: exact
+    with np.errstate(over="ignore", under="ignore"):
+        return np.abs(np.fft.rfft(v * c, axis=-1)) ** 2 * _weights(v.shape[-1]) / v.shape[-1] * inv * inv
+
+
+def power_spectrum(v, *, normalize=True):
     r"""One-sided power spectrum of real vectors over Z_p: the share of the centred energy at each frequency.
 
-    .. math:: P_v(j) = \frac{|\hat v(j)|^2}{\sum_{l=1}^{(p-1)/2}|\hat v(l)|^2}\ (1 \le j \le \tfrac{p-1}2),
-              \qquad P_v(0) = 0,\qquad \hat v(j) = \sum_{x=0}^{p-1} v(x)\,e^{-2\pi i jx/p}
+    .. math:: E_v(j) = \frac{c_j}{p}|\hat v(j)|^2,\qquad \sum_{j=0}^{\lfloor p/2\rfloor}E_v(j) = \|v\|_2^2,\qquad
+              P_v(j) = \frac{E_v(j)}{\sum_{l\ge1}E_v(l)} = \frac{E_v(j)}{\|v - \bar v\|_2^2}\ (j \ge 1),
+              \qquad P_v(0) = 0
+
+    with :math:`\hat v(j) = \sum_{x=0}^{p-1} v(x)\,e^{-2\pi i jx/p}` and Parseval's weights :math:`c_0 = 1`,
+    :math:`c_{p/2} = 1` (p even: the Nyquist bin has no pair), :math:`c_j = 2` otherwise (the pair :math:`\pm j`).
 
     Parameters
     ----------
     v : ndarray of shape (..., p)
-        Real vectors (e.g. ``U`` of shape (m, k, p) or ``W``); p odd, >= 3.
+        Real vectors (e.g. ``U`` of shape (m, k, p) or ``W``); p >= 2.
+    normalize : bool
+        True (default): the centred shares ``P_v``; False: the energies ``E_v`` (bin 0 is ``p mean(v)^2``).
 
     Returns
     -------
-    ndarray of shape (..., (p+1)//2)
-        Indexed by frequency j = 0..(p-1)/2; bins 1.. sum to 1, bin 0 (the mean) is 0: ``P_v`` is the spectrum of
-        ``v - mean(v)``, so adding a constant to v changes nothing. ``max_j P_v(j)`` is the "max normalized power"
-        of Fig. 4.2: 1 for a pure cosine of any phase and offset. NaN in every bin for a constant v (v = 0
-        included): it has no frequency.
+    ndarray of shape (..., p//2 + 1)
+        Indexed by frequency j = 0..floor(p/2). normalize=True: bins 1.. sum to 1 and bin 0 (the mean) is 0:
+        ``P_v`` is the spectrum of ``v - mean(v)``, so adding a constant to v changes nothing; ``max_j P_v(j)`` is the
+        "max normalized power" of Fig. 4.2, 1 for a pure cosine of any phase and offset. A constant v (v = 0
+        included) has no centred energy and gets 0 in every bin: it has no frequency (never NaN).
+        normalize=False: ``E_v``, which sums to ``||v||^2`` (Parseval).
 
     Notes
     -----
-    Accuracy: absolute error <= 4 (log2 p + 2) eps / sqrt(e) per bin, e = ||v - mean v||^2 / ||v||^2 the centred
-    share, at any scale (exact power-of-2 rescaling per vector; before: all 0 at 1e-170, NaN at 1e200); a vector
-    with e <= (16 (log2 p + 2) eps)^2, where that bound passes 1/4, counts as constant (NaN) (measured: 0.053 of
-    the declared bound).
-    Regime: any real vectors, p odd (the bins 1..(p-1)/2 are the pairs +-j; for p composite a frequency j with
-    gcd(j, p) = g > 1 is a vector of period p/g). The paper's two-sided formula (Section 4.4.1, Fig. 4.2) caps a
-    cosine at 1/2 and counts the mean as a frequency.
+    Accuracy: normalize=True: absolute error <= 4 (log2 p + 2) eps / sqrt(e) per bin, e = ||v - mean v||^2 / ||v||^2
+    the centred share, at any scale (exact power-of-2 rescaling per vector; before: all 0 at 1e-170, NaN at 1e200);
+    a vector with e <= (16 (log2 p + 2) eps)^2, where that bound passes 1/4, counts as constant (0 in every bin)
+    (measured: 0.053 of the declared bound). normalize=False: absolute error <= 4 (log2 p + 2) eps ||v||^2 per bin
+    while ||v||^2 is a normal float (inf or 0 only where ||v||^2 itself over- or underflows) (measured: 0.33 of the
+    declared bound).
+    Regime: any real vectors and any p >= 2, prime or not (for p composite a frequency j with gcd(j, p) = g > 1 is a
+    vector of period p/g). The paper's two-sided formula (Section 4.4.1, Fig. 4.2) caps a cosine at 1/2 and counts
+    the mean as a frequency.
 
     References
     ----------
@@ -105,25 +136,35 @@ def power_spectrum(v):
     >>> power_spectrum(3 + np.cos(2 * np.pi * 2 * x / 7 + 0.3)).round(12).tolist()
     [0.0, 0.0, 1.0, 0.0]
     >>> power_spectrum(np.ones(5)).tolist()   # a constant has no frequency
-    [nan, nan, nan]
+    [0.0, 0.0, 0.0]
+    >>> power_spectrum(np.array([1.0, -1.0, 1.0, -1.0]) + 2, normalize=False).round(12).tolist()   # Nyquist, once
+    [16.0, 0.0, 4.0]
     """
     v = np.asarray(v, dtype=np.float64)
     if v.ndim < 1:
         raise InvalidParameterError(f"The 'v' parameter of modular.power_spectrum must be an array of shape (..., p). "
                                     f"Got shape {v.shape} instead.")
+    if not np.all(np.isfinite(v)):
+        raise InvalidParameterError(f"The 'v' parameter of modular.power_spectrum must be finite. Got "
+                                    f"{int(np.sum(~np.isfinite(v)))} non-finite entries instead.")
     _check_p("modular.power_spectrum", "v", v.shape[-1])
-    return _shares(_spectra(v), v.shape[-1])[0]
+    if not isinstance(normalize, (bool, np.bool_)):
+        raise InvalidParameterError(f"The 'normalize' parameter of modular.power_spectrum must be a bool. Got "
+                                    f"{normalize!r} instead.")
+    return _shares(_spectra(v), v.shape[-1])[1] if normalize else _energy(v)
 
 
 def fourier_diagnostics(U, W, *, k=None, embedding=None):
     r"""Per-neuron Fourier diagnostics: dominant frequency, max normalized power, phase residual, balance.
 
-    .. math:: P_{i,v} = \max_{1 \le j \le (p-1)/2} P_v(j),\qquad \mathrm{power}_i = \min_{v \in \theta_i} P_{i,v},
-              \qquad \zeta_i = \arg\max_{1 \le j \le (p-1)/2}\sum_{v \in \theta_i}|\hat v(j)|^2,\qquad
+    .. math:: P_{i,v} = \max_{1 \le j \le \lfloor p/2\rfloor} P_v(j),\qquad
+              \mathrm{power}_i = \min_{v \in \theta_i} P_{i,v},\qquad
+              \zeta_i = \arg\max_{1 \le j \le \lfloor p/2\rfloor}\sum_{v \in \theta_i} E_v(j),\qquad
               r_i = \Big(\sum_{l=1}^k \arg\hat u_{i,l}(\zeta_i) - \arg\hat w_i(\zeta_i)\Big) \bmod 2\pi
 
-    with :math:`P_v` the centred one-sided spectrum of :func:`power_spectrum` and :math:`\theta_i = (u_{i,1}, \dots,
-    u_{i,k}, w_i)` the neuron's maps over Z_p.
+    with :math:`P_v` the centred one-sided shares and :math:`E_v` the one-sided energies of :func:`power_spectrum`
+    (constant maps left out of the sum) and :math:`\theta_i = (u_{i,1}, \dots, u_{i,k}, w_i)` the neuron's maps
+    over Z_p. The power and the dominant frequency range over the same bins, the constant (bin 0) never among them.
 
     Parameters
     ----------
@@ -139,13 +180,15 @@ def fourier_diagnostics(U, W, *, k=None, embedding=None):
     Returns
     -------
     dict
-        ``dominant_frequency`` (m,) in 1..(p-1)/2, 0 for a neuron without a frequency (every map constant);
-        ``component_power`` (m, k+1), the max normalized power of each map (u_1..u_k, w), bin 0 excluded, NaN for
-        a constant map; ``max_power`` (m,), its least over the neuron's k+1 maps (NaN where a map is constant; as
-        ``popdyn.simulate`` records it); ``constant_fraction`` (m, k+1), the share ``p mean(v)^2 / ||v||^2`` of each
-        map in its constant (NaN for v = 0); ``coverage`` ((p-1)/2,) neuron counts per frequency;
-        ``coverage_fraction`` (frequencies used / (p-1)/2); ``phase_residual`` (m,) in (-pi, pi], NaN where a map
-        has no power at zeta_i; ``balance`` (m,) min/max norm of the raw maps (1 at the optimum).
+        ``dominant_frequency`` (m,) in 1..floor(p/2), 0 for a neuron without a frequency (every map constant);
+        ``component_power`` (m, k+1), the max normalized power of each map (u_1..u_k, w), bin 0 excluded, 0 for a
+        constant map; ``max_power`` (m,), its least over the neuron's k+1 maps (as ``popdyn.simulate`` records
+        it): in [1/floor(p/2), 1] for a neuron whose maps all carry a frequency, 0 (the sentinel, never NaN) when
+        one of them is constant; ``constant_fraction`` (m, k+1), the share ``p mean(v)^2 / ||v||^2`` of each map
+        in its constant (1 for v = 0, which counts as constant); ``coverage`` (floor(p/2),) neuron counts per
+        frequency; ``coverage_fraction`` (frequencies used / floor(p/2)); ``phase_residual`` (m,) in (-pi, pi], NaN
+        where a map has no power at zeta_i (no phase to read); ``balance`` (m,) min/max norm of the raw maps (1 at
+        the optimum).
 
     Notes
     -----
@@ -153,11 +196,12 @@ def fourier_diagnostics(U, W, *, k=None, embedding=None):
     ``phase_residual`` absolute <= 8 (k + 1)(log2 p + 2) eps sqrt(p) max_v ||v||/|v^(zeta)| (measured: 0.017 of the
     declared bound); ``balance`` relative <= 4 p eps (measured: 0.066 of the declared bound); any scale (per-neuron
     power-of-2 rescaling; before: residual NaN at 1e-201).
-    Regime: any network, p odd >= 3 (prime or not: for composite p the diagnostics and gamma* are unchanged, and a
-    neuron at a frequency zeta with gcd(zeta, p) = g > 1 reads the inputs mod p/g only). The constant of a map is
-    no frequency: in ``w`` it is a class-constant logit shift that softmax ignores, in ``u`` a bias of the neuron
-    (``constant_fraction`` reports it). At a max-margin optimum (Thm 4.9) every neuron has power 1, residual 0 and
-    balance 1, and every frequency is used (Lemma C.20).
+    Regime: any network and any p >= 2 (the DFT over Z_p needs no primality: for composite p a neuron at a
+    frequency zeta with gcd(zeta, p) = g > 1 reads the inputs mod p/g only; for even p the Nyquist bin p/2 is a
+    frequency of its own, real, with phase 0 or pi). The power is that of each map less its mean: the constant of
+    a map is no frequency (in ``w`` a class-constant logit shift that softmax ignores, in ``u`` a bias of the
+    neuron; ``constant_fraction`` reports it). At a max-margin optimum (Thm 4.9, p odd) every neuron has power 1,
+    residual 0 and balance 1, and every frequency is used (Lemma C.20).
 
     References
     ----------
@@ -172,7 +216,7 @@ def fourier_diagnostics(U, W, *, k=None, embedding=None):
     ([8, 8, 8], 1.0, True)
     >>> d = fourier_diagnostics(np.ones((1, 2, 5)), np.ones((1, 5)))   # a constant neuron: no frequency
     >>> d["dominant_frequency"].tolist(), d["max_power"].tolist()
-    ([0], [nan])
+    ([0], [0.0])
     """
     net = resolve_network("modular.fourier_diagnostics", U, W, k, embedding)
     U, W = net.U, net.W
@@ -185,20 +229,20 @@ def fourier_diagnostics(U, W, *, k=None, embedding=None):
         c = _pow2_scale(comps.reshape(m, -1))[:, :, None]  # (powers, phases and the balance are scale-free;
         comps = comps * c                                  # norms are divided back below)
     spec = np.fft.rfft(comps, axis=-1)
-    power = np.abs(spec) ** 2
-    P, const = _shares(power, p)                           # (m, k+1, h+1), (m, k+1)
+    E, P, const = _shares(np.abs(spec) ** 2, p)            # (m, k+1, p//2+1) twice, (m, k+1)
     none = const.all(axis=1)
-    summed = np.where(const[:, :, None], 0.0, power[:, :, 1:]).sum(axis=1)
+    summed = np.where(const[:, :, None], 0.0, E[:, :, 1:]).sum(axis=1)
     zeta = np.where(none, 0, 1 + np.argmax(summed, axis=1))
     at = spec[np.arange(m), :, zeta]  # (m, k+1)
-    ok = (np.abs(at) ** 2 > _PHASE_POWER * power[:, :, 1:].sum(axis=-1)) & ~const
+    ok = (E[np.arange(m), :, zeta] > _PHASE_POWER * E[:, :, 1:].sum(axis=-1)) & ~const
     res = np.angle(np.exp(1j * (np.angle(at[:, :k]).sum(axis=1) - np.angle(at[:, k]))))
     norms = np.linalg.norm(comps, axis=-1) / c[:, :, 0]
-    energy = power[:, :, 0] + 2 * power[:, :, 1:].sum(axis=-1)
-    coverage = np.bincount(zeta[zeta > 0] - 1, minlength=(p - 1) // 2)[: (p - 1) // 2]
+    energy = E.sum(axis=-1)
+    n_freq = p // 2
+    coverage = np.bincount(zeta[zeta > 0] - 1, minlength=n_freq)[:n_freq]
     component = P[:, :, 1:].max(axis=-1)
     return {"dominant_frequency": zeta, "component_power": component, "max_power": component.min(axis=1),
-            "constant_fraction": np.divide(power[:, :, 0], energy, out=np.full((m, k + 1), np.nan), where=energy > 0),
+            "constant_fraction": np.divide(E[:, :, 0], energy, out=np.ones((m, k + 1)), where=energy > 0),
             "coverage": coverage, "coverage_fraction": float(np.mean(coverage > 0)),
             "phase_residual": np.where(ok.all(axis=1) & (zeta > 0), res, np.nan),
             "balance": np.divide(norms.min(axis=1), norms.max(axis=1), out=np.zeros(m), where=norms.max(axis=1) > 0)}
@@ -218,17 +262,18 @@ def circuit_table(U, W):
     Returns
     -------
     list of dict
-        Keys ``zeta``, ``neurons``, ``norm_share``, ``median_power`` (median over the neurons of their
-        smallest component power, constant maps left out), ``max_abs_phase_residual`` (NaN when no neuron or no
-        phase), ``dft``
-        (``gamma*`` at every zeta for a max-margin network, Lemma C.20).
+        One row per frequency zeta = 1..floor(p/2). Keys ``zeta``, ``neurons``, ``norm_share``, ``median_power``
+        (median over the neurons of their ``max_power``, neurons with a constant map left out; 0 when none is
+        left), ``max_abs_phase_residual`` (largest over the neurons with a phase; NaN when none has one), ``dft``
+        (``gamma*`` at every zeta for a max-margin network, p odd, Lemma C.20).
 
     Notes
     -----
     Accuracy: that of :func:`fourier_diagnostics` and :func:`margin_dft` (normalised); ``norm_share`` relative <= 2
     (k + 1) p eps, at any scale (evaluated at max|theta| in [1/2, 1); before: NaN shares at 1e-200 and 1e200). A
     zero network raises ValueError (nothing to normalise by). Measured: 0.093 of the declared bound (dft).
-    Regime: any network; the rows of the explicit construction are identical (``2^(2k-1)`` neurons each).
+    Regime: the paper's network (4.2) (x^k, untied, no embedding: ``norm_share`` uses ``||theta_i||^{k+1}``) and any
+    p >= 2; the rows of the explicit construction are identical (``2^(2k-1)`` neurons each).
 
     References
     ----------
@@ -250,12 +295,12 @@ def circuit_table(U, W):
     per = (np.einsum("ijc,ijc->i", U, U) + np.einsum("ic,ic->i", W, W)) ** ((k + 1) / 2)
     dft = margin_dft(U, W).real
     rows = []
-    for zeta in range(1, (p - 1) // 2 + 1):
+    for zeta in range(1, p // 2 + 1):
         sel = d["dominant_frequency"] == zeta
         res = np.abs(d["phase_residual"][sel])
         rows.append({"zeta": zeta, "neurons": int(sel.sum()), "norm_share": float(per[sel].sum() / per.sum()),
-                     "median_power": _nanmedian(d["max_power"][sel]),
-                     "max_abs_phase_residual": float(np.max(res)) if res.size and not np.isnan(res).all() else np.nan,
+                     "median_power": _median_power(d["max_power"][sel]),
+                     "max_abs_phase_residual": float(np.nanmax(res)) if not np.isnan(res).all() else np.nan,
                      "dft": float(dft[zeta - 1])})
     return rows
 
@@ -265,6 +310,18 @@ def _nanmedian(x):
     x = np.asarray(x, dtype=np.float64)
     x = x[~np.isnan(x)]
     return float(np.median(x)) if x.size else np.nan
+
+
+def _median_power(power, axis=-1):
+    """Median of per-neuron ``max_power`` over the neurons with a frequency in every map (power > 0; the sentinel 0
+    of a neuron with a constant map is left out), 0 where no neuron has one. The one median of ``diagnostics``,
+    ``circuit_table`` and ``popdyn.simulate``."""
+    x = np.asarray(power, dtype=np.float64)
+    with warnings.catch_warnings():                                    # numpy's all-NaN / empty warnings
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(np.where(x > 0, x, np.nan), axis=axis)
+    out = np.where(np.isnan(med), 0.0, med)
+    return float(out) if out.ndim == 0 else out
 
 
 def diagnostics(U, W, inputs=None, *, activation="x^k", degree=None, k=None, embedding=None):
@@ -294,11 +351,13 @@ def diagnostics(U, W, inputs=None, *, activation="x^k", degree=None, k=None, emb
     -------
     dict of float
         Always: ``margin`` h (the network evaluated on every input), ``max_power`` (median over neurons of their
-        ``max_power``, neurons with a constant map left out; NaN when every neuron has one), ``coverage`` (fraction
-        of frequencies used), ``phase_residual`` (median |residual|), ``balance`` (median). A homogeneous
+        ``max_power``, neurons with a constant map left out; 0 when every neuron has one), ``coverage`` (fraction
+        of frequencies used), ``phase_residual`` (median |residual| over the neurons with a phase; NaN when none
+        has one), ``balance`` (median). A homogeneous
         activation adds ``degree`` L (f(t theta) = t^L f(theta)), ``norm`` ``||theta||_{2,L}`` (:func:`norm`, each
         parameter once) and ``normalized_margin`` ``h / ||theta||_{2,L}^L``; a non-homogeneous one has no
-        scale-free margin and gets h alone. The paper's network (x^k, untied, no embedding) adds ``margin_ratio`` R,
+        scale-free margin and gets h alone. The paper's network (x^k, untied, no embedding) with p odd adds
+        ``margin_ratio`` R,
         ``weighted_ratio`` R' and ``dft_ratio`` (min over j of the normalised ``Re f^(j,..,j,-j) / gamma*``), each
         capped at its bound 1. Theory: R, R', dft_ratio, max_power, coverage, balance 1 and phase_residual 0.
 
@@ -311,9 +370,12 @@ def diagnostics(U, W, inputs=None, *, activation="x^k", degree=None, k=None, emb
     1e200); the three ratios are capped at their bound 1 (before: weighted_ratio 1 + 4e-16 at the optimum);
     ``phase_residual`` NaN when no neuron has a phase; a network without a non-zero parameter raises ValueError.
     Measured: 0.063 of the declared bound.
-    Regime: any network with p odd >= 3. gamma* (Thm 4.9) and R <= 1 hold for every odd p, prime or not (the
-    derivation in docs/modular.md uses only Plancherel and the vanishing sum of the p-th roots of unity); the
-    other activations, tied layers and embeddings have no gamma*, so no ratios. R -> 1 only in the max-margin
+    Regime: any network and any p >= 2; the margin is over all p^k inputs (``inputs=None``, the domain D_p of
+    Def. 4.3) or over the inputs given, as :func:`margin` (cost there). gamma* (Thm 4.9) and R <= 1 hold for every
+    odd p, prime or not (the derivation in docs/modular.md uses only Plancherel and the vanishing sum of the p-th
+    roots of unity); an even p has a Nyquist frequency p/2 on which one neuron's class-weighted margin reaches
+    2^((k-1)/2) gamma*, and the other activations, tied layers and embeddings have no gamma*: no ratios for them.
+    R -> 1 only in the max-margin
     limit (Lemma 4.7, no rate; reference runs give 0.6-0.9 after 1e4 AdamW steps). The Fourier diagnostics read
     the maps ``u_{i,j}`` over Z_p (through E with an embedding).
 
@@ -350,12 +412,12 @@ def diagnostics(U, W, inputs=None, *, activation="x^k", degree=None, k=None, emb
         with np.errstate(over="ignore"):           # inf or 0 only past float64; exact for an integer L
             given = float(np.ldexp(h * 2.0 ** (e - math.floor(e)), math.floor(e)))
         out = {"margin": given, "degree": float(act.L), "norm": n / c, "normalized_margin": h / scale}
-        if act.fn is None and not net.tied and net.E is None:
+        if act.fn is None and not net.tied and net.E is None and p % 2 == 1:
             gamma = _gamma_star(p, k)              # the ratios are <= 1 for every network: capped at rounding
             out.update(margin_ratio=min(h / scale / gamma, 1.0),
                        weighted_ratio=min(class_weighted_margin(scaled.U, scaled.W) / scale / gamma, 1.0),
                        dft_ratio=min(float(margin_dft(scaled.U, scaled.W).real.min() / gamma), 1.0))
-    return {**out, "max_power": _nanmedian(f["max_power"]), "coverage": f["coverage_fraction"],
+    return {**out, "max_power": _median_power(f["max_power"]), "coverage": f["coverage_fraction"],
             "phase_residual": _nanmedian(res), "balance": float(np.median(f["balance"]))}
 
 

@@ -120,10 +120,12 @@ def _diagnostics(U, W, data, gamma, chunk):
     """Recorded observables at one step, each of shape (S,) except ``neuron_power`` (S, width).
 
     Spectra follow :func:`popdyn.models.modular.fourier_diagnostics`: one-sided power per component
-    (u_1..u_k, w) over the frequencies 1..(p-1)/2, as a share of its centred energy (the constant is no
-    frequency; NaN for a constant component); a neuron's max normalized power is the least over its k + 1
-    components (``max_power`` is its median over neurons, as in :func:`popdyn.models.modular.diagnostics`); its
-    dominant frequency the argmax over bins 1..(p-1)/2 of the components' summed power.
+    (u_1..u_k, w) over the frequencies 1..(p-1)/2 (p is an odd prime here, every bin a pair +-j), as a share of
+    its centred energy (the constant is no frequency; 0 for a constant component); a neuron's max normalized
+    power is the least over its k + 1 components (``max_power`` is its median over the neurons without a
+    constant component, 0 when there is none, as in :func:`popdyn.models.modular.diagnostics`); its dominant
+    frequency the argmax over bins 1..(p-1)/2 of its non-constant components' summed power (none: no frequency,
+    not in ``coverage``).
     """
     A, y, tr, te = data
     g, ok, ce = _margins(U, W, A, y, chunk)
@@ -131,9 +133,11 @@ def _diagnostics(U, W, data, gamma, chunk):
     P = torch.fft.rfft(torch.cat([U, W.unsqueeze(2)], 2), dim=3).abs().square()      # (S, m, k+1, h+1)
     cen = P[..., 1:].sum(3)
     const = 2 * cen <= _constant_level(U.shape[3]) * (P[..., 0] + 2 * cen)   # as modular.power_spectrum
-    power = torch.where(const, torch.nan, P[..., 1:].amax(3) / cen).amin(2)
-    dom = P[..., 1:].sum(2).argmax(2)
-    seen = torch.zeros((U.shape[0], P.shape[3] - 1), dtype=torch.bool, device=U.device).scatter_(1, dom, True)
+    power = torch.where(const, 0.0, P[..., 1:].amax(3) / cen.clamp_min(torch.finfo(cen.dtype).tiny)).amin(2)
+    dom = torch.where(const.unsqueeze(3), 0.0, P[..., 1:]).sum(2).argmax(2)
+    live = ~const.all(2)                                                              # a neuron with a frequency
+    seen = torch.zeros((U.shape[0], P.shape[3] - 1), dtype=U.dtype, device=U.device).scatter_add_(
+        1, dom, live.to(U.dtype)) > 0
     rec = {"loss": torch.gather(ce, 1, tr).mean(1), "normalized_margin": g.amin(1) / norm,
            "margin_ratio": g.amin(1) / (norm * gamma),
            "margin_ratio_train": torch.gather(g, 1, tr).amin(1) / (norm * gamma),
@@ -146,13 +150,15 @@ def _diagnostics(U, W, data, gamma, chunk):
 
 
 def _median(x):
-    """numpy's median over the last axis of the non-NaN values (the mean of the two middle values for an even
-    count; NaN where all are NaN), as :func:`popdyn.models.modular.diagnostics` takes it."""
+    """numpy's median over the last axis of the positive values (the mean of the two middle values for an even
+    count; 0 where there is none): a neuron with a constant component (power 0) is left out, as
+    :func:`popdyn.models.modular.diagnostics` takes it."""
+    x = torch.where(x > 0, x, torch.nan)
     s = x.sort(-1).values                                   # NaN sorts last
     n = (~x.isnan()).sum(-1, keepdim=True)
     lo, hi = ((n - 1).clamp(min=0) // 2), (n // 2).clamp(max=x.shape[-1] - 1)
     med = 0.5 * (s.gather(-1, lo) + s.gather(-1, hi))[..., 0]
-    return torch.where(n[..., 0] > 0, med, torch.nan)
+    return torch.where(n[..., 0] > 0, med, 0.0)
 
 
 def _run(params, data, opts, t, gamma, gen, bar):

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from ...models.modular import all_inputs, attention_diagnostics, embedding_spectrum, fourier_diagnostics
+from ...models.modular.diagnostics import _median_power
 from ...results import Simulation
 from .._torch import make_generator, progress as open_bar, resolve_device, resolve_dtype, serial_if_small, to_numpy
 from ._training import batches, make_optimizer, record_steps, split, train_mask, train_size
@@ -137,7 +138,7 @@ def _diagnostics(weights, data, problem, chunk):
     fd = [fourier_diagnostics(U[s], W[s]) for s in range(len(U))]
     att = [attention_diagnostics(E[s], WQ[s, 0], WK[s, 0])["frequency_power"] for s in range(len(U))]
     power, heads = np.stack([d["max_power"] for d in fd]), np.stack(att)
-    rec.update(max_power=np.median(power, axis=1), neuron_power=power,
+    rec.update(max_power=_median_power(power, axis=1), neuron_power=power,
                single_freq_fraction=np.mean(power > _SINGLE_FREQ, axis=1),
                coverage=np.array([d["coverage_fraction"] for d in fd]),
                additive_fraction=np.nanmedian(rho, axis=1), neuron_additive_fraction=rho,
@@ -198,7 +199,8 @@ seed, device, dtype, progress
         ``t`` (steps) and, with a leading seed axis S and T = len(t): ``loss`` (train cross-entropy), ``train_acc``,
         ``test_acc`` (only with ``train_fraction < 1``), of shape (S, T); ``neuron_power`` (S, T, d_mlp): per MLP
         neuron of the last layer, the least over its maps u_1..u_k, w of the max normalized one-sided power
-        (``modular.fourier_diagnostics``), and ``max_power`` (S, T) its median over neurons; ``single_freq_fraction``
+        (``modular.fourier_diagnostics``; 0 for a neuron with a constant map, e.g. a dead one), and ``max_power`` (S, T)
+        its median over the other neurons (0 when none is left); ``single_freq_fraction``
         and ``coverage`` (S, T) as in the network's simulation; ``neuron_additive_fraction`` (S, T, d_mlp): the
         variance share of each neuron's pre-activation that is additive over the summands
         (``modular.neuron_maps``), and ``additive_fraction`` (S, T) its median; ``head_power`` (S, T, heads): the
