@@ -1,0 +1,555 @@
+r"""Certified minimum-norm zero-loss heads for sparse parity in context ([Shi24, Theorem 5.5.1]; docs/icl.md).
+
+A standalone script (no claim imports it). It proves global minima of
+
+.. math:: \mathrm{OPT}=\min_{a,V}\ \sum_{n=1}^m\lVert V^{(n)}\rVert_F^2\quad\text{s.t.}\quad
+          y_p\sum_na_n\,\mathrm{ReLU}\big(2\gamma\langle V^{(n)},x_p\rangle\big)\ge1\ \text{for every query } p
+          \text{ of positive probability},
+
+the "minimum loss (0), then minimum norm" problem that :func:`popdyn.models.icl.parity_minnorm.fit_heads` solves
+by a local search, which only gives upper bounds. The queries ``(x_p, y_p)`` are popdyn's own
+:func:`popdyn.models.icl.parity_minnorm.query_design` (``full=False``: head diagonals, the paper's form;
+``full=True``: full ``d x d`` heads), so the certified problem is exactly the one of popdyn's solver and of the
+claims ``icl.parity_minnorm_g2`` and ``icl.parity_minnorm_four_heads``. Results go to
+``docs/data/icl_parity_certificates.json`` (written atomically); ``tests/test_icl_parity_certificates.py`` checks
+every stored network with popdyn's public functions, without a solver.
+
+Reduction to sign splits
+------------------------
+``|a_n| = 1`` at every optimum (the norm is on V only and ``a ReLU(v.x) = sign(a) ReLU(|a| v.x)``), so OPT is the
+least, over the splits into ``m_+`` heads with ``a_n = +1`` and ``m - m_+`` with ``a_n = -1``, of the split's
+minimum. Zero loss needs two heads of each sign (a query and its negation have the same label and opposite
+pre-activations; docs/errata.md), so ``2 <= m_+ <= m - 2``; a head may be 0, so a split also covers fewer heads of
+a sign. Write ``z_pn = 2 gamma <V^(n), x_p>``; head n *helps* query p when ``a_n y_p = +1`` and *hurts* it otherwise.
+
+Method "bb" (default): branch and bound over activation regions with exact QP bounds
+-------------------------------------------------------------------------------------
+The queries come in pairs ``(p, p')`` with ``x_p' = -x_p`` and equal labels (checked by :func:`design`), so a head's
+activation on the pair is one sign: ``z_pn >= 0`` (active on p) or ``z_pn <= 0`` (active on p'). A node fixes some
+of these signs; its two children fix one more sign both ways, so they partition it (``z = 0`` lies in both closed
+halves). The node's relaxation keeps, for every query p whose helping heads all have fixed signs (A_p: those
+active on p; none active makes the node infeasible), the constraints
+
+.. math:: \sum_{n\in A_p}z_{pn}-\sum_{n\in B_p}z_{pn}-\sum_{n\in S}z_{pn}\ \ge\ 1\qquad\text{for every }S\subseteq U_p,
+
+with B_p the hurting heads fixed active on p and U_p the hurting heads not fixed on p; the intersection over S is
+exactly ``sum_A z - sum_B z - sum_U ReLU(z) >= 1``, the true margin of those queries. Queries with an unfixed helping
+head are dropped (a relaxation). So every zero-loss network in the node satisfies the relaxation, which is the
+least-distance programme (LDP) ``min ||V||^2 s.t. G vec(V) >= h`` (the S-rows are added lazily, most violated
+first). Its lower bound is taken from explicit multipliers ``lam >= 0`` by weak duality,
+``OPT_node >= max_t (t h^T lam - t^2 ||G^T lam||^2 / 4) = (h^T lam)_+^2 / ||G^T lam||^2``, whatever solver produced
+lam (NNLS, Lawson & Hanson 1974 ch. 23; SLSQP with NNLS multipliers on its active rows when NNLS is inaccurate;
+an LP Farkas ray for infeasible nodes), so a solver's inaccuracy can weaken a bound but never make it invalid. A
+node is pruned when its bound is >= ``(1 - tol)`` times the incumbent, the norm of a network whose true margins
+(ReLU and all) are all >= 1, or when its relaxation's solution is such a network (then it is the node's optimum).
+Otherwise it branches on an unfixed helping head of the violated query with the fewest unfixed helping heads. When
+the tree is exhausted the incumbent is optimal up to the relative ``tol``: the certified lower bound is the least
+bound of any node pruned by bound, and never below ``(1 - tol)`` times the value.
+
+Symmetry (:func:`_break_symmetry`), when every pair of coordinates is a task (pT > 0; checked): the query set with
+its labels is invariant under the coordinate permutations and ``V -> -V``, and the heads of one sign are
+interchangeable, so every network has an image of equal norm and margins in the reduced root. Diagonal heads: take
+any positive head; negate the network if its two largest entries sum to < 0 (then its two smallest do too, so after
+negation the two largest sum to > 0); permute the coordinates to sort it in decreasing order; call it head 1. So
+``v_1 >= ... >= v_d`` and ``v_1 + v_2 >= 0`` (rows of every node), which fix head 1 active (closed) on ``e_1 + e_2``
+and on every ``e_i - e_j``, i < j. The query ``-(e_1 + e_2)`` needs a strictly active positive head and head 1 has
+``z <= 0`` there: another positive head, called head 2. Likewise a negative head is strictly active on
+``e_1 - e_2`` (head N1) and another on ``e_2 - e_1`` (head N2). Full heads: a negative head's diagonal is sorted
+the same way (``V -> -V`` and ``V -> P V P^T`` act on the diagonal as on a diagonal head), and the positive heads
+are paired on the first query with y = +1 and its negation.
+NNLS (scipy >= 1.12) can return an infeasible, non-optimal point on degenerate systems; such nodes are re-solved by
+SLSQP, and only the weak-duality bound is ever used to prune.
+
+Method "scip": a mixed-integer QP (big-M), an independent check
+----------------------------------------------------------------
+A helping head contributes ``0 <= h_pn <= M_p b_pn`` and ``h_pn <= z_pn + M_p (1 - b_pn)`` with a binary ``b_pn``
+(so ``h_pn <= ReLU(z_pn)``), a hurting head ``-g_pn`` with ``g_pn >= max(0, z_pn)`` (convex, no binary);
+``sum h - sum g >= 1`` for every query; objective ``sum_n t_n``, ``t_n >= ||V^(n)||_F^2``. Every feasible point has
+true margins >= 1, and every zero-loss network with ``|z_pn| <= M_p`` is feasible (``b = [z > 0]``).
+
+Validity of the big-M constants, which is what makes the MIQP's optimum the true one: with ``U`` the norm of a known
+zero-loss network (popdyn's solver, ``U >= OPT``) and ``U' = U (1 + 1e-6)``, the row ``sum_n t_n <= U'`` removes
+no global minimiser; under it ``||V^(n)||_F <= sqrt(U')`` for every head, hence by Cauchy-Schwarz
+``|z_pn| <= 2 gamma ||x_p|| sqrt(U') =: M_p`` (``||x_p|| = sqrt 2`` for diagonal heads, ``sqrt(2d)`` for full ones),
+which is also each entry's box. Valid inequalities (no minimiser removed): ``b_pn + b_p'n <= 1`` (both active forces
+``z = 0`` and ``h = 0``, reached with ``b = 0`` too) and ``sum_help b_pn >= 1`` (a margin >= 1 needs some ``h > 0``);
+heads of one sign ordered by their first entry, and ``sum_{a_n = +1} V^(n)_1 >= 0`` (``V -> -V`` maps the query set
+onto itself; negating, then re-sorting within each sign, leaves that sum's sign flipped and the order restored).
+SCIP's dual bound holds up to its feasibility tolerance (1e-6 on the margin rows, i.e. for margins >= 1 - 1e-6,
+whose optimum is >= (1 - 1e-6)^2 OPT by the 1-homogeneity of the heads).
+
+Reported numbers: ``value`` is the norm of the stored network, re-solved exactly in its activation region (popdyn's
+region QP) and rescaled so that every margin is >= 1 in floats; ``lower_bound`` the certified bound;
+``gap = (value - lower_bound) / value``.
+
+Dependencies: method "bb" needs only numpy and scipy. Method "scip" needs the optional PySCIPOpt
+(``pip install pyscipopt==6.2.1``, bundling SCIP 10; the ``certify`` extra of popdyn's pyproject), which is not a
+dependency of popdyn and is imported only there.
+
+Usage: ``python -m popdyn.validation.icl_parity_certificates [case ...] [--method bb|scip] [--time-limit S]``
+(cases: the keys of :data:`CASES`; default all). Single-threaded.
+
+References
+----------
+.. [src] [Shi24, Section 5.5 (the objective), Theorem 5.5.1 ("g* = argmin lim L^lambda"), App. D.3.1].
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import itertools
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy
+from scipy.optimize import linprog, minimize, nnls
+
+import popdyn
+from popdyn.models import icl
+from popdyn.models.icl import parity_minnorm
+
+__all__ = ["CASES", "GAMMA", "DEFAULT_PATH", "problem_of", "design", "margins_of", "branch_and_bound", "miqp_scip",
+           "certify", "load", "save"]
+
+DEFAULT_PATH = Path(__file__).resolve().parents[1] / "docs" / "data" / "icl_parity_certificates.json"
+GAMMA = 0.1
+_TOL = 1e-7           # prune when bound >= (1 - tol) * incumbent: certified relative gap <= 1e-7
+_FEAS = 1e-10         # an LDP solution counts as feasible when G x >= h - 1e-10 (its rows have scale 0.2-1)
+_UPPER_SLACK = 1e-6   # U' = U (1 + 1e-6) in the MIQP: the norm row keeps every minimiser even when U = OPT
+
+# name -> (nu1, nu2, heads m, full heads, restarts of popdyn's solver for the incumbent)
+CASES = {
+    "d4_m4_diagonal": dict(nu1=1, nu2=2, m=4, full=False, restarts=20),
+    "d4_m4_full": dict(nu1=1, nu2=2, m=4, full=True, restarts=40),
+    "d4_m6_diagonal": dict(nu1=1, nu2=2, m=6, full=False, restarts=60),
+    "d4_m6_full": dict(nu1=1, nu2=2, m=6, full=True, restarts=40),
+    "d8_m8_diagonal": dict(nu1=1, nu2=3, m=8, full=False, restarts=60),
+}
+
+
+def problem_of(case):
+    """The :class:`~popdyn.models.icl.ParityProblem` of a case: ``ParityProblem.paper(nu1, nu2, 0.1)``."""
+    spec = CASES[case]
+    return icl.ParityProblem.paper(spec["nu1"], spec["nu2"], GAMMA)
+
+
+def design(problem, full):
+    """Queries of positive probability, ``(X, y, partner)`` with ``X[partner[p]] = -X[p]`` and equal labels."""
+    X, y, w = parity_minnorm.query_design(problem, full=full)
+    X, y = X[w > 0], y[w > 0]
+    index = {tuple(x): p for p, x in enumerate(X)}
+    partner = np.array([index[tuple(-x)] for x in X])
+    if not np.all(y[partner] == y) or np.any(partner == np.arange(len(X))):
+        raise AssertionError("the query set is not closed under negation with equal labels")
+    return X, y, partner
+
+
+def margins_of(problem, a, V, full):
+    """Margins ``y_p g`` of the heads ``(a, V)`` on every query of positive probability (popdyn's design)."""
+    X, y, w = parity_minnorm.query_design(problem, full=full)
+    z = 2 * problem.gamma * X[w > 0] @ np.asarray(V, float).reshape(len(a), -1).T
+    return y[w > 0] * (np.maximum(z, 0.0) @ np.asarray(a, float))
+
+
+# ---- least-distance programmes with a weak-duality bound -----------------------------------------------------
+
+def _dual_bound(G, h, lam):
+    """``max_t D(t lam) = (h^T lam)_+^2 / ||G^T lam||^2``: a lower bound on ``min ||x||^2 s.t. G x >= h``."""
+    lam = np.maximum(lam, 0.0)
+    a, g = float(h @ lam), G.T @ lam
+    gg = float(g @ g)
+    if a <= 0:
+        return 0.0
+    return np.inf if gg == 0 else a * a / gg
+
+
+def _ldp(G, h):
+    """``(x, lower)``: a solution of ``min ||x||^2 s.t. G x >= h`` (None when infeasible or not found) and a valid
+    lower bound on its value (inf when infeasible is proved)."""
+    E = np.vstack([G.T, h])
+    f = np.zeros(E.shape[0])
+    f[-1] = 1.0
+    u, _ = nnls(E, f, maxiter=50 * E.shape[1])
+    r = E @ u - f
+    lower = _dual_bound(G, h, u)
+    x = None if abs(r[-1]) < 1e-12 else -r[:-1] / r[-1]
+    if x is not None and (G @ x - h).min() >= -_FEAS and x @ x <= lower * (1 + 1e-9):
+        return x, lower
+    # NNLS can stall on degenerate systems (scipy >= 1.12): SLSQP, multipliers by NNLS on its active rows
+    x0 = np.zeros(G.shape[1]) if x is None else x
+    res = minimize(lambda v: (v @ v, 2 * v), x0, jac=True, method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda v: G @ v - h, "jac": lambda v: G}],
+                   options={"maxiter": 1000, "ftol": 1e-15})
+    if np.all(np.isfinite(res.x)) and (G @ res.x - h).min() >= -_FEAS:   # SLSQP's status can be 8 at optimum
+        x = res.x
+        act = G @ x - h <= 1e-8
+        lam = np.zeros(len(h))
+        if act.any():
+            lam[act] = nnls(G[act].T, 2 * x, maxiter=50 * int(act.sum()))[0]
+        lower = max(lower, _dual_bound(G, h, lam))
+        mult = getattr(res, "multipliers", None)
+        mult = np.asarray(mult.get("ineq", []) if isinstance(mult, dict) else [] if mult is None else mult, float)
+        if mult.shape == h.shape:
+            lower = max(lower, _dual_bound(G, h, mult))
+        return x, lower
+    ray = linprog(-h, A_eq=G.T, b_eq=np.zeros(G.shape[1]), bounds=[(0, 1)] * len(h), method="highs")
+    if ray.status == 0:
+        lower = max(lower, _dual_bound(G, h, ray.x))
+    return None, lower
+
+
+# ---- method "bb" ---------------------------------------------------------------------------------------------
+
+class _Split:
+    """The fixed data of one sign split: pair indices, helping mask, and the node relaxation."""
+
+    def __init__(self, X, y, partner, signs, two_gamma):
+        self.P, self.D = X.shape
+        self.m = len(signs)
+        self.signs = np.asarray(signs, float)
+        self.y = y
+        self.first = np.flatnonzero(partner > np.arange(self.P))          # one query of each pair
+        self.pair = np.empty(self.P, int)
+        self.side = np.empty(self.P, int)
+        self.pair[self.first], self.side[self.first] = np.arange(self.first.size), 1
+        self.pair[partner[self.first]], self.side[partner[self.first]] = np.arange(self.first.size), -1
+        self.helps = self.signs[None, :] * y[:, None] > 0                   # (P, m)
+        self.Z = two_gamma * X                                              # z_pn = Z[p] . V[n]
+        self.G_sym = np.zeros((0, self.m * self.D))                         # symmetry rows, G_sym x >= 0
+
+    def z(self, x):
+        return self.Z @ x.reshape(self.m, self.D).T
+
+    def margins(self, x):
+        return self.y * (np.maximum(self.z(x), 0.0) @ self.signs)
+
+    def state(self, fixed):
+        """(P, m): +1 head fixed active on the query, -1 fixed inactive, 0 not fixed."""
+        return fixed[:, self.pair].T * self.side[:, None]
+
+    def _rows(self, coef, queries):
+        return (coef[:, :, None] * self.Z[queries][:, None, :]).reshape(len(queries), self.m * self.D)
+
+    def relax(self, fixed):
+        """Solve the node relaxation; ``(x or None, lower bound)``."""
+        st = self.state(fixed)
+        heads, pairs = np.nonzero(fixed)
+        coef = np.zeros((heads.size, self.m))
+        coef[np.arange(heads.size), heads] = fixed[heads, pairs]
+        G_act = np.vstack([self.G_sym, self._rows(coef, self.first[pairs])])  # symmetry and sign rows, >= 0
+        closed = ~np.any(self.helps & (st == 0), axis=1)                    # every helping head fixed
+        if np.any(closed & ~np.any(self.helps & (st > 0), axis=1)):
+            return None, np.inf                                             # no helping head can be active
+        base = (self.helps & (st > 0)).astype(float) - (~self.helps & (st > 0))
+        free_hurt = ~self.helps & (st == 0)
+        q = np.flatnonzero(closed)
+        coefs, queries = [base[q]], [q]
+        while True:
+            G = np.vstack([G_act, self._rows(np.vstack(coefs), np.concatenate(queries))])
+            h = np.r_[np.zeros(len(G_act)), np.ones(len(G) - len(G_act))]
+            if len(G) == 0:
+                return np.zeros(self.m * self.D), 0.0
+            x, lower = _ldp(G, h)
+            if x is None:
+                return None, lower
+            z = self.z(x)
+            true = (base * z).sum(1) - (np.maximum(z, 0.0) * free_hurt).sum(1)
+            viol = q[true[q] < 1 - _FEAS]
+            if viol.size == 0:
+                return x, lower
+            coefs.append(base[viol] - (free_hurt[viol] & (z[viol] > 0)))   # the most violated S of each query
+            queries.append(viol)
+
+    def branch(self, fixed, x):
+        """(head, pair) to fix next: an unfixed helping head of the violated query with the fewest of them."""
+        st = self.state(fixed)
+        open_ = self.helps & (st == 0)
+        if x is None or not open_.any():   # no usable point, or every helping head fixed: any unfixed sign
+            if not open_.any():
+                open_ = st == 0
+            heads, queries = np.nonzero(open_.T)
+            return (int(heads[0]), int(self.pair[queries[0]])) if heads.size else None
+        mg, z = self.margins(x), self.z(x)
+        cand = np.flatnonzero(open_.any(1) & (mg < 1 - 1e-9))
+        if cand.size == 0:
+            cand = np.flatnonzero(open_.any(1))
+        p = cand[np.lexsort((mg[cand], open_[cand].sum(1)))[0]]
+        heads = np.flatnonzero(open_[p])
+        return int(heads[np.argmax(np.abs(z[p, heads]))]), int(self.pair[p])
+
+
+def _fix(root, split, head, query):
+    """Fix ``head`` active (z >= 0) on ``query`` in the root."""
+    root[head, split.pair[query]] = split.side[query]
+
+
+def _break_symmetry(split, X, y, partner, full):
+    """Root fixings and symmetry rows (``split.G_sym``), valid by the argument in the module docstring."""
+    D, m = split.D, split.m
+    d = int(round(np.sqrt(D))) if full else D
+    pos, neg = np.flatnonzero(split.signs > 0), np.flatnonzero(split.signs < 0)
+    root = np.zeros((m, split.first.size), np.int8)
+    query = {tuple(x): p for p, x in enumerate(X)}
+    for perm in (np.r_[1, 0, 2:d], np.roll(np.arange(d), 1)):   # generators of S_d: the query set must be closed
+        Y = X.reshape(-1, d, d)[:, perm][:, :, perm] if full else X[:, perm]
+        if any(query.get(tuple(x)) is None or y[query[tuple(x)]] != lab for x, lab in zip(Y.reshape(len(X), -1), y)):
+            raise ValueError("the symmetry reduction needs every pair of coordinates to be a task (pT > 0 or k = d)")
+    sorted_head = neg[0] if full else pos[0]
+    entry = (lambda k: sorted_head * D + k * d + k) if full else (lambda k: sorted_head * D + k)
+    rows = np.zeros((d, m * D))
+    for k in range(d - 1):                      # the sorted head's (diagonal) entries descending
+        rows[k, entry(k)], rows[k, entry(k + 1)] = 1.0, -1.0
+    rows[d - 1, entry(0)] = rows[d - 1, entry(1)] = 1.0   # ... with the two largest summing to >= 0
+    split.G_sym = rows
+    if full:                                    # positive heads: P1 active on a y = +1 query, P2 on its negation
+        p0 = int(np.flatnonzero(y > 0)[0])
+        _fix(root, split, pos[0], p0)
+        _fix(root, split, pos[1], partner[p0])
+        return root
+    e = np.eye(d)
+    p0 = query[tuple(e[0] + e[1])]
+    _fix(root, split, pos[0], p0)               # implied by the rows: v_0 + v_1 >= 0 ...
+    for i, j in itertools.combinations(range(d), 2):
+        _fix(root, split, pos[0], query[tuple(e[i] - e[j])])   # ... and v_i - v_j >= 0 for i < j
+    _fix(root, split, pos[1], partner[p0])      # another positive head active on -(e_0 + e_1)
+    p1 = query[tuple(e[0] - e[1])]
+    _fix(root, split, neg[0], p1)               # negative heads: N1 active on e_0 - e_1, N2 on its negation
+    _fix(root, split, neg[1], partner[p1])
+    return root
+
+
+def branch_and_bound(X, y, partner, signs, two_gamma, incumbent, *, full, symmetry=True, time_limit=600.0,
+                     tol=_TOL):
+    """Exact minimum of one sign split (method "bb"), pruned against ``incumbent = (value, x or None)``.
+
+    ``full`` says whether the rows of X are full heads (d^2 entries) or diagonals; it selects the symmetry
+    reduction (:func:`_break_symmetry`; ``symmetry=False`` starts from the empty root instead). Returns a dict:
+    ``value`` and ``x`` (the best network found, or the incumbent), ``lower_bound`` (valid for this split),
+    ``status`` ("optimal" when the tree is exhausted, else "timelimit"), ``nodes``, ``time_s``.
+    """
+    split = _Split(X, y, partner, signs, two_gamma)
+    m = split.m
+    root = _break_symmetry(split, X, y, partner, full) if symmetry else np.zeros((m, split.first.size), np.int8)
+    best_value, best_x = incumbent
+    pruned_lower = np.inf
+    heap, order = [(0.0, 0, root)], itertools.count(1)
+    nodes, start = 0, time.perf_counter()
+    while heap:
+        bound, _, fixed = heap[0]
+        if bound >= best_value * (1 - tol):
+            pruned_lower = min(pruned_lower, bound)
+            heapq.heappop(heap)
+            continue
+        if time.perf_counter() - start > time_limit:
+            break
+        heapq.heappop(heap)
+        nodes += 1
+        x, lower = split.relax(fixed)
+        lower = max(lower, bound)
+        if lower >= best_value * (1 - tol):
+            pruned_lower = min(pruned_lower, lower)
+            continue
+        if x is not None and split.margins(x).min() >= 1 - 1e-9:
+            xs = x / min(1.0, split.margins(x).min())
+            if xs @ xs < best_value:
+                best_value, best_x = float(xs @ xs), xs
+            if lower >= best_value * (1 - tol):       # the relaxation's optimum is a network: node solved
+                pruned_lower = min(pruned_lower, lower)
+                continue
+        choice = split.branch(fixed, x)
+        if choice is None:
+            raise RuntimeError("a node with every activation sign fixed kept a bound below the incumbent (the QP "
+                               "multipliers were inaccurate); rerun with a larger tol")
+        n, q = choice
+        for s in (1, -1):
+            child = fixed.copy()
+            child[n, q] = s
+            heapq.heappush(heap, (lower, next(order), child))
+    done = not heap or heap[0][0] >= best_value * (1 - tol)
+    lower_bound = min(pruned_lower, best_value) if done else min([pruned_lower, best_value, heap[0][0]])
+    return {"value": best_value, "x": best_x, "lower_bound": float(lower_bound),
+            "status": "optimal" if done else "timelimit", "nodes": nodes, "time_s": time.perf_counter() - start}
+
+
+# ---- method "scip" -------------------------------------------------------------------------------------------
+
+def miqp_scip(X, y, partner, signs, two_gamma, upper, *, time_limit=600.0, seed=0):
+    """Minimum of one sign split by the big-M MIQP in SCIP; ``upper`` is the norm of a known zero-loss network.
+
+    Returns a dict like :func:`branch_and_bound` (``x`` None when SCIP found no network)."""
+    from pyscipopt import Model, quicksum
+
+    P, D = X.shape
+    m = len(signs)
+    ub = upper * (1 + _UPPER_SLACK)
+    M = two_gamma * np.linalg.norm(X, axis=1) * np.sqrt(ub)   # |z_pn| <= M_p when sum_n ||V^(n)||^2 <= U'
+    model = Model("icl_parity_minnorm")
+    model.hideOutput()
+    model.setParam("limits/time", float(time_limit))
+    model.setParam("randomization/randomseedshift", int(seed))
+    v = [[model.addVar(f"v{n}_{k}", lb=-np.sqrt(ub), ub=np.sqrt(ub)) for k in range(D)] for n in range(m)]
+    t = [model.addVar(f"t{n}", lb=0.0, ub=ub) for n in range(m)]
+    for n in range(m):
+        model.addCons(quicksum(x * x for x in v[n]) <= t[n])
+    model.addCons(quicksum(t) <= ub)
+    b = {}
+    for p in range(P):
+        terms = []
+        for n in range(m):
+            z = quicksum(float(two_gamma * X[p, k]) * v[n][k] for k in np.flatnonzero(X[p]))
+            if signs[n] * y[p] > 0:
+                h = model.addVar(f"h{p}_{n}", lb=0.0, ub=float(M[p]))
+                b[p, n] = model.addVar(f"b{p}_{n}", vtype="B")
+                model.addCons(h <= float(M[p]) * b[p, n])
+                model.addCons(h <= z + float(M[p]) * (1 - b[p, n]))
+                terms.append(h)
+            else:
+                g = model.addVar(f"g{p}_{n}", lb=0.0, ub=float(M[p]))
+                model.addCons(g >= z)
+                terms.append(-g)
+        model.addCons(quicksum(terms) >= 1)
+        model.addCons(quicksum(b[p, n] for n in range(m) if (p, n) in b) >= 1)
+    for (p, n), bpn in b.items():
+        if partner[p] > p:
+            model.addCons(bpn + b[partner[p], n] <= 1)
+    for group in (np.flatnonzero(signs > 0), np.flatnonzero(signs < 0)):
+        for n1, n2 in zip(group[:-1], group[1:]):
+            model.addCons(v[n1][0] >= v[n2][0])
+    model.addCons(quicksum(v[n][0] for n in np.flatnonzero(signs > 0)) >= 0)
+    model.setObjective(quicksum(t), "minimize")
+    start = time.perf_counter()
+    model.optimize()
+    x = None
+    if model.getNSols() > 0:
+        sol = model.getBestSol()
+        x = np.array([[sol[var] for var in head] for head in v]).ravel()
+    out = {"value": model.getPrimalbound() if x is not None else np.inf, "x": x,
+           "lower_bound": float(model.getDualbound()), "status": model.getStatus(), "nodes": model.getNNodes(),
+           "time_s": time.perf_counter() - start}
+    model.freeProb()
+    return out
+
+
+# ---- certificates --------------------------------------------------------------------------------------------
+
+def _polish(X, y, signs, x, two_gamma):
+    """Exact minimum norm in the closed activation region of ``x`` (popdyn's region QP), rescaled so that every
+    margin is >= 1 in floats; the heads as an (m, D) array."""
+    m = len(signs)
+    V = x.reshape(m, -1)
+    rows, cone = parity_minnorm._region_rows(X, y, np.asarray(signs, float), two_gamma * X @ V.T > 0, two_gamma)
+    G = np.vstack([rows, cone])
+    exact, _ = _ldp(G, np.r_[np.ones(len(X)), np.zeros(len(cone))])
+    W = V if exact is None or exact @ exact > V.ravel() @ V.ravel() else exact.reshape(m, -1)
+    marg = y * (np.maximum(two_gamma * X @ W.T, 0.0) @ signs)
+    return W * (1 + 4 * np.finfo(float).eps) / min(1.0, marg.min())
+
+
+def certify(case, *, method="bb", time_limit=600.0):
+    """Certify ``CASES[case]``: popdyn's solver gives the incumbent, then every sign split is solved exactly.
+
+    ``time_limit`` is shared by the splits (the incumbent's split first). Returns a JSON-ready dict.
+    """
+    if method not in ("bb", "scip"):
+        raise ValueError(f"method must be 'bb' or 'scip'. Got {method!r} instead.")
+    spec = CASES[case]
+    problem = problem_of(case)
+    X, y, partner = design(problem, spec["full"])
+    m, two_gamma = spec["m"], 2 * problem.gamma
+    start = time.perf_counter()
+    fit = parity_minnorm.fit_heads(problem, m, restarts=spec["restarts"], full=spec["full"])
+    n_pos = int(np.sum(fit.a > 0))
+    heads = fit.V.reshape(m, -1)
+    best = (fit.norm, np.r_[np.ones(n_pos), -np.ones(m - n_pos)], np.r_[heads[fit.a > 0], heads[fit.a < 0]])
+    incumbent_source = f"fit_heads(problem, {m}, restarts={spec['restarts']}, full={spec['full']}): {fit.norm!r}"
+    splits = []
+    order = [n_pos] + [k for k in range(2, m - 1) if k != n_pos]
+    for k, m_pos in enumerate(order):
+        signs = np.r_[np.ones(m_pos), -np.ones(m - m_pos)]
+        left = max(1.0, (time_limit - (time.perf_counter() - start)) / (len(order) - k))
+        if method == "bb":
+            out = branch_and_bound(X, y, partner, signs, two_gamma, (best[0], None), full=spec["full"],
+                                   time_limit=left)
+        else:
+            out = miqp_scip(X, y, partner, signs, two_gamma, best[0], time_limit=left)
+        row = {"positive_heads": m_pos, "status": out["status"], "lower_bound": out["lower_bound"],
+               "nodes": int(out["nodes"]), "time_s": out["time_s"]}
+        if out["x"] is not None:
+            W = _polish(X, y, signs, out["x"], two_gamma)
+            row["found"] = float(np.sum(W * W))
+            if row["found"] < best[0]:
+                best = (row["found"], signs, W)
+        splits.append(row)
+    value, a, W = best
+    lower = min(r["lower_bound"] for r in splits)
+    d = problem.d
+    solver = (f"popdyn branch and bound over activation regions (NNLS/SLSQP least-distance programmes, "
+              f"weak-duality bounds; relative tolerance {_TOL:g}), scipy {scipy.__version__}") if method == "bb" else \
+        _scip_version()
+    return {"case": case, "problem": repr(problem), "d": d, "gamma": problem.gamma, "heads": m, "full": spec["full"],
+            "method": method, "value": value, "lower_bound": min(lower, value),
+            "gap": max(0.0, (value - lower) / value),
+            "certified": all(r["status"] == "optimal" for r in splits), "time_s": time.perf_counter() - start,
+            "incumbent": incumbent_source, "splits": splits,
+            "a": np.asarray(a, float).tolist(), "V": W.reshape((m, d, d) if spec["full"] else (m, d)).tolist(),
+            "solver": solver, "popdyn": popdyn.__version__, "time_limit_s": time_limit, "threads": 1}
+
+
+def _scip_version():
+    import pyscipopt
+    return f"SCIP {pyscipopt.Model().version()} via PySCIPOpt {pyscipopt.__version__} (big-M MIQP)"
+
+
+def load(path=DEFAULT_PATH):
+    """The stored certificates, ``{key: dict}`` (empty when the file does not exist)."""
+    path = Path(path)
+    return json.loads(path.read_text())["certificates"] if path.exists() else {}
+
+
+def save(certificates, path=DEFAULT_PATH):
+    """Write ``{key: dict}`` atomically (a temporary file in the same folder, then ``os.replace``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"description": "Certified minimum-norm zero-loss heads, sparse parity in context, N -> inf "
+                                      "(docs/icl.md); written by validation/icl_parity_certificates.py",
+                       "certificates": certificates}, indent=1)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", help=f"any of {', '.join(CASES)} (default: all)")
+    parser.add_argument("--method", choices=("bb", "scip"), default="bb")
+    parser.add_argument("--time-limit", type=float, default=600.0, help="seconds per case, all splits together")
+    parser.add_argument("--out", type=Path, default=DEFAULT_PATH)
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.cases) - set(CASES))
+    if unknown:
+        parser.error(f"unknown case(s) {unknown}; the cases are {', '.join(CASES)}")
+    for case in args.cases or CASES:
+        cert = certify(case, method=args.method, time_limit=args.time_limit)
+        stored = load(args.out)
+        stored[f"{case}/{args.method}"] = cert
+        save(stored, args.out)
+        print(f"{case} ({args.method}): value {cert['value']:.10g}, lower bound {cert['lower_bound']:.10g}, "
+              f"gap {cert['gap']:.1e}, {cert['time_s']:.0f} s; "
+              + ", ".join(f"m+ = {r['positive_heads']}: {r['status']} ({r['nodes']} nodes)" for r in cert["splits"]),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
