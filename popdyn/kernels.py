@@ -23,6 +23,7 @@ from typing import Callable
 import numpy as np
 
 from . import activations, hermite
+from ._exact import two_prod as _two_prod
 from ._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
 from .gaussian import _J1_TAYLOR
 
@@ -48,18 +49,6 @@ class _Dual:
     cross: Callable
     diag: Callable
     kinked: bool = False
-
-
-def _two_prod(a, b):
-    """a b = p + e exactly (Dekker's split; |a|, |b| < 1e150)."""
-    p = a * b
-    c = 134217729.0 * a
-    ah = c - (c - a)
-    al = a - ah
-    c = 134217729.0 * b
-    bh = c - (c - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def _det(kxx, kyy, kxy):

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 import scipy.linalg
 
+from popdyn._exact import two_prod_jit as _two_prod, two_sum_jit as _two_sum
 from popdyn._jit import serial_and_parallel
 from popdyn._validate import FiniteArray, Integer, InvalidParameterError, Interval, Options, check
 
@@ -927,25 +928,6 @@ def captured_coefficients(kappa, X, beta, sets):
 
 
 _EPS = np.finfo(float).eps
-
-
-@numba.njit(cache=True, inline="always")
-def _two_sum(a, b):
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-@numba.njit(cache=True, inline="always")
-def _two_prod(a, b):
-    p = a * b
-    c = 134217729.0 * a                      # Dekker's split (2^27 + 1): a = ah + al exactly
-    ah = c - (c - a)
-    al = a - ah
-    c = 134217729.0 * b
-    bh = c - (c - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 @numba.njit(cache=True, inline="always")
