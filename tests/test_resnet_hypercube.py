@@ -122,6 +122,22 @@ def test_field_names_and_their_aliases():
         resnet.fc2_kernel_limit("relu_ntk", 6)
 
 
+def test_theory_imports_and_runs_without_torch():
+    """The kernels' theory (popdyn.kernels, popdyn.models.resnet with fc2_kernel_limit, popdyn.models.kernels) needs
+    no torch: in a fresh interpreter where importing torch fails, each imports and computes."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from popdyn import kernels\n"
+            "from popdyn.models import resnet, kernels as mk\n"
+            "assert resnet.fc2_kernel_limit('nngp', 5)[0] > 0 and kernels.fc(2, 'relu').profile(5)[0] > 0\n"
+            "assert mk.cube_eigenvalues(kernels.fc(1, 'erf'), 5).size == 6\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' and sys.modules[m] is not None))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("d", [3, 12])
 def test_relu_profiles_are_popdyn_kernels_depth_one(d):
     """Without bias, relu_nngp / relu_ntk are fc(1, "relu") (W = 1, b = 0) on the cube and relu_ntk_hidden their

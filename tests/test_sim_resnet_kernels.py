@@ -100,6 +100,12 @@ def test_limit_profile_closed_forms():
     assert fc2_kernel_limit("ck", d)[0] == pytest.approx((d + 1) / (2 * d))
 
 
+def test_limit_profile_is_the_theory_function():
+    """The simulation package re-exports the theory's (torch-free) function, not a copy."""
+    import popdyn.models.resnet.hypercube as hypercube
+    assert rk.fc2_kernel_limit is fc2_kernel_limit is hypercube.fc2_kernel_limit
+
+
 @settings(max_examples=15, deadline=None)
 @given(arch=st.sampled_from(["fc2", "fc3", "resnet", "resnet_free_u"]), d=st.integers(1, 6), k=st.integers(1, 3),
        m=st.integers(1, 12), n=st.integers(1, 6), seed=st.integers(0, 2 ** 31))
