@@ -5,15 +5,13 @@ Every option that a ``Problem`` declares (``popdyn._options.Option``) and that t
 listed here, with this meaning; a paper letter that clashes (``T`` is loops in one paper, tasks in another,
 steps in a third) never appears as a name in code: the docstring gives the paper's letter. ``RETIRED`` lists
 the old names and what replaced them, so a call with an old name gets an error that says the new one.
-``KERNEL_NAMES`` gives the kernels' names (the values of a ``kernel`` field) with their one meaning and the earlier
-names kept as aliases. ``docs/glossary.md`` is written from these tables (``python -m popdyn.glossary >
-docs/glossary.md``).
+``docs/glossary.md`` is written from this table (``python -m popdyn.glossary > docs/glossary.md``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Term", "TERMS", "RETIRED", "KERNEL_NAMES", "markdown"]
+__all__ = ["Term", "TERMS", "RETIRED", "markdown"]
 
 
 @dataclass(frozen=True)
@@ -72,8 +70,6 @@ TERMS = {
     "atol": Term("absolute tolerance of an ODE solver", "", "float > 0"),
     "m0": Term("initial overlap m(0) = <u_hat_0, u> of LoRA", "m_0", "float in [-1, 1]"),
     "ridge": Term("ridge (Tikhonov) parameter of kernel regression", "lambda (ResNet paper)", "float >= 0"),
-    "kernel": Term("which kernel of a wide network (or which named kernel) the regression uses; the names below",
-                   "K, Theta; CK, NTK (ResNet paper)", "one of the problem's choices"),
     "loss": Term("loss function of the training objective", "l", "one of the problem's choices"),
 }
 
@@ -87,21 +83,6 @@ RETIRED = {
     "progress_bar": "progress",
     "records": "n_points",
     "record_every": "n_points",
-}
-
-
-#: kernel name -> (its one meaning, earlier names that remain as aliases), as popdyn.kernels and the models use them
-KERNEL_NAMES = {
-    "nngp": ("the NNGP kernel: covariance of the network's output over random initialisations at infinite width, "
-             "K(x, y) = E f(x) f(y); for one hidden layer, the kernel of its features (the 'conjugate kernel')",
-             '"ck" (fc2_kernel_limit, popdyn.sim.resnet)'),
-    "ntk": ("the neural tangent kernel with every layer trained: sum over all parameters of products of output "
-            "gradients, Theta(x, y) = <df(x)/dtheta, df(y)/dtheta>, at infinite width", ""),
-    "ntk_hidden": ("the NTK of the hidden weights only (readout fixed): ntk minus the readout's share, which is the "
-                   "nngp", '"ntk" in popdyn.sim.resnet (its empirical_ntk trains the hidden weights only)'),
-    "relu_nngp": ("the nngp of one ReLU layer with unit-norm inputs (popdyn.models.resnet)", '"relu_ck"'),
-    "relu_ntk": ("the ntk of a two-layer ReLU net, both layers trained (popdyn.models.resnet)", '"relu_ntk_full"'),
-    "relu_ntk_hidden": ("the ntk_hidden of a two-layer ReLU net (popdyn.models.resnet)", ""),
 }
 
 
@@ -125,10 +106,6 @@ def markdown():
     rows += ["", "Retired names (an option given under one of these gets an error naming its replacement):", "",
              "| old | new |", "|---|---|"]
     rows += [f"| `{k}` | {v} |" for k, v in RETIRED.items()]
-    rows += ["", "Kernel names (the values of `kernel`, and the kernels `popdyn.kernels.fc` gives as `nngp` and "
-             "`ntk`); an earlier name remains as an alias of the same object or option:", "",
-             "| name | meaning | earlier names (aliases) |", "|---|---|---|"]
-    rows += [f"| `{k}` | {m} | {a} |" for k, (m, a) in KERNEL_NAMES.items()]
     return "\n".join(rows) + "\n"
 
 
