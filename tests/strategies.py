@@ -335,7 +335,7 @@ MODELS = {
         edges=(lambda: resnet.NetworkProblem.thm2(d=8, k=2, width=8, n_train=20),
                lambda: resnet.NetworkProblem(arch="fc2", d=1, k=1, width=1, n_train=1),             # d = k = m = N = 1
                lambda: resnet.NetworkProblem.fig2(d=8, k=4, width=8, n_train=20, beta=0.3)),         # fig2 target
-        predict={"kernels": ["relu_ck"], "ridges": [1e-4]},
+        predict={"kernels": ["relu_nngp"], "ridges": [1e-4]},
         bad_predict=(("kernels", ["nope"]), ("ridges", [-1.0])),
         simulate={"seeds": 2, "n_test": 64, "n_points": 2, "epochs": 2}),
     "kernels": ModelSpec(

@@ -19,7 +19,7 @@ from popdyn.models.resnet import minnorm as MN
 
 from ._accuracy import EPS, examples, record
 
-KERNELS = ("relu_ck", "relu_ntk_hidden", "relu_ntk_full", "arcsin", "gaussian", "polynomial")
+KERNELS = ("relu_nngp", "relu_ntk_hidden", "relu_ntk", "arcsin", "gaussian", "polynomial")
 
 
 def _mp_kernel(kernel, rho, t, h, q, c):
@@ -27,7 +27,7 @@ def _mp_kernel(kernel, rho, t, h, q, c):
     th = mp.acos(rho)
     ck = (mp.sqrt(1 - rho ** 2) + (mp.pi - th) * rho) / (2 * mp.pi)
     ntk = rho * (mp.pi - th) / (2 * mp.pi)
-    return {"relu_ck": ck, "relu_ntk_hidden": ntk, "relu_ntk_full": ck + ntk, "arcsin": mp.asin(rho),
+    return {"relu_nngp": ck, "relu_ntk_hidden": ntk, "relu_ntk": ck + ntk, "arcsin": mp.asin(rho),
             "gaussian": mp.exp(-4 * mp.mpf(t) / h), "polynomial": (rho + mp.mpf(c)) ** q}[kernel]
 
 
@@ -51,10 +51,10 @@ kernels_st = st.tuples(st.sampled_from(KERNELS), st.sampled_from([1, 2, 3, 30, 6
 
 @settings(max_examples=examples(30), deadline=None)
 @given(kernels_st)
-@example(("relu_ck", 30, False, 1.0, 2, 1.0))  # rho -> -1: sqrt(1 - rho^2) + (pi - arccos rho) rho cancelled, 4e-14
-@example(("relu_ntk_full", 30, False, 1.0, 2, 1.0))
+@example(("relu_nngp", 30, False, 1.0, 2, 1.0))  # rho -> -1: sqrt(1 - rho^2) + (pi - arccos rho) rho cancelled, 4e-14
+@example(("relu_ntk", 30, False, 1.0, 2, 1.0))
 def test_profiles(args):
-    """relu_ck, relu_ntk_hidden, arcsin: relative error <= 4 eps at every t (rho = +-1 included); relu_ntk_full:
+    """relu_nngp, relu_ntk_hidden, arcsin: relative error <= 4 eps at every t (rho = +-1 included); relu_ntk:
     <= 4 eps (|rho kappa_0| + kappa_1) (it changes sign); gaussian: (4 t/h + 2) eps; polynomial (rho + c)^q:
     (q + 2) eps (|rho| + c)^q + q eps |rho + c|^(q-1) (|rho| + c) eps (rho rounded once); against the arccos closed
     forms in mpmath at the exact rational rho."""
@@ -65,8 +65,8 @@ def test_profiles(args):
         for t in range(d + 1):
             rho = mp.mpf(n - 2 * t) / n
             ref = _mp_kernel(kernel, rho, t, h, q, c)
-            if kernel == "relu_ntk_full":
-                size = abs(rho * (mp.pi - mp.acos(rho))) / (2 * mp.pi) + _mp_kernel("relu_ck", rho, t, h, q, c)
+            if kernel == "relu_ntk":
+                size = abs(rho * (mp.pi - mp.acos(rho))) / (2 * mp.pi) + _mp_kernel("relu_nngp", rho, t, h, q, c)
                 bound = 4 * EPS * size
             elif kernel == "gaussian":
                 bound = (4 * t / h + 2) * EPS * ref
@@ -79,13 +79,13 @@ def test_profiles(args):
 
 
 @settings(max_examples=examples(25), deadline=None)
-@given(st.integers(1, 30), st.integers(0, 2 ** 32 - 1), st.sampled_from(["random", "relu_ck", "delta", "tiny"]))
+@given(st.integers(1, 30), st.integers(0, 2 ** 32 - 1), st.sampled_from(["random", "relu_nngp", "delta", "tiny"]))
 def test_level_eigenvalues_exact_for_the_profile(d, seed, kind):
     """level_eigenvalues: relative error <= eps/2 (rounded once) of the eigenvalue of the float profile given,
     E[K chi_S chi_S] = sum_t C(d,t) kappa_t K_ell(t) / (2^d C(d, ell)) in exact rationals with the explicit binomial
     Krawtchouk form; profile_from_eigenvalues likewise of sum_ell lambda_ell K_ell(t)."""
     rng = np.random.default_rng(seed)
-    kappa = {"random": rng.standard_normal(d + 1), "relu_ck": R.relu_ck(d, bias=False),
+    kappa = {"random": rng.standard_normal(d + 1), "relu_nngp": R.relu_nngp(d, bias=False),
              "delta": np.eye(1, d + 1)[0], "tiny": rng.standard_normal(d + 1) * 1e-250}[kind]
     got, back = R.level_eigenvalues(kappa), R.profile_from_eigenvalues(kappa)
     kf = [Fraction(float(v)) for v in kappa]
@@ -103,8 +103,8 @@ def test_level_eigenvalues_exact_for_the_profile(d, seed, kind):
 
 @settings(max_examples=examples(12), deadline=None)
 @given(kernels_st)
-@example(("relu_ck", 30, True, 1.0, 2, 1.0))   # lambda_30 ~ 1e-13: level_eigenvalues(relu_ck(30)) is 5e-5 off
-@example(("relu_ck", 30, False, 1.0, 2, 1.0))  # structural zeros: level_eigenvalues gives +-1e-17
+@example(("relu_nngp", 30, True, 1.0, 2, 1.0))   # lambda_30 ~ 1e-13: level_eigenvalues(relu_nngp(30)) is 5e-5 off
+@example(("relu_nngp", 30, False, 1.0, 2, 1.0))  # structural zeros: level_eigenvalues gives +-1e-17
 @example(("arcsin", 60, False, 1.0, 2, 1.0))
 def test_kernel_eigenvalues(args):
     """kernel_eigenvalues: relative error <= eps (one rounding of a resolved sum) of every eigenvalue, never negative,
@@ -144,8 +144,8 @@ def _cube_error(kappa, X, beta, target, d):
 
 
 @settings(max_examples=examples(10), deadline=None)
-@given(st.integers(2, 6), st.integers(0, 2 ** 32 - 1), st.sampled_from(["relu_ck", "relu_ntk_hidden", "gaussian",
-                                                                         "polynomial", "relu_ck0"]),
+@given(st.integers(2, 6), st.integers(0, 2 ** 32 - 1), st.sampled_from(["relu_nngp", "relu_ntk_hidden", "gaussian",
+                                                                         "polynomial", "relu_nngp0"]),
        st.sampled_from([1e-300, 1e-16, 1e-12, 1e-6, 1e-2]) | st.floats(-16, 0).map(lambda e: 10.0 ** e),
        st.booleans())
 @example(6, 1, "polynomial", 1e-12, True)   # the whole cube, a rank-deficient kernel: |beta|_1 = 3e11
@@ -154,8 +154,8 @@ def test_exact_test_error(d, seed, kernel, lam, whole):
     predictor sum_j beta_j kappa(x, x_j) averaged over the whole cube in exact rationals; captured_coefficients and
     lemma_e2_bound: relative error <= 4 (N + 2) eps of sum |lambda_ell^2 beta_j| (the float sum over j)."""
     rng = np.random.default_rng(seed)
-    kappa = {"relu_ck": R.relu_ck(d), "relu_ntk_hidden": R.relu_ntk_hidden(d), "gaussian": R.gaussian(d),
-             "polynomial": R.polynomial(d, 2), "relu_ck0": R.relu_ck(d, bias=False)}[kernel]
+    kappa = {"relu_nngp": R.relu_nngp(d), "relu_ntk_hidden": R.relu_ntk_hidden(d), "gaussian": R.gaussian(d),
+             "polynomial": R.polynomial(d, 2), "relu_nngp0": R.relu_nngp(d, bias=False)}[kernel]
     N = 2 ** d if whole else int(rng.integers(1, 2 ** d))
     X = R.hypercube_points(d)[rng.choice(2 ** d, N, replace=False)]
     S = tuple(sorted(rng.choice(d, int(rng.integers(1, d + 1)), replace=False).tolist()))
@@ -190,7 +190,7 @@ def test_krr_fit(N, seed, log_lam):
     d = 6
     rng = np.random.default_rng(seed)
     X = R.hypercube_points(d)[rng.choice(2 ** d, N, replace=False)]
-    Y, kappa, lam = rng.standard_normal(N), R.relu_ntk_full(d), 10.0 ** log_lam
+    Y, kappa, lam = rng.standard_normal(N), R.relu_ntk(d), 10.0 ** log_lam
     beta = R.krr_fit(kappa, X, Y, lam)
     beta2 = R.krr_fit(kappa, X, Y, np.array([lam]))[0]
     with mp.workdps(40):
@@ -465,7 +465,7 @@ def test_polarization_G(k, seed):
 
 
 @settings(max_examples=examples(10), deadline=None)
-@given(st.sampled_from(["ntk", "ck"]), st.integers(1, 60), st.sampled_from([None, 1e-3, 2.0]))
+@given(st.sampled_from(["ntk_hidden", "nngp"]), st.integers(1, 60), st.sampled_from([None, 1e-3, 2.0]))
 def test_fc2_kernel_limit(kernel, d, w_var):
     """fc2_kernel_limit: relative error <= 6 eps (relu profile times one product), against the closed forms."""
     got = R.fc2_kernel_limit(kernel, d, w_var)
@@ -473,8 +473,8 @@ def test_fc2_kernel_limit(kernel, d, w_var):
     with mp.workdps(40):
         for t in range(d + 1):
             rho = mp.mpf(d + 1 - 2 * t) / (d + 1)
-            ref = (d + 1) * (_mp_kernel("relu_ntk_hidden", rho, t, 1, 1, 1) if kernel == "ntk"
-                             else s2 * _mp_kernel("relu_ck", rho, t, 1, 1, 1))
+            ref = (d + 1) * (_mp_kernel("relu_ntk_hidden", rho, t, 1, 1, 1) if kernel == "ntk_hidden"
+                             else s2 * _mp_kernel("relu_nngp", rho, t, 1, 1, 1))
             if ref == 0:
                 assert got[t] == 0
                 continue

@@ -11,7 +11,7 @@ from .falsify import falsifies, memoise, run_claim
 
 #: the claims at a size that runs in seconds (one training per method; one kernel)
 _FIG2 = {"N": [2000], "m": 300, "m_fc3": 100, "epochs": [30, 5], "lr": {"resnet": [0.5], "fc3": [0.5], "fc2": [0.5]},
-         "wd": 0.0, "kernels": ["relu_ck"], "lam": [1e-4], "records": 41, "test": 2000}
+         "wd": 0.0, "kernels": ["relu_nngp"], "lam": [1e-4], "records": 41, "test": 2000}
 _BETA = {"beta": [1.0, 0.2], "N": 2000, "m": 300, "epochs": [30, 5], "lr": [0.5], "wd": 0.0, "records": 11,
          "test": 2000}
 _TRAIN = "popdyn.validation.claims.resnet_figure2._train"

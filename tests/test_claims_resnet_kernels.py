@@ -19,7 +19,7 @@ def _swap(f):
 
 
 def _unit_norm(f):
-    """The profiles of unit-norm inputs (relu_ntk_hidden, relu_ck as tabulated: K(x, x) = 1/2), without the
+    """The profiles of unit-norm inputs (relu_ntk_hidden, relu_nngp as tabulated: K(x, x) = 1/2), without the
     ||x~||^2 = d + 1 and the W variance 1/d of the network."""
     return lambda *a, **k: 0.5 * f(*a, **k) / f(*a, **k)[0]
 

@@ -207,10 +207,18 @@ def test_no_model_uses_the_legacy_registration():
 
 
 def test_docs_glossary_is_the_table_in_code():
+    """docs/glossary.md is popdyn.glossary's tables, then the kernel names of docs/glossary_kernels.py."""
     import pathlib
+    import subprocess
+    import sys
     from popdyn.glossary import markdown
-    doc = pathlib.Path(__file__).parents[1] / "docs" / "glossary.md"
-    assert doc.read_text() == markdown(), "regenerate: python -m popdyn.glossary > docs/glossary.md"
+    docs = pathlib.Path(__file__).parents[1] / "docs"
+    text = (docs / "glossary.md").read_text()
+    head = text.split("<!-- kernel-names:begin -->")[0]
+    assert head.rstrip("\n") + "\n" == markdown(), "regenerate: python -m popdyn.glossary > docs/glossary.md, then " \
+                                                  "python docs/glossary_kernels.py"
+    rc = subprocess.run([sys.executable, str(docs / "glossary_kernels.py"), "--check"]).returncode
+    assert rc == 0 and "<!-- kernel-names:end -->" in text, "regenerate: python docs/glossary_kernels.py"
 
 
 def test_help_of_predict_names_every_problem_class():

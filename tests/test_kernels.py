@@ -22,13 +22,13 @@ EPS = np.finfo(np.float64).eps
 @pytest.mark.parametrize("d", [3, 10, 30, 60])
 @pytest.mark.parametrize("bias", [False, True])
 def test_depth1_relu_is_the_hypercube_profiles(d, bias):
-    """W^2 = d/(d+1), b^2 = 1/(d+1) gives K^1 = <(x, 1), (y, 1)>/(d+1), the unit-norm cosine of relu_ck(bias=True);
-    the readout adds W^2 (.) + b^2; W = 1, b = 0 is relu_ck(bias=False) itself."""
+    """W^2 = d/(d+1), b^2 = 1/(d+1) gives K^1 = <(x, 1), (y, 1)>/(d+1), the unit-norm cosine of relu_nngp(bias=True);
+    the readout adds W^2 (.) + b^2; W = 1, b = 0 is relu_nngp(bias=False) itself."""
     w2, b2 = (d / (d + 1), 1 / (d + 1)) if bias else (1.0, 0.0)
     net = kernels.fc(1, "relu", W_std=math.sqrt(w2), b_std=math.sqrt(b2))
-    ck = w2 * hypercube.relu_ck(d, bias) + b2
-    ntk = w2 * hypercube.relu_ntk_full(d, bias) + b2
-    scale = w2 * (np.abs(hypercube.relu_ntk_hidden(d, bias)) + hypercube.relu_ck(d, bias)) + b2
+    ck = w2 * hypercube.relu_nngp(d, bias) + b2
+    ntk = w2 * hypercube.relu_ntk(d, bias) + b2
+    scale = w2 * (np.abs(hypercube.relu_ntk_hidden(d, bias)) + hypercube.relu_nngp(d, bias)) + b2
     # 1e-14 (45 eps): both sides 4-16 eps per closed form (hypercube's Notes, arccos_kernel's), the inner products
     # rounded differently (W^2 (d - 2t)/d + b^2 against (d + 1 - 2t)/(d + 1)); measured <= 3.5 eps
     got = net.profile(d, "nngp")

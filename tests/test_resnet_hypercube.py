@@ -15,15 +15,15 @@ from popdyn import InvalidParameterError
 from popdyn.models import resnet
 from popdyn.models.resnet import (arcsin, captured_coefficients, dot_product_profile, exact_test_error, fwht,
                                   gaussian, hamming_matrix, hypercube_points, kernel_matrix, krawtchouk, krr_fit,
-                                  lemma_e2_bound, level_eigenvalues, polynomial, profile_from_eigenvalues, relu_ck,
-                                  relu_ntk_full, relu_ntk_hidden, walsh_index)
+                                  lemma_e2_bound, level_eigenvalues, polynomial, profile_from_eigenvalues, relu_nngp,
+                                  relu_ntk, relu_ntk_hidden, walsh_index)
 
 Z_MAX = 4.5  # two-sided max-|z| over <= 40 Monte Carlo comparisons: false-alarm probability < 1e-3
 
 KERNELS = {
-    "relu_ck": relu_ck, "relu_ck_nobias": lambda d: relu_ck(d, bias=False),
+    "relu_nngp": relu_nngp, "relu_nngp_nobias": lambda d: relu_nngp(d, bias=False),
     "relu_ntk_hidden": relu_ntk_hidden, "relu_ntk_hidden_nobias": lambda d: relu_ntk_hidden(d, bias=False),
-    "relu_ntk_full": relu_ntk_full, "gaussian": gaussian, "gaussian_h2": lambda d: gaussian(d, h=2.0),
+    "relu_ntk": relu_ntk, "gaussian": gaussian, "gaussian_h2": lambda d: gaussian(d, h=2.0),
     "arcsin": arcsin, "arcsin_bias": lambda d: arcsin(d, bias=True), "poly3": lambda d: polynomial(d, 3),
     "poly2_c0": lambda d: polynomial(d, 2, c=0.0),
 }
@@ -87,7 +87,7 @@ def test_relu_profiles_vs_monte_carlo(bias):
     """CK = E sigma(<w,x>) sigma(<w,y>) and hidden NTK = <x,y> E 1[<w,x>>0] 1[<w,y>>0], w ~ N(0, I), unit inputs."""
     d, n = 5, 400_000
     rng = np.random.default_rng(11 + bias)
-    ck, ntk = relu_ck(d, bias), relu_ntk_hidden(d, bias)
+    ck, ntk = relu_nngp(d, bias), relu_ntk_hidden(d, bias)
     x = np.ones(d)
     for t in range(d + 1):
         y = x.copy()
@@ -100,7 +100,56 @@ def test_relu_profiles_vs_monte_carlo(bias):
                                ((xt @ yt) * (a > 0) * (b > 0), ntk[t])]:
             # + 1e-15: at y = -x (no bias) or <x,y> = 0 (t = 3, bias) the samples are 0 or rounding-level
             assert abs(samples.mean() - value) < Z_MAX * samples.std() / math.sqrt(n) + 1e-15
-    assert np.allclose(relu_ntk_full(d, bias), ck + ntk, rtol=0, atol=1e-15)
+    assert np.allclose(relu_ntk(d, bias), ck + ntk, rtol=0, atol=1e-15)
+
+
+def test_field_names_and_their_aliases():
+    """relu_nngp / relu_ntk are the field's names; relu_ck / relu_ntk_full, the earlier names, are the same objects
+    and are accepted wherever a kernel is named (Problem, kernel_eigenvalues); fc2_kernel_limit takes the field names
+    "ntk_hidden" / "nngp" and the simulation's "ntk" / "ck" for the same kernels."""
+    assert resnet.relu_ck is resnet.relu_nngp and resnet.relu_ntk_full is resnet.relu_ntk
+    assert resnet.hypercube.relu_ck is relu_nngp and resnet.hypercube.relu_ntk_full is relu_ntk
+    assert {"relu_nngp", "relu_ntk", "relu_ntk_hidden", "relu_ck"} <= set(resnet.KERNELS)
+    assert resnet.KERNELS["relu_ck"] is resnet.KERNELS["relu_nngp"] is relu_nngp
+    assert resnet.KERNELS["relu_ntk"] is relu_ntk
+    assert np.array_equal(resnet.Problem(kernel="relu_ck", d=8, k=2).kappa,
+                          resnet.Problem(kernel="relu_nngp", d=8, k=2).kappa)
+    for old, new in (("relu_ck", "relu_nngp"), ("relu_ntk_full", "relu_ntk")):
+        assert np.array_equal(resnet.kernel_eigenvalues(old, 7), resnet.kernel_eigenvalues(new, 7))
+    for old, new in (("ck", "nngp"), ("ntk", "ntk_hidden")):
+        assert np.array_equal(resnet.fc2_kernel_limit(old, 6), resnet.fc2_kernel_limit(new, 6))
+    with pytest.raises(InvalidParameterError, match="'kernel'"):
+        resnet.fc2_kernel_limit("relu_ntk", 6)
+
+
+def test_theory_imports_and_runs_without_torch():
+    """The kernels' theory (popdyn.kernels, popdyn.models.resnet with fc2_kernel_limit, popdyn.models.kernels) needs
+    no torch: in a fresh interpreter where importing torch fails, each imports and computes."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from popdyn import kernels\n"
+            "from popdyn.models import resnet, kernels as mk\n"
+            "assert resnet.fc2_kernel_limit('nngp', 5)[0] > 0 and kernels.fc(2, 'relu').profile(5)[0] > 0\n"
+            "assert mk.cube_eigenvalues(kernels.fc(1, 'erf'), 5).size == 6\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' and sys.modules[m] is not None))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("d", [3, 12])
+def test_relu_profiles_are_popdyn_kernels_depth_one(d):
+    """Without bias, relu_nngp / relu_ntk are fc(1, "relu") (W = 1, b = 0) on the cube and relu_ntk_hidden their
+    difference: the NNGP and the NTK of the field, and the hidden weights' share of the NTK."""
+    from popdyn import kernels
+    net = kernels.fc(1, "relu")
+    nngp, ntk = net.profile(d, "nngp"), net.profile(d, "ntk")
+    scale = relu_nngp(d, False) + np.abs(relu_ntk_hidden(d, False))
+    # 16 eps: both sides within 4-16 eps of the closed forms (their Notes)
+    assert np.all(np.abs(nngp - relu_nngp(d, False)) <= 16 * np.finfo(float).eps * scale)
+    assert np.all(np.abs(ntk - relu_ntk(d, False)) <= 16 * np.finfo(float).eps * scale)
+    assert np.all(np.abs((ntk - nngp) - relu_ntk_hidden(d, False)) <= 32 * np.finfo(float).eps * scale)
 
 
 # ------------------------------------------------------------------ properties: spectrum and profiles ------------
@@ -121,13 +170,13 @@ def test_level_eigenvalues_psd_inverse_trace(d, name):
 @given(d=st.integers(1, 40))
 def test_zero_levels_of_bias_free_kernels(d):
     """bias-free ReLU CK/NTK vanish on odd levels >= 3, arcsin on even levels; the bias removes both."""
-    for kappa in (relu_ck(d, bias=False), relu_ntk_hidden(d, bias=False), relu_ntk_full(d, bias=False)):
+    for kappa in (relu_nngp(d, bias=False), relu_ntk_hidden(d, bias=False), relu_ntk(d, bias=False)):
         lam2 = level_eigenvalues(kappa)
         assert np.all(np.abs(lam2[3::2]) <= 1e-14 * lam2[0])
     lam2 = level_eigenvalues(arcsin(d))
     assert np.all(np.abs(lam2[0::2]) <= 1e-14 * lam2[1])
     if d >= 3:
-        assert level_eigenvalues(relu_ck(d, bias=True))[3] > 1e-10 * level_eigenvalues(relu_ck(d, bias=True))[0]
+        assert level_eigenvalues(relu_nngp(d, bias=True))[3] > 1e-10 * level_eigenvalues(relu_nngp(d, bias=True))[0]
         assert level_eigenvalues(arcsin(d, bias=True))[2] > 0
 
 
@@ -195,9 +244,9 @@ def _enumerated_error(kappa, X, beta, target, d):
     return ((pred - f) ** 2).mean(axis=0)
 
 
-@pytest.mark.parametrize("name, d, N, lam", [("relu_ntk_full", 12, 300, 1e-3), ("relu_ck", 14, 250, 1e-4),
+@pytest.mark.parametrize("name, d, N, lam", [("relu_ntk", 12, 300, 1e-3), ("relu_nngp", 14, 250, 1e-4),
                                              ("gaussian", 12, 200, 1e-2), ("arcsin_bias", 13, 150, 1e-3),
-                                             ("relu_ck_nobias", 12, 100, 1e-6)])
+                                             ("relu_nngp_nobias", 12, 100, 1e-6)])
 def test_exact_test_error_vs_enumeration(name, d, N, lam):
     """Parseval error = mean over all 2^d test points (1e-10: float64 sums of ~2^14 squares)."""
     rng = np.random.default_rng(d + N)
@@ -219,7 +268,7 @@ def test_exact_test_error_spec_number():
     d, N, lam, alpha, S = 12, 300, 1e-3, 0.5, (0, 3, 5, 8)
     Xall = np.array(list(itertools.product([-1, 1], repeat=d)), float)  # V5's order, not hypercube_points
     X = Xall[np.random.default_rng(3).choice(len(Xall), N, replace=False)]
-    kappa = relu_ntk_full(d)
+    kappa = relu_ntk(d)
     target = [{(0,): 1.0, S: alpha}]
     beta = krr_fit(kappa, X, X[:, 0] + alpha * _chi(X, S), lam)
     err = exact_test_error(kappa, X, beta, target)
@@ -279,7 +328,7 @@ def test_krr_fit_solves_program_3_1():
     """Stationarity of (3.1): K[(K + N lam I) beta - Y] = 0, and the objective rises along random directions."""
     rng = np.random.default_rng(5)
     d, N, lam = 10, 60, 1e-2
-    kappa = relu_ntk_full(d)
+    kappa = relu_ntk(d)
     X = _random_points(rng, N, d)
     Y = rng.standard_normal((N, 3))
     beta = krr_fit(kappa, X, Y, lam)
@@ -317,7 +366,7 @@ def test_kernel_does_not_learn_the_parity_part():
     X = _random_points(rng, N, d)
     target, S = _thm2_target(d, k, alpha, rng)
     Y = X[:, list(S)] + alpha * _chi(X, S)[:, None]
-    kappa = relu_ntk_full(d)
+    kappa = relu_ntk(d)
     beta = krr_fit(kappa, X, Y, 1e-4)
     c = captured_coefficients(kappa, X, beta, [S] + [(i,) for i in S])
     assert np.all(np.abs(c[0]) < alpha / 4)
@@ -328,7 +377,7 @@ def test_kernel_does_not_learn_the_parity_part():
 # ------------------------------------------------------------------ bad inputs --------------------------------
 
 X4 = np.array([[1.0, -1.0, 1.0, 1.0], [-1.0, -1.0, 1.0, 1.0]])
-K4 = relu_ck(4)
+K4 = relu_nngp(4)
 
 
 @pytest.mark.parametrize("call, name", [
@@ -364,7 +413,7 @@ def test_all_levels_of_small_cube_enumerated():
     """Every subset S of [d] at d = 5 (not one per level): lambda_S^2 depends on |S| only (Prop. E.1)."""
     d = 5
     X = hypercube_points(d)
-    kappa = relu_ntk_full(d)
+    kappa = relu_ntk(d)
     Kmat = kernel_matrix(kappa, X)
     lam2 = level_eigenvalues(kappa)
     for r in range(d + 1):
@@ -383,7 +432,7 @@ def test_exact_test_error_holds_at_tiny_ridges_against_exact_rational_arithmetic
     d, N, S = 8, 200, (0, 1, 2)  # N > 136, the dimension of the levels the kernel sees: K is near singular
     rng = np.random.default_rng(3)
     X = rng.choice([-1.0, 1.0], size=(N, d))
-    kappa = resnet.relu_ntk_full(d, bias=False)
+    kappa = resnet.relu_ntk(d, bias=False)
     beta = resnet.krr_fit(kappa, X, np.prod(X[:, list(S)], axis=1), lam)
     err, acc = exact_test_error(kappa, X, beta, [{S: 1.0}], return_accuracy=True)
     cube = np.array(list(itertools.product([-1.0, 1.0], repeat=d)))
@@ -406,7 +455,7 @@ def test_parallel_pair_loops_equal_the_serial_ones(monkeypatch):
     rng = np.random.default_rng(5)
     d = 12
     X = rng.choice([-1.0, 1.0], size=(300, d))
-    kappa = resnet.relu_ntk_full(d)
+    kappa = resnet.relu_ntk(d)
     target = [{(0, 3): 1.0, (5,): -0.5}]
     y = np.prod(X[:, [0, 3]], axis=1) - 0.5 * X[:, 5]
     beta = resnet.krr_fit(kappa, X, y, 1e-3)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from popdyn._validate import InvalidParameterError
-from popdyn.models.resnet import (fc2_kernel_limit, hamming_matrix, hypercube_points, relu_ck, relu_ntk_hidden,
+from popdyn.models.resnet import (fc2_kernel_limit, hamming_matrix, hypercube_points, relu_nngp, relu_ntk_hidden,
                                   thm2_target)
 from popdyn.sim.resnet import kernels as rk
 from popdyn.sim.resnet.networks import conjugate_kernel, empirical_ntk, init_net, ridge_fit
@@ -93,11 +93,17 @@ def test_limit_profile_is_the_mean_over_inits(kernel, init, sigma_w):
 def test_limit_profile_closed_forms():
     d = 9
     np.testing.assert_allclose(fc2_kernel_limit("ntk", d), (d + 1) * relu_ntk_hidden(d))
-    np.testing.assert_allclose(fc2_kernel_limit("ck", d), (d + 1) / d * relu_ck(d))
-    np.testing.assert_allclose(fc2_kernel_limit("ck", d, 0.25), 0.25 * (d + 1) * relu_ck(d))
+    np.testing.assert_allclose(fc2_kernel_limit("ck", d), (d + 1) / d * relu_nngp(d))
+    np.testing.assert_allclose(fc2_kernel_limit("ck", d, 0.25), 0.25 * (d + 1) * relu_nngp(d))
     # t = 0: <x~, x~> = d + 1, rho = 1: NTK (d+1)/2, CK s^2 (d+1)/2
     assert fc2_kernel_limit("ntk", d)[0] == pytest.approx((d + 1) / 2)
     assert fc2_kernel_limit("ck", d)[0] == pytest.approx((d + 1) / (2 * d))
+
+
+def test_limit_profile_is_the_theory_function():
+    """The simulation package re-exports the theory's (torch-free) function, not a copy."""
+    import popdyn.models.resnet.hypercube as hypercube
+    assert rk.fc2_kernel_limit is fc2_kernel_limit is hypercube.fc2_kernel_limit
 
 
 @settings(max_examples=15, deadline=None)

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from popdyn._validate import InvalidParameterError
-from popdyn.models.resnet import (exact_test_error, fig2_target, hypercube_points, kernel_matrix, krr_fit, relu_ck,
+from popdyn.models.resnet import (exact_test_error, fig2_target, hypercube_points, kernel_matrix, krr_fit, relu_nngp,
                                   relu_ntk_hidden, thm2_target)
 from popdyn.sim.resnet.networks import (ARCHS, Net, _evaluate, _walsh_torch, conjugate_kernel, empirical_ntk, init_net,
                                    ridge_fit, train)
@@ -210,7 +210,7 @@ def test_divergence_is_flagged():
 
 
 def test_empirical_ntk_and_ck_approach_relu_profiles():
-    """fc2 at init, experiment init: NTK wrt W -> (d+1) relu_ntk_hidden(d, bias), CK -> (d+1)/d relu_ck(d, bias).
+    """fc2 at init, experiment init: NTK wrt W -> (d+1) relu_ntk_hidden(d, bias), CK -> (d+1)/d relu_nngp(d, bias).
 
     Relative to kappa(0), one seed's entry has s.d. <= sqrt(1.25/m)/0.5 (E g^4 = 3, E relu(g)^4 = 3/2): the mean
     over 8 seeds at m = 16000 is held within 0.03 (about 5 s.d.), and the RMS error must shrink from m = 250 to
@@ -219,7 +219,7 @@ def test_empirical_ntk_and_ck_approach_relu_profiles():
     X = np.ones((d + 1, d))
     for t in range(d + 1):
         X[t, :t] = -1                                  # Hamming distance t from X[0]
-    exact = {"ntk": (d + 1) * relu_ntk_hidden(d, bias=True), "ck": (d + 1) / d * relu_ck(d, bias=True)}
+    exact = {"ntk": (d + 1) * relu_ntk_hidden(d, bias=True), "ck": (d + 1) / d * relu_nngp(d, bias=True)}
     rel = {}
     for m in (250, 16000):
         net = init_net("fc2", d, 1, m, seeds=8, seed=11)
@@ -265,7 +265,7 @@ def test_ridge_fit_matches_krr_fit():
     rng = np.random.default_rng(1)
     d, N = 7, 30
     X, Y = _pm1(rng, N, d), rng.normal(size=(N, 2))
-    kappa = relu_ck(d)
+    kappa = relu_nngp(d)
     K = kernel_matrix(kappa, X)
     np.testing.assert_allclose(ridge_fit(K, Y, 1e-3), krr_fit(kappa, X, Y, 1e-3), rtol=1e-9)
     batched = ridge_fit(np.stack([K, 2 * K]), Y[:, 0], 1e-3)

@@ -42,14 +42,14 @@ _Z = 6.0
                             "kernel), fitted on the same points: its exact error against the full NTK predictor's MC",
               "ck_affine": "a distorted conjugate kernel 1.5 CK + 0.2, fitted on the same points: its exact error "
                            "against the CK predictor's MC"},
-       quick={"d": 16, "k": 3, "alpha": 0.3, "n_train": [100, 400], "kernels": ["relu_ntk", "relu_ck", "gaussian"],
+       quick={"d": 16, "k": 3, "alpha": 0.3, "n_train": [100, 400], "kernels": ["relu_ntk", "relu_nngp", "gaussian"],
               "n_test": 20_000, "seeds": 16},
        full={"d": 20, "k": 3, "alpha": 0.3, "n_train": [100, 300, 1000, 3000],
-             "kernels": ["relu_ntk", "relu_ck", "gaussian"], "n_test": 100_000, "seeds": 32})
+             "kernels": ["relu_ntk", "relu_nngp", "gaussian"], "n_test": 100_000, "seeds": 32})
 def exact_kernel_error(size, device, outdir):
     rows, worst = [], 0.0
     wrong = {"relu_ntk": ("hidden_ntk", lambda d: resnet.relu_ntk_hidden(d)),
-             "relu_ck": ("ck_affine", lambda d: 1.5 * resnet.relu_ck(d) + 0.2)}
+             "relu_nngp": ("ck_affine", lambda d: 1.5 * resnet.relu_nngp(d) + 0.2)}
     nulls = {}
     fig, (ax0, ax1) = subplots(2, panel_size=(5.0, 4.0))
     C = math.comb(size["d"], size["k"])

@@ -35,7 +35,8 @@ __all__ = []
 _TOL = 0.5
 _METHODS = {"resnet": ("3resnet", "o", "C0"), "fc3": ("3layer", "s", "C1"), "fc2": ("2layer", "^", "C2")}
 _KERNEL_STYLE = {"relu_ntk_hidden": ("NTK (hidden, exact)", "C3"), "relu_ntk": ("NTK (all layers, exact)", "C4"),
-                 "relu_ck": ("CK = last (exact)", "C5")}
+                 "relu_nngp": ("NNGP = CK = last (exact)", "C5")}
+_KERNEL_STYLE["relu_ck"] = _KERNEL_STYLE["relu_nngp"]       # the earlier name of relu_nngp
 
 
 def _training_set(N, d, seeds, seed, device="cpu"):
@@ -102,10 +103,10 @@ def _legend(ax):
               "kernel": "the exact NTK / conjugate kernel (best ridge, same training set) learns G(F) as well"},
        quick={"d": 30, "k": 8, "alpha": 0.3, "N": [1000, 2000], "m": 500, "m_fc3": 200, "epochs": [40, 10],
               "lr": {"resnet": [0.5], "fc3": [0.5], "fc2": [0.5]}, "wd": 1e-3, "seeds": 1, "seed": 0,
-              "test": 4000, "records": 101, "kernels": ["relu_ntk_hidden", "relu_ck"], "lam": [1e-6, 1e-4, 1e-2]},
+              "test": 4000, "records": 101, "kernels": ["relu_ntk_hidden", "relu_nngp"], "lam": [1e-6, 1e-4, 1e-2]},
        full={"d": 30, "k": 8, "alpha": 0.3, "N": [1000, 2000, 3000], "m": 1000, "m_fc3": 500, "epochs": [100, 20],
              "lr": {"resnet": [0.5, 1.0], "fc3": [0.5], "fc2": [0.5, 1.0]}, "wd": 1e-3, "seeds": 2, "seed": 0,
-             "test": 10_000, "records": 121, "kernels": ["relu_ntk_hidden", "relu_ntk", "relu_ck"],
+             "test": 10_000, "records": 121, "kernels": ["relu_ntk_hidden", "relu_ntk", "relu_nngp"],
              "lam": [1e-6, 1e-4, 1e-2]})
 def figure2(size, device, outdir):
     torch.set_num_threads(1)

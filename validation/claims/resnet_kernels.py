@@ -4,7 +4,7 @@
 * ``resnet.finite_width_kernels``: KRR with the fc2 net's empirical NTK (hidden weights, the paper's "(NTK)") and its
   conjugate kernel ("(last)") at init, fitted on N points of the Theorem 2 target, has an exact population test error
   (all 2^d test points, no sample) that tends to the exact Parseval error of the infinite-width profiles
-  (d+1) relu_ntk_hidden and (d+1)/d relu_ck as the width m grows: the gap is a mean-zero fluctuation of size
+  (d+1) relu_ntk_hidden and (d+1)/d relu_nngp as the width m grows: the gap is a mean-zero fluctuation of size
   ~ m^-1/2 plus a bias ~ 1/m, and its m -> infinity intercept is zero.
 """
 from __future__ import annotations

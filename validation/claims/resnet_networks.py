@@ -62,10 +62,10 @@ _GROWTH = 5.0
        nulls={"untrained": "the ResNet at init (its first recorded test error, same draw): a network that did not "
                            "learn is no better than the kernels"},
        quick={"d": 24, "k": _K, "alpha": 0.3, "n_train": [800, 1600], "width": 100, "epochs": 40, "lr": 0.2,
-              "weight_decay": 1e-4, "seeds": 2, "archs": ["resnet", "fc2"], "kernels": ["relu_ntk", "relu_ck"],
+              "weight_decay": 1e-4, "seeds": 2, "archs": ["resnet", "fc2"], "kernels": ["relu_ntk", "relu_nngp"],
               "n_test": 4000},
        full={"d": 30, "k": _K, "alpha": 0.3, "n_train": [1000, 2000, 3000], "width": 200, "epochs": 200, "lr": 0.2,
-             "weight_decay": 1e-4, "seeds": 2, "archs": ["resnet", "fc3", "fc2"], "kernels": ["relu_ntk", "relu_ck"],
+             "weight_decay": 1e-4, "seeds": 2, "archs": ["resnet", "fc3", "fc2"], "kernels": ["relu_ntk", "relu_nngp"],
              "n_test": 10_000})
 def thm2_networks(size, device, outdir):
     rows, ratios, curves, kernel_rows = [], [], {}, []
@@ -153,9 +153,9 @@ def thm2_networks(size, device, outdir):
        # resnet.exact_kernel_error). It qualifies Theorem 2: the kernels' capture of G starts gradually, not at a step.
        kind="finding",
        quick={"d": 20, "k": 3, "alpha": 0.3, "n_train": [57, 114, 285, 570, 1140, 2280], "ridges": [1e-8, 1e-4],
-              "kernels": ["relu_ntk", "relu_ck", "gaussian"]},
+              "kernels": ["relu_ntk", "relu_nngp", "gaussian"]},
        full={"d": 20, "k": 3, "alpha": 0.3, "n_train": [57, 114, 285, 570, 1140, 1710, 2280, 3420, 4560],
-             "ridges": [1e-8, 1e-6, 1e-4], "kernels": ["relu_ntk", "relu_ck", "gaussian"]})
+             "ridges": [1e-8, 1e-6, 1e-4], "kernels": ["relu_ntk", "relu_nngp", "gaussian"]})
 def kernel_transition(size, device, outdir):
     d, k, alpha = size["d"], size["k"], size["alpha"]
     C = math.comb(d, k)

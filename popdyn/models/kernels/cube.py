@@ -48,8 +48,8 @@ def level_multiplicities(d):
 
     Notes
     -----
-    Regime: any d <= 60. Accuracy: exact (every binomial below 2^53 for d <= 60 is an integer float; C(60, 30) ~
-    1.2e17 is rounded once, relative 2^-53).
+    Regime: any d <= 60. Accuracy: exact below 2^53 (every binomial of d <= 56), rounded once above (C(60, 30) ~
+    1.2e17): relative 2^-53. Measured: 0.91 of the declared bound (tests/test_accuracy_kernels.py, every d <= 60).
 
     References
     ----------
@@ -97,7 +97,9 @@ def cube_eigenvalues(net, d, kernel="ntk"):
     hence an absolute error up to :math:`2^{-d}\sum_t|\mathcal K_t(\ell)|\,|\delta\kappa_t|` against the exact
     kernel (about 1e-17 of :math:`\kappa_0`: levels whose eigenvalue is below that, such as the structural zeros of
     a ReLU net without bias at odd levels >= 3, come out as rounding). Values in :math:`[-10^{-12}\kappa_0, 0)` are
-    that rounding and are returned as 0; a more negative one means the kernel is not PSD and is refused.
+    that rounding and are returned as 0; a more negative one means the kernel is not PSD and is refused. Measured:
+    0.998 of the declared bound (one rounding, relative 2^-53, of the exact rational eigenvalue of the float
+    profile; tests/test_accuracy_kernels.py, d to 60, depth to 3, ReLU, abs, sign, erf, tanh, identity).
 
     References
     ----------
@@ -343,7 +345,9 @@ class KernelRegression:
         Notes
         -----
         Regime: uniform test distribution on {±1}^d. Accuracy: that of
-        :func:`popdyn.models.resnet.exact_test_error` (double-double sums; the bound is returned).
+        :func:`popdyn.models.resnet.exact_test_error` (double-double sums; the bound is returned). Measured: 0.15
+        of the returned bound against the average over the whole cube in exact rationals (d <= 6, repeated training
+        points, ridges to 1e-12; tests/test_accuracy_kernels.py).
         """
         target = self._target(target)
         err, acc = exact_test_error(self.kappa, self.X, self.beta, target.walsh(), return_accuracy=True)
@@ -351,7 +355,14 @@ class KernelRegression:
 
     def captured(self, target):
         r"""Walsh coefficients :math:`\hat v_S=\lambda_{|S|}\sum_j\beta_j\chi_S(x_j)` of the predictor on the
-        target's sets, in the order of ``target.sets``."""
+        target's sets, in the order of ``target.sets``.
+
+        Notes
+        -----
+        Regime: any fit. Accuracy: that of :func:`popdyn.models.resnet.captured_coefficients`, absolute
+        :math:`4(N+2)\epsilon|\lambda_{|S|}|\sum_j|\beta_j|` per coefficient. Measured: 0.068 of the declared bound
+        against exact rationals (tests/test_accuracy_kernels.py).
+        """
         target = self._target(target)
         return captured_coefficients(self.kappa, self.X, self.beta, target.sets)
 

@@ -6,12 +6,14 @@ tuple to its coefficient).
 
 * Hypercube kernels (``hypercube.py``): :func:`krawtchouk` (exact integers), :func:`level_eigenvalues`,
   :func:`kernel_eigenvalues` (named kernels, full relative accuracy),
-  :func:`profile_from_eigenvalues`, the profiles :func:`dot_product_profile`, :func:`relu_ck`,
-  :func:`relu_ntk_hidden`, :func:`relu_ntk_full`, :func:`gaussian`, :func:`arcsin`, :func:`polynomial`;
+  :func:`profile_from_eigenvalues`, the profiles :func:`dot_product_profile`, :func:`relu_nngp` (the NNGP: the
+  paper's conjugate kernel), :func:`relu_ntk_hidden` (the NTK of the hidden weights), :func:`relu_ntk` (of both
+  layers), :func:`gaussian`, :func:`arcsin`, :func:`polynomial` (``relu_ck`` and ``relu_ntk_full`` are aliases of
+  relu_nngp and relu_ntk, their earlier names);
   :func:`hypercube_points`, :func:`hamming_matrix` (numba popcount), :func:`kernel_matrix`, :func:`walsh_index`,
   :func:`fwht` (numba); KRR :func:`krr_fit`, the exact Parseval error :func:`exact_test_error`,
   :func:`captured_coefficients` and :func:`lemma_e2_bound`; :func:`fc2_kernel_limit`, the infinite-width profile of
-  the two-layer net's kernels at init.
+  the two-layer net's kernels at init (its hidden-weight NTK and NNGP).
 * Complexity (``complexity.py``): :class:`TaylorSeries` in log space, :func:`log_C_eps`, :func:`log_C_eps_parts`,
   :func:`C_s`, :func:`log_C_s`; sign flips (``coupling.py``, Prop. C.4): :func:`sign_flips`, :func:`worst_case_flips`,
   :func:`worst_case_flip_fraction`, :func:`random_flip_fraction`; indicator to function (``indicator.py``, Lemma F.2):
@@ -29,9 +31,8 @@ tuple to its coefficient).
 """
 from .hypercube import (D_MAX, FWHT_D_MAX, arcsin, captured_coefficients, dot_product_profile, exact_test_error, fwht,
                         gaussian, hamming_matrix, hypercube_points, kernel_eigenvalues, kernel_matrix, krawtchouk,
-                        krr_fit, lemma_e2_bound,
-                        level_eigenvalues, polynomial, profile_from_eigenvalues, relu_ck, relu_ntk_full,
-                        relu_ntk_hidden, walsh_index, fc2_kernel_limit)
+                        krr_fit, lemma_e2_bound, level_eigenvalues, polynomial, profile_from_eigenvalues, relu_ck,
+                        relu_nngp, relu_ntk, relu_ntk_full, relu_ntk_hidden, walsh_index, fc2_kernel_limit)
 from .complexity import C_s, TaylorSeries, log_C_eps, log_C_eps_parts, log_C_s
 from .coupling import random_flip_fraction, sign_flips, worst_case_flip_fraction, worst_case_flips
 from .indicator import (claim_f4_tails, h, h_coefficients, h_second_moment, h_truncated, log_abs_p_prime, p_prime,
@@ -44,8 +45,9 @@ from .theory import (COROLLARY71_CONSTS, COUPLING_CONSTS, THEOREM1_CONSTS, corol
                      theorem1_schedule, thm2_alpha_min, thm2_lower_bound, thm2_N_range)
 from . import predict  # noqa: F401  (registers Problem and NetworkProblem with popdyn.api)
 
-__all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_ck",
-           "relu_ntk_hidden", "relu_ntk_full", "gaussian", "arcsin", "polynomial", "hypercube_points",
+__all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_nngp",
+           "relu_ntk_hidden", "relu_ntk", "gaussian", "arcsin", "polynomial", "hypercube_points",
+           "relu_ck", "relu_ntk_full",  # aliases: the earlier names of relu_nngp and relu_ntk
            "hamming_matrix", "kernel_matrix", "krr_fit", "exact_test_error", "captured_coefficients",
            "lemma_e2_bound", "walsh_index", "fwht", "D_MAX", "FWHT_D_MAX", "Problem", "KERNELS", "CompositionTarget",
            "thm2_target", "fig2_target", "polarization_G", "theorem1_schedule", "regret_bound", "corollary71",

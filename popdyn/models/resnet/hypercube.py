@@ -17,13 +17,15 @@ import numba
 import numpy as np
 import scipy.linalg
 
+from popdyn._exact import two_prod_jit as _two_prod, two_sum_jit as _two_sum
 from popdyn._jit import serial_and_parallel
 from popdyn._validate import FiniteArray, Integer, InvalidParameterError, Interval, Options, check
 
-__all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_ck",
-           "relu_ntk_hidden", "relu_ntk_full", "gaussian", "arcsin", "polynomial", "hypercube_points",
+__all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_product_profile", "relu_nngp",
+           "relu_ntk_hidden", "relu_ntk", "gaussian", "arcsin", "polynomial", "hypercube_points",
            "hamming_matrix", "kernel_matrix", "krr_fit", "exact_test_error", "captured_coefficients",
-           "lemma_e2_bound", "walsh_index", "fwht", "fc2_kernel_limit", "kernel_eigenvalues", "D_MAX", "FWHT_D_MAX"]
+           "lemma_e2_bound", "walsh_index", "fwht", "fc2_kernel_limit", "kernel_eigenvalues", "D_MAX", "FWHT_D_MAX",
+           "relu_ck", "relu_ntk_full"]   # the last two: the earlier names of relu_nngp and relu_ntk (aliases)
 
 D_MAX = 60  # float64 level eigenvalues: Krawtchouk entries up to C(60,30) ~ 1.2e17 stay exact in int64
 FWHT_D_MAX = 22  # 2^22 points: 32 MiB per output column
@@ -175,7 +177,7 @@ def level_eigenvalues(kappa, d=None):
     Accuracy: relative error <= 2^-53 (one rounding of the exact rational sum) of the eigenvalue of the float64
     profile given, every d <= 60 and level, 0 exactly when that sum is 0; it is not the eigenvalue of an exact
     kernel whose profile was rounded: there the absolute error is up to :math:`2^{-d}\sum_t|\mathcal
-    K_t(\ell)||\delta\kappa_t|` (5e-5 relative at level 30 of relu_ck(30), +-1e-17 at structural zero levels), for
+    K_t(\ell)||\delta\kappa_t|` (5e-5 relative at level 30 of relu_nngp(30), +-1e-17 at structural zero levels), for
     which use :func:`kernel_eigenvalues`. Measured: 0.98 of the declared bound (tests/test_accuracy_resnet.py).
 
     References
@@ -228,7 +230,9 @@ def profile_from_eigenvalues(lambda2):
     return _exact_matvec(krawtchouk(lambda2.size - 1), lambda2)
 
 
-_KERNELS_MP = ("relu_ck", "relu_ntk_hidden", "relu_ntk_full", "arcsin", "gaussian", "polynomial")
+_KERNELS_MP = ("relu_nngp", "relu_ntk_hidden", "relu_ntk", "arcsin", "gaussian", "polynomial")
+#: earlier names of the ReLU kernels, accepted wherever a kernel is named: the same functions
+_KERNEL_ALIASES = {"relu_ck": "relu_nngp", "relu_ntk_full": "relu_ntk"}
 
 
 def _mp_profile(mp, kernel, d, bias, h, q, c):
@@ -237,13 +241,13 @@ def _mp_profile(mp, kernel, d, bias, h, q, c):
     for t in range(d + 1):
         rho = mp.mpf(n - 2 * t) / n
         phi = mp.pi - mp.acos(rho)
-        if kernel in ("relu_ck", "relu_ntk_full"):
+        if kernel in ("relu_nngp", "relu_ntk"):
             k1 = (mp.sqrt(1 - rho * rho) + phi * rho) / (2 * mp.pi)
-        if kernel == "relu_ck":
+        if kernel == "relu_nngp":
             out.append(k1)
         elif kernel == "relu_ntk_hidden":
             out.append(rho * phi / (2 * mp.pi))
-        elif kernel == "relu_ntk_full":
+        elif kernel == "relu_ntk":
             out.append(rho * phi / (2 * mp.pi) + k1)
         elif kernel == "arcsin":
             out.append(mp.asin(rho))
@@ -267,8 +271,9 @@ def kernel_eigenvalues(kernel, d, bias=None, *, h=None, q=2, c=1.0):
 
     Parameters
     ----------
-    kernel : {"relu_ck", "relu_ntk_hidden", "relu_ntk_full", "arcsin", "gaussian", "polynomial"}
-        The profile functions of this module of the same name.
+    kernel : {"relu_nngp", "relu_ntk_hidden", "relu_ntk", "arcsin", "gaussian", "polynomial"}
+        The profile functions of this module of the same name (``"relu_ck"``, ``"relu_ntk_full"``: the earlier
+        names of ``"relu_nngp"``, ``"relu_ntk"``).
     d : int
         Dimension, 1 <= d <= 60.
     bias : bool, optional
@@ -284,7 +289,7 @@ def kernel_eigenvalues(kernel, d, bias=None, *, h=None, q=2, c=1.0):
     Notes
     -----
     Regime: every d <= 60 and level, including the high levels whose eigenvalue is far below the rounding of the
-    profile (:func:`level_eigenvalues` of ``relu_ck(30)`` is exact for the rounded profile but only 5e-5 relative
+    profile (:func:`level_eigenvalues` of ``relu_nngp(30)`` is exact for the rounded profile but only 5e-5 relative
     to the kernel's own :math:`\lambda_{30}^2\approx1e-13`; without bias, its zero levels come out as
     :math:`\pm1e-17`). Accuracy: relative error <= 2^-52 (one rounding) for every non-zero eigenvalue; a level is
     returned as exactly 0 when the sum is not resolved at 400 digits, i.e. :math:`|\lambda_\ell^2|<10^{-390}
@@ -299,13 +304,14 @@ def kernel_eigenvalues(kernel, d, bias=None, *, h=None, q=2, c=1.0):
 
     Examples
     --------
-    >>> lam = kernel_eigenvalues("relu_ck", 5, bias=False)
+    >>> lam = kernel_eigenvalues("relu_nngp", 5, bias=False)
     >>> float(lam[3]), float(lam[5])   # structural zeros
     (0.0, 0.0)
     """
     import mpmath
 
     owner = "resnet.kernel_eigenvalues"
+    kernel = _KERNEL_ALIASES.get(kernel, kernel) if isinstance(kernel, str) else kernel
     check(owner, "kernel", kernel, Options(_KERNELS_MP))
     d = _d(owner, d)
     bias = (kernel.startswith("relu") if bias is None else bool(bias)) and kernel != "gaussian"
@@ -389,20 +395,25 @@ def _angles(owner, d, bias):
     return u, v, rho, 2.0 * np.arctan2(np.sqrt(u), np.sqrt(v))
 
 
-def _relu_ck_scaled(u, v, rho, phi):
+def _relu_nngp_scaled(u, v, rho, phi):
     """2 pi kappa_1 = sin(phi) - phi cos(phi) = 2 sqrt(uv) + phi rho, by its series where it cancels (phi < 1.5)."""
     p2 = phi * phi
     acc = np.polyval(_SPC[::-1], p2)         # Horner in phi^2 over the whole (d+1,) array: cheaper than masking
     return np.where(phi < 1.5, acc * p2 * phi, 2.0 * np.sqrt(u * v) + phi * rho)
 
 
-def relu_ck(d, bias=True):
-    r"""ReLU conjugate kernel (infinite width, unit-variance Gaussian weights) as a Hamming profile.
+def relu_nngp(d, bias=True):
+    r"""NNGP kernel of one ReLU layer (infinite width, unit-variance Gaussian weights) as a Hamming profile.
 
     .. math::
 
         K(x,y)=\mathbb E_{w\sim N(0,I)}[\sigma(\langle w,\tilde x\rangle)\sigma(\langle w,\tilde y\rangle)]
-        =\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}.
+        =\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi},
+
+    the covariance over random initialisations of the output of a two-layer ReLU net whose readout has unit-variance
+    weights: the kernel of its hidden features, which [AllenZhu19] calls the conjugate kernel ("last": only the
+    readout trained). It is ``popdyn.kernels.fc(1, "relu").profile(d, "nngp")`` without bias. ``relu_ck`` is an
+    alias (the earlier name).
 
     Parameters
     ----------
@@ -429,11 +440,11 @@ def relu_ck(d, bias=True):
 
     Examples
     --------
-    >>> float(relu_ck(4)[0])  # rho = 1: E[relu(g)^2] = 1/2
+    >>> float(relu_nngp(4)[0])  # rho = 1: E[relu(g)^2] = 1/2
     0.5
     """
-    u, v, rho, phi = _angles("resnet.relu_ck", d, bias)
-    return _relu_ck_scaled(u, v, rho, phi) / (2.0 * np.pi)
+    u, v, rho, phi = _angles("resnet.relu_nngp", d, bias)
+    return _relu_nngp_scaled(u, v, rho, phi) / (2.0 * np.pi)
 
 
 def relu_ntk_hidden(d, bias=True):
@@ -441,7 +452,10 @@ def relu_ntk_hidden(d, bias=True):
 
     .. math::
 
-        K(x,y)=\rho\,\frac{\pi-\arccos\rho}{2\pi}.
+        K(x,y)=\rho\,\frac{\pi-\arccos\rho}{2\pi}
+
+    (:func:`relu_ntk` minus :func:`relu_nngp`: the readout's share of the NTK left out; [AllenZhu19]'s "(NTK)", the
+    hidden layer trained and the readout fixed).
 
     Parameters
     ----------
@@ -465,12 +479,16 @@ def relu_ntk_hidden(d, bias=True):
     return rho * phi / (2.0 * np.pi)
 
 
-def relu_ntk_full(d, bias=True):
-    r"""NTK of a two-layer ReLU net, both layers trained (hidden NTK + conjugate kernel), as a Hamming profile.
+def relu_ntk(d, bias=True):
+    r"""NTK of a two-layer ReLU net, both layers trained, as a Hamming profile.
 
     .. math::
 
-        K(x,y)=\rho\,\frac{\pi-\arccos\rho}{2\pi}+\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}.
+        K(x,y)=\rho\,\frac{\pi-\arccos\rho}{2\pi}+\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}
+
+    (:func:`relu_ntk_hidden` + :func:`relu_nngp`: hidden weights and readout, equal learning rates). It is
+    ``popdyn.kernels.fc(1, "relu").profile(d, "ntk")`` without bias. ``relu_ntk_full`` is an alias (the earlier
+    name).
 
     Parameters
     ----------
@@ -492,8 +510,13 @@ def relu_ntk_full(d, bias=True):
     ----------
     .. [src] [AllenZhu19, footnote 5]; the closed form is standard (docs/resnet.md).
     """
-    u, v, rho, phi = _angles("resnet.relu_ntk_full", d, bias)
-    return (rho * phi + _relu_ck_scaled(u, v, rho, phi)) / (2.0 * np.pi)
+    u, v, rho, phi = _angles("resnet.relu_ntk", d, bias)
+    return (rho * phi + _relu_nngp_scaled(u, v, rho, phi)) / (2.0 * np.pi)
+
+
+#: the earlier names: the same function objects
+relu_ck = relu_nngp
+relu_ntk_full = relu_ntk
 
 
 def arcsin(d, bias=False):
@@ -930,25 +953,6 @@ _EPS = np.finfo(float).eps
 
 
 @numba.njit(cache=True, inline="always")
-def _two_sum(a, b):
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-@numba.njit(cache=True, inline="always")
-def _two_prod(a, b):
-    p = a * b
-    c = 134217729.0 * a                      # Dekker's split (2^27 + 1): a = ah + al exactly
-    ah = c - (c - a)
-    al = a - ah
-    c = 134217729.0 * b
-    bh = c - (c - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-@numba.njit(cache=True, inline="always")
 def _dd_add(hi, lo, x_hi, x_lo):
     s, e = _two_sum(hi, x_hi)
     e += lo + x_lo
@@ -1131,28 +1135,35 @@ def lemma_e2_bound(kappa, X, beta, target):
                      for i, (sets, coef) in enumerate(target)])
 
 
+#: fc2_kernel_limit's kernel names -> field names: "ntk" and "ck" are popdyn.sim.resnet's names of the same kernels
+#: (its empirical_ntk trains the hidden weights only, its conjugate_kernel is the readout's, the NNGP)
+_FC2_KERNELS = {"ntk_hidden": "ntk_hidden", "nngp": "nngp", "ntk": "ntk_hidden", "ck": "nngp"}
+
+
 def fc2_kernel_limit(kernel, d, w_var=None):
     r"""Exact infinite-width Hamming profile of the fc2 net's kernel at init (Gaussian W with the bias column).
 
     .. math::
 
-        K^{\mathrm{ntk}}_\infty(x,y)=\langle\tilde x,\tilde y\rangle\,\frac{\pi-\arccos\rho}{2\pi}
+        K^{\mathrm{ntk\_hidden}}_\infty(x,y)=\langle\tilde x,\tilde y\rangle\,\frac{\pi-\arccos\rho}{2\pi}
         =(d+1)\,\mathrm{relu\_ntk\_hidden}_d,\qquad
-        K^{\mathrm{ck}}_\infty(x,y)=s^2\|\tilde x\|\|\tilde y\|\,\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}
-        =s^2(d+1)\,\mathrm{relu\_ck}_d,
+        K^{\mathrm{nngp}}_\infty(x,y)=s^2\|\tilde x\|\|\tilde y\|\,\frac{\sqrt{1-\rho^2}+(\pi-\arccos\rho)\rho}{2\pi}
+        =s^2(d+1)\,\mathrm{relu\_nngp}_d,
 
     with :math:`\tilde x=(x,1)`, :math:`\|\tilde x\|^2=d+1`, :math:`\rho=\langle\tilde x,\tilde y\rangle/(d+1)`.
 
     Parameters
     ----------
-    kernel : {"ntk", "ck"}
-        The hidden-weight NTK (``popdyn.sim.resnet.networks.empirical_ntk`` of fc2) or the conjugate kernel
-        (``popdyn.sim.resnet.networks.conjugate_kernel``).
+    kernel : {"ntk_hidden", "nngp"}
+        The NTK of the hidden weights W only (``popdyn.sim.resnet.networks.empirical_ntk`` of fc2, the paper's
+        "(NTK)") or the NNGP, the kernel of the hidden features (``popdyn.sim.resnet.networks.conjugate_kernel``,
+        the paper's conjugate kernel "(last)"). ``"ntk"`` and ``"ck"``, the simulation's names of the same two
+        kernels, are accepted as aliases.
     d : int
         Input dimension, 1 <= d <= 60.
     w_var : float or None
         Variance :math:`s^2` of W's entries (bias column included): None for the experiment init's 1/d (App. A),
-        sigma_w^2 for the theory init. The NTK does not depend on it.
+        sigma_w^2 for the theory init. The hidden NTK does not depend on it.
 
     Returns
     -------
@@ -1173,13 +1184,13 @@ def fc2_kernel_limit(kernel, d, w_var=None):
 
     Examples
     --------
-    >>> float(fc2_kernel_limit("ntk", 4)[0]), float(fc2_kernel_limit("ck", 4)[0])  # (d+1)/2 and (d+1)/(2d)
+    >>> float(fc2_kernel_limit("ntk_hidden", 4)[0]), float(fc2_kernel_limit("nngp", 4)[0])  # (d+1)/2, (d+1)/(2d)
     (2.5, 0.625)
     """
     owner = "resnet.fc2_kernel_limit"
-    check(owner, "kernel", kernel, Options(("ntk", "ck")))
+    kernel = _FC2_KERNELS[check(owner, "kernel", kernel, Options(tuple(_FC2_KERNELS)))]
     d = check(owner, "d", d, Integer(1, 60))
     s2 = 1.0 / d if w_var is None else check(owner, "w_var", w_var, Interval(0, np.inf, closed="neither"))
-    if kernel == "ntk":
+    if kernel == "ntk_hidden":
         return (d + 1) * relu_ntk_hidden(d, bias=True)
-    return s2 * (d + 1) * relu_ck(d, bias=True)
+    return s2 * (d + 1) * relu_nngp(d, bias=True)

@@ -66,7 +66,8 @@ def _predict_network(problem, *, X, kernels, ridges, protocol, lr, weight_decay,
         (``popdyn.sim.resnet.training_inputs(problem, seeds)[s]``) to hold network s against the kernels on the
         same points (a simulation to compare with takes the same ``X`` for its kernels).
     kernels : tuple of str
-        Names in ``resnet.KERNELS`` (with bias: the ReLU NTK ``relu_ntk``, conjugate kernel ``relu_ck``, ...).
+        Names in ``resnet.KERNELS`` (with bias: the ReLU NTK ``relu_ntk``, its NNGP ``relu_nngp`` (the conjugate
+        kernel; ``relu_ck`` its earlier name), ...).
     ridges : tuple of float
         Ridges ``> 0`` (lambda in the paper); each kernel's error is the best over them (the oracle ridge, in the
         kernels' favour).

@@ -10,15 +10,16 @@ import numpy as np
 
 from ..._options import Observable, Option, OptionTable, common, options_table
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, validate
-from .hypercube import D_MAX, arcsin, gaussian, relu_ck, relu_ntk_full, relu_ntk_hidden
+from .hypercube import D_MAX, arcsin, gaussian, relu_nngp, relu_ntk, relu_ntk_hidden
 from .targets import fig2_target, thm2_target
 
 __all__ = ["Problem", "KERNELS", "NetworkProblem", "NETWORK_ARCHS", "NETWORK_RIDGES", "check_training",
            "check_kernel_inputs"]
 
-#: kernel name -> its Hamming profile on {±1}^d (hypercube.py)
-KERNELS = {"relu_ntk": relu_ntk_full, "relu_ntk_hidden": relu_ntk_hidden, "relu_ck": relu_ck,
-           "gaussian": gaussian, "arcsin": arcsin}
+#: kernel name -> its Hamming profile on {±1}^d (hypercube.py): the ReLU NTK (both layers), its hidden-weight part,
+#: the ReLU NNGP, Gaussian, arcsin; "relu_ck" is the earlier name of "relu_nngp" (the same kernel, kept as an alias)
+KERNELS = {"relu_ntk": relu_ntk, "relu_ntk_hidden": relu_ntk_hidden, "relu_nngp": relu_nngp,
+           "gaussian": gaussian, "arcsin": arcsin, "relu_ck": relu_nngp}
 
 #: the trained networks of popdyn.sim.resnet.networks (its ARCHS): the ResNet (U = V A), the ResNet with a free U, and
 #: the fully connected three- and two-layer nets
@@ -57,8 +58,9 @@ class Problem:
 
     Parameters
     ----------
-    kernel : {"relu_ntk", "relu_ntk_hidden", "relu_ck", "gaussian", "arcsin"}
-        The dot-product kernel (ReLU NTK and conjugate kernel with bias, Gaussian, arcsin).
+    kernel : {"relu_ntk", "relu_ntk_hidden", "relu_nngp", "gaussian", "arcsin"}
+        The dot-product kernel: the ReLU NTK (both layers trained), its hidden-weight part, the ReLU NNGP (the
+        paper's conjugate kernel; ``"relu_ck"`` is accepted as its earlier name), all with bias; Gaussian, arcsin.
     d : int
         Dimension, ``k <= d <= 60`` (the exact level tables).
     k : int
@@ -251,7 +253,7 @@ class NetworkProblem:
     options: ClassVar[OptionTable] = options_table(
         Option("X", FiniteArray(2), None, "training inputs (n_train, d) of ±1 the kernels are fitted on; None is "
                "problem.X", match=True, cli=False),
-        Option("kernels", _Each(Options(tuple(KERNELS))), ("relu_ntk", "relu_ck"),
+        Option("kernels", _Each(Options(tuple(KERNELS))), ("relu_ntk", "relu_nngp"),
                "infinite-width kernels held against the networks (names of resnet.KERNELS)", match=True),
         Option("ridges", _Each(Interval(0.0, np.inf, "neither")), NETWORK_RIDGES,
                "ridges of kernel ridge regression; each kernel's error is the best over them", match=True),

@@ -32,7 +32,8 @@ from .networks import Net, conjugate_kernel, empirical_ntk, ridge_fit
 __all__ = ["KERNELS", "kernel_predictor", "cube_krr_error", "fc2_kernel_limit"]
 
 #: kernel name -> what it is: "ntk" the hidden-weight NTK of :func:`empirical_ntk` (the paper's "(NTK)"), "ck" the
-#: conjugate kernel of :func:`conjugate_kernel` (the paper's "(last)", train A only)
+#: conjugate kernel of :func:`conjugate_kernel` (the paper's "(last)", train A only); at infinite width they are the
+#: "ntk_hidden" and "nngp" of :func:`popdyn.models.resnet.fc2_kernel_limit`, which takes these names too
 KERNELS = ("ntk", "ck")
 _CHUNK = 2 ** 22  # elements of a (seeds, points, width) block in the cube sweep
 

@@ -528,7 +528,7 @@ def conjugate_kernel(net, X, Y=None):
     Notes
     -----
     Regime: any width. For the resnets out = A (h + z), so the features read by A are h + z. With W of variance
-    1/(d+1) the fc2 kernel tends to relu_ck(d, bias=True) as m -> inf (:math:`\|\tilde x\|^2=d+1`).
+    1/(d+1) the fc2 kernel tends to relu_nngp(d, bias=True) as m -> inf (:math:`\|\tilde x\|^2=d+1`).
 
     References
     ----------

@@ -1,0 +1,52 @@
+"""popdyn._exact: the error-free sum and product, exact against rationals, the same in numpy and in numba, and the
+one implementation that popdyn.kernels and the hypercube kernels use."""
+from fractions import Fraction
+
+import numba
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from popdyn import _exact
+
+finite = st.floats(-1e150, 1e150, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(finite, finite)
+@example(1.0 + 2.0 ** -52, 1.0 - 2.0 ** -52)      # p rounds, e = -2^-104
+@example(1e150, -1e-150)
+@example(0.1, 0.1)
+def test_two_prod_and_two_sum_are_exact(a, b):
+    p, e = _exact.two_prod(a, b)
+    assert p == a * b
+    if a == 0 or b == 0 or abs(Fraction(a) * Fraction(b)) > Fraction(2.0 ** -960):   # no underflow in e
+        assert Fraction(p) + Fraction(e) == Fraction(a) * Fraction(b)
+    s, f = _exact.two_sum(a, b)
+    assert s == a + b and Fraction(s) + Fraction(f) == Fraction(a) + Fraction(b)
+
+
+@numba.njit
+def _in_numba(a, b):
+    p, e = _exact.two_prod_jit(a, b)
+    s, f = _exact.two_sum_jit(a, b)
+    return p, e, s, f
+
+
+def test_numpy_and_numba_forms_agree_bit_for_bit():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(500) * 10.0 ** rng.integers(-100, 100, 500)
+    b = rng.standard_normal(500) * 10.0 ** rng.integers(-100, 100, 500)
+    p, e = _exact.two_prod(a, b)            # arrays, elementwise
+    s, f = _exact.two_sum(a, b)
+    for i in range(a.size):
+        assert _in_numba(a[i], b[i]) == (p[i], e[i], s[i], f[i])
+
+
+def test_one_implementation_is_used():
+    """popdyn.kernels and the hypercube's double-double sums take the core's functions, not copies."""
+    from popdyn import kernels
+    from popdyn.models.resnet import hypercube
+    assert kernels._two_prod is _exact.two_prod
+    assert hypercube._two_prod is _exact.two_prod_jit and hypercube._two_sum is _exact.two_sum_jit
+    assert _exact.two_prod_jit.py_func is _exact.two_prod and _exact.two_sum_jit.py_func is _exact.two_sum
