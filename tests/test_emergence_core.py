@@ -461,6 +461,10 @@ def test_class_weighted_correlations():
         np.testing.assert_allclose(T[:5], mom.gamma_weighted / mom.sigt * beta, atol=EXACT)
         assert np.abs(T[5:]).max() < EXACT and abs(Tb) < EXACT and abs(Ta) < EXACT
     assert abs(em.neuron_correlations(pm, q0, b, s).Tb) > 0.01                 # unweighted: E y != 0 shows
+    rare = em.iid_block_model(32, 30, 1e-12, 0.5, [30])                          # P(y = 1) = 1e-360 underflows to 0
+    em.neuron_correlations(rare, np.zeros(32), b, s)
+    with pytest.raises(InvalidParameterError, match="'class_weighted'"):
+        em.neuron_correlations(rare, np.zeros(32), b, s, class_weighted=True)
 
 
 def test_input_noise_stein_term():

@@ -50,3 +50,20 @@ def test_one_implementation_is_used():
     assert kernels._two_prod is _exact.two_prod
     assert hypercube._two_prod is _exact.two_prod_jit and hypercube._two_sum is _exact.two_sum_jit
     assert _exact.two_prod_jit.py_func is _exact.two_prod and _exact.two_sum_jit.py_func is _exact.two_sum
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1e100, 1e100, allow_nan=False, allow_infinity=False), min_size=0, max_size=70),
+       st.integers(0, 40))
+@example([1.0, 1e-16, -1.0], 0)                     # the float sum loses 1e-16 entirely
+def test_dd_sum_is_the_exact_sum_to_its_bound(xs, scale):
+    """hi + lo against the rational sum: within (log2 n)^2 eps^2 sum|x| (the declared bound, with 4x headroom), hi
+    within an ulp of the exact sum; rows are independent and an empty sum is 0."""
+    x = np.ldexp(np.array(xs, dtype=float), -scale)
+    hi, lo = _exact.dd_sum(np.stack([x, -x]))
+    exact = sum(map(Fraction, x), Fraction(0))
+    n, eps = max(len(xs), 2), 2.0 ** -53
+    bound = 4 * np.log2(n) ** 2 * eps ** 2 * float(np.abs(x).sum())
+    for h, l, want in ((hi[0], lo[0], exact), (hi[1], lo[1], -exact)):
+        assert abs(Fraction(h) + Fraction(l) - want) <= Fraction(bound) + Fraction(2.0 ** -1074)
+        assert abs(Fraction(h) - want) <= Fraction(abs(float(want))) * Fraction(2.0 ** -52) + Fraction(2.0 ** -1074)

@@ -1,9 +1,15 @@
 """popdyn._jit: the serial and parallel dispatchers of one kernel compute the same and are cached apart."""
+import importlib
+import pkgutil
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
+
+import popdyn
+import popdyn.models
 
 
 def test_serial_and_parallel_are_cached_apart(tmp_path):
@@ -28,3 +34,20 @@ def test_serial_and_parallel_are_cached_apart(tmp_path):
     # a one-line notice before the parallel compile, none when it loads from the cache (or for the serial one)
     assert [p.stderr.count("popdyn: compiling kern.body for all cores") for p in procs] == [0, 1, 0]
     assert float(out[0][1]) == float(out[1][1]) == float(np.sum(np.sin(np.arange(5.0)) ** 2))
+
+
+def test_no_two_dispatchers_share_a_cache_entry():
+    """Every numba dispatcher of popdyn's core and models: those with one disk-cache key (module, qualified name,
+    first line of the function) have the same flags, so none loads another's machine code (a parallel twin goes
+    through serial_and_parallel; before, gradient_features' _masked_sums pair shared its entry)."""
+    names = ["popdyn." + m.name for m in pkgutil.iter_modules(popdyn.__path__) if m.name not in ("sim", "cli",
+                                                                                                   "plot")]
+    names += [m.name for m in pkgutil.walk_packages(popdyn.models.__path__, prefix="popdyn.models.")]
+    flags = {}
+    for name in names:
+        for obj in vars(importlib.import_module(name)).values():
+            if isinstance(obj, Dispatcher):
+                f = obj.py_func
+                key = (f.__module__, f.__qualname__, f.__code__.co_firstlineno)
+                flags.setdefault(key, set()).add(repr(sorted(obj.targetoptions.items())))
+    assert len(flags) > 10 and not {k: v for k, v in flags.items() if len(v) > 1}

@@ -287,7 +287,7 @@ def test_ball_hinge_loss_brackets_the_primal(seed, B):
                                 method="SLSQP", constraints=[{"type": "ineq", "fun": lambda a: B * B - a @ a}])
         best = min(best, res.fun)
     assert lo <= best + 1e-6                                 # 1e-6: SLSQP's ball constraint tolerance
-    # the width up - lo is reported, not guaranteed (1.8e-5 at seed 200, B = 4.44): pinned in test_accuracy_multitask
+    # the width up - lo is declared and held in test_accuracy_multitask (before: 1.8e-5 at seed 200, B = 4.44)
 
 
 # ---- bad input ----------------------------------------------------------------------------------------------

@@ -7,15 +7,18 @@ per neuron.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import linprog, minimize
 
+from ..._exact import dd_sum
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from .activation import smooth_trunc_relu, window
 from .data import gram, incoherence
-from .network import TwoLayerParams, ground_truth_network
+from .network import _SCALES, TwoLayerParams, ground_truth_network
 
 __all__ = ["hinge_and_error", "optimal_second_layer", "lemma23_construction", "line_params",
            "reduced_population_gd", "ReducedTrajectory"]
@@ -180,7 +183,8 @@ def lemma23_construction(model, params2, eps_a=None, n_a=None, scale="main"):
     eps_a : float or None
         Tolerance of the scale match, > 0; None gives ``1/k^2``.
     n_a : int or None
-        Neurons per target, >= 1; None gives ``max(1, floor(eps_a n / 8))`` (the paper's ``eps_a m/4``, m = n/2).
+        Neurons per target, >= 1; None gives ``max(1, floor(eps_a m / 4))`` with ``m = n/2`` (the paper's
+        ``n_a = eps_a m/4`` for its 2m neurons), the floor of the exact product (not of its rounding).
     scale : {"main", "general"}
         Target network of :func:`~popdyn.models.emergence.ground_truth_network`.
 
@@ -194,32 +198,38 @@ def lemma23_construction(model, params2, eps_a=None, n_a=None, scale="main"):
     Notes
     -----
     Accuracy: a_tilde relative error <= 8 eps of its formula; the assignments are exact decisions except within 4 eps
-    (relative) of the bias window and the scale-match thresholds.
+    (relative) of the bias window's ends and within 5 eps of the scale-match thresholds ``1 +- eps_a`` (relative to
+    ``max(|1 +- eps_a|, eps_a)``): the ratio carries 9.5 roundings of eps/2 at most, 2.5 from sigma~, 3 from b*_l
+    (:func:`ground_truth_network`) and 4 of its own (``sum_A q_ij`` in double-double, ``K/k`` a power of 2).
+    Measured: a_tilde 0.15 of the bound, the ratio 2.7 eps (tests/test_accuracy_emergence.py, exact rationals,
+    sigma~ at 50 digits). Before:
+    mu_A summed plainly over the 2^k support rows cancelled in ``b*_l = -(p - mu_A + off + d)/K`` (a_tilde 1119 eps
+    off at k = 12, the ratio 1e3 eps), and the default n_a was the floor of the rounded ``eps_a n/8``.
     Regime: ``m`` large enough that every target finds a neuron (the probability of the bias window is
     ``Phi(2) - Phi(1/2) = 0.286`` per sign, the scale match ``~ eps_a``); the approximation also needs the
     rescale ``|b_i|/|b*_l| <= 1`` so that the truncation stays inactive (``k >= 64`` in the worst case).
 
     References
     ----------
-    .. [src] [Shi22, Lemma 23, eqs. (218)-(247)].
+    .. [src] [Shi22, Lemma 23, eqs. (218)-(247); n_a = eps_a m/4 in its proof, after (222)].
     """
     owner = "emergence.lemma23_construction"
     k, n = model.k, params2.n
     eps_a = 1.0 / k ** 2 if eps_a is None else check(owner, "eps_a", eps_a, Interval(0.0, np.inf, "neither"))
-    n_a = max(1, int(eps_a * n / 8)) if n_a is None else as_int(owner, "n_a", n_a, 1)
+    n_a = max(1, math.floor(Fraction(eps_a) * n / 8)) if n_a is None else as_int(owner, "n_a", n_a, 1)
     if np.any(params2.Q[:, k:] != 0.0):
         raise InvalidParameterError(f"The 'params2' parameter of {owner} must lie in the class-relevant span "
                                     f"(Q[:, k:] = 0). Got max |Q[:, k:]| = {np.abs(params2.Q[:, k:]).max():.3g}.")
     mom = model.moments()
-    alpha = params2.Q[:, :k].mean(1) / mom.sigt            # <q, phi> = alpha (c - mu_A)
     star = ground_truth_network(model, scale)
-    K = mom.sigt / star.Q[0, 0]
+    K_k = _SCALES[scale][2]                                 # K / k, a power of 2
     b = params2.b
     free = (np.abs(b) >= 0.5 / k ** 2) & (np.abs(b) <= 2.0 / k ** 2)
     a_tilde, sets = np.zeros(n), []
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r = dd_sum(params2.Q[:, :k])[0] / np.abs(b)      # k alpha_i sigma~ / |b_i|: <q, phi> = alpha (c - mu_A)
         for bs, As in zip(star.b, star.a):
-            ok = free & (np.sign(b) == np.sign(bs)) & (np.abs(K * abs(bs) * alpha / np.abs(b) - 1.0) <= eps_a)
+            ok = free & (np.sign(b) == np.sign(bs)) & (np.abs(K_k * abs(bs) / mom.sigt * r - 1.0) <= eps_a)
             idx = np.flatnonzero(ok)[:n_a]
             free[idx] = False
             a_tilde[idx] = 2.0 * As * abs(bs) / (np.abs(b[idx]) * max(len(idx), 1))

@@ -76,6 +76,11 @@ def _alpha(model, y, weighted):
     if not weighted:
         return np.ones_like(y)
     mom = model.moments()
+    if not (mom.p_plus > 0 and mom.p_minus > 0):
+        raise InvalidParameterError(f"The 'class_weighted' parameter of emergence.neuron_correlations and "
+                                    f"mc_correlations must be False when a class probability underflows to 0 (the "
+                                    f"weights 1/(2 P(y)) overflow). Got P(y = 1) = {mom.p_plus!r}, "
+                                    f"P(y = -1) = {mom.p_minus!r}.")
     return np.where(y > 0, 0.5 / mom.p_plus, 0.5 / mom.p_minus)
 
 

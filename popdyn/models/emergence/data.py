@@ -14,10 +14,12 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
 
+from ..._exact import dd_sum
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check, validate
 
 __all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",
@@ -36,6 +38,23 @@ def _fail(name, allowed, value):
                                 f"Got {value!r} instead.")
 
 
+def _exact(hi, lo):
+    """The double-double ``hi + lo`` as an exact rational."""
+    return Fraction(float(hi)) + Fraction(float(lo))
+
+
+def _dd_split(q):
+    """A rational as a double-double ``(hi, lo)``: ``hi`` rounded, ``lo`` the rest rounded."""
+    hi = float(q)
+    return hi, float(q - Fraction(hi))
+
+
+def _sigt(var_A, p_bar, extra=0.0):
+    """sigma~ = sqrt(sum of the variances): the A-block ones (each to an ulp), ``p (1 - p)`` per background pattern
+    and ``extra``, summed by fsum (sigma~ to 1.5 eps)."""
+    return math.sqrt(math.fsum(itertools.chain(var_A, (p_bar * (1.0 - p_bar)).tolist(), [extra])))
+
+
 @dataclass(frozen=True)
 class Moments:
     r"""Exact data constants of a :class:`PatternModel` (enumeration of the A-block support).
@@ -45,7 +64,9 @@ class Moments:
     (``sum_A E phi~_j``), ``E_y_phi_A`` (k,) (``= gamma / sigt``), ``mean_A`` (k,), ``p_bar`` (D-k,) (background
     marginals), ``p_plus`` (``P(y = 1)``), ``p_minus`` (``P(y = -1)``, summed on its own: ``1 - p_plus`` rounds to 0
     when it is below 1e-16), ``gamma_weighted`` (k,) (``E[alpha_y y phi~_j]``, App. F),
-    ``szeta2`` (``sigma_zeta^2 / sigt^2``, the variance of each coordinate of the normalised input noise).
+    ``szeta2`` (``sigma_zeta^2 / sigt^2``, the variance of each coordinate of the normalised input noise),
+    ``mu_A_lo`` (the rounding error of ``mu_A``: ``mu_A + mu_A_lo`` is mu_A in double-double, for the triangle
+    centres ``c - mu_A`` of Lemma 5's g*, which cancel up to 8k-fold).
     """
     sigt: float
     sphi2: float | np.ndarray
@@ -59,6 +80,7 @@ class Moments:
     gamma_weighted: np.ndarray
     szeta2: float = 0.0
     p_minus: float | None = None
+    mu_A_lo: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,19 +202,21 @@ class PatternModel:
     @cached_property
     def _moments(self):
         S, pi, y = self.A_support, self.A_probs, self.labels
-        mean_A = pi @ S
+        sums = [dd_sum(pi)] + [dd_sum(pi[S[:, j] > 0]) for j in range(self.k)]    # sum_r pi_r, sum_r pi_r phi~_rj
+        tot, *col = (_exact(*h) for h in sums)
+        mean_A = np.array([float(c / tot) for c in col])          # normalised: A_probs sums to 1 within 1e-12
         p_bar = np.broadcast_to(self.p_bg, (self.D - self.k,)).astype(np.float64)
-        sigt = math.sqrt(float(pi @ (S - mean_A) ** 2 @ np.ones(self.k) + np.sum(p_bar * (1 - p_bar)))
-                         + self.d * self.sigma_zeta ** 2)
+        sigt = _sigt([float(c * (tot - c) / (tot * tot)) for c in col], p_bar, self.d * self.sigma_zeta ** 2)
+        mu_A, mu_A_lo = _dd_split(sum(col) / tot)
         Ey = float(pi @ y)
         gamma = pi @ (y[:, None] * S) - Ey * mean_A
         p_plus, p_minus = float(pi[y > 0].sum()), float(pi[y < 0].sum())
         alpha = np.where(y > 0, 0.5 / p_plus, 0.5 / p_minus)
         sphi2 = p_bar * (1 - p_bar) / sigt ** 2
         return Moments(sigt=sigt, sphi2=float(sphi2[0]) if np.ndim(self.p_bg) == 0 else sphi2, gamma=gamma,
-                       Ey=Ey, mu_A=float(mean_A.sum()), E_y_phi_A=gamma / sigt, mean_A=mean_A, p_bar=p_bar,
+                       Ey=Ey, mu_A=mu_A, E_y_phi_A=gamma / sigt, mean_A=mean_A, p_bar=p_bar,
                        p_plus=p_plus, gamma_weighted=(pi * alpha * y) @ S, szeta2=self.sigma_zeta ** 2 / sigt ** 2,
-                       p_minus=p_minus)
+                       p_minus=p_minus, mu_A_lo=mu_A_lo)
 
     def moments(self):
         r"""Exact data constants by enumeration of the A-block support.
@@ -210,11 +234,14 @@ class PatternModel:
         Regime: any member; O(R k) work. ``E[y phi_A] = gamma / sigt`` holds without (A0) because
         ``E[y (phi~ - E phi~)] = gamma``.
 
-        Accuracy: sigt, p_plus, p_minus relative error <= 1e-13; Ey absolute <= 1e-13; gamma absolute <= 1e-13
-        ``E phi~_j``, gamma_weighted <= 1e-13 ``E[alpha_y phi~_j]``; for k <= 8 and probabilities within 1e-12 of
-        0 or 1 (class probabilities to 1e-18). Measured: 0.043 of the bound (tests/test_accuracy_emergence.py,
-        exact rationals). Before: a class of probability below 1e-16 made ``1 - p_plus`` round to 0 and the
-        class weights divide by zero (``p_minus`` is now summed on its own).
+        Accuracy: sigt relative error <= 1.5 eps (the A-block variances from double-double sums over the support,
+        summed with the background ones by fsum); mu_A relative <= eps/2 and ``mu_A + mu_A_lo`` <= 1e-28 (R <=
+        2^20 rows); p_plus, p_minus relative <= 1e-13; Ey absolute <= 1e-13; gamma absolute <= 1e-13 ``E phi~_j``,
+        gamma_weighted <= 1e-13 ``E[alpha_y phi~_j]``; the law is ``A_probs`` normalised (it sums to 1 within
+        1e-12); for k <= 8 and probabilities within 1e-12 of 0 or 1 (class probabilities to 1e-18). Measured: sigt
+        0.72 eps, the rest 0.043 of the bound (tests/test_accuracy_emergence.py, exact rationals). Before: sigt
+        and mu_A summed plainly over the 2^k rows (10 and 47 eps at k = 12); a class of probability below 1e-16
+        made ``1 - p_plus`` round to 0 and the class weights divide by zero (``p_minus`` is summed on its own).
 
         References
         ----------
@@ -457,17 +484,29 @@ class ExchangeablePatternModel:
         pi_c, y_c = self.count_law()
         k, p = self.k, self.p_A
         p_bar = np.broadcast_to(self.p_bg, (self.D - k,)).astype(np.float64)
-        sigt = math.sqrt(k * p * (1 - p) + float(np.sum(p_bar * (1 - p_bar))))
+        sigt = _sigt([float(k * Fraction(p) * (1 - Fraction(p)))], p_bar)
         Ey = float(pi_c @ y_c)
         g = self._set_prob(1)[0] - Ey * p
         p_plus, p_minus = float(pi_c[y_c > 0].sum()), float(pi_c[y_c < 0].sum())
-        alpha = np.where(y_c > 0, 0.5 / p_plus, 0.5 / p_minus)
-        gw = (pi_c * alpha * y_c) @ (np.arange(k + 1) / k)
+        gw = 0.5 * (self._class_mean(pi_c, y_c > 0) - self._class_mean(pi_c, y_c < 0)) / k   # E[alpha_y y c] / k
         sphi2 = p_bar * (1 - p_bar) / sigt ** 2
+        mu_A, mu_A_lo = _dd_split(k * Fraction(p))
         return Moments(sigt=sigt, sphi2=float(sphi2[0]) if np.ndim(self.p_bg) == 0 else sphi2,
-                       gamma=np.full(k, g), Ey=Ey, mu_A=k * p, E_y_phi_A=np.full(k, g / sigt),
+                       gamma=np.full(k, g), Ey=Ey, mu_A=mu_A, E_y_phi_A=np.full(k, g / sigt),
                        mean_A=np.full(k, p), p_bar=p_bar, p_plus=p_plus, gamma_weighted=np.full(k, gw),
-                       p_minus=p_minus)
+                       p_minus=p_minus, mu_A_lo=mu_A_lo)
+
+    def _class_mean(self, pi_c, cls):
+        """``E[c | y in the class]`` (``cls`` a mask on the counts): from ``pi_c / P(class)``, or from the log-pmf
+        where P(class) is below 2^-969 (it may underflow to 0: p_A = 1e-12, P = {30} has P(y = 1) = 1e-360)."""
+        from scipy.special import logsumexp
+        from scipy.stats import binom
+        c = np.flatnonzero(cls)
+        P = pi_c[c].sum()
+        if P >= 2.0 ** -969:        # the pmf's subnormal roundings (2^-1075) below 2^-106 of P
+            return float(pi_c[c] @ c / P)
+        lp = binom.logpmf(c, self.k, self.p_A)
+        return float(np.exp(lp - logsumexp(lp)) @ c)
 
     def moments(self):
         r"""Exact data constants from the count law (binomial sums).
@@ -481,6 +520,13 @@ class ExchangeablePatternModel:
 
         Notes
         -----
+        Accuracy: sigt relative error <= 1.5 eps; ``mu_A + mu_A_lo`` is ``k p_A`` to eps^2; p_plus, p_minus
+        relative <= 1e-13 down to 1e-300 (a class below it may round to a subnormal or 0; its class weights then
+        come from the log-pmf); Ey absolute <= 1e-13; gamma absolute <= 1e-13 p_A; gamma_weighted absolute
+        <= 1e-13 ``E[alpha_y phi~_j]``; for k <= 120 and probabilities within 1e-12 of 0 or 1 (scipy's binomial
+        pmf, ~1e-15 relative per count). Measured: sigt 0.81 eps, p_plus 1.9e-14, gamma 6.3e-15 p_A,
+        gamma_weighted 3.8e-16 (tests/test_accuracy_emergence.py, mpmath at 60 digits). Before: a class of
+        probability below 1e-308 (p_A = 1e-12, P = {30}) made the class weights divide by zero.
         Regime: any k; O(k) work.
 
         References

@@ -15,13 +15,16 @@ Public names: :func:`symmetric_init`, :func:`first_step`, :func:`cone_membership
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy import optimize, sparse, special
 from scipy.special import expit
 from scipy.stats import beta as _beta_law
 
+from ..._exact import dd_sum
 from ..._validate import Either, FiniteArray, Interval, InvalidParameterError, Options, as_int, check
+from ...kernels import _two_prod
 from .data import LOSSES, _zero_one
 
 __all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",
@@ -269,6 +272,46 @@ def first_step(model, a0, W0, b, eta1, loss="hinge", X=None, y=None):
     return c * np.concatenate([A, A]), c * a0[:, None] * np.vstack([G, G])
 
 
+def _rows(W):
+    """``(Ws, ns, e)``: the rows of ``W`` scaled by powers of 2 (exactly) so that each one's largest entry is in
+    [1/2, 1), their norms by a plain sum of squares (to ~d ulp) and the exponents, ``||w_i|| = ns_i 2^e_i``: no square
+    overflows (``||w|| > 1.3e154``) or underflows (``< 1.5e-154``)."""
+    e = np.frexp(np.max(np.abs(W), axis=1, initial=0.0))[1]
+    Ws = np.ldexp(W, -e[:, None])
+    return Ws, np.sqrt(np.einsum("ij,ij->i", Ws, Ws)), e
+
+
+def _norms_dd(Ws):
+    """Norms of scaled rows to 1.5 ulp at any d: squares exact by Dekker's product, summed in double-double (~50 ns a
+    term: taken only for the rows whose norm decides)."""
+    sq, err = _two_prod(Ws, Ws)
+    hi, lo = dd_sum(sq)
+    return np.sqrt(hi + (lo + err.sum(axis=1)))
+
+
+def _cone_args(owner, D, d, gamma, norm, name="D"):
+    """Checked unit features ``D`` (the parameter ``name``) as (r, d), ``gamma`` and ``norm`` of a cone."""
+    Dm = check(owner, name, np.atleast_2d(D), FiniteArray(2, (None, d)))
+    if not np.allclose(np.linalg.norm(Dm, axis=1), 1.0, rtol=0.0, atol=1e-9):    # 1e-9: unit up to rounding
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must hold unit vectors. Got norms "
+                                    f"{np.linalg.norm(Dm, axis=1)[:5].tolist()}.")
+    norm = check(owner, "norm", norm, Options(("l2", "linf")))
+    return Dm, check(owner, "gamma", gamma, Interval(0.0, 1.0, "neither") if norm == "l2" else _POS), norm
+
+
+def _cone(rows, Dm, gamma, norm, signed=False):
+    """Cone membership (M, r) of the scaled rows ``rows`` of :func:`_rows`; ``signed``: ``<w, D> > (1 - gamma)||w||``
+    for l2 (the l_inf cone is signed anyway)."""
+    Ws, ns, _ = rows
+    safe = np.where(ns > 0.0, ns, 1.0)[:, None]
+    if norm == "l2":
+        cos = Ws @ Dm.T / safe
+        inside = (cos if signed else np.abs(cos)) > 1.0 - gamma
+    else:
+        inside = np.max(np.abs((Ws / safe)[:, None, :] - Dm[None]), axis=2) < gamma
+    return inside & (ns > 0.0)[:, None]
+
+
 def cone_membership(W, D, gamma, norm="l2"):
     r"""Whether each row of ``W`` lies in the cone around the unit feature ``D``.
 
@@ -296,8 +339,9 @@ def cone_membership(W, D, gamma, norm="l2"):
     Notes
     -----
     Accuracy: every decision exact where |cos(w, D)| is not within 8 d eps of 1 - gamma (l2) or the l_inf distance not
-    within 8 eps of gamma; no wrong decision found (tests/test_accuracy_gradient_features.py, mpmath at 40 digits, w of
-    scale 1e-6..1e6).
+    within 8 eps of gamma, for rows of any scale (scaled by powers of 2 before squaring: before, ||w|| overflowed
+    above 1.3e154 and underflowed below 1.5e-154, leaving such rows in no cone); no wrong decision found
+    (tests/test_accuracy_gradient_features.py, mpmath at 40 digits, w of scale 1e-300..1e300).
     Regime: exact; the zero vector lies in no cone. ``rho w`` is in the l2 cone iff ``w`` is (any ``rho != 0``).
 
     References
@@ -311,20 +355,31 @@ def cone_membership(W, D, gamma, norm="l2"):
     """
     owner = "gradient_features.cone_membership"
     W = check(owner, "W", W, FiniteArray(2))
-    Dm = check(owner, "D", np.atleast_2d(D), FiniteArray(2, (None, W.shape[1])))
-    if not np.allclose(np.linalg.norm(Dm, axis=1), 1.0, rtol=0.0, atol=1e-9):    # 1e-9: unit up to rounding
-        raise InvalidParameterError(f"The 'D' parameter of {owner} must hold unit vectors. Got norms "
-                                    f"{np.linalg.norm(Dm, axis=1)[:5].tolist()}.")
-    norm = check(owner, "norm", norm, Options(("l2", "linf")))
-    gamma = check(owner, "gamma", gamma, Interval(0.0, 1.0, "neither") if norm == "l2" else _POS)
-    nw = np.linalg.norm(W, axis=1)
-    safe = np.where(nw > 0.0, nw, 1.0)[:, None]
-    if norm == "l2":
-        inside = np.abs(W @ Dm.T) / safe > 1.0 - gamma
-    else:
-        inside = np.max(np.abs((W / safe)[:, None, :] - Dm[None]), axis=2) < gamma
-    inside &= (nw > 0.0)[:, None]
+    Dm, gamma, norm = _cone_args(owner, D, W.shape[1], gamma, norm)
+    inside = _cone(_rows(W), Dm, gamma, norm)
     return inside[:, 0] if np.ndim(D) == 1 else inside
+
+
+def _frexp_product(*xs):
+    """``prod |x|`` as ``(m, e)``, ``m`` in [2^-n, 1) or 0: the mantissas multiplied (n - 1 roundings), the exponents
+    added, so that neither overflows or underflows (``0 * inf`` cannot arise)."""
+    m, e = 1.0, 0
+    for x in xs:
+        mx, ex = np.frexp(np.abs(x))
+        m, e = m * mx, e + ex
+    return m, e
+
+
+def _nice(rows, a0, b, Dm, s, gamma, B_G, eta1, loss, norm):
+    """The nice set of the scaled rows of :func:`_rows` (the first half of the neurons) for checked inputs, and the
+    accurate scaled norms of its neurons."""
+    Ws, _, e = rows
+    idx = np.flatnonzero(_cone(rows, Dm, gamma, norm, signed=True)[:, 0] & (np.sign(b) == s))
+    ns = _norms_dd(Ws[idx])
+    m, x = _frexp_product(eta1, loss_slope(loss), a0[idx], B_G)      # |eta1 l'(0) a0_i| B_G = m 2^x
+    with np.errstate(over="ignore", under="ignore"):
+        big = ns >= np.ldexp(m, x - e[idx])                           # ||w_i|| = ns 2^e >= m 2^x
+    return idx[big], ns[big]
 
 
 def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge", norm="l2"):
@@ -364,8 +419,11 @@ def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge", norm="l2"):
     Notes
     -----
     Accuracy: that of :func:`cone_membership` for the cone; the sign and norm comparisons are exact except within 4 eps
-    (relative) of the threshold B_G; no wrong decision found (tests/test_accuracy_gradient_features.py, exact
-    rationals and mpmath at 40 digits, rows of norm 1e-150..1e150, d to 64).
+    (relative) of the threshold ``|eta1 l'(0) a0_i| B_G`` (||w|| to 1.5 ulp at any scale and d, the threshold's four
+    factors multiplied as mantissas with their exponents added apart: no overflow, underflow or 0 * inf; before, a
+    threshold inf * 0 was NaN and dropped the neuron, and one that underflowed to 0 let every row pass); no wrong
+    decision found (tests/test_accuracy_gradient_features.py, exact rationals and mpmath at 40 digits, rows of norm
+    1e-300..1e300, d to 64).
     Regime: exact. Note the signed inner product: with ``w^(1) = eta |l'(0)| a0 G``, neuron i is nice iff
     ``G`` is in the l2 cone with ``sign(a0_i <G, D>) = +1`` and ``||G|| >= B_G``, so under (3.9) the count is
     ``Binomial(m, p/2)`` with ``p`` of :func:`feature_probability` (Lemma B.5's ``p/2``).
@@ -378,13 +436,10 @@ def nice_set(W1, a0, b, D, s, gamma, B_G, eta1, loss="hinge", norm="l2"):
     a0, W1, b = _params(owner, a0, W1, b)
     s = check(owner, "s", s, Options((1, -1)))
     B_G = check(owner, "B_G", B_G, Interval(0.0, np.inf, "left"))
-    eta1 = check(owner, "eta1", eta1, _POS)
+    eta1, loss = check(owner, "eta1", eta1, _POS), check(owner, "loss", loss, Options(_LOSSES))
+    Dm, gamma, norm = _cone_args(owner, D, W1.shape[1], gamma, norm)
     half = W1.shape[0] // 2
-    inside = cone_membership(W1[:half], D, gamma, norm)        # l2: |cos| > 1 - gamma ...
-    if norm == "l2":
-        inside &= W1[:half] @ np.asarray(D, float) > 0.0        # ... with the + sign
-    big = np.linalg.norm(W1[:half], axis=1) >= np.abs(eta1 * loss_slope(loss) * a0[:half]) * B_G
-    return np.flatnonzero(inside & big & (np.sign(b[:half]) == s))
+    return _nice(_rows(W1[:half]), a0[:half], b[:half], Dm, s, gamma, B_G, eta1, loss, norm)[0]
 
 
 def _clopper_pearson(k, n, level):
@@ -536,8 +591,11 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
 
     Notes
     -----
-    Accuracy: a_tilde relative error <= 8 eps of its formula; the set decisions are exact except within 4 eps (relative)
-    of the cone, B_G and eps_a thresholds (for eps_a: of ``1 +- eps_a`` or of eps_a, whichever is larger); no wrong
+    Accuracy: a_tilde relative error <= 8 eps of its formula (a neuron in one set: 3 roundings; in several: the exact
+    rational sum of its terms, rounded once, so that terms which cancel keep it; before, 8 eps of the sum of the
+    terms' moduli only); the set decisions are exact except within 4 eps (relative) of the cone, B_G and eps_a
+    thresholds (for eps_a: of ``1 +- eps_a`` or of eps_a, whichever is larger), at any scale of the inputs (as
+    :func:`nice_set`; ``||w_i|| beta_j / |b_i|`` and the terms formed from mantissas and exponents apart); no wrong
     decision found (tests/test_accuracy_gradient_features.py, exact rationals and mpmath at 40 digits).
     Regime: Lemma B.6 bounds ``L(g~) <= r B_a1 (B_x1 (eps_a + sqrt(2 gamma)) + B_eps) + OPT`` (B.52) when every
     ``Lambda_j`` is non-empty; the signed nice sets make ``(beta_j/|b_i|) w_i^(1)`` a ``sqrt(2 gamma)``-close,
@@ -550,7 +608,7 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
     owner = "gradient_features.good_second_layer"
     a0, W1, b = _params(owner, a0, W1, b)
     a_s, W_s, b_s = (np.asarray(v, float) for v in gstar)
-    W_s = check(owner, "gstar", W_s, FiniteArray(2, (None, W1.shape[1])))
+    W_s, gamma, norm = _cone_args(owner, W_s, W1.shape[1], gamma, norm, name="gstar")
     if a_s.shape != (W_s.shape[0],) or b_s.shape != (W_s.shape[0],):
         raise InvalidParameterError(f"The 'gstar' parameter of {owner} must be (a* (r,), W* (r, d), b* (r,)). "
                                     f"Got shapes {a_s.shape}, {W_s.shape}, {b_s.shape}.")
@@ -561,16 +619,30 @@ def good_second_layer(W1, a0, b, gstar, gamma, B_G, B_eps, eps_a, eta1, loss="hi
     if not np.all(np.abs(signs) == 1) or np.any(signs * b_s < 0):
         raise InvalidParameterError(f"The 'signs' parameter of {owner} must be +-1 with sign(b*_j) where b*_j != 0. "
                                     f"Got {signs!r} instead.")
-    nW = np.linalg.norm(W1, axis=1)
-    a_tilde, sets = np.zeros(W1.shape[0]), []
+    B_G, eta1 = check(owner, "B_G", B_G, Interval(0.0, np.inf, "left")), check(owner, "eta1", eta1, _POS)
+    loss = check(owner, "loss", loss, Options(_LOSSES))
+    half = W1.shape[0] // 2
+    rows = _rows(W1[:half])
+    a_tilde, sets, betas = np.zeros(W1.shape[0]), [], []
     for aj, wj, bj, sj in zip(a_s, W_s, b_s, signs.astype(int)):
         beta = abs(bj) if abs(bj) >= B_eps else B_eps
-        nice = nice_set(W1, a0, b, wj, sj, gamma, B_G, eta1, loss, norm)
-        lam = nice[np.abs(nW[nice] * beta / np.abs(b[nice]) - 1.0) <= eps_a]
-        if len(lam):
-            a_tilde[lam] += aj * beta / (len(lam) * np.abs(b[lam]))
-        sets.append(lam)
+        nice, ns = _nice(rows, a0[:half], b[:half], wj[None], sj, gamma, B_G, eta1, loss, norm)
+        (ma, ea), (mt, et), (mb, eb) = math.frexp(aj), math.frexp(beta), np.frexp(np.abs(b[nice]))
+        with np.errstate(over="ignore", under="ignore"):     # mantissas and exponents apart: no overflow midway
+            ok = np.abs(np.ldexp(ns * mt / mb, rows[2][nice] + et - eb) - 1.0) <= eps_a     # ||w_i|| beta / |b_i|
+            a_tilde[nice[ok]] += np.ldexp(ma * mt / mb[ok] / max(ok.sum(), 1), ea + et - eb[ok])
+        sets.append(nice[ok])
+        betas.append(beta)
+    _several_sets(a_tilde, a_s, betas, b, sets)
     return a_tilde, sets
+
+
+def _several_sets(a_tilde, a_s, betas, b, sets):
+    """Set ``a~_i`` of the neurons in several sets to the exact rational sum of their terms, rounded once: the float
+    sum keeps each term's rounding, the whole error where the terms cancel."""
+    for i in np.flatnonzero(np.bincount(np.concatenate([np.zeros(0, int), *sets]), minlength=len(a_tilde)) > 1):
+        terms = (Fraction(aj) * Fraction(bt) / len(lam) for aj, bt, lam in zip(a_s, betas, sets) if i in lam)
+        a_tilde[i] = float(sum(terms) / abs(Fraction(b[i])))
 
 
 def _parity_types(k, margin):

@@ -24,6 +24,7 @@ import numba
 import numpy as np
 from scipy import stats
 
+from ..._jit import serial_and_parallel
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
 from .data import LOSSES, Bounds, DataModel, _as_neurons, _as_positive
 
@@ -387,8 +388,7 @@ def _masked_sums(active, indptr, idx, val, y, G, S2, block, groups):
                             S2[i, idx[t]] += val[t] * val[t]
 
 
-_masked_sums_serial = numba.njit(cache=True)(_masked_sums)
-_masked_sums_parallel = numba.njit(cache=True, parallel=True)(_masked_sums)
+_masked_sums_serial, _masked_sums_parallel = serial_and_parallel(_masked_sums)
 
 
 class StructuredParity(DataModel):
