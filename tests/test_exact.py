@@ -1,4 +1,4 @@
-"""popdyn._exact: the error-free sum and product, exact against rationals, the same in numpy and in numba, and the
+"""popdyn._exact and popdyn._dd: the error-free sum and product, exact against rationals, the same in numpy and in
 one implementation that popdyn.kernels and the hypercube kernels use."""
 from fractions import Fraction
 
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from popdyn import _exact
+from popdyn import _dd, _exact
 
 finite = st.floats(-1e150, 1e150, allow_nan=False, allow_infinity=False)
 
@@ -60,7 +60,7 @@ def test_dd_sum_is_the_exact_sum_to_its_bound(xs, scale):
     """hi + lo against the rational sum: within (log2 n)^2 eps^2 sum|x| (the declared bound, with 4x headroom), hi
     within an ulp of the exact sum; rows are independent and an empty sum is 0."""
     x = np.ldexp(np.array(xs, dtype=float), -scale)
-    hi, lo = _exact.dd_sum(np.stack([x, -x]))
+    hi, lo = _dd.dd_sum(np.stack([x, -x]))
     exact = sum(map(Fraction, x), Fraction(0))
     n, eps = max(len(xs), 2), 2.0 ** -53
     bound = 4 * np.log2(n) ** 2 * eps ** 2 * float(np.abs(x).sum())

@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 from scipy.optimize import linprog, minimize
 
-from ..._exact import dd_sum
+from ..._dd import dd_sum
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from .activation import smooth_trunc_relu, window
 from .data import gram, incoherence

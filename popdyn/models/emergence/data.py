@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..._exact import dd_sum
+from ..._dd import dd_sum
 from ..._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check, validate
 
 __all__ = ["PatternModel", "ExchangeablePatternModel", "Moments", "parity_mixture", "iid_block_model",

@@ -22,7 +22,7 @@ from scipy import optimize, sparse, special
 from scipy.special import expit
 from scipy.stats import beta as _beta_law
 
-from ..._exact import dd_sum
+from ..._dd import dd_sum
 from ..._validate import Either, FiniteArray, Interval, InvalidParameterError, Options, as_int, check
 from ...kernels import _two_prod
 from .data import LOSSES, _zero_one
