@@ -1,5 +1,6 @@
-"""popdyn._exact and popdyn._dd: the error-free sum and product, exact against rationals, the same in numpy and in
-one implementation that popdyn.kernels and the hypercube kernels use."""
+"""popdyn._exact: the error-free sum and product, exact against rationals, the same in numpy and in numba, and the
+one implementation that popdyn.kernels and the hypercube kernels use; popdyn._dd's double-double sums against the
+rational sum."""
 from fractions import Fraction
 
 import numba
