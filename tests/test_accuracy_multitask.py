@@ -15,7 +15,6 @@ from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
-import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 

@@ -29,7 +29,7 @@ __all__ = ["DownstreamEmbedding", "rescaling_alpha", "hypercube", "lemmaB3_rhs",
 
 _POS = Interval(0, math.inf, closed="neither")
 _NONNEG = Interval(0, math.inf, closed="left")
-_GAP = 1e-13        # ball_hinge_loss stops refining a bracket this narrow (rounding of the hinge mean)
+_GAP = 1e-13        # ball_hinge_loss's declared gap: 1e-13 (the hinge mean's rounding) + 16 eps B sqrt(p) max|G|
 
 
 def _relu(z):
@@ -573,10 +573,10 @@ def _hinge_lp(A):
     return theta, res.x[:p]
 
 
-def _smoothed_dual(A, B):
+def _smoothed_dual(A, B, gap):
     """A dual point and the best head from L-BFGS-B on the smoothed dual ``B sqrt(||v||^2 + eps^2) - mean(theta)``,
     eps decreasing from ``||E[y g]||`` to 1e-12 of it, from ``theta = 1``, at most 500 iterations per eps; the heads
-    ``B v / sqrt(||v||^2 + eps^2)`` and ``B v / ||v||`` are feasible."""
+    ``B v / sqrt(||v||^2 + eps^2)`` and ``B v / ||v||`` are feasible; it stops once its bracket is within ``gap``."""
     N = A.shape[0]
     V = A / N
     theta, bnds = np.ones(N), optimize.Bounds(np.zeros(N), np.ones(N))
@@ -594,7 +594,7 @@ def _smoothed_dual(A, B):
         lower = max(lower, float(theta.mean() - B * nv))
         for a in (B * v / math.sqrt(nv * nv + eps * eps), B * v / nv if nv > 0 else 0.0 * v):
             best = min(best, (float(np.maximum(1.0 - A @ a, 0.0).mean()), a), key=lambda c: c[0])
-        if best[0] - lower <= _GAP or v @ v > 1e6 * eps * eps:   # closed, or smaller eps changes nothing
+        if best[0] - lower <= gap or v @ v > 1e6 * eps * eps:    # closed, or smaller eps changes nothing
             break
     return theta, best[1]
 
@@ -605,33 +605,39 @@ def _kkt_point(A, B, S, I):
     with ``A_S a = 1`` and ``||v|| = B s``, a quadratic in s; the root with ``theta_S`` nearest [0, 1], or None."""
     N = A.shape[0]
     AS, u = A[S], A[I].sum(axis=0) / N
-    t0 = t1 = np.zeros(len(AS))
-    if len(AS):
-        U, sv, _ = np.linalg.svd(AS, full_matrices=False)    # (A_S A_S^T / N)^+ = N U sv^-2 U^T, O(|S| p^2)
-        keep = sv > sv[0] * len(AS) * np.finfo(float).eps
-        U, w = U[:, keep], N / sv[keep] ** 2
-        t0, t1 = -U @ (w * (U.T @ (AS @ u))), U @ (w * U.sum(axis=0))   # theta_S = t0 + s t1 solves A_S v = s 1
-    v0, v1 = u + AS.T @ t0 / N, AS.T @ t1 / N
+    U, sv, Vt = np.linalg.svd(AS, full_matrices=False)        # (A_S A_S^T / N)^+ = N U sv^-2 U^T, O(|S| p^2)
+    keep = sv > sv[:1].max(initial=0.0) * len(AS) * np.finfo(float).eps
+    U, sv, Vt = U[:, keep], sv[keep], Vt[keep]
+    t0, t1 = (U @ (N / sv ** 2 * (U.T @ r)) for r in (-(AS @ u), np.ones(len(AS))))   # theta_S = t0 + s t1
+    v0, v1 = u + AS.T @ t0 / N, AS.T @ t1 / N                  # A_S (v0 + s v1) = s 1
     points = []
     for s in np.roots([v1 @ v1 - B * B, 2.0 * (v0 @ v1), v0 @ v0]):
         if s.imag == 0 and s.real > 0:
             theta = I.astype(float)
             theta[S] = t0 + s.real * t1
-            points.append((theta, (v0 + s.real * v1) / s.real))
+            a = (v0 + s.real * v1) / s.real
+            a += Vt.T @ ((U.T @ (1.0 - AS @ a)) / sv)           # A_S a = 1 again: v0's rounding grows by 1/s
+            points.append((theta, a))
     return min(points, key=lambda pt: np.abs(pt[0] - np.clip(pt[0], 0.0, 1.0)).max(), default=None)
 
 
-def _active_set(A, B, a, tol, steps=100):
-    """Dual points and heads of an active-set walk from the sets read off the margins of the head ``a`` (support:
-    within ``tol`` of 1): each step solves :func:`_kkt_point`, then moves the one index that breaks optimality
-    most (``theta_S`` outside [0, 1] leaves S; a margin on the wrong side of 1 joins S), until none does."""
-    m = A @ a
-    S, I = np.abs(m - 1.0) <= tol, m < 1.0 - tol
-    points = [(I.astype(float), a)]
+def _active_set(A, B, S, I, a, steps=100):
+    """Dual points and heads of an active-set walk from the sets S (support) and I (violators), after the least-norm
+    head with ``A_S a = 1`` (optimal for an inactive ball, where the LP's dual is): each step solves
+    :func:`_kkt_point`, then moves the one index that breaks optimality most (``theta_S`` outside [0, 1] leaves S;
+    a margin on the wrong side of 1 joins S; with no point for the sets, the support point farthest from margin 1
+    under the last head, first ``a``, leaves S), until none does."""
+    S, I, m = S.copy(), I.copy(), A @ a
+    a_in = np.linalg.lstsq(A[S], np.ones(S.sum()), rcond=None)[0] if S.any() else a    # inactive ball: A_S a = 1
+    points = [(I.astype(float), a), (I.astype(float), a_in)]
     for _ in range(steps):
         pt = _kkt_point(A, B, S, I)
         if pt is None:
-            break
+            if not S.any():
+                break
+            j = np.flatnonzero(S)[np.argmax(np.abs(m[S] - 1.0))]
+            S[j], I[j] = False, m[j] <= 1.0
+            continue
         points.append(pt)
         theta, head = pt
         bad = np.maximum(theta - 1.0, -theta) * S                 # theta_S outside [0, 1]
@@ -675,17 +681,18 @@ def ball_hinge_loss(G, y, B):
     -----
     Accuracy: ``0 <= lower <= L* <= upper`` always, to rounding (lower clamped at the trivial dual value 0 and at
     upper); ``upper - lower <= 1e-13 + 16 eps B sqrt(p) max|G|`` wherever the optimal sets (support points,
-    violators) are found from the heads below, which they were in every case tested (N to 80 and p to 9 with B to
-    1e6, separable or not, degenerate integer embeddings: measured 0.18 of the bound, tests/test_accuracy_multitask.py;
-    the validation claim's embeddings, N = 4096, p to 495: 3e-16); where they are not, the gap is the smoothed
-    solver's: read the bracket. Before: the smoothed dual alone, 1.8e-5 at N = 40, B = 4.44, 2.9e-6 at N = 4096,
-    and 1.2e-2 for non-separable data at B = 1e5.
+    violators) are found from the candidates below, which they were in every case tested (N to 80 and p to 9, B to
+    1e6 and within 1e-12..1e-3 of the norm of a hinge minimiser, separable or not, degenerate integer embeddings:
+    measured 0.85 of the bound, tests/test_accuracy_multitask.py; the validation claim's embeddings, N = 4096, p to
+    495: 3e-16); where they are not, the gap is the smoothed solver's: read the bracket. Before: the smoothed dual
+    alone, 1.8e-5 at N = 40, B = 4.44, 2.9e-6 at N = 4096, and 1.2e-2 for non-separable data at B = 1e5.
     Regime: any embedding. Candidates: ``theta = 1`` (``lower`` is never below the linear bound); the unconstrained
     hinge LP (HiGHS) with its dual made exact (``A^T theta = 0`` to rounding), which is L* when the ball holds its
-    minimiser; L-BFGS-B on the smoothed dual ``B sqrt(||v||^2 + eps^2)`` (nonsmooth at ``v = 0``) when the gap is
-    open; then, from the margins of each head, an active-set walk on the optimality conditions of an active ball
-    (exact for given sets: least squares and a quadratic in the scale; one index moved per step, at most 100).
-    Cost: one LP of N + p variables, and the smoothed solve and the walks (O(N p) a step) only while a gap is open.
+    minimiser; L-BFGS-B on the smoothed dual ``B sqrt(||v||^2 + eps^2)`` (nonsmooth at ``v = 0``) while the gap is
+    above the declared one; then, from the sets read off each candidate's margins and its theta, the least-norm
+    head of an inactive ball and an active-set walk on the optimality conditions of an active ball (exact for
+    given sets: least squares and a quadratic in the scale; one index moved per step, at most 100). Cost: one LP
+    of N + p variables; the smoothed solve and the walks (O(N p) a step) only while a gap is open.
 
     References
     ----------
@@ -701,14 +708,19 @@ def ball_hinge_loss(G, y, B):
     G, y = _labels(owner, G, y)
     B = check(owner, "B", B, _NONNEG)
     A = G * y[:, None]
+    gap = _GAP + 16 * np.finfo(float).eps * B * math.sqrt(G.shape[1]) * float(np.abs(G).max(initial=0.0))
     lp = _hinge_lp(A)
     points = [(np.ones(len(y)), np.zeros(G.shape[1]))] + ([lp] if lp is not None else [])   # theta = 1: >= linear
     lower, upper = _bracket_of(A, B, points)
-    if upper - lower > _GAP:
-        points.append(_smoothed_dual(A, B))
-    for _, head in points[1:]:                                 # the sets read off the heads at two roundings
-        for tol in (1e-3, 1e-6):
-            if upper - lower > _GAP:
-                lo, up = _bracket_of(A, B, _active_set(A, B, head, tol))
-                lower, upper = max(lower, lo), min(upper, up)
+    if upper - lower > gap:
+        points.append(_smoothed_dual(A, B, gap))
+        lower, upper = _bracket_of(A, B, points)
+    for theta, head in points[:0:-1]:                          # the smoothed dual's sets first, then the LP's
+        m = A @ head
+        for tol in (1e-3, 1e-6):                                # read off the margins and off theta, two roundings
+            for S, I in ((np.abs(m - 1.0) <= tol, m < 1.0 - tol),
+                         ((theta > tol) & (theta < 1.0 - tol), theta >= 1.0 - tol)):
+                if upper - lower > _GAP:                       # past the declared gap too: cheap next to the solve
+                    lo, up = _bracket_of(A, B, _active_set(A, B, S, I, head))
+                    lower, upper = max(lower, lo), min(upper, up)
     return min(lower, upper), upper
