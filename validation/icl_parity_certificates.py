@@ -99,8 +99,6 @@ import argparse
 import heapq
 import itertools
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -111,6 +109,7 @@ from scipy.optimize import linprog, minimize, nnls
 import popdyn
 from popdyn.models import icl
 from popdyn.models.icl import parity_minnorm
+from popdyn.results import atomic_write
 
 __all__ = ["CASES", "GAMMA", "DEFAULT_PATH", "problem_of", "design", "margins_of", "branch_and_bound", "miqp_scip",
            "certify", "load", "save"]
@@ -511,23 +510,11 @@ def load(path=DEFAULT_PATH):
 
 
 def save(certificates, path=DEFAULT_PATH):
-    """Write ``{key: dict}`` atomically (a temporary file in the same folder, then ``os.replace``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``{key: dict}`` atomically (:func:`popdyn.results.atomic_write`)."""
     text = json.dumps({"description": "Certified minimum-norm zero-loss heads, sparse parity in context, N -> inf "
                                       "(docs/icl.md); written by validation/icl_parity_certificates.py",
                        "certificates": certificates}, indent=1)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text + "\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    atomic_write(path, lambda f: f.write((text + "\n").encode()))
 
 
 def main(argv=None):
