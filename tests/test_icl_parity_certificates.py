@@ -169,3 +169,13 @@ def test_scip_miqp_resolves_the_smallest_case():
     # SCIP's tolerances: feasibility 1e-6 on the margin rows, so value and bound within ~2e-6 relative of 700
     assert out["lower_bound"] == pytest.approx(700.0, rel=1e-5)
     assert out["value"] == pytest.approx(700.0, rel=1e-5)
+
+
+def test_save_round_trips_and_replaces_atomically(tmp_path):
+    """save writes the whole file or nothing (no temporary left beside it) and load reads back what was saved."""
+    path = tmp_path / "sub" / "certificates.json"
+    cert.save({"a": {"value": 1.5}}, path)
+    cert.save({"b": {"value": 2.5}}, path)
+    assert cert.load(path) == {"b": {"value": 2.5}}
+    assert [p.name for p in path.parent.iterdir()] == ["certificates.json"]
+    assert cert.load(tmp_path / "absent.json") == {}
