@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import numba
 
-__all__ = ["two_sum", "two_prod", "two_sum_jit", "two_prod_jit"]
+import numpy as np
+
+__all__ = ["two_sum", "two_prod", "two_sum_jit", "two_prod_jit", "det2"]
 
 _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's split a = hi + lo, hi and lo of at most 26 significant bits
 
@@ -40,6 +42,15 @@ def two_prod(a, b):
     bh = c - (c - b)
     bl = b - bh
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def det2(a, b, c):
+    """``max(a b - c^2, 0)`` of a 2 x 2 covariance ``[[a, c], [c, b]]`` from exact products: relative error ~ eps
+    also where it is ~eps a b (nearly repeated or antipodal fields), and 0 exactly for ``a = b = |c|``; the plain
+    difference leaves ~1e-16 a b there, i.e. 1e-8 after a square root (floats or arrays)."""
+    p, e = two_prod(a, b)
+    q, f = two_prod(c, c)
+    return np.maximum((p - q) + (e - f), 0.0)
 
 
 two_sum_jit = numba.njit(cache=True, inline="always")(two_sum)

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from . import activations, hermite
-from ._exact import two_prod as _two_prod
+from ._exact import det2, two_prod as _two_prod
 from ._validate import FiniteArray, Integer, Interval, InvalidParameterError, Options, check
 from .gaussian import _J1_TAYLOR
 
@@ -51,20 +51,12 @@ class _Dual:
     kinked: bool = False
 
 
-def _det(kxx, kyy, kxy):
-    """kxx kyy - kxy^2 >= 0 from exact products: relative accuracy ~ eps also where it is ~eps kxx kyy, 0 exactly
-    for equal entries."""
-    p1, e1 = _two_prod(kxx, kyy)
-    p2, e2 = _two_prod(kxy, kxy)
-    return np.maximum((p1 - p2) + (e1 - e2), 0.0)
-
-
 def _geometry(kxx, kyy, kxy, det):
     """n = sqrt(kxx kyy) (= k exactly when kxx = kyy = k), the determinant (given, or from the entries), the angle
     theta = arccos(rho) and its complement delta = pi - theta, both atan2(sqrt(det), +-kxy), accurate at rho = +-1
     (pi/2 where a variance is 0, Neural Tangents' fill value)."""
     kxx, kyy, kxy = np.broadcast_arrays(*(np.asarray(k, dtype=np.float64) for k in (kxx, kyy, kxy)))
-    det = _det(kxx, kyy, kxy) if det is None else det
+    det = det2(kxx, kyy, kxy) if det is None else det
     n, root = np.sqrt(kxx * kyy), np.sqrt(det)
     theta = np.where(n > 0, np.arctan2(root, kxy), 0.5 * np.pi)
     delta = np.where(n > 0, np.arctan2(root, -kxy), 0.5 * np.pi)
@@ -516,7 +508,7 @@ class FC:
         Gram's rounding."""
         W2, b2 = self._variances()
         kx, ky = W2 * gx + b2, W2 * gy + b2
-        det = _det(kx[:, None], ky[None, :], W2 * gxy + b2)
+        det = det2(kx[:, None], ky[None, :], W2 * gxy + b2)
         i, j = np.nonzero(det <= 1e-2 * (kx[:, None] * ky[None, :]))
         d0 = X.shape[1]
         step = max(1, 2**22 // d0)            # pairs per chunk: 32 MiB of differences

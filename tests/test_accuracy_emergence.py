@@ -192,6 +192,10 @@ def _check_sigt_mu_A(model):
     err, err_dd = (abs(Fraction(mom.mu_A) + Fraction(lo) - muA) / muA for lo in (0.0, mom.mu_A_lo))
     assert record("emergence.moments (mu_A)", max(float(err / Fraction(EPS / 2 + 1e-28)), float(err_dd) / 1e-28),
                   model=repr(model)) <= 1
+    for c in range(model.k + 1):   # Moments.centred: c - mu_A to eps |c - mu_A| + 1e-28 mu_A (two roundings)
+        exact = c - muA
+        assert record("emergence.Moments.centred", float(abs(Fraction(float(mom.centred(c))) - exact)
+                                                          / (EPS * abs(exact) + Fraction(1e-28) * muA)), c=c) <= 1
 
 
 def test_moments_large_support():

@@ -465,6 +465,13 @@ def test_class_weighted_correlations():
     em.neuron_correlations(rare, np.zeros(32), b, s)
     with pytest.raises(InvalidParameterError, match="'class_weighted'"):
         em.neuron_correlations(rare, np.zeros(32), b, s, class_weighted=True)
+    with pytest.raises(InvalidParameterError, match="'class_weighted' parameter of emergence.mc_correlations"):
+        em.mc_correlations(rare, np.zeros(32), b, s, 100, class_weighted=True)
+    with pytest.raises(InvalidParameterError, match="'model' parameter of emergence.class_weighted_moments"):
+        em.class_weighted_moments(rare)
+    with pytest.raises(InvalidParameterError, match="'weighted' parameter of emergence.population_gradient"):
+        em.population_gradient(rare, em.TwoLayerParams(np.zeros((1, 32)), np.array([b]), np.ones(1)), s,
+                               weighted=True)
 
 
 def test_input_noise_stein_term():

@@ -74,18 +74,20 @@ def test_least_distance_programme_against_slsqp(n, rows, seed):
     rng = np.random.default_rng(seed)
     G = rng.normal(size=(rows, n))
     h = G @ rng.normal(size=n) - rng.exponential(size=rows)
-    x = pm._ldp(G, h)
+    x, lower = pm._ldp(G, h)
     assert x is not None and np.min(G @ x - h) >= -1e-10
     y = _slsqp_min_norm(G, h, x + rng.normal(size=n))
     assert x @ x == pytest.approx(y @ y, rel=1e-7, abs=1e-10)
+    assert lower <= x @ x * (1 + 1e-12) and lower == pytest.approx(x @ x, rel=1e-7, abs=1e-10)
     mu, kkt = pm._kkt(2 * x, G, G @ x - h)
     assert kkt < 1e-9 and np.all(mu >= 0)
 
 
 def test_least_distance_programme_detects_infeasibility():
     G = np.array([[1.0, 0.0], [-1.0, 0.0]])
-    assert pm._ldp(G, np.array([1.0, 0.0])) is None   # x_0 >= 1 and x_0 <= 0
-    assert pm._ldp(G, np.array([1.0, -2.0])) is not None
+    x, lower = pm._ldp(G, np.array([1.0, 0.0]))   # x_0 >= 1 and x_0 <= 0
+    assert x is None and lower > 1e12
+    assert pm._ldp(G, np.array([1.0, -2.0]))[0] is not None
 
 
 @pytest.mark.parametrize("gamma", [0.1, 0.2])

@@ -208,6 +208,22 @@ def test_balanced_samples_keep_the_bias():
     assert (y > 0).sum(1).tolist() == [2000, 2000]
 
 
+def test_a_class_of_underflowing_probability_trains_unweighted_and_refuses_class_weights():
+    # P(y = 1) = 1e-360 rounds to 0: an unweighted schedule trains (before: 0.5 / 0 raised ZeroDivisionError even
+    # when no step was weighted); a weighted step raises naming 'schedule' (its weight 1/(2 P(y = 1)) is infinite)
+    from popdyn.models.emergence import iid_block_model
+    rare = iid_block_model(32, 30, 1e-12, 0.5, [30])
+    assert rare.moments().p_plus == 0.0
+    sched = theory_schedule(E1, 4, steps=3)
+    sim = se.train(rare, width=4, schedule=sched, steps=3, n_train=200, batch=100, seeds=1, n_test=50,
+                   eval_samples=10, init=(0.03, 1e-3, 0.1))      # gamma ~ -1e-27: the paper's sigma_a is undefined
+    assert np.isfinite(sim["train_loss"]).all()
+    weighted = [Step(**{**vars(e), "weighted": True}) for e in sched]
+    with pytest.raises(InvalidParameterError, match="'schedule' parameter of emergence.train"):
+        se.train(rare, width=4, schedule=weighted, steps=3, n_train=200, batch=100, seeds=1, n_test=50,
+                 eval_samples=10, init=(0.03, 1e-3, 0.1))
+
+
 # ---- coordinates, reproducibility, methods ------------------------------------------------------------------------
 
 def _quick(model=SMALL, **kw):

@@ -104,11 +104,12 @@ from pathlib import Path
 
 import numpy as np
 import scipy
-from scipy.optimize import linprog, minimize, nnls
 
 import popdyn
 from popdyn.models import icl
 from popdyn.models.icl import parity_minnorm
+# the least-distance programme with its weak-duality bound is the library's (tests use _dual_bound from here)
+from popdyn.models.icl.parity_minnorm import _LDP_FEAS as _FEAS, _dual_bound, _ldp  # noqa: F401
 from popdyn.results import atomic_write
 
 __all__ = ["CASES", "GAMMA", "DEFAULT_PATH", "problem_of", "design", "margins_of", "branch_and_bound", "miqp_scip",
@@ -117,7 +118,6 @@ __all__ = ["CASES", "GAMMA", "DEFAULT_PATH", "problem_of", "design", "margins_of
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "docs" / "data" / "icl_parity_certificates.json"
 GAMMA = 0.1
 _TOL = 1e-7           # prune when bound >= (1 - tol) * incumbent: certified relative gap <= 1e-7
-_FEAS = 1e-10         # an LDP solution counts as feasible when G x >= h - 1e-10 (its rows have scale 0.2-1)
 _UPPER_SLACK = 1e-6   # U' = U (1 + 1e-6) in the MIQP: the norm row keeps every minimiser even when U = OPT
 
 # name -> (nu1, nu2, heads m, full heads, restarts of popdyn's solver for the incumbent)
@@ -152,53 +152,6 @@ def margins_of(problem, a, V, full):
     X, y, w = parity_minnorm.query_design(problem, full=full)
     z = 2 * problem.gamma * X[w > 0] @ np.asarray(V, float).reshape(len(a), -1).T
     return y[w > 0] * (np.maximum(z, 0.0) @ np.asarray(a, float))
-
-
-# ---- least-distance programmes with a weak-duality bound -----------------------------------------------------
-
-def _dual_bound(G, h, lam):
-    """``max_t D(t lam) = (h^T lam)_+^2 / ||G^T lam||^2``: a lower bound on ``min ||x||^2 s.t. G x >= h``."""
-    lam = np.maximum(lam, 0.0)
-    a, g = float(h @ lam), G.T @ lam
-    gg = float(g @ g)
-    if a <= 0:
-        return 0.0
-    return np.inf if gg == 0 else a * a / gg
-
-
-def _ldp(G, h):
-    """``(x, lower)``: a solution of ``min ||x||^2 s.t. G x >= h`` (None when infeasible or not found) and a valid
-    lower bound on its value (inf when infeasible is proved)."""
-    E = np.vstack([G.T, h])
-    f = np.zeros(E.shape[0])
-    f[-1] = 1.0
-    u, _ = nnls(E, f, maxiter=50 * E.shape[1])
-    r = E @ u - f
-    lower = _dual_bound(G, h, u)
-    x = None if abs(r[-1]) < 1e-12 else -r[:-1] / r[-1]
-    if x is not None and (G @ x - h).min() >= -_FEAS and x @ x <= lower * (1 + 1e-9):
-        return x, lower
-    # NNLS can stall on degenerate systems (scipy >= 1.12): SLSQP, multipliers by NNLS on its active rows
-    x0 = np.zeros(G.shape[1]) if x is None else x
-    res = minimize(lambda v: (v @ v, 2 * v), x0, jac=True, method="SLSQP",
-                   constraints=[{"type": "ineq", "fun": lambda v: G @ v - h, "jac": lambda v: G}],
-                   options={"maxiter": 1000, "ftol": 1e-15})
-    if np.all(np.isfinite(res.x)) and (G @ res.x - h).min() >= -_FEAS:   # SLSQP's status can be 8 at optimum
-        x = res.x
-        act = G @ x - h <= 1e-8
-        lam = np.zeros(len(h))
-        if act.any():
-            lam[act] = nnls(G[act].T, 2 * x, maxiter=50 * int(act.sum()))[0]
-        lower = max(lower, _dual_bound(G, h, lam))
-        mult = getattr(res, "multipliers", None)
-        mult = np.asarray(mult.get("ineq", []) if isinstance(mult, dict) else [] if mult is None else mult, float)
-        if mult.shape == h.shape:
-            lower = max(lower, _dual_bound(G, h, mult))
-        return x, lower
-    ray = linprog(-h, A_eq=G.T, b_eq=np.zeros(G.shape[1]), bounds=[(0, 1)] * len(h), method="highs")
-    if ray.status == 0:
-        lower = max(lower, _dual_bound(G, h, ray.x))
-    return None, lower
 
 
 # ---- method "bb" ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from ... import activations, hermite
+from ..._exact import det2
 from ..._validate import InvalidParameterError, RegimeWarning, as_int
 
 __all__ = ["integrals", "Integrals"]
@@ -962,29 +963,12 @@ class Integrals:
         return self._out(v, err)
 
 
-def _two_product(a, b):
-    """a b = p + e exactly (Dekker's product with Veltkamp's split)."""
-    p = a * b
-    ca, cb = 134217729.0 * a, 134217729.0 * b
-    ah, bh = ca - (ca - a), cb - (cb - b)
-    al, bl = a - ah, b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-def _det2(a, b, c):
-    """a b - c^2 to full relative accuracy (compensated products): the conditional variance of two nearly
-    repeated or antipodal fields, which the plain difference leaves at ~1e-16 of a b, i.e. 1e-8 after the root."""
-    p, e = _two_product(a, b)
-    q, f = _two_product(c, c)
-    return np.maximum((p - q) + (e - f), 0.0)
-
-
 def _arccos_terms(a, b, c):
     r"""For the 2 x 2 covariance [[a, c], [c, b]]: :math:`\sqrt{\det}` and :math:`\pi - \theta`,
     :math:`\theta = \arccos(c/\sqrt{ab})`, as ``atan2`` of the accurate determinant (no correlation formed, so
     repeated and antipodal fields keep full accuracy; a zero-variance field counts as uncorrelated,
     :math:`\theta = \pi/2`)."""
-    root = np.sqrt(_det2(a, b, c))
+    root = np.sqrt(det2(a, b, c))
     pi_th = np.where((a > 0) & (b > 0), np.arctan2(root, -c), np.pi / 2)
     return root, pi_th
 

@@ -787,9 +787,9 @@ class WeightedMoments(NamedTuple):
     max_E_abs_alpha_y_phi_A: float
 
 
-def _alpha_y(model):
-    mom = model.moments()
-    return model.labels * np.where(model.labels > 0, 0.5 / mom.p_plus, 0.5 / mom.p_minus)
+def _alpha_y(model, owner, parameter):
+    am, ap = model.moments().class_weights(owner, parameter)
+    return model.labels * np.where(model.labels > 0, ap, am)
 
 
 def class_weighted_moments(model):
@@ -831,9 +831,10 @@ def class_weighted_moments(model):
     """
     model = _model(_own("class_weighted_moments"), model)
     mom = model.moments()
-    w = model.A_probs * _alpha_y(model)
+    am, ap = mom.class_weights(_own("class_weighted_moments"), "model")
+    w = model.A_probs * model.labels * np.where(model.labels > 0, ap, am)
     phA = model.phi_A()
-    return WeightedMoments({1: 0.5 / mom.p_plus, -1: 0.5 / mom.p_minus}, float(w.sum()),
+    return WeightedMoments({1: ap, -1: am}, float(w.sum()),
                            float(np.abs(w).sum()), mom.gamma_weighted, w @ phA,
                            float((np.abs(w) @ np.abs(phA)).max()))
 
@@ -911,7 +912,7 @@ def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=
     P, group = model.background_groups()
     bgp = np.prod(np.where(bg[None] > 0, P[:, None, :], 1 - P[:, None, :]), axis=2)[group]  # (R, 2^(D-k))
     phB = (bg - model.moments().p_bar) / sigt
-    yw = _alpha_y(model) if weighted else model.labels
+    yw = _alpha_y(model, _own("input_noise_gradient"), "weighted") if weighted else model.labels
     c = b + (model.phi_A() @ q[:k])[:, None] + (phB @ q[k:])[None, :]
     wgt = (model.A_probs * yw)[:, None] * bgp
     h, h1, _ = window_derivs(c, st)  # W_{s_t}(c) and W'(c) = p_{s_t}(c) - p_{s_t}(1 - c)

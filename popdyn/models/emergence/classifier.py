@@ -374,7 +374,7 @@ def reduced_population_gd(model, alpha, b, a, eta, lam, T, train=_TRAIN, s=0.0):
     pi, y = model.count_law()
     pi = pi / pi.sum()   # the count law sums to 1 only to rounding: an error of all counts stays <= 1
     mom = model.moments()
-    u = (np.arange(model.k + 1) - mom.mu_A) / (mom.sigt * np.sqrt(model.k))
+    u = mom.centred(np.arange(model.k + 1)) / (mom.sigt * np.sqrt(model.k))
     loss, err = np.empty(T + 1), np.empty(T + 1)
     for t in range(T + 1):
         Z = u[:, None] * alpha + b

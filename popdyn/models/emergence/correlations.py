@@ -72,16 +72,12 @@ def _inputs(owner, model, q, b, s, s_positive):
 
 
 def _alpha(model, y, weighted):
-    """Class weights alpha_y = 1 / (2 P(y)) of App. F's weighted loss (1 when not weighted)."""
+    """Class weights alpha_y = 1 / (2 P(y)) of App. F's weighted loss (1 when not weighted); the public functions
+    have checked that both classes have positive probability (``Moments.class_weights``)."""
     if not weighted:
         return np.ones_like(y)
-    mom = model.moments()
-    if not (mom.p_plus > 0 and mom.p_minus > 0):
-        raise InvalidParameterError(f"The 'class_weighted' parameter of emergence.neuron_correlations and "
-                                    f"mc_correlations must be False when a class probability underflows to 0 (the "
-                                    f"weights 1/(2 P(y)) overflow). Got P(y = 1) = {mom.p_plus!r}, "
-                                    f"P(y = -1) = {mom.p_minus!r}.")
-    return np.where(y > 0, 0.5 / mom.p_plus, 0.5 / mom.p_minus)
+    am, ap = model.moments().class_weights("emergence", "class_weighted")
+    return np.where(y > 0, ap, am)
 
 
 def _pieces(model, Q, b, weighted):
@@ -597,6 +593,8 @@ def neuron_correlations(model, q, b, s, method="fourier", *, class_weighted=Fals
     method = check(owner, "method", method, Options(("fourier", "enumerate", "mc", "gauss")))
     Q, b, s, single = _inputs(owner, model, q, b, s, method == "fourier")
     weighted = check(owner, "class_weighted", class_weighted, Options((False, True)))
+    if weighted:
+        model.moments().class_weights(owner, "class_weighted")
     if method == "mc":
         n_mc = check(owner, "n_mc", n_mc, Integer(2))
         return _squeeze(_mc_sums(model, Q, b, s, n_mc, seed, weighted)[0], single)
@@ -649,6 +647,8 @@ def mc_correlations(model, q, b, s, n, seed=0, *, class_weighted=False):
     owner = "emergence.mc_correlations"
     Q, b, s, single = _inputs(owner, model, q, b, s, False)
     weighted = check(owner, "class_weighted", class_weighted, Options((False, True)))
+    if weighted:
+        model.moments().class_weights(owner, "class_weighted")
     mean, se = _mc_sums(model, Q, b, s, check(owner, "n", n, Integer(2)), seed, weighted)
     return _squeeze(mean, single), _squeeze(se, single)
 

@@ -82,6 +82,22 @@ class Moments:
     p_minus: float | None = None
     mu_A_lo: float = 0.0
 
+    def centred(self, c):
+        """``c - mu_A`` for counts or points ``c`` (floats or arrays), from the double-double mu_A: one rounding
+        past the exact difference where ``c - mu_A`` is exact, so near-cancelling centres keep their digits."""
+        return (np.asarray(c, dtype=float) - self.mu_A) - self.mu_A_lo
+
+    def class_weights(self, owner, parameter):
+        """``(alpha_-, alpha_+) = (1/(2 P(y = -1)), 1/(2 P(y = 1)))``, the class weights of [Shi22, App. F]'s
+        weighted loss. Raises InvalidParameterError naming ``parameter`` of ``owner`` when a class probability
+        underflows to 0 (its weight would be infinite)."""
+        if not (self.p_plus > 0 and self.p_minus > 0):
+            raise InvalidParameterError(
+                f"The '{parameter}' parameter of {owner} must not ask for class weights 1/(2 P(y)) when a class "
+                f"probability underflows to 0 (the weight is infinite). Got P(y = 1) = {self.p_plus!r}, "
+                f"P(y = -1) = {self.p_minus!r}.")
+        return 0.5 / self.p_minus, 0.5 / self.p_plus
+
 
 @dataclass(frozen=True, eq=False)
 class PatternModel:

@@ -233,7 +233,7 @@ def ground_truth_network(model, scale="main"):
     cands = []
     for slope, off in ((a1, 0.0), (a2, 0.25)):
         ends = np.arange(model.k + 1)[:, None] + off + np.array([-0.5, 0.0, 0.5])[None, :]   # exact quarters
-        bias = -((ends - mom.mu_A) - mom.mu_A_lo)   # -(p - mu_A + off + d): relu(z-s+1/2), relu(z-s), relu(z-s-1/2)
+        bias = -mom.centred(ends)   # -(p - mu_A + off + d): relu(z-s+1/2), relu(z-s), relu(z-s-1/2)
         coef = y_c[:, None] * slope * np.array([1.0, -2.0, 1.0])[None, :]
         cands.append((bias.ravel(), coef.ravel()))
     bias, coef = max(cands, key=lambda bc: np.min(np.abs(bc[0])))         # the candidate with all |b| >= 1/8

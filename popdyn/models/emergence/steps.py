@@ -127,6 +127,8 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     owner = "emergence.population_gradient"
     s = check(owner, "s", s, _S)
     indicator = check(owner, "indicator", indicator, Options(("one", "enumerate", "subspace")))
+    if weighted:
+        model.moments().class_weights(owner, "weighted")
     if indicator == "one":
         T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method, class_weighted=weighted)
         return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
@@ -478,4 +480,4 @@ def two_step_features(model, params, s=0.0, by="count"):
         raise InvalidParameterError(f"The 'params' parameter of {owner} must have rows constant on A for "
                                     f"by='count' (q_i = alpha_i 1_A). Use by='support'.")
     mom = model.moments()
-    return smooth_trunc_relu(np.outer((np.arange(k + 1) - mom.mu_A) / mom.sigt, alpha) + params.b, s)
+    return smooth_trunc_relu(np.outer(mom.centred(np.arange(k + 1)) / mom.sigt, alpha) + params.b, s)

@@ -24,7 +24,7 @@ from scipy.stats import beta as _beta_law
 
 from ..._dd import dd_sum
 from ..._validate import Either, FiniteArray, Interval, InvalidParameterError, Options, as_int, check
-from ...kernels import _two_prod
+from ..._exact import two_prod as _two_prod
 from .data import LOSSES, _zero_one
 
 __all__ = ["symmetric_init", "first_step", "cone_membership", "nice_set", "feature_probability",

@@ -28,7 +28,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize, nnls
+from scipy.optimize import linprog, minimize, nnls
 from scipy.special import expit
 
 from ..._validate import Interval, InvalidParameterError, Options, as_int, check
@@ -38,6 +38,7 @@ from .problem import ParityProblem  # noqa: F401 (doctests)
 __all__ = ["HeadFit", "query_design", "fit_heads", "four_head_min_norm"]
 
 _FEAS_TOL = 1e-9      # a constraint counts as tight (active) within this slack (relative to its scale 1)
+_LDP_FEAS = 1e-10     # a least-distance solution counts as feasible when G x >= h - 1e-10 (row scale 0.2-1)
 _MOVE_TOL = 1e-9      # an activation constraint is crossed when its multiplier exceeds this
 _MAX_MOVES = 60       # region moves per restart
 _SRC = "[Shi24, Section 5.5, Theorem 5.5.1, App. D.3.1]"
@@ -208,17 +209,58 @@ def _kkt(grad, G, slack):
     return mu, res / max(1.0, np.linalg.norm(grad))
 
 
+def _dual_bound(G, h, lam):
+    """``max_t D(t lam) = (h^T lam)_+^2 / ||G^T lam||^2``: by weak duality a lower bound on
+    ``min ||x||^2 s.t. G x >= h`` for every ``lam`` (negative entries are clipped to 0)."""
+    lam = np.maximum(lam, 0.0)
+    a, g = float(h @ lam), G.T @ lam
+    gg = float(g @ g)
+    if a <= 0:
+        return 0.0
+    return np.inf if gg == 0 else a * a / gg
+
+
 def _ldp(G, h):
-    """Least-distance programme ``min ||x||^2 s.t. G x >= h`` by NNLS (Lawson & Hanson 1974, ch. 23): with
-    ``u = argmin_{u >= 0} ||[G^T; h^T] u - e||``, ``x = G^T u / (1 - h^T u)``. None when infeasible."""
+    """Least-distance programme ``min ||x||^2 s.t. G x >= h``: ``(x, lower)``, a feasible solution (None when
+    infeasible or not found) and a lower bound on the optimum that holds whatever the solver did (inf when
+    infeasibility is proved).
+
+    NNLS first (Lawson & Hanson 1974, ch. 23): with ``u = argmin_{u >= 0} ||[G^T; h^T] u - e||``,
+    ``x = G^T u / (1 - h^T u)``. Accepted only when ``x`` is feasible (to ``_LDP_FEAS``) and its value meets the
+    dual bound of ``u`` to 1e-9 relative, which certifies it optimal. scipy's NNLS can stall on degenerate
+    systems (copies or negations of rows) and return an infeasible, non-optimal point; then SLSQP solves it,
+    and the bound is taken from NNLS multipliers on SLSQP's active rows (and SLSQP's own multipliers). When
+    neither finds a feasible point, an LP looks for a Farkas ray ``G^T u = 0, h^T u > 0`` (infeasibility).
+    """
     E = np.vstack([G.T, h])
     f = np.zeros(E.shape[0])
     f[-1] = 1.0
     u, _ = nnls(E, f, maxiter=50 * E.shape[1])
     r = E @ u - f
-    if abs(r[-1]) < 1e-12:
-        return None
-    return -r[:-1] / r[-1]
+    lower = _dual_bound(G, h, u)
+    x = None if abs(r[-1]) < 1e-12 else -r[:-1] / r[-1]
+    if x is not None and (G @ x - h).min() >= -_LDP_FEAS and x @ x <= lower * (1 + 1e-9):
+        return x, lower
+    x0 = np.zeros(G.shape[1]) if x is None or not np.all(np.isfinite(x)) else x
+    res = minimize(lambda v: (v @ v, 2 * v), x0, jac=True, method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda v: G @ v - h, "jac": lambda v: G}],
+                   options={"maxiter": 1000, "ftol": 1e-15})
+    if np.all(np.isfinite(res.x)) and (G @ res.x - h).min() >= -_LDP_FEAS:   # SLSQP's status can be 8 at optimum
+        x = res.x
+        act = G @ x - h <= 1e-8
+        lam = np.zeros(len(h))
+        if act.any():
+            lam[act] = nnls(G[act].T, 2 * x, maxiter=50 * int(act.sum()))[0]
+        lower = max(lower, _dual_bound(G, h, lam))
+        mult = getattr(res, "multipliers", None)
+        mult = np.asarray(mult.get("ineq", []) if isinstance(mult, dict) else [] if mult is None else mult, float)
+        if mult.shape == h.shape:
+            lower = max(lower, _dual_bound(G, h, mult))
+        return x, lower
+    ray = linprog(-h, A_eq=G.T, b_eq=np.zeros(G.shape[1]), bounds=[(0, 1)] * len(h), method="highs")
+    if ray.status == 0:
+        lower = max(lower, _dual_bound(G, h, ray.x))
+    return None, lower
 
 
 def _qp(M, C, w, lam, x0):
@@ -231,7 +273,7 @@ def _qp(M, C, w, lam, x0):
     h = np.r_[np.ones(P), np.zeros(C.shape[0])]
     if lam is None:
         G = np.vstack([M, C])
-        z = _ldp(G, h)
+        z, _ = _ldp(G, h)
         if z is None:
             return None
         grad = 2 * z
@@ -467,7 +509,7 @@ def four_head_min_norm(problem):
         for n, c in enumerate(heads):
             C[n * len(N):(n + 1) * len(N), n * d:(n + 1) * d] = cone[c]
         G = np.vstack([np.hstack([margin[c, sn] for c, sn in zip(heads, s)]), C])
-        x = _ldp(G, h)
+        x, _ = _ldp(G, h)
         runs.append([np.nan] * 3 if x is None else [x @ x, x @ x, 0.0])
         if x is not None and (best is None or x @ x < best[0] @ best[0]):
             best = (x, G)

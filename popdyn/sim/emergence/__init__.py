@@ -610,7 +610,7 @@ def _train(model, opts, schedule, lr, lam, lr_a, device, dtype, record):
     S, T, k = opts["seeds"], opts["steps"], int(model.k)
     gen = make_generator(opts["seed"], dev)
     mom = model.moments()
-    alpha = (0.5 / float(mom.p_minus), 0.5 / float(mom.p_plus))
+    alpha = (mom.class_weights(_OWNER, "schedule") if any(e.weighted for e in sched) else None)
     M = _dictionary(model, opts, dev, dt)
     kw = dict(dtype=dt, device=dev)
     if M is not None and getattr(model, "sigma_zeta", 0.0):
