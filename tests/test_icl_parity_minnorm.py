@@ -83,6 +83,30 @@ def test_least_distance_programme_against_slsqp(n, rows, seed):
     assert kkt < 1e-9 and np.all(mu >= 0)
 
 
+# A node of the 4-diagonal-head certificate at d = 4 (rows repeat): scipy's NNLS returned a point violating a row by
+# 0.0045 with value 150.0004 (optimum 150), which the unchecked solver took as optimal. Entries, row by row:
+# N = -1, n = -0.2, 0, p = 0.2, P = 1.
+_DEGENERATE = (
+    "PN00000000000000 0PN0000000000000 00PN000000000000 PP00000000000000 pp00000000000000 pn00000000000000"
+    "p0n0000000000000 p00n000000000000 0pn0000000000000 0p0n000000000000 00pp000000000000 00pn000000000000"
+    "0000nn0000000000 000000nn00000000 00000000pn000000 00000000p0n00000 00000000p00n0000 000000000p0n0000"
+    "0000000000pn0000 000000000000np00 000000000000n0p0 000000000000n00p 0000000000000n0p 00000000000000np"
+    "pp00000000000000 np000000pn000000 000000000000np00 0000nn0000000000 n0p00000p0n00000 000000000000n0p0"
+    "n00p0000p00n0000 000000000000n00p 0n0p00000p0n0000 0000000000000n0p 00pp000000000000 00np000000pn0000"
+    "00000000000000np 000000nn00000000")
+_DEGENERATE_H = "00000000000000000000000011111111111111"
+
+
+def test_least_distance_programme_on_a_degenerate_system():
+    flat = _DEGENERATE.replace(" ", "")                      # 38 rows of 16
+    G = np.array([{"N": -1.0, "n": -0.2, "0": 0.0, "p": 0.2, "P": 1.0}[c] for c in flat]).reshape(38, 16)
+    h = np.array([float(c) for c in _DEGENERATE_H])
+    x, lower = pm._ldp(G, h)
+    assert np.min(G @ x - h) >= -1e-10
+    assert x @ x == pytest.approx(150.0, rel=1e-9) and lower == pytest.approx(150.0, rel=1e-9)
+    assert lower <= x @ x * (1 + 1e-12)
+
+
 def test_least_distance_programme_detects_infeasibility():
     G = np.array([[1.0, 0.0], [-1.0, 0.0]])
     x, lower = pm._ldp(G, np.array([1.0, 0.0]))   # x_0 >= 1 and x_0 <= 0
