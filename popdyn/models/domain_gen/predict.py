@@ -106,5 +106,5 @@ def _predict(model, *, lam, penalty, B_rank):
 
 
 register(Problem, name="domain_gen", predict=_predict, simulate="popdyn.sim.domain_gen:simulate",
-         summary="population optimum of ERM-l2 / ERM-NU / ERM-l1 / ERM-rank along a lambda path: block weights, exact ID and "
-                 "OOD accuracies, nuclear norm and stable rank")
+         summary="population optimum of ERM-l2 / ERM-NU / ERM-l1 / ERM-rank along a lambda path: block weights, exact "
+                 "ID and OOD accuracies, nuclear norm and stable rank")

@@ -42,6 +42,8 @@ def toy2d_sigma(gamma):
 
     Notes
     -----
+    Regime: any gamma in (-1/2, 1/2).
+
     Accuracy: exact up to the rounding of 1/3 and gamma/2 (relative eps).
 
     References
@@ -181,6 +183,8 @@ def toy2d_nu_threshold(gamma):
 
     Notes
     -----
+    Regime: any gamma in (-1/2, 1/2).
+
     Accuracy: relative error <= 8 eps for any gamma (a 2x2 quadratic form in closed form); measured 0.13 of it
     against mpmath at 40 digits (tests/test_accuracy_domain_gen.py).
 

@@ -117,8 +117,8 @@ def simulate(model, *, lam, penalty, n_train, steps, lr, method, n_test, seeds, 
     L-BFGS (``method``, see :func:`train`); test on ``n_test`` fresh ID and OOD samples. All seeds draw from one
     generator seeded with ``seed``. The options are resolved by ``popdyn.simulate`` (``Problem.options``)."""
     if penalty == "rank":
-        raise InvalidParameterError(f"The 'penalty' parameter of {_OWNER} must be one of ['l2', 'nuclear', 'l1'] (ERM-rank "
-                                    f"has no simulation). Got {penalty!r} instead.")
+        raise InvalidParameterError(f"The 'penalty' parameter of {_OWNER} must be one of ['l2', 'nuclear', 'l1'] "
+                                    f"(ERM-rank has no simulation). Got {penalty!r} instead.")
     if n_train <= model.d:  # batch > d (the paper's Section 6.2.2): a full-rank Gram
         raise InvalidParameterError(f"The 'n_train' parameter of {_OWNER} must be an int in [d + 1, inf] = "
                                     f"[{model.d + 1}, inf] (a full-rank Gram matrix). Got {n_train!r} instead.")
