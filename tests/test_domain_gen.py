@@ -53,7 +53,7 @@ def test_bad_model(kw, name):
 def test_bad_inputs_name_the_parameter():
     m = S(3, 8, 0.2)
     cases = [(lambda: DG.population_loss(0.1, 0.1, m, lam=-1.0), "lam"),
-             (lambda: DG.population_loss(0.1, 0.1, m, penalty="l1"), "penalty"),
+             (lambda: DG.population_loss(0.1, 0.1, m, penalty="l0"), "penalty"),
              (lambda: DG.population_loss(0.1, np.nan, m), "beta"),
              (lambda: DG.accuracy(0.1, 0.1, m, "test"), "domain"),
              (lambda: DG.accuracy(0.1, 0.1, m, "id", method="mc"), "method"),

@@ -1,11 +1,11 @@
 """``popdyn.predict`` for the spurious-feature model: the population optimum along a lambda path ([Shi24] ch. 6;
 docs/domain_gen.md).
 
-``popdyn.predict(problem, lam=..., penalty="l2"|"nuclear"|"rank", B_rank=None)`` for
+``popdyn.predict(problem, lam=..., penalty="l2"|"nuclear"|"l1"|"rank", B_rank=None)`` for
 :class:`~popdyn.models.domain_gen.Problem` (registered here): static observables over the coordinate ``lam`` -
 ``alpha``, ``beta`` (the block weights of the optimum), ``acc_id``, ``acc_ood`` (exact), ``log10_acc_ood``,
 ``nuclear_norm`` (population, ID) and ``stable_rank`` (of Sigma^{1/2} D_w, the population analogue of Fig. 6.5's
-feature stable rank); ``rho`` (the NU selection ratio) for ``penalty="nuclear"``.
+feature stable rank); ``rho`` (the selection ratio: beta = 0 iff rho <= 1) for ``penalty="nuclear"`` and ``"l1"``.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ...api import register
 from ...results import Prediction
 from .accuracy import accuracy, prop63_assumptions
 from .problem import Problem
-from .risk import erm_l2, erm_nuclear, erm_rank, nuclear_norm_pop
+from .risk import erm_l1, erm_l2, erm_nuclear, erm_rank, nuclear_norm_pop
 
 __all__ = ["feature_stable_rank"]
 
@@ -73,12 +73,14 @@ def _weights(model, lam, penalty, B_rank):
     features are those of the model (B_rank, B_rank + d - r) with beta = 0."""
     if penalty == "rank":
         return erm_rank(model, B_rank, lam)[0], 0.0, np.nan, Problem(B_rank, B_rank + model.m, model.gamma)
-    a, b, rho = (*erm_l2(model, lam), np.nan) if penalty == "l2" else erm_nuclear(model, lam)
+    a, b, rho = (*erm_l2(model, lam), np.nan) if penalty == "l2" else \
+        (erm_l1 if penalty == "l1" else erm_nuclear)(model, lam)
     return a, b, rho, model
 
 
 def _predict(model, *, lam, penalty, B_rank):
-    """Population optimum of ERM-l2 / ERM-NU / ERM-rank (ridge on the support) at each lam, with its accuracies."""
+    """Population optimum of ERM-l2 / ERM-NU / ERM-l1 / ERM-rank (ridge on the support) at each lam, with its
+    accuracies."""
     owner = "domain_gen.predict"
     if B_rank is not None or penalty == "rank":  # used by "rank" only, checked against r whenever given
         B_rank = check(owner, "B_rank", model.r if B_rank is None else B_rank, Integer(1, model.r))
@@ -91,7 +93,7 @@ def _predict(model, *, lam, penalty, B_rank):
                      ("log10_acc_ood", lo), ("nuclear_norm", nuclear_norm_pop(a, b, mm)),
                      ("stable_rank", feature_stable_rank(a, b, mm) if a or b else 1.0), ("rho", rho)):
             obs[k].append(v)
-    if penalty != "nuclear":
+    if penalty not in ("nuclear", "l1"):
         del obs["rho"]
     a63 = prop63_assumptions(model.r, model.d, model.gamma, float(lam.min()))
     regime = regime_check(owner, [("gamma in (3/sqrt(r), 1/2)", model.gamma, 3 / np.sqrt(model.r),
@@ -104,5 +106,5 @@ def _predict(model, *, lam, penalty, B_rank):
 
 
 register(Problem, name="domain_gen", predict=_predict, simulate="popdyn.sim.domain_gen:simulate",
-         summary="population optimum of ERM-l2 / ERM-NU / ERM-rank along a lambda path: block weights, exact ID and "
-                 "OOD accuracies, nuclear norm and stable rank")
+         summary="population optimum of ERM-l2 / ERM-NU / ERM-l1 / ERM-rank along a lambda path: block weights, exact "
+                 "ID and OOD accuracies, nuclear norm and stable rank")

@@ -13,7 +13,7 @@ from ..._validate import Either, Integer, Interval, InvalidParameterError, Optio
 __all__ = ["Problem", "SpuriousFeatureModel", "DOMAINS"]
 
 DOMAINS = ("id", "ood")
-PENALTIES = ("l2", "nuclear", "rank")
+PENALTIES = ("l2", "nuclear", "l1", "rank")
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,9 @@ class Problem:
         Option("lam", _Lambdas(), help="regularisation strengths of the path, lambda in the paper",
                match=True),
         Option("penalty", Options(PENALTIES), "l2",
-               help="regulariser: 'l2' (lam/2 ||w||^2), 'nuclear' (lam times the feature nuclear norm) or 'rank' "
-                    "(predict only: ridge on B_rank invariant coordinates)", match=True),
+               help="regulariser: 'l2' (lam/2 ||w||^2), 'nuclear' (lam times the feature nuclear norm), 'l1' "
+                    "(lam ||w||_1; simulate: proximal GD) or 'rank' (predict only: ridge on B_rank invariant "
+                    "coordinates)", match=True),
         Option("B_rank", Either((Options((None,)), Integer(1))), None,
                help="support size of ERM-rank, at most r; None is r", calls=("predict",)),
         Option("n_train", Integer(2), 4096, help="training samples per seed, more than d (a full-rank Gram matrix)",
@@ -102,7 +103,7 @@ class Problem:
         "log10_acc_ood": _over_lam("OOD accuracy", "log10"),
         "nuclear_norm": _over_lam("feature nuclear norm"),
         "stable_rank": _over_lam("feature stable rank"),
-        "rho": _over_lam("NU selection ratio rho"),
+        "rho": _over_lam("selection ratio rho (NU, l1)"),
     }
 
     # measured with example() (popdyn.simulate(p, seeds=2, seed=s, **o), s = 0 and 2): sup_gap alpha 0.0020, 0.0056;

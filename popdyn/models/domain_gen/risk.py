@@ -10,9 +10,9 @@ from .problem import DOMAINS, SpuriousFeatureModel
 from .transform import expected
 
 __all__ = ["population_loss", "population_grad", "population_loss_w", "nuclear_norm_pop", "nuclear_norm_pop_w",
-           "erm_l2", "erm_rank", "erm_nuclear", "nu_constants"]
+           "erm_l2", "erm_rank", "erm_nuclear", "nu_constants", "erm_l1"]
 
-_PENALTIES = (None, "l2", "nuclear")
+_PENALTIES = (None, "l2", "nuclear", "l1")
 _REAL = Interval(-np.inf, np.inf, "neither")
 _LAM = Interval(0.0, np.inf, "left")
 
@@ -39,7 +39,7 @@ def population_loss(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
 
     .. math:: \mathcal L^\lambda(\alpha,\beta) = \mathbb E\ln\big(1+e^{-(\alpha S_R+\beta S_U)}\big) + \lambda P,\quad
               P = \tfrac12(r\alpha^2+(d-r)\beta^2)\ (\text{"l2"}),\ N(\alpha,\beta)\ (\text{"nuclear"}),
-              \ 0\ (\text{None})
+              \ r|\alpha|+(d-r)|\beta|\ (\text{"l1"}),\ 0\ (\text{None})
 
     Parameters
     ----------
@@ -48,8 +48,9 @@ def population_loss(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
     model : SpuriousFeatureModel
     lam : float
         Penalty weight lambda >= 0.
-    penalty : {None, "l2", "nuclear"}
-        "l2" is (6.4)'s weight decay; "nuclear" the population nuclear norm :func:`nuclear_norm_pop` (ID).
+    penalty : {None, "l2", "nuclear", "l1"}
+        "l2" is (6.4)'s weight decay; "nuclear" the population nuclear norm :func:`nuclear_norm_pop` (ID); "l1"
+        ||w||_1, the nuclear norm of the weight matrix diag(w), the convex relaxation of (6.5)'s ||w||_0 (derived).
     domain : {"id", "ood"}
         Spurious coordinates ``D_gamma`` (ID) or ``D_{-gamma}`` (OOD).
 
@@ -89,6 +90,8 @@ def population_loss(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
         val += lam / 2 * (model.r * alpha ** 2 + model.m * beta ** 2)
     elif penalty == "nuclear":
         val += lam * nuclear_norm_pop(alpha, beta, model)
+    elif penalty == "l1":
+        val += lam * (model.r * abs(alpha) + model.m * abs(beta))
     return val
 
 
@@ -103,7 +106,7 @@ def population_grad(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
     alpha, beta : float
     model : SpuriousFeatureModel
     lam : float
-    penalty : {None, "l2", "nuclear"}
+    penalty : {None, "l2", "nuclear", "l1"}
     domain : {"id", "ood"}
 
     Returns
@@ -112,8 +115,8 @@ def population_grad(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
 
     Notes
     -----
-    Regime: any weights; the nuclear penalty is not differentiable at beta = 0 or alpha = 0 (its one-sided
-    derivative for the positive side is returned there).
+    Regime: any weights; the nuclear and l1 penalties are not differentiable at beta = 0 or alpha = 0 (their
+    one-sided derivative for the positive side is returned there).
 
     Accuracy: |d g_k| <= 1e-14 n_k E sigma(-W) (the scale of E[l'(W) S_k], |S_k| <= n_k coordinates), over the
     domain of :func:`population_loss` (r <= 5, d - r <= 8 tested); measured 0.14 of it
@@ -130,6 +133,8 @@ def population_grad(alpha, beta, model, lam=0.0, penalty=None, domain="id"):
         g = g + lam * np.array([model.r * alpha, model.m * beta])
     elif penalty == "nuclear":
         g = g + lam * _nuclear_grad(alpha, beta, model)
+    elif penalty == "l1":
+        g = g + lam * np.array([model.r * np.sign(alpha or 1.0), model.m * np.sign(beta or 1.0)])
     return g
 
 
@@ -439,6 +444,63 @@ def erm_nuclear(model, lam):
     res = minimize(fg, [max(a0, 1e-3), 1e-3], jac=True, method="L-BFGS-B", bounds=[(0, None), (0, None)],
                    options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 500})
     return float(res.x[0]), float(sgn * res.x[1]), float(rho)
+
+
+def erm_l1(model, lam):
+    r"""ERM-l1 population optimum (derived): the logistic loss plus lam ||w||_1, the convex relaxation of ERM-rank.
+
+    .. math:: \min_{\alpha,\beta}\ \mathbb E\,\ell(\alpha S_R+\beta S_U)+\lambda(r|\alpha|+(d-r)|\beta|),\qquad
+              \beta^* = 0 \iff \rho_1(\lambda) = \frac{|\gamma|\,\mathbb E[-\ell'(\alpha_0S_R)]}{\lambda}\le 1
+
+    where alpha_0 solves E[-l'(alpha S_R) z_k] = lam (k in R) on the line beta = 0, alpha_0 > 0 iff lam < 1/4, and
+    w = 0 iff lam >= 1/4. With the diagonal features of section 6.4, ||w||_0 = rank(diag(w)) is (6.5)'s rank and
+    ||w||_1 = ||diag(w)||_* its convex envelope on the unit ball, as (6.3) relaxes (6.2). For lam < 1/4,
+    rho_1 >= 2|gamma| (z_k and -l'(alpha_0 S_R) are negatively correlated), tending to 2|gamma| as lam -> 1/4
+    (|gamma| / (2 lam) beyond); rho_1 does not depend on d.
+
+    Parameters
+    ----------
+    model : SpuriousFeatureModel
+    lam : float
+        l1 weight lambda > 0.
+
+    Returns
+    -------
+    alpha, beta, rho : float
+        The optimum and the selection ratio rho_1 (beta = 0 exactly when rho_1 <= 1).
+
+    Notes
+    -----
+    Regime: any model and lam > 0. The objective is convex and block-exchangeable, so the optimum is symmetric
+    (Lemma E.5's argument), with alpha > 0 whenever lam < 1/4 (alpha = 0 would need E[-l'(beta S_U)] / 2 <=
+    E[-l'(beta S_U) z_l], impossible as that is <= |gamma| E[-l'(beta S_U)]). When rho_1 > 1 the optimum lies in the
+    open quadrant alpha > 0, gamma beta > 0, where the objective is smooth: Newton's method on the exact gradient and
+    Hessian. An extension, not a result of the paper.
+
+    Accuracy: beta = 0 exactly when rho_1 <= 1; the gradient on the optimum's support (alpha, and beta when
+    rho_1 > 1) is <= 1e-12 n_k E sigma(-W) at the returned point for r <= 20, d - r <= 80, lam in [3e-4, 1/4);
+    measured 0.21 of it (tests/test_accuracy_domain_gen.py).
+
+    References
+    ----------
+    .. [src] derived in docs/domain_gen.md; [Shi24, eqs. (6.2)-(6.3), (6.5), Lemma E.5].
+    """
+    owner = "domain_gen.erm_l1"
+    model, lam = _model(owner, model), check(owner, "lam", lam, Interval(0.0, np.inf, "neither"))
+    r, m, gam = model.r, model.m, model.gamma
+    a0 = _alpha_line(model, lam, r)
+    e_sig = float(expected([(a0, 0.5, r)], fn="sigmoid")[0]) if a0 > 0 else 0.5
+    rho = abs(gam) * e_sig / lam
+    if m == 0 or gam == 0 or rho <= 1:
+        return a0, 0.0, float(rho)
+    sgn = np.sign(gam)
+
+    def fgh(x):  # the objective on the quadrant alpha > 0, sgn beta > 0, where the penalty is linear
+        v = expected(_blocks(x[0], x[1], model, "id"), order=2)
+        return (v[0] + lam * (r * x[0] + sgn * m * x[1]), v[1:3] + lam * np.array([r, sgn * m]),
+                v[3:].reshape(2, 2))
+    x, _ = _newton(fgh, [a0, sgn * 1e-3])
+    return float(x[0]), float(x[1]), float(rho)
 
 
 def erm_rank(model, B_rank, lam=0.0):
