@@ -149,7 +149,7 @@ def predict(problem, **options):
 
     - ``committee`` (Problem): overlap ODE of online SGD on a soft committee machine: Q, R, v and the generalisation error.
     - ``contrastive`` (Problem): pre-trained column norms, probe norms and Rademacher terms of the universal, CR-fine-tuned and task-specific linear contrastive representations.
-    - ``domain_gen`` (Problem): population optimum of ERM-l2 / ERM-NU / ERM-rank along a lambda path: block weights, exact ID and OOD accuracies, nuclear norm and stable rank.
+    - ``domain_gen`` (Problem): population optimum of ERM-l2 / ERM-NU / ERM-l1 / ERM-rank along a lambda path: block weights, exact ID and OOD accuracies, nuclear norm and stable rank.
     - ``emergence`` (Problem): exact population steps 1-2 and the reduced population GD of stage 3: test hinge loss, error and feature cosine per step.
     - ``gradient_features`` (Problem): the exact first gradient step from the symmetric init, its nice neurons and feature probability, the frozen-feature optimum, the good network and the main theorem's sizes.
     - ``icl`` (Problem): population gradient descent of the rank-r linear attention through its saddles to the Thm 5.4.1 optimum, with loss and eval risk per step.

@@ -428,12 +428,14 @@ def _rel_gap(sim, th):
        metric="max over lambda and seeds of the relative gaps of the block means alpha and beta of the trained w "
               "(FISTA) against erm_l1; beta's relative to the trained beta where the population beta = 0 (so a "
               "non-zero trained beta there is a 100 % gap); checks: rho_1 > 1 at one lambda and <= 1 at another",
-       tolerance=0.3,
+       tolerance=0.45,
        tolerance_origin="measured spread at n = 4096 (2000 FISTA steps, converged to 0.5 %: 4000 steps move the block "
                         "means by < 0.4 %): the beta gap where beta > 0 has sd 5.6 % over 8 seeds at lambda = 0.005 "
                         "(max 14 %) and 6.5 % over 8 seeds at lambda = 0.002, 0.001 (max 9.7 %), alpha's <= 5.3 %; "
                         "beta = 0 exactly at lambda = 0.2 in all 16 seeds (the per-coordinate empirical gradient sits "
-                        "~10 sd inside lam there); 30 % is ~4.6 sd. The nulls are 100-300 % off",
+                        "~10 sd inside lam there); 45 % is ~7 sd, so that the max over the 24 full-size cells (sd from "
+                        "16 seeds, t with 15 d.o.f.) fails falsely with probability < 1e-3 (validation/error_budget.py). "
+                        "The nulls are 100 % (always sparse) and 300 % (l2) off",
        kind="training",
        nulls={"l2": "the l1 penalty acts like weight decay: the ERM-l2 optimum at the same lambda",
               "always_sparse": "l1 always removes the spurious block: the optimum on the line beta = 0"},
@@ -493,10 +495,13 @@ def l1_finite_sample(size, device, outdir):
               "(GD on the batch objective, the NU term ||Z A^T||_* / sqrt(n)) against toy2d_full_optimum; checks: "
               "population OOD accuracy of NU >= 0.96 > the paper's 0.94, the trained A near rank one (NU: sigma_2 / "
               "sigma_1 < 0.02)",
-       tolerance=0.25,
+       tolerance=0.35,
        tolerance_origin="measured spread of c at n = 2e4 over 5 seeds (lambda 0.3, 0.1, 0.03): l2 sd ~3 % (max 5.8 %), "
-                        "NU sd ~5 % (max 7.7 % at lr 0.5; the Mahalanobis direction follows the empirical Sigma); 25 % "
-                        "is ~5 NU sd. Nulls are ~100 % off",
+                        "NU sd ~5 % (max 7.7 % at lr 0.5, 12.1 % in the first full run over 4 seeds; the Mahalanobis "
+                        "direction follows the empirical Sigma); 35 % is ~7 NU sd, so that the max over up to 24 "
+                        "seed x lambda x penalty cells with an sd known from 5 seeds (t, 9 d.o.f.) fails falsely with "
+                        "probability < 1e-3 (validation/error_budget.py). The nulls are 64 % (NU like l2) and 100 % "
+                        "(the diagonal toy's c = 0) off",
        kind="training",
        nulls={"diagonal_nu": "the diagonal toy's ERM-NU (erm_nuclear with r = 1, d = 2): c = 0 once rho <= 1",
               "nu_like_l2": "the nuclear penalty acts like l2 on the full A: c of the full-A ERM-l2 optimum"},
