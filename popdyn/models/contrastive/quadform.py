@@ -82,7 +82,8 @@ def _logistic(lam, dof):
     phi = logF - 0.5 * float(np.sum(dof * log_one))
     d2 = 1 / ac**2 + (np.pi / sn) ** 2 + float(np.sum(2 * dof * (lam / one) ** 2))  # (log F M)''(c)
     k, t = np.cos(np.pi * ac) / sn, 2 * lam / one
-    a = min(1 / np.sqrt(d2), ac, e1, float(np.min(one / np.abs(2 * lam))))  # the saddle's width <= every distance
+    with np.errstate(over="ignore"):  # a subnormal lam_j: its branch point is at infinity
+        a = min(1 / np.sqrt(d2), ac, e1, float(np.min(one / np.abs(2 * lam))))  # the saddle's width <= every distance
     # tail: |F(s) M(s)| <= pi M(c) / (y sinh(pi y)) on the line, so int_Y^inf <= 2.01 e^{-pi Y} / Y (Y >= 1) relative
     # to F(c) M(c), while the integral is about a: Y from 2.01 e^{-pi Y} = 1e-3 _TARGET a F(c)
     Y = max(1.0, (np.log(2.01) - np.log(1e-3 * _TARGET * a) - logF) / np.pi)
