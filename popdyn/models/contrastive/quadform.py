@@ -13,6 +13,7 @@ however small or large the loss, with the tail bounded in closed form.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -44,12 +45,21 @@ def _crossing(lam, dof):
         ac, dl = width * expit(-z), width * expit(z)
         return ac, base_pole + dl, np.where(neg, base_neg + 2 * np.abs(lam) * dl, 1 + 2 * ac * lam), 2 * ac * lam
 
-    def dphi(z):
-        ac, e1, one, _ = parts(z)
-        return 1 / ac + np.pi * np.cos(np.pi * ac) / np.sin(np.pi * min(ac, e1)) + float(np.sum(dof * lam / one))
+    pos, neg_abs = lam[~neg], -lam[neg]
+    dpos, dneg, bneg = dof[~neg], dof[neg], base_neg[neg]
 
+    def dphi(z):  # (log F + log M)'(c): increasing in z, from -inf at the left end to +inf at 0
+        ac, dl = width * expit(-z), width * expit(z)
+        return (1 / ac + math.pi * math.cos(math.pi * ac) / math.sin(math.pi * min(ac, base_pole + dl))
+                + float(dpos @ (pos / (1 + 2 * ac * pos))) - float(dneg @ (neg_abs / (bneg + 2 * neg_abs * dl))))
+
+    lo, hi = -8.0, 8.0  # bracket the root, then Brent: any c in the strip is exact, near the saddle will do
     with np.errstate(over="ignore", divide="ignore"):
-        return parts(brentq(dphi, -700.0, 700.0, xtol=1e-6))  # any c in the strip is exact: 1e-6 is plenty
+        while lo > -700 and dphi(lo) > 0:
+            lo *= 4
+        while hi < 700 and dphi(hi) < 0:
+            hi *= 4
+        return parts(brentq(dphi, max(lo, -700.0), min(hi, 700.0), xtol=1e-2))
 
 
 def _log_hypot(x):
