@@ -108,7 +108,7 @@ def test_general_W_loss_is_rotation_invariant_and_matches_monte_carlo():
     assert abs(mc - exact) < 5 * np.sqrt(se2)
 
 
-@pytest.mark.parametrize("kwargs, name", [({"lam": [np.nan]}, "lam"), ({"lam": [1e101]}, "lam"),
+@pytest.mark.parametrize("kwargs, name", [({"lam": [np.nan]}, "lam"), ({"lam": [1e101]}, "lam"), ({"lam": "x"}, "lam"),
                                           ({"lam": [1.0], "dof": [0.0]}, "dof"),
                                           ({"lam": [1.0, 2.0], "dof": [1.0]}, "dof"),
                                           ({"lam": [1.0], "loss": "hinge"}, "loss")])

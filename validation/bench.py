@@ -80,7 +80,8 @@ GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "h_ke
          "looped_error": 1.0, "modular_margin": 1.0, "multitask_moments": 1.0,
          "multitask_predict": 100.0, "emergence_kernel": 1.0,
          "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "resnet_exact_error": 1.0,
-         "resnet_hamming": 1.0, "contrastive_optimum": 1.0, "contrastive_loss_W": 10.0, "dg_accuracy": 1.0, "dg_optimum": 1.0,
+         "resnet_hamming": 1.0, "contrastive_optimum": 1.0, "contrastive_loss_W": 10.0, "dg_accuracy": 1.0,
+         "dg_optimum": 1.0,
          "committee_erf_ode": 10.0, "committee_relu_ode": 5.0, "committee_tanh_ode": 5.0, "sweep_pool": 1.0,
          "sweep_dask": 1.0, "validate_jobs": 1.0, "kernels_exact_error": 1.0}
 #: Start-up goals in seconds (:func:`startup`).
@@ -683,7 +684,8 @@ def run(quick=False):
                      ("emergence_kernel,emergence_steps", _bench_emergence),
                      ("gf_mixture_G,gf_parity_mc", _bench_gradient_features),
                      ("resnet_exact_error,resnet_hamming", _bench_resnet),
-                     ("contrastive_optimum,contrastive_loss_W", _bench_contrastive), ("dg_accuracy,dg_optimum", _bench_domain_gen),
+                     ("contrastive_optimum,contrastive_loss_W", _bench_contrastive),
+                     ("dg_accuracy,dg_optimum", _bench_domain_gen),
                      ("committee_erf_ode", _bench_committee),
                      ("committee_relu_ode,committee_tanh_ode", _bench_committee_quadrature),
                      ("kernels_exact_error", _bench_kernels), ("sweep_pool,sweep_dask", _bench_sweeps),
