@@ -9,7 +9,8 @@
   representations on the trained representations against those on the theory's population representations at every
   m (the Rademacher-term scaling and "no cost" as nulls); the gap fades at large m (docs/contrastive.md).
 
-:func:`bench_contrastive` times the population optimum against projected-SGD pre-training to the same column norms.
+:func:`bench_contrastive` times the population optimum against projected-SGD pre-training to the same column norms;
+:func:`bench_contrastive_loss_W` the exact general-W loss against Monte Carlo.
 """
 from __future__ import annotations
 
@@ -283,3 +284,33 @@ def bench_contrastive(n_tasks=3, s=2, r=4, d=10, steps=6000, batch=512, seeds=1,
     learned = (W**2).sum(-2).sqrt().cpu().numpy()[:, R]
     return {"theory_s": t_theory, "simulation_s": t_sim, "ratio": t_sim / t_theory,
             "max_rel_error": float(np.max(np.abs(learned - univ) / univ))}
+
+
+def bench_contrastive_loss_W(repeats=3):
+    """Median seconds of the exact general-W logistic loss (T = 3, d = 14, a W weighing the nuisance features, so
+    every task's quadratic form has negative eigenvalues) against Monte Carlo on 1e5 pairs per task, their
+    difference and the Monte Carlo relative standard error; and the two-cluster Laguerre rule (chi2_expect, the
+    previous exact path) on the optimal W, where it applies."""
+    model = contrastive.MultiTaskLinearModel(3, 2, 4, 14, np.array([0.5, 0.3, 0.2]),
+                                             sigma_S=np.array([1.0, 0.7, 1.3]), sigma_R=0.8, sigma_U=2.0)
+    W = 0.25 * np.random.default_rng(3).standard_normal((5, model.d))
+    alpha, alphas, _ = contrastive.optimal_representation(model)
+
+    def timed(fn):
+        out, ts = fn(), []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return float(np.median(ts)), out
+
+    t_exact, exact = timed(lambda: contrastive.contrastive_loss_W(W, model))
+    t_mc, mc = timed(lambda: contrastive.contrastive_loss_W(W, model, method="mc"))
+    t_lag, _ = timed(lambda: contrastive.contrastive_loss_reduced(alpha, alphas, model))
+    se2 = 0.0
+    for t in range(model.n_tasks):
+        x, xp, _ = model.sample_pairs(t, 100_000, np.random.default_rng([0, t]))
+        v = contrastive.LOSSES["logistic"][0](np.sum((x @ W.T) * (xp @ W.T), axis=1))
+        se2 += (model.weights[t] * v.std()) ** 2 / v.size
+    return {"exact_s": t_exact, "mc_s": t_mc, "laguerre_s": t_lag, "abs_diff": abs(exact - mc),
+            "mc_rel_se": float(np.sqrt(se2) / exact)}

@@ -14,7 +14,7 @@ problem
     :data:`REPRESENTATIONS`
 losses (``loss``)
     :data:`LOSSES`, :func:`chi2_expect`, :func:`contrastive_loss_reduced`, :func:`contrastive_loss_W`,
-    :func:`pca_identity`
+    :func:`pca_identity`; :func:`gen_chi2_loss` (``quadform``: E ell of a generalised chi-square, exact)
 optima (``optimum``)
     :func:`optimal_representation`, :func:`optimal_representation_even`, :func:`representation_matrix`,
     :func:`project_spectral_frobenius`, :func:`cr_finetune_beta`
@@ -36,11 +36,12 @@ from .optimum import (cr_finetune_beta, optimal_representation, optimal_represen
                       project_spectral_frobenius, representation_matrix)
 from .points import linear_probe_error, optimal_point_representation, point_contrastive_loss, xor_counterexample
 from .problem import REPRESENTATIONS, MultiTaskLinearModel, Problem
+from .quadform import gen_chi2_loss
 from . import predict  # noqa: F401,E402  (the theory, registered with popdyn.api)
 
 __all__ = ["MultiTaskLinearModel", "Problem", "REPRESENTATIONS", "LOSSES", "chi2_expect", "contrastive_loss_reduced",
-           "contrastive_loss_W", "pca_identity", "optimal_representation", "optimal_representation_even",
-           "representation_matrix", "project_spectral_frobenius", "cr_finetune_beta", "probe_norm",
-           "rademacher_exact", "rademacher_jensen", "risk_bound", "leading_term_ratio", "cr_bound_factor",
-           "task_specific_floor", "point_contrastive_loss", "optimal_point_representation", "linear_probe_error",
-           "xor_counterexample"]
+           "contrastive_loss_W", "pca_identity", "gen_chi2_loss", "optimal_representation",
+           "optimal_representation_even", "representation_matrix", "project_spectral_frobenius", "cr_finetune_beta",
+           "probe_norm", "rademacher_exact", "rademacher_jensen", "risk_bound", "leading_term_ratio",
+           "cr_bound_factor", "task_specific_floor", "point_contrastive_loss", "optimal_point_representation",
+           "linear_probe_error", "xor_counterexample"]
