@@ -378,7 +378,7 @@ MODELS = {
                lambda: domain_gen.SpuriousFeatureModel(1, 2, 0.2),                    # the 2-D toy
                lambda: domain_gen.SpuriousFeatureModel(40, 207, 0.49)),               # table C.3: OOD acc ~ 1e-40
         predict={"lam": [0.3, 0.03], "penalty": "l2"},
-        bad_predict=(("lam", -1.0), ("lam", 0.0), ("penalty", "l1"), ("B_rank", 0)),
+        bad_predict=(("lam", -1.0), ("lam", 0.0), ("penalty", "l3"), ("B_rank", 0)),
         functions=((lambda p: domain_gen.erm_nuclear(p, 0.1), {}),
                    (lambda p: domain_gen.accuracy(*domain_gen.erm_l2(p, 0.3), p, "ood", log10=True), {}),
                    (lambda p: domain_gen.nuclear_norm_pop(0.1, 0.05, p), {})),
