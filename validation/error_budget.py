@@ -620,7 +620,7 @@ BUDGET: dict = {
     "modular.transformer_attention": Entry(Unmodelled(0.743), "one training seed; recorded FAIL (systematic)"),
     "modular.transformer_grokking": Entry(Unmodelled(), "ordering of grokking delays of single runs"),
     "modular.transformer_harmonics": Entry(
-        Unmodelled(0.025), "finding, one training seed per k: the read-out of the trained weights is exact, the "
+        Unmodelled(0.023), "finding, one training seed per k: the read-out of the trained weights is exact, the "
                            "training draw has no noise model"),
     # multitask
     "multitask.one_step_map": Entry(
