@@ -25,7 +25,10 @@ __all__ = []
 _Z = 5.0
 _SD_SLOPE_Z = 4.0
 _KERNEL_SLOPE_TOL = 0.1
-_RIDGE = 0.02     # lambda = 0.02 kappa_inf(0): N lambda near the top Gram eigenvalues (as resnet.finite_width_kernels)
+#: "arch kernel" -> ridge lambda, about 0.02 kappa_inf(0) at d = 8-10 (N lambda near the top Gram eigenvalues, as
+#: resnet.finite_width_kernels), fixed so that the KRR error sees the kernel's scale
+_CASES = {"fc3 ck": 0.005, "fc3 ntk": 0.005, "fc3 ntk_W": 0.05, "resnet_free_u ck": 0.02, "resnet_free_u ntk": 0.005,
+          "resnet_free_u ntk_W": 0.15, "resnet ntk_W": 0.1}
 _BLOCK = 256      # cube points per kernel block
 #: (arch, kernel) -> the skeptic's profile (arch, kernel) for each null: "shallower" rescaled to the same kappa(0)
 #: (fc2's NTK is O(1), not O(m)), the others at their own scale
@@ -74,26 +77,23 @@ def _cube_error(net, kernel, target, X, lam):
               "of network_kernel_limit's profile, SE from the spread over init seeds",
        tolerance=_Z,
        tolerance_origin="z is a Student t with (S - 1) x widths d.o.f. (SE from the fluctuation amplitude pooled over "
-                        "all widths: 28 quick, 75 full): P(|t_28| > 5) = 2.7e-5 per case, 1.9e-4 over the 7 (quick; "
-                        "full 2.6e-5). Check: each case's sd slope within 4 (normal) SE of -1/2. A kernel of the wrong "
-                        "shape at the same diagonal (one block shallower, no skip, the other kernel) moves the limit "
-                        "error by 10-1000 SE",
+                        "all widths: 28 quick, 60 full): P(|t_28| > 5) = 2.8e-5 per case, 1.9e-4 over the 7 (quick; "
+                        "full 3.7e-5). Check: each case's sd slope within 4 (normal) SE of -1/2, 4.4e-4 over the 7. "
+                        "Recorded max |z| 1.26 (quick). The nulls move the limit error by >= 6 SE; a null of the right "
+                        "scale but the wrong shape (one block shallower, no skip, the other kernel, all rescaled to "
+                        "the same kappa(0)) by as little as 1.3 SE (the message's shape-only figure: not a null)",
        kind="training",
        nulls={"shallower": "the same kernel of the network one block shallower (fc2's for fc3 and the free-U ResNet), "
                            "rescaled to the same kappa(0)",
               "no_skip": "the residual terms dropped (fc3's kernel for the free-U ResNet) or, for the U = VA ResNet's "
                          "first layer, the free-U ResNet's (1 + dSigma2) backward factor",
               "swapped": "the network's other kernel (ck for an NTK, NTK / m for ck)"},
-       quick={"d": 8, "k": 3, "alpha": 0.3, "N": 60, "m": [256, 512, 1024, 2048], "seeds": 8,
-              "cases": [["fc3", "ck"], ["fc3", "ntk"], ["fc3", "ntk_W"], ["resnet_free_u", "ck"],
-                        ["resnet_free_u", "ntk"], ["resnet_free_u", "ntk_W"], ["resnet", "ntk_W"]]},
-       full={"d": 10, "k": 3, "alpha": 0.3, "N": 100, "m": [256, 512, 1024, 2048, 4096], "seeds": 16,
-             "cases": [["fc3", "ck"], ["fc3", "ntk"], ["fc3", "ntk_W"], ["resnet_free_u", "ck"],
-                       ["resnet_free_u", "ntk"], ["resnet_free_u", "ntk_W"], ["resnet", "ntk_W"]]})
+       quick={"d": 8, "k": 3, "alpha": 0.3, "N": 60, "m": [256, 512, 1024, 2048], "seeds": 8, "cases": _CASES},
+       full={"d": 10, "k": 3, "alpha": 0.3, "N": 100, "m": [256, 512, 1024, 2048], "seeds": 16, "cases": _CASES})
 def deep_finite_width_kernels(size, device, outdir):
     d, k, N, S = size["d"], size["k"], size["N"], size["seeds"]
     ms = np.array(size["m"], dtype=np.float64)
-    cases = [tuple(c) for c in size["cases"]]
+    cases = [tuple(c.split()) for c in size["cases"]]
     target = resnet.thm2_target(d, k, size["alpha"], rng=0)
     X = np.random.default_rng(1).choice([-1.0, 1.0], size=(N, d))
     H = resnet.hamming_matrix(X)
@@ -106,7 +106,7 @@ def deep_finite_width_kernels(size, device, outdir):
     gaps = {c: [] for c in cases}
     kdev = {c: [] for c in cases}
     kappas = {c: resnet.network_kernel_limit(*c, d) for c in cases}
-    lams = {c: _RIDGE * float(kappas[c][0]) for c in cases}
+    lams = {c: size["cases"][" ".join(c)] for c in cases}
     e_inf = {c: limit_error(kappas[c], lams[c]) for c in cases}
     for j, m in enumerate(size["m"]):
         for i, arch in enumerate(dict.fromkeys(a for a, _ in cases)):
