@@ -792,3 +792,30 @@ def test_random_feature_weights_and_G(ph, m, kind):
                     continue
                 bound += Fraction(2.0 ** -1074) * 4 * m
                 assert record("resnet.G", float(abs(F(got[t, r]) - ref) / bound), kind=kind) <= 1
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(st.sampled_from([(a, k) for a, ks in R.NETWORK_KERNELS.items() for k in ks]),
+       st.sampled_from([1, 2, 3, 60]) | st.integers(1, 60))
+def test_network_kernel_limit(case, d):
+    """network_kernel_limit: relative error <= 1e-13 at every t, against the two-layer recursion in mpmath at 40
+    digits (arccos forms, the exact rational rho0)."""
+    arch, kernel = case
+    got = R.network_kernel_limit(arch, kernel, d)
+    with mp.workdps(40):
+        q0 = mp.mpf(d + 1) / d
+        for t in range(d + 1):
+            rho0 = mp.mpf(d + 1 - 2 * t) / (d + 1)
+            s1, ds1 = q0 * _mp_kernel("relu_nngp", rho0, t, 1, 1, 1), (mp.pi - mp.acos(rho0)) / (2 * mp.pi)
+            rho1 = 2 * s1 / q0
+            s2, ds2 = q0 / 2 * _mp_kernel("relu_nngp", rho1, t, 1, 1, 1), (mp.pi - mp.acos(rho1)) / (2 * mp.pi)
+            first = ds1 * (d + 1 - 2 * t)
+            ref = {("ck", "fc2"): s1, ("ck", "resnet"): s1, ("ck", "fc3"): s2,
+                   ("ck", "resnet_free_u"): s1 + s2 + q0 / (mp.sqrt(2) * mp.pi),
+                   ("ntk_W", "fc2"): first, ("ntk_W", "resnet"): first, ("ntk", "fc2"): first,
+                   ("ntk_W", "fc3"): ds2 * first, ("ntk_W", "resnet_free_u"): (1 + ds2) * first,
+                   ("ntk", "fc3"): ds2 * s1, ("ntk", "resnet_free_u"): ds2 * s1}[(kernel, arch)]
+            if ref == 0:
+                assert got[t] == 0
+                continue
+            assert record("resnet.network_kernel_limit", abs(got[t] - ref) / (1e-13 * abs(ref)), d=d) <= 1

@@ -662,6 +662,11 @@ BUDGET: dict = {
         "intercept z with the SE pooled over (S - 1) x widths d.o.f.: a Student t, at 5. Check: the sd slope within "
         "4 (normal) SE per kernel",
         checks=(MaxAbsZ(lambda s: len(s["kernels"]), threshold=4.0),)),
+    "resnet.deep_finite_width_kernels": Entry(
+        MaxAbsZ(lambda s: len(s["cases"]), df=lambda s: (s["seeds"] - 1) * len(s["m"])),
+        "intercept z per (arch, kernel) with the SE pooled over (S - 1) x widths d.o.f.: a Student t, at 5. Check: "
+        "the sd slope within 4 (normal) SE per case",
+        checks=(MaxAbsZ(lambda s: len(s["cases"]), threshold=4.0),)),
     "resnet.min_norm_pareto": Entry(
         Margin(sd=0.03, offset=-0.047, sides=1, comparisons=_n("lams")),
         "search spread ~3 % between starts about the recorded -4.7 % (only an excess fails), against 8 %"),

@@ -13,7 +13,8 @@ tuple to its coefficient).
   :func:`hypercube_points`, :func:`hamming_matrix` (numba popcount), :func:`kernel_matrix`, :func:`walsh_index`,
   :func:`fwht` (numba); KRR :func:`krr_fit`, the exact Parseval error :func:`exact_test_error`,
   :func:`captured_coefficients` and :func:`lemma_e2_bound`; :func:`fc2_kernel_limit`, the infinite-width profile of
-  the two-layer net's kernels at init (its hidden-weight NTK and NNGP).
+  the two-layer net's kernels at init (its hidden-weight NTK and NNGP); :func:`network_kernel_limit`
+  (``deep_kernels.py``), the same for fc3 and the ResNets (conjugate kernel, NTK per unit width, first-layer NTK).
 * Complexity (``complexity.py``): :class:`TaylorSeries` in log space, :func:`log_C_eps`, :func:`log_C_eps_parts`,
   :func:`C_s`, :func:`log_C_s`; sign flips (``coupling.py``, Prop. C.4): :func:`sign_flips`, :func:`worst_case_flips`,
   :func:`worst_case_flip_fraction`, :func:`random_flip_fraction`; indicator to function (``indicator.py``, Lemma F.2):
@@ -33,6 +34,7 @@ from .hypercube import (D_MAX, FWHT_D_MAX, arcsin, captured_coefficients, dot_pr
                         gaussian, hamming_matrix, hypercube_points, kernel_eigenvalues, kernel_matrix, krawtchouk,
                         krr_fit, lemma_e2_bound, level_eigenvalues, polynomial, profile_from_eigenvalues, relu_ck,
                         relu_nngp, relu_ntk, relu_ntk_full, relu_ntk_hidden, walsh_index, fc2_kernel_limit)
+from .deep_kernels import NETWORK_KERNELS, network_kernel_limit
 from .complexity import C_s, TaylorSeries, log_C_eps, log_C_eps_parts, log_C_s
 from .coupling import random_flip_fraction, sign_flips, worst_case_flip_fraction, worst_case_flips
 from .indicator import (claim_f4_tails, h, h_coefficients, h_second_moment, h_truncated, log_abs_p_prime, p_prime,
@@ -56,5 +58,5 @@ __all__ = ["krawtchouk", "level_eigenvalues", "profile_from_eigenvalues", "dot_p
            "sign_flips", "worst_case_flips", "worst_case_flip_fraction", "random_flip_fraction", "p_prime",
            "log_abs_p_prime", "h_coefficients", "h", "h_second_moment", "truncation_levels", "h_truncated", "truncation_error",
            "claim_f4_tails", "Phi", "random_feature_weights", "existential", "minnorm", "NetworkProblem", "NETWORK_ARCHS",
-           "NETWORK_RIDGES", "fc2_kernel_limit",
+           "NETWORK_RIDGES", "fc2_kernel_limit", "network_kernel_limit", "NETWORK_KERNELS",
            "kernel_eigenvalues"]
