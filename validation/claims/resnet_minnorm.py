@@ -113,7 +113,7 @@ def min_norm_pareto(size, device, outdir):
               "zero_predictor": "predict 0 on every input: training MSE = E y^2 = 1 (labels +-1)"},
        quick={"d": 40, "N": 5000, "ms": [200], "lrs": [1.0, 5.0], "wds": [0.0, 1e-4], "epochs": 25, "test": 20_000,
               "pareto": {"d": 6, "m": 200, "lams": [1e-4], "starts": 2, "steps": 3000, "refine_steps": 0}},
-       full={"d": 40, "N": 5000, "ms": [200, 500, 1000], "lrs": [1.0, 5.0], "wds": [0.0, 1e-4, 1e-3], "epochs": 60,
+       full={"d": 40, "N": 5000, "ms": [200, 500, 1000, 2000], "lrs": [1.0, 5.0], "wds": [0.0, 1e-4, 1e-3], "epochs": 60,
              "test": 20_000,
              "pareto": {"d": 6, "m": 200, "lams": [1e-4], "starts": 6, "steps": 5000, "refine_steps": 1500}})
 def sgd_not_min_norm(size, device, outdir):
