@@ -98,6 +98,12 @@ class Moments:
                 f"P(y = -1) = {self.p_minus!r}.")
         return 0.5 / self.p_minus, 0.5 / self.p_plus
 
+    def class_weight(self, y, owner="emergence", parameter="class_weighted"):
+        """``alpha_y = 1/(2 P(y))`` for each label of ``y`` (+-1), the weight of a sample in [Shi22, App. F]'s loss
+        ``E[alpha_y l]`` (:meth:`class_weights`, whose errors it raises)."""
+        am, ap = self.class_weights(owner, parameter)
+        return np.where(np.asarray(y) > 0, ap, am)
+
 
 @dataclass(frozen=True, eq=False)
 class PatternModel:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, RegimeWarning, check
 from .activation import smooth_trunc_relu, window, window_derivs
-from .correlations import _alpha, neuron_correlations
+from .correlations import neuron_correlations
 from .data import gram
 from .network import TwoLayerParams
 
@@ -133,7 +133,7 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
         T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method, class_weighted=weighted)
         return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
     phi, prob, y = full_support(model) if indicator == "enumerate" else _subspace_support(owner, model, params)
-    prob = prob * _alpha(model, y, weighted)
+    prob = prob * (model.moments().class_weight(y, owner, "weighted") if weighted else 1.0)
     z = phi @ params.Q.T + params.b
     act = smooth_trunc_relu(z, s)
     r = prob * y * (y * (act @ params.a) <= 1.0)
