@@ -495,6 +495,16 @@ BUDGET: dict = {
     "emergence.table4": Entry(
         Margin(sd=lambda s: 0.5 / math.sqrt(s["n_test"] * s["seeds"]), comparisons=3),
         "as emergence.table1, 3 judged rows"),
+    "emergence.table2": Entry(
+        Margin(sd=lambda s: 0.5 / math.sqrt(s["n_test"] * s["seeds"]), offset=0.015, comparisons=3),
+        "binomial test SE (p = 1/2, the largest) of the seed-mean accuracy of 3 judged LP rows, about the "
+        "finite-sample offset 0.015 of the worst row (no structure at n = 5e4: the step-2 features blur the count)"),
+    "emergence.table3": Entry(
+        Margin(sd=lambda s: 0.5 / math.sqrt(s["n_test"] * s["seeds"]), comparisons=lambda s: 4 * len(s["ds"])),
+        "as emergence.table1, 4 judged rows per input dimension d"),
+    "emergence.table5": Entry(
+        Margin(sd=lambda s: 0.5 / math.sqrt(s["n_test"] * s["seeds"]), comparisons=lambda s: 4 * len(s["ns"])),
+        "as emergence.table1, 4 judged rows per sample size n"),
     # gradient_features
     "gradient_features.first_step_rate": Entry(
         Count(items=lambda s: 2 * s["m"], p_item=float(stats.chi2.sf(9 * 8, 8)),
