@@ -517,3 +517,21 @@ def test_gmm_training_learns_the_cluster_directions_and_options_name_themselves(
                     coords="input") | kw
         with pytest.raises(InvalidParameterError, match=f"'{name}'"):
             se.train(model, **args)
+
+
+def test_gmm_population_step_certifies_its_hinge_indicator_and_names_bad_input():
+    from popdyn._validate import RegimeWarning
+    from popdyn.models.emergence import TwoLayerParams, population_gradient, population_step
+    import warnings
+    model, p0 = _gmm_setting()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # a mirrored init has g = 0: certified although sum |a| > 1
+        assert np.abs(p0.a).sum() > 1
+        population_step(model, p0, 0.5, 0.0, 1.0, 0.1)
+    loose = TwoLayerParams(p0.Q[:6], p0.b[:6], np.full(6, 0.5))     # sum of the positive a = 3: not certified
+    with pytest.warns(RegimeWarning, match="not certified"):
+        population_gradient(model, loose, 0.1)
+    with pytest.raises(InvalidParameterError, match="'indicator'"):
+        population_gradient(model, p0, 0.1, indicator="enumerate")
+    with pytest.raises(InvalidParameterError, match="'params'"):
+        population_gradient(model, TwoLayerParams(p0.Q[:, :5], p0.b, p0.a), 0.1)

@@ -120,8 +120,9 @@ def _setting(model, size, lr, judged, device, variant="lemma23"):
                  "test_sd": float(r["test_acc"][:, -1].std()),
                  "cos": None if m_ == "ntk" else float(r["cos"][:, -1].mean())} for m_, r in runs.items()}
     rows |= {m_: {"train": None, "test": float(v.mean()), "test_sd": float(v.std()),
-                  "cos": cos_t1(net["Q_1"] if m_ == "one_step_best" else net["Q_2"]) if m_ != "no_structure_two_step_best"
-                  else cos_t1(runs["no_structure"]["Q_2"])} for m_, v in best.items()}
+                  "cos": cos_t1(net["Q_1"] if m_ == "one_step_best" else net["Q_2"])
+                  if m_ != "no_structure_two_step_best" else cos_t1(runs["no_structure"]["Q_2"])}
+              for m_, v in best.items()}
     theory = {"network": pop["two_step"], "two_step_best": pop["two_step"], "one_step_best": pop["one_step_best"],
               "no_structure": pop["no_structure"], "no_structure_two_step_best": pop["no_structure"]}
     return rows, theory, pop, _rf_cos(model, params0, size.get("d"), k), runs

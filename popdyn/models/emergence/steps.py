@@ -120,7 +120,8 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     -----
     Accuracy: "enumerate" (and "subspace", the same sums over fewer rows): absolute error <= 1e-12 times the sum of the
     moduli of each sum's terms, where no support point has |y g - 1| < 1e-9 (the indicator jumps there and rounding may
-    pick either side); "one": that of :func:`~popdyn.models.emergence.neuron_correlations`. Measured 0.68 of the bound
+    pick either side); "one": that of :func:`~popdyn.models.emergence.neuron_correlations` (on the Gaussian-mixture parity,
+    of :func:`~popdyn.models.emergence.gmm_correlations`). Measured 0.68 of the bound
     (tests/test_accuracy_emergence.py, the joint law enumerated in mpmath at 40 digits).
     Regime: "one" is exact only while ``y g <= 1`` on the whole support (t = 1: g = 0; t = 2: Lemma 19). On the
     Gaussian-mixture parity only "one" (the input is unbounded: no support to enumerate), exact while the sums of
