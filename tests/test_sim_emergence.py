@@ -535,3 +535,25 @@ def test_gmm_population_step_certifies_its_hinge_indicator_and_names_bad_input()
         population_gradient(model, p0, 0.1, indicator="enumerate")
     with pytest.raises(InvalidParameterError, match="'params'"):
         population_gradient(model, TwoLayerParams(p0.Q[:, :5], p0.b, p0.a), 0.1)
+
+
+def test_gmm_full_batch_step_equals_autograd_on_the_same_samples():
+    # generic parameters (g != 0, the hinge indicator takes both values): the written-out step on the inputs x in R^d
+    # equals autograd of the mean hinge on the very samples (stream 0) to rounding
+    from popdyn.models.emergence import TwoLayerParams
+    model, _ = _gmm_setting(d=10, k=3, sigma_r=0.7)
+    rng = np.random.default_rng(5)
+    p = TwoLayerParams(0.5 * rng.standard_normal((8, 10)), 0.3 * rng.standard_normal(8) + 0.3,
+                       3.0 * rng.standard_normal(8))
+    eta, s, n = 0.5, 0.1, 3000
+    sim = se.train(model, width=4, method="network", schedule=[Step(eta=eta, lam_a=0.0, lam_w=0.0, s=s)] * 3,
+                   steps=1, n_train=n, seeds=1, init=p, coords="input", n_test=10, eval_samples=10)
+    X, y = se.sample(model, 1, n, 0)
+    P = {k_: torch.tensor(v[None], requires_grad=True) for k_, v in (("W", p.Q), ("b", p.b), ("a", p.a))}
+    _reference_loss(X, y, P, s).backward()
+    g = (se.smooth_trunc_relu(X @ P["W"].mT + P["b"][:, None, :], s) * P["a"][:, None, :]).sum(-1)
+    active = float(np.mean((y * g).detach().numpy() <= 1))
+    assert 0.05 < active < 0.95                 # the hinge indicator 1[y g <= 1] takes both values
+    for key, out in (("W", "Q_1"), ("b", "b_1"), ("a", "a_1")):
+        expect = P[key].detach().numpy()[0] - eta * P[key].grad.numpy()[0]
+        np.testing.assert_allclose(sim[out][0], expect, rtol=1e-10, atol=1e-12)
