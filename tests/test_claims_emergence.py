@@ -270,3 +270,37 @@ def test_incoherent_steps_fail_a_theory_blind_to_rho(wrong, monkeypatch, tmp_pat
     verdict, measured, checks = measure("emergence.incoherent_steps", tmp_path, neurons=4, seeds=2)
     assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
     assert (measured > 10) if wrong else (measured < 4.5)
+
+
+def _population_with(**rows):
+    """Wrong theory for emergence_tables: the population accuracies of ``rows`` replaced (a value, or a callable of
+    the population dict)."""
+    def wrong(f):
+        def population(*a, **k):
+            pop = f(*a, **k)
+            return pop | {r: (v(pop) if callable(v) else v) for r, v in rows.items()}
+        return population
+    return wrong
+
+
+# wrong theories for Tables 2, 3 and 5. Table 2: the paper's One Step (41.0 %) as the prediction of the best classifier
+# on the one-step features, which reaches ~99 % (the interval labeling is a count threshold): gap ~0.58 against 0.03.
+# Table 3: one step is not enough (a constant predictor, 50 %) where the one-step LP reaches the count ceiling 84.4 %:
+# gap ~0.34. Table 5: the network without structure at its paper's train accuracy (100 %, "it fits") where the test
+# accuracy is chance: gap ~0.5. True theories: < 0.03.
+@falsifies("emergence.table2", "emergence.table3", "emergence.table5")
+@pytest.mark.parametrize("claim_id,rows,size,margin", [
+    ("emergence.table2", {"one_step_best": 0.410}, dict(seeds=1, n_test=2000, methods=("network", "no_structure")),
+     0.5),
+    ("emergence.table3", {"one_step_best": 0.5}, dict(seeds=1, n_test=2000, methods=("network", "no_structure")),
+     0.3),
+    ("emergence.table5", {"no_structure": 1.0}, dict(seeds=1, n_test=2000, methods=("network", "no_structure")),
+     0.4)])
+@pytest.mark.parametrize("wrong", [False, True])
+def test_tables_2_3_5_fail_a_wrong_row(wrong, claim_id, rows, size, margin, monkeypatch, tmp_path):
+    _memo(monkeypatch)
+    if wrong:
+        perturb(monkeypatch, "popdyn.validation.claims.emergence_tables._population", _population_with(**rows))
+    verdict, measured, checks = measure(claim_id, tmp_path, **size)
+    assert verdict == ("FAIL" if wrong else "PASS"), (measured, checks)
+    assert (measured > margin) if wrong else (measured < 0.03)

@@ -430,3 +430,130 @@ def test_incoherent_dictionary_keeps_the_pattern_init_in_R_d():
     sim = se.train(model, width=3, schedule=theory_schedule(model, 3, steps=3), steps=0, n_train=100, batch=50,
                    seeds=1, n_test=10, coords="input", init=p)
     np.testing.assert_allclose(sim["Q_0"][0], p.Q, atol=1e-13)
+
+
+# ---- the Gaussian-mixture parity ([Shi22, App. E.3.2]) ---------------------------------------------------------------
+
+def _gmm_setting(d=25, k=4, sigma_r=0.7, m=6):
+    """Table 6's Exp. 2 (d = 25, k = 4, sigma_r = 0.7) and a symmetric network of 2m neurons near cluster centres."""
+    from popdyn.models.emergence import GaussianParityMixture, TwoLayerParams
+    model = GaussianParityMixture(d, k, sigma_r, random_dictionary(d, k, seed=0))
+    rng = np.random.default_rng(3)
+    E, _ = model.centers()
+    W = E[rng.integers(0, len(E), m)] @ model.M.T / 2 + 0.3 * rng.standard_normal((m, d))
+    b, a = 0.3 * rng.standard_normal(m), 0.5 * rng.standard_normal(m)
+    return model, TwoLayerParams(np.r_[W, W], np.r_[b, b], np.r_[a, -a])
+
+
+def _gmm_step1_z(model, p0, n, eta=0.5, s=0.1, drop_stein=False):
+    """z of the torch full-batch step 1 (kill step lam_w = 1/(2 eta), lam_a = 0) against the population step
+    (``population_step`` on the Gaussian-mixture parity: Stein's lemma), per first-layer coordinate, bias and a;
+    the standard errors from the per-sample terms of the very training sample (``se.sample`` stream 0)."""
+    from popdyn.models.emergence import population_step
+    m = p0.n // 2
+    sched = [Step(eta=eta, lam_a=0.0, lam_w=1 / (2 * eta), s=s)] * 3
+    sim = se.train(model, width=m, method="network", schedule=sched, steps=1, n_train=n, seeds=1, init=p0,
+                   coords="input", n_test=10, eval_samples=10, chunk=50_000)
+    pop = population_step(model, p0, eta, 0.0, 1 / (2 * eta), s)
+    if drop_stein:     # wrong theory: the input noise only smooths the window (no tau^2 w term)
+        from popdyn.models.emergence import gmm_correlations
+        T = gmm_correlations(model, p0.Q, p0.b, s).T
+        S = np.sqrt(model.tau2 * (p0.Q ** 2).sum(1) + s * s)
+        mv = model.centers()[0] @ model.M.T @ p0.Q.T + p0.b
+        dens = (model.centers()[1][:, None] * (np.exp(-mv**2 / (2 * S**2)) - np.exp(-(1 - mv)**2 / (2 * S**2)))
+                / (S * math.sqrt(2 * math.pi))).mean(0)
+        pop = type(pop)(eta * p0.a[:, None] * (T - model.tau2 * p0.Q * dens[:, None]), pop.b, pop.a)
+    X, y = (v.numpy()[0] for v in se.sample(model, 1, n, 0))
+    Z = X @ p0.Q.T + p0.b
+    win = act_np.window(Z, s)
+    se_T = np.sqrt(np.maximum(np.einsum("ni,nj->ij", win**2, X**2) / n
+                              - (np.einsum("n,ni,nj->ij", y, win, X) / n)**2, 0) / n)
+    scale = eta * np.abs(p0.a)
+    zT = (sim["Q_1"][0] - pop.Q) / (scale[:, None] * se_T)
+    zb = (sim["b_1"][0] - pop.b) / (scale * (y[:, None] * win).std(0) / math.sqrt(n))
+    za = (sim["a_1"][0] - pop.a) / (eta * (y[:, None] * act_np.smooth_trunc_relu(Z, s)).std(0) / math.sqrt(n))
+    return zT[:m], zb[:m], za[:m]          # the mirrored neurons repeat the first m (same samples, same |z|)
+
+
+def test_gmm_step1_equals_the_population_step():
+    # n = 2e5 samples: the torch step is a Monte Carlo estimate of the exact population step, z ~ N(0, 1) per
+    # coordinate; max |z| < 4.5 over 6 x 25 + 12 z (P <= 1.1e-3), sum z^2 within 4 sd
+    model, p0 = _gmm_setting()
+    zT, zb, za = _gmm_step1_z(model, p0, 200_000)
+    _assert_gaussian(zT)
+    _assert_gaussian(np.concatenate([zb, za]))
+
+
+def test_gmm_step1_check_fails_without_the_stein_term():
+    # falsification: the population step without Stein's input-noise term tau^2 w E[y (p(m) - p(1 - m))]
+    model, p0 = _gmm_setting()
+    zT, _, _ = _gmm_step1_z(model, p0, 200_000, drop_stein=True)
+    assert np.abs(zT).max() > 20
+    with pytest.raises(AssertionError):
+        _assert_gaussian(zT)
+
+
+def test_gmm_balanced_samples_have_both_class_conditional_laws():
+    model, _ = _gmm_setting(d=8, k=3, sigma_r=0.5)
+    X, y = model.sample(40_000, 1, balanced=True)
+    assert (y > 0).sum() == 20_000
+    # eps recovered from the noise-free part: uniform on the vertices of each label, |mean eps_j| ~ N(0, 1/2e4)
+    eps = np.sign(X @ model.M)
+    for v in (1.0, -1.0):
+        np.testing.assert_array_less(np.abs(eps[y == v].mean(0)), 4.5 / math.sqrt(20_000) + 0.02)
+    with pytest.raises(InvalidParameterError, match="'n'"):
+        model.sample(11, 0, balanced=True)
+
+
+def test_gmm_training_learns_the_cluster_directions_and_options_name_themselves():
+    model, p0 = _gmm_setting(d=8, k=2, sigma_r=0.5, m=8)
+    sched = [Step(eta=0.5, lam_a=0.0, lam_w=0.0, s=0.0)] * 3
+    sim = se.train(model, width=8, method="gd", schedule=sched, steps=300, n_train=4000, batch=4000, seeds=2,
+                   init=(0.3, 0.3, 0.3), coords="input", n_test=2000, lr=0.5)
+    assert sim["test_acc"][:, -1].min() > 0.9 and sim["centre_cos"][:, -1].min() > 0.8
+    for kw, name in ((dict(coords="pattern"), "coords"), (dict(init=None), "init"), (dict(schedule=None), "schedule"),
+                     (dict(method="no_structure"), "method"), (dict(d=9), "d")):
+        args = dict(width=8, method="gd", schedule=sched, steps=1, n_train=100, batch=100, init=(0.3, 0.3, 0.3),
+                    coords="input") | kw
+        with pytest.raises(InvalidParameterError, match=f"'{name}'"):
+            se.train(model, **args)
+
+
+def test_gmm_population_step_certifies_its_hinge_indicator_and_names_bad_input():
+    from popdyn._validate import RegimeWarning
+    from popdyn.models.emergence import TwoLayerParams, population_gradient, population_step
+    import warnings
+    model, p0 = _gmm_setting()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # a mirrored init has g = 0: certified although sum |a| > 1
+        assert np.abs(p0.a).sum() > 1
+        population_step(model, p0, 0.5, 0.0, 1.0, 0.1)
+    loose = TwoLayerParams(p0.Q[:6], p0.b[:6], np.full(6, 0.5))     # sum of the positive a = 3: not certified
+    with pytest.warns(RegimeWarning, match="not certified"):
+        population_gradient(model, loose, 0.1)
+    with pytest.raises(InvalidParameterError, match="'indicator'"):
+        population_gradient(model, p0, 0.1, indicator="enumerate")
+    with pytest.raises(InvalidParameterError, match="'params'"):
+        population_gradient(model, TwoLayerParams(p0.Q[:, :5], p0.b, p0.a), 0.1)
+
+
+def test_gmm_full_batch_step_equals_autograd_on_the_same_samples():
+    # generic parameters (g != 0, the hinge indicator takes both values): the written-out step on the inputs x in R^d
+    # equals autograd of the mean hinge on the very samples (stream 0) to rounding
+    from popdyn.models.emergence import TwoLayerParams
+    model, _ = _gmm_setting(d=10, k=3, sigma_r=0.7)
+    rng = np.random.default_rng(5)
+    p = TwoLayerParams(0.5 * rng.standard_normal((8, 10)), 0.3 * rng.standard_normal(8) + 0.3,
+                       3.0 * rng.standard_normal(8))
+    eta, s, n = 0.5, 0.1, 3000
+    sim = se.train(model, width=4, method="network", schedule=[Step(eta=eta, lam_a=0.0, lam_w=0.0, s=s)] * 3,
+                   steps=1, n_train=n, seeds=1, init=p, coords="input", n_test=10, eval_samples=10)
+    X, y = se.sample(model, 1, n, 0)
+    P = {k_: torch.tensor(v[None], requires_grad=True) for k_, v in (("W", p.Q), ("b", p.b), ("a", p.a))}
+    _reference_loss(X, y, P, s).backward()
+    g = (se.smooth_trunc_relu(X @ P["W"].mT + P["b"][:, None, :], s) * P["a"][:, None, :]).sum(-1)
+    active = float(np.mean((y * g).detach().numpy() <= 1))
+    assert 0.05 < active < 0.95                 # the hinge indicator 1[y g <= 1] takes both values
+    for key, out in (("W", "Q_1"), ("b", "b_1"), ("a", "a_1")):
+        expect = P[key].detach().numpy()[0] - eta * P[key].grad.numpy()[0]
+        np.testing.assert_allclose(sim[out][0], expect, rtol=1e-10, atol=1e-12)

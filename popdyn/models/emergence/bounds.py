@@ -787,11 +787,6 @@ class WeightedMoments(NamedTuple):
     max_E_abs_alpha_y_phi_A: float
 
 
-def _alpha_y(model, owner, parameter):
-    am, ap = model.moments().class_weights(owner, parameter)
-    return model.labels * np.where(model.labels > 0, ap, am)
-
-
 def class_weighted_moments(model):
     r"""App. F's class weights alpha_v = 1/(2 P[y = v]) and the weighted moments of Lemma 39.
 
@@ -832,7 +827,7 @@ def class_weighted_moments(model):
     model = _model(_own("class_weighted_moments"), model)
     mom = model.moments()
     am, ap = mom.class_weights(_own("class_weighted_moments"), "model")
-    w = model.A_probs * model.labels * np.where(model.labels > 0, ap, am)
+    w = model.A_probs * model.labels * mom.class_weight(model.labels)
     phA = model.phi_A()
     return WeightedMoments({1: ap, -1: am}, float(w.sum()),
                            float(np.abs(w).sum()), mom.gamma_weighted, w @ phA,
@@ -912,7 +907,8 @@ def input_noise_gradient(model, q, b, s, sigma_zeta, w_perp_sq=0.0, *, weighted=
     P, group = model.background_groups()
     bgp = np.prod(np.where(bg[None] > 0, P[:, None, :], 1 - P[:, None, :]), axis=2)[group]  # (R, 2^(D-k))
     phB = (bg - model.moments().p_bar) / sigt
-    yw = _alpha_y(model, _own("input_noise_gradient"), "weighted") if weighted else model.labels
+    yw = model.labels * (model.moments().class_weight(model.labels, _own("input_noise_gradient"), "weighted")
+                         if weighted else 1.0)
     c = b + (model.phi_A() @ q[:k])[:, None] + (phB @ q[k:])[None, :]
     wgt = (model.A_probs * yw)[:, None] * bgp
     h, h1, _ = window_derivs(c, st)  # W_{s_t}(c) and W'(c) = p_{s_t}(c) - p_{s_t}(1 - c)

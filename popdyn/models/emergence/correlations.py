@@ -74,10 +74,7 @@ def _inputs(owner, model, q, b, s, s_positive):
 def _alpha(model, y, weighted):
     """Class weights alpha_y = 1 / (2 P(y)) of App. F's weighted loss (1 when not weighted); the public functions
     have checked that both classes have positive probability (``Moments.class_weights``)."""
-    if not weighted:
-        return np.ones_like(y)
-    am, ap = model.moments().class_weights("emergence", "class_weighted")
-    return np.where(y > 0, ap, am)
+    return model.moments().class_weight(y) if weighted else np.ones_like(y)
 
 
 def _pieces(model, Q, b, weighted):

@@ -98,6 +98,12 @@ class Moments:
                 f"P(y = -1) = {self.p_minus!r}.")
         return 0.5 / self.p_minus, 0.5 / self.p_plus
 
+    def class_weight(self, y, owner="emergence", parameter="class_weighted"):
+        """``alpha_y = 1/(2 P(y))`` for each label of ``y`` (+-1), the weight of a sample in [Shi22, App. F]'s loss
+        ``E[alpha_y l]`` (:meth:`class_weights`, whose errors it raises)."""
+        am, ap = self.class_weights(owner, parameter)
+        return np.where(np.asarray(y) > 0, ap, am)
+
 
 @dataclass(frozen=True, eq=False)
 class PatternModel:
@@ -1097,20 +1103,30 @@ class GaussianParityMixture:
         E = np.array(list(itertools.product([-1, 1], repeat=self.k)), dtype=np.float64)
         return E, E.prod(1)
 
-    def sample(self, n, seed=0):
+    def sample(self, n, seed=0, *, balanced=False):
         r"""Draw ``(X, y)``: ``X`` (n, d) with ``x = M eps + g``, ``y = prod eps``.
 
         .. math:: \varepsilon\sim\mathrm U\{\pm1\}^k,\quad g\sim\mathcal N(0,\tau^2 I_d)
 
+        ``balanced=True``: exactly n/2 samples per class (the first half y = +1), each from its class-conditional
+        law: eps_1..eps_{k-1} uniform and ``eps_k = y prod_{i<k} eps_i`` (uniform on the vertices of label y).
+
         Notes
         -----
-        Regime: any n >= 1.
+        Regime: any n >= 1 (even with ``balanced``).
 
         References
         ----------
         .. [src] [Shi22, App. E.3.2].
         """
-        n = check("emergence.GaussianParityMixture.sample", "n", n, Integer(1))
+        owner = "emergence.GaussianParityMixture.sample"
+        n = check(owner, "n", n, Integer(1))
+        if balanced and n % 2:
+            raise InvalidParameterError(f"The 'n' parameter of {owner} must be even with balanced=True (n/2 samples "
+                                        f"per class). Got {n!r} instead.")
         rng = np.random.default_rng(seed)
         eps = rng.choice([-1.0, 1.0], size=(n, self.k))
+        if balanced:
+            y = np.repeat([1.0, -1.0], n // 2)
+            eps[:, -1] = y * eps[:, :-1].prod(1)
         return eps @ self.M.T + math.sqrt(self.tau2) * rng.standard_normal((n, self.d)), eps.prod(1)

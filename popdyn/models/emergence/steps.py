@@ -15,8 +15,8 @@ import numpy as np
 
 from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, RegimeWarning, check
 from .activation import smooth_trunc_relu, window, window_derivs
-from .correlations import _alpha, neuron_correlations
-from .data import gram
+from .correlations import gmm_correlations, neuron_correlations
+from .data import GaussianParityMixture, gram
 from .network import TwoLayerParams
 
 __all__ = ["full_support", "population_gradient", "population_step", "hinge_certificate", "population_two_steps",
@@ -89,9 +89,13 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
 
     ``z_i = <q_i, phi> + b_i``, ``g = sum_i a_i sigma~_s(z_i)``.
 
+    On the Gaussian-mixture parity (:class:`~popdyn.models.emergence.GaussianParityMixture`) the rows of ``Q`` are
+    the weights ``w_i`` in R^d, phi is the input x, and the correlations are
+    :func:`~popdyn.models.emergence.gmm_correlations` (Stein's lemma, exact).
+
     Parameters
     ----------
-    model : PatternModel
+    model : PatternModel or GaussianParityMixture
     params : TwoLayerParams
     s : float
         Smoothing ``sigma_xi >= 0`` (``indicator="one"`` with the Fourier method needs ``s > 0``).
@@ -116,9 +120,14 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     -----
     Accuracy: "enumerate" (and "subspace", the same sums over fewer rows): absolute error <= 1e-12 times the sum of the
     moduli of each sum's terms, where no support point has |y g - 1| < 1e-9 (the indicator jumps there and rounding may
-    pick either side); "one": that of :func:`~popdyn.models.emergence.neuron_correlations`. Measured 0.68 of the bound
+    pick either side); "one": that of :func:`~popdyn.models.emergence.neuron_correlations` (on the Gaussian-mixture parity,
+    of :func:`~popdyn.models.emergence.gmm_correlations`). Measured 0.68 of the bound
     (tests/test_accuracy_emergence.py, the joint law enumerated in mpmath at 40 digits).
-    Regime: "one" is exact only while ``y g <= 1`` on the whole support (t = 1: g = 0; t = 2: Lemma 19).
+    Regime: "one" is exact only while ``y g <= 1`` on the whole support (t = 1: g = 0; t = 2: Lemma 19). On the
+    Gaussian-mixture parity only "one" (the input is unbounded: no support to enumerate), exact while the sums of
+    the positive and of the negative a_i (neurons with equal (w, b) merged, so a symmetric init has g = 0) are at
+    most 1: then ``|g| <= 1`` for every x, since ``0 <= sigma~_s <= 1`` (a RegimeWarning otherwise);
+    its classes balance, so ``weighted`` changes nothing there.
 
     References
     ----------
@@ -126,6 +135,8 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
     """
     owner = "emergence.population_gradient"
     s = check(owner, "s", s, _S)
+    if isinstance(model, GaussianParityMixture):
+        return _gmm_gradient(owner, model, params, s, indicator)
     indicator = check(owner, "indicator", indicator, Options(("one", "enumerate", "subspace")))
     if weighted:
         model.moments().class_weights(owner, "weighted")
@@ -133,12 +144,35 @@ def population_gradient(model, params, s, indicator="one", method="fourier", wei
         T, Tb, Ta, _ = neuron_correlations(model, params.Q, params.b, s, method=method, class_weighted=weighted)
         return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
     phi, prob, y = full_support(model) if indicator == "enumerate" else _subspace_support(owner, model, params)
-    prob = prob * _alpha(model, y, weighted)
+    prob = prob * (model.moments().class_weight(y, owner, "weighted") if weighted else 1.0)
     z = phi @ params.Q.T + params.b
     act = smooth_trunc_relu(z, s)
     r = prob * y * (y * (act @ params.a) <= 1.0)
     win = window(z, s) * r[:, None]
     return TwoLayerParams(-params.a[:, None] * (win.T @ phi), -params.a * win.sum(0), -(r @ act))
+
+
+def _gmm_output_bound(params):
+    """A bound on sup_x |g(x)| from the second layer alone: neurons with equal (w, b) merge (a mirrored pair
+    cancels), then g lies in [-sum of the negative a, sum of the positive a], since 0 <= sigma~_s <= 1."""
+    _, inv = np.unique(np.c_[params.Q, params.b], axis=0, return_inverse=True)
+    a = np.bincount(inv.ravel(), weights=params.a)
+    return float(max(a[a > 0].sum(), -a[a < 0].sum()))
+
+
+def _gmm_gradient(owner, model, params, s, indicator):
+    """:func:`population_gradient` on the Gaussian-mixture parity: ``(-a_i T_i, -a_i T_b, -T_a)`` with the exact
+    correlations of :func:`~popdyn.models.emergence.gmm_correlations` (the indicator set to 1)."""
+    check(owner, "indicator", indicator, Options(("one",)))
+    if params.Q.shape[1] != model.d:
+        raise InvalidParameterError(f"The 'params' parameter of {owner} must have weights Q of shape (n, d) = "
+                                    f"(n, {model.d}) on a GaussianParityMixture. Got {params.Q.shape} instead.")
+    bound = _gmm_output_bound(params)
+    if bound > 1.0:
+        warnings.warn(f"{owner}: sup |g| <= {bound:.3g} is not below 1, so y g <= 1 is not certified everywhere: the "
+                      f"gradient with the hinge indicator set to 1 may be off.", RegimeWarning, stacklevel=3)
+    T, Tb, Ta, _ = gmm_correlations(model, params.Q, params.b, s)
+    return TwoLayerParams(-params.a[:, None] * T, -params.a * Tb, -Ta)
 
 
 def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method="fourier", weighted=False):
@@ -153,7 +187,8 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
 
     Parameters
     ----------
-    model : PatternModel
+    model : PatternModel or GaussianParityMixture
+        On the latter ``Q`` holds the weights in R^d (:func:`population_gradient`).
     params : TwoLayerParams
     eta : float
         Step size, > 0.
@@ -185,7 +220,7 @@ def population_step(model, params, eta, lam_a, lam_w, s, indicator="one", method
     lam_a = check(owner, "lam_a", lam_a, _S)
     lam_w = check(owner, "lam_w", lam_w, _S)
     g = population_gradient(model, params, s, indicator, method, weighted)
-    rho = gram(model)
+    rho = None if isinstance(model, GaussianParityMixture) else gram(model)   # there Q is w itself
     gQ = g.Q if rho is None else g.Q @ rho                 # the step is on w in R^d: q = M^T w moves by rho grad_q
 
     def decay(lam):

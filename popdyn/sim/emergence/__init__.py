@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ..._validate import Interval, InvalidParameterError, Options, RegimeWarning, as_int, check
-from ...models.emergence.data import no_structure, random_dictionary
+from ...models.emergence.data import GaussianParityMixture, no_structure, random_dictionary
 from ...models.emergence.schedule import theory_schedule
 from ...results import Simulation
 from .._torch import (make_generator, resolve_device, resolve_dtype, serial_if_small, standard_normal_,
@@ -154,13 +154,17 @@ def sample(model, seeds, n, seed, *, balanced=False, stream=0, coords="pattern",
     """Samples ``phi`` (seeds, n, D) (or ``x`` (seeds, n, d) with ``coords="input"``) and labels y (seeds, n).
 
     Replicate s draws ``model.sample(n, rng, balanced=balanced, coords=coords)``
-    (:meth:`popdyn.models.emergence.PatternModel.sample`) with ``rng`` seeded by (seed, s, stream): the training set
+    (:meth:`popdyn.models.emergence.PatternModel.sample`; a :class:`~popdyn.models.emergence.GaussianParityMixture`
+    draws its inputs x in R^d whatever ``coords``) with ``rng`` seeded by (seed, s, stream): the training set
     is stream 0 and the test set stream 1, so they are independent and each is reproducible on its own.
     """
     X, Y = [], []
     for s in range(seeds):
         rng = np.random.default_rng(np.random.SeedSequence([seed, s, stream]))
-        x, y, _ = model.sample(n, rng, balanced=balanced, coords=coords)
+        if isinstance(model, GaussianParityMixture):            # inputs x in R^d (no pattern coordinates)
+            x, y = model.sample(n, rng, balanced=balanced)
+        else:
+            x, y, _ = model.sample(n, rng, balanced=balanced, coords=coords)
         X.append(x)
         Y.append(y)
     return (torch.as_tensor(np.stack(X), dtype=dtype, device=device),
@@ -309,6 +313,9 @@ def _schedule(model, m, steps, schedule, lr, lam, lr_a=None):
     """The schedule as a list of :class:`_Step` (>= 3 entries: steps 1, 2 and the last stage), with the last-stage
     overrides ``lr``, ``lam`` and ``lr_a`` applied from the third entry on."""
     if schedule is None:
+        if isinstance(model, GaussianParityMixture):
+            raise InvalidParameterError(f"The 'schedule' parameter of {_OWNER} must be given for a "
+                                        f"GaussianParityMixture (the theory schedule needs gamma > 0). Got None.")
         schedule = theory_schedule(model, m, steps=max(steps, 2))
     try:
         entries = list(schedule)
@@ -373,6 +380,8 @@ def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, 
     opts["eval_samples"] = as_int(_OWNER, "eval_samples", min(opts["n"], 10_000) if eval_samples is None
                                   else eval_samples, 1, opts["n"])
     opts["n_points"] = as_int(_OWNER, "n_points", 21 if n_points is None else n_points, 2)
+    if isinstance(model, GaussianParityMixture):
+        return opts | _check_gmm(model, opts, d, init)
     D = int(model.D)
     M = getattr(model, "M", None)
     if opts["coords"] == "input":
@@ -386,6 +395,26 @@ def _check(model, m, method, n, batch, steps, seeds, seed, balanced, coords, d, 
                                     f"the D = {D} pattern coordinates). Got {d!r} instead.")
     opts["init"] = _check_init(init, opts["m"], D)
     return opts
+
+
+def _check_gmm(model, opts, d, init):
+    """The options specific to the Gaussian-mixture parity: inputs in R^d (``coords="input"``, d = the model's),
+    no 'no_structure' method, initial scales given (its gamma is 0, so the paper's sigma_a is undefined)."""
+    if opts["coords"] != "input":
+        raise InvalidParameterError(f"The 'coords' parameter of {_OWNER} must be 'input' for a GaussianParityMixture "
+                                    f"(its inputs are x in R^d; it has no pattern coordinates). Got "
+                                    f"{opts['coords']!r} instead.")
+    if d is not None and d != model.d:
+        raise InvalidParameterError(f"The 'd' parameter of {_OWNER} must be None or the model's d = {model.d} for a "
+                                    f"GaussianParityMixture. Got {d!r} instead.")
+    if opts["method"] == "no_structure":
+        raise InvalidParameterError(f"The 'method' parameter of {_OWNER} must not be 'no_structure' for a "
+                                    f"GaussianParityMixture (no pattern structure to remove). Got 'no_structure'.")
+    if init is None:
+        raise InvalidParameterError(f"The 'init' parameter of {_OWNER} must be given ((sigma_w, sigma_b, sigma_a) or "
+                                    f"parameters) for a GaussianParityMixture: its gamma is 0, so the paper's "
+                                    f"sigma_a = sigma~^2/(gamma k^2) is undefined. Got None.")
+    return {"d": model.d, "init": _check_init(init, opts["m"], model.d)}
 
 
 def _check_init(init, m, D):
@@ -424,8 +453,8 @@ def _init_scales(model, init):
 
 def _dictionary(model, opts, device, dtype):
     """M (d, D): the model's (orthonormal or incoherent), or ``random_dictionary(d, D, seed)``; None in pattern
-    coords."""
-    if opts["coords"] == "pattern":
+    coords and for the Gaussian-mixture parity (its samples are the inputs themselves)."""
+    if opts["coords"] == "pattern" or isinstance(model, GaussianParityMixture):
         return None
     M = model.M
     if M is None:
@@ -476,10 +505,21 @@ class _Batches:
         return rows
 
 
-def _record(out, t, train, test, opts, P, P0, M, k):
+def _centre_cos(W, C):
+    """min over the cluster centres c (rows of C) of max_i |cos(w_i, c)|, per seed: every centre covered by some
+    neuron ([Shi22, App. E.3.2, Figure 16])."""
+    norm = torch.linalg.vector_norm(W, dim=2, keepdim=True)
+    c = (W / torch.where(norm > 0, norm, torch.ones_like(norm))) @ (C / torch.linalg.vector_norm(C, dim=1,
+                                                                                                 keepdim=True)).T
+    return c.abs().amax(1).amin(1)
+
+
+def _record(out, t, train, test, opts, P, P0, M, k, centres=None):
     acc, loss = _evaluate(train, opts["eval_samples"], P, P0, opts["chunk"])
     tacc, tloss = _evaluate(test, opts["test"], P, P0, opts["chunk"])
     cos, acos = _cos(P["W"], M, k)
+    if centres is not None:
+        out.setdefault("centre_cos", []).append(to_numpy(_centre_cos(P["W"], centres)))
     for name, v in (("train_acc", acc), ("train_loss", loss), ("test_acc", tacc), ("test_loss", tloss),
                     ("cos", cos), ("abs_cos", acos)):
         out[name].append(to_numpy(v))
@@ -501,9 +541,13 @@ def train(model, *, width, method="network", schedule=None, steps=600, n_train=5
 
     Parameters
     ----------
-    model : emergence.PatternModel or ExchangeablePatternModel
+    model : emergence.PatternModel, ExchangeablePatternModel or GaussianParityMixture
         The data law (sampled by its ``sample``); A is the first k patterns. With App. F input noise
         (``sigma_zeta > 0``) and ``coords="input"`` the samples are drawn in R^d (noise outside span M included).
+        The Gaussian-mixture parity ([Shi22, App. E.3.2]) is trained on its inputs x in R^d as drawn (no
+        normalisation): ``coords="input"``, ``schedule`` and ``init`` given (its gamma is 0), every method but
+        "no_structure"; ``Q_t`` are then the weights w in R^d and the population twin of its full-batch steps is
+        :func:`popdyn.models.emergence.population_step`.
     width : int
         Half the width (``2 width`` neurons), ``>= 1``; m in the paper.
     method : {"network", "no_structure", "one_step", "two_step", "rf", "ntk", "gd"}
@@ -577,7 +621,10 @@ def train(model, *, width, method="network", schedule=None, steps=600, n_train=5
         ``Q_t`` (seeds, 2m, D), ``b_t``, ``a_t`` (seeds, 2m); after step 1, ``g1_max`` (seeds,) = max |g^(1)|
         over the training samples (< 1: the hinge indicator of step 2 is 1 everywhere, Lemma 19) and
         ``loss_step1`` (seeds,) the training hinge of g^(1) at step 2's sigma_xi; the parameters after the last step,
-        ``Q_final`` (seeds, 2m, D) in pattern coordinates, ``b_final``, ``a_final`` (seeds, 2m).
+        ``Q_final`` (seeds, 2m, D) in pattern coordinates, ``b_final``, ``a_final`` (seeds, 2m). On the
+        Gaussian-mixture parity also ``centre_cos`` (seeds, len(t)): the min over the 2^k cluster centres M eps of
+        max_i |cos(w_i, M eps)| (every centre covered by a neuron, [Shi22, Figure 16]); ``cos`` is against
+        ``sum_j M_j``, the centre eps = (1, ..., 1).
 
     Notes
     -----
@@ -609,10 +656,14 @@ def _train(model, opts, schedule, lr, lam, lr_a, device, dtype, record):
     start = time.perf_counter()
     S, T, k = opts["seeds"], opts["steps"], int(model.k)
     gen = make_generator(opts["seed"], dev)
-    mom = model.moments()
-    alpha = (mom.class_weights(_OWNER, "schedule") if any(e.weighted for e in sched) else None)
+    gmm = isinstance(model, GaussianParityMixture)
+    # the Gaussian-mixture parity's classes balance: its class weights alpha_y are 1
+    alpha = (model.moments().class_weights(_OWNER, "schedule") if any(e.weighted for e in sched) and not gmm
+             else None)
     M = _dictionary(model, opts, dev, dt)
     kw = dict(dtype=dt, device=dev)
+    M_cos = torch.tensor(model.M, dtype=dt, device=dev) if gmm else M     # cos(w, sum_j M_j): M's columns
+    centres = (torch.tensor(model.centers()[0] @ model.M.T, dtype=dt, device=dev) if gmm else None)
     if M is not None and getattr(model, "sigma_zeta", 0.0):
         # App. F input noise has a part outside span M: the samples live in R^d (seeds x n x d numbers)
         if model.M is None:
@@ -624,7 +675,7 @@ def _train(model, opts, schedule, lr, lam, lr_a, device, dtype, record):
         M_in = M              # pattern-coordinate samples, mapped through M in the forward pass
     train_data = _Data(*sample(model, S, opts["n"], opts["seed"], balanced=opts["balanced"], stream=0, **kw), M_in)
     test_data = _Data(*sample(model, S, opts["test"], opts["seed"], stream=1, **kw), M_in)
-    P = _initial(S, opts["m"], M, int(model.D), k, scales, gen, dt, dev)
+    P = _initial(S, opts["m"], M, model.d if gmm else int(model.D), k, scales, gen, dt, dev)
     P0 = {key: v.clone() for key, v in P.items()} if linear else None
     batches = _Batches(S, opts["n"], opts["batch"], make_generator(int(np.random.SeedSequence(
         [opts["seed"], 1]).generate_state(1)[0]), dev), dev)     # own stream: same batches in R^d and pattern coords
@@ -648,7 +699,7 @@ def _train(model, opts, schedule, lr, lam, lr_a, device, dtype, record):
                     extra |= {f"Q_{t}": to_numpy(_pattern_weights(P["W"], M)),
                               f"b_{t}": to_numpy(P["b"]), f"a_{t}": to_numpy(P["a"])}
                 if t in record:
-                    _record(out, t, train_data, test_data, opts, P, P0, M, k)
+                    _record(out, t, train_data, test_data, opts, P, P0, M_cos, k, centres)
     finally:
         bar.close()
     extra |= {"Q_final": to_numpy(_pattern_weights(P["W"], M)), "b_final": to_numpy(P["b"]), "a_final": to_numpy(P["a"])}
