@@ -41,6 +41,7 @@ __all__ = ["Risk", "population_risk"]
 
 _EPS = 2.0 ** -52
 _RANK_TOL = 1e-13          # relative singular value treated as 0 (its effect enters the returned bound)
+_T_MAX = 38.0             # Gaussian coordinates beyond are dropped (mass < 1e-313)
 _METHODS = ("auto", "exact", "lattice", "mc")
 
 
@@ -248,7 +249,8 @@ def _line_risk(m, L, a, y, loss, tol):
     for plo, phi in ((lo, cut), (cut, hi)):
         ok = plo < phi
         t = _inside(plo, phi)
-        z = y * (al + be * t)
+        with np.errstate(invalid="ignore"):                              # empty pieces at +-inf: masked by ok
+            z = y * (al + be * t)
         if loss == "hinge":
             w = ok & (z < 1.0)
             total += float(np.sum(_gauss_linear_moment(1.0 - y * al[w], -y * be[w], plo[w], phi[w], 0.0, 1.0)))
@@ -277,6 +279,17 @@ def _low_rank(model, N):
     return Q @ (Ub * Sb), resid
 
 
+def _crossings(m, L1, L2):
+    """Where the inner (q = 1) integrand changes form along xi_2: two neurons' knots cross, or a neuron with
+    L1_i = 0 switches; the outer quadrature is split there (within |xi_2| <= 38, beyond which phi < 1e-313)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        num = np.outer(L1, m) - np.outer(m, L1)                                         # m_j L1_i - m_i L1_j
+        den = np.outer(L2, L1) - np.outer(L1, L2)                                       # L2_i L1_j - L2_j L1_i
+        t = np.concatenate([(num / den)[np.triu_indices(len(m), 1)], (-m / L2)[L1 == 0]])
+    t = np.unique(t[np.isfinite(t) & (np.abs(t) < _T_MAX)])
+    return np.concatenate([[-_T_MAX], t, [_T_MAX]])
+
+
 def _gaussian_exact(model, a, W, b, loss, tol):
     mean, scale, y, p, N = _gaussian(model, W, b)
     L, resid = _low_rank(model, N)
@@ -292,7 +305,9 @@ def _gaussian_exact(model, a, W, b, loss, tol):
         else:
             f = lambda t: _line_risk(mc + sc * L[:, 1] * t, sc * L[:, 0], a, yc, loss, tol) \
                 * math.exp(-0.5 * t * t) / math.sqrt(2 * math.pi)
-            total += pc * integrate.quad(f, -np.inf, np.inf, epsabs=tol, epsrel=0.0, limit=400)[0]
+            cuts = _crossings(mc, sc * L[:, 0], sc * L[:, 1])
+            total += pc * sum(integrate.quad(f, lo, hi, epsabs=tol / len(cuts), epsrel=0.0, limit=400)[0]
+                              for lo, hi in zip(cuts[:-1], cuts[1:]))
     return Risk(float(total), 0.0, bound, "exact")
 
 
