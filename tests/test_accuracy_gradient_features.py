@@ -1441,3 +1441,58 @@ def test_good_second_layer_cancellation():
     assert [s.tolist() for s in sets] == [[0], [0]]
     exact = Fraction(2) ** -53 / 3
     assert abs(Fraction(a_t[0]) - exact) <= 8 * Fraction(EPS) * exact
+
+
+# ---- population_risk -----------------------------------------------------------------------------------------------
+
+@settings(max_examples=examples(10), deadline=None)
+@given(st.integers(0, 2 ** 31), st.sampled_from([3, 5, 7, 9]), st.integers(1, 3), st.integers(1, 4),
+       st.sampled_from(["hinge", "error"]))
+def test_population_risk_cube_exact(seed, d, k, M, loss):
+    """population_risk(method="exact"), uniform parity: |value - exact| <= bound, the exact value in rationals over all
+    2^d points (hinge, 0-1 error: piecewise linear, exact in Fraction from the float inputs)."""
+    k = min(k, d)
+    up = GF.UniformParity(d, k)
+    rng = np.random.default_rng(seed)
+    a, W, b = rng.standard_normal(M), rng.standard_normal((M, d)), rng.standard_normal(M)
+    r = GF.population_risk(up, a, W, b, loss, method="exact")
+    Fa, FW, Fb = ([Fraction(float(v)) for v in row] for row in (a, W.ravel(), b))
+    total = Fraction(0)
+    for x in itertools.product((-1, 1), repeat=d):
+        y = math.prod(x[:k])
+        g = sum(Fa[i] * max(Fraction(0), sum(FW[i * d + j] * x[j] for j in range(d)) - Fb[i]) for i in range(M))
+        z = y * g
+        total += max(Fraction(0), 1 - z) if loss == "hinge" else (1 if z < 0 else Fraction(1, 2) if z == 0 else 0)
+    ref = total / 2 ** d
+    assert record("population_risk (cube exact)", abs(Fraction(r.value) - ref) / Fraction(max(r.bound, 1e-300)),
+                  d=d, k=k, M=M, loss=loss) <= 1
+
+
+@settings(max_examples=examples(8), deadline=None)
+@given(st.integers(0, 2 ** 31), st.integers(1, 5), st.sampled_from(["hinge", "logistic", "error"]),
+       st.floats(0.3, 3.0))
+def test_population_risk_gauss_rank1(seed, M, loss, sigma):
+    """population_risk(method="exact"), Gaussian mixture with rank-1 W: |value - exact| <= bound (16 tol), the exact
+    value by mpmath quadrature at 30 digits of each component's 1-D integral split at every kink."""
+    gm = GF.xor_mixture(4, sigma)
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal(4)
+    a, W, b = rng.standard_normal(M), np.outer(rng.standard_normal(M), u), rng.standard_normal(M)
+    r = GF.population_risk(gm, a, W, b, loss, method="exact")
+    ell = {"hinge": lambda z: max(mp.mpf(0), 1 - z), "logistic": lambda z: mp.log(1 + mp.exp(-z)) / mp.log(2),
+           "error": lambda z: mp.mpf(1) if z < 0 else (mp.mpf(0.5) if z == 0 else mp.mpf(0))}[loss]
+    with mp.workdps(30):
+        ref = mp.mpf(0)
+        nu = mp.sqrt(_dot(u, u))
+        for mu, s, yl, p in zip(gm.mus, gm.sigmas, gm.labels, gm.weights):
+            mi = [_dot(W[i], mu) - _mpf(b[i]) for i in range(M)]
+            Li = [_mpf(s) * _dot(W[i], u) / nu for i in range(M)]
+            g = lambda t: sum(_mpf(a[i]) * max(mp.mpf(0), mi[i] + Li[i] * t) for i in range(M))
+            knots = sorted(-mi[i] / Li[i] for i in range(M) if Li[i] != 0)
+            f = lambda t: ell(_mpf(yl) * g(t)) * mp.npdf(t)
+            pts = [-mp.inf] + knots + [mp.inf]
+            if loss != "logistic":                               # the loss's own kink on each linear piece
+                pts = sorted(set(pts + [t for t in mp.linspace(knots[0] - 40, knots[-1] + 40, 801)]))
+            ref += _mpf(p) * mp.quad(f, pts)
+    assert record("population_risk (Gaussian rank 1)", abs(_mpf(r.value) - ref) / _mpf(r.bound),
+                  M=M, loss=loss, sigma=sigma) <= 1

@@ -18,6 +18,8 @@ Docs: docs/gradient_features.md. Conventions: W is (M, d), one row per neuron;
 * Framework (``framework.py``): :func:`symmetric_init` (3.9), :func:`first_step` (population or sample, hinge or
   base-2 logistic), :func:`cone_membership`, :func:`nice_set`, :func:`feature_probability`,
   :func:`good_second_layer` (Lemma B.6), :func:`opt_frozen` (OPT_{W,b,B_a2}), :func:`population_loss`.
+* Risk (``risk.py``): :func:`population_risk` (exact on hypercube data by enumeration of column classes or on a
+  rounded lattice with a bound; exact for Gaussian data when W has rank <= 2 on the noise space; else Monte Carlo).
 * Bounds (``bounds.py``): :func:`main_theorem` (3.10)-(3.13) with every hidden constant an argument, the case tables
   :func:`case_parameters`, Lemma B.6/B.9, Theorem B.2/B.7, the fixed-feature bound for parity, the auxiliary
   inequalities.
@@ -35,6 +37,7 @@ from .framework import (cone_membership, feature_probability, first_step, good_s
 from .multi_index import MultiIndexPolynomial
 from .parity import MonteCarloGradient, StructuredParity, UniformParity, majority_coefficient
 from .problem import Problem
+from .risk import Risk, population_risk
 from . import predict  # noqa: F401  (the theory of Problem, registered with popdyn.api.register)
 
 __all__ = ["DataModel", "Bounds", "GaussianMixture", "xor_mixture", "LinearSeparable", "relu_moment", "hinge",
@@ -46,4 +49,4 @@ __all__ = ["DataModel", "Bounds", "GaussianMixture", "xor_mixture", "LinearSepar
            "lemma_B9_bounds", "lemma_B10_bounds", "B8_CONSTS", "B8_SUFFICIENT", "LIPSCHITZ", "case_parameters",
            "fixed_feature_lower_bound_parity", "max_gaussian_tail_bound", "chi2_tail_bound", "mills_bounds",
            "tail_expectation_bound", "uniform_parity_requirements", "oco_bound", "gradient_concentration", "LPRIME0",
-           "MAIN_CONSTS"]
+           "MAIN_CONSTS", "Risk", "population_risk"]
