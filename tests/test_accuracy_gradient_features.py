@@ -1471,9 +1471,11 @@ def test_population_risk_cube_exact(seed, d, k, M, loss):
 @settings(max_examples=examples(8), deadline=None)
 @given(st.integers(0, 2 ** 31), st.integers(1, 5), st.sampled_from(["hinge", "logistic", "error"]),
        st.floats(0.3, 3.0))
+@example(seed=5041, M=4, loss="error", sigma=1.5566767060158289).via("a jump of the 0-1 loss off the reference's grid")
 def test_population_risk_gauss_rank1(seed, M, loss, sigma):
     """population_risk(method="exact"), Gaussian mixture with rank-1 W: |value - exact| <= bound (16 tol), the exact
-    value by mpmath quadrature at 30 digits of each component's 1-D integral split at every kink."""
+    value by mpmath quadrature at 30 digits of each component's 1-D integral split at every kink of the network and
+    every kink or jump of the loss (found exactly on each linear piece)."""
     gm = GF.xor_mixture(4, sigma)
     rng = np.random.default_rng(seed)
     u = rng.standard_normal(4)
@@ -1491,8 +1493,17 @@ def test_population_risk_gauss_rank1(seed, M, loss, sigma):
             knots = sorted(-mi[i] / Li[i] for i in range(M) if Li[i] != 0)
             f = lambda t: ell(_mpf(yl) * g(t)) * mp.npdf(t)
             pts = [-mp.inf] + knots + [mp.inf]
-            if loss != "logistic":                               # the loss's own kink on each linear piece
-                pts = sorted(set(pts + [t for t in mp.linspace(knots[0] - 40, knots[-1] + 40, 801)]))
+            if loss != "logistic":         # the loss's own kink or jump on each linear piece: y g(t) = 1 or g(t) = 0
+                level = mp.mpf(0) if loss == "error" else _mpf(yl)
+                edges = [knots[0] - 1] + knots + [knots[-1] + 1]
+                for lo, hi in zip(edges[:-1], edges[1:]):
+                    mid = (lo + hi) / 2                             # g is linear on the piece around mid
+                    slope = sum(_mpf(a[i]) * Li[i] for i in range(M) if mi[i] + Li[i] * mid > 0)
+                    if slope != 0:
+                        r = mid + (level - g(mid)) / slope
+                        if (lo == edges[0] or r >= lo) and (hi == edges[-1] or r <= hi):
+                            pts.append(r)
+                pts = sorted(set(pts))
             ref += _mpf(p) * mp.quad(f, pts)
     assert record("population_risk (Gaussian rank 1)", abs(_mpf(r.value) - ref) / _mpf(r.bound),
                   M=M, loss=loss, sigma=sigma) <= 1
