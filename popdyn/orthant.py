@@ -156,11 +156,26 @@ def _orthant_second(C, i, j, idx, n, s, ws):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def _orthant_first(C, i, idx, n, s, ws):  # pragma: no cover - compiled
+    r""":math:`\mathbb E[x_i 1(x_{idx} > 0)]` by Stein's lemma once:
+    :math:`\sum_m C_{im}\varphi_m(0)P(\mathrm{idx}\setminus\{m\} \mid x_m = 0)`."""
+    out = 0.0
+    for a in range(n):
+        m = idx[a]
+        if C[m, m] <= 0.0:
+            continue
+        sub, ns = _without(idx, n, m)
+        out += C[i, m] / math.sqrt(2 * math.pi * C[m, m]) * _orthant(_given_zero(C, m), sub, ns, s, ws)
+    return out
+
+
+@numba.njit(cache=True)
 def _signed_moment(C, sd, lab, sg, thr, nt, i, j, s, ws):  # pragma: no cover - compiled
-    r""":math:`\mathbb E[x_ix_j1(x_f > 0,\ f\in\mathrm{thr}[:nt])]` (``i < 0``: the orthant probability alone) for
+    r""":math:`\mathbb E[x_ix_j1(x_f > 0,\ f\in\mathrm{thr}[:nt])]` (``i < 0``: the orthant probability alone;
+    ``j < 0 <= i``: the first moment :math:`\mathbb E[x_i1(\dots)]`) for
     fields :math:`x_f = \mathrm{sd}_f\mathrm{sg}_f\,y_{\mathrm{lab}_f}`, y of correlation matrix C: a label
     thresholded with both signs gives 0 (:math:`1(y > 0)1(-y > 0) = 0`), otherwise the thresholds are flipped into
-    C and :func:`_orthant_second` takes the distinct labels (at most 4)."""
+    C and :func:`_orthant_second` takes the distinct labels (at most 4), gathered into a matrix of at most 6."""
     P = C.shape[0]
     D = np.zeros(P)
     idx = np.zeros(4, dtype=np.int64)
@@ -174,21 +189,38 @@ def _signed_moment(C, sd, lab, sg, thr, nt, i, j, s, ws):  # pragma: no cover - 
             n += 1
         elif D[L] != sg[f]:
             return 0.0
-    flip = False
-    for a in range(P):
-        if D[a] == 0.0:
-            D[a] = 1.0
-        flip = flip or D[a] < 0.0
-    Cd = C
-    if flip:
-        Cd = np.empty((P, P))
-        for a in range(P):
-            for b in range(P):
-                Cd[a, b] = D[a] * D[b] * C[a, b]
+    # the labels involved (thresholds first, then those of i and j), gathered with their signs into a small matrix
+    # (the moments read only these entries: the same numbers, without conditioning P x P matrices)
+    labs = np.empty(6, dtype=np.int64)
+    labs[:n] = idx[:n]
+    q = n
+    for f in (i, j):
+        if f >= 0:
+            L = lab[f]
+            if D[L] == 0.0:
+                D[L] = 1.0
+                labs[q] = L
+                q += 1
+    Cs = np.empty((q, q))
+    for a in range(q):
+        for b in range(q):
+            Cs[a, b] = D[labs[a]] * D[labs[b]] * C[labs[a], labs[b]]
+    sub = np.arange(4)
     if i < 0:
-        return _orthant(Cd, idx, n, s, ws)
-    Li, Lj = lab[i], lab[j]
-    return sd[i] * sd[j] * sg[i] * sg[j] * D[Li] * D[Lj] * _orthant_second(Cd, Li, Lj, idx, n, s, ws)
+        return _orthant(Cs, sub, n, s, ws)
+    pi = _position(labs, q, lab[i])
+    if j < 0:
+        return sd[i] * sg[i] * D[lab[i]] * _orthant_first(Cs, pi, sub, n, s, ws)
+    pj = _position(labs, q, lab[j])
+    return sd[i] * sd[j] * sg[i] * sg[j] * D[lab[i]] * D[lab[j]] * _orthant_second(Cs, pi, pj, sub, n, s, ws)
+
+
+@numba.njit(cache=True)
+def _position(labs, q, L):  # pragma: no cover - compiled
+    for a in range(q):
+        if labs[a] == L:
+            return a
+    return -1
 
 
 @numba.njit(cache=True)

@@ -40,6 +40,7 @@ from scipy.stats import qmc
 
 from ..._validate import Integer, InvalidParameterError, Options, check
 from ...hermite import gauss_hermite
+from . import gram
 from .problem import Problem, _cached, check_overlap
 from .theory import _unique_rows
 
@@ -55,7 +56,7 @@ _RULE = (8, 12, 48)  # public B0/B1: relative error <= 1e-4 for relu, <= 5e-4 fo
 _TABLE_RULE = (6, 6, 32)  # the ODE's table: 2e-7 (relu k = 8) to 2e-4, below its interpolation error ~1e-3
 _COARSE = (_TABLE_RULE, (7, 9, 40))  # the error estimate is the larger difference of these from _RULE
 _N_CHEB = 13  # the table's quadrature nodes, Chebyshev-Lobatto in theta = arccos m (B0 is analytic in theta)
-_METHODS = ("auto", "quadrature", "rqmc")
+_METHODS = ("auto", "quadrature", "orthant", "rqmc")
 _POWERS = ((1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (2, 1), (1, 2), (2, 2))  # (i, j) of E[D^i G^j], kernel order
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
@@ -404,12 +405,22 @@ def _moments(problem, m, n, seed, weights):
     return reps.mean(axis=0), reps.std(axis=0, ddof=1) / np.sqrt(_N_SCRAMBLES)
 
 
-def _use_quadrature(problem, method, owner):
+def _method(problem, method, owner):
+    """The method that serves ``method``: "quadrature" (G = I), "orthant" (ReLU family) or "rqmc"."""
     method = check(owner, "method", method, Options(_METHODS))
     if method == "quadrature" and not _identity_gram(problem):
         raise InvalidParameterError(f"The 'method' parameter of {owner} may be 'quadrature' only with G = I_k "
-                                    "(orthonormal features, A4). Got 'quadrature' with G != I; use 'rqmc' or 'auto'.")
-    return method == "quadrature" or (method == "auto" and _identity_gram(problem))
+                                    "(orthonormal features, A4). Got 'quadrature' with G != I; use 'orthant', 'rqmc' "
+                                    "or 'auto'.")
+    if method == "orthant" and _piecewise_linear(problem.sigma) is None:
+        raise InvalidParameterError(f"The 'method' parameter of {owner} may be 'orthant' only for the ReLU family "
+                                    f"(relu, abs, leaky_relu). Got 'orthant' with {problem.activation!r}; use 'rqmc' "
+                                    "or 'auto'.")
+    if method != "auto":
+        return method
+    if _identity_gram(problem):
+        return "quadrature"
+    return "orthant" if _piecewise_linear(problem.sigma) is not None and problem.k <= gram.K_MAX else "rqmc"
 
 
 def _mc(problem, m, n, seed, weights, owner, method):
@@ -419,11 +430,13 @@ def _mc(problem, m, n, seed, weights, owner, method):
     n = check(owner, "n", n, Integer(2))
     seed = check(owner, "seed", seed, Integer(0))
     weights = np.asarray(weights, dtype=np.float64)
-    if _use_quadrature(problem, method, owner):
-        val, err = _exact(problem, m.reshape(-1))
-        mean, se = weights @ val, np.abs(weights) @ err
-    else:
+    method = _method(problem, method, owner)
+    if method == "rqmc":
         mean, se = _moments(problem, m.reshape(-1), n, seed, weights)
+    else:
+        val, err = (_exact(problem, m.reshape(-1)) if method == "quadrature"
+                    else gram.exact(problem, m.reshape(-1), _piecewise_linear(problem.sigma)))
+        mean, se = weights @ val, np.abs(weights) @ err
     return mean.reshape((-1,) + m.shape), se.reshape((-1,) + m.shape)
 
 
@@ -606,12 +619,17 @@ def _table(problem, n, seed):
     G = I: quadrature at ``_N_CHEB`` Chebyshev-Lobatto points in ``theta = arccos m`` and barycentric
     interpolation in theta (``n``, ``seed`` unused). B0 is analytic in m inside (-1, 1) and its endpoint
     terms are half-integer powers of ``1 -+ m`` (the ReLU kinks), i.e. powers of ``sin(theta/2)``,
-    ``cos(theta/2)``: analytic in theta, so 13 points reach the rule's own error (tests). Else RQMC.
+    ``cos(theta/2)``: analytic in theta, so 13 points reach the rule's own error (tests). General G, ReLU family
+    (k <= gram.K_MAX): the orthant moments (6-node Plackett rule) at the same points. Else RQMC.
     """
-    if _identity_gram(problem):
-        def make():
-            m, interp = _table_interpolation()
-            return tuple(np.array(_quadrature(problem, m, _TABLE_RULE)) @ interp.T)
-        return _cached(problem, ("B", "quadrature"), make)
-    return _cached(problem, ("B", n, seed),
-                   lambda: tuple(_moments(problem, _M_TABLE, n, seed, [[1.0, 0.0], [0.0, 1.0]])[0]))
+    method = _method(problem, "auto", "lora.overlap_ode")
+    if method == "rqmc":
+        return _cached(problem, ("B", n, seed),
+                       lambda: tuple(_moments(problem, _M_TABLE, n, seed, [[1.0, 0.0], [0.0, 1.0]])[0]))
+
+    def make():
+        m, interp = _table_interpolation()
+        val = (np.array(_quadrature(problem, m, _TABLE_RULE)) if method == "quadrature"
+               else gram.exact(problem, m, _piecewise_linear(problem.sigma), estimate=False)[0])
+        return tuple(val @ interp.T)
+    return _cached(problem, ("B", method), make)
