@@ -168,3 +168,17 @@ def test_paths_reject_bad_input():
         diffusion_paths(gp, d=50, lr=1e-3, t=[0, 10], m0=0.0, paths=0)
     with pytest.raises(InvalidParameterError, match="lr"):
         increment_covariance(gp, 0.0, np.zeros(3), lr=0.0)
+
+
+def test_predict_diffusion_means_and_spread():
+    # predict(method="diffusion") returns the path means of every observable and their SDs; one path has SD 0 and
+    # equals diffusion_paths' path with the same seed; convention "paper" is refused (the noise needs finite d)
+    gp = GeneralProblem(lora.Problem.orthonormal(3, 1.0, "relu", seed=0), np.zeros(3), project=False)
+    kw = dict(d=60, lr=0.1 / 60, steps=120, n_points=3, joint=True, m0=0.2)
+    pred = popdyn.predict(gp, method="diffusion", paths=3, dtau=0.5, seed=2, **kw)
+    assert set(pred.observables) == {"m", "loss", "q_norm", "c_overlap"}
+    assert set(pred.meta["sd"]) == set(pred.observables) and np.all(np.asarray(pred.meta["sd"]["m"])[1:] > 0)
+    X = diffusion_paths(gp, d=60, lr=0.1 / 60, t=pred.t, m0=0.2, lr_c=0.1 / 60, paths=3, dtau=0.5, seed=2)
+    np.testing.assert_allclose(pred["m"], X[:, :, 0].mean(1), rtol=0, atol=1e-15)
+    with pytest.raises(InvalidParameterError, match="convention"):
+        popdyn.predict(gp, method="diffusion", convention="paper", **kw)

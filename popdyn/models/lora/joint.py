@@ -29,8 +29,8 @@ import math
 import numpy as np
 
 from ..._validate import Integer, Interval, InvalidParameterError, check
-from .general import _neurons, _normal_draws, _root, _state, general_drift
-from .problem import _N_MC, _cached
+from .general import _sample, _second_moment_of, _state, general_drift
+from .problem import _N_MC
 
 __all__ = ["increment_covariance", "diffusion_paths"]
 
@@ -40,23 +40,16 @@ def _layout_size(gp, lr_c):
     return 1 + (0 if gp.project else gp.k) + (0 if lr_c is None else gp.k)
 
 
-def _increments(gp, m, q, c_hat, lr, lr_c, n_mc, seed):
-    r"""One SGD step's increments of the state (before normalisation) at the ``n_mc`` quadrature points.
+def _increments(gp, m, q, c_hat, lr, lr_c, s):
+    r"""One SGD step's increments of the state (before normalisation) at the quadrature points ``s``
+    (:func:`~popdyn.models.lora.general._sample`).
 
     The sample gradient is ``L = F x`` (in u_hat) with
     ``F = -2 (f^* - \hat f) sum_j lam_j sigma'(s_j) xi c_hat_j/r_hat_j`` and, in c_hat_j,
     ``-2 (f^* - \hat f) lam_j sigma'(s_j) (xi <u_hat, x>/r_hat_j - xi^2 c_hat_j s_j/r_hat_j^2)``; the state moves by
     ``-lr <P L, u>``, ``-lr <P L, w_i>`` and ``-lr_c`` times the c_hat gradient (P the algorithm's projection)."""
     k, P = gp.k, gp.problem
-    C, r_hat = _neurons(gp, c_hat)
-    R, r = _root(gp, m, q)
-    eps = _cached(P, ("general_draws", n_mc, seed, r), lambda: _normal_draws(n_mc, seed, r + 2))[0]
-    z = np.einsum("nl,al->na", eps, R)                     # <w_i, x>, <u, x>, <u_hat, x>
-    pre = np.einsum("na,ja->nj", z, C)                     # teacher then student pre-activations
-    sig, lam, xi = P.activation, P.lam, P.xi
-    res = np.einsum("nj,j->n", sig(pre[:, :k]) - sig(pre[:, k:]), lam)
-    ds = sig.deriv(pre[:, k:])
-    F = -2 * res * np.einsum("nj,j->n", ds, lam * xi * c_hat / r_hat)
+    z, F, r_hat = s["z"], s["F"], s["r_hat"]
     zw, zu, zh = z[:, :k], z[:, k], z[:, k + 1]
     pu = zu - m * zh
     if gp.project:                                         # <Pi_perp x, u> = <x, u> - <W x, G^+ p>
@@ -65,8 +58,9 @@ def _increments(gp, m, q, c_hat, lr, lr_c, n_mc, seed):
     if not gp.project:
         cols.append(-lr * F[:, None] * (zw - q[None, :] * zh[:, None]))
     if lr_c is not None:
-        dpre = xi * zh[:, None] / r_hat - (xi**2 * c_hat / r_hat**2) * pre[:, k:]
-        cols.append(2 * lr_c * res[:, None] * lam * ds * dpre)
+        xi = P.xi
+        dpre = xi * zh[:, None] / r_hat - (xi**2 * c_hat / r_hat**2) * s["pre"][:, k:]
+        cols.append(2 * lr_c * s["res"][:, None] * P.lam * s["ds"] * dpre)
     return np.column_stack(cols)
 
 
@@ -125,7 +119,7 @@ def increment_covariance(gp, m, q=None, c_hat=None, *, lr, lr_c=None, n_mc=_N_MC
     if lr_c is not None:
         lr_c = check("lora.increment_covariance", "lr_c", lr_c, Interval(0, np.inf, closed="left"))
     n_mc = check("lora.increment_covariance", "n_mc", n_mc, Integer(2))
-    inc = _increments(gp, m, q, c_hat, lr, lr_c, n_mc, seed)
+    inc = _increments(gp, m, q, c_hat, lr, lr_c, _sample(gp, m, q, c_hat, n_mc, seed))
     inc = inc - inc.mean(axis=0)
     return inc.T @ inc / (n_mc - 1)
 
@@ -233,12 +227,14 @@ def diffusion_paths(gp, *, d, lr, t, m0, q0=None, lr_c=None, paths=16, dtau=0.05
             n_sub = max(1, math.ceil((t[i] - t[i - 1]) / h_max - 1e-9))
             h = (t[i] - t[i - 1]) / n_sub
             for _ in range(n_sub):
-                q = None if gp.project else y[sq]
-                c = y[sc] if lr_c is not None else None
-                dm, dq, dc = general_drift(gp, y[0], q, c, lr=lr, d=d, lr_c=lr_c, n_mc=n_mc, seed=seed)
-                step = h * np.r_[dm, dq[:sq.stop - sq.start], dc[:sc.stop - sc.start]]
+                m, q, c = _state(gp, y[0], None if gp.project else y[sq], y[sc] if lr_c is not None else None)
+                s = _sample(gp, m, q, c, n_mc, seed)
+                dm, dq, dc = general_drift(gp, m, None if gp.project else q, c, lr=lr, lr_c=lr_c,
+                                           convention="paper")
+                e2 = 0.5 * lr**2 * _second_moment_of(s, d)       # the normalisation drift, as general_drift
+                step = h * np.r_[dm - e2 * m, (dq - e2 * q)[:sq.stop - sq.start], dc[:sc.stop - sc.start]]
                 if noise:
-                    inc = _increments(gp, *_state(gp, y[0], q, c), lr, lr_c, n_mc, seed)
+                    inc = _increments(gp, m, q, c, lr, lr_c, s)
                     inc = inc - inc.mean(axis=0)
                     # a root of h Sigma from the centred increments: (inc / sqrt(n-1)) has Gram Sigma
                     step += math.sqrt(h / (n_mc - 1)) * (rng.standard_normal(n_mc) @ inc)
