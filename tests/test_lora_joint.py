@@ -75,7 +75,8 @@ _CASES = [  # activation, xi, project, joint, m, q scale, c_hat factor
 @pytest.mark.parametrize("act,xi,project,joint,m,qs,cf", _CASES)
 def test_increment_moments_against_autograd(act, xi, project, joint, m, qs, cf):
     # mean: the exact first-order drift; covariance: the quadrature of 8 scrambles (its spread is its SE) against
-    # 2e5 per-sample gradients of the d-dimensional network; |z| < 5 on every entry (measured <= 3.3)
+    # 2e5 per-sample gradients of the d-dimensional network; |z| < 5 on every entry (measured max |z| 1.5-2.9 for
+    # the means, 1.4-2.2 for the covariances)
     k, d, lr = 3, 12, 0.01
     lr_c = 0.02 if joint else None
     P = lora.Problem.orthonormal(k, xi, act, seed=1)
