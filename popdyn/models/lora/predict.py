@@ -4,7 +4,8 @@
 (:func:`~popdyn.models.lora.overlap_ode`, corrected or paper convention) and the population loss along it
 (:func:`~popdyn.models.lora.population_loss`), with the regime checks of the theorems.
 ``lora.general`` (:class:`~popdyn.models.lora.GeneralProblem`): the order parameters ``(m, q, c_hat)``
-outside Assumption A2 (:func:`~popdyn.models.lora.general_drift`) and the loss along them. The options
+outside Assumption A2 (:func:`~popdyn.models.lora.general_drift`) and the loss along them, by their ODE or, with
+``method="diffusion"``, by the diffusion that keeps the SGD step's fluctuations (:mod:`popdyn.models.lora.joint`). The options
 are the problems' tables (``Problem.options``); ``popdyn.predict`` resolves them before these run.
 """
 from __future__ import annotations
