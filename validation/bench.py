@@ -83,7 +83,7 @@ GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "h_ke
          "resnet_hamming": 1.0, "contrastive_optimum": 1.0, "contrastive_loss_W": 10.0, "dg_accuracy": 1.0,
          "dg_optimum": 1.0,
          "committee_erf_ode": 10.0, "committee_relu_ode": 5.0, "committee_tanh_ode": 5.0, "sweep_pool": 1.0,
-         "sweep_dask": 1.0, "validate_jobs": 1.0, "kernels_exact_error": 1.0}
+         "sweep_dask": 1.0, "validate_jobs": 1.0, "kernels_exact_error": 1.0, "lora_B_general": 0.1}
 #: Start-up goals in seconds (:func:`startup`).
 STARTUP_GOALS = {"import": 0.3, "first_call": 3.0, "validate_quick_jobs2": 600.0, "slowest_quick_claim": 60.0}
 _QUAD_BOUND = 30.0  # |x| <= 30: h_p(x) phi(x) < e^-200 beyond, for p <= 200 (turning point sqrt(4p+2) = 28.3)
@@ -205,6 +205,23 @@ def _bench_predict_vs_simulate(sz):
             "fast_s": t_cold, "fast_warm_s": t_warm, "slow_s": t_sim, "ratio": t_sim / t_cold,
             "ratio_warm": t_sim / t_warm, "goal": GOALS["predict_vs_simulate"], "table_s": t_table,
             "fast_cpu_s": cpu_cold, "slow_cpu_s": cpu_sim, "ratio_cpu": cpu_sim / cpu_cold}
+
+
+def _bench_lora_b_general(sz):
+    """The corrected ODE's B0/B1 table for a general Gram matrix (ReLU, random features, k = 5, cold): exact
+    orthant moments vs the RQMC table they replace (2^13 points), with the G = I quadrature table for scale."""
+    seeds = iter(range(10**6))
+    table = lora.normalisation._table
+    make = lambda: lora.Problem.random_features(k=5, xi=1.0, activation="relu", seed=next(seeds))
+    t_exact, _, _ = _cold_warm(make, lambda p: table(p, 2, 0), sz["repeats"])
+    t_rqmc, _, _ = _cold_warm(make, lambda p: lora.normalisation._moments(p, lora.normalisation._M_TABLE, 1 << 13, 0,
+                                                                           [[1.0, 0.0], [0.0, 1.0]]), sz["repeats"])
+    eye = lambda: lora.Problem.orthonormal(k=5, xi=1.0, activation="relu", seed=next(seeds))
+    t_eye, _, _ = _cold_warm(eye, lambda p: table(p, 2, 0), sz["repeats"])
+    return {"what": f"B0/B1 table of the corrected ODE, general Gram, ReLU, k=5, cold: exact orthant moments vs RQMC "
+                    f"(2^13 points, ~1 % SE); the G = I quadrature table takes {t_eye * 1e3:.2f} ms",
+            "fast_s": t_exact, "slow_s": t_rqmc, "ratio": t_rqmc / t_exact, "goal": GOALS["lora_B_general"],
+            "identity_s": t_eye}
 
 
 def _fresh_tanh():
@@ -688,7 +705,8 @@ def run(quick=False):
                      ("dg_accuracy,dg_optimum", _bench_domain_gen),
                      ("committee_erf_ode", _bench_committee),
                      ("committee_relu_ode,committee_tanh_ode", _bench_committee_quadrature),
-                     ("kernels_exact_error", _bench_kernels), ("sweep_pool,sweep_dask", _bench_sweeps),
+                     ("kernels_exact_error", _bench_kernels), ("lora_B_general", _bench_lora_b_general),
+                     ("sweep_pool,sweep_dask", _bench_sweeps),
                      ("validate_jobs", _bench_validate)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         try:

@@ -14,10 +14,9 @@ other LoRA figure claims: normalisation N1, c, c_hat in {+-1/sqrt k}^k, lambda =
 - ``lora.fig4_activations`` (Fig. 4): u_hat *not* projected on span(W)^perp, several activations and
   xi = 1, sqrt(k): the (k+1)-dimensional ODE of (m, q) against SGD.
 
-Not covered: Fig. 4's joint training of c_hat for the polynomial activations (quadratic, He3) at
-xi = sqrt(k). The general theory contains joint training (``predict(..., joint=True)``), but there the
-per-step noise of c_hat (no 1/d in its gradient) and the normalisation drift are not small at delta = 0.1,
-so the population ODE does not describe SGD (docs/lora.md, "General position").
+Fig. 4's joint training of c_hat is claimed in ``lora_joint.py`` (``lora.fig4_joint_diffusion``): there the
+population ODE is only the d -> infinity limit, and the diffusion theory (``method="diffusion"``) keeps the
+fluctuations of order delta^2/d that matter for the polynomial activations at xi = sqrt(k).
 """
 from __future__ import annotations
 

@@ -5,12 +5,14 @@ population dynamics is the scalar ODE ``dm/dt = h(m)(1 - m^2)``. This package ho
 closed forms of ``h`` and the loss, the normalisation drift B0, the dynamics of the overlap, the
 bounds and the paper's limits and constructions, and the theory outside Assumption A2 (Figs 4-5).
 Modules: ``problem`` (:class:`Problem`, :class:`GeneralProblem`), ``theory``, ``limits``,
-``normalisation``, ``dynamics``, ``bounds``, ``general``, and ``predict`` (the theory of each problem,
+``normalisation``, ``dynamics``, ``bounds``, ``general``, ``joint`` (the diffusion theory of joint
+training), and ``predict`` (the theory of each problem,
 registered with :func:`popdyn.api.register`).
 """
 from .bounds import claim1_condition, condition3, signal_noise, theorem16_schedule, theorem_schedule
 from .dynamics import limit_sign, overlap_ode, overlap_recursion, plateau_overlap, time_to_overlap
 from .general import general_drift, general_gradient, general_loss, pair_moments
+from .joint import diffusion_paths, increment_covariance
 from .limits import (claim2_instance, example_f1, glm_h, lazy_floor, lazy_h, lazy_solution, refit_error,
                      separation_instance, thm36_bound)
 from .normalisation import B0, B1, gradient_second_moment
@@ -27,4 +29,5 @@ __all__ = ["Problem", "overlaps",
            "B0", "B1", "gradient_second_moment", "overlap_ode", "overlap_recursion", "time_to_overlap",
            "plateau_overlap", "limit_sign",
            "condition3", "claim1_condition", "signal_noise", "theorem16_schedule", "theorem_schedule"]
-__all__ += ["GeneralProblem", "pair_moments", "general_loss", "general_gradient", "general_drift"]
+__all__ += ["GeneralProblem", "pair_moments", "general_loss", "general_gradient", "general_drift",
+            "increment_covariance", "diffusion_paths"]

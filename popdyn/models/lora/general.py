@@ -454,11 +454,19 @@ def _root(gp, m, q):
     return R, r
 
 
-def _second_moment(gp, m, q, c_hat, d, n_mc, seed):
+def _sample(gp, m, q, c_hat, n_mc, seed, rng=None):
+    """The quadrature points' fields: basis inner products z (n, k+2), pre-activations (teachers then students),
+    the residual f* - f_hat, sigma' of the students, F = -2 res sum_j lam_j sigma'_j xi c_hat_j/r_hat_j (the scalar of
+    the sample gradient F x), r_hat, and ||P y||^2 of the part y of x in span(W, u, u_hat) with its rank. The points
+    are the cached scrambled-Sobol draws of ``(n_mc, seed)``, or fresh normal draws from the generator ``rng``."""
     k, P = gp.k, gp.problem
     C, r_hat = _neurons(gp, c_hat)
     R, r = _root(gp, m, q)
-    eps, eps2 = _cached(P, ("general_draws", n_mc, seed, r), lambda: _normal_draws(n_mc, seed, r + 2))
+    if rng is None:
+        eps, eps2 = _cached(P, ("general_draws", n_mc, seed, r), lambda: _normal_draws(n_mc, seed, r + 2))
+    else:
+        eps = rng.standard_normal((n_mc, r + 2))
+        eps2 = eps * eps
     rank = r + 1 + int(R[k + 1, r + 1] > 1e-12)
     # einsum, not BLAS: these products are small and a threaded BLAS on busy cores costs more than it saves
     z = np.einsum("nl,al->na", eps, R)                              # <basis_a, x>, covariance Gamma
@@ -466,11 +474,22 @@ def _second_moment(gp, m, q, c_hat, d, n_mc, seed):
     pre = np.einsum("na,ja->nj", z, C)
     sig, lam = P.activation, P.lam
     res = np.einsum("nj,j->n", sig(pre[:, :k]) - sig(pre[:, k:]), lam)
-    F2 = 4 * res**2 * np.einsum("nj,j->n", sig.deriv(pre[:, k:]), lam * P.xi * c_hat / r_hat) ** 2
+    ds = sig.deriv(pre[:, k:])
+    F = -2 * res * np.einsum("nj,j->n", ds, lam * P.xi * c_hat / r_hat)
     Py2 = y2 - z[:, k + 1] ** 2
     if gp.project:                                                  # u_hat is in span W^perp already
         Py2 = Py2 - np.sum(eps2[:, :r], axis=1)
-    return float((d - rank) * F2.mean() + (F2 * Py2).mean())
+    return dict(z=z, pre=pre, res=res, ds=ds, F=F, r_hat=r_hat, Py2=Py2, rank=rank)
+
+
+def _second_moment_of(s, d):
+    """E||L_t||^2 from the fields of :func:`_sample`."""
+    F2 = s["F"] ** 2
+    return float((d - s["rank"]) * F2.mean() + (F2 * s["Py2"]).mean())
+
+
+def _second_moment(gp, m, q, c_hat, d, n_mc, seed):
+    return _second_moment_of(_sample(gp, m, q, c_hat, n_mc, seed), d)
 
 
 # ---- the drift of the order parameters -----------------------------------------------------------------

@@ -4,7 +4,8 @@
 (:func:`~popdyn.models.lora.overlap_ode`, corrected or paper convention) and the population loss along it
 (:func:`~popdyn.models.lora.population_loss`), with the regime checks of the theorems.
 ``lora.general`` (:class:`~popdyn.models.lora.GeneralProblem`): the order parameters ``(m, q, c_hat)``
-outside Assumption A2 (:func:`~popdyn.models.lora.general_drift`) and the loss along them. The options
+outside Assumption A2 (:func:`~popdyn.models.lora.general_drift`) and the loss along them, by their ODE or, with
+``method="diffusion"``, by the diffusion that keeps the SGD step's fluctuations (:mod:`popdyn.models.lora.joint`). The options
 are the problems' tables (``Problem.options``); ``popdyn.predict`` resolves them before these run.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ...results import Prediction
 from .bounds import condition3
 from .dynamics import limit_sign, overlap_ode
 from .general import general_drift, general_loss, q_norm
+from .joint import diffusion_paths
 from .problem import GeneralProblem, Problem, _cached
 from .theory import population_loss
 
@@ -152,7 +154,8 @@ def _layout(gp, joint):
     return slice(1, 1 + nq), slice(1 + nq, 1 + nq + (k if joint else 0))
 
 
-def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_points, n_mc, seed, rtol):
+def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_points, n_mc, seed, rtol, method="ode",
+                     paths=16, dtau=0.1):
     r"""Theory of online SGD outside A2: the order parameters (m, q, c_hat) and the population loss.
 
     .. math:: \frac{d(m, q, \hat c)}{dt} = \text{general\_drift}(m, q, \hat c),\qquad
@@ -184,6 +187,14 @@ def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_poi
         Draws of the normalisation term (:func:`gradient_second_moment_general`).
     rtol : float
         Relative tolerance of the ODE solver (RK45), in (0, 1); ``atol = 1e-3 rtol``.
+    method : {"ode", "diffusion"}
+        "ode": the population ODE (d -> infinity). "diffusion": the same drift plus the covariance of one SGD
+        step's increments (:func:`~popdyn.models.lora.diffusion_paths`, Euler-Maruyama); the observables are
+        the means over ``paths`` paths (``seed`` seeds their noise), their SDs in ``meta["sd"]``.
+    paths : int
+        Paths of "diffusion", >= 1.
+    dtau : float
+        Largest Euler-Maruyama step of "diffusion" in ``tau = t/d``, > 0.
 
     Returns
     -------
@@ -195,7 +206,9 @@ def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_poi
     Notes
     -----
     Regime: online SGD with ``lr = delta/d``, d large, delta small (as the A2 theory, docs/lora.md). The
-    projected, frozen-c_hat case is a scalar ODE; otherwise the state has k + 1 (+ k) dimensions.
+    projected, frozen-c_hat case is a scalar ODE; otherwise the state has k + 1 (+ k) dimensions. The ODE
+    drops fluctuations of order ``delta^2 tr(Sigma)/d`` per unit tau; with joint training at ``xi = sqrt(k)``
+    and polynomial activations they are O(1) at ``d = 500``, ``delta = 0.1``, and "diffusion" keeps them.
 
     References
     ----------
@@ -242,29 +255,51 @@ def _predict_general(gp, *, d, lr, steps, m0, q0, joint, lr_c, convention, n_poi
         return np.r_[dm, dq[:sq.stop - sq.start], dc[:sc.stop - sc.start]]
 
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
-    sol = dynamics.solve_ode(rhs, y0, t.astype(np.float64), rtol=rtol, atol=1e-3 * rtol, method="RK45")
-    t = t[:sol.t.size]
-    states = [unpack(y) for y in sol.y]
-    obs = {"m": np.array([s[0] for s in states]),
-           "loss": np.array([max(general_loss(gp, *s), 0.0) for s in states]),
-           "q_norm": np.array([0.0 if s[1] is None else float(q_norm(gp, s[1])) for s in states])}
-    if joint:
-        obs["c_overlap"] = np.array([s[2] @ gp.problem.c / np.linalg.norm(s[2]) for s in states])
+
+    def observe(states):
+        obs = {"m": np.array([s[0] for s in states]),
+               "loss": np.array([max(general_loss(gp, *s), 0.0) for s in states]),
+               "q_norm": np.array([0.0 if s[1] is None else float(q_norm(gp, s[1])) for s in states])}
+        if joint:
+            obs["c_overlap"] = np.array([s[2] @ gp.problem.c / np.linalg.norm(s[2]) for s in states])
+        return obs
+
+    if method == "diffusion":
+        if convention != "corrected":
+            raise InvalidParameterError(f"The 'convention' parameter of {owner} must be 'corrected' with "
+                                        f"method='diffusion'. Got {convention!r} instead.")
+        X = diffusion_paths(gp, d=d, lr=lr, t=t, m0=m0, q0=None if gp.project else q0, lr_c=lr_c, paths=paths,
+                            dtau=dtau, n_mc=n_mc, seed=seed)
+        per_path = [observe([unpack(y) for y in X[:, p]]) for p in range(paths)]
+        obs = {n: np.mean([o[n] for o in per_path], axis=0) for n in per_path[0]}
+        sd = {n: np.std([o[n] for o in per_path], axis=0, ddof=1) if paths > 1 else np.zeros(t.size)
+              for n in per_path[0]}
+        status, message, nfev = 0, "", None
+    elif method == "ode":
+        sol = dynamics.solve_ode(rhs, y0, t.astype(np.float64), rtol=rtol, atol=1e-3 * rtol, method="RK45")
+        t = t[:sol.t.size]
+        obs, sd = observe([unpack(y) for y in sol.y]), None
+        status, message, nfev = sol.status, sol.message, sol.nfev
+    else:
+        raise InvalidParameterError(f"The 'method' parameter of {owner} must be one of ('ode', 'diffusion'). "
+                                    f"Got {method!r} instead.")
     options = dict(d=d, lr=lr, steps=steps, m0=float(m0), q0=q0.tolist(), joint=bool(joint), lr_c=lr_c,
-                   convention=convention, n_points=n_points, n_mc=n_mc, seed=seed, rtol=rtol)
+                   convention=convention, n_points=n_points, n_mc=n_mc, seed=seed, rtol=rtol, method=method,
+                   paths=paths, dtau=dtau)
     regime = [dict(condition="delta = lr*d <= 1 (first order in delta, as the A2 corrected ODE)", value=lr * d,
                    bound=1.0, holds=bool(lr * d <= 1), source="docs/lora.md (derived here)")]
-    if joint:
-        regime.append(dict(condition="joint c_hat: its per-step noise (no 1/d) is small; not checked, see docs/lora.md",
-                           value=lr_c, bound=None, holds=None, source="docs/lora.md, General position"))
+    if joint and method == "ode":
+        regime.append(dict(condition="joint c_hat with method='ode': the O(delta^2/d) fluctuations are small (not "
+                                     "checked; method='diffusion' keeps them)",
+                           value=lr_c, bound=None, holds=None, source="docs/lora.md, joint training"))
     for e in regime:
         if e["holds"] is False:
             warnings.warn(f"{owner}: regime condition not met: {e['condition']} (value {e['value']!r})",
                           RegimeWarning)
     meta = dict(problem=repr(gp), options=options, t_unit="steps", delta=lr * d, alpha=gp.alpha, m_max=m_max,
-                nfev=sol.nfev, regime=regime,
+                nfev=nfev, regime=regime, sd=sd,
                 source=["[Dayi25, App. B (Figs. 4-5)]", "docs/lora.md (derived here)"])
-    return Prediction(t=t, observables=obs, status=sol.status, message=sol.message, meta=meta)
+    return Prediction(t=t, observables=obs, status=status, message=message, meta=meta)
 
 
 register(Problem, name="lora", predict=_predict, simulate="popdyn.sim.lora:simulate",

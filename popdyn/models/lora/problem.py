@@ -297,6 +297,12 @@ class GeneralProblem:
                match=True),
         Option("joint", _BOOL, False, "also train c_hat by plain SGD with step lr_c (Fig. 4)", match=True),
         Option("lr_c", Interval(0, np.inf, closed="left"), None, _LR_C_HELP, match=True),
+        Option("method", Options(("ode", "diffusion")), "ode",
+               "ode: the population ODE of (m, q, c_hat) (d -> infinity); diffusion: plus the O(lr^2 d) fluctuations "
+               "of the SGD step, means over Euler-Maruyama paths (docs/lora.md)", calls=("predict",)),
+        Option("paths", Integer(1), 16, "paths of method diffusion", calls=("predict",)),
+        Option("dtau", Interval(0, np.inf, closed="neither"), 0.1,
+               "largest Euler-Maruyama step of method diffusion, in tau = t/d", calls=("predict",)),
         n_mc=_N_MC, n_mc_help="Monte Carlo size of the normalisation term (scrambled Sobol draws)",
         rtol=(1e-6, "relative tolerance of the ODE solver (RK45; atol = 1e-3 rtol)"))
     observables: ClassVar[dict] = {**_OBSERVABLES, "q_norm": Observable("norm of u_hat in span W")}
