@@ -14,7 +14,7 @@ Measurements (``python -m popdyn.validation.bench [--quick]``, also ``popdyn ben
    ``h_kernel_floor``: the same ``lora.h`` against its limit on this machine, k^2 evaluations of the ReLU
    K' (one sqrt and one arcsin each) per overlap (:func:`kprime_floor`); goal: within 2x of it.
 4. ``icl_optimum``, ``looped_error``, ``modular_margin``, ``multitask_moments``, ``multitask_predict``,
-   ``emergence_kernel``, ``emergence_steps``, ``gf_mixture_G``, ``gf_parity_mc``,
+   ``emergence_kernel``, ``emergence_steps``, ``gf_risk``, ``gf_mixture_G``, ``gf_parity_mc``,
    ``resnet_exact_error``, ``resnet_hamming``, ``kernels_exact_error`` (d = 14, 18, 22; quick 10, 12): each model's
    closed form against the training or the plain numpy computation it replaces.
 5. ``sweep_pool`` / ``sweep_dask``: a sweep of 32 LoRA simulations inline against a 2-process pool and
@@ -62,7 +62,7 @@ SIZES = {
              "icl_target": 0.05, "looped": (10_000, 1000), "modular": ((23, 4, 512),),
              "multitask_n_train": 2 ** 18,
              "emergence": {"width": 300, "n_train": 50_000},
-             "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384},
+             "gf": {"neurons": 4096, "d": 1024, "mc": 10_000, "parity_n": 16384, "risk_mc": 200_000},
              "resnet": {"d": 30, "n_train": 3000, "mc": 100_000, "hamming_N": 10_000},
              "contrastive_steps": 6000, "committee_t": 100.0,
              "sweep": {"runs": 32, "d": 500, "tau": 10}, "validate": (), "cube": (14, 18, 22)},
@@ -70,7 +70,7 @@ SIZES = {
               "icl_target": 0.2, "looped": (1000, 100), "modular": ((11, 3, 64),),
               "multitask_n_train": 2 ** 16,
               "emergence": {"width": 60, "n_train": 10_000},
-              "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096},
+              "gf": {"neurons": 1024, "d": 256, "mc": 4000, "parity_n": 4096, "risk_mc": 50_000},
               "resnet": {"d": 20, "n_train": 1000, "mc": 20_000, "hamming_N": 2000},
               "contrastive_steps": 1500, "committee_t": 20.0,
               "sweep": {"runs": 8, "d": 100, "tau": 5}, "cube": (10, 12),
@@ -79,7 +79,7 @@ SIZES = {
 GOALS = {"predict_vs_simulate": 1000.0, "hermite": 100.0, "h_kernel": 1.0, "h_kernel_floor": 0.5, "icl_optimum": 1.0,
          "looped_error": 1.0, "modular_margin": 1.0, "multitask_moments": 1.0,
          "multitask_predict": 100.0, "emergence_kernel": 1.0,
-         "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "resnet_exact_error": 1.0,
+         "emergence_steps": 1.0, "gf_mixture_G": 100.0, "gf_parity_mc": 1.0, "gf_risk": 10.0, "resnet_exact_error": 1.0,
          "resnet_hamming": 1.0, "contrastive_optimum": 1.0, "contrastive_loss_W": 10.0, "dg_accuracy": 1.0,
          "dg_optimum": 1.0,
          "committee_erf_ode": 10.0, "committee_relu_ode": 5.0, "committee_tanh_ode": 5.0, "sweep_pool": 1.0,
@@ -356,7 +356,21 @@ def _bench_gradient_features(sz):
         t0 = time.perf_counter()
         out[method] = par.simplified_gradient_mc(Wp, bp, n_par, np.random.default_rng(3), method=method)[0]
         times[method] = time.perf_counter() - t0
-    return {"gf_mixture_G": {"what": f"gradient features: XOR-mixture G for {M} neurons at d = {d}, closed form vs "
+    u, n_risk = rng.standard_normal(d), sz["gf"]["risk_mc"]
+    u /= np.linalg.norm(u)                                                 # unit direction: outputs of order 1
+    a1, W1, b1 = rng.standard_normal(16), np.outer(rng.standard_normal(16), u), rng.standard_normal(16)
+    gf.population_risk(xor, a1[:2], W1[:2], b1[:2], "hinge", method="exact")                              # JIT
+    t0 = time.perf_counter()
+    exact = gf.population_risk(xor, a1, W1, b1, "hinge", method="exact")
+    t_ex = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mc = gf.population_risk(xor, a1, W1, b1, "hinge", method="mc", n=n_risk, seed=4)
+    t_rmc = time.perf_counter() - t0
+    return {"gf_risk": {"what": f"gradient features: hinge risk of a rank-1 network (16 neurons, XOR mixture, d = {d}), "
+                                f"exact (bound {exact.bound:.0e}) vs Monte Carlo on {n_risk} samples (se {mc.se:.1e}, "
+                                f"|z| = {abs(mc.value - exact.value) / mc.se:.2f})", "fast_s": t_ex, "slow_s": t_rmc,
+                        "ratio": t_rmc / t_ex, "goal": GOALS["gf_risk"]},
+            "gf_mixture_G": {"what": f"gradient features: XOR-mixture G for {M} neurons at d = {d}, closed form vs "
                                      f"Monte Carlo on {n_mc} samples (median relative error {rel:.1%}; the closed "
                                      f"form is exact to ~1e-13)", "fast_s": t_cf, "slow_s": t_mc, "ratio": t_mc / t_cf,
                              "goal": GOALS["gf_mixture_G"]},
@@ -699,7 +713,7 @@ def run(quick=False):
                      ("looped_error", _bench_looped), ("modular_margin", _bench_modular),
                      ("multitask_moments,multitask_predict", _bench_multitask),
                      ("emergence_kernel,emergence_steps", _bench_emergence),
-                     ("gf_mixture_G,gf_parity_mc", _bench_gradient_features),
+                     ("gf_risk,gf_mixture_G,gf_parity_mc", _bench_gradient_features),
                      ("resnet_exact_error,resnet_hamming", _bench_resnet),
                      ("contrastive_optimum,contrastive_loss_W", _bench_contrastive),
                      ("dg_accuracy,dg_optimum", _bench_domain_gen),
