@@ -57,6 +57,24 @@ and on every ``e_i - e_j``, i < j. The query ``-(e_1 + e_2)`` needs a strictly a
 ``e_1 - e_2`` (head N1) and another on ``e_2 - e_1`` (head N2). Full heads: a negative head's diagonal is sorted
 the same way (``V -> -V`` and ``V -> P V P^T`` act on the diagonal as on a diagonal head), and the positive heads
 are paired on the first query with y = +1 and its negation.
+The heads not singled out above (positive heads 3..; negative heads 3.. of a diagonal network, 2.. of a full one)
+are interchangeable within their sign, so rows order them by the sum of their entries.
+
+Capacity bounds (``capacity=True``, :meth:`_Split.capacity_bound`): the LDP drops every query with an unfixed
+helping head. The capacity relaxation keeps them: an unfixed helping head n contributes ``w_pn >= 0`` with
+``sum_{p in Q_n} w_pn^2 <= kappa_n r_n^2`` (Q_n its unfixed queries, ``kappa_n`` the top eigenvalue of the Gram
+matrix of their pairs, since ``ReLU(z)^2 + ReLU(-z)^2 = z^2``), or ``w_pn <= (z_pn + t_pair)/2`` with
+``sum t^2 <= kappa_n r_n^2`` (``ReLU(z) = (z + |z|)/2``), ``||V^(n)|| <= r_n``, objective ``sum r_n^2``. For any
+multipliers the Lagrangian separates by heads and gives the closed form
+``(h^T lam)_+^2 / sum_n a_n^2``, ``a_n`` the smaller of ``||g_n|| + sqrt(kappa_n) ||lam_Qn||`` and
+``||g_n + Z_Qn^T lam_Qn / 2|| + sqrt(kappa_n) ||mu_n|| / 2`` (``g_n = (G^T lam)_n``, ``mu_n`` the multipliers
+summed per pair): a valid bound for every ``lam >= 0``, improved by a few L-BFGS-B steps from the LDP's.
+
+Sub-problem bounds (``subset_k``, :func:`sub_design`): the tasks inside k coordinates see only those entries
+(diagonal) or rows (full heads) of every head, and each coordinate lies in a fraction k/d of the k-subsets, all
+equivalent by a permutation, so ``OPT_split >= (d/k) OPT_split(k)``; the sub-problem's tree, pruned against
+``(k/d)`` times the incumbent, closes the split when it proves that much.
+
 NNLS (scipy >= 1.12) can return an infeasible, non-optimal point on degenerate systems; such nodes are re-solved by
 SLSQP, and only the weak-duality bound is ever used to prune.
 
