@@ -104,8 +104,10 @@ Dependencies: method "bb" needs only numpy and scipy. Method "scip" needs the op
 (``pip install pyscipopt==6.2.1``, bundling SCIP 10; the ``certify`` extra of popdyn's pyproject), which is not a
 dependency of popdyn and is imported only there.
 
-Usage: ``python -m popdyn.validation.icl_parity_certificates [case ...] [--method bb|scip] [--time-limit S]``
-(cases: the keys of :data:`CASES`; default all). Single-threaded.
+Usage: ``python -m popdyn.validation.icl_parity_certificates [case ...] [--method bb|scip] [--time-limit S]
+[--no-capacity] [--subset-k K] [--subset-share F]`` (cases: the keys of :data:`CASES`; default all).
+Single-threaded. The stored open cases ran with ``--time-limit 2100`` and ``--subset-k 3`` (6 full heads) or
+``--subset-k 5`` (d = 8).
 
 References
 ----------
@@ -288,7 +290,7 @@ class _Split:
                 Zp = self.Z[self.first[pairs]]
                 kappa[n] = np.linalg.eigvalsh(Zp.T @ Zp)[-1]
         sk = np.sqrt(kappa)
-        R0, mD = len(G), self.m * self.D
+        R0 = len(G)
         act = G @ x - h <= 1e-8
         lam0 = np.zeros(len(h_all))
         if act.any():
@@ -343,7 +345,8 @@ class _Split:
             hl = float(h_all @ lam)
             if hl > 0:
                 _, _, _, a = parts(lam)
-                best = max(best, hl * hl / float(a @ a))
+                aa = float(a @ a)
+                best = max(best, np.inf if aa == 0 else hl * hl / aa)   # aa = 0 < h^T lam: a Farkas ray
         return best
 
     def branch(self, fixed, x):
