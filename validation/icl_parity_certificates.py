@@ -57,6 +57,24 @@ and on every ``e_i - e_j``, i < j. The query ``-(e_1 + e_2)`` needs a strictly a
 ``e_1 - e_2`` (head N1) and another on ``e_2 - e_1`` (head N2). Full heads: a negative head's diagonal is sorted
 the same way (``V -> -V`` and ``V -> P V P^T`` act on the diagonal as on a diagonal head), and the positive heads
 are paired on the first query with y = +1 and its negation.
+The heads not singled out above (positive heads 3..; negative heads 3.. of a diagonal network, 2.. of a full one)
+are interchangeable within their sign, so rows order them by the sum of their entries.
+
+Capacity bounds (``capacity=True``, :meth:`_Split.capacity_bound`): the LDP drops every query with an unfixed
+helping head. The capacity relaxation keeps them: an unfixed helping head n contributes ``w_pn >= 0`` with
+``sum_{p in Q_n} w_pn^2 <= kappa_n r_n^2`` (Q_n its unfixed queries, ``kappa_n`` the top eigenvalue of the Gram
+matrix of their pairs, since ``ReLU(z)^2 + ReLU(-z)^2 = z^2``), or ``w_pn <= (z_pn + t_pair)/2`` with
+``sum t^2 <= kappa_n r_n^2`` (``ReLU(z) = (z + |z|)/2``), ``||V^(n)|| <= r_n``, objective ``sum r_n^2``. For any
+multipliers the Lagrangian separates by heads and gives the closed form
+``(h^T lam)_+^2 / sum_n a_n^2``, ``a_n`` the smaller of ``||g_n|| + sqrt(kappa_n) ||lam_Qn||`` and
+``||g_n + Z_Qn^T lam_Qn / 2|| + sqrt(kappa_n) ||mu_n|| / 2`` (``g_n = (G^T lam)_n``, ``mu_n`` the multipliers
+summed per pair): a valid bound for every ``lam >= 0``, improved by a few L-BFGS-B steps from the LDP's.
+
+Sub-problem bounds (``subset_k``, :func:`sub_design`): the tasks inside k coordinates see only those entries
+(diagonal) or rows (full heads) of every head, and each coordinate lies in a fraction k/d of the k-subsets, all
+equivalent by a permutation, so ``OPT_split >= (d/k) OPT_split(k)``; the sub-problem's tree, pruned against
+``(k/d)`` times the incumbent, closes the split when it proves that much.
+
 NNLS (scipy >= 1.12) can return an infeasible, non-optimal point on degenerate systems; such nodes are re-solved by
 SLSQP, and only the weak-duality bound is ever used to prune.
 
@@ -86,8 +104,10 @@ Dependencies: method "bb" needs only numpy and scipy. Method "scip" needs the op
 (``pip install pyscipopt==6.2.1``, bundling SCIP 10; the ``certify`` extra of popdyn's pyproject), which is not a
 dependency of popdyn and is imported only there.
 
-Usage: ``python -m popdyn.validation.icl_parity_certificates [case ...] [--method bb|scip] [--time-limit S]``
-(cases: the keys of :data:`CASES`; default all). Single-threaded.
+Usage: ``python -m popdyn.validation.icl_parity_certificates [case ...] [--method bb|scip] [--time-limit S]
+[--no-capacity] [--subset-k K] [--subset-share F]`` (cases: the keys of :data:`CASES`; default all).
+Single-threaded. The stored open cases ran with ``--time-limit 2100`` and ``--subset-k 3`` (6 full heads) or
+``--subset-k 5`` (d = 8).
 
 References
 ----------
@@ -104,6 +124,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy
+from scipy.optimize import minimize, nnls
 
 import popdyn
 from popdyn.models import icl
@@ -119,6 +140,7 @@ DEFAULT_PATH = Path(__file__).resolve().parents[1] / "docs" / "data" / "icl_pari
 GAMMA = 0.1
 _TOL = 1e-7           # prune when bound >= (1 - tol) * incumbent: certified relative gap <= 1e-7
 _UPPER_SLACK = 1e-6   # U' = U (1 + 1e-6) in the MIQP: the norm row keeps every minimiser even when U = OPT
+_CAP_ITER = 10        # L-BFGS-B iterations of the capacity bound's multipliers (any lam gives a valid bound)
 
 # name -> (nu1, nu2, heads m, full heads, restarts of popdyn's solver for the incumbent)
 CASES = {
@@ -145,6 +167,23 @@ def design(problem, full):
     if not np.all(y[partner] == y) or np.any(partner == np.arange(len(X))):
         raise AssertionError("the query set is not closed under negation with equal labels")
     return X, y, partner
+
+
+def sub_design(problem, full, k):
+    """The queries of the tasks inside the first ``k`` coordinates, ``(X, y, partner)`` as :func:`design`.
+
+    Their pre-activations depend only on the entries (diagonal heads) or rows (full heads) ``< k`` of every head,
+    whose squared norm sums over them, so by the fractional cover of the coordinates by all k-subsets (each
+    coordinate in a fraction k/d of them, every k-subset equivalent to the first by a permutation) the minimum
+    norm of the whole problem is at least ``d / k`` times the sub-problem's (per sign split too).
+    """
+    X, y, _ = design(problem, full)
+    d = problem.d
+    rows = np.abs(X).reshape(len(X), d, d).sum(2) if full else np.abs(X)
+    keep = ~np.any(rows[:, k:] > 0, axis=1)
+    X, y = X[keep], y[keep]
+    index = {tuple(x): p for p, x in enumerate(X)}
+    return X, y, np.array([index[tuple(-x)] for x in X])
 
 
 def margins_of(problem, a, V, full):
@@ -203,6 +242,7 @@ class _Split:
         while True:
             G = np.vstack([G_act, self._rows(np.vstack(coefs), np.concatenate(queries))])
             h = np.r_[np.zeros(len(G_act)), np.ones(len(G) - len(G_act))]
+            self.last = (G, h)
             if len(G) == 0:
                 return np.zeros(self.m * self.D), 0.0
             x, lower = _ldp(G, h)
@@ -215,6 +255,99 @@ class _Split:
                 return x, lower
             coefs.append(base[viol] - (free_hurt[viol] & (z[viol] > 0)))   # the most violated S of each query
             queries.append(viol)
+
+    def capacity_bound(self, fixed, x):
+        """Weak-duality bound of the node's relaxation *with* the queries that have unfixed helping heads.
+
+        Relaxation: ``min sum_n r_n^2`` over ``(V, r, w)`` with ``||V^(n)|| <= r_n``, the rows ``G x >= h`` of
+        :meth:`relax` (its last LDP), and for every query p with unfixed helping heads U_p one row
+        ``base_p . z_p - sum_{n in S_p} z_pn + sum_{n in U_p} w_pn >= 1`` (S_p: the free hurting heads active at
+        x), ``w_pn >= 0``, ``sum_{p in Q_n} w_pn^2 <= kappa_n r_n^2`` (Q_n: the queries where n is an unfixed
+        helping head; a network gives ``w_pn = ReLU(z_pn)``, and ``sum_{p in Q_n} ReLU(z_pn)^2 = sum_pairs z^2
+        <= kappa_n ||V^(n)||^2``, ``kappa_n`` the top eigenvalue of those pairs' Gram matrix). For multipliers
+        ``lam >= 0`` the per-head minimum of ``r^2 - g_n.v - lam_Qn.w`` is ``-a_n^2/4``,
+        ``a_n = ||g_n|| + sqrt(kappa_n) ||lam_Qn||``, ``g_n = (G^T lam)_n``, so by weak duality every network of
+        the node has norm >= ``(h^T lam)_+^2 / sum_n a_n^2`` whatever ``lam``; ``lam`` is improved by L-BFGS-B
+        from the LDP's multipliers. Without such queries this is the LDP's own bound.
+        """
+        G, h = self.last
+        st = self.state(fixed)
+        open_help = self.helps & (st == 0)
+        drop = np.flatnonzero(open_help.any(1))
+        if drop.size == 0:
+            return 0.0
+        z = self.z(x)
+        base = (self.helps & (st > 0)).astype(float) - (~self.helps & (st > 0))
+        free_hurt = ~self.helps & (st == 0)
+        coef = base[drop] - (free_hurt[drop] & (z[drop] > 0))
+        G_all = np.vstack([G, self._rows(coef, drop)])
+        h_all = np.r_[h, np.ones(drop.size)]
+        W = open_help[drop]                                               # (rows of drop, m): Q_n membership
+        kappa = np.zeros(self.m)
+        for n in range(self.m):
+            pairs = np.unique(self.pair[drop[W[:, n]]])
+            if pairs.size:
+                Zp = self.Z[self.first[pairs]]
+                kappa[n] = np.linalg.eigvalsh(Zp.T @ Zp)[-1]
+        sk = np.sqrt(kappa)
+        R0 = len(G)
+        act = G @ x - h <= 1e-8
+        lam0 = np.zeros(len(h_all))
+        if act.any():
+            lam0[np.flatnonzero(act)] = nnls(G[act].T, 2 * x, maxiter=50 * int(act.sum()))[0]
+        lam0[R0:] = max(1e-3, 1e-2 * lam0.max(initial=0.0))
+
+        Zd = self.Z[drop]                                                 # zeta_p of the dropped queries
+        Pm = np.zeros((drop.size, self.first.size))                       # query -> pair
+        Pm[np.arange(drop.size), self.pair[drop]] = 1.0
+
+        def parts(lam):
+            g = (G_all.T @ lam).reshape(self.m, self.D)
+            gn = np.sqrt((g * g).sum(1) + 1e-300)
+            lq = np.sqrt(((lam[R0:, None] * W) ** 2).sum(0) + 1e-300)
+            a1 = gn + sk * lq
+            # second relaxation: ReLU(z) = (z + |z|)/2 <= (z + t_pair)/2, sum_pairs t^2 <= kappa r^2
+            lw = lam[R0:, None] * W                                       # (drop, m)
+            g2 = g + 0.5 * (lw.T @ Zd)
+            mu = np.sqrt(((Pm.T @ lw) ** 2).sum(0))
+            a2 = np.sqrt((g2 * g2).sum(1)) + 0.5 * sk * mu
+            return g, gn, lq, np.minimum(a1, a2)
+
+        def f(lam):
+            g = (G_all.T @ lam).reshape(self.m, self.D)
+            gn = np.sqrt((g * g).sum(1) + 1e-300)
+            lw = lam[R0:, None] * W
+            lq = np.sqrt((lw ** 2).sum(0) + 1e-300)
+            g2 = g + 0.5 * (lw.T @ Zd)
+            g2n = np.sqrt((g2 * g2).sum(1) + 1e-300)
+            pw = Pm.T @ lw                                                # (pairs, m)
+            mu = np.sqrt((pw ** 2).sum(0) + 1e-300)
+            a1, a2 = gn + sk * lq, g2n + 0.5 * sk * mu
+            hl = h_all @ lam
+            if hl <= 0:
+                return 1e3, -h_all
+            a = np.minimum(a1, a2)
+            F = a @ a
+            one = a1 <= a2
+            c = 2 * a                                                     # dF/da_n
+            u1 = np.where(one, c / gn, 0.0)[:, None] * g
+            u2 = np.where(one, 0.0, c / g2n)[:, None] * g2
+            dF = G_all @ (u1 + u2).ravel()
+            dF[R0:] += (W * ((u2 @ Zd.T).T * 0.5)).sum(1)
+            dF[R0:] += (W * np.where(one, c * sk / lq, 0.0)[None, :] * lam[R0:, None]).sum(1)
+            dF[R0:] += (W * (Pm @ (pw * np.where(one, 0.0, 0.5 * c * sk / mu)[None, :]))).sum(1)
+            return np.log(F) - 2 * np.log(hl), dF / F - 2 * h_all / hl
+
+        res = minimize(f, lam0, jac=True, method="L-BFGS-B", bounds=[(0, None)] * len(lam0),
+                       options={"maxiter": _CAP_ITER})
+        best = 0.0
+        for lam in (lam0, np.maximum(res.x, 0.0)):
+            hl = float(h_all @ lam)
+            if hl > 0:
+                _, _, _, a = parts(lam)
+                aa = float(a @ a)
+                best = max(best, np.inf if aa == 0 else hl * hl / aa)   # aa = 0 < h^T lam: a Farkas ray
+        return best
 
     def branch(self, fixed, x):
         """(head, pair) to fix next: an unfixed helping head of the violated query with the fewest of them."""
@@ -239,24 +372,31 @@ def _fix(root, split, head, query):
     root[head, split.pair[query]] = split.side[query]
 
 
-def _break_symmetry(split, X, y, partner, full):
-    """Root fixings and symmetry rows (``split.G_sym``), valid by the argument in the module docstring."""
+def _break_symmetry(split, X, y, partner, full, k=None):
+    """Root fixings and symmetry rows (``split.G_sym``), valid by the argument in the module docstring.
+
+    ``k`` (default d): only the first k coordinates are permuted (a sub-problem whose tasks lie in them: their
+    permutations, the other coordinates fixed, map its query set onto itself; checked)."""
     D, m = split.D, split.m
     d = int(round(np.sqrt(D))) if full else D
+    k = d if k is None else k
     pos, neg = np.flatnonzero(split.signs > 0), np.flatnonzero(split.signs < 0)
     root = np.zeros((m, split.first.size), np.int8)
     query = {tuple(x): p for p, x in enumerate(X)}
-    for perm in (np.r_[1, 0, 2:d], np.roll(np.arange(d), 1)):   # generators of S_d: the query set must be closed
-        Y = X.reshape(-1, d, d)[:, perm][:, :, perm] if full else X[:, perm]
+    for perm in (np.r_[1, 0, 2:d], np.r_[np.roll(np.arange(k), 1), k:d]):   # generators of S_k: the query set
+        Y = X.reshape(-1, d, d)[:, perm][:, :, perm] if full else X[:, perm]    # must be closed under them
         if any(query.get(tuple(x)) is None or y[query[tuple(x)]] != lab for x, lab in zip(Y.reshape(len(X), -1), y)):
             raise ValueError("the symmetry reduction needs every pair of coordinates to be a task (pT > 0 or k = d)")
     sorted_head = neg[0] if full else pos[0]
     entry = (lambda k: sorted_head * D + k * d + k) if full else (lambda k: sorted_head * D + k)
-    rows = np.zeros((d, m * D))
-    for k in range(d - 1):                      # the sorted head's (diagonal) entries descending
-        rows[k, entry(k)], rows[k, entry(k + 1)] = 1.0, -1.0
-    rows[d - 1, entry(0)] = rows[d - 1, entry(1)] = 1.0   # ... with the two largest summing to >= 0
-    split.G_sym = rows
+    rows = np.zeros((k, m * D))
+    for i in range(k - 1):                      # the sorted head's (diagonal) entries descending
+        rows[i, entry(i)], rows[i, entry(i + 1)] = 1.0, -1.0
+    rows[k - 1, entry(0)] = rows[k - 1, entry(1)] = 1.0   # ... with the two largest summing to >= 0
+    # heads not singled out below are interchangeable within their sign: order them by the sum of their entries
+    free = [pos[2:], neg[1:]] if full else [pos[2:], neg[2:]]
+    order = [np.kron(np.eye(m)[a] - np.eye(m)[b], np.ones(D)) for group in free for a, b in zip(group[:-1], group[1:])]
+    split.G_sym = np.vstack([rows] + order) if order else rows
     if full:                                    # positive heads: P1 active on a y = +1 query, P2 on its negation
         p0 = int(np.flatnonzero(y > 0)[0])
         _fix(root, split, pos[0], p0)
@@ -265,7 +405,7 @@ def _break_symmetry(split, X, y, partner, full):
     e = np.eye(d)
     p0 = query[tuple(e[0] + e[1])]
     _fix(root, split, pos[0], p0)               # implied by the rows: v_0 + v_1 >= 0 ...
-    for i, j in itertools.combinations(range(d), 2):
+    for i, j in itertools.combinations(range(k), 2):
         _fix(root, split, pos[0], query[tuple(e[i] - e[j])])   # ... and v_i - v_j >= 0 for i < j
     _fix(root, split, pos[1], partner[p0])      # another positive head active on -(e_0 + e_1)
     p1 = query[tuple(e[0] - e[1])]
@@ -275,7 +415,7 @@ def _break_symmetry(split, X, y, partner, full):
 
 
 def branch_and_bound(X, y, partner, signs, two_gamma, incumbent, *, full, symmetry=True, time_limit=600.0,
-                     tol=_TOL):
+                     tol=_TOL, capacity=False, k=None):
     """Exact minimum of one sign split (method "bb"), pruned against ``incumbent = (value, x or None)``.
 
     ``full`` says whether the rows of X are full heads (d^2 entries) or diagonals; it selects the symmetry
@@ -285,7 +425,7 @@ def branch_and_bound(X, y, partner, signs, two_gamma, incumbent, *, full, symmet
     """
     split = _Split(X, y, partner, signs, two_gamma)
     m = split.m
-    root = _break_symmetry(split, X, y, partner, full) if symmetry else np.zeros((m, split.first.size), np.int8)
+    root = _break_symmetry(split, X, y, partner, full, k) if symmetry else np.zeros((m, split.first.size), np.int8)
     best_value, best_x = incumbent
     pruned_lower = np.inf
     heap, order = [(0.0, 0, root)], itertools.count(1)
@@ -302,6 +442,8 @@ def branch_and_bound(X, y, partner, signs, two_gamma, incumbent, *, full, symmet
         nodes += 1
         x, lower = split.relax(fixed)
         lower = max(lower, bound)
+        if capacity and x is not None and lower < best_value * (1 - tol):
+            lower = max(lower, split.capacity_bound(fixed, x))
         if lower >= best_value * (1 - tol):
             pruned_lower = min(pruned_lower, lower)
             continue
@@ -401,15 +543,22 @@ def _polish(X, y, signs, x, two_gamma):
     return W * (1 + 4 * np.finfo(float).eps) / min(1.0, marg.min())
 
 
-def certify(case, *, method="bb", time_limit=600.0):
+def certify(case, *, method="bb", time_limit=600.0, capacity=True, subset_k=None, subset_share=0.4):
     """Certify ``CASES[case]``: popdyn's solver gives the incumbent, then every sign split is solved exactly.
 
-    ``time_limit`` is shared by the splits (the incumbent's split first). Returns a JSON-ready dict.
+    ``time_limit`` is shared by the splits (the incumbent's split first, each split an equal share of what is
+    left). Method "bb": ``capacity`` adds :meth:`_Split.capacity_bound` at every node; ``subset_k`` (k < d) first
+    spends ``subset_share`` of a split's time on the sub-problem of the tasks inside k coordinates
+    (:func:`sub_design`, pruned against ``k/d`` times the incumbent, which is what closes the split), whose
+    bound times ``d/k`` bounds the split. Returns a JSON-ready dict.
     """
     if method not in ("bb", "scip"):
         raise ValueError(f"method must be 'bb' or 'scip'. Got {method!r} instead.")
     spec = CASES[case]
     problem = problem_of(case)
+    d = problem.d
+    if subset_k is not None and not 2 <= subset_k < d:
+        raise ValueError(f"subset_k must be an integer in [2, {d - 1}] or None. Got {subset_k!r} instead.")
     X, y, partner = design(problem, spec["full"])
     m, two_gamma = spec["m"], 2 * problem.gamma
     start = time.perf_counter()
@@ -423,13 +572,29 @@ def certify(case, *, method="bb", time_limit=600.0):
     for k, m_pos in enumerate(order):
         signs = np.r_[np.ones(m_pos), -np.ones(m - m_pos)]
         left = max(1.0, (time_limit - (time.perf_counter() - start)) / (len(order) - k))
-        if method == "bb":
+        sub = None
+        if method == "bb" and subset_k is not None:
+            Xs, ys, ps = sub_design(problem, spec["full"], subset_k)
+            out = branch_and_bound(Xs, ys, ps, signs, two_gamma, (best[0] * subset_k / d, None), full=spec["full"],
+                                   time_limit=subset_share * left, capacity=capacity, k=subset_k)
+            sub = {"k": subset_k, "status": out["status"], "lower_bound": out["lower_bound"],
+                   "scaled_lower_bound": out["lower_bound"] * d / subset_k, "nodes": int(out["nodes"]),
+                   "time_s": out["time_s"]}
+            left -= out["time_s"]
+        if sub is not None and sub["scaled_lower_bound"] >= best[0] * (1 - _TOL):
+            out = {"status": "optimal", "lower_bound": min(sub["scaled_lower_bound"], best[0]), "nodes": 0,
+                   "time_s": 0.0, "x": None}
+        elif method == "bb":
             out = branch_and_bound(X, y, partner, signs, two_gamma, (best[0], None), full=spec["full"],
-                                   time_limit=left)
+                                   time_limit=max(1.0, left), capacity=capacity)
         else:
             out = miqp_scip(X, y, partner, signs, two_gamma, best[0], time_limit=left)
         row = {"positive_heads": m_pos, "status": out["status"], "lower_bound": out["lower_bound"],
                "nodes": int(out["nodes"]), "time_s": out["time_s"]}
+        if sub is not None:
+            row["direct_lower_bound"] = row["lower_bound"]
+            row["lower_bound"] = max(row["lower_bound"], min(sub["scaled_lower_bound"], best[0]))
+            row["subproblem"] = sub
         if out["x"] is not None:
             W = _polish(X, y, signs, out["x"], two_gamma)
             row["found"] = float(np.sum(W * W))
@@ -438,10 +603,10 @@ def certify(case, *, method="bb", time_limit=600.0):
         splits.append(row)
     value, a, W = best
     lower = min(r["lower_bound"] for r in splits)
-    d = problem.d
     solver = (f"popdyn branch and bound over activation regions (NNLS/SLSQP least-distance programmes, "
-              f"weak-duality bounds; relative tolerance {_TOL:g}), scipy {scipy.__version__}") if method == "bb" else \
-        _scip_version()
+              f"weak-duality bounds{', capacity bounds' if capacity else ''}"
+              f"{f', sub-problem bounds (k = {subset_k})' if subset_k else ''}; relative tolerance {_TOL:g}), "
+              f"scipy {scipy.__version__}") if method == "bb" else _scip_version()
     return {"case": case, "problem": repr(problem), "d": d, "gamma": problem.gamma, "heads": m, "full": spec["full"],
             "method": method, "value": value, "lower_bound": min(lower, value),
             "gap": max(0.0, (value - lower) / value),
@@ -476,12 +641,16 @@ def main(argv=None):
     parser.add_argument("--method", choices=("bb", "scip"), default="bb")
     parser.add_argument("--time-limit", type=float, default=600.0, help="seconds per case, all splits together")
     parser.add_argument("--out", type=Path, default=DEFAULT_PATH)
+    parser.add_argument("--no-capacity", action="store_true", help="LDP bounds only (no capacity bounds)")
+    parser.add_argument("--subset-k", type=int, default=None, help="sub-problem of the tasks in k coordinates")
+    parser.add_argument("--subset-share", type=float, default=0.4, help="share of a split's time for it")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.cases) - set(CASES))
     if unknown:
         parser.error(f"unknown case(s) {unknown}; the cases are {', '.join(CASES)}")
     for case in args.cases or CASES:
-        cert = certify(case, method=args.method, time_limit=args.time_limit)
+        cert = certify(case, method=args.method, time_limit=args.time_limit, capacity=not args.no_capacity,
+                       subset_k=args.subset_k, subset_share=args.subset_share)
         stored = load(args.out)
         stored[f"{case}/{args.method}"] = cert
         save(stored, args.out)
