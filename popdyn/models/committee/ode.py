@@ -38,6 +38,7 @@ from scipy.optimize import brentq, root
 from ...dynamics import solve_ode
 from ..._validate import FiniteArray, Interval, InvalidParameterError, check
 from ...results import Prediction
+from . import conditional
 from .integrals import _family_eta2, _gauss_mean, _polar_nodes, _tensor_rule, integrals
 from .problem import Problem
 
@@ -46,6 +47,7 @@ __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 _M2_ODE = 28            # 2-D integrals inside the ODE: polar rule at 42 (10 angles per arc x 21 radii)
 _M2_EG = 64             # eg of a quadrature activation: polar rule at 64 (16 angles per arc x 32 radii)
 _FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional rule of a quadrature eta^2 term
+_COND_M, _COND_Q = 64, 5   # the conditioned eta^2 term (the error record's reference): polar rule, panel nodes
 _cache = weakref.WeakKeyDictionary()
 _EPS = np.finfo(np.float64).eps
 _PRUNE_ODE = 1e-10      # ODE rules drop nodes of weight < 1e-10 x the largest (total < 1e-8)
@@ -435,7 +437,9 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     change of eg against the same ODE at 10x looser tolerances (an upper estimate of the solver's error: 4.5x and
     10x the true one for erf and ReLU at the defaults, 9x for tanh), at ``eg_solver_t``; ``drift_integrals``, the
     relative error of the drift's integrals (declared for closed forms, measured on 3/2-finer rules at the first
-    and last state for a quadrature drift), with ``integrals`` naming which. The state is the full Q (not its
+    and last state for a quadrature drift), with ``integrals`` naming which; for a quadrature drift of order 2 also
+    ``eta2_error``, the relative error of the eta^2 term's tensor rule against the conditioned one (1e-8, see
+    docs/committee.md) at the first and last state. The state is the full Q (not its
     triangle), so the test that the drift keeps Q symmetric is a real one. A quadrature drift is only piecewise
     smooth in the state where the integrand has kinks crossing the nodes, which makes DOP853's error estimate
     reject steps; RK45 took 1.4-3x fewer
@@ -494,7 +498,9 @@ def _accuracy(problem, rt, f, y, t, method, rtol, atol, eg):
       per decade of rtol in the measured table of docs/committee.md), and ``eg_solver_t`` the time of the largest;
     * ``drift_integrals``: the relative error of the drift's integrals: the declared accuracy of the closed forms,
       or for a quadrature drift the largest relative change of (dQ, dR, dv) on rules 3/2 finer at the first and
-      last recorded state (the eta^2 term's tensor rule dominates), with ``integrals`` saying which.
+      last recorded state (the eta^2 term's tensor rule dominates), with ``integrals`` saying which;
+    * ``eta2_error`` (quadrature drift, order 2): the eta^2 term's tensor rule against the conditioned rule of
+      ``_eta2_conditioned`` (1e-8 relative) at the first and last state: a measured error, not a change.
 
     An error of the drift is amplified in eg where the trajectory leaves a saddle (the plateau): compare
     ``eg_solver`` of two tolerances there."""
@@ -518,9 +524,35 @@ def _accuracy(problem, rt, f, y, t, method, rtol, atol, eg):
             b = np.concatenate([d.ravel() for d in _rhs(problem, rt, Q, R, v, fine)])
             worst = max(worst, float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)))
         out.update(integrals="quadrature", drift_integrals=worst)
+        if problem.order == 2:
+            out["eta2_error"] = _eta2_error(problem, pl, y, nq, nr)
     else:
         out.update(integrals="closed forms", drift_integrals=_CLOSED_ACCURACY[pl.ig._kind])
     return out
+
+
+def _eta2_conditioned(problem, Q, R, v=None):
+    r"""The :math:`\eta^2` term :math:`\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)]` by Gaussian
+    conditioning on two student fields (``conditional.eta2``, polar rule at m = 64, 5 nodes per graded panel):
+    ``(E, tail)``, E of shape (K, K) and tail the Chebyshev tables' interpolation estimate (private helper of the
+    error record; 1e-8 relative, 20-100x the cost of the tensor rule)."""
+    Om = np.block([[Q, R], [R.T, problem.teacher_overlap]])
+    u = np.concatenate([np.ones(problem.K) if v is None else v, -problem.v_star])
+    return conditional.eta2(problem.activation, Om, u, problem.K, problem.sigma ** 2, _COND_M, _COND_Q, _polar_nodes)
+
+
+def _eta2_error(problem, pl, y, nq, nr):
+    """The largest relative error of the drift's eta^2 term (tensor rule) against the conditioned one, at the first
+    and last recorded state."""
+    K, M = problem.K, problem.M
+    worst = 0.0
+    for state in (y[0], y[-1]):
+        Q, R, v = state[:nq].reshape(K, K), state[nq:nq + nr].reshape(K, M), state[nq + nr:]
+        ref, _ = _eta2_conditioned(problem, Q, R, v)
+        Om = np.block([[Q, R], [R.T, problem.teacher_overlap]])
+        E = _second_moment(problem, pl, Om, np.concatenate([v, -problem.v_star]))
+        worst = max(worst, float(np.max(np.abs(E - ref)) / max(np.max(np.abs(ref)), 1e-300)))
+    return worst
 
 
 def _tolerances(owner, problem, rtol, atol):
