@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from popdyn import activations
 from popdyn.models import committee as cm
 
-import test_committee as T           # the 50-digit references, the scale and the normalised error
+from . import test_committee as T      # the 50-digit references, the scale and the normalised error
 
 _ode = sys.modules["popdyn.models.committee.ode"]
 _ig = sys.modules["popdyn.models.committee.integrals"]
@@ -173,3 +173,21 @@ def test_quadrature_drift_records_the_error_of_its_eta2_term():
     Q0, R0 = cm.initial_overlaps(p, 1000, seed=0)
     acc = cm.ode(p, Q0, R0, t=np.array([0.0, 1.0]), lr=0.5).meta["accuracy"]
     assert 1e-7 < acc["eta2_error"] < 1e-1
+
+
+@pytest.mark.parametrize("K, M", [(1, 1), (1, 2), (2, 1), (3, 2)])
+def test_conditioned_eta2_term_for_other_widths(K, M):
+    """K = 1 (outer pair: the student and its least correlated field), M = 1 (one field left) and P = 5 (one outer
+    rule per student pair, one pair term per pair of other fields) against the closed forms: within 5e-8
+    (measured <= 8e-10), a generic covariance, seeded."""
+    rng = np.random.default_rng(4 + K + 10 * M)
+    A = rng.standard_normal((K + M, K + M))
+    Om = A @ A.T / (K + M)
+    Q, R, Tt = Om[:K, :K], Om[:K, K:], Om[K:, K:]
+    v, vs = rng.standard_normal(K), rng.standard_normal(M)
+    for closed, callable_ in (("erf", "erf_callable"), ("abs", "abs_callable")):
+        p = cm.Problem(K, M, closed, teacher_overlap=Tt, v_star=vs, sigma=0.2)
+        ref = _ode._second_moment(p, _ode._plan(p), Om, np.concatenate([v, -vs]))
+        pc = cm.Problem(K, M, T.ACCURACY[callable_][0], teacher_overlap=Tt, v_star=vs, sigma=0.2)
+        E, _ = _ode._eta2_conditioned(pc, Q, R, v)
+        assert np.abs(E - ref).max() <= DECLARED_ETA2 * np.abs(ref).max(), (closed, K, M)
