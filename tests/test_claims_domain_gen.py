@@ -100,9 +100,9 @@ def test_lambda_path_fails_the_printed_stable_rank(wrong, monkeypatch, tmp_path)
     assert (measured > 0.5) if wrong else (measured < 0.02)
 
 
-# wrong theory: ERM-l1 without its exact zeros, i.e. the smooth quadrant solution continued past rho_1 = 1 is not
-# available, so the skeptic's closest wrong theory is l2: at lambda = 0.2 the ERM-l2 optimum has beta = 0.127 where
-# the trained (and population) beta = 0 (a 100 % gap) against the tolerance 30 %; the true theory's gap is ~3-14 %.
+# wrong theory: weight decay in place of l1 (the skeptic's closest theory): at lambda = 0.2 the ERM-l2 optimum has
+# beta = 0.127 where the trained (and population) beta = 0, a 100 % gap against the tolerance 45 %; the true
+# theory's gap is ~3-14 %.
 @falsifies("domain_gen.l1_finite_sample")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_l1_finite_sample_fails_weight_decay_in_place_of_l1(wrong, monkeypatch, tmp_path):
@@ -117,7 +117,7 @@ def test_l1_finite_sample_fails_weight_decay_in_place_of_l1(wrong, monkeypatch, 
 
 # wrong theory: the diagonal toy's reduction applied to the full A (penalty lam N_diag instead of the Mahalanobis
 # norm): erm_nuclear with r = 1, d = 2 gives c = 0 at lambda = 0.3, 0.1 (rho <= 1), a 100 % gap against the trained
-# c ~ 0.11 and the tolerance 25 %; the true theory is within ~5 %.
+# c ~ 0.11 and the tolerance 35 %; the true theory is within ~5 %.
 @falsifies("domain_gen.toy2d_full")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_toy2d_full_fails_the_diagonal_nu(wrong, monkeypatch, tmp_path):

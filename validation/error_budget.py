@@ -619,6 +619,9 @@ BUDGET: dict = {
     "modular.transformer_neurons": Entry(Unmodelled(0.419), "one training seed; recorded FAIL (systematic)"),
     "modular.transformer_attention": Entry(Unmodelled(0.743), "one training seed; recorded FAIL (systematic)"),
     "modular.transformer_grokking": Entry(Unmodelled(), "ordering of grokking delays of single runs"),
+    "modular.transformer_harmonics": Entry(
+        Unmodelled(0.023), "finding, one training seed per k: the read-out of the trained weights is exact, the "
+                           "training draw has no noise model"),
     # multitask
     "multitask.one_step_map": Entry(
         MaxAbsZ(lambda s: sum(m for _, _, m, _ in s["settings"]), df=_seeds_df,
