@@ -84,6 +84,15 @@ def _nodes(C, m):
 
 
 @functools.lru_cache(maxsize=16)
+def _leggauss(n):
+    """Gauss-Legendre nodes and weights on [-1, 1] (cached, read-only)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    x.setflags(write=False)
+    w.setflags(write=False)
+    return x, w
+
+
+@functools.lru_cache(maxsize=16)
 def _radial_rule(n):
     r"""n-point Gauss rule of the weight :math:`r e^{-r^2/2}` on :math:`[0, \infty)` (the radius of a 2-D standard
     Gaussian): its recurrence by the discretised Stieltjes procedure on 400 Gauss-Legendre points of [0, 15]
@@ -115,12 +124,12 @@ def _sqrt2x2(C):
     return np.divide(out, t[..., None, None], out=np.zeros_like(out), where=t[..., None, None] > 0)
 
 
-def _polar_nodes(C, m, lines=None):
+def _polar_nodes(C, m, lines=None, radii=None):
     r"""Nodes (..., N, 2) and weights (..., N) of :math:`N(0, C)`, C (..., 2, 2), in polar coordinates of the
     principal square root S: :math:`x = S(r\cos\theta, r\sin\theta)`, the circle split at the four angles where a
     field vanishes (kinks of g at 0 lie there) and at those where each of ``lines`` (..., k, 2) vanishes,
     :math:`c\cdot x = 0` (a third field's kink, or the zero of its conditional mean), m/4 Gauss-Legendre angles per
-    arc, m/2 radii of :func:`_radial_rule`.
+    arc, m/2 radii of :func:`_radial_rule` (or ``radii``).
 
     Along each ray and arc the integrand of an activation smooth away from 0 is smooth, so the rule converges
     exponentially where tensor Gauss-Hermite converges like a power of m (softsign, whose g' has a cusp at 0:
@@ -131,10 +140,10 @@ def _polar_nodes(C, m, lines=None):
     th = np.arctan2(-dirs[..., 0], dirs[..., 1])
     th = np.sort(np.mod(np.concatenate([th, th + np.pi], -1), 2 * np.pi), -1)
     arc = np.diff(np.concatenate([th, th[..., :1] + 2 * np.pi], -1), axis=-1)
-    xg, wg = np.polynomial.legendre.leggauss(max(2, m // 4))
+    xg, wg = _leggauss(max(2, m // 4))
     ang = (th[..., :, None] + arc[..., :, None] * (xg + 1) / 2).reshape(th.shape[:-1] + (-1,))
     wa = (arc[..., :, None] * wg / (4 * np.pi)).reshape(ang.shape)
-    r, wr = _radial_rule(max(2, m // 2))
+    r, wr = _radial_rule(radii or max(2, m // 2))
     z1 = (np.cos(ang)[..., :, None] * r).reshape(ang.shape[:-1] + (-1,))
     z2 = (np.sin(ang)[..., :, None] * r).reshape(z1.shape)
     w = (wa[..., :, None] * wr).reshape(z1.shape)
@@ -312,16 +321,16 @@ def _four_fields(owner, C, funcs, const, m2):
     scale = np.sqrt(np.diag(C))[rest]
     tails = [0.0]
 
-    def F(x, q):
+    def F(x, line):
         mu = x @ B.T
-        v, table = conditional.pair_mean(funcs[rest[0]], funcs[rest[1]], mu[..., 0], mu[..., 1], S, scale, q)
+        v, table = conditional.pair_mean(funcs[rest[0]], funcs[rest[1]], mu[..., 0], mu[..., 1], S, scale, line)
         tails.append(table.tail if table is not None else 0.0)
         return funcs[o[0]](x[..., 0]) * funcs[o[1]](x[..., 1]) * v
     Co = C[np.ix_(o, o)]
-    lo, _ = _adaptive_mean(owner, Co, lambda x, sel: F(x, 5), m2, B)
-    v, e = _adaptive_mean(owner, Co, lambda x, sel: F(x, 7), m2, B)
+    lo, _ = _adaptive_mean(owner, Co, lambda x, sel: F(x, conditional.GRADED5), m2, B)
+    v, e = _adaptive_mean(owner, Co, lambda x, sel: F(x, conditional.GRADED7), m2, B)
     x, w = _polar_nodes(Co, m2, B)
-    l1 = float((np.abs(F(x, 7)) * w).sum())
+    l1 = float((np.abs(F(x, conditional.GRADED7)) * w).sum())
     est = float(e) + abs(float(v) - float(lo)) + max(tails) * l1
     return const * float(v), abs(const) * est
 
