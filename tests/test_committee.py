@@ -915,7 +915,9 @@ def test_weight_decay_at_the_teacher_is_the_whole_drift(act):
     p = cm.Problem(2, 2, act, teacher_overlap=T, v_star=v)
     dQ, dR, dv = cm.drift(p, T, T, v, lr=0.7, lr_v=0.4, weight_decay=0.05)
     np.testing.assert_allclose(dR, -0.7 * 0.05 * T, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(dQ, -2 * 0.7 * 0.05 * T, rtol=1e-12, atol=1e-15)
+    # tanh: the conditioned eta^2 term sums conditional moments of Delta that cancel only to rounding (2e-13 here,
+    # against terms of order 1), not node by node as a rule on Delta itself would
+    np.testing.assert_allclose(dQ, -2 * 0.7 * 0.05 * T, rtol=1e-12, atol=1e-11 if act == "tanh" else 1e-15)
     np.testing.assert_allclose(dv, -0.4 * 0.05 * v, rtol=1e-12, atol=1e-15)
     assert not np.any(cm.drift(p, T, T, v, lr=0.7, lr_v=0.0, weight_decay=0.05)[2])       # lr_v = 0: v stays
 
