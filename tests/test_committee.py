@@ -101,11 +101,11 @@ def test_quadrature_error_estimate_bounds_the_error_of_erf_from_a_callable():
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 v, e = getattr(ig_q, name)(C[:n, :n], err=True)
-            # only four distinct fields (the tensor rule, no declared accuracy) warn, with the estimate
-            assert [str(w.message).count("no accuracy is declared") for w in caught] == ([1] if n == 4 else []), name
+            # no warning: four distinct fields are conditioned now, within their declared 1e-7 (was a tensor rule)
+            assert not [w for w in caught if issubclass(w.category, UserWarning)], name
             exact = float(getattr(ig_c, name)(C[:n, :n]))
             assert abs(v - exact) <= max(e, 1e-13), (name, v - exact, e)   # the estimate is an upper bound here
-            assert abs(v - exact) < (1e-10 if n < 4 else 1e-5), name
+            assert abs(v - exact) < (1e-10 if n < 4 else 1e-7), name
 
 
 def test_relu_I4_orthant_form_matches_monte_carlo_and_its_reductions():
@@ -915,7 +915,9 @@ def test_weight_decay_at_the_teacher_is_the_whole_drift(act):
     p = cm.Problem(2, 2, act, teacher_overlap=T, v_star=v)
     dQ, dR, dv = cm.drift(p, T, T, v, lr=0.7, lr_v=0.4, weight_decay=0.05)
     np.testing.assert_allclose(dR, -0.7 * 0.05 * T, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(dQ, -2 * 0.7 * 0.05 * T, rtol=1e-12, atol=1e-15)
+    # tanh: the conditioned eta^2 term sums conditional moments of Delta that cancel only to rounding (2e-13 here,
+    # against terms of order 1), not node by node as a rule on Delta itself would
+    np.testing.assert_allclose(dQ, -2 * 0.7 * 0.05 * T, rtol=1e-12, atol=1e-11 if act == "tanh" else 1e-15)
     np.testing.assert_allclose(dv, -0.4 * 0.05 * v, rtol=1e-12, atol=1e-15)
     assert not np.any(cm.drift(p, T, T, v, lr=0.7, lr_v=0.0, weight_decay=0.05)[2])       # lr_v = 0: v stays
 

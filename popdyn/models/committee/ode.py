@@ -36,8 +36,9 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq, root
 
 from ...dynamics import solve_ode
-from ..._validate import FiniteArray, Interval, InvalidParameterError, check
+from ..._validate import FiniteArray, Interval, InvalidParameterError, Options, check
 from ...results import Prediction
+from . import conditional
 from .integrals import _family_eta2, _gauss_mean, _polar_nodes, _tensor_rule, integrals
 from .problem import Problem
 
@@ -45,17 +46,23 @@ __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 
 _M2_ODE = 28            # 2-D integrals inside the ODE: polar rule at 42 (10 angles per arc x 21 radii)
 _M2_EG = 64             # eg of a quadrature activation: polar rule at 64 (16 angles per arc x 32 radii)
-_FULL_NODES = 5e4       # tensor nodes (before pruning) of the P-dimensional rule of a quadrature eta^2 term
+# the eta^2 term without closed forms, by conditioning (conditional.eta2): the drift's rule (16 angles per arc, 28 radii,
+# 24 for the pair terms, 27 line nodes per half-segment) and a finer one, its error estimate's reference
+_ETA2 = conditional.Eta2Rule(64, 28, 24, conditional.GRADED3)
+_ETA2_FINE = conditional.Eta2Rule(80, 40, 36, conditional.Line(conditional.GRADED3.grade, 12))
+ETA2_RULES = ("conditioned", "tensor")
+_FULL_NODES = 5e4       # the tensor eta^2 rule: tensor nodes (before pruning) of the P-dimensional Gauss-Hermite rule
+_PRUNE_ODE = 1e-10      # and it drops nodes of weight < 1e-10 x the largest (total < 1e-8)
 _cache = weakref.WeakKeyDictionary()
 _EPS = np.finfo(np.float64).eps
-_PRUNE_ODE = 1e-10      # ODE rules drop nodes of weight < 1e-10 x the largest (total < 1e-8)
 
 
 class _Plan:
     """Index tables and integrals of one problem's drift (cached per problem); ``refine`` > 1 scales the quadrature
-    rules of a drift without closed forms (the accuracy estimate of :func:`ode` compares against 3/2)."""
+    rules of a drift without closed forms and takes the finer eta^2 rule (the accuracy estimate of :func:`ode`
+    compares against 3/2)."""
 
-    def __init__(self, problem, refine=1.0):
+    def __init__(self, problem, refine=1.0, eta2_rule="conditioned"):
         K, M = problem.K, problem.M
         P = K + M
         self.K, self.M, self.P = K, M, P
@@ -67,6 +74,8 @@ class _Plan:
         self.relu = self.ig._kind == "relu"                        # the eta^2 term from the orthant moments
         self.i4 = g(range(K), range(K), range(P), range(P)) if "I4" in self.ig.closed and not self.relu else None
         self.j2 = g(range(K), range(K))
+        self.eta2 = _ETA2 if refine == 1.0 else _ETA2_FINE
+        self.tensor = eta2_rule == "tensor"
         self.m_full = max(4, int(round(refine * _FULL_NODES ** (1 / P))))
         self.m_pair = int(round(refine * ((3 * _M2_ODE) // 2)))     # pairs' polar rule: 42 (10 x 4 angles, 21 radii)
         self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
@@ -76,12 +85,11 @@ class _Plan:
         self.s2 = 2 * problem.activation.r ** 2                    # erf(r x) = G(sqrt(2) r x), G = erf(./sqrt 2)
 
 
-def _plan(problem):
-    try:
-        return _cache[problem]
-    except KeyError:
-        _cache[problem] = p = _Plan(problem)
-        return p
+def _plan(problem, eta2_rule="conditioned"):
+    plans = _cache.setdefault(problem, {})
+    if eta2_rule not in plans:
+        plans[eta2_rule] = _Plan(problem, eta2_rule=eta2_rule)
+    return plans[eta2_rule]
 
 
 def _sub(Omega, idx):
@@ -227,6 +235,8 @@ def _second_moment(problem, pl, Om, u):
         if problem.sigma > 0:
             out = out + problem.sigma ** 2 * pl.ig._J2(_sub(Om, pl.j2)).reshape(K, K)
         return out
+    if not pl.tensor:
+        return conditional.eta2(problem.activation, Om, u, K, problem.sigma ** 2, pl.eta2, _polar_nodes)[0]
     g, dg = problem.activation, problem.activation.deriv
     s2 = problem.sigma ** 2
     z, w = _tensor_rule(P, pl.m_full, _PRUNE_ODE)
@@ -392,7 +402,7 @@ def generalisation_error(problem, Q, R, v=None):
 
 
 def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, atol=None, *, lr, lr_v=0.0,
-        weight_decay=0.0, error_estimate=True):
+        weight_decay=0.0, error_estimate=True, eta2_rule="conditioned"):
     r"""Integrate the overlap ODE from :math:`(Q_0, R_0, v_0)` and record eg, Q, R (and v) at the times t.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\qquad t = \text{steps}/d
@@ -409,8 +419,7 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     rtol, atol : float or None
         Tolerances of the integrator, in (0, 1). None: ``rtol=1e-10, atol=1e-12`` (DOP853) when every
         integral has a closed form (erf of any scale, linear, the ReLU family); ``rtol=1e-5, atol=1e-8`` (RK45)
-        when the drift holds a quadrature (any other activation), whose own error (7e-5 to 7e-3 relative in the
-        eta^2 term of tanh) a tighter tolerance cannot reduce. What they buy, the largest relative error of eg
+        when the drift holds a quadrature (any other activation). What they buy, the largest relative error of eg
         against a rtol = 1e-13 solve (K = M = 2, eta = 0.5, from the overlaps of d = 1000, seed 0; docs/committee.md
         has the table): Saad-Solla erf through its plateau and escape (t <= 300) 2.6e-6 at the default, 4e-8 at
         1e-11, 1.9e-9 at 1e-12 (1.75x the evaluations); ReLU (t <= 100) 2.2e-8, 1.9e-9 at 1e-11. **eg to 1e-8
@@ -422,6 +431,11 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         Record the accuracy reached in ``meta["accuracy"]`` (a second solve at 10x looser tolerances, about 0.6x
         the cost of the first, and for a quadrature drift the drift once more on rules 3/2 finer at the first and
         last state).
+    eta2_rule : {"conditioned", "tensor"}
+        The eta^2 term of an activation without closed forms (order 2): "conditioned", Gaussian conditioning on
+        the two student fields (relative error <= 5e-8 declared, measured 6.4e-9; 1.8e-6 at near-repeated fields
+        R = T - 1e-6; where the term vanishes, at the teacher without noise, an absolute 2e-13 of rounding), or "tensor", one tensor Gauss-Hermite rule (measured 7e-5 to 7e-3 of the term for tanh,
+        9e-3 to 0.46 for softsign), 3-4x faster per solve (tanh, K = M = 2, t = 100). Ignored with closed forms.
 
     Returns
     -------
@@ -435,7 +449,9 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     change of eg against the same ODE at 10x looser tolerances (an upper estimate of the solver's error: 4.5x and
     10x the true one for erf and ReLU at the defaults, 9x for tanh), at ``eg_solver_t``; ``drift_integrals``, the
     relative error of the drift's integrals (declared for closed forms, measured on 3/2-finer rules at the first
-    and last state for a quadrature drift), with ``integrals`` naming which. The state is the full Q (not its
+    and last state for a quadrature drift), with ``integrals`` naming which; for a quadrature drift of order 2 also
+    ``eta2_error``, the relative error of the drift's eta^2 term against a finer conditioned rule (within 1.3e-10
+    of the references) at the first and last state. The state is the full Q (not its
     triangle), so the test that the drift keeps Q symmetric is a real one. A quadrature drift is only piecewise
     smooth in the state where the integrand has kinks crossing the nodes, which makes DOP853's error estimate
     reject steps; RK45 took 1.4-3x fewer
@@ -457,6 +473,8 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     Q0, R0, v0 = _check_state(owner, problem, Q0, R0, v0)
     method, rtol, atol = _tolerances(owner, problem, rtol, atol)
     t = check(owner, "t", t, FiniteArray(1))
+    eta2_rule = check(owner, "eta2_rule", eta2_rule, Options(ETA2_RULES))
+    pl = _plan(problem, eta2_rule)
     if t.size < 1 or np.any(np.diff(t) <= 0):
         raise InvalidParameterError(f"The 't' parameter of {owner} must be a non-empty strictly increasing array. "
                                     f"Got {t!r} instead.")
@@ -464,7 +482,7 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     nq, nr = K * K, K * M
 
     def f(_, y):
-        dQ, dR, dv = _rhs(problem, rt, y[:nq].reshape(K, K), y[nq:nq + nr].reshape(K, M), y[nq + nr:])
+        dQ, dR, dv = _rhs(problem, rt, y[:nq].reshape(K, K), y[nq:nq + nr].reshape(K, M), y[nq + nr:], pl)
         return np.concatenate([dQ.ravel(), dR.ravel(), dv])
 
     sol = solve_ode(f, np.concatenate([Q0.ravel(), R0.ravel(), v0]), t, rtol=rtol, atol=atol, method=method)
@@ -476,7 +494,7 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     meta = dict(problem=repr(problem), t_unit="steps/d", method=method, rtol=rtol, atol=atol, nfev=sol.nfev,
                 source=["Saad & Solla 1995 eqs. (5)-(7)", "Goldt et al. 2019 eqs. (7)-(9)"])
     if error_estimate:
-        meta["accuracy"] = _accuracy(problem, rt, f, y, sol.t, method, rtol, atol, obs["eg"])
+        meta["accuracy"] = _accuracy(problem, rt, pl, f, y, sol.t, method, rtol, atol, obs["eg"], eta2_rule)
     pred = Prediction(t=sol.t, observables=obs, status=sol.status, message=sol.message, meta=meta)
     pred._flow = _Flow(problem, f, sol.t, y, method, rtol, atol)
     return pred
@@ -486,7 +504,7 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
 _CLOSED_ACCURACY = {"erf": 1e-12, "linear": 1e-13, "relu": 1e-10}
 
 
-def _accuracy(problem, rt, f, y, t, method, rtol, atol, eg):
+def _accuracy(problem, rt, pl, f, y, t, method, rtol, atol, eg, eta2_rule):
     r"""The accuracy an ODE Prediction reached, for ``meta["accuracy"]``:
 
     * ``eg_solver``: :math:`\max_t|\epsilon_g - \epsilon_g'|/\max(\epsilon_g, 10^{-8}\max_t\epsilon_g)`, the
@@ -494,7 +512,10 @@ def _accuracy(problem, rt, f, y, t, method, rtol, atol, eg):
       per decade of rtol in the measured table of docs/committee.md), and ``eg_solver_t`` the time of the largest;
     * ``drift_integrals``: the relative error of the drift's integrals: the declared accuracy of the closed forms,
       or for a quadrature drift the largest relative change of (dQ, dR, dv) on rules 3/2 finer at the first and
-      last recorded state (the eta^2 term's tensor rule dominates), with ``integrals`` saying which.
+      last recorded state, with ``integrals`` saying which;
+    * ``eta2_error`` (quadrature drift, order 2): the drift's eta^2 term against the finer conditioned rule
+      ``_ETA2_FINE`` (within 1.3e-10 of the references) at the first and last state: an estimate of its error
+      (measured 0.97-1.0 of the true error of the conditioned rule, and the tensor rule's error itself).
 
     An error of the drift is amplified in eg where the trajectory leaves a saddle (the plateau): compare
     ``eg_solver`` of two tolerances there."""
@@ -509,18 +530,42 @@ def _accuracy(problem, rt, f, y, t, method, rtol, atol, eg):
                                        yl[:, nq + nr:])
             rel = np.abs(eg - egl) / np.maximum(eg, 1e-8 * np.max(eg) + 1e-300)
             out.update(eg_solver=float(np.max(rel)), eg_solver_t=float(t[np.argmax(rel)]))
-    pl = _plan(problem)
     if pl.generic:
-        fine, worst = _Plan(problem, 1.5), 0.0
+        fine, worst = _Plan(problem, 1.5, eta2_rule), 0.0
         for state in (y[0], y[-1]):
             Q, R, v = state[:nq].reshape(K, K), state[nq:nq + nr].reshape(K, M), state[nq + nr:]
             a = np.concatenate([d.ravel() for d in _rhs(problem, rt, Q, R, v, pl)])
             b = np.concatenate([d.ravel() for d in _rhs(problem, rt, Q, R, v, fine)])
             worst = max(worst, float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)))
         out.update(integrals="quadrature", drift_integrals=worst)
+        if problem.order == 2:
+            out["eta2_error"] = _eta2_error(problem, pl, y, nq, nr)
     else:
         out.update(integrals="closed forms", drift_integrals=_CLOSED_ACCURACY[pl.ig._kind])
     return out
+
+
+def _eta2_conditioned(problem, Q, R, v=None, rule=_ETA2):
+    r"""The :math:`\eta^2` term :math:`\mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)]` of an activation
+    without closed forms by Gaussian conditioning on two student fields (``conditional.eta2`` at ``rule``, by default
+    the drift's): ``(E, tail)``, E of shape (K, K) and tail the tables' interpolation estimate."""
+    Om = np.block([[Q, R], [R.T, problem.teacher_overlap]])
+    u = np.concatenate([np.ones(problem.K) if v is None else v, -problem.v_star])
+    return conditional.eta2(problem.activation, Om, u, problem.K, problem.sigma ** 2, rule, _polar_nodes)
+
+
+def _eta2_error(problem, pl, y, nq, nr):
+    """The largest relative difference of the drift's eta^2 term from the finer conditioned rule, at the first and
+    last recorded state (the finer rule is within 1.3e-10 of the references where the drift's is within 1e-8)."""
+    K, M = problem.K, problem.M
+    worst = 0.0
+    for state in (y[0], y[-1]):
+        Q, R, v = state[:nq].reshape(K, K), state[nq:nq + nr].reshape(K, M), state[nq + nr:]
+        E = _second_moment(problem, pl, np.block([[Q, R], [R.T, problem.teacher_overlap]]),
+                           np.concatenate([v, -problem.v_star]))
+        ref, _ = _eta2_conditioned(problem, Q, R, v, _ETA2_FINE)
+        worst = max(worst, float(np.max(np.abs(E - ref)) / max(np.max(np.abs(ref)), 1e-300)))
+    return worst
 
 
 def _tolerances(owner, problem, rtol, atol):

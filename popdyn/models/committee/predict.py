@@ -68,7 +68,7 @@ def check_dimension(owner, problem, d):
 
 
 def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_points, seed, Q0, R0, rtol, atol,
-             error_estimate):
+             error_estimate, eta2_rule):
     r"""The overlap ODE of online SGD on the committee at dimension d, recorded at step numbers.
 
     .. math:: \frac{d}{dt}(Q, R, v) = \mathrm{drift}(Q, R, v),\quad t = \text{steps}/d,\quad
@@ -79,7 +79,8 @@ def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
     ``weight_decay`` are the paper's eta, eta_v, wd (the decay on both layers); ``v0`` is the initial second layer
     (None: ones); ``rtol``, ``atol`` None for the defaults of :func:`~popdyn.models.committee.ode` (its docstring
     says what each tolerance buys: eg to 1e-8 in a plateau needs rtol 1e-12); ``error_estimate`` records the
-    accuracy reached in ``meta["accuracy"]``.
+    accuracy reached in ``meta["accuracy"]``; ``eta2_rule`` chooses the eta^2 term's rule for an activation without
+    closed forms (:func:`~popdyn.models.committee.ode`).
 
     Returns
     -------
@@ -113,7 +114,7 @@ def _predict(problem, *, d, steps, lr, lr_v, weight_decay, init_scale, v0, n_poi
         v0 = check(owner, "v0", v0, FiniteArray(1, (problem.K,)))
     t = np.unique(np.rint(np.linspace(0, steps, n_points)).astype(np.int64))
     pred = ode(problem, Q0, R0, v0, t=t / d, rtol=rtol, atol=atol, lr=lr, lr_v=lr_v, weight_decay=weight_decay,
-               error_estimate=error_estimate)
+               error_estimate=error_estimate, eta2_rule=eta2_rule)
     meta = dict(pred.meta, t_unit="steps", rtol=pred.meta["rtol"], atol=pred.meta["atol"], Q0=Q0, R0=R0)
     out = Prediction(t=t[:pred.t.size], observables=pred.observables, status=pred.status, message=pred.message,
                      meta=meta)
