@@ -1500,10 +1500,10 @@ def test_population_risk_gauss_rank1(seed, M, loss, sigma):
                     mid = (lo + hi) / 2                             # g is linear on the piece around mid
                     slope = sum(_mpf(a[i]) * Li[i] for i in range(M) if mi[i] + Li[i] * mid > 0)
                     if slope != 0:
-                        r = mid + (level - g(mid)) / slope
-                        if (lo == edges[0] or r >= lo) and (hi == edges[-1] or r <= hi):
-                            pts.append(r)
-                pts = sorted(set(pts))
+                        root = mid + (level - g(mid)) / slope
+                        if (lo == edges[0] or root >= lo) and (hi == edges[-1] or root <= hi):
+                            pts.append(root)
+            pts = sorted(set(pts + list(mp.linspace(-40, 40, 81))))   # and the bulk of the weight, unit panels
             ref += _mpf(p) * mp.quad(f, pts)
     assert record("population_risk (Gaussian rank 1)", abs(_mpf(r.value) - ref) / _mpf(r.bound),
                   M=M, loss=loss, sigma=sigma) <= 1
