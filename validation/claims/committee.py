@@ -405,7 +405,7 @@ def k_greater_m(size, device, outdir):
                         "(eta_max / eta_min)^(1/2) = 4 (gap O(1/sqrt d) only) and (eta_max d_max / (eta_min "
                         "d_min))^(1/2) = 8 (no scaling). The quick cells are d = 125, 500 (not 250, 1000) to halve "
                         "the time: the 64 ODEs per cell are then most of it. The quick size's tanh ODEs take the tensor eta^2 "
-                        "rule (3-4x faster per solve than the conditioned one): its error moves eg by at most 5.6e-3 "
+                        "rule (about 10x faster per solve than the conditioned one): its error moves eg by at most 5.6e-3 "
                         "relative at eta = 0.5, about (0.4 / 0.5)^2 of that at eta = 0.4, where the gap g is >= 0.03, "
                         "so it adds under 1 % to g (in quadrature) and far less at eta = 0.025",
        kind="training",
