@@ -627,8 +627,9 @@ class StructuredParity(DataModel):
         G /= n
         return MonteCarloGradient(G, np.sqrt(np.maximum(S2 / n - G * G, 0.0) / max(n - 1, 1)))
 
-    def _support(self):
-        """Every phi in the support with its probability: (Phi (N, d), y (N,), prob (N,)), zero-mass points dropped."""
+    def _head_support(self):
+        """The head coordinates phi_A (the first r k) with their probabilities, zero-mass points dropped: the
+        uniform part (every sign pattern) and the 2 r signed blocks (S_j, -S_j)."""
         rk, r, k = self._rk, self.r, self.k
         w = self._weights()
         rows, probs = [], []
@@ -641,7 +642,12 @@ class StructuredParity(DataModel):
                 S[2 * j, j * k:(j + 1) * k], S[2 * j + 1, j * k:(j + 1) * k] = 1.0, -1.0
             rows.append(S)
             probs.append(np.full(2 * r, self.p_A))
-        phiA, pA = np.concatenate(rows), np.concatenate(probs)
+        return np.concatenate(rows), np.concatenate(probs)
+
+    def _support(self):
+        """Every phi in the support with its probability: (Phi (N, d), y (N,), prob (N,)), zero-mass points dropped."""
+        rk = self._rk
+        phiA, pA = self._head_support()
         vals = [v for v, p in ((-1.0, self.p_o), (0.0, 1 - 2 * self.p_o), (1.0, self.p_o)) if p > 0]
         pv = {-1.0: self.p_o, 0.0: 1 - 2 * self.p_o, 1.0: self.p_o}
         noise = np.array(list(itertools.product(vals, repeat=self.d - rk))).reshape(-1, self.d - rk) \

@@ -64,21 +64,10 @@ def _hypercube(model, W, b):
         signs = 1.0 - 2.0 * ((np.arange(2 ** k)[:, None] >> np.arange(k)) & 1)       # (2^k, k)
         rest = np.setdiff1d(np.arange(model.d), A)
         return signs @ W[:, A].T - b, np.prod(signs, axis=1), np.full(2 ** k, 2.0 ** -k), W[:, rest], 0.5
-    rk, r, k = model._rk, model.r, model.k
+    rk = model._rk
     Wm = W if model.M is None else W @ model.M                        # columns W M_l
-    w = model._weights()
-    heads, probs = [], []
-    if w[0] > 0:
-        heads.append(1.0 - 2.0 * ((np.arange(2 ** rk)[:, None] >> np.arange(rk)) & 1))
-        probs.append(np.full(2 ** rk, w[0] / 2.0 ** rk))
-    if model.p_A > 0:
-        S = np.zeros((2 * r, rk))
-        for j in range(r):
-            S[2 * j, j * k:(j + 1) * k], S[2 * j + 1, j * k:(j + 1) * k] = 1.0, -1.0
-        heads.append(S)
-        probs.append(np.full(2 * r, model.p_A))
-    phiA = np.concatenate(heads)
-    return phiA @ Wm[:, :rk].T - b, model._label(phiA), np.concatenate(probs), Wm[:, rk:], model.p_o
+    phiA, probs = model._head_support()
+    return phiA @ Wm[:, :rk].T - b, model._label(phiA), probs, Wm[:, rk:], model.p_o
 
 
 def _sum_law(n, p1):
