@@ -52,15 +52,13 @@ def network_kernel_limit(arch, kernel, d):
     (the second layer's weights, N(0, 1/m) on m + 1 inputs, add no bias at infinite width), and
     :math:`\mu_l=\mathbb E\,\sigma(u_l)=\sqrt{q_l/2\pi}` (:math:`q_0=(d+1)/d`, :math:`q_1=q_0/2`):
 
-    ============== ============================================= ================================= ===================================================
-    arch           ck: :math:`\frac1m\langle z,z'\rangle`          ntk: :math:`\lim\Theta/m`          ntk_W: :math:`\lim\Theta_W`
-    ============== ============================================= ================================= ===================================================
-    fc2            :math:`\Sigma_1`                                 (:math:`\Theta` is O(1): ntk_W)   :math:`\dot\Sigma_1\,d\,\Sigma_0`
-    fc3            :math:`\Sigma_2`                                 :math:`\dot\Sigma_2\Sigma_1`      :math:`\dot\Sigma_2\dot\Sigma_1\,d\,\Sigma_0`
-    resnet_free_u  :math:`\Sigma_1+\Sigma_2+2\mu_0\mu_1`            :math:`\dot\Sigma_2\Sigma_1`      :math:`(1+\dot\Sigma_2)\dot\Sigma_1\,d\,\Sigma_0`
-    resnet (U=VA)  :math:`\Sigma_1`                                 (random: not defined)              :math:`\dot\Sigma_1\,d\,\Sigma_0`
-    ============== ============================================= ================================= ===================================================
+    * fc2: ck :math:`\Sigma_1`; ntk_W :math:`\dot\Sigma_1\,d\,\Sigma_0` (:math:`\Theta` is O(1): "ntk" is "ntk_W");
+    * fc3: ck :math:`\Sigma_2`; ntk :math:`\dot\Sigma_2\Sigma_1`; ntk_W :math:`\dot\Sigma_2\dot\Sigma_1\,d\,\Sigma_0`;
+    * resnet_free_u: ck :math:`\Sigma_1+\Sigma_2+2\mu_0\mu_1`; ntk :math:`\dot\Sigma_2\Sigma_1`; ntk_W
+      :math:`(1+\dot\Sigma_2)\dot\Sigma_1\,d\,\Sigma_0`;
+    * resnet (U = VA): ck :math:`\Sigma_1`; ntk random (not defined); ntk_W :math:`\dot\Sigma_1\,d\,\Sigma_0`,
 
+    where ck is :math:`\frac1m\langle z,z'\rangle`, ntk :math:`\lim\Theta/m` and ntk_W :math:`\lim\Theta_W`
     (for fc2 "ntk" is "ntk_W", its only trained layer). The skip connection adds the identity to the backward factor
     of the first layer (:math:`A+A D_2U` instead of :math:`AD_2U`) and the first block's features to the ones A reads
     (:math:`h+z`, whose cross term :math:`\frac1m\sum_lh_l(x)z_l(y)\to\mu_0\mu_1` because :math:`z_l` depends on
