@@ -68,10 +68,10 @@ def test_brute_force_cube():
 
 
 def test_column_classes_large_d():
-    """A network whose columns off A take two values (up to sign) is exact at d = 1001 by the class enumeration,
+    """A network whose columns off A take two values (up to sign) is exact at d = 301 by the class enumeration,
     equal to the brute-force value of the same network on the block sums; the lattice path agrees within its
     bound."""
-    d, k = 1001, 2
+    d, k = 301, 2
     up = GF.UniformParity(d, k)
     W = np.zeros((2, d))
     W[0, :k], W[1, :k] = [1.0, -1.0], [0.5, 0.5]
