@@ -209,7 +209,7 @@ def test_fine_tables_of_the_pair_kernel_meet_their_estimate(s43):
     within 1e-12 of the function at 2e4 random points, and within 10x their own estimate ``err`` (or 1e-14)."""
     C = sys.modules["popdyn.models.committee.conditional"]
     g = T.SOFTSIGN
-    f = g if s43 == 0.0 else (lambda x, t=C.Smoothed((g,), s43, -9.0, 9.0, C.GRADED3): t(0, x))
+    f = g if s43 == 0.0 else (lambda x, t=C.Smoothed(g, s43, -9.0, 9.0, C.GRADED3): t(0, x))
     near = (C._UW * np.ceil(12 * s43 / C._UW), s43 / 16) if 0.0 < s43 / 16 < C._UW else None
     tab = C.Uniform(f, -8.0, 8.0, C._UW, near)
     x = np.random.default_rng(7).uniform(-8.0, 8.0, 20_000)

@@ -12,7 +12,7 @@ import pytest
 
 import popdyn.models
 
-CORE = ["popdyn.hermite", "popdyn.gaussian", "popdyn.activations", "popdyn.kernels", "popdyn.dynamics"]
+CORE = ["popdyn.hermite", "popdyn.gaussian", "popdyn.polar", "popdyn.activations", "popdyn.kernels", "popdyn.dynamics"]
 
 
 def _modules():

@@ -31,10 +31,11 @@ import numpy as np
 
 __all__ = []
 
-_CLIP, _SPAN = 7.5, 9.5         # split points clipped to +-7.5 (weight beyond: e^-28); the rule spans [-9.5, 9.5]
+_CLIP, _SPAN = 7.5, 8.6         # split points clipped to +-7.5 (weight beyond: e^-28); the rule spans [-9.5, 9.5]
 _DEG = 16                       # Chebyshev degree of each table panel
 _CHUNK = 2048                   # outer nodes per block of the conditional rule (its arrays: 2048 x 400 floats)
 _TINY = 1e-7                    # a conditional standard deviation below 1e-7 of the field's is zero
+_FAR = 36.8                     # a node with z^2/2 > 36.8 (Gaussian weight < 1.1e-16 of its peak) is dropped
 _UDEG, _UW, _UCAP = 7, 0.05, 1 << 15   # fine tables: degree 7, panels <= 0.05 and <= 1/16 of the smoothing, <= 2^15
 
 
@@ -121,13 +122,13 @@ def _cheb(deg):
 
 
 class Smoothed:
-    r"""Tables of :math:`G_j(m) = \mathbb E[h_j(m + sw)]`, w ~ N(0, 1), for the functions ``hs`` on [lo, hi]: piecewise
+    r"""Tables of :math:`G_p(m) = \mathbb E[h(m + sw)^p]`, w ~ N(0, 1), for each of ``powers`` on [lo, hi]: piecewise
     Chebyshev of degree 16 on the panels of :func:`_breaks`, the values by :func:`line_rule` split where the argument
-    vanishes. ``tail``: the largest of the last two coefficients over the panels, relative to max |G| (the
-    interpolation error's estimate). ``s = 0``: the functions themselves, no table."""
+    vanishes (h evaluated once for all powers). ``tail``: the largest of the last two coefficients over the panels,
+    relative to max |G| (the interpolation error's estimate). ``s = 0``: the powers of h themselves, no table."""
 
-    def __init__(self, hs, s, lo, hi, line):
-        self.hs, self.s = hs, s
+    def __init__(self, h, s, lo, hi, line, powers=(1,)):
+        self.h, self.s, self.powers = h, s, powers
         self.tail = 0.0
         if s == 0.0:
             return
@@ -137,10 +138,10 @@ class Smoothed:
         a, b = self.edges[:-1, None], self.edges[1:, None]
         m = ((a + b) / 2 + (b - a) / 2 * x).ravel()
         z, w = line_rule(-m[:, None] / s, line)
-        arg = m[:, None] + s * z
+        hv = h(m[:, None] + s * z)
         self.coef = []
-        for h in hs:
-            vals = (h(arg) * w).sum(-1).reshape(len(a), _DEG + 1)
+        for p in powers:
+            vals = ((hv if p == 1 else hv ** p) * w).sum(-1).reshape(len(a), _DEG + 1)
             c = np.ascontiguousarray(vals @ M.T)
             self.coef.append(c)
             top = max(np.abs(vals).max(), 1e-300)
@@ -148,7 +149,8 @@ class Smoothed:
 
     def __call__(self, j, m):
         if self.s == 0.0:
-            return self.hs[j](m)
+            p = self.powers[j]
+            return self.h(m) if p == 1 else self.h(m) ** p
         return _cheb_eval(np.ascontiguousarray(m, dtype=np.float64).ravel(), self.edges, self.coef[j]).reshape(
             np.shape(m))
 
@@ -304,10 +306,10 @@ def _pair_fused(m3, m4, s3, bs, split4, t, wt, T3, T4):  # pragma: no cover - co
             A, C = pts[sgm], pts[sgm + 1]
             h = 0.5 * (C - A)
             for r in range(nt):
-                z1, z2 = A + h * t[r], C - h * t[r]
-                acc += h * wt[r] * (
-                    math.exp(-0.5 * z1 * z1) * _uni(m3[i] + s3 * z1, T3) * _uni(m4[i] + bs * z1, T4)
-                    + math.exp(-0.5 * z2 * z2) * _uni(m3[i] + s3 * z2, T3) * _uni(m4[i] + bs * z2, T4))
+                for z in (A + h * t[r], C - h * t[r]):
+                    e = 0.5 * z * z
+                    if e < _FAR:                   # beyond, the Gaussian weight is below 1e-16 of its peak
+                        acc += h * wt[r] * math.exp(-e) * _uni(m3[i] + s3 * z, T3) * _uni(m4[i] + bs * z, T4)
         out[i] = acc * c
     return out
 
@@ -348,7 +350,7 @@ def pair_mean(h3, h4, mu3, mu4, S, scale, line):
     Z = _UW * math.ceil(12 * s43 / _UW)         # beyond 12 s43 from the kink G is as smooth as h4 (e^-72)
     fused = s43 > 0.0 and _panels(max(lo4, -Z), min(hi4, Z), w0) < _UCAP
     pad = 2 * _UW if fused else 0.0             # the fine table's panels reach up to _UW past [lo4, hi4]
-    table = Smoothed((h4,), s43, lo4 - pad, hi4 + pad, line)
+    table = Smoothed(h4, s43, lo4 - pad, hi4 + pad, line)
     if fused:
         fine4 = Uniform(lambda x: table(0, x), lo4, hi4, _UW, (Z, w0) if w0 < _UW else None)
         fine3 = Uniform(h3, float(m3.min()) - _SPAN * s3, float(m3.max()) + _SPAN * s3, _UW)
@@ -379,6 +381,34 @@ class Eta2Rule(NamedTuple):
     line: Line
 
 
+def _outer(polar_nodes, C2, m, lines, radii):
+    """The polar rule's nodes (N, 2) and weights (N,) without the radii whose weight is below 1e-16 of the largest
+    (the values there are O(1)); ordered so that the second half of the nodes is the first half negated (the circle is
+    split at antipodal pairs of angles), up to rounding."""
+    x, w = polar_nodes(C2, m, lines, radii)
+    W = w.reshape(-1, radii)
+    keep = W.max(0) > 1e-16 * W.max()
+    return x.reshape(-1, radii, 2)[:, keep].reshape(-1, 2), W[:, keep].ravel()
+
+
+def _parity(g):
+    """+1 if g is even, -1 if odd, 0 otherwise: g(-x) = +-g(x) to 1e-14 at 97 points of [1/32, 40]."""
+    x = np.linspace(0.03125, 40.0, 97)
+    a, b = g(x), g(-x)
+    tol = 1e-14 * (np.abs(a) + np.abs(b)) + 1e-300
+    return 1 if np.all(np.abs(a - b) <= tol) else -1 if np.all(np.abs(a + b) <= tol) else 0
+
+
+def _symmetric_mean(fn, x, mu, sym):
+    """fn(mu) at every node, evaluated on the first half of the nodes only where the conditional average is even in
+    the outer fields (``sym``) and the second half of ``x`` mirrors the first."""
+    n = len(x) // 2
+    if sym and len(x) % 2 == 0 and np.allclose(x[n:], -x[:n], rtol=0, atol=1e-13 * np.abs(x).max()):
+        v, t = fn(mu[:n])
+        return np.concatenate([v, v]), t
+    return fn(mu)
+
+
 def eta2(g, Om, u, K, s2, rule, polar_nodes):
     r"""The :math:`\eta^2` term :math:`E_{kl} = \mathbb E[g'(\lambda_k)g'(\lambda_l)(\Delta^2 + \sigma^2)]`, (K, K), by
     conditioning on two fields: for each student pair (k, l) (K = 1: the student and its least correlated field)
@@ -387,7 +417,8 @@ def eta2(g, Om, u, K, s2, rule, polar_nodes):
     fields: one-field moments from :class:`Smoothed` tables of g and g^2 (at ``rule.radii``), two-field ones by
     :func:`pair_mean` (at ``rule.pair_radii``). Returns ``(E, tail)``, tail the largest table estimate."""
     P = len(Om)
-    d, g2 = g.deriv, (lambda x: g(x) ** 2)
+    d = g.deriv
+    even = _parity(g) != 0          # E[g(x_i)g(x_j) | outer] is then even in the outer fields
     sd = np.sqrt(np.maximum(np.diag(Om), 0.0))
     if K >= 2:
         pairs = [(k, l) for k in range(K) for l in range(k + 1, K)]
@@ -400,25 +431,26 @@ def eta2(g, Om, u, K, s2, rule, polar_nodes):
             continue
         rest, B, S = condition(Om, [p, r])
         C2, lines = Om[np.ix_([p, r], [p, r])], (B if len(rest) else None)
-        x, w = polar_nodes(C2, rule.m, lines, rule.radii)
+        x, w = _outer(polar_nodes, C2, rule.m, lines, rule.radii)
         a, b = x[..., 0], x[..., 1]
         mu = x @ B.T
         D0 = u[p] * g(a) + u[r] * g(b)
         inner = D0 * D0 + s2
         for i, fi in enumerate(rest):
             si = math.sqrt(max(S[i, i], 0.0))
-            t = Smoothed((g, g2), si if si > _TINY * sd[fi] else 0.0, float(mu[:, i].min()), float(mu[:, i].max()),
-                         rule.line)
+            t = Smoothed(g, si if si > _TINY * sd[fi] else 0.0, float(mu[:, i].min()), float(mu[:, i].max()),
+                         rule.line, powers=(1, 2))
             tail = max(tail, t.tail)
             inner = inner + 2 * u[fi] * D0 * t(0, mu[:, i]) + u[fi] ** 2 * t(1, mu[:, i])
         terms = [(x, w, inner)]
         if len(rest) >= 2:
-            xp, wp = polar_nodes(C2, rule.m, lines, rule.pair_radii) if rule.pair_radii != rule.radii else (x, w)
+            xp, wp = _outer(polar_nodes, C2, rule.m, lines, rule.pair_radii) if rule.pair_radii != rule.radii else (x, w)
             mup, cross = xp @ B.T, 0.0
             for i, fi in enumerate(rest):
                 for j in range(i + 1, len(rest)):
                     fj = rest[j]
-                    v, t2 = pair_mean(g, g, mup[:, i], mup[:, j], S[np.ix_([i, j], [i, j])], sd[[fi, fj]], rule.line)
+                    v, t2 = _symmetric_mean(lambda m: pair_mean(g, g, m[:, i], m[:, j], S[np.ix_([i, j], [i, j])],
+                                                                sd[[fi, fj]], rule.line), xp, mup, even)
                     tail = max(tail, t2.tail if t2 is not None else 0.0)
                     cross = cross + 2 * u[fi] * u[fj] * v
             terms.append((xp, wp, cross))

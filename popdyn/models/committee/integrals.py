@@ -27,6 +27,7 @@ from ...orthant import (_PLACKETT, _SAME, _family_I4_nb, _family_moments, _plack
                         _unit)
 from ..._exact import det2
 from ..._validate import InvalidParameterError, RegimeWarning, as_int
+from ...polar import radial_rule
 
 __all__ = ["integrals", "Integrals"]
 
@@ -92,30 +93,6 @@ def _leggauss(n):
     return x, w
 
 
-@functools.lru_cache(maxsize=16)
-def _radial_rule(n):
-    r"""n-point Gauss rule of the weight :math:`r e^{-r^2/2}` on :math:`[0, \infty)` (the radius of a 2-D standard
-    Gaussian): its recurrence by the discretised Stieltjes procedure on 400 Gauss-Legendre points of [0, 15]
-    (the weight beyond is e^-112; exact for the degree <= 2n < 400 it needs), then Golub-Welsch."""
-    x, w = np.polynomial.legendre.leggauss(400)
-    r = 7.5 * (x + 1)
-    wr = 7.5 * w * r * np.exp(-r * r / 2)
-    a, b = np.zeros(n), np.zeros(n)
-    p_prev, p, norm_prev = np.zeros_like(r), np.ones_like(r), 1.0
-    for k in range(n):
-        norm = wr @ (p * p)
-        a[k] = wr @ (r * p * p) / norm
-        b[k] = norm / norm_prev
-        p_prev, p, norm_prev = p, (r - a[k]) * p - (b[k] * p_prev if k else 0.0), norm
-    off = np.sqrt(b[1:])
-    nodes, V = np.linalg.eigh(np.diag(a) + np.diag(off, 1) + np.diag(off, -1))
-    weights = V[0] ** 2
-    weights = weights / weights.sum()
-    nodes.setflags(write=False)
-    weights.setflags(write=False)
-    return nodes, weights
-
-
 def _sqrt2x2(C):
     """Principal square roots of PSD 2x2 matrices (..., 2, 2): (C + s I) / sqrt(tr C + 2 s), s = sqrt(det C)."""
     s = np.sqrt(np.maximum(C[..., 0, 0] * C[..., 1, 1] - C[..., 0, 1] ** 2, 0.0))
@@ -129,7 +106,7 @@ def _polar_nodes(C, m, lines=None, radii=None):
     principal square root S: :math:`x = S(r\cos\theta, r\sin\theta)`, the circle split at the four angles where a
     field vanishes (kinks of g at 0 lie there) and at those where each of ``lines`` (..., k, 2) vanishes,
     :math:`c\cdot x = 0` (a third field's kink, or the zero of its conditional mean), m/4 Gauss-Legendre angles per
-    arc, m/2 radii of :func:`_radial_rule` (or ``radii``).
+    arc, m/2 radii of :func:`popdyn.polar.radial_rule` (or ``radii``).
 
     Along each ray and arc the integrand of an activation smooth away from 0 is smooth, so the rule converges
     exponentially where tensor Gauss-Hermite converges like a power of m (softsign, whose g' has a cusp at 0:
@@ -143,7 +120,7 @@ def _polar_nodes(C, m, lines=None, radii=None):
     xg, wg = _leggauss(max(2, m // 4))
     ang = (th[..., :, None] + arc[..., :, None] * (xg + 1) / 2).reshape(th.shape[:-1] + (-1,))
     wa = (arc[..., :, None] * wg / (4 * np.pi)).reshape(ang.shape)
-    r, wr = _radial_rule(radii or max(2, m // 2))
+    r, wr = radial_rule(radii or max(2, m // 2))
     z1 = (np.cos(ang)[..., :, None] * r).reshape(ang.shape[:-1] + (-1,))
     z2 = (np.sin(ang)[..., :, None] * r).reshape(z1.shape)
     w = (wa[..., :, None] * wr).reshape(z1.shape)

@@ -46,6 +46,8 @@ __all__ = ["drift", "generalisation_error", "ode", "plateau", "escape_time"]
 
 _M2_ODE = 28            # 2-D integrals inside the ODE: polar rule at 42 (10 angles per arc x 21 radii)
 _M2_EG = 64             # eg of a quadrature activation: polar rule at 64 (16 angles per arc x 32 radii)
+_M2_PAIR = 96           # the drift's pair integrals without closed forms: polar rule at 96 (24 angles per arc x 48
+#                         radii; 42 was up to 1e-3 of the term near the teacher, 96 is <= 3e-9, docs/committee.md)
 # the eta^2 term without closed forms, by conditioning (conditional.eta2): the drift's rule (16 angles per arc, 28 radii,
 # 24 for the pair terms, 27 line nodes per half-segment) and a finer one, its error estimate's reference
 _ETA2 = conditional.Eta2Rule(64, 28, 24, conditional.GRADED3)
@@ -77,7 +79,7 @@ class _Plan:
         self.eta2 = _ETA2 if refine == 1.0 else _ETA2_FINE
         self.tensor = eta2_rule == "tensor"
         self.m_full = max(4, int(round(refine * _FULL_NODES ** (1 / P))))
-        self.m_pair = int(round(refine * ((3 * _M2_ODE) // 2)))     # pairs' polar rule: 42 (10 x 4 angles, 21 radii)
+        self.m_pair = int(round(refine * _M2_PAIR))
         self.kernel = problem.activation._family.name == "erf"     # compiled closed forms (erf of any scale)
         self.generic = not self.ig.closed                          # quadrature for I2, I3 and the eta^2 term
         if self.generic:                                           # the (k, j) pairs of the Stein-reduced I3
