@@ -31,7 +31,7 @@ import numpy as np
 
 __all__ = []
 
-_CLIP, _SPAN = 7.5, 8.6         # split points clipped to +-7.5 (weight beyond: e^-28); the rule spans [-9.5, 9.5]
+_CLIP, _SPAN = 7.5, 8.6         # split points clipped to +-7.5 (weight beyond: e^-28); the rule spans [-8.6, 8.6]
 _DEG = 16                       # Chebyshev degree of each table panel
 _CHUNK = 2048                   # outer nodes per block of the conditional rule (its arrays: 2048 x 400 floats)
 _TINY = 1e-7                    # a conditional standard deviation below 1e-7 of the field's is zero
@@ -415,7 +415,8 @@ def eta2(g, Om, u, K, s2, rule, polar_nodes):
     the polar rule ``polar_nodes(C, m, lines, radii)`` over :math:`(\lambda_k, \lambda_l)`, split also where a
     conditional mean vanishes, of :math:`\mathbb E[\Delta^2 \mid \lambda_k, \lambda_l]` expanded over the other
     fields: one-field moments from :class:`Smoothed` tables of g and g^2 (at ``rule.radii``), two-field ones by
-    :func:`pair_mean` (at ``rule.pair_radii``). Returns ``(E, tail)``, tail the largest table estimate."""
+    :func:`pair_mean` (at ``rule.pair_radii``; for an odd or even g on the first half of the antipodal nodes only, the
+    pair average being even in the outer fields). Returns ``(E, tail)``, tail the largest table estimate."""
     P = len(Om)
     d = g.deriv
     even = _parity(g) != 0          # E[g(x_i)g(x_j) | outer] is then even in the outer fields
