@@ -42,6 +42,7 @@ from scipy.stats import qmc
 
 from ..._validate import Integer, InvalidParameterError, Options, check
 from ...hermite import gauss_hermite
+from ...polar import radial_rule
 from . import gram
 from .problem import Problem, _cached, check_overlap
 from .theory import _unique_rows
@@ -68,29 +69,6 @@ _PL_PROBES = np.array([-4.3, -1.91, -0.37, 0.37, 1.91, 4.3])  # test points of t
 # ---------------------------------------------------------------------------------------------
 # quadrature (G = I)
 # ---------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=16)
-def _radial_rule(n):
-    """Gauss rule of the weight ``rho exp(-rho^2/2)`` on [0, inf) (radius of a 2-d standard Gaussian).
-
-    Stieltjes procedure on a 1344-point Gauss-Legendre discretisation of [0, 14] (the weight beyond is
-    below 1e-40), then Golub-Welsch; exact for ``rho^j``, j <= 2n - 1, to ~1e-15 (tests).
-    """
-    x, w = roots_legendre(48)
-    mid = np.arange(0.25, 14.0, 0.5)
-    X = (mid[:, None] + 0.25 * x).ravel()
-    W = 0.25 * np.tile(w, mid.size) * X * np.exp(-0.5 * X * X)
-    q_prev, q = np.zeros_like(X), np.full_like(X, 1 / math.sqrt(W.sum()))
-    alpha, beta = np.empty(n), np.zeros(n)
-    for j in range(n):
-        alpha[j] = np.sum(W * X * q * q)
-        nxt = (X - alpha[j]) * q - beta[j] * q_prev
-        if j + 1 < n:
-            beta[j + 1] = math.sqrt(np.sum(W * nxt * nxt))
-            q_prev, q = q, nxt / beta[j + 1]
-    nodes, vecs = np.linalg.eigh(np.diag(alpha) + np.diag(beta[1:], 1) + np.diag(beta[1:], -1))
-    return nodes, W.sum() * vecs[0] ** 2
-
-
 @functools.lru_cache(maxsize=16)
 def _legendre_rule(n):
     """Gauss-Legendre nodes and weights on [-1, 1] (problem independent, computed once per n)."""
@@ -276,7 +254,7 @@ def _polar_nodes(m, lines, n_theta, n_rho):
     (c, c_hat)), each line giving two antipodal cuts, Gauss-Legendre on each panel; without lines, the
     trapezoid rule (periodic). Shapes (M, N).
     """
-    rho, w_rho = _radial_rule(n_rho)
+    rho, w_rho = radial_rule(n_rho)
     x, w = _legendre_rule(n_theta)
     return _polar_grid(m, np.ascontiguousarray(lines, dtype=np.float64), x, w, rho, w_rho)
 
