@@ -374,18 +374,37 @@ def pair_mean(h3, h4, mu3, mu4, S, scale, line):
 
 class Eta2Rule(NamedTuple):
     """The rule of :func:`eta2`: the polar rule's m (m/4 angles per arc), its radii for the one-field terms and for the
-    pair terms (the costly part: a line rule per node), and the :class:`Line` rule of the inner averages."""
+    pair terms (the costly part: a line rule per node), and the :class:`Line` rule of the inner averages; for a kinked
+    g with a narrow layer (:data:`_LAYER`), the radii of the graded rule."""
     m: int
     radii: int
     pair_radii: int
     line: Line
+    layer_radii: int
+    layer_pair_radii: int
 
 
-def _outer(polar_nodes, C2, m, lines, radii):
+_LAYER = 0.25   # a conditioned field whose conditional sd is below 1/4 of its conditional mean's has a narrow layer
+
+
+def _kinked(g):
+    """Whether g' jumps at 0 (a kink of g there: relu, abs, leaky relu): g'(+-1e-9) differ by more than 1e-6."""
+    a, b = g.deriv(np.array([1e-9, -1e-9]))
+    return bool(abs(a - b) > 1e-6 * (abs(a) + abs(b)))
+
+
+def _grown(m, radii, pair_radii, sd):
+    """The rule's m and radii grown by sd / 2 for fields of standard deviation ``sd`` above 2 (g(sd z) varies on a
+    scale 1/sd of the polar rule's), the radii at most 200 (the radial rule's domain)."""
+    f = max(1.0, sd / 2.0)
+    return 4 * math.ceil(m * f / 4), min(200, math.ceil(radii * f)), min(200, math.ceil(pair_radii * f))
+
+
+def _outer(polar_nodes, C2, m, lines, radii, widths=None):
     """The polar rule's nodes (N, 2) and weights (N,) without the radii whose weight is below 1e-16 of the largest
     (the values there are O(1)); ordered so that the second half of the nodes is the first half negated (the circle is
     split at antipodal pairs of angles), up to rounding."""
-    x, w = polar_nodes(C2, m, lines, radii)
+    x, w = polar_nodes(C2, m, lines, radii, widths)
     W = w.reshape(-1, radii)
     keep = W.max(0) > 1e-16 * W.max()
     return x.reshape(-1, radii, 2)[:, keep].reshape(-1, 2), W[:, keep].ravel()
@@ -416,10 +435,15 @@ def eta2(g, Om, u, K, s2, rule, polar_nodes):
     conditional mean vanishes, of :math:`\mathbb E[\Delta^2 \mid \lambda_k, \lambda_l]` expanded over the other
     fields: one-field moments from :class:`Smoothed` tables of g and g^2 (at ``rule.radii``), two-field ones by
     :func:`pair_mean` (at ``rule.pair_radii``; for an odd or even g on the first half of the antipodal nodes only, the
-    pair average being even in the outer fields). Returns ``(E, tail)``, tail the largest table estimate."""
+    pair average being even in the outer fields). For a kinked g (:func:`_kinked`) a conditioned field nearly
+    determined by the outer ones (conditional sd below ``_LAYER`` of its mean's: a student near a teacher) puts a layer
+    of its kink's width about the line where its conditional mean vanishes: the polar rule's arcs are then graded
+    towards that line and take ``rule.layer_radii`` and ``rule.layer_pair_radii`` (without: 1e-5 off at R = T - 1e-5,
+    abs). Returns ``(E, tail)``, tail the largest table estimate."""
     P = len(Om)
     d = g.deriv
     even = _parity(g) != 0          # E[g(x_i)g(x_j) | outer] is then even in the outer fields
+    kinked = _kinked(g)
     sd = np.sqrt(np.maximum(np.diag(Om), 0.0))
     if K >= 2:
         pairs = [(k, l) for k in range(K) for l in range(k + 1, K)]
@@ -432,7 +456,13 @@ def eta2(g, Om, u, K, s2, rule, polar_nodes):
             continue
         rest, B, S = condition(Om, [p, r])
         C2, lines = Om[np.ix_([p, r], [p, r])], (B if len(rest) else None)
-        x, w = _outer(polar_nodes, C2, rule.m, lines, rule.radii)
+        s_rest = np.sqrt(np.maximum(np.diag(S), 0.0))
+        widths = (s_rest if len(rest) and np.any(s_rest < _LAYER * np.sqrt(np.maximum(
+            np.einsum("ij,jk,ik->i", B, C2, B), 0.0))) else None)
+        radii, pair_radii = ((rule.radii, rule.pair_radii) if widths is None else
+                             (rule.layer_radii, rule.layer_pair_radii))
+        m, radii, pair_radii = _grown(rule.m, radii, pair_radii, float(sd.max()))
+        x, w = _outer(polar_nodes, C2, m, lines, radii, widths)
         a, b = x[..., 0], x[..., 1]
         mu = x @ B.T
         D0 = u[p] * g(a) + u[r] * g(b)
@@ -445,7 +475,7 @@ def eta2(g, Om, u, K, s2, rule, polar_nodes):
             inner = inner + 2 * u[fi] * D0 * t(0, mu[:, i]) + u[fi] ** 2 * t(1, mu[:, i])
         terms = [(x, w, inner)]
         if len(rest) >= 2:
-            xp, wp = _outer(polar_nodes, C2, rule.m, lines, rule.pair_radii) if rule.pair_radii != rule.radii else (x, w)
+            xp, wp = _outer(polar_nodes, C2, m, lines, pair_radii, widths) if pair_radii != radii else (x, w)
             mup, cross = xp @ B.T, 0.0
             for i, fi in enumerate(rest):
                 for j in range(i + 1, len(rest)):

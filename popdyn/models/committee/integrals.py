@@ -101,7 +101,7 @@ def _sqrt2x2(C):
     return np.divide(out, t[..., None, None], out=np.zeros_like(out), where=t[..., None, None] > 0)
 
 
-def _polar_nodes(C, m, lines=None, radii=None):
+def _polar_nodes(C, m, lines=None, radii=None, widths=None):
     r"""Nodes (..., N, 2) and weights (..., N) of :math:`N(0, C)`, C (..., 2, 2), in polar coordinates of the
     principal square root S: :math:`x = S(r\cos\theta, r\sin\theta)`, the circle split at the four angles where a
     field vanishes (kinks of g at 0 lie there) and at those where each of ``lines`` (..., k, 2) vanishes,
@@ -111,22 +111,91 @@ def _polar_nodes(C, m, lines=None, radii=None):
     Along each ray and arc the integrand of an activation smooth away from 0 is smooth, so the rule converges
     exponentially where tensor Gauss-Hermite converges like a power of m (softsign, whose g' has a cusp at 0:
     E g'(z) off by 3 % at 48 nodes).
+
+    ``widths`` (k,), one C only: the conditional standard deviations s of the fields whose conditional means are the
+    ``lines``. The average of a kinked g over such a field has a layer :math:`|c\cdot x|\lesssim s` about its line,
+    :math:`s/(r|cS|)` wide in angle at radius r; the arcs ending within reach of the line then get Gauss-Legendre
+    panels graded towards that end (:func:`_graded_arcs`). The nodes keep the antipodal order (the second half the
+    first negated).
     """
     S = _sqrt2x2(C)
     dirs = S if lines is None else np.concatenate([S, lines @ S], -2)          # rows c S: zero at c.x = 0
     th = np.arctan2(-dirs[..., 0], dirs[..., 1])
-    th = np.sort(np.mod(np.concatenate([th, th + np.pi], -1), 2 * np.pi), -1)
-    arc = np.diff(np.concatenate([th, th[..., :1] + 2 * np.pi], -1), axis=-1)
-    xg, wg = _leggauss(max(2, m // 4))
-    ang = (th[..., :, None] + arc[..., :, None] * (xg + 1) / 2).reshape(th.shape[:-1] + (-1,))
-    wa = (arc[..., :, None] * wg / (4 * np.pi)).reshape(ang.shape)
     r, wr = radial_rule(radii or max(2, m // 2))
+    if widths is None:
+        th = np.sort(np.mod(np.concatenate([th, th + np.pi], -1), 2 * np.pi), -1)
+        arc = np.diff(np.concatenate([th, th[..., :1] + 2 * np.pi], -1), axis=-1)
+        xg, wg = _leggauss(max(2, m // 4))
+        ang = (th[..., :, None] + arc[..., :, None] * (xg + 1) / 2).reshape(th.shape[:-1] + (-1,))
+        wa = (arc[..., :, None] * wg / (4 * np.pi)).reshape(ang.shape)
+    else:
+        reach = r[wr > 1e-16 * wr.max()].max()                                 # the largest radius that counts
+        layer = np.asarray(widths, dtype=np.float64) / np.maximum(np.linalg.norm(dirs[2:], axis=-1), 1e-300)
+        ang, wa = _graded_arcs(th, np.concatenate([[np.inf, np.inf], layer / reach]), reach, max(2, m // 4))
     z1 = (np.cos(ang)[..., :, None] * r).reshape(ang.shape[:-1] + (-1,))
     z2 = (np.sin(ang)[..., :, None] * r).reshape(z1.shape)
     w = (wa[..., :, None] * wr).reshape(z1.shape)
     x = np.stack([S[..., 0, 0, None] * z1 + S[..., 0, 1, None] * z2, S[..., 1, 0, None] * z1 + S[..., 1, 1, None] * z2],
                  -1)
     return x, w
+
+
+_LAYER_GRADE = 4.0      # graded arcs: panel edges at w/4, w, 4w, ... below 1/4 of the arc (w the layer's width)
+_LAYER_REACH = 10.0     # a line's layer reaches 10 of its widths at the smallest radius that counts
+
+
+def _graded_arcs(th, width, reach, q):
+    """Angles and weights (summing to 1/2 per half circle) of the polar rule on the arcs between the angles ``th``
+    and ``th + pi``, each line's layer ``width`` its angular width at radius ``reach`` (inf: no layer). An arc
+    end within ``_LAYER_REACH * width * reach`` of a line (its layer there at the smallest radii) gets panels graded
+    geometrically towards the end, from a quarter of the narrowest such width; other arcs keep q Gauss-Legendre
+    angles. Built on the half circle [th_0, th_0 + pi) and copied at +pi (antipodal order)."""
+    th = np.mod(np.concatenate([th, th + np.pi]), 2 * np.pi)
+    width = np.concatenate([width, width])
+    o = np.argsort(th)
+    th, width = th[o], width[o]
+    n = len(th) // 2
+    sharp = np.isfinite(width)
+
+    def end(t, arc):                      # the relative first panel at an arc end t, or None
+        d = np.abs(np.mod(th[sharp] - t + np.pi, 2 * np.pi) - np.pi)
+        near = width[sharp][d <= _LAYER_REACH * width[sharp] * reach]
+        w = near.min() / 4 / arc if near.size else np.inf
+        return w if w < 0.05 else None
+
+    angs, wts = [], []
+    for i in range(n):
+        arc = th[i + 1] - th[i]
+        t, wt = _graded_offsets(q, end(th[i], arc), end(th[i + 1], arc))
+        angs.append(th[i] + arc * t)
+        wts.append(arc * wt / (2 * np.pi))
+    ang, wa = np.concatenate(angs), np.concatenate(wts)
+    return np.concatenate([ang, ang + np.pi]), np.concatenate([wa, wa])
+
+
+def _graded_offsets(q, left, right):
+    """Offsets in [0, 1] and weights of one arc: q Gauss-Legendre nodes, and with ``left`` / ``right`` (the first
+    panel relative to the arc, or None) panels of 8 nodes growing by ``_LAYER_GRADE`` from that end up to 1/4 of the
+    arc before the q nodes of the rest."""
+    def graded(first):                    # edges 0, first, 4 first, ... below 1/4, then the panels' (offsets, weights)
+        e = [0.0]
+        while first < 0.25:
+            e.append(first)
+            first *= _LAYER_GRADE
+        e = np.array(e + [0.25])
+        x, w = _leggauss(8)
+        a, b = e[:-1, None], e[1:, None]
+        return ((a + b) / 2 + (b - a) / 2 * x).ravel(), ((b - a) / 2 * w).ravel()
+
+    lo, hi = (0.0 if left is None else 0.25), (1.0 if right is None else 0.75)
+    x, w = _leggauss(q)
+    parts = [(lo + (hi - lo) * (x + 1) / 2, (hi - lo) * w / 2)]
+    if left is not None:
+        parts.insert(0, graded(left))
+    if right is not None:
+        t, wt = graded(right)
+        parts.append((1 - t[::-1], wt[::-1]))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def _gauss_mean(C, F, m):
