@@ -374,8 +374,8 @@ def pair_mean(h3, h4, mu3, mu4, S, scale, line):
 
 class Eta2Rule(NamedTuple):
     """The rule of :func:`eta2`: the polar rule's m (m/4 angles per arc), its radii for the one-field terms and for the
-    pair terms (the costly part: a line rule per node), and the :class:`Line` rule of the inner averages; for a kinked
-    g with a narrow layer (:data:`_LAYER`), the radii of the graded rule."""
+    pair terms (the costly part: a line rule per node), and the :class:`Line` rule of the inner averages; where a
+    conditioned field has a narrow layer (:data:`_LAYER`), the radii of the graded rule."""
     m: int
     radii: int
     pair_radii: int
@@ -385,12 +385,6 @@ class Eta2Rule(NamedTuple):
 
 
 _LAYER = 0.25   # a conditioned field whose conditional sd is below 1/4 of its conditional mean's has a narrow layer
-
-
-def _kinked(g):
-    """Whether g' jumps at 0 (a kink of g there: relu, abs, leaky relu): g'(+-1e-9) differ by more than 1e-6."""
-    a, b = g.deriv(np.array([1e-9, -1e-9]))
-    return bool(abs(a - b) > 1e-6 * (abs(a) + abs(b)))
 
 
 def _grown(m, radii, pair_radii, sd):
@@ -435,15 +429,15 @@ def eta2(g, Om, u, K, s2, rule, polar_nodes):
     conditional mean vanishes, of :math:`\mathbb E[\Delta^2 \mid \lambda_k, \lambda_l]` expanded over the other
     fields: one-field moments from :class:`Smoothed` tables of g and g^2 (at ``rule.radii``), two-field ones by
     :func:`pair_mean` (at ``rule.pair_radii``; for an odd or even g on the first half of the antipodal nodes only, the
-    pair average being even in the outer fields). For a kinked g (:func:`_kinked`) a conditioned field nearly
-    determined by the outer ones (conditional sd below ``_LAYER`` of its mean's: a student near a teacher) puts a layer
-    of its kink's width about the line where its conditional mean vanishes: the polar rule's arcs are then graded
-    towards that line and take ``rule.layer_radii`` and ``rule.layer_pair_radii`` (without: 1e-5 off at R = T - 1e-5,
-    abs). Returns ``(E, tail)``, tail the largest table estimate."""
+    pair average being even in the outer fields). A conditioned field nearly determined by the outer ones (conditional
+    sd below ``_LAYER`` of its mean's: a student near a teacher) puts a layer as wide as its conditional sd about the
+    line where its conditional mean vanishes (g's kink, or its fast change, smoothed): the polar rule's arcs are then
+    graded towards that line and take ``rule.layer_radii`` and ``rule.layer_pair_radii`` (without: 1.2e-5 off at
+    R = T - 1e-5, abs); m and the radii grow with the fields' sd (:func:`_grown`). Returns ``(E, tail)``, tail the
+    largest table estimate."""
     P = len(Om)
     d = g.deriv
     even = _parity(g) != 0          # E[g(x_i)g(x_j) | outer] is then even in the outer fields
-    kinked = _kinked(g)
     sd = np.sqrt(np.maximum(np.diag(Om), 0.0))
     if K >= 2:
         pairs = [(k, l) for k in range(K) for l in range(k + 1, K)]

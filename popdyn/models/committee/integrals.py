@@ -113,7 +113,8 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None):
     E g'(z) off by 3 % at 48 nodes).
 
     ``widths`` (k,), one C only: the conditional standard deviations s of the fields whose conditional means are the
-    ``lines``. The average of a kinked g over such a field has a layer :math:`|c\cdot x|\lesssim s` about its line,
+    ``lines``. The average of g over such a field (a kink or a fast change of g smoothed at s) has a layer
+    :math:`|c\cdot x|\lesssim s` about its line,
     :math:`s/(r|cS|)` wide in angle at radius r; the arcs ending within reach of the line then get Gauss-Legendre
     panels graded towards that end (:func:`_graded_arcs`). The nodes keep the antipodal order (the second half the
     first negated).
