@@ -171,9 +171,10 @@ def _near_teacher(eps, generic):
 
 
 @pytest.mark.parametrize("eps, generic", [(1e-2, False), (1e-3, False), (3e-5, False), (1e-6, False), (1e-9, False),
-                                          (1e-2, True), (1e-4, True), (1e-6, True)])
+                                          (0.0, False), (1e-2, True), (1e-4, True), (1e-6, True), (0.0, True)])
 def test_conditioned_eta2_term_near_converged_students(eps, generic):
-    """Students near the teachers (a teacher's conditional sd 1e-1 .. 5e-5 of its conditional mean's), abs as a
+    """Students near the teachers (a teacher's conditional sd 1e-1 .. 5e-5 of its conditional mean's, or 0: students
+    at the teachers, an exact kink on a split line rather than a layer), abs as a
     callable against the closed forms: within 1e-8 of max |E| (measured <= 5.6e-9; the rule before the graded layer
     arcs was 1.2e-5 off at eps = 1e-5). The closed forms themselves agree with 50-digit mpmath to 1.2e-9 here."""
     assert _check_eta2("abs", "abs_callable", _near_teacher(eps, generic)) <= 1e-8

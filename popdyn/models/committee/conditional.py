@@ -451,6 +451,7 @@ def eta2(g, Om, u, K, s2, rule, polar_nodes):
         rest, B, S = condition(Om, [p, r])
         C2, lines = Om[np.ix_([p, r], [p, r])], (B if len(rest) else None)
         s_rest = np.sqrt(np.maximum(np.diag(S), 0.0))
+        s_rest = np.where(s_rest > _TINY * sd[rest], s_rest, np.inf)     # a determined field: an exact kink, split
         widths = (s_rest if len(rest) and np.any(s_rest < _LAYER * np.sqrt(np.maximum(
             np.einsum("ij,jk,ik->i", B, C2, B), 0.0))) else None)
         radii, pair_radii = ((rule.radii, rule.pair_radii) if widths is None else

@@ -113,7 +113,7 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None):
     E g'(z) off by 3 % at 48 nodes).
 
     ``widths`` (k,), one C only: the conditional standard deviations s of the fields whose conditional means are the
-    ``lines``. The average of g over such a field (a kink or a fast change of g smoothed at s) has a layer
+    ``lines`` (0 or inf: no layer). The average of g over such a field (a kink or a fast change of g smoothed at s) has a layer
     :math:`|c\cdot x|\lesssim s` about its line,
     :math:`s/(r|cS|)` wide in angle at radius r; the arcs ending within reach of the line then get Gauss-Legendre
     panels graded towards that end (:func:`_graded_arcs`). The nodes keep the antipodal order (the second half the
@@ -131,7 +131,8 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None):
         wa = (arc[..., :, None] * wg / (4 * np.pi)).reshape(ang.shape)
     else:
         reach = r[wr > 1e-16 * wr.max()].max()                                 # the largest radius that counts
-        layer = np.asarray(widths, dtype=np.float64) / np.maximum(np.linalg.norm(dirs[2:], axis=-1), 1e-300)
+        widths = np.asarray(widths, dtype=np.float64)
+        layer = np.where(widths > 0, widths, np.inf) / np.maximum(np.linalg.norm(dirs[2:], axis=-1), 1e-300)
         ang, wa = _graded_arcs(th, np.concatenate([[np.inf, np.inf], layer / reach]), reach, max(2, m // 4))
     z1 = (np.cos(ang)[..., :, None] * r).reshape(ang.shape[:-1] + (-1,))
     z2 = (np.sin(ang)[..., :, None] * r).reshape(z1.shape)
@@ -158,11 +159,10 @@ def _graded_arcs(th, width, reach, q):
     n = len(th) // 2
     sharp = np.isfinite(width)
 
-    def end(t, arc):                      # the relative first panel at an arc end t, or None
+    def end(t, arc):                      # the relative first panel at an arc end t, or None (none near, or wide)
         d = np.abs(np.mod(th[sharp] - t + np.pi, 2 * np.pi) - np.pi)
         near = width[sharp][d <= _LAYER_REACH * width[sharp] * reach]
-        w = near.min() / 4 / arc if near.size else np.inf
-        return w if w < 0.05 else None
+        return near.min() / 4 / arc if near.size and near.min() < 0.2 * arc else None
 
     angs, wts = [], []
     for i in range(n):
