@@ -113,11 +113,10 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None):
     E g'(z) off by 3 % at 48 nodes).
 
     ``widths`` (k,), one C only: the conditional standard deviations s of the fields whose conditional means are the
-    ``lines`` (0 or inf: no layer). The average of g over such a field (a kink or a fast change of g smoothed at s) has a layer
-    :math:`|c\cdot x|\lesssim s` about its line,
-    :math:`s/(r|cS|)` wide in angle at radius r; the arcs ending within reach of the line then get Gauss-Legendre
-    panels graded towards that end (:func:`_graded_arcs`). The nodes keep the antipodal order (the second half the
-    first negated).
+    ``lines`` (0 or inf: no layer). The average of g over such a field (a kink or a fast change of g smoothed at s)
+    has a layer :math:`|c\cdot x|\lesssim s` about its line, :math:`s/(r|cS|)` wide in angle at radius r; the arcs
+    ending within reach of the line then get Gauss-Legendre panels graded towards that end (:func:`_graded_arcs`).
+    The nodes keep the antipodal order (the second half the first negated).
     """
     S = _sqrt2x2(C)
     dirs = S if lines is None else np.concatenate([S, lines @ S], -2)          # rows c S: zero at c.x = 0
@@ -706,10 +705,11 @@ class Integrals:
         Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, the ReLU family <= 1e-10
         (measured <= 7e-14), g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13; the
         estimate bounds the error but at the 1e-12 level); on four distinct fields <= 1e-7 (measured against the
-        50-digit closed forms of sin, erf and abs as callables, near-repeated, near-antipodal and rank-3 fields
-        included: <= 2e-13 for the smooth ones and 6.5e-9 for abs over a 64-draw search (2e-8 at a rank-3 field
-        before its split where the inner kinks meet); tanh against a 64-node tensor Gauss-Hermite rule: 1e-12),
-        1-7 s per covariance.
+        50-digit closed forms of sin, erf and abs as callables over 56 random draws, standard deviations up to 8,
+        near-repeated, near-antipodal and rank-3 fields included: abs 2.7e-8 (near-antipodal fields), sin 1.8e-8
+        (variance 51), erf 5e-11; abs at a rank-3 field 1.4e-15, 2e-8 before the split where the inner kinks meet;
+        tanh against a 64-node tensor Gauss-Hermite rule: 1e-12; the estimate bounds the error where it exceeds
+        4e-9), 1-7 s per covariance.
 
         References
         ----------
