@@ -794,10 +794,10 @@ DECLARED = {
     "ss_erf": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-12},
     "linear": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-13},
     # the ReLU family: arc-cosine forms from compensated determinants (measured <= 1e-15) and orthant moments
-    # (measured <= 7e-14)
-    "relu": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-10},
-    "abs": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-10},
-    "leaky_relu": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-10},
+    # (declared 1e-8: measured <= 3.6e-9 at rank-3 covariances with a near-repeated pair, tests/test_committee_eta2.py)
+    "relu": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-8},
+    "abs": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-8},
+    "leaky_relu": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-8},
     "abs_callable": {"I2": 1e-13, "J2": 1e-13, "I3": 1e-13, "I4": 1e-10},   # piecewise linear: polar rule exact
     # the adaptive polar rule (stops at a change <= 1e-11 of the scale; measured <= 1e-11 over 100 draws each)
     "sin": {"I2": 1e-10, "J2": 1e-10, "I3": 1e-10, "I4": 1e-10},

@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import activations, hermite
 from . import conditional
-from ...orthant import (_PLACKETT, _SAME, _family_I4_nb, _family_moments, _plackett_nodes, _same_fields,
+from ...orthant import (_PLACKETT, _family_I4_nb, _family_moments, _plackett_nodes, _same_fields,
                         _unit)
 from ..._exact import det2
 from ..._validate import InvalidParameterError, RegimeWarning, as_int
@@ -33,6 +33,7 @@ __all__ = ["integrals", "Integrals"]
 
 _EPS = np.finfo(np.float64).eps
 _PRUNE = 1e-14          # tensor-rule nodes of weight below 1e-14 x the largest are dropped (their total < 1e-12)
+_SAME = 1e-12           # the generic rule folds fields with 1 - rho^2 <= 1e-12 (:func:`_merge`)
 _PSD_TOL = 1e-10        # relative: eigenvalues of C above -1e-10 max|C| count as PSD rounding
 
 
@@ -218,35 +219,42 @@ _RTOL2 = 1e-11          # the adaptive 2-D rule stops when a refinement changes 
 _BATCH2 = 256           # covariances per block of the adaptive rule (bounds its node arrays to ~20 MB per level)
 
 
-def _adaptive_mean(owner, C, F, m, lines=None):
+def _adaptive_mean(owner, C, F, m, lines=None, widths=None):
     """:func:`_adaptive_block` on blocks of ``_BATCH2`` covariances (``F(x, sel)`` sees the flat indices)."""
     flat = C.reshape(-1, 2, 2)
     if len(flat) <= _BATCH2:
-        return _adaptive_block(owner, C, F, m, lines)
+        return _adaptive_block(owner, C, F, m, lines, widths)
     parts = [_adaptive_block(owner, flat[i:i + _BATCH2], lambda x, sel, i=i: F(x, sel + i), m, lines)
              for i in range(0, len(flat), _BATCH2)]
     return (np.concatenate([p[0] for p in parts]).reshape(C.shape[:-2]),
             np.concatenate([p[1] for p in parts]).reshape(C.shape[:-2]))
 
 
-def _adaptive_block(owner, C, F, m, lines=None):
+def _adaptive_block(owner, C, F, m, lines=None, widths=None):
     r""":math:`\mathbb E[F(x)]`, :math:`x\sim N(0, C)`, C (..., 2, 2), by the polar rule of :func:`_polar_nodes` at m,
     3m/2, 9m/4, ... (at most ``_M2_MAX``) until a refinement changes the value by at most ``_RTOL2`` x max(|value|,
     1e-3 E|F|) or by no more than the rounding of the sum: ``(value, estimate)``, the estimate the last change plus
     the sum's rounding (the rule converges exponentially for F smooth away from the rays where a field vanishes, so
     the last change bounds the finer value's error with room to spare).
     ``F(x, sel)`` gets the nodes of the covariances ``C.reshape(-1, 2, 2)[sel]``; ``lines`` (k, 2), the same for
-    every C, are split as in :func:`_polar_nodes`. Where the finest rule leaves the change above the tolerance one
+    every C, are split as in :func:`_polar_nodes`, and with ``widths`` (one C) graded towards them. Where the finest
+    rule leaves the change above the tolerance one
     :class:`~popdyn.RegimeWarning` says so."""
     flat = C.reshape(-1, 2, 2)
     val, est, floor = np.zeros(len(flat)), np.full(len(flat), np.inf), np.ones(len(flat))
     sel = np.arange(len(flat))
-    x, w = _polar_nodes(flat, m, lines)
+
+    def nodes(m):
+        if widths is None:
+            return _polar_nodes(flat[sel], m, lines)
+        x, w = _polar_nodes(flat[0], m, lines, None, widths)
+        return x[None], w[None]
+    x, w = nodes(m)
     prev = (F(x, sel) * w).sum(-1)
     val[:] = prev
     while sel.size and m < _M2_MAX:
         m = min(_M2_MAX, 4 * ((3 * m) // 8))
-        x, w = _polar_nodes(flat[sel], m, lines)
+        x, w = nodes(m)
         f = F(x, sel)
         v, l1 = (f * w).sum(-1), (np.abs(f) * w).sum(-1)
         change, rounding = np.abs(v - prev), 4 * np.sqrt(x.shape[-2]) * _EPS * l1
@@ -351,7 +359,11 @@ def _generic_mean(owner, C, fns, m2, m4):
                 inner = np.concatenate([_inner_mean(fk, mu[..., i:i + _HP_CHUNK], s)
                                         for i in range(0, mu.shape[-1], _HP_CHUNK)], -1)
                 return fo0(x[..., 0]) * fo1(x[..., 1]) * inner
-        v, e = _adaptive_mean(owner, Cr[np.ix_(o, o)], F, m2, beta[None, :])
+        # a third field nearly determined by the pair: its layer about the split line (as in eta2's rule; 5.6e-5 off
+        # without, fields 1 - rho^2 = 1.6e-8 apart); a determined one is an exact kink there
+        near = s < conditional._LAYER * math.sqrt(max(beta @ So @ beta, 0.0)) and s > 1e-7 * math.sqrt(Cr[k, k])
+        widths = [s] if near else None
+        v, e = _adaptive_mean(owner, So, F, m2, beta[None, :], widths)
         return const * float(v), abs(const) * float(e)
     return _four_fields(owner, Cr, funcs, const, m2)
 
@@ -376,9 +388,14 @@ def _four_fields(owner, C, funcs, const, m2):
     Co = C[np.ix_(o, o)]
     s3 = math.sqrt(max(S[0, 0], 0.0))
     lines = B if s3 == 0.0 else np.vstack([B, S[0, 1] / s3 * B[0] - s3 * B[1]])   # + where the inner kinks meet
-    lo, _ = _adaptive_mean(owner, Co, lambda x, sel: F(x, conditional.GRADED5), m2, lines)
-    v, e = _adaptive_mean(owner, Co, lambda x, sel: F(x, conditional.GRADED7), m2, lines)
-    x, w = _polar_nodes(Co, m2, lines)
+    s_rest = np.sqrt(np.maximum(np.diag(S), 0.0))
+    widths = None
+    if np.any(s_rest < conditional._LAYER * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", B, Co, B), 0.0))):
+        widths = np.full(len(lines), np.inf)           # a nearly determined inner field: its layer (eta2's rule)
+        widths[:2] = np.where(s_rest > conditional._TINY * scale, s_rest, np.inf)
+    lo, _ = _adaptive_mean(owner, Co, lambda x, sel: F(x, conditional.GRADED5), m2, lines, widths)
+    v, e = _adaptive_mean(owner, Co, lambda x, sel: F(x, conditional.GRADED7), m2, lines, widths)
+    x, w = _polar_nodes(Co, m2, lines, None, widths)
     l1 = float((np.abs(F(x, conditional.GRADED7)) * w).sum())
     est = float(e) + abs(float(v) - float(lo)) + max(tails) * l1
     return const * float(v), abs(const) * est
@@ -691,25 +708,30 @@ class Integrals:
         the 16 terms of :math:`(c1_a - B)(c1_b - B)(cc^+ - Bc)(cd^+ - Bd)`, each an orthant moment
         :math:`\mathbb E[x_cx_d1(x_T > 0)]` reduced by Stein's lemma twice (Tallis 1961) to orthant probabilities of
         up to 4 fields: Sheppard's closed forms to 3, Plackett's identity for 4 (one smooth 1-D integral on
-        Gauss-Legendre panels graded towards the end of the path down to the pair's smallest scale), in numba, on
-        the correlations ridged by 1e-14 (each field alike); repeated and antipodal fields are merged with a sign,
-        a zero-variance field is the limit of a small independent one. Error estimate: the change from 6 to 8
-        nodes per panel plus 1e-11 of :math:`r^4\sqrt{C_{33}C_{44}}`. Any other g: proportional and zero-variance
-        fields folded into one-field products; up to three distinct fields by the adaptive polar rule of
-        :meth:`I2` on two of them (split also where the third's conditional mean vanishes) with the third
-        integrated given them by Gauss-Legendre panels graded towards its kink (hp); four distinct fields by Gaussian
-        conditioning (``conditional``): the adaptive polar rule over the least correlated pair, split also where
-        the other two fields' conditional means vanish, of their conditional average (one on Gauss-Legendre panels
-        graded towards its kink, the last through a piecewise Chebyshev table of its Gaussian smoothing);
-        estimate: the polar rule's, plus the change from 5 to 7 nodes per panel, plus the table's tail.
-        Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, the ReLU family <= 1e-10
-        (measured <= 7e-14), g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13; the
-        estimate bounds the error but at the 1e-12 level); on four distinct fields <= 1e-7 (measured against the
-        50-digit closed forms of sin, erf and abs as callables over 56 random draws, standard deviations up to 8,
-        near-repeated, near-antipodal and rank-3 fields included: abs 2.7e-8 (near-antipodal fields), sin 1.8e-8
-        (variance 51), erf 5e-11; abs at a rank-3 field 1.4e-15, 2e-8 before the split where the inner kinks meet;
-        tanh against a 64-node tensor Gauss-Hermite rule: 1e-12; the estimate bounds the error where it exceeds
-        4e-9), 1-7 s per covariance.
+        Gauss-Legendre panels graded towards the end of the path down to the pair's smallest scale), in numba, on C
+        scaled by exact powers of two: the Schur complements of the conditioned fields, and Plackett's integrand of
+        a nearly singular pair, in double-double (rounded in float64 they cost up to 3e-4 at rank-deficient
+        covariances and 6e-6 at fields 1 - rho^2 ~ 1e-13 apart, where the moments are sqrt-sensitive); fields
+        with 1 - rho^2 <= 2e-24 are merged with a sign, a zero-variance field is the limit of a small independent
+        one. Error estimate: the change from 8 to 12 nodes per panel plus 1e-11 of :math:`r^4\sqrt{C_{33}C_{44}}`.
+        Any other g: proportional and zero-variance fields folded into one-field products; up to three distinct
+        fields by the adaptive polar rule of :meth:`I2` on two of them (split also where the third's conditional
+        mean vanishes) with the third integrated given them by Gauss-Legendre panels graded towards its kink
+        (hp); four distinct fields by Gaussian conditioning (``conditional``): the adaptive polar rule over the
+        least correlated pair, split also where the other two fields' conditional means vanish, of their
+        conditional average (one on Gauss-Legendre panels graded towards its kink, the last through a piecewise
+        Chebyshev table of its Gaussian smoothing); estimate: the polar rule's, plus the change from 5 to 7 nodes
+        per panel, plus the table's tail. A conditioned field nearly determined by the outer pair (conditional sd
+        below 1/4 of its mean's) has a layer about its split line; the polar rule's arcs are then graded towards it
+        (as in the eta^2 term; without, 5.6e-5 off at two fields 1 - rho^2 = 1.6e-8 apart).
+        Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, the ReLU family <= 1e-8
+        (measured over 144 random draws with near-repeated, near-antipodal and rank-3 fields: abs 7.5e-11, leaky ReLU
+        3e-11, relu 3.6e-9 at rank-3 covariances with a pair 1 - rho^2 ~ 1e-12 apart, where I4 vanishes: 4e-12 of s), g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13;
+        the estimate bounds the error but at the 1e-12 level); on four distinct fields <= 1e-7 (measured against
+        the 50-digit closed forms of sin, erf and abs as callables over 104 random draws, standard deviations up to 8,
+        near-repeated, near-antipodal, rank-3 fields and two near-repeated pairs included: abs 4.5e-8 at two pairs
+        1 - rho^2 ~ 1e-12 apart, where the estimate was 1.5e3 times under; sin 4.2e-8 at variance 47, estimate
+        over; erf 2.7e-10; tanh against a 64-node tensor Gauss-Hermite rule: 1e-12), 1-20 s per covariance.
 
         References
         ----------
@@ -740,9 +762,10 @@ class Integrals:
             v = self._r ** 4 * C[..., 2, 3]
         elif k == "relu":
             v = _family_I4(C, self._r, *self._family)
-            if err:       # Plackett's panels at 6 vs 8 nodes, plus 1e-11 of the scale r^4 sd_c sd_d (the ridge)
-                ridge = 1e-11 * self._r ** 4 * np.sqrt(np.abs(_diag(C, 2) * _diag(C, 3)))
-                return v, np.abs(v - _family_I4(C, self._r, *self._family, n=6)) + ridge
+            if err:       # Plackett's panels at 8 vs 12 nodes, plus 1e-11 of the scale r^4 sd_c sd_d (the floor of
+                # the double-double conditioning where I4 vanishes at rank-deficient covariances: 4e-12 measured)
+                floor = 1e-11 * self._r ** 4 * np.sqrt(np.abs(_diag(C, 2) * _diag(C, 3)))
+                return v, np.abs(v - _family_I4(C, self._r, *self._family, n=8)) + floor
             return v
         else:
             g, d = self.activation, self.activation.deriv

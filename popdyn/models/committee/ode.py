@@ -50,8 +50,8 @@ _M2_PAIR = 96           # the drift's pair integrals without closed forms: polar
 #                         radii; 42 was up to 1e-3 of the term near the teacher, 96 is <= 3e-9, docs/committee.md)
 # the eta^2 term without closed forms, by conditioning (conditional.eta2): the drift's rule (16 angles per arc, 28 radii,
 # 24 for the pair terms, 27 line nodes per half-segment) and a finer one, its error estimate's reference
-_ETA2 = conditional.Eta2Rule(80, 28, 24, conditional.GRADED3, 80, 48)
-_ETA2_FINE = conditional.Eta2Rule(112, 40, 36, conditional.Line(conditional.GRADED3.grade, 12), 100, 64)
+_ETA2 = conditional.Eta2Rule(80, 36, 32, conditional.GRADED3, 80, 48)
+_ETA2_FINE = conditional.Eta2Rule(112, 48, 44, conditional.Line(conditional.GRADED3.grade, 12), 100, 64)
 ETA2_RULES = ("conditioned", "tensor")
 _FULL_NODES = 5e4       # the tensor eta^2 rule: tensor nodes (before pruning) of the P-dimensional Gauss-Hermite rule
 _PRUNE_ODE = 1e-10      # and it drops nodes of weight < 1e-10 x the largest (total < 1e-8)
@@ -435,8 +435,8 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
         last state).
     eta2_rule : {"conditioned", "tensor"}
         The eta^2 term of an activation without closed forms (order 2): "conditioned", Gaussian conditioning on
-        the two student fields (relative error <= 2e-8 declared for field variances <= 64, near-repeated fields
-        included, measured 1.1e-8; where the term vanishes, at the teacher without noise, an absolute 2e-13 of rounding), or "tensor", one tensor Gauss-Hermite rule (measured 7e-5 to 7e-3 of the term for tanh,
+        the two student fields (relative error <= 1e-8 declared for field variances <= 64, near-repeated fields
+        included, measured 3.9e-9 over 300 random states; where the term vanishes, at the teacher without noise, an absolute 2e-13 of rounding), or "tensor", one tensor Gauss-Hermite rule (measured 7e-5 to 7e-3 of the term for tanh,
         9e-3 to 0.46 for softsign), about 10x faster per solve (tanh, K = M = 2, t = 100:
         0.33-0.49 s against 3.9 s of CPU time). Ignored with closed forms.
 

@@ -95,7 +95,7 @@ class Problem:
                "record the accuracy reached in meta['accuracy'] (a second solve at 10x looser tolerances)",
                calls=("predict",), cli=False),
         Option("eta2_rule", Options(("conditioned", "tensor")), "conditioned",
-               "eta^2 term without closed forms: 'conditioned' (2e-8 relative) or 'tensor' (~10x faster per solve; "
+               "eta^2 term without closed forms: 'conditioned' (1e-8 relative) or 'tensor' (~10x faster per solve; "
                "7e-3 of the term for tanh, 0.46 for softsign)", calls=("predict",)),
         *common("seeds", "device", "dtype", "progress"))
 
