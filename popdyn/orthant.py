@@ -23,10 +23,13 @@ from ._exact import two_prod_jit as _two_prod, two_sum_jit as _two_sum
 
 __all__ = []
 
-_PLACKETT = 12          # Gauss-Legendre nodes per panel of Plackett's integral (8 left 3e-8 of an eta^2 term, 12: 3e-12)
-_EXACT_BELOW = 1e-6    # Plackett pairs with a scale below this are integrated in double-double
-_HALVE_BELOW = 1e-2       # ... and those below 1e-2 on halved panels (8 nodes: up to 4e-10 of I4 at scales 1e-15 .. 1e-4)
-_SAME = 1e-24           # fields with 1 - rho^2 <= 2e-24 are one field with a sign (the moments are sqrt-sensitive: 1e-12)
+# Plackett's integral: Gauss-Legendre nodes per panel (8 left 3e-8 of an eta^2 term, 12: 3e-12); pairs whose scale
+# is below _EXACT_BELOW in double-double, below _HALVE_BELOW on halved panels (up to 4e-10 of I4 at scales 1e-15 ..
+# 1e-4 without); fields with 1 - rho^2 <= 2 _SAME are one field with a sign (the moments are sqrt-sensitive: 1e-12)
+_PLACKETT = 12
+_EXACT_BELOW = 1e-6
+_HALVE_BELOW = 1e-2
+_SAME = 1e-24
 
 
 @functools.lru_cache(maxsize=4)

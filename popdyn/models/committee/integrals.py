@@ -725,13 +725,16 @@ class Integrals:
         below 1/4 of its mean's) has a layer about its split line; the polar rule's arcs are then graded towards it
         (as in the eta^2 term; without, 5.6e-5 off at two fields 1 - rho^2 = 1.6e-8 apart).
         Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, the ReLU family <= 1e-8
-        (measured over 144 random draws with near-repeated, near-antipodal and rank-3 fields: abs 7.5e-11, leaky ReLU
-        3e-11, relu 3.6e-9 at rank-3 covariances with a pair 1 - rho^2 ~ 1e-12 apart, where I4 vanishes: 4e-12 of s), g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13;
-        the estimate bounds the error but at the 1e-12 level); on four distinct fields <= 1e-7 (measured against
-        the 50-digit closed forms of sin, erf and abs as callables over 104 random draws, standard deviations up to 8,
+        (measured over 144 random draws with near-repeated, near-antipodal and rank-3 fields: abs 7.5e-11, leaky
+        ReLU 3e-11, relu 3.6e-9 at rank-3 covariances with a pair 1 - rho^2 ~ 1e-12 apart, where I4 vanishes:
+        4e-12 of s); g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13; the estimate
+        bounds the error but at the 1e-12 level); on four distinct fields <= 1e-7 (measured against the 50-digit
+        closed forms of sin, erf and abs as callables over 104 random draws, standard deviations up to 8,
         near-repeated, near-antipodal, rank-3 fields and two near-repeated pairs included: abs 4.5e-8 at two pairs
         1 - rho^2 ~ 1e-12 apart, where the estimate was 1.5e3 times under; sin 4.2e-8 at variance 47, estimate
-        over; erf 2.7e-10; tanh against a 64-node tensor Gauss-Hermite rule: 1e-12), 1-20 s per covariance.
+        over; erf 2.7e-10; over 120 more draws with near-repeated pairs, abs 1.2e-9 and erf 6.4e-9 with the
+        estimate up to 15x under; tanh against a 64-node tensor Gauss-Hermite rule: 1e-12), 1-20 s per covariance
+        (up to 110 s at two near-repeated pairs of variance ~18).
 
         References
         ----------
