@@ -384,7 +384,7 @@ def _family_I4_nb(C, sd, lab, sg, cc, B, s, ws):  # pragma: no cover - compiled
 @numba.njit(cache=True)
 def _family_moments(C, sd, lab, sg, u, K, cc, B, s, ws):  # pragma: no cover - compiled
     r"""For :math:`g = c\,\mathrm{relu} - Bx` (c = ``cc``), fields :math:`f_0..f_{P-1}` and :math:`y = \sum_iu_if_i` at
-    index P (C their correlations with a ridge, (P + 1) x (P + 1), sd their standard deviations): the (K, K) pair
+    index P (C their covariance and sd the scales of :func:`_unit`, (P + 1) x (P + 1)): the (K, K) pair
 
     .. math:: A_{kl} = \mathbb E[g'(f_k)g'(f_l)\Delta^2],\quad
               \Delta^2 = c^2\sum_{ij}u_iu_jf_i^+f_j^+ - 2cB\,y\sum_iu_if_i^+ + B^2y^2,\qquad

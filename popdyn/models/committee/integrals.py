@@ -423,8 +423,8 @@ def _family_eta2(Om, u, K, r, s2, cc, B, n=_PLACKETT):
 
 def _family_I4(C, r, cc, B, n=_PLACKETT):
     r""":math:`I_4` of :math:`g(x) = r(c\,\mathrm{relu}(x) - Bx)` by :func:`_family_I4_nb` (repeated and antipodal
-    fields merged, C ridged by 1e-14 of its largest variance: a zero-variance field counts as the limit of a small
-    one)."""
+    fields merged, C scaled by powers of two and conditioned in double-double: a zero-variance field counts as the
+    limit of a small one)."""
     s, ws = _plackett_nodes(n)
     out = []
     for c in C.reshape(-1, 4, 4):
