@@ -118,6 +118,7 @@ def test_positive_weights_against_the_series(terms):
     assert _measure("contrastive.gen_chi2_loss (lam > 0)", lam, dof, ref) <= 1
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(20), deadline=None)
 @given(st.lists(st.tuples(_mag, st.booleans()), min_size=1, max_size=5, unique_by=lambda t: t[0]))
 @example([(1e5, True), (3e-4, False), (2.0, False), (7.0, True)])
@@ -138,6 +139,7 @@ def test_signed_exponential_mixtures_against_partial_fractions(terms):
     ((35.5, -7.2e-4), (3, 1)),           # 1e-3: the negative weight barely matters
     ((0.45, 0.012), (5, 1000)),          # both positive: the Beta mixture against the series too
 ])
+@pytest.mark.slow
 def test_two_weights_any_signs_against_the_beta_mixture(lam, dof):
     ref = _checked(_beta_mixture, lam, dof, rel=1e-18, dps=(25, 30))
     assert _measure("contrastive.gen_chi2_loss (two weights)", lam, dof, ref) <= 1

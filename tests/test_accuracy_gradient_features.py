@@ -168,6 +168,7 @@ def test_xor_bayes_error(log_nm, log_s):
     assert record("GaussianMixture.bayes_error", abs(got - ref) / 1e-12, nm=nm, s=s) <= 1
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(4), deadline=None)
 @given(st.integers(2, 10 ** 6), st.floats(-0.5, 1.0), st.floats(-1, 1))
 def test_xor_ground_truth_hinge_loss(d, log_s, log_tau):
@@ -1468,6 +1469,7 @@ def test_population_risk_cube_exact(seed, d, k, M, loss):
                   d=d, k=k, M=M, loss=loss) <= 1
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(8), deadline=None)
 @given(st.integers(0, 2 ** 31), st.integers(1, 5), st.sampled_from(["hinge", "logistic", "error"]),
        st.floats(0.3, 3.0))

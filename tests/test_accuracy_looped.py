@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
+import pytest
 from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
@@ -277,6 +278,7 @@ def _mp_curve(g, t, s, absolute=False):
         return mp.quad(f, pts)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(8), deadline=None)
 @given(st.one_of(st.floats(0.001, 0.999), st.floats(-12, -1).map(lambda u: 1 - 10.0 ** u)),
        st.integers(0, 400), st.sampled_from([1, 2]), st.one_of(st.none(), st.floats(0.05, 1.5)))

@@ -37,6 +37,7 @@ def check_figure(fig):
                                                                [t.get_text() for t in axis.get_ticklabels()])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("e", CATALOGUE, ids=lambda e: e.name)
 def test_example_runs_the_loop_and_agrees_as_declared(e, tmp_path):
     problem, options = e.cls.example()

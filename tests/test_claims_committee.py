@@ -76,6 +76,7 @@ def test_ode_vs_sgd_fails_with_a_perturbed_I3(wrong, monkeypatch, tmp_path):
     _verdict("committee.ode_vs_sgd", tmp_path, wrong is not None, d=[400], t_max=200.0, seeds=3, n_points=201)
 
 
+@pytest.mark.slow
 @falsifies("committee.order1")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_order1_fails_with_the_eta2_term_half_again_too_large(wrong, monkeypatch, tmp_path):
@@ -87,6 +88,7 @@ def test_order1_fails_with_the_eta2_term_half_again_too_large(wrong, monkeypatch
         assert min(res.nulls.values()) > 3, res.nulls
 
 
+@pytest.mark.slow
 @falsifies("committee.activations")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_activations_fail_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_path):
@@ -119,6 +121,7 @@ def _without_noise(f):
     return lambda Om, u, K, eta, eta2, sigma2: f(Om, u, K, eta, eta2, 0.0)
 
 
+@pytest.mark.slow
 @falsifies("committee.k_greater_m")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_k_greater_m_fails_without_the_noise_term(wrong, monkeypatch, tmp_path):
@@ -128,6 +131,7 @@ def test_k_greater_m_fails_without_the_noise_term(wrong, monkeypatch, tmp_path):
     _verdict("committee.k_greater_m", tmp_path, wrong, d=[250], t_max=240.0, seeds=8, n_points=61)
 
 
+@pytest.mark.slow
 @falsifies("committee.gap_scaling")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_gap_scaling_fails_with_a_perturbed_quadrature(wrong, monkeypatch, tmp_path):

@@ -13,6 +13,7 @@ pytest.importorskip("torch")
 
 # wrong theory: the optimal private norms 10 % too large (alpha_t x 1.1: the budget ignored), so the expected column
 # norms are 4.9 % off on every P_t: measured ~0.05 against the tolerance 0.015 and the true theory's 7.7e-3.
+@pytest.mark.slow
 @falsifies("contrastive.column_norms")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_column_norms_fail_private_norms_10_percent_off(wrong, monkeypatch, tmp_path):
@@ -44,6 +45,7 @@ def test_cr_beta_fails_the_papers_unconstrained_form(wrong, monkeypatch, tmp_pat
 # wrong theory: the universal representation keeps every private column at norm 1 (the budget ignored, as if it were
 # the specific one): its probes' predicted risk is the specific one's, tens of SE below the trained universal
 # representation's at small m. The true theory passes with both nulls (Rademacher scaling, no cost) rejected.
+@pytest.mark.slow
 @falsifies("contrastive.tradeoff")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_tradeoff_fails_a_universal_representation_without_the_budget(wrong, monkeypatch, tmp_path):

@@ -88,6 +88,7 @@ def test_nu_finite_sample_fails_the_unnormalised_penalty(wrong, monkeypatch, tmp
 # one times ||M||_2 = sqrt(tr(D_w Sigma D_w) / srank). At lambda = 0.3, ||M||_2 = 0.21 (l2) and 0.27 (NU), so it is
 # 0.60 and 0.35 against the trained 2.84 and 1.31: a relative gap of 3.8 (|2.84 - 0.60| / 0.60) against the
 # tolerance 0.05 and the true theory's 0.004.
+@pytest.mark.slow
 @falsifies("domain_gen.lambda_path")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_lambda_path_fails_the_printed_stable_rank(wrong, monkeypatch, tmp_path):
@@ -118,6 +119,7 @@ def test_l1_finite_sample_fails_weight_decay_in_place_of_l1(wrong, monkeypatch, 
 # wrong theory: the diagonal toy's reduction applied to the full A (penalty lam N_diag instead of the Mahalanobis
 # norm): erm_nuclear with r = 1, d = 2 gives c = 0 at lambda = 0.3, 0.1 (rho <= 1), a 100 % gap against the trained
 # c ~ 0.11 and the tolerance 35 %; the true theory is within ~5 %.
+@pytest.mark.slow
 @falsifies("domain_gen.toy2d_full")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_toy2d_full_fails_the_diagonal_nu(wrong, monkeypatch, tmp_path):

@@ -246,6 +246,7 @@ def _one_step_at(which):
 # 50 %, where the LP on the torch one-step features reaches the count-threshold ceiling 84.4 %; Table 4, the LP reaches
 # the accuracy-optimal count classifier (90.6 %), where the hinge-optimal count-linear predictor has 78.1 %: gaps >= 0.1
 # against 0.03 (true: < 0.03).
+@pytest.mark.slow
 @falsifies("emergence.table1", "emergence.table4")
 @pytest.mark.parametrize("claim_id,which", [("emergence.table1", "majority"), ("emergence.table4", "count_ceiling")])
 @pytest.mark.parametrize("wrong", [False, True])
@@ -288,6 +289,7 @@ def _population_with(**rows):
 # Table 3: one step is not enough (a constant predictor, 50 %) where the one-step LP reaches the count ceiling 84.4 %:
 # gap ~0.34. Table 5: the network without structure at its paper's train accuracy (100 %, "it fits") where the test
 # accuracy is chance: gap ~0.5. True theories: < 0.03.
+@pytest.mark.slow
 @falsifies("emergence.table2", "emergence.table3", "emergence.table5")
 @pytest.mark.parametrize("claim_id,rows,size,margin", [
     ("emergence.table2", {"one_step_best": 0.410}, dict(seeds=1, n_test=2000, methods=("network", "no_structure")),

@@ -35,6 +35,7 @@ def test_lemma51_thm542_fails_a_five_percent_error(wrong, monkeypatch, tmp_path)
         assert_nulls_rejected("icl.lemma51_thm542_mc", res)
 
 
+@pytest.mark.slow
 @falsifies("icl.trained_optimum")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_trained_optimum_fails_an_optimum_ten_percent_too_large(wrong, monkeypatch, tmp_path):

@@ -59,6 +59,7 @@ def test_g2_fails_the_paper_optimum_and_a_short_solver(wrong, monkeypatch, tmp_p
         assert res.measured > 1e-4
 
 
+@pytest.mark.slow
 @falsifies("icl.parity_minnorm_four_heads")
 @pytest.mark.parametrize("wrong", [False, "paper_g1", "half_preactivation"])
 def test_four_heads_fails_the_paper_optimum_and_a_wrong_enumeration(wrong, monkeypatch, tmp_path):

@@ -29,6 +29,7 @@ def _no_multiplicity(f):
 
 # at this size (d = 30, N = 30 to 300, 16 sets) the theory sits at ~0.2 error units; E0 dropped is 5-30 % off (~3
 # units), a 10 % scale ~2 units, forgetting the multiplicities moves kappa by orders of magnitude (> 10 units)
+@pytest.mark.slow
 @falsifies("kernels.eigenlearning_curves")
 @pytest.mark.parametrize("wrong", [None, "no_e0", "scaled", "no_multiplicity"])
 def test_eigenlearning_curves_fails_a_wrong_theory(wrong, monkeypatch, tmp_path):

@@ -83,6 +83,7 @@ def test_fig8_1_fails_an_exact_curve_with_the_wrong_step(wrong, monkeypatch, tmp
 # then decays more slowly (x_+ = 2.32 against 2.25): the relative gap to the finite-d average at d = 400 is 0.43
 # for t <= 30 (50 prompts at d = 400, 3200 at d = 50), against the tolerance 0.05 and the true curve's 0.028, and
 # it no longer shrinks with d (0.46 at d = 50), so the check fails as well.
+@pytest.mark.slow
 @falsifies("looped.mp_limit")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_mp_limit_fails_a_perturbed_aspect_ratio(wrong, monkeypatch, tmp_path):
@@ -107,6 +108,7 @@ def _paper_schedule(f):
 # schedule. At T = 4, n = 32, d = 4 that baseline is ~8x the optimum, so the trained network (1.36x the optimum
 # after 1000 Adam steps, 2000 held-out prompts) beats it by a factor ~6: max(r, 1/r) ~ 6 > 1.5. (At T = 2 the best
 # constant step, a declared null, is within 1.5 of the optimum, so the quick size T = 4 is used.)
+@pytest.mark.slow
 @falsifies("looped.trained")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_trained_fails_the_papers_constant_step_as_optimum(wrong, monkeypatch, tmp_path):

@@ -14,6 +14,7 @@ from tests.falsify import falsifies, memoise, perturb, run_claim
 pytest.importorskip("torch")
 
 
+@pytest.mark.slow
 @falsifies("lora.fig4_joint_diffusion")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_fig4_joint_fails_without_the_fluctuations(wrong, monkeypatch, tmp_path):

@@ -42,6 +42,7 @@ def _scaled_scores(factor):
 # Single-frequency read-out: the gap is the neurons' whole non-zeta power (0.35). Scores x 4: the softmax sharpens,
 # the read-out's 2 zeta share moves: gap 0.078. The claim pins c only to within a factor of about 3 (gaps at
 # c x 0.25, 0.5, 2, 2.5, 3: 0.077, 0.060, 0.032, 0.042-0.045, 0.053), so x 2.5 is not a wrong theory it can reject.
+@pytest.mark.slow
 @falsifies("modular.transformer_harmonics")
 @pytest.mark.parametrize("wrong", [None, "single_frequency", "scores_x4"])
 def test_transformer_harmonics_fail_a_wrong_theory(wrong, monkeypatch, tmp_path):

@@ -30,6 +30,7 @@ def _shallower(f):
 
 # wrong theories, each moving a case's m -> infinity error by >= 6 intercept SE at this size (recorded quick run:
 # true max |z| 1.24; no_skip >= 21, fc2's shape for fc3 >= 15, and a kernel 2x too large shifts the ridge's weight)
+@pytest.mark.slow
 @falsifies("resnet.deep_finite_width_kernels")
 @pytest.mark.parametrize("wrong", [None, _no_skip, _shallower, scaled(2.0)])
 def test_deep_finite_width_kernels_fails_a_wrong_limit(wrong, monkeypatch, tmp_path):

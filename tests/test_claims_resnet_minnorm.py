@@ -11,6 +11,7 @@ from .falsify import falsifies, measure, memoise, perturb, run_claim, scaled
 # are ~33 % above the paper's); (2) norms 15 % too large (a perturbed constant; our frontier sits 5-8 % below the
 # paper's points at quick size, so +15 % exceeds the one-sided 5 % tolerance while +10 % may not); (3) the wrong unit
 # ||W||_F instead of ||W||_F / sqrt d (x sqrt 6).
+@pytest.mark.slow
 @falsifies("resnet.min_norm_pareto")
 @pytest.mark.parametrize("wrong", [None, "no_weight_decay", "norm_x1.15", "frobenius_unit"])
 def test_min_norm_pareto_fails_a_wrong_solver_or_norm(wrong, monkeypatch, tmp_path):
@@ -29,6 +30,7 @@ def test_min_norm_pareto_fails_a_wrong_solver_or_norm(wrong, monkeypatch, tmp_pa
 # constructions) fits and generalises (test MSE ~ 0, far below the paper's 0.69): the check that no SGD run beats 0.69
 # fails; (untrained) steps of 1e-12: the network never fits (train MSE ~1 against 0.12). The true SGD fits (train MSE
 # ~0.09) at ~5x the min-norm W's norm with test MSE ~1, and the nulls (untrained, zero predictor) are rejected.
+@pytest.mark.slow
 @falsifies("resnet.sgd_not_min_norm")
 @pytest.mark.parametrize("wrong", [None, "oracle", "untrained"])
 def test_sgd_not_min_norm_fails_sgd_told_the_support_or_untrained(wrong, monkeypatch, tmp_path):

@@ -32,6 +32,7 @@ def test_thm2_networks_fails_a_learning_kernel_and_an_untrained_network(wrong, m
 # wrong theories: (captured) the kernel predictor's Walsh coefficients 5x too large (a kernel that captures G well
 # below C(d, k): c_S/alpha ~0.15 at C/10 against 0.1; true ~0.03, the Gaussian kernel's); (error) the exact error
 # halved (below k alpha^2 at C/10).
+@pytest.mark.slow
 @falsifies("resnet.kernel_transition")
 @pytest.mark.parametrize("wrong", [None, "captured", "error"])
 def test_kernel_transition_fails_a_kernel_that_learns_G_early(wrong, monkeypatch, tmp_path):

@@ -69,6 +69,7 @@ SOFTSIGN = activations.Activation.from_callable(lambda z: z / (1 + np.abs(z)), d
                                                 name="softsign")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("act", [SS_ERF, "relu", "tanh", SOFTSIGN])
 def test_integrals_match_monte_carlo(act):
     ig = cm.integrals(act)

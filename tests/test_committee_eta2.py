@@ -42,6 +42,7 @@ def _four_field_covs():
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["sin", "erf_callable", "abs_callable"])
 def test_four_distinct_fields_meet_the_declared_accuracy_against_closed_forms(key):
     """I4 of four distinct fields of sin, erf and abs as callables (the generic path) against their 50-digit

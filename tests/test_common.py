@@ -152,6 +152,7 @@ def _predict(problem, options):
         return popdyn.predict(problem, **options)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODELS_SPEC))
 @settings(max_examples=8)
 @given(data=st.data())

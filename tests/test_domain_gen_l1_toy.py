@@ -21,6 +21,7 @@ def _probe(F, x, h):
                                                       (1, -1), (-1, 1)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("r, d, g, lam", [(1, 2, 0.2, 0.01), (1, 2, 0.2, 0.1), (5, 50, 0.4, 0.005),
                                           (5, 50, 0.4, 0.2), (20, 300, 0.49, 0.05), (3, 9, -0.3, 0.002)])
 def test_erm_l1_vs_brute_force_and_probing(r, d, g, lam):

@@ -678,6 +678,7 @@ def test_class_ratio_rejects_a_ratio_outside_the_open_unit_interval(rho):
         em.with_class_ratio(em.parity_mixture(12, 3, 0.5), rho)
 
 
+@pytest.mark.slow
 def test_parallel_kernels_from_64_neurons_equal_the_serial_ones(monkeypatch):
     """From 64 neurons the Fourier kernels run in parallel (a separately cached dispatcher): the same numbers, bit
     for bit, as the serial kernels on the same neurons (row-dependent and count-resolved models)."""

@@ -31,6 +31,7 @@ def _low_rank(model, W, loss):
     return W
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 2 ** 31), st.integers(1, 4), st.sampled_from(["hinge", "logistic", "error"]),
        st.integers(0, 3))
@@ -67,6 +68,7 @@ def test_brute_force_cube():
     assert abs(GF.population_risk(sp, a, W, b, "logistic").value - p @ GF.logistic2(y * g)) <= 1e-13
 
 
+@pytest.mark.slow
 def test_column_classes_large_d():
     """A network whose columns off A take two values (up to sign) is exact at d = 301 by the class enumeration,
     equal to the brute-force value of the same network on the block sums; the lattice path agrees within its

@@ -128,6 +128,7 @@ def test_two_features_closed_form(gamma, m):
         assert pm.four_head_min_norm(p).norm == pytest.approx(1 / (2 * gamma**2), rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pT", [0.1, 0.0])
 def test_four_head_enumeration_is_a_lower_bound_and_is_reached(pT):
     # d = 3: the enumeration's optimum is feasible (exact loss 0, margin 1), no search restart goes below it,
@@ -143,6 +144,7 @@ def test_four_head_enumeration_is_a_lower_bound_and_is_reached(pT):
     assert enum.norm == pytest.approx(250.0 if pT else 50.0, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_four_head_enumeration_chambers_and_symmetry_reduction(monkeypatch):
     # D_3 has 2^2 3! = 24 chambers, each with an interior point of non-zero signs; S_3 x {+-1} (12 elements)
     # acts freely, so 2 orbits. The reduced enumeration equals the unreduced one (every chamber as the first

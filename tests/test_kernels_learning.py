@@ -20,6 +20,7 @@ NETS = [(fc.fc(1, "relu"), "ntk"), (fc.fc(1, "relu", math.sqrt(2), 0.1), "nngp")
 
 # ---- level eigenvalues against the whole cube's Gram matrix ------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 5, 8, 10])
 @pytest.mark.parametrize("i", range(len(NETS)))
 def test_cube_eigenvalues_are_the_gram_spectrum_of_the_whole_cube(d, i):

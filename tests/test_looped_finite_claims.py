@@ -38,6 +38,7 @@ def _mp_edge(f):
 # edge alone overshoots at small d); the exact bulk with the step at the MP edge 0.175. Each fails the metric
 # and both checks (squared distance within 5 %, closer than MP). Half the finite-size correction (a declared null)
 # is 0.046 off: it fails the metric only (its squared distance, 0.046, is inside the squared check's 5 %).
+@pytest.mark.slow
 @falsifies("looped.finite_size")
 @pytest.mark.parametrize("wrong", [None, "mp_as_finite", "mp_bulk_tw_step", "mp_edge", "half_correction"])
 def test_finite_size_fails_without_either_finite_size_ingredient(wrong, monkeypatch, tmp_path):

@@ -33,6 +33,7 @@ def _two_sided(name, value):
 # wrong theory: a single-frequency neuron's max normalized power is the two-sided 1/2 instead of the one-sided
 # 1. At k = 2 on full data the trained MLP neurons' median power is 0.94 (one-sided), so the gap is 0.44 against the
 # tolerance 0.1 and the true theory's 0.06; the untrained null (median power at init) is rejected too.
+@pytest.mark.slow
 @falsifies("modular.transformer_neurons")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_transformer_neurons_fail_the_two_sided_power(wrong, monkeypatch, tmp_path):
@@ -46,6 +47,7 @@ def test_transformer_neurons_fail_the_two_sided_power(wrong, monkeypatch, tmp_pa
 # the claim at its quick size (k = 3, half the data): the neurons are NOT single-frequency (median power 0.58, gap
 # 0.42 against 0.1): the claim FAILS, as at the full size (k = 4: 0.67), though training moved them (untrained null
 # rejected: the power rose from 0.36).
+@pytest.mark.slow
 def test_transformer_neurons_fail_at_k3_with_half_the_data(tmp_path):
     verdict, res = run_claim("modular.transformer_neurons", tmp_path)
     assert verdict == "FAIL", res
@@ -56,6 +58,7 @@ def test_transformer_neurons_fail_at_k3_with_half_the_data(tmp_path):
 # 1, against the tolerance 0.1: the claim FAILS), yet the theory is closer than the wrong two-sided 2-D value 1/4 (gap
 # 0.44) and than the untrained heads (0.02 at init). The former metric (the fraction of the init gap left open,
 # tolerance 0.5) passed any constant prediction in [0.47, 1.36].
+@pytest.mark.slow
 @falsifies("modular.transformer_attention")
 def test_transformer_attention_separates_the_theory_but_fails(monkeypatch, tmp_path):
     verdict, res = run_claim("modular.transformer_attention", tmp_path, **_K2)
@@ -68,6 +71,7 @@ def test_transformer_attention_separates_the_theory_but_fails(monkeypatch, tmp_p
 
 # at the quick size (k = 3, half the data) the heads barely concentrate (median share 0.26): the claim FAILS and the
 # two-sided and uniform nulls are not rejected (they are closer to the trained heads than the theory).
+@pytest.mark.slow
 def test_transformer_attention_fails_at_k3_with_half_the_data(tmp_path):
     verdict, res = run_claim("modular.transformer_attention", tmp_path)
     assert verdict == "FAIL" and res.measured > 0.5, res.measured

@@ -36,6 +36,7 @@ def test_fc2_and_first_layers_are_the_fc2_profiles():
 # Monte Carlo over 24 inits at two widths: the seed mean of K_m - K_inf is within 5 SE plus the bias allowance B/m
 # (B/sqrt m for the U = VA ResNet's ck, whose residual branch adds an O(m^-1/2) mean), at both widths; a wrong limit
 # (the residual terms dropped, or the other kernel) is outside it at the larger width
+@pytest.mark.slow
 @pytest.mark.parametrize("arch, kernel", [c for c in CASES if c[0] != "fc2"])
 def test_limit_against_random_networks(arch, kernel):
     d, S = 6, 24

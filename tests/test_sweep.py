@@ -79,6 +79,7 @@ def test_process_pool_gives_the_inline_numbers():
         _same(inline, sweep(noisy_point, GRID, seeds=2, executor=pool, progress=False))
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_inline_numbers():
     distributed = pytest.importorskip("distributed")
     inline = sweep(noisy_point, GRID, seeds=2, progress=False)

@@ -184,6 +184,7 @@ def _report_body(path):
     return "\n".join(line for line in text.splitlines() if not line.startswith("- **Ran:**"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [2, None])
 def test_jobs_gives_the_serial_records_and_report(tmp_path, monkeypatch, jobs):
     from tests import fake_claims
@@ -196,6 +197,7 @@ def test_jobs_gives_the_serial_records_and_report(tmp_path, monkeypatch, jobs):
     assert _report_body(tmp_path / "serial" / "REPORT.md") == _report_body(tmp_path / "par" / "REPORT.md")
 
 
+@pytest.mark.slow
 def test_scheduler_runs_claims_on_a_dask_cluster(tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
     from tests import fake_claims
@@ -208,6 +210,7 @@ def test_scheduler_runs_claims_on_a_dask_cluster(tmp_path, monkeypatch):
     assert _report_body(tmp_path / "serial" / "REPORT.md") == _report_body(tmp_path / "dask" / "REPORT.md")
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_without_rerunning_finished_claims(tmp_path):
     """Ctrl-C part-way (SIGINT to a subprocess), then --resume: finished claims are not rerun, and the final
     report equals that of an uninterrupted run (timings aside)."""
