@@ -5,6 +5,7 @@ training (:func:`tests.falsify.memoise`: a claim's right and wrong theory on the
 so the training runs once."""
 import os
 
+import mpmath
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -19,3 +20,11 @@ def pytest_collection_modifyitems(items):
         code = getattr(getattr(item, "function", None), "__code__", None)
         if code is not None and "memoise" in code.co_names:
             item.add_marker(pytest.mark.xdist_group(f"{item.path.name}::{item.originalname}"))
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_precision():
+    """Each test starts at mpmath's default precision and leaves it as it found it (a test that sets
+    ``mpmath.mp.dps`` does not change the precision of the tests run after it in the same process)."""
+    with mpmath.workprec(53):
+        yield

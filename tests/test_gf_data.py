@@ -18,7 +18,12 @@ from popdyn.models.gradient_features import (GaussianMixture, LinearSeparable, h
 
 Z = 5.0          # Monte Carlo band in standard errors
 EPS = np.finfo(float).eps
-mp.mp.dps = 60
+
+
+@pytest.fixture(autouse=True)
+def _sixty_digits():
+    with mp.workdps(60):
+        yield
 
 
 def _mixture(seed=0, d=8, r=4):
