@@ -229,7 +229,7 @@ def test_sub_design_is_the_smaller_problem_and_its_bound_holds():
 
 @pytest.mark.slow
 def test_certify_reproduces_the_stored_smallest_case():
-    # the generator's output, not only its helpers (4 diagonal heads, d = 4: ~3 s)
+    # the generator's output, not only its helpers (4 diagonal heads, d = 4: about 20 s on one core, so slow)
     stored = STORED["d4_m4_diagonal/bb"]
     fresh = cert.certify("d4_m4_diagonal", time_limit=60)
     assert fresh["certified"] and fresh["value"] == pytest.approx(stored["value"], rel=1e-12)
