@@ -400,10 +400,8 @@ def _outer(polar_nodes, C2, m, lines, radii, widths=None):
     """The polar rule's nodes (N, 2) and weights (N,) without the radii whose weight is below 1e-16 of the largest
     (the values there are O(1)); ordered so that the second half of the nodes is the first half negated (the circle is
     split at antipodal pairs of angles), up to rounding."""
-    x, w = polar_nodes(C2, m, lines, radii, widths)
-    W = w.reshape(-1, radii)
-    keep = W.max(0) > 1e-16 * W.max()
-    return x.reshape(-1, radii, 2)[:, keep].reshape(-1, 2), W[:, keep].ravel()
+    x, w = polar_nodes(C2, m, lines, radii, widths, prune=True)
+    return x.reshape(-1, 2), w.ravel()
 
 
 def _parity(g):

@@ -102,7 +102,7 @@ def _sqrt2x2(C):
     return np.divide(out, t[..., None, None], out=np.zeros_like(out), where=t[..., None, None] > 0)
 
 
-def _polar_nodes(C, m, lines=None, radii=None, widths=None):
+def _polar_nodes(C, m, lines=None, radii=None, widths=None, prune=False):
     r"""Nodes (..., N, 2) and weights (..., N) of :math:`N(0, C)`, C (..., 2, 2), in polar coordinates of the
     principal square root S: :math:`x = S(r\cos\theta, r\sin\theta)`, the circle split at the four angles where a
     field vanishes (kinks of g at 0 lie there) and at those where each of ``lines`` (..., k, 2) vanishes,
@@ -117,12 +117,17 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None):
     ``lines`` (0 or inf: no layer). The average of g over such a field (a kink or a fast change of g smoothed at s)
     has a layer :math:`|c\cdot x|\lesssim s` about its line, :math:`s/(r|cS|)` wide in angle at radius r; the arcs
     ending within reach of the line then get Gauss-Legendre panels graded towards that end (:func:`_graded_arcs`).
-    The nodes keep the antipodal order (the second half the first negated).
+    The nodes keep the antipodal order (the second half the first negated). ``prune``: without the radii whose weight
+    is below 1e-16 of the largest (for integrands of size O(1) there).
     """
     S = _sqrt2x2(C)
     dirs = S if lines is None else np.concatenate([S, lines @ S], -2)          # rows c S: zero at c.x = 0
     th = np.arctan2(-dirs[..., 0], dirs[..., 1])
     r, wr = radial_rule(radii or max(2, m // 2))
+    if widths is not None:
+        r, wr = _layer_radii(r, wr, widths, dirs, max(8, m // 8))
+    if prune:
+        r, wr = r[wr > 1e-16 * wr.max()], wr[wr > 1e-16 * wr.max()]
     if widths is None:
         th = np.sort(np.mod(np.concatenate([th, th + np.pi], -1), 2 * np.pi), -1)
         arc = np.diff(np.concatenate([th, th[..., :1] + 2 * np.pi], -1), axis=-1)
@@ -140,6 +145,31 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None):
     x = np.stack([S[..., 0, 0, None] * z1 + S[..., 0, 1, None] * z2, S[..., 1, 0, None] * z1 + S[..., 1, 1, None] * z2],
                  -1)
     return x, w
+
+
+def _layer_radii(r, wr, widths, dirs, n):
+    r"""The radial rule where a layer :math:`|c\cdot x|\lesssim s` meets every ray: along a ray at angle phi from the
+    line the layer ends at radius :math:`s/(|cS|\sin\phi)`, at least the layer's width at radius 1, w = s/|cS|, which
+    the Gauss rule's nodes (the smallest near 1/n) do not resolve. Below :math:`r_0 = 1`: Gauss-Legendre panels of n
+    nodes graded geometrically (ratio 4) from w/4 towards 0; beyond, :math:`r^2 = r_0^2 + \rho^2` maps the Gauss rule
+    of ``r, wr`` in :math:`\rho` onto :math:`[r_0, \infty)`
+    (:math:`\int_{r_0}^\infty f(r)re^{-r^2/2}dr = e^{-r_0^2/2}\int_0^\infty f(\sqrt{r_0^2+\rho^2})\rho e^{-\rho^2/2}d\rho`).
+    Without a layer narrower than 1/4 at radius 1, the rule unchanged."""
+    w = np.asarray(widths, dtype=np.float64) / np.maximum(np.linalg.norm(dirs[2:], axis=-1), 1e-300)
+    w = w[(w > 0) & np.isfinite(w)]
+    if not w.size or w.min() >= 0.25:
+        return r, wr
+    e = [0.0]
+    first = w.min() / 4
+    while first < 1.0:
+        e.append(first)
+        first *= _LAYER_GRADE
+    e = np.array(e + [1.0])
+    x, wx = _leggauss(n)
+    a, b = e[:-1, None], e[1:, None]
+    rp = ((a + b) / 2 + (b - a) / 2 * x).ravel()
+    wp = ((b - a) / 2 * wx).ravel() * rp * np.exp(-0.5 * rp * rp)
+    return np.concatenate([rp, np.sqrt(1.0 + r * r)]), np.concatenate([wp, math.exp(-0.5) * wr])
 
 
 _LAYER_GRADE = 4.0      # graded arcs: panel edges at w/4, w, 4w, ... below 1/4 of the arc (w the layer's width)
@@ -374,7 +404,8 @@ def _four_fields(owner, C, funcs, const, m2):
     r""":math:`\mathbb E\prod_{i<4}f_i(x_i)` of four distinct fields by conditioning (``conditional``): the adaptive
     polar rule over the least correlated pair, split also where the other two fields' conditional means vanish and
     where their kinks in the inner variable meet (a kink of the inner average; a rank-3 C was 2e-8 off without), of
-    their conditional average (:func:`conditional.pair_mean`) at q = 5 and q = 7 nodes per graded panel; the estimate
+    their conditional average (:func:`conditional.pair_mean`) at q = 5 and q = 7 nodes per graded panel (times sd / 2
+    for a conditional sd above 2); the estimate
     is the polar rule's, plus the change from q = 5, plus the table's interpolation estimate times E|F|."""
     pairs = list(itertools.combinations(range(4), 2))
     o = list(pairs[int(np.argmin([abs(C[i, j]) / math.sqrt(C[i, i] * C[j, j]) for i, j in pairs]))])
@@ -395,10 +426,15 @@ def _four_fields(owner, C, funcs, const, m2):
     if np.any(s_rest < conditional._LAYER * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", B, Co, B), 0.0))):
         widths = np.full(len(lines), np.inf)           # a nearly determined inner field: its layer (eta2's rule)
         widths[:2] = np.where(s_rest > conditional._TINY * scale, s_rest, np.inf)
-    lo, _ = _adaptive_mean(owner, Co, lambda x, sel: F(x, conditional.GRADED5), m2, lines, widths)
-    v, e = _adaptive_mean(owner, Co, lambda x, sel: F(x, conditional.GRADED7), m2, lines, widths)
+    # the inner rules' q grown by sd / 2 for a conditional sd above 2, as in eta2 (h varies on a scale 1/sd of the
+    # rule's; fixed, sin at a conditional sd of 4.7 was 1.1e-7 off, with the estimate over)
+    grow = max(1.0, math.sqrt(max(S[0, 0], S[1, 1], 0.0)) / 2.0)
+    coarse, fine = (conditional.Line(r.grade, math.ceil(r.q * grow))
+                    for r in (conditional.GRADED5, conditional.GRADED7))
+    lo, _ = _adaptive_mean(owner, Co, lambda x, sel: F(x, coarse), m2, lines, widths)
+    v, e = _adaptive_mean(owner, Co, lambda x, sel: F(x, fine), m2, lines, widths)
     x, w = _polar_nodes(Co, m2, lines, None, widths)
-    l1 = float((np.abs(F(x, conditional.GRADED7)) * w).sum())
+    l1 = float((np.abs(F(x, fine)) * w).sum())
     est = float(e) + abs(float(v) - float(lo)) + max(tails) * l1
     return const * float(v), abs(const) * est
 
@@ -729,14 +765,13 @@ class Integrals:
         Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, the ReLU family <= 1e-8
         (measured over 144 random draws with near-repeated, near-antipodal and rank-3 fields: abs 7.5e-11, leaky
         ReLU 3e-11, relu 3.6e-9 at rank-3 covariances with a pair 1 - rho^2 ~ 1e-12 apart, where I4 vanishes:
-        4e-12 of s); g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13; the estimate
-        bounds the error but at the 1e-12 level); on four distinct fields <= 1e-7 (measured against the 50-digit
-        closed forms of sin, erf and abs as callables over 104 random draws, standard deviations up to 8,
-        near-repeated, near-antipodal, rank-3 fields and two near-repeated pairs included: abs 4.5e-8 at two pairs
-        1 - rho^2 ~ 1e-12 apart, where the estimate was 1.5e3 times under; sin 4.2e-8 at variance 47, estimate
-        over; erf 2.7e-10; over 120 more draws with near-repeated pairs, abs 1.2e-9 and erf 6.4e-9 with the
-        estimate up to 15x under; tanh against a 64-node tensor Gauss-Hermite rule: 1e-12), 1-20 s per covariance
-        (up to 110 s at two near-repeated pairs of variance ~18).
+        4e-12 of s; a later search: abs 4.7e-9 at two pairs 1 - rho^2 ~ 1e-14 apart); g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13; the estimate
+        bounds the error but at the 1e-12 level); on four distinct fields <= 1e-8 (measured against the 50-digit
+        closed forms of sin, erf and abs as callables over 110 random draws, standard deviations up to 8,
+        near-repeated, near-antipodal, rank-3 fields and two near-repeated pairs included: abs 4.4e-11, erf 2.3e-12,
+        sin 2.6e-11, the estimate over the error in every draw; and at the corners former searches found, each a
+        test; tanh against a 64-node tensor Gauss-Hermite rule: 1e-12), 1-120 s per covariance (up to 300 s at
+        conditional standard deviations near 7, where the inner rule grows).
 
         References
         ----------
@@ -827,7 +862,8 @@ def integrals(activation, m2=64, m4=12):
     four), linear (all four), the ReLU family relu, abs, leaky ReLU at any scale (I2, I3, J2; I4 up to Plackett's
     smooth 1-D integral). Accuracy (each method's Notes, asserted by the tests over standard deviations
     2^-7 .. 2^3, repeated, antipodal and near-repeated fields and any rank): closed forms <= 1e-10 (erf and linear
-    <= 1e-12), quadrature <= 1e-10 (I4 of four distinct fields <= 1e-7). Cached per (activation, m2, m4).
+    <= 1e-12; the ReLU family's I4 <= 1e-8), quadrature <= 1e-10 (I4 of four distinct fields <= 1e-8), relative
+    to max(|value|, 1e-3 s), s the product of the factors' root mean squares. Cached per (activation, m2, m4).
 
     References
     ----------
