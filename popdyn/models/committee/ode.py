@@ -48,10 +48,11 @@ _M2_ODE = 28            # 2-D integrals inside the ODE: polar rule at 42 (10 ang
 _M2_EG = 64             # eg of a quadrature activation: polar rule at 64 (16 angles per arc x 32 radii)
 _M2_PAIR = 96           # the drift's pair integrals without closed forms: polar rule at 96 (24 angles per arc x 48
 #                         radii; 42 was up to 1e-3 of the term near the teacher, 96 is <= 3e-9, docs/committee.md)
-# the eta^2 term without closed forms, by conditioning (conditional.eta2): the drift's rule (16 angles per arc, 28 radii,
-# 24 for the pair terms, 27 line nodes per half-segment) and a finer one, its error estimate's reference
-_ETA2 = conditional.Eta2Rule(80, 36, 32, conditional.GRADED3, 80, 48)
-_ETA2_FINE = conditional.Eta2Rule(112, 48, 44, conditional.Line(conditional.GRADED3.grade, 12), 100, 64)
+# the eta^2 term without closed forms, by conditioning (conditional.eta2): the drift's rule (24 angles per arc, 36 radii,
+# 32 for the pair terms, 27 line nodes per half-segment; 20 angles left 1.5e-8 at 2 of 180 random states) and a finer
+# one, its error estimate's reference
+_ETA2 = conditional.Eta2Rule(96, 36, 32, conditional.GRADED3, 80, 48)
+_ETA2_FINE = conditional.Eta2Rule(128, 48, 44, conditional.Line(conditional.GRADED3.grade, 12), 100, 64)
 ETA2_RULES = ("conditioned", "tensor")
 _FULL_NODES = 5e4       # the tensor eta^2 rule: tensor nodes (before pruning) of the P-dimensional Gauss-Hermite rule
 _PRUNE_ODE = 1e-10      # and it drops nodes of weight < 1e-10 x the largest (total < 1e-8)
@@ -436,9 +437,9 @@ def ode(problem, Q0, R0, v0=None, t=np.linspace(0.0, 100.0, 201), rtol=None, ato
     eta2_rule : {"conditioned", "tensor"}
         The eta^2 term of an activation without closed forms (order 2): "conditioned", Gaussian conditioning on
         the two student fields (relative error <= 1e-8 declared for field variances <= 64, near-repeated fields
-        included, measured 3.9e-9 over 300 random states; where the term vanishes, at the teacher without noise, an absolute 2e-13 of rounding), or "tensor", one tensor Gauss-Hermite rule (measured 7e-5 to 7e-3 of the term for tanh,
-        9e-3 to 0.46 for softsign), about 10x faster per solve (tanh, K = M = 2, t = 100:
-        0.33-0.49 s against 3.9 s of CPU time). Ignored with closed forms.
+        included, measured 5.3e-10 over 375 random states; where the term vanishes, at the teacher without noise, an absolute 2e-13 of rounding), or "tensor", one tensor Gauss-Hermite rule (measured 7e-5 to 7e-3 of the term for tanh,
+        9e-3 to 0.46 for softsign), about 3.5x faster per solve (tanh, K = M = 2, t = 100: 3.2 s against 10.9 s
+        of CPU time, the first-order terms included). Ignored with closed forms.
 
     Returns
     -------
