@@ -763,15 +763,15 @@ class Integrals:
         below 1/4 of its mean's) has a layer about its split line; the polar rule's arcs are then graded towards it
         (as in the eta^2 term; without, 5.6e-5 off at two fields 1 - rho^2 = 1.6e-8 apart).
         Accuracy, measured as for :meth:`I2`: erf of any scale <= 1e-12, linear <= 1e-13, the ReLU family <= 1e-8
-        (measured over 144 random draws with near-repeated, near-antipodal and rank-3 fields: abs 7.5e-11, leaky
-        ReLU 3e-11, relu 3.6e-9 at rank-3 covariances with a pair 1 - rho^2 ~ 1e-12 apart, where I4 vanishes:
-        4e-12 of s; a later search: abs 4.7e-9 at two pairs 1 - rho^2 ~ 1e-14 apart); g by quadrature on at most three distinct fields <= 1e-10 (measured <= 8e-13; the estimate
-        bounds the error but at the 1e-12 level); on four distinct fields <= 1e-8 (measured against the 50-digit
-        closed forms of sin, erf and abs as callables over 110 random draws, standard deviations up to 8,
-        near-repeated, near-antipodal, rank-3 fields and two near-repeated pairs included: abs 4.4e-11, erf 2.3e-12,
-        sin 2.6e-11, the estimate over the error in every draw; and at the corners former searches found, each a
-        test; tanh against a 64-node tensor Gauss-Hermite rule: 1e-12), 1-120 s per covariance (up to 300 s at
-        conditional standard deviations near 7, where the inner rule grows).
+        (measured over 144 random draws with near-repeated, near-antipodal and rank-3 fields: abs 7.5e-11, leaky ReLU
+        3e-11, relu 3.6e-9 at rank-3 covariances with a pair 1 - rho^2 ~ 1e-12 apart, where I4 vanishes: 4e-12 of s; a
+        later search: abs 4.7e-9 at two pairs 1 - rho^2 ~ 1e-14 apart); g by quadrature on at most three distinct fields
+        <= 1e-10 (measured <= 8e-13; the estimate bounds the error but at the 1e-12 level); on four distinct fields
+        <= 1e-8 (measured against the 50-digit closed forms of sin, erf and abs as callables over 110 random draws,
+        standard deviations up to 8, near-repeated, near-antipodal, rank-3 fields and two near-repeated pairs included:
+        abs 4.4e-11, erf 2.3e-12, sin 2.6e-11, the estimate over the error in every draw; and at the corners former
+        searches found, each a test; tanh against a 64-node tensor Gauss-Hermite rule: 1e-12), 1-120 s per covariance
+        (up to 300 s at conditional standard deviations near 7, where the inner rule grows).
 
         References
         ----------
