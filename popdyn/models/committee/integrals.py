@@ -124,8 +124,10 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None, prune=False):
     dirs = S if lines is None else np.concatenate([S, lines @ S], -2)          # rows c S: zero at c.x = 0
     th = np.arctan2(-dirs[..., 0], dirs[..., 1])
     r, wr = radial_rule(radii or max(2, m // 2))
-    if widths is not None:
-        r, wr = _layer_radii(r, wr, widths, dirs, max(8, m // 8))
+    if widths is not None:                       # each layer's width in angle at radius 1, s/|cS| (inf: no layer)
+        widths = np.asarray(widths, dtype=np.float64)
+        layer = np.where(widths > 0, widths, np.inf) / np.maximum(np.linalg.norm(dirs[2:], axis=-1), 1e-300)
+        r, wr = _layer_radii(r, wr, layer, max(8, m // 8))
     if prune:
         r, wr = r[wr > 1e-16 * wr.max()], wr[wr > 1e-16 * wr.max()]
     if widths is None:
@@ -136,8 +138,6 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None, prune=False):
         wa = (arc[..., :, None] * wg / (4 * np.pi)).reshape(ang.shape)
     else:
         reach = r[wr > 1e-16 * wr.max()].max()                                 # the largest radius that counts
-        widths = np.asarray(widths, dtype=np.float64)
-        layer = np.where(widths > 0, widths, np.inf) / np.maximum(np.linalg.norm(dirs[2:], axis=-1), 1e-300)
         ang, wa = _graded_arcs(th, np.concatenate([[np.inf, np.inf], layer / reach]), reach, max(2, m // 4))
     z1 = (np.cos(ang)[..., :, None] * r).reshape(ang.shape[:-1] + (-1,))
     z2 = (np.sin(ang)[..., :, None] * r).reshape(z1.shape)
@@ -147,29 +147,33 @@ def _polar_nodes(C, m, lines=None, radii=None, widths=None, prune=False):
     return x, w
 
 
-def _layer_radii(r, wr, widths, dirs, n):
+def _layer_radii(r, wr, layer, n):
     r"""The radial rule where a layer :math:`|c\cdot x|\lesssim s` meets every ray: along a ray at angle phi from the
     line the layer ends at radius :math:`s/(|cS|\sin\phi)`, at least the layer's width at radius 1, w = s/|cS|, which
     the Gauss rule's nodes (the smallest near 1/n) do not resolve. Below :math:`r_0 = 1`: Gauss-Legendre panels of n
     nodes graded geometrically (ratio 4) from w/4 towards 0; beyond, :math:`r^2 = r_0^2 + \rho^2` maps the Gauss rule
     of ``r, wr`` in :math:`\rho` onto :math:`[r_0, \infty)`
     (:math:`\int_{r_0}^\infty f(r)re^{-r^2/2}dr = e^{-r_0^2/2}\int_0^\infty f(\sqrt{r_0^2+\rho^2})\rho e^{-\rho^2/2}d\rho`).
-    Without a layer narrower than 1/4 at radius 1, the rule unchanged."""
-    w = np.asarray(widths, dtype=np.float64) / np.maximum(np.linalg.norm(dirs[2:], axis=-1), 1e-300)
-    w = w[(w > 0) & np.isfinite(w)]
+    Without a layer narrower than 1/4 at radius 1 (``layer``: each one's width there), the rule unchanged."""
+    w = layer[np.isfinite(layer)]
     if not w.size or w.min() >= 0.25:
         return r, wr
+    rp, wp = _graded_panels(w.min() / 4, 1.0, n)
+    return np.concatenate([rp, np.sqrt(1.0 + r * r)]), np.concatenate([wp * rp * np.exp(-0.5 * rp * rp),
+                                                                        math.exp(-0.5) * wr])
+
+
+def _graded_panels(first, end, n):
+    """Offsets in [0, end] and Gauss-Legendre weights: panels of n nodes with edges 0, first, 4 first, ... (ratio
+    ``_LAYER_GRADE``) below ``end``, then ``end``."""
     e = [0.0]
-    first = w.min() / 4
-    while first < 1.0:
+    while first < end:
         e.append(first)
         first *= _LAYER_GRADE
-    e = np.array(e + [1.0])
-    x, wx = _leggauss(n)
+    e = np.array(e + [end])
+    x, w = _leggauss(n)
     a, b = e[:-1, None], e[1:, None]
-    rp = ((a + b) / 2 + (b - a) / 2 * x).ravel()
-    wp = ((b - a) / 2 * wx).ravel() * rp * np.exp(-0.5 * rp * rp)
-    return np.concatenate([rp, np.sqrt(1.0 + r * r)]), np.concatenate([wp, math.exp(-0.5) * wr])
+    return ((a + b) / 2 + (b - a) / 2 * x).ravel(), ((b - a) / 2 * w).ravel()
 
 
 _LAYER_GRADE = 4.0      # graded arcs: panel edges at w/4, w, 4w, ... below 1/4 of the arc (w the layer's width)
@@ -210,23 +214,13 @@ def _graded_offsets(q, left, right, n):
     panel relative to the arc, or None) panels of n nodes growing by ``_LAYER_GRADE`` from that end up to 1/4 of the
     arc before the q nodes of the rest. Fixed at 8 nodes, the panels left 2e-8 of an I4 (erf, variance 59, a
     near-antipodal pair) that the refinement did not see."""
-    def graded(first):                    # edges 0, first, 4 first, ... below 1/4, then the panels' (offsets, weights)
-        e = [0.0]
-        while first < 0.25:
-            e.append(first)
-            first *= _LAYER_GRADE
-        e = np.array(e + [0.25])
-        x, w = _leggauss(n)
-        a, b = e[:-1, None], e[1:, None]
-        return ((a + b) / 2 + (b - a) / 2 * x).ravel(), ((b - a) / 2 * w).ravel()
-
     lo, hi = (0.0 if left is None else 0.25), (1.0 if right is None else 0.75)
     x, w = _leggauss(q)
     parts = [(lo + (hi - lo) * (x + 1) / 2, (hi - lo) * w / 2)]
     if left is not None:
-        parts.insert(0, graded(left))
+        parts.insert(0, _graded_panels(left, 0.25, n))
     if right is not None:
-        t, wt = graded(right)
+        t, wt = _graded_panels(right, 0.25, n)
         parts.append((1 - t[::-1], wt[::-1]))
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
