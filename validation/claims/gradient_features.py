@@ -526,9 +526,9 @@ _TOL_E2 = 1.5e-3        # |L(a~ on the torch first step) - L(a~ on the populatio
 _B_EPS = 1.0            # Lemma B.6's bias floor (every XOR target bias 2c > B_eps: beta_j = |b*_j|)
 
 
-def _xor_good_network(size, m, seed, device):
-    """XOR model, g*, the first-step weights at width m (torch on n samples and population) and Lemma B.6's a~ on
-    each; returns a dict of them."""
+def _xor_good_network(size, m, seed, device, population=True):
+    """XOR model, g*, the first-step weights at width m (torch on n samples and, if ``population``, the population
+    step) and Lemma B.6's a~ on each; returns a dict of them."""
     d, sigma, tt = size["d"], size["sigma_B"], size["tau_tilde"]
     model = data.xor_mixture(d, sigma)
     case = bounds.case_parameters("xor", d=d, sigma_B=sigma, tau_tilde=tt)
@@ -538,7 +538,7 @@ def _xor_good_network(size, m, seed, device):
                                     rng=np.random.default_rng([41, seed]))
     a0, b = init[0], init[2]
     out = {"model": model, "case": case, "gstar": gstar, "init": init,
-           "W1": {"population": framework.first_step(model, *init, _ETA1_E3)[1]}}
+           "W1": {"population": framework.first_step(model, *init, _ETA1_E3)[1]} if population else {}}
     a1, W1 = _first_step_sim(model, init, size["n"], _ETA1_E3, "hinge", seed=seed, both=True, device=device)
     out["a1"], out["W1"]["torch"] = a1[0], W1[0]
     out["a_tilde"] = {k: framework.good_second_layer(W1, a0, b, gstar, case["gamma"], case["B_G"], _B_EPS,
@@ -624,7 +624,7 @@ def good_network(size, device, outdir):
                                + f"; L(g*) {rows[-1]['L_gstar']:.2e}; B.25 bound {rows[-1]['bound_B25']:.1f}")
 
 
-_TOL_E7 = 0.01          # test hinge of the ticket minus that of the full network, after the same T steps
+_TOL_E7 = 0.01          # median over inits of the ticket's test hinge minus the full layer's, after the same T steps
 
 
 def _pad4(idx):
@@ -633,57 +633,75 @@ def _pad4(idx):
     return np.concatenate([idx, np.repeat(idx[-1:], extra)]), extra
 
 
+def _subnetwork(a, W, b, idx):
+    """The network (a, W, b) restricted to the neurons idx (padded by _pad4, the pads with a = 0)."""
+    idx, extra = _pad4(idx)
+    a_sub = a[idx].copy()
+    a_sub[len(idx) - extra:] = 0.0
+    return a_sub, W[idx], b[idx]
+
+
 @claim(id="gradient_features.lottery_ticket", model="gradient_features",
        title="Lottery ticket (Prop. B.1, E7): after the torch first step, training the second layer only on the "
-             "support of Lemma B.6's a~ (a few % of the neurons) reaches the loss of training the whole layer",
+             "support of Lemma B.6's a~ (a few % of the neurons) reaches the loss of training the whole layer for the "
+             "same T steps, for most inits; a random support of the same size does not",
        source="[Shi24, Proposition B.1, Lemma B.6]",
-       metric="test hinge loss after T steps of torch GD on a (W^(1) frozen, eta = 1/L) from a^(1), restricted to "
-              "U = supp(a~), minus the same for all 4m neurons (XOR mixture)",
+       metric="median over independent inits of: test hinge loss after T steps of torch GD on a (W^(1) frozen, "
+              "eta = 1/L) from a^(1), restricted to U = supp(a~), minus the same for all 4m neurons (XOR mixture)",
        tolerance=_TOL_E7,
-       tolerance_origin="Prop. B.1: the ticket has the guarantee of Theorem 3.12 (same OPT + error terms); measured "
-                        "ticket 0.008 (48 neurons) vs full 0.030 (2048 neurons) at T = 200; the test hinge on 1e4 "
-                        "points has SE < 0.005, so 0.01 is two of them (the former 0.02 also passed a random support "
-                        "of the same size: 0.049, i.e. +0.019 over the full layer)",
+       tolerance_origin="Prop. B.1: the ticket has the guarantee of Theorem 3.12 (same OPT + error terms), with "
+                        "probability over the init. Per init at m = 1024 (T = 200): gaps -0.040 to +0.006 over 6 "
+                        "inits, sd 0.015, median -0.018; 0.01 is 2.9 sd of a 4-init median above it (4.2 at 8 "
+                        "inits). The null's median +0.044 (quick). At m = 512 the ticket stalls at 2 of 8 inits (test "
+                        "hinge 0.19 and 0.17 against 0.04 and 0.05, test error 5 % and 3 %, still 0.12 at T = 1000), so "
+                        "the width is 1024 at both sizes. T = 200 at both sizes: at T = 1000 every network, a random "
+                        "support of 84 neurons included, is within 0.01 of the full layer (0.0091 vs 0.0078), so "
+                        "equal-T losses there cannot separate the two",
        kind="training",
        nulls={"random_support": "any sparse subnetwork works: a random support of the same size (no selection by "
-                                "Lemma B.6's nice sets), trained the same way"},
-       quick={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 512, "n": 5000, "eps_a": 1.0, "T": 200,
-              "test": 10_000},
-       full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 1024, "n": 10_000, "eps_a": 1.0, "T": 1000,
-             "test": 50_000})
+                                "Lemma B.6's nice sets), trained the same way (median over the same inits)"},
+       quick={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 1024, "n": 5000, "eps_a": 1.0, "T": 200,
+              "test": 10_000, "inits": 4},
+       full={"d": 64, "sigma_B": 1.0, "tau_tilde": 0.5, "m": 1024, "n": 10_000, "eps_a": 1.0, "T": 200,
+             "test": 50_000, "inits": 8})
 def lottery_ticket(size, device, outdir):
-    g = _xor_good_network(size, size["m"], 0, device)
-    model, b = g["model"], g["init"][2]
-    a1, W1 = g["a1"], g["W1"]["torch"]
-    ticket = np.flatnonzero(g["a_tilde"]["torch"])
-    idx, extra = _pad4(ticket)
-    a_t = a1[idx].copy()
-    a_t[len(idx) - extra:] = 0.0
-    err_t, loss_t = _frozen_fit(model, (a_t, W1[idx], b[idx]), size, 51, device)
-    err_f, loss_f = _frozen_fit(model, (a1, W1, b), size, 51, device)
-    gap = loss_t - loss_f
-    rand = np.sort(np.random.default_rng(52).choice(len(a1), size=len(ticket), replace=False))
-    idx_r, extra_r = _pad4(rand)
-    a_r = a1[idx_r].copy()
-    a_r[len(idx_r) - extra_r:] = 0.0
-    err_r, loss_r = _frozen_fit(model, (a_r, W1[idx_r], b[idx_r]), size, 51, device)
-    rows = [{"network": "ticket U = supp(a~)", "neurons": len(ticket), "test_hinge": loss_t, "test_error": err_t},
-            {"network": "random support (null)", "neurons": len(rand), "test_hinge": loss_r, "test_error": err_r},
-            {"network": "full", "neurons": len(a1), "test_hinge": loss_f, "test_error": err_f}]
+    rows = []
+    for s in range(size["inits"]):
+        g = _xor_good_network(size, size["m"], s, device, population=False)
+        model, b = g["model"], g["init"][2]
+        a1, W1 = g["a1"], g["W1"]["torch"]
+        ticket = np.flatnonzero(g["a_tilde"]["torch"])
+        rand = np.sort(np.random.default_rng([52, s]).choice(len(a1), size=len(ticket), replace=False))
+        fits = {name: _frozen_fit(model, net, size, 51, device) for name, net in (
+            ("ticket", _subnetwork(a1, W1, b, ticket)), ("random", _subnetwork(a1, W1, b, rand)),
+            ("full", (a1, W1, b)))}
+        rows.append({"init": s, "neurons": len(ticket), "of": len(a1)}
+                    | {f"test_hinge_{k}": v[1] for k, v in fits.items()}
+                    | {f"test_error_{k}": v[0] for k, v in fits.items()})
+    gap = {k: np.array([r[f"test_hinge_{k}"] - r["test_hinge_full"] for r in rows]) for k in ("ticket", "random")}
+    measured, null = float(np.median(gap["ticket"])), float(np.median(gap["random"]))
+    within = int((gap["ticket"] <= _TOL_E7).sum())
     fig, (ax,) = subplots(1, panel_size=(6.4, 4.2))
-    ax.bar([0, 1, 2], [loss_t, loss_r, loss_f], color=["C0", "C3", "C1"])
-    ax.set_xticks([0, 1, 2], [f"ticket ({len(ticket)} neurons)", f"random support (null)", f"full ({len(a1)} neurons)"])
+    x = np.arange(len(rows))
+    for k, color, marker, label in (("ticket", "C0", "o", "ticket U = supp(a~)"), ("random", "C3", "x",
+                                    "random support, same size (null)"), ("full", "C1", "s", "full layer")):
+        ax.semilogy(x, [r[f"test_hinge_{k}"] for r in rows], marker, color=color, ls="none", label=label)
     ax.axhline(model.ground_truth_loss(size["tau_tilde"])[0], color="k", ls="--", label="L(g*)")
-    ax.set(ylabel=f"test hinge after T = {size['T']} steps", title=f"E7 lottery ticket: gap {gap:+.4f}")
+    ax.set_xticks(x, [f"{r['init']}\n({r['neurons']})" for r in rows])
+    ax.set(xlabel="init (ticket neurons)", ylabel=f"test hinge after T = {size['T']} steps",
+           title=f"E7 lottery ticket: median gap {measured:+.4f}, ticket within tolerance at {within}/{len(rows)} inits")
     _legend(ax)
     path = save_figure(fig, outdir / "gradient_features.lottery_ticket.png", title=claim_title(
-        REGISTRY["gradient_features.lottery_ticket"], gap, what="gap"))
-    checks = {"the ticket is sparse (< 10 % of the neurons)": len(ticket) < 0.1 * len(a1),
-              "the ticket learns (test hinge < 0.2)": loss_t < 0.2}
-    return ClaimResult(measured=gap, checks=checks, figure=str(path), table=rows, nulls={"random_support": loss_r - loss_f},
-                       message=f"test hinge ticket {loss_t:.4f} ({len(ticket)} neurons, random support of that size "
-                               f"{loss_r:.4f}) vs full {loss_f:.4f} "
-                               f"({len(a1)} neurons); errors {err_t:.4f} / {err_f:.4f}")
+        REGISTRY["gradient_features.lottery_ticket"], measured, what="median gap"))
+    checks = {"the ticket is sparse (< 10 % of the neurons) at every init": all(r["neurons"] < 0.1 * r["of"]
+                                                                              for r in rows),
+              "the ticket learns (median test hinge < 0.2)": np.median([r["test_hinge_ticket"] for r in rows]) < 0.2}
+    return ClaimResult(measured=measured, checks=checks, figure=str(path), table=rows, nulls={"random_support": null},
+                       message=f"median over {len(rows)} inits of test hinge ticket - full {measured:+.4f} (random "
+                               f"support of the same size {null:+.4f}); the ticket within {_TOL_E7} of the full layer "
+                               f"at {within}/{len(rows)} inits; per init ticket/random/full: " + ", ".join(
+                           f"{r['test_hinge_ticket']:.4f}/{r['test_hinge_random']:.4f}/{r['test_hinge_full']:.4f} "
+                           f"({r['neurons']} of {r['of']})" for r in rows))
 
 
 # ---- E4: Algorithm 1 learning curves ----------------------------------------------------------------------------

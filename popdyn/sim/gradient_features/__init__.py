@@ -46,7 +46,7 @@ _POS = Interval(0, np.inf, closed="neither")
 _NONNEG = Interval(0, np.inf, closed="left")
 _LN2 = math.log(2.0)
 _CHUNK_ELEMENTS = 2**22          # seeds x samples x neurons of one pre-activation block (32 MB in float64)
-_CACHE_ELEMENTS = 2**24          # frozen features of a fixed sample are kept when they fit in 128 MB (float64)
+_CACHE_ELEMENTS = 2**26          # frozen features of a fixed sample are kept when they fit in 512 MB (float64)
 #: the l(0) = 1 losses of Assumption 3.1 ("logistic" is base 2) and the square loss of Algorithm 7
 LOSSES = ("hinge", "logistic", "mse")
 _STREAMS = {"init": 0, "test": 1, "train": 2, "bias": 3}
