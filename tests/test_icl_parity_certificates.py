@@ -260,3 +260,87 @@ def test_save_round_trips_and_replaces_atomically(tmp_path):
     assert cert.load(path) == {"b": {"value": 2.5}}
     assert [p.name for p in path.parent.iterdir()] == ["certificates.json"]
     assert cert.load(tmp_path / "absent.json") == {}
+
+
+# ---- the symmetric Lagrangian bound (method "dual") ----
+
+@pytest.mark.parametrize("d", [3, 4, 5, 6])
+def test_sorted_sign_patterns_are_every_pattern_of_a_sorted_vector(d):
+    # the bound takes S+ as the largest of sum sigma (u_i + u_j) over these patterns: a pattern of a sorted vector
+    # that is missing would let g+ come out too small and the bound too large. Vectors: mixed scales and integers
+    # with ties (sign(0) = +1, as the patterns' convention); 2^(d-1) patterns
+    pats = {tuple(p) for p in cert._sorted_sign_patterns(d).astype(int)}
+    assert len(pats) == 2 ** (d - 1)
+    rng = np.random.default_rng(d)
+    pairs = list(__import__("itertools").combinations(range(d), 2))
+    seen = set()
+    for _ in range(20000):
+        u = rng.normal(size=d) * rng.choice([0.1, 1.0, 10.0], size=d)
+        if rng.uniform() < 0.3:
+            u = np.rint(u)
+        u = np.sort(u)[::-1]
+        pat = tuple(1 if u[i] + u[j] >= 0 else -1 for i, j in pairs)
+        assert pat in pats
+        seen.add(pat)
+    assert seen == pats
+
+
+@pytest.mark.parametrize("d, rho", [(3, 0.3), (4, 0.5), (4, 2.0), (5, 0.4)])
+def test_dual_maxima_are_the_maxima_over_the_sphere(d, rho):
+    # g+ and g- are upper bounds by construction (any y, theta); they must also be the maxima themselves (exact
+    # projections): brute force over 2e5 unit vectors, the best refined by Nelder-Mead, lies below each and within
+    # 1e-4 relative of it
+    from itertools import combinations
+    from scipy.optimize import minimize as nm
+    P = np.array([[1.0 if k in (i, j) else 0.0 for k in range(d)] for i, j in combinations(range(d), 2)])
+    M = np.array([[1.0 if k == i else -1.0 if k == j else 0.0 for k in range(d)] for i, j in combinations(range(d), 2)])
+    f_pos = lambda u: (rho * np.abs(P @ u).sum() - np.abs(M @ u).sum()) / np.linalg.norm(u)
+    f_neg = lambda u: (np.abs(M @ u).sum() - rho * np.abs(P @ u).sum()) / np.linalg.norm(u)
+    out = cert.symmetric_dual_bound(d, 2, 2, GAMMA, rho=rho)
+    rng = np.random.default_rng(0)
+    U = rng.normal(size=(200_000, d))
+    for f, g in ((f_pos, out["g_pos"]), (f_neg, out["g_neg"])):
+        vals = np.array([f(u) for u in U[:20_000]])
+        starts = U[:20_000][np.argsort(vals)[-20:]]
+        best = max(max(vals.max(), 0.0), max(-nm(lambda u: -f(u), u0, method="Nelder-Mead",
+                                                  options={"xatol": 1e-12, "fatol": 1e-14, "maxiter": 20_000}).fun
+                                             for u0 in starts))
+        assert best <= g * (1 + 1e-9) + 1e-12
+        assert g <= best * (1 + 1e-4) + 1e-9
+
+
+def test_dual_bound_is_below_the_exhaustive_four_head_minimum():
+    # popdyn's four_head_min_norm enumerates every chamber quadruple: the exact 2 + 2 split optimum at d = 3 (d = 4
+    # takes 3.5 minutes). The bound is below it (validity) and above a quarter of it (not vacuous)
+    problem = icl.ParityProblem(d=3, k=2, gamma=GAMMA, pT=0.05)
+    enum = pm.four_head_min_norm(problem).norm
+    bound = cert.symmetric_dual_bound(3, 2, 2, GAMMA)["lower_bound"]
+    assert 0.25 * enum <= bound <= enum * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("case", ["d4_m4_diagonal", "d4_m6_diagonal"])
+def test_dual_bound_is_below_the_certified_optima(case):
+    # the least bound over the splits is below the certified global minimum (700, 186.81)
+    entry = STORED[f"{case}/bb"]
+    assert entry["certified"]
+    m, d = entry["heads"], entry["d"]
+    bound = min(cert.symmetric_dual_bound(d, k, m - k, GAMMA)["lower_bound"] for k in range(2, m - 1))
+    assert 0.25 * entry["value"] <= bound <= entry["value"] * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("case", ["d4_m6_diagonal", "d8_m8_diagonal"])
+def test_dual_bound_is_below_every_zero_loss_network_of_its_split(case):
+    # the stored network and random perturbations of it rescaled to margin 1: each norm is >= the bound of the
+    # network's own split (1e-12 relative for the float evaluation)
+    entry = STORED[f"{case}/bb"]
+    a, V = _heads(entry)
+    problem = cert.problem_of(case)
+    bound = cert.symmetric_dual_bound(problem.d, int((a > 0).sum()), int((a < 0).sum()), GAMMA)["lower_bound"]
+    rng = np.random.default_rng(2)
+    norms = []
+    for trial in range(50):
+        W = V * (1 + (trial > 0) * rng.normal(scale=0.05, size=V.shape))
+        low = icl.margins(problem, a, W)[1].min()
+        if low > 0:
+            norms.append(icl.frobenius_cost(W / low))
+    assert len(norms) >= 10 and min(norms) >= bound * (1 - 1e-12)
