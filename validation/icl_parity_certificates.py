@@ -558,8 +558,6 @@ def miqp_scip(X, y, partner, signs, two_gamma, upper, *, time_limit=600.0, seed=
     return out
 
 
-# ---- certificates --------------------------------------------------------------------------------------------
-
 # ---- method "dual" -------------------------------------------------------------------------------------------
 
 def _sorted_sign_patterns(d):
@@ -629,6 +627,8 @@ def symmetric_dual_bound(d, m_pos, m_neg, gamma, rho=None):
     g_pos, g_neg = gs(rho)
     return {"lower_bound": bound(rho), "rho": rho, "g_pos": g_pos, "g_neg": g_neg}
 
+
+# ---- certificates --------------------------------------------------------------------------------------------
 
 def _polish(X, y, signs, x, two_gamma):
     """Exact minimum norm in the closed activation region of ``x`` (popdyn's region QP), rescaled so that every

@@ -94,8 +94,9 @@ def _theory(model, size, sched):
 
 def _one_step_best(model, run, size):
     """Test accuracy of the best classifier (hinge LP with an intercept, :func:`~.emergence._lp_accuracy`) on the
-    frozen step-1 features of the first ``lp_neurons`` neurons of the torch One Step run, per seed: i.i.d. samples of
-    the model (n_lp to fit, n_test to test). Every one-step feature carries the count linearly (to first order in
+    frozen features ``(Q_1, b_1)`` of the first ``lp_neurons`` neurons of a torch run, per seed: i.i.d. samples of
+    the model (n_lp to fit, n_test to test). Tables 2, 3 and 5 pass the step-2 parameters as ``(Q_1, b_1)`` with
+    every neuron for Two Step (emergence_tables.py). Every one-step feature carries the count linearly (to first order in
     |q^(1)|), so a few neurons span what all of them do; the rest add only sample noise the LP overfits (pilot, table 1,
     4 seeds: all 100 features on 4000 samples 0.80-0.84, on 16000 samples 0.843-0.853, the ceiling 0.844)."""
     from popdyn.models.emergence import activation
