@@ -99,3 +99,18 @@ def test_training_set_is_the_one_train_draws(monkeypatch):
     resnet_nets.train(net, fig2_target(), method="minibatch", N=60, epochs=(1, 0), test=10, records=2, seed=3)
     (Xtr,) = [X for X in seen if X.shape == (2, 60, 30)]
     np.testing.assert_array_equal(Xtr, resnet_figure2._training_set(60, 30, 2, 3))
+
+
+def test_parallel_runs_equal_the_serial_ones():
+    """The runs of the lr grid give the same numbers on two processes (the GPU path) as one after another, and the
+    best lr is picked per case."""
+    from popdyn.validation.claims import resnet_figure2
+    size = {"m": 40, "m_fc3": 20, "epochs": [2, 1], "lr": {"resnet": [0.5, 1e-9], "fc2": [0.5]}, "wd": 0.0,
+            "seeds": 1, "seed": 0, "test": 300, "records": 3}
+    cases = [("resnet", fig2_target(), 100), ("fc2", fig2_target(), 100)]
+    serial = resnet_figure2._best_runs(cases, size, "cpu", processes=1)
+    parallel = resnet_figure2._best_runs(cases, size, "cpu", processes=2)
+    assert [lr for _, lr, _ in serial] == [0.5, 0.5]
+    for (a, lr_a, e_a), (b, lr_b, e_b) in zip(serial, parallel):
+        assert lr_a == lr_b and e_a == e_b
+        np.testing.assert_array_equal(a["test_error"], b["test_error"])

@@ -9,9 +9,10 @@ r"""Figure 2 of [AllenZhu19] at CPU scale (Section 6, App. A): the three-layer R
 
 The paper gives no number (only the ordering), so both metrics are the network's error over the theory's plateau
 k alpha^2. Protocol: the paper's minibatch SGD (momentum 0.9, batch 50, epochs at lr then at lr/10, weight decay,
-App. A), shortened (``epochs`` of each size instead of 400 + 400: the pilot error curves are flat over the last fifth
-of each stage) at a declared width; lr is picked per method (and per beta) from a grid of the paper's set
-{1, 2, 5} x 10^-j by the final test error, as the paper does (App. A).
+App. A) at a declared width: panels (a-b) at full size with the paper's 400 + 400 epochs (a GPU run: its 15 networks
+train in parallel processes), panel (c) and the quick sizes shortened (``epochs`` of each size: the pilot error
+curves are flat over the last fifth of each stage); lr is picked per method (and per beta) from a grid of the
+paper's set {1, 2, 5} x 10^-j by the final test error, as the paper does (App. A).
 """
 from __future__ import annotations
 
@@ -47,18 +48,38 @@ def _training_set(N, d, seeds, seed, device="cpu"):
 
 def _train(arch, target, N, size, lr, device):
     """One minibatch run of ``arch`` (its width from ``size``); the Simulation."""
+    torch.set_num_threads(1)
     m = size["m_fc3"] if arch == "fc3" else size["m"]
     net = resnet_nets.init_net(arch, target.d, target.k, m, seeds=size["seeds"], seed=size["seed"], device=device)
     return resnet_nets.train(net, target, method="minibatch", N=N, lr=lr, wd=size["wd"], epochs=tuple(size["epochs"]),
                              test=size["test"], records=size["records"], seed=size["seed"])
 
 
-def _best(arch, target, N, size, device):
-    """The run with the lowest final mean test error over the lr grid (a diverged run counts as +inf)."""
-    runs = [_train(arch, target, N, size, lr, device) for lr in size["lr"][arch]]
-    final = [np.inf if r.status else float(np.mean(r["test_error"][:, -1])) for r in runs]
-    i = int(np.argmin(final))
-    return runs[i], size["lr"][arch][i], final[i]
+def _best_runs(cases, size, device, processes=None):
+    """For each case ``(arch, target, N)``: the run with the lowest final mean test error over the lr grid
+    ``size["lr"][arch]`` (a diverged run counts as +inf), as ``(Simulation, lr, error)``.
+
+    The runs are independent and run on ``processes`` processes (default: one after another on the CPU, one
+    process per run on a GPU, where their steps, batch 50 and launch-bound, then overlap). The numbers do not
+    depend on it."""
+    tasks = [(arch, target, N, size, lr, device) for arch, target, N in cases for lr in size["lr"][arch]]
+    if processes is None:
+        processes = len(tasks) if str(device).startswith("cuda") else 1
+    if processes > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+            runs = list(pool.map(_train, *zip(*tasks)))
+    else:
+        runs = [_train(*t) for t in tasks]
+    out, it = [], iter(runs)
+    for arch, _, _ in cases:
+        grid = size["lr"][arch]
+        mine = [next(it) for _ in grid]
+        final = [np.inf if r.status else float(np.mean(r["test_error"][:, -1])) for r in mine]
+        i = int(np.argmin(final))
+        out.append((mine[i], grid[i], final[i]))
+    return out
 
 
 def _kernel_errors(name, target, X, lams):
@@ -104,7 +125,7 @@ def _legend(ax):
        quick={"d": 30, "k": 8, "alpha": 0.3, "N": [1000, 2000], "m": 500, "m_fc3": 200, "epochs": [40, 10],
               "lr": {"resnet": [0.5], "fc3": [0.5], "fc2": [0.5]}, "wd": 1e-3, "seeds": 1, "seed": 0,
               "test": 4000, "records": 101, "kernels": ["relu_ntk_hidden", "relu_nngp"], "lam": [1e-6, 1e-4, 1e-2]},
-       full={"d": 30, "k": 8, "alpha": 0.3, "N": [1000, 2000, 3000], "m": 1000, "m_fc3": 500, "epochs": [100, 20],
+       full={"d": 30, "k": 8, "alpha": 0.3, "N": [1000, 2000, 3000], "m": 1000, "m_fc3": 500, "epochs": [400, 400],
              "lr": {"resnet": [0.5, 1.0], "fc3": [0.5], "fc2": [0.5, 1.0]}, "wd": 1e-3, "seeds": 2, "seed": 0,
              "test": 10_000, "records": 121, "kernels": ["relu_ntk_hidden", "relu_ntk", "relu_nngp"],
              "lam": [1e-6, 1e-4, 1e-2]})
@@ -114,11 +135,12 @@ def figure2(size, device, outdir):
     plateau, zero = target.error_G_not_learned, target.error_zero_predictor
     rows, nets, kerns = [], {a: [] for a in _METHODS}, {n: [] for n in size["kernels"]}
     last = None
+    best = iter(_best_runs([(arch, target, N) for N in size["N"] for arch in _METHODS], size, device))
     for N in size["N"]:
         X = _training_set(N, size["d"], size["seeds"], size["seed"], device)
         row = {"N": N}
         for arch in _METHODS:
-            sim, lr, err = _best(arch, target, N, size, device)
+            sim, lr, err = next(best)
             nets[arch].append(err)
             row[f"{arch}_error"], row[f"{arch}_lr"] = err, lr
             row[f"{arch}_c_G"] = float(np.nanmean(sim["c_G"][:, -1]))
@@ -194,9 +216,9 @@ def figure2_beta(size, device, outdir):
     torch.set_num_threads(1)
     rows, sims = [], {}
     grid = size | {"lr": {"resnet": size["lr"]}}
-    for beta in size["beta"]:
-        target = resnet.fig2_target(d=size["d"], k=size["k"], alpha=size["alpha"], beta=beta)
-        sim, lr, err = _best("resnet", target, size["N"], grid, device)
+    targets = [resnet.fig2_target(d=size["d"], k=size["k"], alpha=size["alpha"], beta=beta) for beta in size["beta"]]
+    best = _best_runs([("resnet", target, size["N"]) for target in targets], grid, device)
+    for beta, target, (sim, lr, err) in zip(size["beta"], targets, best):
         sims[beta] = sim
         rows.append({"beta": beta, "alpha_over_beta": size["alpha"] / beta, "error": err, "lr": lr,
                      "ratio": err / target.error_G_not_learned, "plateau": target.error_G_not_learned,
