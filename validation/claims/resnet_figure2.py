@@ -9,9 +9,8 @@ r"""Figure 2 of [AllenZhu19] at CPU scale (Section 6, App. A): the three-layer R
 
 The paper gives no number (only the ordering), so both metrics are the network's error over the theory's plateau
 k alpha^2. Protocol: the paper's minibatch SGD (momentum 0.9, batch 50, epochs at lr then at lr/10, weight decay,
-App. A) at a declared width: panels (a-b) at full size with the paper's 400 + 400 epochs (a GPU run: its 15 networks
-train in parallel processes), panel (c) and the quick sizes shortened (``epochs`` of each size: the pilot error
-curves are flat over the last fifth of each stage); lr is picked per method (and per beta) from a grid of the
+App. A) at a declared width: the full sizes with the paper's 400 + 400 epochs (GPU runs: the networks of a claim
+train in parallel processes), the quick sizes shortened (``epochs`` of each size); lr is picked per method (and per beta) from a grid of the
 paper's set {1, 2, 5} x 10^-j by the final test error, as the paper does (App. A).
 """
 from __future__ import annotations
@@ -210,7 +209,7 @@ def figure2(size, device, outdir):
                            "betas with alpha/beta <= 1"},
        quick={"d": 30, "k": 8, "alpha": 0.3, "beta": [1.0, 0.3, 0.2], "N": 2000, "m": 500, "epochs": [40, 10],
               "lr": [0.5, 1.0, 2.0], "wd": 1e-3, "seeds": 1, "seed": 0, "test": 4000, "records": 26},
-       full={"d": 30, "k": 8, "alpha": 0.3, "beta": [1.0, 0.5, 0.3, 0.2], "N": 2000, "m": 1000, "epochs": [100, 20],
+       full={"d": 30, "k": 8, "alpha": 0.3, "beta": [1.0, 0.5, 0.3, 0.2], "N": 2000, "m": 1000, "epochs": [400, 400],
              "lr": [0.5, 1.0, 2.0], "wd": 1e-3, "seeds": 2, "seed": 0, "test": 10_000, "records": 61})
 def figure2_beta(size, device, outdir):
     torch.set_num_threads(1)
