@@ -32,9 +32,10 @@ _ARCH = ("layers", "heads", "d_model", "d_head", "d_mlp")
 #: ~90 s on one shared core). A k = 2, full-data run (p = 23) reaches median neuron power 0.94 and hides what k >= 3
 #: shows: at k = 3 the median power ends at 0.58, at k = 4 (the full size) at 0.67, against the predicted 1.
 #: full: Fig. 4.3's k = 4 at p = 17 (one layer, 8 heads, hidden 128, half the data, 2000
-#: steps; 167 s on one CPU core). The paper's p = 31 with 160 heads stays at chance for 20 000 steps (measured on an
-#: H200, weight decay 1.0 and 1e-3): at k = 4 the loss plateaus at log p for a number of steps that grows steeply
-#: with p (~2300 at p = 23, docs/modular.md), not a defect of the model. Weight decay 1.0 (Nanda et al.'s) instead
+#: steps; 167 s on one CPU core). The paper's p = 31 with 160 heads stays at chance for 20 000 steps at the default
+#: init (measured on an H200, weight decay 1.0 and 1e-3): at k = 4 the loss plateaus at log p for a number of steps
+#: that grows steeply with p (~2300 at p = 23); init_scale 2 with weight decay <= 0.1 ends it by step 1500-7000 on an
+#: H200 (docs/modular.md), a GPU run, so not a claim size here. Weight decay 1.0 (Nanda et al.'s) instead
 #: of the paper's 1e-3, with which the transformer memorises D_p without a Fourier circuit at these step counts.
 _QUICK = {"p": 11, "k": 3, "layers": 1, "heads": 4, "d_model": 64, "d_head": 16, "d_mlp": 128, "train_fraction": 0.5,
           "steps": 1500, "lr": 1e-3, "weight_decay": 1.0, "batch": 1024, "seeds": 1, "dtype": "float32"}
