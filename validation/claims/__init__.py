@@ -147,8 +147,11 @@ def _canonical(name):
     return name[len("popdyn."):] if name == "popdyn.validation" or name.startswith("popdyn.validation.") else name
 
 
+@functools.lru_cache(maxsize=None)
 def _module_file(name):
-    """The file of module ``name`` inside popdyn or validation (``None`` outside them or if absent)."""
+    """The file of module ``name`` inside popdyn or validation (``None`` outside them or if absent); cached: the
+    tree's files are taken as fixed while a process runs (edits to them are seen: :func:`_code` and the import
+    scan key on mtimes)."""
     name = _canonical(name)
     top = {"popdyn": Path(popdyn.__file__).parent, "validation": Path(__file__).parent.parent}.get(name.split(".")[0])
     if top is None:
@@ -177,7 +180,9 @@ def _imports_cached(path, mtime_ns, size):
     return frozenset(_canonical(m) for m in out if _module_file(m) is not None)
 
 
+@functools.lru_cache(maxsize=None)
 def _module_name(path):
+    """The dotted name of the module at ``path`` (a pure function of the path, so cached)."""
     path = Path(path).resolve()
     for top in ("validation", "popdyn"):  # validation first: an installed copy lives inside popdyn/
         root = _module_file(top).parent
