@@ -21,32 +21,32 @@ from pathlib import Path
 
 import numpy as np
 
+import popdyn
 from popdyn.models import modular
 from popdyn.results import atomic_write
 
 __all__ = ["summary", "figure", "main"]
 
 
-def _load(path):
-    z = np.load(path, allow_pickle=False)
-    meta = json.loads(str(z["__meta__"]))
-    obs = {k.removeprefix("obs__"): z[k][0] for k in z.files if k.startswith("obs__")}   # seed 0
-    return z["t"], obs, meta
+def _run(path):
+    """Seed 0 of a saved run: (Simulation, its observables at seed 0, the attention diagnostics of its weights)."""
+    sim = popdyn.load(path)
+    o = {k: v[0] for k, v in sim.observables.items()}
+    return sim, o, modular.attention_diagnostics(o["E"], o["WQ"][0], o["WK"][0])
 
 
 def summary(path):
     """The numbers of one run (a dict, JSON-ready)."""
-    t, o, meta = _load(path)
-    opts = meta["meta"]["options"]
-    att = modular.attention_diagnostics(o["E"], o["WQ"][0], o["WK"][0])
+    sim, o, att = _run(path)
+    t, meta = sim.t, sim.meta
     neu = modular.fourier_diagnostics(o["U"], o["W"])
     left = np.flatnonzero(o["train_acc"] >= 0.5)
     test = o.get("test_acc", o["train_acc"])
     heads = np.bincount(att["dominant_frequency"], minlength=o["E"].shape[0] // 2 + 1)[1:]
     neurons = np.bincount(neu["dominant_frequency"], minlength=o["E"].shape[0] // 2 + 1)[1:]
-    return {"run": Path(path).name, "options": {k: opts[k] for k in ("steps", "lr", "weight_decay", "batch",
-                                                                     "train_fraction", "init_scale")},
-            "dtype": meta["meta"]["dtype"], "wall_time_s": round(meta["meta"]["wall_time_s"], 1),
+    return {"run": Path(path).name, "options": {k: meta["options"][k] for k in ("steps", "lr", "weight_decay", "batch",
+                                                                             "train_fraction", "init_scale")},
+            "dtype": meta["dtype"], "wall_time_s": round(meta["wall_time_s"], 1),
             "plateau_left_by_step": int(t[left[0]]) if left.size else None,
             "final": {"train_acc": float(o["train_acc"][-1]), "test_acc": float(test[-1]),
                       "loss": float(o["loss"][-1])},
@@ -62,11 +62,11 @@ def summary(path):
 
 def figure(paths, out, heads=4, seed=0):
     """Fig. 4.3's layout for ``paths[0]`` (``heads`` random heads) and every run's train/test accuracy."""
-    from popdyn.plot import legend_outside, save_figure
     import matplotlib.pyplot as plt
 
-    t, o, meta = _load(paths[0])
-    att = modular.attention_diagnostics(o["E"], o["WQ"][0], o["WK"][0])
+    from popdyn.plot import legend_outside, save_figure
+
+    sim, o, att = _run(paths[0])
     heads = min(heads, len(att["max_power"]))
     pick = np.sort(np.random.default_rng(seed).choice(len(att["max_power"]), heads, replace=False))
     fig = plt.figure(figsize=(11, 2.3 * heads), layout="constrained")
@@ -80,21 +80,23 @@ def figure(paths, out, heads=4, seed=0):
               xlabel="query frequency", ylabel="key frequency")
     ax = fig.add_subplot(grid[:, 2])
     for i, p in enumerate(paths):
-        ti, oi, mi = _load(p)
-        wd = mi["meta"]["options"]["weight_decay"]
-        ax.plot(ti, oi["train_acc"], "-", color=f"C{i}", label=f"train, wd {wd:g}")
-        if "test_acc" in oi:
-            ax.plot(ti, oi["test_acc"], ":", color=f"C{i}", lw=2, label=f"test, wd {wd:g}")
+        run = popdyn.load(p)
+        run_of = f"wd {run.meta['options']['weight_decay']:g}, data {run.meta['options']['train_fraction']:g}"
+        ax.plot(run.t, run["train_acc"][0], "-", color=f"C{i}", label=f"train, {run_of}")
+        if "test_acc" in run.observables:
+            ax.plot(run.t, run["test_acc"][0], ":", color=f"C{i}", lw=2, label=f"test, {run_of}")
     ax.axhline(1 / o["E"].shape[0], color="0.5", ls="--", label="chance 1/p")
-    ax.set(xlabel="AdamW step", ylabel="accuracy", title="p = 31, k = 4, 160 heads, init scale 2")
+    ax.set(xlabel="AdamW step", ylabel="accuracy", title=f"{sim.meta['problem']}, init scale "
+                                                         f"{sim.meta['options']['init_scale']:g}")
     legend_outside(ax, loc="below")
-    wd0 = meta["meta"]["options"]["weight_decay"]
+    wd0 = sim.meta["options"]["weight_decay"]
     return save_figure(fig, out, title=f"Fig. 4.3 at the paper's size (wd {wd0:g}): median head frequency power "
                                        f"{np.median(att['frequency_power']):.2f} (1 = one frequency)")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m popdyn.validation.modular_paper_size", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m popdyn.validation.modular_paper_size",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+", type=Path, help=".npz results of popdyn.simulate with weights=True")
     ap.add_argument("--out", type=Path, default=Path("."), help="folder for the JSON and the figure")
     args = ap.parse_args(argv)

@@ -10,8 +10,8 @@ r"""Figure 2 of [AllenZhu19] at CPU scale (Section 6, App. A): the three-layer R
 The paper gives no number (only the ordering), so both metrics are the network's error over the theory's plateau
 k alpha^2. Protocol: the paper's minibatch SGD (momentum 0.9, batch 50, epochs at lr then at lr/10, weight decay,
 App. A) at a declared width: the full sizes with the paper's 400 + 400 epochs (GPU runs: the networks of a claim
-train in parallel processes), the quick sizes shortened (``epochs`` of each size); lr is picked per method (and per beta) from a grid of the
-paper's set {1, 2, 5} x 10^-j by the final test error, as the paper does (App. A).
+train in parallel processes), the quick sizes shortened (``epochs`` of each size); lr is picked per method (and per
+beta) from a grid of the paper's set {1, 2, 5} x 10^-j by the final test error, as the paper does (App. A).
 """
 from __future__ import annotations
 
