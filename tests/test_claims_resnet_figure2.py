@@ -110,7 +110,28 @@ def test_parallel_runs_equal_the_serial_ones():
     cases = [("resnet", fig2_target(), 100), ("fc2", fig2_target(), 100)]
     serial = resnet_figure2._best_runs(cases, size, "cpu", processes=1)
     parallel = resnet_figure2._best_runs(cases, size, "cpu", processes=2)
-    assert [lr for _, lr, _ in serial] == [0.5, 0.5]
-    for (a, lr_a, e_a), (b, lr_b, e_b) in zip(serial, parallel):
-        assert lr_a == lr_b and e_a == e_b
+    assert [lrs for _, lrs, _, _ in serial] == [[0.5], [0.5]]
+    for (a, lr_a, e_a, g_a), (b, lr_b, e_b, g_b) in zip(serial, parallel):
+        assert lr_a == lr_b and e_a == e_b and g_a == g_b
         np.testing.assert_array_equal(a["test_error"], b["test_error"])
+
+
+def test_each_seed_gets_its_own_lr(monkeypatch):
+    """A seed that diverges at an lr costs that lr only for itself: with final errors (0.3, 0.5) at lr 0.5 and
+    (0.2, diverged) at lr 1, seed 0 takes lr 1 and seed 1 lr 0.5 (mean 0.35; the whole-run rule gave lr 0.5, 0.4),
+    and the returned Simulation holds each seed's own run."""
+    from popdyn.results import Simulation
+    from popdyn.validation.claims import resnet_figure2
+    finals = {0.5: [0.3, 0.5], 1.0: [0.2, np.nan]}
+
+    def fake(arch, target, N, size, lr, device):
+        e = np.array([[1.0, f] for f in finals[lr]])
+        return Simulation(t=[0.0, 1.0], observables={"test_error": e, "c_G": e + lr}, status=int(np.isnan(e).any()))
+
+    monkeypatch.setattr(resnet_figure2, "_train", fake)
+    ((sim, lrs, err, lr_errors),) = resnet_figure2._best_runs([("resnet", None, 10)], {"lr": {"resnet": [0.5, 1.0]}},
+                                                               "cpu")
+    assert lrs == [1.0, 0.5] and err == pytest.approx(0.35) and sim.status == 0
+    assert lr_errors == {"0.5": [0.3, 0.5], "1": [0.2, np.inf]}
+    np.testing.assert_array_equal(sim["c_G"][:, -1], [1.2, 1.0])
+    np.testing.assert_array_equal(sim.meta["lr"], [1.0, 0.5])
