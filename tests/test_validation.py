@@ -178,6 +178,28 @@ def test_code_hash_reads_the_same_on_every_python(tmp_path):
         "type_ignores=[])")
 
 
+def test_a_linked_checkout_gives_the_installed_keys(tmp_path):
+    """A source tree run without installing, with ``popdyn/validation`` a link to ``validation`` (how a GPU machine
+    runs a copy of the working tree), hashes the same files as the installed package: the module names resolve
+    through the link, so relative imports are followed and a record made there is current here."""
+    import shutil
+    import subprocess
+    import sys
+    root = Path(claims_pkg.__file__).resolve().parent.parent.parent
+    ignore = shutil.ignore_patterns("__pycache__", "records")
+    for part in ("popdyn", "validation"):
+        shutil.copytree(root / part, tmp_path / part, ignore=ignore)
+    (tmp_path / "popdyn" / "validation").symlink_to("../validation")
+    ids = ["resnet.figure2", "lora.fig2_joint_speedup"]
+    code = ("import json; from popdyn.validation.claims import REGISTRY, discover; discover(); "
+            f"print(json.dumps([REGISTRY[i].key(False) for i in {ids!r}]))")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         check=True).stdout
+    claims_pkg.discover()
+    assert json.loads(out.splitlines()[-1]) == [claims_pkg.REGISTRY[i].key(False) for i in ids]
+
+
 def test_verdict_is_decided_by_the_declared_tolerance_and_checks():
     c = _claim("pass", "pass", [])
     assert claims_pkg.verdict(c, ClaimResult(1.0)) == "PASS"            # measured == tolerance passes

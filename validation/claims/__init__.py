@@ -185,7 +185,7 @@ def _module_name(path):
     """The dotted name of the module at ``path`` (a pure function of the path, so cached)."""
     path = Path(path).resolve()
     for top in ("validation", "popdyn"):  # validation first: an installed copy lives inside popdyn/
-        root = _module_file(top).parent
+        root = _module_file(top).parent.resolve()   # a linked copy (popdyn/validation -> ../validation) too
         if path.is_relative_to(root):
             rel = path.relative_to(root.parent).with_suffix("").parts
             return ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
