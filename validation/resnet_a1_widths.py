@@ -11,8 +11,8 @@ on ``--workers`` processes) and writes, where it is run:
 * ``resnet_a1_widths.json``: one row per (d, m, lr, wd): the norm ||W||_F / sqrt d, train and test MSE (the test a
   fresh Monte Carlo set, its standard error), diverged, wall time. Rewritten atomically after each task; a rerun
   skips the tasks it holds, so an interrupted run loses only the tasks in flight.
-* ``resnet_a1_widths.png``: per setting, the test and train MSE against m (one colour per lr), beside the paper's
-  best test error and the zero predictor's MSE 1.
+* ``resnet_a1_widths.png``: per setting, every run's test and train MSE against its norm (one colour per width),
+  beside the min-norm network, the paper's best test error and the zero predictor's MSE 1.
 """
 from __future__ import annotations
 
@@ -76,23 +76,27 @@ def _save(rows, path):
 
 
 def figure(rows, settings, path):
-    """Test (filled) and train (open) MSE against m per setting, one colour per lr: the best over weight decays."""
+    """Per setting, every run's (norm, MSE): test filled, train open, one colour per width; the min-norm network's
+    (9.7, 0.12), the paper's best test error and the zero predictor's MSE 1 as references."""
     from popdyn.plot import legend_outside, save_figure, subplots
 
     fig, axes = subplots(len(settings), panel_size=(5.0, 3.8))
     best = {}
     for ax, s in zip(axes, settings):
         mine = [r for r in rows if r["d"] == s["d"] and np.isfinite(r["test_mse"])]
-        for i, lr in enumerate(s["lrs"]):
-            ms = [m for m in s["ms"] if any(r["m"] == m and r["lr"] == lr for r in mine)]
-            pick = [min((r for r in mine if r["m"] == m and r["lr"] == lr), key=lambda r: r["test_mse"]) for m in ms]
-            ax.plot(ms, [r["test_mse"] for r in pick], "o-", color=f"C{i}", label=f"test, lr {lr:g}")
-            ax.plot(ms, [r["train_mse"] for r in pick], "^--", color=f"C{i}", mfc="none", label=f"train, lr {lr:g}")
+        for i, m in enumerate(s["ms"]):
+            sel = [r for r in mine if r["m"] == m]
+            if sel:
+                norm = [r["norm"] for r in sel]
+                ax.plot(norm, [r["test_mse"] for r in sel], "o", color=f"C{i}", label=f"test, m = {m}")
+                ax.plot(norm, [r["train_mse"] for r in sel], "^", color=f"C{i}", mfc="none", label=f"train, m = {m}")
         best[s["d"]] = min((r["test_mse"] for r in mine), default=np.nan)
-        ax.axhline(s["paper_best"], color="k", ls=":", label=f"paper's best test {s['paper_best']}")
+        ax.plot([9.7], [0.12], "k*", ms=11, label="min-norm network (App. A.1)")
+        ax.axhline(s["paper_best"], color="k", ls=":", label=f"paper's best SGD test {s['paper_best']}")
         ax.axhline(1.0, color="0.6", ls="--", label="predicting 0 (MSE 1)")
-        ax.set(xscale="log", yscale="log", xlabel="width m", ylabel="MSE (best weight decay)",
+        ax.set(xscale="log", yscale="symlog", ylim=(0, None), xlabel="||W||_F / sqrt d", ylabel="MSE",
                title=f"d = {s['d']}, N = {s['N']}: best test {best[s['d']]:.3f}")
+        ax.set_yscale("symlog", linthresh=1e-2)
         legend_outside(ax)
     title = ("App. A.1 at the paper's widths: SGD's best test MSE "
              + ", ".join(f"{v:.3f} (d = {d})" for d, v in best.items())
