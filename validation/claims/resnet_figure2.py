@@ -10,8 +10,9 @@ r"""Figure 2 of [AllenZhu19] at CPU scale (Section 6, App. A): the three-layer R
 The paper gives no number (only the ordering), so both metrics are the network's error over the theory's plateau
 k alpha^2. Protocol: the paper's minibatch SGD (momentum 0.9, batch 50, epochs at lr then at lr/10, weight decay,
 App. A) at a declared width: the full sizes with the paper's 400 + 400 epochs (GPU runs: the networks of a claim
-train in parallel processes), the quick sizes shortened (``epochs`` of each size); lr is picked per network (each seed, method
-and beta) from a grid of the paper's set {1, 2, 5} x 10^-j by the final test error, as the paper does (App. A).
+train in parallel processes), the quick sizes shortened (``epochs`` of each size); lr is picked per network (each
+seed, method and beta) from a grid of the paper's set {1, 2, 5} x 10^-j by the final test error, as the paper does
+(App. A).
 """
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ def _best_runs(cases, size, device, processes=None):
         best = final[pick, seeds]
         obs = {k: np.stack([mine[i][k][s] for s, i in zip(seeds, pick)]) for k in mine[0].observables}
         lrs = [grid[i] for i in pick]
-        sim = Simulation(t=mine[0].t, observables=obs, status=int(np.isinf(best).any()), meta=mine[0].meta | {"lr": lrs})
+        sim = Simulation(t=mine[0].t, observables=obs, status=int(np.isinf(best).any()),
+                         meta=mine[0].meta | {"lr": lrs})
         out.append((sim, lrs, float(np.mean(best)), {f"{lr:g}": final[j].tolist() for j, lr in enumerate(grid)}))
     return out
 
@@ -122,8 +124,8 @@ def _legend(ax):
              "exact ReLU NTK / conjugate kernel on the same training set and the 2-layer net stay above it; F is "
              "learned before G(F)",
        source="[AllenZhu19, Section 2.1 (hierarchical learning), Fig. 2 (k alpha^2 = 0.72), App. A (protocol)]",
-       metric="ResNet test error (mean over seeds, each seed at its best lr, Monte Carlo over the test set) at the largest N divided by "
-              "the G-not-learned plateau k alpha^2 (target.error_G_not_learned)",
+       metric="ResNet test error (mean over seeds, each seed at its best lr, Monte Carlo over the test set) at the "
+              "largest N divided by the G-not-learned plateau k alpha^2 (target.error_G_not_learned)",
        tolerance=_TOL,
        tolerance_origin="Parseval: error < k alpha^2 / 2 forces rms(c_G - alpha) < alpha / sqrt(2), i.e. G(F) "
                         "captured (>= 0.29 alpha); the test-set SE of the error is < 0.01 (4e3 points)",
@@ -229,7 +231,8 @@ def figure2_beta(size, device, outdir):
     best = _best_runs([("resnet", target, size["N"]) for target in targets], grid, device)
     for beta, target, (sim, lrs, err, lr_errors) in zip(size["beta"], targets, best):
         sims[beta] = sim
-        rows.append({"beta": beta, "alpha_over_beta": size["alpha"] / beta, "error": err, "lr": lrs, "lr_errors": lr_errors,
+        rows.append({"beta": beta, "alpha_over_beta": size["alpha"] / beta, "error": err, "lr": lrs,
+                     "lr_errors": lr_errors,
                      "ratio": err / target.error_G_not_learned, "plateau": target.error_G_not_learned,
                      "zero_predictor": target.error_zero_predictor, "c_G": float(np.nanmean(sim["c_G"][:, -1])),
                      "c_F": float(np.nanmean(sim["c_F"][:, -1]))})
@@ -260,8 +263,9 @@ def figure2_beta(size, device, outdir):
     path = save_figure(fig, outdir / "resnet.figure2_beta.png", title=claim_title(
         REGISTRY["resnet.figure2_beta"], measured, what="max error / k alpha^2 at alpha/beta <= 1"))
     checks = {"every beta run finite": all(np.isfinite(r["error"]) for r in rows)}
-    msg = ("error / k alpha^2 by alpha/beta: " + ", ".join(f"{r['alpha_over_beta']:.2f}: {r['ratio']:.3f} "
-                                                             f"(lr {'/'.join(f'{v:g}' for v in r['lr'])}, c_G {r['c_G']:.3f})" for r in rows)
+    msg = ("error / k alpha^2 by alpha/beta: "
+           + ", ".join(f"{r['alpha_over_beta']:.2f}: {r['ratio']:.3f} (lr {'/'.join(f'{v:g}' for v in r['lr'])}, "
+                       f"c_G {r['c_G']:.3f})" for r in rows)
            + f"; learns G (ratio < {_TOL}) at alpha/beta in {np.round(learned, 2).tolist()}, not at "
            + f"{np.round(fails, 2).tolist()}")
     msg += f"; untrained null {nulls['untrained']:.3g}"
