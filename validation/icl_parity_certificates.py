@@ -136,8 +136,8 @@ dependency of popdyn and is imported only there.
 
 Usage: ``python -m popdyn.validation.icl_parity_certificates [case ...] [--method bb|dual|scip] [--time-limit S]
 [--no-capacity] [--subset-k K] [--subset-share F]`` (cases: the keys of :data:`CASES`; default all).
-Single-threaded. The stored open cases ran with ``--time-limit 2100`` and ``--subset-k 3`` (6 full heads) or
-``--subset-k 5`` (d = 8).
+Single-threaded. The stored open cases ran with ``--time-limit 5400 --subset-k 3`` (6 full heads) and
+``--time-limit 2100 --subset-k 5`` (d = 8).
 
 References
 ----------
