@@ -81,27 +81,41 @@ def figure(rows, settings, path):
     from popdyn.plot import legend_outside, save_figure, subplots
 
     fig, axes = subplots(len(settings), panel_size=(5.0, 3.8))
+    colour = {m: f"C{i}" for i, m in enumerate(sorted({m for s in settings for m in s["ms"]}))}   # one per width
     best = {}
     for ax, s in zip(axes, settings):
         mine = [r for r in rows if r["d"] == s["d"] and np.isfinite(r["test_mse"])]
-        for i, m in enumerate(s["ms"]):
+        for m in s["ms"]:
             sel = [r for r in mine if r["m"] == m]
             if sel:
                 norm = [r["norm"] for r in sel]
-                ax.plot(norm, [r["test_mse"] for r in sel], "o", color=f"C{i}", label=f"test, m = {m}")
-                ax.plot(norm, [r["train_mse"] for r in sel], "^", color=f"C{i}", mfc="none", label=f"train, m = {m}")
+                ax.plot(norm, [r["test_mse"] for r in sel], "o", color=colour[m], label=f"test, m = {m}")
+                ax.plot(norm, [r["train_mse"] for r in sel], "^", color=colour[m], mfc="none", label=f"train, m = {m}")
         best[s["d"]] = min((r["test_mse"] for r in mine), default=np.nan)
         ax.plot([9.7], [0.12], "k*", ms=11, label="min-norm network (App. A.1)")
         ax.axhline(s["paper_best"], color="k", ls=":", label=f"paper's best SGD test {s['paper_best']}")
         ax.axhline(1.0, color="0.6", ls="--", label="predicting 0 (MSE 1)")
-        ax.set(xscale="log", yscale="symlog", ylim=(0, None), xlabel="||W||_F / sqrt d", ylabel="MSE",
-               title=f"d = {s['d']}, N = {s['N']}: best test {best[s['d']]:.3f}")
         ax.set_yscale("symlog", linthresh=1e-2)
+        ax.set(xscale="log", ylim=(0, None), xlabel="||W||_F / sqrt d", ylabel="MSE",
+               title=f"d = {s['d']}, N = {s['N']}: best test {best[s['d']]:.3f}")
         legend_outside(ax)
     title = ("App. A.1 at the paper's widths: SGD's best test MSE "
              + ", ".join(f"{v:.3f} (d = {d})" for d, v in best.items())
              + "; paper " + ", ".join(f"{s['paper_best']}" for s in settings))
     return save_figure(fig, path, title=title)
+
+
+def _finished(todo, device, workers):
+    """``(task, rows)`` as each task finishes: in this process, or on ``workers`` spawned processes."""
+    if workers <= 1:
+        yield from ((t, run_task(t, device)) for t in todo)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(run_task, t, device): t for t in todo}
+        for f in as_completed(futures):
+            yield futures[f], f.result()
 
 
 def main(argv=None):
@@ -119,20 +133,10 @@ def main(argv=None):
     todo = [t for t in tasks(settings) if _name(t) not in done]
     print(f"{len(todo)} tasks to run ({len(done)} stored in {path})", flush=True)
     try:
-        if args.workers > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-            with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                futures = {pool.submit(run_task, t, args.device): t for t in todo}
-                for f in as_completed(futures):
-                    rows += f.result()
-                    _save(rows, path)
-                    print(f"done {_name(futures[f])} ({len(rows)} rows)", flush=True)
-        else:
-            for t in todo:
-                rows += run_task(t, args.device)
-                _save(rows, path)
-                print(f"done {_name(t)} ({len(rows)} rows)", flush=True)
+        for t, new in _finished(todo, args.device, args.workers):
+            rows += new
+            _save(rows, path)
+            print(f"done {_name(t)} ({len(rows)} rows)", flush=True)
     finally:
         if rows:
             print(f"wrote {path} and {figure(rows, settings, out / f'{_OUT}.png')}", flush=True)
