@@ -118,9 +118,25 @@ def gmm_centres(size, device, outdir):
     path = _figure(sims, rows, outdir / "emergence.gmm_centres.png",
                    claim_title(REGISTRY["emergence.gmm_centres"], worst, what="unexplained share"))
     return ClaimResult(measured=worst, checks=checks, figure=str(path), table=rows, nulls=nulls,
-                       message=f"unexplained share <= {worst:.3f} over {len(rows)} runs; the paper's sign rule leaves "
-                               f">= {nulls['paper_sign']:.2f}, atoms >= {nulls['atoms']:.2f}, the initial network "
-                               f">= {nulls['no_learning']:.2f}")
+                       message=f"unexplained share <= {worst:.3f} over {len(rows)} runs (test accuracy "
+                               f"{_span(rows, 'test_acc')}); the paper's sign rule leaves >= "
+                               f"{nulls['paper_sign']:.2f}, "
+                               f"atoms >= {nulls['atoms']:.2f}, the initial network >= {nulls['no_learning']:.2f}; "
+                               + "; ".join(f"k = {k}: centres covered {_span(rk, 'centres_covered', '.0f')} of "
+                                           f"{rk[0]['centres']}" for k, rk in _by_k(rows))
+                               + "; in R^d, the least over centres of the best neuron's |cos| "
+                               f"{_span(rows, 'centre_cos')}")
+
+
+def _span(rows, key, fmt=".3f"):
+    """``"lo-hi"`` of ``key`` over ``rows`` (one number when they agree)."""
+    lo, hi = (format(f(r[key] for r in rows), fmt) for f in (min, max))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _by_k(rows):
+    """``[(k, rows with that k)]`` in increasing k."""
+    return [(k, [r for r in rows if r["k"] == k]) for k in sorted({r["k"] for r in rows})]
 
 
 def _figure(sims, rows, path, title):
