@@ -9,7 +9,7 @@ import pytest
 from popdyn.models.emergence import correlations, data
 from popdyn.validation.claims import emergence_mixture as EM
 
-from .falsify import falsifies, perturb, run_claim
+from .falsify import falsifies, memoise, perturb, run_claim
 
 pytest.importorskip("torch")
 
@@ -57,18 +57,19 @@ def test_centre_network_of_the_right_sign_is_fully_explained(sign):
     model = data.GaussianParityMixture(25, 4, 0.7, data.random_dictionary(25, 4, seed=1))
     W, b, a = _network(model, sign)
     X, y = model.sample(20_000, seed=3)
-    share, covered = EM._unexplained(W, b, a, EM._form(model, W, b, a, "theory"), X, y)
+    forms, nearest = EM._forms(model, W, b, a)
+    part, weight = EM._margin_parts(W, b, a, X, y)
+    share, covered = EM._unexplained(part, forms["theory"]), EM._covered(forms["theory"], nearest, weight)
     if sign == 1:   # every neuron of the form: nothing unexplained, all 16 centres covered
         assert share == pytest.approx(0.0, abs=1e-12) and covered == 16
     else:           # the margin is negative: the network fits nothing, the share is infinite
         assert share == math.inf
-    atoms, _ = EM._unexplained(W, b, a, EM._form(model, W, b, a, "atoms"), X, y)
+    atoms = EM._unexplained(part, forms["atoms"])
     assert sign == -1 or atoms == pytest.approx(1.0)
 
 
 def _flipped(f):
-    """The paper's sign rule as the theory: T_a of the opposite sign (a narrow centre detector's T_a has the label's
-    sign, a bias-free one at k = 4 the opposite)."""
+    """Wrong theory: T_a of the opposite sign, so every trained neuron's output weight disagrees with it."""
     def wrong(model, w, b, s):
         nc = f(model, w, b, s)
         return correlations.NeuronCorr(nc.T, nc.Tb, -nc.Ta, nc.beta)
@@ -80,6 +81,7 @@ def _flipped(f):
 @falsifies("emergence.gmm_centres")
 @pytest.mark.parametrize("wrong", [False, True])
 def test_gmm_centres_fails_with_the_opposite_sign_rule(wrong, monkeypatch, tmp_path):
+    memoise(monkeypatch, "popdyn.validation.claims.emergence_mixture.train")   # one training for both theories
     if wrong:
         perturb(monkeypatch, "popdyn.models.emergence.correlations.gmm_correlations", _flipped)
     verdict, res = run_claim("emergence.gmm_centres", tmp_path)

@@ -36,33 +36,44 @@ def centre_cos_threshold(k):
     return (1.0 + math.sqrt((k - 1) / k)) / 2.0
 
 
-def _form(model, W, b, a, rule):
-    """Per neuron, whether it is of the form of ``rule`` ("theory": its direction in span M at a centre and
-    sign(a) = sign(T_a); "paper": at a centre and sign(a) = the centre's label; "atoms": along a dictionary column
-    +-M_j and sign(a) = sign(T_a)), and its nearest centre (``rule`` "atoms": None)."""
-    E, lab = model.centers()
+def _neurons(model, W, b, a):
+    """Per neuron: the cosine of its direction in span M with its nearest centre, that centre's index, its largest
+    |cosine| with a dictionary column, and whether sign(a) = sign(T_a) (``gmm_correlations``)."""
+    E, _ = model.centers()
     P = W @ model.M                                               # direction in span M, pattern coordinates
     r = np.maximum(np.linalg.norm(P, axis=1), 1e-300)
-    Ta_sign = np.sign(correlations.gmm_correlations(model, W, b, 0.0).Ta)
-    if rule == "atoms":
-        return (np.abs(P).max(1) / r >= centre_cos_threshold(model.k)) & (np.sign(a) == Ta_sign), None
     C = P @ E.T / (r[:, None] * math.sqrt(model.k))
-    nearest = C.argmax(1)
-    sign = Ta_sign if rule == "theory" else lab[nearest]
-    return (C.max(1) >= centre_cos_threshold(model.k)) & (np.sign(a) == sign), nearest
+    agree = np.sign(a) == np.sign(correlations.gmm_correlations(model, W, b, 0.0).Ta)
+    return C.max(1), C.argmax(1), np.abs(P).max(1) / r, agree
 
 
-def _unexplained(W, b, a, form, X, y):
-    """``1 - E[y g_form(x)] / E[y g(x)]`` on the sample ``(X, y)``: the share of the network's mean margin not
-    carried by its neurons of the form ``(ok, nearest)`` (:func:`_form`), and the number of centres that have a
-    neuron of that form with at least half the mean weight ``|a_i| E sigma~(<w_i, x> + b_i)`` (0 without centres)."""
-    ok, nearest = form
-    H = np.clip(X @ W.T + b, 0.0, 1.0)                            # sigma~ at s = 0: the clamp to [0, 1]
-    margin = y @ H @ a
-    share = float(1.0 - (y @ H[:, ok] @ a[ok]) / margin) if margin > 0 else math.inf
-    weight = np.abs(a) * H.mean(0)
-    covered = len(np.unique(nearest[ok & (weight >= weight.mean() / 2)])) if nearest is not None else 0
-    return share, covered
+def _forms(model, W, b, a):
+    """Which neurons have each form, ``{name: mask}``, and their nearest centres. "theory": the direction in span M
+    at a centre (:func:`centre_cos_threshold`) and sign(a) = sign(T_a); "paper_sign": at a centre and sign(a) = the
+    centre's label; "atoms": along a dictionary column +-M_j and sign(a) = sign(T_a)."""
+    cos, nearest, atom_cos, agree = _neurons(model, W, b, a)
+    c0 = centre_cos_threshold(model.k)
+    return {"theory": (cos >= c0) & agree, "paper_sign": (cos >= c0) & (np.sign(a) == model.centers()[1][nearest]),
+            "atoms": (atom_cos >= c0) & agree}, nearest
+
+
+def _margin_parts(W, b, a, X, y):
+    """Each neuron's part ``E[y a_i sigma~(<w_i, x> + b_i)]`` of the mean margin and its weight
+    ``|a_i| E sigma~(<w_i, x> + b_i)``, on the sample ``(X, y)`` (sigma~ at s = 0: the clamp to [0, 1])."""
+    H = np.clip(X @ W.T + b, 0.0, 1.0)
+    return (y @ H) * a / len(y), np.abs(a) * H.mean(0)
+
+
+def _unexplained(part, ok):
+    """``1 - E[y g_ok(x)] / E[y g(x)]``: the share of the mean margin not carried by the neurons ``ok`` (infinite
+    when the network's mean margin is not positive)."""
+    margin = part.sum()
+    return float(1.0 - part[ok].sum() / margin) if margin > 0 else math.inf
+
+
+def _covered(ok, nearest, weight):
+    """Centres with a neuron of ``ok`` of at least half the mean weight pointing at them."""
+    return len(np.unique(nearest[ok & (weight >= weight.mean() / 2)]))
 
 
 @claim(id="emergence.gmm_centres", model="emergence",
@@ -102,13 +113,14 @@ def gmm_centres(size, device, outdir):
             end = [np.asarray(sim[n][s]) for n in ("Q_final", "b_final", "a_final")]
             start = [np.asarray(sim[n][s]) for n in ("Q_0", "b_0", "a_0")]
             X, y = model.sample(size["n_eval"], seed=1000 + s)
-            theory, covered = _unexplained(*end, _form(model, *end, "theory"), X, y)
+            forms, nearest = _forms(model, *end)
+            part, weight = _margin_parts(*end, X, y)
             rows.append({"experiment": i + 1, "d": d, "k": k, "sigma_r": sr, "seed": s,
-                         "test_acc": float(sim["test_acc"][s, -1]), "unexplained": theory,
-                         "centres_covered": covered, "centres": 2 ** k,
-                         "paper_sign": _unexplained(*end, _form(model, *end, "paper"), X, y)[0],
-                         "atoms": _unexplained(*end, _form(model, *end, "atoms"), X, y)[0],
-                         "no_learning": _unexplained(*end, _form(model, *start, "theory"), X, y)[0],
+                         "test_acc": float(sim["test_acc"][s, -1]), "unexplained": _unexplained(part, forms["theory"]),
+                         "centres_covered": _covered(forms["theory"], nearest, weight), "centres": 2 ** k,
+                         "paper_sign": _unexplained(part, forms["paper_sign"]),
+                         "atoms": _unexplained(part, forms["atoms"]),
+                         "no_learning": _unexplained(part, _forms(model, *start)[0]["theory"]),
                          "centre_cos": float(sim["centre_cos"][s, -1])})
     worst = max(r["unexplained"] for r in rows)
     nulls = {n: min(r[n] for r in rows) for n in ("paper_sign", "atoms", "no_learning")}
@@ -146,10 +158,8 @@ def _figure(sims, rows, path, title):
     for ax, (i, model, sim) in zip(axes, sims):
         W, b, a = (np.asarray(sim[n][0]) for n in ("Q_final", "b_final", "a_final"))
         X, y = model.sample(4000, seed=1000)
-        part = (y @ np.clip(X @ W.T + b, 0.0, 1.0)) * a
-        P = W @ model.M
-        cos = (P @ model.centers()[0].T / (np.linalg.norm(P, axis=1)[:, None] * math.sqrt(model.k))).max(1)
-        agree = np.sign(a) == np.sign(correlations.gmm_correlations(model, W, b, 0.0).Ta)
+        part = _margin_parts(W, b, a, X, y)[0]
+        cos, _, _, agree = _neurons(model, W, b, a)
         for mask, colour, label in ((agree, "C4", "sign(a) = sign(T_a)"), (~agree, "C8", "opposite sign")):
             ax.scatter(cos[mask], part[mask] / part.sum(), s=6, color=colour, alpha=0.6, label=label)
         ax.axvline(centre_cos_threshold(model.k), color="k", ls=":", label="centre threshold")
